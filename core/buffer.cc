@@ -1,0 +1,38 @@
+#include "core/buffer.h"
+
+#include <cassert>
+#include <cstring>
+
+namespace ppspec::core {
+
+Buffer Buffer::rows(int64_t first, int64_t n) const {
+  assert(first >= 0 && n >= 0 && first + n <= shape_.rows);
+  const size_t offset = static_cast<size_t>(first * shape_.cols) * dtype_size(dtype_);
+  return Buffer(static_cast<std::byte*>(data_) + offset, shadow_ ? shadow_ + offset : nullptr, dtype_,
+                Shape{n, shape_.cols});
+}
+
+void Buffer::mark_written(int64_t first_elem, int64_t n) const {
+  if (!shadow_ || n <= 0) return;
+  assert(first_elem >= 0 && first_elem + n <= count());
+  const size_t es = dtype_size(dtype_);
+  std::memset(shadow_ + first_elem * es, 1, static_cast<size_t>(n) * es);
+}
+
+int64_t Buffer::uninitialised_elements(int64_t first_elem, int64_t n) const {
+  if (!shadow_) return 0;
+  assert(first_elem >= 0 && first_elem + n <= count());
+  const size_t es = dtype_size(dtype_);
+  int64_t bad = 0;
+  for (int64_t e = first_elem; e < first_elem + n; ++e) {
+    for (size_t b = 0; b < es; ++b) {
+      if (shadow_[e * es + b] == 0) {
+        ++bad;
+        break;
+      }
+    }
+  }
+  return bad;
+}
+
+}  // namespace ppspec::core

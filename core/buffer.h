@@ -1,0 +1,57 @@
+// Typed views over device memory. In the simulator the memory is host memory with a shadow byte per
+// data byte that says whether it was ever written, so a read of never-written padding is detectable.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "core/dtype.h"
+
+namespace ppspec::core {
+
+struct Shape {
+  int64_t rows = 0;
+  int64_t cols = 1;
+  int64_t count() const { return rows * cols; }
+  friend bool operator==(const Shape&, const Shape&) = default;
+};
+
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(void* data, uint8_t* shadow, Dtype dtype, Shape shape)
+      : data_(data), shadow_(shadow), dtype_(dtype), shape_(shape) {}
+
+  void* data() const { return data_; }
+  // nullptr on real hardware, where nothing tracks initialisation.
+  uint8_t* shadow() const { return shadow_; }
+  Dtype dtype() const { return dtype_; }
+  Shape shape() const { return shape_; }
+  int64_t count() const { return shape_.count(); }
+  size_t bytes() const { return static_cast<size_t>(count()) * dtype_size(dtype_); }
+  bool valid() const { return data_ != nullptr || count() == 0; }
+
+  // Rows [first, first + n) as a buffer of the same dtype and width.
+  Buffer rows(int64_t first, int64_t n) const;
+
+  // Host access for CPU kernels and tests (simulator only: the memory is host memory there).
+  template <typename T>
+  std::span<T> host() const {
+    return {static_cast<T*>(data_), static_cast<size_t>(count())};
+  }
+
+  // Shadow bookkeeping: mark bytes written; count never-written elements.
+  void mark_written(int64_t first_elem, int64_t n) const;
+  void mark_all_written() const { mark_written(0, count()); }
+  int64_t uninitialised_elements(int64_t first_elem, int64_t n) const;
+
+ private:
+  void* data_ = nullptr;
+  uint8_t* shadow_ = nullptr;
+  Dtype dtype_ = Dtype::u8;
+  Shape shape_{};
+};
+
+}  // namespace ppspec::core

@@ -1,0 +1,25 @@
+// Bad input is reported with the file, the line and what was expected; never a crash.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace ppspec::core {
+
+class InputError : public std::runtime_error {
+ public:
+  InputError(std::string file, int line, std::string message)
+      : std::runtime_error(format(file, line, message)), file_(std::move(file)), line_(line) {}
+  const std::string& file() const { return file_; }
+  int line() const { return line_; }
+
+ private:
+  static std::string format(const std::string& file, int line, const std::string& message) {
+    if (line > 0) return file + ":" + std::to_string(line) + ": " + message;
+    return file + ": " + message;
+  }
+  std::string file_;
+  int line_;
+};
+
+}  // namespace ppspec::core

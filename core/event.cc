@@ -1,0 +1,78 @@
+#include "core/event.h"
+
+#include <fmt/format.h>
+
+namespace ppspec::core {
+
+std::string_view to_string(EventKind k) {
+  switch (k) {
+    case EventKind::actor_start: return "actor_start";
+    case EventKind::actor_end: return "actor_end";
+    case EventKind::comm_init: return "comm_init";
+    case EventKind::op_posted: return "op_posted";
+    case EventKind::op_paired: return "op_paired";
+    case EventKind::op_started: return "op_started";
+    case EventKind::op_completed: return "op_completed";
+    case EventKind::kernel_launched: return "kernel_launched";
+    case EventKind::kernel_completed: return "kernel_completed";
+    case EventKind::module_load: return "module_load";
+    case EventKind::sync_begin: return "sync_begin";
+    case EventKind::sync_end: return "sync_end";
+    case EventKind::note: return "note";
+    case EventKind::verdict: return "verdict";
+  }
+  return "?";
+}
+
+void append_json_string(std::string& out, std::string_view s) {
+  out.push_back('"');
+  for (char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20)
+          out += fmt::format("\\u{:04x}", static_cast<unsigned>(static_cast<unsigned char>(c)));
+        else
+          out.push_back(c);
+    }
+  }
+  out.push_back('"');
+}
+
+std::string to_json(const Event& e) {
+  std::string s;
+  s.reserve(192);
+  s += fmt::format("{{\"seq\":{},\"t\":{},\"ev\":\"{}\"", e.seq, e.t, to_string(e.kind));
+  if (e.rank >= 0) s += fmt::format(",\"rank\":{}", e.rank);
+  auto field = [&s](std::string_view key, std::string_view value) {
+    if (value.empty()) return;
+    s += ",\"";
+    s += key;
+    s += "\":";
+    append_json_string(s, value);
+  };
+  field("actor", e.actor);
+  field("comm", e.comm);
+  if (e.op_id >= 0) s += fmt::format(",\"op_id\":{}", e.op_id);
+  if (e.cseq >= 0) s += fmt::format(",\"cseq\":{}", e.cseq);
+  if (e.has_op) {
+    s += fmt::format(",\"op\":\"{}\",\"dtype\":\"{}\",\"count\":{}", to_string(e.op.kind), to_string(e.op.dtype),
+                     e.op.count);
+    if (e.op.peer >= 0) s += fmt::format(",\"{}\":{}", e.op.kind == OpKind::broadcast ? "root" : "peer", e.op.peer);
+    field("label", e.op.label.name);
+    if (e.op.label.step >= 0) s += fmt::format(",\"step\":{}", e.op.label.step);
+    if (e.op.captured) s += ",\"captured\":true";
+  }
+  field("kernel", e.kernel);
+  field("spec", e.spec);
+  field("text", e.text);
+  if (e.value >= 0) s += fmt::format(",\"value\":{}", e.value);
+  s += '}';
+  return s;
+}
+
+}  // namespace ppspec::core

@@ -1,0 +1,81 @@
+// The event schema (DESIGN §7): what the runtime and, later, the engine report as they run.
+// Checkers subscribe to the stream, so the same checker works online (simulator, GPU) and offline
+// on a recorded trace. One fixed struct keeps the hot path allocation-free.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/label.h"
+#include "core/op.h"
+#include "core/types.h"
+
+namespace ppspec::core {
+
+enum class EventKind : uint8_t {
+  actor_start,
+  actor_end,
+  comm_init,        // a rank finished initialising a communicator
+  op_posted,        // host enqueued a communication operation
+  op_paired,        // the operation's positional partner(s) are known: all sides posted
+  op_started,       // the communication kernel became resident and started spinning
+  op_completed,     // the operation completed on its stream
+  kernel_launched,  // host launched a compute kernel
+  kernel_completed,
+  module_load,      // a kernel module loaded (value = 1 when it was a JIT compile + load)
+  sync_begin,       // host blocks in a synchronising call (text says which)
+  sync_end,
+  note,             // a hazard or another diagnostic that does not stop the run
+  verdict,          // the run ended (text = verdict)
+};
+
+std::string_view to_string(EventKind k);
+
+struct Event {
+  Time t = 0;
+  uint64_t seq = 0;  // assigned by the bus: position in the stream
+  EventKind kind = EventKind::note;
+  RankId rank = -1;
+  std::string_view actor;  // host thread or stream, e.g. "rank0.side"
+  std::string_view comm;
+  int64_t op_id = -1;  // links posted/paired/started/completed of one operation
+  int64_t cseq = -1;   // position on the communicator: collective slot or per-peer p2p index
+  bool has_op = false;
+  OpDesc op{};
+  std::string_view kernel;
+  std::string_view spec;
+  std::string_view text;
+  int64_t value = -1;
+};
+
+// One JSON object, keys in a fixed order, no trailing newline. Deterministic byte for byte.
+std::string to_json(const Event& e);
+
+class EventSink {
+ public:
+  virtual ~EventSink() = default;
+  virtual void on_event(const Event& e) = 0;
+};
+
+class EventBus {
+ public:
+  void subscribe(EventSink* sink) { sinks_.push_back(sink); }
+  // Producers check this first so that an unobserved run builds no events at all.
+  bool active() const { return !sinks_.empty(); }
+  void publish(Event& e) {
+    e.seq = next_seq_++;
+    for (EventSink* s : sinks_) s->on_event(e);
+  }
+  uint64_t published() const { return next_seq_; }
+
+ private:
+  std::vector<EventSink*> sinks_;
+  uint64_t next_seq_ = 0;
+};
+
+// Escapes `s` as a JSON string literal (with quotes) onto `out`.
+void append_json_string(std::string& out, std::string_view s);
+
+}  // namespace ppspec::core

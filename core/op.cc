@@ -1,0 +1,57 @@
+#include "core/op.h"
+
+#include <fmt/format.h>
+
+namespace ppspec::core {
+
+std::string_view to_string(OpKind k) {
+  switch (k) {
+    case OpKind::send: return "send";
+    case OpKind::recv: return "recv";
+    case OpKind::broadcast: return "broadcast";
+    case OpKind::all_reduce: return "all_reduce";
+    case OpKind::all_gather: return "all_gather";
+  }
+  return "?";
+}
+
+std::optional<OpKind> parse_op_kind(std::string_view s) {
+  for (OpKind k : {OpKind::send, OpKind::recv, OpKind::broadcast, OpKind::all_reduce, OpKind::all_gather})
+    if (to_string(k) == s) return k;
+  return std::nullopt;
+}
+
+std::string describe(const OpDesc& d) {
+  std::string s = fmt::format("{} {}[{}]", to_string(d.kind), to_string(d.dtype), d.count);
+  switch (d.kind) {
+    case OpKind::send: s += fmt::format(" to rank{}", d.peer); break;
+    case OpKind::recv: s += fmt::format(" from rank{}", d.peer); break;
+    case OpKind::broadcast: s += fmt::format(" root rank{}", d.peer); break;
+    default: break;
+  }
+  if (!d.label.empty()) s += fmt::format(" '{}'", d.label.str());
+  if (d.captured) s += " (graph)";
+  return s;
+}
+
+std::string mismatch_reason(const OpDesc& a, const OpDesc& b) {
+  std::string why;
+  auto add = [&why](std::string part) {
+    if (!why.empty()) why += "; ";
+    why += part;
+  };
+  const bool p2p = is_p2p(a.kind) && is_p2p(b.kind);
+  if (!p2p && a.kind != b.kind) add(fmt::format("kind {} vs {}", to_string(a.kind), to_string(b.kind)));
+  if (a.dtype != b.dtype) add(fmt::format("dtype {} vs {}", to_string(a.dtype), to_string(b.dtype)));
+  if (a.count != b.count) add(fmt::format("count {} vs {}", a.count, b.count));
+  if (!p2p && a.kind == OpKind::broadcast && b.kind == OpKind::broadcast && a.peer != b.peer)
+    add(fmt::format("root rank{} vs rank{}", a.peer, b.peer));
+  // An unlabelled operation carries no claim about its purpose, so only two labels can disagree.
+  if (!a.label.empty() && !b.label.empty() && !(a.label == b.label))
+    add(fmt::format("label '{}' vs '{}'", a.label.str(), b.label.str()));
+  if (a.captured != b.captured)
+    add(fmt::format("graph capture {} vs {}", a.captured ? "yes" : "no", b.captured ? "yes" : "no"));
+  return why;
+}
+
+}  // namespace ppspec::core

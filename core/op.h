@@ -1,0 +1,42 @@
+// Descriptors of communication operations: what a rank asked its communicator to do.
+// Pairing compares descriptors (R3, R5); reports and traces print them.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/dtype.h"
+#include "core/label.h"
+#include "core/types.h"
+
+namespace ppspec::core {
+
+enum class OpKind : uint8_t { send, recv, broadcast, all_reduce, all_gather };
+
+std::string_view to_string(OpKind k);
+std::optional<OpKind> parse_op_kind(std::string_view s);
+constexpr bool is_p2p(OpKind k) { return k == OpKind::send || k == OpKind::recv; }
+
+enum class ReduceOp : uint8_t { sum };
+
+struct OpDesc {
+  OpKind kind = OpKind::send;
+  Dtype dtype = Dtype::u8;
+  int64_t count = 0;  // elements (all_gather: elements contributed per rank)
+  RankId peer = -1;   // global rank: the peer of send/recv, the root of broadcast, -1 otherwise
+  Label label{};
+  bool captured = false;  // issued by a CUDA-graph replay (R9)
+
+  size_t bytes() const { return static_cast<size_t>(count) * dtype_size(dtype); }
+};
+
+// "recv i32[256] from rank1 'feedback@step7'" — the words reports use for one operation.
+std::string describe(const OpDesc& d);
+
+// Why two positionally paired operations disagree, in words; empty when they agree.
+// For p2p pairs `a` is the send and `b` the recv; for collectives they are two members' ops.
+std::string mismatch_reason(const OpDesc& a, const OpDesc& b);
+
+}  // namespace ppspec::core

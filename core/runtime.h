@@ -1,0 +1,152 @@
+// The runtime interface (DESIGN §2): the only seam between the system under test and its two
+// worlds, the simulator (sim/) and real CUDA + NCCL (real_backend/). It mirrors CUDA and NCCL closely
+// enough that engine code reads like a model runner: small handles, explicit streams, every
+// communication call names its stream and a logical label.
+//
+// Every call is an interleaving point in the simulator. Calls are made from actors (host threads)
+// that the runtime spawned; the calling actor is implicit, as the calling thread is in CUDA.
+#pragma once
+
+#include <any>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "core/buffer.h"
+#include "core/event.h"
+#include "core/label.h"
+#include "core/op.h"
+#include "core/types.h"
+#include "core/verdict.h"
+
+namespace ppspec::core {
+
+// Handles are small values, like cudaStream_t; each belongs to one device.
+struct Stream {
+  int32_t id = -1;
+  bool valid() const { return id >= 0; }
+  friend bool operator==(Stream, Stream) = default;
+};
+struct DeviceEvent {
+  int32_t id = -1;
+  bool valid() const { return id >= 0; }
+};
+struct Graph {
+  int32_t id = -1;
+  bool valid() const { return id >= 0; }
+};
+
+// A kernel is named by its function and its specialization key: a new key is a new module to load
+// under lazy or JIT loading (a Triton re-specialization, a new template instance).
+struct KernelRef {
+  std::string_view name;
+  std::string_view spec;
+};
+
+struct KernelLaunch {
+  KernelRef kernel;
+  int64_t work = 0;            // elements the kernel touches: drives the cost model
+  Time duration = -1;          // a fixed duration instead of the cost model's; -1 = cost model
+  std::function<void()> body;  // simulator: the CPU launcher, run when the kernel executes
+};
+
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual RankId rank() const = 0;
+  virtual ModuleLoading module_loading() const = 0;
+
+  // Streams are created on first use of a name (non-blocking streams, as vLLM uses).
+  virtual Stream stream(std::string_view name) = 0;
+  virtual std::string_view stream_name(Stream s) const = 0;
+
+  // Allocation. From a running actor it is cudaMalloc: an implicit device synchronisation (R8).
+  virtual Buffer alloc(Dtype dtype, Shape shape, std::string_view name) = 0;
+
+  virtual void launch(Stream s, const KernelLaunch& k) = 0;
+  // Loads a kernel's module now (warmup), so its first launch needs no load (R8).
+  virtual void preload(KernelRef k) = 0;
+  virtual void memcpy(Stream s, const Buffer& dst, const Buffer& src) = 0;
+  virtual void memset(Stream s, const Buffer& dst, uint8_t value) = 0;
+
+  virtual DeviceEvent event(std::string_view name) = 0;
+  virtual void record(DeviceEvent e, Stream s) = 0;       // cudaEventRecord
+  virtual void stream_wait(Stream s, DeviceEvent e) = 0;  // cudaStreamWaitEvent
+  virtual void event_sync(DeviceEvent e) = 0;             // cudaEventSynchronize
+  virtual void stream_sync(Stream s) = 0;                 // cudaStreamSynchronize
+  virtual void device_sync() = 0;                         // cudaDeviceSynchronize
+
+  // CUDA graphs (R9, R10): work issued to a capturing stream is recorded, not run; a launch
+  // re-issues it with the captured sizes and buffers.
+  virtual void capture_begin(Stream s) = 0;
+  virtual Graph capture_end(Stream s) = 0;
+  virtual void graph_launch(Graph g, Stream s) = 0;
+};
+
+// One rank's handle on one communicator (ncclComm_t). Peers and roots are ranks *of the
+// communicator*, as in NCCL. Calls return once enqueued (R1).
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual std::string_view name() const = 0;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual RankId global_rank(int comm_rank) const = 0;
+
+  virtual void send(const Buffer& buf, int peer, Stream s, Label label) = 0;
+  virtual void recv(const Buffer& buf, int peer, Stream s, Label label) = 0;
+  virtual void broadcast(const Buffer& buf, int root, Stream s, Label label) = 0;
+  virtual void all_reduce(const Buffer& buf, ReduceOp op, Stream s, Label label) = 0;
+  // `send` holds this rank's contribution; `recv` holds size() contributions in rank order.
+  virtual void all_gather(const Buffer& send, const Buffer& recv, Stream s, Label label) = 0;
+};
+
+// Engine core <-> worker messages (vLLM uses a shared-memory queue, not NCCL). Unbounded FIFO.
+class HostChannel {
+ public:
+  virtual ~HostChannel() = default;
+  virtual void send(std::any message) = 0;
+  virtual std::any recv() = 0;  // blocks the calling actor until a message arrives
+};
+
+struct ActorSpec {
+  std::string name;  // e.g. "rank0.host", "engine"
+  RankId rank = -1;  // the device this host thread drives; -1 for the engine core
+};
+
+class Runtime {
+ public:
+  virtual ~Runtime() = default;
+
+  virtual int num_ranks() const = 0;
+  virtual Device& device(RankId r) = 0;
+
+  // Declares a communicator before the run (ncclGetUniqueId); members are global ranks.
+  virtual void declare_comm(std::string_view name, std::span<const RankId> members) = 0;
+  // ncclCommInitRank: collective over the members; blocks the calling actor until all arrive (R1).
+  virtual Communicator& comm_init(std::string_view name, RankId me) = 0;
+
+  // ncclGroupStart / ncclGroupEnd for the calling actor. group_end blocks until every operation
+  // of the group is enqueued (including first-contact connection setup, R1).
+  virtual void group_start() = 0;
+  virtual void group_end() = 0;
+
+  virtual HostChannel& channel(std::string_view name) = 0;
+
+  virtual void spawn(ActorSpec spec, std::function<void()> body) = 0;
+  virtual void sleep(Time d) = 0;  // host-side delay of the calling actor
+  virtual Time now() const = 0;
+
+  virtual EventBus& events() = 0;
+
+  // Tags the calling actor's next calls with a place in the program under test ("file.toml:12"),
+  // so that reports can point at it. A hint: backends may ignore it.
+  virtual void set_call_site(std::string_view where) { (void)where; }
+
+  // Runs every spawned actor to completion or until a verdict stops the run.
+  virtual RunResult run() = 0;
+};
+
+}  // namespace ppspec::core

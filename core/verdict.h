@@ -1,0 +1,73 @@
+// Verdicts (DESIGN §7) and the findings that justify them. A report is for a person: what broke,
+// where (rank, stream, step, label), the first bad event, and how to reproduce it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/types.h"
+
+namespace ppspec::core {
+
+enum class Verdict : uint8_t {
+  pass,
+  fifo_misalignment,
+  deadlock,
+  hazard,
+  stale_draft,
+  padding_violation,
+  embedding_violation,
+  output_divergence,
+  nondeterminism,
+  step_limit,
+  hang,
+};
+
+std::string_view to_string(Verdict v);
+std::optional<Verdict> parse_verdict(std::string_view s);
+std::string_view verdict_names();
+
+// One place in the system a finding points at.
+struct Site {
+  RankId rank = -1;
+  std::string actor;  // host thread or stream, e.g. "rank0.side"
+  std::string comm;
+  int64_t cseq = -1;
+  std::string what;    // the operation or call, in words
+  std::string origin;  // where the program says so, e.g. "lazy_load.toml:31"
+};
+
+struct Finding {
+  Verdict verdict = Verdict::pass;
+  std::string kind;  // finer name, e.g. "module-load-in-flight", "cross-communicator-order"
+  Time time = 0;     // virtual time of the first bad event
+  uint64_t sched_step = 0;
+  std::string summary;          // one line
+  std::vector<Site> sites;      // every party involved, the first one first
+  std::vector<std::string> details;  // further lines (the wait-for cycle, ...)
+  std::string dot;              // Graphviz, for deadlocks
+
+  bool involves_rank(RankId r) const;
+};
+
+struct RunStats {
+  uint64_t sched_steps = 0;  // scheduling decisions
+  Time sim_time = 0;         // virtual time at the end
+  uint64_t events = 0;
+  uint64_t ops_posted = 0;
+  uint64_t pairs = 0;  // positional pairings formed (p2p pairs + collective slots)
+  uint64_t fibers = 0;
+};
+
+struct RunResult {
+  Verdict verdict = Verdict::pass;
+  std::vector<Finding> findings;  // what decided the verdict, earliest first
+  std::vector<Finding> notes;     // hazards and diagnostics that did not decide it
+  RunStats stats;
+  std::vector<uint32_t> decisions;  // fiber chosen at each contested scheduling point (for replay)
+};
+
+}  // namespace ppspec::core

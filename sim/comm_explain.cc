@@ -1,0 +1,135 @@
+// Words for communication operations, and what a stuck communication kernel waits for: the raw
+// material of deadlock reports.
+#include <fmt/format.h>
+
+#include "sim/comm_system.h"
+#include "sim/device.h"
+#include "sim/sim_runtime.h"
+#include "sim/stream.h"
+
+namespace ppspec::sim {
+
+std::string CommSystem::describe(const CommOp& op) const {
+  return fmt::format("{} on '{}' #{}", core::describe(op.spec.desc), op.spec.comm->name, op.spec.cseq);
+}
+
+std::string CommSystem::describe_kernel(const CommKernel& k) const {
+  if (k.parts.size() == 1) return describe(k.parts.front());
+  std::string s = fmt::format("group of {}: ", k.parts.size());
+  for (size_t i = 0; i < k.parts.size(); ++i) {
+    if (i) s += "; ";
+    s += describe(k.parts[i]);
+  }
+  return s;
+}
+
+const CommKernel* CommSystem::order_blocker(const CommKernel& k) const {
+  const CommRankState& rs = k.comm->ranks[static_cast<size_t>(k.crank)];
+  if (rs.completed != k.comm_seq && !rs.live.empty()) return rs.live.front();
+  const SimDevice& dev = device_of(*k.comm, k.crank);
+  if (rt_.world().config().concurrency == core::Concurrency::serial && dev.comm_completed != k.dev_seq &&
+      !dev.comm_live.empty())
+    return dev.comm_live.front();
+  return nullptr;
+}
+
+bool CommSystem::awaits_unposted_partner(const CommKernel& k) const {
+  SimComm& comm = *k.comm;
+  for (const CommOp& op : k.parts) {
+    if (op.satisfied) continue;
+    switch (op.spec.desc.kind) {
+      case core::OpKind::send:
+        if (comm.channel(k.crank, op.spec.peer).recvs_posted <= op.spec.cseq) return true;
+        break;
+      case core::OpKind::recv:
+        if (comm.channel(op.spec.peer, k.crank).sends_posted <= op.spec.cseq) return true;
+        break;
+      default:
+        if (const CollSlot* slot = comm.slot(op.spec.cseq); slot != nullptr && slot->posted < comm.size()) return true;
+    }
+  }
+  return false;
+}
+
+namespace {
+
+// The first launched-but-not-started op in `live`, if any.
+const CommOp* first_unstarted(const std::deque<CommOp*>& live) {
+  for (const CommOp* op : live)
+    if (!op->started) return op;
+  return nullptr;
+}
+
+}  // namespace
+
+std::vector<Blocker> CommSystem::blockers(const CommKernel& k) const {
+  std::vector<Blocker> out;
+  SimComm& comm = *k.comm;
+  for (const CommOp& op : k.parts) {
+    if (op.satisfied) continue;
+    const core::OpKind kind = op.spec.desc.kind;
+    if (core::is_p2p(kind)) {
+      const bool is_send = kind == core::OpKind::send;
+      const int peer = op.spec.peer;
+      const core::RankId peer_rank = comm.members[static_cast<size_t>(peer)];
+      const P2PChannel& ch = is_send ? comm.channel(k.crank, peer) : comm.channel(peer, k.crank);
+      const std::string partner =
+          fmt::format("{} #{} rank{}->rank{} on '{}'", is_send ? "recv" : "send", op.spec.cseq,
+                      is_send ? k.rank : peer_rank, is_send ? peer_rank : k.rank, comm.name);
+      if (op.units_done > 0 && !is_send) {
+        // Emulated size mismatch: part of the data came, the rest never will unless more is sent.
+        const CommOp* next = first_unstarted(ch.live_sends);
+        if (next != nullptr)
+          out.push_back({Blocker::Kind::stream, next->kernel->primary(), peer_rank,
+                         fmt::format("has {} of {} units; waits for more from {}", op.units_done, op.units,
+                                     describe(*next))});
+        else
+          out.push_back({Blocker::Kind::rank_host, nullptr, peer_rank,
+                         fmt::format("has {} of {} units; the sender completed with fewer (size mismatch, R5) and "
+                                     "rank{} has posted nothing more to it",
+                                     op.units_done, op.units, peer_rank)});
+        continue;
+      }
+      const CommOp* other = first_unstarted(is_send ? ch.live_recvs : ch.live_sends);
+      if (other != nullptr)
+        out.push_back({Blocker::Kind::stream, other->kernel->primary(), peer_rank,
+                       fmt::format("its partner {} is queued behind other work", describe(*other))});
+      else
+        out.push_back({Blocker::Kind::rank_host, nullptr, peer_rank, fmt::format("rank{} has not posted {}", peer_rank, partner)});
+      continue;
+    }
+    const CollSlot* slot = comm.slot(op.spec.cseq);
+    if (slot == nullptr) continue;
+    bool someone_missing = false;
+    for (size_t m = 0; m < slot->ops.size(); ++m) {
+      if (static_cast<int>(m) == k.crank) continue;
+      const core::RankId r = comm.members[m];
+      const CommOp* other = slot->ops[m];
+      if (other == nullptr && slot->units[m] < 0) {
+        out.push_back({Blocker::Kind::rank_host, nullptr, r,
+                       fmt::format("rank{} has not posted collective #{} on '{}'", r, op.spec.cseq, comm.name)});
+        someone_missing = true;
+      } else if (other == nullptr && !slot->launched[m]) {
+        out.push_back({Blocker::Kind::rank_host, nullptr, r,
+                       fmt::format("rank{} posted collective #{} on '{}' but has not launched it", r, op.spec.cseq,
+                                   comm.name)});
+        someone_missing = true;
+      } else if (other != nullptr && !other->started) {
+        out.push_back({Blocker::Kind::stream, other->kernel->primary(), r,
+                       fmt::format("rank{}'s {} is queued behind other work", r, describe(*other))});
+        someone_missing = true;
+      }
+    }
+    if (!someone_missing) {
+      int64_t others = INT64_MAX;
+      for (size_t j = 0; j < slot->units.size(); ++j)
+        if (static_cast<int>(j) != k.crank) others = std::min(others, slot->units[j]);
+      out.push_back({Blocker::Kind::none, nullptr, -1,
+                     fmt::format("expects {} units but its peers provide {}: it spins forever (size mismatch, R5)",
+                                 slot->units[static_cast<size_t>(k.crank)], others)});
+    }
+  }
+  return out;
+}
+
+}  // namespace ppspec::sim

@@ -1,0 +1,63 @@
+// Communication kernels and their operations. One host call (or one group, per communicator)
+// becomes one kernel; each send, recv or collective contribution inside it is one CommOp.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "core/buffer.h"
+#include "core/op.h"
+#include "sim/world.h"
+
+namespace ppspec::sim {
+
+class SimStream;
+struct SimComm;
+struct CommKernel;
+
+// What a host asked for: one operation before it is launched.
+struct PartSpec {
+  SimComm* comm = nullptr;
+  int crank = -1;  // the issuing member, as a rank of the communicator
+  int peer = -1;   // comm rank of the p2p peer or broadcast root; -1 otherwise
+  core::OpDesc desc;
+  core::ReduceOp reduce = core::ReduceOp::sum;
+  core::Buffer buf;
+  core::Buffer buf2;  // all_gather: the receive buffer
+  SimStream* stream = nullptr;
+  std::string_view origin;  // where the program issued it ("file.toml:12"), if known
+  // Assigned when posted:
+  int64_t id = -1;
+  int64_t cseq = -1;        // collective slot, or index on the (src -> dst) channel
+  uint64_t issue_idx = 0;   // the rank's communication-kernel issue order (a group shares one)
+};
+
+struct CommOp {
+  PartSpec spec;
+  CommKernel* kernel = nullptr;
+  bool started = false;
+  bool satisfied = false;
+  bool completed = false;
+  int64_t units = 0;       // p2p: protocol units this op moves (R5)
+  int64_t units_done = 0;
+};
+
+struct CommKernel {
+  SimComm* comm = nullptr;
+  int crank = -1;
+  core::RankId rank = -1;
+  std::vector<CommOp> parts;         // never resized after launch: channels point into it
+  std::vector<SimStream*> streams;   // streams[0] is the primary, which runs the kernel
+  int arrived = 0;
+  int departed = 0;
+  int unsatisfied = 0;
+  uint64_t comm_seq = 0;  // issue order among this member's kernels on the communicator (R2)
+  uint64_t dev_seq = 0;   // issue order among the device's communication kernels (R7 serial)
+  enum class State : uint8_t { queued, started, done } state = State::queued;
+  WaitList waiters;
+
+  SimStream* primary() const { return streams.front(); }
+};
+
+}  // namespace ppspec::sim

@@ -1,0 +1,670 @@
+#include "sim/comm_system.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cstring>
+#include <fmt/format.h>
+#include <stdexcept>
+
+#include "sim/device.h"
+#include "sim/sim_runtime.h"
+#include "sim/stream.h"
+
+namespace ppspec::sim {
+
+// ---------------------------------------------------------------------------------------------
+// SimComm
+
+int SimComm::crank_of(core::RankId r) const {
+  for (size_t i = 0; i < members.size(); ++i)
+    if (members[i] == r) return static_cast<int>(i);
+  return -1;
+}
+
+CollSlot* SimComm::slot(int64_t k) {
+  if (k < slot_base) return nullptr;
+  while (static_cast<int64_t>(slots.size()) <= k - slot_base) {
+    CollSlot& s = slots.emplace_back();
+    const auto n = members.size();
+    s.ops.assign(n, nullptr);
+    s.units.assign(n, -1);
+    s.issue_idx.assign(n, 0);
+    s.op_ids.assign(n, -1);
+    s.launched.assign(n, 0);
+    s.done.assign(n, 0);
+  }
+  return &slots[static_cast<size_t>(k - slot_base)];
+}
+
+Connection& SimComm::p2p_conn(int a, int b) {
+  if (a > b) std::swap(a, b);
+  auto& c = p2p_conns[static_cast<size_t>(a * size() + b)];
+  if (!c) {
+    c = std::make_unique<Connection>();
+    c->what = fmt::format("p2p connection rank{}<->rank{} on '{}'", members[static_cast<size_t>(a)],
+                          members[static_cast<size_t>(b)], name);
+    c->parties = {members[static_cast<size_t>(a)], members[static_cast<size_t>(b)]};
+    c->arrived.assign(2, false);
+  }
+  return *c;
+}
+
+// ---------------------------------------------------------------------------------------------
+// SimCommHandle: the NCCL-shaped API
+
+void SimCommHandle::post(core::OpKind kind, const core::Buffer& buf, const core::Buffer& buf2, int peer, core::Stream s,
+                         core::Label label, core::ReduceOp op) {
+  SimDevice& dev = sys_.device_of(comm_, crank_);
+  PartSpec spec;
+  spec.comm = &comm_;
+  spec.crank = crank_;
+  spec.peer = peer;
+  spec.desc.kind = kind;
+  spec.desc.dtype = buf.dtype();
+  spec.desc.count = buf.count();
+  spec.desc.peer = peer >= 0 ? comm_.members.at(static_cast<size_t>(peer)) : -1;
+  spec.desc.label = label;
+  spec.reduce = op;
+  spec.buf = buf;
+  spec.buf2 = buf2;
+  spec.stream = &dev.stream_impl(s);
+  sys_.post(std::move(spec));
+}
+
+void SimCommHandle::send(const core::Buffer& buf, int peer, core::Stream s, core::Label label) {
+  if (peer < 0 || peer >= size() || peer == crank_)
+    throw std::invalid_argument(fmt::format("send on '{}': bad peer {}", comm_.name, peer));
+  post(core::OpKind::send, buf, {}, peer, s, label);
+}
+
+void SimCommHandle::recv(const core::Buffer& buf, int peer, core::Stream s, core::Label label) {
+  if (peer < 0 || peer >= size() || peer == crank_)
+    throw std::invalid_argument(fmt::format("recv on '{}': bad peer {}", comm_.name, peer));
+  post(core::OpKind::recv, buf, {}, peer, s, label);
+}
+
+void SimCommHandle::broadcast(const core::Buffer& buf, int root, core::Stream s, core::Label label) {
+  if (root < 0 || root >= size()) throw std::invalid_argument(fmt::format("broadcast on '{}': bad root {}", comm_.name, root));
+  post(core::OpKind::broadcast, buf, {}, root, s, label);
+}
+
+void SimCommHandle::all_reduce(const core::Buffer& buf, core::ReduceOp op, core::Stream s, core::Label label) {
+  post(core::OpKind::all_reduce, buf, {}, -1, s, label, op);
+}
+
+void SimCommHandle::all_gather(const core::Buffer& send, const core::Buffer& recv, core::Stream s, core::Label label) {
+  if (recv.count() < send.count() * size())
+    throw std::invalid_argument(fmt::format("all_gather on '{}': receive buffer holds {} elements, needs {}", comm_.name,
+                                            recv.count(), send.count() * size()));
+  post(core::OpKind::all_gather, send, recv, -1, s, label);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Declaration and initialisation
+
+SimDevice& CommSystem::device_of(const SimComm& comm, int crank) const {
+  return rt_.device_impl(comm.members.at(static_cast<size_t>(crank)));
+}
+
+SimComm& CommSystem::declare(std::string_view name, std::span<const core::RankId> members) {
+  if (find(name) != nullptr) throw std::invalid_argument(fmt::format("communicator '{}' declared twice", name));
+  auto c = std::make_unique<SimComm>();
+  c->index = static_cast<int>(comms_.size());
+  c->name = std::string(name);
+  c->members.assign(members.begin(), members.end());
+  const auto n = c->members.size();
+  c->ranks.resize(n);
+  c->channels.resize(n * n);
+  c->p2p_conns.resize(n * n);
+  c->collective_conn.what = fmt::format("collective connection on '{}'", name);
+  c->collective_conn.parties = c->members;
+  c->collective_conn.arrived.assign(n, false);
+  c->init.arrived.assign(n, false);
+  for (size_t i = 0; i < n; ++i) c->handles.push_back(std::make_unique<SimCommHandle>(*this, *c, static_cast<int>(i)));
+  comms_.push_back(std::move(c));
+  return *comms_.back();
+}
+
+SimComm* CommSystem::find(std::string_view name) {
+  for (auto& c : comms_)
+    if (c->name == name) return c.get();
+  return nullptr;
+}
+
+core::Communicator& CommSystem::init(SimComm& comm, core::RankId me) {
+  const int crank = comm.crank_of(me);
+  if (crank < 0) throw std::invalid_argument(fmt::format("rank{} is not a member of '{}'", me, comm.name));
+  World& w = rt_.world();
+  SimDevice& dev = rt_.device_impl(me);
+  dev.enter();
+  if (!comm.init.arrived[static_cast<size_t>(crank)]) {
+    comm.init.arrived[static_cast<size_t>(crank)] = true;
+    ++comm.init.count;
+    comm.init.waiters.wake_all(w);
+  }
+  // ncclCommInitRank is collective: every member must arrive (R1).
+  while (comm.init.count < comm.size())
+    comm.init.waiters.wait(w, WaitInfo{.kind = WaitKind::comm_init, .what = "comm init", .init = &comm.init});
+  comm.ranks[static_cast<size_t>(crank)].initialised = true;
+  w.sleep(w.jittered(w.config().cost.comm_init));
+  if (w.bus().active()) {
+    core::Event e;
+    e.t = w.now();
+    e.kind = core::EventKind::comm_init;
+    e.rank = me;
+    e.actor = w.current().name;
+    e.comm = comm.name;
+    w.bus().publish(e);
+  }
+  return *comm.handles[static_cast<size_t>(crank)];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Posting (host side)
+
+void CommSystem::post(PartSpec spec) {
+  SimDevice& dev = device_of(*spec.comm, spec.crank);
+  if (!spec.comm->ranks[static_cast<size_t>(spec.crank)].initialised)
+    throw std::logic_error(fmt::format("rank{} uses communicator '{}' before comm_init", dev.rank(), spec.comm->name));
+  dev.enter();
+  HostState& host = rt_.host_state();
+  spec.origin = host.call_site;
+  if (host.group_depth > 0) {
+    if (spec.stream->capture() == nullptr) register_post(spec);
+    host.pending.push_back(std::move(spec));
+    dev.leave();
+    return;
+  }
+  if (GraphRec* g = spec.stream->capture()) {
+    // R9: captured, not posted. Each graph launch posts it anew.
+    g->items.push_back(GraphItem{true, {}, {std::move(spec)}});
+    dev.leave();
+    return;
+  }
+  register_post(spec);
+  std::vector<PartSpec> parts;
+  parts.push_back(std::move(spec));
+  connect(parts);
+  launch(std::move(parts));
+  dev.leave();
+}
+
+void CommSystem::group_end_flush() {
+  HostState& host = rt_.host_state();
+  std::vector<PartSpec> pending;
+  pending.swap(host.pending);
+  host.group_issue.clear();
+  // Captured parts go to their graphs, one captured kernel per (communicator, rank).
+  std::vector<PartSpec> live;
+  for (PartSpec& p : pending) {
+    if (GraphRec* g = p.stream->capture()) {
+      const bool merge = !g->items.empty() && g->items.back().is_comm && g->items.back().parts.front().comm == p.comm &&
+                         g->items.back().parts.front().crank == p.crank;
+      if (merge)
+        g->items.back().parts.push_back(p);
+      else
+        g->items.push_back(GraphItem{true, {}, {p}});
+    } else {
+      live.push_back(std::move(p));
+    }
+  }
+  if (live.empty()) return;
+  connect(live);
+  launch(std::move(live));
+}
+
+void CommSystem::replay(const std::vector<PartSpec>& parts, SimStream& stream) {
+  std::vector<PartSpec> live;
+  for (const PartSpec& p : parts) {
+    PartSpec q = p;
+    q.stream = &stream;
+    q.desc.captured = true;
+    register_post(q);
+    live.push_back(std::move(q));
+  }
+  connect(live);
+  launch(std::move(live));
+}
+
+void CommSystem::register_post(PartSpec& spec) {
+  World& w = rt_.world();
+  SimComm& comm = *spec.comm;
+  const core::RankId rank = comm.members[static_cast<size_t>(spec.crank)];
+  if (rank_issue_.size() < static_cast<size_t>(rt_.num_ranks())) rank_issue_.resize(static_cast<size_t>(rt_.num_ranks()), 0);
+  HostState& host = rt_.host_state();
+  if (host.group_depth > 0) {
+    auto it = std::find_if(host.group_issue.begin(), host.group_issue.end(),
+                           [rank](const auto& p) { return p.first == rank; });
+    if (it == host.group_issue.end()) {
+      host.group_issue.emplace_back(rank, rank_issue_[static_cast<size_t>(rank)]++);
+      it = host.group_issue.end() - 1;
+    }
+    spec.issue_idx = it->second;
+  } else {
+    spec.issue_idx = rank_issue_[static_cast<size_t>(rank)]++;
+  }
+  spec.id = next_op_id_++;
+
+  PostRecord rec;
+  rec.op_id = spec.id;
+  rec.desc = spec.desc;
+  rec.rank = rank;
+  rec.actor = spec.stream->full_name();
+  rec.origin = spec.origin;
+  rec.issue_idx = spec.issue_idx;
+
+  if (core::is_p2p(spec.desc.kind)) {
+    const bool is_send = spec.desc.kind == core::OpKind::send;
+    const int src = is_send ? spec.crank : spec.peer;
+    const int dst = is_send ? spec.peer : spec.crank;
+    P2PChannel& ch = comm.channel(src, dst);
+    spec.cseq = is_send ? ch.sends_posted++ : ch.recvs_posted++;
+    if (w.bus().active()) emit_record(core::EventKind::op_posted, rec, comm, spec.cseq, -1);
+    auto& mine = is_send ? ch.unpaired_sends : ch.unpaired_recvs;
+    auto& theirs = is_send ? ch.unpaired_recvs : ch.unpaired_sends;
+    if (theirs.empty()) {
+      mine.push_back(rec);
+    } else {
+      const PostRecord other = theirs.front();
+      theirs.pop_front();
+      if (is_send)
+        on_pair(rec, other, comm, spec.cseq, true);
+      else
+        on_pair(other, rec, comm, spec.cseq, true);
+    }
+    return;
+  }
+
+  CommRankState& rs = comm.ranks[static_cast<size_t>(spec.crank)];
+  spec.cseq = rs.coll_posted++;
+  if (w.bus().active()) emit_record(core::EventKind::op_posted, rec, comm, spec.cseq, -1);
+  CollSlot* slot = comm.slot(spec.cseq);
+  assert(slot != nullptr);
+  const auto m = static_cast<size_t>(spec.crank);
+  ++slot->posted;
+  slot->units[m] = units_of(spec.buf.bytes(), w.config().unit_bytes);
+  slot->issue_idx[m] = spec.issue_idx;
+  slot->op_ids[m] = spec.id;
+  if (!slot->first) {
+    slot->first = rec;
+  } else {
+    on_pair(*slot->first, rec, comm, spec.cseq, false);
+  }
+  if (slot->posted == comm.size()) {
+    ++pairs_;
+    if (inversions_.enabled()) {
+      std::vector<OrderInversions::Participant> parts;
+      for (size_t i = 0; i < comm.members.size(); ++i) parts.push_back({comm.members[i], slot->issue_idx[i]});
+      inversions_.on_matched(comm.index, spec.cseq, core::describe(slot->first->desc), parts);
+    }
+  }
+}
+
+// Two positionally paired operations meet: for p2p `a` is the send and `b` the recv; for a
+// collective `a` is the slot's first poster and `b` a later one.
+void CommSystem::on_pair(const PostRecord& a, const PostRecord& b, SimComm& comm, int64_t cseq, bool p2p) {
+  World& w = rt_.world();
+  if (p2p) {
+    ++pairs_;
+    if (w.bus().active()) {
+      emit_record(core::EventKind::op_paired, a, comm, cseq, b.op_id);
+      emit_record(core::EventKind::op_paired, b, comm, cseq, a.op_id);
+    }
+    if (inversions_.enabled()) {
+      const OrderInversions::Participant parts[2] = {{a.rank, a.issue_idx}, {b.rank, b.issue_idx}};
+      inversions_.on_matched(comm.index, cseq, core::describe(a.desc), parts);
+    }
+  }
+  const std::string why = core::mismatch_reason(a.desc, b.desc);
+  if (why.empty()) return;
+
+  mismatch_seen_ = true;
+  core::Finding f;
+  f.verdict = core::Verdict::fifo_misalignment;
+  f.kind = p2p ? "p2p-mismatch" : "collective-mismatch";
+  const std::string where = p2p ? fmt::format("send #{} rank{}->rank{}", cseq, a.rank, b.rank)
+                                : fmt::format("collective #{}", cseq);
+  f.summary = fmt::format("{} on '{}' pairs mismatched operations: {}", where, comm.name, why);
+  for (const PostRecord* r : {&a, &b})
+    f.sites.push_back(core::Site{r->rank, std::string(r->actor), comm.name, cseq, core::describe(r->desc),
+                                 std::string(r->origin)});
+  f.details.push_back(fmt::format("rank{} {} posted {} (op {}){}", a.rank, a.actor, core::describe(a.desc), a.op_id,
+                                  a.origin.empty() ? "" : fmt::format(" at {}", a.origin)));
+  f.details.push_back(fmt::format("rank{} {} posted {} (op {}){}", b.rank, b.actor, core::describe(b.desc), b.op_id,
+                                  b.origin.empty() ? "" : fmt::format(" at {}", b.origin)));
+  f.details.push_back(
+      "NCCL matches operations by position only (no tags, no size check): from here on data goes to the wrong "
+      "operation, or a receiver waits for units that never come (R3, R5)");
+  if (w.bus().active()) {
+    core::Event e;
+    e.t = w.now();
+    e.kind = core::EventKind::note;
+    e.rank = b.rank;
+    e.actor = b.actor;
+    e.comm = comm.name;
+    e.cseq = cseq;
+    e.text = f.summary;
+    w.bus().publish(e);
+  }
+  if (w.config().on_mismatch == core::OnMismatch::report) w.stop(std::move(f));
+  w.note(std::move(f));
+}
+
+void CommSystem::connect(const std::vector<PartSpec>& parts) {
+  World& w = rt_.world();
+  if (!w.config().runtime_connect) return;
+  std::vector<Connection*> needed;
+  for (const PartSpec& p : parts) {
+    SimComm& c = *p.comm;
+    Connection& conn = core::is_p2p(p.desc.kind) ? c.p2p_conn(p.crank, p.peer) : c.collective_conn;
+    if (conn.established) continue;
+    const core::RankId me = c.members[static_cast<size_t>(p.crank)];
+    for (size_t i = 0; i < conn.parties.size(); ++i)
+      if (conn.parties[i] == me) conn.arrived[i] = true;
+    if (std::find(needed.begin(), needed.end(), &conn) == needed.end()) needed.push_back(&conn);
+  }
+  if (needed.empty()) return;
+  for (Connection* c : needed) {
+    if (std::all_of(c->arrived.begin(), c->arrived.end(), [](bool b) { return b; })) {
+      c->established = true;
+      c->waiters.wake_all(w);
+    }
+  }
+  // The host blocks until every peer reached its side of the connection (R1).
+  for (Connection* c : needed)
+    while (!c->established)
+      c->waiters.wait(w, WaitInfo{.kind = WaitKind::connect, .what = "first-contact connect", .connection = c});
+  w.sleep(w.jittered(w.config().cost.connect));
+}
+
+void CommSystem::launch(std::vector<PartSpec> parts) {
+  // One kernel per (communicator, rank), in order of first appearance.
+  while (!parts.empty()) {
+    SimComm* comm = parts.front().comm;
+    const int crank = parts.front().crank;
+    auto k = std::make_unique<CommKernel>();
+    k->comm = comm;
+    k->crank = crank;
+    k->rank = comm->members[static_cast<size_t>(crank)];
+    std::vector<PartSpec> rest;
+    for (PartSpec& p : parts) {
+      if (p.comm == comm && p.crank == crank) {
+        CommOp op;
+        op.spec = std::move(p);
+        k->parts.push_back(std::move(op));
+      } else {
+        rest.push_back(std::move(p));
+      }
+    }
+    parts.swap(rest);
+
+    SimDevice& dev = device_of(*comm, crank);
+    CommRankState& rs = comm->ranks[static_cast<size_t>(crank)];
+    k->comm_seq = rs.issued++;
+    rs.live.push_back(k.get());
+    k->dev_seq = dev.comm_issued++;
+    dev.comm_live.push_back(k.get());
+    k->unsatisfied = static_cast<int>(k->parts.size());
+    const int64_t unit = rt_.world().config().unit_bytes;
+    for (CommOp& op : k->parts) {
+      op.kernel = k.get();
+      op.units = units_of(op.spec.buf.bytes(), unit);
+      if (std::find(k->streams.begin(), k->streams.end(), op.spec.stream) == k->streams.end())
+        k->streams.push_back(op.spec.stream);
+      if (core::is_p2p(op.spec.desc.kind)) {
+        const bool is_send = op.spec.desc.kind == core::OpKind::send;
+        P2PChannel& ch = is_send ? comm->channel(crank, op.spec.peer) : comm->channel(op.spec.peer, crank);
+        (is_send ? ch.live_sends : ch.live_recvs).push_back(&op);
+      } else if (CollSlot* slot = comm->slot(op.spec.cseq)) {
+        slot->ops[static_cast<size_t>(crank)] = &op;
+        slot->launched[static_cast<size_t>(crank)] = 1;
+      }
+    }
+    for (SimStream* s : k->streams) {
+      WorkItem item;
+      item.type = WorkItem::Type::comm;
+      item.name = "nccl";
+      item.comm = k.get();
+      s->enqueue(std::move(item));
+    }
+    kernels_.push_back(std::move(k));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Execution (stream side)
+
+bool CommSystem::order_ok(const CommKernel& k) const {
+  const CommRankState& rs = k.comm->ranks[static_cast<size_t>(k.crank)];
+  if (rs.completed != k.comm_seq) return false;  // R2: one at a time, in host issue order
+  if (rt_.world().config().concurrency == core::Concurrency::serial) {
+    // R7 serial: the device runs one communication kernel at a time, in host issue order.
+    const SimDevice& dev = device_of(*k.comm, k.crank);
+    if (dev.comm_completed != k.dev_seq) return false;
+  }
+  return true;
+}
+
+void CommSystem::execute(CommKernel& k, SimStream& s) {
+  World& w = rt_.world();
+  ++k.arrived;
+  if (&s != k.primary()) {
+    k.waiters.wake_all(w);  // the primary may wait for this stream to join
+    while (k.state != CommKernel::State::done)
+      k.waiters.wait(w, WaitInfo{.kind = WaitKind::kernel_done, .what = "group kernel", .stream = &s, .kernel = &k});
+    depart(k);
+    return;
+  }
+  while (k.arrived < static_cast<int>(k.streams.size()))
+    k.waiters.wait(w, WaitInfo{.kind = WaitKind::group_join, .what = "group join", .stream = &s, .kernel = &k});
+  SimDevice& dev = device_of(*k.comm, k.crank);
+  CommRankState& rs = k.comm->ranks[static_cast<size_t>(k.crank)];
+  while (!order_ok(k)) {
+    WaitList& list = rs.completed != k.comm_seq ? rs.order_waiters : dev.comm_order_waiters;
+    list.wait(w, WaitInfo{.kind = WaitKind::comm_order, .what = "communicator order", .stream = &s, .kernel = &k});
+  }
+  k.state = CommKernel::State::started;
+  std::vector<CommOp*> satisfied;
+  for (CommOp& op : k.parts) {
+    op.started = true;
+    if (w.bus().active()) emit(core::EventKind::op_started, op, s.full_name());
+    start_op(op, satisfied);
+  }
+  for (CommOp* op : satisfied) {
+    if (--op->kernel->unsatisfied == 0) op->kernel->waiters.wake_all(w);
+  }
+  while (k.unsatisfied > 0)
+    k.waiters.wait(w, WaitInfo{.kind = WaitKind::peer, .what = "partner", .stream = &s, .kernel = &k});
+  w.sleep(w.jittered(kernel_cost(k)));
+  complete(k);
+  depart(k);
+}
+
+void CommSystem::start_op(CommOp& op, std::vector<CommOp*>& satisfied) {
+  const SimConfig& cfg = rt_.world().config();
+  SimComm& comm = *op.spec.comm;
+  switch (op.spec.desc.kind) {
+    case core::OpKind::send:
+      comm.channel(op.spec.crank, op.spec.peer).start_send(op, cfg.unit_bytes, cfg.eager_bytes, satisfied);
+      return;
+    case core::OpKind::recv:
+      comm.channel(op.spec.peer, op.spec.crank).start_recv(op, cfg.unit_bytes, cfg.eager_bytes, satisfied);
+      return;
+    default:
+      start_collective(op, satisfied);
+  }
+}
+
+namespace {
+
+template <typename T>
+void sum_into(std::vector<T>& acc, const core::Buffer& b, int64_t n) {
+  const T* p = static_cast<const T*>(b.data());
+  for (int64_t i = 0; i < n; ++i) acc[static_cast<size_t>(i)] = static_cast<T>(acc[static_cast<size_t>(i)] + p[i]);
+}
+
+template <typename T>
+void reduce_sum(const std::vector<CommOp*>& ops, int64_t n) {
+  std::vector<T> acc(static_cast<size_t>(n), T{});
+  for (const CommOp* op : ops) sum_into<T>(acc, op->spec.buf, n);
+  for (const CommOp* op : ops) std::memcpy(op->spec.buf.data(), acc.data(), static_cast<size_t>(n) * sizeof(T));
+}
+
+void copy_bytes(const core::Buffer& dst, size_t dst_off, const core::Buffer& src, size_t len) {
+  std::memcpy(static_cast<uint8_t*>(dst.data()) + dst_off, src.data(), len);
+  if (dst.shadow() != nullptr) {
+    if (src.shadow() != nullptr)
+      std::memcpy(dst.shadow() + dst_off, src.shadow(), len);
+    else
+      std::memset(dst.shadow() + dst_off, 1, len);
+  }
+}
+
+// Applies a collective's data movement once every member's kernel is resident. Sizes agree unless
+// on_mismatch = "emulate", where the common prefix moves (a simplification of NCCL's behaviour).
+void move_collective_data(const std::vector<CommOp*>& ops) {
+  const core::OpDesc& d = ops.front()->spec.desc;
+  size_t min_bytes = SIZE_MAX;
+  for (const CommOp* op : ops) min_bytes = std::min(min_bytes, op->spec.buf.bytes());
+  switch (d.kind) {
+    case core::OpKind::broadcast: {
+      const int root = ops.front()->spec.peer;
+      const CommOp* src = ops[static_cast<size_t>(root)];
+      for (const CommOp* op : ops)
+        if (op != src) copy_bytes(op->spec.buf, 0, src->spec.buf, min_bytes);
+      return;
+    }
+    case core::OpKind::all_reduce: {
+      const auto n = static_cast<int64_t>(min_bytes / core::dtype_size(d.dtype));
+      switch (d.dtype) {
+        case core::Dtype::i8: reduce_sum<int8_t>(ops, n); break;
+        case core::Dtype::u8: reduce_sum<uint8_t>(ops, n); break;
+        case core::Dtype::i32: reduce_sum<int32_t>(ops, n); break;
+        case core::Dtype::u32: reduce_sum<uint32_t>(ops, n); break;
+        case core::Dtype::i64: reduce_sum<int64_t>(ops, n); break;
+        case core::Dtype::u64: reduce_sum<uint64_t>(ops, n); break;
+        case core::Dtype::f32: reduce_sum<float>(ops, n); break;
+        case core::Dtype::f64: reduce_sum<double>(ops, n); break;
+        case core::Dtype::f16:
+        case core::Dtype::bf16:
+          // No half-precision arithmetic in the simulator: every rank keeps rank 0's values.
+          for (const CommOp* op : ops)
+            if (op != ops.front()) copy_bytes(op->spec.buf, 0, ops.front()->spec.buf, min_bytes);
+          break;
+      }
+      for (const CommOp* op : ops) op->spec.buf.mark_written(0, n);
+      return;
+    }
+    case core::OpKind::all_gather: {
+      for (size_t m = 0; m < ops.size(); ++m)
+        for (const CommOp* dst : ops) {
+          const size_t cap = dst->spec.buf2.bytes();
+          const size_t off = m * min_bytes;
+          if (off < cap) copy_bytes(dst->spec.buf2, off, ops[m]->spec.buf, std::min(min_bytes, cap - off));
+        }
+      return;
+    }
+    default: return;
+  }
+}
+
+}  // namespace
+
+void CommSystem::start_collective(CommOp& op, std::vector<CommOp*>& satisfied) {
+  SimComm& comm = *op.spec.comm;
+  CollSlot* slot = comm.slot(op.spec.cseq);
+  assert(slot != nullptr);
+  ++slot->started;
+  if (slot->started < comm.size()) return;  // R4: a collective waits for every member
+  move_collective_data(slot->ops);
+  // R5: a member expecting more units than the others provide spins forever.
+  for (size_t m = 0; m < slot->ops.size(); ++m) {
+    int64_t others = INT64_MAX;
+    for (size_t j = 0; j < slot->ops.size(); ++j)
+      if (j != m) others = std::min(others, slot->units[j]);
+    if (slot->units[m] <= others || slot->ops.size() == 1) {
+      slot->ops[m]->satisfied = true;
+      satisfied.push_back(slot->ops[m]);
+    }
+  }
+}
+
+Time CommSystem::kernel_cost(const CommKernel& k) const {
+  const CostModel& c = rt_.world().config().cost;
+  size_t bytes = 0;
+  for (const CommOp& op : k.parts) bytes = std::max(bytes, op.spec.buf.bytes() + op.spec.buf2.bytes());
+  return c.comm_latency + static_cast<Time>(bytes) * 1000 / std::max<int64_t>(c.comm_bytes_per_us, 1);
+}
+
+void CommSystem::complete(CommKernel& k) {
+  World& w = rt_.world();
+  SimComm& comm = *k.comm;
+  for (CommOp& op : k.parts) {
+    op.completed = true;
+    if (w.bus().active()) emit(core::EventKind::op_completed, op, k.primary()->full_name());
+    if (core::is_p2p(op.spec.desc.kind)) {
+      const bool is_send = op.spec.desc.kind == core::OpKind::send;
+      (is_send ? comm.channel(k.crank, op.spec.peer) : comm.channel(op.spec.peer, k.crank)).retire(op);
+    } else if (CollSlot* slot = comm.slot(op.spec.cseq)) {
+      slot->ops[static_cast<size_t>(k.crank)] = nullptr;
+      slot->done[static_cast<size_t>(k.crank)] = 1;
+      ++slot->completed;
+    }
+  }
+  while (!comm.slots.empty() && comm.slots.front().completed == comm.size()) {
+    comm.slots.pop_front();
+    ++comm.slot_base;
+  }
+  CommRankState& rs = comm.ranks[static_cast<size_t>(k.crank)];
+  assert(!rs.live.empty() && rs.live.front() == &k);
+  rs.live.pop_front();
+  ++rs.completed;
+  SimDevice& dev = device_of(comm, k.crank);
+  dev.comm_live.erase(std::find(dev.comm_live.begin(), dev.comm_live.end(), &k));
+  ++dev.comm_completed;
+  k.state = CommKernel::State::done;
+  k.waiters.wake_all(w);
+  rs.order_waiters.wake_all(w);
+  dev.comm_order_waiters.wake_all(w);
+}
+
+void CommSystem::depart(CommKernel& k) {
+  ++k.departed;
+  while (!kernels_.empty() && kernels_.front()->state == CommKernel::State::done &&
+         kernels_.front()->departed == static_cast<int>(kernels_.front()->streams.size()))
+    kernels_.pop_front();
+}
+
+void CommSystem::emit(core::EventKind kind, const CommOp& op, std::string_view actor, int64_t value) {
+  core::Event e;
+  e.t = rt_.world().now();
+  e.kind = kind;
+  e.rank = op.kernel->rank;
+  e.actor = actor;
+  e.comm = op.spec.comm->name;
+  e.op_id = op.spec.id;
+  e.cseq = op.spec.cseq;
+  e.has_op = true;
+  e.op = op.spec.desc;
+  e.value = value;
+  rt_.world().bus().publish(e);
+}
+
+void CommSystem::emit_record(core::EventKind kind, const PostRecord& rec, const SimComm& comm, int64_t cseq,
+                             int64_t value) {
+  core::Event e;
+  e.t = rt_.world().now();
+  e.kind = kind;
+  e.rank = rec.rank;
+  e.actor = rec.actor;
+  e.comm = comm.name;
+  e.op_id = rec.op_id;
+  e.cseq = cseq;
+  e.has_op = true;
+  e.op = rec.desc;
+  e.text = rec.origin;
+  e.value = value;
+  rt_.world().bus().publish(e);
+}
+
+}  // namespace ppspec::sim

@@ -1,0 +1,170 @@
+// The simulated NCCL: communicators, positional matching (R3), per-communicator serialisation
+// (R2), cross-communicator concurrency (R7), completion (R4), mismatch (R5, R6), first-contact
+// host blocking (R1) and graph-captured operations (R9).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/runtime.h"
+#include "sim/comm_kernel.h"
+#include "sim/order_inversion.h"
+#include "sim/p2p_channel.h"
+#include "sim/world.h"
+
+namespace ppspec::sim {
+
+class SimRuntime;
+class SimStream;
+class SimDevice;
+class CommSystem;
+
+struct CollSlot {
+  int posted = 0;
+  int started = 0;
+  int completed = 0;
+  std::optional<PostRecord> first;
+  std::vector<CommOp*> ops;        // by comm rank: launched and not completed
+  std::vector<int64_t> units;      // by comm rank; -1 until posted
+  std::vector<uint64_t> issue_idx;
+  std::vector<int64_t> op_ids;
+  std::vector<uint8_t> launched;
+  std::vector<uint8_t> done;
+};
+
+struct CommRankState {
+  uint64_t issued = 0;
+  uint64_t completed = 0;
+  std::deque<CommKernel*> live;  // issued and not completed, in issue order
+  WaitList order_waiters;
+  int64_t coll_posted = 0;
+  bool initialised = false;
+};
+
+// First contact (NCCL_RUNTIME_CONNECT=1): a connection exists once every party asked for it.
+struct Connection {
+  std::string what;
+  std::vector<core::RankId> parties;
+  std::vector<bool> arrived;
+  bool established = false;
+  WaitList waiters;
+};
+
+struct CommInit {
+  std::vector<bool> arrived;
+  int count = 0;
+  WaitList waiters;
+};
+
+class SimCommHandle;
+
+struct SimComm {
+  int index = 0;
+  std::string name;
+  std::vector<core::RankId> members;  // global rank of each comm rank
+  std::vector<CommRankState> ranks;
+  std::vector<P2PChannel> channels;   // [src * size + dst]
+  std::deque<CollSlot> slots;
+  int64_t slot_base = 0;
+  Connection collective_conn;
+  std::vector<std::unique_ptr<Connection>> p2p_conns;  // [min * size + max], made on demand
+  CommInit init;
+  std::vector<std::unique_ptr<SimCommHandle>> handles;
+
+  int size() const { return static_cast<int>(members.size()); }
+  int crank_of(core::RankId r) const;
+  P2PChannel& channel(int src, int dst) { return channels[static_cast<size_t>(src * size() + dst)]; }
+  CollSlot* slot(int64_t k);  // null if already retired
+  Connection& p2p_conn(int a, int b);
+};
+
+class SimCommHandle final : public core::Communicator {
+ public:
+  SimCommHandle(CommSystem& sys, SimComm& comm, int crank) : sys_(sys), comm_(comm), crank_(crank) {}
+  std::string_view name() const override { return comm_.name; }
+  int rank() const override { return crank_; }
+  int size() const override { return comm_.size(); }
+  core::RankId global_rank(int comm_rank) const override { return comm_.members.at(static_cast<size_t>(comm_rank)); }
+  void send(const core::Buffer& buf, int peer, core::Stream s, core::Label label) override;
+  void recv(const core::Buffer& buf, int peer, core::Stream s, core::Label label) override;
+  void broadcast(const core::Buffer& buf, int root, core::Stream s, core::Label label) override;
+  void all_reduce(const core::Buffer& buf, core::ReduceOp op, core::Stream s, core::Label label) override;
+  void all_gather(const core::Buffer& send, const core::Buffer& recv, core::Stream s, core::Label label) override;
+
+ private:
+  void post(core::OpKind kind, const core::Buffer& buf, const core::Buffer& buf2, int peer, core::Stream s,
+            core::Label label, core::ReduceOp op = core::ReduceOp::sum);
+  CommSystem& sys_;
+  SimComm& comm_;
+  int crank_;
+};
+
+// Something a stuck communication kernel waits for, for the deadlock report.
+struct Blocker {
+  enum class Kind : uint8_t { stream, rank_host, none } kind = Kind::none;
+  SimStream* stream = nullptr;
+  core::RankId rank = -1;
+  std::string what;
+};
+
+class CommSystem {
+ public:
+  explicit CommSystem(SimRuntime& rt) : rt_(rt) {}
+
+  SimComm& declare(std::string_view name, std::span<const core::RankId> members);
+  SimComm* find(std::string_view name);
+  const std::vector<std::unique_ptr<SimComm>>& comms() const { return comms_; }
+
+  // Host calls.
+  core::Communicator& init(SimComm& comm, core::RankId me);
+  void post(PartSpec spec);
+  void group_end_flush();                           // the calling actor's group ended
+  void replay(const std::vector<PartSpec>& parts, SimStream& stream);  // a graph launch
+
+  // The stream fiber reached a communication kernel.
+  void execute(CommKernel& k, SimStream& s);
+
+  // Explanations.
+  std::vector<Blocker> blockers(const CommKernel& k) const;
+  const CommKernel* order_blocker(const CommKernel& k) const;
+  bool awaits_unposted_partner(const CommKernel& k) const;
+  std::string describe(const CommOp& op) const;
+  std::string describe_kernel(const CommKernel& k) const;
+
+  SimDevice& device_of(const SimComm& comm, int crank) const;
+  OrderInversions& inversions() { return inversions_; }
+  bool mismatch_seen() const { return mismatch_seen_; }
+  uint64_t ops_posted() const { return next_op_id_; }
+  uint64_t pairs() const { return pairs_; }
+
+ private:
+  void register_post(PartSpec& spec);
+  void on_pair(const PostRecord& a, const PostRecord& b, SimComm& comm, int64_t cseq, bool p2p);
+  void connect(const std::vector<PartSpec>& parts);
+  void launch(std::vector<PartSpec> parts);
+  void start_op(CommOp& op, std::vector<CommOp*>& satisfied);
+  void start_collective(CommOp& op, std::vector<CommOp*>& satisfied);
+  void complete(CommKernel& k);
+  void depart(CommKernel& k);
+  bool order_ok(const CommKernel& k) const;
+  Time kernel_cost(const CommKernel& k) const;
+  void emit(core::EventKind kind, const CommOp& op, std::string_view actor, int64_t value = -1);
+  void emit_record(core::EventKind kind, const PostRecord& rec, const SimComm& comm, int64_t cseq, int64_t value);
+
+  SimRuntime& rt_;
+  std::vector<std::unique_ptr<SimComm>> comms_;
+  std::deque<std::unique_ptr<CommKernel>> kernels_;
+  std::vector<uint64_t> rank_issue_;  // per global rank
+  OrderInversions inversions_;
+  int64_t next_op_id_ = 0;
+  uint64_t pairs_ = 0;
+  bool mismatch_seen_ = false;
+};
+
+}  // namespace ppspec::sim

@@ -1,0 +1,41 @@
+// Parameters of one simulated world: the NCCL/CUDA behaviours a scenario can choose (R4, R5, R7,
+// R8, R1) and the cost model that turns work into virtual time.
+#pragma once
+
+#include <cstdint>
+
+#include "core/types.h"
+
+namespace ppspec::sim {
+
+using core::Time;
+
+struct CostModel {
+  Time host_call = 1 * core::kUs;      // a runtime call on the host (launch, enqueue, record)
+  Time kernel = 10 * core::kUs;        // a compute kernel with no explicit duration ...
+  Time kernel_per_kwork = 0;           // ... plus this per 1024 elements of work
+  Time comm_latency = 5 * core::kUs;   // a communication kernel once all partners are resident ...
+  int64_t comm_bytes_per_us = 100000;  // ... plus bytes at this rate (100 GB/s)
+  Time module_load = 50 * core::kUs;   // cuModuleLoad once the device has drained
+  Time jit_compile = 2 * core::kMs;    // host-side compile before a JIT load
+  Time comm_init = 100 * core::kUs;
+  Time connect = 20 * core::kUs;       // first-contact connection setup (NCCL_RUNTIME_CONNECT)
+  Time memcpy = 2 * core::kUs;
+};
+
+struct SimConfig {
+  core::ModuleLoading module_loading = core::ModuleLoading::lazy;  // CUDA's default on Linux
+  core::Concurrency concurrency = core::Concurrency::ok;
+  core::OnMismatch on_mismatch = core::OnMismatch::report;
+  bool strict = false;            // hazards fail the run
+  bool runtime_connect = true;    // NCCL_RUNTIME_CONNECT=1: first contact blocks the host (R1)
+  int64_t eager_bytes = 0;        // a send this small may complete before its recv is posted (R4)
+  int64_t unit_bytes = 8;         // protocol granularity: LL carries 8 data bytes per line (R5)
+  uint64_t max_steps = 20'000'000;  // scheduling decisions before `step-limit`
+  Time max_time = 3600 * core::kSec;  // virtual time before `step-limit`
+  double jitter = 0.1;            // durations vary by up to ±10%, seeded
+  bool record_decisions = true;   // keep the schedule for replay
+  CostModel cost;
+};
+
+}  // namespace ppspec::sim

@@ -1,0 +1,17 @@
+// Explains a world where nothing can run: builds the wait-for graph over host threads and streams
+// (through stream syncs, events, module loads, the context lock, first-contact connections and
+// peer operations), finds a cycle, and reports it in words and as Graphviz DOT.
+#pragma once
+
+#include <optional>
+
+#include "core/verdict.h"
+
+namespace ppspec::sim {
+
+class SimRuntime;
+
+// nullopt when every host finished and every stream drained (a clean end).
+std::optional<core::Finding> explain_deadlock(const SimRuntime& rt);
+
+}  // namespace ppspec::sim

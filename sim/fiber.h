@@ -1,0 +1,78 @@
+// A simulated thread of control: a host thread (actor) or a GPU stream. Every fiber records what
+// it waits for, so that a deadlock can be explained as a wait-for graph.
+#pragma once
+
+#include <boost/fiber/context.hpp>
+#include <boost/fiber/fiber.hpp>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "core/types.h"
+
+namespace ppspec::sim {
+
+class SimStream;
+class SimDevice;
+struct CommKernel;
+struct Connection;
+struct CommInit;
+class SimHostChannel;
+struct SimEvent;
+struct Fiber;
+
+enum class FiberKind : uint8_t { host, stream };
+
+enum class WaitKind : uint8_t {
+  none,          // ready or running
+  timer,         // sleeping until a virtual time (a kernel running, a host call's cost)
+  idle,          // a stream with no work
+  stream_sync,   // host waits for `stream` to drain
+  event_sync,    // host waits for `event`
+  device_drain,  // host waits for every stream of `device` (device sync, module load, malloc)
+  context_lock,  // host waits for `holder` to release `device`'s context lock
+  connect,       // host waits for peers to reach first contact on `connection`
+  comm_init,     // host waits for the other members of `init`
+  group_join,    // stream: `kernel` waits for its other streams to reach it
+  comm_order,    // stream: `kernel` waits for an earlier communication kernel to finish
+  peer,          // stream: `kernel` is resident and waits for its partners
+  kernel_done,   // stream: a secondary stream of `kernel` waits for it to finish
+  event_wait,    // stream: waits for `event`
+  channel,       // host: waits for a message on `channel`
+  finished,
+};
+
+struct WaitInfo {
+  WaitKind kind = WaitKind::none;
+  std::string_view what{};  // the call, in words ("module load of post_update", "stream_sync(main)")
+  SimStream* stream = nullptr;
+  SimDevice* device = nullptr;
+  CommKernel* kernel = nullptr;
+  Connection* connection = nullptr;
+  CommInit* init = nullptr;
+  SimHostChannel* channel = nullptr;
+  const SimEvent* event = nullptr;
+  Fiber* holder = nullptr;
+};
+
+enum class FiberState : uint8_t { created, ready, running, blocked, finished };
+
+struct HostState;  // per-actor runtime state (group nesting, ...), owned by the runtime
+
+struct Fiber {
+  uint32_t id = 0;  // creation order: deterministic, names the fiber in recorded schedules
+  std::string name;
+  FiberKind kind = FiberKind::host;
+  core::RankId rank = -1;
+  FiberState state = FiberState::created;
+  WaitInfo wait;
+  uint64_t priority = 0;  // PCT
+  boost::fibers::context* ctx = nullptr;
+  std::function<void()> body;
+  boost::fibers::fiber handle;
+  SimStream* stream = nullptr;  // for stream fibers
+  HostState* host = nullptr;    // for host fibers
+};
+
+}  // namespace ppspec::sim

@@ -1,0 +1,83 @@
+#include "sim/order_inversion.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <map>
+
+namespace ppspec::sim {
+
+void OrderInversions::set_membership(int num_ranks, const std::vector<std::vector<core::RankId>>& comm_members,
+                                     std::vector<std::string> comm_names) {
+  num_ranks_ = num_ranks;
+  comm_names_ = std::move(comm_names);
+  const auto n = static_cast<size_t>(num_ranks);
+  std::vector<int> shared(n * n, 0);
+  for (const auto& members : comm_members)
+    for (core::RankId a : members)
+      for (core::RankId b : members)
+        if (a < b) ++shared[static_cast<size_t>(a) * n + static_cast<size_t>(b)];
+  share_two_.assign(n * n, 0);
+  enabled_ = false;
+  for (size_t i = 0; i < n * n; ++i) {
+    if (shared[i] >= 2) {
+      share_two_[i] = 1;
+      enabled_ = true;
+    }
+  }
+  entries_.assign(n * n, {});
+}
+
+void OrderInversions::on_matched(int comm, int64_t cseq, std::string_view what, std::span<const Participant> parts) {
+  if (!enabled_) return;
+  const auto n = static_cast<size_t>(num_ranks_);
+  for (const Participant& p : parts) {
+    for (const Participant& q : parts) {
+      if (p.rank >= q.rank) continue;
+      const size_t key = static_cast<size_t>(p.rank) * n + static_cast<size_t>(q.rank);
+      if (!share_two_[key]) continue;
+      entries_[key].push_back(Entry{p.issue_idx, q.issue_idx, comm, cseq, std::string(what)});
+    }
+  }
+}
+
+std::optional<core::Finding> OrderInversions::analyze() const {
+  if (!enabled_) return std::nullopt;
+  const auto n = static_cast<size_t>(num_ranks_);
+  for (size_t a = 0; a < n; ++a) {
+    for (size_t b = a + 1; b < n; ++b) {
+      std::vector<Entry> es = entries_[a * n + b];
+      if (es.size() < 2) continue;
+      std::stable_sort(es.begin(), es.end(), [](const Entry& x, const Entry& y) { return x.idx_a < y.idx_a; });
+      // For each entry, the earlier entry (in rank a's order) of another communicator with the
+      // largest index on rank b: if that exceeds this entry's, b issued the two the other way round.
+      std::map<int, size_t> latest_by_comm;  // comm -> entry with max idx_b so far
+      for (size_t j = 0; j < es.size(); ++j) {
+        for (const auto& [comm, i] : latest_by_comm) {
+          if (comm == es[j].comm) continue;
+          if (es[i].idx_b > es[j].idx_b && es[i].idx_a < es[j].idx_a) {
+            core::Finding f;
+            f.verdict = core::Verdict::hazard;
+            f.kind = "cross-communicator-order";
+            f.summary = fmt::format(
+                "ranks {} and {} issue operations on communicators '{}' and '{}' in opposite orders: rank{} issues "
+                "{} #{} before {} #{}, rank{} the other way round (deadlocks when the kernels cannot be "
+                "resident together, R7)",
+                a, b, comm_names_[static_cast<size_t>(es[i].comm)], comm_names_[static_cast<size_t>(es[j].comm)], a,
+                comm_names_[static_cast<size_t>(es[i].comm)], es[i].cseq, comm_names_[static_cast<size_t>(es[j].comm)],
+                es[j].cseq, b);
+            f.sites.push_back(core::Site{static_cast<core::RankId>(a), "", comm_names_[static_cast<size_t>(es[i].comm)],
+                                         es[i].cseq, es[i].what, ""});
+            f.sites.push_back(core::Site{static_cast<core::RankId>(b), "", comm_names_[static_cast<size_t>(es[j].comm)],
+                                         es[j].cseq, es[j].what, ""});
+            return f;
+          }
+        }
+        auto it = latest_by_comm.find(es[j].comm);
+        if (it == latest_by_comm.end() || es[it->second].idx_b < es[j].idx_b) latest_by_comm[es[j].comm] = j;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace ppspec::sim

@@ -1,0 +1,51 @@
+// Lockdep for communicators: two ranks that share two communicators must issue their common
+// operations in the same relative order. An inversion deadlocks under `concurrency = "serial"` and
+// is a hazard under "ok" (R7), even when this schedule happened to pass.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/types.h"
+#include "core/verdict.h"
+
+namespace ppspec::sim {
+
+class OrderInversions {
+ public:
+  struct Participant {
+    core::RankId rank;
+    uint64_t issue_idx;  // the rank's communication-kernel issue order
+  };
+
+  // Which rank pairs share two or more communicators; others are never recorded.
+  void set_membership(int num_ranks, const std::vector<std::vector<core::RankId>>& comm_members,
+                      std::vector<std::string> comm_names);
+  bool enabled() const { return enabled_; }
+
+  // A positional group (p2p pair or collective slot) on communicator `comm` is fully posted.
+  void on_matched(int comm, int64_t cseq, std::string_view what, std::span<const Participant> parts);
+
+  // The first inversion, if any, as a hazard finding.
+  std::optional<core::Finding> analyze() const;
+
+ private:
+  struct Entry {
+    uint64_t idx_a;
+    uint64_t idx_b;
+    int comm;
+    int64_t cseq;
+    std::string what;
+  };
+  int num_ranks_ = 0;
+  bool enabled_ = false;
+  std::vector<uint8_t> share_two_;          // [a * n + b], a < b
+  std::vector<std::vector<Entry>> entries_;  // [a * n + b]
+  std::vector<std::string> comm_names_;
+};
+
+}  // namespace ppspec::sim

@@ -1,0 +1,90 @@
+#include "sim/p2p_channel.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cstring>
+
+namespace ppspec::sim {
+
+void P2PChannel::start_send(CommOp& op, int64_t unit_bytes, int64_t eager_bytes, std::vector<CommOp*>& satisfied) {
+  UnitSource s;
+  s.op = &op;
+  s.data = static_cast<const uint8_t*>(op.spec.buf.data());
+  s.shadow = op.spec.buf.shadow();
+  s.bytes = op.spec.buf.bytes();
+  s.units = op.units;
+  sources_.push_back(std::move(s));
+  progress(unit_bytes, eager_bytes, satisfied);
+}
+
+void P2PChannel::start_recv(CommOp& op, int64_t unit_bytes, int64_t eager_bytes, std::vector<CommOp*>& satisfied) {
+  running_recvs_.push_back(&op);
+  progress(unit_bytes, eager_bytes, satisfied);
+}
+
+void P2PChannel::retire(CommOp& op) {
+  auto drop = [&op](std::deque<CommOp*>& q) {
+    auto it = std::find(q.begin(), q.end(), &op);
+    if (it != q.end()) q.erase(it);
+  };
+  drop(op.spec.desc.kind == core::OpKind::send ? live_sends : live_recvs);
+}
+
+void P2PChannel::progress(int64_t unit_bytes, int64_t eager_bytes, std::vector<CommOp*>& satisfied) {
+  const auto u = static_cast<size_t>(unit_bytes);
+  while (!running_recvs_.empty() && !sources_.empty()) {
+    CommOp& r = *running_recvs_.front();
+    UnitSource& s = sources_.front();
+    const int64_t n = std::min(r.units - r.units_done, s.units - s.units_done);
+    assert(n > 0);
+    // Units align on both sides, so the data of the moved units is one contiguous byte range.
+    const size_t src_begin = static_cast<size_t>(s.units_done) * u;
+    const size_t dst_begin = static_cast<size_t>(r.units_done) * u;
+    const size_t src_end = std::min(static_cast<size_t>(s.units_done + n) * u, s.bytes);
+    const size_t dst_end = std::min(static_cast<size_t>(r.units_done + n) * u, r.spec.buf.bytes());
+    if (src_end > src_begin && dst_end > dst_begin) {
+      const size_t len = std::min(src_end - src_begin, dst_end - dst_begin);
+      auto* dst = static_cast<uint8_t*>(r.spec.buf.data());
+      std::memcpy(dst + dst_begin, s.data + src_begin, len);
+      if (uint8_t* dsh = r.spec.buf.shadow()) {
+        if (s.shadow)
+          std::memcpy(dsh + dst_begin, s.shadow + src_begin, len);
+        else
+          std::memset(dsh + dst_begin, 1, len);
+      }
+    }
+    s.units_done += n;
+    r.units_done += n;
+    if (s.units_done == s.units) {
+      if (s.op != nullptr) {
+        s.op->satisfied = true;
+        satisfied.push_back(s.op);
+      } else {
+        buffered_bytes_ -= static_cast<int64_t>(s.bytes);
+      }
+      sources_.pop_front();
+    }
+    if (r.units_done == r.units) {
+      r.satisfied = true;
+      satisfied.push_back(&r);
+      running_recvs_.pop_front();
+    }
+  }
+  // Sends still waiting may now fit in the connection buffer: they complete eagerly (R4).
+  // A zero-byte send still needs its partner unless eager sends are possible at all.
+  if (eager_bytes <= 0) return;
+  for (UnitSource& s : sources_) {
+    if (s.op == nullptr) continue;
+    if (buffered_bytes_ + static_cast<int64_t>(s.bytes) > eager_bytes) break;  // later sends wait too
+    s.owned_data.assign(s.data, s.data + s.bytes);
+    if (s.shadow != nullptr) s.owned_shadow.assign(s.shadow, s.shadow + s.bytes);
+    s.data = s.owned_data.data();
+    s.shadow = s.shadow != nullptr ? s.owned_shadow.data() : nullptr;
+    buffered_bytes_ += static_cast<int64_t>(s.bytes);
+    s.op->satisfied = true;
+    satisfied.push_back(s.op);
+    s.op = nullptr;
+  }
+}
+
+}  // namespace ppspec::sim

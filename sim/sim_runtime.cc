@@ -1,0 +1,154 @@
+#include "sim/sim_runtime.h"
+
+#include <fmt/format.h>
+#include <stdexcept>
+
+#include "sim/deadlock_detector.h"
+
+namespace ppspec::sim {
+
+SimRuntime::SimRuntime(int num_ranks, const SimConfig& config, std::unique_ptr<SchedulePolicy> policy, uint64_t seed)
+    : world_(config, std::move(policy), seed, bus_), comms_(*this) {
+  if (num_ranks < 1) throw std::invalid_argument("a runtime needs at least one rank");
+  for (int r = 0; r < num_ranks; ++r) devices_.push_back(std::make_unique<SimDevice>(*this, r));
+}
+
+SimRuntime::~SimRuntime() = default;
+
+SimDevice& SimRuntime::device_impl(core::RankId r) const {
+  if (r < 0 || static_cast<size_t>(r) >= devices_.size())
+    throw std::invalid_argument(fmt::format("no rank {} (the runtime has {})", r, devices_.size()));
+  return *devices_[static_cast<size_t>(r)];
+}
+
+HostState& SimRuntime::host_state() {
+  Fiber& f = world_.current();
+  if (f.host == nullptr) throw std::logic_error(fmt::format("{} is not a host thread", f.name));
+  return *f.host;
+}
+
+void SimRuntime::declare_comm(std::string_view name, std::span<const core::RankId> members) {
+  if (members.empty()) throw std::invalid_argument(fmt::format("communicator '{}' has no members", name));
+  for (core::RankId r : members) (void)device_impl(r);
+  comms_.declare(name, members);
+}
+
+core::Communicator& SimRuntime::comm_init(std::string_view name, core::RankId me) {
+  SimComm* c = comms_.find(name);
+  if (c == nullptr) throw std::invalid_argument(fmt::format("no communicator '{}'", name));
+  return comms_.init(*c, me);
+}
+
+void SimRuntime::group_start() {
+  ++host_state().group_depth;
+  world_.yield();
+}
+
+void SimRuntime::group_end() {
+  HostState& h = host_state();
+  if (h.group_depth == 0) throw std::logic_error("group_end without group_start");
+  if (--h.group_depth == 0) comms_.group_end_flush();
+  world_.yield();
+}
+
+core::HostChannel& SimRuntime::channel(std::string_view name) {
+  auto it = channels_.find(name);
+  if (it == channels_.end())
+    it = channels_.emplace(std::string(name), std::make_unique<SimHostChannel>(world_, std::string(name))).first;
+  return *it->second;
+}
+
+void SimRuntime::spawn(core::ActorSpec spec, std::function<void()> body) {
+  if (spec.rank >= num_ranks()) throw std::invalid_argument(fmt::format("actor {} names rank {}", spec.name, spec.rank));
+  HostState* hs = &hosts_.emplace_back();
+  Fiber& f = world_.spawn(spec.name, FiberKind::host, spec.rank, [this, body = std::move(body)] {
+    Fiber& self = world_.current();
+    if (bus_.active()) {
+      core::Event e;
+      e.t = world_.now();
+      e.kind = core::EventKind::actor_start;
+      e.rank = self.rank;
+      e.actor = self.name;
+      bus_.publish(e);
+    }
+    body();
+    if (bus_.active()) {
+      core::Event e;
+      e.t = world_.now();
+      e.kind = core::EventKind::actor_end;
+      e.rank = self.rank;
+      e.actor = self.name;
+      bus_.publish(e);
+    }
+  });
+  f.host = hs;
+}
+
+void SimRuntime::sleep(core::Time d) { world_.sleep(d); }
+
+core::RunResult SimRuntime::run() {
+  if (ran_) throw std::logic_error("a SimRuntime runs once");
+  ran_ = true;
+  {
+    std::vector<std::vector<core::RankId>> members;
+    std::vector<std::string> names;
+    for (const auto& c : comms_.comms()) {
+      members.push_back(c->members);
+      names.push_back(c->name);
+    }
+    comms_.inversions().set_membership(num_ranks(), members, names);
+  }
+  world_.run([this](World& w) {
+    if (auto f = explain_deadlock(*this)) {
+      f->time = w.now();
+      f->sched_step = w.steps();
+      w.findings().push_back(std::move(*f));
+    }
+  });
+
+  core::RunResult r;
+  r.findings = world_.findings();
+  r.notes = world_.notes();
+  if (auto inv = comms_.inversions().analyze()) {
+    inv->time = world_.now();
+    r.notes.push_back(std::move(*inv));
+  }
+  if (world_.policy_diverged()) {
+    core::Finding f;
+    f.verdict = core::Verdict::nondeterminism;
+    f.kind = "replay-diverged";
+    f.summary = "the recorded schedule does not fit this run: the program or the simulator changed";
+    r.findings.insert(r.findings.begin(), std::move(f));
+  }
+  auto promote = [&r](core::Verdict v) {
+    for (auto it = r.notes.begin(); it != r.notes.end();) {
+      if (it->verdict == v) {
+        r.findings.push_back(std::move(*it));
+        it = r.notes.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  };
+  if (r.findings.empty() && comms_.mismatch_seen()) promote(core::Verdict::fifo_misalignment);
+  if (r.findings.empty() && world_.config().strict) promote(core::Verdict::hazard);
+  r.verdict = r.findings.empty() ? core::Verdict::pass : r.findings.front().verdict;
+
+  r.stats.sched_steps = world_.steps();
+  r.stats.sim_time = world_.now();
+  r.stats.ops_posted = comms_.ops_posted();
+  r.stats.pairs = comms_.pairs();
+  r.stats.fibers = world_.fibers().size();
+  r.decisions = world_.decisions();
+  if (bus_.active()) {
+    core::Event e;
+    e.t = world_.now();
+    e.kind = core::EventKind::verdict;
+    e.text = core::to_string(r.verdict);
+    bus_.publish(e);
+  }
+  r.stats.events = bus_.published();
+  return r;
+}
+
+}  // namespace ppspec::sim

@@ -1,0 +1,69 @@
+// The simulated implementation of the runtime interface: one World, one SimDevice per rank, the
+// communicator system, host channels. `run()` returns the verdict with its findings.
+#pragma once
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/runtime.h"
+#include "sim/comm_system.h"
+#include "sim/config.h"
+#include "sim/device.h"
+#include "sim/host_channel.h"
+#include "sim/policy.h"
+#include "sim/world.h"
+
+namespace ppspec::sim {
+
+// Per-actor runtime state, as CUDA and NCCL keep per-thread state.
+struct HostState {
+  int group_depth = 0;
+  std::vector<PartSpec> pending;  // operations of the open group
+  std::vector<std::pair<core::RankId, uint64_t>> group_issue;  // issue index of the open group per rank
+  std::string_view call_site;     // where the program is, for reports
+};
+
+class SimRuntime final : public core::Runtime {
+ public:
+  SimRuntime(int num_ranks, const SimConfig& config, std::unique_ptr<SchedulePolicy> policy, uint64_t seed);
+  ~SimRuntime() override;
+
+  int num_ranks() const override { return static_cast<int>(devices_.size()); }
+  core::Device& device(core::RankId r) override { return device_impl(r); }
+  void declare_comm(std::string_view name, std::span<const core::RankId> members) override;
+  core::Communicator& comm_init(std::string_view name, core::RankId me) override;
+  void group_start() override;
+  void group_end() override;
+  core::HostChannel& channel(std::string_view name) override;
+  void spawn(core::ActorSpec spec, std::function<void()> body) override;
+  void sleep(core::Time d) override;
+  core::Time now() const override { return world_.now(); }
+  core::EventBus& events() override { return bus_; }
+  core::RunResult run() override;
+
+  void set_call_site(std::string_view where) override { host_state().call_site = where; }
+
+  World& world() { return world_; }
+  const World& world() const { return world_; }
+  CommSystem& comms() { return comms_; }
+  const CommSystem& comms() const { return comms_; }
+  SimDevice& device_impl(core::RankId r) const;
+  const std::vector<std::unique_ptr<SimDevice>>& devices() const { return devices_; }
+  HostState& host_state();
+  const std::map<std::string, std::unique_ptr<SimHostChannel>, std::less<>>& channels() const { return channels_; }
+
+ private:
+  core::EventBus bus_;
+  World world_;
+  CommSystem comms_;
+  std::vector<std::unique_ptr<SimDevice>> devices_;
+  std::deque<HostState> hosts_;
+  std::map<std::string, std::unique_ptr<SimHostChannel>, std::less<>> channels_;
+  bool ran_ = false;
+};
+
+}  // namespace ppspec::sim

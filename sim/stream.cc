@@ -1,0 +1,68 @@
+#include "sim/stream.h"
+
+#include <cassert>
+#include <fmt/format.h>
+
+#include "sim/comm_system.h"
+#include "sim/device.h"
+#include "sim/graph.h"
+
+namespace ppspec::sim {
+
+SimStream::SimStream(SimDevice& device, int32_t id, std::string name)
+    : device_(device), id_(id), name_(std::move(name)), full_name_(fmt::format("rank{}.{}", device.rank(), name_)) {}
+
+void SimStream::enqueue(WorkItem item) {
+  assert(capture_ == nullptr && "capturing streams record into their graph");
+  queue_.push_back(std::move(item));
+  ++enqueued_;
+  work_.wake_all(device_.world());
+}
+
+void SimStream::wait_completed(uint64_t target, const WaitInfo& info) {
+  World& w = device_.world();
+  while (completed_ < target) progress_.wait(w, info);
+}
+
+void SimStream::serve() {
+  World& w = device_.world();
+  for (;;) {
+    while (queue_.empty()) work_.wait(w, WaitInfo{.kind = WaitKind::idle, .what = "idle", .stream = this});
+    // Deque references stay valid while the host appends behind us.
+    execute(queue_.front());
+    queue_.pop_front();
+    ++completed_;
+    progress_.wake_all(w);
+  }
+}
+
+void SimStream::execute(WorkItem& item) {
+  World& w = device_.world();
+  switch (item.type) {
+    case WorkItem::Type::kernel: {
+      w.sleep(w.jittered(item.duration));
+      if (item.body) item.body();
+      if (w.bus().active()) {
+        core::Event e;
+        e.t = w.now();
+        e.kind = core::EventKind::kernel_completed;
+        e.rank = device_.rank();
+        e.actor = full_name_;
+        e.kernel = item.name;
+        e.spec = item.spec;
+        w.bus().publish(e);
+      }
+      return;
+    }
+    case WorkItem::Type::comm:
+      device_.comms().execute(*item.comm, *this);
+      return;
+    case WorkItem::Type::wait_event: {
+      auto* src = const_cast<SimStream*>(item.wait_stream);
+      src->wait_completed(item.wait_target, WaitInfo{.kind = WaitKind::event_wait, .what = "stream_wait_event", .stream = src});
+      return;
+    }
+  }
+}
+
+}  // namespace ppspec::sim

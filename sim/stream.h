@@ -1,0 +1,77 @@
+// A simulated GPU stream: a fiber that executes its queue in order. Compute kernels take virtual
+// time; communication kernels occupy the stream until their partners arrive (R4).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "core/types.h"
+#include "sim/world.h"
+
+namespace ppspec::sim {
+
+class SimDevice;
+struct CommKernel;
+struct GraphRec;
+
+struct WorkItem {
+  enum class Type : uint8_t { kernel, comm, wait_event };
+  Type type = Type::kernel;
+  std::string_view name;        // kernel name (for events)
+  std::string_view spec;
+  Time duration = 0;            // kernel: virtual time before jitter
+  std::function<void()> body;   // kernel: its effect, applied when it completes
+  CommKernel* comm = nullptr;   // comm
+  const SimStream* wait_stream = nullptr;  // wait_event: the recording stream ...
+  uint64_t wait_target = 0;                // ... and the position it must reach
+};
+
+class SimStream {
+ public:
+  SimStream(SimDevice& device, int32_t id, std::string name);
+  SimStream(const SimStream&) = delete;
+  SimStream& operator=(const SimStream&) = delete;
+
+  int32_t id() const { return id_; }
+  const std::string& name() const { return name_; }            // "side"
+  const std::string& full_name() const { return full_name_; }  // "rank0.side"
+  SimDevice& device() const { return device_; }
+  Fiber* fiber() const { return fiber_; }
+  void set_fiber(Fiber* f) { fiber_ = f; }
+
+  // Host side.
+  void enqueue(WorkItem item);
+  uint64_t enqueued() const { return enqueued_; }
+  uint64_t completed() const { return completed_; }
+  bool idle() const { return completed_ == enqueued_; }
+  // Blocks the calling fiber until this stream has completed `target` items.
+  void wait_completed(uint64_t target, const WaitInfo& info);
+  const WorkItem* head() const { return queue_.empty() ? nullptr : &queue_.front(); }
+
+  // Graph capture (R9): while capturing, enqueue() records into the graph instead.
+  GraphRec* capture() const { return capture_; }
+  void set_capture(GraphRec* g) { capture_ = g; }
+
+  // The stream fiber's body.
+  void serve();
+
+ private:
+  void execute(WorkItem& item);
+
+  SimDevice& device_;
+  int32_t id_;
+  std::string name_;
+  std::string full_name_;
+  Fiber* fiber_ = nullptr;
+  std::deque<WorkItem> queue_;
+  uint64_t enqueued_ = 0;
+  uint64_t completed_ = 0;
+  WaitList work_;      // the stream fiber, waiting for work
+  WaitList progress_;  // anyone waiting for this stream to reach a position
+  GraphRec* capture_ = nullptr;
+};
+
+}  // namespace ppspec::sim

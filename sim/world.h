@@ -1,0 +1,131 @@
+// The one simulated world (FoundationDB-style): every host thread and every stream is a fiber on
+// one OS thread, a seeded policy picks the next ready fiber, and virtual time jumps to the next
+// timer when nothing is ready. Nothing here reads the wall clock or depends on addresses.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <queue>
+#include <string>
+#include <vector>
+
+#include "core/event.h"
+#include "core/rng.h"
+#include "core/verdict.h"
+#include "sim/config.h"
+#include "sim/fiber.h"
+#include "sim/policy.h"
+
+namespace ppspec::sim {
+
+// Thrown inside a fiber when the run stops, so the fiber unwinds its stack and ends cleanly.
+// Not derived from std::exception: engine code catching std::exception must not swallow it.
+struct Unwind {};
+
+class World;
+
+// Fibers waiting for one condition. Waking wakes all; each re-checks its condition (single OS
+// thread, so no wake-up can be lost between the check and the wait).
+class WaitList {
+ public:
+  void wait(World& w, const WaitInfo& info);
+  void wake_all(World& w);
+  bool empty() const { return waiters_.empty(); }
+
+ private:
+  std::vector<Fiber*> waiters_;
+};
+
+class World {
+ public:
+  World(const SimConfig& config, std::unique_ptr<SchedulePolicy> policy, uint64_t seed, core::EventBus& bus);
+  ~World();
+  World(const World&) = delete;
+  World& operator=(const World&) = delete;
+
+  // Before or during the run. Host fibers are actors; stream fibers serve a stream's queue.
+  Fiber& spawn(std::string name, FiberKind kind, core::RankId rank, std::function<void()> body);
+
+  // Called from the main context: runs until every fiber finished, nothing can run, or a verdict
+  // stopped the run; then unwinds every fiber. `analyze_quiescence` explains a stuck world.
+  using QuiescenceAnalyzer = std::function<void(World&)>;
+  void run(const QuiescenceAnalyzer& analyze_quiescence);
+
+  // ---- calls made from fibers ----
+  Fiber& current() const { return *current_; }
+  bool in_fiber() const { return current_ != nullptr; }
+  Time now() const { return now_; }
+  void block(const WaitInfo& info);  // until wake(); throws Unwind when the run stops
+  void wake(Fiber& f);
+  void sleep(Time d);                // virtual time; an interleaving point
+  void yield();                      // an interleaving point
+  [[noreturn]] void stop(core::Finding f);  // ends the run with this finding
+  void request_stop(core::Finding f);       // same, from outside a fiber's normal flow
+  void note(core::Finding f);
+  Time jittered(Time d);
+
+  const SimConfig& config() const { return config_; }
+  core::EventBus& bus() { return bus_; }
+  bool stopping() const { return stop_requested_ || aborting_; }
+  uint64_t steps() const { return steps_; }
+
+  // ---- results ----
+  const std::vector<std::unique_ptr<Fiber>>& fibers() const { return fibers_; }
+  std::vector<core::Finding>& findings() { return findings_; }
+  std::vector<core::Finding>& notes() { return notes_; }
+  const std::vector<uint32_t>& decisions() const { return decisions_; }
+  bool policy_diverged() const { return policy_->diverged(); }
+  bool hosts_all_finished() const { return hosts_alive_ == 0; }
+
+  // ---- the scheduling algorithm's view (sim/scheduler_algorithm.cc) ----
+  bool adopt(boost::fibers::context* ctx);
+  boost::fibers::context* pick_next();
+
+ private:
+  struct Timer {
+    Time at;
+    uint64_t seq;
+    Fiber* fiber;
+    bool operator>(const Timer& o) const { return at != o.at ? at > o.at : seq > o.seq; }
+  };
+
+  void make_ready(Fiber& f);
+  void release_due_timers();
+  void signal_main();
+  void fiber_main(Fiber& f);
+  void wake_everything();
+
+  SimConfig config_;
+  std::unique_ptr<SchedulePolicy> policy_;
+  core::Rng jitter_rng_;
+  core::EventBus& bus_;
+
+  std::vector<std::unique_ptr<Fiber>> fibers_;
+  std::vector<Fiber*> ready_;
+  std::priority_queue<Timer, std::vector<Timer>, std::greater<Timer>> timers_;
+  uint64_t timer_seq_ = 0;
+  Fiber* current_ = nullptr;
+  Fiber* pending_spawn_ = nullptr;
+  Fiber* suspending_ = nullptr;   // the fiber whose context is switching out right now
+  Fiber* forced_next_ = nullptr;  // already chosen by the policy; pick_next returns it
+  boost::fibers::context* main_ctx_ = nullptr;
+  bool main_waiting_ = false;
+
+  Time now_ = 0;
+  uint64_t steps_ = 0;
+  uint32_t live_ = 0;         // fibers not finished
+  uint32_t hosts_alive_ = 0;  // host fibers not finished
+  bool running_ = false;
+  bool stop_requested_ = false;
+  bool aborting_ = false;
+  std::exception_ptr internal_error_;
+
+  std::vector<core::Finding> findings_;
+  std::vector<core::Finding> notes_;
+  std::vector<uint32_t> decisions_;
+};
+
+}  // namespace ppspec::sim
