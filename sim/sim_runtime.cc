@@ -111,6 +111,7 @@ core::RunResult SimRuntime::run() {
   r.notes = world_.notes();
   if (auto inv = comms_.inversions().analyze()) {
     inv->time = world_.now();
+    inv->sched_step = world_.steps();
     r.notes.push_back(std::move(*inv));
   }
   if (world_.policy_diverged()) {

@@ -167,8 +167,10 @@ boost::fibers::context* World::pick_next() {
   Fiber* f = ready_[i];
   if (config_.record_decisions && ready_.size() > 1) decisions_.push_back(f->id);
   if (f == suspending_) {
-    // Boost cannot resume the context that is switching out; the dispatcher resumes it next.
+    // Boost cannot resume the context that is switching out: hand control to the dispatcher,
+    // whose own pick_next (after the switch completed) resumes this fiber.
     forced_next_ = f;
+    suspending_ = nullptr;
     return nullptr;
   }
   // Keep the ready list in insertion order: schedules stay meaningful to replay and to read.

@@ -1,0 +1,437 @@
+#include "loader/program_loader.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "loader/toml_reader.h"
+
+namespace ppspec::loader {
+namespace {
+
+using program::OpType;
+using program::Program;
+using program::ProgramOp;
+
+constexpr std::string_view kTopKeys = "kind, name, description, ranks, streams, runtime, communicator, rank, explore, expect";
+constexpr std::string_view kRuntimeKeys =
+    "module_loading, concurrency, on_mismatch, strict, runtime_connect, eager_bytes, unit_bytes, max_steps, "
+    "max_time_ms, jitter, cost";
+constexpr std::string_view kCostKeys =
+    "host_call_us, kernel_us, kernel_per_kwork_us, comm_latency_us, comm_gbps, module_load_us, jit_compile_us, "
+    "comm_init_us, connect_us, memcpy_us";
+
+// Which keys each operation takes (besides `op`).
+std::string_view op_keys(OpType t) {
+  switch (t) {
+    case OpType::send:
+    case OpType::recv: return "comm, peer, dtype, count, stream, label, step";
+    case OpType::broadcast: return "comm, root, dtype, count, stream, label, step";
+    case OpType::all_reduce:
+    case OpType::all_gather: return "comm, dtype, count, stream, label, step";
+    case OpType::group_start:
+    case OpType::group_end:
+    case OpType::device_sync: return "";
+    case OpType::launch: return "kernel, spec, stream, duration_us";
+    case OpType::preload: return "kernel, spec";
+    case OpType::record:
+    case OpType::wait_event: return "event, stream";
+    case OpType::event_sync: return "event";
+    case OpType::stream_sync: return "stream";
+    case OpType::malloc: return "bytes";
+    case OpType::sleep: return "us";
+    case OpType::capture_begin: return "stream";
+    case OpType::capture_end: return "stream, graph";
+    case OpType::graph_launch: return "graph, stream";
+  }
+  return "";
+}
+
+core::Time us_to_time(double us) { return static_cast<core::Time>(std::llround(us * static_cast<double>(core::kUs))); }
+
+struct Context {
+  const std::string& file;
+  Program& p;
+};
+
+const program::CommDecl* find_comm(const Program& p, std::string_view name) {
+  for (const auto& c : p.comms)
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
+bool member(const program::CommDecl& c, core::RankId r) {
+  return std::find(c.ranks.begin(), c.ranks.end(), r) != c.ranks.end();
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
+  return s;
+}
+
+ProgramOp read_op(Context& ctx, const toml::table& t, core::RankId rank, const std::string& where) {
+  TableReader r(t, ctx.file, where);
+  ProgramOp op;
+  op.origin = fmt::format("{}:{}", std::filesystem::path(ctx.file).filename().string(), r.line());
+  const auto type = r.choice<OpType>("op", program::parse_op_type, program::op_type_names());
+  if (!type) r.fail_here(fmt::format("missing key 'op' (one of: {})", program::op_type_names()));
+  op.type = *type;
+  const Program& p = ctx.p;
+
+  auto need_stream = [&](bool required) {
+    auto s = r.string("stream");
+    if (!s) {
+      if (required) r.fail_here(fmt::format("'{}' needs a 'stream' (one of: {})", program::to_string(op.type), join(p.streams)));
+      op.stream = p.streams.front();
+      return;
+    }
+    if (std::find(p.streams.begin(), p.streams.end(), *s) == p.streams.end())
+      r.fail("stream", fmt::format("unknown stream '{}' (declared: {})", *s, join(p.streams)));
+    op.stream = *s;
+  };
+
+  if (program::is_comm_op(op.type)) {
+    auto comm = r.string("comm");
+    if (!comm) r.fail_here(fmt::format("'{}' needs a 'comm'", program::to_string(op.type)));
+    const program::CommDecl* c = find_comm(p, *comm);
+    if (c == nullptr) {
+      std::vector<std::string> names;
+      for (const auto& d : p.comms) names.push_back(d.name);
+      r.fail("comm", fmt::format("unknown communicator '{}' (declared: {})", *comm, join(names)));
+    }
+    if (!member(*c, rank)) r.fail("comm", fmt::format("rank {} is not a member of communicator '{}'", rank, *comm));
+    op.comm = *comm;
+    if (op.type == OpType::send || op.type == OpType::recv || op.type == OpType::broadcast) {
+      const char* key = op.type == OpType::broadcast ? "root" : "peer";
+      auto peer = r.integer(key, 0, p.num_ranks - 1);
+      if (!peer) r.fail_here(fmt::format("'{}' needs a '{}' (a global rank)", program::to_string(op.type), key));
+      op.peer = static_cast<core::RankId>(*peer);
+      if (!member(*c, op.peer)) r.fail(key, fmt::format("rank {} is not a member of communicator '{}'", op.peer, *comm));
+      if (op.type != OpType::broadcast && op.peer == rank) r.fail(key, "a rank cannot send to or receive from itself");
+    }
+    op.dtype = r.choice<core::Dtype>("dtype", core::parse_dtype, core::dtype_names()).value_or(core::Dtype::f32);
+    op.count = r.integer("count", 0, int64_t{1} << 32).value_or(1);
+    op.label = r.string_or("label", "");
+    op.step = r.integer("step", 0, int64_t{1} << 40).value_or(-1);
+    need_stream(false);
+  } else {
+    switch (op.type) {
+      case OpType::launch:
+      case OpType::preload: {
+        auto k = r.string("kernel");
+        if (!k || k->empty()) r.fail_here(fmt::format("'{}' needs a 'kernel' name", program::to_string(op.type)));
+        op.kernel = *k;
+        op.spec = r.string_or("spec", "");
+        if (op.type == OpType::launch) {
+          need_stream(false);
+          if (auto d = r.number("duration_us", 0, 1e9)) op.duration = us_to_time(*d);
+        }
+        break;
+      }
+      case OpType::record:
+      case OpType::wait_event:
+      case OpType::event_sync: {
+        auto e = r.string("event");
+        if (!e || e->empty()) r.fail_here(fmt::format("'{}' needs an 'event' name", program::to_string(op.type)));
+        op.event = *e;
+        if (op.type != OpType::event_sync) need_stream(true);
+        break;
+      }
+      case OpType::stream_sync: need_stream(true); break;
+      case OpType::malloc: {
+        auto b = r.integer("bytes", 0, int64_t{1} << 40);
+        if (!b) r.fail_here("'malloc' needs 'bytes'");
+        op.count = *b;
+        break;
+      }
+      case OpType::sleep: {
+        auto us = r.number("us", 0, 1e12);
+        if (!us) r.fail_here("'sleep' needs 'us' (microseconds)");
+        op.duration = us_to_time(*us);
+        break;
+      }
+      case OpType::capture_begin: need_stream(true); break;
+      case OpType::capture_end:
+      case OpType::graph_launch: {
+        need_stream(true);
+        auto g = r.string("graph");
+        if (!g || g->empty()) r.fail_here(fmt::format("'{}' needs a 'graph' name", program::to_string(op.type)));
+        op.graph = *g;
+        break;
+      }
+      default: break;
+    }
+  }
+  const std::string_view keys = op_keys(op.type);
+  r.finish(keys.empty() ? std::string("op") : fmt::format("op, {}", keys));
+  return op;
+}
+
+// Checks that need the whole thread: balanced groups and captures, known events and graphs.
+void check_thread(const std::string& file, const program::ThreadProgram& tp, core::RankId rank,
+                  const std::set<std::string>& recorded_events, int line) {
+  int group = 0;
+  std::map<std::string, bool> capturing;  // stream -> capturing
+  std::set<std::string> graphs;
+  auto fail = [&](const ProgramOp& op, const std::string& msg) {
+    const auto colon = op.origin.rfind(':');
+    const int op_line = colon == std::string::npos ? line : std::stoi(op.origin.substr(colon + 1));
+    throw core::InputError(file, op_line, fmt::format("rank {} thread '{}': {}", rank, tp.name, msg));
+  };
+  for (const ProgramOp& op : tp.ops) {
+    switch (op.type) {
+      case OpType::group_start: ++group; break;
+      case OpType::group_end:
+        if (--group < 0) fail(op, "group_end without a matching group_start");
+        break;
+      case OpType::capture_begin:
+        if (capturing[op.stream]) fail(op, fmt::format("stream '{}' is already capturing", op.stream));
+        capturing[op.stream] = true;
+        break;
+      case OpType::capture_end:
+        if (!capturing[op.stream]) fail(op, fmt::format("capture_end on stream '{}', which is not capturing", op.stream));
+        capturing[op.stream] = false;
+        graphs.insert(op.graph);
+        break;
+      case OpType::graph_launch:
+        if (!graphs.count(op.graph)) fail(op, fmt::format("graph '{}' is launched before any capture_end names it", op.graph));
+        break;
+      case OpType::wait_event:
+      case OpType::event_sync:
+        if (!recorded_events.count(op.event)) fail(op, fmt::format("event '{}' is never recorded on rank {}", op.event, rank));
+        break;
+      case OpType::record:
+        if (capturing[op.stream]) fail(op, "recording events inside a graph capture is not supported");
+        break;
+      case OpType::stream_sync:
+      case OpType::device_sync:
+      case OpType::malloc:
+        if (group > 0) fail(op, fmt::format("'{}' inside a group: NCCL allows no synchronisation before group_end",
+                                            program::to_string(op.type)));
+        break;
+      default: break;
+    }
+  }
+  if (group != 0) throw core::InputError(file, line, fmt::format("rank {} thread '{}': group_start without group_end", rank, tp.name));
+  for (const auto& [s, on] : capturing)
+    if (on) throw core::InputError(file, line, fmt::format("rank {} thread '{}': stream '{}' never ends its capture", rank, tp.name, s));
+}
+
+program::ThreadProgram read_thread(Context& ctx, const toml::table& t, core::RankId rank, const std::string& where,
+                                   std::string name) {
+  TableReader r(t, ctx.file, where);
+  program::ThreadProgram tp;
+  tp.name = std::move(name);
+  tp.repeat = r.integer("repeat", 1, int64_t{1} << 32).value_or(1);
+  const toml::array* ops = r.array("ops");
+  if (ops == nullptr) r.fail_here("missing 'ops' (an array of operations)");
+  for (size_t i = 0; i < ops->size(); ++i) {
+    const toml::node& n = *ops->get(i);
+    if (!n.is_table())
+      throw core::InputError(ctx.file, line_of(n), fmt::format("{} ops[{}]: expected an inline table {{ op = ... }}, found {}",
+                                                               where, i, type_name(n)));
+    tp.ops.push_back(read_op(ctx, *n.as_table(), rank, fmt::format("{} ops[{}]", where, i)));
+  }
+  r.finish("ops, repeat");
+  return tp;
+}
+
+}  // namespace
+
+toml::table parse_toml_text(std::string_view text, const std::string& file) {
+  try {
+    return toml::parse(text, file);
+  } catch (const toml::parse_error& e) {
+    throw core::InputError(file, static_cast<int>(e.source().begin.line), fmt::format("TOML syntax: {}", e.description()));
+  }
+}
+
+toml::table parse_toml_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw core::InputError(path, 0, "cannot open the file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_toml_text(ss.str(), path);
+}
+
+std::string scenario_kind(const toml::table& root, const std::string& file) {
+  const toml::node* k = root.get("kind");
+  if (k == nullptr) throw core::InputError(file, 1, "missing top-level key 'kind' (\"program\")");
+  if (!k->is_string()) throw core::InputError(file, line_of(*k), fmt::format("'kind': expected a string, found {}", type_name(*k)));
+  return k->as_string()->get();
+}
+
+void read_runtime(TableReader& r, sim::SimConfig& cfg) {
+  cfg.module_loading = r.choice<core::ModuleLoading>("module_loading", core::parse_module_loading, "eager, lazy, jit")
+                           .value_or(cfg.module_loading);
+  cfg.concurrency = r.choice<core::Concurrency>("concurrency", core::parse_concurrency, "ok, serial").value_or(cfg.concurrency);
+  cfg.on_mismatch = r.choice<core::OnMismatch>("on_mismatch", core::parse_on_mismatch, "report, emulate").value_or(cfg.on_mismatch);
+  cfg.strict = r.boolean("strict").value_or(cfg.strict);
+  cfg.runtime_connect = r.boolean("runtime_connect").value_or(cfg.runtime_connect);
+  cfg.eager_bytes = r.integer("eager_bytes", 0, int64_t{1} << 40).value_or(cfg.eager_bytes);
+  cfg.unit_bytes = r.integer("unit_bytes", 1, 1 << 20).value_or(cfg.unit_bytes);
+  cfg.max_steps = static_cast<uint64_t>(r.integer("max_steps", 1, int64_t{1} << 50).value_or(static_cast<int64_t>(cfg.max_steps)));
+  if (auto ms = r.number("max_time_ms", 0.001, 1e12)) cfg.max_time = static_cast<core::Time>(*ms * core::kMs);
+  cfg.jitter = r.number("jitter", 0, 0.9).value_or(cfg.jitter);
+  if (const toml::table* cost = r.table("cost")) {
+    TableReader c(*cost, r.file(), "[runtime.cost]");
+    auto us = [&c](std::string_view key, core::Time& field) {
+      if (auto v = c.number(key, 0, 1e9)) field = us_to_time(*v);
+    };
+    sim::CostModel& m = cfg.cost;
+    us("host_call_us", m.host_call);
+    us("kernel_us", m.kernel);
+    us("kernel_per_kwork_us", m.kernel_per_kwork);
+    us("comm_latency_us", m.comm_latency);
+    if (auto g = c.number("comm_gbps", 0.001, 1e6)) m.comm_bytes_per_us = std::max<int64_t>(1, std::llround(*g * 1000.0));
+    us("module_load_us", m.module_load);
+    us("jit_compile_us", m.jit_compile);
+    us("comm_init_us", m.comm_init);
+    us("connect_us", m.connect);
+    us("memcpy_us", m.memcpy);
+    c.finish(kCostKeys);
+  }
+  r.finish(kRuntimeKeys);
+}
+
+Program read_program(const toml::table& root, const std::string& file) {
+  Program p;
+  p.file = file;
+  Context ctx{file, p};
+  TableReader top(root, file, "scenario");
+  if (top.string("kind") != "program") top.fail("kind", "expected \"program\"");
+  p.name = top.string_or("name", std::filesystem::path(file).stem().string());
+  p.description = top.string_or("description", "");
+  auto ranks = top.integer("ranks", 1, 1024);
+  if (!ranks) top.fail_here("missing 'ranks' (the number of ranks, 1..1024)");
+  p.num_ranks = static_cast<int>(*ranks);
+
+  if (const toml::array* streams = top.array("streams")) {
+    p.streams.clear();
+    for (const auto& n : *streams) {
+      if (!n.is_string() || n.as_string()->get().empty())
+        throw core::InputError(file, line_of(n), "'streams': expected non-empty stream names");
+      const std::string& s = n.as_string()->get();
+      if (std::find(p.streams.begin(), p.streams.end(), s) != p.streams.end())
+        throw core::InputError(file, line_of(n), fmt::format("'streams': '{}' declared twice", s));
+      p.streams.push_back(s);
+    }
+    if (p.streams.empty()) top.fail("streams", "declare at least one stream");
+  }
+
+  if (const toml::table* rt = top.table("runtime")) {
+    TableReader r(*rt, file, "[runtime]");
+    read_runtime(r, p.config);
+  }
+
+  if (const toml::array* comms = top.array("communicator")) {
+    for (size_t i = 0; i < comms->size(); ++i) {
+      const toml::node& n = *comms->get(i);
+      if (!n.is_table()) throw core::InputError(file, line_of(n), "[[communicator]]: expected a table");
+      TableReader c(*n.as_table(), file, fmt::format("[[communicator]] #{}", i + 1));
+      program::CommDecl d;
+      auto name = c.string("name");
+      if (!name || name->empty()) c.fail_here("missing 'name'");
+      if (find_comm(p, *name) != nullptr) c.fail("name", fmt::format("communicator '{}' declared twice", *name));
+      d.name = *name;
+      const toml::array* members = c.array("ranks");
+      if (members == nullptr || members->empty()) c.fail_here("missing 'ranks' (the global ranks of its members, in order)");
+      for (const auto& m : *members) {
+        if (!m.is_integer() || m.as_integer()->get() < 0 || m.as_integer()->get() >= p.num_ranks)
+          throw core::InputError(file, line_of(m), fmt::format("communicator '{}': ranks must be integers in [0, {}]", d.name, p.num_ranks - 1));
+        const auto r = static_cast<core::RankId>(m.as_integer()->get());
+        if (member(d, r)) throw core::InputError(file, line_of(m), fmt::format("communicator '{}': rank {} listed twice", d.name, r));
+        d.ranks.push_back(r);
+      }
+      c.finish("name, ranks");
+      p.comms.push_back(std::move(d));
+    }
+  }
+
+  p.ranks.assign(static_cast<size_t>(p.num_ranks), {});
+  const toml::table* rank_tables = top.table("rank");
+  if (rank_tables == nullptr) top.fail_here("missing [rank.N] tables with each rank's operations");
+  std::vector<bool> seen(static_cast<size_t>(p.num_ranks), false);
+  // Two passes: events recorded anywhere on a rank may be waited for by any of its threads.
+  for (const auto& [key, node] : *rank_tables) {
+    const std::string k(key.str());
+    int64_t r = -1;
+    auto [ptr, ec] = std::from_chars(k.data(), k.data() + k.size(), r);
+    if (ec != std::errc() || ptr != k.data() + k.size() || r < 0 || r >= p.num_ranks)
+      throw core::InputError(file, line_of(node), fmt::format("[rank.{}]: expected a rank number in [0, {}]", k, p.num_ranks - 1));
+    if (!node.is_table()) throw core::InputError(file, line_of(node), fmt::format("[rank.{}]: expected a table", k));
+    const toml::table& t = *node.as_table();
+    const std::string where = fmt::format("[rank.{}]", r);
+    seen[static_cast<size_t>(r)] = true;
+    auto& threads = p.ranks[static_cast<size_t>(r)];
+    if (t.contains("thread")) {
+      TableReader rr(t, file, where);
+      const toml::table* th = rr.table("thread");
+      rr.finish("thread (or ops and repeat for a single thread)");
+      if (th->empty()) rr.fail("thread", "declare at least one thread");
+      for (const auto& [tk, tn] : *th) {
+        if (!tn.is_table()) throw core::InputError(file, line_of(tn), fmt::format("{}.thread.{}: expected a table", where, tk.str()));
+        threads.push_back(read_thread(ctx, *tn.as_table(), static_cast<core::RankId>(r),
+                                      fmt::format("[rank.{}.thread.{}]", r, tk.str()), std::string(tk.str())));
+      }
+    } else {
+      threads.push_back(read_thread(ctx, t, static_cast<core::RankId>(r), where, "host"));
+    }
+  }
+  for (size_t r = 0; r < seen.size(); ++r)
+    if (!seen[r]) top.fail("rank", fmt::format("rank {} has no [rank.{}] table", r, r));
+  for (size_t r = 0; r < p.ranks.size(); ++r) {
+    std::set<std::string> events;
+    for (const auto& tp : p.ranks[r])
+      for (const auto& op : tp.ops)
+        if (op.type == OpType::record) events.insert(op.event);
+    for (const auto& tp : p.ranks[r]) check_thread(file, tp, static_cast<core::RankId>(r), events, top.line("rank"));
+  }
+
+  if (const toml::table* ex = top.table("explore")) {
+    TableReader e(*ex, file, "[explore]");
+    p.explore.seed = static_cast<uint64_t>(e.integer("seed", 0, INT64_MAX).value_or(1));
+    p.explore.seeds = static_cast<uint64_t>(e.integer("seeds", 1, 1'000'000'000).value_or(1));
+    if (auto s = e.string("strategy")) {
+      auto spec = sim::parse_strategy(*s);
+      if (!spec) e.fail("strategy", fmt::format("'{}' is not \"random\" or \"pct:DEPTH\"", *s));
+      p.explore.strategy = *spec;
+    }
+    e.finish("seed, seeds, strategy");
+  }
+
+  const toml::table* expect = top.table("expect");
+  if (expect == nullptr) top.fail_here("missing [expect] with the expected 'verdict'");
+  {
+    TableReader e(*expect, file, "[expect]");
+    auto v = e.choice<core::Verdict>("verdict", core::parse_verdict, core::verdict_names());
+    if (!v) e.fail_here(fmt::format("missing 'verdict' (one of: {})", core::verdict_names()));
+    p.expect.verdict = *v;
+    p.expect.gpu_verdict = e.choice<core::Verdict>("gpu_verdict", core::parse_verdict, core::verdict_names());
+    if (const toml::array* hz = e.array("hazards")) {
+      std::vector<std::string> kinds;
+      for (const auto& n : *hz) {
+        if (!n.is_string()) throw core::InputError(file, line_of(n), "[expect] 'hazards': expected hazard kinds as strings");
+        kinds.push_back(n.as_string()->get());
+      }
+      std::sort(kinds.begin(), kinds.end());
+      p.expect.hazards = kinds;
+    }
+    e.finish("verdict, gpu_verdict, hazards");
+  }
+  top.finish(kTopKeys);
+  return p;
+}
+
+Program parse_program(std::string_view text, const std::string& file) { return read_program(parse_toml_text(text, file), file); }
+
+Program load_program_file(const std::string& path) { return read_program(parse_toml_file(path), path); }
+
+}  // namespace ppspec::loader

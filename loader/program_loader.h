@@ -1,0 +1,29 @@
+// Reads program scenarios (kind = "program") from TOML. Format: scenarios/README.md.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include <toml++/toml.h>
+
+#include "program/program.h"
+
+namespace ppspec::loader {
+
+// Throws core::InputError with the file and line of the first problem.
+program::Program load_program_file(const std::string& path);
+program::Program parse_program(std::string_view text, const std::string& file);
+program::Program read_program(const toml::table& root, const std::string& file);
+
+// Reads [runtime] (and [runtime.cost]) into `cfg`; shared by every scenario kind.
+class TableReader;
+void read_runtime(TableReader& runtime, sim::SimConfig& cfg);
+
+// The scenario's kind ("program", ...), from its top-level `kind` key.
+std::string scenario_kind(const toml::table& root, const std::string& file);
+
+// Parses a file, turning TOML syntax errors into InputError.
+toml::table parse_toml_file(const std::string& path);
+toml::table parse_toml_text(std::string_view text, const std::string& file);
+
+}  // namespace ppspec::loader

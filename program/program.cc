@@ -1,0 +1,53 @@
+#include "program/program.h"
+
+#include <array>
+#include <utility>
+
+namespace ppspec::program {
+namespace {
+constexpr std::array<std::pair<std::string_view, OpType>, 19> kNames{{
+    {"send", OpType::send},
+    {"recv", OpType::recv},
+    {"broadcast", OpType::broadcast},
+    {"all_reduce", OpType::all_reduce},
+    {"all_gather", OpType::all_gather},
+    {"group_start", OpType::group_start},
+    {"group_end", OpType::group_end},
+    {"launch", OpType::launch},
+    {"preload", OpType::preload},
+    {"record", OpType::record},
+    {"wait_event", OpType::wait_event},
+    {"event_sync", OpType::event_sync},
+    {"stream_sync", OpType::stream_sync},
+    {"device_sync", OpType::device_sync},
+    {"malloc", OpType::malloc},
+    {"sleep", OpType::sleep},
+    {"capture_begin", OpType::capture_begin},
+    {"capture_end", OpType::capture_end},
+    {"graph_launch", OpType::graph_launch},
+}};
+}  // namespace
+
+std::string_view to_string(OpType t) {
+  for (const auto& [name, value] : kNames)
+    if (value == t) return name;
+  return "?";
+}
+
+std::optional<OpType> parse_op_type(std::string_view s) {
+  for (const auto& [name, value] : kNames)
+    if (name == s) return value;
+  return std::nullopt;
+}
+
+std::string_view op_type_names() {
+  return "send, recv, broadcast, all_reduce, all_gather, group_start, group_end, launch, preload, record, "
+         "wait_event, event_sync, stream_sync, device_sync, malloc, sleep, capture_begin, capture_end, graph_launch";
+}
+
+bool is_comm_op(OpType t) {
+  return t == OpType::send || t == OpType::recv || t == OpType::broadcast || t == OpType::all_reduce ||
+         t == OpType::all_gather;
+}
+
+}  // namespace ppspec::program

@@ -1,0 +1,97 @@
+#include "tools/report.h"
+
+#include <fmt/format.h>
+
+namespace ppspec::tools {
+
+std::string format_time(core::Time t) {
+  if (t < core::kMs) return fmt::format("{:.1f} us", static_cast<double>(t) / core::kUs);
+  if (t < core::kSec) return fmt::format("{:.3f} ms", static_cast<double>(t) / core::kMs);
+  return fmt::format("{:.3f} s", static_cast<double>(t) / core::kSec);
+}
+
+namespace {
+
+void append_finding(std::string& s, const core::Finding& f, std::string_view prefix) {
+  s += fmt::format("    {}{} ({}) at {}, step {}: {}\n", prefix, core::to_string(f.verdict), f.kind, format_time(f.time),
+                   f.sched_step, f.summary);
+  for (const std::string& d : f.details) s += fmt::format("      {}\n", d);
+}
+
+}  // namespace
+
+std::string format_text(const RunRecord& r) {
+  const core::RunResult& res = r.result;
+  std::string s = fmt::format("{} {}  {}  verdict {} (expected {})  seed {}  {}  [{} steps, {} simulated, {:.1f} ms wall]\n",
+                              r.ok ? "ok  " : "FAIL", r.scenario, r.file, core::to_string(res.verdict),
+                              core::to_string(r.expected), r.seed, r.strategy, res.stats.sched_steps,
+                              format_time(res.stats.sim_time), r.wall_ms);
+  if (!r.ok) s += fmt::format("    not as expected: {}\n", r.mismatch);
+  for (const core::Finding& f : res.findings) append_finding(s, f, "");
+  for (const core::Finding& f : res.notes) append_finding(s, f, "note: ");
+  for (const core::Finding& f : res.findings) {
+    if (f.dot.empty()) continue;
+    s += "    wait-for graph (Graphviz):\n";
+    size_t pos = 0;
+    while (pos < f.dot.size()) {
+      const size_t nl = f.dot.find('\n', pos);
+      s += fmt::format("      {}\n", f.dot.substr(pos, nl - pos));
+      if (nl == std::string::npos) break;
+      pos = nl + 1;
+    }
+  }
+  if (!r.ok || res.verdict != core::Verdict::pass) s += fmt::format("    reproduce: {}\n", r.reproduce);
+  return s;
+}
+
+nlohmann::json to_json(const core::Finding& f) {
+  nlohmann::json sites = nlohmann::json::array();
+  for (const core::Site& site : f.sites) {
+    nlohmann::json j;
+    if (site.rank >= 0) j["rank"] = site.rank;
+    if (!site.actor.empty()) j["actor"] = site.actor;
+    if (!site.comm.empty()) j["comm"] = site.comm;
+    if (site.cseq >= 0) j["cseq"] = site.cseq;
+    if (!site.what.empty()) j["what"] = site.what;
+    if (!site.origin.empty()) j["origin"] = site.origin;
+    sites.push_back(std::move(j));
+  }
+  nlohmann::json j = {{"verdict", core::to_string(f.verdict)}, {"kind", f.kind},       {"time_ns", f.time},
+                      {"step", f.sched_step},                  {"summary", f.summary}, {"details", f.details},
+                      {"sites", sites}};
+  if (!f.dot.empty()) j["dot"] = f.dot;
+  return j;
+}
+
+nlohmann::json to_json(const RunRecord& r) {
+  const core::RunResult& res = r.result;
+  nlohmann::json findings = nlohmann::json::array();
+  for (const auto& f : res.findings) findings.push_back(to_json(f));
+  nlohmann::json notes = nlohmann::json::array();
+  for (const auto& f : res.notes) notes.push_back(to_json(f));
+  nlohmann::json j = {
+      {"file", r.file},
+      {"scenario", r.scenario},
+      {"seed", r.seed},
+      {"strategy", r.strategy},
+      {"verdict", core::to_string(res.verdict)},
+      {"expected", core::to_string(r.expected)},
+      {"ok", r.ok},
+      {"first", res.findings.empty() ? nlohmann::json(nullptr) : to_json(res.findings.front())},
+      {"findings", findings},
+      {"notes", notes},
+      {"stats",
+       {{"steps", res.stats.sched_steps},
+        {"sim_time_ns", res.stats.sim_time},
+        {"ops_posted", res.stats.ops_posted},
+        {"pairs", res.stats.pairs},
+        {"events", res.stats.events},
+        {"fibers", res.stats.fibers},
+        {"wall_ms", r.wall_ms}}},
+      {"reproduce", r.reproduce},
+  };
+  if (!r.ok) j["mismatch"] = r.mismatch;
+  return j;
+}
+
+}  // namespace ppspec::tools

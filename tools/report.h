@@ -1,0 +1,31 @@
+// Turns run results into reports for people (text) and for programs (JSON).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/verdict.h"
+
+namespace ppspec::tools {
+
+struct RunRecord {
+  std::string file;
+  std::string scenario;
+  uint64_t seed = 0;
+  std::string strategy;
+  core::Verdict expected = core::Verdict::pass;
+  bool ok = false;
+  std::string mismatch;  // why the run did not meet its expectation
+  double wall_ms = 0;
+  std::string reproduce;
+  core::RunResult result;
+};
+
+std::string format_text(const RunRecord& r);
+nlohmann::json to_json(const RunRecord& r);
+nlohmann::json to_json(const core::Finding& f);
+
+// "0.527 ms", "1.2 s"
+std::string format_time(core::Time t);
+
+}  // namespace ppspec::tools

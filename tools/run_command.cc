@@ -1,0 +1,133 @@
+#include "tools/run_command.h"
+
+#include <chrono>
+#include <filesystem>
+#include <fmt/format.h>
+#include <memory>
+#include <ostream>
+
+#include "core/error.h"
+#include "loader/program_loader.h"
+#include "loader/toml_reader.h"
+#include "program/runner.h"
+#include "tools/report.h"
+#include "traces/jsonl_writer.h"
+
+namespace ppspec::tools {
+namespace {
+
+std::string trace_path(const std::string& base, const std::string& scenario, uint64_t seed, bool many) {
+  if (!many) return base;
+  std::filesystem::path p(base);
+  const std::string stem = p.stem().string();
+  const std::string ext = p.extension().string();
+  return (p.parent_path() / fmt::format("{}-{}-seed{}{}", stem, scenario, seed, ext)).string();
+}
+
+// Why a result does not meet the program's expectation; empty when it does.
+std::string check_expectation(const program::Program& p, const core::RunResult& r) {
+  if (r.verdict != p.expect.verdict)
+    return fmt::format("verdict {}, expected {}", core::to_string(r.verdict), core::to_string(p.expect.verdict));
+  if (p.expect.hazards) {
+    std::vector<std::string> kinds;
+    for (const auto& f : r.notes)
+      if (f.verdict == core::Verdict::hazard) kinds.push_back(f.kind);
+    for (const auto& f : r.findings)
+      if (f.verdict == core::Verdict::hazard) kinds.push_back(f.kind);
+    std::sort(kinds.begin(), kinds.end());
+    kinds.erase(std::unique(kinds.begin(), kinds.end()), kinds.end());
+    if (kinds != *p.expect.hazards) {
+      auto join = [](const std::vector<std::string>& v) {
+        std::string s;
+        for (const auto& k : v) s += (s.empty() ? "" : ", ") + k;
+        return s.empty() ? std::string("none") : s;
+      };
+      return fmt::format("hazards [{}], expected [{}]", join(kinds), join(*p.expect.hazards));
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+int run_command(const RunArgs& args, std::ostream& out, std::ostream& err) {
+  std::optional<sim::StrategySpec> cli_strategy;
+  if (args.strategy) {
+    cli_strategy = sim::parse_strategy(*args.strategy);
+    if (!cli_strategy) {
+      err << fmt::format("ppspec: --strategy '{}': expected \"random\" or \"pct:DEPTH\"\n", *args.strategy);
+      return 2;
+    }
+  }
+  // Read everything first: bad input anywhere stops before any run.
+  std::vector<program::Program> programs;
+  bool bad = false;
+  for (const std::string& file : args.files) {
+    try {
+      const toml::table root = loader::parse_toml_file(file);
+      const std::string kind = loader::scenario_kind(root, file);
+      if (kind != "program")
+        throw core::InputError(file, loader::line_of(*root.get("kind")),
+                               fmt::format("kind \"{}\" is not supported (expected \"program\")", kind));
+      programs.push_back(loader::read_program(root, file));
+    } catch (const core::InputError& e) {
+      err << "ppspec: " << e.what() << '\n';
+      bad = true;
+    }
+  }
+  if (bad) return 2;
+
+  size_t total_runs = 0;
+  for (const auto& p : programs) total_runs += args.seeds.value_or(p.explore.seeds);
+  const bool many = total_runs > 1;
+
+  nlohmann::json all = nlohmann::json::array();
+  int failures = 0;
+  for (const program::Program& p : programs) {
+    const sim::StrategySpec strategy = cli_strategy.value_or(p.explore.strategy);
+    const uint64_t first = args.seed.value_or(p.explore.seed);
+    const uint64_t n = args.seeds.value_or(p.explore.seeds);
+    for (uint64_t seed = first; seed < first + n; ++seed) {
+      RunRecord rec;
+      rec.file = p.file;
+      rec.scenario = p.name;
+      rec.seed = seed;
+      rec.strategy = strategy.str();
+      rec.expected = p.expect.verdict;
+      rec.reproduce = fmt::format("ppspec run {} --seed {} --strategy {}", p.file, seed, strategy.str());
+
+      program::SimRunOptions opts;
+      opts.seed = seed;
+      opts.strategy = strategy;
+      std::unique_ptr<traces::JsonlWriter> writer;
+      if (!args.trace.empty()) {
+        try {
+          writer = std::make_unique<traces::JsonlWriter>(trace_path(args.trace, p.name, seed, many),
+                                                         traces::TraceHeader{p.name, p.file, seed, strategy.str()});
+        } catch (const std::exception& e) {
+          err << "ppspec: " << e.what() << '\n';
+          return 2;
+        }
+        opts.sinks.push_back(writer.get());
+      }
+      const auto t0 = std::chrono::steady_clock::now();
+      rec.result = program::run_on_sim(p, opts);
+      rec.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      if (writer) writer->finish(rec.result);
+      rec.mismatch = check_expectation(p, rec.result);
+      rec.ok = rec.mismatch.empty();
+      if (args.json)
+        all.push_back(to_json(rec));
+      else
+        out << format_text(rec);
+      if (!rec.ok) {
+        ++failures;
+        break;  // --seeds stops at the first unexpected verdict
+      }
+    }
+  }
+  if (args.json) out << all.dump(2) << '\n';
+  return failures == 0 ? 0 : 1;
+}
+
+}  // namespace ppspec::tools
