@@ -1,0 +1,64 @@
+// Helpers shared by the unit tests.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/event.h"
+#include "core/verdict.h"
+#include "loader/program_loader.h"
+#include "program/runner.h"
+
+namespace ppspec::testing {
+
+// Keeps every event as its JSON line (events hold views into live state, so copy them out).
+class Recorder final : public core::EventSink {
+ public:
+  void on_event(const core::Event& e) override {
+    lines.push_back(core::to_json(e));
+    kinds.push_back(e.kind);
+    labels.emplace_back(e.has_op ? e.op.label.str() : "");
+    ranks.push_back(e.rank);
+    times.push_back(e.t);
+  }
+  // Index of the first event of `kind` whose label is `label` (and rank, if given); -1 if none.
+  int find(core::EventKind kind, std::string_view label, core::RankId rank = -1) const {
+    for (size_t i = 0; i < kinds.size(); ++i)
+      if (kinds[i] == kind && labels[i] == label && (rank < 0 || ranks[i] == rank)) return static_cast<int>(i);
+    return -1;
+  }
+  std::vector<std::string> lines;
+  std::vector<core::EventKind> kinds;
+  std::vector<std::string> labels;
+  std::vector<core::RankId> ranks;
+  std::vector<core::Time> times;
+};
+
+inline program::Program program_from(std::string_view toml) { return loader::parse_program(toml, "test.toml"); }
+
+inline core::RunResult run_toml(std::string_view toml, uint64_t seed = 1, core::EventSink* sink = nullptr,
+                                sim::StrategySpec strategy = {}) {
+  const program::Program p = program_from(toml);
+  program::SimRunOptions o;
+  o.seed = seed;
+  o.strategy = strategy;
+  if (sink != nullptr) o.sinks.push_back(sink);
+  return program::run_on_sim(p, o);
+}
+
+inline bool has_note(const core::RunResult& r, std::string_view kind) {
+  for (const auto& f : r.notes)
+    if (f.kind == kind) return true;
+  return false;
+}
+
+inline std::string all_text(const core::Finding& f) {
+  std::string s = f.summary + "\n";
+  for (const auto& d : f.details) s += d + "\n";
+  return s;
+}
+
+}  // namespace ppspec::testing
