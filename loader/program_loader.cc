@@ -79,6 +79,12 @@ std::string join(const std::vector<std::string>& v) {
 ProgramOp read_op(Context& ctx, const toml::table& t, core::RankId rank, const std::string& where) {
   TableReader r(t, ctx.file, where);
   ProgramOp op;
+  if (auto name = t.get("op"); name != nullptr && name->is_string()) {
+    if (auto type = program::parse_op_type(name->as_string()->get())) {
+      const std::string_view keys = op_keys(*type);
+      r.only(keys.empty() ? std::string("op") : fmt::format("op, {}", keys));
+    }
+  }
   op.origin = fmt::format("{}:{}", std::filesystem::path(ctx.file).filename().string(), r.line());
   const auto type = r.choice<OpType>("op", program::parse_op_type, program::op_type_names());
   if (!type) r.fail_here(fmt::format("missing key 'op' (one of: {})", program::op_type_names()));
@@ -306,6 +312,7 @@ Program read_program(const toml::table& root, const std::string& file) {
   p.file = file;
   Context ctx{file, p};
   TableReader top(root, file, "scenario");
+  top.only(kTopKeys);
   if (top.string("kind") != "program") top.fail("kind", "expected \"program\"");
   p.name = top.string_or("name", std::filesystem::path(file).stem().string());
   p.description = top.string_or("description", "");

@@ -94,6 +94,30 @@ const toml::table* TableReader::table(std::string_view key) {
   return n->as_table();
 }
 
+void TableReader::only(std::string_view known) const {
+  std::vector<std::string_view> names;
+  for (size_t pos = 0; pos <= known.size();) {
+    size_t comma = known.find(',', pos);
+    if (comma == std::string_view::npos) comma = known.size();
+    std::string_view name = known.substr(pos, comma - pos);
+    while (!name.empty() && name.front() == ' ') name.remove_prefix(1);
+    while (!name.empty() && name.back() == ' ') name.remove_suffix(1);
+    names.push_back(name);
+    pos = comma + 1;
+  }
+  const toml::node* worst = nullptr;
+  std::string_view worst_key;
+  for (const auto& [k, v] : table_) {
+    if (std::find(names.begin(), names.end(), k.str()) != names.end()) continue;
+    if (worst == nullptr || line_of(v) < line_of(*worst)) {
+      worst = &v;
+      worst_key = k.str();
+    }
+  }
+  if (worst != nullptr)
+    throw core::InputError(file_, line_of(*worst), fmt::format("{}: unknown key '{}' (expected one of: {})", where_, worst_key, known));
+}
+
 void TableReader::finish(std::string_view known) {
   for (const auto& [k, v] : table_) {
     const std::string_view key = k.str();

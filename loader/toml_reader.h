@@ -45,6 +45,9 @@ class TableReader {
 
   // Throws for the first key nobody asked for; `known` lists the accepted keys for the message.
   void finish(std::string_view known);
+  // Throws for the first key (by line) not in the comma-separated `known` list; call it before
+  // reading, so that a misspelt key is reported before the missing key it was meant to be.
+  void only(std::string_view known) const;
 
   [[noreturn]] void fail(std::string_view key, const std::string& message) const;
   [[noreturn]] void fail_here(const std::string& message) const;

@@ -10,11 +10,11 @@
 namespace ppspec::tools {
 
 struct RunArgs {
-  std::vector<std::string> files;
-  std::optional<uint64_t> seed;
-  std::optional<uint64_t> seeds;
-  std::optional<std::string> strategy;
-  std::string trace;  // JSON Lines output path; empty: none
+  std::vector<std::string> files{};
+  std::optional<uint64_t> seed{};
+  std::optional<uint64_t> seeds{};
+  std::optional<std::string> strategy{};
+  std::string trace{};  // JSON Lines output path; empty: none
   bool json = false;
 };
 

@@ -1,0 +1,123 @@
+// `ppspec run`: exit codes, reports, reproduce commands, --seeds, --trace, --json.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "tools/run_command.h"
+
+namespace ppspec::testing {
+namespace {
+
+const std::string kScenarios = std::string(PPSPEC_SOURCE_DIR) + "/scenarios/programs/";
+
+struct Out {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+Out run(tools::RunArgs args) {
+  std::ostringstream out, err;
+  const int code = tools::run_command(args, out, err);
+  return {code, out.str(), err.str()};
+}
+
+std::string temp_file(const std::string& name, const std::string& text) {
+  const auto path = std::filesystem::temp_directory_path() / ("ppspec_test_" + name);
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+TEST(Cli, LazyLoadReportShowsTheCycleAndExitsZeroWhenExpected) {
+  auto r = run({.files = {kScenarios + "lazy_load_deadlock.toml"}});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("verdict deadlock (expected deadlock)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("rank0.host → module load → rank0.side (recv on bcast) → rank1.host → stream_sync → rank1.main "
+                       "(recv on act) → rank0.host"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("digraph deadlock"), std::string::npos);
+  EXPECT_NE(r.out.find("reproduce: ppspec run " + kScenarios + "lazy_load_deadlock.toml --seed 1 --strategy random"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST(Cli, UnexpectedVerdictExitsOneWithTheReproduceCommand) {
+  std::ifstream in(kScenarios + "lazy_load_deadlock.toml");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string text = ss.str();
+  text.replace(text.find("verdict = \"deadlock\""), 20, "verdict = \"pass\"");
+  const std::string file = temp_file("unexpected.toml", text);
+  auto r = run({.files = {file}, .seed = 7, .seeds = 5});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("FAIL lazy-load-deadlock"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("not as expected: verdict deadlock, expected pass"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("reproduce: ppspec run " + file + " --seed 7 --strategy random"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("seed 8"), std::string::npos) << "--seeds stops at the first unexpected verdict";
+}
+
+TEST(Cli, BadInputExitsTwoWithFileAndLine) {
+  const std::string file = temp_file("bad.toml", "kind = \"program\"\nranks = 2\nbogus = 1\n");
+  auto r = run({.files = {file}});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find(file + ":3: scenario: unknown key 'bogus'"), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty()) << "nothing runs when any input is bad";
+}
+
+TEST(Cli, BadStrategyExitsTwo) {
+  auto r = run({.files = {kScenarios + "lazy_load_eager.toml"}, .strategy = std::string("pct:zero")});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--strategy 'pct:zero'"), std::string::npos);
+}
+
+TEST(Cli, SeedsRunsEverySeedWhenAllMeetExpectations) {
+  auto r = run({.files = {kScenarios + "double_post_broadcast.toml"}, .seeds = 20, .strategy = std::string("pct:2")});
+  EXPECT_EQ(r.code, 0) << r.out;
+  size_t lines = 0;
+  for (size_t at = r.out.find("ok   double-post-broadcast"); at != std::string::npos;
+       at = r.out.find("ok   double-post-broadcast", at + 1))
+    ++lines;
+  EXPECT_EQ(lines, 20u);
+}
+
+TEST(Cli, TraceHasAHeaderEventsAndATrailer) {
+  const auto trace = (std::filesystem::temp_directory_path() / "ppspec_test_trace.jsonl").string();
+  auto r = run({.files = {kScenarios + "lazy_load_deadlock.toml"}, .seed = 3, .trace = trace});
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::ifstream in(trace);
+  std::vector<nlohmann::json> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
+  ASSERT_GT(lines.size(), 10u);
+  EXPECT_EQ(lines.front()["ppspec_trace"], 1);
+  EXPECT_EQ(lines.front()["scenario"], "lazy-load-deadlock");
+  EXPECT_EQ(lines.front()["seed"], 3);
+  EXPECT_EQ(lines.front()["strategy"], "random");
+  EXPECT_EQ(lines[lines.size() - 2]["ev"], "verdict");
+  EXPECT_EQ(lines[lines.size() - 2]["text"], "deadlock");
+  EXPECT_EQ(lines.back()["verdict"], "deadlock");
+  EXPECT_TRUE(lines.back()["decisions"].is_array());
+}
+
+TEST(Cli, JsonGivesVerdictFirstFindingAndSites) {
+  auto r = run({.files = {kScenarios + "double_post_broadcast.toml"}, .json = true});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 1u);
+  EXPECT_EQ(j[0]["verdict"], "fifo-misalignment");
+  EXPECT_EQ(j[0]["ok"], true);
+  const auto& first = j[0]["first"];
+  EXPECT_EQ(first["kind"], "collective-mismatch");
+  ASSERT_EQ(first["sites"].size(), 2u);
+  EXPECT_EQ(first["sites"][0]["rank"], 1);
+  EXPECT_EQ(first["sites"][0]["comm"], "pp_broadcast");
+  EXPECT_EQ(first["sites"][0]["cseq"], 2);
+  EXPECT_NE(first["sites"][0]["what"].get<std::string>().find("i64[10]"), std::string::npos);
+  EXPECT_NE(first["sites"][1]["what"].get<std::string>().find("i64[12]"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ppspec::testing

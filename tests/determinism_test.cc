@@ -1,0 +1,79 @@
+// Determinism is the product: the same scenario, seed and policy give the same trace, byte for
+// byte; a recorded schedule replays exactly.
+#include <gtest/gtest.h>
+
+#include "loader/program_loader.h"
+#include "program/runner.h"
+#include "tests/test_util.h"
+
+namespace ppspec::testing {
+namespace {
+
+const std::string kScenarios = std::string(PPSPEC_SOURCE_DIR) + "/scenarios/programs/";
+
+std::vector<std::string> trace_of(const program::Program& p, uint64_t seed, sim::StrategySpec strategy,
+                                  std::optional<std::vector<uint32_t>> replay = std::nullopt,
+                                  core::RunResult* out = nullptr) {
+  Recorder rec;
+  program::SimRunOptions o;
+  o.seed = seed;
+  o.strategy = strategy;
+  o.replay = std::move(replay);
+  o.sinks.push_back(&rec);
+  core::RunResult r = program::run_on_sim(p, o);
+  if (out != nullptr) *out = r;
+  return rec.lines;
+}
+
+TEST(Determinism, SameSeedSameTraceForEveryScenario) {
+  for (const char* name : {"lazy_load_deadlock.toml", "comm_order_inversion_ok.toml", "double_post_broadcast_emulate.toml",
+                           "send_before_recv_eager.toml"}) {
+    const auto p = loader::load_program_file(kScenarios + name);
+    for (const auto& strategy : {*sim::parse_strategy("random"), *sim::parse_strategy("pct:3")}) {
+      for (uint64_t seed : {1u, 2u, 99u}) {
+        EXPECT_EQ(trace_of(p, seed, strategy), trace_of(p, seed, strategy)) << name << " seed " << seed;
+      }
+    }
+  }
+}
+
+TEST(Determinism, DifferentSeedsExploreDifferentSchedules) {
+  const auto p = loader::load_program_file(kScenarios + "comm_order_inversion_ok.toml");
+  const auto a = trace_of(p, 1, {});
+  bool differs = false;
+  for (uint64_t seed = 2; seed < 10 && !differs; ++seed) differs = trace_of(p, seed, {}) != a;
+  EXPECT_TRUE(differs) << "seeds must change the schedule or the jitter";
+}
+
+TEST(Determinism, RecordedScheduleReplaysExactly) {
+  const auto p = loader::load_program_file(kScenarios + "lazy_load_preloaded.toml");
+  core::RunResult first;
+  const auto trace = trace_of(p, 5, *sim::parse_strategy("pct:2"), std::nullopt, &first);
+  ASSERT_FALSE(first.decisions.empty());
+  core::RunResult again;
+  // Replay under the same seed (jitter is seeded separately from the schedule).
+  EXPECT_EQ(trace_of(p, 5, {}, first.decisions, &again), trace);
+  EXPECT_EQ(again.verdict, first.verdict);
+}
+
+TEST(Determinism, ReplayOfAScheduleThatNoLongerFitsIsReported) {
+  const auto p = loader::load_program_file(kScenarios + "lazy_load_preloaded.toml");
+  core::RunResult r;
+  (void)trace_of(p, 5, {}, std::vector<uint32_t>{999, 999, 999}, &r);
+  EXPECT_EQ(r.verdict, core::Verdict::nondeterminism);
+}
+
+TEST(Determinism, StrategyParsing) {
+  EXPECT_EQ(sim::parse_strategy("random")->kind, sim::StrategySpec::Kind::random);
+  auto pct = sim::parse_strategy("pct:3");
+  ASSERT_TRUE(pct);
+  EXPECT_EQ(pct->depth, 3);
+  EXPECT_EQ(pct->str(), "pct:3");
+  EXPECT_EQ(sim::parse_strategy("pct:2:500")->horizon, 500u);
+  EXPECT_FALSE(sim::parse_strategy("pct:"));
+  EXPECT_FALSE(sim::parse_strategy("pct:0"));
+  EXPECT_FALSE(sim::parse_strategy("dfs"));
+}
+
+}  // namespace
+}  // namespace ppspec::testing
