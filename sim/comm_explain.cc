@@ -51,6 +51,42 @@ bool CommSystem::awaits_unposted_partner(const CommKernel& k) const {
   return false;
 }
 
+std::optional<core::Finding> CommSystem::unmatched() const {
+  const PostRecord* first = nullptr;
+  const SimComm* where = nullptr;
+  int64_t cseq = -1;
+  core::RankId partner = -1;
+  for (const auto& c : comms_) {
+    for (int src = 0; src < c->size(); ++src) {
+      for (int dst = 0; dst < c->size(); ++dst) {
+        const P2PChannel& ch = c->channels[static_cast<size_t>(src * c->size() + dst)];
+        for (const auto* q : {&ch.unpaired_sends, &ch.unpaired_recvs}) {
+          if (q->empty() || (first != nullptr && first->op_id < q->front().op_id)) continue;
+          first = &q->front();
+          where = c.get();
+          const bool is_send = q == &ch.unpaired_sends;
+          cseq = is_send ? ch.sends_posted - static_cast<int64_t>(q->size()) : ch.recvs_posted - static_cast<int64_t>(q->size());
+          partner = c->members[static_cast<size_t>(is_send ? dst : src)];
+        }
+      }
+    }
+  }
+  if (first == nullptr) return std::nullopt;
+  core::Finding f;
+  f.verdict = core::Verdict::fifo_misalignment;
+  f.kind = "unmatched";
+  const bool is_send = first->desc.kind == core::OpKind::send;
+  f.summary = fmt::format(
+      "rank{} posted {} on '{}' (#{}) and rank{} never posted the matching {}: the run completed only because the "
+      "send fit the connection buffer (R4); its data waits there for the next {} from rank{} (R3)",
+      first->rank, core::describe(first->desc), where->name, cseq, partner, is_send ? "recv" : "send",
+      is_send ? "recv" : "send", first->rank);
+  f.sites.push_back(core::Site{first->rank, std::string(first->actor), where->name, cseq, core::describe(first->desc),
+                               std::string(first->origin)});
+  f.sites.push_back(core::Site{partner, "", where->name, cseq, fmt::format("never posts the matching {}", is_send ? "recv" : "send"), ""});
+  return f;
+}
+
 namespace {
 
 // The first launched-but-not-started op in `live`, if any.

@@ -134,6 +134,9 @@ class CommSystem {
   std::vector<Blocker> blockers(const CommKernel& k) const;
   const CommKernel* order_blocker(const CommKernel& k) const;
   bool awaits_unposted_partner(const CommKernel& k) const;
+  // After a run that finished: the earliest posted p2p operation that never found its partner
+  // (an eager send nobody received), as a finding.
+  std::optional<core::Finding> unmatched() const;
   std::string describe(const CommOp& op) const;
   std::string describe_kernel(const CommKernel& k) const;
 

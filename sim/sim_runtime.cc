@@ -106,6 +106,13 @@ core::RunResult SimRuntime::run() {
     }
   });
 
+  if (world_.findings().empty()) {
+    if (auto f = comms_.unmatched()) {
+      f->time = world_.now();
+      f->sched_step = world_.steps();
+      world_.findings().push_back(std::move(*f));
+    }
+  }
   core::RunResult r;
   r.findings = world_.findings();
   r.notes = world_.notes();

@@ -1,0 +1,70 @@
+// Random well-matched programs for property tests, and the perturbations that break them.
+//
+// A program is a global sequence of rounds (a collective, a p2p transfer, a grouped ring exchange,
+// a kernel, an event hand-off, a sync, a sleep); every rank issues its part of each round in round
+// order. Every wait is then on an earlier round, so such a program completes under every schedule
+// (no false alarms allowed). Rounds are small integers, so RapidCheck shrinks them well.
+#pragma once
+
+#include <rapidcheck.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "program/program.h"
+
+namespace ppspec::proptest {
+
+struct RoundSpec {
+  int kind = 0;     // what the round does (see program_gen.cc)
+  int comm = 0;     // which communicator (modulo the number of them)
+  int a = 0;        // a rank / member choice
+  int b = 0;        // another rank / member choice
+  int count = 1;    // elements
+  int dtype = 0;
+  int stream_a = 0;
+  int stream_b = 0;
+  int duration = 0;  // microseconds
+};
+
+struct ConfigSpec {
+  int concurrency = 0;  // ok, serial
+  int eager = 0;        // 0, 64 B, 1 MiB
+  bool runtime_connect = true;
+  int loading = 0;      // eager, lazy, jit
+  int jitter_pct = 10;
+};
+
+struct Shape {
+  int ranks = 2;
+  int streams = 1;
+  std::vector<uint32_t> comm_masks;  // extra communicators besides "world"
+  std::vector<RoundSpec> rounds;
+  ConfigSpec config;
+};
+
+rc::Gen<Shape> gen_shape();
+program::Program build(const Shape& s);
+
+enum class Perturbation { extra, dropped, swapped, count, dtype, root };
+std::string to_string(Perturbation p);
+
+struct PerturbSpec {
+  int kind = 0;
+  int rank = 0;
+  int op = 0;
+};
+rc::Gen<PerturbSpec> gen_perturb();
+
+// Applies the perturbation to one rank's communication operations. Returns the rank perturbed and
+// what was done, in words; the kind may fall back to a changed count where the requested one does
+// not apply (no broadcast to re-root, no two operations on one channel to swap).
+struct Perturbed {
+  program::Program program;
+  core::RankId rank = -1;
+  std::string what;
+};
+Perturbed perturb(const program::Program& p, const PerturbSpec& spec);
+
+}  // namespace ppspec::proptest
