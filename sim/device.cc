@@ -190,6 +190,7 @@ void SimDevice::memcpy(core::Stream s, const core::Buffer& dst, const core::Buff
   k.kernel = {"memcpy", ""};
   k.duration = world().config().cost.memcpy;
   k.body = [dst, src] {
+    if (src.bytes() == 0) return;
     std::memcpy(dst.data(), src.data(), src.bytes());
     if (dst.shadow() != nullptr) {
       if (src.shadow() != nullptr)
@@ -213,6 +214,7 @@ void SimDevice::memset(core::Stream s, const core::Buffer& dst, uint8_t value) {
   SimStream& st = stream_impl(s);
   enter();
   WorkItem item{WorkItem::Type::kernel, "memset", "", world().config().cost.memcpy, [dst, value] {
+                  if (dst.bytes() == 0) return;
                   std::memset(dst.data(), value, dst.bytes());
                   dst.mark_all_written();
                 }};

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "core/types.h"
+#include "sim/fiber_stack.h"
 
 namespace ppspec::sim {
 
@@ -71,6 +72,7 @@ struct Fiber {
   boost::fibers::context* ctx = nullptr;
   std::function<void()> body;
   boost::fibers::fiber handle;
+  StackExtent stack;
   SimStream* stream = nullptr;  // for stream fibers
   HostState* host = nullptr;    // for host fibers
 };

@@ -1,7 +1,10 @@
 #include "sim/world.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#endif
+
 #include <algorithm>
-#include <boost/fiber/fixedsize_stack.hpp>
 #include <cassert>
 #include <cmath>
 #include <cstdio>
@@ -19,6 +22,31 @@ constexpr size_t kStackBytes = 1024 * 1024;
 constexpr size_t kStackBytes = 256 * 1024;
 #endif
 }  // namespace
+
+#if defined(__SANITIZE_ADDRESS__)
+__attribute__((noinline)) void clear_stale_stack_poison(const StackExtent& extent) {
+  char here = 0;
+  const char* sp = &here;
+  // Everything below this frame is dead: frames that returned through a context switch or were
+  // unwound by an exception ASan did not see leave poison there.
+  if (extent.bottom != nullptr && sp > extent.bottom && sp < extent.bottom + extent.size)
+    __asan_unpoison_memory_region(extent.bottom, static_cast<size_t>(sp - extent.bottom) - 64);
+  asm volatile("" : : "r"(&here) : "memory");
+}
+void unpoison_whole_stack(const StackExtent& extent) {
+  // What __asan_handle_no_return does for thread stacks before an exception unwinds them; ASan
+  // cannot do it for a fiber stack it does not know about.
+  if (extent.bottom != nullptr) __asan_unpoison_memory_region(extent.bottom, extent.size);
+}
+#else
+void clear_stale_stack_poison(const StackExtent&) {}
+void unpoison_whole_stack(const StackExtent&) {}
+#endif
+
+void World::throw_unwind() {
+  if (current_ != nullptr) unpoison_whole_stack(current_->stack);
+  throw Unwind{};
+}
 
 void WaitList::wait(World& w, const WaitInfo& info) {
   waiters_.push_back(&w.current());
@@ -61,8 +89,7 @@ Fiber& World::spawn(std::string name, FiberKind kind, core::RankId rank, std::fu
   algo.attach(this);
   pending_spawn_ = &f;
   // Construction schedules the new context at once, which calls adopt() below.
-  f.handle = boost::fibers::fiber(std::allocator_arg, boost::fibers::fixedsize_stack(kStackBytes),
-                                  [this, &f] { fiber_main(f); });
+  f.handle = boost::fibers::fiber(std::allocator_arg, FiberStack(kStackBytes, &f.stack), [this, &f] { fiber_main(f); });
   assert(pending_spawn_ == nullptr && "the scheduler did not adopt the new fiber");
   return f;
 }
@@ -76,6 +103,7 @@ bool World::adopt(boost::fibers::context* ctx) {
 }
 
 void World::fiber_main(Fiber& f) {
+  clear_stale_stack_poison(f.stack);
   try {
     if (!aborting_) f.body();
   } catch (const Unwind&) {
@@ -183,14 +211,15 @@ boost::fibers::context* World::pick_next() {
 
 void World::block(const WaitInfo& info) {
   Fiber& f = *current_;
-  if (aborting_) throw Unwind{};
+  if (aborting_) throw_unwind();
   f.wait = info;
   f.state = FiberState::blocked;
   current_ = nullptr;
   suspending_ = &f;
   f.ctx->suspend();
   // Resumed: pick_next made this fiber current again.
-  if (aborting_) throw Unwind{};
+  clear_stale_stack_poison(f.stack);
+  if (aborting_) throw_unwind();
 }
 
 void World::wake(Fiber& f) {
@@ -203,7 +232,7 @@ void World::sleep(Time d) {
     yield();
     return;
   }
-  if (aborting_) throw Unwind{};
+  if (aborting_) throw_unwind();
   const Time wake_at = now_ + d;
   if (ready_.empty() && (timers_.empty() || timers_.top().at > wake_at) && wake_at <= config_.max_time) {
     // Nobody else can run before this fiber wakes: no decision to make, so skip the switch.
@@ -216,7 +245,7 @@ void World::sleep(Time d) {
 }
 
 void World::yield() {
-  if (aborting_) throw Unwind{};
+  if (aborting_) throw_unwind();
   release_due_timers();
   if (ready_.empty()) return;  // nobody else can run at this instant: no decision to make
   Fiber& f = *current_;
@@ -234,7 +263,8 @@ void World::yield() {
   current_ = nullptr;
   suspending_ = &f;
   f.ctx->suspend();
-  if (aborting_) throw Unwind{};
+  clear_stale_stack_poison(f.stack);
+  if (aborting_) throw_unwind();
 }
 
 Time World::jittered(Time d) {
@@ -254,7 +284,7 @@ void World::request_stop(core::Finding f) {
 
 void World::stop(core::Finding f) {
   request_stop(std::move(f));
-  throw Unwind{};
+  throw_unwind();
 }
 
 void World::note(core::Finding f) {

@@ -92,6 +92,7 @@ class World {
     bool operator>(const Timer& o) const { return at != o.at ? at > o.at : seq > o.seq; }
   };
 
+  [[noreturn]] void throw_unwind();
   void make_ready(Fiber& f);
   void release_due_timers();
   void signal_main();
