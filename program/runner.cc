@@ -12,8 +12,17 @@ namespace {
 
 // Per-rank state shared by the rank's threads.
 struct RankEnv {
-  std::map<std::string, core::Communicator*, std::less<>> comms;
+  std::vector<core::Communicator*> comms;  // by declaration index; set by comm_init
   std::map<std::string, core::Graph, std::less<>> graphs;
+};
+
+// An operation with its names resolved once, before the run.
+struct ResolvedOp {
+  core::Buffer buf;
+  core::Buffer buf2;  // all_gather: the receive buffer
+  core::Stream stream;
+  int comm = -1;  // declaration index
+  int peer = -1;  // comm rank of the peer or root
 };
 
 // Everything the actors of one run share; owned by the runtime's actors through a shared_ptr.
@@ -21,37 +30,29 @@ struct Env {
   const Program* program = nullptr;
   core::Runtime* rt = nullptr;
   std::vector<RankEnv> ranks;
-  // buffers[rank][thread][op]: each operation owns a buffer (two for all_gather).
-  std::vector<std::vector<std::vector<std::pair<core::Buffer, core::Buffer>>>> buffers;
+  std::vector<std::vector<std::vector<ResolvedOp>>> ops;  // [rank][thread][op]
 };
 
-int comm_rank(const Program& p, std::string_view comm, core::RankId r) {
-  for (const CommDecl& c : p.comms) {
-    if (c.name != comm) continue;
-    for (size_t i = 0; i < c.ranks.size(); ++i)
-      if (c.ranks[i] == r) return static_cast<int>(i);
-  }
-  throw std::logic_error(fmt::format("rank{} is not in communicator '{}'", r, comm));
+int comm_rank(const CommDecl& c, core::RankId r) {
+  for (size_t i = 0; i < c.ranks.size(); ++i)
+    if (c.ranks[i] == r) return static_cast<int>(i);
+  throw std::logic_error(fmt::format("rank{} is not in communicator '{}'", r, c.name));
 }
 
-void execute(Env& env, core::RankId r, size_t thread, size_t index, const ProgramOp& op, int64_t iteration,
-             int64_t repeat) {
+void execute(Env& env, core::RankId r, const ResolvedOp& res, const ProgramOp& op, int64_t iteration, int64_t repeat) {
   core::Runtime& rt = *env.rt;
   core::Device& dev = rt.device(r);
   RankEnv& re = env.ranks[static_cast<size_t>(r)];
   rt.set_call_site(op.origin);
-  const core::Stream stream = op.stream.empty() ? core::Stream{} : dev.stream(op.stream);
+  const core::Stream stream = res.stream;
   const core::Label label{op.label, op.step >= 0 ? op.step : (repeat > 1 ? iteration : -1)};
-  const auto& bufs = env.buffers[static_cast<size_t>(r)][thread][index];
-  auto comm = [&]() -> core::Communicator& { return *re.comms.at(op.comm); };
+  auto comm = [&]() -> core::Communicator& { return *re.comms[static_cast<size_t>(res.comm)]; };
   switch (op.type) {
-    case OpType::send: comm().send(bufs.first, comm_rank(*env.program, op.comm, op.peer), stream, label); return;
-    case OpType::recv: comm().recv(bufs.first, comm_rank(*env.program, op.comm, op.peer), stream, label); return;
-    case OpType::broadcast:
-      comm().broadcast(bufs.first, comm_rank(*env.program, op.comm, op.peer), stream, label);
-      return;
-    case OpType::all_reduce: comm().all_reduce(bufs.first, core::ReduceOp::sum, stream, label); return;
-    case OpType::all_gather: comm().all_gather(bufs.first, bufs.second, stream, label); return;
+    case OpType::send: comm().send(res.buf, res.peer, stream, label); return;
+    case OpType::recv: comm().recv(res.buf, res.peer, stream, label); return;
+    case OpType::broadcast: comm().broadcast(res.buf, res.peer, stream, label); return;
+    case OpType::all_reduce: comm().all_reduce(res.buf, core::ReduceOp::sum, stream, label); return;
+    case OpType::all_gather: comm().all_gather(res.buf, res.buf2, stream, label); return;
     case OpType::group_start: rt.group_start(); return;
     case OpType::group_end: rt.group_end(); return;
     case OpType::launch: {
@@ -81,29 +82,31 @@ void install(const Program& p, core::Runtime& rt) {
   auto env = std::make_shared<Env>();
   env->program = &p;
   env->rt = &rt;
-  env->ranks.resize(static_cast<size_t>(p.num_ranks));
+  env->ranks.assign(static_cast<size_t>(p.num_ranks), RankEnv{std::vector<core::Communicator*>(p.comms.size()), {}});
   for (const CommDecl& c : p.comms) rt.declare_comm(c.name, c.ranks);
-  env->buffers.resize(static_cast<size_t>(p.num_ranks));
+  env->ops.resize(static_cast<size_t>(p.num_ranks));
   for (core::RankId r = 0; r < p.num_ranks; ++r) {
     core::Device& dev = rt.device(r);
     for (const std::string& s : p.streams) (void)dev.stream(s);
     const auto& threads = p.ranks[static_cast<size_t>(r)];
-    auto& rank_bufs = env->buffers[static_cast<size_t>(r)];
-    rank_bufs.resize(threads.size());
+    auto& rank_ops = env->ops[static_cast<size_t>(r)];
+    rank_ops.resize(threads.size());
     for (size_t t = 0; t < threads.size(); ++t) {
       for (const ProgramOp& op : threads[t].ops) {
-        std::pair<core::Buffer, core::Buffer> b;
+        ResolvedOp res;
+        if (!op.stream.empty()) res.stream = dev.stream(op.stream);
         if (is_comm_op(op.type)) {
-          b.first = dev.alloc(op.dtype, core::Shape{op.count, 1}, op.label);
-          b.first.mark_all_written();
-          if (op.type == OpType::all_gather) {
-            int members = 0;
-            for (const CommDecl& c : p.comms)
-              if (c.name == op.comm) members = static_cast<int>(c.ranks.size());
-            b.second = dev.alloc(op.dtype, core::Shape{op.count * members, 1}, op.label);
-          }
+          for (size_t c = 0; c < p.comms.size(); ++c)
+            if (p.comms[c].name == op.comm) res.comm = static_cast<int>(c);
+          if (res.comm < 0) throw std::logic_error(fmt::format("unknown communicator '{}'", op.comm));
+          const CommDecl& decl = p.comms[static_cast<size_t>(res.comm)];
+          if (op.peer >= 0) res.peer = comm_rank(decl, op.peer);
+          res.buf = dev.alloc(op.dtype, core::Shape{op.count, 1}, op.label);
+          res.buf.mark_all_written();
+          if (op.type == OpType::all_gather)
+            res.buf2 = dev.alloc(op.dtype, core::Shape{op.count * static_cast<int64_t>(decl.ranks.size()), 1}, op.label);
         }
-        rank_bufs[t].push_back(b);
+        rank_ops[t].push_back(res);
       }
     }
   }
@@ -119,16 +122,17 @@ void install(const Program& p, core::Runtime& rt) {
         if (t == 0) {
           // The rank's first thread initialises its communicators, in declaration order (they
           // are collective, R1), then releases the rank's other threads.
-          for (const CommDecl& c : prog.comms)
-            for (core::RankId m : c.ranks)
-              if (m == r) re.comms[c.name] = &art.comm_init(c.name, r);
+          for (size_t c = 0; c < prog.comms.size(); ++c)
+            for (core::RankId m : prog.comms[c].ranks)
+              if (m == r) re.comms[c] = &art.comm_init(prog.comms[c].name, r);
           for (size_t other = 1; other < rank_threads.size(); ++other) art.channel(init_channel).send(true);
         } else {
           (void)art.channel(init_channel).recv();
         }
         const ThreadProgram& tp = rank_threads[t];
+        const auto& resolved = env->ops[static_cast<size_t>(r)][t];
         for (int64_t i = 0; i < tp.repeat; ++i)
-          for (size_t k = 0; k < tp.ops.size(); ++k) execute(*env, r, t, k, tp.ops[k], i, tp.repeat);
+          for (size_t k = 0; k < tp.ops.size(); ++k) execute(*env, r, resolved[k], tp.ops[k], i, tp.repeat);
       });
     }
   }

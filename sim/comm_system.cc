@@ -182,21 +182,19 @@ void CommSystem::post(PartSpec spec) {
     return;
   }
   register_post(spec);
-  std::vector<PartSpec> parts;
+  std::vector<PartSpec>& parts = host.scratch;
   parts.push_back(std::move(spec));
   connect(parts);
-  launch(std::move(parts));
+  launch(parts);
   dev.leave();
 }
 
 void CommSystem::group_end_flush() {
   HostState& host = rt_.host_state();
-  std::vector<PartSpec> pending;
-  pending.swap(host.pending);
+  std::vector<PartSpec>& live = host.scratch;
   host.group_issue.clear();
   // Captured parts go to their graphs, one captured kernel per (communicator, rank).
-  std::vector<PartSpec> live;
-  for (PartSpec& p : pending) {
+  for (PartSpec& p : host.pending) {
     if (GraphRec* g = p.stream->capture()) {
       const bool merge = !g->items.empty() && g->items.back().is_comm && g->items.back().parts.front().comm == p.comm &&
                          g->items.back().parts.front().crank == p.crank;
@@ -208,13 +206,14 @@ void CommSystem::group_end_flush() {
       live.push_back(std::move(p));
     }
   }
+  host.pending.clear();
   if (live.empty()) return;
   connect(live);
-  launch(std::move(live));
+  launch(live);
 }
 
 void CommSystem::replay(const std::vector<PartSpec>& parts, SimStream& stream) {
-  std::vector<PartSpec> live;
+  std::vector<PartSpec>& live = rt_.host_state().scratch;
   for (const PartSpec& p : parts) {
     PartSpec q = p;
     q.stream = &stream;
@@ -223,7 +222,7 @@ void CommSystem::replay(const std::vector<PartSpec>& parts, SimStream& stream) {
     live.push_back(std::move(q));
   }
   connect(live);
-  launch(std::move(live));
+  launch(live);
 }
 
 void CommSystem::register_post(PartSpec& spec) {
@@ -377,40 +376,56 @@ void CommSystem::connect(const std::vector<PartSpec>& parts) {
   w.sleep(w.jittered(w.config().cost.connect));
 }
 
-void CommSystem::launch(std::vector<PartSpec> parts) {
-  // One kernel per (communicator, rank), in order of first appearance.
-  while (!parts.empty()) {
-    SimComm* comm = parts.front().comm;
-    const int crank = parts.front().crank;
-    auto k = std::make_unique<CommKernel>();
-    k->comm = comm;
-    k->crank = crank;
-    k->rank = comm->members[static_cast<size_t>(crank)];
-    std::vector<PartSpec> rest;
-    for (PartSpec& p : parts) {
-      if (p.comm == comm && p.crank == crank) {
-        CommOp op;
-        op.spec = std::move(p);
-        k->parts.push_back(std::move(op));
-      } else {
-        rest.push_back(std::move(p));
-      }
-    }
-    parts.swap(rest);
+CommKernel& CommSystem::new_kernel() {
+  std::unique_ptr<CommKernel> k;
+  if (!free_kernels_.empty()) {
+    // Reuse a retired kernel: the simulator's hot path allocates nothing in the steady state.
+    k = std::move(free_kernels_.back());
+    free_kernels_.pop_back();
+    k->parts.clear();
+    k->streams.clear();
+    k->arrived = k->departed = k->unsatisfied = 0;
+    k->state = CommKernel::State::queued;
+  } else {
+    k = std::make_unique<CommKernel>();
+  }
+  kernels_.push_back(std::move(k));
+  return *kernels_.back();
+}
 
+void CommSystem::launch(std::vector<PartSpec>& parts) {
+  // One kernel per (communicator, rank), in order of first appearance; usually there is one.
+  std::vector<uint8_t> taken;
+  bool one_kernel = true;
+  for (const PartSpec& p : parts) one_kernel = one_kernel && p.comm == parts.front().comm && p.crank == parts.front().crank;
+  if (!one_kernel) taken.assign(parts.size(), 0);
+  for (size_t first = 0; first < parts.size(); ++first) {
+    if (!one_kernel && taken[first]) continue;
+    SimComm* comm = parts[first].comm;
+    const int crank = parts[first].crank;
+    CommKernel& k = new_kernel();
+    k.comm = comm;
+    k.crank = crank;
+    k.rank = comm->members[static_cast<size_t>(crank)];
+    for (size_t j = first; j < parts.size(); ++j) {
+      if (!one_kernel && (taken[j] || parts[j].comm != comm || parts[j].crank != crank)) continue;
+      if (!one_kernel) taken[j] = 1;
+      CommOp& op = k.parts.emplace_back();
+      op.spec = std::move(parts[j]);
+    }
     SimDevice& dev = device_of(*comm, crank);
     CommRankState& rs = comm->ranks[static_cast<size_t>(crank)];
-    k->comm_seq = rs.issued++;
-    rs.live.push_back(k.get());
-    k->dev_seq = dev.comm_issued++;
-    dev.comm_live.push_back(k.get());
-    k->unsatisfied = static_cast<int>(k->parts.size());
+    k.comm_seq = rs.issued++;
+    rs.live.push_back(&k);
+    k.dev_seq = dev.comm_issued++;
+    dev.comm_live.push_back(&k);
+    k.unsatisfied = static_cast<int>(k.parts.size());
     const int64_t unit = rt_.world().config().unit_bytes;
-    for (CommOp& op : k->parts) {
-      op.kernel = k.get();
+    for (CommOp& op : k.parts) {
+      op.kernel = &k;
       op.units = units_of(op.spec.buf.bytes(), unit);
-      if (std::find(k->streams.begin(), k->streams.end(), op.spec.stream) == k->streams.end())
-        k->streams.push_back(op.spec.stream);
+      if (std::find(k.streams.begin(), k.streams.end(), op.spec.stream) == k.streams.end())
+        k.streams.push_back(op.spec.stream);
       if (core::is_p2p(op.spec.desc.kind)) {
         const bool is_send = op.spec.desc.kind == core::OpKind::send;
         P2PChannel& ch = is_send ? comm->channel(crank, op.spec.peer) : comm->channel(op.spec.peer, crank);
@@ -420,15 +435,16 @@ void CommSystem::launch(std::vector<PartSpec> parts) {
         slot->launched[static_cast<size_t>(crank)] = 1;
       }
     }
-    for (SimStream* s : k->streams) {
+    for (SimStream* st : k.streams) {
       WorkItem item;
       item.type = WorkItem::Type::comm;
       item.name = "nccl";
-      item.comm = k.get();
-      s->enqueue(std::move(item));
+      item.comm = &k;
+      st->enqueue(std::move(item));
     }
-    kernels_.push_back(std::move(k));
+    if (one_kernel) break;
   }
+  parts.clear();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -633,8 +649,10 @@ void CommSystem::complete(CommKernel& k) {
 void CommSystem::depart(CommKernel& k) {
   ++k.departed;
   while (!kernels_.empty() && kernels_.front()->state == CommKernel::State::done &&
-         kernels_.front()->departed == static_cast<int>(kernels_.front()->streams.size()))
+         kernels_.front()->departed == static_cast<int>(kernels_.front()->streams.size())) {
+    free_kernels_.push_back(std::move(kernels_.front()));
     kernels_.pop_front();
+  }
 }
 
 void CommSystem::emit(core::EventKind kind, const CommOp& op, std::string_view actor, int64_t value) {

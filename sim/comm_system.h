@@ -150,7 +150,8 @@ class CommSystem {
   void register_post(PartSpec& spec);
   void on_pair(const PostRecord& a, const PostRecord& b, SimComm& comm, int64_t cseq, bool p2p);
   void connect(const std::vector<PartSpec>& parts);
-  void launch(std::vector<PartSpec> parts);
+  void launch(std::vector<PartSpec>& parts);  // empties `parts`
+  CommKernel& new_kernel();
   void start_op(CommOp& op, std::vector<CommOp*>& satisfied);
   void start_collective(CommOp& op, std::vector<CommOp*>& satisfied);
   void complete(CommKernel& k);
@@ -163,6 +164,7 @@ class CommSystem {
   SimRuntime& rt_;
   std::vector<std::unique_ptr<SimComm>> comms_;
   std::deque<std::unique_ptr<CommKernel>> kernels_;
+  std::vector<std::unique_ptr<CommKernel>> free_kernels_;
   std::vector<uint64_t> rank_issue_;  // per global rank
   OrderInversions inversions_;
   int64_t next_op_id_ = 0;

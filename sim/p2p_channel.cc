@@ -24,6 +24,10 @@ void P2PChannel::start_recv(CommOp& op, int64_t unit_bytes, int64_t eager_bytes,
 
 void P2PChannel::retire(CommOp& op) {
   auto drop = [&op](std::deque<CommOp*>& q) {
+    if (!q.empty() && q.front() == &op) {  // operations of one channel complete in order
+      q.pop_front();
+      return;
+    }
     auto it = std::find(q.begin(), q.end(), &op);
     if (it != q.end()) q.erase(it);
   };

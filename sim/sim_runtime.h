@@ -23,6 +23,7 @@ namespace ppspec::sim {
 struct HostState {
   int group_depth = 0;
   std::vector<PartSpec> pending;  // operations of the open group
+  std::vector<PartSpec> scratch;  // operations being launched by this actor (reused storage)
   std::vector<std::pair<core::RankId, uint64_t>> group_issue;  // issue index of the open group per rank
   std::string_view call_site;     // where the program is, for reports
 };

@@ -1,0 +1,79 @@
+// Simulator throughput (Google Benchmark; not run in CI).
+//   BM_RingPairs/R/sync: R ranks in a ring; every step each rank posts one grouped
+//   {send to next, recv from previous} of 64 floats, then synchronises its stream every `sync`
+//   steps. Counter `pairs/s`: positional pairings (one send matched with one recv) per second of
+//   wall time, on one core.
+#include <benchmark/benchmark.h>
+
+#include <fmt/format.h>
+
+#include "program/runner.h"
+
+namespace ppspec {
+namespace {
+
+program::Program ring(int ranks, int steps, int sync_every) {
+  program::Program p;
+  p.name = fmt::format("ring{}", ranks);
+  p.num_ranks = ranks;
+  program::CommDecl world{"world", {}};
+  for (int r = 0; r < ranks; ++r) world.ranks.push_back(r);
+  p.comms.push_back(world);
+  p.config.record_decisions = false;
+  p.config.max_steps = UINT64_MAX;
+  p.ranks.resize(static_cast<size_t>(ranks));
+  for (int r = 0; r < ranks; ++r) {
+    program::ThreadProgram t;
+    t.repeat = steps / sync_every;
+    auto op = [&](program::OpType type) {
+      program::ProgramOp o;
+      o.type = type;
+      o.comm = "world";
+      o.stream = "main";
+      o.dtype = core::Dtype::f32;
+      o.count = 64;
+      o.label = "ring";
+      return o;
+    };
+    for (int i = 0; i < sync_every; ++i) {
+      t.ops.push_back(op(program::OpType::group_start));
+      auto send = op(program::OpType::send);
+      send.peer = (r + 1) % ranks;
+      auto recv = op(program::OpType::recv);
+      recv.peer = (r + ranks - 1) % ranks;
+      t.ops.push_back(send);
+      t.ops.push_back(recv);
+      t.ops.push_back(op(program::OpType::group_end));
+    }
+    t.ops.push_back(op(program::OpType::stream_sync));
+    p.ranks[static_cast<size_t>(r)].push_back(t);
+  }
+  p.expect.verdict = core::Verdict::pass;
+  return p;
+}
+
+void BM_RingPairs(benchmark::State& state) {
+  const int ranks = static_cast<int>(state.range(0));
+  const int sync_every = static_cast<int>(state.range(1));
+  const int steps = 20000;
+  const program::Program p = ring(ranks, steps, sync_every);
+  uint64_t pairs = 0;
+  uint64_t sched = 0;
+  for (auto _ : state) {
+    program::SimRunOptions o;
+    o.seed = 1;
+    o.record_decisions = false;
+    const core::RunResult r = program::run_on_sim(p, o);
+    if (r.verdict != core::Verdict::pass) state.SkipWithError("the ring did not pass");
+    pairs += r.stats.pairs;
+    sched += r.stats.sched_steps;
+  }
+  state.counters["pairs/s"] = benchmark::Counter(static_cast<double>(pairs), benchmark::Counter::kIsRate);
+  state.counters["sched_steps/s"] = benchmark::Counter(static_cast<double>(sched), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_RingPairs)->Args({2, 1})->Args({8, 1})->Args({2, 16})->Args({8, 16})->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace ppspec
+
+BENCHMARK_MAIN();
