@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# README command 1: install what is missing, build, run the scenario suite on the simulator.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./tools/install_deps.sh
+cmake --preset default
+cmake --build --preset default
+./build/default/tools/ppspec run scenarios/programs/*.toml
