@@ -2,24 +2,20 @@
 
 #include <fmt/format.h>
 
+#include "core/enum_names.h"
+
 namespace ppspec::core {
 
-std::string_view to_string(OpKind k) {
-  switch (k) {
-    case OpKind::send: return "send";
-    case OpKind::recv: return "recv";
-    case OpKind::broadcast: return "broadcast";
-    case OpKind::all_reduce: return "all_reduce";
-    case OpKind::all_gather: return "all_gather";
-  }
-  return "?";
-}
+namespace {
+constexpr EnumNames<OpKind, 5> kNames{{{{"send", OpKind::send},
+                                         {"recv", OpKind::recv},
+                                         {"broadcast", OpKind::broadcast},
+                                         {"all_reduce", OpKind::all_reduce},
+                                         {"all_gather", OpKind::all_gather}}}};
+}  // namespace
 
-std::optional<OpKind> parse_op_kind(std::string_view s) {
-  for (OpKind k : {OpKind::send, OpKind::recv, OpKind::broadcast, OpKind::all_reduce, OpKind::all_gather})
-    if (to_string(k) == s) return k;
-  return std::nullopt;
-}
+std::string_view to_string(OpKind k) { return kNames.name(k); }
+std::optional<OpKind> parse_op_kind(std::string_view s) { return kNames.parse(s); }
 
 std::string describe(const OpDesc& d) {
   std::string s = fmt::format("{} {}[{}]", to_string(d.kind), to_string(d.dtype), d.count);

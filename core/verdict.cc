@@ -1,11 +1,12 @@
 #include "core/verdict.h"
 
-#include <array>
-#include <utility>
+#include <string>
+
+#include "core/enum_names.h"
 
 namespace ppspec::core {
 namespace {
-constexpr std::array<std::pair<std::string_view, Verdict>, 11> kNames{{
+constexpr EnumNames<Verdict, 11> kNames{{{
     {"pass", Verdict::pass},
     {"fifo-misalignment", Verdict::fifo_misalignment},
     {"deadlock", Verdict::deadlock},
@@ -17,25 +18,13 @@ constexpr std::array<std::pair<std::string_view, Verdict>, 11> kNames{{
     {"nondeterminism", Verdict::nondeterminism},
     {"step-limit", Verdict::step_limit},
     {"hang", Verdict::hang},
-}};
+}}};
+const std::string kList = kNames.list();
 }  // namespace
 
-std::string_view to_string(Verdict v) {
-  for (const auto& [name, value] : kNames)
-    if (value == v) return name;
-  return "?";
-}
-
-std::optional<Verdict> parse_verdict(std::string_view s) {
-  for (const auto& [name, value] : kNames)
-    if (name == s) return value;
-  return std::nullopt;
-}
-
-std::string_view verdict_names() {
-  return "pass, fifo-misalignment, deadlock, hazard, stale-draft, padding-violation, embedding-violation, "
-         "output-divergence, nondeterminism, step-limit, hang";
-}
+std::string_view to_string(Verdict v) { return kNames.name(v); }
+std::optional<Verdict> parse_verdict(std::string_view s) { return kNames.parse(s); }
+std::string_view verdict_names() { return kList; }
 
 bool Finding::involves_rank(RankId r) const {
   for (const Site& s : sites)

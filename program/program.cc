@@ -1,11 +1,12 @@
 #include "program/program.h"
 
-#include <array>
-#include <utility>
+#include <string>
+
+#include "core/enum_names.h"
 
 namespace ppspec::program {
 namespace {
-constexpr std::array<std::pair<std::string_view, OpType>, 19> kNames{{
+constexpr core::EnumNames<OpType, 19> kNames{{{
     {"send", OpType::send},
     {"recv", OpType::recv},
     {"broadcast", OpType::broadcast},
@@ -25,25 +26,13 @@ constexpr std::array<std::pair<std::string_view, OpType>, 19> kNames{{
     {"capture_begin", OpType::capture_begin},
     {"capture_end", OpType::capture_end},
     {"graph_launch", OpType::graph_launch},
-}};
+}}};
+const std::string kList = kNames.list();
 }  // namespace
 
-std::string_view to_string(OpType t) {
-  for (const auto& [name, value] : kNames)
-    if (value == t) return name;
-  return "?";
-}
-
-std::optional<OpType> parse_op_type(std::string_view s) {
-  for (const auto& [name, value] : kNames)
-    if (name == s) return value;
-  return std::nullopt;
-}
-
-std::string_view op_type_names() {
-  return "send, recv, broadcast, all_reduce, all_gather, group_start, group_end, launch, preload, record, "
-         "wait_event, event_sync, stream_sync, device_sync, malloc, sleep, capture_begin, capture_end, graph_launch";
-}
+std::string_view to_string(OpType t) { return kNames.name(t); }
+std::optional<OpType> parse_op_type(std::string_view s) { return kNames.parse(s); }
+std::string_view op_type_names() { return kList; }
 
 bool is_comm_op(OpType t) {
   return t == OpType::send || t == OpType::recv || t == OpType::broadcast || t == OpType::all_reduce ||

@@ -148,11 +148,7 @@ core::Communicator& CommSystem::init(SimComm& comm, core::RankId me) {
   comm.ranks[static_cast<size_t>(crank)].initialised = true;
   w.sleep(w.jittered(w.config().cost.comm_init));
   if (w.bus().active()) {
-    core::Event e;
-    e.t = w.now();
-    e.kind = core::EventKind::comm_init;
-    e.rank = me;
-    e.actor = w.current().name;
+    core::Event e = w.event(core::EventKind::comm_init, me, w.current().name);
     e.comm = comm.name;
     w.bus().publish(e);
   }
@@ -335,11 +331,7 @@ void CommSystem::on_pair(const PostRecord& a, const PostRecord& b, SimComm& comm
       "NCCL matches operations by position only (no tags, no size check): from here on data goes to the wrong "
       "operation, or a receiver waits for units that never come (R3, R5)");
   if (w.bus().active()) {
-    core::Event e;
-    e.t = w.now();
-    e.kind = core::EventKind::note;
-    e.rank = b.rank;
-    e.actor = b.actor;
+    core::Event e = w.event(core::EventKind::note, b.rank, b.actor);
     e.comm = comm.name;
     e.cseq = cseq;
     e.text = f.summary;
@@ -656,11 +648,7 @@ void CommSystem::depart(CommKernel& k) {
 }
 
 void CommSystem::emit(core::EventKind kind, const CommOp& op, std::string_view actor, int64_t value) {
-  core::Event e;
-  e.t = rt_.world().now();
-  e.kind = kind;
-  e.rank = op.kernel->rank;
-  e.actor = actor;
+  core::Event e = rt_.world().event(kind, op.kernel->rank, actor);
   e.comm = op.spec.comm->name;
   e.op_id = op.spec.id;
   e.cseq = op.spec.cseq;
@@ -672,11 +660,7 @@ void CommSystem::emit(core::EventKind kind, const CommOp& op, std::string_view a
 
 void CommSystem::emit_record(core::EventKind kind, const PostRecord& rec, const SimComm& comm, int64_t cseq,
                              int64_t value) {
-  core::Event e;
-  e.t = rt_.world().now();
-  e.kind = kind;
-  e.rank = rec.rank;
-  e.actor = rec.actor;
+  core::Event e = rt_.world().event(kind, rec.rank, rec.actor);
   e.comm = comm.name;
   e.op_id = rec.op_id;
   e.cseq = cseq;

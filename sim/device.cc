@@ -75,11 +75,7 @@ void SimDevice::hazard_if_comm_in_flight(std::string_view kind, std::string_view
   f.sites.push_back(core::Site{rank_, self.name, "", -1, std::string(action), std::string(rt_.host_state().call_site)});
   f.sites.push_back(core::Site{rank_, k.primary()->full_name(), "", -1, comms().describe_kernel(k), ""});
   if (world().bus().active()) {
-    core::Event e;
-    e.t = world().now();
-    e.kind = core::EventKind::note;
-    e.rank = rank_;
-    e.actor = self.name;
+    core::Event e = world().event(core::EventKind::note, rank_, self.name);
     e.text = f.summary;
     world().bus().publish(e);
   }
@@ -115,11 +111,7 @@ void SimDevice::ensure_loaded(core::KernelRef k, bool preload) {
   w.sleep(w.jittered(w.config().cost.module_load));
   loaded_.insert(key);
   if (w.bus().active()) {
-    core::Event e;
-    e.t = w.now();
-    e.kind = core::EventKind::module_load;
-    e.rank = rank_;
-    e.actor = w.current().name;
+    core::Event e = w.event(core::EventKind::module_load, rank_, w.current().name);
     e.kernel = k.name;
     e.spec = k.spec;
     e.value = mode == core::ModuleLoading::jit ? 1 : 0;
@@ -159,11 +151,7 @@ void SimDevice::launch(core::Stream s, const core::KernelLaunch& k) {
   item.duration = k.duration >= 0 ? k.duration : c.kernel + (k.work / 1024) * c.kernel_per_kwork;
   item.body = k.body;
   if (w.bus().active()) {
-    core::Event e;
-    e.t = w.now();
-    e.kind = core::EventKind::kernel_launched;
-    e.rank = rank_;
-    e.actor = w.current().name;
+    core::Event e = w.event(core::EventKind::kernel_launched, rank_, w.current().name);
     e.kernel = k.kernel.name;
     e.spec = k.kernel.spec;
     e.text = st.name();

@@ -64,20 +64,12 @@ void SimRuntime::spawn(core::ActorSpec spec, std::function<void()> body) {
   Fiber& f = world_.spawn(spec.name, FiberKind::host, spec.rank, [this, body = std::move(body)] {
     Fiber& self = world_.current();
     if (bus_.active()) {
-      core::Event e;
-      e.t = world_.now();
-      e.kind = core::EventKind::actor_start;
-      e.rank = self.rank;
-      e.actor = self.name;
+      core::Event e = world_.event(core::EventKind::actor_start, self.rank, self.name);
       bus_.publish(e);
     }
     body();
     if (bus_.active()) {
-      core::Event e;
-      e.t = world_.now();
-      e.kind = core::EventKind::actor_end;
-      e.rank = self.rank;
-      e.actor = self.name;
+      core::Event e = world_.event(core::EventKind::actor_end, self.rank, self.name);
       bus_.publish(e);
     }
   });

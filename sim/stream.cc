@@ -43,11 +43,7 @@ void SimStream::execute(WorkItem& item) {
       w.sleep(w.jittered(item.duration));
       if (item.body) item.body();
       if (w.bus().active()) {
-        core::Event e;
-        e.t = w.now();
-        e.kind = core::EventKind::kernel_completed;
-        e.rank = device_.rank();
-        e.actor = full_name_;
+        core::Event e = w.event(core::EventKind::kernel_completed, device_.rank(), full_name_);
         e.kernel = item.name;
         e.spec = item.spec;
         w.bus().publish(e);

@@ -161,15 +161,8 @@ boost::fibers::context* World::pick_next() {
     now_ = next;
     release_due_timers();
     if (now_ > config_.max_time && !stop_requested_) {
-      core::Finding f;
-      f.verdict = core::Verdict::step_limit;
-      f.kind = "time-limit";
-      f.time = now_;
-      f.sched_step = steps_;
-      f.summary = fmt::format("the run exceeded its virtual time budget of {} ms", config_.max_time / core::kMs);
-      findings_.push_back(std::move(f));
-      stop_requested_ = true;
-      signal_main();
+      request_stop(limit_finding("time-limit", fmt::format("the run exceeded its virtual time budget of {} ms",
+                                                           config_.max_time / core::kMs)));
       return nullptr;
     }
   }
@@ -180,15 +173,8 @@ boost::fibers::context* World::pick_next() {
   }
   ++steps_;
   if (steps_ > config_.max_steps && !stop_requested_) {
-    core::Finding f;
-    f.verdict = core::Verdict::step_limit;
-    f.kind = "step-limit";
-    f.time = now_;
-    f.sched_step = steps_;
-    f.summary = fmt::format("the run exceeded its budget of {} scheduling steps", config_.max_steps);
-    findings_.push_back(std::move(f));
-    stop_requested_ = true;
-    signal_main();
+    request_stop(
+        limit_finding("step-limit", fmt::format("the run exceeded its budget of {} scheduling steps", config_.max_steps)));
     return nullptr;
   }
   const size_t i = policy_->pick(ready_, steps_);
@@ -271,6 +257,19 @@ Time World::jittered(Time d) {
   if (d <= 0 || config_.jitter <= 0) return d;
   const double factor = 1.0 + config_.jitter * jitter_rng_.symmetric_unit();
   return std::max<Time>(1, static_cast<Time>(std::llround(static_cast<double>(d) * factor)));
+}
+
+core::Finding World::limit_finding(std::string kind, std::string summary) const {
+  core::Finding f;
+  f.verdict = core::Verdict::step_limit;
+  f.kind = std::move(kind);
+  f.summary = std::move(summary);
+  f.details.push_back("a livelock, a program that never ends, or a budget too small for the scenario "
+                      "([runtime] max_steps / max_time_ms)");
+  for (const auto& fib : fibers_)
+    if (fib->kind == FiberKind::host && fib->state != FiberState::finished)
+      f.sites.push_back(core::Site{fib->rank, fib->name, "", -1, "still running", ""});
+  return f;
 }
 
 void World::request_stop(core::Finding f) {

@@ -66,6 +66,15 @@ class World {
   void request_stop(core::Finding f);       // same, from outside a fiber's normal flow
   void note(core::Finding f);
   Time jittered(Time d);
+  // An event stamped with the current virtual time; the caller fills the rest and publishes it.
+  core::Event event(core::EventKind kind, core::RankId rank, std::string_view actor) const {
+    core::Event e;
+    e.t = now_;
+    e.kind = kind;
+    e.rank = rank;
+    e.actor = actor;
+    return e;
+  }
 
   const SimConfig& config() const { return config_; }
   core::EventBus& bus() { return bus_; }
@@ -93,6 +102,7 @@ class World {
   };
 
   [[noreturn]] void throw_unwind();
+  core::Finding limit_finding(std::string kind, std::string summary) const;
   void make_ready(Fiber& f);
   void release_due_timers();
   void signal_main();

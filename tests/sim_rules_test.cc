@@ -509,13 +509,13 @@ TEST(Rules, R7_ConsistentOrderPassesUnderSerialWithoutHazard) {
 
 // ---- R8: module loads and device syncs wait for the device to drain ----
 
-TEST(Rules, R8_LazyLoadWhileARecvSpinsDeadlocksAndPreloadOrEagerDoNot) {
-  auto lazy = run_toml(R"(
+std::string load_while_spinning(const char* loading, bool preload) {
+  return fmt::format(R"(
 kind = "program"
 ranks = 2
 streams = ["main", "side"]
 [runtime]
-module_loading = "lazy"
+module_loading = "{}"
 runtime_connect = false
 [[communicator]]
 name = "bcast"
@@ -524,22 +524,74 @@ ranks = [0, 1]
 name = "act"
 ranks = [0, 1]
 [rank.0]
-ops = [ { op = "recv", comm = "bcast", peer = 1, stream = "side", label = "feedback" },
-        { op = "launch", kernel = "post_update", stream = "main" },
-        { op = "send", comm = "act", peer = 1, stream = "main", label = "act" },
+ops = [ {}
+        {{ op = "recv", comm = "bcast", peer = 1, stream = "side", label = "feedback" }},
+        {{ op = "launch", kernel = "post_update", stream = "main" }},
+        {{ op = "send", comm = "act", peer = 1, stream = "main", label = "act" }},
+        {{ op = "device_sync" }} ]
+[rank.1]
+ops = [ {{ op = "recv", comm = "act", peer = 0, stream = "main", label = "act" }},
+        {{ op = "stream_sync", stream = "main" }},
+        {{ op = "send", comm = "bcast", peer = 0, stream = "side", label = "feedback" }},
+        {{ op = "device_sync" }} ]
+[expect]
+verdict = "pass"
+)",
+                     loading, preload ? R"({ op = "preload", kernel = "post_update" },)" : "");
+}
+
+TEST(Rules, R8_LazyLoadWhileARecvSpinsDeadlocksAndPreloadOrEagerDoNot) {
+  for (const char* loading : {"lazy", "jit"}) {
+    auto r = run_toml(load_while_spinning(loading, false));
+    ASSERT_EQ(r.verdict, Verdict::deadlock) << loading;
+    EXPECT_NE(r.findings[0].summary.find("rank0.host → module load → rank0.side (recv on bcast)"), std::string::npos)
+        << r.findings[0].summary;
+    EXPECT_TRUE(has_note(r, "module-load-in-flight"));
+    auto fixed = run_toml(load_while_spinning(loading, true));
+    EXPECT_EQ(fixed.verdict, Verdict::pass) << loading << ": preloaded during warmup";
+    EXPECT_FALSE(has_note(fixed, "module-load-in-flight"));
+  }
+  auto eager = run_toml(load_while_spinning("eager", false));
+  EXPECT_EQ(eager.verdict, Verdict::pass);
+  EXPECT_FALSE(has_note(eager, "module-load-in-flight"));
+}
+
+TEST(Rules, R8_StrictModeTurnsTheHazardIntoTheVerdict) {
+  // A load while a kernel whose partner is not posted yet spins, which this schedule survives
+  // because the partner does not depend on this thread: a hazard, and a failure under strict.
+  const std::string prog = R"(
+kind = "program"
+ranks = 2
+streams = ["main", "side"]
+[runtime]
+module_loading = "lazy"
+runtime_connect = false
+strict = %s
+[[communicator]]
+name = "c"
+ranks = [0, 1]
+[rank.0]
+ops = [ { op = "recv", comm = "c", peer = 1, stream = "side", label = "x" },
+        { op = "launch", kernel = "k", stream = "main" },
         { op = "device_sync" } ]
 [rank.1]
-ops = [ { op = "recv", comm = "act", peer = 0, stream = "main", label = "act" },
-        { op = "stream_sync", stream = "main" },
-        { op = "send", comm = "bcast", peer = 0, stream = "side", label = "feedback" },
+ops = [ { op = "sleep", us = 100 }, { op = "send", comm = "c", peer = 0, stream = "main", label = "x" },
         { op = "device_sync" } ]
 [expect]
-verdict = "deadlock"
-)");
-  ASSERT_EQ(lazy.verdict, Verdict::deadlock);
-  EXPECT_NE(lazy.findings[0].summary.find("rank0.host → module load → rank0.side (recv on bcast)"), std::string::npos)
-      << lazy.findings[0].summary;
-  EXPECT_TRUE(has_note(lazy, "module-load-in-flight"));
+verdict = "pass"
+)";
+  auto with = [&](const char* strict) {
+    std::string s = prog;
+    s.replace(s.find("%s"), 2, strict);
+    return s;
+  };
+  auto lenient = run_toml(with("false"));
+  EXPECT_EQ(lenient.verdict, Verdict::pass);
+  EXPECT_TRUE(has_note(lenient, "module-load-in-flight"));
+  auto strict = run_toml(with("true"));
+  ASSERT_EQ(strict.verdict, Verdict::hazard);
+  EXPECT_EQ(strict.findings[0].kind, "module-load-in-flight");
+  EXPECT_TRUE(strict.findings[0].involves_rank(0));
 }
 
 TEST(Rules, R8_ModuleLoadHoldsTheContextLockAgainstOtherThreadsOfTheDevice) {
