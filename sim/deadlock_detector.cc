@@ -236,9 +236,22 @@ std::optional<core::Finding> explain_deadlock(const SimRuntime& rt) {
   std::map<const Fiber*, Node> nodes;
   for (const Fiber* f : stuck) nodes.emplace(f, ex.explain(*f));
 
-  // Depth-first search for a cycle, hosts first, in creation order: deterministic.
-  std::stable_sort(stuck.begin(), stuck.end(), [](const Fiber* a, const Fiber* b) {
-    if (a->kind != b->kind) return a->kind == FiberKind::host;
+  // Depth-first search for a cycle, deterministic. It starts from the fibers that hold things up
+  // actively (blocked on the context lock, in a module load or device sync, at first contact)
+  // before those that merely wait for a stream, so that the cycle shows the cause.
+  auto rank_of_wait = [](const Fiber* f) {
+    if (f->kind != FiberKind::host) return 9;
+    switch (f->wait.kind) {
+      case WaitKind::context_lock: return 0;
+      case WaitKind::device_drain: return 1;
+      case WaitKind::connect:
+      case WaitKind::comm_init: return 2;
+      case WaitKind::channel: return 3;
+      default: return 4;
+    }
+  };
+  std::stable_sort(stuck.begin(), stuck.end(), [&](const Fiber* a, const Fiber* b) {
+    if (rank_of_wait(a) != rank_of_wait(b)) return rank_of_wait(a) < rank_of_wait(b);
     return a->id < b->id;
   });
   std::map<const Fiber*, int> color;  // 0 white, 1 on path, 2 done
@@ -247,6 +260,16 @@ std::optional<core::Finding> explain_deadlock(const SimRuntime& rt) {
   auto dfs = [&](auto&& self, const Fiber* f) -> bool {
     color[f] = 1;
     path.push_back(f);
+    // Close the widest cycle first: of several waits that lead back onto the path (e.g. "any host
+    // thread of rank 0 may post it"), take the one earliest on the path.
+    for (const Fiber* on_path : path) {
+      for (const Edge& e : nodes[f].edges) {
+        if (e.to == on_path) {
+          cycle.assign(std::find(path.begin(), path.end(), on_path), path.end());
+          return true;
+        }
+      }
+    }
     for (const Edge& e : nodes[f].edges) {
       if (e.to == nullptr || !nodes.count(e.to)) continue;
       if (color[e.to] == 1) {

@@ -1,0 +1,145 @@
+// Every detector both ways: the bug present and caught with the right verdict and report, and the
+// bug absent with nothing reported.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include "tests/test_util.h"
+
+namespace ppspec::testing {
+namespace {
+
+using core::Verdict;
+
+const std::string kScenarios = std::string(PPSPEC_SOURCE_DIR) + "/scenarios/programs/";
+
+// rank 0 issues `call` while its recv of `x` spins; rank 1 sends `x` after 100 us (independent
+// of rank 0) or only after rank 0's `y` (dependent).
+std::string in_flight(const char* call, bool partner_posted_first) {
+  return fmt::format(R"(
+kind = "program"
+ranks = 2
+streams = ["main", "side"]
+[runtime]
+runtime_connect = false
+[[communicator]]
+name = "c"
+ranks = [0, 1]
+[rank.0]
+ops = [ {{ op = "recv", comm = "c", peer = 1, stream = "side", label = "x" }},
+        {{ op = "sleep", us = {} }},
+        {},
+        {{ op = "stream_sync", stream = "side" }} ]
+[rank.1]
+ops = [ {{ op = "send", comm = "c", peer = 0, stream = "main", label = "x" }}, {{ op = "stream_sync", stream = "main" }} ]
+[expect]
+verdict = "pass"
+)",
+                     partner_posted_first ? 500 : 0, call);
+}
+
+TEST(Detectors, DeviceSyncWhileAKernelAwaitsAnUnpostedPartnerIsAHazard) {
+  auto bad = run_toml(in_flight(R"({ op = "device_sync" })", false));
+  EXPECT_EQ(bad.verdict, Verdict::pass) << "this schedule survives: the partner does not depend on rank 0";
+  EXPECT_TRUE(has_note(bad, "device-sync-in-flight"));
+  auto fine = run_toml(in_flight(R"({ op = "device_sync" })", true));
+  EXPECT_EQ(fine.verdict, Verdict::pass);
+  EXPECT_FALSE(has_note(fine, "device-sync-in-flight")) << "the partner was already posted: no hazard";
+}
+
+TEST(Detectors, MallocWhileAKernelAwaitsAnUnpostedPartnerIsAHazard) {
+  auto bad = run_toml(in_flight(R"({ op = "malloc", bytes = 4096 })", false));
+  EXPECT_TRUE(has_note(bad, "malloc-in-flight"));
+  auto fine = run_toml(in_flight(R"({ op = "malloc", bytes = 4096 })", true));
+  EXPECT_FALSE(has_note(fine, "malloc-in-flight"));
+}
+
+TEST(Detectors, EagerSendNobodyReceivesIsUnmatchedAtExit) {
+  const std::string prog = R"(
+kind = "program"
+ranks = 2
+[runtime]
+eager_bytes = 1048576
+[[communicator]]
+name = "c"
+ranks = [0, 1]
+[rank.0]
+ops = [ { op = "send", comm = "c", peer = 1, label = "a" }, %s { op = "stream_sync", stream = "main" } ]
+[rank.1]
+ops = [ { op = "recv", comm = "c", peer = 0, label = "a" }, { op = "stream_sync", stream = "main" } ]
+[expect]
+verdict = "pass"
+)";
+  auto with = [&](const char* extra) {
+    std::string s = prog;
+    s.replace(s.find("%s"), 2, extra);
+    return s;
+  };
+  auto bad = run_toml(with(R"({ op = "send", comm = "c", peer = 1, label = "b" },)"));
+  ASSERT_EQ(bad.verdict, Verdict::fifo_misalignment);
+  EXPECT_EQ(bad.findings[0].kind, "unmatched");
+  EXPECT_TRUE(bad.findings[0].involves_rank(0));
+  EXPECT_TRUE(bad.findings[0].involves_rank(1));
+  EXPECT_NE(bad.findings[0].summary.find("'b'"), std::string::npos) << bad.findings[0].summary;
+  EXPECT_EQ(run_toml(with("")).verdict, Verdict::pass);
+}
+
+TEST(Detectors, DeadlockThroughAnEventWait) {
+  // rank 0's send waits (on stream s2) for an event recorded behind its spinning recv (on s1);
+  // rank 1 sends only after it received rank 0's message.
+  auto r = run_toml(R"(
+kind = "program"
+ranks = 2
+streams = ["s1", "s2"]
+[runtime]
+runtime_connect = false
+[[communicator]]
+name = "c"
+ranks = [0, 1]
+[rank.0]
+ops = [ { op = "recv", comm = "c", peer = 1, stream = "s1", label = "reply" },
+        { op = "record", event = "got_reply", stream = "s1" },
+        { op = "wait_event", event = "got_reply", stream = "s2" },
+        { op = "send", comm = "c", peer = 1, stream = "s2", label = "request" },
+        { op = "device_sync" } ]
+[rank.1]
+ops = [ { op = "recv", comm = "c", peer = 0, label = "request", stream = "s1" },
+        { op = "stream_sync", stream = "s1" },
+        { op = "send", comm = "c", peer = 0, label = "reply", stream = "s1" },
+        { op = "device_sync" } ]
+[expect]
+verdict = "deadlock"
+)");
+  ASSERT_EQ(r.verdict, Verdict::deadlock);
+  const std::string text = all_text(r.findings[0]);
+  EXPECT_NE(text.find("waits for an event recorded on rank0.s1"), std::string::npos) << text;
+  EXPECT_EQ(r.findings[0].kind, "cycle");
+}
+
+TEST(Detectors, DeadlockThroughTheContextLock) {
+  const auto p = loader::load_program_file(kScenarios + "context_lock_deadlock.toml");
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    program::SimRunOptions o;
+    o.seed = seed;
+    auto r = program::run_on_sim(p, o);
+    ASSERT_EQ(r.verdict, Verdict::deadlock);
+    EXPECT_NE(r.findings[0].summary.find("rank0.sender → context lock → rank0.loader → module load → rank0.side"),
+              std::string::npos)
+        << r.findings[0].summary;
+    EXPECT_FALSE(r.findings[0].dot.empty());
+  }
+}
+
+TEST(Detectors, WellMatchedScenariosReportNothingButTheirExpectedHazards) {
+  for (const char* name : {"lazy_load_preloaded.toml", "lazy_load_eager.toml", "send_before_recv_eager.toml"}) {
+    const auto p = loader::load_program_file(kScenarios + name);
+    program::SimRunOptions o;
+    auto r = program::run_on_sim(p, o);
+    EXPECT_EQ(r.verdict, Verdict::pass) << name;
+    EXPECT_TRUE(r.findings.empty()) << name;
+    for (const auto& n : r.notes) EXPECT_EQ(n.kind, "cross-communicator-order") << name << ": " << n.summary;
+  }
+}
+
+}  // namespace
+}  // namespace ppspec::testing
