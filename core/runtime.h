@@ -46,10 +46,13 @@ struct KernelRef {
 };
 
 struct KernelLaunch {
-  KernelRef kernel;
+  KernelRef kernel{};
   int64_t work = 0;            // elements the kernel touches: drives the cost model
   Time duration = -1;          // a fixed duration instead of the cost model's; -1 = cost model
-  std::function<void()> body;  // simulator: the CPU launcher, run when the kernel executes
+  std::function<void()> body{};  // simulator: the CPU launcher, run when the kernel executes
+  // Real backend: the CUDA launcher, called with the cudaStream_t; without one the real backend
+  // runs a kernel that keeps the GPU busy for `duration` (program scenarios).
+  std::function<void(void* cuda_stream)> device_body{};
 };
 
 class Device {
@@ -70,6 +73,11 @@ class Device {
   virtual void preload(KernelRef k) = 0;
   virtual void memcpy(Stream s, const Buffer& dst, const Buffer& src) = 0;
   virtual void memset(Stream s, const Buffer& dst, uint8_t value) = 0;
+
+  // A persistent kernel that spins until the named device flag is set (DeepEP/torchcomms style),
+  // and a copy that sets the flag (cudaMemcpyAsync of one word) when its stream reaches it.
+  virtual void wait_flag(Stream s, std::string_view flag) = 0;
+  virtual void set_flag(Stream s, std::string_view flag) = 0;
 
   virtual DeviceEvent event(std::string_view name) = 0;
   virtual void record(DeviceEvent e, Stream s) = 0;       // cudaEventRecord

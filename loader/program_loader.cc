@@ -49,6 +49,8 @@ std::string_view op_keys(OpType t) {
     case OpType::capture_begin: return "stream";
     case OpType::capture_end: return "stream, graph";
     case OpType::graph_launch: return "graph, stream";
+    case OpType::wait_flag:
+    case OpType::set_flag: return "flag, stream";
   }
   return "";
 }
@@ -164,6 +166,14 @@ ProgramOp read_op(Context& ctx, const toml::table& t, core::RankId rank, const s
         break;
       }
       case OpType::capture_begin: need_stream(true); break;
+      case OpType::wait_flag:
+      case OpType::set_flag: {
+        need_stream(true);
+        auto f = r.string("flag");
+        if (!f || f->empty()) r.fail_here(fmt::format("'{}' needs a 'flag' name", program::to_string(op.type)));
+        op.flag = *f;
+        break;
+      }
       case OpType::capture_end:
       case OpType::graph_launch: {
         need_stream(true);

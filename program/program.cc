@@ -6,7 +6,7 @@
 
 namespace ppspec::program {
 namespace {
-constexpr core::EnumNames<OpType, 19> kNames{{{
+constexpr core::EnumNames<OpType, 21> kNames{{{
     {"send", OpType::send},
     {"recv", OpType::recv},
     {"broadcast", OpType::broadcast},
@@ -26,6 +26,8 @@ constexpr core::EnumNames<OpType, 19> kNames{{{
     {"capture_begin", OpType::capture_begin},
     {"capture_end", OpType::capture_end},
     {"graph_launch", OpType::graph_launch},
+    {"wait_flag", OpType::wait_flag},
+    {"set_flag", OpType::set_flag},
 }}};
 const std::string kList = kNames.list();
 }  // namespace

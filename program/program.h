@@ -37,6 +37,8 @@ enum class OpType : uint8_t {
   capture_begin,
   capture_end,
   graph_launch,
+  wait_flag,
+  set_flag,
 };
 
 std::string_view to_string(OpType t);
@@ -57,6 +59,7 @@ struct ProgramOp {
   std::string spec;
   std::string event;
   std::string graph;
+  std::string flag;
   core::Time duration = -1;  // launch: fixed duration; sleep: how long
   std::string origin;        // "file.toml:12"
 };

@@ -73,6 +73,8 @@ void execute(Env& env, core::RankId r, const ResolvedOp& res, const ProgramOp& o
     case OpType::capture_begin: dev.capture_begin(stream); return;
     case OpType::capture_end: re.graphs[op.graph] = dev.capture_end(stream); return;
     case OpType::graph_launch: dev.graph_launch(re.graphs.at(op.graph), stream); return;
+    case OpType::wait_flag: dev.wait_flag(stream, op.flag); return;
+    case OpType::set_flag: dev.set_flag(stream, op.flag); return;
   }
 }
 

@@ -53,6 +53,11 @@ std::string op_line(const ProgramOp& op) {
         add("graph", quoted(op.graph));
         break;
       case OpType::malloc: add("bytes", std::to_string(op.count)); break;
+      case OpType::wait_flag:
+      case OpType::set_flag:
+        add("flag", quoted(op.flag));
+        add("stream", quoted(op.stream));
+        break;
       case OpType::sleep: add("us", fmt::format("{}", us(op.duration))); break;
       default: break;
     }

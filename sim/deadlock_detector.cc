@@ -185,6 +185,21 @@ class Explainer {
         n.edges.push_back({k.primary()->fiber(), "runs the group kernel"});
         return;
       }
+      case WaitKind::flag_wait: {
+        n.state = fmt::format("runs a persistent kernel that spins until flag '{}' is set", w.flag->name);
+        n.short_ = fmt::format("wait_flag {}", w.flag->name);
+        const SimDevice& dev = w.stream->device();
+        bool queued = false;
+        for (const auto& st : dev.streams()) {
+          if (st->queues_set_of(w.flag)) {
+            n.edges.push_back({st->fiber(), fmt::format("its set_flag('{}') is queued behind other work", w.flag->name)});
+            queued = true;
+          }
+        }
+        if (!queued)
+          to_rank_hosts(n, dev.rank(), fmt::format("rank{} has not issued set_flag('{}')", dev.rank(), w.flag->name));
+        return;
+      }
       case WaitKind::event_wait:
         n.state = fmt::format("waits for an event recorded on {}", w.stream->full_name());
         n.short_ = "event wait";

@@ -60,20 +60,25 @@ void SimDevice::hazard_if_comm_in_flight(std::string_view kind, std::string_view
       break;
     }
   }
-  if (risky == nullptr) return;
-  const CommKernel& k = *risky;
+  const SimStream* spinning = risky == nullptr ? stream_awaiting_unqueued_flag() : nullptr;
+  if (risky == nullptr && spinning == nullptr) return;
   const std::string key = fmt::format("{}/{}", kind, action);
   if (!hazards_noted_.insert(key).second) return;
+  const std::string what = risky != nullptr
+                               ? fmt::format("a communication kernel is in flight on its device ({})", comms().describe_kernel(*risky))
+                               : fmt::format("a persistent kernel on {} spins until flag '{}' is set, and no set is queued",
+                                             spinning->full_name(), spinning->head()->flag->name);
   core::Finding f;
   f.verdict = core::Verdict::hazard;
   f.kind = std::string(kind);
   f.summary = fmt::format(
-      "rank{} {} while a communication kernel is in flight on its device ({}); the call waits for the device to "
-      "drain, so it hangs if that kernel's partner depends on this thread (R8)",
-      rank_, action, comms().describe_kernel(k));
+      "rank{} {} while {}; the call waits for the device to drain, so it hangs if what that kernel waits for "
+      "depends on this thread (R8)",
+      rank_, action, what);
   const Fiber& self = world().current();
   f.sites.push_back(core::Site{rank_, self.name, "", -1, std::string(action), std::string(rt_.host_state().call_site)});
-  f.sites.push_back(core::Site{rank_, k.primary()->full_name(), "", -1, comms().describe_kernel(k), ""});
+  f.sites.push_back(core::Site{rank_, risky != nullptr ? risky->primary()->full_name() : spinning->full_name(), "", -1,
+                               risky != nullptr ? comms().describe_kernel(*risky) : "wait_flag", ""});
   if (world().bus().active()) {
     core::Event e = world().event(core::EventKind::note, rank_, self.name);
     e.text = f.summary;
@@ -206,6 +211,52 @@ void SimDevice::memset(core::Stream s, const core::Buffer& dst, uint8_t value) {
                   std::memset(dst.data(), value, dst.bytes());
                   dst.mark_all_written();
                 }};
+  if (GraphRec* g = st.capture())
+    g->items.push_back(GraphItem{false, std::move(item), {}});
+  else
+    st.enqueue(std::move(item));
+  leave();
+}
+
+SimFlag& SimDevice::flag(std::string_view name) {
+  for (SimFlag& f : flags_)
+    if (f.name == name) return f;
+  flags_.push_back(SimFlag{std::string(name), false, {}});
+  return flags_.back();
+}
+
+const SimStream* SimDevice::stream_awaiting_unqueued_flag() const {
+  for (const auto& st : streams_) {
+    const WorkItem* head = st->head();
+    if (head == nullptr || head->type != WorkItem::Type::wait_flag || head->flag->set) continue;
+    bool queued = false;
+    for (const auto& other : streams_) queued = queued || other->queues_set_of(head->flag);
+    if (!queued) return st.get();
+  }
+  return nullptr;
+}
+
+void SimDevice::wait_flag(core::Stream s, std::string_view name) {
+  SimStream& st = stream_impl(s);
+  enter();
+  WorkItem item;
+  item.type = WorkItem::Type::wait_flag;
+  item.name = "wait_flag";
+  item.flag = &flag(name);
+  if (GraphRec* g = st.capture())
+    g->items.push_back(GraphItem{false, std::move(item), {}});
+  else
+    st.enqueue(std::move(item));
+  leave();
+}
+
+void SimDevice::set_flag(core::Stream s, std::string_view name) {
+  SimStream& st = stream_impl(s);
+  enter();  // a cudaMemcpyAsync: it needs the context lock like any other call (R8)
+  WorkItem item;
+  item.type = WorkItem::Type::set_flag;
+  item.name = "set_flag";
+  item.flag = &flag(name);
   if (GraphRec* g = st.capture())
     g->items.push_back(GraphItem{false, std::move(item), {}});
   else

@@ -28,6 +28,13 @@ struct SimEvent {
   uint64_t target = 0;                // the position the stream must complete
 };
 
+// A device word a persistent kernel polls; set once by set_flag.
+struct SimFlag {
+  std::string name;
+  bool set = false;
+  WaitList waiters;
+};
+
 class SimDevice final : public core::Device {
  public:
   SimDevice(SimRuntime& rt, core::RankId rank);
@@ -43,6 +50,8 @@ class SimDevice final : public core::Device {
   void preload(core::KernelRef k) override;
   void memcpy(core::Stream s, const core::Buffer& dst, const core::Buffer& src) override;
   void memset(core::Stream s, const core::Buffer& dst, uint8_t value) override;
+  void wait_flag(core::Stream s, std::string_view flag) override;
+  void set_flag(core::Stream s, std::string_view flag) override;
   core::DeviceEvent event(std::string_view name) override;
   void record(core::DeviceEvent e, core::Stream s) override;
   void stream_wait(core::Stream s, core::DeviceEvent e) override;
@@ -72,6 +81,9 @@ class SimDevice final : public core::Device {
   Fiber* lock_holder() const { return lock_holder_; }
   const std::string& loading() const { return loading_; }
   bool module_loaded(std::string_view key) const { return loaded_.count(std::string(key)) > 0; }
+  SimFlag& flag(std::string_view name);
+  // A persistent kernel of this device spins on a flag that no queued set_flag will set.
+  const SimStream* stream_awaiting_unqueued_flag() const;
 
  private:
   void ensure_loaded(core::KernelRef k, bool preload);
@@ -82,6 +94,7 @@ class SimDevice final : public core::Device {
   core::RankId rank_;
   std::vector<std::unique_ptr<SimStream>> streams_;
   std::vector<SimEvent> events_;
+  std::deque<SimFlag> flags_;
   std::set<std::string> loaded_;
   std::set<std::string> hazards_noted_;
   Fiber* lock_holder_ = nullptr;

@@ -21,6 +21,7 @@ struct Connection;
 struct CommInit;
 class SimHostChannel;
 struct SimEvent;
+struct SimFlag;
 struct Fiber;
 
 enum class FiberKind : uint8_t { host, stream };
@@ -40,6 +41,7 @@ enum class WaitKind : uint8_t {
   peer,          // stream: `kernel` is resident and waits for its partners
   kernel_done,   // stream: a secondary stream of `kernel` waits for it to finish
   event_wait,    // stream: waits for `event`
+  flag_wait,     // stream: a persistent kernel spins until `flag` is set
   channel,       // host: waits for a message on `channel`
   finished,
 };
@@ -54,6 +56,7 @@ struct WaitInfo {
   CommInit* init = nullptr;
   SimHostChannel* channel = nullptr;
   const SimEvent* event = nullptr;
+  SimFlag* flag = nullptr;
   Fiber* holder = nullptr;
 };
 

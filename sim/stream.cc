@@ -24,6 +24,12 @@ void SimStream::wait_completed(uint64_t target, const WaitInfo& info) {
   while (completed_ < target) progress_.wait(w, info);
 }
 
+bool SimStream::queues_set_of(const SimFlag* flag) const {
+  for (const WorkItem& item : queue_)
+    if (item.type == WorkItem::Type::set_flag && item.flag == flag) return true;
+  return false;
+}
+
 void SimStream::serve() {
   World& w = device_.world();
   for (;;) {
@@ -53,6 +59,17 @@ void SimStream::execute(WorkItem& item) {
     case WorkItem::Type::comm:
       device_.comms().execute(*item.comm, *this);
       return;
+    case WorkItem::Type::wait_flag: {
+      while (!item.flag->set)
+        item.flag->waiters.wait(w, WaitInfo{.kind = WaitKind::flag_wait, .what = "wait_flag", .stream = this, .flag = item.flag});
+      return;
+    }
+    case WorkItem::Type::set_flag: {
+      w.sleep(w.jittered(w.config().cost.memcpy));
+      item.flag->set = true;
+      item.flag->waiters.wake_all(w);
+      return;
+    }
     case WorkItem::Type::wait_event: {
       auto* src = const_cast<SimStream*>(item.wait_stream);
       src->wait_completed(item.wait_target, WaitInfo{.kind = WaitKind::event_wait, .what = "stream_wait_event", .stream = src});

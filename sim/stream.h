@@ -18,7 +18,7 @@ struct CommKernel;
 struct GraphRec;
 
 struct WorkItem {
-  enum class Type : uint8_t { kernel, comm, wait_event };
+  enum class Type : uint8_t { kernel, comm, wait_event, wait_flag, set_flag };
   Type type = Type::kernel;
   std::string_view name;        // kernel name (for events)
   std::string_view spec;
@@ -27,6 +27,7 @@ struct WorkItem {
   CommKernel* comm = nullptr;   // comm
   const SimStream* wait_stream = nullptr;  // wait_event: the recording stream ...
   uint64_t wait_target = 0;                // ... and the position it must reach
+  SimFlag* flag = nullptr;                 // wait_flag, set_flag
 };
 
 class SimStream {
@@ -50,6 +51,8 @@ class SimStream {
   // Blocks the calling fiber until this stream has completed `target` items.
   void wait_completed(uint64_t target, const WaitInfo& info);
   const WorkItem* head() const { return queue_.empty() ? nullptr : &queue_.front(); }
+  // Whether a set_flag of `flag` is queued (not yet executed) on this stream.
+  bool queues_set_of(const SimFlag* flag) const;
 
   // Graph capture (R9): while capturing, enqueue() records into the graph instead.
   GraphRec* capture() const { return capture_; }
