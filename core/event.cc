@@ -19,6 +19,8 @@ std::string_view to_string(EventKind k) {
     case EventKind::sync_begin: return "sync_begin";
     case EventKind::sync_end: return "sync_end";
     case EventKind::note: return "note";
+    case EventKind::op_pending: return "op_pending";
+    case EventKind::actor_blocked: return "actor_blocked";
     case EventKind::verdict: return "verdict";
   }
   return "?";

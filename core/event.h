@@ -28,6 +28,8 @@ enum class EventKind : uint8_t {
   sync_begin,       // host blocks in a synchronising call (text says which)
   sync_end,
   note,             // a hazard or another diagnostic that does not stop the run
+  op_pending,       // hang dump: an operation posted and not completed (value = its age in ns)
+  actor_blocked,    // hang dump: a host thread inside a call (text = the call, value = how long in ns)
   verdict,          // the run ended (text = verdict)
 };
 

@@ -22,7 +22,7 @@ using program::ProgramOp;
 constexpr std::string_view kTopKeys = "kind, name, description, ranks, streams, runtime, communicator, rank, explore, expect";
 constexpr std::string_view kRuntimeKeys =
     "module_loading, concurrency, on_mismatch, strict, runtime_connect, eager_bytes, unit_bytes, max_steps, "
-    "max_time_ms, jitter, cost";
+    "max_time_ms, jitter, hang_timeout_s, cost";
 constexpr std::string_view kCostKeys =
     "host_call_us, kernel_us, kernel_per_kwork_us, comm_latency_us, comm_gbps, module_load_us, jit_compile_us, "
     "comm_init_us, connect_us, memcpy_us";
@@ -284,7 +284,7 @@ std::string scenario_kind(const toml::table& root, const std::string& file) {
   return k->as_string()->get();
 }
 
-void read_runtime(TableReader& r, sim::SimConfig& cfg) {
+void read_runtime(TableReader& r, sim::SimConfig& cfg, core::Time* hang_timeout) {
   cfg.module_loading = r.choice<core::ModuleLoading>("module_loading", core::parse_module_loading, "eager, lazy, jit")
                            .value_or(cfg.module_loading);
   cfg.concurrency = r.choice<core::Concurrency>("concurrency", core::parse_concurrency, "ok, serial").value_or(cfg.concurrency);
@@ -296,6 +296,8 @@ void read_runtime(TableReader& r, sim::SimConfig& cfg) {
   cfg.max_steps = static_cast<uint64_t>(r.integer("max_steps", 1, int64_t{1} << 50).value_or(static_cast<int64_t>(cfg.max_steps)));
   if (auto ms = r.number("max_time_ms", 0.001, 1e12)) cfg.max_time = static_cast<core::Time>(*ms * core::kMs);
   cfg.jitter = r.number("jitter", 0, 0.9).value_or(cfg.jitter);
+  if (auto s = r.number("hang_timeout_s", 0.1, 3600); s && hang_timeout != nullptr)
+    *hang_timeout = static_cast<core::Time>(*s * core::kSec);
   if (const toml::table* cost = r.table("cost")) {
     TableReader c(*cost, r.file(), "[runtime.cost]");
     auto us = [&c](std::string_view key, core::Time& field) {
@@ -345,7 +347,7 @@ Program read_program(const toml::table& root, const std::string& file) {
 
   if (const toml::table* rt = top.table("runtime")) {
     TableReader r(*rt, file, "[runtime]");
-    read_runtime(r, p.config);
+    read_runtime(r, p.config, &p.hang_timeout);
   }
 
   if (const toml::array* comms = top.array("communicator")) {

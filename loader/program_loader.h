@@ -17,7 +17,8 @@ program::Program read_program(const toml::table& root, const std::string& file);
 
 // Reads [runtime] (and [runtime.cost]) into `cfg`; shared by every scenario kind.
 class TableReader;
-void read_runtime(TableReader& runtime, sim::SimConfig& cfg);
+// `hang_timeout` (may be null) receives hang_timeout_s, the real backend's watchdog limit.
+void read_runtime(TableReader& runtime, sim::SimConfig& cfg, core::Time* hang_timeout);
 
 // The scenario's kind ("program", ...), from its top-level `kind` key.
 std::string scenario_kind(const toml::table& root, const std::string& file);

@@ -96,6 +96,7 @@ struct Program {
   std::vector<CommDecl> comms;
   std::vector<std::vector<ThreadProgram>> ranks;  // [rank][thread]
   sim::SimConfig config;
+  core::Time hang_timeout = 20 * core::kSec;  // real backend: the watchdog's limit
   Expect expect;
   Explore explore;
 };

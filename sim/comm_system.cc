@@ -1,5 +1,7 @@
 #include "sim/comm_system.h"
 
+#include "core/misalignment.h"
+
 #include <algorithm>
 #include <cassert>
 #include <cstring>
@@ -310,26 +312,11 @@ void CommSystem::on_pair(const PostRecord& a, const PostRecord& b, SimComm& comm
       inversions_.on_matched(comm.index, cseq, core::describe(a.desc), parts);
     }
   }
-  const std::string why = core::mismatch_reason(a.desc, b.desc);
-  if (why.empty()) return;
-
+  auto posted = [](const PostRecord& r) { return core::PostedOp{r.op_id, r.desc, r.rank, r.actor, r.origin}; };
+  std::optional<core::Finding> found = core::misalignment(posted(a), posted(b), comm.name, cseq, p2p);
+  if (!found) return;
+  core::Finding& f = *found;
   mismatch_seen_ = true;
-  core::Finding f;
-  f.verdict = core::Verdict::fifo_misalignment;
-  f.kind = p2p ? "p2p-mismatch" : "collective-mismatch";
-  const std::string where = p2p ? fmt::format("send #{} rank{}->rank{}", cseq, a.rank, b.rank)
-                                : fmt::format("collective #{}", cseq);
-  f.summary = fmt::format("{} on '{}' pairs mismatched operations: {}", where, comm.name, why);
-  for (const PostRecord* r : {&a, &b})
-    f.sites.push_back(core::Site{r->rank, std::string(r->actor), comm.name, cseq, core::describe(r->desc),
-                                 std::string(r->origin)});
-  f.details.push_back(fmt::format("rank{} {} posted {} (op {}){}", a.rank, a.actor, core::describe(a.desc), a.op_id,
-                                  a.origin.empty() ? "" : fmt::format(" at {}", a.origin)));
-  f.details.push_back(fmt::format("rank{} {} posted {} (op {}){}", b.rank, b.actor, core::describe(b.desc), b.op_id,
-                                  b.origin.empty() ? "" : fmt::format(" at {}", b.origin)));
-  f.details.push_back(
-      "NCCL matches operations by position only (no tags, no size check): from here on data goes to the wrong "
-      "operation, or a receiver waits for units that never come (R3, R5)");
   if (w.bus().active()) {
     core::Event e = w.event(core::EventKind::note, b.rank, b.actor);
     e.comm = comm.name;

@@ -4,6 +4,9 @@
 #include <exception>
 #include <iostream>
 
+#include "tools/check_command.h"
+#include "tools/gpu_backend.h"
+#include "tools/gpu_latency.h"
 #include "tools/run_command.h"
 
 int main(int argc, char** argv) {
@@ -22,6 +25,34 @@ int main(int argc, char** argv) {
   auto* strategy_opt = run_cmd->add_option("--strategy", strategy, "schedule policy: random | pct:DEPTH");
   run_cmd->add_option("--trace", run.trace, "write the event stream as JSON Lines to this file");
   run_cmd->add_flag("--json", run.json, "print results as JSON");
+  run_cmd->add_option("--backend", run.backend, "sim (the simulator, default) or gpu (CUDA + NCCL on this machine's GPUs)")
+      ->check(CLI::IsMember({"sim", "gpu"}));
+  double hang_timeout_s = 0;
+  auto* hang_opt = run_cmd->add_option("--hang-timeout", hang_timeout_s,
+                                       "gpu: seconds without progress before the watchdog reports a hang (default: the "
+                                       "scenario's [runtime] hang_timeout_s, else 20)")
+                       ->check(CLI::Range(0.1, 3600.0));
+
+  ppspec::tools::CheckArgs check;
+  CLI::App* check_cmd =
+      app.add_subcommand("check", "run the checkers over recorded traces (JSON Lines from --trace or a GPU hang dump)");
+  check_cmd->add_option("traces", check.traces, "trace files")->required()->check(CLI::ExistingFile);
+  check_cmd->add_flag("--json", check.json, "print results as JSON");
+
+  ppspec::tools::GpuChildArgs child;
+  CLI::App* child_cmd = app.add_subcommand("gpu-child", "(internal) run one scenario on the real backend");
+  child_cmd->group("");
+  child_cmd->add_option("file", child.file)->required();
+  child_cmd->add_option("--result", child.result)->required();
+  child_cmd->add_option("--trace", child.trace);
+  child_cmd->add_option("--hang-timeout", child.hang_timeout_s);
+
+  int latency_iterations = 1000;
+  int64_t latency_bytes = 8;
+  CLI::App* latency_cmd =
+      app.add_subcommand("gpu-latency", "NCCL send/recv round-trip latency between GPU 0 and GPU 1 (real backend)");
+  latency_cmd->add_option("--iterations", latency_iterations, "round trips to time")->check(CLI::Range(1, 10000000));
+  latency_cmd->add_option("--bytes", latency_bytes, "message size")->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
 
   try {
     app.parse(argc, argv);
@@ -32,8 +63,12 @@ int main(int argc, char** argv) {
   if (*seed_opt) run.seed = seed;
   if (*seeds_opt) run.seeds = seeds;
   if (*strategy_opt) run.strategy = strategy;
+  if (*hang_opt) run.hang_timeout_s = hang_timeout_s;
   try {
     if (*run_cmd) return ppspec::tools::run_command(run, std::cout, std::cerr);
+    if (*check_cmd) return ppspec::tools::check_command(check, std::cout, std::cerr);
+    if (*child_cmd) return ppspec::tools::gpu_child_main(child);
+    if (*latency_cmd) return ppspec::tools::gpu_latency_main(latency_iterations, latency_bytes);
   } catch (const std::exception& e) {
     std::cerr << "ppspec: internal error: " << e.what() << '\n';
     return 3;

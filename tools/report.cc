@@ -22,11 +22,19 @@ void append_finding(std::string& s, const core::Finding& f, std::string_view pre
 
 std::string format_text(const RunRecord& r) {
   const core::RunResult& res = r.result;
-  std::string s = fmt::format("{} {}  {}  verdict {} (expected {})  seed {}  {}  [{} steps, {} simulated, {:.1f} ms wall]\n",
-                              r.ok ? "ok  " : "FAIL", r.scenario, r.file, core::to_string(res.verdict),
-                              core::to_string(r.expected), r.seed, r.strategy, res.stats.sched_steps,
-                              format_time(res.stats.sim_time), r.wall_ms);
-  if (!r.ok) s += fmt::format("    not as expected: {}\n", r.mismatch);
+  std::string s =
+      r.gpu ? fmt::format("{} {}  {}  GPU verdict {} (expected {})  [{} ops posted, {} pairings, {:.1f} ms wall]\n",
+                          r.ok ? "ok  " : "FAIL", r.scenario, r.file, core::to_string(res.verdict),
+                          core::to_string(r.expected), res.stats.ops_posted, res.stats.pairs, r.wall_ms)
+      : r.has_expectation
+          ? fmt::format("{} {}  {}  verdict {} (expected {})  seed {}  {}  [{} steps, {} simulated, {:.1f} ms wall]\n",
+                        r.ok ? "ok  " : "FAIL", r.scenario, r.file, core::to_string(res.verdict),
+                        core::to_string(r.expected), r.seed, r.strategy, res.stats.sched_steps,
+                        format_time(res.stats.sim_time), r.wall_ms)
+          : fmt::format("{} {}  {}  verdict {}  [{} events, {} pairings, {} traced]\n", r.ok ? "ok  " : "FAIL",
+                        r.scenario, r.file, core::to_string(res.verdict), res.stats.events, res.stats.pairs,
+                        format_time(res.stats.sim_time));
+  if (!r.ok && !r.mismatch.empty()) s += fmt::format("    not as expected: {}\n", r.mismatch);
   for (const core::Finding& f : res.findings) append_finding(s, f, "");
   for (const core::Finding& f : res.notes) append_finding(s, f, "note: ");
   for (const core::Finding& f : res.findings) {
@@ -40,7 +48,8 @@ std::string format_text(const RunRecord& r) {
       pos = nl + 1;
     }
   }
-  if (!r.ok || res.verdict != core::Verdict::pass) s += fmt::format("    reproduce: {}\n", r.reproduce);
+  if ((!r.ok || res.verdict != core::Verdict::pass) && !r.reproduce.empty())
+    s += fmt::format("    reproduce: {}\n", r.reproduce);
   return s;
 }
 

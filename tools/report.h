@@ -14,6 +14,8 @@ struct RunRecord {
   uint64_t seed = 0;
   std::string strategy;
   core::Verdict expected = core::Verdict::pass;
+  bool has_expectation = true;  // false for `ppspec check`, which judges a trace on its own
+  bool gpu = false;             // a run on real GPUs: times are wall-clock
   bool ok = false;
   std::string mismatch;  // why the run did not meet its expectation
   double wall_ms = 0;

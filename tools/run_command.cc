@@ -10,6 +10,7 @@
 #include "loader/program_loader.h"
 #include "loader/toml_reader.h"
 #include "program/runner.h"
+#include "tools/gpu_backend.h"
 #include "tools/report.h"
 #include "traces/jsonl_writer.h"
 
@@ -48,6 +49,42 @@ std::string check_expectation(const program::Program& p, const core::RunResult& 
   return "";
 }
 
+int run_gpu(const std::vector<program::Program>& programs, const RunArgs& args, std::ostream& out, std::ostream& err) {
+  if (!gpu_backend_built()) {
+    err << "ppspec: this ppspec was built without the GPU backend (CMake found no CUDA toolkit or NCCL); see README\n";
+    return 2;
+  }
+  nlohmann::json all = nlohmann::json::array();
+  int failures = 0;
+  for (const program::Program& p : programs) {
+    RunRecord rec;
+    rec.file = p.file;
+    rec.scenario = p.name;
+    rec.strategy = "gpu";
+    rec.gpu = true;
+    rec.expected = p.expect.gpu_verdict.value_or(p.expect.verdict);
+    rec.reproduce = fmt::format("ppspec run --backend gpu {}", p.file);
+    GpuRunOptions opts;
+    if (!args.trace.empty()) opts.trace = trace_path(args.trace, p.name, 0, programs.size() > 1);
+    if (args.hang_timeout_s) opts.hang_timeout = static_cast<core::Time>(*args.hang_timeout_s * core::kSec);
+    std::string error;
+    if (!run_on_gpu(p, opts, rec, error)) {
+      err << fmt::format("ppspec: {}: {}\n", p.file, error);
+      return 2;
+    }
+    if (rec.result.verdict != rec.expected)
+      rec.mismatch = fmt::format("GPU verdict {}, expected {}", core::to_string(rec.result.verdict), core::to_string(rec.expected));
+    rec.ok = rec.mismatch.empty();
+    if (!rec.ok) ++failures;
+    if (args.json)
+      all.push_back(to_json(rec));
+    else
+      out << format_text(rec) << std::flush;
+  }
+  if (args.json) out << all.dump(2) << '\n';
+  return failures == 0 ? 0 : 1;
+}
+
 }  // namespace
 
 int run_command(const RunArgs& args, std::ostream& out, std::ostream& err) {
@@ -77,6 +114,11 @@ int run_command(const RunArgs& args, std::ostream& out, std::ostream& err) {
   }
   if (bad) return 2;
 
+  if (args.backend == "gpu") return run_gpu(programs, args, out, err);
+  if (args.backend != "sim") {
+    err << fmt::format("ppspec: --backend '{}': expected sim or gpu\n", args.backend);
+    return 2;
+  }
   size_t total_runs = 0;
   for (const auto& p : programs) total_runs += args.seeds.value_or(p.explore.seeds);
   const bool many = total_runs > 1;

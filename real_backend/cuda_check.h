@@ -1,0 +1,52 @@
+// CUDA, driver, NVRTC and NCCL errors become exceptions that say what failed and where.
+#pragma once
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include <nccl.h>
+#include <nvrtc.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "real_backend/dynamic_apis.h"
+
+namespace ppspec::real {
+
+class CudaError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+[[noreturn]] void throw_cuda(const char* what, const char* call, const char* file, int line);
+
+}  // namespace ppspec::real
+
+#define PPSPEC_CUDA(call)                                                                               \
+  do {                                                                                                  \
+    const cudaError_t ppspec_e = (call);                                                                \
+    if (ppspec_e != cudaSuccess) ::ppspec::real::throw_cuda(cudaGetErrorString(ppspec_e), #call, __FILE__, __LINE__); \
+  } while (0)
+
+#define PPSPEC_CU(call)                                                           \
+  do {                                                                            \
+    const CUresult ppspec_e = (call);                                             \
+    if (ppspec_e != CUDA_SUCCESS) {                                               \
+      const char* ppspec_s = "unknown driver error";                              \
+      ::ppspec::real::driver().GetErrorString(ppspec_e, &ppspec_s);               \
+      ::ppspec::real::throw_cuda(ppspec_s, #call, __FILE__, __LINE__);            \
+    }                                                                             \
+  } while (0)
+
+#define PPSPEC_NCCL(call)                                                                                   \
+  do {                                                                                                      \
+    const ncclResult_t ppspec_e = (call);                                                                   \
+    if (ppspec_e != ncclSuccess) ::ppspec::real::throw_cuda(ncclGetErrorString(ppspec_e), #call, __FILE__, __LINE__); \
+  } while (0)
+
+#define PPSPEC_NVRTC(call)                                                                     \
+  do {                                                                                         \
+    const nvrtcResult ppspec_e = (call);                                                       \
+    if (ppspec_e != NVRTC_SUCCESS)                                                             \
+      ::ppspec::real::throw_cuda(::ppspec::real::nvrtc().GetErrorString(ppspec_e), #call, __FILE__, __LINE__); \
+  } while (0)

@@ -1,0 +1,151 @@
+#include "real_backend/real_communicator.h"
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <atomic>
+#include <fmt/format.h>
+#include <stdexcept>
+
+#include "real_backend/cuda_check.h"
+#include "real_backend/real_device.h"
+#include "real_backend/real_runtime.h"
+
+namespace ppspec::real {
+namespace {
+
+ncclDataType_t nccl_type(core::Dtype d) {
+  switch (d) {
+    case core::Dtype::i8: return ncclInt8;
+    case core::Dtype::u8: return ncclUint8;
+    case core::Dtype::i32: return ncclInt32;
+    case core::Dtype::u32: return ncclUint32;
+    case core::Dtype::i64: return ncclInt64;
+    case core::Dtype::u64: return ncclUint64;
+    case core::Dtype::f16: return ncclFloat16;
+    case core::Dtype::bf16: return ncclBfloat16;
+    case core::Dtype::f32: return ncclFloat32;
+    case core::Dtype::f64: return ncclFloat64;
+  }
+  return ncclUint8;
+}
+
+std::atomic<int64_t> g_next_op_id{0};
+
+ncclComm_t as_comm(void* c) { return static_cast<ncclComm_t>(c); }
+cudaStream_t as_stream(void* s) { return static_cast<cudaStream_t>(s); }
+
+}  // namespace
+
+RealCommunicator::RealCommunicator(RealRuntime& rt, RealDevice& dev, std::string name, std::vector<core::RankId> members,
+                                   int crank, void* nccl_comm)
+    : rt_(rt), dev_(dev), name_(std::move(name)), members_(std::move(members)), crank_(crank), comm_(nccl_comm) {}
+
+// Communicators are not destroyed: ncclCommDestroy waits for outstanding work, and a run that
+// hung ends the process with _exit instead.
+RealCommunicator::~RealCommunicator() = default;
+
+int64_t RealCommunicator::next_cseq(core::OpKind kind, int peer) {
+  if (!core::is_p2p(kind)) return collectives_++;
+  return p2p_[{peer, kind == core::OpKind::send ? 0 : 1}]++;
+}
+
+TrackedOp* RealCommunicator::track(core::OpKind kind, const core::Buffer& buf, int peer, core::Stream s, core::Label label) {
+  core::OpDesc desc;
+  desc.kind = kind;
+  desc.dtype = buf.dtype();
+  desc.count = buf.count();
+  desc.peer = peer >= 0 ? members_.at(static_cast<size_t>(peer)) : -1;
+  desc.label = label;
+  if (std::vector<CapturedOp>* cap = dev_.capture_of(s)) {
+    // R9: captured, not posted; each launch of the graph posts it.
+    cap->push_back(CapturedOp{this, desc, std::string(label.name), peer});
+    return nullptr;
+  }
+  auto op = std::make_unique<TrackedOp>();
+  op->op_id = g_next_op_id++;
+  op->rank = dev_.rank();
+  op->comm = name_;
+  op->actor = dev_.full_name(s);
+  op->label = std::string(label.name);
+  op->origin = std::string(rt_.call_site());
+  op->desc = desc;
+  op->cseq = next_cseq(kind, peer);
+  return rt_.tracker().add(std::move(op));
+}
+
+void RealCommunicator::finish(TrackedOp* op, core::Stream s) {
+  if (op == nullptr) return;
+  void* st = dev_.cuda_stream(s);
+  RealRuntime::GroupState& g = rt_.group_state();
+  if (g.depth > 0) {
+    g.ops.emplace_back(op, st);  // no stream operation may follow until group_end
+    return;
+  }
+  auto done = std::make_shared<CompletionEvent>();
+  cudaEvent_t ev;
+  PPSPEC_CUDA(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+  PPSPEC_CUDA(cudaEventRecord(ev, as_stream(st)));
+  done->event = ev;
+  done->rank = dev_.rank();
+  rt_.tracker().attach({op}, done);
+}
+
+void RealCommunicator::post_replayed(const CapturedOp& c, core::Stream s, std::vector<TrackedOp*>& out) {
+  auto op = std::make_unique<TrackedOp>();
+  op->op_id = g_next_op_id++;
+  op->rank = dev_.rank();
+  op->comm = name_;
+  op->actor = dev_.full_name(s);
+  op->label = c.label;
+  op->origin = std::string(rt_.call_site());
+  op->desc = c.desc;
+  op->desc.captured = true;
+  op->cseq = next_cseq(c.desc.kind, c.peer);
+  out.push_back(rt_.tracker().add(std::move(op)));
+}
+
+void RealCommunicator::send(const core::Buffer& buf, int peer, core::Stream s, core::Label label) {
+  RealRuntime::CallScope scope(rt_, fmt::format("ncclSend to rank{} on '{}'", global_rank(peer), name_));
+  TrackedOp* op = track(core::OpKind::send, buf, peer, s, label);
+  PPSPEC_NCCL(ncclSend(buf.data(), static_cast<size_t>(buf.count()), nccl_type(buf.dtype()), peer, as_comm(comm_),
+                       as_stream(dev_.cuda_stream(s))));
+  finish(op, s);
+}
+
+void RealCommunicator::recv(const core::Buffer& buf, int peer, core::Stream s, core::Label label) {
+  RealRuntime::CallScope scope(rt_, fmt::format("ncclRecv from rank{} on '{}'", global_rank(peer), name_));
+  TrackedOp* op = track(core::OpKind::recv, buf, peer, s, label);
+  PPSPEC_NCCL(ncclRecv(buf.data(), static_cast<size_t>(buf.count()), nccl_type(buf.dtype()), peer, as_comm(comm_),
+                       as_stream(dev_.cuda_stream(s))));
+  finish(op, s);
+}
+
+void RealCommunicator::broadcast(const core::Buffer& buf, int root, core::Stream s, core::Label label) {
+  RealRuntime::CallScope scope(rt_, fmt::format("ncclBroadcast root rank{} on '{}'", global_rank(root), name_));
+  TrackedOp* op = track(core::OpKind::broadcast, buf, root, s, label);
+  PPSPEC_NCCL(ncclBroadcast(buf.data(), buf.data(), static_cast<size_t>(buf.count()), nccl_type(buf.dtype()), root,
+                            as_comm(comm_), as_stream(dev_.cuda_stream(s))));
+  finish(op, s);
+}
+
+void RealCommunicator::all_reduce(const core::Buffer& buf, core::ReduceOp, core::Stream s, core::Label label) {
+  RealRuntime::CallScope scope(rt_, fmt::format("ncclAllReduce on '{}'", name_));
+  TrackedOp* op = track(core::OpKind::all_reduce, buf, -1, s, label);
+  PPSPEC_NCCL(ncclAllReduce(buf.data(), buf.data(), static_cast<size_t>(buf.count()), nccl_type(buf.dtype()), ncclSum,
+                            as_comm(comm_), as_stream(dev_.cuda_stream(s))));
+  finish(op, s);
+}
+
+void RealCommunicator::all_gather(const core::Buffer& send, const core::Buffer& recv, core::Stream s, core::Label label) {
+  if (recv.count() < send.count() * size())
+    throw std::invalid_argument(fmt::format("all_gather on '{}': receive buffer holds {} elements, needs {}", name_,
+                                            recv.count(), send.count() * size()));
+  RealRuntime::CallScope scope(rt_, fmt::format("ncclAllGather on '{}'", name_));
+  TrackedOp* op = track(core::OpKind::all_gather, send, -1, s, label);
+  PPSPEC_NCCL(ncclAllGather(send.data(), recv.data(), static_cast<size_t>(send.count()), nccl_type(send.dtype()),
+                            as_comm(comm_), as_stream(dev_.cuda_stream(s))));
+  finish(op, s);
+}
+
+}  // namespace ppspec::real

@@ -1,0 +1,92 @@
+// One GPU: non-blocking streams, events, cudaMalloc'd buffers, kernel launch under the three
+// module-loading modes, persistent flag kernels, and CUDA-graph capture and replay.
+#pragma once
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/runtime.h"
+
+namespace ppspec::real {
+
+class RealRuntime;
+class RealCommunicator;
+
+// A communication operation captured into a graph: posted anew by every launch (R9).
+struct CapturedOp {
+  RealCommunicator* comm = nullptr;
+  core::OpDesc desc;
+  std::string label;
+  int peer = -1;  // comm rank
+};
+
+class RealDevice final : public core::Device {
+ public:
+  RealDevice(RealRuntime& rt, core::RankId rank);
+  ~RealDevice() override;
+
+  core::RankId rank() const override { return rank_; }
+  core::ModuleLoading module_loading() const override;
+  core::Stream stream(std::string_view name) override;
+  std::string_view stream_name(core::Stream s) const override;
+  core::Buffer alloc(core::Dtype dtype, core::Shape shape, std::string_view name) override;
+  void launch(core::Stream s, const core::KernelLaunch& k) override;
+  void preload(core::KernelRef k) override;
+  void memcpy(core::Stream s, const core::Buffer& dst, const core::Buffer& src) override;
+  void memset(core::Stream s, const core::Buffer& dst, uint8_t value) override;
+  void wait_flag(core::Stream s, std::string_view flag) override;
+  void set_flag(core::Stream s, std::string_view flag) override;
+  core::DeviceEvent event(std::string_view name) override;
+  void record(core::DeviceEvent e, core::Stream s) override;
+  void stream_wait(core::Stream s, core::DeviceEvent e) override;
+  void event_sync(core::DeviceEvent e) override;
+  void stream_sync(core::Stream s) override;
+  void device_sync() override;
+  void capture_begin(core::Stream s) override;
+  core::Graph capture_end(core::Stream s) override;
+  void graph_launch(core::Graph g, core::Stream s) override;
+
+  // ---- backend internals ----
+  void* cuda_stream(core::Stream s) const;  // cudaStream_t
+  std::string full_name(core::Stream s) const;
+  // Non-null while the stream captures: communication operations are recorded there, not posted.
+  std::vector<CapturedOp>* capture_of(core::Stream s);
+
+ private:
+  struct StreamRec {
+    std::string name;
+    void* handle = nullptr;  // cudaStream_t
+    bool capturing = false;
+    std::vector<CapturedOp> captured;
+  };
+  struct GraphRec {
+    void* exec = nullptr;  // cudaGraphExec_t
+    std::vector<CapturedOp> comm_ops;
+  };
+  struct JitKernel {
+    void* module = nullptr;    // CUmodule
+    void* function = nullptr;  // CUfunction
+  };
+  const StreamRec& stream_rec(core::Stream s) const;
+  StreamRec& stream_rec(core::Stream s);
+  int* flag_ptr(std::string_view name);
+  const JitKernel& jit_kernel(core::KernelRef k);  // compiles and loads at first use
+  int busy_slot(core::KernelRef k);
+
+  RealRuntime& rt_;
+  core::RankId rank_;
+  mutable std::mutex mu_;  // guards the tables below, never held across a blocking CUDA call
+  std::deque<StreamRec> streams_;  // deque: references stay valid as streams are added
+  std::vector<std::pair<std::string, void*>> events_;  // cudaEvent_t
+  std::vector<std::pair<std::string, int*>> flags_;
+  std::vector<GraphRec> graphs_;
+  std::map<std::string, JitKernel> jit_;
+  std::vector<void*> allocations_;
+  int* one_ = nullptr;  // pinned host word holding 1, the source of set_flag's copy
+};
+
+}  // namespace ppspec::real

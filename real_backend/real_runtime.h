@@ -1,0 +1,133 @@
+// The real implementation of the runtime interface (DESIGN §4): one std::thread per actor, CUDA
+// devices, NCCL communicators, and a watchdog that turns a hang into a per-rank dump and ends the
+// process promptly instead of a 10-minute NCCL timeout.
+#pragma once
+
+#include <any>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/runtime.h"
+#include "real_backend/op_tracker.h"
+
+namespace ppspec::real {
+
+class RealDevice;
+class RealCommunicator;
+
+struct RealConfig {
+  // Lazy vs eager is CUDA_MODULE_LOADING, fixed when CUDA initialises (the CLI sets it for its
+  // child process); jit compiles kernels with NVRTC at first use and loads them with cuModuleLoadData.
+  core::ModuleLoading module_loading = core::ModuleLoading::lazy;
+  core::Time hang_timeout = 20 * core::kSec;
+  // Called by the watchdog on a hang with the dump (op_pending, actor_blocked events, already
+  // published); the process then ends with _exit(0) without waiting for the GPUs.
+  std::function<void(const std::vector<core::Event>& dump)> on_hang;
+  // Called when an actor throws (a CUDA or NCCL error); the process then ends with _exit(3).
+  std::function<void(const std::string& error)> on_error;
+};
+
+// What each host thread is doing, for the hang dump.
+struct ActorState {
+  std::string name;
+  core::RankId rank = -1;
+  bool running = false;
+  std::string call;       // the runtime call it is inside, empty when none
+  core::Time call_since = 0;
+};
+
+class RealRuntime final : public core::Runtime {
+ public:
+  // Throws std::runtime_error when this machine has fewer GPUs than ranks.
+  RealRuntime(int num_ranks, RealConfig config);
+  ~RealRuntime() override;
+
+  int num_ranks() const override { return static_cast<int>(devices_.size()); }
+  core::Device& device(core::RankId r) override;
+  void declare_comm(std::string_view name, std::span<const core::RankId> members) override;
+  core::Communicator& comm_init(std::string_view name, core::RankId me) override;
+  void group_start() override;
+  void group_end() override;
+  core::HostChannel& channel(std::string_view name) override;
+  void spawn(core::ActorSpec spec, std::function<void()> body) override;
+  void sleep(core::Time d) override;
+  core::Time now() const override;
+  core::EventBus& events() override { return bus_; }
+  void set_call_site(std::string_view where) override;
+  core::RunResult run() override;
+
+  // ---- backend internals ----
+  const RealConfig& config() const { return config_; }
+  RealDevice& device_impl(core::RankId r);
+  OpTracker& tracker() { return tracker_; }
+  void publish(core::Event& e);  // thread-safe
+  void progress();               // something completed: the watchdog's clock restarts
+  std::string_view call_site() const;
+
+  // RAII: the calling actor is inside `what` (shown in the hang dump); its end is progress.
+  class CallScope {
+   public:
+    CallScope(RealRuntime& rt, std::string what);
+    ~CallScope();
+    CallScope(const CallScope&) = delete;
+    CallScope& operator=(const CallScope&) = delete;
+
+   private:
+    RealRuntime& rt_;
+  };
+
+  // Operations posted inside the calling thread's open NCCL group, completed at group_end.
+  struct GroupState {
+    int depth = 0;
+    std::vector<std::pair<TrackedOp*, void*>> ops;  // with their cudaStream_t
+  };
+  GroupState& group_state();
+
+ private:
+  void watchdog();
+  [[noreturn]] void hang();
+
+  RealConfig config_;
+  std::chrono::steady_clock::time_point start_;
+  core::EventBus bus_;
+  std::mutex bus_mu_;
+  OpTracker tracker_;
+  std::vector<std::unique_ptr<RealDevice>> devices_;
+
+  struct CommGroup {
+    std::vector<core::RankId> members;
+    std::array<char, 128> unique_id{};
+    std::vector<std::unique_ptr<RealCommunicator>> handles;  // by comm rank, made by comm_init
+  };
+  std::map<std::string, CommGroup, std::less<>> comms_;
+  std::mutex comms_mu_;
+
+  struct Actor {
+    core::ActorSpec spec;
+    std::function<void()> body;
+    ActorState state;
+  };
+  std::deque<Actor> actors_;
+  mutable std::mutex actors_mu_;
+  std::vector<std::thread> threads_;
+
+  class Channel;
+  std::map<std::string, std::unique_ptr<Channel>, std::less<>> channels_;
+  std::mutex channels_mu_;
+
+  std::atomic<int64_t> last_progress_{0};
+  std::atomic<bool> stop_watchdog_{false};
+  std::thread watchdog_;
+  std::deque<std::string> dump_strings_;
+};
+
+}  // namespace ppspec::real

@@ -1,0 +1,142 @@
+// Tests on real GPUs (ctest label `gpu`). Each skips cleanly when this machine has fewer GPUs than
+// it needs; on a machine without GPUs every one of them skips.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "loader/program_loader.h"
+#include "tools/gpu_backend.h"
+#include "traces/trace_reader.h"
+#include "verify/trace_check.h"
+
+namespace ppspec::testing {
+namespace {
+
+// Built here, run on a GPU machine: the paths can be given there.
+std::string env_or(const char* name, const char* fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? v : fallback;
+}
+const std::string kScenarios = env_or("PPSPEC_SOURCE_DIR", PPSPEC_SOURCE_DIR) + "/scenarios/programs/";
+
+int gpus() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) return 0;
+  return n;
+}
+
+#define NEED_GPUS(n)                                                                     \
+  do {                                                                                   \
+    if (gpus() < (n)) GTEST_SKIP() << "needs " << (n) << " GPU(s); this machine has " << gpus(); \
+  } while (0)
+
+struct GpuRun {
+  bool ran = false;
+  std::string error;
+  tools::RunRecord rec;
+};
+
+GpuRun run(const std::string& name, double hang_timeout_s = 5, const std::string& trace = "") {
+  setenv("PPSPEC_EXE", env_or("PPSPEC_EXE", PPSPEC_BINARY).c_str(), 1);
+  GpuRun g;
+  const program::Program p = loader::load_program_file(kScenarios + name);
+  tools::GpuRunOptions o;
+  o.hang_timeout = static_cast<core::Time>(hang_timeout_s * core::kSec);
+  o.trace = trace;
+  g.ran = tools::run_on_gpu(p, o, g.rec, g.error);
+  return g;
+}
+
+std::string text(const core::Finding& f) {
+  std::string s = f.summary + "\n";
+  for (const auto& d : f.details) s += d + "\n";
+  return s;
+}
+
+TEST(Gpu, OneGpu_PreloadedAndEagerPersistentKernelsComplete) {
+  NEED_GPUS(1);
+  for (const char* name : {"persistent_kernel_preloaded.toml", "persistent_kernel_eager.toml"}) {
+    GpuRun g = run(name);
+    ASSERT_TRUE(g.ran) << name << ": " << g.error;
+    EXPECT_EQ(g.rec.result.verdict, core::Verdict::pass) << name;
+  }
+}
+
+TEST(Gpu, OneGpu_LazyAndJitLoadsBehindThePersistentKernelHang) {
+  NEED_GPUS(1);
+  for (const char* name : {"persistent_kernel_lazy_deadlock.toml", "persistent_kernel_jit_deadlock.toml"}) {
+    GpuRun g = run(name, 3);
+    ASSERT_TRUE(g.ran) << name << ": " << g.error;
+    ASSERT_EQ(g.rec.result.verdict, core::Verdict::hang) << name;
+    const std::string dump = text(g.rec.result.findings.front());
+    EXPECT_NE(dump.find("rank0.host"), std::string::npos) << dump;
+    EXPECT_NE(dump.find("launch"), std::string::npos) << "the host is stuck in the launch (module load)\n" << dump;
+    EXPECT_NE(dump.find("set_flag"), std::string::npos) << "the copier is stuck behind the context lock\n" << dump;
+    EXPECT_LT(g.rec.wall_ms, 3000 + 15000) << "the watchdog ends the run promptly";
+  }
+}
+
+TEST(Gpu, OneGpu_SingleRankGraphEventsAndNcclPass) {
+  NEED_GPUS(1);
+  const auto trace = (std::filesystem::temp_directory_path() / "ppspec_gpu_single_rank.jsonl").string();
+  GpuRun g = run("single_rank_graph.toml", 10, trace);
+  ASSERT_TRUE(g.ran) << g.error;
+  EXPECT_EQ(g.rec.result.verdict, core::Verdict::pass);
+  const traces::Trace t = traces::read_trace(trace);
+  EXPECT_EQ(t.header.value("backend", ""), "gpu");
+  int completed = 0;
+  for (const auto& e : t.events) completed += e.kind == core::EventKind::op_completed;
+  EXPECT_EQ(completed, 4) << "one all-reduce and three replayed ones complete";
+  EXPECT_EQ(verify::check_trace(t).verdict, core::Verdict::pass);
+}
+
+TEST(Gpu, TooFewGpusIsAClearError) {
+  if (gpus() >= 2) GTEST_SKIP() << "this machine has enough GPUs for every scenario";
+  NEED_GPUS(1);
+  GpuRun g = run("lazy_load_deadlock.toml");
+  EXPECT_FALSE(g.ran);
+  EXPECT_NE(g.error.find("needs one GPU per rank"), std::string::npos) << g.error;
+}
+
+TEST(Gpu, TwoGpus_LazyAndJitLoadsHangWithADumpOfBothRanks) {
+  NEED_GPUS(2);
+  for (const char* name : {"lazy_load_deadlock.toml", "jit_load_deadlock.toml"}) {
+    GpuRun g = run(name, 5);
+    ASSERT_TRUE(g.ran) << g.error;
+    ASSERT_EQ(g.rec.result.verdict, core::Verdict::hang) << name;
+    const core::Finding& f = g.rec.result.findings.front();
+    bool rank0_recv = false;
+    bool rank1_pending = false;
+    for (const auto& s : f.sites) {
+      rank0_recv |= s.rank == 0 && s.comm == "bcast" && s.what.find("recv") != std::string::npos;
+      rank1_pending |= s.rank == 1 && !s.comm.empty();
+    }
+    EXPECT_TRUE(rank0_recv) << text(f);
+    EXPECT_TRUE(rank1_pending) << text(f);
+  }
+}
+
+TEST(Gpu, TwoGpus_PreloadedAndEagerPass) {
+  NEED_GPUS(2);
+  for (const char* name : {"lazy_load_preloaded.toml", "lazy_load_eager.toml"}) {
+    GpuRun g = run(name);
+    ASSERT_TRUE(g.ran) << g.error;
+    EXPECT_EQ(g.rec.result.verdict, core::Verdict::pass) << name;
+  }
+}
+
+TEST(Gpu, TwoGpus_DoublePostTraceIsAMisalignment) {
+  NEED_GPUS(2);
+  const auto trace = (std::filesystem::temp_directory_path() / "ppspec_gpu_double_post.jsonl").string();
+  GpuRun g = run("double_post_broadcast.toml", 5, trace);
+  ASSERT_TRUE(g.ran) << g.error;
+  const core::RunResult checked = verify::check_trace(traces::read_trace(trace));
+  ASSERT_EQ(checked.verdict, core::Verdict::fifo_misalignment);
+  EXPECT_EQ(checked.findings.front().kind, "collective-mismatch");
+}
+
+}  // namespace
+}  // namespace ppspec::testing

@@ -1,0 +1,124 @@
+#include "tools/gpu_backend.h"
+
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+extern char** environ;
+
+namespace ppspec::tools {
+namespace {
+
+core::Finding finding_from_json(const nlohmann::json& j) {
+  core::Finding f;
+  f.verdict = core::parse_verdict(j.value("verdict", std::string("pass"))).value_or(core::Verdict::pass);
+  f.kind = j.value("kind", std::string());
+  f.time = j.value("time_ns", int64_t{0});
+  f.sched_step = j.value("step", uint64_t{0});
+  f.summary = j.value("summary", std::string());
+  for (const auto& d : j.value("details", nlohmann::json::array())) f.details.push_back(d.get<std::string>());
+  for (const auto& s : j.value("sites", nlohmann::json::array()))
+    f.sites.push_back(core::Site{s.value("rank", -1), s.value("actor", std::string()), s.value("comm", std::string()),
+                                 s.value("cseq", int64_t{-1}), s.value("what", std::string()), s.value("origin", std::string())});
+  return f;
+}
+
+std::string self_exe() {
+  // Tests run the ppspec binary as the child, not themselves.
+  if (const char* exe = std::getenv("PPSPEC_EXE"); exe != nullptr && *exe != '\0') return exe;
+  std::error_code ec;
+  const auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string("ppspec") : p.string();
+}
+
+}  // namespace
+
+bool run_on_gpu(const program::Program& p, const GpuRunOptions& opts, RunRecord& rec, std::string& error) {
+  const auto result_path =
+      (std::filesystem::temp_directory_path() / fmt::format("ppspec-gpu-{}-{}.json", getpid(), p.name)).string();
+  std::filesystem::remove(result_path);
+  const core::Time timeout = opts.hang_timeout.value_or(p.hang_timeout);
+  std::vector<std::string> args = {self_exe(), "gpu-child", p.file, "--result", result_path,
+                                   "--hang-timeout", fmt::format("{}", static_cast<double>(timeout) / core::kSec)};
+  if (!opts.trace.empty()) {
+    args.push_back("--trace");
+    args.push_back(opts.trace);
+  }
+  // CUDA reads CUDA_MODULE_LOADING once, when it starts: hence a child per scenario.
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string_view kv(*e);
+    if (kv.rfind("CUDA_MODULE_LOADING=", 0) == 0 || kv.rfind("NCCL_NVLS_ENABLE=", 0) == 0) continue;
+    env.emplace_back(kv);
+  }
+  env.push_back(fmt::format("CUDA_MODULE_LOADING={}", p.config.module_loading == core::ModuleLoading::eager ? "EAGER" : "LAZY"));
+  env.push_back("NCCL_NVLS_ENABLE=0");  // NVLink multicast can take shared GPUs out of service
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::vector<char*> envp;
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+
+  const auto t0 = std::chrono::steady_clock::now();
+  pid_t pid = 0;
+  if (posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), envp.data()) != 0) {
+    error = fmt::format("cannot start {}", argv[0]);
+    return false;
+  }
+  // The child's watchdog ends a hang; this deadline only guards against a stuck watchdog.
+  const auto deadline = t0 + std::chrono::nanoseconds(timeout) + std::chrono::seconds(120);
+  int status = 0;
+  for (;;) {
+    const pid_t w = waitpid(pid, &status, WNOHANG);
+    if (w == pid) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      error = "the GPU run outlived its watchdog by 120 s and was killed";
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  rec.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  std::ifstream in(result_path);
+  if (!in) {
+    error = fmt::format("the GPU run ended ({}) without a result",
+                        WIFEXITED(status) ? fmt::format("exit {}", WEXITSTATUS(status))
+                                          : fmt::format("signal {}", WTERMSIG(status)));
+    return false;
+  }
+  nlohmann::json j;
+  try {
+    in >> j;
+  } catch (const nlohmann::json::exception& e) {
+    error = fmt::format("unreadable GPU result: {}", e.what());
+    return false;
+  }
+  std::filesystem::remove(result_path);
+  if (j.contains("error")) {
+    error = j.at("error").get<std::string>();
+    return false;
+  }
+  core::RunResult& r = rec.result;
+  r.verdict = core::parse_verdict(j.value("verdict", std::string("pass"))).value_or(core::Verdict::pass);
+  for (const auto& f : j.value("findings", nlohmann::json::array())) r.findings.push_back(finding_from_json(f));
+  for (const auto& f : j.value("notes", nlohmann::json::array())) r.notes.push_back(finding_from_json(f));
+  r.stats.sim_time = j.value("wall_ns", int64_t{0});
+  r.stats.ops_posted = j.value("ops_posted", uint64_t{0});
+  r.stats.pairs = j.value("pairs", uint64_t{0});
+  r.stats.events = j.value("events", uint64_t{0});
+  return true;
+}
+
+}  // namespace ppspec::tools

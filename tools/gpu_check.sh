@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# The whole GPU check, on a machine with NVIDIA GPUs, from the repository root:
+#   PPSPEC_BIN=<folder with ppspec and ppspec_gpu_tests> OUT=<results folder> tools/gpu_check.sh
+# Binaries come from the `gpu` preset (cmake --preset gpu && cmake --build --preset gpu) built on
+# the development machine: static Boost, header-only fmt and toml++, static cudart; NCCL (and, for
+# JIT scenarios, NVRTC) are taken from this machine (its Python environment ships both).
+# Runs every program scenario that fits this machine's GPUs on the real backend (one child process
+# each), the GPU tests, the round-trip latency (2 GPUs), and checks every recorded trace.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BIN=${PPSPEC_BIN:-build/gpu/tools}
+TESTS=${PPSPEC_TESTS:-${PPSPEC_BIN:-build/gpu/tests}}
+OUT=${OUT:-gpu-results}
+HANG=${HANG_TIMEOUT:-5}
+mkdir -p "$OUT/traces"
+export NCCL_NVLS_ENABLE=0  # never NVLink multicast on shared GPUs
+libdir() { python3 -c "import $1, os; print(os.path.join(os.path.dirname($1.__file__), 'lib'))" 2>/dev/null; }
+export LD_LIBRARY_PATH="$(libdir nvidia.nccl):$(libdir nvidia.cuda_nvrtc):/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+export PPSPEC_EXE="$PWD/$BIN/ppspec" PPSPEC_SOURCE_DIR="$PWD"
+
+{
+  nvidia-smi -L
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1
+  echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+} > "$OUT/machine.txt" 2>&1
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+fits=()
+for f in scenarios/programs/*.toml; do
+  ranks=$(grep -m1 -E '^ranks *=' "$f" | tr -dc '0-9')
+  if [ "$ranks" -le "$gpus" ]; then fits+=("$f"); else echo "skipped (needs $ranks GPUs, have $gpus): $f" >> "$OUT/machine.txt"; fi
+done
+
+# One scenario at a time, so that every scenario gets its own line even when one fails.
+for f in "${fits[@]}"; do
+  name=$(basename "$f" .toml)
+  "$BIN/ppspec" run --backend gpu --hang-timeout "$HANG" --json --trace "$OUT/traces/$name.jsonl" "$f" \
+    > "$OUT/traces/$name.result.json" 2> "$OUT/traces/$name.stderr"
+  echo "$name exit=$?" >> "$OUT/runs.txt"
+done
+for t in "$OUT"/traces/*.jsonl; do "$BIN/ppspec" check "$t"; done > "$OUT/checks.txt" 2>&1
+"$TESTS/ppspec_gpu_tests" > "$OUT/gpu_tests.txt" 2>&1
+"$BIN/ppspec" gpu-latency --iterations 2000 > "$OUT/latency.txt" 2>&1
+# The watchdog's time to a verdict, for two limits.
+for limit in 2 10; do
+  start=$(date +%s.%N)
+  "$BIN/ppspec" run --backend gpu --hang-timeout "$limit" scenarios/programs/persistent_kernel_lazy_deadlock.toml > /dev/null 2>&1
+  end=$(date +%s.%N)
+  echo "hang_timeout=${limit}s: verdict after $(echo "$end - $start" | bc) s (whole ppspec process)" >> "$OUT/watchdog.txt"
+done
+tar -czf "$OUT/traces.tgz" -C "$OUT" traces && rm -rf "$OUT/traces"
+ls -la "$OUT"

@@ -1,0 +1,109 @@
+// The child process of `ppspec run --backend gpu` (see gpu_backend.h). Built only with the real backend.
+#include <fmt/format.h>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "loader/program_loader.h"
+#include "program/runner.h"
+#include "real_backend/real_runtime.h"
+#include "tools/gpu_backend.h"
+#include "tools/report.h"
+#include "traces/jsonl_writer.h"
+#include "traces/trace_reader.h"
+#include "verify/trace_check.h"
+
+namespace ppspec::tools {
+namespace {
+
+// Every event as its JSON line: the checker reads them back when the run ends or hangs.
+class LineRecorder final : public core::EventSink {
+ public:
+  void on_event(const core::Event& e) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    lines_.push_back(core::to_json(e));
+  }
+  std::vector<std::string> snapshot() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return lines_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::string> lines_;
+};
+
+void write_result(const std::string& path, const nlohmann::json& j) {
+  std::ofstream out(path + ".tmp");
+  out << j.dump(2) << '\n';
+  out.close();
+  std::rename((path + ".tmp").c_str(), path.c_str());
+}
+
+nlohmann::json result_json(const core::RunResult& checked, core::Time wall, uint64_t ops) {
+  nlohmann::json findings = nlohmann::json::array();
+  for (const auto& f : checked.findings) findings.push_back(to_json(f));
+  return {{"verdict", core::to_string(checked.verdict)}, {"findings", findings}, {"notes", nlohmann::json::array()},
+          {"wall_ns", wall},                              {"ops_posted", ops},   {"pairs", checked.stats.pairs},
+          {"events", checked.stats.events}};
+}
+
+}  // namespace
+
+bool gpu_backend_built() { return true; }
+
+int gpu_child_main(const GpuChildArgs& args) {
+  program::Program p;
+  try {
+    p = loader::load_program_file(args.file);
+  } catch (const core::InputError& e) {
+    write_result(args.result, {{"error", e.what()}});
+    return 0;
+  }
+  LineRecorder recorder;
+  std::unique_ptr<traces::JsonlWriter> writer;
+  const traces::TraceHeader header{p.name, p.file, 0, "hardware", "gpu"};
+  if (!args.trace.empty()) writer = std::make_unique<traces::JsonlWriter>(args.trace, header);
+  std::mutex finish_mu;
+  auto check = [&]() {
+    std::vector<std::string> lines = recorder.snapshot();
+    lines.insert(lines.begin(), traces::header_json(header));
+    return verify::check_trace(traces::read_trace_lines(lines, args.file));
+  };
+
+  real::RealConfig cfg;
+  cfg.module_loading = p.config.module_loading;
+  cfg.hang_timeout = args.hang_timeout_s > 0 ? static_cast<core::Time>(args.hang_timeout_s * core::kSec) : p.hang_timeout;
+  std::unique_ptr<real::RealRuntime> rt;
+  cfg.on_hang = [&](const std::vector<core::Event>&) {
+    std::lock_guard<std::mutex> lock(finish_mu);
+    const core::RunResult r = check();
+    if (writer) {
+      core::RunResult ended = r;
+      writer->finish(ended);
+    }
+    write_result(args.result, result_json(r, rt->now(), rt->tracker().posted()));
+  };
+  cfg.on_error = [&](const std::string& error) {
+    std::lock_guard<std::mutex> lock(finish_mu);
+    write_result(args.result, {{"error", error}});
+  };
+  try {
+    rt = std::make_unique<real::RealRuntime>(p.num_ranks, cfg);
+    if (writer) rt->events().subscribe(writer.get());
+    rt->events().subscribe(&recorder);
+    program::install(p, *rt);
+    const core::RunResult ran = rt->run();
+    std::lock_guard<std::mutex> lock(finish_mu);
+    const core::RunResult r = check();
+    if (writer) writer->finish(r);
+    write_result(args.result, result_json(r, ran.stats.sim_time, ran.stats.ops_posted));
+  } catch (const std::exception& e) {
+    write_result(args.result, {{"error", e.what()}});
+  }
+  return 0;
+}
+
+}  // namespace ppspec::tools
