@@ -18,6 +18,11 @@ TrackedOp* OpTracker::add(std::unique_ptr<TrackedOp> op) {
   op->desc.label.name = op->label;
   op->posted_at = rt_.now();
   TrackedOp* raw = op.get();
+  if (!raw->kernel.empty()) {  // kernel_launched was published by the launch itself
+    std::lock_guard<std::mutex> lock(mu_);
+    pending_.at(static_cast<size_t>(raw->rank)).push_back(std::move(op));
+    return raw;
+  }
   core::Event e;
   e.t = raw->posted_at;
   e.kind = core::EventKind::op_posted;
@@ -92,9 +97,16 @@ void OpTracker::poll(core::RankId rank) {
       for (const auto& op : done) {
         core::Event e;
         e.t = rt_.now();
-        e.kind = core::EventKind::op_completed;
         e.rank = op->rank;
         e.actor = op->actor;
+        if (!op->kernel.empty()) {
+          e.kind = core::EventKind::kernel_completed;
+          e.kernel = op->kernel;
+          e.text = op->label;
+          rt_.publish(e);
+          continue;
+        }
+        e.kind = core::EventKind::op_completed;
         e.comm = op->comm;
         e.op_id = op->op_id;
         e.cseq = op->cseq;
@@ -119,13 +131,19 @@ std::vector<core::Event> OpTracker::pending_events(core::Time now, std::deque<st
       e.rank = op->rank;
       e.actor = storage.emplace_back(op->actor);
       e.comm = storage.emplace_back(op->comm);
+      e.value = now - op->posted_at;
+      e.text = storage.emplace_back(op->origin);
+      if (!op->kernel.empty()) {
+        e.kernel = storage.emplace_back(op->kernel);
+        e.spec = storage.emplace_back(op->label);
+        out.push_back(e);
+        continue;
+      }
       e.op_id = op->op_id;
       e.cseq = op->cseq;
       e.has_op = true;
       e.op = op->desc;
       e.op.label.name = storage.emplace_back(op->label);
-      e.text = storage.emplace_back(op->origin);
-      e.value = now - op->posted_at;
       out.push_back(e);
     }
   }

@@ -26,7 +26,10 @@ struct CompletionEvent {
   ~CompletionEvent();
 };
 
+// A communication operation, or a persistent kernel (wait_flag) whose never-ending run a hang dump
+// must show.
 struct TrackedOp {
+  std::string kernel;  // non-empty for a tracked kernel, which has no `desc`
   int64_t op_id = -1;
   core::RankId rank = -1;
   std::string comm;

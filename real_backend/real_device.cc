@@ -9,6 +9,7 @@
 
 #include "kernels/program_kernels.h"
 #include "real_backend/cuda_check.h"
+#include "real_backend/op_tracker.h"
 #include "real_backend/real_communicator.h"
 #include "real_backend/real_runtime.h"
 
@@ -218,6 +219,21 @@ void RealDevice::wait_flag(core::Stream s, std::string_view flag) {
   RealRuntime::CallScope scope(rt_, fmt::format("launch wait_flag('{}') on {}", flag, full_name(s)));
   kernels::launch_wait_flag(p, cuda_stream(s));
   PPSPEC_CUDA(cudaGetLastError());
+  // A persistent kernel: tracked until it ends, so that a hang dump shows it spinning.
+  auto op = std::make_unique<TrackedOp>();
+  op->kernel = "wait_flag";
+  op->label = std::string(flag);
+  op->rank = rank_;
+  op->actor = full_name(s);
+  op->origin = std::string(rt_.call_site());
+  TrackedOp* raw = rt_.tracker().add(std::move(op));
+  auto done = std::make_shared<CompletionEvent>();
+  cudaEvent_t ev;
+  PPSPEC_CUDA(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+  PPSPEC_CUDA(cudaEventRecord(ev, as_stream(cuda_stream(s))));
+  done->event = ev;
+  done->rank = rank_;
+  rt_.tracker().attach({raw}, done);
 }
 
 void RealDevice::set_flag(core::Stream s, std::string_view flag) {

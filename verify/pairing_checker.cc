@@ -16,6 +16,7 @@ core::PostedOp PairingChecker::posted(const Rec& r) const {
 }
 
 void PairingChecker::on_event(const core::Event& e) {
+  if (e.kind == core::EventKind::comm_init) ++members_[std::string(e.comm)];
   if (e.kind != core::EventKind::op_posted || !e.has_op) return;
   const std::string comm(e.comm);
   if (core::is_p2p(e.op.kind)) {
@@ -38,6 +39,7 @@ void PairingChecker::on_event(const core::Event& e) {
     return;
   }
   const auto key = std::make_pair(comm, e.cseq);
+  ++slot_posted_[key];
   auto it = slot_first_.find(key);
   if (it == slot_first_.end()) {
     slot_first_.emplace(key, record(e));
@@ -57,7 +59,21 @@ std::optional<core::Finding> PairingChecker::unmatched() const {
         first = &q.front();
         where = &ch;
       }
-  if (first == nullptr) return std::nullopt;
+  if (first == nullptr) {
+    for (const auto& [key, n] : slot_posted_) {
+      auto m = members_.find(key.first);
+      if (m == members_.end() || n >= m->second) continue;
+      const Rec& r = slot_first_.at(key);
+      core::Finding f;
+      f.verdict = core::Verdict::fifo_misalignment;
+      f.kind = "unmatched";
+      f.summary = fmt::format("collective #{} on '{}' ({}) was posted by {} of its {} members only", key.second, key.first,
+                              core::describe(posted(r).desc), n, m->second);
+      f.sites.push_back(core::Site{r.rank, r.actor, key.first, key.second, core::describe(posted(r).desc), r.origin});
+      return f;
+    }
+    return std::nullopt;
+  }
   const bool is_send = first->desc.kind == core::OpKind::send;
   const core::RankId partner = is_send ? std::get<2>(*where) : std::get<1>(*where);
   core::Finding f;

@@ -22,7 +22,8 @@ class PairingChecker final : public core::EventSink {
 
   // Mismatched pairings, in the order they formed.
   const std::vector<core::Finding>& mismatches() const { return mismatches_; }
-  // The first p2p operation whose positional partner never came, if any.
+  // The first operation whose positional partner never came (a p2p partner, or a member of a
+  // collective, counted from the comm_init events), if any.
   std::optional<core::Finding> unmatched() const;
   uint64_t pairs() const { return pairs_; }
 
@@ -44,6 +45,8 @@ class PairingChecker final : public core::EventSink {
   std::map<Channel, std::deque<Rec>> recvs_;
   std::map<Channel, int64_t> paired_;
   std::map<std::pair<std::string, int64_t>, Rec> slot_first_;
+  std::map<std::pair<std::string, int64_t>, int> slot_posted_;
+  std::map<std::string, int> members_;  // from comm_init events
   std::vector<core::Finding> mismatches_;
   uint64_t pairs_ = 0;
 };

@@ -15,12 +15,24 @@ core::Finding hang_finding(const std::vector<core::Event>& dump, core::Time time
   std::map<core::RankId, int> pending_by_rank;
   for (const core::Event& e : dump)
     if (e.kind == core::EventKind::op_pending) ++pending_by_rank[e.rank];
+  // Operations first, then kernels, then host threads: what the GPU holds, then who waits.
+  std::vector<core::Event> ordered = dump;
+  std::stable_sort(ordered.begin(), ordered.end(), [](const core::Event& a, const core::Event& b) {
+    auto rank = [](const core::Event& e) { return e.kind == core::EventKind::actor_blocked ? 2 : (e.has_op ? 0 : 1); };
+    return rank(a) < rank(b);
+  });
   std::string ranks;
   for (const auto& [r, n] : pending_by_rank) ranks += fmt::format("{}rank{}: {}", ranks.empty() ? "" : ", ", r, n);
   f.summary = fmt::format("no operation completed for {:.1f} s; posted and not completed: {}",
                           static_cast<double>(timeout) / core::kSec, ranks.empty() ? "none" : ranks);
-  for (const core::Event& e : dump) {
-    if (e.kind == core::EventKind::op_pending) {
+  for (const core::Event& e : ordered) {
+    if (e.kind == core::EventKind::op_pending && !e.has_op) {
+      const std::string what = fmt::format("kernel {}('{}') still running", e.kernel, e.spec);
+      f.details.push_back(fmt::format("rank{} {:<12} {} (launched {:.2f} s ago){}", e.rank, e.actor, what,
+                                      static_cast<double>(e.value) / core::kSec,
+                                      e.text.empty() ? "" : fmt::format(" [{}]", e.text)));
+      f.sites.push_back(core::Site{e.rank, std::string(e.actor), "", -1, what, std::string(e.text)});
+    } else if (e.kind == core::EventKind::op_pending) {
       const std::string what = fmt::format("{} on '{}' #{}", core::describe(e.op), e.comm, e.cseq);
       f.details.push_back(fmt::format("rank{} {:<12} pending {} (posted {:.2f} s ago){}", e.rank, e.actor, what,
                                       static_cast<double>(e.value) / core::kSec,

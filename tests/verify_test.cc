@@ -1,0 +1,100 @@
+// The checker of recorded traces: GPU runs where NCCL noticed nothing, hang dumps, bad files.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+#include <fstream>
+
+#include "core/error.h"
+#include "traces/trace_reader.h"
+#include "verify/trace_check.h"
+
+namespace ppspec::testing {
+namespace {
+
+const std::string kHeader = R"({"ppspec_trace":1,"backend":"gpu","scenario":"t","file":"t.toml","seed":0,"strategy":"hardware"})";
+
+std::string posted(int seq, int rank, const char* op, int peer, const char* label, int count = 8, int cseq = 0) {
+  return fmt::format(R"({{"seq":{},"t":{},"ev":"op_posted","rank":{},"actor":"rank{}.main","comm":"pp","op_id":{},"cseq":{},"op":"{}","dtype":"i64","count":{},"{}":{},"label":"{}"}})",
+                     seq, seq * 1000, rank, rank, seq, cseq, op, count, std::string(op) == "broadcast" ? "root" : "peer",
+                     peer, label);
+}
+
+core::RunResult check(const std::vector<std::string>& lines) {
+  std::vector<std::string> all{kHeader};
+  all.insert(all.end(), lines.begin(), lines.end());
+  return verify::check_trace(traces::read_trace_lines(all, "t.jsonl"));
+}
+
+TEST(Verify, SameSizeSwappedLabelsOnAGpuRunAreAMisalignment) {
+  // Real NCCL completes this run: both messages are 8 x i64. The labels say they crossed.
+  auto r = check({posted(0, 0, "send", 1, "sampled"), posted(1, 0, "send", 1, "drafts", 8, 1),
+                  posted(2, 1, "recv", 0, "drafts"), posted(3, 1, "recv", 0, "sampled", 8, 1),
+                  R"({"seq":4,"t":5000,"ev":"verdict","text":"pass"})"});
+  ASSERT_EQ(r.verdict, core::Verdict::fifo_misalignment);
+  EXPECT_EQ(r.findings.size(), 2u) << "both pairings are wrong";
+  EXPECT_NE(r.findings[0].summary.find("label 'sampled' vs 'drafts'"), std::string::npos) << r.findings[0].summary;
+  EXPECT_TRUE(r.findings[0].involves_rank(0));
+  EXPECT_TRUE(r.findings[0].involves_rank(1));
+}
+
+TEST(Verify, MatchedTraceIsClean) {
+  auto r = check({posted(0, 0, "send", 1, "x"), posted(1, 1, "recv", 0, "x"), posted(2, 0, "broadcast", 1, "b"),
+                  posted(3, 1, "broadcast", 1, "b")});
+  EXPECT_EQ(r.verdict, core::Verdict::pass);
+  EXPECT_EQ(r.stats.pairs, 2u);
+}
+
+TEST(Verify, CollectiveCountMismatchIsFoundBeforeTheHang) {
+  auto r = check({posted(0, 1, "broadcast", 1, "drafts", 10, 2), posted(1, 0, "broadcast", 1, "sampled", 12, 2),
+                  R"({"seq":2,"t":9000,"ev":"op_pending","rank":0,"actor":"rank0.side","comm":"pp","op_id":1,"cseq":2,"op":"broadcast","dtype":"i64","count":12,"root":1,"label":"sampled","value":5000000000})",
+                  R"J({"seq":3,"t":9000,"ev":"actor_blocked","rank":1,"actor":"rank1.host","text":"cudaStreamSynchronize(rank1.side)","value":5000000000})J",
+                  R"({"seq":4,"t":9000,"ev":"verdict","text":"hang","value":5000000000})"});
+  ASSERT_EQ(r.verdict, core::Verdict::fifo_misalignment) << "the earliest finding decides";
+  ASSERT_EQ(r.findings.size(), 2u);
+  EXPECT_EQ(r.findings[1].verdict, core::Verdict::hang);
+  const std::string dump = r.findings[1].summary + r.findings[1].details[0] + r.findings[1].details[1];
+  EXPECT_NE(dump.find("rank0: 1"), std::string::npos) << dump;
+  EXPECT_NE(dump.find("pending broadcast i64[12]"), std::string::npos) << dump;
+  EXPECT_NE(dump.find("inside cudaStreamSynchronize(rank1.side)"), std::string::npos) << dump;
+}
+
+TEST(Verify, UnmatchedSendAtTheEndOfACompletedRun) {
+  auto r = check({posted(0, 0, "send", 1, "x"), posted(1, 1, "recv", 0, "x"), posted(2, 0, "send", 1, "extra", 8, 1)});
+  ASSERT_EQ(r.verdict, core::Verdict::fifo_misalignment);
+  EXPECT_EQ(r.findings[0].kind, "unmatched");
+}
+
+TEST(Verify, MalformedTracesAreInputErrorsWithTheLine) {
+  try {
+    (void)traces::read_trace_lines({kHeader, posted(0, 0, "send", 1, "x"), "{not json"}, "bad.jsonl");
+    FAIL();
+  } catch (const core::InputError& e) {
+    EXPECT_EQ(e.line(), 3);
+  }
+  try {
+    (void)traces::read_trace_lines({posted(0, 0, "send", 1, "x")}, "bad.jsonl");
+    FAIL();
+  } catch (const core::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("trace header"), std::string::npos);
+  }
+  EXPECT_THROW((void)traces::read_trace_lines({kHeader, R"({"seq":0,"t":0,"ev":"teleport"})"}, "bad.jsonl"),
+               core::InputError);
+}
+
+}  // namespace
+}  // namespace ppspec::testing
+
+namespace ppspec::testing {
+namespace {
+
+TEST(Verify, CollectivePostedByOneMemberOnlyIsUnmatched) {
+  auto r = check({R"({"seq":0,"t":0,"ev":"comm_init","rank":0,"comm":"pp"})", R"({"seq":1,"t":0,"ev":"comm_init","rank":1,"comm":"pp"})",
+                  posted(2, 1, "broadcast", 1, "drafts", 8, 0), posted(3, 0, "broadcast", 1, "drafts", 8, 0),
+                  posted(4, 1, "broadcast", 1, "drafts", 8, 1)});
+  ASSERT_EQ(r.verdict, core::Verdict::fifo_misalignment);
+  EXPECT_EQ(r.findings[0].kind, "unmatched");
+  EXPECT_NE(r.findings[0].summary.find("collective #1"), std::string::npos) << r.findings[0].summary;
+}
+
+}  // namespace
+}  // namespace ppspec::testing
