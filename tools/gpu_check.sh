@@ -14,8 +14,9 @@ OUT=${OUT:-gpu-results}
 HANG=${HANG_TIMEOUT:-5}
 mkdir -p "$OUT/traces"
 export NCCL_NVLS_ENABLE=0  # never NVLink multicast on shared GPUs
-libdir() { python3 -c "import $1, os; print(os.path.join(os.path.dirname($1.__file__), 'lib'))" 2>/dev/null; }
-export LD_LIBRARY_PATH="$(libdir nvidia.nccl):$(libdir nvidia.cuda_nvrtc):/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+# nvidia.nccl is a namespace package there: its folder is __path__[0], not dirname(__file__).
+libdir() { python3 -c "import $1 as m, os; print(os.path.join(list(m.__path__)[0], 'lib'))" 2>/dev/null; }
+export LD_LIBRARY_PATH="$(libdir nvidia.nccl):/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 export PPSPEC_EXE="$PWD/$BIN/ppspec" PPSPEC_SOURCE_DIR="$PWD"
 
 {
