@@ -1,0 +1,83 @@
+// The DSpark drafter's forward (toy): one block-parallel pass over the query block of each
+// request. It extends the target's context lane of the last valid context row with the bonus and
+// its own drafts, through its own embedding table, so its drafts are right wherever the target
+// takes the context lane. A small MoE layer (gate, router, experts) adds a confidence per query
+// row; padded rows must route to no expert.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/row.h"
+#include "kernels/toy_model.h"
+
+namespace ppspec::kernels {
+
+// Writes the context lane of every valid context row into the drafter's KV (never through PAD).
+struct DraftContextKvKernel {
+  const int64_t* context_slot_mapping;  // [target rows]
+  const uint32_t* c;                    // [target rows] the target's context lane
+  uint32_t* draft_kv;                   // [slots]
+  PPSPEC_HD void row(int64_t t) const {
+    if (context_slot_mapping[t] != kPadSlot) draft_kv[context_slot_mapping[t]] = c[t];
+  }
+};
+
+// One program per request: drafts [num_reqs, K].
+struct DraftForwardKernel {
+  int32_t k;
+  const int32_t* anchor_row;    // [num_reqs] the last valid context row
+  const uint32_t* c;            // [target rows]
+  const int32_t* input_ids;     // [query rows] bonus at r*K
+  const int64_t* positions;     // [query rows]
+  const uint32_t* draft_embed;  // [V] the drafter's own table
+  uint32_t r_pow;               // R
+  int32_t vocab;
+  int64_t* drafts;              // [num_reqs, K]
+  PPSPEC_HD void row(int64_t r) const {
+    const int64_t q = r * k;
+    uint32_t h = c[anchor_row[r]];
+    int64_t tok = input_ids[q];
+    int64_t pos = positions[q];
+    for (int32_t off = 0; off < k; ++off) {
+      h += draft_embed[tok] * pow32(r_pow, static_cast<uint64_t>(pos));
+      tok = ctx_token(h, vocab);
+      drafts[r * k + off] = tok;
+      ++pos;
+    }
+  }
+};
+
+// The MoE gate: logits per query row and expert, from the row's input id and position. A padded
+// row that was not cleared still carries the previous batch's values here.
+struct DraftGateKernel {
+  const int32_t* input_ids;
+  const int64_t* positions;
+  int32_t experts;
+  float* gating;  // [rows, experts]
+  PPSPEC_HD void row(int64_t i) const {
+    for (int32_t e = 0; e < experts; ++e) {
+      const uint32_t z = mix32(static_cast<uint32_t>(input_ids[i]) * 31U + static_cast<uint32_t>(positions[i]) * 7U +
+                               static_cast<uint32_t>(e) * 0x9E3779B9U);
+      gating[i * experts + e] = static_cast<float>(z % 2000U) / 200.0f - 5.0f;
+    }
+  }
+};
+
+// The experts: each adds its scale to the confidence of the rows routed to it.
+struct DraftExpertsKernel {
+  const int32_t* topk_ids;
+  const float* topk_weights;
+  int32_t k;
+  const float* expert_scale;  // [experts]
+  float* confidence;          // [rows]
+  PPSPEC_HD void row(int64_t i) const {
+    float s = 0.0f;
+    for (int32_t j = 0; j < k; ++j) {
+      const int32_t e = topk_ids[i * k + j];
+      if (e >= 0) s += topk_weights[i * k + j] * expert_scale[e];
+    }
+    confidence[i] = s;
+  }
+};
+
+}  // namespace ppspec::kernels

@@ -1,0 +1,206 @@
+// The toy model (DESIGN §6.5): exact integer arithmetic (wrapping uint32), so CPU = GPU bit for
+// bit and the TP all-reduce sum is order-independent. Every output token depends on the whole
+// context through a paged KV cache, so a stale input, a wrong position, a wrong slot or a write
+// through a padded row changes the tokens.
+//
+// Hidden state of a token row: a context lane `c` (replicated on every TP rank) and D deep lanes
+// (rank t of TP size T owns lanes [t*D/T, (t+1)*D/T)).
+//  * Layer 0 (stage 0) embeds: writes E[token] * R^position into the context KV at the row's slot,
+//    and c = the sum of the request's context KV over positions 0..p: a polynomial hash of the
+//    context. Deep lanes start from a second embedding.
+//  * Every layer l mixes the deep lanes: y_j = x_j*W[j] + rotl(x_{j+1},7)*U[j] (partial sums over
+//    own lanes, then a TP all-reduce), writes KV_l[slot][j] = mix(y_j ^ V[j]), and
+//    x_j = mix(y_j + sum of KV_l over the request's positions 0..p).
+//  * The head hashes the deep lanes (another TP all-reduce) into g; the next token comes from the
+//    context lane with probability alpha (a hash of g decides), else from g.
+// A drafter that extends the context lane with the right embedding predicts the context-lane
+// tokens, so drafts are right at about rate alpha - and at about 1/V with a wrong embedding.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/row.h"
+
+namespace ppspec::kernels {
+
+struct ToyConsts {
+  int32_t vocab = 512;
+  int32_t lanes = 8;       // D
+  int32_t block_size = 16;
+  uint32_t r = 0x9E3779B1U;  // odd: R^p never vanishes
+  uint32_t accept_1024 = 717;  // alpha = 0.7
+};
+
+// The slot of position `pos` of the request whose block table row is `blocks`; PAD when the block
+// is the null block or the position has no block.
+PPSPEC_HD inline int64_t slot_of(const int32_t* blocks, int32_t max_blocks, int32_t block_size, int64_t pos) {
+  const int64_t b = pos / block_size;
+  if (b >= max_blocks) return kPadSlot;
+  const int32_t block = blocks[b];
+  if (block <= 0) return kPadSlot;  // block 0 is the null block: never written
+  return static_cast<int64_t>(block) * block_size + pos % block_size;
+}
+
+// Per-row inputs every model kernel reads; padded rows have row_req = -1.
+struct RowInputs {
+  const int32_t* input_ids;    // [rows]
+  const int64_t* positions;    // [rows]
+  const int64_t* slots;        // [rows]
+  const int32_t* row_req;      // [rows] req-state index or -1
+  const int32_t* block_table;  // [max_reqs, max_blocks]
+  int32_t max_blocks;
+  int32_t block_size;
+};
+
+// Layer 0, first half: the context lane's KV and the deep lanes' starting values.
+struct EmbedKernel {
+  RowInputs in;
+  const uint32_t* embed_ctx;   // [V]
+  const uint32_t* embed_deep;  // [V, D]
+  int32_t lanes;               // D
+  int32_t lane_begin;
+  int32_t lane_count;          // lanes of this TP rank
+  uint32_t r;
+  uint32_t* ctx_kv;            // [slots]
+  uint32_t* x;                 // [rows, lane_count]
+  PPSPEC_HD void row(int64_t i) const {
+    uint32_t* xr = x + i * lane_count;
+    if (in.row_req[i] < 0) {
+      for (int32_t j = 0; j < lane_count; ++j) xr[j] = 0;
+      return;
+    }
+    const int32_t tok = in.input_ids[i];
+    const int64_t pos = in.positions[i];
+    if (in.slots[i] != kPadSlot) ctx_kv[in.slots[i]] = embed_ctx[tok] * pow32(r, static_cast<uint64_t>(pos));
+    for (int32_t j = 0; j < lane_count; ++j)
+      xr[j] = embed_deep[static_cast<int64_t>(tok) * lanes + lane_begin + j] ^ mix32(static_cast<uint32_t>(pos) + 1U);
+  }
+};
+
+// Layer 0, second half: c = the request's context KV summed over positions 0..p.
+struct ContextSumKernel {
+  RowInputs in;
+  const uint32_t* ctx_kv;
+  uint32_t* c;  // [rows]
+  PPSPEC_HD void row(int64_t i) const {
+    const int32_t req = in.row_req[i];
+    if (req < 0) {
+      c[i] = 0;
+      return;
+    }
+    const int32_t* blocks = in.block_table + static_cast<int64_t>(req) * in.max_blocks;
+    uint32_t sum = 0;
+    for (int64_t q = 0; q <= in.positions[i]; ++q) {
+      const int64_t s = slot_of(blocks, in.max_blocks, in.block_size, q);
+      if (s != kPadSlot) sum += ctx_kv[s];
+    }
+    c[i] = sum;
+  }
+};
+
+// Layer l, step 1: this rank's contribution to y for every lane (summed across TP afterwards).
+struct LayerPartialKernel {
+  const int32_t* row_req;
+  const uint32_t* x;  // [rows, lane_count]
+  const uint32_t* w;  // [D]
+  const uint32_t* u;  // [D]
+  int32_t lanes;
+  int32_t lane_begin;
+  int32_t lane_count;
+  uint32_t* y;  // [rows, D]
+  PPSPEC_HD void row(int64_t i) const {
+    uint32_t* yr = y + i * lanes;
+    for (int32_t j = 0; j < lanes; ++j) yr[j] = 0;
+    if (row_req[i] < 0) return;
+    const uint32_t* xr = x + i * lane_count;
+    for (int32_t jl = 0; jl < lane_count; ++jl) {
+      const int32_t j = lane_begin + jl;
+      yr[j] += xr[jl] * w[j];
+      const int32_t prev = (j + lanes - 1) % lanes;  // lane j feeds lane j-1 through the rotation
+      yr[prev] += ((xr[jl] << 7) | (xr[jl] >> 25)) * u[prev];
+    }
+  }
+};
+
+// Layer l, step 2: write this rank's lanes of the layer's KV at the row's slot.
+struct LayerKvWriteKernel {
+  RowInputs in;
+  const uint32_t* y;  // [rows, D]
+  const uint32_t* v;  // [D]
+  int32_t lanes;
+  int32_t lane_begin;
+  int32_t lane_count;
+  uint32_t* kv;  // [slots, lane_count]
+  PPSPEC_HD void row(int64_t i) const {
+    if (in.row_req[i] < 0 || in.slots[i] == kPadSlot) return;
+    uint32_t* kr = kv + in.slots[i] * lane_count;
+    for (int32_t jl = 0; jl < lane_count; ++jl) kr[jl] = mix32(y[i * lanes + lane_begin + jl] ^ v[lane_begin + jl]);
+  }
+};
+
+// Layer l, step 3: attention over the request's KV (positions 0..p) and the new lanes.
+struct LayerOutKernel {
+  RowInputs in;
+  const uint32_t* y;   // [rows, D]
+  const uint32_t* kv;  // [slots, lane_count]
+  int32_t lanes;
+  int32_t lane_begin;
+  int32_t lane_count;
+  uint32_t* x;  // [rows, lane_count]
+  PPSPEC_HD void row(int64_t i) const {
+    uint32_t* xr = x + i * lane_count;
+    const int32_t req = in.row_req[i];
+    if (req < 0) {
+      for (int32_t jl = 0; jl < lane_count; ++jl) xr[jl] = 0;
+      return;
+    }
+    const int32_t* blocks = in.block_table + static_cast<int64_t>(req) * in.max_blocks;
+    for (int32_t jl = 0; jl < lane_count; ++jl) {
+      uint32_t sum = y[i * lanes + lane_begin + jl];
+      for (int64_t q = 0; q <= in.positions[i]; ++q) {
+        const int64_t s = slot_of(blocks, in.max_blocks, in.block_size, q);
+        if (s != kPadSlot) sum += kv[s * lane_count + jl];
+      }
+      xr[jl] = mix32(sum);
+    }
+  }
+};
+
+// Head, step 1: this rank's part of the deep-lane hash (summed across TP afterwards).
+struct HeadPartialKernel {
+  const int32_t* row_req;
+  const uint32_t* x;
+  const uint32_t* head;  // [D]
+  int32_t lane_begin;
+  int32_t lane_count;
+  uint32_t* h;  // [rows]
+  PPSPEC_HD void row(int64_t i) const {
+    uint32_t sum = 0;
+    if (row_req[i] >= 0)
+      for (int32_t jl = 0; jl < lane_count; ++jl) sum += x[i * lane_count + jl] * head[lane_begin + jl];
+    h[i] = sum;
+  }
+};
+
+// The greedy next token of a row from its context lane and its deep-lane hash.
+PPSPEC_HD inline int64_t ctx_token(uint32_t c, int32_t vocab) { return mix32(c ^ 0x01234567U) % static_cast<uint32_t>(vocab); }
+PPSPEC_HD inline int64_t greedy_token(uint32_t c, uint32_t h, int32_t vocab, uint32_t accept_1024) {
+  const uint32_t g = mix32(h);
+  if (mix32(g ^ 0xA5A5A5A5U) % 1024U < accept_1024) return ctx_token(c, vocab);
+  return mix32(g ^ 0x89ABCDEFU) % static_cast<uint32_t>(vocab);
+}
+
+// Head, step 2: greedy token per row (-1 for padded rows).
+struct LogitsKernel {
+  const int32_t* row_req;
+  const uint32_t* c;
+  const uint32_t* h;
+  int32_t vocab;
+  uint32_t accept_1024;
+  int64_t* greedy;  // [rows]
+  PPSPEC_HD void row(int64_t i) const {
+    greedy[i] = row_req[i] < 0 ? -1 : greedy_token(c[i], h[i], vocab, accept_1024);
+  }
+};
+
+}  // namespace ppspec::kernels
