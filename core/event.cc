@@ -21,6 +21,12 @@ std::string_view to_string(EventKind k) {
     case EventKind::note: return "note";
     case EventKind::op_pending: return "op_pending";
     case EventKind::actor_blocked: return "actor_blocked";
+    case EventKind::batch_scheduled: return "batch_scheduled";
+    case EventKind::inputs_built: return "inputs_built";
+    case EventKind::tokens_sampled: return "tokens_sampled";
+    case EventKind::drafts_proposed: return "drafts_proposed";
+    case EventKind::drafts_adopted: return "drafts_adopted";
+    case EventKind::warmup_phase: return "warmup_phase";
     case EventKind::verdict: return "verdict";
   }
   return "?";
@@ -73,6 +79,13 @@ std::string to_json(const Event& e) {
   field("spec", e.spec);
   field("text", e.text);
   if (e.value >= 0) s += fmt::format(",\"value\":{}", e.value);
+  if (e.req >= 0) s += fmt::format(",\"req\":{}", e.req);
+  if (e.step >= 0) s += fmt::format(",\"step\":{}", e.step);
+  if (!e.ints.empty()) {
+    s += ",\"ints\":[";
+    for (size_t i = 0; i < e.ints.size(); ++i) s += fmt::format("{}{}", i ? "," : "", e.ints[i]);
+    s += ']';
+  }
   s += '}';
   return s;
 }

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -30,6 +31,13 @@ enum class EventKind : uint8_t {
   note,             // a hazard or another diagnostic that does not stop the run
   op_pending,       // hang dump: an operation posted and not completed (value = its age in ns)
   actor_blocked,    // hang dump: a host thread inside a call (text = the call, value = how long in ns)
+  // Engine probes (DESIGN §7); `req` is the request id, `step` the engine step, `ints` the data.
+  batch_scheduled,  // engine core: value = rows, ints = request ids in batch order
+  inputs_built,     // a rank built a request's input rows: ints = [first position, input ids...]
+  tokens_sampled,   // last stage: ints = the request's sampled tokens this step
+  drafts_proposed,  // last stage: ints = the drafts proposed for the request's next step
+  drafts_adopted,   // earlier stage: ints = the drafts the deferred update wrote for the request
+  warmup_phase,     // text = the phase
   verdict,          // the run ended (text = verdict)
 };
 
@@ -50,6 +58,9 @@ struct Event {
   std::string_view spec;
   std::string_view text;
   int64_t value = -1;
+  int64_t req = -1;
+  int64_t step = -1;
+  std::span<const int64_t> ints{};
 };
 
 // One JSON object, keys in a fixed order, no trailing newline. Deterministic byte for byte.

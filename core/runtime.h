@@ -13,6 +13,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/buffer.h"
 #include "core/event.h"
@@ -72,6 +73,10 @@ class Device {
   // Loads a kernel's module now (warmup), so its first launch needs no load (R8).
   virtual void preload(KernelRef k) = 0;
   virtual void memcpy(Stream s, const Buffer& dst, const Buffer& src) = 0;
+  // cudaMemcpyAsync from / to host memory: `upload` copies `bytes` (taken now) into dst when the
+  // stream reaches it; `download` fills `dst` when the stream reaches it (sync before reading).
+  virtual void upload(Stream s, const Buffer& dst, std::vector<uint8_t> bytes) = 0;
+  virtual void download(Stream s, void* dst, const Buffer& src) = 0;
   virtual void memset(Stream s, const Buffer& dst, uint8_t value) = 0;
 
   // A persistent kernel that spins until the named device flag is set (DeepEP/torchcomms style),

@@ -200,6 +200,17 @@ void RealDevice::memset(core::Stream s, const core::Buffer& dst, uint8_t value) 
   PPSPEC_CUDA(cudaMemsetAsync(dst.data(), value, dst.bytes(), as_stream(cuda_stream(s))));
 }
 
+void RealDevice::upload(core::Stream s, const core::Buffer& dst, std::vector<uint8_t> bytes) {
+  RealRuntime::CallScope scope(rt_, fmt::format("cudaMemcpyAsync H2D on {}", full_name(s)));
+  // From pageable memory the driver stages the bytes before the call returns, so `bytes` may go.
+  PPSPEC_CUDA(cudaMemcpyAsync(dst.data(), bytes.data(), bytes.size(), cudaMemcpyHostToDevice, as_stream(cuda_stream(s))));
+}
+
+void RealDevice::download(core::Stream s, void* dst, const core::Buffer& src) {
+  RealRuntime::CallScope scope(rt_, fmt::format("cudaMemcpyAsync D2H on {}", full_name(s)));
+  PPSPEC_CUDA(cudaMemcpyAsync(dst, src.data(), src.bytes(), cudaMemcpyDeviceToHost, as_stream(cuda_stream(s))));
+}
+
 int* RealDevice::flag_ptr(std::string_view name) {
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -38,6 +38,8 @@ class RealDevice final : public core::Device {
   void preload(core::KernelRef k) override;
   void memcpy(core::Stream s, const core::Buffer& dst, const core::Buffer& src) override;
   void memset(core::Stream s, const core::Buffer& dst, uint8_t value) override;
+  void upload(core::Stream s, const core::Buffer& dst, std::vector<uint8_t> bytes) override;
+  void download(core::Stream s, void* dst, const core::Buffer& src) override;
   void wait_flag(core::Stream s, std::string_view flag) override;
   void set_flag(core::Stream s, std::string_view flag) override;
   core::DeviceEvent event(std::string_view name) override;

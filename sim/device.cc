@@ -176,13 +176,20 @@ void SimDevice::preload(core::KernelRef k) {
   leave();
 }
 
+void SimDevice::enqueue_builtin(SimStream& st, std::string_view name, std::function<void()> body) {
+  enter();
+  WorkItem item{WorkItem::Type::kernel, name, "", world().config().cost.memcpy, std::move(body)};
+  if (GraphRec* g = st.capture())
+    g->items.push_back(GraphItem{false, std::move(item), {}});
+  else
+    st.enqueue(std::move(item));
+  leave();
+}
+
 void SimDevice::memcpy(core::Stream s, const core::Buffer& dst, const core::Buffer& src) {
   if (dst.bytes() != src.bytes())
     throw std::invalid_argument(fmt::format("rank{}: memcpy of {} bytes into {} bytes", rank_, src.bytes(), dst.bytes()));
-  core::KernelLaunch k;
-  k.kernel = {"memcpy", ""};
-  k.duration = world().config().cost.memcpy;
-  k.body = [dst, src] {
+  enqueue_builtin(stream_impl(s), "memcpy", [dst, src] {
     if (src.bytes() == 0) return;
     std::memcpy(dst.data(), src.data(), src.bytes());
     if (dst.shadow() != nullptr) {
@@ -191,31 +198,31 @@ void SimDevice::memcpy(core::Stream s, const core::Buffer& dst, const core::Buff
       else
         std::memset(dst.shadow(), 1, src.bytes());
     }
-  };
-  // Copies and sets are built into the driver: no module to load.
-  SimStream& st = stream_impl(s);
-  enter();
-  WorkItem item{WorkItem::Type::kernel, "memcpy", "", k.duration, std::move(k.body)};
-  if (GraphRec* g = st.capture())
-    g->items.push_back(GraphItem{false, std::move(item), {}});
-  else
-    st.enqueue(std::move(item));
-  leave();
+  });
 }
 
 void SimDevice::memset(core::Stream s, const core::Buffer& dst, uint8_t value) {
-  SimStream& st = stream_impl(s);
-  enter();
-  WorkItem item{WorkItem::Type::kernel, "memset", "", world().config().cost.memcpy, [dst, value] {
-                  if (dst.bytes() == 0) return;
-                  std::memset(dst.data(), value, dst.bytes());
-                  dst.mark_all_written();
-                }};
-  if (GraphRec* g = st.capture())
-    g->items.push_back(GraphItem{false, std::move(item), {}});
-  else
-    st.enqueue(std::move(item));
-  leave();
+  enqueue_builtin(stream_impl(s), "memset", [dst, value] {
+    if (dst.bytes() == 0) return;
+    std::memset(dst.data(), value, dst.bytes());
+    dst.mark_all_written();
+  });
+}
+
+void SimDevice::upload(core::Stream s, const core::Buffer& dst, std::vector<uint8_t> bytes) {
+  if (bytes.size() > dst.bytes())
+    throw std::invalid_argument(fmt::format("rank{}: upload of {} bytes into {} bytes", rank_, bytes.size(), dst.bytes()));
+  enqueue_builtin(stream_impl(s), "memcpy_h2d", [dst, data = std::move(bytes)] {
+    if (data.empty()) return;
+    std::memcpy(dst.data(), data.data(), data.size());
+    if (dst.shadow() != nullptr) std::memset(dst.shadow(), 1, data.size());
+  });
+}
+
+void SimDevice::download(core::Stream s, void* dst, const core::Buffer& src) {
+  enqueue_builtin(stream_impl(s), "memcpy_d2h", [dst, src] {
+    if (src.bytes() != 0) std::memcpy(dst, src.data(), src.bytes());
+  });
 }
 
 SimFlag& SimDevice::flag(std::string_view name) {

@@ -50,6 +50,8 @@ class SimDevice final : public core::Device {
   void preload(core::KernelRef k) override;
   void memcpy(core::Stream s, const core::Buffer& dst, const core::Buffer& src) override;
   void memset(core::Stream s, const core::Buffer& dst, uint8_t value) override;
+  void upload(core::Stream s, const core::Buffer& dst, std::vector<uint8_t> bytes) override;
+  void download(core::Stream s, void* dst, const core::Buffer& src) override;
   void wait_flag(core::Stream s, std::string_view flag) override;
   void set_flag(core::Stream s, std::string_view flag) override;
   core::DeviceEvent event(std::string_view name) override;
@@ -87,6 +89,8 @@ class SimDevice final : public core::Device {
 
  private:
   void ensure_loaded(core::KernelRef k, bool preload);
+  // Copies and sets are built into the driver: enqueued without a module to load.
+  void enqueue_builtin(SimStream& st, std::string_view name, std::function<void()> body);
   void drain(const WaitInfo& info);
   void hazard_if_comm_in_flight(std::string_view kind, std::string_view action);
 

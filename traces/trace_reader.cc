@@ -82,6 +82,12 @@ Trace read_trace_lines(const std::vector<std::string>& lines, const std::string&
       e.spec = view(j, "spec");
       e.text = view(j, "text");
       e.value = j.value("value", int64_t{-1});
+      e.req = j.value("req", int64_t{-1});
+      e.step = j.value("step", int64_t{-1});
+      if (j.contains("ints")) {
+        t.int_lists.push_back(j.at("ints").get<std::vector<int64_t>>());
+        e.ints = t.int_lists.back();
+      }
       t.events.push_back(e);
     } catch (const nlohmann::json::exception& e) {
       throw core::InputError(path, n, fmt::format("malformed event: {}", e.what()));

@@ -16,6 +16,7 @@ struct Trace {
   nlohmann::json trailer;  // null when the run did not end normally (a hang dump has none)
   std::vector<core::Event> events;
   std::deque<std::string> strings;  // storage the events' string views point into
+  std::deque<std::vector<int64_t>> int_lists;
 };
 
 // Throws core::InputError with the line of the first malformed record.

@@ -1,0 +1,97 @@
+// A serving scenario's configuration (DESIGN §6, scenarios/README.md): topology, model, speculative
+// decoding, graphs, scheduler limits, workload, runtime parameters.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/types.h"
+#include "sim/config.h"
+
+namespace ppspec::engine {
+
+struct Topology {
+  int pp = 1;
+  int tp = 1;
+  int ranks() const { return pp * tp; }
+  int rank_of(int stage, int tp_rank) const { return stage * tp + tp_rank; }
+  int stage_of(int rank) const { return rank / tp; }
+  int tp_rank_of(int rank) const { return rank % tp; }
+};
+
+struct ModelConfig {
+  int vocab = 512;
+  int layers = 4;
+  int lanes = 8;       // deep lanes, split over TP
+  int block_size = 16;
+  int num_blocks = 0;  // KV cache blocks per rank; 0: enough for the workload
+  double alpha = 0.7;  // probability that a token follows the context lane: the drafter's acceptance
+  int64_t stop_token = -1;  // -1: no stop token
+  int max_model_len = 2048;
+  uint64_t checkpoint_seed = 1;
+  int experts = 8;     // the drafter's MoE layer
+  int topk = 2;
+};
+
+enum class Feedback : uint8_t { three_message, single_payload };
+
+struct SpecConfig {
+  int k = 0;  // draft tokens per step; 0: no speculative decoding
+  Feedback feedback = Feedback::three_message;
+};
+
+struct ServingConfig {
+  std::vector<int> capture_sizes;  // sorted; multiples of K+1 when K > 0; empty: eager only
+  int max_num_seqs = 16;
+  int max_num_batched_tokens = 256;
+  bool chunked_prefill = true;
+  int warmup_steps = 2;  // synthetic steps before serving
+};
+
+enum class Arrival : uint8_t { burst, poisson };
+
+struct WorkloadConfig {
+  int num_requests = 8;
+  int prompt_min = 4;
+  int prompt_max = 16;
+  int output_min = 16;
+  int output_max = 32;
+  Arrival arrival = Arrival::burst;
+  double mean_gap_us = 200;  // poisson arrivals
+  double temperature = 0;
+  uint64_t seed = 1;
+  int abort_every = 0;  // every Nth request is aborted ...
+  int abort_after = 8;  // ... once it has this many output tokens
+};
+
+// Historical bugs put back (DESIGN §6.6); all off by default. Used by the verification issue.
+struct Faults {
+  bool stale_drafts = false;
+  bool double_post_drafts = false;
+  bool lazy_post_update = false;
+  bool warmup_feedback = false;
+  bool narrow_sampled_width = false;
+  bool uncleared_padding = false;
+  bool router_ignores_padding = false;
+  bool alias_target_embed = false;
+};
+
+struct EngineConfig {
+  Topology topology;
+  ModelConfig model;
+  SpecConfig spec;
+  ServingConfig serving;
+  WorkloadConfig workload;
+  Faults faults;
+  sim::SimConfig runtime;
+
+  // Derived limits the workers size their buffers with.
+  int max_prompt() const { return workload.prompt_max; }
+  int max_blocks_per_req() const {
+    return (workload.prompt_max + workload.output_max + spec.k + 1 + model.block_size - 1) / model.block_size + 1;
+  }
+  int max_rows() const;  // rows of a step: the token budget, or the largest capture size
+};
+
+}  // namespace ppspec::engine

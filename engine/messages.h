@@ -1,0 +1,73 @@
+// What the engine core and the workers say to each other over host channels (vLLM's
+// SchedulerOutput and ModelRunnerOutput, reduced to what the toy model needs).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace ppspec::engine {
+
+struct NewRequest {
+  int32_t idx = -1;  // req-state index (the row of every per-request table)
+  int64_t id = -1;
+  std::vector<int32_t> prompt;
+  int64_t seed = 0;
+  uint32_t spread = 0;
+};
+
+struct ScheduledRequest {
+  int32_t idx = -1;
+  int64_t id = -1;
+  int32_t num_computed = 0;  // the engine core's count; exact, because of the PP cadence
+  int32_t num_tokens = 0;    // scheduled this step (1 + drafts for a decode row)
+  int32_t prefill_len = 0;
+  int32_t out_index = 0;     // output tokens so far (keys the sampler's uniforms)
+  int32_t first_new_block = 0;
+  std::vector<int32_t> new_blocks;
+  bool decode() const { return num_computed >= prefill_len; }
+  // vLLM compute_need_sampled_mask: does this row produce a sample this step?
+  bool produces_sample() const { return num_computed + num_tokens >= prefill_len; }
+};
+
+struct SchedulerOutput {
+  int64_t step = 0;
+  bool dummy = false;  // a synthetic warmup step: the drafter does not run (vLLM _dummy_run)
+  std::vector<NewRequest> new_requests;
+  std::vector<int32_t> finished;  // req-state indices freed since the last step
+  std::vector<ScheduledRequest> requests;  // decode rows first
+  int32_t num_tokens = 0;
+};
+
+enum class Command : uint8_t {
+  step,
+  disable_feedback,
+  enable_feedback,
+  preload,
+  warmup_decode_update,
+  reset_feedback,
+  capture,
+  shutdown,
+};
+
+struct WorkerCommand {
+  Command command = Command::step;
+  std::shared_ptr<const SchedulerOutput> step;
+};
+
+struct RowOutput {
+  int32_t idx = -1;
+  int64_t id = -1;
+  int32_t num_sampled = 0;
+  int32_t num_rejected = 0;
+  std::vector<int64_t> tokens;           // sampled this step
+  std::vector<int64_t> drafts_verified;  // the drafts this step's input carried
+  std::vector<int64_t> drafts_proposed;  // for the next step
+};
+
+struct ModelOutput {
+  int64_t step = 0;
+  std::vector<RowOutput> rows;
+};
+
+}  // namespace ppspec::engine

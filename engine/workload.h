@@ -1,0 +1,28 @@
+// The requests of a serving scenario, drawn from its workload seed: prompts, output lengths,
+// arrival times, sampling seeds and temperature.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/types.h"
+#include "engine/config.h"
+
+namespace ppspec::engine {
+
+struct RequestSpec {
+  int64_t id = 0;
+  std::vector<int32_t> prompt;
+  int max_tokens = 0;
+  core::Time arrival = 0;
+  int64_t seed = 0;
+  uint32_t spread = 0;  // 0: greedy; else the temperature's weight spread (kernels/rejection_sample.h)
+  bool abort = false;   // aborted once it has `abort_after` output tokens
+};
+
+std::vector<RequestSpec> make_workload(const EngineConfig& cfg);
+
+// The integer weight spread the sampler uses for a temperature.
+uint32_t spread_of(double temperature);
+
+}  // namespace ppspec::engine
