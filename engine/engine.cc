@@ -1,0 +1,112 @@
+#include "engine/engine.h"
+
+#include <deque>
+#include <fmt/format.h>
+#include <stdexcept>
+
+#include "engine/workload.h"
+
+namespace ppspec::engine {
+
+Engine::Engine(const EngineConfig& cfg, core::Runtime& rt)
+    : cfg_(cfg), rt_(rt), ckpt_(make_checkpoint(cfg.model)), scheduler_(std::make_unique<Scheduler>(cfg, make_workload(cfg))) {}
+
+Engine::~Engine() = default;
+
+void Engine::install() {
+  for (const auto& [name, members] : communicators(cfg_.topology)) rt_.declare_comm(name, members);
+  for (core::RankId r = 0; r < cfg_.topology.ranks(); ++r) workers_.push_back(std::make_unique<Worker>(rt_, r, cfg_, ckpt_));
+  rt_.spawn(core::ActorSpec{"engine", -1}, [this] { engine_core(); });
+  for (core::RankId r = 0; r < cfg_.topology.ranks(); ++r)
+    rt_.spawn(core::ActorSpec{fmt::format("rank{}.host", r), r}, [this, r] { workers_[static_cast<size_t>(r)]->run(); });
+}
+
+void Engine::broadcast(Command c, std::shared_ptr<const SchedulerOutput> so) {
+  for (core::RankId r = 0; r < cfg_.topology.ranks(); ++r) rt_.channel(fmt::format("worker{}", r)).send(WorkerCommand{c, so});
+}
+
+void Engine::run_step_synchronously(std::shared_ptr<SchedulerOutput> so) {
+  if (!so) return;
+  broadcast(Command::step, so);
+  const auto out = std::any_cast<ModelOutput>(rt_.channel("engine").recv());
+  scheduler_->update(*so, out);
+}
+
+void Engine::engine_core() {
+  Scheduler& sched = *scheduler_;
+  const Faults& f = cfg_.faults;
+  // ---- warmup (DESIGN §6.3), every rank in lock-step ----
+  if (!f.warmup_feedback) broadcast(Command::disable_feedback);
+  broadcast(Command::preload);
+  broadcast(Command::warmup_decode_update);
+  sched.add_dummies(std::min(2, cfg_.serving.max_num_seqs), 3);
+  for (int i = 0; i < cfg_.serving.warmup_steps; ++i) {
+    auto so = sched.schedule(next_step_++);
+    if (!so) break;
+    so->dummy = true;  // synthetic: sampled outputs discarded, the drafter does not run
+    run_step_synchronously(so);
+  }
+  if (cfg_.topology.pp > 1) {
+    // One step with the real feedback path on every rank, so that its pairing is exercised.
+    broadcast(Command::enable_feedback);
+    run_step_synchronously(sched.schedule(next_step_++));
+    broadcast(Command::reset_feedback);
+  }
+  broadcast(Command::capture);
+  sched.finish_dummies();
+  broadcast(Command::enable_feedback);
+
+  // ---- serving: async scheduling, batch queue of depth pp ----
+  core::HostChannel& outputs = rt_.channel("engine");
+  std::deque<std::shared_ptr<SchedulerOutput>> in_flight;
+  while (!sched.done()) {
+    sched.admit_until(rt_.now());
+    while (static_cast<int>(in_flight.size()) < cfg_.topology.pp) {
+      auto so = sched.schedule(next_step_);
+      if (!so) break;
+      ++next_step_;
+      if (!so->requests.empty()) ++serving_steps_;
+      if (rt_.events().active()) {
+        std::vector<int64_t> ids;
+        for (const auto& r : so->requests) ids.push_back(r.id);
+        core::Event e;
+        e.t = rt_.now();
+        e.kind = core::EventKind::batch_scheduled;
+        e.actor = "engine";
+        e.step = so->step;
+        e.value = so->num_tokens;
+        e.ints = ids;
+        rt_.events().publish(e);
+      }
+      broadcast(Command::step, so);
+      in_flight.push_back(std::move(so));
+    }
+    if (in_flight.empty()) {
+      const auto next = sched.next_arrival();
+      if (!next) throw std::logic_error("the scheduler can schedule nothing and no request will arrive");
+      rt_.sleep(std::max<core::Time>(*next - rt_.now(), 1));
+      continue;
+    }
+    const auto out = std::any_cast<ModelOutput>(outputs.recv());
+    const auto so = std::move(in_flight.front());
+    in_flight.pop_front();
+    if (out.step != so->step) throw std::logic_error(fmt::format("output of step {} while step {} was expected", out.step, so->step));
+    sched.update(*so, out);
+  }
+  broadcast(Command::shutdown);
+  completed_ = true;
+}
+
+ServingStats Engine::stats() const {
+  ServingStats s;
+  s.steps = serving_steps_;
+  for (const RequestRecord& r : scheduler_->records()) {
+    if (r.dummy) continue;
+    s.output_tokens += static_cast<int64_t>(r.output.size());
+    for (const auto& d : r.verified_drafts) s.drafts_verified += static_cast<int64_t>(d.size());
+    s.drafts_accepted += r.accepted_drafts;
+  }
+  return s;
+}
+
+}  // namespace ppspec::engine

@@ -1,0 +1,153 @@
+#include "engine/pp_handler.h"
+
+#include <fmt/format.h>
+
+namespace ppspec::engine {
+
+std::optional<std::vector<bool>> need_sampled_mask(const SchedulerOutput& so) {
+  std::vector<bool> mask;
+  bool any = false;
+  for (const ScheduledRequest& r : so.requests) {
+    mask.push_back(r.produces_sample());
+    any = any || mask.back();
+  }
+  if (!any) return std::nullopt;
+  return mask;
+}
+
+PPHandler::PPHandler(core::Runtime& rt, core::Device& dev, core::Communicator& bcast, int stage, int pp,
+                     const EngineConfig& cfg, core::Stream main, core::Stream side)
+    : rt_(rt),
+      dev_(dev),
+      bcast_(bcast),
+      stage_(stage),
+      pp_(pp),
+      k_(cfg.spec.k),
+      variant_(cfg.spec.feedback),
+      stale_drafts_(cfg.faults.stale_drafts),
+      narrow_width_(cfg.faults.narrow_sampled_width),
+      double_post_(cfg.faults.double_post_drafts),
+      main_(main),
+      side_(side) {
+  const int64_t n = cfg.serving.max_num_seqs;
+  const int64_t kk = std::max(k_, 1);
+  gen_.assign(static_cast<size_t>(n), 0);
+  slots_.resize(static_cast<size_t>(pp + 1));
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    FeedbackBuffers& s = slots_[i];
+    s.sampled = dev.alloc(core::Dtype::i64, core::Shape{n, k_ + 1}, "feedback.sampled");
+    s.counts = dev.alloc(core::Dtype::i32, core::Shape{2, n}, "feedback.counts");
+    s.drafts = dev.alloc(core::Dtype::i64, core::Shape{n, kk}, "feedback.drafts");
+    s.payload = dev.alloc(core::Dtype::i64, core::Shape{n, 2 * k_ + 3}, "feedback.payload");
+    s.done = dev.event(fmt::format("feedback.slot{}", i));
+  }
+  main_ready_ = dev.event("feedback.main_ready");
+  if (!is_last())
+    for (int i = 0; i < pp; ++i) queue_.emplace_back(std::nullopt);  // pre-seeded: the first pp steps adopt nothing
+}
+
+void PPHandler::side_waits_main() {
+  dev_.record(main_ready_, main_);
+  dev_.stream_wait(side_, main_ready_);
+}
+
+void PPHandler::receive(const SchedulerOutput& so) {
+  // The slot of step T is consumed at T+pp whatever happens: reserve it now.
+  queue_.emplace_back(std::nullopt);
+  if (disabled_) return;
+  const auto mask = need_sampled_mask(so);
+  if (!mask) return;  // nothing posted: the last stage's gate says the same
+  const auto n = static_cast<int64_t>(so.requests.size());
+  FeedbackBuffers& slot = slot_for(so.step);
+  side_waits_main();
+  if (variant_ == Feedback::single_payload) {
+    bcast_.broadcast(slot.payload.rows(0, n), pp_ - 1, side_, label("feedback.payload", so.step));
+  } else {
+    bcast_.broadcast(slot.sampled.rows(0, n), pp_ - 1, side_, label("feedback.sampled", so.step));
+    // counts is [2, N]: a view of its first 2N elements, as torch.stack would produce.
+    bcast_.broadcast(core::Buffer(slot.counts.data(), slot.counts.shadow(), core::Dtype::i32, core::Shape{2, n}),
+                     pp_ - 1, side_, label("feedback.counts", so.step));
+    if (relays_drafts()) bcast_.broadcast(slot.drafts.rows(0, n), pp_ - 1, side_, label("feedback.drafts", so.step));
+  }
+  dev_.record(slot.done, side_);
+  slot.recorded = true;
+  Pending p{so.step, &slot, {}, {}, *mask, {}};
+  for (const ScheduledRequest& r : so.requests) {
+    p.idx.push_back(r.idx);
+    p.ids.push_back(r.id);
+    p.gen_at_receive.push_back(gen_[static_cast<size_t>(r.idx)]);
+  }
+  queue_.back() = std::move(p);
+}
+
+std::optional<PrevOutputs> PPHandler::get_prev_sampled_outputs() {
+  if (queue_.empty()) return std::nullopt;
+  std::optional<Pending> p = std::move(queue_.front());
+  queue_.pop_front();
+  if (!p) return std::nullopt;
+  // Wait before any early return: the buffers are reused only after this point.
+  dev_.stream_wait(main_, p->slot->done);
+  PrevOutputs out;
+  out.step = p->step;
+  out.slot = p->slot;
+  out.rows = static_cast<int32_t>(p->idx.size());
+  out.has_drafts = relays_drafts();
+  bool any = false;
+  for (size_t i = 0; i < p->idx.size(); ++i) {
+    const bool freed = gen_[static_cast<size_t>(p->idx[i])] != p->gen_at_receive[i];
+    const bool keep = p->mask[i] && !freed;
+    out.idx_mapping.push_back(keep ? p->idx[i] : -1);
+    out.req_ids.push_back(p->ids[i]);
+    any = any || keep;
+  }
+  if (!any) return std::nullopt;
+  return out;
+}
+
+void PPHandler::reset() {
+  if (is_last()) return;
+  for (auto& p : queue_)
+    if (p) dev_.event_sync(p->slot->done);
+  queue_.clear();
+  for (int i = 0; i < pp_; ++i) queue_.emplace_back(std::nullopt);
+}
+
+FeedbackBuffers& PPHandler::last_stage_slot(int64_t step) {
+  FeedbackBuffers& slot = slot_for(step);
+  // The slot's broadcast of pp+1 steps ago must be done before the sampler overwrites it.
+  if (slot.recorded) dev_.stream_wait(main_, slot.done);
+  return slot;
+}
+
+void PPHandler::broadcast(const SchedulerOutput& so, FeedbackBuffers& slot, bool plain_sampler_step) {
+  if (disabled_ || variant_ == Feedback::single_payload) return;  // the payload goes after propose()
+  if (!need_sampled_mask(so)) return;
+  const auto n = static_cast<int64_t>(so.requests.size());
+  side_waits_main();
+  // vLLM pads a plain-sampler step's [N, 1] to [N, K+1]; the fault sends it narrow (#46994).
+  const int64_t width = narrow_width_ && plain_sampler_step ? 1 : k_ + 1;
+  core::Buffer sampled(slot.sampled.data(), slot.sampled.shadow(), core::Dtype::i64, core::Shape{n, width});
+  bcast_.broadcast(sampled, pp_ - 1, side_, label("feedback.sampled", so.step));
+  bcast_.broadcast(core::Buffer(slot.counts.data(), slot.counts.shadow(), core::Dtype::i32, core::Shape{2, n}), pp_ - 1,
+                   side_, label("feedback.counts", so.step));
+  dev_.record(slot.done, side_);
+  slot.recorded = true;
+}
+
+void PPHandler::broadcast_drafts(const SchedulerOutput& so, FeedbackBuffers& slot) {
+  if (disabled_ || !need_sampled_mask(so)) return;
+  const auto n = static_cast<int64_t>(so.requests.size());
+  side_waits_main();
+  if (variant_ == Feedback::single_payload) {
+    bcast_.broadcast(slot.payload.rows(0, n), pp_ - 1, side_, label("feedback.payload", so.step));
+  } else {
+    if (!relays_drafts()) return;
+    bcast_.broadcast(slot.drafts.rows(0, n), pp_ - 1, side_, label("feedback.drafts", so.step));
+    // The second, ungated call site of the seed PR's merge (5b572da027).
+    if (double_post_) bcast_.broadcast(slot.drafts.rows(0, n), pp_ - 1, side_, label("feedback.drafts", so.step));
+  }
+  dev_.record(slot.done, side_);
+  slot.recorded = true;
+}
+
+}  // namespace ppspec::engine

@@ -1,0 +1,186 @@
+#include "engine/scheduler.h"
+
+#include <algorithm>
+#include <cassert>
+
+namespace ppspec::engine {
+
+int blocks_needed(const EngineConfig& cfg) { return cfg.serving.max_num_seqs * cfg.max_blocks_per_req() + 1; }
+
+Scheduler::Scheduler(const EngineConfig& cfg, std::vector<RequestSpec> workload) : cfg_(cfg) {
+  workload_size_ = static_cast<int>(workload.size());
+  std::stable_sort(workload.begin(), workload.end(),
+                   [](const RequestSpec& a, const RequestSpec& b) { return a.arrival < b.arrival; });
+  for (auto& w : workload) {
+    RequestRecord r;
+    r.spec = std::move(w);
+    records_.push_back(std::move(r));
+  }
+  for (int32_t i = cfg.serving.max_num_seqs - 1; i >= 0; --i) free_idx_.push_back(i);
+  const int blocks = cfg.model.num_blocks > 0 ? cfg.model.num_blocks : blocks_needed(cfg);
+  for (int32_t b = blocks - 1; b >= 1; --b) free_blocks_.push_back(b);
+}
+
+void Scheduler::admit_until(core::Time now) {
+  while (next_arrival_ < static_cast<size_t>(workload_size_) && records_[next_arrival_].spec.arrival <= now)
+    waiting_.push_back(next_arrival_++);
+}
+
+std::optional<core::Time> Scheduler::next_arrival() const {
+  if (next_arrival_ >= static_cast<size_t>(workload_size_)) return std::nullopt;
+  return records_[next_arrival_].spec.arrival;
+}
+
+bool Scheduler::done() const { return finished_count_ == workload_size_; }
+
+bool Scheduler::allocate_blocks(RequestRecord& r, int upto_tokens, std::vector<int32_t>& fresh) {
+  const int need = (upto_tokens + cfg_.model.block_size - 1) / cfg_.model.block_size;
+  const int missing = need - static_cast<int>(r.blocks.size());
+  if (missing <= 0) return true;
+  if (static_cast<int>(free_blocks_.size()) < missing) return false;
+  for (int i = 0; i < missing; ++i) {
+    fresh.push_back(free_blocks_.back());
+    r.blocks.push_back(free_blocks_.back());
+    free_blocks_.pop_back();
+  }
+  return true;
+}
+
+std::shared_ptr<SchedulerOutput> Scheduler::schedule(int64_t step) {
+  auto so = std::make_shared<SchedulerOutput>();
+  so->step = step;
+  const int k = cfg_.spec.k;
+  int budget = cfg_.serving.max_num_batched_tokens;
+  auto add = [&](RequestRecord& r, int tokens) -> bool {
+    ScheduledRequest s;
+    s.idx = r.idx;
+    s.id = r.spec.id;
+    s.num_computed = r.num_computed;
+    s.num_tokens = tokens;
+    s.prefill_len = r.prefill_len();
+    s.out_index = static_cast<int32_t>(r.output.size());
+    s.first_new_block = static_cast<int32_t>(r.blocks.size());
+    if (!allocate_blocks(r, r.num_computed + tokens, s.new_blocks)) return false;
+    so->requests.push_back(std::move(s));
+    so->num_tokens += tokens;
+    budget -= tokens;
+    r.in_flight = true;
+    r.last_step = step;
+    return true;
+  };
+  const int64_t pp = cfg_.topology.pp;
+  auto eligible = [&](const RequestRecord& r) { return !r.in_flight && !r.finished && step >= r.last_step + pp; };
+  // Decode rows first (1 + K: the scheduler knows only the draft count), then prefill chunks.
+  for (size_t i : running_) {
+    RequestRecord& r = records_[i];
+    if (!eligible(r) || r.num_computed < r.prefill_len()) continue;
+    const int tokens = 1 + std::min(k, cfg_.model.max_model_len - r.num_computed - 1);
+    if (tokens > budget) break;
+    add(r, tokens);
+  }
+  for (size_t i : running_) {
+    RequestRecord& r = records_[i];
+    if (!eligible(r) || r.num_computed >= r.prefill_len() || budget <= 0) continue;
+    const int remaining = r.prefill_len() - r.num_computed;
+    if (!cfg_.serving.chunked_prefill && remaining > budget) continue;
+    add(r, std::min(remaining, budget));
+  }
+  // Admit waiting requests while a req-state index and the budget allow.
+  while (!waiting_.empty() && budget > 0 && !free_idx_.empty()) {
+    RequestRecord& r = records_[waiting_.front()];
+    const int remaining = r.prefill_len();
+    if (!cfg_.serving.chunked_prefill && remaining > budget) break;
+    r.idx = free_idx_.back();
+    if (!add(r, std::min(remaining, budget))) {
+      r.idx = -1;
+      break;
+    }
+    free_idx_.pop_back();
+    r.admitted = true;
+    running_.push_back(waiting_.front());
+    waiting_.pop_front();
+    NewRequest n;
+    n.idx = r.idx;
+    n.id = r.spec.id;
+    n.prompt = r.spec.prompt;
+    n.seed = r.spec.seed;
+    n.spread = r.spec.spread;
+    so->new_requests.push_back(std::move(n));
+  }
+  if (so->requests.empty() && running_.empty()) return nullptr;  // wait for arrivals
+  so->finished.swap(finished_idx_);
+  return so;
+}
+
+void Scheduler::finish(RequestRecord& r, bool aborted) {
+  r.finished = true;
+  r.aborted = aborted;
+  r.in_flight = false;
+  finished_idx_.push_back(r.idx);
+  free_idx_.push_back(r.idx);
+  std::sort(free_idx_.begin(), free_idx_.end(), std::greater<>());  // lowest index is reused first
+  for (int32_t b : r.blocks) free_blocks_.push_back(b);
+  r.blocks.clear();
+  running_.erase(std::find(running_.begin(), running_.end(), static_cast<size_t>(&r - records_.data())));
+  if (!r.dummy) ++finished_count_;
+}
+
+void Scheduler::update(const SchedulerOutput& so, const ModelOutput& out) {
+  assert(out.rows.size() == so.requests.size());
+  if (!so.requests.empty()) ++steps_with_output_;
+  for (size_t i = 0; i < so.requests.size(); ++i) {
+    const ScheduledRequest& s = so.requests[i];
+    const RowOutput& row = out.rows[i];
+    RequestRecord* r = nullptr;
+    for (auto& rec : records_)
+      if (rec.spec.id == s.id && rec.idx == s.idx && !rec.finished) r = &rec;
+    if (r == nullptr) continue;  // finished meanwhile (cannot happen under the PP cadence)
+    r->in_flight = false;
+    if (!s.produces_sample()) {
+      r->num_computed += s.num_tokens;
+      continue;
+    }
+    r->num_computed += s.num_tokens - row.num_rejected;
+    if (s.decode()) {
+      ++r->decode_steps;
+      r->verified_drafts.push_back(row.drafts_verified);
+      r->accepted_drafts += row.num_sampled - 1;
+    }
+    r->proposed_drafts += static_cast<int64_t>(row.drafts_proposed.size());
+    bool stop = false;
+    for (int64_t t : row.tokens) {
+      if (static_cast<int>(r->output.size()) >= r->spec.max_tokens) break;
+      r->output.push_back(t);
+      if (t == cfg_.model.stop_token) {
+        stop = true;
+        break;
+      }
+    }
+    if (stop || static_cast<int>(r->output.size()) >= r->spec.max_tokens ||
+        r->num_computed + cfg_.spec.k + 1 >= cfg_.model.max_model_len)
+      finish(*r, false);
+    else if (r->spec.abort && static_cast<int>(r->output.size()) >= cfg_.workload.abort_after)
+      finish(*r, true);
+  }
+}
+
+void Scheduler::add_dummies(int n, int prompt_len) {
+  for (int i = 0; i < n; ++i) {
+    RequestRecord r;
+    r.spec.id = -1 - i;
+    r.spec.prompt.assign(static_cast<size_t>(prompt_len), 1);
+    r.spec.max_tokens = 1 << 20;
+    r.dummy = true;
+    records_.push_back(std::move(r));
+    waiting_.push_front(records_.size() - 1);
+  }
+}
+
+void Scheduler::finish_dummies() {
+  for (auto& r : records_)
+    if (r.dummy && !r.finished && r.admitted) finish(r, true);
+  waiting_.erase(std::remove_if(waiting_.begin(), waiting_.end(), [this](size_t i) { return records_[i].dummy; }),
+                 waiting_.end());
+}
+
+}  // namespace ppspec::engine

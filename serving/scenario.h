@@ -1,0 +1,31 @@
+// A serving scenario (kind = "serving"): the engine's configuration plus what to check.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "core/verdict.h"
+#include "engine/config.h"
+#include "sim/policy.h"
+
+namespace ppspec::serving {
+
+struct Oracles {
+  bool golden = true;         // greedy outputs equal the golden continuation
+  bool pp_invariance = true;  // the same scenario at pp = 1 gives the same tokens and drafts
+};
+
+struct ServingScenario {
+  std::string name;
+  std::string file;
+  std::string description;
+  engine::EngineConfig config;
+  Oracles oracles;
+  core::Verdict expect = core::Verdict::pass;
+  std::optional<core::Verdict> gpu_expect;
+  uint64_t seed = 1;
+  uint64_t seeds = 1;
+  sim::StrategySpec strategy;
+};
+
+}  // namespace ppspec::serving

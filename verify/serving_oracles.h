@@ -1,0 +1,23 @@
+// Oracles of serving runs (DESIGN §7): golden (greedy output = the golden model's continuation)
+// and PP invariance (per request: the same tokens at pp = N and pp = 1; the same drafts wherever
+// both runs verified the same number of drafts at the same decode step of that request).
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "core/verdict.h"
+#include "engine/checkpoint.h"
+#include "engine/config.h"
+#include "engine/scheduler.h"
+
+namespace ppspec::verify {
+
+std::optional<core::Finding> golden_oracle(const engine::EngineConfig& cfg, const engine::Checkpoint& ckpt,
+                                           const std::vector<engine::RequestRecord>& requests);
+
+std::optional<core::Finding> pp_invariance_oracle(const engine::EngineConfig& cfg,
+                                                  const std::vector<engine::RequestRecord>& run,
+                                                  const std::vector<engine::RequestRecord>& reference);
+
+}  // namespace ppspec::verify
