@@ -54,7 +54,7 @@ void Engine::engine_core() {
   }
   broadcast(Command::capture);
   sched.finish_dummies();
-  broadcast(Command::enable_feedback);
+  broadcast(Command::serve);
 
   // ---- serving: async scheduling, batch queue of depth pp ----
   core::HostChannel& outputs = rt_.channel("engine");

@@ -47,6 +47,7 @@ enum class Command : uint8_t {
   warmup_decode_update,
   reset_feedback,
   capture,
+  serve,  // warmup is over: feedback on; from here no kernel may load (DESIGN §6.3)
   shutdown,
 };
 

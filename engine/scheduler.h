@@ -62,7 +62,7 @@ class Scheduler {
   bool allocate_blocks(RequestRecord& r, int upto_tokens, std::vector<int32_t>& fresh);
   void finish(RequestRecord& r, bool aborted);
 
-  const EngineConfig& cfg_;
+  const EngineConfig cfg_;  // a copy: a scheduler outlives the expressions that configure it
   std::vector<RequestRecord> records_;  // workload requests first, then warmup dummies
   size_t next_arrival_ = 0;             // index into the workload, in arrival order
   std::deque<size_t> running_;          // admitted, holding a req-state index, in admission order

@@ -259,6 +259,10 @@ void Worker::run() {
         if (pp_handler_) pp_handler_->reset();
         break;
       case Command::capture: capture_graphs(); break;
+      case Command::serve:
+        phase("serving");
+        if (pp_handler_) pp_handler_->set_disabled(false);
+        break;
       case Command::shutdown:
         dev_.device_sync();
         return;

@@ -41,6 +41,22 @@ PPSPEC_HD inline int64_t slot_of(const int32_t* blocks, int32_t max_blocks, int3
   return static_cast<int64_t>(block) * block_size + pos % block_size;
 }
 
+// Adds, for positions 0..last of a request, the KV values of lanes [j0, j0+nj) into sum[0..nj):
+// `kv` is [slots, stride]. Walks the block table a block at a time (attention over the paged cache);
+// wrapping sums are order-independent, so this equals the position-by-position sum through slot_of.
+PPSPEC_HD inline void sum_context(const int32_t* blocks, int32_t max_blocks, int32_t block_size, int64_t last,
+                                  const uint32_t* kv, int32_t stride, int32_t j0, int32_t nj, uint32_t* sum) {
+  int64_t q0 = 0;
+  for (int32_t b = 0; b < max_blocks && q0 <= last; ++b, q0 += block_size) {
+    const int32_t block = blocks[b];
+    if (block <= 0) continue;  // the null block: PAD, never written
+    const int64_t n = last - q0 + 1 < block_size ? last - q0 + 1 : block_size;
+    const uint32_t* base = kv + static_cast<int64_t>(block) * block_size * stride + j0;
+    for (int64_t o = 0; o < n; ++o)
+      for (int32_t j = 0; j < nj; ++j) sum[j] += base[o * stride + j];
+  }
+}
+
 // Per-row inputs every model kernel reads; padded rows have row_req = -1.
 struct RowInputs {
   const int32_t* input_ids;    // [rows]
@@ -90,10 +106,7 @@ struct ContextSumKernel {
     }
     const int32_t* blocks = in.block_table + static_cast<int64_t>(req) * in.max_blocks;
     uint32_t sum = 0;
-    for (int64_t q = 0; q <= in.positions[i]; ++q) {
-      const int64_t s = slot_of(blocks, in.max_blocks, in.block_size, q);
-      if (s != kPadSlot) sum += ctx_kv[s];
-    }
+    sum_context(blocks, in.max_blocks, in.block_size, in.positions[i], ctx_kv, 1, 0, 1, &sum);
     c[i] = sum;
   }
 };
@@ -155,13 +168,13 @@ struct LayerOutKernel {
       return;
     }
     const int32_t* blocks = in.block_table + static_cast<int64_t>(req) * in.max_blocks;
-    for (int32_t jl = 0; jl < lane_count; ++jl) {
-      uint32_t sum = y[i * lanes + lane_begin + jl];
-      for (int64_t q = 0; q <= in.positions[i]; ++q) {
-        const int64_t s = slot_of(blocks, in.max_blocks, in.block_size, q);
-        if (s != kPadSlot) sum += kv[s * lane_count + jl];
-      }
-      xr[jl] = mix32(sum);
+    constexpr int32_t kChunk = 16;  // lanes summed per pass: registers on a GPU, no heap
+    for (int32_t j0 = 0; j0 < lane_count; j0 += kChunk) {
+      const int32_t nj = lane_count - j0 < kChunk ? lane_count - j0 : kChunk;
+      uint32_t sum[kChunk];
+      for (int32_t j = 0; j < nj; ++j) sum[j] = y[i * lanes + lane_begin + j0 + j];
+      sum_context(blocks, in.max_blocks, in.block_size, in.positions[i], kv, lane_count, j0, nj, sum);
+      for (int32_t j = 0; j < nj; ++j) xr[j0 + j] = mix32(sum[j]);
     }
   }
 };

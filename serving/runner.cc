@@ -1,5 +1,7 @@
 #include "serving/runner.h"
 
+#include <fmt/format.h>
+
 #include "sim/sim_runtime.h"
 #include "verify/serving_oracles.h"
 
@@ -33,7 +35,17 @@ ServingRun run_on_sim(const ServingScenario& s, const RunOptions& opts) {
     RunOptions o = opts;
     o.sinks.clear();
     const ServingRun reference = simulate(flat, o);
-    if (auto f = verify::pp_invariance_oracle(s.config, run.requests, reference.requests)) found.push_back(std::move(*f));
+    if (reference.result.verdict != core::Verdict::pass || !reference.completed) {
+      // Nothing to compare against: say why instead of passing silently.
+      core::Finding f;
+      f.verdict = core::Verdict::output_divergence;
+      f.kind = "pp-invariance";
+      f.summary = fmt::format("the pp = 1 reference run did not complete (verdict {})", core::to_string(reference.result.verdict));
+      for (const core::Finding& g : reference.result.findings) f.details.push_back("pp = 1: " + g.summary);
+      found.push_back(std::move(f));
+    } else if (auto f = verify::pp_invariance_oracle(s.config, run.requests, reference.requests)) {
+      found.push_back(std::move(*f));
+    }
   }
   if (!found.empty()) {
     run.result.findings = found;

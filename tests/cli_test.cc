@@ -119,5 +119,49 @@ TEST(Cli, JsonGivesVerdictFirstFindingAndSites) {
   EXPECT_NE(first["sites"][1]["what"].get<std::string>().find("i64[12]"), std::string::npos);
 }
 
+TEST(Cli, ServingScenarioReportsItsFiguresAsTextAndJson) {
+  const std::string file = std::string(PPSPEC_SOURCE_DIR) + "/scenarios/serving/pp2_tp1_k5.toml";
+  auto r = run({.files = {file}});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("ok   pp2-tp1-k5"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("24 requests"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("engine steps, acceptance 0."), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("tokens/step"), std::string::npos) << r.out;
+  r = run({.files = {file}, .json = true});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j[0]["verdict"], "pass");
+  EXPECT_EQ(j[0]["serving"]["requests"], 24);
+  EXPECT_GT(j[0]["serving"]["acceptance_rate"].get<double>(), 0.2);
+  EXPECT_GT(j[0]["serving"]["tokens_per_step"].get<double>(), 1.0);
+}
+
+TEST(Cli, AWrongServingExpectationFailsWithTheReproduceCommand) {
+  std::ifstream in(std::string(PPSPEC_SOURCE_DIR) + "/scenarios/serving/pp1_k5.toml");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string text = ss.str();
+  text.replace(text.find("verdict = \"pass\""), 16, "verdict = \"deadlock\"");
+  const std::string file = temp_file("serving_unexpected.toml", text);
+  auto r = run({.files = {file}, .seed = 4});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("not as expected: verdict pass, expected deadlock"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("reproduce: ppspec run " + file + " --seed 4 --strategy random"), std::string::npos) << r.out;
+}
+
+TEST(Cli, ServingOnTheGpuBackendIsAClearError) {
+  auto r = run({.files = {std::string(PPSPEC_SOURCE_DIR) + "/scenarios/serving/pp1_k5.toml"}, .backend = "gpu"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("serving scenarios run on the simulator only"), std::string::npos) << r.err;
+}
+
+TEST(Cli, UnknownScenarioKindIsBadInput) {
+  const std::string file = temp_file("kind.toml", "kind = \"replay\"\n");
+  auto r = run({.files = {file}});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find(file + ":1: kind \"replay\" is not supported (expected \"program\" or \"serving\")"), std::string::npos)
+      << r.err;
+}
+
 }  // namespace
 }  // namespace ppspec::testing

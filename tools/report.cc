@@ -26,6 +26,12 @@ std::string format_text(const RunRecord& r) {
       r.gpu ? fmt::format("{} {}  {}  GPU verdict {} (expected {})  [{} ops posted, {} pairings, {:.1f} ms wall]\n",
                           r.ok ? "ok  " : "FAIL", r.scenario, r.file, core::to_string(res.verdict),
                           core::to_string(r.expected), res.stats.ops_posted, res.stats.pairs, r.wall_ms)
+      : r.serving
+          ? fmt::format("{} {}  {}  verdict {} (expected {})  seed {}  {}  [{} requests, {} engine steps, acceptance "
+                        "{:.2f}, {:.1f} tokens/step, {} simulated, {:.1f} ms wall]\n",
+                        r.ok ? "ok  " : "FAIL", r.scenario, r.file, core::to_string(res.verdict),
+                        core::to_string(r.expected), r.seed, r.strategy, r.serving->requests, r.serving->engine_steps,
+                        r.serving->acceptance_rate, r.serving->tokens_per_step, format_time(res.stats.sim_time), r.wall_ms)
       : r.has_expectation
           ? fmt::format("{} {}  {}  verdict {} (expected {})  seed {}  {}  [{} steps, {} simulated, {:.1f} ms wall]\n",
                         r.ok ? "ok  " : "FAIL", r.scenario, r.file, core::to_string(res.verdict),
@@ -99,6 +105,12 @@ nlohmann::json to_json(const RunRecord& r) {
         {"wall_ms", r.wall_ms}}},
       {"reproduce", r.reproduce},
   };
+  if (r.serving)
+    j["serving"] = {{"engine_steps", r.serving->engine_steps},
+                    {"requests", r.serving->requests},
+                    {"output_tokens", r.serving->output_tokens},
+                    {"acceptance_rate", r.serving->acceptance_rate},
+                    {"tokens_per_step", r.serving->tokens_per_step}};
   if (!r.ok) j["mismatch"] = r.mismatch;
   return j;
 }

@@ -2,11 +2,21 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "core/verdict.h"
 
 namespace ppspec::tools {
+
+// What a serving run achieved (serving scenarios only).
+struct ServingFigures {
+  int64_t engine_steps = 0;  // batches the engine ran
+  int64_t requests = 0;
+  int64_t output_tokens = 0;
+  double acceptance_rate = 0;  // accepted drafts / verified drafts
+  double tokens_per_step = 0;  // output tokens / engine step
+};
 
 struct RunRecord {
   std::string file;
@@ -21,6 +31,7 @@ struct RunRecord {
   double wall_ms = 0;
   std::string reproduce;
   core::RunResult result;
+  std::optional<ServingFigures> serving{};
 };
 
 std::string format_text(const RunRecord& r);

@@ -6,3 +6,4 @@ cd "$(dirname "$0")/.."
 cmake --preset default
 cmake --build --preset default
 ./build/default/tools/ppspec run scenarios/programs/*.toml
+./build/default/tools/ppspec run scenarios/serving/*.toml

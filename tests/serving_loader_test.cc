@@ -1,0 +1,131 @@
+// Serving scenarios: a good one loads with every field; bad ones are rejected with file, line and
+// the reason (invalid topology, K, capture sizes, workloads that cannot fit).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/error.h"
+#include "loader/serving_loader.h"
+
+namespace ppspec::testing {
+namespace {
+
+const char* kGood = R"(kind = "serving"
+name = "good"
+
+[topology]
+pp = 2
+tp = 2
+
+[model]
+layers = 4
+lanes = 8
+
+[spec]
+k = 5
+feedback = "single-payload"
+
+[serving]
+capture_sizes = [6, 12, 24]
+max_num_seqs = 4
+max_num_batched_tokens = 64
+chunked_prefill = false
+
+[workload]
+num_requests = 8
+prompt_min = 4
+prompt_max = 16
+output_min = 8
+output_max = 32
+arrival = "poisson"
+mean_gap_us = 50
+temperature = 0.25
+seed = 3
+
+[runtime]
+module_loading = "eager"
+
+[expect]
+verdict = "pass"
+)";
+
+std::string with(const std::string& from, const std::string& to) {
+  std::string s = kGood;
+  const size_t at = s.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  s.replace(at, from.size(), to);
+  return s;
+}
+
+TEST(ServingLoader, GoodScenarioLoadsEveryField) {
+  const serving::ServingScenario s = loader::parse_serving(kGood, "good.toml");
+  EXPECT_EQ(s.name, "good");
+  EXPECT_EQ(s.config.topology.pp, 2);
+  EXPECT_EQ(s.config.topology.tp, 2);
+  EXPECT_EQ(s.config.spec.k, 5);
+  EXPECT_EQ(s.config.spec.feedback, engine::Feedback::single_payload);
+  EXPECT_EQ(s.config.serving.capture_sizes, (std::vector<int>{6, 12, 24}));
+  EXPECT_FALSE(s.config.serving.chunked_prefill);
+  EXPECT_EQ(s.config.workload.arrival, engine::Arrival::poisson);
+  EXPECT_DOUBLE_EQ(s.config.workload.temperature, 0.25);
+  EXPECT_EQ(s.config.runtime.module_loading, core::ModuleLoading::eager);
+  EXPECT_EQ(s.expect, core::Verdict::pass);
+  EXPECT_TRUE(s.oracles.golden);
+  EXPECT_TRUE(s.oracles.pp_invariance);
+}
+
+struct Bad {
+  std::string name;
+  std::string text;
+  int line;
+  std::string message;
+};
+
+void PrintTo(const Bad& b, std::ostream* os) { *os << b.name; }
+
+class ServingBadInput : public ::testing::TestWithParam<Bad> {};
+
+TEST_P(ServingBadInput, IsRejectedWithFileLineAndReason) {
+  const Bad& b = GetParam();
+  try {
+    (void)loader::parse_serving(b.text, "bad.toml");
+    FAIL() << "accepted: " << b.name;
+  } catch (const core::InputError& e) {
+    EXPECT_EQ(e.file(), "bad.toml");
+    EXPECT_EQ(e.line(), b.line) << e.what();
+    EXPECT_NE(std::string(e.what()).find(b.message), std::string::npos) << e.what();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    ServingLoader, ServingBadInput,
+    ::testing::Values(
+        Bad{"pp_zero", with("pp = 2", "pp = 0"), 5, "'pp'"},
+        Bad{"tp_zero", with("tp = 2", "tp = 0"), 6, "'tp'"},
+        Bad{"more_stages_than_layers", with("layers = 4", "layers = 1"), 5, "pp = 2 has more stages than the model has layers (1)"},
+        Bad{"tp_does_not_divide_lanes", with("lanes = 8", "lanes = 7"), 6, "tp = 2 does not divide the model's 7 lanes"},
+        Bad{"more_tp_ranks_than_lanes", with("lanes = 8", "lanes = 1"), 6, "does not divide the model's 1 lanes"},
+        Bad{"k_out_of_range", with("k = 5", "k = 17"), 13, "'k'"},
+        Bad{"k_negative", with("k = 5", "k = -1"), 13, "'k'"},
+        Bad{"unknown_feedback", with("\"single-payload\"", "\"two-message\""), 14,
+            "'two-message' is not one of: three-message, single-payload"},
+        Bad{"capture_unsorted", with("[6, 12, 24]", "[6, 24, 12]"), 17, "must be sorted and unique (12 after 24)"},
+        Bad{"capture_not_multiple_of_k_plus_1", with("[6, 12, 24]", "[6, 8, 24]"), 17, "capture size 8 is not a multiple of K+1 = 6"},
+        Bad{"capture_not_integer", with("[6, 12, 24]", "[6, \"x\"]"), 17, "expected positive integers"},
+        Bad{"kv_cache_too_small", with("lanes = 8", "lanes = 8\nnum_blocks = 4"), 11, "KV blocks"},
+        Bad{"exceeds_max_model_len", with("lanes = 8", "lanes = 8\nmax_model_len = 40"), 28, "exceed max_model_len 40"},
+        Bad{"prompt_never_fits_budget", with("max_num_batched_tokens = 64", "max_num_batched_tokens = 12"), 19,
+            "without chunked prefill a 16-token prompt never fits a 12-token budget"},
+        Bad{"prompt_range_inverted", with("prompt_min = 4", "prompt_min = 20"), 24, "20 exceeds prompt_max 16"},
+        Bad{"unknown_key", with("max_num_seqs = 4", "max_num_seq = 4"), 18, "unknown key 'max_num_seq'"},
+        Bad{"unknown_section", with("[runtime]", "[runtimes]"), 33, "unknown key 'runtimes'"},
+        Bad{"unknown_arrival", with("\"poisson\"", "\"uniform\""), 28, "'uniform' is not one of: burst, poisson"},
+        Bad{"topk_exceeds_experts", with("lanes = 8", "lanes = 8\nexperts = 2\ntopk = 3"), 12, "3 exceeds the 2 experts"},
+        Bad{"stop_token_outside_vocab", with("lanes = 8", "lanes = 8\nvocab = 64\nstop_token = 64"), 12,
+            "64 is not a token of the vocabulary (64)"},
+        Bad{"wrong_type", with("num_requests = 8", "num_requests = \"eight\""), 23, "expected an integer, found a string"},
+        Bad{"missing_expect", with("[expect]\nverdict = \"pass\"\n", ""), 1, "missing [expect]"}),
+    [](const ::testing::TestParamInfo<Bad>& p) { return p.param.name; });
+
+}  // namespace
+}  // namespace ppspec::testing

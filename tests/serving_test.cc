@@ -1,0 +1,266 @@
+// The serving engine on the simulator: the feedback path carries the right drafts, warmup loads
+// every kernel before serving, the trace pairs cleanly, runs are deterministic, and the oracles
+// catch a wrong token or draft (and stay quiet when there is none).
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "engine/checkpoint.h"
+#include "loader/serving_loader.h"
+#include "serving/runner.h"
+#include "tests/test_util.h"
+#include "traces/jsonl_writer.h"
+#include "verify/serving_oracles.h"
+#include "verify/trace_check.h"
+
+namespace ppspec::testing {
+namespace {
+
+const std::string kServing = std::string(PPSPEC_SOURCE_DIR) + "/scenarios/serving/";
+
+serving::ServingScenario scenario(const std::string& name) {
+  return loader::read_serving(loader::parse_toml_file(kServing + name), kServing + name);
+}
+
+// A small pp2 tp2 K5 shape that runs in milliseconds.
+serving::ServingScenario small_pp2_tp2() {
+  serving::ServingScenario s = scenario("pp2_tp2_k5.toml");
+  s.config.workload.num_requests = 12;
+  s.config.workload.output_min = 16;
+  s.config.workload.output_max = 40;
+  return s;
+}
+
+// Keeps the engine probes and the events the warmup discipline needs.
+class Probes final : public core::EventSink {
+ public:
+  struct P {
+    core::EventKind kind;
+    core::RankId rank;
+    int64_t step, req;
+    std::vector<int64_t> ints;
+    std::string text;
+  };
+  void on_event(const core::Event& e) override {
+    switch (e.kind) {
+      case core::EventKind::module_load:
+      case core::EventKind::warmup_phase:
+      case core::EventKind::inputs_built:
+      case core::EventKind::tokens_sampled:
+      case core::EventKind::drafts_proposed:
+      case core::EventKind::drafts_adopted:
+      case core::EventKind::batch_scheduled:
+        all.push_back(P{e.kind, e.rank, e.step, e.req, {e.ints.begin(), e.ints.end()}, std::string(e.text)});
+        break;
+      default: break;
+    }
+  }
+  std::vector<P> all;
+};
+
+serving::ServingRun run(const serving::ServingScenario& s, uint64_t seed = 1, core::EventSink* sink = nullptr,
+                        sim::StrategySpec strategy = {}) {
+  serving::RunOptions o;
+  o.seed = seed;
+  o.strategy = strategy;
+  if (sink != nullptr) o.sinks.push_back(sink);
+  return serving::run_on_sim(s, o);
+}
+
+TEST(Serving, EarlierStagesAdoptExactlyTheDraftsTheLastStageProposed) {
+  const serving::ServingScenario s = small_pp2_tp2();
+  Probes probes;
+  const serving::ServingRun r = run(s, 1, &probes);
+  ASSERT_EQ(r.result.verdict, core::Verdict::pass);
+  // (step, request) -> drafts proposed on the last stage (both TP ranks propose the same).
+  std::map<std::pair<int64_t, int64_t>, std::vector<int64_t>> proposed;
+  for (const auto& p : probes.all)
+    if (p.kind == core::EventKind::drafts_proposed && p.rank == 2) proposed[{p.step, p.req}] = p.ints;
+  ASSERT_GT(proposed.size(), 50u);
+  int adopted = 0;
+  for (const auto& p : probes.all) {
+    if (p.kind == core::EventKind::drafts_proposed) {
+      EXPECT_EQ(p.ints, (proposed[{p.step, p.req}])) << "TP ranks disagree";
+    }
+    if (p.kind != core::EventKind::drafts_adopted) continue;
+    EXPECT_LT(p.rank, 2) << "only stage 0 adopts feedback";
+    const auto it = proposed.find({p.step, p.req});
+    ASSERT_NE(it, proposed.end()) << "rank " << p.rank << " adopted drafts for request " << p.req << " at step " << p.step
+                                  << " that the last stage never proposed";
+    EXPECT_EQ(p.ints, it->second) << "request " << p.req << " step " << p.step;
+    ++adopted;
+  }
+  // Every proposal of a request that runs again is adopted by both stage-0 ranks.
+  EXPECT_GT(adopted, 100);
+  // The drafts a decode row embeds are the ones adopted for that request just before.
+  std::map<std::pair<core::RankId, int64_t>, std::vector<int64_t>> latest;  // (rank, req) -> adopted drafts
+  int checked = 0;
+  for (const auto& p : probes.all) {
+    if (p.kind == core::EventKind::drafts_adopted) latest[{p.rank, p.req}] = p.ints;
+    if (p.kind != core::EventKind::inputs_built || p.rank >= 2 || p.ints.size() != 1 + 1 + 5) continue;
+    const auto it = latest.find({p.rank, p.req});
+    if (it == latest.end()) continue;
+    const std::vector<int64_t> embedded(p.ints.begin() + 2, p.ints.end());
+    EXPECT_EQ(embedded, it->second) << "rank " << p.rank << " request " << p.req << " step " << p.step;
+    ++checked;
+  }
+  EXPECT_GT(checked, 50);
+}
+
+TEST(Serving, EveryKernelLoadsDuringWarmupAndNoneWhileServing) {
+  serving::ServingScenario s = small_pp2_tp2();
+  ASSERT_EQ(s.config.runtime.module_loading, core::ModuleLoading::lazy);
+  Probes probes;
+  ASSERT_EQ(run(s, 1, &probes).result.verdict, core::Verdict::pass);
+  std::map<core::RankId, size_t> serving_at, loads_before;
+  for (size_t i = 0; i < probes.all.size(); ++i) {
+    const auto& p = probes.all[i];
+    if (p.kind == core::EventKind::warmup_phase && p.text == "serving") serving_at[p.rank] = i;
+  }
+  ASSERT_EQ(serving_at.size(), 4u);
+  for (size_t i = 0; i < probes.all.size(); ++i) {
+    const auto& p = probes.all[i];
+    if (p.kind != core::EventKind::module_load) continue;
+    EXPECT_LT(i, serving_at[p.rank]) << "rank " << p.rank << " loaded a module while serving";
+    ++loads_before[p.rank];
+  }
+  for (core::RankId r = 0; r < 4; ++r) EXPECT_GE(loads_before[r], 5u) << "rank " << r;
+}
+
+TEST(Serving, TheRecordedTracePairsCleanly) {
+  const serving::ServingScenario s = small_pp2_tp2();
+  Recorder rec;
+  ASSERT_EQ(run(s, 3, &rec).result.verdict, core::Verdict::pass);
+  std::vector<std::string> lines{traces::header_json(traces::TraceHeader{s.name, s.file, 3, "random"})};
+  lines.insert(lines.end(), rec.lines.begin(), rec.lines.end());
+  const traces::Trace t = traces::read_trace_lines(lines, "memory");
+  const core::RunResult checked = verify::check_events(t.events);
+  EXPECT_EQ(checked.verdict, core::Verdict::pass) << (checked.findings.empty() ? "" : checked.findings[0].summary);
+  // The three feedback messages complete on every rank of each broadcast group.
+  std::map<std::pair<std::string, core::RankId>, int> completed;
+  for (size_t i = 0; i < rec.kinds.size(); ++i) {
+    if (rec.kinds[i] != core::EventKind::op_completed || rec.labels[i].rfind("feedback.", 0) != 0) continue;
+    ++completed[{rec.labels[i].substr(0, rec.labels[i].find('@')), rec.ranks[i]}];
+  }
+  for (const char* m : {"feedback.sampled", "feedback.counts", "feedback.drafts"}) {
+    EXPECT_GT((completed[{m, 0}]), 10) << m;
+    for (core::RankId r = 1; r < 4; ++r) EXPECT_EQ((completed[{m, r}]), (completed[{m, 0}])) << m << " rank " << r;
+  }
+}
+
+TEST(Serving, SameSeedSameTraceAndEverySeedSameTokens) {
+  const serving::ServingScenario s = small_pp2_tp2();
+  Recorder a, b;
+  const serving::ServingRun ra = run(s, 5, &a);
+  const serving::ServingRun rb = run(s, 5, &b);
+  ASSERT_EQ(ra.result.verdict, core::Verdict::pass);
+  EXPECT_EQ(a.lines, b.lines);
+  for (const auto& strategy : {sim::StrategySpec{}, *sim::parse_strategy("pct:3")}) {
+    for (uint64_t seed = 6; seed < 10; ++seed) {
+      const serving::ServingRun rc = run(s, seed, nullptr, strategy);
+      ASSERT_EQ(rc.result.verdict, core::Verdict::pass) << seed;
+      ASSERT_EQ(rc.requests.size(), ra.requests.size());
+      for (size_t i = 0; i < ra.requests.size(); ++i) EXPECT_EQ(rc.requests[i].output, ra.requests[i].output) << seed;
+    }
+  }
+}
+
+TEST(Serving, GraphsAndEagerGiveTheSameTokens) {
+  serving::ServingScenario graphs = small_pp2_tp2();
+  serving::ServingScenario eager = graphs;
+  eager.config.serving.capture_sizes.clear();
+  const serving::ServingRun a = run(graphs), b = run(eager);
+  ASSERT_EQ(a.result.verdict, core::Verdict::pass);
+  ASSERT_EQ(b.result.verdict, core::Verdict::pass);
+  for (size_t i = 0; i < a.requests.size(); ++i) {
+    EXPECT_EQ(a.requests[i].output, b.requests[i].output);
+    EXPECT_EQ(a.requests[i].verified_drafts, b.requests[i].verified_drafts);
+  }
+}
+
+TEST(Serving, SpeculationIsUsefulAndTheWorkloadCompletes) {
+  const serving::ServingRun r = run(small_pp2_tp2());
+  ASSERT_EQ(r.result.verdict, core::Verdict::pass);
+  EXPECT_TRUE(r.completed);
+  EXPECT_GT(r.stats.acceptance_rate(), 0.25);  // alpha = 0.7 per token, K = 5
+  EXPECT_LT(r.stats.acceptance_rate(), 0.8);
+  for (const auto& q : r.requests) EXPECT_EQ(static_cast<int>(q.output.size()), q.spec.max_tokens) << q.spec.id;
+}
+
+TEST(Serving, StopTokensAndAbortsEndRequestsEarly) {
+  const serving::ServingRun r = run(scenario("pp2_stop_and_abort.toml"));
+  ASSERT_EQ(r.result.verdict, core::Verdict::pass);
+  int stopped = 0, aborted = 0;
+  for (const auto& q : r.requests) {
+    if (q.aborted) {
+      ++aborted;
+      EXPECT_GE(q.output.size(), 12u);
+    } else if (static_cast<int>(q.output.size()) < q.spec.max_tokens) {
+      ++stopped;
+      EXPECT_EQ(q.output.back(), 5);
+    }
+  }
+  EXPECT_GT(stopped, 0);
+  EXPECT_GT(aborted, 0);
+}
+
+TEST(Serving, TemperatureSamplingDepartsFromGreedyYetIsReproducible) {
+  const serving::ServingScenario s = scenario("pp2_temperature.toml");
+  const serving::ServingRun a = run(s, 1), b = run(s, 2);
+  ASSERT_EQ(a.result.verdict, core::Verdict::pass);
+  const engine::Checkpoint ckpt = engine::make_checkpoint(s.config.model);
+  // The same requests with greedy sampling would match the golden continuation; these do not.
+  std::vector<engine::RequestRecord> as_greedy = a.requests;
+  for (auto& q : as_greedy) q.spec.spread = 0;
+  EXPECT_TRUE(verify::golden_oracle(s.config, ckpt, as_greedy).has_value());
+  for (size_t i = 0; i < a.requests.size(); ++i) EXPECT_EQ(a.requests[i].output, b.requests[i].output);
+}
+
+// ---- the oracles, both ways ----
+
+TEST(Oracles, GoldenIsQuietOnACorrectRunAndNamesTheFirstWrongToken) {
+  const serving::ServingScenario s = small_pp2_tp2();
+  const serving::ServingRun r = run(s);
+  const engine::Checkpoint ckpt = engine::make_checkpoint(s.config.model);
+  EXPECT_FALSE(verify::golden_oracle(s.config, ckpt, r.requests).has_value());
+  std::vector<engine::RequestRecord> bad = r.requests;
+  bad[3].output[7] = (bad[3].output[7] + 1) % s.config.model.vocab;
+  const auto f = verify::golden_oracle(s.config, ckpt, bad);
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(f->verdict, core::Verdict::output_divergence);
+  EXPECT_EQ(f->kind, "golden");
+  EXPECT_NE(f->summary.find(fmt::format("request {} output token #7", bad[3].spec.id)), std::string::npos) << f->summary;
+  // A truncated output is a divergence too (unless the request was aborted).
+  bad = r.requests;
+  bad[0].output.pop_back();
+  EXPECT_TRUE(verify::golden_oracle(s.config, ckpt, bad).has_value());
+  bad[0].aborted = true;
+  EXPECT_FALSE(verify::golden_oracle(s.config, ckpt, bad).has_value());
+}
+
+TEST(Oracles, PpInvarianceIsQuietAtPpOneAndNamesDifferentTokensOrDrafts) {
+  const serving::ServingScenario s = small_pp2_tp2();
+  const serving::ServingRun r = run(s);
+  serving::ServingScenario flat = s;
+  flat.config.topology.pp = 1;
+  const serving::ServingRun ref = run(flat);
+  EXPECT_FALSE(verify::pp_invariance_oracle(s.config, r.requests, ref.requests).has_value());
+  std::vector<engine::RequestRecord> bad = r.requests;
+  bad[2].output[4] ^= 1;
+  auto f = verify::pp_invariance_oracle(s.config, bad, ref.requests);
+  ASSERT_TRUE(f.has_value());
+  EXPECT_NE(f->summary.find("at output token #4"), std::string::npos) << f->summary;
+  bad = r.requests;
+  ASSERT_GT(bad[5].verified_drafts.size(), 3u);
+  bad[5].verified_drafts[3][0] ^= 1;
+  f = verify::pp_invariance_oracle(s.config, bad, ref.requests);
+  ASSERT_TRUE(f.has_value());
+  EXPECT_NE(f->summary.find("decode step 3"), std::string::npos) << f->summary;
+}
+
+}  // namespace
+}  // namespace ppspec::testing
