@@ -3,11 +3,18 @@
 //   {send to next, recv from previous} of 64 floats, then synchronises its stream every `sync`
 //   steps. Counter `pairs/s`: positional pairings (one send matched with one recv) per second of
 //   wall time, on one core.
+//   BM_Serving/scenario/oracles: a serving scenario end to end (scenario 0: pp2 tp2 K5, 64 requests
+//   x 128 output tokens; 1: pp2 tp1 K5, 24 requests of up to 64 tokens); with oracles = 1 also the
+//   golden reference and the pp = 1 run of PP invariance. Counter `engine_steps/s`: the scenario's
+//   engine steps (batches) per second of wall time.
 #include <benchmark/benchmark.h>
 
 #include <fmt/format.h>
 
+#include "loader/program_loader.h"
+#include "loader/serving_loader.h"
 #include "program/runner.h"
+#include "serving/runner.h"
 
 namespace ppspec {
 namespace {
@@ -72,6 +79,25 @@ void BM_RingPairs(benchmark::State& state) {
   state.counters["sched_steps/s"] = benchmark::Counter(static_cast<double>(sched), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_RingPairs)->Args({2, 1})->Args({8, 1})->Args({2, 16})->Args({8, 16})->Unit(benchmark::kMillisecond);
+
+void BM_Serving(benchmark::State& state) {
+  const char* name = state.range(0) == 0 ? "pp2_tp2_k5.toml" : "pp2_tp1_k5.toml";
+  const std::string file = std::string(PPSPEC_SOURCE_DIR) + "/scenarios/serving/" + name;
+  serving::ServingScenario s = loader::read_serving(loader::parse_toml_file(file), file);
+  s.config.runtime.record_decisions = false;
+  serving::RunOptions o;
+  o.oracles = state.range(1) != 0;
+  int64_t steps = 0, tokens = 0;
+  for (auto _ : state) {
+    const serving::ServingRun r = serving::run_on_sim(s, o);
+    if (r.result.verdict != core::Verdict::pass) state.SkipWithError("the serving scenario did not pass");
+    steps += r.stats.steps;
+    tokens += r.stats.output_tokens;
+  }
+  state.counters["engine_steps/s"] = benchmark::Counter(static_cast<double>(steps), benchmark::Counter::kIsRate);
+  state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(tokens), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_Serving)->ArgNames({"scenario", "oracles"})->Args({0, 1})->Args({0, 0})->Args({1, 1})->Args({1, 0})->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace ppspec

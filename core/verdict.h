@@ -45,6 +45,7 @@ struct Finding {
   std::string kind;  // finer name, e.g. "module-load-in-flight", "cross-communicator-order"
   Time time = 0;     // virtual time of the first bad event
   uint64_t sched_step = 0;
+  int64_t engine_step = -1;     // the serving engine's step, for findings about serving (-1: none)
   std::string summary;          // one line
   std::vector<Site> sites;      // every party involved, the first one first
   std::vector<std::string> details;  // further lines (the wait-for cycle, ...)

@@ -6,6 +6,8 @@
 #include <memory>
 #include <vector>
 
+#include "core/types.h"
+
 namespace ppspec::engine {
 
 struct NewRequest {
@@ -68,6 +70,7 @@ struct RowOutput {
 
 struct ModelOutput {
   int64_t step = 0;
+  core::Time time = 0;  // when the last stage had the step's samples on the host
   std::vector<RowOutput> rows;
 };
 

@@ -58,7 +58,7 @@ void Worker::step(const SchedulerOutput& so) {
   if (so.num_tokens == 0) {
     // An idle step keeps the PP cadence: every rank takes it, nothing runs, nothing is posted.
     if (pp_handler_ && !last_) pp_handler_->receive(so);
-    if (last_ && tp_rank_ == 0) rt_.channel("engine").send(ModelOutput{so.step, {}});
+    if (last_ && tp_rank_ == 0) rt_.channel("engine").send(ModelOutput{so.step, rt_.now(), {}});
     ++steps_;
     return;
   }
@@ -528,6 +528,7 @@ void Worker::send_output(const SchedulerOutput& so, FeedbackBuffers& slot, const
   dev_.stream_sync(main_);
   ModelOutput out;
   out.step = so.step;
+  out.time = rt_.now();
   int32_t row = 0;
   size_t next_draft = 0;
   for (int64_t i = 0; i < n; ++i) {

@@ -144,6 +144,7 @@ void Scheduler::update(const SchedulerOutput& so, const ModelOutput& out) {
     if (s.decode()) {
       ++r->decode_steps;
       r->verified_drafts.push_back(row.drafts_verified);
+      r->verified_step.push_back(so.step);
       r->accepted_drafts += row.num_sampled - 1;
     }
     r->proposed_drafts += static_cast<int64_t>(row.drafts_proposed.size());
@@ -151,6 +152,8 @@ void Scheduler::update(const SchedulerOutput& so, const ModelOutput& out) {
     for (int64_t t : row.tokens) {
       if (static_cast<int>(r->output.size()) >= r->spec.max_tokens) break;
       r->output.push_back(t);
+      r->output_step.push_back(so.step);
+      r->output_time.push_back(out.time);
       if (t == cfg_.model.stop_token) {
         stop = true;
         break;

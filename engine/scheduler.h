@@ -23,8 +23,12 @@ struct RequestRecord {
   int32_t num_computed = 0;
   std::vector<int32_t> blocks;
   std::vector<int64_t> output;
-  // (drafts verified, drafts) per decode step of this request, for the PP-invariance oracle.
+  std::vector<int64_t> output_step;     // the engine step that sampled each output token ...
+  std::vector<core::Time> output_time;  // ... and when its samples reached the host
+  // The drafts verified at each decode step of this request (and that step's engine step), for
+  // the PP-invariance oracle.
   std::vector<std::vector<int64_t>> verified_drafts;
+  std::vector<int64_t> verified_step;
   int64_t accepted_drafts = 0;
   int64_t proposed_drafts = 0;
   int decode_steps = 0;

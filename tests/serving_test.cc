@@ -234,6 +234,15 @@ TEST(Oracles, GoldenIsQuietOnACorrectRunAndNamesTheFirstWrongToken) {
   EXPECT_EQ(f->verdict, core::Verdict::output_divergence);
   EXPECT_EQ(f->kind, "golden");
   EXPECT_NE(f->summary.find(fmt::format("request {} output token #7", bad[3].spec.id)), std::string::npos) << f->summary;
+  EXPECT_EQ(f->engine_step, bad[3].output_step[7]);
+  EXPECT_EQ(f->time, bad[3].output_time[7]);
+  ASSERT_EQ(f->sites.size(), 1u);
+  EXPECT_EQ(f->sites[0].rank, 2) << "the last stage's first TP rank samples";
+  // With two wrong requests, the one that went wrong first is reported.
+  bad[6].output[1] = (bad[6].output[1] + 1) % s.config.model.vocab;
+  const auto first = verify::golden_oracle(s.config, ckpt, bad);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->engine_step, std::min(bad[3].output_step[7], bad[6].output_step[1]));
   // A truncated output is a divergence too (unless the request was aborted).
   bad = r.requests;
   bad[0].output.pop_back();

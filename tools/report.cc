@@ -13,8 +13,9 @@ std::string format_time(core::Time t) {
 namespace {
 
 void append_finding(std::string& s, const core::Finding& f, std::string_view prefix) {
-  s += fmt::format("    {}{} ({}) at {}, step {}: {}\n", prefix, core::to_string(f.verdict), f.kind, format_time(f.time),
-                   f.sched_step, f.summary);
+  const std::string when = f.engine_step >= 0 ? fmt::format("at {}, engine step {}", format_time(f.time), f.engine_step)
+                                              : fmt::format("at {}, step {}", format_time(f.time), f.sched_step);
+  s += fmt::format("    {}{} ({}) {}: {}\n", prefix, core::to_string(f.verdict), f.kind, when, f.summary);
   for (const std::string& d : f.details) s += fmt::format("      {}\n", d);
 }
 
@@ -74,6 +75,7 @@ nlohmann::json to_json(const core::Finding& f) {
   nlohmann::json j = {{"verdict", core::to_string(f.verdict)}, {"kind", f.kind},       {"time_ns", f.time},
                       {"step", f.sched_step},                  {"summary", f.summary}, {"details", f.details},
                       {"sites", sites}};
+  if (f.engine_step >= 0) j["engine_step"] = f.engine_step;
   if (!f.dot.empty()) j["dot"] = f.dot;
   return j;
 }

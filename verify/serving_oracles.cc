@@ -19,28 +19,48 @@ const engine::RequestRecord* find(const std::vector<engine::RequestRecord>& rs, 
   return nullptr;
 }
 
+// Where a request's output token #i came from: its engine step and time (the last token's when i
+// is past the end).
+void locate(core::Finding& f, const engine::RequestRecord& r, size_t i) {
+  if (r.output_step.empty()) return;
+  const size_t at = std::min(i, r.output_step.size() - 1);
+  f.engine_step = r.output_step[at];
+  f.time = r.output_time[at];
+}
+
+// Several requests may diverge: report the one that diverged first.
+void keep_earliest(std::optional<core::Finding>& earliest, core::Finding f) {
+  if (!earliest || f.engine_step < earliest->engine_step) earliest = std::move(f);
+}
+
+core::Site sampler_site(const engine::EngineConfig& cfg, const std::string& what) {
+  const core::RankId last = cfg.topology.rank_of(cfg.topology.pp - 1, 0);
+  return core::Site{last, fmt::format("rank{}.host", last), "", -1, what, ""};
+}
+
 }  // namespace
 
 std::optional<core::Finding> golden_oracle(const engine::EngineConfig& cfg, const engine::Checkpoint& ckpt,
                                            const std::vector<engine::RequestRecord>& requests) {
+  std::optional<core::Finding> earliest;
   for (const engine::RequestRecord& r : requests) {
     if (r.spec.spread != 0) continue;  // the golden continuation is greedy
     const std::vector<int64_t> golden = engine::golden_continuation(ckpt, cfg.model, r.spec.prompt, r.spec.max_tokens);
     const size_t n = std::min(golden.size(), r.output.size());
     size_t i = 0;
     while (i < n && golden[i] == r.output[i]) ++i;
-    const bool complete_ok = r.aborted ? true : r.output.size() == golden.size();
-    if (i == n && complete_ok) continue;
+    const bool length_ok = r.aborted ? r.output.size() <= golden.size() : r.output.size() == golden.size();
+    if (i == n && length_ok) continue;
     core::Finding f;
     f.verdict = core::Verdict::output_divergence;
     f.kind = "golden";
-    const core::RankId last = cfg.topology.rank_of(cfg.topology.pp - 1, 0);
+    locate(f, r, i);
     if (i < n) {
-      f.summary = fmt::format("request {} output token #{} is {}, the golden continuation has {}", r.spec.id, i, r.output[i],
-                              golden[i]);
+      f.summary = fmt::format("request {} output token #{} is {}, the golden continuation has {}", r.spec.id, i,
+                              r.output[i], golden[i]);
     } else {
-      f.summary = fmt::format("request {} produced {} tokens, the golden continuation {}", r.spec.id, r.output.size(),
-                              golden.size());
+      f.summary = fmt::format("request {} ended with {} tokens, the golden continuation has {}", r.spec.id,
+                              r.output.size(), golden.size());
     }
     f.details.push_back(fmt::format("prompt {}", [&] {
       std::vector<int64_t> p(r.spec.prompt.begin(), r.spec.prompt.end());
@@ -48,17 +68,16 @@ std::optional<core::Finding> golden_oracle(const engine::EngineConfig& cfg, cons
     }()));
     f.details.push_back(fmt::format("engine {}", list(r.output)));
     f.details.push_back(fmt::format("golden {}", list(golden)));
-    f.sites.push_back(core::Site{last, fmt::format("rank{}.host", last), "", -1,
-                                 fmt::format("request {} token #{} (sampled on the last stage)", r.spec.id, i), ""});
-    return f;
+    f.sites.push_back(sampler_site(cfg, fmt::format("request {} token #{} sampled on the last stage", r.spec.id, i)));
+    keep_earliest(earliest, std::move(f));
   }
-  return std::nullopt;
+  return earliest;
 }
 
 std::optional<core::Finding> pp_invariance_oracle(const engine::EngineConfig& cfg,
                                                   const std::vector<engine::RequestRecord>& run,
                                                   const std::vector<engine::RequestRecord>& reference) {
-  const core::RankId last = cfg.topology.rank_of(cfg.topology.pp - 1, 0);
+  std::optional<core::Finding> earliest;
   for (const engine::RequestRecord& r : run) {
     const engine::RequestRecord* ref = find(reference, r.spec.id);
     if (ref == nullptr) continue;
@@ -69,26 +88,36 @@ std::optional<core::Finding> pp_invariance_oracle(const engine::EngineConfig& cf
     size_t i = 0;
     while (i < n && r.output[i] == ref->output[i]) ++i;
     if (i < n || r.output.size() != ref->output.size()) {
+      locate(f, r, i);
       f.summary = fmt::format("request {} differs from the same scenario at pp = 1 at output token #{}", r.spec.id, i);
       f.details.push_back(fmt::format("pp = {}: {}", cfg.topology.pp, list(r.output)));
       f.details.push_back(fmt::format("pp = 1: {}", list(ref->output)));
-      f.sites.push_back(core::Site{last, fmt::format("rank{}.host", last), "", -1, fmt::format("request {}", r.spec.id), ""});
-      return f;
+      f.sites.push_back(sampler_site(cfg, fmt::format("request {} token #{}", r.spec.id, i)));
+      keep_earliest(earliest, std::move(f));
+      continue;
     }
     const size_t steps = std::min(r.verified_drafts.size(), ref->verified_drafts.size());
-    for (size_t s = 0; s < steps; ++s) {
-      const auto& a = r.verified_drafts[s];
-      const auto& b = ref->verified_drafts[s];
+    for (size_t d = 0; d < steps; ++d) {
+      const auto& a = r.verified_drafts[d];
+      const auto& b = ref->verified_drafts[d];
       if (a.size() != b.size() || a == b) continue;
-      f.summary = fmt::format("request {} verified different drafts at its decode step {} than at pp = 1", r.spec.id, s);
+      if (d < r.verified_step.size()) {
+        f.engine_step = r.verified_step[d];
+        for (size_t t = 0; t < r.output_step.size(); ++t)
+          if (r.output_step[t] == f.engine_step) {
+            f.time = r.output_time[t];
+            break;
+          }
+      }
+      f.summary = fmt::format("request {} verified different drafts at its decode step {} than at pp = 1", r.spec.id, d);
       f.details.push_back(fmt::format("pp = {}: {}", cfg.topology.pp, list(a)));
       f.details.push_back(fmt::format("pp = 1: {}", list(b)));
-      f.sites.push_back(core::Site{last, fmt::format("rank{}.host", last), "", -1,
-                                   fmt::format("request {} decode step {}", r.spec.id, s), ""});
-      return f;
+      f.sites.push_back(sampler_site(cfg, fmt::format("request {} decode step {}", r.spec.id, d)));
+      keep_earliest(earliest, std::move(f));
+      break;
     }
   }
-  return std::nullopt;
+  return earliest;
 }
 
 }  // namespace ppspec::verify

@@ -1,6 +1,8 @@
 // Oracles of serving runs (DESIGN §7): golden (greedy output = the golden model's continuation)
 // and PP invariance (per request: the same tokens at pp = N and pp = 1; the same drafts wherever
 // both runs verified the same number of drafts at the same decode step of that request).
+// Each returns the divergence with the earliest engine step, naming the request, the output token
+// (or decode step), the engine step and the rank that sampled it.
 #pragma once
 
 #include <optional>
