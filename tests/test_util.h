@@ -3,10 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include <ostream>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "core/error.h"
 #include "core/event.h"
 #include "core/verdict.h"
 #include "loader/program_loader.h"
@@ -36,6 +38,37 @@ class Recorder final : public core::EventSink {
   std::vector<core::RankId> ranks;
   std::vector<core::Time> times;
 };
+
+// A scenario text that must be rejected: at `line`, with `message` somewhere in the error.
+struct Bad {
+  std::string name;
+  std::string text;
+  int line;
+  std::string message;
+};
+inline void PrintTo(const Bad& b, std::ostream* os) { *os << b.name; }
+
+// `text` with the first occurrence of `from` replaced by `to`.
+inline std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  const size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) text.replace(at, from.size(), to);
+  return text;
+}
+
+// Parses `b.text` as "bad.toml" with `parse`; expects an InputError with the file, line and message.
+template <class Parse>
+void expect_rejected(const Bad& b, Parse parse) {
+  try {
+    (void)parse(b.text, "bad.toml");
+    ADD_FAILURE() << "accepted: " << b.name;
+  } catch (const core::InputError& e) {
+    EXPECT_EQ(e.file(), "bad.toml");
+    EXPECT_EQ(e.line(), b.line) << e.what();
+    EXPECT_NE(std::string(e.what()).find(b.message), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).rfind("bad.toml:", 0), 0u) << e.what();
+  }
+}
 
 inline program::Program program_from(std::string_view toml) { return loader::parse_program(toml, "test.toml"); }
 
