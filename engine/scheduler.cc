@@ -17,6 +17,7 @@ Scheduler::Scheduler(const EngineConfig& cfg, std::vector<RequestSpec> workload)
     records_.push_back(std::move(r));
   }
   for (int32_t i = cfg.serving.max_num_seqs - 1; i >= 0; --i) free_idx_.push_back(i);
+  slot_owner_.assign(static_cast<size_t>(cfg.serving.max_num_seqs), kNoOwner);
   const int blocks = cfg.model.num_blocks > 0 ? cfg.model.num_blocks : blocks_needed(cfg);
   for (int32_t b = blocks - 1; b >= 1; --b) free_blocks_.push_back(b);
 }
@@ -96,6 +97,7 @@ std::shared_ptr<SchedulerOutput> Scheduler::schedule(int64_t step) {
       break;
     }
     free_idx_.pop_back();
+    slot_owner_[static_cast<size_t>(r.idx)] = waiting_.front();
     r.admitted = true;
     running_.push_back(waiting_.front());
     waiting_.pop_front();
@@ -113,6 +115,7 @@ std::shared_ptr<SchedulerOutput> Scheduler::schedule(int64_t step) {
 }
 
 void Scheduler::finish(RequestRecord& r, bool aborted) {
+  slot_owner_[static_cast<size_t>(r.idx)] = kNoOwner;
   r.finished = true;
   r.aborted = aborted;
   r.in_flight = false;
@@ -131,10 +134,9 @@ void Scheduler::update(const SchedulerOutput& so, const ModelOutput& out) {
   for (size_t i = 0; i < so.requests.size(); ++i) {
     const ScheduledRequest& s = so.requests[i];
     const RowOutput& row = out.rows[i];
-    RequestRecord* r = nullptr;
-    for (auto& rec : records_)
-      if (rec.spec.id == s.id && rec.idx == s.idx && !rec.finished) r = &rec;
-    if (r == nullptr) continue;  // finished meanwhile (cannot happen under the PP cadence)
+    const size_t owner = slot_owner_[static_cast<size_t>(s.idx)];
+    if (owner == kNoOwner || records_[owner].spec.id != s.id) continue;  // finished meanwhile (not under the PP cadence)
+    RequestRecord* r = &records_[owner];
     r->in_flight = false;
     if (!s.produces_sample()) {
       r->num_computed += s.num_tokens;

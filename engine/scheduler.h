@@ -66,12 +66,14 @@ class Scheduler {
   bool allocate_blocks(RequestRecord& r, int upto_tokens, std::vector<int32_t>& fresh);
   void finish(RequestRecord& r, bool aborted);
 
+  static constexpr size_t kNoOwner = SIZE_MAX;
   const EngineConfig cfg_;  // a copy: a scheduler outlives the expressions that configure it
   std::vector<RequestRecord> records_;  // workload requests first, then warmup dummies
   size_t next_arrival_ = 0;             // index into the workload, in arrival order
   std::deque<size_t> running_;          // admitted, holding a req-state index, in admission order
   std::deque<size_t> waiting_;          // arrived, not yet admitted
   std::vector<int32_t> free_idx_;       // req-state indices, lowest first
+  std::vector<size_t> slot_owner_;      // req-state index -> its running record (kNoOwner when free)
   std::vector<int32_t> free_blocks_;    // KV blocks (block 0 is the null block)
   std::vector<int32_t> finished_idx_;   // to report in the next step
   int workload_size_ = 0;

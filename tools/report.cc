@@ -21,26 +21,34 @@ void append_finding(std::string& s, const core::Finding& f, std::string_view pre
 
 }  // namespace
 
+namespace {
+
+// The first line of a run's report: verdict against expectation, then what the run did.
+std::string headline(const RunRecord& r) {
+  const core::RunResult& res = r.result;
+  std::string s = fmt::format("{} {}  {}  ", r.ok ? "ok  " : "FAIL", r.scenario, r.file);
+  if (r.gpu)
+    return s + fmt::format("GPU verdict {} (expected {})  [{} ops posted, {} pairings, {:.1f} ms wall]\n",
+                           core::to_string(res.verdict), core::to_string(r.expected), res.stats.ops_posted,
+                           res.stats.pairs, r.wall_ms);
+  if (!r.has_expectation)
+    return s + fmt::format("verdict {}  [{} events, {} pairings, {} traced]\n", core::to_string(res.verdict),
+                           res.stats.events, res.stats.pairs, format_time(res.stats.sim_time));
+  s += fmt::format("verdict {} (expected {})  seed {}  {}  [", core::to_string(res.verdict), core::to_string(r.expected),
+                   r.seed, r.strategy);
+  if (r.serving)
+    s += fmt::format("{} requests, {} engine steps, acceptance {:.2f}, {:.1f} tokens/step, ", r.serving->requests,
+                     r.serving->engine_steps, r.serving->acceptance_rate, r.serving->tokens_per_step);
+  else
+    s += fmt::format("{} steps, ", res.stats.sched_steps);
+  return s + fmt::format("{} simulated, {:.1f} ms wall]\n", format_time(res.stats.sim_time), r.wall_ms);
+}
+
+}  // namespace
+
 std::string format_text(const RunRecord& r) {
   const core::RunResult& res = r.result;
-  std::string s =
-      r.gpu ? fmt::format("{} {}  {}  GPU verdict {} (expected {})  [{} ops posted, {} pairings, {:.1f} ms wall]\n",
-                          r.ok ? "ok  " : "FAIL", r.scenario, r.file, core::to_string(res.verdict),
-                          core::to_string(r.expected), res.stats.ops_posted, res.stats.pairs, r.wall_ms)
-      : r.serving
-          ? fmt::format("{} {}  {}  verdict {} (expected {})  seed {}  {}  [{} requests, {} engine steps, acceptance "
-                        "{:.2f}, {:.1f} tokens/step, {} simulated, {:.1f} ms wall]\n",
-                        r.ok ? "ok  " : "FAIL", r.scenario, r.file, core::to_string(res.verdict),
-                        core::to_string(r.expected), r.seed, r.strategy, r.serving->requests, r.serving->engine_steps,
-                        r.serving->acceptance_rate, r.serving->tokens_per_step, format_time(res.stats.sim_time), r.wall_ms)
-      : r.has_expectation
-          ? fmt::format("{} {}  {}  verdict {} (expected {})  seed {}  {}  [{} steps, {} simulated, {:.1f} ms wall]\n",
-                        r.ok ? "ok  " : "FAIL", r.scenario, r.file, core::to_string(res.verdict),
-                        core::to_string(r.expected), r.seed, r.strategy, res.stats.sched_steps,
-                        format_time(res.stats.sim_time), r.wall_ms)
-          : fmt::format("{} {}  {}  verdict {}  [{} events, {} pairings, {} traced]\n", r.ok ? "ok  " : "FAIL",
-                        r.scenario, r.file, core::to_string(res.verdict), res.stats.events, res.stats.pairs,
-                        format_time(res.stats.sim_time));
+  std::string s = headline(r);
   if (!r.ok && !r.mismatch.empty()) s += fmt::format("    not as expected: {}\n", r.mismatch);
   for (const core::Finding& f : res.findings) append_finding(s, f, "");
   for (const core::Finding& f : res.notes) append_finding(s, f, "note: ");
