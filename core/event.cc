@@ -27,6 +27,9 @@ std::string_view to_string(EventKind k) {
     case EventKind::drafts_proposed: return "drafts_proposed";
     case EventKind::drafts_adopted: return "drafts_adopted";
     case EventKind::warmup_phase: return "warmup_phase";
+    case EventKind::padding_rows: return "padding_rows";
+    case EventKind::gate: return "gate";
+    case EventKind::table_bound: return "table_bound";
     case EventKind::verdict: return "verdict";
   }
   return "?";
@@ -70,6 +73,7 @@ std::string to_json(const Event& e) {
   if (e.has_op) {
     s += fmt::format(",\"op\":\"{}\",\"dtype\":\"{}\",\"count\":{}", to_string(e.op.kind), to_string(e.op.dtype),
                      e.op.count);
+    if (e.op.cols != 1) s += fmt::format(",\"cols\":{}", e.op.cols);
     if (e.op.peer >= 0) s += fmt::format(",\"{}\":{}", e.op.kind == OpKind::broadcast ? "root" : "peer", e.op.peer);
     field("label", e.op.label.name);
     if (e.op.label.step >= 0) s += fmt::format(",\"step\":{}", e.op.label.step);

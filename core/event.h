@@ -38,6 +38,11 @@ enum class EventKind : uint8_t {
   drafts_proposed,  // last stage: ints = the drafts proposed for the request's next step
   drafts_adopted,   // earlier stage: ints = the drafts the deferred update wrote for the request
   warmup_phase,     // text = the phase
+  padding_rows,     // a kernel wrote a graph's padding rows: text = the kernel, value = the first
+                    // padding row, ints = per row the fields of that kernel (verify/padding_checker.h)
+  gate,             // a rank evaluated the feedback gate of a step: value = 1 when it posts feedback
+  table_bound,      // a rank bound a weight table: text = its name, value = its hash (FNV-1a of the
+                    // words), ints = [entries, entries never written]
   verdict,          // the run ended (text = verdict)
 };
 

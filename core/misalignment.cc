@@ -14,8 +14,14 @@ std::optional<Finding> misalignment(const PostedOp& a, const PostedOp& b, std::s
   f.summary = fmt::format("{} on '{}' pairs mismatched operations: {}", where, comm, why);
   for (const PostedOp* r : {&a, &b}) {
     f.sites.push_back(Site{r->rank, std::string(r->actor), std::string(comm), cseq, describe(r->desc), std::string(r->origin)});
-    f.details.push_back(fmt::format("rank{} {} posted {} (op {}){}", r->rank, r->actor, describe(r->desc), r->op_id,
+    // Which side of the data each party is on: a broadcast's root sends, every other member receives.
+    const bool sends = r->desc.kind == OpKind::send || (r->desc.kind == OpKind::broadcast && r->desc.peer == r->rank);
+    const bool receives = r->desc.kind == OpKind::recv || (r->desc.kind == OpKind::broadcast && r->desc.peer != r->rank);
+    const char* role = sends ? "sends:" : receives ? "receives:" : "posted";
+    f.details.push_back(fmt::format("rank{} {} {} {} (op {}){}", r->rank, r->actor, role, describe(r->desc), r->op_id,
                                     r->origin.empty() ? "" : fmt::format(" at {}", r->origin)));
+    // The earliest step either operation was posted for: where the sequences parted.
+    if (r->desc.label.step >= 0 && (f.engine_step < 0 || r->desc.label.step < f.engine_step)) f.engine_step = r->desc.label.step;
   }
   f.details.push_back(
       "NCCL matches operations by position only (no tags, no size check): from here on data goes to the wrong "

@@ -25,6 +25,7 @@ struct OpDesc {
   OpKind kind = OpKind::send;
   Dtype dtype = Dtype::u8;
   int64_t count = 0;  // elements (all_gather: elements contributed per rank)
+  int64_t cols = 1;   // elements per row of the buffer: reports print [rows, cols] (pairing ignores it)
   RankId peer = -1;   // global rank: the peer of send/recv, the root of broadcast, -1 otherwise
   Label label{};
   bool captured = false;  // issued by a CUDA-graph replay (R9)

@@ -25,8 +25,24 @@ void Engine::broadcast(Command c, std::shared_ptr<const SchedulerOutput> so) {
   for (core::RankId r = 0; r < cfg_.topology.ranks(); ++r) rt_.channel(fmt::format("worker{}", r)).send(WorkerCommand{c, so});
 }
 
+void Engine::publish_batch(const SchedulerOutput& so, bool warmup) {
+  if (!rt_.events().active()) return;
+  std::vector<int64_t> ids;
+  for (const auto& r : so.requests) ids.push_back(r.id);
+  core::Event e;
+  e.t = rt_.now();
+  e.kind = core::EventKind::batch_scheduled;
+  e.actor = "engine";
+  e.step = so.step;
+  e.value = so.num_tokens;
+  e.ints = ids;
+  if (warmup) e.text = "warmup";
+  rt_.events().publish(e);
+}
+
 void Engine::run_step_synchronously(std::shared_ptr<SchedulerOutput> so) {
   if (!so) return;
+  publish_batch(*so, true);
   broadcast(Command::step, so);
   const auto out = std::any_cast<ModelOutput>(rt_.channel("engine").recv());
   scheduler_->update(*so, out);
@@ -66,18 +82,7 @@ void Engine::engine_core() {
       if (!so) break;
       ++next_step_;
       if (!so->requests.empty()) ++serving_steps_;
-      if (rt_.events().active()) {
-        std::vector<int64_t> ids;
-        for (const auto& r : so->requests) ids.push_back(r.id);
-        core::Event e;
-        e.t = rt_.now();
-        e.kind = core::EventKind::batch_scheduled;
-        e.actor = "engine";
-        e.step = so->step;
-        e.value = so->num_tokens;
-        e.ints = ids;
-        rt_.events().publish(e);
-      }
+      publish_batch(*so, false);
       broadcast(Command::step, so);
       in_flight.push_back(std::move(so));
     }

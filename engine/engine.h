@@ -39,6 +39,7 @@ class Engine {
   void engine_core();
   void broadcast(Command c, std::shared_ptr<const SchedulerOutput> so = nullptr);
   void run_step_synchronously(std::shared_ptr<SchedulerOutput> so);
+  void publish_batch(const SchedulerOutput& so, bool warmup);
 
   const EngineConfig& cfg_;
   core::Runtime& rt_;

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <fmt/format.h>
 
+#include "core/hash.h"
 #include "engine/worker.h"
 #include "kernels/drafter.h"
 #include "kernels/launch.h"
@@ -34,7 +35,7 @@ core::Buffer slice(const core::Buffer& b, int64_t row, int64_t first, int64_t n)
 
 // Publishes an engine probe with a list of integers (simulator only: kernel bodies run there).
 void probe(core::Runtime& rt, core::EventKind kind, core::RankId rank, int64_t step, int64_t req,
-           const std::vector<int64_t>& ints, int64_t value = -1) {
+           const std::vector<int64_t>& ints, int64_t value = -1, std::string_view text = {}) {
   if (!rt.events().active()) return;
   core::Event e;
   e.t = rt.now();
@@ -44,12 +45,24 @@ void probe(core::Runtime& rt, core::EventKind kind, core::RankId rank, int64_t s
   e.req = req;
   e.ints = ints;
   e.value = value;
+  e.text = text;
   rt.events().publish(e);
+}
+
+// 1 when any element of rows [first, first + n) of these buffers was never written (shadow bytes;
+// always 0 on real hardware, where nothing tracks initialisation).
+int64_t never_written(std::initializer_list<const core::Buffer*> bufs, int64_t row) {
+  for (const core::Buffer* b : bufs)
+    if (b->uninitialised_elements(row * b->shape().cols, b->shape().cols) > 0) return 1;
+  return 0;
 }
 
 }  // namespace
 
 void Worker::step(const SchedulerOutput& so) {
+  // Reports of what the host does from here (a module load, a blocking call) name the step.
+  // The runtime keeps a view of the text in what it records: keep every one alive with the worker.
+  rt_.set_call_site(call_sites_.emplace_back(fmt::format("execute_model step {}", so.step)));
   // 1. Earlier stages adopt the feedback of step T-pp (the deferred update).
   if (!last_ && pp_handler_) deferred_update();
   // 2. Finished and new requests, block tables; then the batch, decode rows first (the scheduler
@@ -182,14 +195,29 @@ void Worker::prepare_inputs(const SchedulerOutput& so, int32_t padded_rows) {
   const int64_t step = so.step;
   std::vector<int64_t> ids;
   for (const auto& r : so.requests) ids.push_back(r.id);
+  std::vector<int64_t> decode;
+  for (const auto& r : so.requests) decode.push_back(r.decode() ? 1 : 0);
+  const core::Buffer ids_b = input_ids_, pos_b = positions_, pad_b = is_padding_, req_b = row_req_, slot_b = slots_;
   launch(main_, "prepare_inputs", "", n + 1, [=, &rt] {
     kn::run_on_cpu(k, n + 1);
+    // What the kernel wrote, for the shadow bytes: slots and row owners always, the rest of a
+    // padding row only when it clears padding.
+    const int64_t written = k.clear_padding ? padded_rows : k.num_rows;
+    for (const core::Buffer* b : {&ids_b, &pos_b, &pad_b}) b->mark_written(0, written);
+    for (const core::Buffer* b : {&slot_b, &req_b}) b->mark_written(0, padded_rows);
     if (!rt.events().active()) return;
     for (int32_t r = 0; r < n; ++r) {
       std::vector<int64_t> v{k.positions[k.query_start[r]]};
       for (int32_t i = k.query_start[r]; i < k.query_start[r + 1]; ++i) v.push_back(k.input_ids[i]);
-      probe(rt, core::EventKind::inputs_built, rank, step, ids[static_cast<size_t>(r)], v);
+      probe(rt, core::EventKind::inputs_built, rank, step, ids[static_cast<size_t>(r)], v, decode[static_cast<size_t>(r)]);
     }
+    if (padded_rows == k.num_rows) return;
+    // The padding rows a graph will read (R10): id, position, is_padding, slot, never written.
+    std::vector<int64_t> pad;
+    for (int32_t i = k.num_rows; i < padded_rows; ++i)
+      pad.insert(pad.end(), {k.input_ids[i], k.positions[i], k.is_padding[i] ? 1 : 0, k.slots[i],
+                             never_written({&ids_b, &pos_b, &pad_b}, i)});
+    probe(rt, core::EventKind::padding_rows, rank, step, -1, pad, k.num_rows, "prepare_inputs");
   });
 }
 
@@ -445,13 +473,25 @@ int Worker::propose_drafts(const SchedulerOutput& so, const std::vector<int32_t>
   pd.seeds = ptr<int64_t>(d_seeds_);
   auto* table = ptr<int32_t>(block_table_);
   const int32_t mb = max_blocks_;
-  launch(main_, "prepare_dflash_inputs", "", nd, [pd, table, mb, nd]() mutable {
+  core::Runtime& rt = rt_;
+  const core::RankId rank = rank_;
+  const int64_t step = so.step;
+  const core::Buffer dids_b = d_input_ids_, dpos_b = d_positions_, dpad_b = d_is_padding_;
+  launch(main_, "prepare_dflash_inputs", "", nd, [pd, table, mb, nd, &rt, rank, step, dids_b, dpos_b, dpad_b]() mutable {
     std::vector<int32_t> per_row(static_cast<size_t>(nd) * static_cast<size_t>(mb));
     for (int32_t d = 0; d < nd; ++d)
       std::memcpy(per_row.data() + static_cast<size_t>(d) * static_cast<size_t>(mb), table + pd.idx_mapping[d] * mb,
                   static_cast<size_t>(mb) * sizeof(int32_t));
     pd.block_table = per_row.data();
     kn::run_on_cpu(pd, nd);
+    const int32_t used = nd * pd.num_query_per_req;
+    for (const core::Buffer* b : {&dids_b, &dpos_b, &dpad_b}) b->mark_written(0, pd.clear_padding ? pd.max_num_tokens : used);
+    if (!rt.events().active() || used == pd.max_num_tokens) return;
+    std::vector<int64_t> pad;
+    for (int32_t q = used; q < pd.max_num_tokens; ++q)
+      pad.insert(pad.end(), {pd.input_ids[q], pd.positions[q], pd.is_padding[q] ? 1 : 0, pd.query_slot_mapping[q],
+                             never_written({&dids_b, &dpos_b, &dpad_b}, q)});
+    probe(rt, core::EventKind::padding_rows, rank, step, -1, pad, used, "prepare_dflash_inputs");
   });
   // Context KV of the drafter (never through a PAD slot).
   {
@@ -466,7 +506,19 @@ int Worker::propose_drafts(const SchedulerOutput& so, const std::vector<int32_t>
   }
   kn::DraftForwardKernel fw{kk, anchor, ptr<uint32_t>(c_), ptr<int32_t>(d_input_ids_), ptr<int64_t>(d_positions_), embed,
                             ckpt_.consts.r, cfg_.model.vocab, ptr<int64_t>(d_drafts_)};
-  launch(main_, "draft_forward", "", nd, [fw, nd] { kn::run_on_cpu(fw, nd); });
+  // The first forward tells the checkers which embedding table the drafter reads (its hash, and how
+  // much of it was never written: an aliased table on a stage that never loaded it).
+  const core::Buffer table_b = pp_gt1 && !cfg_.faults.alias_target_embed ? draft_embed_ : embed_ctx_;
+  bool* probed = &embed_probed_;
+  launch(main_, "draft_forward", "", nd, [fw, nd, &rt, rank, step, table_b, probed] {
+    kn::run_on_cpu(fw, nd);
+    if (*probed || !rt.events().active()) return;
+    *probed = true;
+    const auto words = static_cast<size_t>(table_b.count());
+    const auto hash = static_cast<int64_t>(core::fnv1a_words(static_cast<const uint32_t*>(table_b.data()), words));
+    probe(rt, core::EventKind::table_bound, rank, step, -1,
+          {table_b.count(), table_b.uninitialised_elements(0, table_b.count())}, hash, "draft.embed_tokens");
+  });
   // The MoE layer over every query row of the graph, padding included.
   const int E = cfg_.model.experts;
   const int top = cfg_.model.topk;
@@ -475,16 +527,28 @@ int Worker::propose_drafts(const SchedulerOutput& so, const std::vector<int32_t>
   kn::TopkSoftplusSqrtKernel router{ptr<float>(d_gating_), ptr<float>(d_router_bias_), ptr<bool>(d_is_padding_), E, top,
                                     true, 1.0f, !cfg_.faults.router_ignores_padding, ptr<int32_t>(d_topk_ids_),
                                     ptr<float>(d_topk_w_)};
-  launch(main_, "topk_softplus_sqrt", "", q_rows, [router, q_rows] { kn::run_on_cpu(router, q_rows); });
+  const int32_t used_rows = nd * kk;
+  launch(main_, "topk_softplus_sqrt", "", q_rows, [router, q_rows, used_rows, top, &rt, rank, step] {
+    kn::run_on_cpu(router, q_rows);
+    if (!rt.events().active() || used_rows == q_rows) return;
+    // Per padding row: the expert ids it selected, then how many of its weights are non-zero.
+    std::vector<int64_t> pad;
+    for (int32_t q = used_rows; q < q_rows; ++q) {
+      int64_t nonzero = 0;
+      for (int j = 0; j < top; ++j) {
+        pad.push_back(router.topk_ids[q * top + j]);
+        nonzero += router.topk_weights[q * top + j] != 0.0f ? 1 : 0;
+      }
+      pad.push_back(nonzero);
+    }
+    probe(rt, core::EventKind::padding_rows, rank, step, -1, pad, used_rows, "topk_softplus_sqrt");
+  });
   kn::DraftExpertsKernel experts{ptr<int32_t>(d_topk_ids_), ptr<float>(d_topk_w_), top, ptr<float>(d_expert_scale_),
                                  ptr<float>(d_confidence_)};
   launch(main_, "draft_experts", "", q_rows, [experts, q_rows] { kn::run_on_cpu(experts, q_rows); });
   // req_states.draft_tokens[idx_mapping] = draft_tokens; then the batch's rows for the relay,
   // gathered on the main stream (#55745).
   {
-    core::Runtime& rt = rt_;
-    const core::RankId rank = rank_;
-    const int64_t step = so.step;
     std::vector<int64_t> ids;
     for (int32_t i : rows_with_samples) ids.push_back(so.requests[static_cast<size_t>(i)].id);
     auto* drafts = ptr<int64_t>(d_drafts_);

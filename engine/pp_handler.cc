@@ -46,6 +46,21 @@ PPHandler::PPHandler(core::Runtime& rt, core::Device& dev, core::Communicator& b
     for (int i = 0; i < pp; ++i) queue_.emplace_back(std::nullopt);  // pre-seeded: the first pp steps adopt nothing
 }
 
+void PPHandler::publish_gate(const SchedulerOutput& so, const std::optional<std::vector<bool>>& mask) {
+  if (!rt_.events().active()) return;
+  std::vector<int64_t> rows;
+  if (mask)
+    for (bool b : *mask) rows.push_back(b ? 1 : 0);
+  core::Event e;
+  e.t = rt_.now();
+  e.kind = core::EventKind::gate;
+  e.rank = dev_.rank();
+  e.step = so.step;
+  e.value = mask ? 1 : 0;
+  e.ints = rows;
+  rt_.events().publish(e);
+}
+
 void PPHandler::side_waits_main() {
   dev_.record(main_ready_, main_);
   dev_.stream_wait(side_, main_ready_);
@@ -56,6 +71,7 @@ void PPHandler::receive(const SchedulerOutput& so) {
   queue_.emplace_back(std::nullopt);
   if (disabled_) return;
   const auto mask = need_sampled_mask(so);
+  publish_gate(so, mask);
   if (!mask) return;  // nothing posted: the last stage's gate says the same
   const auto n = static_cast<int64_t>(so.requests.size());
   FeedbackBuffers& slot = slot_for(so.step);
@@ -120,8 +136,11 @@ FeedbackBuffers& PPHandler::last_stage_slot(int64_t step) {
 }
 
 void PPHandler::broadcast(const SchedulerOutput& so, FeedbackBuffers& slot, bool plain_sampler_step) {
-  if (disabled_ || variant_ == Feedback::single_payload) return;  // the payload goes after propose()
-  if (!need_sampled_mask(so)) return;
+  if (disabled_) return;
+  const auto mask = need_sampled_mask(so);
+  publish_gate(so, mask);
+  if (variant_ == Feedback::single_payload) return;  // the payload goes after propose()
+  if (!mask) return;
   const auto n = static_cast<int64_t>(so.requests.size());
   side_waits_main();
   // vLLM pads a plain-sampler step's [N, 1] to [N, K+1]; the fault sends it narrow (#46994).

@@ -243,6 +243,7 @@ void Worker::run() {
   core::HostChannel& inbox = rt_.channel(fmt::format("worker{}", rank_));
   for (;;) {
     const auto cmd = std::any_cast<WorkerCommand>(inbox.recv());
+    rt_.set_call_site({});  // `step` names its own
     switch (cmd.command) {
       case Command::step: step(*cmd.step); break;
       case Command::disable_feedback:

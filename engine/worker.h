@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -89,6 +90,8 @@ class Worker {
   std::unique_ptr<PPHandler> pp_handler_;
   std::map<int32_t, core::Graph> graphs_;  // by padded row count
   int64_t steps_ = 0;
+  bool embed_probed_ = false;
+  std::deque<std::string> call_sites_;  // "execute_model step N", one per step: stable addresses  // the drafter's table was reported to the checkers
 
   // Request state (vLLM RequestState), by req-state index.
   core::Buffer last_sampled_, draft_tokens_, num_computed_, prefill_len_, total_len_, prompt_, block_table_;

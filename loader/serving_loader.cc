@@ -134,9 +134,10 @@ serving::ServingScenario read_serving(const toml::table& root, const std::string
             f.router_ignores_padding = r.boolean("router_ignores_padding").value_or(false);
             f.alias_target_embed = r.boolean("alias_target_embed").value_or(false);
           });
-  section("oracles", "golden, pp_invariance", [&](TableReader& r) {
+  section("oracles", "golden, pp_invariance, padding_invariance", [&](TableReader& r) {
     s.oracles.golden = r.boolean("golden").value_or(true);
     s.oracles.pp_invariance = r.boolean("pp_invariance").value_or(true);
+    s.oracles.padding_invariance = r.boolean("padding_invariance").value_or(true);
   });
   section("explore", "seed, seeds, strategy", [&](TableReader& r) {
     s.seed = static_cast<uint64_t>(r.integer("seed", 0, INT64_MAX).value_or(1));

@@ -55,6 +55,7 @@ TrackedOp* RealCommunicator::track(core::OpKind kind, const core::Buffer& buf, i
   desc.kind = kind;
   desc.dtype = buf.dtype();
   desc.count = buf.count();
+  desc.cols = buf.shape().cols;
   desc.peer = peer >= 0 ? members_.at(static_cast<size_t>(peer)) : -1;
   desc.label = label;
   if (std::vector<CapturedOp>* cap = dev_.capture_of(s)) {

@@ -1,19 +1,74 @@
 #include "serving/runner.h"
 
 #include <fmt/format.h>
+#include <map>
 
 #include "sim/sim_runtime.h"
+#include "verify/findings.h"
+#include "verify/monitor.h"
+#include "verify/serving_monitors.h"
 #include "verify/serving_oracles.h"
 
 namespace ppspec::serving {
 
+namespace {
+
+// Which requests each engine step ran, so that a finding about a step (a misaligned pairing, a
+// deadlock, a padding row) can name the requests involved.
+class BatchLog final : public core::EventSink {
+ public:
+  void on_event(const core::Event& e) override {
+    if (e.kind != core::EventKind::batch_scheduled) return;
+    Batch& b = batches_[e.step];
+    b.ids.assign(e.ints.begin(), e.ints.end());
+    b.warmup = e.text == "warmup";
+  }
+  void annotate(std::vector<core::Finding>& findings) const {
+    for (core::Finding& f : findings) {
+      if (f.engine_step < 0 || f.summary.find("request") != std::string::npos) continue;
+      const auto it = batches_.find(f.engine_step);
+      if (it == batches_.end()) continue;
+      f.details.push_back(it->second.warmup ? fmt::format("engine step {} is a warmup step over the synthetic requests {}",
+                                                          f.engine_step, verify::token_list(it->second.ids))
+                                            : fmt::format("engine step {} is the batch of requests {}", f.engine_step,
+                                                          verify::token_list(it->second.ids)));
+    }
+  }
+
+ private:
+  struct Batch {
+    std::vector<int64_t> ids;
+    bool warmup = false;
+  };
+  std::map<int64_t, Batch> batches_;
+};
+
+}  // namespace
+
 ServingRun simulate(const engine::EngineConfig& cfg, const RunOptions& opts) {
   sim::SimRuntime rt(cfg.topology.ranks(), cfg.runtime, sim::make_policy(opts.strategy, opts.seed), opts.seed);
-  for (core::EventSink* s : opts.sinks) rt.events().subscribe(s);
   engine::Engine eng(cfg, rt);
+  // The monitors see every event as it happens: the first failure stops the run right there (the
+  // step that went wrong is the last one simulated); hazards are noted and the run goes on.
+  std::vector<core::Finding> failures;
+  verify::ServingMonitors monitors(verify::serving_facts(cfg, eng.checkpoint()), [&rt, &failures](core::Finding f) {
+    if (verify::is_failure(f.verdict)) {
+      failures.push_back(std::move(f));
+      rt.world().halt();
+    } else {
+      rt.world().note(std::move(f));
+    }
+  });
+  BatchLog batches;
+  rt.events().subscribe(&monitors);
+  rt.events().subscribe(&batches);
+  for (core::EventSink* s : opts.sinks) rt.events().subscribe(s);
   eng.install();
   ServingRun out;
   out.result = rt.run();
+  verify::settle_verdict(out.result, std::move(failures), cfg.runtime.strict);
+  batches.annotate(out.result.findings);
+  batches.annotate(out.result.notes);
   out.stats = eng.stats();
   out.completed = eng.completed();
   for (const auto& r : eng.scheduler().records())
@@ -21,36 +76,54 @@ ServingRun simulate(const engine::EngineConfig& cfg, const RunOptions& opts) {
   return out;
 }
 
+namespace {
+
+// The same scenario, changed by `vary`, as a reference for an invariance oracle; a reference that
+// did not complete is a finding of its own (nothing to compare against), never a silent pass.
+std::optional<core::Finding> compare_with(const ServingScenario& s, const RunOptions& opts, const ServingRun& run,
+                                          const char* kind, const std::string& name,
+                                          const std::function<void(engine::EngineConfig&)>& vary,
+                                          const std::function<std::optional<core::Finding>(
+                                              const std::vector<engine::RequestRecord>&)>& oracle) {
+  engine::EngineConfig other = s.config;
+  vary(other);
+  RunOptions o = opts;
+  o.sinks.clear();
+  const ServingRun reference = simulate(other, o);
+  if (!verify::is_failure(reference.result.verdict) && reference.completed) return oracle(reference.requests);
+  core::Finding f;
+  f.verdict = core::Verdict::output_divergence;
+  f.kind = kind;
+  f.time = run.result.stats.sim_time;
+  f.summary = fmt::format("the reference run ({}) did not complete (verdict {})", name, core::to_string(reference.result.verdict));
+  for (const core::Finding& g : reference.result.findings) f.details.push_back(name + ": " + g.summary);
+  return f;
+}
+
+}  // namespace
+
 ServingRun run_on_sim(const ServingScenario& s, const RunOptions& opts) {
   ServingRun run = simulate(s.config, opts);
-  if (!opts.oracles || run.result.verdict != core::Verdict::pass || !run.completed) return run;
+  if (!opts.oracles || verify::is_failure(run.result.verdict) || !run.completed) return run;
   std::vector<core::Finding> found;
+  const engine::EngineConfig& cfg = s.config;
   if (s.oracles.golden) {
-    const engine::Checkpoint ckpt = engine::make_checkpoint(s.config.model);
-    if (auto f = verify::golden_oracle(s.config, ckpt, run.requests)) found.push_back(std::move(*f));
+    const engine::Checkpoint ckpt = engine::make_checkpoint(cfg.model);
+    if (auto f = verify::golden_oracle(cfg, ckpt, run.requests)) found.push_back(std::move(*f));
   }
-  if (s.oracles.pp_invariance && s.config.topology.pp > 1) {
-    engine::EngineConfig flat = s.config;
-    flat.topology.pp = 1;
-    RunOptions o = opts;
-    o.sinks.clear();
-    const ServingRun reference = simulate(flat, o);
-    if (reference.result.verdict != core::Verdict::pass || !reference.completed) {
-      // Nothing to compare against: say why instead of passing silently.
-      core::Finding f;
-      f.verdict = core::Verdict::output_divergence;
-      f.kind = "pp-invariance";
-      f.summary = fmt::format("the pp = 1 reference run did not complete (verdict {})", core::to_string(reference.result.verdict));
-      for (const core::Finding& g : reference.result.findings) f.details.push_back("pp = 1: " + g.summary);
-      found.push_back(std::move(f));
-    } else if (auto f = verify::pp_invariance_oracle(s.config, run.requests, reference.requests)) {
-      found.push_back(std::move(*f));
-    }
+  if (s.oracles.pp_invariance && cfg.topology.pp > 1) {
+    auto f = compare_with(
+        s, opts, run, "pp-invariance", "pp = 1", [](engine::EngineConfig& c) { c.topology.pp = 1; },
+        [&](const auto& ref) { return verify::pp_invariance_oracle(cfg, run.requests, ref); });
+    if (f) found.push_back(std::move(*f));
   }
-  if (!found.empty()) {
-    run.result.findings = found;
-    run.result.verdict = found.front().verdict;
+  if (s.oracles.padding_invariance && !cfg.serving.capture_sizes.empty()) {
+    auto f = compare_with(
+        s, opts, run, "padding-invariance", "eager", [](engine::EngineConfig& c) { c.serving.capture_sizes.clear(); },
+        [&](const auto& ref) { return verify::padding_invariance_oracle(cfg, run.requests, ref); });
+    if (f) found.push_back(std::move(*f));
   }
+  verify::settle_verdict(run.result, std::move(found), cfg.runtime.strict);
   return run;
 }
 

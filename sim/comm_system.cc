@@ -64,6 +64,7 @@ void SimCommHandle::post(core::OpKind kind, const core::Buffer& buf, const core:
   spec.desc.kind = kind;
   spec.desc.dtype = buf.dtype();
   spec.desc.count = buf.count();
+  spec.desc.cols = buf.shape().cols;
   spec.desc.peer = peer >= 0 ? comm_.members.at(static_cast<size_t>(peer)) : -1;
   spec.desc.label = label;
   spec.reduce = op;

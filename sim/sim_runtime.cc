@@ -98,7 +98,7 @@ core::RunResult SimRuntime::run() {
     }
   });
 
-  if (world_.findings().empty()) {
+  if (world_.findings().empty() && !world_.halted()) {
     if (auto f = comms_.unmatched()) {
       f->time = world_.now();
       f->sched_step = world_.steps();

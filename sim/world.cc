@@ -281,6 +281,13 @@ void World::request_stop(core::Finding f) {
   signal_main();
 }
 
+void World::halt() {
+  if (stop_requested_) return;
+  halted_ = true;
+  stop_requested_ = true;
+  signal_main();
+}
+
 void World::stop(core::Finding f) {
   request_stop(std::move(f));
   throw_unwind();

@@ -64,6 +64,10 @@ class World {
   void yield();                      // an interleaving point
   [[noreturn]] void stop(core::Finding f);  // ends the run with this finding
   void request_stop(core::Finding f);       // same, from outside a fiber's normal flow
+  // Ends the run for a verdict found outside the world (an event-stream checker): no finding is
+  // recorded here, and the run's unfinished operations are not reported as such.
+  void halt();
+  bool halted() const { return halted_; }
   void note(core::Finding f);
   Time jittered(Time d);
   // An event stamped with the current virtual time; the caller fills the rest and publishes it.
@@ -131,6 +135,7 @@ class World {
   uint32_t hosts_alive_ = 0;  // host fibers not finished
   bool running_ = false;
   bool stop_requested_ = false;
+  bool halted_ = false;
   bool aborting_ = false;
   std::exception_ptr internal_error_;
 

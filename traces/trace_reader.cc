@@ -73,6 +73,7 @@ Trace read_trace_lines(const std::vector<std::string>& lines, const std::string&
         e.op.kind = *op;
         e.op.dtype = *dt;
         e.op.count = j.at("count").get<int64_t>();
+        e.op.cols = j.value("cols", int64_t{1});
         e.op.peer = j.value("peer", j.value("root", -1));
         e.op.label.name = view(j, "label");
         e.op.label.step = j.value("step", int64_t{-1});

@@ -3,15 +3,10 @@
 #include <fmt/format.h>
 
 #include "engine/golden.h"
+#include "verify/monitor.h"
 
 namespace ppspec::verify {
 namespace {
-
-std::string list(const std::vector<int64_t>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += fmt::format("{}{}", i ? ", " : "", v[i]);
-  return s + "]";
-}
 
 const engine::RequestRecord* find(const std::vector<engine::RequestRecord>& rs, int64_t id) {
   for (const auto& r : rs)
@@ -64,34 +59,35 @@ std::optional<core::Finding> golden_oracle(const engine::EngineConfig& cfg, cons
     }
     f.details.push_back(fmt::format("prompt {}", [&] {
       std::vector<int64_t> p(r.spec.prompt.begin(), r.spec.prompt.end());
-      return list(p);
+      return token_list(p);
     }()));
-    f.details.push_back(fmt::format("engine {}", list(r.output)));
-    f.details.push_back(fmt::format("golden {}", list(golden)));
+    f.details.push_back(fmt::format("engine {}", token_list(r.output)));
+    f.details.push_back(fmt::format("golden {}", token_list(golden)));
     f.sites.push_back(sampler_site(cfg, fmt::format("request {} token #{} sampled on the last stage", r.spec.id, i)));
     keep_earliest(earliest, std::move(f));
   }
   return earliest;
 }
 
-std::optional<core::Finding> pp_invariance_oracle(const engine::EngineConfig& cfg,
-                                                  const std::vector<engine::RequestRecord>& run,
-                                                  const std::vector<engine::RequestRecord>& reference) {
+std::optional<core::Finding> invariance_oracle(const engine::EngineConfig& cfg, const Invariance& what,
+                                               const std::vector<engine::RequestRecord>& run,
+                                               const std::vector<engine::RequestRecord>& reference) {
   std::optional<core::Finding> earliest;
   for (const engine::RequestRecord& r : run) {
     const engine::RequestRecord* ref = find(reference, r.spec.id);
     if (ref == nullptr) continue;
     core::Finding f;
     f.verdict = core::Verdict::output_divergence;
-    f.kind = "pp-invariance";
+    f.kind = what.kind;
     const size_t n = std::min(r.output.size(), ref->output.size());
     size_t i = 0;
     while (i < n && r.output[i] == ref->output[i]) ++i;
     if (i < n || r.output.size() != ref->output.size()) {
       locate(f, r, i);
-      f.summary = fmt::format("request {} differs from the same scenario at pp = 1 at output token #{}", r.spec.id, i);
-      f.details.push_back(fmt::format("pp = {}: {}", cfg.topology.pp, list(r.output)));
-      f.details.push_back(fmt::format("pp = 1: {}", list(ref->output)));
+      f.summary = fmt::format("request {} differs from the same scenario with {} at output token #{}", r.spec.id,
+                              what.reference, i);
+      f.details.push_back(fmt::format("{}: {}", what.run, token_list(r.output)));
+      f.details.push_back(fmt::format("{}: {}", what.reference, token_list(ref->output)));
       f.sites.push_back(sampler_site(cfg, fmt::format("request {} token #{}", r.spec.id, i)));
       keep_earliest(earliest, std::move(f));
       continue;
@@ -109,15 +105,29 @@ std::optional<core::Finding> pp_invariance_oracle(const engine::EngineConfig& cf
             break;
           }
       }
-      f.summary = fmt::format("request {} verified different drafts at its decode step {} than at pp = 1", r.spec.id, d);
-      f.details.push_back(fmt::format("pp = {}: {}", cfg.topology.pp, list(a)));
-      f.details.push_back(fmt::format("pp = 1: {}", list(b)));
+      f.summary = fmt::format("request {} verified different drafts at its decode step {} than with {}", r.spec.id, d,
+                              what.reference);
+      f.details.push_back(fmt::format("{}: {}", what.run, token_list(a)));
+      f.details.push_back(fmt::format("{}: {}", what.reference, token_list(b)));
       f.sites.push_back(sampler_site(cfg, fmt::format("request {} decode step {}", r.spec.id, d)));
       keep_earliest(earliest, std::move(f));
       break;
     }
   }
   return earliest;
+}
+
+std::optional<core::Finding> pp_invariance_oracle(const engine::EngineConfig& cfg,
+                                                  const std::vector<engine::RequestRecord>& run,
+                                                  const std::vector<engine::RequestRecord>& reference) {
+  const std::string here = fmt::format("pp = {}", cfg.topology.pp);
+  return invariance_oracle(cfg, Invariance{"pp-invariance", here, "pp = 1"}, run, reference);
+}
+
+std::optional<core::Finding> padding_invariance_oracle(const engine::EngineConfig& cfg,
+                                                       const std::vector<engine::RequestRecord>& graphs,
+                                                       const std::vector<engine::RequestRecord>& eager) {
+  return invariance_oracle(cfg, Invariance{"padding-invariance", "graphs", "eager (no graph padding)"}, graphs, eager);
 }
 
 }  // namespace ppspec::verify

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "core/verdict.h"
@@ -18,8 +19,24 @@ namespace ppspec::verify {
 std::optional<core::Finding> golden_oracle(const engine::EngineConfig& cfg, const engine::Checkpoint& ckpt,
                                            const std::vector<engine::RequestRecord>& requests);
 
+// The same workload run two ways must give each request the same tokens, and the same drafts
+// wherever both runs verified the same number of drafts at a decode step of that request.
+struct Invariance {
+  std::string kind;       // the finding's kind
+  std::string run;        // how the run under test is named in the report, e.g. "pp = 2"
+  std::string reference;  // and the reference, e.g. "pp = 1"
+};
+std::optional<core::Finding> invariance_oracle(const engine::EngineConfig& cfg, const Invariance& what,
+                                               const std::vector<engine::RequestRecord>& run,
+                                               const std::vector<engine::RequestRecord>& reference);
+
 std::optional<core::Finding> pp_invariance_oracle(const engine::EngineConfig& cfg,
                                                   const std::vector<engine::RequestRecord>& run,
                                                   const std::vector<engine::RequestRecord>& reference);
+
+// Padding invariance: CUDA graphs (padded batches) and eager execution give the same tokens and drafts.
+std::optional<core::Finding> padding_invariance_oracle(const engine::EngineConfig& cfg,
+                                                       const std::vector<engine::RequestRecord>& graphs,
+                                                       const std::vector<engine::RequestRecord>& eager);
 
 }  // namespace ppspec::verify

@@ -1,0 +1,56 @@
+#include "verify/draft_freshness.h"
+
+#include <fmt/format.h>
+
+namespace ppspec::verify {
+
+void DraftFreshness::on_event(const core::Event& e) {
+  if (reported()) return;
+  switch (e.kind) {
+    case core::EventKind::warmup_phase:
+      if (e.text == "serving") serving_[e.rank] = true;
+      return;
+    case core::EventKind::drafts_proposed: {
+      auto& list = proposals_[e.req];
+      // Every TP rank of the last stage proposes the same drafts: keep one per step.
+      if (!list.empty() && list.back().step == e.step) return;
+      list.push_back(Proposal{e.step, e.rank, {e.ints.begin(), e.ints.end()}});
+      if (list.size() > 4) list.erase(list.begin());  // only the latest ones can still be verified
+      return;
+    }
+    case core::EventKind::inputs_built: break;
+    default: return;
+  }
+  // A decode row: [first position, last sampled token, drafts...].
+  if (e.value != 1 || e.ints.size() < 3 || !serving_[e.rank]) return;
+  const auto it = proposals_.find(e.req);
+  if (it == proposals_.end()) return;
+  const Proposal* latest = nullptr;
+  for (const Proposal& p : it->second)
+    if (p.step < e.step) latest = &p;
+  if (latest == nullptr) return;
+  const std::vector<int64_t> embedded(e.ints.begin() + 2, e.ints.end());
+  const size_t n = std::min(embedded.size(), latest->drafts.size());
+  if (std::equal(embedded.begin(), embedded.begin() + static_cast<std::ptrdiff_t>(n), latest->drafts.begin())) return;
+  const int stage = facts_.stage_of(e.rank);
+  const std::vector<int64_t> proposed(latest->drafts.begin(), latest->drafts.begin() + static_cast<std::ptrdiff_t>(n));
+  core::Finding f = finding_at(
+      e, core::Verdict::stale_draft, "draft-freshness",
+      fmt::format("rank{} (stage {}) verifies request {} at engine step {} with drafts {}, but the last stage proposed {} "
+                  "for it at engine step {}",
+                  e.rank, stage, e.req, e.step, token_list(embedded), token_list(proposed), latest->step));
+  f.sites.push_back(core::Site{e.rank, fmt::format("rank{}.main", e.rank), "", -1,
+                               fmt::format("prepare_inputs: request {} decode row at position {}", e.req, e.ints[0]), ""});
+  f.sites.push_back(core::Site{latest->rank, fmt::format("rank{}.main", latest->rank), "", -1,
+                               fmt::format("propose: request {} at engine step {}", e.req, latest->step), ""});
+  f.details.push_back(fmt::format("request {}, engine step {}: rank{} (stage {}) embeds   {}", e.req, e.step, e.rank, stage,
+                                  token_list(embedded)));
+  f.details.push_back(fmt::format("request {}, engine step {}: rank{} (stage {}) proposed {}", e.req, latest->step,
+                                  latest->rank, facts_.stage_of(latest->rank), token_list(proposed)));
+  if (stage != facts_.pp - 1)
+    f.details.push_back("earlier stages hold a request's drafts only if the last stage relays them after propose() "
+                        "(PPHandler.broadcast_drafts); without the relay they verify what their own table still holds");
+  report(std::move(f));
+}
+
+}  // namespace ppspec::verify

@@ -1,0 +1,56 @@
+// Invariant monitors over the event stream (DESIGN §7). Each one subscribes to the events the engine
+// and the runtime publish, so the same monitor runs online (in a simulated run, where its first
+// finding stops the run at the first wrong step) and offline (over a recorded trace).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/event.h"
+#include "core/verdict.h"
+
+namespace ppspec::verify {
+
+// What the monitors know about the system under test, beyond its events.
+struct ServingFacts {
+  int pp = 1;
+  int tp = 1;
+  int k = 0;
+  int topk = 2;                     // experts each drafter row selects
+  int64_t draft_table_hash = -1;    // core::fnv1a_words of the checkpoint's drafter embedding
+  int64_t draft_table_entries = 0;
+  int stage_of(core::RankId r) const { return r / tp; }
+  bool last_stage(core::RankId r) const { return stage_of(r) == pp - 1; }
+};
+
+class Monitor : public core::EventSink {
+ public:
+  using Sink = std::function<void(core::Finding)>;
+  Monitor(const ServingFacts& facts, Sink sink) : facts_(facts), sink_(std::move(sink)) {}
+
+ protected:
+  // Reports a violation. A monitor reports its first violation only: later ones are usually its
+  // consequences, and the first is the one to act on.
+  void report(core::Finding f) {
+    if (reported_) return;
+    reported_ = true;
+    sink_(std::move(f));
+  }
+  bool reported() const { return reported_; }
+
+  const ServingFacts facts_;
+
+ private:
+  Sink sink_;
+  bool reported_ = false;
+};
+
+// A finding stamped with the event that shows it: its time, engine step and rank.
+core::Finding finding_at(const core::Event& e, core::Verdict v, std::string kind, std::string summary);
+
+// "[1, 2, 3]"
+std::string token_list(const std::vector<int64_t>& v);
+
+}  // namespace ppspec::verify

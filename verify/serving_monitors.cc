@@ -1,0 +1,37 @@
+#include "verify/serving_monitors.h"
+
+#include "core/hash.h"
+#include "verify/draft_freshness.h"
+#include "verify/embedding_checker.h"
+#include "verify/gate_agreement.h"
+#include "verify/padding_checker.h"
+#include "verify/warmup_discipline.h"
+
+namespace ppspec::verify {
+
+ServingFacts serving_facts(const engine::EngineConfig& cfg, const engine::Checkpoint& ckpt) {
+  ServingFacts f;
+  f.pp = cfg.topology.pp;
+  f.tp = cfg.topology.tp;
+  f.k = cfg.spec.k;
+  f.topk = cfg.model.topk;
+  f.draft_table_hash = static_cast<int64_t>(core::fnv1a_words(ckpt.draft_embed.data(), ckpt.draft_embed.size()));
+  f.draft_table_entries = static_cast<int64_t>(ckpt.draft_embed.size());
+  return f;
+}
+
+ServingMonitors::ServingMonitors(const ServingFacts& facts, Monitor::Sink sink) {
+  monitors_.push_back(std::make_unique<WarmupDiscipline>(facts, sink));
+  monitors_.push_back(std::make_unique<GateAgreement>(facts, sink));
+  monitors_.push_back(std::make_unique<DraftFreshness>(facts, sink));
+  monitors_.push_back(std::make_unique<PaddingChecker>(facts, sink));
+  monitors_.push_back(std::make_unique<EmbeddingChecker>(facts, sink));
+}
+
+ServingMonitors::~ServingMonitors() = default;
+
+void ServingMonitors::on_event(const core::Event& e) {
+  for (const auto& m : monitors_) m->on_event(e);
+}
+
+}  // namespace ppspec::verify

@@ -1,0 +1,61 @@
+#include "verify/warmup_discipline.h"
+
+#include <fmt/format.h>
+
+namespace ppspec::verify {
+
+void WarmupDiscipline::on_event(const core::Event& e) {
+  Phase& p = phase_[e.rank];
+  switch (e.kind) {
+    case core::EventKind::warmup_phase:
+      if (e.text == "feedback disabled") p = Phase::disabled;
+      if (e.text == "feedback enabled") p = Phase::feedback_warmup;
+      if (e.text == "serving") p = Phase::serving;
+      if (e.text == "preload registered kernels") {
+        if (p == Phase::init && facts_.pp > 1) {
+          core::Finding f = finding_at(e, core::Verdict::hazard, "feedback-during-warmup",
+                                       fmt::format("rank{} begins warmup with the feedback broadcast enabled", e.rank));
+          f.sites.push_back(core::Site{e.rank, fmt::format("rank{}.host", e.rank), "", -1, "warmup: preload", ""});
+          f.details.push_back("synthetic warmup steps would post feedback collectives whose outputs are discarded; "
+                              "they pair with serving's broadcasts or spin forever (DESIGN §6.3)");
+          report(std::move(f));
+        }
+        if (p == Phase::init || p == Phase::disabled) p = Phase::warmup;
+      }
+      return;
+    case core::EventKind::op_posted:
+      if ((p != Phase::warmup && p != Phase::disabled) || !e.comm.starts_with("pp_broadcast")) return;
+      {
+        core::Finding f = finding_at(e, core::Verdict::hazard, "feedback-during-warmup",
+                                     fmt::format("rank{} posts a feedback collective during warmup, before the feedback "
+                                                 "warmup step: {}",
+                                                 e.rank, core::describe(e.op)));
+        f.engine_step = e.op.label.step;
+        f.sites.push_back(core::Site{e.rank, std::string(e.actor), std::string(e.comm), e.cseq, core::describe(e.op), ""});
+        report(std::move(f));
+      }
+      return;
+    case core::EventKind::module_load:
+      if (p != Phase::serving) return;
+      {
+        core::Finding f =
+            finding_at(e, core::Verdict::hazard, "module-load-after-warmup",
+                       fmt::format("rank{} loads kernel module {}[{}] while serving: warmup did not load this "
+                                   "specialization",
+                                   e.rank, e.kernel, e.spec));
+        // The host's call site says which step it was executing: "execute_model step N".
+        constexpr std::string_view kPrefix = "execute_model step ";
+        if (e.text.starts_with(kPrefix)) f.engine_step = std::stoll(std::string(e.text.substr(kPrefix.size())));
+        f.sites.push_back(core::Site{e.rank, std::string(e.actor), "", -1, fmt::format("launch {}[{}]", e.kernel, e.spec),
+                                     std::string(e.text)});
+        f.details.push_back("a module load waits for the device to drain (R8): with a feedback receive spinning on the "
+                            "side stream it waits for the last stage; warm every serving specialization up before "
+                            "serving (warmup_pp_decode_update for post_update[deferred])");
+        load_.violated(std::move(f));
+      }
+      return;
+    default: return;
+  }
+}
+
+}  // namespace ppspec::verify
