@@ -7,3 +7,4 @@ cmake --preset default
 cmake --build --preset default
 ./build/default/tools/ppspec run scenarios/programs/*.toml
 ./build/default/tools/ppspec run scenarios/serving/*.toml
+./build/default/tools/ppspec run scenarios/regressions/*.toml

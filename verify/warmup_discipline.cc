@@ -5,6 +5,9 @@
 namespace ppspec::verify {
 
 void WarmupDiscipline::on_event(const core::Event& e) {
+  if (e.kind != core::EventKind::warmup_phase && e.kind != core::EventKind::op_posted &&
+      e.kind != core::EventKind::module_load)
+    return;
   Phase& p = phase_[e.rank];
   switch (e.kind) {
     case core::EventKind::warmup_phase:

@@ -1,0 +1,242 @@
+// The invariant monitors and the verdict precedence, each both ways: the violation present and
+// reported with the right verdict and where, and absent with nothing reported. (The engine-level
+// proofs are the regression scenarios and their fault-off twins: tests/CMakeLists.txt, property_tests.)
+#include <gtest/gtest.h>
+
+#include <deque>
+
+#include "verify/draft_freshness.h"
+#include "verify/embedding_checker.h"
+#include "verify/findings.h"
+#include "verify/gate_agreement.h"
+#include "verify/padding_checker.h"
+#include "verify/serving_oracles.h"
+#include "verify/warmup_discipline.h"
+
+namespace ppspec::testing {
+namespace {
+
+using core::EventKind;
+using core::Verdict;
+
+// Feeds hand-made events to one monitor and keeps what it reports.
+template <typename M>
+struct Fixture {
+  verify::ServingFacts facts;
+  std::vector<core::Finding> found;
+  std::deque<std::vector<int64_t>> storage;  // the events' integer lists live as long as the fixture
+  std::unique_ptr<M> monitor;
+
+  Fixture() {
+    facts.pp = 2;
+    facts.tp = 2;
+    facts.k = 3;
+    facts.topk = 2;
+    facts.draft_table_hash = 1234;
+    facts.draft_table_entries = 512;
+    monitor = std::make_unique<M>(facts, [this](core::Finding f) { found.push_back(std::move(f)); });
+  }
+  void send(EventKind kind, core::RankId rank, int64_t step, int64_t req, std::vector<int64_t> ints, int64_t value = -1,
+            std::string_view text = {}, std::string_view comm = {}) {
+    core::Event e;
+    e.t = 1000 * (step + 1);
+    e.kind = kind;
+    e.rank = rank;
+    e.step = step;
+    e.req = req;
+    e.ints = storage.emplace_back(std::move(ints));
+    e.value = value;
+    e.text = text;
+    e.comm = comm;
+    monitor->on_event(e);
+  }
+  void phase(core::RankId rank, std::string_view name) { send(EventKind::warmup_phase, rank, -1, -1, {}, -1, name); }
+};
+
+TEST(DraftFreshness, FreshDraftsPassAndStaleOnesNameRequestStageStepAndBothLists) {
+  Fixture<verify::DraftFreshness> fx;
+  fx.phase(0, "serving");
+  fx.send(EventKind::drafts_proposed, 2, 3, 7, {11, 12, 13});
+  fx.send(EventKind::drafts_proposed, 3, 3, 7, {11, 12, 13});  // the other TP rank of the last stage
+  fx.send(EventKind::inputs_built, 0, 5, 7, {40, 99, 11, 12, 13}, 1);
+  EXPECT_TRUE(fx.found.empty());
+  fx.send(EventKind::drafts_proposed, 2, 5, 7, {21, 22, 23});
+  fx.send(EventKind::inputs_built, 0, 7, 7, {44, 98, 11, 12, 13}, 1);  // still the drafts of step 3
+  ASSERT_EQ(fx.found.size(), 1u);
+  const core::Finding& f = fx.found[0];
+  EXPECT_EQ(f.verdict, Verdict::stale_draft);
+  EXPECT_EQ(f.engine_step, 7);
+  EXPECT_NE(f.summary.find("rank0 (stage 0) verifies request 7 at engine step 7 with drafts [11, 12, 13]"), std::string::npos)
+      << f.summary;
+  EXPECT_NE(f.summary.find("proposed [21, 22, 23] for it at engine step 5"), std::string::npos) << f.summary;
+  EXPECT_EQ(f.sites.at(0).rank, 0);
+  EXPECT_EQ(f.sites.at(1).rank, 2);
+}
+
+TEST(DraftFreshness, WarmupAndPrefillRowsAreNotChecked) {
+  Fixture<verify::DraftFreshness> fx;
+  fx.send(EventKind::drafts_proposed, 2, 1, 7, {11, 12, 13});
+  fx.send(EventKind::inputs_built, 0, 3, 7, {4, 99, 0, 0, 0}, 1);  // before this rank serves
+  fx.phase(0, "serving");
+  fx.send(EventKind::inputs_built, 0, 3, 7, {4, 99, 0, 0, 0}, 0);  // a prefill chunk
+  EXPECT_TRUE(fx.found.empty());
+}
+
+std::vector<int64_t> inert_rows(int n) {
+  std::vector<int64_t> v;
+  for (int i = 0; i < n; ++i) v.insert(v.end(), {0, 0, 1, -1, 0});
+  return v;
+}
+
+TEST(PaddingChecker, InertPaddingRowsPass) {
+  Fixture<verify::PaddingChecker> fx;
+  fx.send(EventKind::padding_rows, 0, 4, -1, inert_rows(3), 9, "prepare_inputs");
+  fx.send(EventKind::padding_rows, 2, 4, -1, {-1, -1, 0, -1, -1, 0}, 10, "topk_softplus_sqrt");
+  EXPECT_TRUE(fx.found.empty());
+}
+
+TEST(PaddingChecker, StaleOrNeverWrittenRowsAreAViolationNamingTheRow) {
+  Fixture<verify::PaddingChecker> fx;
+  std::vector<int64_t> rows = inert_rows(3);
+  rows[5] = 17;  // row 10: a stale id
+  rows[7] = 0;   // is_padding unset
+  rows[9] = 1;   // never written
+  fx.send(EventKind::padding_rows, 1, 4, -1, rows, 9, "prepare_dflash_inputs");
+  ASSERT_EQ(fx.found.size(), 1u);
+  EXPECT_EQ(fx.found[0].verdict, Verdict::padding_violation);
+  EXPECT_EQ(fx.found[0].engine_step, 4);
+  EXPECT_EQ(fx.found[0].summary,
+            "rank1 prepare_dflash_inputs: padding row 10 has input id 17 (expected 0), is_padding unset, never written: "
+            "the graph reads uninitialised memory");
+}
+
+TEST(PaddingChecker, ARouterThatSelectsExpertsForPaddingIsAViolation) {
+  Fixture<verify::PaddingChecker> fx;
+  fx.send(EventKind::padding_rows, 2, 4, -1, {-1, -1, 0, 3, 5, 2}, 10, "topk_softplus_sqrt");
+  ASSERT_EQ(fx.found.size(), 1u);
+  EXPECT_EQ(fx.found[0].verdict, Verdict::padding_violation);
+  EXPECT_NE(fx.found[0].summary.find("padding row 11 selects experts [3, 5]"), std::string::npos) << fx.found[0].summary;
+}
+
+TEST(EmbeddingChecker, TheCheckpointsTablePassesAnyOtherIsAViolation) {
+  Fixture<verify::EmbeddingChecker> good;
+  good.send(EventKind::table_bound, 2, 2, -1, {512, 0}, 1234, "draft.embed_tokens");
+  EXPECT_TRUE(good.found.empty());
+  Fixture<verify::EmbeddingChecker> bad;
+  bad.send(EventKind::table_bound, 2, 2, -1, {512, 512}, 99, "draft.embed_tokens");
+  ASSERT_EQ(bad.found.size(), 1u);
+  EXPECT_EQ(bad.found[0].verdict, Verdict::embedding_violation);
+  EXPECT_NE(bad.found[0].summary.find("rank2 (stage 1)"), std::string::npos);
+  EXPECT_NE(bad.found[0].summary.find("512 of its 512 entries were never written"), std::string::npos);
+}
+
+TEST(GateAgreement, AgreeingRanksPassADisagreementIsAMisalignment) {
+  Fixture<verify::GateAgreement> fx;
+  for (core::RankId r = 0; r < 4; ++r) fx.send(EventKind::gate, r, 6, -1, {1, 0, 1}, 1);
+  EXPECT_TRUE(fx.found.empty());
+  fx.send(EventKind::gate, 0, 7, -1, {1, 1}, 1);
+  fx.send(EventKind::gate, 2, 7, -1, {}, 0);
+  ASSERT_EQ(fx.found.size(), 1u);
+  EXPECT_EQ(fx.found[0].verdict, Verdict::fifo_misalignment);
+  EXPECT_EQ(fx.found[0].kind, "gate-disagreement");
+  EXPECT_EQ(fx.found[0].summary,
+            "the feedback gate of engine step 7 disagrees: rank0 decided feedback for rows [1, 1], rank2 no feedback");
+}
+
+void op_posted(Fixture<verify::WarmupDiscipline>& fx, core::RankId rank, std::string_view comm) {
+  fx.send(EventKind::op_posted, rank, -1, -1, {}, -1, {}, comm);
+}
+
+TEST(WarmupDiscipline, TheProtocolOfDesign63Passes) {
+  Fixture<verify::WarmupDiscipline> fx;
+  fx.phase(0, "feedback disabled");
+  fx.phase(0, "preload registered kernels");
+  fx.send(EventKind::module_load, 0, -1, -1, {}, 0, "");
+  op_posted(fx, 0, "pp0");
+  fx.phase(0, "feedback enabled");
+  op_posted(fx, 0, "pp_broadcast0");
+  fx.phase(0, "serving");
+  op_posted(fx, 0, "pp_broadcast0");
+  EXPECT_TRUE(fx.found.empty());
+}
+
+TEST(WarmupDiscipline, FeedbackDuringWarmupAndALoadWhileServingAreHazards) {
+  Fixture<verify::WarmupDiscipline> fx;
+  fx.phase(1, "preload registered kernels");  // never disabled
+  op_posted(fx, 1, "pp_broadcast1");
+  fx.phase(1, "serving");
+  core::Event load;
+  load.kind = EventKind::module_load;
+  load.rank = 1;
+  load.kernel = "post_update";
+  load.spec = "deferred";
+  load.text = "execute_model step 12";
+  fx.monitor->on_event(load);
+  ASSERT_EQ(fx.found.size(), 2u) << "one finding per rule";
+  EXPECT_EQ(fx.found[0].verdict, Verdict::hazard);
+  EXPECT_EQ(fx.found[0].kind, "feedback-during-warmup");
+  EXPECT_EQ(fx.found[1].kind, "module-load-after-warmup");
+  EXPECT_EQ(fx.found[1].engine_step, 12);
+  EXPECT_NE(fx.found[1].summary.find("rank1 loads kernel module post_update[deferred] while serving"), std::string::npos);
+}
+
+core::Finding at(Verdict v, core::Time t, std::string kind) {
+  core::Finding f;
+  f.verdict = v;
+  f.time = t;
+  f.kind = std::move(kind);
+  return f;
+}
+
+TEST(VerdictPrecedence, TheEarliestFailureDecidesTheRestFollowInTimeOrder) {
+  core::RunResult r;
+  r.findings.push_back(at(Verdict::fifo_misalignment, 30, "collective-mismatch"));
+  r.notes.push_back(at(Verdict::hazard, 5, "module-load-in-flight"));
+  verify::settle_verdict(r, {at(Verdict::stale_draft, 20, "draft-freshness"), at(Verdict::output_divergence, 40, "golden")}, true);
+  EXPECT_EQ(r.verdict, Verdict::stale_draft);
+  ASSERT_EQ(r.findings.size(), 3u);
+  EXPECT_EQ(r.findings[1].kind, "collective-mismatch");
+  EXPECT_EQ(r.findings[2].kind, "golden");
+  ASSERT_EQ(r.notes.size(), 1u) << "a hazard is a note when something failed, even when strict";
+}
+
+TEST(VerdictPrecedence, HazardsDecideOnlyWhenStrictAndNothingFailed) {
+  core::RunResult lax;
+  verify::settle_verdict(lax, {at(Verdict::hazard, 5, "module-load-after-warmup")}, false);
+  EXPECT_EQ(lax.verdict, Verdict::pass);
+  EXPECT_EQ(lax.notes.size(), 1u);
+  core::RunResult strict;
+  verify::settle_verdict(strict, {at(Verdict::hazard, 5, "module-load-after-warmup")}, true);
+  EXPECT_EQ(strict.verdict, Verdict::hazard);
+  EXPECT_TRUE(strict.notes.empty());
+}
+
+engine::RequestRecord record(int64_t id, std::vector<int64_t> output, std::vector<std::vector<int64_t>> drafts) {
+  engine::RequestRecord r;
+  r.spec.id = id;
+  r.output = std::move(output);
+  for (size_t i = 0; i < r.output.size(); ++i) {
+    r.output_step.push_back(static_cast<int64_t>(10 + i));
+    r.output_time.push_back(static_cast<core::Time>(1000 * (i + 1)));
+  }
+  r.verified_drafts = std::move(drafts);
+  for (size_t i = 0; i < r.verified_drafts.size(); ++i) r.verified_step.push_back(static_cast<int64_t>(10 + i));
+  return r;
+}
+
+TEST(PaddingInvariance, GraphsAndEagerAgreeOrTheFirstDifferenceIsReported) {
+  engine::EngineConfig cfg;
+  const std::vector<engine::RequestRecord> eager{record(0, {5, 6, 7}, {{1, 2}}), record(1, {8, 9}, {})};
+  EXPECT_FALSE(verify::padding_invariance_oracle(cfg, eager, eager));
+  const std::vector<engine::RequestRecord> graphs{record(0, {5, 6, 7}, {{1, 3}}), record(1, {8, 4}, {})};
+  const auto f = verify::padding_invariance_oracle(cfg, graphs, eager);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->verdict, Verdict::output_divergence);
+  EXPECT_EQ(f->kind, "padding-invariance");
+  EXPECT_EQ(f->engine_step, 10) << "the draft difference at step 10 precedes the token difference at step 11";
+  EXPECT_NE(f->summary.find("request 0 verified different drafts at its decode step 0 than with eager"), std::string::npos)
+      << f->summary;
+}
+
+}  // namespace
+}  // namespace ppspec::testing
