@@ -62,7 +62,7 @@ int64_t never_written(std::initializer_list<const core::Buffer*> bufs, int64_t r
 void Worker::step(const SchedulerOutput& so) {
   // Reports of what the host does from here (a module load, a blocking call) name the step.
   // The runtime keeps a view of the text in what it records: keep every one alive with the worker.
-  rt_.set_call_site(call_sites_.emplace_back(fmt::format("execute_model step {}", so.step)));
+  rt_.set_call_site(call_sites_.emplace_back(step_call_site(so.step)));
   // 1. Earlier stages adopt the feedback of step T-pp (the deferred update).
   if (!last_ && pp_handler_) deferred_update();
   // 2. Finished and new requests, block tables; then the batch, decode rows first (the scheduler

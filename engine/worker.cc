@@ -1,6 +1,7 @@
 #include "engine/worker.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <fmt/format.h>
 #include <set>
@@ -45,6 +46,17 @@ std::vector<std::pair<std::string, std::vector<core::RankId>>> communicators(con
     }
   }
   return out;
+}
+
+std::string step_call_site(int64_t step) { return fmt::format("execute_model step {}", step); }
+
+std::optional<int64_t> step_of_call_site(std::string_view call_site) {
+  constexpr std::string_view kPrefix = "execute_model step ";
+  if (!call_site.starts_with(kPrefix)) return std::nullopt;
+  int64_t step = 0;
+  const auto digits = call_site.substr(kPrefix.size());
+  if (std::from_chars(digits.data(), digits.data() + digits.size(), step).ec != std::errc{}) return std::nullopt;
+  return step;
 }
 
 namespace {

@@ -8,6 +8,8 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -24,6 +26,11 @@ std::string tp_group(int stage);
 std::string pp_group(int tp_rank);
 std::string pp_broadcast_group(int tp_rank);
 std::vector<std::pair<std::string, std::vector<core::RankId>>> communicators(const Topology& t);
+
+// What a worker tells the runtime it is doing while it runs a step ("execute_model step N"), so that
+// reports of what its host thread did there (a module load, a blocking call) name the step; and back.
+std::string step_call_site(int64_t step);
+std::optional<int64_t> step_of_call_site(std::string_view call_site);
 
 class Worker {
  public:

@@ -25,6 +25,9 @@ class BatchLog final : public core::EventSink {
   }
   void annotate(std::vector<core::Finding>& findings) const {
     for (core::Finding& f : findings) {
+      // A finding about a host call (a module load, a blocking call) knows the step by its call site.
+      for (const core::Site& s : f.sites)
+        if (f.engine_step < 0) f.engine_step = engine::step_of_call_site(s.origin).value_or(-1);
       if (f.engine_step < 0 || f.summary.find("request") != std::string::npos) continue;
       const auto it = batches_.find(f.engine_step);
       if (it == batches_.end()) continue;

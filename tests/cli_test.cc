@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 
 #include "tools/run_command.h"
@@ -161,6 +162,79 @@ TEST(Cli, UnknownScenarioKindIsBadInput) {
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find(file + ":1: kind \"replay\" is not supported (expected \"program\" or \"serving\")"), std::string::npos)
       << r.err;
+}
+
+const std::string kRegressions = std::string(PPSPEC_SOURCE_DIR) + "/scenarios/regressions/";
+
+// `ppspec run FILE --seed N --strategy S`, as a report prints it, back into arguments.
+tools::RunArgs parse_reproduce(const std::string& command, bool json) {
+  std::istringstream in(command);
+  std::string word, file, strategy;
+  uint64_t seed = 0;
+  in >> word >> word >> file;
+  while (in >> word) {
+    if (word == "--seed") in >> seed;
+    if (word == "--strategy") in >> strategy;
+  }
+  return {.files = {file}, .seed = seed, .strategy = strategy, .json = json};
+}
+
+TEST(Cli, EveryFaultIsReportedWhereItHappenedAndReproducesWithThePrintedCommand) {
+  for (const char* fault : {"stale_drafts", "double_post_drafts", "lazy_post_update", "warmup_feedback",
+                            "narrow_sampled_width", "uncleared_padding", "router_ignores_padding", "alias_target_embed",
+                            "pre_56956"}) {
+    SCOPED_TRACE(fault);
+    const std::string file = kRegressions + fault + ".toml";
+    auto r = run({.files = {file}, .seeds = 1, .strategy = "pct:3", .json = true});
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    const auto first = nlohmann::json::parse(r.out).at(0);
+    const std::string command = first.at("reproduce");
+    EXPECT_EQ(command, "ppspec run " + file + " --seed 1 --strategy pct:3");
+    // Where: a rank and its stream or host thread, and the step, in the text a person reads.
+    auto text = run({.files = {file}, .seeds = 1, .strategy = "pct:3"}).out;
+    EXPECT_TRUE(first.at("first").at("sites").at(0).contains("rank")) << text;
+    EXPECT_NE(text.find("step"), std::string::npos) << text;
+    EXPECT_TRUE(text.find(".side") != std::string::npos || text.find(".main") != std::string::npos ||
+                text.find(".host") != std::string::npos)
+        << text;
+    EXPECT_NE(text.find("request"), std::string::npos) << text;
+    EXPECT_NE(text.find("reproduce: " + command), std::string::npos) << text;
+    // The printed command gives the same verdict and the same first finding.
+    auto again = run(parse_reproduce(command, true));
+    const auto second = nlohmann::json::parse(again.out).at(0);
+    EXPECT_EQ(second.at("verdict"), first.at("verdict"));
+    EXPECT_EQ(second.at("first"), first.at("first"));
+  }
+}
+
+TEST(Cli, DoublePostPairsTheWideSampledReceiveWithTheNarrowDraftSend) {
+  auto r = run({.files = {kRegressions + "double_post_drafts.toml"}, .seeds = 1});
+  EXPECT_EQ(r.code, 0) << r.out;
+  // K = 5: the extra drafts broadcast is [N, K] = [2, 5]; the next step's sampled receive [N, K+1].
+  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(rank[23] rank[23]\.side sends: broadcast i64\[2, 5\] root rank[23] 'feedback\.drafts@step2')")))
+      << r.out;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(rank[01] rank[01]\.side receives: broadcast i64\[4, 6\] root rank[23] 'feedback\.sampled@step3')")))
+      << r.out;
+}
+
+TEST(Cli, ThePre56956DeadlockRunsThroughTheModuleLoadAndTheSideStreamReceive) {
+  auto r = run({.files = {kRegressions + "pre_56956.toml"}, .seeds = 1});
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("rank0.host → module load → rank0.main (event wait) → rank0.side (broadcast on pp_broadcast0) → "
+                       "rank2.side (event wait) → rank2.main (recv on pp0) → rank0.host"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("blocked in the module load of post_update[deferred]"), std::string::npos) << r.out;
+}
+
+TEST(Cli, JsonGivesTheVerdictTheFirstFindingAndAllFindings) {
+  auto r = run({.files = {kRegressions + "warmup_feedback.toml"}, .seeds = 1, .json = true});
+  const auto j = nlohmann::json::parse(r.out).at(0);
+  EXPECT_EQ(j.at("verdict"), "fifo-misalignment");
+  EXPECT_EQ(j.at("first"), j.at("findings").at(0));
+  for (const char* key : {"verdict", "kind", "time_ns", "engine_step", "summary", "details", "sites"})
+    EXPECT_TRUE(j.at("first").contains(key)) << key;
+  EXPECT_EQ(j.at("notes").at(0).at("kind"), "feedback-during-warmup") << "hazards are listed after the verdict";
 }
 
 }  // namespace

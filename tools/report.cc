@@ -17,6 +17,16 @@ void append_finding(std::string& s, const core::Finding& f, std::string_view pre
                                               : fmt::format("at {}, step {}", format_time(f.time), f.sched_step);
   s += fmt::format("    {}{} ({}) {}: {}\n", prefix, core::to_string(f.verdict), f.kind, when, f.summary);
   for (const std::string& d : f.details) s += fmt::format("      {}\n", d);
+  std::string where;
+  for (const core::Site& site : f.sites) {
+    if (site.actor.empty()) continue;
+    where += where.empty() ? "" : "; ";
+    where += site.actor;
+    if (!site.comm.empty()) where += fmt::format(" on {} #{}", site.comm, site.cseq);
+    if (site.comm.empty() && !site.what.empty()) where += fmt::format(" ({})", site.what);
+    if (!site.origin.empty()) where += fmt::format(" [{}]", site.origin);
+  }
+  if (!where.empty()) s += fmt::format("      where: {}\n", where);
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "engine/worker.h"
+
 namespace ppspec::verify {
 
 void WarmupDiscipline::on_event(const core::Event& e) {
@@ -46,9 +48,8 @@ void WarmupDiscipline::on_event(const core::Event& e) {
                        fmt::format("rank{} loads kernel module {}[{}] while serving: warmup did not load this "
                                    "specialization",
                                    e.rank, e.kernel, e.spec));
-        // The host's call site says which step it was executing: "execute_model step N".
-        constexpr std::string_view kPrefix = "execute_model step ";
-        if (e.text.starts_with(kPrefix)) f.engine_step = std::stoll(std::string(e.text.substr(kPrefix.size())));
+        // The host's call site says which step it was executing.
+        f.engine_step = engine::step_of_call_site(e.text).value_or(-1);
         f.sites.push_back(core::Site{e.rank, std::string(e.actor), "", -1, fmt::format("launch {}[{}]", e.kernel, e.spec),
                                      std::string(e.text)});
         f.details.push_back("a module load waits for the device to drain (R8): with a feedback receive spinning on the "
