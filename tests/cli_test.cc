@@ -7,6 +7,7 @@
 #include <regex>
 #include <sstream>
 
+#include "tools/check_command.h"
 #include "tools/run_command.h"
 
 namespace ppspec::testing {
@@ -235,6 +236,25 @@ TEST(Cli, JsonGivesTheVerdictTheFirstFindingAndAllFindings) {
   for (const char* key : {"verdict", "kind", "time_ns", "engine_step", "summary", "details", "sites"})
     EXPECT_TRUE(j.at("first").contains(key)) << key;
   EXPECT_EQ(j.at("notes").at(0).at("kind"), "feedback-during-warmup") << "hazards are listed after the verdict";
+}
+
+TEST(Cli, TheServingMonitorsRunOverARecordedTraceAsTheyDidOnline) {
+  for (const char* name : {"stale_drafts", "uncleared_padding", "alias_target_embed", "stale_drafts_off"}) {
+    SCOPED_TRACE(name);
+    const std::string trace = (std::filesystem::temp_directory_path() / (std::string("ppspec_test_") + name + ".jsonl")).string();
+    auto online = run({.files = {kRegressions + name + ".toml"}, .seeds = 1, .trace = trace, .json = true});
+    ASSERT_EQ(online.code, 0) << online.out;
+    const auto live = nlohmann::json::parse(online.out).at(0);
+    std::ostringstream out, err;
+    const int code = tools::check_command({.traces = {trace}, .json = true}, out, err);
+    const auto offline = nlohmann::json::parse(out.str()).at(0);
+    EXPECT_EQ(offline.at("verdict"), live.at("verdict")) << out.str();
+    EXPECT_EQ(code, live.at("verdict") == "pass" ? 0 : 1);
+    if (live.at("verdict") != "pass") {
+      EXPECT_EQ(offline.at("first").at("summary"), live.at("first").at("summary"));
+    }
+    EXPECT_EQ(err.str(), "");
+  }
 }
 
 }  // namespace
