@@ -388,6 +388,11 @@ void Worker::sample_last_stage(const SchedulerOutput& so, int32_t padded_rows) {
     }
     pp_handler_->broadcast_drafts(so, slot);
   }
+  // The second call site, beside set_draft_tokens() (#50514): it relays drafts that a speculator-less
+  // path wrote. This engine has no such path, and the seed PR gates the site out whenever the
+  // speculator ran; the merge that kept it ungated (5b572da027) posted every step's drafts twice.
+  const bool speculator_ran = drafted > 0;
+  if (pp_handler_ && speculator_ran && cfg_.faults.double_post_drafts) pp_handler_->broadcast_drafts(so, slot);
   send_output(so, slot, rows_with_samples);
 }
 

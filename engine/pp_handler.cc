@@ -26,7 +26,6 @@ PPHandler::PPHandler(core::Runtime& rt, core::Device& dev, core::Communicator& b
       variant_(cfg.spec.feedback),
       stale_drafts_(cfg.faults.stale_drafts),
       narrow_width_(cfg.faults.narrow_sampled_width),
-      double_post_(cfg.faults.double_post_drafts),
       main_(main),
       side_(side) {
   const int64_t n = cfg.serving.max_num_seqs;
@@ -162,8 +161,6 @@ void PPHandler::broadcast_drafts(const SchedulerOutput& so, FeedbackBuffers& slo
   } else {
     if (!relays_drafts()) return;
     bcast_.broadcast(slot.drafts.rows(0, n), pp_ - 1, side_, label("feedback.drafts", so.step));
-    // The second, ungated call site of the seed PR's merge (5b572da027).
-    if (double_post_) bcast_.broadcast(slot.drafts.rows(0, n), pp_ - 1, side_, label("feedback.drafts", so.step));
   }
   dev_.record(slot.done, side_);
   slot.recorded = true;

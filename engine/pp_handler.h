@@ -84,7 +84,6 @@ class PPHandler {
   Feedback variant_;
   bool stale_drafts_;
   bool narrow_width_;
-  bool double_post_;
   core::Stream main_;
   core::Stream side_;
   core::DeviceEvent main_ready_;
