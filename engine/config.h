@@ -65,7 +65,8 @@ struct WorkloadConfig {
   int abort_after = 8;  // ... once it has this many output tokens
 };
 
-// Historical bugs put back (DESIGN §6.6); all off by default. Used by the verification issue.
+// Historical bugs put back (DESIGN §6.6); all off by default. Each restores the code path the bug
+// lived in (scenarios/regressions/<fault>.toml shows the verdict it earns).
 struct Faults {
   bool stale_drafts = false;
   bool double_post_drafts = false;
