@@ -17,6 +17,8 @@ void append_finding(std::string& s, const core::Finding& f, std::string_view pre
                                               : fmt::format("at {}, step {}", format_time(f.time), f.sched_step);
   s += fmt::format("    {}{} ({}) {}: {}\n", prefix, core::to_string(f.verdict), f.kind, when, f.summary);
   for (const std::string& d : f.details) s += fmt::format("      {}\n", d);
+  // A deadlock's cycle already walks its sites, one line each.
+  if (!f.dot.empty()) return;
   std::string where;
   for (const core::Site& site : f.sites) {
     if (site.actor.empty()) continue;
