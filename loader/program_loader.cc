@@ -426,25 +426,7 @@ Program read_program(const toml::table& root, const std::string& file) {
     e.finish("seed, seeds, strategy");
   }
 
-  const toml::table* expect = top.table("expect");
-  if (expect == nullptr) top.fail_here("missing [expect] with the expected 'verdict'");
-  {
-    TableReader e(*expect, file, "[expect]");
-    auto v = e.choice<core::Verdict>("verdict", core::parse_verdict, core::verdict_names());
-    if (!v) e.fail_here(fmt::format("missing 'verdict' (one of: {})", core::verdict_names()));
-    p.expect.verdict = *v;
-    p.expect.gpu_verdict = e.choice<core::Verdict>("gpu_verdict", core::parse_verdict, core::verdict_names());
-    if (const toml::array* hz = e.array("hazards")) {
-      std::vector<std::string> kinds;
-      for (const auto& n : *hz) {
-        if (!n.is_string()) throw core::InputError(file, line_of(n), "[expect] 'hazards': expected hazard kinds as strings");
-        kinds.push_back(n.as_string()->get());
-      }
-      std::sort(kinds.begin(), kinds.end());
-      p.expect.hazards = kinds;
-    }
-    e.finish("verdict, gpu_verdict, hazards");
-  }
+  p.expect = read_expect(top, file);
   top.finish(kTopKeys);
   return p;
 }
@@ -452,5 +434,28 @@ Program read_program(const toml::table& root, const std::string& file) {
 Program parse_program(std::string_view text, const std::string& file) { return read_program(parse_toml_text(text, file), file); }
 
 Program load_program_file(const std::string& path) { return read_program(parse_toml_file(path), path); }
+
+core::Expect read_expect(TableReader& top, const std::string& file) {
+  const toml::table* expect = top.table("expect");
+  if (expect == nullptr) top.fail_here("missing [expect] with the expected 'verdict'");
+  core::Expect x;
+  TableReader e(*expect, file, "[expect]");
+  e.only("verdict, gpu_verdict, hazards");
+  auto v = e.choice<core::Verdict>("verdict", core::parse_verdict, core::verdict_names());
+  if (!v) e.fail_here(fmt::format("missing 'verdict' (one of: {})", core::verdict_names()));
+  x.verdict = *v;
+  x.gpu_verdict = e.choice<core::Verdict>("gpu_verdict", core::parse_verdict, core::verdict_names());
+  if (const toml::array* hz = e.array("hazards")) {
+    std::vector<std::string> kinds;
+    for (const auto& n : *hz) {
+      if (!n.is_string()) throw core::InputError(file, line_of(n), "[expect] 'hazards': expected hazard kinds as strings");
+      kinds.push_back(n.as_string()->get());
+    }
+    std::sort(kinds.begin(), kinds.end());
+    x.hazards = kinds;
+  }
+  e.finish("verdict, gpu_verdict, hazards");
+  return x;
+}
 
 }  // namespace ppspec::loader

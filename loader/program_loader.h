@@ -6,6 +6,7 @@
 
 #include <toml++/toml.h>
 
+#include "core/expect.h"
 #include "program/program.h"
 
 namespace ppspec::loader {
@@ -22,6 +23,10 @@ void read_runtime(TableReader& runtime, sim::SimConfig& cfg, core::Time* hang_ti
 
 // The scenario's kind ("program", ...), from its top-level `kind` key.
 std::string scenario_kind(const toml::table& root, const std::string& file);
+
+class TableReader;
+// [expect]: verdict, gpu_verdict, hazards — the same for every kind of scenario.
+core::Expect read_expect(TableReader& top, const std::string& file);
 
 // Parses a file, turning TOML syntax errors into InputError.
 toml::table parse_toml_file(const std::string& path);

@@ -148,17 +148,7 @@ serving::ServingScenario read_serving(const toml::table& root, const std::string
       s.strategy = *spec;
     }
   });
-  const toml::table* expect = top.table("expect");
-  if (expect == nullptr) top.fail_here("missing [expect] with the expected 'verdict'");
-  {
-    TableReader e(*expect, file, "[expect]");
-    e.only("verdict, gpu_verdict");
-    auto v = e.choice<core::Verdict>("verdict", core::parse_verdict, core::verdict_names());
-    if (!v) e.fail_here(fmt::format("missing 'verdict' (one of: {})", core::verdict_names()));
-    s.expect = *v;
-    s.gpu_expect = e.choice<core::Verdict>("gpu_verdict", core::parse_verdict, core::verdict_names());
-    e.finish("verdict, gpu_verdict");
-  }
+  s.expect = read_expect(top, file);
   top.finish(kTopKeys);
 
   // ---- whole-scenario checks: each names the line of the key that decides it ----

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/expect.h"
 #include "core/dtype.h"
 #include "core/types.h"
 #include "core/verdict.h"
@@ -75,11 +76,7 @@ struct CommDecl {
   std::vector<core::RankId> ranks;
 };
 
-struct Expect {
-  core::Verdict verdict = core::Verdict::pass;
-  std::optional<core::Verdict> gpu_verdict;  // for the real backend, where hardware may differ
-  std::optional<std::vector<std::string>> hazards;  // if given: exactly these hazard kinds are noted
-};
+using Expect = core::Expect;
 
 struct Explore {
   uint64_t seed = 1;

@@ -4,7 +4,7 @@
 #include <optional>
 #include <string>
 
-#include "core/verdict.h"
+#include "core/expect.h"
 #include "engine/config.h"
 #include "sim/policy.h"
 
@@ -22,8 +22,7 @@ struct ServingScenario {
   std::string description;
   engine::EngineConfig config;
   Oracles oracles;
-  core::Verdict expect = core::Verdict::pass;
-  std::optional<core::Verdict> gpu_expect;
+  core::Expect expect;
   uint64_t seed = 1;
   uint64_t seeds = 1;
   sim::StrategySpec strategy;

@@ -64,7 +64,7 @@ TEST(ServingLoader, GoodScenarioLoadsEveryField) {
   EXPECT_EQ(s.config.workload.arrival, engine::Arrival::poisson);
   EXPECT_DOUBLE_EQ(s.config.workload.temperature, 0.25);
   EXPECT_EQ(s.config.runtime.module_loading, core::ModuleLoading::eager);
-  EXPECT_EQ(s.expect, core::Verdict::pass);
+  EXPECT_EQ(s.expect.verdict, core::Verdict::pass);
   EXPECT_TRUE(s.oracles.golden);
   EXPECT_TRUE(s.oracles.pp_invariance);
 }
@@ -100,7 +100,11 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"stop_token_outside_vocab", with("lanes = 8", "lanes = 8\nvocab = 64\nstop_token = 64"), 12,
             "64 is not a token of the vocabulary (64)"},
         Bad{"wrong_type", with("num_requests = 8", "num_requests = \"eight\""), 23, "expected an integer, found a string"},
-        Bad{"missing_expect", with("[expect]\nverdict = \"pass\"\n", ""), 1, "missing [expect]"}),
+        Bad{"missing_expect", with("[expect]\nverdict = \"pass\"\n", ""), 1, "missing [expect]"},
+        Bad{"hazards_not_strings", with("verdict = \"pass\"\n", "verdict = \"pass\"\nhazards = [3]\n"), 38,
+            "[expect] 'hazards': expected hazard kinds as strings"},
+        Bad{"unknown_expect_key", with("verdict = \"pass\"\n", "verdict = \"pass\"\nhazard = []\n"), 38,
+            "unknown key 'hazard'"}),
     [](const ::testing::TestParamInfo<Bad>& p) { return p.param.name; });
 
 }  // namespace

@@ -28,30 +28,6 @@ std::string trace_path(const std::string& base, const std::string& scenario, uin
   return (p.parent_path() / fmt::format("{}-{}-seed{}{}", stem, scenario, seed, ext)).string();
 }
 
-// Why a result does not meet the program's expectation; empty when it does.
-std::string check_expectation(const program::Program& p, const core::RunResult& r) {
-  if (r.verdict != p.expect.verdict)
-    return fmt::format("verdict {}, expected {}", core::to_string(r.verdict), core::to_string(p.expect.verdict));
-  if (p.expect.hazards) {
-    std::vector<std::string> kinds;
-    for (const auto& f : r.notes)
-      if (f.verdict == core::Verdict::hazard) kinds.push_back(f.kind);
-    for (const auto& f : r.findings)
-      if (f.verdict == core::Verdict::hazard) kinds.push_back(f.kind);
-    std::sort(kinds.begin(), kinds.end());
-    kinds.erase(std::unique(kinds.begin(), kinds.end()), kinds.end());
-    if (kinds != *p.expect.hazards) {
-      auto join = [](const std::vector<std::string>& v) {
-        std::string s;
-        for (const auto& k : v) s += (s.empty() ? "" : ", ") + k;
-        return s.empty() ? std::string("none") : s;
-      };
-      return fmt::format("hazards [{}], expected [{}]", join(kinds), join(*p.expect.hazards));
-    }
-  }
-  return "";
-}
-
 int run_gpu(const std::vector<program::Program>& programs, const RunArgs& args, std::ostream& out, std::ostream& err) {
   if (!gpu_backend_built()) {
     err << "ppspec: this ppspec was built without the GPU backend (CMake found no CUDA toolkit or NCCL); see README\n";
@@ -101,7 +77,7 @@ Exploration exploration_of(const Scenario& sc) {
   if (const auto* p = std::get_if<program::Program>(&sc))
     return {p->name, p->file, p->explore.seed, p->explore.seeds, p->explore.strategy, p->expect.verdict};
   const auto& s = std::get<serving::ServingScenario>(sc);
-  return {s.name, s.file, s.seed, s.seeds, s.strategy, s.expect};
+  return {s.name, s.file, s.seed, s.seeds, s.strategy, s.expect.verdict};
 }
 
 Scenario load_scenario(const std::string& file) {
@@ -122,7 +98,7 @@ void simulate_once(const Scenario& sc, uint64_t seed, const sim::StrategySpec& s
     opts.strategy = strategy;
     if (sink != nullptr) opts.sinks.push_back(sink);
     rec.result = program::run_on_sim(*p, opts);
-    rec.mismatch = check_expectation(*p, rec.result);
+    rec.mismatch = core::expectation_mismatch(p->expect, rec.result);
     return;
   }
   const auto& s = std::get<serving::ServingScenario>(sc);
@@ -134,8 +110,7 @@ void simulate_once(const Scenario& sc, uint64_t seed, const sim::StrategySpec& s
   rec.result = run.result;
   rec.serving = ServingFigures{run.stats.steps, static_cast<int64_t>(run.requests.size()), run.stats.output_tokens,
                                run.stats.acceptance_rate(), run.stats.tokens_per_step()};
-  if (rec.result.verdict != s.expect)
-    rec.mismatch = fmt::format("verdict {}, expected {}", core::to_string(rec.result.verdict), core::to_string(s.expect));
+  rec.mismatch = core::expectation_mismatch(s.expect, rec.result);
 }
 
 }  // namespace

@@ -1,0 +1,27 @@
+#include "core/expect.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+namespace ppspec::core {
+
+std::string expectation_mismatch(const Expect& expect, const RunResult& r) {
+  if (r.verdict != expect.verdict)
+    return fmt::format("verdict {}, expected {}", to_string(r.verdict), to_string(expect.verdict));
+  if (!expect.hazards) return "";
+  std::vector<std::string> kinds;
+  for (const auto* list : {&r.notes, &r.findings})
+    for (const auto& f : *list)
+      if (f.verdict == Verdict::hazard) kinds.push_back(f.kind);
+  std::sort(kinds.begin(), kinds.end());
+  kinds.erase(std::unique(kinds.begin(), kinds.end()), kinds.end());
+  if (kinds == *expect.hazards) return "";
+  auto join = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& k : v) s += (s.empty() ? "" : ", ") + k;
+    return s.empty() ? std::string("none") : s;
+  };
+  return fmt::format("hazards [{}], expected [{}]", join(kinds), join(*expect.hazards));
+}
+
+}  // namespace ppspec::core

@@ -1,0 +1,22 @@
+// What a scenario expects of its runs ([expect]), and whether a run met it. Shared by program and
+// serving scenarios.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/verdict.h"
+
+namespace ppspec::core {
+
+struct Expect {
+  Verdict verdict = Verdict::pass;
+  std::optional<Verdict> gpu_verdict;  // for the real backend, where hardware may differ
+  std::optional<std::vector<std::string>> hazards;  // if given: exactly these hazard kinds, sorted
+};
+
+// Why a simulated run does not meet the expectation, in words; empty when it does.
+std::string expectation_mismatch(const Expect& expect, const RunResult& r);
+
+}  // namespace ppspec::core
