@@ -128,9 +128,16 @@ class Explainer {
       case WaitKind::channel:
         n.state = fmt::format("blocked receiving from host channel '{}'", w.channel->name());
         n.short_ = "channel recv";
-        for (const auto& g : rt_.world().fibers())
-          if (g->kind == FiberKind::host && g.get() != &f && g->state != FiberState::finished)
-            n.edges.push_back({g.get(), "may send the message"});
+        // Who sent on this channel before is who sends next (the engine core to a worker, the
+        // last stage to the engine core); a channel nobody has used yet may hear from anyone.
+        if (!w.channel->senders().empty()) {
+          for (const Fiber* g : w.channel->senders())
+            if (g != &f && g->state != FiberState::finished) n.edges.push_back({g, "sends on this channel"});
+        } else {
+          for (const auto& g : rt_.world().fibers())
+            if (g->kind == FiberKind::host && g.get() != &f && g->state != FiberState::finished)
+              n.edges.push_back({g.get(), "may send the message"});
+        }
         if (n.edges.empty()) n.edges.push_back({nullptr, "no host thread is left to send it"});
         return;
       default:

@@ -4,6 +4,7 @@
 #include <any>
 #include <deque>
 #include <string>
+#include <vector>
 
 #include "core/runtime.h"
 #include "sim/world.h"
@@ -16,11 +17,15 @@ class SimHostChannel final : public core::HostChannel {
   void send(std::any message) override;
   std::any recv() override;
   const std::string& name() const { return name_; }
+  // The host threads that have sent on this channel, in order of their first send: whom a stuck
+  // receiver waits for (the deadlock detector's edges).
+  const std::vector<const Fiber*>& senders() const { return senders_; }
 
  private:
   World& world_;
   std::string name_;
   std::deque<std::any> queue_;
+  std::vector<const Fiber*> senders_;
   WaitList waiters_;
 };
 

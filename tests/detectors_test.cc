@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "tests/harness.h"
 #include "tests/test_util.h"
 
 namespace ppspec::testing {
@@ -139,6 +140,39 @@ TEST(Detectors, WellMatchedScenariosReportNothingButTheirExpectedHazards) {
     EXPECT_TRUE(r.findings.empty()) << name;
     for (const auto& n : r.notes) EXPECT_EQ(n.kind, "cross-communicator-order") << name << ": " << n.summary;
   }
+}
+
+TEST(Detectors, AChannelReceiverWaitsForTheActorsThatSendOnThatChannel) {
+  // The engine core waits for rank 1's next output; rank 1 waits for a receive whose sender, rank 0,
+  // waits for the engine's next command. The cycle runs through rank 1, the only sender on "out" —
+  // not through rank 0, which could send but never has.
+  Harness h(2);
+  h.comm("c", {0, 1});
+  auto b1 = h.buffer(1, 4);
+  h.actor(-1, [&] {
+    h.rt.channel("worker0").send(1);
+    (void)h.rt.channel("out").recv();
+    (void)h.rt.channel("out").recv();
+  }, "engine");
+  h.actor(0, [&] {
+    h.rt.comm_init("c", 0);
+    (void)h.rt.channel("worker0").recv();
+    (void)h.rt.channel("worker0").recv();
+  });
+  h.actor(1, [&] {
+    auto& c = h.rt.comm_init("c", 1);
+    h.rt.channel("out").send(1);
+    auto s = h.rt.device(1).stream("main");
+    c.recv(b1, 0, s, core::Label{"act"});
+    h.rt.device(1).stream_sync(s);
+  });
+  const auto r = h.run();
+  ASSERT_EQ(r.verdict, Verdict::deadlock);
+  const std::string& cycle = r.findings[0].summary;
+  EXPECT_NE(cycle.find("rank1.host → connect → rank0.host → channel recv → engine → channel recv → rank1.host"),
+            std::string::npos)
+      << cycle;
+  EXPECT_EQ(cycle.find("engine → channel recv → rank0.host"), std::string::npos) << cycle;
 }
 
 }  // namespace

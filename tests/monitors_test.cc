@@ -73,6 +73,21 @@ TEST(DraftFreshness, FreshDraftsPassAndStaleOnesNameRequestStageStepAndBothLists
   EXPECT_EQ(f.sites.at(1).rank, 2);
 }
 
+TEST(DraftFreshness, AdoptedDraftsMustBeTheProposedOnes) {
+  Fixture<verify::DraftFreshness> fx;
+  fx.send(EventKind::drafts_proposed, 2, 3, 7, {11, 12, 13});
+  fx.send(EventKind::drafts_adopted, 0, 3, 7, {11, 12, 13});
+  EXPECT_TRUE(fx.found.empty());
+  fx.send(EventKind::drafts_proposed, 2, 5, 7, {21, 22, 23});
+  fx.send(EventKind::drafts_adopted, 1, 5, 7, {11, 12, 13});
+  ASSERT_EQ(fx.found.size(), 1u);
+  EXPECT_EQ(fx.found[0].verdict, Verdict::stale_draft);
+  EXPECT_EQ(fx.found[0].kind, "draft-relay");
+  EXPECT_EQ(fx.found[0].summary,
+            "rank1 (stage 0) adopts drafts [11, 12, 13] for request 7 from the feedback of engine step 5, but the last "
+            "stage proposed [21, 22, 23]");
+}
+
 TEST(DraftFreshness, WarmupAndPrefillRowsAreNotChecked) {
   Fixture<verify::DraftFreshness> fx;
   fx.send(EventKind::drafts_proposed, 2, 1, 7, {11, 12, 13});

@@ -18,6 +18,9 @@ void DraftFreshness::on_event(const core::Event& e) {
       if (list.size() > 4) list.erase(list.begin());  // only the latest ones can still be verified
       return;
     }
+    case core::EventKind::drafts_adopted:
+      check_adoption(e);
+      return;
     case core::EventKind::inputs_built: break;
     default: return;
   }
@@ -50,6 +53,30 @@ void DraftFreshness::on_event(const core::Event& e) {
   if (stage != facts_.pp - 1)
     f.details.push_back("earlier stages hold a request's drafts only if the last stage relays them after propose() "
                         "(PPHandler.broadcast_drafts); without the relay they verify what their own table still holds");
+  report(std::move(f));
+}
+
+void DraftFreshness::check_adoption(const core::Event& e) {
+  // The deferred update of step T adopts the drafts the last stage proposed at step T (e.step).
+  const auto it = proposals_.find(e.req);
+  if (it == proposals_.end()) return;
+  const Proposal* p = nullptr;
+  for (const Proposal& q : it->second)
+    if (q.step == e.step) p = &q;
+  if (p == nullptr) return;
+  const std::vector<int64_t> adopted(e.ints.begin(), e.ints.end());
+  if (adopted == p->drafts) return;
+  core::Finding f = finding_at(
+      e, core::Verdict::stale_draft, "draft-relay",
+      fmt::format("rank{} (stage {}) adopts drafts {} for request {} from the feedback of engine step {}, but the last "
+                  "stage proposed {}",
+                  e.rank, facts_.stage_of(e.rank), token_list(adopted), e.req, e.step, token_list(p->drafts)));
+  f.sites.push_back(core::Site{e.rank, fmt::format("rank{}.main", e.rank), "", -1,
+                               fmt::format("post_update[deferred]: request {}", e.req), ""});
+  f.sites.push_back(core::Site{p->rank, fmt::format("rank{}.side", p->rank), "", -1,
+                               fmt::format("broadcast_drafts: engine step {}", e.step), ""});
+  f.details.push_back("the relayed drafts arrived changed: a feedback message paired with the wrong operation "
+                      "(same size, another step or another tensor) or its buffer was overwritten before it was sent");
   report(std::move(f));
 }
 

@@ -2,7 +2,8 @@
 // the drafts the last stage proposed for that request at its previous step. Under PP, earlier stages
 // hold them only if the last stage relayed them (PPHandler.broadcast_drafts); otherwise they verify
 // whatever their own table still holds — stale drafts (the bug #52295 / #56956 fixed).
-// Checked from the rank's "serving" phase on (warmup steps carry synthetic drafts).
+// Checked from the rank's "serving" phase on (warmup steps carry synthetic drafts). Also: the drafts an
+// earlier stage adopts from step T's feedback are exactly those the last stage proposed at step T.
 #pragma once
 
 #include <map>
@@ -18,6 +19,7 @@ class DraftFreshness final : public Monitor {
   void on_event(const core::Event& e) override;
 
  private:
+  void check_adoption(const core::Event& e);
   struct Proposal {
     int64_t step;
     core::RankId rank;
