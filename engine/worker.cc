@@ -23,6 +23,7 @@ namespace kn = ppspec::kernels;
 std::string tp_group(int stage) { return fmt::format("tp{}", stage); }
 std::string pp_group(int tp_rank) { return fmt::format("pp{}", tp_rank); }
 std::string pp_broadcast_group(int tp_rank) { return fmt::format("pp_broadcast{}", tp_rank); }
+bool is_pp_broadcast_group(std::string_view name) { return name.starts_with("pp_broadcast"); }
 
 std::vector<std::pair<std::string, std::vector<core::RankId>>> communicators(const Topology& t) {
   std::vector<std::pair<std::string, std::vector<core::RankId>>> out;

@@ -25,6 +25,7 @@ namespace ppspec::engine {
 std::string tp_group(int stage);
 std::string pp_group(int tp_rank);
 std::string pp_broadcast_group(int tp_rank);
+bool is_pp_broadcast_group(std::string_view name);  // a feedback communicator, of any TP column
 std::vector<std::pair<std::string, std::vector<core::RankId>>> communicators(const Topology& t);
 
 // What a worker tells the runtime it is doing while it runs a step ("execute_model step N"), so that

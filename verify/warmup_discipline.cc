@@ -29,7 +29,7 @@ void WarmupDiscipline::on_event(const core::Event& e) {
       }
       return;
     case core::EventKind::op_posted:
-      if ((p != Phase::warmup && p != Phase::disabled) || !e.comm.starts_with("pp_broadcast")) return;
+      if ((p != Phase::warmup && p != Phase::disabled) || !engine::is_pp_broadcast_group(e.comm)) return;
       {
         core::Finding f = finding_at(e, core::Verdict::hazard, "feedback-during-warmup",
                                      fmt::format("rank{} posts a feedback collective during warmup, before the feedback "
