@@ -5,7 +5,6 @@
 namespace ppspec::verify {
 
 void DraftFreshness::on_event(const core::Event& e) {
-  if (reported()) return;
   switch (e.kind) {
     case core::EventKind::warmup_phase:
       if (e.text == "serving") serving_[e.rank] = true;

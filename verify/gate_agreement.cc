@@ -5,7 +5,7 @@
 namespace ppspec::verify {
 
 void GateAgreement::on_event(const core::Event& e) {
-  if (reported() || e.kind != core::EventKind::gate) return;
+  if (reported("gate-disagreement") || e.kind != core::EventKind::gate) return;
   const std::vector<int64_t> rows(e.ints.begin(), e.ints.end());
   const auto [it, first] = first_.try_emplace(e.step, Decision{e.rank, e.value, rows});
   // Steps more than a few pipelines back are decided on every rank: forget them.

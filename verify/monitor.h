@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -31,20 +32,19 @@ class Monitor : public core::EventSink {
   Monitor(const ServingFacts& facts, Sink sink) : facts_(facts), sink_(std::move(sink)) {}
 
  protected:
-  // Reports a violation. A monitor reports its first violation only: later ones are usually its
-  // consequences, and the first is the one to act on.
+  // Reports a violation. A monitor reports the first violation of each kind only: later ones are
+  // usually its consequences, and the first is the one to act on.
   void report(core::Finding f) {
-    if (reported_) return;
-    reported_ = true;
+    if (!reported_.insert(f.kind).second) return;
     sink_(std::move(f));
   }
-  bool reported() const { return reported_; }
+  bool reported(const std::string& kind) const { return reported_.count(kind) > 0; }
 
   const ServingFacts facts_;
 
  private:
   Sink sink_;
-  bool reported_ = false;
+  std::set<std::string> reported_;
 };
 
 // A finding stamped with the event that shows it: its time, engine step and rank.

@@ -7,7 +7,7 @@
 namespace ppspec::verify {
 
 void PaddingChecker::on_event(const core::Event& e) {
-  if (reported() || e.kind != core::EventKind::padding_rows) return;
+  if (reported("padding") || e.kind != core::EventKind::padding_rows) return;
   if (e.text == "topk_softplus_sqrt")
     check_router(e);
   else

@@ -55,7 +55,7 @@ void WarmupDiscipline::on_event(const core::Event& e) {
         f.details.push_back("a module load waits for the device to drain (R8): with a feedback receive spinning on the "
                             "side stream it waits for the last stage; warm every serving specialization up before "
                             "serving (warmup_pp_decode_update for post_update[deferred])");
-        load_.violated(std::move(f));
+        report(std::move(f));
       }
       return;
     default: return;

@@ -12,19 +12,12 @@ namespace ppspec::verify {
 
 class WarmupDiscipline final : public Monitor {
  public:
-  WarmupDiscipline(const ServingFacts& facts, Sink sink) : Monitor(facts, sink), load_(facts, sink) {}
+  using Monitor::Monitor;
   void on_event(const core::Event& e) override;
 
  private:
   enum class Phase : uint8_t { init, disabled, warmup, feedback_warmup, serving };
-  // The second rule reports on its own, so that both can be listed.
-  struct LoadRule final : Monitor {
-    using Monitor::Monitor;
-    void on_event(const core::Event&) override {}
-    void violated(core::Finding f) { report(std::move(f)); }
-  };
   std::map<core::RankId, Phase> phase_;
-  LoadRule load_;
 };
 
 }  // namespace ppspec::verify
