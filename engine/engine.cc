@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <stdexcept>
 
+#include "engine/probe.h"
 #include "engine/workload.h"
 
 namespace ppspec::engine {
@@ -29,15 +30,7 @@ void Engine::publish_batch(const SchedulerOutput& so, bool warmup) {
   if (!rt_.events().active()) return;
   std::vector<int64_t> ids;
   for (const auto& r : so.requests) ids.push_back(r.id);
-  core::Event e;
-  e.t = rt_.now();
-  e.kind = core::EventKind::batch_scheduled;
-  e.actor = "engine";
-  e.step = so.step;
-  e.value = so.num_tokens;
-  e.ints = ids;
-  if (warmup) e.text = "warmup";
-  rt_.events().publish(e);
+  publish(rt_, Probe{core::EventKind::batch_scheduled, -1, so.step, -1, so.num_tokens, warmup ? "warmup" : "", "engine"}, ids);
 }
 
 void Engine::run_step_synchronously(std::shared_ptr<SchedulerOutput> so) {

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "core/hash.h"
+#include "engine/probe.h"
 #include "engine/worker.h"
 #include "kernels/drafter.h"
 #include "kernels/launch.h"
@@ -36,17 +37,7 @@ core::Buffer slice(const core::Buffer& b, int64_t row, int64_t first, int64_t n)
 // Publishes an engine probe with a list of integers (simulator only: kernel bodies run there).
 void probe(core::Runtime& rt, core::EventKind kind, core::RankId rank, int64_t step, int64_t req,
            const std::vector<int64_t>& ints, int64_t value = -1, std::string_view text = {}) {
-  if (!rt.events().active()) return;
-  core::Event e;
-  e.t = rt.now();
-  e.kind = kind;
-  e.rank = rank;
-  e.step = step;
-  e.req = req;
-  e.ints = ints;
-  e.value = value;
-  e.text = text;
-  rt.events().publish(e);
+  publish(rt, Probe{kind, rank, step, req, value, text}, ints);
 }
 
 // 1 when any element of rows [first, first + n) of these buffers was never written (shadow bytes;

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "engine/probe.h"
+
 namespace ppspec::engine {
 
 std::optional<std::vector<bool>> need_sampled_mask(const SchedulerOutput& so) {
@@ -50,14 +52,7 @@ void PPHandler::publish_gate(const SchedulerOutput& so, const std::optional<std:
   std::vector<int64_t> rows;
   if (mask)
     for (bool b : *mask) rows.push_back(b ? 1 : 0);
-  core::Event e;
-  e.t = rt_.now();
-  e.kind = core::EventKind::gate;
-  e.rank = dev_.rank();
-  e.step = so.step;
-  e.value = mask ? 1 : 0;
-  e.ints = rows;
-  rt_.events().publish(e);
+  publish(rt_, Probe{core::EventKind::gate, dev_.rank(), so.step, -1, mask ? 1 : 0}, rows);
 }
 
 void PPHandler::side_waits_main() {

@@ -7,6 +7,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "engine/probe.h"
 #include "kernels/drafter.h"
 #include "kernels/launch.h"
 #include "kernels/post_update.h"
@@ -209,15 +210,7 @@ int32_t Worker::graph_size(int32_t tokens) const {
   return tokens;
 }
 
-void Worker::phase(const char* name) {
-  if (!rt_.events().active()) return;
-  core::Event e;
-  e.t = rt_.now();
-  e.kind = core::EventKind::warmup_phase;
-  e.rank = rank_;
-  e.text = name;
-  rt_.events().publish(e);
-}
+void Worker::phase(const char* name) { publish(rt_, Probe{core::EventKind::warmup_phase, rank_, -1, -1, -1, name}); }
 
 // ---------------------------------------------------------------------------------------------
 // The actor
