@@ -1,27 +1,37 @@
 #include "core/buffer.h"
 
-#include <cassert>
 #include <cstring>
+
+#include "core/assert.h"
 
 namespace ppspec::core {
 
 Buffer Buffer::rows(int64_t first, int64_t n) const {
-  assert(first >= 0 && n >= 0 && first + n <= shape_.rows);
+  PPSPEC_ASSERT(first >= 0 && n >= 0 && first + n <= shape_.rows, "rows [{}, {}) of a buffer of {} rows", first,
+                first + n, shape_.rows);
   const size_t offset = static_cast<size_t>(first * shape_.cols) * dtype_size(dtype_);
   return Buffer(static_cast<std::byte*>(data_) + offset, shadow_ ? shadow_ + offset : nullptr, dtype_,
                 Shape{n, shape_.cols});
 }
 
+Buffer Buffer::slice(int64_t row, int64_t first, int64_t n) const {
+  PPSPEC_ASSERT(row >= 0 && row < shape_.rows && first >= 0 && n >= 0 && first + n <= shape_.cols,
+                "row {} elements [{}, {}) of a [{}, {}] buffer", row, first, first + n, shape_.rows, shape_.cols);
+  const size_t offset = static_cast<size_t>(row * shape_.cols + first) * dtype_size(dtype_);
+  return Buffer(static_cast<std::byte*>(data_) + offset, shadow_ ? shadow_ + offset : nullptr, dtype_, Shape{n, 1});
+}
+
 void Buffer::mark_written(int64_t first_elem, int64_t n) const {
   if (!shadow_ || n <= 0) return;
-  assert(first_elem >= 0 && first_elem + n <= count());
+  PPSPEC_ASSERT(first_elem >= 0 && first_elem + n <= count(), "elements [{}, {}) of {}", first_elem, first_elem + n, count());
   const size_t es = dtype_size(dtype_);
   std::memset(shadow_ + first_elem * es, 1, static_cast<size_t>(n) * es);
 }
 
 int64_t Buffer::uninitialised_elements(int64_t first_elem, int64_t n) const {
   if (!shadow_) return 0;
-  assert(first_elem >= 0 && first_elem + n <= count());
+  PPSPEC_ASSERT(first_elem >= 0 && n >= 0 && first_elem + n <= count(), "elements [{}, {}) of {}", first_elem,
+                first_elem + n, count());
   const size_t es = dtype_size(dtype_);
   int64_t bad = 0;
   for (int64_t e = first_elem; e < first_elem + n; ++e) {

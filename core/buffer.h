@@ -35,6 +35,8 @@ class Buffer {
 
   // Rows [first, first + n) as a buffer of the same dtype and width.
   Buffer rows(int64_t first, int64_t n) const;
+  // Elements [first, first + n) of row `row`, as a one-column buffer.
+  Buffer slice(int64_t row, int64_t first, int64_t n) const;
 
   // Host access for CPU kernels and tests (simulator only: the memory is host memory there).
   template <typename T>

@@ -87,8 +87,12 @@ struct EngineConfig {
   Faults faults;
   sim::SimConfig runtime;
 
-  // Derived limits the workers size their buffers with.
+  // Derived limits the workers size their buffers with. Warmup's synthetic requests obey the
+  // workload's limits (a prompt no longer than prompt_max, at most output_max tokens out), so
+  // every buffer sized for the workload holds what warmup writes too.
   int max_prompt() const { return workload.prompt_max; }
+  int warmup_prompt_len() const { return workload.prompt_max < 3 ? workload.prompt_max : 3; }
+  int warmup_max_tokens() const { return workload.output_max; }
   int max_blocks_per_req() const {
     return (workload.prompt_max + workload.output_max + spec.k + 1 + model.block_size - 1) / model.block_size + 1;
   }

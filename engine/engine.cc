@@ -48,8 +48,12 @@ void Engine::engine_core() {
   if (!f.warmup_feedback) broadcast(Command::disable_feedback);
   broadcast(Command::preload);
   broadcast(Command::warmup_decode_update);
-  sched.add_dummies(std::min(2, cfg_.serving.max_num_seqs), 3);
+  auto keep_dummies = [&] {
+    if (!sched.dummies_live())
+      sched.add_dummies(std::min(2, cfg_.serving.max_num_seqs), cfg_.warmup_prompt_len(), cfg_.warmup_max_tokens());
+  };
   for (int i = 0; i < cfg_.serving.warmup_steps; ++i) {
+    keep_dummies();
     auto so = sched.schedule(next_step_++);
     if (!so) break;
     so->dummy = true;  // synthetic: sampled outputs discarded, the drafter does not run
@@ -58,6 +62,7 @@ void Engine::engine_core() {
   if (cfg_.topology.pp > 1) {
     // One step with the real feedback path on every rank, so that its pairing is exercised.
     broadcast(Command::enable_feedback);
+    keep_dummies();
     run_step_synchronously(sched.schedule(next_step_++));
     broadcast(Command::reset_feedback);
   }

@@ -5,6 +5,7 @@
 
 #include "core/hash.h"
 #include "engine/probe.h"
+#include "engine/span_of.h"
 #include "engine/worker.h"
 #include "kernels/drafter.h"
 #include "kernels/launch.h"
@@ -20,19 +21,6 @@ namespace ppspec::engine {
 namespace kn = ppspec::kernels;
 
 namespace {
-
-template <typename T>
-T* ptr(const core::Buffer& b) {
-  return static_cast<T*>(b.data());
-}
-
-// Elements [first, first + n) of row `row` of a 2-D buffer.
-core::Buffer slice(const core::Buffer& b, int64_t row, int64_t first, int64_t n) {
-  const size_t es = core::dtype_size(b.dtype());
-  const size_t off = static_cast<size_t>(row * b.shape().cols + first) * es;
-  return core::Buffer(static_cast<std::byte*>(b.data()) + off, b.shadow() != nullptr ? b.shadow() + off : nullptr, b.dtype(),
-                      core::Shape{n, 1});
-}
 
 // Publishes an engine probe with a list of integers (simulator only: kernel bodies run there).
 void probe(core::Runtime& rt, core::EventKind kind, core::RankId rank, int64_t step, int64_t req,
@@ -86,10 +74,10 @@ void Worker::deferred_update() {
   const int kk = k_;
   if (cfg_.spec.feedback == Feedback::single_payload) {
     // Columns [0, K+1) sampled, [K+1, 2K+1) drafts, then num_sampled, num_rejected.
-    auto* payload = ptr<int64_t>(slot.payload);
-    auto* sampled = ptr<int64_t>(slot.sampled);
-    auto* counts = ptr<int32_t>(slot.counts);
-    auto* drafts = ptr<int64_t>(slot.drafts);
+    const auto payload = span_of<int64_t>(slot.payload);
+    const auto sampled = span_of<int64_t>(slot.sampled);
+    const auto counts = span_of<int32_t>(slot.counts);
+    const auto drafts = span_of<int64_t>(slot.drafts);
     launch(main_, "unpack_payload", "", n, [=] {
       const int width = 2 * kk + 3;
       for (int32_t r = 0; r < n; ++r) {
@@ -100,18 +88,18 @@ void Worker::deferred_update() {
       }
     });
   }
-  kn::PostUpdateKernel pk{ptr<int32_t>(prev_idx_),
-                          ptr<int64_t>(slot.sampled),
-                          ptr<int32_t>(slot.counts),
-                          ptr<int32_t>(slot.counts) + n,
-                          ptr<int32_t>(prev_query_len_),
-                          prev->has_drafts ? ptr<int64_t>(slot.drafts) : nullptr,
+  kn::PostUpdateKernel pk{span_of<int32_t>(prev_idx_),
+                          span_of<int64_t>(slot.sampled),
+                          span_of<int32_t>(slot.counts),
+                          span_of<int32_t>(slot.counts).sub(n, n),
+                          span_of<int32_t>(prev_query_len_),
+                          prev->has_drafts ? span_of<int64_t>(slot.drafts) : kn::Span<int64_t>(),
                           kk,
                           true,
-                          ptr<int64_t>(last_sampled_),
-                          ptr<int32_t>(num_computed_),
-                          ptr<int32_t>(total_len_),
-                          ptr<int64_t>(draft_tokens_)};
+                          span_of<int64_t>(last_sampled_),
+                          span_of<int32_t>(num_computed_),
+                          span_of<int32_t>(total_len_),
+                          span_of<int64_t>(draft_tokens_)};
   core::Runtime& rt = rt_;
   const core::RankId rank = rank_;
   const int64_t step = prev->step;
@@ -122,7 +110,8 @@ void Worker::deferred_update() {
     if (!has_drafts) return;
     for (int32_t r = 0; r < n; ++r) {
       if (pk.idx_mapping[r] < 0) continue;
-      const std::vector<int64_t> d(pk.drafts + r * kk, pk.drafts + (r + 1) * kk);
+      const auto drafts = pk.drafts.sub(r * kk, kk);
+      const std::vector<int64_t> d(drafts.begin(), drafts.end());
       probe(rt, core::EventKind::drafts_adopted, rank, step, ids[static_cast<size_t>(r)], d);
     }
   });
@@ -148,7 +137,7 @@ void Worker::apply_requests(const SchedulerOutput& so) {
   }
   std::vector<int32_t> qs{0}, idx, qlen;
   for (const ScheduledRequest& r : so.requests) {
-    if (!r.new_blocks.empty()) upload(slice(block_table_, r.idx, r.first_new_block, static_cast<int64_t>(r.new_blocks.size())), r.new_blocks);
+    if (!r.new_blocks.empty()) upload(block_table_.slice(r.idx, r.first_new_block, static_cast<int64_t>(r.new_blocks.size())), r.new_blocks);
     qs.push_back(qs.back() + r.num_tokens);
     idx.push_back(r.idx);
     qlen.push_back(r.num_tokens);
@@ -162,24 +151,24 @@ void Worker::prepare_inputs(const SchedulerOutput& so, int32_t padded_rows) {
   const auto n = static_cast<int32_t>(so.requests.size());
   kn::PrepareInputsKernel k{n,
                             so.num_tokens,
-                            ptr<int32_t>(query_start_),
-                            ptr<int32_t>(idx_mapping_),
-                            ptr<int32_t>(num_computed_),
-                            ptr<int32_t>(prefill_len_),
-                            ptr<int32_t>(prompt_),
+                            span_of<int32_t>(query_start_),
+                            span_of<int32_t>(idx_mapping_),
+                            span_of<int32_t>(num_computed_),
+                            span_of<int32_t>(prefill_len_),
+                            span_of<int32_t>(prompt_),
                             cfg_.max_prompt(),
-                            ptr<int64_t>(last_sampled_),
-                            ptr<int64_t>(draft_tokens_),
+                            span_of<int64_t>(last_sampled_),
+                            span_of<int64_t>(draft_tokens_),
                             std::max(k_, 1),
-                            ptr<int32_t>(block_table_),
+                            span_of<int32_t>(block_table_),
                             max_blocks_,
                             cfg_.model.block_size,
                             !cfg_.faults.uncleared_padding,
-                            ptr<int32_t>(input_ids_),
-                            ptr<int64_t>(positions_),
-                            ptr<int64_t>(slots_),
-                            ptr<bool>(is_padding_),
-                            ptr<int32_t>(row_req_),
+                            span_of<int32_t>(input_ids_),
+                            span_of<int64_t>(positions_),
+                            span_of<int64_t>(slots_),
+                            span_of<bool>(is_padding_),
+                            span_of<int32_t>(row_req_),
                             padded_rows};
   core::Runtime& rt = rt_;
   const core::RankId rank = rank_;
@@ -233,33 +222,33 @@ void Worker::forward(int32_t rows, bool use_graph) {
 
 void Worker::forward_kernels(int32_t rows) {
   const int D = cfg_.model.lanes;
-  const kn::RowInputs in{ptr<int32_t>(input_ids_), ptr<int64_t>(positions_), ptr<int64_t>(slots_), ptr<int32_t>(row_req_),
-                         ptr<int32_t>(block_table_), max_blocks_, cfg_.model.block_size};
+  const kn::RowInputs in{span_of<int32_t>(input_ids_), span_of<int64_t>(positions_), span_of<int64_t>(slots_), span_of<int32_t>(row_req_),
+                         span_of<int32_t>(block_table_), max_blocks_, cfg_.model.block_size};
   for (int l = layers_.first; l < layers_.last; ++l) {
     const size_t li = static_cast<size_t>(l - layers_.first);
     if (l == 0) {
-      kn::EmbedKernel e{in, ptr<uint32_t>(embed_ctx_), ptr<uint32_t>(embed_deep_), D, lane_begin_, lane_count_,
-                        ckpt_.consts.r, ptr<uint32_t>(ctx_kv_), ptr<uint32_t>(x_)};
+      kn::EmbedKernel e{in, span_of<uint32_t>(embed_ctx_), span_of<uint32_t>(embed_deep_), D, lane_begin_, lane_count_,
+                        ckpt_.consts.r, span_of<uint32_t>(ctx_kv_), span_of<uint32_t>(x_)};
       launch(main_, "embed", "", rows, [e, rows] { kn::run_on_cpu(e, rows); });
-      kn::ContextSumKernel cs{in, ptr<uint32_t>(ctx_kv_), ptr<uint32_t>(c_)};
+      kn::ContextSumKernel cs{in, span_of<uint32_t>(ctx_kv_), span_of<uint32_t>(c_)};
       launch(main_, "context_sum", "", rows, [cs, rows] { kn::run_on_cpu(cs, rows); });
     }
-    kn::LayerPartialKernel p{ptr<int32_t>(row_req_), ptr<uint32_t>(x_), ptr<uint32_t>(w_[li]), ptr<uint32_t>(u_[li]), D,
-                             lane_begin_, lane_count_, ptr<uint32_t>(y_)};
+    kn::LayerPartialKernel p{span_of<int32_t>(row_req_), span_of<uint32_t>(x_), span_of<uint32_t>(w_[li]), span_of<uint32_t>(u_[li]), D,
+                             lane_begin_, lane_count_, span_of<uint32_t>(y_)};
     launch(main_, "layer_partial", "", rows, [p, rows] { kn::run_on_cpu(p, rows); });
     if (tp_ > 1) tp_comm_->all_reduce(y_.rows(0, rows), core::ReduceOp::sum, main_, core::Label{"tp.layer", l});
-    kn::LayerKvWriteKernel kw{in, ptr<uint32_t>(y_), ptr<uint32_t>(v_[li]), D, lane_begin_, lane_count_, ptr<uint32_t>(kv_[li])};
+    kn::LayerKvWriteKernel kw{in, span_of<uint32_t>(y_), span_of<uint32_t>(v_[li]), D, lane_begin_, lane_count_, span_of<uint32_t>(kv_[li])};
     launch(main_, "layer_kv_write", "", rows, [kw, rows] { kn::run_on_cpu(kw, rows); });
-    kn::LayerOutKernel o{in, ptr<uint32_t>(y_), ptr<uint32_t>(kv_[li]), D, lane_begin_, lane_count_, ptr<uint32_t>(x_)};
+    kn::LayerOutKernel o{in, span_of<uint32_t>(y_), span_of<uint32_t>(kv_[li]), D, lane_begin_, lane_count_, span_of<uint32_t>(x_)};
     launch(main_, "layer_out", "", rows, [o, rows] { kn::run_on_cpu(o, rows); });
   }
   if (!last_) return;
-  kn::HeadPartialKernel hp{ptr<int32_t>(row_req_), ptr<uint32_t>(x_), ptr<uint32_t>(head_), lane_begin_, lane_count_,
-                           ptr<uint32_t>(h_)};
+  kn::HeadPartialKernel hp{span_of<int32_t>(row_req_), span_of<uint32_t>(x_), span_of<uint32_t>(head_), lane_begin_, lane_count_,
+                           span_of<uint32_t>(h_)};
   launch(main_, "head_partial", "", rows, [hp, rows] { kn::run_on_cpu(hp, rows); });
   if (tp_ > 1) tp_comm_->all_reduce(h_.rows(0, rows), core::ReduceOp::sum, main_, core::Label{"tp.head", -1});
-  kn::LogitsKernel lg{ptr<int32_t>(row_req_), ptr<uint32_t>(c_), ptr<uint32_t>(h_), cfg_.model.vocab,
-                      ckpt_.consts.accept_1024, ptr<int64_t>(greedy_)};
+  kn::LogitsKernel lg{span_of<int32_t>(row_req_), span_of<uint32_t>(c_), span_of<uint32_t>(h_), cfg_.model.vocab,
+                      ckpt_.consts.accept_1024, span_of<int64_t>(greedy_)};
   launch(main_, "logits", "", rows, [lg, rows] { kn::run_on_cpu(lg, rows); });
 }
 
@@ -273,9 +262,9 @@ void Worker::sample_tokens(const SchedulerOutput& so, int32_t padded_rows) {
   // postprocess_num_computed_tokens: advance optimistically by the whole query; the deferred
   // update subtracts the rejected drafts.
   const auto n = static_cast<int32_t>(so.requests.size());
-  auto* idx = ptr<int32_t>(idx_mapping_);
-  auto* qlen = ptr<int32_t>(query_len_);
-  auto* computed = ptr<int32_t>(num_computed_);
+  const auto idx = span_of<int32_t>(idx_mapping_);
+  const auto qlen = span_of<int32_t>(query_len_);
+  const auto computed = span_of<int32_t>(num_computed_);
   launch(main_, "advance_num_computed", "", n, [=] {
     for (int32_t r = 0; r < n; ++r) computed[idx[r]] += qlen[r];
   });
@@ -315,11 +304,11 @@ void Worker::sample_last_stage(const SchedulerOutput& so, int32_t padded_rows) {
   upload(b_out_index_, out_index);
   // Seeds and spreads by batch row, gathered from the request tables.
   {
-    auto* idx = ptr<int32_t>(idx_mapping_);
-    auto* s_src = ptr<int64_t>(seeds_);
-    auto* p_src = ptr<uint32_t>(spread_);
-    auto* s_dst = ptr<int64_t>(b_seeds_);
-    auto* p_dst = ptr<uint32_t>(b_spread_);
+    const auto idx = span_of<int32_t>(idx_mapping_);
+    const auto s_src = span_of<int64_t>(seeds_);
+    const auto p_src = span_of<uint32_t>(spread_);
+    const auto s_dst = span_of<int64_t>(b_seeds_);
+    const auto p_dst = span_of<uint32_t>(b_spread_);
     launch(main_, "gather_sampling_params", "", n, [=] {
       for (int32_t r = 0; r < n; ++r) {
         s_dst[r] = s_src[idx[r]];
@@ -327,11 +316,11 @@ void Worker::sample_last_stage(const SchedulerOutput& so, int32_t padded_rows) {
       }
     });
   }
-  kn::RejectionSampleKernel rs{ptr<int32_t>(logit_start_), ptr<int32_t>(num_logits_), ptr<int32_t>(input_ids_),
-                               ptr<int64_t>(greedy_),     ptr<uint32_t>(h_),        ptr<int64_t>(b_seeds_),
-                               ptr<int64_t>(b_out_index_), ptr<uint32_t>(b_spread_), cfg_.model.vocab,
-                               k_ + 1,                     ptr<int64_t>(slot.sampled), ptr<int32_t>(slot.counts),
-                               ptr<int32_t>(slot.counts) + n};
+  kn::RejectionSampleKernel rs{span_of<int32_t>(logit_start_), span_of<int32_t>(num_logits_), span_of<int32_t>(input_ids_),
+                               span_of<int64_t>(greedy_),     span_of<uint32_t>(h_),        span_of<int64_t>(b_seeds_),
+                               span_of<int64_t>(b_out_index_), span_of<uint32_t>(b_spread_), cfg_.model.vocab,
+                               k_ + 1,                     span_of<int64_t>(slot.sampled), span_of<int32_t>(slot.counts),
+                               span_of<int32_t>(slot.counts).sub(n, n)};
   {
     core::Runtime& rt = rt_;
     const core::RankId rank = rank_;
@@ -343,7 +332,8 @@ void Worker::sample_last_stage(const SchedulerOutput& so, int32_t padded_rows) {
       kn::run_on_cpu(rs, n);
       for (int32_t r = 0; r < n; ++r) {
         if (rs.num_sampled[r] == 0) continue;
-        const std::vector<int64_t> t(rs.sampled + r * width, rs.sampled + r * width + rs.num_sampled[r]);
+        const auto sampled = rs.sampled.sub(r * width, rs.num_sampled[r]);
+        const std::vector<int64_t> t(sampled.begin(), sampled.end());
         probe(rt, core::EventKind::tokens_sampled, rank, step, ids[static_cast<size_t>(r)], t, rs.num_rejected[r]);
       }
     });
@@ -351,20 +341,20 @@ void Worker::sample_last_stage(const SchedulerOutput& so, int32_t padded_rows) {
   // Messages 1 and 2 of the feedback, right after sampling.
   if (pp_handler_) pp_handler_->broadcast(so, slot, !any_drafts);
   // postprocess_sampled: the last stage's own post_update, now.
-  kn::PostUpdateKernel pk{ptr<int32_t>(idx_mapping_), ptr<int64_t>(slot.sampled), ptr<int32_t>(slot.counts),
-                          ptr<int32_t>(slot.counts) + n, ptr<int32_t>(query_len_), nullptr, k_, false,
-                          ptr<int64_t>(last_sampled_), ptr<int32_t>(num_computed_), ptr<int32_t>(total_len_),
-                          ptr<int64_t>(draft_tokens_)};
+  kn::PostUpdateKernel pk{span_of<int32_t>(idx_mapping_), span_of<int64_t>(slot.sampled), span_of<int32_t>(slot.counts),
+                          span_of<int32_t>(slot.counts).sub(n, n), span_of<int32_t>(query_len_), {}, k_, false,
+                          span_of<int64_t>(last_sampled_), span_of<int32_t>(num_computed_), span_of<int32_t>(total_len_),
+                          span_of<int64_t>(draft_tokens_)};
   launch(main_, "post_update", "last", n, [pk, n] { kn::run_on_cpu(pk, n); });
 
   int drafted = 0;
   if (k_ > 0 && !so.dummy) drafted = propose_drafts(so, rows_with_samples, slot);
   if (pp_handler_ && (drafted > 0 || cfg_.spec.feedback == Feedback::single_payload || k_ == 0)) {
     if (cfg_.spec.feedback == Feedback::single_payload) {
-      auto* payload = ptr<int64_t>(slot.payload);
-      auto* sampled = ptr<int64_t>(slot.sampled);
-      auto* counts = ptr<int32_t>(slot.counts);
-      auto* drafts = ptr<int64_t>(slot.drafts);
+      const auto payload = span_of<int64_t>(slot.payload);
+      const auto sampled = span_of<int64_t>(slot.sampled);
+      const auto counts = span_of<int32_t>(slot.counts);
+      const auto drafts = span_of<int64_t>(slot.drafts);
       const int kk = k_;
       const bool have_drafts = drafted > 0;
       launch(main_, "pack_payload", "", n, [=] {
@@ -414,12 +404,12 @@ int Worker::propose_drafts(const SchedulerOutput& so, const std::vector<int32_t>
   upload(d_ctx_start_, cs);
   upload(d_ctx_end_, ce);
   upload(d_brow_, brow);
-  auto* counts = ptr<int32_t>(slot.counts);
-  auto* ns = ptr<int32_t>(d_num_sampled_);
-  auto* nr = ptr<int32_t>(d_num_rejected_);
-  auto* anchor = ptr<int32_t>(d_anchor_);
-  auto* brow_d = ptr<int32_t>(d_brow_);
-  auto* ce_d = ptr<int32_t>(d_ctx_end_);
+  const auto counts = span_of<int32_t>(slot.counts);
+  const auto ns = span_of<int32_t>(d_num_sampled_);
+  const auto nr = span_of<int32_t>(d_num_rejected_);
+  const auto anchor = span_of<int32_t>(d_anchor_);
+  const auto brow_d = span_of<int32_t>(d_brow_);
+  const auto ce_d = span_of<int32_t>(d_ctx_end_);
   launch(main_, "dflash_gather", "", nd, [=] {
     for (int32_t d = 0; d < nd; ++d) {
       ns[d] = counts[brow_d[d]];
@@ -430,44 +420,45 @@ int Worker::propose_drafts(const SchedulerOutput& so, const std::vector<int32_t>
   // The drafter's graph: its query rows padded to the next capture size.
   const int32_t q_rows = std::max(graph_size(nd * kk), nd * kk);
   const bool pp_gt1 = pp_ > 1;
-  const uint32_t* embed = pp_gt1 ? (cfg_.faults.alias_target_embed ? ptr<uint32_t>(embed_ctx_) : ptr<uint32_t>(draft_embed_))
-                                 : ptr<uint32_t>(embed_ctx_);
+  const kn::Span<const uint32_t> embed =
+      pp_gt1 ? (cfg_.faults.alias_target_embed ? span_of<uint32_t>(embed_ctx_) : span_of<uint32_t>(draft_embed_))
+             : span_of<uint32_t>(embed_ctx_);
   kn::PrepareDflashInputsKernel pd{};
   pd.num_reqs = nd;
   pd.num_query_per_req = kk;
   pd.max_num_reqs = max_reqs_;
   pd.max_num_tokens = q_rows;
-  pd.idx_mapping = ptr<int32_t>(d_idx_);
-  pd.ctx_start = ptr<int32_t>(d_ctx_start_);
-  pd.ctx_end = ptr<int32_t>(d_ctx_end_);
-  pd.target_positions = ptr<int64_t>(positions_);
+  pd.idx_mapping = span_of<int32_t>(d_idx_);
+  pd.ctx_start = span_of<int32_t>(d_ctx_start_);
+  pd.ctx_end = span_of<int32_t>(d_ctx_end_);
+  pd.target_positions = span_of<int64_t>(positions_);
   pd.num_sampled = ns;
   pd.num_rejected = nr;
-  pd.last_sampled = ptr<int64_t>(last_sampled_);
-  pd.next_prefill_tokens = ptr<int64_t>(d_next_prefill_);
-  pd.block_table = nullptr;  // set in the body: gathered per draft row
+  pd.last_sampled = span_of<int64_t>(last_sampled_);
+  pd.next_prefill_tokens = span_of<int64_t>(d_next_prefill_);
+  pd.block_table = {};  // set in the body: gathered per draft row
   pd.max_blocks = max_blocks_;
   pd.block_size = cfg_.model.block_size;
   pd.mask_id = cfg_.model.vocab - 1;
   pd.max_model_len = cfg_.model.max_model_len;
   pd.sample_from_anchor = true;
-  pd.req_temperature = ptr<float>(temperature_);
-  pd.req_seeds = ptr<int64_t>(seeds_);
+  pd.req_temperature = span_of<float>(temperature_);
+  pd.req_seeds = span_of<int64_t>(seeds_);
   pd.clear_padding = !cfg_.faults.uncleared_padding;
-  pd.context_positions = ptr<int64_t>(d_ctx_pos_);
-  pd.context_slot_mapping = ptr<int64_t>(d_ctx_slots_);
-  pd.input_ids = ptr<int32_t>(d_input_ids_);
-  pd.positions = ptr<int64_t>(d_positions_);
-  pd.is_padding = ptr<bool>(d_is_padding_);
-  pd.query_slot_mapping = ptr<int64_t>(d_slots_);
-  pd.sample_indices = ptr<int32_t>(d_sample_idx_);
-  pd.sample_pos = ptr<int64_t>(d_sample_pos_);
-  pd.sample_idx_mapping = ptr<int32_t>(d_sample_map_);
-  pd.query_start_loc = ptr<int32_t>(d_qsl_);
-  pd.seq_lens = ptr<int32_t>(d_seq_lens_);
-  pd.temperature = ptr<float>(d_temperature_);
-  pd.seeds = ptr<int64_t>(d_seeds_);
-  auto* table = ptr<int32_t>(block_table_);
+  pd.context_positions = span_of<int64_t>(d_ctx_pos_);
+  pd.context_slot_mapping = span_of<int64_t>(d_ctx_slots_);
+  pd.input_ids = span_of<int32_t>(d_input_ids_);
+  pd.positions = span_of<int64_t>(d_positions_);
+  pd.is_padding = span_of<bool>(d_is_padding_);
+  pd.query_slot_mapping = span_of<int64_t>(d_slots_);
+  pd.sample_indices = span_of<int32_t>(d_sample_idx_);
+  pd.sample_pos = span_of<int64_t>(d_sample_pos_);
+  pd.sample_idx_mapping = span_of<int32_t>(d_sample_map_);
+  pd.query_start_loc = span_of<int32_t>(d_qsl_);
+  pd.seq_lens = span_of<int32_t>(d_seq_lens_);
+  pd.temperature = span_of<float>(d_temperature_);
+  pd.seeds = span_of<int64_t>(d_seeds_);
+  const auto table = span_of<int32_t>(block_table_);
   const int32_t mb = max_blocks_;
   core::Runtime& rt = rt_;
   const core::RankId rank = rank_;
@@ -476,9 +467,9 @@ int Worker::propose_drafts(const SchedulerOutput& so, const std::vector<int32_t>
   launch(main_, "prepare_dflash_inputs", "", nd, [pd, table, mb, nd, &rt, rank, step, dids_b, dpos_b, dpad_b]() mutable {
     std::vector<int32_t> per_row(static_cast<size_t>(nd) * static_cast<size_t>(mb));
     for (int32_t d = 0; d < nd; ++d)
-      std::memcpy(per_row.data() + static_cast<size_t>(d) * static_cast<size_t>(mb), table + pd.idx_mapping[d] * mb,
+      std::memcpy(per_row.data() + static_cast<size_t>(d) * static_cast<size_t>(mb), table.sub(pd.idx_mapping[d] * mb, mb).data,
                   static_cast<size_t>(mb) * sizeof(int32_t));
-    pd.block_table = per_row.data();
+    pd.block_table = per_row;
     kn::run_on_cpu(pd, nd);
     const int32_t used = nd * pd.num_query_per_req;
     for (const core::Buffer* b : {&dids_b, &dpos_b, &dpad_b}) b->mark_written(0, pd.clear_padding ? pd.max_num_tokens : used);
@@ -491,17 +482,17 @@ int Worker::propose_drafts(const SchedulerOutput& so, const std::vector<int32_t>
   });
   // Context KV of the drafter (never through a PAD slot).
   {
-    auto* slots = ptr<int64_t>(d_ctx_slots_);
-    auto* c = ptr<uint32_t>(c_);
-    auto* dkv = ptr<uint32_t>(draft_kv_);
-    auto* cs_d = ptr<int32_t>(d_ctx_start_);
+    const auto slots = span_of<int64_t>(d_ctx_slots_);
+    const auto c = span_of<uint32_t>(c_);
+    const auto dkv = span_of<uint32_t>(draft_kv_);
+    const auto cs_d = span_of<int32_t>(d_ctx_start_);
     launch(main_, "draft_context_kv", "", nd, [=] {
       for (int32_t d = 0; d < nd; ++d)
         for (int32_t t = cs_d[d]; t < ce_d[d]; ++t) kn::DraftContextKvKernel{slots, c, dkv}.row(t);
     });
   }
-  kn::DraftForwardKernel fw{kk, anchor, ptr<uint32_t>(c_), ptr<int32_t>(d_input_ids_), ptr<int64_t>(d_positions_), embed,
-                            ckpt_.consts.r, cfg_.model.vocab, ptr<int64_t>(d_drafts_)};
+  kn::DraftForwardKernel fw{kk, anchor, span_of<uint32_t>(c_), span_of<int32_t>(d_input_ids_), span_of<int64_t>(d_positions_), embed,
+                            ckpt_.consts.r, cfg_.model.vocab, span_of<int64_t>(d_drafts_)};
   // The first forward tells the checkers which embedding table the drafter reads (its hash, and how
   // much of it was never written: an aliased table on a stage that never loaded it).
   const core::Buffer table_b = pp_gt1 && !cfg_.faults.alias_target_embed ? draft_embed_ : embed_ctx_;
@@ -518,11 +509,11 @@ int Worker::propose_drafts(const SchedulerOutput& so, const std::vector<int32_t>
   // The MoE layer over every query row of the graph, padding included.
   const int E = cfg_.model.experts;
   const int top = cfg_.model.topk;
-  kn::DraftGateKernel gate{ptr<int32_t>(d_input_ids_), ptr<int64_t>(d_positions_), E, ptr<float>(d_gating_)};
+  kn::DraftGateKernel gate{span_of<int32_t>(d_input_ids_), span_of<int64_t>(d_positions_), E, span_of<float>(d_gating_)};
   launch(main_, "draft_gate", "", q_rows, [gate, q_rows] { kn::run_on_cpu(gate, q_rows); });
-  kn::TopkSoftplusSqrtKernel router{ptr<float>(d_gating_), ptr<float>(d_router_bias_), ptr<bool>(d_is_padding_), E, top,
-                                    true, 1.0f, !cfg_.faults.router_ignores_padding, ptr<int32_t>(d_topk_ids_),
-                                    ptr<float>(d_topk_w_)};
+  kn::TopkSoftplusSqrtKernel router{span_of<float>(d_gating_), span_of<float>(d_router_bias_), span_of<bool>(d_is_padding_), E, top,
+                                    true, 1.0f, !cfg_.faults.router_ignores_padding, span_of<int32_t>(d_topk_ids_),
+                                    span_of<float>(d_topk_w_)};
   const int32_t used_rows = nd * kk;
   launch(main_, "topk_softplus_sqrt", "", q_rows, [router, q_rows, used_rows, top, &rt, rank, step] {
     kn::run_on_cpu(router, q_rows);
@@ -539,26 +530,26 @@ int Worker::propose_drafts(const SchedulerOutput& so, const std::vector<int32_t>
     }
     probe(rt, core::EventKind::padding_rows, rank, step, -1, pad, used_rows, "topk_softplus_sqrt");
   });
-  kn::DraftExpertsKernel experts{ptr<int32_t>(d_topk_ids_), ptr<float>(d_topk_w_), top, ptr<float>(d_expert_scale_),
-                                 ptr<float>(d_confidence_)};
+  kn::DraftExpertsKernel experts{span_of<int32_t>(d_topk_ids_), span_of<float>(d_topk_w_), top, span_of<float>(d_expert_scale_),
+                                 span_of<float>(d_confidence_)};
   launch(main_, "draft_experts", "", q_rows, [experts, q_rows] { kn::run_on_cpu(experts, q_rows); });
   // req_states.draft_tokens[idx_mapping] = draft_tokens; then the batch's rows for the relay,
   // gathered on the main stream (#55745).
   {
     std::vector<int64_t> ids;
     for (int32_t i : rows_with_samples) ids.push_back(so.requests[static_cast<size_t>(i)].id);
-    auto* drafts = ptr<int64_t>(d_drafts_);
-    auto* table_d = ptr<int64_t>(draft_tokens_);
-    auto* didx_d = ptr<int32_t>(d_idx_);
+    const auto drafts = span_of<int64_t>(d_drafts_);
+    const auto table_d = span_of<int64_t>(draft_tokens_);
+    const auto didx_d = span_of<int32_t>(d_idx_);
     launch(main_, "set_draft_tokens", "", nd, [=, &rt] {
       for (int32_t d = 0; d < nd; ++d) {
         for (int j = 0; j < kk; ++j) table_d[didx_d[d] * kk + j] = drafts[d * kk + j];
         probe(rt, core::EventKind::drafts_proposed, rank, step, ids[static_cast<size_t>(d)],
-              std::vector<int64_t>(drafts + d * kk, drafts + (d + 1) * kk));
+              std::vector<int64_t>(drafts.sub(d * kk, kk).begin(), drafts.sub(d * kk, kk).end()));
       }
     });
-    auto* bidx = ptr<int32_t>(idx_mapping_);
-    auto* out = ptr<int64_t>(slot.drafts);
+    const auto bidx = span_of<int32_t>(idx_mapping_);
+    const auto out = span_of<int64_t>(slot.drafts);
     launch(main_, "gather_drafts", "", n, [=] {
       for (int32_t r = 0; r < n; ++r)
         for (int j = 0; j < kk; ++j) out[r * kk + j] = table_d[bidx[r] * kk + j];

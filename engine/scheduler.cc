@@ -169,16 +169,26 @@ void Scheduler::update(const SchedulerOutput& so, const ModelOutput& out) {
   }
 }
 
-void Scheduler::add_dummies(int n, int prompt_len) {
+void Scheduler::add_dummies(int n, int prompt_len, int max_tokens) {
+  assert(prompt_len >= 1 && prompt_len <= cfg_.max_prompt());
+  assert(max_tokens >= 1 && max_tokens <= cfg_.workload.output_max);
   for (int i = 0; i < n; ++i) {
     RequestRecord r;
-    r.spec.id = -1 - i;
+    r.spec.id = -1 - dummies_added_++;
     r.spec.prompt.assign(static_cast<size_t>(prompt_len), 1);
-    r.spec.max_tokens = 1 << 20;
+    r.spec.max_tokens = max_tokens;
     r.dummy = true;
     records_.push_back(std::move(r));
     waiting_.push_front(records_.size() - 1);
   }
+}
+
+bool Scheduler::dummies_live() const {
+  for (size_t i : running_)
+    if (records_[i].dummy) return true;
+  for (size_t i : waiting_)
+    if (records_[i].dummy) return true;
+  return false;
 }
 
 void Scheduler::finish_dummies() {

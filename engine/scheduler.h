@@ -55,8 +55,10 @@ class Scheduler {
   std::shared_ptr<SchedulerOutput> schedule(int64_t step);
   void update(const SchedulerOutput& so, const ModelOutput& out);
 
-  // Warmup: synthetic requests, scheduled like any other, finished before serving.
-  void add_dummies(int n, int prompt_len);
+  // Warmup: synthetic requests, scheduled like any other, finished before serving. A dummy that
+  // reaches its max tokens finishes like any request; warmup then adds fresh ones.
+  void add_dummies(int n, int prompt_len, int max_tokens);
+  bool dummies_live() const;
   void finish_dummies();
 
   const std::vector<RequestRecord>& records() const { return records_; }
@@ -77,6 +79,7 @@ class Scheduler {
   std::vector<int32_t> free_blocks_;    // KV blocks (block 0 is the null block)
   std::vector<int32_t> finished_idx_;   // to report in the next step
   int workload_size_ = 0;
+  int dummies_added_ = 0;
   int finished_count_ = 0;
   int steps_with_output_ = 0;
 };

@@ -7,7 +7,9 @@
 #include <set>
 #include <stdexcept>
 
+#include "core/assert.h"
 #include "engine/probe.h"
+#include "engine/span_of.h"
 #include "kernels/drafter.h"
 #include "kernels/launch.h"
 #include "kernels/post_update.h"
@@ -67,11 +69,6 @@ namespace {
 std::string_view intern(const std::string& s) {
   static std::set<std::string> pool;
   return *pool.insert(s).first;
-}
-
-template <typename T>
-T* ptr(const core::Buffer& b) {
-  return static_cast<T*>(b.data());
 }
 
 }  // namespace
@@ -200,7 +197,15 @@ void Worker::launch(core::Stream s, const char* name, const std::string& spec, i
   core::KernelLaunch k;
   k.kernel = core::KernelRef{name, intern(spec)};
   k.work = rows;
-  k.body = std::move(body);
+  // A kernel that indexes past a buffer stops the run as an internal error naming it (on a GPU the
+  // same access is an illegal memory access).
+  k.body = [name, rank = rank_, body = std::move(body)] {
+    try {
+      body();
+    } catch (const kn::KernelOutOfBounds& e) {
+      throw core::InternalError(fmt::format("rank{} kernel {}: {}", rank, name, e.what()));
+    }
+  };
   dev_.launch(s, k);
 }
 
@@ -312,10 +317,10 @@ void Worker::warmup_decode_update() {
   // The serving specialization, with idx -1: loaded, writes nothing (vLLM warmup_pp_decode_update).
   upload(prev_idx_, std::vector<int32_t>{-1});
   const int kk = k_;
-  kn::PostUpdateKernel pk{ptr<int32_t>(prev_idx_), ptr<int64_t>(last_sampled_), ptr<int32_t>(num_computed_),
-                          ptr<int32_t>(num_computed_), ptr<int32_t>(prev_query_len_), nullptr, kk, true,
-                          ptr<int64_t>(last_sampled_), ptr<int32_t>(num_computed_), ptr<int32_t>(total_len_),
-                          ptr<int64_t>(draft_tokens_)};
+  kn::PostUpdateKernel pk{span_of<int32_t>(prev_idx_), span_of<int64_t>(last_sampled_), span_of<int32_t>(num_computed_),
+                          span_of<int32_t>(num_computed_), span_of<int32_t>(prev_query_len_), {}, kk, true,
+                          span_of<int64_t>(last_sampled_), span_of<int32_t>(num_computed_), span_of<int32_t>(total_len_),
+                          span_of<int64_t>(draft_tokens_)};
   launch(main_, "post_update", "deferred", 1, [pk] { kn::run_on_cpu(pk, 1); });
   dev_.stream_sync(main_);
 }

@@ -8,15 +8,16 @@
 #include <cstdint>
 
 #include "kernels/row.h"
+#include "kernels/span.h"
 #include "kernels/toy_model.h"
 
 namespace ppspec::kernels {
 
 // Writes the context lane of every valid context row into the drafter's KV (never through PAD).
 struct DraftContextKvKernel {
-  const int64_t* context_slot_mapping;  // [target rows]
-  const uint32_t* c;                    // [target rows] the target's context lane
-  uint32_t* draft_kv;                   // [slots]
+  Span<const int64_t> context_slot_mapping;  // [target rows]
+  Span<const uint32_t> c;                    // [target rows] the target's context lane
+  Span<uint32_t> draft_kv;                   // [slots]
   PPSPEC_HD void row(int64_t t) const {
     if (context_slot_mapping[t] != kPadSlot) draft_kv[context_slot_mapping[t]] = c[t];
   }
@@ -25,14 +26,14 @@ struct DraftContextKvKernel {
 // One program per request: drafts [num_reqs, K].
 struct DraftForwardKernel {
   int32_t k;
-  const int32_t* anchor_row;    // [num_reqs] the last valid context row
-  const uint32_t* c;            // [target rows]
-  const int32_t* input_ids;     // [query rows] bonus at r*K
-  const int64_t* positions;     // [query rows]
-  const uint32_t* draft_embed;  // [V] the drafter's own table
+  Span<const int32_t> anchor_row;    // [num_reqs] the last valid context row
+  Span<const uint32_t> c;            // [target rows]
+  Span<const int32_t> input_ids;     // [query rows] bonus at r*K
+  Span<const int64_t> positions;     // [query rows]
+  Span<const uint32_t> draft_embed;  // [V] the drafter's own table
   uint32_t r_pow;               // R
   int32_t vocab;
-  int64_t* drafts;              // [num_reqs, K]
+  Span<int64_t> drafts;              // [num_reqs, K]
   PPSPEC_HD void row(int64_t r) const {
     const int64_t q = r * k;
     uint32_t h = c[anchor_row[r]];
@@ -50,10 +51,10 @@ struct DraftForwardKernel {
 // The MoE gate: logits per query row and expert, from the row's input id and position. A padded
 // row that was not cleared still carries the previous batch's values here.
 struct DraftGateKernel {
-  const int32_t* input_ids;
-  const int64_t* positions;
+  Span<const int32_t> input_ids;
+  Span<const int64_t> positions;
   int32_t experts;
-  float* gating;  // [rows, experts]
+  Span<float> gating;  // [rows, experts]
   PPSPEC_HD void row(int64_t i) const {
     for (int32_t e = 0; e < experts; ++e) {
       const uint32_t z = mix32(static_cast<uint32_t>(input_ids[i]) * 31U + static_cast<uint32_t>(positions[i]) * 7U +
@@ -65,11 +66,11 @@ struct DraftGateKernel {
 
 // The experts: each adds its scale to the confidence of the rows routed to it.
 struct DraftExpertsKernel {
-  const int32_t* topk_ids;
-  const float* topk_weights;
+  Span<const int32_t> topk_ids;
+  Span<const float> topk_weights;
   int32_t k;
-  const float* expert_scale;  // [experts]
-  float* confidence;          // [rows]
+  Span<const float> expert_scale;  // [experts]
+  Span<float> confidence;          // [rows]
   PPSPEC_HD void row(int64_t i) const {
     float s = 0.0f;
     for (int32_t j = 0; j < k; ++j) {

@@ -8,22 +8,23 @@
 #include <cstdint>
 
 #include "kernels/row.h"
+#include "kernels/span.h"
 
 namespace ppspec::kernels {
 
 struct PostUpdateKernel {
-  const int32_t* idx_mapping;    // [rows] req-state index, or -1 to skip
-  const int64_t* sampled;        // [rows, K+1]
-  const int32_t* num_sampled;    // [rows]
-  const int32_t* num_rejected;   // [rows]
-  const int32_t* query_len;      // [rows] tokens the step scheduled (last stage: advance by it)
-  const int64_t* drafts;         // [rows, K] adopted drafts, or null
+  Span<const int32_t> idx_mapping;    // [rows] req-state index, or -1 to skip
+  Span<const int64_t> sampled;        // [rows, K+1]
+  Span<const int32_t> num_sampled;    // [rows]
+  Span<const int32_t> num_rejected;   // [rows]
+  Span<const int32_t> query_len;      // [rows] tokens the step scheduled (last stage: advance by it)
+  Span<const int64_t> drafts;         // [rows, K] adopted drafts, or absent
   int32_t k;
-  bool deferred;                 // earlier stage: num_computed was advanced optimistically
-  int64_t* last_sampled;         // [max_reqs]
-  int32_t* num_computed;         // [max_reqs]
-  int32_t* total_len;            // [max_reqs]
-  int64_t* draft_tokens;         // [max_reqs, K]
+  bool deferred;                      // earlier stage: num_computed was advanced optimistically
+  Span<int64_t> last_sampled;         // [max_reqs]
+  Span<int32_t> num_computed;         // [max_reqs]
+  Span<int32_t> total_len;            // [max_reqs]
+  Span<int64_t> draft_tokens;         // [max_reqs, K]
   PPSPEC_HD void row(int64_t r) const {
     const int32_t req = idx_mapping[r];
     if (req < 0) return;
@@ -31,7 +32,7 @@ struct PostUpdateKernel {
     if (n > 0) last_sampled[req] = sampled[r * (k + 1) + n - 1];
     total_len[req] += n;
     num_computed[req] += deferred ? -num_rejected[r] : query_len[r] - num_rejected[r];
-    if (drafts != nullptr && k > 0)
+    if (drafts.present() && k > 0)
       for (int32_t j = 0; j < k; ++j) draft_tokens[static_cast<int64_t>(req) * k + j] = drafts[r * k + j];
   }
 };

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "kernels/row.h"
+#include "kernels/span.h"
 #include "kernels/toy_model.h"
 
 namespace ppspec::kernels {
@@ -18,42 +19,42 @@ struct PrepareDflashInputsKernel {
   int32_t num_query_per_req;   // K
   int32_t max_num_reqs;
   int32_t max_num_tokens;      // query rows of the drafter's graph
-  const int32_t* idx_mapping;  // [num_reqs] req-state index
-  const int32_t* ctx_start;    // [num_reqs] first target row of the request
-  const int32_t* ctx_end;      // [num_reqs] one past its last target row
-  const int64_t* target_positions;
-  const int32_t* num_sampled;   // [num_reqs]
-  const int32_t* num_rejected;  // [num_reqs]
-  const int64_t* last_sampled;  // [max_reqs]
-  const int64_t* next_prefill_tokens;  // [max_reqs]
-  const int32_t* block_table;   // [num_reqs, max_blocks]: gathered per batch row
+  Span<const int32_t> idx_mapping;  // [num_reqs] req-state index
+  Span<const int32_t> ctx_start;    // [num_reqs] first target row of the request
+  Span<const int32_t> ctx_end;      // [num_reqs] one past its last target row
+  Span<const int64_t> target_positions;
+  Span<const int32_t> num_sampled;   // [num_reqs]
+  Span<const int32_t> num_rejected;  // [num_reqs]
+  Span<const int64_t> last_sampled;  // [max_reqs]
+  Span<const int64_t> next_prefill_tokens;  // [max_reqs]
+  Span<const int32_t> block_table;   // [num_reqs, max_blocks]: gathered per batch row
   int32_t max_blocks;
   int32_t block_size;
   int32_t mask_id;
   int64_t max_model_len;
   bool sample_from_anchor;
-  const float* req_temperature;  // [max_reqs]
-  const int64_t* req_seeds;      // [max_reqs]
+  Span<const float> req_temperature;  // [max_reqs]
+  Span<const int64_t> req_seeds;      // [max_reqs]
   bool clear_padding = true;
   // outputs
-  int64_t* context_positions;     // [target rows]
-  int64_t* context_slot_mapping;  // [target rows]
-  int32_t* input_ids;             // [max_num_tokens]
-  int64_t* positions;
-  bool* is_padding;
-  int64_t* query_slot_mapping;
-  int32_t* sample_indices;
-  int64_t* sample_pos;
-  int32_t* sample_idx_mapping;
-  int32_t* query_start_loc;  // [max_num_reqs + 1]
-  int32_t* seq_lens;         // [max_num_reqs]
-  float* temperature;        // [max_reqs]
-  int64_t* seeds;            // [max_reqs]
+  Span<int64_t> context_positions;     // [target rows]
+  Span<int64_t> context_slot_mapping;  // [target rows]
+  Span<int32_t> input_ids;             // [max_num_tokens]
+  Span<int64_t> positions;
+  Span<bool> is_padding;
+  Span<int64_t> query_slot_mapping;
+  Span<int32_t> sample_indices;
+  Span<int64_t> sample_pos;
+  Span<int32_t> sample_idx_mapping;
+  Span<int32_t> query_start_loc;  // [max_num_reqs + 1]
+  Span<int32_t> seq_lens;         // [max_num_reqs]
+  Span<float> temperature;        // [max_reqs]
+  Span<int64_t> seeds;            // [max_reqs]
 
   PPSPEC_HD void row(int64_t r) const {
     const int32_t k = num_query_per_req;
     const int32_t req = idx_mapping[r];
-    const int32_t* blocks = block_table + r * max_blocks;
+    const Span<const int32_t> blocks = block_table.sub(r * max_blocks, max_blocks);
     const int32_t cs = ctx_start[r];
     const int32_t ce = ctx_end[r];
     const int32_t valid_end = ce - num_rejected[r];

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "kernels/row.h"
+#include "kernels/span.h"
 #include "kernels/toy_model.h"
 
 namespace ppspec::kernels {
@@ -14,24 +15,24 @@ namespace ppspec::kernels {
 struct PrepareInputsKernel {
   int32_t num_reqs;
   int32_t num_rows;              // real rows (sum of query lengths)
-  const int32_t* query_start;    // [reqs + 1]
-  const int32_t* idx_mapping;    // [reqs] batch row -> req-state index
-  const int32_t* num_computed;   // [max_reqs]
-  const int32_t* prefill_len;    // [max_reqs] prompt length
-  const int32_t* prompt;         // [max_reqs, max_prompt]
+  Span<const int32_t> query_start;    // [reqs + 1]
+  Span<const int32_t> idx_mapping;    // [reqs] batch row -> req-state index
+  Span<const int32_t> num_computed;   // [max_reqs]
+  Span<const int32_t> prefill_len;    // [max_reqs] prompt length
+  Span<const int32_t> prompt;         // [max_reqs, max_prompt]
   int32_t max_prompt;
-  const int64_t* last_sampled;   // [max_reqs]
-  const int64_t* draft_tokens;   // [max_reqs, K]
+  Span<const int64_t> last_sampled;   // [max_reqs]
+  Span<const int64_t> draft_tokens;   // [max_reqs, K]
   int32_t k;
-  const int32_t* block_table;    // [max_reqs, max_blocks]
+  Span<const int32_t> block_table;    // [max_reqs, max_blocks]
   int32_t max_blocks;
   int32_t block_size;
-  bool clear_padding = true;     // the fault `uncleared_padding` turns this off
-  int32_t* input_ids;            // [max_rows]
-  int64_t* positions;
-  int64_t* slots;
-  bool* is_padding;
-  int32_t* row_req;
+  bool clear_padding = true;          // the fault `uncleared_padding` turns this off
+  Span<int32_t> input_ids;            // [max_rows]
+  Span<int64_t> positions;
+  Span<int64_t> slots;
+  Span<bool> is_padding;
+  Span<int32_t> row_req;
   // One program per batch row; row r == num_reqs clears the padding rows up to `padded_rows`.
   int32_t padded_rows;
   PPSPEC_HD void row(int64_t r) const {
@@ -52,17 +53,18 @@ struct PrepareInputsKernel {
     const int32_t qe = query_start[r + 1];
     const int32_t start = num_computed[req];
     const bool decode = start >= prefill_len[req];
-    const int32_t* blocks = block_table + static_cast<int64_t>(req) * max_blocks;
+    const Span<const int32_t> blocks = block_table.sub(static_cast<int64_t>(req) * max_blocks, max_blocks);
+    const Span<const int32_t> prompt_row = prompt.sub(static_cast<int64_t>(req) * max_prompt, max_prompt);
     for (int32_t i = qs; i < qe; ++i) {
       const int32_t off = i - qs;
       const int64_t pos = start + off;
       int32_t tok;
       if (!decode)
-        tok = prompt[static_cast<int64_t>(req) * max_prompt + pos];
+        tok = prompt_row[pos];
       else if (off == 0)
         tok = static_cast<int32_t>(last_sampled[req]);
       else
-        tok = static_cast<int32_t>(draft_tokens[static_cast<int64_t>(req) * k + off - 1]);
+        tok = static_cast<int32_t>(draft_tokens.sub(static_cast<int64_t>(req) * k, k)[off - 1]);
       input_ids[i] = tok;
       positions[i] = pos;
       slots[i] = slot_of(blocks, max_blocks, block_size, pos);

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "kernels/row.h"
+#include "kernels/span.h"
 #include "kernels/toy_model.h"
 
 namespace ppspec::kernels {
@@ -44,21 +45,21 @@ PPSPEC_HD inline int64_t sample_target(uint32_t h, int64_t greedy, uint32_t spre
 }
 
 struct RejectionSampleKernel {
-  const int32_t* logit_start;  // [reqs] first row with logits
-  const int32_t* num_logits;   // [reqs] 0: no sample (non-final prefill chunk); 1 + drafts otherwise
-  const int32_t* input_ids;    // [rows] the drafts follow the row of the bonus token
-  const int64_t* greedy;       // [rows]
-  const uint32_t* h;           // [rows] head hash (target distribution seed)
-  const int64_t* seeds;        // [reqs] request seed
-  const int64_t* out_index;    // [reqs] tokens the request has produced so far
-  const uint32_t* spread;      // [reqs] 0: greedy; else temperature spread
+  Span<const int32_t> logit_start;  // [reqs] first row with logits
+  Span<const int32_t> num_logits;   // [reqs] 0: no sample (non-final prefill chunk); 1 + drafts otherwise
+  Span<const int32_t> input_ids;    // [rows] the drafts follow the row of the bonus token
+  Span<const int64_t> greedy;       // [rows]
+  Span<const uint32_t> h;           // [rows] head hash (target distribution seed)
+  Span<const int64_t> seeds;        // [reqs] request seed
+  Span<const int64_t> out_index;    // [reqs] tokens the request has produced so far
+  Span<const uint32_t> spread;      // [reqs] 0: greedy; else temperature spread
   int32_t vocab;
   int32_t width;               // K + 1
-  int64_t* sampled;            // [reqs, width] padded with -1
-  int32_t* num_sampled;        // [reqs]
-  int32_t* num_rejected;       // [reqs]
+  Span<int64_t> sampled;            // [reqs, width] padded with -1
+  Span<int32_t> num_sampled;        // [reqs]
+  Span<int32_t> num_rejected;       // [reqs]
   PPSPEC_HD void row(int64_t r) const {
-    int64_t* out = sampled + r * width;
+    const Span<int64_t> out = sampled.sub(r * width, width);
     for (int32_t k = 0; k < width; ++k) out[k] = -1;
     const int32_t n = num_logits[r];
     if (n <= 0) {

@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "kernels/row.h"
+#include "kernels/span.h"
 
 namespace ppspec::kernels {
 
@@ -18,21 +19,21 @@ inline constexpr int kMaxExperts = 64;
 PPSPEC_HD inline float softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
 
 struct TopkSoftplusSqrtKernel {
-  const float* gating;      // [rows, experts]
-  const float* bias;        // [experts] (e_score_correction_bias), or null
-  const bool* is_padding;   // [rows], or null
+  Span<const float> gating;      // [rows, experts]
+  Span<const float> bias;        // [experts] (e_score_correction_bias), or absent
+  Span<const bool> is_padding;   // [rows], or absent
   int32_t experts;
   int32_t k;
   bool renormalize = true;
   float scale = 1.0f;       // routed_scaling_factor
   bool honor_padding = true;  // the fault `router_ignores_padding` turns this off
-  int32_t* topk_ids;        // [rows, k]
-  float* topk_weights;      // [rows, k]
+  Span<int32_t> topk_ids;        // [rows, k]
+  Span<float> topk_weights;      // [rows, k]
 
   PPSPEC_HD void row(int64_t i) const {
-    int32_t* ids = topk_ids + i * k;
-    float* w = topk_weights + i * k;
-    if (honor_padding && is_padding != nullptr && is_padding[i]) {
+    const Span<int32_t> ids = topk_ids.sub(i * k, k);
+    const Span<float> w = topk_weights.sub(i * k, k);
+    if (honor_padding && is_padding.present() && is_padding[i]) {
       for (int32_t j = 0; j < k; ++j) {
         ids[j] = -1;
         w[j] = 0.0f;
@@ -51,7 +52,7 @@ struct TopkSoftplusSqrtKernel {
       float best_choice = 0.0f;
       for (int32_t e = 0; e < experts; ++e) {
         if (taken[e]) continue;
-        const float choice = scores[e] + (bias != nullptr ? bias[e] : 0.0f);
+        const float choice = scores[e] + (bias.present() ? bias[e] : 0.0f);
         if (best < 0 || choice > best_choice) {  // ties: the lower expert wins
           best = e;
           best_choice = choice;

@@ -20,6 +20,7 @@
 #include <cstdint>
 
 #include "kernels/row.h"
+#include "kernels/span.h"
 
 namespace ppspec::kernels {
 
@@ -33,7 +34,7 @@ struct ToyConsts {
 
 // The slot of position `pos` of the request whose block table row is `blocks`; PAD when the block
 // is the null block or the position has no block.
-PPSPEC_HD inline int64_t slot_of(const int32_t* blocks, int32_t max_blocks, int32_t block_size, int64_t pos) {
+PPSPEC_HD inline int64_t slot_of(Span<const int32_t> blocks, int32_t max_blocks, int32_t block_size, int64_t pos) {
   const int64_t b = pos / block_size;
   if (b >= max_blocks) return kPadSlot;
   const int32_t block = blocks[b];
@@ -44,26 +45,26 @@ PPSPEC_HD inline int64_t slot_of(const int32_t* blocks, int32_t max_blocks, int3
 // Adds, for positions 0..last of a request, the KV values of lanes [j0, j0+nj) into sum[0..nj):
 // `kv` is [slots, stride]. Walks the block table a block at a time (attention over the paged cache);
 // wrapping sums are order-independent, so this equals the position-by-position sum through slot_of.
-PPSPEC_HD inline void sum_context(const int32_t* blocks, int32_t max_blocks, int32_t block_size, int64_t last,
-                                  const uint32_t* kv, int32_t stride, int32_t j0, int32_t nj, uint32_t* sum) {
+PPSPEC_HD inline void sum_context(Span<const int32_t> blocks, int32_t max_blocks, int32_t block_size, int64_t last,
+                                  Span<const uint32_t> kv, int32_t stride, int32_t j0, int32_t nj, uint32_t* sum) {
   int64_t q0 = 0;
   for (int32_t b = 0; b < max_blocks && q0 <= last; ++b, q0 += block_size) {
     const int32_t block = blocks[b];
     if (block <= 0) continue;  // the null block: PAD, never written
     const int64_t n = last - q0 + 1 < block_size ? last - q0 + 1 : block_size;
-    const uint32_t* base = kv + static_cast<int64_t>(block) * block_size * stride + j0;
+    const Span<const uint32_t> base = kv.sub(static_cast<int64_t>(block) * block_size * stride, n * stride);
     for (int64_t o = 0; o < n; ++o)
-      for (int32_t j = 0; j < nj; ++j) sum[j] += base[o * stride + j];
+      for (int32_t j = 0; j < nj; ++j) sum[j] += base[o * stride + j0 + j];
   }
 }
 
 // Per-row inputs every model kernel reads; padded rows have row_req = -1.
 struct RowInputs {
-  const int32_t* input_ids;    // [rows]
-  const int64_t* positions;    // [rows]
-  const int64_t* slots;        // [rows]
-  const int32_t* row_req;      // [rows] req-state index or -1
-  const int32_t* block_table;  // [max_reqs, max_blocks]
+  Span<const int32_t> input_ids;    // [rows]
+  Span<const int64_t> positions;    // [rows]
+  Span<const int64_t> slots;        // [rows]
+  Span<const int32_t> row_req;      // [rows] req-state index or -1
+  Span<const int32_t> block_table;  // [max_reqs, max_blocks]
   int32_t max_blocks;
   int32_t block_size;
 };
@@ -71,16 +72,16 @@ struct RowInputs {
 // Layer 0, first half: the context lane's KV and the deep lanes' starting values.
 struct EmbedKernel {
   RowInputs in;
-  const uint32_t* embed_ctx;   // [V]
-  const uint32_t* embed_deep;  // [V, D]
+  Span<const uint32_t> embed_ctx;   // [V]
+  Span<const uint32_t> embed_deep;  // [V, D]
   int32_t lanes;               // D
   int32_t lane_begin;
   int32_t lane_count;          // lanes of this TP rank
   uint32_t r;
-  uint32_t* ctx_kv;            // [slots]
-  uint32_t* x;                 // [rows, lane_count]
+  Span<uint32_t> ctx_kv;            // [slots]
+  Span<uint32_t> x;                 // [rows, lane_count]
   PPSPEC_HD void row(int64_t i) const {
-    uint32_t* xr = x + i * lane_count;
+    const Span<uint32_t> xr = x.sub(i * lane_count, lane_count);
     if (in.row_req[i] < 0) {
       for (int32_t j = 0; j < lane_count; ++j) xr[j] = 0;
       return;
@@ -96,15 +97,15 @@ struct EmbedKernel {
 // Layer 0, second half: c = the request's context KV summed over positions 0..p.
 struct ContextSumKernel {
   RowInputs in;
-  const uint32_t* ctx_kv;
-  uint32_t* c;  // [rows]
+  Span<const uint32_t> ctx_kv;
+  Span<uint32_t> c;  // [rows]
   PPSPEC_HD void row(int64_t i) const {
     const int32_t req = in.row_req[i];
     if (req < 0) {
       c[i] = 0;
       return;
     }
-    const int32_t* blocks = in.block_table + static_cast<int64_t>(req) * in.max_blocks;
+    const Span<const int32_t> blocks = in.block_table.sub(static_cast<int64_t>(req) * in.max_blocks, in.max_blocks);
     uint32_t sum = 0;
     sum_context(blocks, in.max_blocks, in.block_size, in.positions[i], ctx_kv, 1, 0, 1, &sum);
     c[i] = sum;
@@ -113,19 +114,19 @@ struct ContextSumKernel {
 
 // Layer l, step 1: this rank's contribution to y for every lane (summed across TP afterwards).
 struct LayerPartialKernel {
-  const int32_t* row_req;
-  const uint32_t* x;  // [rows, lane_count]
-  const uint32_t* w;  // [D]
-  const uint32_t* u;  // [D]
+  Span<const int32_t> row_req;
+  Span<const uint32_t> x;  // [rows, lane_count]
+  Span<const uint32_t> w;  // [D]
+  Span<const uint32_t> u;  // [D]
   int32_t lanes;
   int32_t lane_begin;
   int32_t lane_count;
-  uint32_t* y;  // [rows, D]
+  Span<uint32_t> y;  // [rows, D]
   PPSPEC_HD void row(int64_t i) const {
-    uint32_t* yr = y + i * lanes;
+    const Span<uint32_t> yr = y.sub(i * lanes, lanes);
     for (int32_t j = 0; j < lanes; ++j) yr[j] = 0;
     if (row_req[i] < 0) return;
-    const uint32_t* xr = x + i * lane_count;
+    const Span<const uint32_t> xr = x.sub(i * lane_count, lane_count);
     for (int32_t jl = 0; jl < lane_count; ++jl) {
       const int32_t j = lane_begin + jl;
       yr[j] += xr[jl] * w[j];
@@ -138,15 +139,15 @@ struct LayerPartialKernel {
 // Layer l, step 2: write this rank's lanes of the layer's KV at the row's slot.
 struct LayerKvWriteKernel {
   RowInputs in;
-  const uint32_t* y;  // [rows, D]
-  const uint32_t* v;  // [D]
+  Span<const uint32_t> y;  // [rows, D]
+  Span<const uint32_t> v;  // [D]
   int32_t lanes;
   int32_t lane_begin;
   int32_t lane_count;
-  uint32_t* kv;  // [slots, lane_count]
+  Span<uint32_t> kv;  // [slots, lane_count]
   PPSPEC_HD void row(int64_t i) const {
     if (in.row_req[i] < 0 || in.slots[i] == kPadSlot) return;
-    uint32_t* kr = kv + in.slots[i] * lane_count;
+    const Span<uint32_t> kr = kv.sub(in.slots[i] * lane_count, lane_count);
     for (int32_t jl = 0; jl < lane_count; ++jl) kr[jl] = mix32(y[i * lanes + lane_begin + jl] ^ v[lane_begin + jl]);
   }
 };
@@ -154,20 +155,20 @@ struct LayerKvWriteKernel {
 // Layer l, step 3: attention over the request's KV (positions 0..p) and the new lanes.
 struct LayerOutKernel {
   RowInputs in;
-  const uint32_t* y;   // [rows, D]
-  const uint32_t* kv;  // [slots, lane_count]
+  Span<const uint32_t> y;   // [rows, D]
+  Span<const uint32_t> kv;  // [slots, lane_count]
   int32_t lanes;
   int32_t lane_begin;
   int32_t lane_count;
-  uint32_t* x;  // [rows, lane_count]
+  Span<uint32_t> x;  // [rows, lane_count]
   PPSPEC_HD void row(int64_t i) const {
-    uint32_t* xr = x + i * lane_count;
+    const Span<uint32_t> xr = x.sub(i * lane_count, lane_count);
     const int32_t req = in.row_req[i];
     if (req < 0) {
       for (int32_t jl = 0; jl < lane_count; ++jl) xr[jl] = 0;
       return;
     }
-    const int32_t* blocks = in.block_table + static_cast<int64_t>(req) * in.max_blocks;
+    const Span<const int32_t> blocks = in.block_table.sub(static_cast<int64_t>(req) * in.max_blocks, in.max_blocks);
     constexpr int32_t kChunk = 16;  // lanes summed per pass: registers on a GPU, no heap
     for (int32_t j0 = 0; j0 < lane_count; j0 += kChunk) {
       const int32_t nj = lane_count - j0 < kChunk ? lane_count - j0 : kChunk;
@@ -181,12 +182,12 @@ struct LayerOutKernel {
 
 // Head, step 1: this rank's part of the deep-lane hash (summed across TP afterwards).
 struct HeadPartialKernel {
-  const int32_t* row_req;
-  const uint32_t* x;
-  const uint32_t* head;  // [D]
+  Span<const int32_t> row_req;
+  Span<const uint32_t> x;
+  Span<const uint32_t> head;  // [D]
   int32_t lane_begin;
   int32_t lane_count;
-  uint32_t* h;  // [rows]
+  Span<uint32_t> h;  // [rows]
   PPSPEC_HD void row(int64_t i) const {
     uint32_t sum = 0;
     if (row_req[i] >= 0)
@@ -205,12 +206,12 @@ PPSPEC_HD inline int64_t greedy_token(uint32_t c, uint32_t h, int32_t vocab, uin
 
 // Head, step 2: greedy token per row (-1 for padded rows).
 struct LogitsKernel {
-  const int32_t* row_req;
-  const uint32_t* c;
-  const uint32_t* h;
+  Span<const int32_t> row_req;
+  Span<const uint32_t> c;
+  Span<const uint32_t> h;
   int32_t vocab;
   uint32_t accept_1024;
-  int64_t* greedy;  // [rows]
+  Span<int64_t> greedy;  // [rows]
   PPSPEC_HD void row(int64_t i) const {
     greedy[i] = row_req[i] < 0 ? -1 : greedy_token(c[i], h[i], vocab, accept_1024);
   }

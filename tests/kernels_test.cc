@@ -18,6 +18,12 @@
 namespace ppspec::kernels {
 namespace {
 
+// A byte vector seen as bools (std::vector<bool> has no contiguous storage).
+template <typename B>
+Span<B> as_bools(std::vector<uint8_t>& v) {
+  return Span<B>(reinterpret_cast<B*>(v.data()), static_cast<int64_t>(v.size()));
+}
+
 constexpr int64_t PAD = kPadSlot;
 
 // The fixture of test_dflash_prepare_inputs.py: max_num_reqs=4, max_num_tokens=16, K=3,
@@ -53,36 +59,36 @@ struct Dflash {
     k.num_query_per_req = kK;
     k.max_num_reqs = kMaxReqs;
     k.max_num_tokens = kMaxTokens;
-    k.idx_mapping = idx_mapping.data();
-    k.ctx_start = ctx_start.data();
-    k.ctx_end = ctx_end.data();
-    k.target_positions = target_positions.data();
-    k.num_sampled = num_sampled.data();
-    k.num_rejected = num_rejected.data();
-    k.last_sampled = last_sampled.data();
-    k.next_prefill_tokens = next_prefill.data();
-    k.block_table = block_table.data();
+    k.idx_mapping = idx_mapping;
+    k.ctx_start = ctx_start;
+    k.ctx_end = ctx_end;
+    k.target_positions = target_positions;
+    k.num_sampled = num_sampled;
+    k.num_rejected = num_rejected;
+    k.last_sampled = last_sampled;
+    k.next_prefill_tokens = next_prefill;
+    k.block_table = block_table;
     k.max_blocks = kMaxBlocks;
     k.block_size = kBlock;
     k.mask_id = 123;
     k.max_model_len = 1024;
     k.sample_from_anchor = true;
-    k.req_temperature = req_temperature.data();
-    k.req_seeds = req_seeds.data();
+    k.req_temperature = req_temperature;
+    k.req_seeds = req_seeds;
     k.clear_padding = clear_padding;
-    k.context_positions = context_positions.data();
-    k.context_slot_mapping = context_slots.data();
-    k.input_ids = input_ids.data();
-    k.positions = positions.data();
-    k.is_padding = reinterpret_cast<bool*>(is_padding.data());
-    k.query_slot_mapping = query_slots.data();
-    k.sample_indices = sample_indices.data();
-    k.sample_pos = sample_pos.data();
-    k.sample_idx_mapping = sample_idx.data();
-    k.query_start_loc = query_start_loc.data();
-    k.seq_lens = seq_lens.data();
-    k.temperature = temperature.data();
-    k.seeds = seeds.data();
+    k.context_positions = context_positions;
+    k.context_slot_mapping = context_slots;
+    k.input_ids = input_ids;
+    k.positions = positions;
+    k.is_padding = as_bools<bool>(is_padding);
+    k.query_slot_mapping = query_slots;
+    k.sample_indices = sample_indices;
+    k.sample_pos = sample_pos;
+    k.sample_idx_mapping = sample_idx;
+    k.query_start_loc = query_start_loc;
+    k.seq_lens = seq_lens;
+    k.temperature = temperature;
+    k.seeds = seeds;
     run_on_cpu(k, k.num_reqs);
   }
 };
@@ -193,8 +199,8 @@ struct Router {
   Router(int r, int e, int kk) : rows(r), experts(e), k(kk), gating(static_cast<size_t>(r * e)), bias(static_cast<size_t>(e), 0.0f),
                                  padding(static_cast<size_t>(r), 0), ids(static_cast<size_t>(r * kk)), weights(static_cast<size_t>(r * kk)) {}
   void run(float scale = 1.0f) {
-    TopkSoftplusSqrtKernel t{gating.data(), bias.data(), reinterpret_cast<const bool*>(padding.data()), experts, k, true, scale,
-                             honor, ids.data(), weights.data()};
+    TopkSoftplusSqrtKernel t{gating, bias, as_bools<const bool>(padding), experts, k, true, scale,
+                             honor, ids, weights};
     run_on_cpu(t, rows);
   }
 };
@@ -281,9 +287,9 @@ TEST(PrepareInputs, DecodeRowsCombineLastSampledAndDraftsAndPaddingIsCleared) {
   std::vector<int32_t> ids(8, -1), row_req(8, -9);
   std::vector<int64_t> pos(8, -1), slots(8, -9);
   std::vector<uint8_t> pad(8, 0);
-  PrepareInputsKernel p{1, 3, qs.data(), idx.data(), num_computed.data(), prefill_len.data(), prompt.data(), 8,
-                        last_sampled.data(), drafts.data(), k, table.data(), 4, 16, true, ids.data(), pos.data(),
-                        slots.data(), reinterpret_cast<bool*>(pad.data()), row_req.data(), 8};
+  PrepareInputsKernel p{1, 3, qs, idx, num_computed, prefill_len, prompt, 8,
+                        last_sampled, drafts, k, table, 4, 16, true, ids, pos,
+                        slots, as_bools<bool>(pad), row_req, 8};
   run_on_cpu(p, 2);
   EXPECT_EQ(slice(ids, 0, 3), (std::vector<int32_t>{42, 7, 8}));
   EXPECT_EQ(slice(pos, 0, 3), (std::vector<int64_t>{5, 6, 7}));
@@ -301,8 +307,8 @@ TEST(PostUpdate, SkipsNegativeIndexAndAdoptsDrafts) {
   std::vector<int64_t> last{0, 0};
   std::vector<int32_t> computed{10, 10}, total{0, 0};
   std::vector<int64_t> table{0, 0, 0, 0};
-  PostUpdateKernel u{idx.data(), sampled.data(), ns.data(), nr.data(), ql.data(), adopted.data(), k, true,
-                     last.data(), computed.data(), total.data(), table.data()};
+  PostUpdateKernel u{idx, sampled, ns, nr, ql, adopted, k, true,
+                     last, computed, total, table};
   run_on_cpu(u, 2);
   EXPECT_EQ(last, (std::vector<int64_t>{0, 9}));
   EXPECT_EQ(computed, (std::vector<int32_t>{10, 9})) << "deferred: only the rejection is subtracted";
@@ -317,8 +323,8 @@ TEST(RejectionSample, GreedyAcceptsTheMatchingPrefixThenTheTargetToken) {
   std::vector<uint32_t> h{0, 0, 0, 0}, spread{0};
   std::vector<int64_t> sampled(4);
   std::vector<int32_t> ns(1), nr(1);
-  RejectionSampleKernel s{start.data(), n.data(), ids.data(), greedy.data(), h.data(), seeds.data(), out_index.data(),
-                          spread.data(), 64, 4, sampled.data(), ns.data(), nr.data()};
+  RejectionSampleKernel s{start, n, ids, greedy, h, seeds, out_index,
+                          spread, 64, 4, sampled, ns, nr};
   run_on_cpu(s, 1);
   EXPECT_EQ(sampled, (std::vector<int64_t>{21, 22, 30, -1}));
   EXPECT_EQ(ns[0], 3);
@@ -337,8 +343,8 @@ TEST(RejectionSample, TemperatureAcceptsADraftWithTheTargetsProbability) {
     std::vector<uint32_t> h{77, 78}, spr{spread};
     std::vector<int64_t> sampled(2);
     std::vector<int32_t> ns(1), nr(1);
-    RejectionSampleKernel s{start.data(), n.data(), ids.data(), greedy.data(), h.data(), seeds.data(), out_index.data(),
-                            spr.data(), vocab, 2, sampled.data(), ns.data(), nr.data()};
+    RejectionSampleKernel s{start, n, ids, greedy, h, seeds, out_index,
+                            spr, vocab, 2, sampled, ns, nr};
     run_on_cpu(s, 1);
     if (ns[0] == 2) ++accepted;
     if (ns[0] == 1) {
@@ -363,7 +369,7 @@ TEST(ToyModel, TensorParallelShardsSumToTheWholeLayer) {
   }
   std::vector<int32_t> req(rows, 0);
   std::vector<uint32_t> whole(static_cast<size_t>(rows * lanes));
-  run_on_cpu(LayerPartialKernel{req.data(), x.data(), w.data(), u.data(), lanes, 0, lanes, whole.data()}, rows);
+  run_on_cpu(LayerPartialKernel{req, x, w, u, lanes, 0, lanes, whole}, rows);
   for (int tp : {2, 4}) {
     const int per = lanes / tp;
     std::vector<uint32_t> sum(static_cast<size_t>(rows * lanes), 0);
@@ -371,7 +377,7 @@ TEST(ToyModel, TensorParallelShardsSumToTheWholeLayer) {
       std::vector<uint32_t> shard(static_cast<size_t>(rows * per)), part(static_cast<size_t>(rows * lanes));
       for (int r = 0; r < rows; ++r)
         for (int j = 0; j < per; ++j) shard[static_cast<size_t>(r * per + j)] = x[static_cast<size_t>(r * lanes + t * per + j)];
-      run_on_cpu(LayerPartialKernel{req.data(), shard.data(), w.data(), u.data(), lanes, t * per, per, part.data()}, rows);
+      run_on_cpu(LayerPartialKernel{req, shard, w, u, lanes, t * per, per, part}, rows);
       for (size_t i = 0; i < sum.size(); ++i) sum[i] += part[i];
     }
     EXPECT_EQ(sum, whole) << "tp " << tp;

@@ -34,7 +34,7 @@ struct Dual {
   Dual& operator=(const Dual&) = delete;
   ~Dual() { cudaFree(dev); }
   size_t bytes() const { return host.size() * sizeof(T); }
-  T* on(bool gpu) { return gpu ? dev : host.data(); }
+  Span<T> on(bool gpu) { return Span<T>(gpu ? dev : host.data(), static_cast<int64_t>(host.size())); }
   std::vector<T> from_gpu() const {
     std::vector<T> v(host.size());
     EXPECT_EQ(cudaMemcpy(v.data(), dev, bytes(), cudaMemcpyDeviceToHost), cudaSuccess);
@@ -76,7 +76,7 @@ TEST(GpuKernels, ToyModelForwardAndSamplerAreBitIdenticalToTheCpu) {
       row_req[static_cast<size_t>(row)] = req;
       pos[static_cast<size_t>(row)] = first + i;
       ids[static_cast<size_t>(row)] = static_cast<int32_t>(rng() % V);
-      slots[static_cast<size_t>(row)] = slot_of(&blocks[static_cast<size_t>(req * kMaxBlocks)], kMaxBlocks, kBlock, first + i);
+      slots[static_cast<size_t>(row)] = slot_of(Span<const int32_t>(blocks).sub(req * kMaxBlocks, kMaxBlocks), kMaxBlocks, kBlock, first + i);
     }
   };
   add(0, 0, 7);
@@ -151,7 +151,7 @@ TEST(GpuKernels, RouterIdsMatchTheCpuAndWeightsWithinFourUlp) {
   Dual<int32_t> ids(std::vector<int32_t>(kRows * TopK, 99));
   Dual<float> weights(std::vector<float>(kRows * TopK, 99.0f));
   for (bool gpu : {false, true})
-    run(TopkSoftplusSqrtKernel{d_gating.on(gpu), bias.on(gpu), reinterpret_cast<const bool*>(d_padding.on(gpu)), E, TopK, true,
+    run(TopkSoftplusSqrtKernel{d_gating.on(gpu), bias.on(gpu), Span<const bool>(reinterpret_cast<const bool*>(d_padding.on(gpu).data), kRows), E, TopK, true,
                                2.5f, true, ids.on(gpu), weights.on(gpu)},
         kRows, gpu);
   EXPECT_EQ(ids.host, ids.from_gpu());

@@ -1,0 +1,122 @@
+// Memory bounds: every buffer is sized from what is really written (warmup included), and every
+// kernel access is checked, so an overflow is an error naming the kernel, never a silent `pass`.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "core/assert.h"
+#include "core/buffer.h"
+#include "engine/scheduler.h"
+#include "engine/workload.h"
+#include "kernels/launch.h"
+#include "kernels/prepare_inputs.h"
+#include "kernels/span.h"
+#include "loader/serving_loader.h"
+#include "serving/runner.h"
+#include "tests/test_util.h"
+
+namespace ppspec::testing {
+namespace {
+
+using kernels::KernelOutOfBounds;
+using kernels::Span;
+
+const std::string kRobustness = std::string(PPSPEC_SOURCE_DIR) + "/tests/robustness/";
+
+TEST(Bounds, SpanChecksEveryIndexAndSubrange) {
+  std::vector<int32_t> v{1, 2, 3, 4};
+  const Span<int32_t> s(v);
+  EXPECT_EQ(s[3], 4);
+  EXPECT_EQ(s.sub(1, 3)[2], 4);
+  EXPECT_THROW((void)s[4], KernelOutOfBounds);
+  EXPECT_THROW((void)s[-1], KernelOutOfBounds);
+  EXPECT_THROW((void)s.sub(2, 3), KernelOutOfBounds);
+  EXPECT_THROW((void)s.sub(1, 2)[2], KernelOutOfBounds) << "a sub-span is bounded by its own size";
+}
+
+// prepare_inputs of a prefill row whose positions run past the request's prompt row: the read
+// that used to overflow into the next request's row (or past the buffer) is caught.
+TEST(Bounds, PrepareInputsReadingPastThePromptRowThrows) {
+  std::vector<int32_t> qs{0, 3}, idx{1}, num_computed{0, 0}, prefill_len{0, 3}, prompt(2 * 2, 7), table(2 * 4, 1);
+  std::vector<int64_t> last_sampled{0, 0}, drafts{0, 0};
+  std::vector<int32_t> ids(4, -1), row_req(4, -9);
+  std::vector<int64_t> pos(4, -1), slots(4, -9);
+  std::vector<uint8_t> pad(4, 0);
+  const Span<bool> is_padding(reinterpret_cast<bool*>(pad.data()), 4);
+  auto kernel = [&](int32_t max_prompt) {
+    return kernels::PrepareInputsKernel{1, 3, qs, idx, num_computed, prefill_len, prompt, max_prompt, last_sampled, drafts,
+                                        1, table, 4, 16, true, ids, pos, slots, is_padding, row_req, 4};
+  };
+  EXPECT_THROW(kernels::run_on_cpu(kernel(2), 2), KernelOutOfBounds) << "a 3-token prompt in rows of 2";
+  prompt.assign(2 * 3, 7);
+  EXPECT_NO_THROW(kernels::run_on_cpu(kernel(3), 2));
+  EXPECT_EQ(ids, (std::vector<int32_t>{7, 7, 7, 0}));
+}
+
+TEST(Bounds, BufferSlicesAndRowsOutsideTheBufferAreInternalErrors) {
+  std::vector<int32_t> memory(2 * 4);
+  const core::Buffer b(memory.data(), nullptr, core::Dtype::i32, core::Shape{2, 4});
+  EXPECT_NO_THROW((void)b.slice(1, 2, 2));
+  EXPECT_THROW((void)b.slice(1, 3, 2), core::InternalError) << "the block-table upload that overflowed";
+  EXPECT_THROW((void)b.slice(2, 0, 1), core::InternalError);
+  EXPECT_THROW((void)b.rows(1, 2), core::InternalError);
+}
+
+serving::ServingScenario reproducer(const std::string& name) {
+  return loader::read_serving(loader::parse_toml_file(kRobustness + name), kRobustness + name);
+}
+
+// The two fault-free scenarios whose warmup overflowed the block table and the prompt rows now
+// run cleanly: any out-of-bounds access would throw out of the run (and ASan would report it).
+TEST(Bounds, WarmupOfTinyScenariosStaysInsideItsBuffers) {
+  for (const char* name : {"asan_block_table_upload_overflow.toml", "asan_prepare_inputs_overflow.toml"}) {
+    const serving::ServingScenario s = reproducer(name);
+    for (uint64_t seed = 1; seed <= 3; ++seed) {
+      serving::RunOptions opts;
+      opts.seed = seed;
+      serving::ServingRun run;
+      ASSERT_NO_THROW(run = serving::run_on_sim(s, opts)) << name;
+      EXPECT_EQ(run.result.verdict, core::Verdict::pass) << name;
+    }
+  }
+}
+
+// Warmup's synthetic requests obey the workload's limits; one that reaches its max tokens
+// finishes and is replaced, so every warmup step still has requests to run.
+TEST(Bounds, WarmupDummiesObeyTheWorkloadLimitsAndAreReplaced) {
+  serving::ServingScenario s = reproducer("asan_block_table_upload_overflow.toml");
+  const engine::EngineConfig& c = s.config;
+  EXPECT_EQ(c.warmup_prompt_len(), 2) << "prompt_max = 2";
+  EXPECT_EQ(c.warmup_max_tokens(), 3) << "output_max = 3";
+  engine::Scheduler sched(c, {});
+  sched.add_dummies(2, c.warmup_prompt_len(), c.warmup_max_tokens());
+  int replaced = 0;
+  for (int64_t step = 0; step < c.serving.warmup_steps; ++step) {
+    if (!sched.dummies_live()) {
+      sched.add_dummies(2, c.warmup_prompt_len(), c.warmup_max_tokens());
+      ++replaced;
+    }
+    const auto so = sched.schedule(step);
+    ASSERT_TRUE(so) << "step " << step;
+    ASSERT_FALSE(so->requests.empty()) << "step " << step;
+    engine::ModelOutput out;
+    out.step = step;
+    for (const auto& r : so->requests) {
+      EXPECT_LE(r.num_computed + r.num_tokens, c.workload.prompt_max + c.workload.output_max + c.spec.k + 1);
+      EXPECT_LE(r.first_new_block + static_cast<int32_t>(r.new_blocks.size()), c.max_blocks_per_req());
+      engine::RowOutput row;
+      row.idx = r.idx;
+      row.id = r.id;
+      row.num_sampled = r.produces_sample() ? 1 : 0;
+      row.num_rejected = r.decode() ? r.num_tokens - 1 : 0;  // every draft rejected
+      if (r.produces_sample()) row.tokens = {5};
+      out.rows.push_back(row);
+    }
+    sched.update(*so, out);
+  }
+  EXPECT_GT(replaced, 0) << "dummies of at most 3 tokens finish within 64 warmup steps";
+}
+
+}  // namespace
+}  // namespace ppspec::testing
