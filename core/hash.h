@@ -19,4 +19,16 @@ inline uint64_t fnv1a_words(const uint32_t* words, size_t n) {
   return h >> 1;
 }
 
+// FNV-1a over bytes: the fingerprint of a scenario file that a trace records, so that the file
+// configuring an offline check is provably the one the run used. 63 bits, as above.
+inline uint64_t fnv1a_bytes(const void* data, size_t n) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (size_t i = 0; i < n; ++i) {
+    h ^= p[i];
+    h *= 0x100000001b3ULL;
+  }
+  return h >> 1;
+}
+
 }  // namespace ppspec::core

@@ -1,7 +1,9 @@
 #include "loader/program_loader.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <cmath>
 #include <filesystem>
 #include <fmt/format.h>
@@ -10,6 +12,8 @@
 #include <set>
 #include <sstream>
 
+#include "core/hash.h"
+#include "core/printable.h"
 #include "loader/toml_reader.h"
 
 namespace ppspec::loader {
@@ -269,19 +273,28 @@ toml::table parse_toml_text(std::string_view text, const std::string& file) {
   }
 }
 
-toml::table parse_toml_file(const std::string& path) {
+toml::table parse_toml_file(const std::string& path, uint64_t* content_hash) {
+  if (std::filesystem::is_directory(path)) throw core::InputError(path, 0, "cannot read the file: it is a directory");
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw core::InputError(path, 0, "cannot open the file");
+  if (!in) throw core::InputError(path, 0, fmt::format("cannot open the file: {}", std::strerror(errno)));
   std::stringstream ss;
   ss << in.rdbuf();
-  return parse_toml_text(ss.str(), path);
+  if (in.bad()) throw core::InputError(path, 0, fmt::format("cannot read the file: {}", std::strerror(errno)));
+  const std::string text = ss.str();
+  if (content_hash != nullptr) *content_hash = core::fnv1a_bytes(text.data(), text.size());
+  return parse_toml_text(text, path);
 }
 
 std::string scenario_kind(const toml::table& root, const std::string& file) {
   const toml::node* k = root.get("kind");
-  if (k == nullptr) throw core::InputError(file, 1, "missing top-level key 'kind' (\"program\")");
-  if (!k->is_string()) throw core::InputError(file, line_of(*k), fmt::format("'kind': expected a string, found {}", type_name(*k)));
-  return k->as_string()->get();
+  if (k == nullptr) throw core::InputError(file, 1, "missing top-level key 'kind' (\"program\" or \"serving\")");
+  if (!k->is_string())
+    throw core::InputError(file, line_of(*k), fmt::format("'kind': expected \"program\" or \"serving\", found {}", type_name(*k)));
+  const std::string& kind = k->as_string()->get();
+  if (kind != "program" && kind != "serving")
+    throw core::InputError(file, line_of(*k),
+                           fmt::format("kind \"{}\" is not supported (expected \"program\" or \"serving\")", core::printable(kind, 60)));
+  return kind;
 }
 
 void read_runtime(TableReader& r, sim::SimConfig& cfg, core::Time* hang_timeout) {

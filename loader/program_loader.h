@@ -28,8 +28,9 @@ class TableReader;
 // [expect]: verdict, gpu_verdict, hazards — the same for every kind of scenario.
 core::Expect read_expect(TableReader& top, const std::string& file);
 
-// Parses a file, turning TOML syntax errors into InputError.
-toml::table parse_toml_file(const std::string& path);
+// Parses a file, turning TOML syntax errors into InputError; `content_hash` (if given) receives
+// core::fnv1a_bytes of the bytes parsed.
+toml::table parse_toml_file(const std::string& path, uint64_t* content_hash = nullptr);
 toml::table parse_toml_text(std::string_view text, const std::string& file);
 
 }  // namespace ppspec::loader

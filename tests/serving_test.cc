@@ -135,10 +135,9 @@ TEST(Serving, TheRecordedTracePairsCleanly) {
   const serving::ServingScenario s = small_pp2_tp2();
   Recorder rec;
   ASSERT_EQ(run(s, 3, &rec).result.verdict, core::Verdict::pass);
-  std::vector<std::string> lines{traces::header_json(traces::TraceHeader{s.name, s.file, 3, "random"})};
+  std::vector<std::string> lines{traces::header_json(traces::TraceHeader{.scenario = s.name, .file = s.file, .seed = 3, .strategy = "random"})};
   lines.insert(lines.end(), rec.lines.begin(), rec.lines.end());
-  const traces::Trace t = traces::read_trace_lines(lines, "memory");
-  const core::RunResult checked = verify::check_events(t.events);
+  const core::RunResult checked = verify::check_lines(lines, "memory");
   EXPECT_EQ(checked.verdict, core::Verdict::pass) << (checked.findings.empty() ? "" : checked.findings[0].summary);
   // The three feedback messages complete on every rank of each broadcast group.
   std::map<std::pair<std::string, core::RankId>, int> completed;

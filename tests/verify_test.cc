@@ -22,7 +22,7 @@ std::string posted(int seq, int rank, const char* op, int peer, const char* labe
 core::RunResult check(const std::vector<std::string>& lines) {
   std::vector<std::string> all{kHeader};
   all.insert(all.end(), lines.begin(), lines.end());
-  return verify::check_trace(traces::read_trace_lines(all, "t.jsonl"));
+  return verify::check_lines(all, "t.jsonl");
 }
 
 TEST(Verify, SameSizeSwappedLabelsOnAGpuRunAreAMisalignment) {
@@ -66,18 +66,18 @@ TEST(Verify, UnmatchedSendAtTheEndOfACompletedRun) {
 
 TEST(Verify, MalformedTracesAreInputErrorsWithTheLine) {
   try {
-    (void)traces::read_trace_lines({kHeader, posted(0, 0, "send", 1, "x"), "{not json"}, "bad.jsonl");
+    (void)verify::check_lines({kHeader, posted(0, 0, "send", 1, "x"), "{not json"}, "bad.jsonl");
     FAIL();
   } catch (const core::InputError& e) {
     EXPECT_EQ(e.line(), 3);
   }
   try {
-    (void)traces::read_trace_lines({posted(0, 0, "send", 1, "x")}, "bad.jsonl");
+    (void)verify::check_lines({posted(0, 0, "send", 1, "x")}, "bad.jsonl");
     FAIL();
   } catch (const core::InputError& e) {
     EXPECT_NE(std::string(e.what()).find("trace header"), std::string::npos);
   }
-  EXPECT_THROW((void)traces::read_trace_lines({kHeader, R"({"seq":0,"t":0,"ev":"teleport"})"}, "bad.jsonl"),
+  EXPECT_THROW((void)verify::check_lines({kHeader, R"({"seq":0,"t":0,"ev":"teleport"})"}, "bad.jsonl"),
                core::InputError);
 }
 

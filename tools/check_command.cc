@@ -1,12 +1,16 @@
 #include "tools/check_command.h"
 
+#include <filesystem>
 #include <fmt/format.h>
+#include <fstream>
+#include <memory>
 #include <ostream>
+#include <sstream>
 
 #include "core/error.h"
+#include "core/hash.h"
 #include "loader/program_loader.h"
 #include "loader/serving_loader.h"
-#include "loader/toml_reader.h"
 #include "tools/report.h"
 #include "traces/trace_reader.h"
 #include "verify/findings.h"
@@ -16,69 +20,144 @@
 namespace ppspec::tools {
 namespace {
 
-// A trace of a serving run names its scenario file: with it, the serving monitors run over the
-// recorded events exactly as they ran online. Returns false when the trace is not of a serving run
-// (or its scenario file is not readable here: then only the pairing checks apply, and we say so).
-bool check_serving(const traces::Trace& t, core::RunResult& result, std::string& why_not) {
-  const std::string file = t.header.value("file", std::string());
-  if (file.empty() || !file.ends_with(".toml")) return false;
-  try {
-    const toml::table root = loader::parse_toml_file(file);
-    if (loader::scenario_kind(root, file) != "serving") return false;
-    const serving::ServingScenario s = loader::read_serving(root, file);
-    std::vector<core::Finding> found;
-    verify::ServingMonitors monitors(verify::serving_facts(s.config, engine::make_checkpoint(s.config.model)),
-                                     [&found](core::Finding f) { found.push_back(std::move(f)); });
-    for (const core::Event& e : t.events) monitors.on_event(e);
+bool is_serving_probe(core::EventKind k) {
+  return k >= core::EventKind::batch_scheduled && k <= core::EventKind::table_bound;
+}
+
+std::optional<std::string> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The scenario a serving trace was recorded with: --scenario, else the file its header names, read
+// from here or from the trace's folder. Its content must hash to what the header recorded, so that
+// the monitors are configured exactly as they were online; anything else is bad input.
+serving::ServingScenario scenario_of(const traces::TraceReader& reader, const std::string& cli_scenario, std::ostream& err) {
+  const traces::TraceHeader& h = reader.header();
+  std::vector<std::string> candidates;
+  if (!cli_scenario.empty()) {
+    candidates.push_back(cli_scenario);
+  } else if (!h.file.empty()) {
+    candidates.push_back(h.file);
+    const std::filesystem::path beside = std::filesystem::path(reader.where()).parent_path() / h.file;
+    if (std::filesystem::path(h.file).is_relative() && beside.string() != h.file) candidates.push_back(beside.string());
+  }
+  if (!h.scenario_hash && cli_scenario.empty())
+    throw core::InputError(reader.where(), 1,
+                           "a serving trace whose header records no scenario hash (an older ppspec): the serving "
+                           "monitors cannot be configured from it safely; name its scenario with --scenario FILE");
+  std::string changed;
+  for (const std::string& path : candidates) {
+    const auto text = read_file(path);
+    if (!text) continue;
+    const uint64_t hash = core::fnv1a_bytes(text->data(), text->size());
+    if (h.scenario_hash && hash != *h.scenario_hash) {
+      changed = fmt::format("{} (hash {}, recorded {})", path, traces::hash_hex(hash), traces::hash_hex(*h.scenario_hash));
+      continue;
+    }
+    if (!h.scenario_hash) err << fmt::format("ppspec: {}: note: no recorded scenario hash; trusting --scenario {}\n", reader.where(), path);
+    const toml::table root = loader::parse_toml_text(*text, path);
+    if (loader::scenario_kind(root, path) != "serving")
+      throw core::InputError(path, 1, "the scenario of a serving trace must be a serving scenario");
+    return loader::read_serving(root, path);
+  }
+  if (!changed.empty())
+    throw core::InputError(reader.where(), 1,
+                           fmt::format("the scenario this trace was recorded with has changed since: {}; check it with "
+                                       "the scenario as it was (--scenario FILE)",
+                                       changed));
+  throw core::InputError(reader.where(), 1,
+                         fmt::format("cannot find the scenario '{}' this serving trace was recorded with (looked here and "
+                                     "beside the trace); name it with --scenario FILE",
+                                     cli_scenario.empty() ? h.file : cli_scenario));
+}
+
+// The recorded verdict is the run's own: a failure the events alone do not show (a deadlock found
+// by the simulator, an oracle's divergence) must not turn into a clean check.
+void cross_check_trailer(const traces::TraceReader& reader, core::RunResult& result) {
+  const auto& trailer = reader.trailer();
+  if (!trailer || !verify::is_failure(trailer->verdict) || verify::is_failure(result.verdict)) return;
+  core::Finding f;
+  f.verdict = trailer->verdict;
+  f.kind = "recorded-verdict";
+  f.time = result.stats.sim_time;
+  f.summary = fmt::format("the run recorded verdict {} (trailer, line {}), which the recorded events alone do not show; "
+                          "re-run the scenario to see its report",
+                          core::to_string(trailer->verdict), trailer->line);
+  result.findings.insert(result.findings.begin(), std::move(f));
+  result.verdict = trailer->verdict;
+}
+
+RunRecord check_one(const std::string& path, const CheckArgs& args, std::ostream& err) {
+  traces::TraceReader reader(path, traces::TraceReader::Options{});
+  const traces::TraceHeader& h = reader.header();
+  std::optional<serving::ServingScenario> scenario;
+  if (h.kind == "serving" || (h.kind.empty() && !args.scenario.empty())) scenario = scenario_of(reader, args.scenario, err);
+  std::vector<core::Finding> found;
+  std::unique_ptr<verify::ServingMonitors> monitors;
+  if (scenario)
+    monitors = std::make_unique<verify::ServingMonitors>(
+        verify::serving_facts(scenario->config, engine::make_checkpoint(scenario->config.model)),
+        [&found](core::Finding f) { found.push_back(std::move(f)); });
+  verify::TraceChecker checker;
+  while (const core::Event* e = reader.next()) {
+    if (!monitors && is_serving_probe(e->kind))
+      throw core::InputError(path, reader.line(),
+                             "a serving probe in a trace whose header does not say it is of a serving run: the serving "
+                             "monitors cannot be configured; name its scenario with --scenario FILE");
+    checker.on_event(*e);
+    if (monitors) monitors->on_event(*e);
+  }
+  RunRecord rec;
+  rec.file = path;
+  rec.scenario = h.scenario.empty() ? "?" : h.scenario;
+  rec.seed = h.seed;
+  rec.strategy = h.strategy;
+  rec.has_expectation = false;
+  if (reader.trailer()) rec.recorded = reader.trailer()->verdict;
+  rec.result = checker.result();
+  if (monitors) {
     // On a tie the monitors' findings go first: operations left unmatched at the very end of a run
     // that a monitor stopped are its consequence, not its cause.
     core::RunResult merged;
     merged.findings = std::move(found);
-    merged.stats = result.stats;
-    std::vector<core::Finding> recorded = std::move(result.findings);
-    for (core::Finding& f : result.notes) recorded.push_back(std::move(f));
-    verify::settle_verdict(merged, std::move(recorded), s.config.runtime.strict);
-    result = std::move(merged);
-    return true;
-  } catch (const core::InputError& e) {
-    why_not = fmt::format("the serving monitors did not run: {}", e.what());
-    return false;
+    merged.stats = rec.result.stats;
+    std::vector<core::Finding> recorded = std::move(rec.result.findings);
+    for (core::Finding& f : rec.result.notes) recorded.push_back(std::move(f));
+    verify::settle_verdict(merged, std::move(recorded), scenario->config.runtime.strict);
+    rec.result = std::move(merged);
   }
+  cross_check_trailer(reader, rec.result);
+  rec.ok = rec.result.verdict == core::Verdict::pass;
+  return rec;
 }
 
 }  // namespace
 
 int check_command(const CheckArgs& args, std::ostream& out, std::ostream& err) {
-  std::vector<traces::Trace> traces;
+  nlohmann::json all = nlohmann::json::array();
+  std::string text;
+  int dirty = 0;
   for (const std::string& path : args.traces) {
     try {
-      traces.push_back(traces::read_trace(path));
+      const RunRecord rec = check_one(path, args, err);
+      if (!rec.ok) ++dirty;
+      if (args.json)
+        all.push_back(to_json(rec));
+      else
+        text += format_text(rec);
     } catch (const core::InputError& e) {
       err << "ppspec: " << e.what() << '\n';
       return 2;
     }
   }
-  nlohmann::json all = nlohmann::json::array();
-  int dirty = 0;
-  for (size_t i = 0; i < traces.size(); ++i) {
-    const traces::Trace& t = traces[i];
-    RunRecord rec;
-    rec.file = args.traces[i];
-    rec.scenario = t.header.value("scenario", std::string("?"));
-    rec.seed = t.header.value("seed", uint64_t{0});
-    rec.strategy = t.header.value("strategy", std::string());
-    rec.has_expectation = false;
-    rec.result = verify::check_trace(t);
-    std::string why_not;
-    if (!check_serving(t, rec.result, why_not) && !why_not.empty()) err << "ppspec: " << rec.file << ": " << why_not << '\n';
-    rec.ok = rec.result.verdict == core::Verdict::pass;
-    if (!rec.ok) ++dirty;
-    if (args.json)
-      all.push_back(to_json(rec));
-    else
-      out << format_text(rec);
-  }
-  if (args.json) out << all.dump(2) << '\n';
+  if (args.json)
+    out << dump_json(all) << '\n';
+  else
+    out << text;
   return dirty == 0 ? 0 : 1;
 }
 

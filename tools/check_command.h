@@ -9,10 +9,12 @@ namespace ppspec::tools {
 
 struct CheckArgs {
   std::vector<std::string> traces{};
+  std::string scenario{};  // the scenario file of serving traces; empty: the one each header names
   bool json = false;
 };
 
-// Exit status: 0 when every trace is clean, 1 when one has findings, 2 for bad input.
+// Exit status: 0 when every trace is clean, 1 when one has findings, 2 for bad input (then nothing
+// is printed on `out`: a report over part of the input would read as a verdict on all of it).
 int check_command(const CheckArgs& args, std::ostream& out, std::ostream& err);
 
 }  // namespace ppspec::tools

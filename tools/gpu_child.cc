@@ -37,7 +37,7 @@ class LineRecorder final : public core::EventSink {
 
 void write_result(const std::string& path, const nlohmann::json& j) {
   std::ofstream out(path + ".tmp");
-  out << j.dump(2) << '\n';
+  out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
   out.close();
   std::rename((path + ".tmp").c_str(), path.c_str());
 }
@@ -56,21 +56,28 @@ bool gpu_backend_built() { return true; }
 
 int gpu_child_main(const GpuChildArgs& args) {
   program::Program p;
+  uint64_t hash = 0;
   try {
-    p = loader::load_program_file(args.file);
+    p = loader::read_program(loader::parse_toml_file(args.file, &hash), args.file);
   } catch (const core::InputError& e) {
     write_result(args.result, {{"error", e.what()}});
     return 0;
   }
   LineRecorder recorder;
   std::unique_ptr<traces::JsonlWriter> writer;
-  const traces::TraceHeader header{p.name, p.file, 0, "hardware", "gpu"};
+  traces::TraceHeader header;
+  header.scenario = p.name;
+  header.file = p.file;
+  header.strategy = "hardware";
+  header.backend = "gpu";
+  header.kind = "program";
+  header.scenario_hash = hash;
   if (!args.trace.empty()) writer = std::make_unique<traces::JsonlWriter>(args.trace, header);
   std::mutex finish_mu;
   auto check = [&]() {
     std::vector<std::string> lines = recorder.snapshot();
     lines.insert(lines.begin(), traces::header_json(header));
-    return verify::check_trace(traces::read_trace_lines(lines, args.file));
+    return verify::check_lines(lines, args.file);
   };
 
   real::RealConfig cfg;

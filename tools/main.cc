@@ -1,6 +1,10 @@
 // The ppspec command-line program.
 #include <CLI/CLI.hpp>
+#include <charconv>
+#include <cstdint>
 #include <cstdio>
+#include <optional>
+#include <string>
 #include <exception>
 #include <iostream>
 
@@ -9,19 +13,39 @@
 #include "tools/gpu_latency.h"
 #include "tools/run_command.h"
 
+namespace {
+
+// A decimal integer in [min, max], digits only.
+std::optional<uint64_t> parse_count(const std::string& text, uint64_t min, uint64_t max) {
+  uint64_t v = 0;
+  const char* end = text.data() + text.size();
+  auto [p, ec] = std::from_chars(text.data(), end, v);
+  if (text.empty() || text.front() == '+' || ec != std::errc() || p != end || v < min || v > max) return std::nullopt;
+  return v;
+}
+
+int bad_option(const char* option, const std::string& text, const char* expected) {
+  std::cerr << "ppspec: " << option << " '" << (text.size() > 40 ? text.substr(0, 40) + "..." : text) << "': expected "
+            << expected << '\n';
+  return 2;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{"ppspec: finds the bugs of pipeline-parallel speculative-decoding serving before they reach a GPU cluster"};
   app.require_subcommand(1);
 
   ppspec::tools::RunArgs run;
-  uint64_t seed = 0;
-  uint64_t seeds = 0;
+  std::string seed_text;
+  std::string seeds_text;
   std::string strategy;
   CLI::App* run_cmd = app.add_subcommand("run", "run scenario files and compare each verdict with its [expect]");
   run_cmd->add_option("files", run.files, "scenario files (TOML)")->required()->check(CLI::ExistingFile);
-  auto* seed_opt = run_cmd->add_option("--seed", seed, "first seed (default: the scenario's [explore] seed, else 1)");
-  auto* seeds_opt = run_cmd->add_option("--seeds", seeds, "run this many seeds; stop at the first unexpected verdict")
-                        ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
+  auto* seed_opt =
+      run_cmd->add_option("--seed", seed_text, "first seed, 0..2^63-1 (default: the scenario's [explore] seed, else 1)");
+  auto* seeds_opt =
+      run_cmd->add_option("--seeds", seeds_text, "run this many seeds, 1..2^40; stop at the first unexpected verdict");
   auto* strategy_opt = run_cmd->add_option("--strategy", strategy, "schedule policy: random | pct:DEPTH");
   run_cmd->add_option("--trace", run.trace, "write the event stream as JSON Lines to this file");
   run_cmd->add_flag("--json", run.json, "print results as JSON");
@@ -37,6 +61,10 @@ int main(int argc, char** argv) {
   CLI::App* check_cmd =
       app.add_subcommand("check", "run the checkers over recorded traces (JSON Lines from --trace or a GPU hang dump)");
   check_cmd->add_option("traces", check.traces, "trace files")->required()->check(CLI::ExistingFile);
+  check_cmd->add_option("--scenario", check.scenario,
+                        "the scenario file of serving traces (default: the file each header names, whose content "
+                        "must hash to what the header recorded)")
+      ->check(CLI::ExistingFile);
   check_cmd->add_flag("--json", check.json, "print results as JSON");
 
   ppspec::tools::GpuChildArgs child;
@@ -60,8 +88,15 @@ int main(int argc, char** argv) {
     const int code = app.exit(e);
     return code == 0 ? 0 : 2;
   }
-  if (*seed_opt) run.seed = seed;
-  if (*seeds_opt) run.seeds = seeds;
+  // Seeds are parsed here, strictly: "-1" is not 2^64-1, and "1e3" or "7x" are not numbers.
+  if (*seed_opt) {
+    run.seed = parse_count(seed_text, 0, INT64_MAX);
+    if (!run.seed) return bad_option("--seed", seed_text, "a seed in [0, 9223372036854775807]");
+  }
+  if (*seeds_opt) {
+    run.seeds = parse_count(seeds_text, 1, uint64_t{1} << 40);
+    if (!run.seeds) return bad_option("--seeds", seeds_text, "a count in [1, 1099511627776]");
+  }
   if (*strategy_opt) run.strategy = strategy;
   if (*hang_opt) run.hang_timeout_s = hang_timeout_s;
   try {

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "core/printable.h"
+
 namespace ppspec::tools {
 
 std::string format_time(core::Time t) {
@@ -9,6 +11,8 @@ std::string format_time(core::Time t) {
   if (t < core::kSec) return fmt::format("{:.3f} ms", static_cast<double>(t) / core::kMs);
   return fmt::format("{:.3f} s", static_cast<double>(t) / core::kSec);
 }
+
+std::string dump_json(const nlohmann::json& j) { return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace); }
 
 namespace {
 
@@ -38,13 +42,14 @@ namespace {
 // The first line of a run's report: verdict against expectation, then what the run did.
 std::string headline(const RunRecord& r) {
   const core::RunResult& res = r.result;
-  std::string s = fmt::format("{} {}  {}  ", r.ok ? "ok  " : "FAIL", r.scenario, r.file);
+  std::string s = fmt::format("{} {}  {}  ", r.ok ? "ok  " : "FAIL", core::printable(r.scenario), core::printable(r.file));
   if (r.gpu)
     return s + fmt::format("GPU verdict {} (expected {})  [{} ops posted, {} pairings, {:.1f} ms wall]\n",
                            core::to_string(res.verdict), core::to_string(r.expected), res.stats.ops_posted,
                            res.stats.pairs, r.wall_ms);
   if (!r.has_expectation)
-    return s + fmt::format("verdict {}  [{} events, {} pairings, {} traced]\n", core::to_string(res.verdict),
+    return s + fmt::format("verdict {}{}  [{} events, {} pairings, {} traced]\n", core::to_string(res.verdict),
+                           r.recorded ? fmt::format(" (recorded {})", core::to_string(*r.recorded)) : "",
                            res.stats.events, res.stats.pairs, format_time(res.stats.sim_time));
   s += fmt::format("verdict {} (expected {})  seed {}  {}  [", core::to_string(res.verdict), core::to_string(r.expected),
                    r.seed, r.strategy);
@@ -76,7 +81,7 @@ std::string format_text(const RunRecord& r) {
     }
   }
   if ((!r.ok || res.verdict != core::Verdict::pass) && !r.reproduce.empty())
-    s += fmt::format("    reproduce: {}\n", r.reproduce);
+    s += fmt::format("    reproduce: {}\n", core::printable(r.reproduce));
   return s;
 }
 
@@ -134,6 +139,7 @@ nlohmann::json to_json(const RunRecord& r) {
                     {"acceptance_rate", r.serving->acceptance_rate},
                     {"tokens_per_step", r.serving->tokens_per_step}};
   if (!r.ok) j["mismatch"] = r.mismatch;
+  if (r.recorded) j["recorded"] = core::to_string(*r.recorded);
   return j;
 }
 

@@ -32,6 +32,7 @@ struct RunRecord {
   std::string reproduce;
   core::RunResult result;
   std::optional<ServingFigures> serving{};
+  std::optional<core::Verdict> recorded{};  // `ppspec check`: the verdict the trace's trailer records
 };
 
 std::string format_text(const RunRecord& r);
@@ -40,5 +41,8 @@ nlohmann::json to_json(const core::Finding& f);
 
 // "0.527 ms", "1.2 s"
 std::string format_time(core::Time t);
+
+// JSON text of a report; bytes that are not UTF-8 (a scenario name is user input) are replaced.
+std::string dump_json(const nlohmann::json& j);
 
 }  // namespace ppspec::tools

@@ -1,12 +1,16 @@
 #include "tools/run_command.h"
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <fmt/format.h>
 #include <memory>
+#include <set>
 #include <ostream>
 #include <variant>
 
+#include "core/assert.h"
 #include "core/error.h"
 #include "loader/program_loader.h"
 #include "loader/serving_loader.h"
@@ -20,12 +24,50 @@
 namespace ppspec::tools {
 namespace {
 
-std::string trace_path(const std::string& base, const std::string& scenario, uint64_t seed, bool many) {
-  if (!many) return base;
-  std::filesystem::path p(base);
-  const std::string stem = p.stem().string();
-  const std::string ext = p.extension().string();
-  return (p.parent_path() / fmt::format("{}-{}-seed{}{}", stem, scenario, seed, ext)).string();
+// Seeds the command line accepts: what a scenario's [explore] seed accepts, and counts for which
+// first + count never wraps around.
+constexpr uint64_t kSeedMax = INT64_MAX;
+constexpr uint64_t kSeedsMax = uint64_t{1} << 40;
+
+// A file name made of the scenario's name: letters, digits, '.', '-' and '_' only, so that a name
+// cannot reach into another folder or hold a newline.
+std::string file_safe(std::string_view name) {
+  std::string s;
+  for (char c : name.substr(0, 64)) s.push_back(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_' ? c : '_');
+  if (s.empty() || s.front() == '.') s.insert(s.begin(), '_');
+  return s;
+}
+
+// Where the trace of one run goes: OUT itself for a single run, else OUT-<scenario>-seed<N>.jsonl,
+// made unique when two scenarios share a name.
+class TracePaths {
+ public:
+  TracePaths(std::string base, bool many) : base_(std::move(base)), many_(many) {}
+  std::string next(const std::string& scenario, uint64_t seed) {
+    if (!many_) return base_;
+    const std::filesystem::path p(base_);
+    const std::string stem = fmt::format("{}-{}-seed{}", p.stem().string(), file_safe(scenario), seed);
+    std::string path = (p.parent_path() / (stem + p.extension().string())).string();
+    for (int k = 2; !used_.insert(path).second; ++k)
+      path = (p.parent_path() / fmt::format("{}-{}{}", stem, k, p.extension().string())).string();
+    return path;
+  }
+
+ private:
+  std::string base_;
+  bool many_;
+  std::set<std::string> used_;
+};
+
+// A file name as one word of a shell command.
+std::string shell_word(const std::string& s) {
+  const bool plain = !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("/._-+=:,@").find(c) != std::string_view::npos;
+  });
+  if (plain) return s;
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
 }
 
 int run_gpu(const std::vector<program::Program>& programs, const RunArgs& args, std::ostream& out, std::ostream& err) {
@@ -35,6 +77,7 @@ int run_gpu(const std::vector<program::Program>& programs, const RunArgs& args, 
   }
   nlohmann::json all = nlohmann::json::array();
   int failures = 0;
+  TracePaths paths(args.trace, programs.size() > 1);
   for (const program::Program& p : programs) {
     RunRecord rec;
     rec.file = p.file;
@@ -42,9 +85,9 @@ int run_gpu(const std::vector<program::Program>& programs, const RunArgs& args, 
     rec.strategy = "gpu";
     rec.gpu = true;
     rec.expected = p.expect.gpu_verdict.value_or(p.expect.verdict);
-    rec.reproduce = fmt::format("ppspec run --backend gpu {}", p.file);
+    rec.reproduce = fmt::format("ppspec run --backend gpu {}", shell_word(p.file));
     GpuRunOptions opts;
-    if (!args.trace.empty()) opts.trace = trace_path(args.trace, p.name, 0, programs.size() > 1);
+    if (!args.trace.empty()) opts.trace = paths.next(p.name, 0);
     if (args.hang_timeout_s) opts.hang_timeout = static_cast<core::Time>(*args.hang_timeout_s * core::kSec);
     std::string error;
     if (!run_on_gpu(p, opts, rec, error)) {
@@ -60,7 +103,7 @@ int run_gpu(const std::vector<program::Program>& programs, const RunArgs& args, 
     else
       out << format_text(rec) << std::flush;
   }
-  if (args.json) out << all.dump(2) << '\n';
+  if (args.json) out << dump_json(all) << '\n';
   return failures == 0 ? 0 : 1;
 }
 
@@ -80,13 +123,18 @@ Exploration exploration_of(const Scenario& sc) {
   return {s.name, s.file, s.seed, s.seeds, s.strategy, s.expect.verdict};
 }
 
-Scenario load_scenario(const std::string& file) {
-  const toml::table root = loader::parse_toml_file(file);
+struct Loaded {
+  Scenario scenario;
+  uint64_t hash = 0;  // of the file's bytes: traces record it, so `check` can prove it reads the same file
+  std::string kind;
+};
+
+Loaded load_scenario(const std::string& file) {
+  uint64_t hash = 0;
+  const toml::table root = loader::parse_toml_file(file, &hash);
   const std::string kind = loader::scenario_kind(root, file);
-  if (kind == "program") return loader::read_program(root, file);
-  if (kind == "serving") return loader::read_serving(root, file);
-  throw core::InputError(file, loader::line_of(*root.get("kind")),
-                         fmt::format("kind \"{}\" is not supported (expected \"program\" or \"serving\")", kind));
+  if (kind == "program") return {loader::read_program(root, file), hash, kind};
+  return {loader::read_serving(root, file), hash, kind};  // scenario_kind accepts no other kind
 }
 
 // One simulated run of a scenario; fills the record's result (and serving figures).
@@ -128,8 +176,16 @@ int run_command(const RunArgs& args, std::ostream& out, std::ostream& err) {
     err << fmt::format("ppspec: --backend '{}': expected sim or gpu\n", args.backend);
     return 2;
   }
+  if (args.seed && *args.seed > kSeedMax) {
+    err << fmt::format("ppspec: --seed {}: expected a seed in [0, {}]\n", *args.seed, kSeedMax);
+    return 2;
+  }
+  if (args.seeds && (*args.seeds < 1 || *args.seeds > kSeedsMax)) {
+    err << fmt::format("ppspec: --seeds {}: expected a count in [1, {}]\n", *args.seeds, kSeedsMax);
+    return 2;
+  }
   // Read everything first: bad input anywhere stops before any run.
-  std::vector<Scenario> scenarios;
+  std::vector<Loaded> scenarios;
   bool bad = false;
   for (const std::string& file : args.files) {
     try {
@@ -140,10 +196,15 @@ int run_command(const RunArgs& args, std::ostream& out, std::ostream& err) {
     }
   }
   if (bad) return 2;
+  if (scenarios.empty()) {
+    err << "ppspec: no scenario to run\n";
+    return 2;
+  }
 
   if (args.backend == "gpu") {
     std::vector<program::Program> programs;
-    for (const Scenario& sc : scenarios) {
+    for (const Loaded& loaded : scenarios) {
+      const Scenario& sc = loaded.scenario;
       if (const auto* p = std::get_if<program::Program>(&sc)) {
         programs.push_back(*p);
         continue;
@@ -157,39 +218,50 @@ int run_command(const RunArgs& args, std::ostream& out, std::ostream& err) {
     }
     return run_gpu(programs, args, out, err);
   }
-  size_t total_runs = 0;
-  for (const Scenario& sc : scenarios) total_runs += args.seeds.value_or(exploration_of(sc).seeds);
-  const bool many = total_runs > 1;
+  uint64_t total_runs = 0;
+  for (const Loaded& l : scenarios) total_runs += args.seeds.value_or(exploration_of(l.scenario).seeds);
+  PPSPEC_ASSERT(total_runs > 0, "a run command that runs nothing");
+  TracePaths paths(args.trace, total_runs > 1);
 
   nlohmann::json all = nlohmann::json::array();
   int failures = 0;
-  for (const Scenario& sc : scenarios) {
-    const Exploration x = exploration_of(sc);
+  uint64_t ran = 0;
+  for (const Loaded& loaded : scenarios) {
+    const Exploration x = exploration_of(loaded.scenario);
     const sim::StrategySpec strategy = cli_strategy.value_or(x.strategy);
     const uint64_t first = args.seed.value_or(x.seed);
     const uint64_t n = args.seeds.value_or(x.seeds);
-    for (uint64_t seed = first; seed < first + n; ++seed) {
+    PPSPEC_ASSERT(n >= 1 && first <= kSeedMax && n <= kSeedsMax, "seeds {} + {}", first, n);  // no wrap-around
+    for (uint64_t i = 0; i < n; ++i) {
+      const uint64_t seed = first + i;
       RunRecord rec;
       rec.file = x.file;
       rec.scenario = x.name;
       rec.seed = seed;
       rec.strategy = strategy.str();
       rec.expected = x.expect;
-      rec.reproduce = fmt::format("ppspec run {} --seed {} --strategy {}", x.file, seed, strategy.str());
+      rec.reproduce = fmt::format("ppspec run {} --seed {} --strategy {}", shell_word(x.file), seed, strategy.str());
       std::unique_ptr<traces::JsonlWriter> writer;
       if (!args.trace.empty()) {
+        traces::TraceHeader header;
+        header.scenario = x.name;
+        header.file = x.file;
+        header.seed = seed;
+        header.strategy = strategy.str();
+        header.kind = loaded.kind;
+        header.scenario_hash = loaded.hash;
         try {
-          writer = std::make_unique<traces::JsonlWriter>(trace_path(args.trace, x.name, seed, many),
-                                                         traces::TraceHeader{x.name, x.file, seed, strategy.str()});
+          writer = std::make_unique<traces::JsonlWriter>(paths.next(x.name, seed), header);
         } catch (const std::exception& e) {
           err << "ppspec: " << e.what() << '\n';
           return 2;
         }
       }
       const auto t0 = std::chrono::steady_clock::now();
-      simulate_once(sc, seed, strategy, writer.get(), rec);
+      simulate_once(loaded.scenario, seed, strategy, writer.get(), rec);
       rec.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       if (writer) writer->finish(rec.result);
+      ++ran;
       rec.ok = rec.mismatch.empty();
       if (args.json)
         all.push_back(to_json(rec));
@@ -201,7 +273,8 @@ int run_command(const RunArgs& args, std::ostream& out, std::ostream& err) {
       }
     }
   }
-  if (args.json) out << all.dump(2) << '\n';
+  PPSPEC_ASSERT(ran > 0, "no run was made");
+  if (args.json) out << dump_json(all) << '\n';
   return failures == 0 ? 0 : 1;
 }
 

@@ -14,8 +14,26 @@ std::string header_json(const TraceHeader& h) {
   core::append_json_string(s, h.file);
   s += fmt::format(",\"seed\":{},\"strategy\":", h.seed);
   core::append_json_string(s, h.strategy);
+  if (!h.kind.empty()) {
+    s += ",\"kind\":";
+    core::append_json_string(s, h.kind);
+  }
+  if (h.scenario_hash) s += fmt::format(",\"scenario_hash\":\"{}\"", hash_hex(*h.scenario_hash));
   s += '}';
   return s;
+}
+
+std::string hash_hex(uint64_t h) { return fmt::format("{:016x}", h); }
+
+std::optional<uint64_t> parse_hash_hex(const std::string& s) {
+  if (s.size() != 16) return std::nullopt;
+  uint64_t h = 0;
+  for (char c : s) {
+    const int digit = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (digit < 0) return std::nullopt;
+    h = h * 16 + static_cast<uint64_t>(digit);
+  }
+  return h;
 }
 
 JsonlWriter::JsonlWriter(const std::string& path, const TraceHeader& header) : out_(path), path_(path) {
@@ -23,11 +41,16 @@ JsonlWriter::JsonlWriter(const std::string& path, const TraceHeader& header) : o
   out_ << header_json(header) << '\n';
 }
 
-void JsonlWriter::on_event(const core::Event& e) { out_ << core::to_json(e) << '\n'; }
+void JsonlWriter::on_event(const core::Event& e) {
+  out_ << core::to_json(e) << '\n';
+  ++events_;
+}
 
 void JsonlWriter::finish(const core::RunResult& r) {
-  std::string s = fmt::format("{{\"ppspec_trace_end\":{},\"verdict\":\"{}\",\"steps\":{},\"sim_time\":{},\"decisions\":[",
-                              kTraceVersion, core::to_string(r.verdict), r.stats.sched_steps, r.stats.sim_time);
+  // The event count lets a reader tell a complete trace from one that lost lines.
+  std::string s = fmt::format(
+      "{{\"ppspec_trace_end\":{},\"verdict\":\"{}\",\"steps\":{},\"sim_time\":{},\"events\":{},\"decisions\":[",
+      kTraceVersion, core::to_string(r.verdict), r.stats.sched_steps, r.stats.sim_time, events_);
   for (size_t i = 0; i < r.decisions.size(); ++i) {
     if (i) s += ',';
     s += fmt::format("{}", r.decisions[i]);

@@ -9,18 +9,9 @@
 
 #include "core/event.h"
 #include "core/verdict.h"
+#include "traces/trace_format.h"
 
 namespace ppspec::traces {
-
-inline constexpr int kTraceVersion = 1;
-
-struct TraceHeader {
-  std::string scenario;
-  std::string file;
-  uint64_t seed = 0;
-  std::string strategy;
-  std::string backend = "sim";
-};
 
 class JsonlWriter final : public core::EventSink {
  public:
@@ -32,6 +23,7 @@ class JsonlWriter final : public core::EventSink {
  private:
   std::ofstream out_;
   std::string path_;
+  uint64_t events_ = 0;
 };
 
 std::string header_json(const TraceHeader& h);

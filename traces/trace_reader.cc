@@ -1,13 +1,149 @@
 #include "traces/trace_reader.h"
 
 #include <fmt/format.h>
-#include <fstream>
+#include <nlohmann/json.hpp>
 
-#include "core/enum_names.h"
 #include "core/error.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 
 namespace ppspec::traces {
 namespace {
+
+// Bounds of what a trace may hold. Generous for any real run; tight enough that no checker
+// arithmetic on a recorded value can overflow and no message echoes a huge value.
+constexpr size_t kLineBytesMax = size_t{256} << 20;  // a trailer holds the whole recorded schedule
+constexpr size_t kNameBytesMax = 4096;               // actor, communicator, label, kernel, ...
+constexpr size_t kTextBytesMax = 64 * 1024;
+constexpr size_t kIntsMax = size_t{1} << 20;
+constexpr int kDepthMax = 3;  // an event is an object holding at most one array
+constexpr int64_t kIdMax = int64_t{1} << 53;
+constexpr int64_t kRankMax = int64_t{1} << 20;
+constexpr int64_t kCountMax = int64_t{1} << 40;
+constexpr int64_t kStepMax = int64_t{1} << 40;
+constexpr int64_t kValueMax = int64_t{1} << 62;
+
+constexpr const char* kEventKeys =
+    "seq, t, ev, rank, actor, comm, op_id, cseq, op, dtype, count, cols, peer, root, label, step, captured, kernel, "
+    "spec, text, value, req, ints";
+constexpr const char* kHeaderKeys = "ppspec_trace, backend, scenario, file, seed, strategy, kind, scenario_hash";
+constexpr const char* kTrailerKeys = "ppspec_trace_end, verdict, steps, sim_time, events, decisions";
+
+using Json = nlohmann::json;
+
+// A value shown in a message: short, and free of control characters.
+std::string shown(const Json& v) {
+  std::string s = v.dump(-1, ' ', true, Json::error_handler_t::replace);
+  if (s.size() > 40) s = s.substr(0, 37) + "...";
+  return s;
+}
+
+std::string_view type_of(const Json& v) {
+  if (v.is_string()) return "a string";
+  if (v.is_number_float()) return "a number with a fraction or exponent";
+  if (v.is_number()) return "an integer";
+  if (v.is_boolean()) return "a boolean";
+  if (v.is_array()) return "an array";
+  if (v.is_object()) return "an object";
+  return "null";
+}
+
+// Whether `key` is one of the names of a ", "-separated list.
+bool listed(std::string_view list, std::string_view key) {
+  while (!list.empty()) {
+    const size_t comma = list.find(", ");
+    if (list.substr(0, comma) == key) return true;
+    if (comma == std::string_view::npos) return false;
+    list.remove_prefix(comma + 2);
+  }
+  return false;
+}
+
+// Typed, range-checked access to the fields of one line's object.
+class Fields {
+ public:
+  Fields(const Json& obj, const std::string& where, int line) : obj_(obj), where_(where), line_(line) {}
+
+  [[noreturn]] void fail(std::string_view key, const std::string& message) const {
+    throw core::InputError(where_, line_, fmt::format("'{}': {}", key, message));
+  }
+  bool has(const char* key) const { return obj_.contains(key); }
+
+  std::optional<int64_t> integer(const char* key, int64_t min, int64_t max) const {
+    if (!has(key)) return std::nullopt;
+    const Json& v = obj_.at(key);
+    const std::string range = fmt::format("an integer in [{}, {}]", min, max);
+    if (!v.is_number_integer()) fail(key, fmt::format("expected {}, found {}", range, type_of(v)));
+    if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(max))
+      fail(key, fmt::format("expected {}, found {}", range, shown(v)));
+    const int64_t x = v.get<int64_t>();
+    if (x < min || x > max) fail(key, fmt::format("expected {}, found {}", range, x));
+    return x;
+  }
+  std::optional<uint64_t> unsigned_integer(const char* key) const {
+    if (!has(key)) return std::nullopt;
+    const Json& v = obj_.at(key);
+    if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<int64_t>() >= 0))
+      fail(key, fmt::format("expected a non-negative integer, found {}", v.is_number() ? shown(v) : std::string(type_of(v))));
+    return v.get<uint64_t>();
+  }
+  // A string with no control characters (it ends up in reports, where a newline forges lines).
+  std::optional<std::string_view> string(const char* key, size_t max_bytes) const {
+    if (!has(key)) return std::nullopt;
+    const Json& v = obj_.at(key);
+    if (!v.is_string()) fail(key, fmt::format("expected a string, found {}", type_of(v)));
+    const std::string& s = v.get_ref<const std::string&>();
+    if (s.size() > max_bytes) fail(key, fmt::format("a string of {} bytes (at most {})", s.size(), max_bytes));
+    for (char c : s)
+      if (static_cast<unsigned char>(c) < 0x20) fail(key, fmt::format("a string with control character 0x{:02x}", static_cast<int>(c)));
+    return std::string_view(s);
+  }
+  std::string_view required_string(const char* key, size_t max_bytes) const {
+    auto s = string(key, max_bytes);
+    if (!s) throw core::InputError(where_, line_, fmt::format("missing '{}'", key));
+    return *s;
+  }
+  std::optional<bool> boolean(const char* key) const {
+    if (!has(key)) return std::nullopt;
+    const Json& v = obj_.at(key);
+    if (!v.is_boolean()) fail(key, fmt::format("expected true or false, found {}", type_of(v)));
+    return v.get<bool>();
+  }
+  void only(std::string_view known) const {
+    for (const auto& [key, value] : obj_.items()) {
+      if (listed(known, key)) continue;
+      std::string name = key.size() > 40 ? key.substr(0, 37) + "..." : key;
+      for (char& c : name)
+        if (static_cast<unsigned char>(c) < 0x20) c = '?';
+      throw core::InputError(where_, line_, fmt::format("unknown key '{}' (expected one of: {})", name, known));
+    }
+  }
+
+ private:
+  const Json& obj_;
+  const std::string& where_;
+  int line_;
+};
+
+// The nesting depth of a JSON text, outside strings: a guard against stack-deep inputs.
+int nesting_depth(const std::string& text) {
+  int depth = 0, worst = 0;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    if (c == '[' || c == '{') worst = std::max(worst, ++depth);
+    if (c == ']' || c == '}') --depth;
+  }
+  return worst;
+}
 
 std::optional<core::EventKind> parse_kind(std::string_view s) {
   for (int k = 0; k <= static_cast<int>(core::EventKind::verdict); ++k)
@@ -17,85 +153,181 @@ std::optional<core::EventKind> parse_kind(std::string_view s) {
 
 }  // namespace
 
-Trace read_trace(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw core::InputError(path, 0, "cannot open the trace");
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) lines.push_back(std::move(line));
-  return read_trace_lines(lines, path);
+TraceReader::TraceReader(const std::string& path, Options options) : where_(path), options_(options) {
+  file_ = std::make_unique<std::ifstream>(path, std::ios::binary);
+  if (!*file_) throw core::InputError(path, 0, fmt::format("cannot open the trace: {}", std::strerror(errno)));
+  in_ = file_.get();
+  read_header();
 }
 
-Trace read_trace_lines(const std::vector<std::string>& lines, const std::string& path) {
-  Trace t;
-  int n = 0;
-  auto view = [&t](const nlohmann::json& j, const char* key) -> std::string_view {
-    if (!j.contains(key)) return {};
-    t.strings.push_back(j.at(key).get<std::string>());
-    return t.strings.back();
-  };
-  for (const std::string& line : lines) {
-    ++n;
-    if (line.empty()) continue;
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::exception& e) {
-      throw core::InputError(path, n, fmt::format("not JSON: {}", e.what()));
+TraceReader::TraceReader(std::istream& in, std::string where, Options options)
+    : in_(&in), where_(std::move(where)), options_(options) {
+  read_header();
+}
+
+bool TraceReader::read_line(std::string& out) {
+  out.clear();
+  for (;;) {
+    const int c = in_->get();
+    if (c == std::char_traits<char>::eof()) {
+      if (in_->bad()) throw core::InputError(where_, line_ + 1, "reading the trace failed");
+      if (out.empty()) return false;
+      break;
     }
-    if (!j.is_object()) throw core::InputError(path, n, "expected a JSON object per line");
-    if (j.contains("ppspec_trace")) {
-      if (j.at("ppspec_trace") != 1) throw core::InputError(path, n, "unsupported trace version (expected 1)");
-      t.header = j;
-      continue;
-    }
-    if (j.contains("ppspec_trace_end")) {
-      t.trailer = j;
-      continue;
-    }
-    if (t.header.is_null()) throw core::InputError(path, n, "the first line must be the trace header {\"ppspec_trace\":1,...}");
-    try {
-      core::Event e;
-      const auto kind = parse_kind(j.at("ev").get<std::string>());
-      if (!kind) throw core::InputError(path, n, fmt::format("unknown event kind '{}'", j.at("ev").get<std::string>()));
-      e.kind = *kind;
-      e.seq = j.value("seq", uint64_t{0});
-      e.t = j.value("t", int64_t{0});
-      e.rank = j.value("rank", -1);
-      e.actor = view(j, "actor");
-      e.comm = view(j, "comm");
-      e.op_id = j.value("op_id", int64_t{-1});
-      e.cseq = j.value("cseq", int64_t{-1});
-      if (j.contains("op")) {
-        e.has_op = true;
-        const auto op = core::parse_op_kind(j.at("op").get<std::string>());
-        const auto dt = core::parse_dtype(j.at("dtype").get<std::string>());
-        if (!op || !dt) throw core::InputError(path, n, "bad 'op' or 'dtype'");
-        e.op.kind = *op;
-        e.op.dtype = *dt;
-        e.op.count = j.at("count").get<int64_t>();
-        e.op.cols = j.value("cols", int64_t{1});
-        e.op.peer = j.value("peer", j.value("root", -1));
-        e.op.label.name = view(j, "label");
-        e.op.label.step = j.value("step", int64_t{-1});
-        e.op.captured = j.value("captured", false);
-      }
-      e.kernel = view(j, "kernel");
-      e.spec = view(j, "spec");
-      e.text = view(j, "text");
-      e.value = j.value("value", int64_t{-1});
-      e.req = j.value("req", int64_t{-1});
-      e.step = j.value("step", int64_t{-1});
-      if (j.contains("ints")) {
-        t.int_lists.push_back(j.at("ints").get<std::vector<int64_t>>());
-        e.ints = t.int_lists.back();
-      }
-      t.events.push_back(e);
-    } catch (const nlohmann::json::exception& e) {
-      throw core::InputError(path, n, fmt::format("malformed event: {}", e.what()));
-    }
+    if (c == '\n') break;
+    if (out.size() >= kLineBytesMax)
+      throw core::InputError(where_, line_ + 1, fmt::format("a line longer than {} MiB", kLineBytesMax >> 20));
+    out.push_back(static_cast<char>(c));
   }
-  if (t.header.is_null()) throw core::InputError(path, 1, "empty trace: no header line");
-  return t;
+  ++line_;
+  return true;
+}
+
+void TraceReader::read_header() {
+  std::string text;
+  while (read_line(text) && text.empty()) {
+  }
+  if (text.empty()) throw core::InputError(where_, 1, "empty trace: no header line");
+  Json j = Json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("ppspec_trace"))
+    throw core::InputError(where_, line_, "the first line must be the trace header {\"ppspec_trace\":1,...}");
+  const Fields f(j, where_, line_);
+  f.only(kHeaderKeys);
+  if (f.integer("ppspec_trace", 0, 1 << 30) != kTraceVersion)
+    f.fail("ppspec_trace", fmt::format("unsupported trace version (this ppspec reads version {})", kTraceVersion));
+  header_.backend = std::string(f.string("backend", 16).value_or("sim"));
+  if (header_.backend != "sim" && header_.backend != "gpu") f.fail("backend", "expected \"sim\" or \"gpu\"");
+  header_.scenario = std::string(f.string("scenario", kNameBytesMax).value_or(""));
+  header_.file = std::string(f.string("file", kNameBytesMax).value_or(""));
+  header_.seed = f.unsigned_integer("seed").value_or(0);
+  header_.strategy = std::string(f.string("strategy", kNameBytesMax).value_or(""));
+  header_.kind = std::string(f.string("kind", 16).value_or(""));
+  if (!header_.kind.empty() && header_.kind != "program" && header_.kind != "serving")
+    f.fail("kind", "expected \"program\" or \"serving\"");
+  if (auto h = f.string("scenario_hash", 64)) {
+    header_.scenario_hash = parse_hash_hex(std::string(*h));
+    if (!header_.scenario_hash) f.fail("scenario_hash", "expected 16 lower-case hex digits");
+  }
+}
+
+void TraceReader::read_trailer(const std::string& text) {
+  const Json j = Json::parse(text, nullptr, false);
+  const Fields f(j, where_, line_);
+  f.only(kTrailerKeys);
+  if (f.integer("ppspec_trace_end", 0, 1 << 30) != kTraceVersion) f.fail("ppspec_trace_end", "does not match the header's version");
+  TraceTrailer t;
+  t.line = line_;
+  const auto verdict = core::parse_verdict(f.required_string("verdict", 64));
+  if (!verdict) f.fail("verdict", fmt::format("expected one of: {}", core::verdict_names()));
+  t.verdict = *verdict;
+  t.steps = f.unsigned_integer("steps").value_or(0);
+  t.sim_time = f.integer("sim_time", 0, kValueMax).value_or(0);
+  t.events = f.unsigned_integer("events");
+  if (j.contains("decisions")) {
+    const Json& d = j.at("decisions");
+    if (!d.is_array()) f.fail("decisions", "expected an array of fiber ids");
+    for (const Json& x : d)
+      if (!x.is_number_unsigned() || x.get<uint64_t>() > UINT32_MAX) f.fail("decisions", "expected fiber ids in [0, 2^32)");
+  }
+  if (t.events && *t.events != events_)
+    throw core::InputError(where_, line_,
+                           fmt::format("the trailer counts {} events, the trace holds {}: lines were lost or added", *t.events, events_));
+  trailer_ = t;
+}
+
+void TraceReader::finish() {
+  done_ = true;
+  std::string text;
+  while (read_line(text))
+    if (!text.empty()) throw core::InputError(where_, line_, "a line after the trailer");
+}
+
+const core::Event* TraceReader::next() {
+  if (done_) return nullptr;
+  std::string text;
+  do {
+    if (!read_line(text)) {
+      done_ = true;
+      if (options_.require_trailer)
+        throw core::InputError(where_, line_,
+                               "the trace ends without its trailer: the run was killed or the file was cut, so what "
+                               "remains cannot be checked as a whole");
+      return nullptr;
+    }
+  } while (text.empty());
+  if (nesting_depth(text) > kDepthMax) throw core::InputError(where_, line_, "nested too deeply for a trace record");
+  Json j = Json::parse(text, nullptr, false);
+  if (j.is_discarded()) throw core::InputError(where_, line_, "not JSON");
+  if (!j.is_object()) throw core::InputError(where_, line_, "expected a JSON object per line");
+  if (j.contains("ppspec_trace")) throw core::InputError(where_, line_, "a second trace header");
+  if (j.contains("ppspec_trace_end")) {
+    read_trailer(text);
+    finish();
+    return nullptr;
+  }
+  const Fields f(j, where_, line_);
+  f.only(kEventKeys);
+  strings_.clear();
+  ints_.clear();
+  auto view = [&](const char* key, size_t max_bytes) -> std::string_view {
+    auto s = f.string(key, max_bytes);
+    if (!s) return {};
+    return strings_.emplace_back(*s);
+  };
+  core::Event& e = event_;
+  e = core::Event{};
+  const std::string_view kind = f.required_string("ev", 64);
+  const auto k = parse_kind(kind);
+  if (!k) f.fail("ev", fmt::format("unknown event kind '{}'", kind.size() > 40 ? kind.substr(0, 40) : kind));
+  e.kind = *k;
+  e.seq = static_cast<uint64_t>(f.integer("seq", 0, kIdMax).value_or(static_cast<int64_t>(events_)));
+  e.t = f.integer("t", 0, kValueMax).value_or(0);
+  e.rank = static_cast<core::RankId>(f.integer("rank", -1, kRankMax).value_or(-1));
+  e.actor = view("actor", kNameBytesMax);
+  e.comm = view("comm", kNameBytesMax);
+  e.op_id = f.integer("op_id", -1, kIdMax).value_or(-1);
+  e.cseq = f.integer("cseq", -1, kIdMax).value_or(-1);
+  if (f.has("op")) {
+    e.has_op = true;
+    const auto op = core::parse_op_kind(f.required_string("op", 64));
+    if (!op) f.fail("op", "expected send, recv, broadcast, all_reduce or all_gather");
+    const auto dt = core::parse_dtype(f.required_string("dtype", 64));
+    if (!dt) f.fail("dtype", fmt::format("expected one of: {}", core::dtype_names()));
+    e.op.kind = *op;
+    e.op.dtype = *dt;
+    const auto count = f.integer("count", 0, kCountMax);
+    if (!count) f.fail("count", "missing: an operation needs its element count");
+    e.op.count = *count;
+    e.op.cols = f.integer("cols", 1, kCountMax).value_or(1);
+    const char* peer_key = e.op.kind == core::OpKind::broadcast ? "root" : "peer";
+    e.op.peer = static_cast<core::RankId>(f.integer(peer_key, -1, kRankMax).value_or(-1));
+    e.op.label.name = view("label", kNameBytesMax);
+    e.op.label.step = f.integer("step", -1, kStepMax).value_or(-1);
+    e.op.captured = f.boolean("captured").value_or(false);
+  }
+  e.kernel = view("kernel", kNameBytesMax);
+  e.spec = view("spec", kNameBytesMax);
+  e.text = view("text", kTextBytesMax);
+  // `value` is a row, a count or a flag for the probes that do arithmetic on it, a hash for
+  // table_bound, an age in nanoseconds for a hang dump.
+  const bool row_value = e.kind == core::EventKind::padding_rows || e.kind == core::EventKind::batch_scheduled ||
+                         e.kind == core::EventKind::inputs_built || e.kind == core::EventKind::gate;
+  e.value = f.integer("value", -1, row_value ? kCountMax : INT64_MAX).value_or(-1);
+  e.req = f.integer("req", -1, kIdMax).value_or(-1);
+  e.step = f.integer("step", -1, kStepMax).value_or(-1);
+  if (j.contains("ints")) {
+    const Json& a = j.at("ints");
+    if (!a.is_array() || a.size() > kIntsMax) f.fail("ints", fmt::format("expected an array of at most {} integers", kIntsMax));
+    for (const Json& x : a) {
+      if (!x.is_number_integer() || (x.is_number_unsigned() && x.get<uint64_t>() > static_cast<uint64_t>(kValueMax)) ||
+          x.get<int64_t>() < -kValueMax || x.get<int64_t>() > kValueMax)
+        f.fail("ints", fmt::format("expected integers in [-2^62, 2^62], found {}", shown(x)));
+      ints_.push_back(x.get<int64_t>());
+    }
+    e.ints = ints_;
+  }
+  ++events_;
+  return &e;
 }
 
 }  // namespace ppspec::traces

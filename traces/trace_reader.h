@@ -1,27 +1,67 @@
-// Reads a JSON Lines trace (ours, from the simulator or a GPU run) back into events, so that the
-// checkers that run online can run on a recorded trace too.
+// Reads a JSON Lines trace (ours, from the simulator or a GPU run) one event at a time, so that the
+// checkers that run online run on a recorded trace too, in memory bounded by one line whatever the
+// trace's length. Every field is checked for its type and range: a trace is input, and bad input is
+// an InputError with the file, the line and what was expected, never a silent conversion.
 #pragma once
 
+#include <cstdint>
 #include <deque>
-#include <nlohmann/json.hpp>
+#include <fstream>
+#include <istream>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/event.h"
+#include "traces/trace_format.h"
 
 namespace ppspec::traces {
 
-struct Trace {
-  nlohmann::json header;
-  nlohmann::json trailer;  // null when the run did not end normally (a hang dump has none)
-  std::vector<core::Event> events;
-  std::deque<std::string> strings;  // storage the events' string views point into
-  std::deque<std::vector<int64_t>> int_lists;
-};
+class TraceReader {
+ public:
+  struct Options {
+    // A trace read from a file must end with its trailer: without one the run was killed or the
+    // file was cut, and checking what is left would report a truncated run as clean. A check of
+    // lines still being recorded (a live GPU run) has no trailer yet.
+    bool require_trailer = true;
+  };
 
-// Throws core::InputError with the line of the first malformed record.
-Trace read_trace(const std::string& path);
-// The same for lines already in memory (`where` names them in errors).
-Trace read_trace_lines(const std::vector<std::string>& lines, const std::string& where);
+  // Opens the file and reads its header. Throws core::InputError.
+  TraceReader(const std::string& path, Options options);
+  // Reads lines from `in`; `where` names them in errors.
+  TraceReader(std::istream& in, std::string where, Options options);
+  TraceReader(const TraceReader&) = delete;
+  TraceReader& operator=(const TraceReader&) = delete;
+
+  const TraceHeader& header() const { return header_; }
+  // The next event, or nullptr after the last one (the trailer, if any, is then read and checked).
+  // The event's strings and integers stay valid until the next call.
+  const core::Event* next();
+  const std::optional<TraceTrailer>& trailer() const { return trailer_; }
+  const std::string& where() const { return where_; }
+  int line() const { return line_; }
+  uint64_t events_read() const { return events_; }
+
+ private:
+  bool read_line(std::string& out);
+  void read_header();
+  void read_trailer(const std::string& text);
+  void finish();
+
+  std::unique_ptr<std::ifstream> file_;
+  std::istream* in_ = nullptr;
+  std::string where_;
+  Options options_;
+  int line_ = 0;
+  uint64_t events_ = 0;
+  bool done_ = false;
+  TraceHeader header_;
+  std::optional<TraceTrailer> trailer_;
+  // The current event and the storage its views point into.
+  core::Event event_;
+  std::deque<std::string> strings_;
+  std::vector<int64_t> ints_;
+};
 
 }  // namespace ppspec::traces

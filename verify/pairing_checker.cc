@@ -39,15 +39,21 @@ void PairingChecker::on_event(const core::Event& e) {
     return;
   }
   const auto key = std::make_pair(comm, e.cseq);
-  ++slot_posted_[key];
+  const int posted_now = ++slot_posted_[key];
   auto it = slot_first_.find(key);
   if (it == slot_first_.end()) {
-    slot_first_.emplace(key, record(e));
-    return;
+    it = slot_first_.emplace(key, record(e)).first;
+  } else {
+    ++pairs_;
+    if (auto f = core::misalignment(posted(it->second), posted(record(e)), comm, e.cseq, false))
+      mismatches_.push_back(std::move(*f));
   }
-  ++pairs_;
-  if (auto f = core::misalignment(posted(it->second), posted(record(e)), comm, e.cseq, false))
-    mismatches_.push_back(std::move(*f));
+  // A slot every member posted is closed: forget it, so a long trace is checked in bounded memory.
+  auto members = members_.find(comm);
+  if (members != members_.end() && posted_now >= members->second) {
+    slot_first_.erase(it);
+    slot_posted_.erase(key);
+  }
 }
 
 std::optional<core::Finding> PairingChecker::unmatched() const {

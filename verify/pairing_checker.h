@@ -26,6 +26,8 @@ class PairingChecker final : public core::EventSink {
   // collective, counted from the comm_init events), if any.
   std::optional<core::Finding> unmatched() const;
   uint64_t pairs() const { return pairs_; }
+  // Collective slots some member posted and not every member yet (bounded by what is in flight).
+  size_t open_slots() const { return slot_posted_.size(); }
 
  private:
   struct Rec {

@@ -3,91 +3,92 @@
 #include <algorithm>
 #include <fmt/format.h>
 #include <map>
-
-#include "verify/pairing_checker.h"
+#include <sstream>
 
 namespace ppspec::verify {
 
-core::Finding hang_finding(const std::vector<core::Event>& dump, core::Time timeout) {
+void TraceChecker::on_event(const core::Event& e) {
+  ++events_;
+  end_ = std::max(end_, e.t);
+  const size_t before = pairing_.mismatches().size();
+  pairing_.on_event(e);
+  if (pairing_.mismatches().size() > before) mismatch_times_.push_back(e.t);
+  if (e.kind == core::EventKind::verdict && e.text == "hang") {
+    hang_at_ = e.t;
+    timeout_ = std::max<core::Time>(e.value, 0);
+    return;
+  }
+  const double age_s = static_cast<double>(std::max<int64_t>(e.value, 0)) / core::kSec;
+  const std::string tail = e.text.empty() ? "" : fmt::format(" [{}]", e.text);
+  if (e.kind == core::EventKind::op_pending && !e.has_op) {
+    const std::string what = fmt::format("kernel {}('{}') still running", e.kernel, e.spec);
+    dump_.push_back(DumpEntry{1, e.rank, false, fmt::format("rank{} {:<12} {} (launched {:.2f} s ago){}", e.rank, e.actor, what, age_s, tail),
+                              core::Site{e.rank, std::string(e.actor), "", -1, what, std::string(e.text)}});
+  } else if (e.kind == core::EventKind::op_pending) {
+    const std::string what = fmt::format("{} on '{}' #{}", core::describe(e.op), e.comm, e.cseq);
+    dump_.push_back(DumpEntry{0, e.rank, true, fmt::format("rank{} {:<12} pending {} (posted {:.2f} s ago){}", e.rank, e.actor, what, age_s, tail),
+                              core::Site{e.rank, std::string(e.actor), std::string(e.comm), e.cseq, what, std::string(e.text)}});
+  } else if (e.kind == core::EventKind::actor_blocked) {
+    dump_.push_back(DumpEntry{2, e.rank, false, fmt::format("rank{} {:<12} inside {} for {:.2f} s", e.rank, e.actor, e.text, age_s),
+                              core::Site{e.rank, std::string(e.actor), "", -1, std::string(e.text), ""}});
+  }
+}
+
+core::Finding TraceChecker::hang_finding() const {
   core::Finding f;
   f.verdict = core::Verdict::hang;
   f.kind = "watchdog";
+  f.time = hang_at_;
   std::map<core::RankId, int> pending_by_rank;
-  for (const core::Event& e : dump)
-    if (e.kind == core::EventKind::op_pending) ++pending_by_rank[e.rank];
-  // Operations first, then kernels, then host threads: what the GPU holds, then who waits.
-  std::vector<core::Event> ordered = dump;
-  std::stable_sort(ordered.begin(), ordered.end(), [](const core::Event& a, const core::Event& b) {
-    auto rank = [](const core::Event& e) { return e.kind == core::EventKind::actor_blocked ? 2 : (e.has_op ? 0 : 1); };
-    return rank(a) < rank(b);
-  });
+  for (const DumpEntry& d : dump_)
+    if (d.pending_op) ++pending_by_rank[d.rank];
   std::string ranks;
   for (const auto& [r, n] : pending_by_rank) ranks += fmt::format("{}rank{}: {}", ranks.empty() ? "" : ", ", r, n);
   f.summary = fmt::format("no operation completed for {:.1f} s; posted and not completed: {}",
-                          static_cast<double>(timeout) / core::kSec, ranks.empty() ? "none" : ranks);
-  for (const core::Event& e : ordered) {
-    if (e.kind == core::EventKind::op_pending && !e.has_op) {
-      const std::string what = fmt::format("kernel {}('{}') still running", e.kernel, e.spec);
-      f.details.push_back(fmt::format("rank{} {:<12} {} (launched {:.2f} s ago){}", e.rank, e.actor, what,
-                                      static_cast<double>(e.value) / core::kSec,
-                                      e.text.empty() ? "" : fmt::format(" [{}]", e.text)));
-      f.sites.push_back(core::Site{e.rank, std::string(e.actor), "", -1, what, std::string(e.text)});
-    } else if (e.kind == core::EventKind::op_pending) {
-      const std::string what = fmt::format("{} on '{}' #{}", core::describe(e.op), e.comm, e.cseq);
-      f.details.push_back(fmt::format("rank{} {:<12} pending {} (posted {:.2f} s ago){}", e.rank, e.actor, what,
-                                      static_cast<double>(e.value) / core::kSec,
-                                      e.text.empty() ? "" : fmt::format(" [{}]", e.text)));
-      f.sites.push_back(core::Site{e.rank, std::string(e.actor), std::string(e.comm), e.cseq, what, std::string(e.text)});
-    } else if (e.kind == core::EventKind::actor_blocked) {
-      f.details.push_back(fmt::format("rank{} {:<12} inside {} for {:.2f} s", e.rank, e.actor, e.text,
-                                      static_cast<double>(e.value) / core::kSec));
-      f.sites.push_back(core::Site{e.rank, std::string(e.actor), "", -1, std::string(e.text), ""});
-    }
+                          static_cast<double>(timeout_) / core::kSec, ranks.empty() ? "none" : ranks);
+  std::vector<const DumpEntry*> ordered;
+  for (const DumpEntry& d : dump_) ordered.push_back(&d);
+  std::stable_sort(ordered.begin(), ordered.end(), [](const DumpEntry* a, const DumpEntry* b) { return a->order < b->order; });
+  for (const DumpEntry* d : ordered) {
+    f.details.push_back(d->detail);
+    f.sites.push_back(d->site);
   }
   return f;
 }
 
-core::RunResult check_events(const std::vector<core::Event>& events) {
-  PairingChecker pairing;
-  std::vector<core::Event> dump;
-  core::Time hang_at = -1;
-  core::Time timeout = 0;
-  core::Time end = 0;
-  std::vector<core::Time> mismatch_times;
-  for (const core::Event& e : events) {
-    const size_t before = pairing.mismatches().size();
-    pairing.on_event(e);
-    if (pairing.mismatches().size() > before) mismatch_times.push_back(e.t);
-    if (e.kind == core::EventKind::op_pending || e.kind == core::EventKind::actor_blocked) dump.push_back(e);
-    if (e.kind == core::EventKind::verdict && e.text == "hang") {
-      hang_at = e.t;
-      timeout = std::max<core::Time>(e.value, 0);
-    }
-    end = std::max(end, e.t);
-  }
+core::RunResult TraceChecker::result() const {
   core::RunResult r;
-  for (size_t i = 0; i < pairing.mismatches().size(); ++i) {
-    core::Finding f = pairing.mismatches()[i];
-    f.time = mismatch_times[i];
+  for (size_t i = 0; i < pairing_.mismatches().size(); ++i) {
+    core::Finding f = pairing_.mismatches()[i];
+    f.time = mismatch_times_[i];
     r.findings.push_back(std::move(f));
   }
-  if (hang_at >= 0) {
-    core::Finding f = hang_finding(dump, timeout);
-    f.time = hang_at;
-    r.findings.push_back(std::move(f));
-  } else if (auto u = pairing.unmatched()) {
-    u->time = end;
+  if (hang_at_ >= 0) {
+    r.findings.push_back(hang_finding());
+  } else if (auto u = pairing_.unmatched()) {
+    u->time = end_;
     r.findings.push_back(std::move(*u));
   }
   std::stable_sort(r.findings.begin(), r.findings.end(),
                    [](const core::Finding& a, const core::Finding& b) { return a.time < b.time; });
   r.verdict = r.findings.empty() ? core::Verdict::pass : r.findings.front().verdict;
-  r.stats.pairs = pairing.pairs();
-  r.stats.events = events.size();
-  r.stats.sim_time = end;
+  r.stats.pairs = pairing_.pairs();
+  r.stats.events = events_;
+  r.stats.sim_time = end_;
   return r;
 }
 
-core::RunResult check_trace(const traces::Trace& trace) { return check_events(trace.events); }
+core::RunResult check_trace(traces::TraceReader& reader) {
+  TraceChecker checker;
+  while (const core::Event* e = reader.next()) checker.on_event(*e);
+  return checker.result();
+}
+
+core::RunResult check_lines(const std::vector<std::string>& lines, const std::string& where) {
+  std::stringstream in;
+  for (const std::string& line : lines) in << line << '\n';
+  traces::TraceReader reader(in, where, traces::TraceReader::Options{.require_trailer = false});
+  return check_trace(reader);
+}
 
 }  // namespace ppspec::verify

@@ -85,12 +85,15 @@ TEST(Gpu, OneGpu_SingleRankGraphEventsAndNcclPass) {
   GpuRun g = run("single_rank_graph.toml", 10, trace);
   ASSERT_TRUE(g.ran) << g.error;
   EXPECT_EQ(g.rec.result.verdict, core::Verdict::pass);
-  const traces::Trace t = traces::read_trace(trace);
-  EXPECT_EQ(t.header.value("backend", ""), "gpu");
-  int completed = 0;
-  for (const auto& e : t.events) completed += e.kind == core::EventKind::op_completed;
-  EXPECT_EQ(completed, 4) << "one all-reduce and three replayed ones complete";
-  EXPECT_EQ(verify::check_trace(t).verdict, core::Verdict::pass);
+  {
+    traces::TraceReader reader(trace, {});
+    EXPECT_EQ(reader.header().backend, "gpu");
+    int completed = 0;
+    while (const core::Event* e = reader.next()) completed += e->kind == core::EventKind::op_completed;
+    EXPECT_EQ(completed, 4) << "one all-reduce and three replayed ones complete";
+  }
+  traces::TraceReader reader(trace, {});
+  EXPECT_EQ(verify::check_trace(reader).verdict, core::Verdict::pass);
 }
 
 TEST(Gpu, TooFewGpusIsAClearError) {
@@ -133,7 +136,8 @@ TEST(Gpu, TwoGpus_DoublePostTraceIsAMisalignment) {
   const auto trace = (std::filesystem::temp_directory_path() / "ppspec_gpu_double_post.jsonl").string();
   GpuRun g = run("double_post_broadcast.toml", 5, trace);
   ASSERT_TRUE(g.ran) << g.error;
-  const core::RunResult checked = verify::check_trace(traces::read_trace(trace));
+  traces::TraceReader reader(trace, {});
+  const core::RunResult checked = verify::check_trace(reader);
   ASSERT_EQ(checked.verdict, core::Verdict::fifo_misalignment);
   EXPECT_EQ(checked.findings.front().kind, "collective-mismatch");
 }

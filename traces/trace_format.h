@@ -1,0 +1,38 @@
+// The JSON Lines trace format, shared by its writer and its reader: a header line, one line per
+// event (core::to_json), a trailer line with the verdict and the recorded schedule.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "core/types.h"
+#include "core/verdict.h"
+
+namespace ppspec::traces {
+
+inline constexpr int kTraceVersion = 1;
+
+struct TraceHeader {
+  std::string scenario{};
+  std::string file{};  // the scenario file as it was named on the command line
+  uint64_t seed = 0;
+  std::string strategy{};
+  std::string backend = "sim";
+  std::string kind{};                       // "program" or "serving"; empty in older traces
+  std::optional<uint64_t> scenario_hash{};  // core::fnv1a_bytes of the scenario file; absent in older traces
+};
+
+struct TraceTrailer {
+  core::Verdict verdict = core::Verdict::pass;
+  uint64_t steps = 0;
+  core::Time sim_time = 0;
+  std::optional<uint64_t> events;  // event lines written; absent in older traces
+  int line = 0;                    // where the reader found it
+};
+
+// The scenario hash as the header spells it: 16 lower-case hex digits.
+std::string hash_hex(uint64_t h);
+std::optional<uint64_t> parse_hash_hex(const std::string& s);
+
+}  // namespace ppspec::traces
