@@ -28,6 +28,12 @@ void Buffer::mark_written(int64_t first_elem, int64_t n) const {
   std::memset(shadow_ + first_elem * es, 1, static_cast<size_t>(n) * es);
 }
 
+void Buffer::mark_bytes_written(size_t first, size_t n) const {
+  if (!shadow_ || n == 0) return;
+  PPSPEC_ASSERT(first + n <= bytes(), "bytes [{}, {}) of {}", first, first + n, bytes());
+  std::memset(shadow_ + first, 1, n);
+}
+
 int64_t Buffer::uninitialised_elements(int64_t first_elem, int64_t n) const {
   if (!shadow_) return 0;
   PPSPEC_ASSERT(first_elem >= 0 && n >= 0 && first_elem + n <= count(), "elements [{}, {}) of {}", first_elem,

@@ -47,6 +47,8 @@ class Buffer {
   // Shadow bookkeeping: mark bytes written; count never-written elements.
   void mark_written(int64_t first_elem, int64_t n) const;
   void mark_all_written() const { mark_written(0, count()); }
+  // Bytes [first, first + n): a collective that moved a byte prefix between buffers of two dtypes.
+  void mark_bytes_written(size_t first, size_t n) const;
   int64_t uninitialised_elements(int64_t first_elem, int64_t n) const;
 
  private:

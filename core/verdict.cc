@@ -6,7 +6,7 @@
 
 namespace ppspec::core {
 namespace {
-constexpr EnumNames<Verdict, 11> kNames{{{
+constexpr EnumNames<Verdict, 12> kNames{{{
     {"pass", Verdict::pass},
     {"fifo-misalignment", Verdict::fifo_misalignment},
     {"deadlock", Verdict::deadlock},
@@ -18,6 +18,7 @@ constexpr EnumNames<Verdict, 11> kNames{{{
     {"nondeterminism", Verdict::nondeterminism},
     {"step-limit", Verdict::step_limit},
     {"hang", Verdict::hang},
+    {"invalid-usage", Verdict::invalid_usage},
 }}};
 const std::string kList = kNames.list();
 }  // namespace

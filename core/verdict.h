@@ -24,6 +24,7 @@ enum class Verdict : uint8_t {
   nondeterminism,
   step_limit,
   hang,
+  invalid_usage,  // what CUDA or NCCL itself rejects at run time (e.g. a capture-unsafe call during a capture)
 };
 
 std::string_view to_string(Verdict v);

@@ -1,6 +1,7 @@
 #include "loader/program_loader.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -10,9 +11,11 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <span>
 #include <sstream>
 
 #include "core/hash.h"
+#include "core/hazard_kinds.h"
 #include "core/printable.h"
 #include "loader/toml_reader.h"
 
@@ -194,32 +197,52 @@ ProgramOp read_op(Context& ctx, const toml::table& t, core::RankId rank, const s
   return op;
 }
 
-// Checks that need the whole thread: balanced groups and captures, known events and graphs.
+int line_of_op(const ProgramOp& op, int fallback) {
+  const auto colon = op.origin.rfind(':');
+  return colon == std::string::npos ? fallback : std::stoi(op.origin.substr(colon + 1));
+}
+
+// The calls CUDA's default (global) capture mode rejects during a capture, invalidating it.
+bool capture_unsafe(OpType t) {
+  return t == OpType::stream_sync || t == OpType::device_sync || t == OpType::malloc || t == OpType::event_sync;
+}
+
+// Checks that need the whole thread: balanced groups and captures, no group across a capture
+// boundary, no capture-unsafe call inside a capture, known events and graphs.
 void check_thread(const std::string& file, const program::ThreadProgram& tp, core::RankId rank,
                   const std::set<std::string>& recorded_events, int line) {
   int group = 0;
   std::map<std::string, bool> capturing;  // stream -> capturing
+  int captures = 0;                       // streams this thread is capturing now
   std::set<std::string> graphs;
   auto fail = [&](const ProgramOp& op, const std::string& msg) {
-    const auto colon = op.origin.rfind(':');
-    const int op_line = colon == std::string::npos ? line : std::stoi(op.origin.substr(colon + 1));
-    throw core::InputError(file, op_line, fmt::format("rank {} thread '{}': {}", rank, tp.name, msg));
+    throw core::InputError(file, line_of_op(op, line), fmt::format("rank {} thread '{}': {}", rank, tp.name, msg));
   };
   for (const ProgramOp& op : tp.ops) {
+    if (captures > 0 && capture_unsafe(op.type))
+      fail(op, fmt::format("'{}' inside a graph capture: CUDA rejects it and invalidates the capture "
+                           "(cudaErrorStreamCaptureUnsupported)",
+                           program::to_string(op.type)));
     switch (op.type) {
       case OpType::group_start: ++group; break;
       case OpType::group_end:
         if (--group < 0) fail(op, "group_end without a matching group_start");
         break;
       case OpType::capture_begin:
-        if (capturing[op.stream]) fail(op, fmt::format("stream '{}' is already capturing", op.stream));
-        capturing[op.stream] = true;
+      case OpType::capture_end: {
+        if (group > 0)
+          fail(op, fmt::format("'{}' inside a group: the group would span the capture boundary, and NCCL decides at "
+                               "group_end whether the group's operations are captured; end the group on the same side",
+                               program::to_string(op.type)));
+        const bool begin = op.type == OpType::capture_begin;
+        if (begin && capturing[op.stream]) fail(op, fmt::format("stream '{}' is already capturing", op.stream));
+        if (!begin && !capturing[op.stream]) fail(op, fmt::format("capture_end on stream '{}', which is not capturing", op.stream));
+        if (!begin && graphs.count(op.graph) > 0) fail(op, fmt::format("graph '{}' is captured twice", op.graph));
+        capturing[op.stream] = begin;
+        captures += begin ? 1 : -1;
+        if (!begin) graphs.insert(op.graph);
         break;
-      case OpType::capture_end:
-        if (!capturing[op.stream]) fail(op, fmt::format("capture_end on stream '{}', which is not capturing", op.stream));
-        capturing[op.stream] = false;
-        graphs.insert(op.graph);
-        break;
+      }
       case OpType::graph_launch:
         if (!graphs.count(op.graph)) fail(op, fmt::format("graph '{}' is launched before any capture_end names it", op.graph));
         break;
@@ -228,7 +251,7 @@ void check_thread(const std::string& file, const program::ThreadProgram& tp, cor
         if (!recorded_events.count(op.event)) fail(op, fmt::format("event '{}' is never recorded on rank {}", op.event, rank));
         break;
       case OpType::record:
-        if (capturing[op.stream]) fail(op, "recording events inside a graph capture is not supported");
+        if (capturing[op.stream]) fail(op, "recording events inside a graph capture is not simulated");
         break;
       case OpType::stream_sync:
       case OpType::device_sync:
@@ -242,6 +265,44 @@ void check_thread(const std::string& file, const program::ThreadProgram& tp, cor
   if (group != 0) throw core::InputError(file, line, fmt::format("rank {} thread '{}': group_start without group_end", rank, tp.name));
   for (const auto& [s, on] : capturing)
     if (on) throw core::InputError(file, line, fmt::format("rank {} thread '{}': stream '{}' never ends its capture", rank, tp.name, s));
+}
+
+// Captures across the threads of one rank. A stream one thread captures is that thread's alone:
+// CUDA rejects a second capture_begin on it (cudaErrorIllegalState), and work another thread
+// issues to it joins the capture or fails depending on when it comes, which the simulator does not
+// model. Graph names are the rank's, so each names one capture.
+void check_rank_captures(const std::string& file, const std::vector<program::ThreadProgram>& threads, core::RankId rank,
+                         int line) {
+  std::map<std::string, size_t> capturer;  // stream -> the thread that captures it
+  std::map<std::string, size_t> graph_owner;
+  for (size_t t = 0; t < threads.size(); ++t)
+    for (const ProgramOp& op : threads[t].ops) {
+      auto fail = [&](const std::string& msg) {
+        throw core::InputError(file, line_of_op(op, line), fmt::format("rank {} thread '{}': {}", rank, threads[t].name, msg));
+      };
+      if (op.type == OpType::capture_begin) {
+        const auto [it, fresh] = capturer.emplace(op.stream, t);
+        if (!fresh && it->second != t)
+          fail(fmt::format("thread '{}' captures stream '{}' too: CUDA rejects a capture_begin on a stream that is "
+                           "already capturing, and which thread gets there first depends on the schedule",
+                           threads[it->second].name, op.stream));
+      }
+      if (op.type == OpType::capture_end) {
+        const auto [it, fresh] = graph_owner.emplace(op.graph, t);
+        if (!fresh && it->second != t) fail(fmt::format("graph '{}' is captured by thread '{}' too", op.graph, threads[it->second].name));
+      }
+    }
+  for (size_t t = 0; t < threads.size(); ++t)
+    for (const ProgramOp& op : threads[t].ops) {
+      const auto it = op.stream.empty() ? capturer.end() : capturer.find(op.stream);
+      if (it == capturer.end() || it->second == t) continue;
+      throw core::InputError(file, line_of_op(op, line),
+                             fmt::format("rank {} thread '{}': '{}' on stream '{}', which thread '{}' captures: work "
+                                         "from another thread joins the capture or runs eagerly depending on when "
+                                         "it comes (not simulated); issue it from the capturing thread",
+                                         rank, threads[t].name, program::to_string(op.type), op.stream,
+                                         threads[it->second].name));
+    }
 }
 
 program::ThreadProgram read_thread(Context& ctx, const toml::table& t, core::RankId rank, const std::string& where,
@@ -265,7 +326,58 @@ program::ThreadProgram read_thread(Context& ctx, const toml::table& t, core::Ran
 
 }  // namespace
 
+namespace {
+
+// toml++ builds and frees dotted keys recursively: a header of 50,000 components overflows the
+// stack. No scenario needs more than a few levels, so deeper keys are refused before parsing.
+constexpr int kKeyDepthMax = 16;
+
+void check_key_depth(std::string_view text, const std::string& file) {
+  // Counts the dots of each run of bare-key characters outside strings: a dotted key, a header,
+  // or a key inside an inline table (a number has at most one dot).
+  int line = 1;
+  int dots = 0;
+  char quote = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n') ++line;
+    if (quote != 0) {
+      if (c == '\\' && quote == '"') ++i;
+      else if (c == quote) quote = 0;
+      continue;
+    }
+    if (c == '"' || c == '\'') {
+      quote = c;
+      dots = 0;
+    } else if (c == '#') {
+      while (i + 1 < text.size() && text[i + 1] != '\n') ++i;
+    } else if (c == '.') {
+      if (++dots >= kKeyDepthMax)
+        throw core::InputError(file, line, fmt::format("a dotted key of more than {} parts", kKeyDepthMax));
+    } else if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != ' ' && c != '\t') {
+      dots = 0;
+    }
+  }
+}
+
+// A host thread is named rank<N>.<thread> in reports, as a stream is rank<N>.<stream>: the two
+// must not collide, and the name must print on one line.
+void check_thread_name(const std::string& file, const Program& p, std::string_view name, int line, const std::string& where) {
+  const bool printable = !name.empty() && name.size() <= kNameBytesMax &&
+                         std::all_of(name.begin(), name.end(), [](char c) { return static_cast<unsigned char>(c) >= 0x20 && c != 0x7f; });
+  if (!printable)
+    throw core::InputError(file, line, fmt::format("{}.thread.'{}': a thread name is 1..{} printable characters", where,
+                                                   core::printable(name, 60), kNameBytesMax));
+  if (std::find(p.streams.begin(), p.streams.end(), name) != p.streams.end())
+    throw core::InputError(file, line, fmt::format("{}.thread.{}: a thread may not have a stream's name (reports call both "
+                                                   "rank<N>.{})",
+                                                   where, name, name));
+}
+
+}  // namespace
+
 toml::table parse_toml_text(std::string_view text, const std::string& file) {
+  check_key_depth(text, file);
   try {
     return toml::parse(text, file);
   } catch (const toml::parse_error& e) {
@@ -348,8 +460,9 @@ Program read_program(const toml::table& root, const std::string& file) {
   if (const toml::array* streams = top.array("streams")) {
     p.streams.clear();
     for (const auto& n : *streams) {
-      if (!n.is_string() || n.as_string()->get().empty())
-        throw core::InputError(file, line_of(n), "'streams': expected non-empty stream names");
+      if (!n.is_string() || n.as_string()->get().empty() || n.as_string()->get().size() > kNameBytesMax ||
+          core::printable(n.as_string()->get()) != n.as_string()->get())
+        throw core::InputError(file, line_of(n), fmt::format("'streams': expected stream names of 1..{} printable characters", kNameBytesMax));
       const std::string& s = n.as_string()->get();
       if (std::find(p.streams.begin(), p.streams.end(), s) != p.streams.end())
         throw core::InputError(file, line_of(n), fmt::format("'streams': '{}' declared twice", s));
@@ -396,8 +509,13 @@ Program read_program(const toml::table& root, const std::string& file) {
     const std::string k(key.str());
     int64_t r = -1;
     auto [ptr, ec] = std::from_chars(k.data(), k.data() + k.size(), r);
-    if (ec != std::errc() || ptr != k.data() + k.size() || r < 0 || r >= p.num_ranks)
-      throw core::InputError(file, line_of(node), fmt::format("[rank.{}]: expected a rank number in [0, {}]", k, p.num_ranks - 1));
+    // Canonical numbers only: [rank.01] and [rank.1] would otherwise both describe rank 1.
+    if (ec != std::errc() || ptr != k.data() + k.size() || r < 0 || r >= p.num_ranks || (k.size() > 1 && k[0] == '0'))
+      throw core::InputError(file, line_of(node),
+                             fmt::format("[rank.{}]: expected a rank number in [0, {}], without leading zeros",
+                                         core::printable(k, 60), p.num_ranks - 1));
+    if (seen[static_cast<size_t>(r)])
+      throw core::InputError(file, line_of(node), fmt::format("[rank.{}]: rank {} is described twice", k, r));
     if (!node.is_table()) throw core::InputError(file, line_of(node), fmt::format("[rank.{}]: expected a table", k));
     const toml::table& t = *node.as_table();
     const std::string where = fmt::format("[rank.{}]", r);
@@ -409,6 +527,7 @@ Program read_program(const toml::table& root, const std::string& file) {
       rr.finish("thread (or ops and repeat for a single thread)");
       if (th->empty()) rr.fail("thread", "declare at least one thread");
       for (const auto& [tk, tn] : *th) {
+        check_thread_name(file, p, tk.str(), line_of(tn), where);
         if (!tn.is_table()) throw core::InputError(file, line_of(tn), fmt::format("{}.thread.{}: expected a table", where, tk.str()));
         threads.push_back(read_thread(ctx, *tn.as_table(), static_cast<core::RankId>(r),
                                       fmt::format("[rank.{}.thread.{}]", r, tk.str()), std::string(tk.str())));
@@ -425,6 +544,7 @@ Program read_program(const toml::table& root, const std::string& file) {
       for (const auto& op : tp.ops)
         if (op.type == OpType::record) events.insert(op.event);
     for (const auto& tp : p.ranks[r]) check_thread(file, tp, static_cast<core::RankId>(r), events, top.line("rank"));
+    check_rank_captures(file, p.ranks[r], static_cast<core::RankId>(r), top.line("rank"));
   }
 
   if (const toml::table* ex = top.table("explore")) {
@@ -433,13 +553,13 @@ Program read_program(const toml::table& root, const std::string& file) {
     p.explore.seeds = static_cast<uint64_t>(e.integer("seeds", 1, 1'000'000'000).value_or(1));
     if (auto s = e.string("strategy")) {
       auto spec = sim::parse_strategy(*s);
-      if (!spec) e.fail("strategy", fmt::format("'{}' is not \"random\" or \"pct:DEPTH\"", *s));
+      if (!spec) e.fail("strategy", fmt::format("'{}' is not {}", core::printable(*s, 60), sim::kStrategySyntax));
       p.explore.strategy = *spec;
     }
     e.finish("seed, seeds, strategy");
   }
 
-  p.expect = read_expect(top, file);
+  p.expect = read_expect(top, file, "program");
   top.finish(kTopKeys);
   return p;
 }
@@ -448,25 +568,66 @@ Program parse_program(std::string_view text, const std::string& file) { return r
 
 Program load_program_file(const std::string& path) { return read_program(parse_toml_file(path), path); }
 
-core::Expect read_expect(TableReader& top, const std::string& file) {
+namespace {
+
+// The verdicts each kind of scenario can produce, on the simulator and (programs) on GPUs.
+using V = core::Verdict;
+constexpr V kProgramVerdicts[] = {V::pass, V::fifo_misalignment, V::deadlock, V::hazard, V::step_limit, V::invalid_usage};
+constexpr V kProgramGpuVerdicts[] = {V::pass, V::fifo_misalignment, V::hang};
+constexpr V kServingVerdicts[] = {V::pass,          V::fifo_misalignment,   V::deadlock,          V::hazard,
+                                  V::stale_draft,   V::padding_violation,   V::embedding_violation,
+                                  V::output_divergence, V::step_limit,     V::invalid_usage};
+
+std::string names_of(std::span<const V> vs) {
+  std::string s;
+  for (V v : vs) s += fmt::format("{}{}", s.empty() ? "" : ", ", core::to_string(v));
+  return s;
+}
+
+std::optional<V> read_verdict(TableReader& e, std::string_view key, std::span<const V> allowed, std::string_view whose) {
+  auto v = e.choice<V>(key, core::parse_verdict, core::verdict_names());
+  if (v && std::find(allowed.begin(), allowed.end(), *v) == allowed.end())
+    e.fail(key, fmt::format("{} scenarios never give '{}' (they give: {})", whose, core::to_string(*v), names_of(allowed)));
+  return v;
+}
+
+std::vector<std::string> read_hazards(const toml::array& hz, const std::string& file, std::string_view kind) {
+  std::vector<std::string> kinds;
+  std::string known;
+  for (const auto& h : core::kHazardKinds)
+    if (kind == "serving" || !h.serving_only) known += fmt::format("{}{}", known.empty() ? "" : ", ", h.name);
+  for (const auto& n : hz) {
+    if (!n.is_string()) throw core::InputError(file, line_of(n), "[expect] 'hazards': expected hazard kinds as strings");
+    const std::string& name = n.as_string()->get();
+    const bool ok = std::any_of(core::kHazardKinds.begin(), core::kHazardKinds.end(), [&](const core::HazardKindName& h) {
+      return h.name == name && (kind == "serving" || !h.serving_only);
+    });
+    if (!ok)
+      throw core::InputError(file, line_of(n), fmt::format("[expect] 'hazards': '{}' is not a hazard {} scenarios note (one of: {})",
+                                                           core::printable(name, 60), kind, known));
+    kinds.push_back(name);
+  }
+  std::sort(kinds.begin(), kinds.end());
+  kinds.erase(std::unique(kinds.begin(), kinds.end()), kinds.end());
+  return kinds;
+}
+
+}  // namespace
+
+core::Expect read_expect(TableReader& top, const std::string& file, std::string_view kind) {
   const toml::table* expect = top.table("expect");
   if (expect == nullptr) top.fail_here("missing [expect] with the expected 'verdict'");
   core::Expect x;
   TableReader e(*expect, file, "[expect]");
   e.only("verdict, gpu_verdict, hazards");
-  auto v = e.choice<core::Verdict>("verdict", core::parse_verdict, core::verdict_names());
-  if (!v) e.fail_here(fmt::format("missing 'verdict' (one of: {})", core::verdict_names()));
+  const bool serving = kind == "serving";
+  auto v = read_verdict(e, "verdict", serving ? std::span<const V>(kServingVerdicts) : std::span<const V>(kProgramVerdicts), kind == "serving" ? "serving" : "program");
+  if (!v) e.fail_here(fmt::format("missing 'verdict' (one of: {})", names_of(serving ? std::span<const V>(kServingVerdicts) : std::span<const V>(kProgramVerdicts))));
   x.verdict = *v;
-  x.gpu_verdict = e.choice<core::Verdict>("gpu_verdict", core::parse_verdict, core::verdict_names());
-  if (const toml::array* hz = e.array("hazards")) {
-    std::vector<std::string> kinds;
-    for (const auto& n : *hz) {
-      if (!n.is_string()) throw core::InputError(file, line_of(n), "[expect] 'hazards': expected hazard kinds as strings");
-      kinds.push_back(n.as_string()->get());
-    }
-    std::sort(kinds.begin(), kinds.end());
-    x.hazards = kinds;
-  }
+  if (serving && e.has("gpu_verdict"))
+    e.fail("gpu_verdict", "serving scenarios run on the simulator only (--backend gpu runs program scenarios)");
+  x.gpu_verdict = read_verdict(e, "gpu_verdict", kProgramGpuVerdicts, "on GPUs, program");
+  if (const toml::array* hz = e.array("hazards")) x.hazards = read_hazards(*hz, file, kind);
   e.finish("verdict, gpu_verdict, hazards");
   return x;
 }

@@ -25,8 +25,9 @@ void read_runtime(TableReader& runtime, sim::SimConfig& cfg, core::Time* hang_ti
 std::string scenario_kind(const toml::table& root, const std::string& file);
 
 class TableReader;
-// [expect]: verdict, gpu_verdict, hazards — the same for every kind of scenario.
-core::Expect read_expect(TableReader& top, const std::string& file);
+// [expect]: verdict, gpu_verdict, hazards. Only what a scenario of `kind` ("program" or "serving")
+// can produce is accepted: an expectation nothing can meet is a typo, not a test.
+core::Expect read_expect(TableReader& top, const std::string& file, std::string_view kind);
 
 // Parses a file, turning TOML syntax errors into InputError; `content_hash` (if given) receives
 // core::fnv1a_bytes of the bytes parsed.

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 
+#include "core/printable.h"
 #include "engine/scheduler.h"
 #include "loader/program_loader.h"
 #include "loader/toml_reader.h"
@@ -144,11 +145,11 @@ serving::ServingScenario read_serving(const toml::table& root, const std::string
     s.seeds = static_cast<uint64_t>(r.integer("seeds", 1, 1'000'000'000).value_or(1));
     if (auto st = r.string("strategy")) {
       auto spec = sim::parse_strategy(*st);
-      if (!spec) r.fail("strategy", fmt::format("'{}' is not \"random\" or \"pct:DEPTH\"", *st));
+      if (!spec) r.fail("strategy", fmt::format("'{}' is not {}", core::printable(*st, 60), sim::kStrategySyntax));
       s.strategy = *spec;
     }
   });
-  s.expect = read_expect(top, file);
+  s.expect = read_expect(top, file, "serving");
   top.finish(kTopKeys);
 
   // ---- whole-scenario checks: each names the line of the key that decides it ----

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <fmt/format.h>
 
+#include "core/printable.h"
+
 namespace ppspec::loader {
 
 int line_of(const toml::node& n) { return static_cast<int>(n.source().begin.line); }
@@ -36,7 +38,7 @@ int TableReader::line(std::string_view key) const {
 }
 
 void TableReader::fail(std::string_view key, const std::string& message) const {
-  throw core::InputError(file_, line(key), fmt::format("{} '{}': {}", where_, key, message));
+  throw core::InputError(file_, line(key), fmt::format("{} '{}': {}", where_, core::printable(key, 60), message));
 }
 
 void TableReader::fail_here(const std::string& message) const {
@@ -47,7 +49,18 @@ std::optional<std::string> TableReader::string(std::string_view key) {
   const toml::node* n = node(key);
   if (n == nullptr) return std::nullopt;
   if (!n->is_string()) fail(key, fmt::format("expected a string, found {}", type_name(*n)));
-  return n->as_string()->get();
+  const std::string& s = n->as_string()->get();
+  // Strings end up in reports and file names: bounded, and free of control characters (a newline
+  // in a name would forge a report line). Free text may hold line breaks and tabs.
+  const bool free_text = key == "description";
+  const size_t max_bytes = free_text ? kTextBytesMax : kNameBytesMax;
+  if (s.size() > max_bytes) fail(key, fmt::format("a string of {} bytes (at most {})", s.size(), max_bytes));
+  for (char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if ((u < 0x20 || u == 0x7f) && !(free_text && (c == '\n' || c == '\t')))
+      fail(key, fmt::format("a string with control character 0x{:02x}", static_cast<int>(u)));
+  }
+  return s;
 }
 
 std::optional<int64_t> TableReader::integer(std::string_view key, int64_t min, int64_t max) {
@@ -115,14 +128,16 @@ void TableReader::only(std::string_view known) const {
     }
   }
   if (worst != nullptr)
-    throw core::InputError(file_, line_of(*worst), fmt::format("{}: unknown key '{}' (expected one of: {})", where_, worst_key, known));
+    throw core::InputError(file_, line_of(*worst),
+                           fmt::format("{}: unknown key '{}' (expected one of: {})", where_, core::printable(worst_key, 60), known));
 }
 
 void TableReader::finish(std::string_view known) {
   for (const auto& [k, v] : table_) {
     const std::string_view key = k.str();
     if (std::find(used_.begin(), used_.end(), key) != used_.end()) continue;
-    throw core::InputError(file_, line_of(v), fmt::format("{}: unknown key '{}' (expected one of: {})", where_, key, known));
+    throw core::InputError(file_, line_of(v),
+                           fmt::format("{}: unknown key '{}' (expected one of: {})", where_, core::printable(key, 60), known));
   }
 }
 

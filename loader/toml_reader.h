@@ -11,10 +11,15 @@
 #include <toml++/toml.h>
 
 #include "core/error.h"
+#include "core/printable.h"
 
 namespace ppspec::loader {
 
 int line_of(const toml::node& n);
+
+// The longest string a scenario may give: names and labels, and free text (a description).
+inline constexpr size_t kNameBytesMax = 256;
+inline constexpr size_t kTextBytesMax = 64 * 1024;
 
 class TableReader {
  public:
@@ -37,7 +42,7 @@ class TableReader {
     auto s = string(key);
     if (!s) return std::nullopt;
     auto v = parse(*s);
-    if (!v) fail(key, "'" + *s + "' is not one of: " + std::string(allowed));
+    if (!v) fail(key, "'" + core::printable(*s, 60) + "' is not one of: " + std::string(allowed));
     return v;
   }
 

@@ -1,5 +1,6 @@
 #include "sim/comm_system.h"
 
+#include "core/assert.h"
 #include "core/misalignment.h"
 
 #include <algorithm>
@@ -194,6 +195,10 @@ void CommSystem::group_end_flush() {
   host.group_issue.clear();
   // Captured parts go to their graphs, one captured kernel per (communicator, rank).
   for (PartSpec& p : host.pending) {
+    // Whether a part is captured was decided when it was posted (registered parts are live); a
+    // group that spans a capture boundary would change that under it: the loader rejects those.
+    PPSPEC_ASSERT((p.stream->capture() == nullptr) == (p.id >= 0), "a group spans a capture boundary on {}",
+                  p.stream->full_name());
     if (GraphRec* g = p.stream->capture()) {
       const bool merge = !g->items.empty() && g->items.back().is_comm && g->items.back().parts.front().comm == p.comm &&
                          g->items.back().parts.front().crank == p.crank;
@@ -550,7 +555,8 @@ void move_collective_data(const std::vector<CommOp*>& ops) {
             if (op != ops.front()) copy_bytes(op->spec.buf, 0, ops.front()->spec.buf, min_bytes);
           break;
       }
-      for (const CommOp* op : ops) op->spec.buf.mark_written(0, n);
+      // Mismatched dtypes (on_mismatch = "emulate"): the byte prefix moved, counted in each buffer's own bytes.
+      for (const CommOp* op : ops) op->spec.buf.mark_bytes_written(0, static_cast<size_t>(n) * core::dtype_size(d.dtype));
       return;
     }
     case core::OpKind::all_gather: {

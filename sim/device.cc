@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 #include <stdexcept>
 
+#include "core/assert.h"
+#include "core/hazard_kinds.h"
 #include "sim/comm_system.h"
 #include "sim/sim_runtime.h"
 
@@ -111,7 +113,7 @@ void SimDevice::ensure_loaded(core::KernelRef k, bool preload) {
   if (loaded_.count(key)) return;  // another thread of this device loaded it meanwhile
   lock_holder_ = &w.current();
   loading_ = key;
-  hazard_if_comm_in_flight("module-load-in-flight", fmt::format("loads module {}{}", key, preload ? " (preload)" : ""));
+  hazard_if_comm_in_flight(core::kHazardModuleLoadInFlight, fmt::format("loads module {}{}", key, preload ? " (preload)" : ""));
   drain(WaitInfo{.kind = WaitKind::device_drain, .what = "module load", .device = this});
   w.sleep(w.jittered(w.config().cost.module_load));
   loaded_.insert(key);
@@ -134,7 +136,8 @@ core::Buffer SimDevice::alloc(core::Dtype dtype, core::Shape shape, std::string_
   if (w.in_fiber() && w.current().kind == FiberKind::host) {
     // cudaMalloc from a running thread: an implicit device synchronisation (R8).
     enter();
-    hazard_if_comm_in_flight("malloc-in-flight", "allocates device memory");
+    reject_during_capture("cudaMalloc", nullptr);
+    hazard_if_comm_in_flight(core::kHazardMallocInFlight, "allocates device memory");
     drain(WaitInfo{.kind = WaitKind::device_drain, .what = "malloc", .device = this});
     leave();
   }
@@ -311,6 +314,7 @@ void SimDevice::stream_wait(core::Stream s, core::DeviceEvent e) {
 
 void SimDevice::event_sync(core::DeviceEvent e) {
   enter();
+  reject_during_capture("cudaEventSynchronize", nullptr);
   const SimEvent& ev = events_.at(static_cast<size_t>(e.id));
   if (ev.stream != nullptr) {
     auto* st = const_cast<SimStream*>(ev.stream);
@@ -323,21 +327,44 @@ void SimDevice::event_sync(core::DeviceEvent e) {
 void SimDevice::stream_sync(core::Stream s) {
   SimStream& st = stream_impl(s);
   enter();
+  reject_during_capture("cudaStreamSynchronize", nullptr);
   st.wait_completed(st.enqueued(), WaitInfo{.kind = WaitKind::stream_sync, .what = "stream_sync", .stream = &st});
   leave();
 }
 
 void SimDevice::device_sync() {
   enter();
-  hazard_if_comm_in_flight("device-sync-in-flight", "synchronizes the device");
+  reject_during_capture("cudaDeviceSynchronize", nullptr);
+  hazard_if_comm_in_flight(core::kHazardDeviceSyncInFlight, "synchronizes the device");
   drain(WaitInfo{.kind = WaitKind::device_drain, .what = "device_sync", .device = this});
   leave();
+}
+
+void SimDevice::reject_during_capture(std::string_view call, const SimStream* only) {
+  for (const auto& st : streams_) {
+    if (st->capture() == nullptr || (only != nullptr && st.get() != only)) continue;
+    World& w = world();
+    core::Finding f;
+    f.verdict = core::Verdict::invalid_usage;
+    f.kind = only != nullptr ? "capture-conflict" : "capture-unsafe-call";
+    f.summary = only != nullptr
+                    ? fmt::format("{} calls {} on {}, which is already being captured: CUDA rejects it "
+                                  "(cudaErrorIllegalState)",
+                                  w.current().name, call, st->full_name())
+                    : fmt::format("{} calls {} while {} is being captured into a CUDA graph: in the default (global) "
+                                  "capture mode CUDA rejects it and invalidates the capture "
+                                  "(cudaErrorStreamCaptureUnsupported)",
+                                  w.current().name, call, st->full_name());
+    f.sites.push_back(core::Site{rank_, w.current().name, "", -1, std::string(call), std::string(rt_.host_state().call_site)});
+    f.sites.push_back(core::Site{rank_, st->full_name(), "", -1, "capturing", ""});
+    w.stop(std::move(f));
+  }
 }
 
 void SimDevice::capture_begin(core::Stream s) {
   SimStream& st = stream_impl(s);
   enter();
-  if (st.capture() != nullptr) throw std::invalid_argument(fmt::format("{} is already capturing", st.full_name()));
+  reject_during_capture("cudaStreamBeginCapture", &st);
   auto g = std::make_unique<GraphRec>();
   g->id = static_cast<int32_t>(graphs_.size());
   g->capture_stream = &st;
@@ -350,7 +377,7 @@ core::Graph SimDevice::capture_end(core::Stream s) {
   SimStream& st = stream_impl(s);
   enter();
   GraphRec* g = st.capture();
-  if (g == nullptr) throw std::invalid_argument(fmt::format("{} is not capturing", st.full_name()));
+  PPSPEC_ASSERT(g != nullptr, "{} ends a capture it never began (the loader rejects such programs)", st.full_name());
   g->complete = true;
   st.set_capture(nullptr);
   leave();
@@ -363,6 +390,13 @@ void SimDevice::graph_launch(core::Graph g, core::Stream s) {
     throw std::invalid_argument(fmt::format("rank{}: graph {} was not captured", rank_, g.id));
   const GraphRec& rec = *graphs_[static_cast<size_t>(g.id)];
   enter();
+  if (GraphRec* parent = st.capture()) {
+    // Launched into a capturing stream, a graph becomes a child-graph node of the one being
+    // captured (CUDA allows it): its work is issued on every launch of the parent.
+    parent->items.insert(parent->items.end(), rec.items.begin(), rec.items.end());
+    leave();
+    return;
+  }
   for (const GraphItem& item : rec.items) {
     if (item.is_comm)
       comms().replay(item.parts, st);

@@ -93,6 +93,9 @@ class SimDevice final : public core::Device {
   void enqueue_builtin(SimStream& st, std::string_view name, std::function<void()> body);
   void drain(const WaitInfo& info);
   void hazard_if_comm_in_flight(std::string_view kind, std::string_view action);
+  // Stops the run with `invalid-usage` when a stream of this device is being captured: any stream
+  // for a capture-unsafe call (global capture mode), or `only` for a call that conflicts with it.
+  void reject_during_capture(std::string_view call, const SimStream* only);
 
   SimRuntime& rt_;
   core::RankId rank_;

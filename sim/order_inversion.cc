@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <map>
 
+#include "core/hazard_kinds.h"
+
 namespace ppspec::sim {
 
 void OrderInversions::set_membership(int num_ranks, const std::vector<std::vector<core::RankId>>& comm_members,
@@ -57,7 +59,7 @@ std::optional<core::Finding> OrderInversions::analyze() const {
           if (es[i].idx_b > es[j].idx_b && es[i].idx_a < es[j].idx_a) {
             core::Finding f;
             f.verdict = core::Verdict::hazard;
-            f.kind = "cross-communicator-order";
+            f.kind = core::kHazardCrossCommunicatorOrder;
             f.summary = fmt::format(
                 "ranks {} and {} issue operations on communicators '{}' and '{}' in opposite orders: rank{} issues "
                 "{} #{} before {} #{}, rank{} the other way round (deadlocks when the kernels cannot be "

@@ -124,7 +124,8 @@ std::optional<StrategySpec> parse_strategy(std::string_view s) {
   if (!parse_u64(rest.substr(0, colon), depth) || depth < 1 || depth > 64) return std::nullopt;
   spec.depth = static_cast<int>(depth);
   if (colon != std::string_view::npos) {
-    if (!parse_u64(rest.substr(colon + 1), spec.horizon) || spec.horizon < 1) return std::nullopt;
+    if (!parse_u64(rest.substr(colon + 1), spec.horizon) || spec.horizon < 1 || spec.horizon > (uint64_t{1} << 40))
+      return std::nullopt;
   }
   return spec;
 }

@@ -76,7 +76,7 @@ INSTANTIATE_TEST_SUITE_P(
             "group_start without group_end"},
         Bad{"sync_inside_group", with("  { op = \"send\"", "  { op = \"group_start\" },\n  { op = \"send\""), 16,
             "inside a group"},
-        Bad{"bad_strategy", with("[expect]", "[explore]\nstrategy = \"dfs\"\n[expect]"), 25, "'dfs' is not \"random\" or \"pct:DEPTH\""},
+        Bad{"bad_strategy", with("[expect]", "[explore]\nstrategy = \"dfs\"\n[expect]"), 25, "'dfs' is not \"random\" or \"pct:DEPTH\" (DEPTH 1..64; optionally pct:DEPTH:HORIZON"},
         Bad{"duplicate_comm", with("[[communicator]]", "[[communicator]]\nname = \"c\"\nranks = [0]\n[[communicator]]"), 12,
             "declared twice"}),
     [](const ::testing::TestParamInfo<Bad>& param_info) { return param_info.param.name; });

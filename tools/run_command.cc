@@ -12,6 +12,7 @@
 
 #include "core/assert.h"
 #include "core/error.h"
+#include "core/printable.h"
 #include "loader/program_loader.h"
 #include "loader/serving_loader.h"
 #include "loader/toml_reader.h"
@@ -168,7 +169,7 @@ int run_command(const RunArgs& args, std::ostream& out, std::ostream& err) {
   if (args.strategy) {
     cli_strategy = sim::parse_strategy(*args.strategy);
     if (!cli_strategy) {
-      err << fmt::format("ppspec: --strategy '{}': expected \"random\" or \"pct:DEPTH\"\n", *args.strategy);
+      err << fmt::format("ppspec: --strategy '{}': expected {}\n", core::printable(*args.strategy, 60), sim::kStrategySyntax);
       return 2;
     }
   }

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "core/hazard_kinds.h"
 #include "engine/worker.h"
 
 namespace ppspec::verify {
@@ -18,7 +19,7 @@ void WarmupDiscipline::on_event(const core::Event& e) {
       if (e.text == "serving") p = Phase::serving;
       if (e.text == "preload registered kernels") {
         if (p == Phase::init && facts_.pp > 1) {
-          core::Finding f = finding_at(e, core::Verdict::hazard, "feedback-during-warmup",
+          core::Finding f = finding_at(e, core::Verdict::hazard, std::string(core::kHazardFeedbackDuringWarmup),
                                        fmt::format("rank{} begins warmup with the feedback broadcast enabled", e.rank));
           f.sites.push_back(core::Site{e.rank, fmt::format("rank{}.host", e.rank), "", -1, "warmup: preload", ""});
           f.details.push_back("synthetic warmup steps would post feedback collectives whose outputs are discarded; "
@@ -31,7 +32,7 @@ void WarmupDiscipline::on_event(const core::Event& e) {
     case core::EventKind::op_posted:
       if ((p != Phase::warmup && p != Phase::disabled) || !engine::is_pp_broadcast_group(e.comm)) return;
       {
-        core::Finding f = finding_at(e, core::Verdict::hazard, "feedback-during-warmup",
+        core::Finding f = finding_at(e, core::Verdict::hazard, std::string(core::kHazardFeedbackDuringWarmup),
                                      fmt::format("rank{} posts a feedback collective during warmup, before the feedback "
                                                  "warmup step: {}",
                                                  e.rank, core::describe(e.op)));
@@ -44,7 +45,7 @@ void WarmupDiscipline::on_event(const core::Event& e) {
       if (p != Phase::serving) return;
       {
         core::Finding f =
-            finding_at(e, core::Verdict::hazard, "module-load-after-warmup",
+            finding_at(e, core::Verdict::hazard, std::string(core::kHazardModuleLoadAfterWarmup),
                        fmt::format("rank{} loads kernel module {}[{}] while serving: warmup did not load this "
                                    "specialization",
                                    e.rank, e.kernel, e.spec));
