@@ -450,7 +450,8 @@ Program read_program(const toml::table& root, const std::string& file) {
   Context ctx{file, p};
   TableReader top(root, file, "scenario");
   top.only(kTopKeys);
-  if (top.string("kind") != "program") top.fail("kind", "expected \"program\"");
+  if (scenario_kind(root, file) != "program") top.fail("kind", "expected \"program\" (a serving scenario is read by read_serving)");
+  (void)top.node("kind");
   p.name = top.string_or("name", std::filesystem::path(file).stem().string());
   p.description = top.string_or("description", "");
   auto ranks = top.integer("ranks", 1, 1024);

@@ -29,7 +29,8 @@ serving::ServingScenario read_serving(const toml::table& root, const std::string
   engine::EngineConfig& c = s.config;
   TableReader top(root, file, "scenario");
   top.only(kTopKeys);
-  if (top.string("kind") != "serving") top.fail("kind", "expected \"serving\"");
+  if (scenario_kind(root, file) != "serving") top.fail("kind", "expected \"serving\" (a program scenario is read by read_program)");
+  (void)top.node("kind");
   s.name = top.string_or("name", std::filesystem::path(file).stem().string());
   s.description = top.string_or("description", "");
 

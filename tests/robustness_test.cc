@@ -1,0 +1,298 @@
+// Input the tool exists to diagnose, and input it must refuse: every reproducer of
+// tests/robustness/ gives a verdict or exit 2 (file, line, what was expected), never a crash, an
+// internal error or a silent pass; CUDA's capture rules hold, statically in the loader and at run
+// time in the simulator (`invalid-usage`), each proven both ways.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <sstream>
+
+#include "core/printable.h"
+#include "loader/serving_loader.h"
+#include "tests/test_util.h"
+#include "tools/check_command.h"
+#include "tools/run_command.h"
+
+namespace ppspec::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kDir = std::string(PPSPEC_SOURCE_DIR) + "/tests/robustness/";
+
+struct Out {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+Out run(const std::string& file) {
+  std::ostringstream out, err;
+  const int code = tools::run_command({.files = {file}}, out, err);
+  return {code, out.str(), err.str()};
+}
+
+struct Reproducer {
+  std::string file;
+  int code;             // 0 or 1: a verdict; 2: refused
+  std::string message;  // in stdout (a verdict) or stderr (refused)
+};
+
+TEST(Robustness, EveryReproducerGivesAVerdictOrExitTwo) {
+  const std::vector<Reproducer> cases = {
+      {"asan_block_table_upload_overflow.toml", 0, "verdict pass (expected pass)"},
+      {"asan_prepare_inputs_overflow.toml", 0, "verdict pass (expected pass)"},
+      // u8[64] against f32[1], continued as NCCL would: the larger side spins (R5).
+      {"crash_emulate_dtype_mismatch.toml", 1, "verdict deadlock (expected fifo-misalignment)"},
+      {"crash_graph_launch_in_capture.toml", 0, "verdict pass (expected pass)"},
+      {"crash_group_around_capture.toml", 2, ":9: rank 0 thread 'host': 'capture_begin' inside a group"},
+      {"exit3_record_during_other_thread_capture.toml", 2, ":10: rank 0 thread 'b': 'record' on stream 'main', which thread 'a' captures"},
+      {"exit3_two_threads_capture_same_stream.toml", 2, ":11: rank 0 thread 'b': thread 'a' captures stream 'main' too"},
+      {"silent_duplicate_rank_table.toml", 2, ":7: [rank.01]: expected a rank number in [0, 1], without leading zeros"},
+      {"silent_unknown_hazard.toml", 2, ":7: [expect] 'hazards': 'module-load-in-fligt' is not a hazard program scenarios note"},
+  };
+  for (const Reproducer& c : cases) {
+    SCOPED_TRACE(c.file);
+    const Out r = run(kDir + c.file);
+    EXPECT_EQ(r.code, c.code) << r.out << r.err;
+    EXPECT_NE((c.code == 2 ? r.err : r.out).find(c.message), std::string::npos) << r.out << r.err;
+    EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.err;
+  }
+  for (const char* trace : {"uaf_check_two_traces.jsonl", "ubsan_gate_step_overflow.jsonl"}) {
+    std::ostringstream out, err;
+    EXPECT_EQ(tools::check_command({.traces = {kDir + trace, kDir + trace}}, out, err), 2) << trace;
+    EXPECT_TRUE(out.str().empty()) << out.str();
+  }
+}
+
+TEST(Robustness, AChildGraphRunsOnEveryLaunchOfItsParent) {
+  Recorder rec;
+  const auto r = run_toml(R"(kind = "program"
+ranks = 1
+[rank.0]
+ops = [
+  { op = "capture_begin", stream = "main" },
+  { op = "launch", kernel = "child_kernel", stream = "main" },
+  { op = "capture_end", stream = "main", graph = "child" },
+  { op = "capture_begin", stream = "main" },
+  { op = "launch", kernel = "parent_kernel", stream = "main" },
+  { op = "graph_launch", graph = "child", stream = "main" },
+  { op = "capture_end", stream = "main", graph = "parent" },
+  { op = "graph_launch", graph = "parent", stream = "main" },
+  { op = "graph_launch", graph = "parent", stream = "main" },
+  { op = "stream_sync", stream = "main" },
+]
+[expect]
+verdict = "pass"
+)",
+                          1, &rec);
+  EXPECT_EQ(r.verdict, core::Verdict::pass);
+  int child = 0, parent = 0;
+  for (const std::string& line : rec.lines) {
+    if (line.find("\"ev\":\"kernel_completed\"") == std::string::npos) continue;
+    child += line.find("child_kernel") != std::string::npos;
+    parent += line.find("parent_kernel") != std::string::npos;
+  }
+  EXPECT_EQ(child, 2) << "the child's kernel once per launch of the parent";
+  EXPECT_EQ(parent, 2);
+}
+
+TEST(Robustness, EmulatedMismatchedDtypesGiveAVerdictEitherWay) {
+  const std::string base = R"(kind = "program"
+ranks = 2
+[runtime]
+on_mismatch = "emulate"
+[[communicator]]
+name = "w"
+ranks = [0, 1]
+[rank.0]
+ops = [ { op = "all_reduce", comm = "w", dtype = "u8", count = 64 }, { op = "stream_sync", stream = "main" } ]
+[rank.1]
+ops = [ { op = "all_reduce", comm = "w", dtype = "f32", count = COUNT }, { op = "stream_sync", stream = "main" } ]
+[expect]
+verdict = "fifo-misalignment"
+)";
+  // Fewer bytes on one side: it completes, the other spins (R5).
+  core::RunResult r = run_toml(replaced(base, "COUNT", "1"));
+  EXPECT_EQ(r.verdict, core::Verdict::deadlock);
+  EXPECT_TRUE(has_note(r, "collective-mismatch"));
+  // The same 64 bytes as u8 and as f32: NCCL completes both, the data is garbage; the pairing says why.
+  r = run_toml(replaced(base, "COUNT", "16"));
+  EXPECT_EQ(r.verdict, core::Verdict::fifo_misalignment);
+}
+
+std::string two_threads(const std::string& b_ops, const std::string& b_sleep) {
+  return fmt::format(R"(kind = "program"
+ranks = 1
+streams = ["main", "side"]
+[rank.0.thread.a]
+ops = [
+  {{ op = "capture_begin", stream = "main" }},
+  {{ op = "launch", kernel = "k", stream = "main" }},
+  {{ op = "sleep", us = 100 }},
+  {{ op = "capture_end", stream = "main", graph = "g" }},
+]
+[rank.0.thread.b]
+ops = [ {{ op = "sleep", us = {} }}, {} ]
+[expect]
+verdict = "pass"
+)",
+                     b_sleep, b_ops);
+}
+
+// Another thread's capture-unsafe call: legal or not depending on when it comes, so it is the
+// run's verdict, not the loader's.
+TEST(Robustness, ACaptureUnsafeCallFromAnotherThreadIsInvalidUsageOnlyDuringTheCapture) {
+  for (const char* call : {R"({ op = "device_sync" })", R"({ op = "malloc", bytes = 64 })", R"({ op = "stream_sync", stream = "side" })"}) {
+    SCOPED_TRACE(call);
+    for (uint64_t seed = 1; seed <= 5; ++seed) {
+      const core::RunResult during = run_toml(two_threads(call, "50"), seed);
+      ASSERT_EQ(during.verdict, core::Verdict::invalid_usage);
+      EXPECT_EQ(during.findings.front().kind, "capture-unsafe-call");
+      EXPECT_NE(during.findings.front().summary.find("rank0.main is being captured"), std::string::npos)
+          << during.findings.front().summary;
+      EXPECT_EQ(run_toml(two_threads(call, "300"), seed).verdict, core::Verdict::pass) << "after the capture ended";
+    }
+  }
+}
+
+class CaptureRules : public ::testing::TestWithParam<Bad> {};
+TEST_P(CaptureRules, AreTheLoaders) { expect_rejected(GetParam(), loader::parse_program); }
+
+std::string one_thread(const std::string& ops) {
+  return "kind = \"program\"\nranks = 1\n[[communicator]]\nname = \"w\"\nranks = [0]\n[rank.0]\nops = [\n" + ops +
+         "]\n[expect]\nverdict = \"pass\"\n";
+}
+const std::string kBegin = "  { op = \"capture_begin\", stream = \"main\" },\n";
+const std::string kEnd = "  { op = \"capture_end\", stream = \"main\", graph = \"g\" },\n";
+
+INSTANTIATE_TEST_SUITE_P(
+    Loader, CaptureRules,
+    ::testing::Values(
+        Bad{"device_sync_in_capture", one_thread(kBegin + "  { op = \"device_sync\" },\n" + kEnd), 9, "'device_sync' inside a graph capture"},
+        Bad{"stream_sync_in_capture", one_thread(kBegin + "  { op = \"stream_sync\", stream = \"main\" },\n" + kEnd), 9, "'stream_sync' inside a graph capture"},
+        Bad{"malloc_in_capture", one_thread(kBegin + "  { op = \"malloc\", bytes = 8 },\n" + kEnd), 9, "'malloc' inside a graph capture"},
+        Bad{"event_sync_in_capture",
+            one_thread("  { op = \"record\", event = \"e\", stream = \"main\" },\n" + kBegin + "  { op = \"event_sync\", event = \"e\" },\n" + kEnd),
+            10, "'event_sync' inside a graph capture"},
+        Bad{"group_around_capture", one_thread("  { op = \"group_start\" },\n" + kBegin + kEnd + "  { op = \"group_end\" },\n"), 9,
+            "'capture_begin' inside a group"},
+        Bad{"group_across_capture_end", one_thread(kBegin + "  { op = \"group_start\" },\n" + kEnd + "  { op = \"group_end\" },\n"), 10,
+            "'capture_end' inside a group"},
+        Bad{"graph_name_twice", one_thread(kBegin + kEnd + kBegin + kEnd), 11, "graph 'g' is captured twice"}));
+
+const char* kTwoThreads = R"(kind = "program"
+ranks = 1
+streams = ["main", "side"]
+[rank.0.thread.a]
+ops = [ { op = "capture_begin", stream = "main" }, { op = "capture_end", stream = "main", graph = "g" } ]
+[rank.0.thread.b]
+ops = [ B ]
+[expect]
+verdict = "pass"
+)";
+
+INSTANTIATE_TEST_SUITE_P(
+    Threads, CaptureRules,
+    ::testing::Values(
+        Bad{"two_threads_capture_one_stream",
+            replaced(kTwoThreads, "B", R"({ op = "capture_begin", stream = "main" }, { op = "capture_end", stream = "main", graph = "h" })"), 7,
+            "thread 'a' captures stream 'main' too"},
+        Bad{"graph_name_in_two_threads",
+            replaced(kTwoThreads, "B", R"({ op = "capture_begin", stream = "side" }, { op = "capture_end", stream = "side", graph = "g" })"), 7,
+            "graph 'g' is captured by thread 'a' too"},
+        Bad{"launch_on_a_stream_another_thread_captures", replaced(kTwoThreads, "B", R"({ op = "launch", kernel = "k", stream = "main" })"), 7,
+            "'launch' on stream 'main', which thread 'a' captures"},
+        Bad{"thread_named_like_a_stream", replaced(replaced(kTwoThreads, "thread.b", "thread.side"), "B", R"({ op = "sleep", us = 1 })"), 6,
+            "a thread may not have a stream's name"}));
+
+}  // namespace
+}  // namespace ppspec::testing
+
+namespace ppspec::testing {
+namespace {
+
+const char* kProgram = R"(kind = "program"
+name = "p"
+ranks = 1
+[rank.0]
+ops = [ { op = "sleep", us = 1 } ]
+[expect]
+verdict = "pass"
+)";
+
+class Strictness : public ::testing::TestWithParam<Bad> {};
+TEST_P(Strictness, ProgramsSayWhatWasExpected) { expect_rejected(GetParam(), loader::parse_program); }
+
+INSTANTIATE_TEST_SUITE_P(
+    Loader, Strictness,
+    ::testing::Values(
+        Bad{"rank_twice", replaced(kProgram, "ranks = 1", "ranks = 2") + "[rank.1]\nops = []\n[rank.01]\nops = []\n", 10,
+            "[rank.01]: expected a rank number in [0, 1], without leading zeros"},
+        Bad{"a_verdict_programs_never_give", replaced(kProgram, "\"pass\"", "\"stale-draft\""), 7,
+            "program scenarios never give 'stale-draft' (they give: pass, fifo-misalignment, deadlock, hazard, step-limit, invalid-usage)"},
+        Bad{"a_gpu_verdict_programs_never_give", replaced(kProgram, "verdict = \"pass\"", "verdict = \"pass\"\ngpu_verdict = \"deadlock\""), 8,
+            "on GPUs, program scenarios never give 'deadlock'"},
+        Bad{"a_serving_hazard_in_a_program", replaced(kProgram, "verdict = \"pass\"", "verdict = \"pass\"\nhazards = [\"feedback-during-warmup\"]"), 8,
+            "'feedback-during-warmup' is not a hazard program scenarios note"},
+        Bad{"a_newline_in_the_name", replaced(kProgram, "name = \"p\"", "name = \"p\\nFAIL q\""), 2, "'name': a string with control character 0x0a"},
+        Bad{"a_nul_in_a_label", replaced(kProgram, "us = 1 }", "us = 1 }, { op = \"launch\", kernel = \"a\\u0000b\" }"), 5,
+            "'kernel': a string with control character 0x00"},
+        Bad{"a_huge_label", replaced(kProgram, "name = \"p\"", "name = \"" + std::string(100000, 'x') + "\""), 2,
+            "'name': a string of 100000 bytes (at most 256)"},
+        Bad{"a_long_unknown_value", replaced(kProgram, "verdict = \"pass\"", "verdict = \"" + std::string(200, 'y') + "\""), 7,
+            "'yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy...' is not one of"},
+        Bad{"a_huge_value", replaced(kProgram, "verdict = \"pass\"", "verdict = \"" + std::string(100000, 'y') + "\""), 7,
+            "'verdict': a string of 100000 bytes (at most 256)"},
+        Bad{"a_bad_strategy", kProgram + std::string("[explore]\nstrategy = \"pct:0\"\n"), 9,
+            "'pct:0' is not \"random\" or \"pct:DEPTH\" (DEPTH 1..64; optionally pct:DEPTH:HORIZON"},
+        Bad{"an_unknown_kind", replaced(kProgram, "\"program\"", "\"replay\""), 1,
+            "kind \"replay\" is not supported (expected \"program\" or \"serving\")"}));
+
+TEST(Strictness, MessagesNeverEchoLongValues) {
+  try {
+    (void)loader::parse_program(replaced(kProgram, "verdict = \"pass\"", "verdict = \"" + std::string(100000, 'y') + "\""), "x.toml");
+    FAIL();
+  } catch (const core::InputError& e) {
+    EXPECT_LT(std::string(e.what()).size(), 600u);
+  }
+}
+
+TEST(Strictness, ServingScenariosTakeOnlyWhatTheyCanUse) {
+  const std::string file = std::string(PPSPEC_SOURCE_DIR) + "/scenarios/serving/pp1_k5.toml";
+  std::ifstream in(file);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string text = ss.str();
+  expect_rejected(Bad{"gpu_verdict", replaced(text, "verdict = \"pass\"", "verdict = \"pass\"\ngpu_verdict = \"pass\""),
+                      0, "serving scenarios run on the simulator only"},
+                  [&](std::string_view t, const std::string& f) {
+                    try {
+                      return loader::parse_serving(t, f);
+                    } catch (core::InputError& e) {
+                      // the line depends on the file: check the message only
+                      throw core::InputError(e.file(), 0, e.what());
+                    }
+                  });
+  EXPECT_NO_THROW(
+      (void)loader::parse_serving(replaced(text, "verdict = \"pass\"", "verdict = \"pass\"\nhazards = [\"feedback-during-warmup\"]"), "s.toml"));
+}
+
+TEST(Strictness, AFileThatCannotBeReadSaysWhy) {
+  std::ostringstream out, err;
+  EXPECT_EQ(tools::run_command({.files = {std::string(PPSPEC_SOURCE_DIR) + "/scenarios"}}, out, err), 2);
+  EXPECT_NE(err.str().find("it is a directory"), std::string::npos) << err.str();
+  std::ostringstream out2, err2;
+  EXPECT_EQ(tools::run_command({.files = {"/nonexistent/x.toml"}}, out2, err2), 2);
+  EXPECT_NE(err2.str().find("No such file or directory"), std::string::npos) << err2.str();
+}
+
+TEST(Strictness, ReportsEscapeWhatTheyEcho) {
+  EXPECT_EQ(core::printable("p\nFAIL q\x01"), "p\\nFAIL q\\x01");
+  EXPECT_EQ(core::printable(std::string(100, 'z'), 10), "zzzzzzzzzz...");
+}
+
+}  // namespace
+}  // namespace ppspec::testing
