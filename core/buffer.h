@@ -31,7 +31,9 @@ class Buffer {
   Shape shape() const { return shape_; }
   int64_t count() const { return shape_.count(); }
   size_t bytes() const { return static_cast<size_t>(count()) * dtype_size(dtype_); }
-  bool valid() const { return data_ != nullptr || count() == 0; }
+  // Whether bytes back the buffer. The simulator models some buffers by size only (program
+  // scenarios never read their data back): operations on them move no bytes.
+  bool backed() const { return data_ != nullptr; }
 
   // Rows [first, first + n) as a buffer of the same dtype and width.
   Buffer rows(int64_t first, int64_t n) const;

@@ -22,4 +22,11 @@ class InputError : public std::runtime_error {
   int line_;
 };
 
+// A run that would need more than the machine running it can give (simulated device memory beyond
+// its budget): refused before it runs, like bad input.
+class CapacityError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 }  // namespace ppspec::core

@@ -29,7 +29,7 @@ using program::ProgramOp;
 constexpr std::string_view kTopKeys = "kind, name, description, ranks, streams, runtime, communicator, rank, explore, expect";
 constexpr std::string_view kRuntimeKeys =
     "module_loading, concurrency, on_mismatch, strict, runtime_connect, eager_bytes, unit_bytes, max_steps, "
-    "max_time_ms, jitter, hang_timeout_s, cost";
+    "max_time_ms, jitter, hang_timeout_s, memory_budget_mb, cost";
 constexpr std::string_view kCostKeys =
     "host_call_us, kernel_us, kernel_per_kwork_us, comm_latency_us, comm_gbps, module_load_us, jit_compile_us, "
     "comm_init_us, connect_us, memcpy_us";
@@ -421,6 +421,7 @@ void read_runtime(TableReader& r, sim::SimConfig& cfg, core::Time* hang_timeout)
   cfg.max_steps = static_cast<uint64_t>(r.integer("max_steps", 1, int64_t{1} << 50).value_or(static_cast<int64_t>(cfg.max_steps)));
   if (auto ms = r.number("max_time_ms", 0.001, 1e12)) cfg.max_time = static_cast<core::Time>(*ms * core::kMs);
   cfg.jitter = r.number("jitter", 0, 0.9).value_or(cfg.jitter);
+  if (auto mb = r.integer("memory_budget_mb", 1, int64_t{1} << 30)) cfg.memory_budget_bytes = *mb << 20;
   if (auto s = r.number("hang_timeout_s", 0.1, 3600); s && hang_timeout != nullptr)
     *hang_timeout = static_cast<core::Time>(*s * core::kSec);
   if (const toml::table* cost = r.table("cost")) {

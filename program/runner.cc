@@ -143,6 +143,7 @@ void install(const Program& p, core::Runtime& rt) {
 core::RunResult run_on_sim(const Program& p, const SimRunOptions& opts) {
   sim::SimConfig cfg = p.config;
   cfg.record_decisions = opts.record_decisions;
+  cfg.backed_memory = false;  // a program's verdict never depends on its buffers' bytes
   auto policy = opts.replay ? sim::make_replay_policy(*opts.replay) : sim::make_policy(opts.strategy, opts.seed);
   sim::SimRuntime rt(p.num_ranks, cfg, std::move(policy), opts.seed);
   for (core::EventSink* s : opts.sinks) rt.events().subscribe(s);

@@ -506,14 +506,14 @@ void sum_into(std::vector<T>& acc, const core::Buffer& b, int64_t n) {
 
 template <typename T>
 void reduce_sum(const std::vector<CommOp*>& ops, int64_t n) {
-  if (n <= 0) return;
+  if (n <= 0 || !ops.front()->spec.buf.backed()) return;  // modelled by size only: no bytes to move
   std::vector<T> acc(static_cast<size_t>(n), T{});
   for (const CommOp* op : ops) sum_into<T>(acc, op->spec.buf, n);
   for (const CommOp* op : ops) std::memcpy(op->spec.buf.data(), acc.data(), static_cast<size_t>(n) * sizeof(T));
 }
 
 void copy_bytes(const core::Buffer& dst, size_t dst_off, const core::Buffer& src, size_t len) {
-  if (len == 0) return;
+  if (len == 0 || !dst.backed() || !src.backed()) return;
   std::memcpy(static_cast<uint8_t*>(dst.data()) + dst_off, src.data(), len);
   if (dst.shadow() != nullptr) {
     if (src.shadow() != nullptr)

@@ -35,6 +35,10 @@ struct SimConfig {
   Time max_time = 3600 * core::kSec;  // virtual time before `step-limit`
   double jitter = 0.1;            // durations vary by up to ±10%, seeded
   bool record_decisions = true;   // keep the schedule for replay
+  // Device memory: backed by host bytes (data and a shadow byte each) where the run reads data back
+  // (serving); by size only otherwise (program scenarios), so a 32 GiB all-reduce costs nothing.
+  bool backed_memory = true;
+  int64_t memory_budget_bytes = int64_t{8} << 30;  // host bytes all backed buffers of a run may take
   CostModel cost;
 };
 

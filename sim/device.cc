@@ -131,7 +131,6 @@ void SimDevice::ensure_loaded(core::KernelRef k, bool preload) {
 }
 
 core::Buffer SimDevice::alloc(core::Dtype dtype, core::Shape shape, std::string_view name) {
-  (void)name;
   World& w = world();
   if (w.in_fiber() && w.current().kind == FiberKind::host) {
     // cudaMalloc from a running thread: an implicit device synchronisation (R8).
@@ -141,7 +140,12 @@ core::Buffer SimDevice::alloc(core::Dtype dtype, core::Shape shape, std::string_
     drain(WaitInfo{.kind = WaitKind::device_drain, .what = "malloc", .device = this});
     leave();
   }
+  constexpr int64_t kElementsMax = int64_t{1} << 48;
+  PPSPEC_ASSERT(shape.rows >= 0 && shape.cols >= 1 && shape.rows <= kElementsMax / shape.cols, "a buffer of {} x {}",
+                shape.rows, shape.cols);
+  if (!w.config().backed_memory) return core::Buffer(nullptr, nullptr, dtype, shape);
   const size_t bytes = static_cast<size_t>(shape.count()) * core::dtype_size(dtype);
+  rt_.take_memory(2 * bytes, rank_, name);  // data and shadow
   std::vector<uint8_t>& data = memory_.emplace_back(bytes, 0);
   std::vector<uint8_t>& shadow = memory_.emplace_back(bytes, 0);
   return core::Buffer(data.data(), shadow.data(), dtype, shape);
@@ -194,7 +198,7 @@ void SimDevice::memcpy(core::Stream s, const core::Buffer& dst, const core::Buff
   if (dst.bytes() != src.bytes())
     throw std::invalid_argument(fmt::format("rank{}: memcpy of {} bytes into {} bytes", rank_, src.bytes(), dst.bytes()));
   enqueue_builtin(stream_impl(s), "memcpy", [dst, src] {
-    if (src.bytes() == 0) return;
+    if (src.bytes() == 0 || !dst.backed() || !src.backed()) return;
     std::memcpy(dst.data(), src.data(), src.bytes());
     if (dst.shadow() != nullptr) {
       if (src.shadow() != nullptr)
@@ -207,7 +211,7 @@ void SimDevice::memcpy(core::Stream s, const core::Buffer& dst, const core::Buff
 
 void SimDevice::memset(core::Stream s, const core::Buffer& dst, uint8_t value) {
   enqueue_builtin(stream_impl(s), "memset", [dst, value] {
-    if (dst.bytes() == 0) return;
+    if (dst.bytes() == 0 || !dst.backed()) return;
     std::memset(dst.data(), value, dst.bytes());
     dst.mark_all_written();
   });
@@ -217,7 +221,7 @@ void SimDevice::upload(core::Stream s, const core::Buffer& dst, std::vector<uint
   if (bytes.size() > dst.bytes())
     throw std::invalid_argument(fmt::format("rank{}: upload of {} bytes into {} bytes", rank_, bytes.size(), dst.bytes()));
   enqueue_builtin(stream_impl(s), "memcpy_h2d", [dst, data = std::move(bytes)] {
-    if (data.empty()) return;
+    if (data.empty() || !dst.backed()) return;
     std::memcpy(dst.data(), data.data(), data.size());
     if (dst.shadow() != nullptr) std::memset(dst.shadow(), 1, data.size());
   });
@@ -225,7 +229,7 @@ void SimDevice::upload(core::Stream s, const core::Buffer& dst, std::vector<uint
 
 void SimDevice::download(core::Stream s, void* dst, const core::Buffer& src) {
   enqueue_builtin(stream_impl(s), "memcpy_d2h", [dst, src] {
-    if (src.bytes() != 0) std::memcpy(dst, src.data(), src.bytes());
+    if (src.bytes() != 0 && src.backed()) std::memcpy(dst, src.data(), src.bytes());
   });
 }
 

@@ -46,7 +46,7 @@ void P2PChannel::progress(int64_t unit_bytes, int64_t eager_bytes, std::vector<C
     const size_t dst_begin = static_cast<size_t>(r.units_done) * u;
     const size_t src_end = std::min(static_cast<size_t>(s.units_done + n) * u, s.bytes);
     const size_t dst_end = std::min(static_cast<size_t>(r.units_done + n) * u, r.spec.buf.bytes());
-    if (src_end > src_begin && dst_end > dst_begin) {
+    if (src_end > src_begin && dst_end > dst_begin && s.data != nullptr && r.spec.buf.backed()) {
       const size_t len = std::min(src_end - src_begin, dst_end - dst_begin);
       auto* dst = static_cast<uint8_t*>(r.spec.buf.data());
       std::memcpy(dst + dst_begin, s.data + src_begin, len);
@@ -80,9 +80,9 @@ void P2PChannel::progress(int64_t unit_bytes, int64_t eager_bytes, std::vector<C
   for (UnitSource& s : sources_) {
     if (s.op == nullptr) continue;
     if (buffered_bytes_ + static_cast<int64_t>(s.bytes) > eager_bytes) break;  // later sends wait too
-    s.owned_data.assign(s.data, s.data + s.bytes);
+    if (s.data != nullptr) s.owned_data.assign(s.data, s.data + s.bytes);  // buffered by the connection
     if (s.shadow != nullptr) s.owned_shadow.assign(s.shadow, s.shadow + s.bytes);
-    s.data = s.owned_data.data();
+    s.data = s.data != nullptr ? s.owned_data.data() : nullptr;
     s.shadow = s.shadow != nullptr ? s.owned_shadow.data() : nullptr;
     buffered_bytes_ += static_cast<int64_t>(s.bytes);
     s.op->satisfied = true;

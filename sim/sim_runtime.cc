@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <stdexcept>
 
+#include "core/error.h"
 #include "sim/deadlock_detector.h"
 
 namespace ppspec::sim {
@@ -19,6 +20,16 @@ SimDevice& SimRuntime::device_impl(core::RankId r) const {
   if (r < 0 || static_cast<size_t>(r) >= devices_.size())
     throw std::invalid_argument(fmt::format("no rank {} (the runtime has {})", r, devices_.size()));
   return *devices_[static_cast<size_t>(r)];
+}
+
+void SimRuntime::take_memory(size_t bytes, core::RankId rank, std::string_view what) {
+  const auto budget = static_cast<size_t>(world_.config().memory_budget_bytes);
+  if (bytes > budget || memory_taken_ > budget - bytes)
+    throw core::CapacityError(fmt::format(
+        "rank{} allocates '{}' of {} MiB (with its shadow bytes): the run would hold {} MiB of simulated device memory, "
+        "more than its budget of {} MiB ([runtime] memory_budget_mb)",
+        rank, what, bytes >> 20, (memory_taken_ + bytes) >> 20, budget >> 20));
+  memory_taken_ += bytes;
 }
 
 HostState& SimRuntime::host_state() {

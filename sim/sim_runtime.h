@@ -55,6 +55,9 @@ class SimRuntime final : public core::Runtime {
   SimDevice& device_impl(core::RankId r) const;
   const std::vector<std::unique_ptr<SimDevice>>& devices() const { return devices_; }
   HostState& host_state();
+  // Accounts `bytes` of host memory for a backed buffer; throws core::CapacityError past the
+  // budget (before allocating, so a run that cannot fit is refused instead of dying of bad_alloc).
+  void take_memory(size_t bytes, core::RankId rank, std::string_view what);
   const std::map<std::string, std::unique_ptr<SimHostChannel>, std::less<>>& channels() const { return channels_; }
 
  private:
@@ -65,6 +68,7 @@ class SimRuntime final : public core::Runtime {
   std::deque<HostState> hosts_;
   std::map<std::string, std::unique_ptr<SimHostChannel>, std::less<>> channels_;
   bool ran_ = false;
+  size_t memory_taken_ = 0;
 };
 
 }  // namespace ppspec::sim

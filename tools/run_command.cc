@@ -259,7 +259,12 @@ int run_command(const RunArgs& args, std::ostream& out, std::ostream& err) {
         }
       }
       const auto t0 = std::chrono::steady_clock::now();
-      simulate_once(loaded.scenario, seed, strategy, writer.get(), rec);
+      try {
+        simulate_once(loaded.scenario, seed, strategy, writer.get(), rec);
+      } catch (const core::CapacityError& e) {
+        err << fmt::format("ppspec: {}: {}\n", x.file, e.what());
+        return 2;
+      }
       rec.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       if (writer) writer->finish(rec.result);
       ++ran;
