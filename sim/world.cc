@@ -54,10 +54,30 @@ void WaitList::wait(World& w, const WaitInfo& info) {
 }
 
 void WaitList::wake_all(World& w) {
-  if (waiters_.empty()) return;
-  std::vector<Fiber*> waiters;
-  waiters.swap(waiters_);
-  for (Fiber* f : waiters) w.wake(*f);
+  // make_ready touches no wait list, so the list cannot change while it is walked.
+  for (size_t i = head_; i < waiters_.size(); ++i) w.wake(*waiters_[i]);
+  waiters_.clear();
+  head_ = 0;
+}
+
+bool WaitList::wake_one(World& w) {
+  while (head_ < waiters_.size()) {
+    Fiber* f = waiters_[head_++];
+    if (head_ == waiters_.size()) {
+      waiters_.clear();
+      head_ = 0;
+    } else if (head_ >= 64 && head_ * 2 >= waiters_.size()) {
+      // Receivers that keep coming back would grow the list forever; dropping the woken prefix
+      // when it is half the list keeps wake_one O(1) amortised.
+      waiters_.erase(waiters_.begin(), waiters_.begin() + static_cast<std::ptrdiff_t>(head_));
+      head_ = 0;
+    }
+    // Only a run that is unwinding wakes a fiber behind its list's back; skip such a waiter.
+    if (f->state != FiberState::blocked) continue;
+    w.wake(*f);
+    return true;
+  }
+  return false;
 }
 
 World::World(const SimConfig& config, std::unique_ptr<SchedulePolicy> policy, uint64_t seed, core::EventBus& bus)

@@ -27,16 +27,21 @@ struct Unwind {};
 
 class World;
 
-// Fibers waiting for one condition. Waking wakes all; each re-checks its condition (single OS
-// thread, so no wake-up can be lost between the check and the wait).
+// Fibers waiting for one condition, in the order they started waiting. A woken fiber re-checks its
+// condition (single OS thread, so no wake-up can be lost between the check and the wait).
 class WaitList {
  public:
   void wait(World& w, const WaitInfo& info);
+  // For a condition that every waiter can pass at once (a stream drained, a lock released).
   void wake_all(World& w);
-  bool empty() const { return waiters_.empty(); }
+  // For a condition that one waiter consumes (a message): waking all N would cost N re-checks per
+  // event, N^2 for N events. Wakes the longest waiter; returns false if nobody waits.
+  bool wake_one(World& w);
+  bool empty() const { return head_ == waiters_.size(); }
 
  private:
   std::vector<Fiber*> waiters_;
+  size_t head_ = 0;  // waiters_[0, head_) were woken by wake_one: a FIFO without a deque's blocks
 };
 
 class World {
