@@ -1,5 +1,6 @@
 // Words for communication operations, and what a stuck communication kernel waits for: the raw
 // material of deadlock reports.
+#include <cassert>
 #include <fmt/format.h>
 
 #include "sim/comm_system.h"
@@ -8,6 +9,17 @@
 #include "sim/stream.h"
 
 namespace ppspec::sim {
+
+namespace {
+
+// The channel of a posted p2p operation: posting made it, and explaining must not make new ones.
+const P2PChannel& posted_channel(const SimComm& comm, int src, int dst) {
+  const P2PChannel* ch = comm.find_channel(src, dst);
+  assert(ch != nullptr && "a posted p2p operation has a channel");
+  return *ch;
+}
+
+}  // namespace
 
 std::string CommSystem::describe(const CommOp& op) const {
   return fmt::format("{} on '{}' #{}", core::describe(op.spec.desc), op.spec.comm->name, op.spec.cseq);
@@ -39,10 +51,10 @@ bool CommSystem::awaits_unposted_partner(const CommKernel& k) const {
     if (op.satisfied) continue;
     switch (op.spec.desc.kind) {
       case core::OpKind::send:
-        if (comm.channel(k.crank, op.spec.peer).recvs_posted <= op.spec.cseq) return true;
+        if (posted_channel(comm, k.crank, op.spec.peer).recvs_posted <= op.spec.cseq) return true;
         break;
       case core::OpKind::recv:
-        if (comm.channel(op.spec.peer, k.crank).sends_posted <= op.spec.cseq) return true;
+        if (posted_channel(comm, op.spec.peer, k.crank).sends_posted <= op.spec.cseq) return true;
         break;
       default:
         if (const CollSlot* slot = comm.slot(op.spec.cseq); slot != nullptr && slot->posted < comm.size()) return true;
@@ -57,17 +69,16 @@ std::optional<core::Finding> CommSystem::unmatched() const {
   int64_t cseq = -1;
   core::RankId partner = -1;
   for (const auto& c : comms_) {
-    for (int src = 0; src < c->size(); ++src) {
-      for (int dst = 0; dst < c->size(); ++dst) {
-        const P2PChannel& ch = c->channels[static_cast<size_t>(src * c->size() + dst)];
-        for (const auto* q : {&ch.unpaired_sends, &ch.unpaired_recvs}) {
-          if (q->empty() || (first != nullptr && first->op_id < q->front().op_id)) continue;
-          first = &q->front();
-          where = c.get();
-          const bool is_send = q == &ch.unpaired_sends;
-          cseq = is_send ? ch.sends_posted - static_cast<int64_t>(q->size()) : ch.recvs_posted - static_cast<int64_t>(q->size());
-          partner = c->members[static_cast<size_t>(is_send ? dst : src)];
-        }
+    // Only the pairs that ever posted, in (src, dst) order.
+    for (const auto& [pair, ch] : c->channels) {
+      const auto [src, dst] = pair;
+      for (const auto* q : {&ch.unpaired_sends, &ch.unpaired_recvs}) {
+        if (q->empty() || (first != nullptr && first->op_id < q->front().op_id)) continue;
+        first = &q->front();
+        where = c.get();
+        const bool is_send = q == &ch.unpaired_sends;
+        cseq = is_send ? ch.sends_posted - static_cast<int64_t>(q->size()) : ch.recvs_posted - static_cast<int64_t>(q->size());
+        partner = c->members[static_cast<size_t>(is_send ? dst : src)];
       }
     }
   }
@@ -108,7 +119,7 @@ std::vector<Blocker> CommSystem::blockers(const CommKernel& k) const {
       const bool is_send = kind == core::OpKind::send;
       const int peer = op.spec.peer;
       const core::RankId peer_rank = comm.members[static_cast<size_t>(peer)];
-      const P2PChannel& ch = is_send ? comm.channel(k.crank, peer) : comm.channel(peer, k.crank);
+      const P2PChannel& ch = is_send ? posted_channel(comm, k.crank, peer) : posted_channel(comm, peer, k.crank);
       const std::string partner =
           fmt::format("{} #{} rank{}->rank{} on '{}'", is_send ? "recv" : "send", op.spec.cseq,
                       is_send ? k.rank : peer_rank, is_send ? peer_rank : k.rank, comm.name);
