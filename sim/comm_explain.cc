@@ -1,5 +1,6 @@
 // Words for communication operations, and what a stuck communication kernel waits for: the raw
 // material of deadlock reports.
+#include <algorithm>
 #include <cassert>
 #include <fmt/format.h>
 
@@ -109,74 +110,67 @@ const CommOp* first_unstarted(const std::deque<CommOp*>& live) {
 
 }  // namespace
 
-std::vector<Blocker> CommSystem::blockers(const CommKernel& k) const {
-  std::vector<Blocker> out;
-  SimComm& comm = *k.comm;
-  for (const CommOp& op : k.parts) {
-    if (op.satisfied) continue;
-    const core::OpKind kind = op.spec.desc.kind;
-    if (core::is_p2p(kind)) {
-      const bool is_send = kind == core::OpKind::send;
-      const int peer = op.spec.peer;
-      const core::RankId peer_rank = comm.members[static_cast<size_t>(peer)];
-      const P2PChannel& ch = is_send ? posted_channel(comm, k.crank, peer) : posted_channel(comm, peer, k.crank);
-      const std::string partner =
-          fmt::format("{} #{} rank{}->rank{} on '{}'", is_send ? "recv" : "send", op.spec.cseq,
-                      is_send ? k.rank : peer_rank, is_send ? peer_rank : k.rank, comm.name);
-      if (op.units_done > 0 && !is_send) {
-        // Emulated size mismatch: part of the data came, the rest never will unless more is sent.
-        const CommOp* next = first_unstarted(ch.live_sends);
-        if (next != nullptr)
-          out.push_back({Blocker::Kind::stream, next->kernel->primary(), peer_rank,
-                         fmt::format("has {} of {} units; waits for more from {}", op.units_done, op.units,
-                                     describe(*next))});
-        else
-          out.push_back({Blocker::Kind::rank_host, nullptr, peer_rank,
-                         fmt::format("has {} of {} units; the sender completed with fewer (size mismatch, R5) and "
-                                     "rank{} has posted nothing more to it",
-                                     op.units_done, op.units, peer_rank)});
-        continue;
-      }
-      const CommOp* other = first_unstarted(is_send ? ch.live_recvs : ch.live_sends);
-      if (other != nullptr)
-        out.push_back({Blocker::Kind::stream, other->kernel->primary(), peer_rank,
-                       fmt::format("its partner {} is queued behind other work", describe(*other))});
-      else
-        out.push_back({Blocker::Kind::rank_host, nullptr, peer_rank, fmt::format("rank{} has not posted {}", peer_rank, partner)});
-      continue;
-    }
-    const CollSlot* slot = comm.slot(op.spec.cseq);
-    if (slot == nullptr) continue;
-    bool someone_missing = false;
-    for (size_t m = 0; m < slot->ops.size(); ++m) {
-      if (static_cast<int>(m) == k.crank) continue;
-      const core::RankId r = comm.members[m];
-      const CommOp* other = slot->ops[m];
-      if (other == nullptr && slot->units[m] < 0) {
-        out.push_back({Blocker::Kind::rank_host, nullptr, r,
-                       fmt::format("rank{} has not posted collective #{} on '{}'", r, op.spec.cseq, comm.name)});
-        someone_missing = true;
-      } else if (other == nullptr && !slot->launched[m]) {
-        out.push_back({Blocker::Kind::rank_host, nullptr, r,
-                       fmt::format("rank{} posted collective #{} on '{}' but has not launched it", r, op.spec.cseq,
-                                   comm.name)});
-        someone_missing = true;
-      } else if (other != nullptr && !other->started) {
-        out.push_back({Blocker::Kind::stream, other->kernel->primary(), r,
-                       fmt::format("rank{}'s {} is queued behind other work", r, describe(*other))});
-        someone_missing = true;
-      }
-    }
-    if (!someone_missing) {
-      int64_t others = INT64_MAX;
-      for (size_t j = 0; j < slot->units.size(); ++j)
-        if (static_cast<int>(j) != k.crank) others = std::min(others, slot->units[j]);
-      out.push_back({Blocker::Kind::none, nullptr, -1,
-                     fmt::format("expects {} units but its peers provide {}: it spins forever (size mismatch, R5)",
-                                 slot->units[static_cast<size_t>(k.crank)], others)});
-    }
+Blocker CommSystem::p2p_blocker(const CommKernel& k, const CommOp& op) const {
+  assert(core::is_p2p(op.spec.desc.kind) && !op.satisfied);
+  const SimComm& comm = *k.comm;
+  const bool is_send = op.spec.desc.kind == core::OpKind::send;
+  const int peer = op.spec.peer;
+  const core::RankId peer_rank = comm.members[static_cast<size_t>(peer)];
+  const P2PChannel& ch = is_send ? posted_channel(comm, k.crank, peer) : posted_channel(comm, peer, k.crank);
+  if (op.units_done > 0 && !is_send) {
+    // Emulated size mismatch: part of the data came, the rest never will unless more is sent.
+    const CommOp* next = first_unstarted(ch.live_sends);
+    if (next != nullptr)
+      return {Blocker::Kind::stream, next->kernel->primary(), peer_rank,
+              fmt::format("has {} of {} units; waits for more from {}", op.units_done, op.units, describe(*next))};
+    return {Blocker::Kind::rank_host, nullptr, peer_rank,
+            fmt::format("has {} of {} units; the sender completed with fewer (size mismatch, R5) and rank{} has "
+                        "posted nothing more to it",
+                        op.units_done, op.units, peer_rank)};
   }
-  return out;
+  const CommOp* other = first_unstarted(is_send ? ch.live_recvs : ch.live_sends);
+  if (other != nullptr)
+    return {Blocker::Kind::stream, other->kernel->primary(), peer_rank,
+            fmt::format("its partner {} is queued behind other work", describe(*other))};
+  const std::string partner = fmt::format("{} #{} rank{}->rank{} on '{}'", is_send ? "recv" : "send", op.spec.cseq,
+                                          is_send ? k.rank : peer_rank, is_send ? peer_rank : k.rank, comm.name);
+  return {Blocker::Kind::rank_host, nullptr, peer_rank, fmt::format("rank{} has not posted {}", peer_rank, partner)};
+}
+
+int64_t CollectiveHold::units_from_others(int crank) const {
+  assert(slot != nullptr && crank >= 0 && static_cast<size_t>(crank) < slot->units.size());
+  return static_cast<size_t>(crank) == lowest ? second_units : slot->units[lowest];
+}
+
+CollectiveHold CommSystem::collective_hold(const SimComm& comm, int64_t cseq) const {
+  CollectiveHold h;
+  h.slot = comm.find_slot(cseq);
+  if (h.slot == nullptr) return h;
+  const CollSlot& slot = *h.slot;
+  for (size_t m = 0; m < slot.ops.size(); ++m) {
+    const core::RankId r = comm.members[m];
+    const CommOp* other = slot.ops[m];
+    if (other == nullptr && slot.units[m] < 0)
+      h.members.push_back({Blocker::Kind::rank_host, nullptr, r,
+                           fmt::format("rank{} has not posted collective #{} on '{}'", r, cseq, comm.name)});
+    else if (other == nullptr && !slot.launched[m])
+      h.members.push_back({Blocker::Kind::rank_host, nullptr, r,
+                           fmt::format("rank{} posted collective #{} on '{}' but has not launched it", r, cseq, comm.name)});
+    else if (other != nullptr && !other->started)
+      h.members.push_back({Blocker::Kind::stream, other->kernel->primary(), r,
+                           fmt::format("rank{}'s {} is queued behind other work", r, describe(*other))});
+    if (slot.units[m] < slot.units[h.lowest]) h.lowest = m;
+  }
+  for (size_t m = 0; m < slot.units.size(); ++m)
+    if (m != h.lowest) h.second_units = std::min(h.second_units, slot.units[m]);
+  return h;
+}
+
+Blocker CommSystem::size_mismatch(const CollectiveHold& hold, int crank) const {
+  assert(hold.slot != nullptr && hold.members.empty());
+  return {Blocker::Kind::none, nullptr, -1,
+          fmt::format("expects {} units but its peers provide {}: it spins forever (size mismatch, R5)",
+                      hold.slot->units[static_cast<size_t>(crank)], hold.units_from_others(crank))};
 }
 
 }  // namespace ppspec::sim

@@ -40,6 +40,11 @@ CollSlot* SimComm::slot(int64_t k) {
   return &slots[static_cast<size_t>(k - slot_base)];
 }
 
+const CollSlot* SimComm::find_slot(int64_t k) const {
+  if (k < slot_base || k - slot_base >= static_cast<int64_t>(slots.size())) return nullptr;
+  return &slots[static_cast<size_t>(k - slot_base)];
+}
+
 Connection& SimComm::p2p_conn(int a, int b) {
   if (a > b) std::swap(a, b);
   auto [c, made] = p2p_conns.get(a, b);

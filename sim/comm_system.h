@@ -133,6 +133,7 @@ struct SimComm {
   P2PChannel& channel(int src, int dst) { return channels.get(src, dst).first; }
   const P2PChannel* find_channel(int src, int dst) const { return channels.find(src, dst); }  // null: never used
   CollSlot* slot(int64_t k);  // null if already retired
+  const CollSlot* find_slot(int64_t k) const;  // null if retired or not posted yet
   Connection& p2p_conn(int a, int b);
 };
 
@@ -165,6 +166,19 @@ struct Blocker {
   std::string what;
 };
 
+// What holds up one collective for the members that started it: the same for every waiting
+// member, so a deadlock report asks once per collective instead of once per member (n^2 work for
+// a stuck n-member collective).
+struct CollectiveHold {
+  const CollSlot* slot = nullptr;  // null: retired, nothing to explain
+  std::vector<Blocker> members;    // one per member that has not posted, launched or started it
+  size_t lowest = 0;               // the member that contributes the fewest units
+  int64_t second_units = INT64_MAX;  // the second fewest units (INT64_MAX with one member)
+
+  // The fewest units any member but `crank` contributes (R5).
+  int64_t units_from_others(int crank) const;
+};
+
 class CommSystem {
  public:
   explicit CommSystem(SimRuntime& rt) : rt_(rt) {}
@@ -183,7 +197,10 @@ class CommSystem {
   void execute(CommKernel& k, SimStream& s);
 
   // Explanations.
-  std::vector<Blocker> blockers(const CommKernel& k) const;
+  Blocker p2p_blocker(const CommKernel& k, const CommOp& op) const;  // `op` is an unsatisfied send or recv of k
+  CollectiveHold collective_hold(const SimComm& comm, int64_t cseq) const;
+  // Why member `crank` spins when no member holds the collective up: it expects more (R5).
+  Blocker size_mismatch(const CollectiveHold& hold, int crank) const;
   const CommKernel* order_blocker(const CommKernel& k) const;
   bool awaits_unposted_partner(const CommKernel& k) const;
   // After a run that finished: the earliest posted p2p operation that never found its partner

@@ -286,9 +286,13 @@ core::Finding World::limit_finding(std::string kind, std::string summary) const 
   f.summary = std::move(summary);
   f.details.push_back("a livelock, a program that never ends, or a budget too small for the scenario "
                       "([runtime] max_steps / max_time_ms)");
-  for (const auto& fib : fibers_)
-    if (fib->kind == FiberKind::host && fib->state != FiberState::finished)
-      f.sites.push_back(core::Site{fib->rank, fib->name, "", -1, "still running", ""});
+  size_t running = 0;
+  for (const auto& fib : fibers_) {
+    if (fib->kind != FiberKind::host || fib->state == FiberState::finished) continue;
+    if (++running <= kFindingListMax) f.sites.push_back(core::Site{fib->rank, fib->name, "", -1, "still running", ""});
+  }
+  if (running > kFindingListMax)
+    f.details.push_back(fmt::format("… and {} more host threads still running", running - kFindingListMax));
   return f;
 }
 

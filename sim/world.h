@@ -3,6 +3,7 @@
 // timer when nothing is ready. Nothing here reads the wall clock or depends on addresses.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <exception>
@@ -24,6 +25,11 @@ namespace ppspec::sim {
 // Thrown inside a fiber when the run stops, so the fiber unwinds its stack and ends cleanly.
 // Not derived from std::exception: engine code catching std::exception must not swallow it.
 struct Unwind {};
+
+// The most entries a finding lists in any one list (the fibers of a wait chain, the other stuck
+// fibers, sites, graph nodes); the rest are counted on one "… and N more" line. A report is read
+// by a person: a world of 1,000 stuck fibers must not print a line per fiber, let alone per pair.
+inline constexpr size_t kFindingListMax = 16;
 
 class World;
 
