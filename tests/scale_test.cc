@@ -200,5 +200,20 @@ TEST(Scale, AThousandReceiversOnASilentChannelGiveABoundedReport) {
   expect_bounded(f);
 }
 
+TEST(Scale, AStepLimitAmongManyThreadsNamesABoundedFew) {
+  sim::SimConfig cfg = exact_config();
+  cfg.max_steps = 10000;
+  Harness h(1, cfg);
+  const int threads = 200;
+  for (int t = 0; t < threads; ++t)
+    h.actor(0, [&h] { for (;;) h.rt.sleep(core::kUs); }, fmt::format("rank0.t{}", t));
+  const core::RunResult r = h.run();
+  ASSERT_EQ(r.verdict, Verdict::step_limit);
+  const core::Finding& f = r.findings.front();
+  EXPECT_EQ(f.sites.size(), sim::kFindingListMax);
+  EXPECT_TRUE(mentions(f, fmt::format("… and {} more host threads still running", threads - sim::kFindingListMax)))
+      << all_text(f);
+}
+
 }  // namespace
 }  // namespace ppspec::testing
