@@ -1,5 +1,7 @@
 // Words for communication operations, and what a stuck communication kernel waits for: the raw
 // material of deadlock reports.
+#include <algorithm>
+#include <cassert>
 #include <fmt/format.h>
 
 #include "sim/comm_system.h"
@@ -8,6 +10,17 @@
 #include "sim/stream.h"
 
 namespace ppspec::sim {
+
+namespace {
+
+// The channel of a posted p2p operation: posting made it, and explaining must not make new ones.
+const P2PChannel& posted_channel(const SimComm& comm, int src, int dst) {
+  const P2PChannel* ch = comm.find_channel(src, dst);
+  assert(ch != nullptr && "a posted p2p operation has a channel");
+  return *ch;
+}
+
+}  // namespace
 
 std::string CommSystem::describe(const CommOp& op) const {
   return fmt::format("{} on '{}' #{}", core::describe(op.spec.desc), op.spec.comm->name, op.spec.cseq);
@@ -39,10 +52,10 @@ bool CommSystem::awaits_unposted_partner(const CommKernel& k) const {
     if (op.satisfied) continue;
     switch (op.spec.desc.kind) {
       case core::OpKind::send:
-        if (comm.channel(k.crank, op.spec.peer).recvs_posted <= op.spec.cseq) return true;
+        if (posted_channel(comm, k.crank, op.spec.peer).recvs_posted <= op.spec.cseq) return true;
         break;
       case core::OpKind::recv:
-        if (comm.channel(op.spec.peer, k.crank).sends_posted <= op.spec.cseq) return true;
+        if (posted_channel(comm, op.spec.peer, k.crank).sends_posted <= op.spec.cseq) return true;
         break;
       default:
         if (const CollSlot* slot = comm.slot(op.spec.cseq); slot != nullptr && slot->posted < comm.size()) return true;
@@ -57,17 +70,16 @@ std::optional<core::Finding> CommSystem::unmatched() const {
   int64_t cseq = -1;
   core::RankId partner = -1;
   for (const auto& c : comms_) {
-    for (int src = 0; src < c->size(); ++src) {
-      for (int dst = 0; dst < c->size(); ++dst) {
-        const P2PChannel& ch = c->channels[static_cast<size_t>(src * c->size() + dst)];
-        for (const auto* q : {&ch.unpaired_sends, &ch.unpaired_recvs}) {
-          if (q->empty() || (first != nullptr && first->op_id < q->front().op_id)) continue;
-          first = &q->front();
-          where = c.get();
-          const bool is_send = q == &ch.unpaired_sends;
-          cseq = is_send ? ch.sends_posted - static_cast<int64_t>(q->size()) : ch.recvs_posted - static_cast<int64_t>(q->size());
-          partner = c->members[static_cast<size_t>(is_send ? dst : src)];
-        }
+    // Only the pairs that ever posted, in (src, dst) order.
+    for (const auto& [pair, ch] : c->channels) {
+      const auto [src, dst] = pair;
+      for (const auto* q : {&ch.unpaired_sends, &ch.unpaired_recvs}) {
+        if (q->empty() || (first != nullptr && first->op_id < q->front().op_id)) continue;
+        first = &q->front();
+        where = c.get();
+        const bool is_send = q == &ch.unpaired_sends;
+        cseq = is_send ? ch.sends_posted - static_cast<int64_t>(q->size()) : ch.recvs_posted - static_cast<int64_t>(q->size());
+        partner = c->members[static_cast<size_t>(is_send ? dst : src)];
       }
     }
   }
@@ -98,74 +110,67 @@ const CommOp* first_unstarted(const std::deque<CommOp*>& live) {
 
 }  // namespace
 
-std::vector<Blocker> CommSystem::blockers(const CommKernel& k) const {
-  std::vector<Blocker> out;
-  SimComm& comm = *k.comm;
-  for (const CommOp& op : k.parts) {
-    if (op.satisfied) continue;
-    const core::OpKind kind = op.spec.desc.kind;
-    if (core::is_p2p(kind)) {
-      const bool is_send = kind == core::OpKind::send;
-      const int peer = op.spec.peer;
-      const core::RankId peer_rank = comm.members[static_cast<size_t>(peer)];
-      const P2PChannel& ch = is_send ? comm.channel(k.crank, peer) : comm.channel(peer, k.crank);
-      const std::string partner =
-          fmt::format("{} #{} rank{}->rank{} on '{}'", is_send ? "recv" : "send", op.spec.cseq,
-                      is_send ? k.rank : peer_rank, is_send ? peer_rank : k.rank, comm.name);
-      if (op.units_done > 0 && !is_send) {
-        // Emulated size mismatch: part of the data came, the rest never will unless more is sent.
-        const CommOp* next = first_unstarted(ch.live_sends);
-        if (next != nullptr)
-          out.push_back({Blocker::Kind::stream, next->kernel->primary(), peer_rank,
-                         fmt::format("has {} of {} units; waits for more from {}", op.units_done, op.units,
-                                     describe(*next))});
-        else
-          out.push_back({Blocker::Kind::rank_host, nullptr, peer_rank,
-                         fmt::format("has {} of {} units; the sender completed with fewer (size mismatch, R5) and "
-                                     "rank{} has posted nothing more to it",
-                                     op.units_done, op.units, peer_rank)});
-        continue;
-      }
-      const CommOp* other = first_unstarted(is_send ? ch.live_recvs : ch.live_sends);
-      if (other != nullptr)
-        out.push_back({Blocker::Kind::stream, other->kernel->primary(), peer_rank,
-                       fmt::format("its partner {} is queued behind other work", describe(*other))});
-      else
-        out.push_back({Blocker::Kind::rank_host, nullptr, peer_rank, fmt::format("rank{} has not posted {}", peer_rank, partner)});
-      continue;
-    }
-    const CollSlot* slot = comm.slot(op.spec.cseq);
-    if (slot == nullptr) continue;
-    bool someone_missing = false;
-    for (size_t m = 0; m < slot->ops.size(); ++m) {
-      if (static_cast<int>(m) == k.crank) continue;
-      const core::RankId r = comm.members[m];
-      const CommOp* other = slot->ops[m];
-      if (other == nullptr && slot->units[m] < 0) {
-        out.push_back({Blocker::Kind::rank_host, nullptr, r,
-                       fmt::format("rank{} has not posted collective #{} on '{}'", r, op.spec.cseq, comm.name)});
-        someone_missing = true;
-      } else if (other == nullptr && !slot->launched[m]) {
-        out.push_back({Blocker::Kind::rank_host, nullptr, r,
-                       fmt::format("rank{} posted collective #{} on '{}' but has not launched it", r, op.spec.cseq,
-                                   comm.name)});
-        someone_missing = true;
-      } else if (other != nullptr && !other->started) {
-        out.push_back({Blocker::Kind::stream, other->kernel->primary(), r,
-                       fmt::format("rank{}'s {} is queued behind other work", r, describe(*other))});
-        someone_missing = true;
-      }
-    }
-    if (!someone_missing) {
-      int64_t others = INT64_MAX;
-      for (size_t j = 0; j < slot->units.size(); ++j)
-        if (static_cast<int>(j) != k.crank) others = std::min(others, slot->units[j]);
-      out.push_back({Blocker::Kind::none, nullptr, -1,
-                     fmt::format("expects {} units but its peers provide {}: it spins forever (size mismatch, R5)",
-                                 slot->units[static_cast<size_t>(k.crank)], others)});
-    }
+Blocker CommSystem::p2p_blocker(const CommKernel& k, const CommOp& op) const {
+  assert(core::is_p2p(op.spec.desc.kind) && !op.satisfied);
+  const SimComm& comm = *k.comm;
+  const bool is_send = op.spec.desc.kind == core::OpKind::send;
+  const int peer = op.spec.peer;
+  const core::RankId peer_rank = comm.members[static_cast<size_t>(peer)];
+  const P2PChannel& ch = is_send ? posted_channel(comm, k.crank, peer) : posted_channel(comm, peer, k.crank);
+  if (op.units_done > 0 && !is_send) {
+    // Emulated size mismatch: part of the data came, the rest never will unless more is sent.
+    const CommOp* next = first_unstarted(ch.live_sends);
+    if (next != nullptr)
+      return {Blocker::Kind::stream, next->kernel->primary(), peer_rank,
+              fmt::format("has {} of {} units; waits for more from {}", op.units_done, op.units, describe(*next))};
+    return {Blocker::Kind::rank_host, nullptr, peer_rank,
+            fmt::format("has {} of {} units; the sender completed with fewer (size mismatch, R5) and rank{} has "
+                        "posted nothing more to it",
+                        op.units_done, op.units, peer_rank)};
   }
-  return out;
+  const CommOp* other = first_unstarted(is_send ? ch.live_recvs : ch.live_sends);
+  if (other != nullptr)
+    return {Blocker::Kind::stream, other->kernel->primary(), peer_rank,
+            fmt::format("its partner {} is queued behind other work", describe(*other))};
+  const std::string partner = fmt::format("{} #{} rank{}->rank{} on '{}'", is_send ? "recv" : "send", op.spec.cseq,
+                                          is_send ? k.rank : peer_rank, is_send ? peer_rank : k.rank, comm.name);
+  return {Blocker::Kind::rank_host, nullptr, peer_rank, fmt::format("rank{} has not posted {}", peer_rank, partner)};
+}
+
+int64_t CollectiveHold::units_from_others(int crank) const {
+  assert(slot != nullptr && crank >= 0 && static_cast<size_t>(crank) < slot->units.size());
+  return static_cast<size_t>(crank) == lowest ? second_units : slot->units[lowest];
+}
+
+CollectiveHold CommSystem::collective_hold(const SimComm& comm, int64_t cseq) const {
+  CollectiveHold h;
+  h.slot = comm.find_slot(cseq);
+  if (h.slot == nullptr) return h;
+  const CollSlot& slot = *h.slot;
+  for (size_t m = 0; m < slot.ops.size(); ++m) {
+    const core::RankId r = comm.members[m];
+    const CommOp* other = slot.ops[m];
+    if (other == nullptr && slot.units[m] < 0)
+      h.members.push_back({Blocker::Kind::rank_host, nullptr, r,
+                           fmt::format("rank{} has not posted collective #{} on '{}'", r, cseq, comm.name)});
+    else if (other == nullptr && !slot.launched[m])
+      h.members.push_back({Blocker::Kind::rank_host, nullptr, r,
+                           fmt::format("rank{} posted collective #{} on '{}' but has not launched it", r, cseq, comm.name)});
+    else if (other != nullptr && !other->started)
+      h.members.push_back({Blocker::Kind::stream, other->kernel->primary(), r,
+                           fmt::format("rank{}'s {} is queued behind other work", r, describe(*other))});
+    if (slot.units[m] < slot.units[h.lowest]) h.lowest = m;
+  }
+  for (size_t m = 0; m < slot.units.size(); ++m)
+    if (m != h.lowest) h.second_units = std::min(h.second_units, slot.units[m]);
+  return h;
+}
+
+Blocker CommSystem::size_mismatch(const CollectiveHold& hold, int crank) const {
+  assert(hold.slot != nullptr && hold.members.empty());
+  return {Blocker::Kind::none, nullptr, -1,
+          fmt::format("expects {} units but its peers provide {}: it spins forever (size mismatch, R5)",
+                      hold.slot->units[static_cast<size_t>(crank)], hold.units_from_others(crank))};
 }
 
 }  // namespace ppspec::sim

@@ -19,10 +19,12 @@ namespace ppspec::sim {
 // SimComm
 
 int SimComm::crank_of(core::RankId r) const {
-  for (size_t i = 0; i < members.size(); ++i)
-    if (members[i] == r) return static_cast<int>(i);
-  return -1;
+  auto it = std::lower_bound(crank_index.begin(), crank_index.end(), std::pair<core::RankId, int>{r, INT32_MIN});
+  if (it == crank_index.end() || it->first != r) return -1;
+  assert(members[static_cast<size_t>(it->second)] == r);
+  return it->second;
 }
+
 
 CollSlot* SimComm::slot(int64_t k) {
   if (k < slot_base) return nullptr;
@@ -39,17 +41,21 @@ CollSlot* SimComm::slot(int64_t k) {
   return &slots[static_cast<size_t>(k - slot_base)];
 }
 
+const CollSlot* SimComm::find_slot(int64_t k) const {
+  if (k < slot_base || k - slot_base >= static_cast<int64_t>(slots.size())) return nullptr;
+  return &slots[static_cast<size_t>(k - slot_base)];
+}
+
 Connection& SimComm::p2p_conn(int a, int b) {
   if (a > b) std::swap(a, b);
-  auto& c = p2p_conns[static_cast<size_t>(a * size() + b)];
-  if (!c) {
-    c = std::make_unique<Connection>();
-    c->what = fmt::format("p2p connection rank{}<->rank{} on '{}'", members[static_cast<size_t>(a)],
-                          members[static_cast<size_t>(b)], name);
-    c->parties = {members[static_cast<size_t>(a)], members[static_cast<size_t>(b)]};
-    c->arrived.assign(2, false);
+  auto [c, made] = p2p_conns.get(a, b);
+  if (made) {
+    c.what = fmt::format("p2p connection rank{}<->rank{} on '{}'", members[static_cast<size_t>(a)],
+                         members[static_cast<size_t>(b)], name);
+    c.parties = {members[static_cast<size_t>(a)], members[static_cast<size_t>(b)]};
+    c.arrived.assign(2, false);
   }
-  return *c;
+  return c;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -117,9 +123,14 @@ SimComm& CommSystem::declare(std::string_view name, std::span<const core::RankId
   c->name = std::string(name);
   c->members.assign(members.begin(), members.end());
   const auto n = c->members.size();
+  for (size_t i = 0; i < n; ++i) c->crank_index.emplace_back(c->members[i], static_cast<int>(i));
+  std::sort(c->crank_index.begin(), c->crank_index.end());
+  for (size_t i = 1; i < n; ++i)
+    if (c->crank_index[i].first == c->crank_index[i - 1].first)
+      throw std::invalid_argument(fmt::format("communicator '{}': rank {} listed twice", name, c->crank_index[i].first));
   c->ranks.resize(n);
-  c->channels.resize(n * n);
-  c->p2p_conns.resize(n * n);
+  c->channels.reset(n);
+  c->p2p_conns.reset(n);
   c->collective_conn.what = fmt::format("collective connection on '{}'", name);
   c->collective_conn.parties = c->members;
   c->collective_conn.arrived.assign(n, false);
@@ -144,7 +155,9 @@ core::Communicator& CommSystem::init(SimComm& comm, core::RankId me) {
   if (!comm.init.arrived[static_cast<size_t>(crank)]) {
     comm.init.arrived[static_cast<size_t>(crank)] = true;
     ++comm.init.count;
-    comm.init.waiters.wake_all(w);
+    // Only the last arrival can let anyone pass: waking the waiters at every arrival made an
+    // n-member init cost n^2 scheduling steps under PCT.
+    if (comm.init.count == comm.size()) comm.init.waiters.wake_all(w);
   }
   // ncclCommInitRank is collective: every member must arrive (R1).
   while (comm.init.count < comm.size())
@@ -340,16 +353,26 @@ void CommSystem::connect(const std::vector<PartSpec>& parts) {
   std::vector<Connection*> needed;
   for (const PartSpec& p : parts) {
     SimComm& c = *p.comm;
-    Connection& conn = core::is_p2p(p.desc.kind) ? c.p2p_conn(p.crank, p.peer) : c.collective_conn;
+    const bool p2p = core::is_p2p(p.desc.kind);
+    Connection& conn = p2p ? c.p2p_conn(p.crank, p.peer) : c.collective_conn;
     if (conn.established) continue;
-    const core::RankId me = c.members[static_cast<size_t>(p.crank)];
-    for (size_t i = 0; i < conn.parties.size(); ++i)
-      if (conn.parties[i] == me) conn.arrived[i] = true;
-    if (std::find(needed.begin(), needed.end(), &conn) == needed.end()) needed.push_back(&conn);
+    // A collective connection's parties are the members in comm-rank order; a p2p connection's
+    // are (lower, higher) comm rank, both of them when a rank connects to itself.
+    if (!p2p) {
+      conn.arrive(static_cast<size_t>(p.crank));
+    } else {
+      if (p.crank <= p.peer) conn.arrive(0);
+      if (p.crank >= p.peer) conn.arrive(1);
+    }
+    if (!conn.collecting) {
+      conn.collecting = true;  // a group's many parts to one peer need the connection once
+      needed.push_back(&conn);
+    }
   }
   if (needed.empty()) return;
   for (Connection* c : needed) {
-    if (std::all_of(c->arrived.begin(), c->arrived.end(), [](bool b) { return b; })) {
+    c->collecting = false;
+    if (c->all_arrived()) {
       c->established = true;
       c->waiters.wake_all(w);
     }
@@ -581,12 +604,18 @@ void CommSystem::start_collective(CommOp& op, std::vector<CommOp*>& satisfied) {
   ++slot->started;
   if (slot->started < comm.size()) return;  // R4: a collective waits for every member
   move_collective_data(slot->ops);
-  // R5: a member expecting more units than the others provide spins forever.
+  // R5: a member expecting more units than the others provide spins forever. What "the others"
+  // provide is the smallest contribution, or for the member that made it, the second smallest.
+  const std::vector<int64_t>& units = slot->units;
+  size_t lowest = 0;
+  for (size_t m = 1; m < units.size(); ++m)
+    if (units[m] < units[lowest]) lowest = m;
+  int64_t second = INT64_MAX;
+  for (size_t m = 0; m < units.size(); ++m)
+    if (m != lowest) second = std::min(second, units[m]);
   for (size_t m = 0; m < slot->ops.size(); ++m) {
-    int64_t others = INT64_MAX;
-    for (size_t j = 0; j < slot->ops.size(); ++j)
-      if (j != m) others = std::min(others, slot->units[j]);
-    if (slot->units[m] <= others || slot->ops.size() == 1) {
+    const int64_t others = m == lowest ? second : units[lowest];
+    if (units[m] <= others || slot->ops.size() == 1) {
       slot->ops[m]->satisfied = true;
       satisfied.push_back(slot->ops[m]);
     }

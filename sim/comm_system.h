@@ -3,13 +3,16 @@
 // host blocking (R1) and graph-captured operations (R9).
 #pragma once
 
+#include <cassert>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/runtime.h"
@@ -52,8 +55,19 @@ struct Connection {
   std::string what;
   std::vector<core::RankId> parties;
   std::vector<bool> arrived;
+  size_t arrived_count = 0;  // of `arrived`, so that an arrival need not scan every party
   bool established = false;
+  bool collecting = false;   // CommSystem::connect's mark while it gathers a call's connections
   WaitList waiters;
+
+  void arrive(size_t party) {
+    assert(party < parties.size());
+    if (arrived[party]) return;
+    arrived[party] = true;
+    ++arrived_count;
+    assert(arrived_count <= parties.size());
+  }
+  bool all_arrived() const { return arrived_count == parties.size(); }
 };
 
 struct CommInit {
@@ -64,23 +78,62 @@ struct CommInit {
 
 class SimCommHandle;
 
+// Values for the pairs (a, b) of comm ranks that were ever used, made at first use: memory is
+// O(members + pairs used), where n x n eagerly built channels cost 4 GB at 1,024 members. Iterates
+// in (a, b) order, never address order. A one-entry memo per first rank keeps the hot path (a rank
+// that talks to the same peer again) at an index and a compare instead of a tree walk.
+template <typename T>
+class PairMap {
+ public:
+  using Key = std::pair<int, int>;
+
+  void reset(size_t members) { memo_.assign(members, Memo{}); }
+  // The value for (a, b), and whether this call made it.
+  std::pair<T&, bool> get(int a, int b) {
+    assert(a >= 0 && static_cast<size_t>(a) < memo_.size());
+    Memo& m = memo_[static_cast<size_t>(a)];
+    if (m.value != nullptr && m.b == b) return {*m.value, false};
+    auto [it, made] = map_.try_emplace(Key{a, b});
+    m = Memo{b, &it->second};  // std::map nodes never move: the memo stays valid
+    return {it->second, made};
+  }
+  const T* find(int a, int b) const {
+    auto it = map_.find(Key{a, b});
+    return it == map_.end() ? nullptr : &it->second;
+  }
+  size_t size() const { return map_.size(); }
+  typename std::map<Key, T>::const_iterator begin() const { return map_.begin(); }
+  typename std::map<Key, T>::const_iterator end() const { return map_.end(); }
+
+ private:
+  struct Memo {
+    int b = -1;
+    T* value = nullptr;
+  };
+  std::map<Key, T> map_;
+  std::vector<Memo> memo_;  // by a
+};
+
 struct SimComm {
   int index = 0;
   std::string name;
   std::vector<core::RankId> members;  // global rank of each comm rank
+  std::vector<std::pair<core::RankId, int>> crank_index;  // (global rank, comm rank), sorted
   std::vector<CommRankState> ranks;
-  std::vector<P2PChannel> channels;   // [src * size + dst]
+  PairMap<P2PChannel> channels;  // (src, dst), made at the first post between them
   std::deque<CollSlot> slots;
   int64_t slot_base = 0;
   Connection collective_conn;
-  std::vector<std::unique_ptr<Connection>> p2p_conns;  // [min * size + max], made on demand
+  PairMap<Connection> p2p_conns;  // (min, max), made at first contact
   CommInit init;
   std::vector<std::unique_ptr<SimCommHandle>> handles;
 
   int size() const { return static_cast<int>(members.size()); }
-  int crank_of(core::RankId r) const;
-  P2PChannel& channel(int src, int dst) { return channels[static_cast<size_t>(src * size() + dst)]; }
+  int crank_of(core::RankId r) const;  // -1 if `r` is not a member
+  P2PChannel& channel(int src, int dst) { return channels.get(src, dst).first; }
+  const P2PChannel* find_channel(int src, int dst) const { return channels.find(src, dst); }  // null: never used
   CollSlot* slot(int64_t k);  // null if already retired
+  const CollSlot* find_slot(int64_t k) const;  // null if retired or not posted yet
   Connection& p2p_conn(int a, int b);
 };
 
@@ -113,6 +166,19 @@ struct Blocker {
   std::string what;
 };
 
+// What holds up one collective for the members that started it: the same for every waiting
+// member, so a deadlock report asks once per collective instead of once per member (n^2 work for
+// a stuck n-member collective).
+struct CollectiveHold {
+  const CollSlot* slot = nullptr;  // null: retired, nothing to explain
+  std::vector<Blocker> members;    // one per member that has not posted, launched or started it
+  size_t lowest = 0;               // the member that contributes the fewest units
+  int64_t second_units = INT64_MAX;  // the second fewest units (INT64_MAX with one member)
+
+  // The fewest units any member but `crank` contributes (R5).
+  int64_t units_from_others(int crank) const;
+};
+
 class CommSystem {
  public:
   explicit CommSystem(SimRuntime& rt) : rt_(rt) {}
@@ -131,7 +197,10 @@ class CommSystem {
   void execute(CommKernel& k, SimStream& s);
 
   // Explanations.
-  std::vector<Blocker> blockers(const CommKernel& k) const;
+  Blocker p2p_blocker(const CommKernel& k, const CommOp& op) const;  // `op` is an unsatisfied send or recv of k
+  CollectiveHold collective_hold(const SimComm& comm, int64_t cseq) const;
+  // Why member `crank` spins when no member holds the collective up: it expects more (R5).
+  Blocker size_mismatch(const CollectiveHold& hold, int crank) const;
   const CommKernel* order_blocker(const CommKernel& k) const;
   bool awaits_unposted_partner(const CommKernel& k) const;
   // After a run that finished: the earliest posted p2p operation that never found its partner

@@ -1,6 +1,6 @@
 // Fiber stacks, allocated like boost::fibers::fixedsize_stack but remembered by the fiber, so that
-// under AddressSanitizer the simulator can clear stale poison below the live frames: ASan does
-// not know that Boost.Context switched stacks, and its own cleanup at a throw misses fiber stacks.
+// under AddressSanitizer every switch can tell ASan which stack runs next (SchedulerAlgorithm):
+// ASan then knows each fiber's stack, and its cleanup at a throw covers the right one.
 #pragma once
 
 #include <boost/context/stack_context.hpp>
@@ -37,8 +37,5 @@ class FiberStack {
   size_t size_;
   StackExtent* extent_;
 };
-
-// Under ASan: unpoisons the calling fiber's stack below the caller's frame (dead memory).
-void clear_stale_stack_poison(const StackExtent& extent);
 
 }  // namespace ppspec::sim

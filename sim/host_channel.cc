@@ -1,14 +1,21 @@
 #include "sim/host_channel.h"
 
-#include <algorithm>
+#include <cassert>
 
 namespace ppspec::sim {
 
+void SimHostChannel::note_sender(const Fiber& f) {
+  if (!senders_.empty() && senders_.back() == &f) return;  // the usual case: one sender
+  if (sender_ids_.insert(f.id).second) senders_.push_back(&f);
+  assert(senders_.size() == sender_ids_.size());
+}
+
 void SimHostChannel::send(std::any message) {
-  if (world_.in_fiber() && std::find(senders_.begin(), senders_.end(), &world_.current()) == senders_.end())
-    senders_.push_back(&world_.current());
+  if (world_.in_fiber()) note_sender(world_.current());
   queue_.push_back(std::move(message));
-  waiters_.wake_all(world_);
+  // One message satisfies one receiver: waking every receiver made N sends to N waiting
+  // receivers cost N^2 scheduling steps. The longest waiter goes first, as in a FIFO.
+  waiters_.wake_one(world_);
   world_.sleep(world_.jittered(world_.config().cost.host_call));
 }
 
@@ -16,6 +23,9 @@ std::any SimHostChannel::recv() {
   while (queue_.empty()) waiters_.wait(world_, WaitInfo{.kind = WaitKind::channel, .what = "channel recv", .channel = this});
   std::any m = std::move(queue_.front());
   queue_.pop_front();
+  // A receiver that never waited may have taken the message a woken one was woken for; the woken
+  // one waits again, and a message left behind passes its wake-up on, so none is stranded.
+  if (!queue_.empty()) waiters_.wake_one(world_);
   world_.yield();
   return m;
 }

@@ -2,7 +2,9 @@
 #pragma once
 
 #include <any>
+#include <cstdint>
 #include <deque>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -22,10 +24,13 @@ class SimHostChannel final : public core::HostChannel {
   const std::vector<const Fiber*>& senders() const { return senders_; }
 
  private:
+  void note_sender(const Fiber& f);
+
   World& world_;
   std::string name_;
   std::deque<std::any> queue_;
   std::vector<const Fiber*> senders_;
+  std::set<uint32_t> sender_ids_;  // the ids of senders_, for an O(log n) first-send check
   WaitList waiters_;
 };
 

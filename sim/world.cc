@@ -1,9 +1,5 @@
 #include "sim/world.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/asan_interface.h>
-#endif
-
 #include <algorithm>
 #include <cassert>
 #include <cmath>
@@ -23,28 +19,9 @@ constexpr size_t kStackBytes = 256 * 1024;
 #endif
 }  // namespace
 
-#if defined(__SANITIZE_ADDRESS__)
-__attribute__((noinline)) void clear_stale_stack_poison(const StackExtent& extent) {
-  char here = 0;
-  const char* sp = &here;
-  // Everything below this frame is dead: frames that returned through a context switch or were
-  // unwound by an exception ASan did not see leave poison there.
-  if (extent.bottom != nullptr && sp > extent.bottom && sp < extent.bottom + extent.size)
-    __asan_unpoison_memory_region(extent.bottom, static_cast<size_t>(sp - extent.bottom) - 64);
-  asm volatile("" : : "r"(&here) : "memory");
-}
-void unpoison_whole_stack(const StackExtent& extent) {
-  // What __asan_handle_no_return does for thread stacks before an exception unwinds them; ASan
-  // cannot do it for a fiber stack it does not know about.
-  if (extent.bottom != nullptr) __asan_unpoison_memory_region(extent.bottom, extent.size);
-}
-#else
-void clear_stale_stack_poison(const StackExtent&) {}
-void unpoison_whole_stack(const StackExtent&) {}
-#endif
-
 void World::throw_unwind() {
-  if (current_ != nullptr) unpoison_whole_stack(current_->stack);
+  // Under ASan, the throw unpoisons this fiber's stack below the thrower: ASan knows the stack,
+  // because SchedulerAlgorithm tells it about every switch.
   throw Unwind{};
 }
 
@@ -54,10 +31,30 @@ void WaitList::wait(World& w, const WaitInfo& info) {
 }
 
 void WaitList::wake_all(World& w) {
-  if (waiters_.empty()) return;
-  std::vector<Fiber*> waiters;
-  waiters.swap(waiters_);
-  for (Fiber* f : waiters) w.wake(*f);
+  // make_ready touches no wait list, so the list cannot change while it is walked.
+  for (size_t i = head_; i < waiters_.size(); ++i) w.wake(*waiters_[i]);
+  waiters_.clear();
+  head_ = 0;
+}
+
+bool WaitList::wake_one(World& w) {
+  while (head_ < waiters_.size()) {
+    Fiber* f = waiters_[head_++];
+    if (head_ == waiters_.size()) {
+      waiters_.clear();
+      head_ = 0;
+    } else if (head_ >= 64 && head_ * 2 >= waiters_.size()) {
+      // Receivers that keep coming back would grow the list forever; dropping the woken prefix
+      // when it is half the list keeps wake_one O(1) amortised.
+      waiters_.erase(waiters_.begin(), waiters_.begin() + static_cast<std::ptrdiff_t>(head_));
+      head_ = 0;
+    }
+    // Only a run that is unwinding wakes a fiber behind its list's back; skip such a waiter.
+    if (f->state != FiberState::blocked) continue;
+    w.wake(*f);
+    return true;
+  }
+  return false;
 }
 
 World::World(const SimConfig& config, std::unique_ptr<SchedulePolicy> policy, uint64_t seed, core::EventBus& bus)
@@ -97,13 +94,14 @@ Fiber& World::spawn(std::string name, FiberKind kind, core::RankId rank, std::fu
 bool World::adopt(boost::fibers::context* ctx) {
   if (pending_spawn_ == nullptr) return false;
   pending_spawn_->ctx = ctx;
+  SchedulerAlgorithm::stack_of(ctx, pending_spawn_->stack.bottom, pending_spawn_->stack.size);
   make_ready(*pending_spawn_);
   pending_spawn_ = nullptr;
   return true;
 }
 
 void World::fiber_main(Fiber& f) {
-  clear_stale_stack_poison(f.stack);
+  SchedulerAlgorithm::arrived();
   try {
     if (!aborting_) f.body();
   } catch (const Unwind&) {
@@ -119,6 +117,7 @@ void World::fiber_main(Fiber& f) {
   --live_;
   if (f.kind == FiberKind::host) --hosts_alive_;
   if (live_ == 0) signal_main();
+  SchedulerAlgorithm::stack_ends(f.ctx);  // Boost switches away from it for good next
 }
 
 void World::make_ready(Fiber& f) {
@@ -204,7 +203,7 @@ void World::block(const WaitInfo& info) {
   suspending_ = &f;
   f.ctx->suspend();
   // Resumed: pick_next made this fiber current again.
-  clear_stale_stack_poison(f.stack);
+  SchedulerAlgorithm::arrived();
   if (aborting_) throw_unwind();
 }
 
@@ -249,7 +248,7 @@ void World::yield() {
   current_ = nullptr;
   suspending_ = &f;
   f.ctx->suspend();
-  clear_stale_stack_poison(f.stack);
+  SchedulerAlgorithm::arrived();
   if (aborting_) throw_unwind();
 }
 
@@ -266,9 +265,13 @@ core::Finding World::limit_finding(std::string kind, std::string summary) const 
   f.summary = std::move(summary);
   f.details.push_back("a livelock, a program that never ends, or a budget too small for the scenario "
                       "([runtime] max_steps / max_time_ms)");
-  for (const auto& fib : fibers_)
-    if (fib->kind == FiberKind::host && fib->state != FiberState::finished)
-      f.sites.push_back(core::Site{fib->rank, fib->name, "", -1, "still running", ""});
+  size_t running = 0;
+  for (const auto& fib : fibers_) {
+    if (fib->kind != FiberKind::host || fib->state == FiberState::finished) continue;
+    if (++running <= kFindingListMax) f.sites.push_back(core::Site{fib->rank, fib->name, "", -1, "still running", ""});
+  }
+  if (running > kFindingListMax)
+    f.details.push_back(fmt::format("… and {} more host threads still running", running - kFindingListMax));
   return f;
 }
 
@@ -318,6 +321,7 @@ void World::run(const QuiescenceAnalyzer& analyze_quiescence) {
   while (live_ > 0) {
     main_waiting_ = true;
     main_ctx_->suspend();
+    SchedulerAlgorithm::arrived();
     // Back in main: the world is quiescent, a verdict stopped it, or every fiber finished.
     if (live_ == 0) break;
     if (!aborting_) {

@@ -3,6 +3,7 @@
 // timer when nothing is ready. Nothing here reads the wall clock or depends on addresses.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <exception>
@@ -25,18 +26,28 @@ namespace ppspec::sim {
 // Not derived from std::exception: engine code catching std::exception must not swallow it.
 struct Unwind {};
 
+// The most entries a finding lists in any one list (the fibers of a wait chain, the other stuck
+// fibers, sites, graph nodes); the rest are counted on one "… and N more" line. A report is read
+// by a person: a world of 1,000 stuck fibers must not print a line per fiber, let alone per pair.
+inline constexpr size_t kFindingListMax = 16;
+
 class World;
 
-// Fibers waiting for one condition. Waking wakes all; each re-checks its condition (single OS
-// thread, so no wake-up can be lost between the check and the wait).
+// Fibers waiting for one condition, in the order they started waiting. A woken fiber re-checks its
+// condition (single OS thread, so no wake-up can be lost between the check and the wait).
 class WaitList {
  public:
   void wait(World& w, const WaitInfo& info);
+  // For a condition that every waiter can pass at once (a stream drained, a lock released).
   void wake_all(World& w);
-  bool empty() const { return waiters_.empty(); }
+  // For a condition that one waiter consumes (a message): waking all N would cost N re-checks per
+  // event, N^2 for N events. Wakes the longest waiter; returns false if nobody waits.
+  bool wake_one(World& w);
+  bool empty() const { return head_ == waiters_.size(); }
 
  private:
   std::vector<Fiber*> waiters_;
+  size_t head_ = 0;  // waiters_[0, head_) were woken by wake_one: a FIFO without a deque's blocks
 };
 
 class World {
