@@ -2,6 +2,11 @@
 // kernel access is checked, so an overflow is an error naming the kernel, never a silent `pass`.
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -15,6 +20,7 @@
 #include "loader/serving_loader.h"
 #include "serving/runner.h"
 #include "tests/test_util.h"
+#include "tools/run_command.h"
 
 namespace ppspec::testing {
 namespace {
@@ -116,6 +122,61 @@ TEST(Bounds, WarmupDummiesObeyTheWorkloadLimitsAndAreReplaced) {
     sched.update(*so, out);
   }
   EXPECT_GT(replaced, 0) << "dummies of at most 3 tokens finish within 64 warmup steps";
+}
+
+}  // namespace
+}  // namespace ppspec::testing
+
+namespace ppspec::testing {
+namespace {
+
+long peak_rss_mb() {
+  struct rusage u {};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_maxrss / 1024;
+}
+
+// Program scenarios never read their buffers back: they are modelled by size, so the largest
+// operations the loader accepts cost no memory (32 GiB here if they were backed, twice with shadows).
+TEST(Memory, ProgramBuffersAreModelledBySize) {
+  const core::RunResult r = run_toml(R"(kind = "program"
+ranks = 2
+[[communicator]]
+name = "w"
+ranks = [0, 1]
+[rank.0]
+ops = [ { op = "all_reduce", comm = "w", dtype = "f64", count = 4294967296 }, { op = "malloc", bytes = 2147483648 },
+        { op = "send", comm = "w", peer = 1, dtype = "f64", count = 4294967296 }, { op = "stream_sync", stream = "main" } ]
+[rank.1]
+ops = [ { op = "all_reduce", comm = "w", dtype = "f64", count = 4294967296 },
+        { op = "recv", comm = "w", peer = 0, dtype = "f64", count = 4294967296 }, { op = "stream_sync", stream = "main" } ]
+[expect]
+verdict = "pass"
+)");
+  EXPECT_EQ(r.verdict, core::Verdict::pass);
+  EXPECT_LT(peak_rss_mb(), 1024) << "MiB at peak";
+}
+
+// Serving buffers hold data (tokens are read back) and count against a budget: a scenario that
+// cannot fit is refused before it runs, with exit 2, instead of dying of bad_alloc.
+TEST(Memory, AServingScenarioBeyondTheBudgetIsRefusedBeforeItRuns) {
+  const std::string text = R"(kind = "serving"
+[serving]
+max_num_seqs = 4096
+[runtime]
+memory_budget_mb = BUDGET
+[expect]
+verdict = "pass"
+)";
+  const auto path = std::filesystem::temp_directory_path() / "ppspec_memory_budget.toml";
+  std::ofstream(path) << replaced(text, "BUDGET", "1");
+  std::ostringstream out, err;
+  EXPECT_EQ(tools::run_command({.files = {path.string()}}, out, err), 2);
+  EXPECT_NE(err.str().find("more than its budget of 1 MiB ([runtime] memory_budget_mb)"), std::string::npos) << err.str();
+  EXPECT_TRUE(out.str().empty()) << out.str();
+  std::ofstream(path) << replaced(text, "BUDGET", "8192");
+  std::ostringstream out2, err2;
+  EXPECT_EQ(tools::run_command({.files = {path.string()}}, out2, err2), 0) << out2.str() << err2.str();
 }
 
 }  // namespace
