@@ -421,8 +421,14 @@ void read_runtime(TableReader& r, sim::SimConfig& cfg, core::Time* hang_timeout)
   cfg.max_steps = static_cast<uint64_t>(r.integer("max_steps", 1, int64_t{1} << 50).value_or(static_cast<int64_t>(cfg.max_steps)));
   if (auto ms = r.number("max_time_ms", 0.001, 1e12)) cfg.max_time = static_cast<core::Time>(*ms * core::kMs);
   cfg.jitter = r.number("jitter", 0, 0.9).value_or(cfg.jitter);
+  // Keys that mean something for one kind of scenario only: the watchdog of real GPUs (programs),
+  // the memory the simulator's backed buffers may take (serving; programs' buffers take none).
+  const bool program = hang_timeout != nullptr;
+  if (program && r.has("memory_budget_mb"))
+    r.fail("memory_budget_mb", "program scenarios' buffers are modelled by size only and take no memory");
+  if (!program && r.has("hang_timeout_s")) r.fail("hang_timeout_s", "serving scenarios run on the simulator only (no watchdog)");
   if (auto mb = r.integer("memory_budget_mb", 1, int64_t{1} << 30)) cfg.memory_budget_bytes = *mb << 20;
-  if (auto s = r.number("hang_timeout_s", 0.1, 3600); s && hang_timeout != nullptr)
+  if (auto s = r.number("hang_timeout_s", 0.1, 3600); s && program)
     *hang_timeout = static_cast<core::Time>(*s * core::kSec);
   if (const toml::table* cost = r.table("cost")) {
     TableReader c(*cost, r.file(), "[runtime.cost]");

@@ -18,7 +18,8 @@ program::Program read_program(const toml::table& root, const std::string& file);
 
 // Reads [runtime] (and [runtime.cost]) into `cfg`; shared by every scenario kind.
 class TableReader;
-// `hang_timeout` (may be null) receives hang_timeout_s, the real backend's watchdog limit.
+// `hang_timeout` receives hang_timeout_s, the real backend's watchdog limit (programs); null for a
+// serving scenario, where that key means nothing (and memory_budget_mb means something).
 void read_runtime(TableReader& runtime, sim::SimConfig& cfg, core::Time* hang_timeout);
 
 // The scenario's kind ("program", ...), from its top-level `kind` key.

@@ -248,6 +248,8 @@ INSTANTIATE_TEST_SUITE_P(
             "'verdict': a string of 100000 bytes (at most 256)"},
         Bad{"a_bad_strategy", kProgram + std::string("[explore]\nstrategy = \"pct:0\"\n"), 9,
             "'pct:0' is not \"random\" or \"pct:DEPTH\" (DEPTH 1..64; optionally pct:DEPTH:HORIZON"},
+        Bad{"a_memory_budget_for_a_program", replaced(kProgram, "[rank.0]", "[runtime]\nmemory_budget_mb = 16\n[rank.0]"), 5,
+            "program scenarios' buffers are modelled by size only"},
         Bad{"an_unknown_kind", replaced(kProgram, "\"program\"", "\"replay\""), 1,
             "kind \"replay\" is not supported (expected \"program\" or \"serving\")"}));
 
@@ -278,6 +280,12 @@ TEST(Strictness, ServingScenariosTakeOnlyWhatTheyCanUse) {
                   });
   EXPECT_NO_THROW(
       (void)loader::parse_serving(replaced(text, "verdict = \"pass\"", "verdict = \"pass\"\nhazards = [\"feedback-during-warmup\"]"), "s.toml"));
+  try {
+    (void)loader::parse_serving(text + "[runtime]\nhang_timeout_s = 5\n", "s.toml");
+    ADD_FAILURE() << "a watchdog limit for the simulator";
+  } catch (const core::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("serving scenarios run on the simulator only (no watchdog)"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Strictness, AFileThatCannotBeReadSaysWhy) {
