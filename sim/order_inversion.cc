@@ -26,7 +26,7 @@ void OrderInversions::set_membership(int num_ranks, const std::vector<std::vecto
       enabled_ = true;
     }
   }
-  entries_.assign(n * n, {});
+  entries_.clear();
 }
 
 void OrderInversions::on_matched(int comm, int64_t cseq, std::string_view what, std::span<const Participant> parts) {
@@ -37,46 +37,45 @@ void OrderInversions::on_matched(int comm, int64_t cseq, std::string_view what, 
       if (p.rank >= q.rank) continue;
       const size_t key = static_cast<size_t>(p.rank) * n + static_cast<size_t>(q.rank);
       if (!share_two_[key]) continue;
-      entries_[key].push_back(Entry{p.issue_idx, q.issue_idx, comm, cseq, std::string(what)});
+      entries_[{static_cast<size_t>(p.rank), static_cast<size_t>(q.rank)}].push_back(
+          Entry{p.issue_idx, q.issue_idx, comm, cseq, std::string(what)});
     }
   }
 }
 
 std::optional<core::Finding> OrderInversions::analyze() const {
   if (!enabled_) return std::nullopt;
-  const auto n = static_cast<size_t>(num_ranks_);
-  for (size_t a = 0; a < n; ++a) {
-    for (size_t b = a + 1; b < n; ++b) {
-      std::vector<Entry> es = entries_[a * n + b];
-      if (es.size() < 2) continue;
-      std::stable_sort(es.begin(), es.end(), [](const Entry& x, const Entry& y) { return x.idx_a < y.idx_a; });
-      // For each entry, the earlier entry (in rank a's order) of another communicator with the
-      // largest index on rank b: if that exceeds this entry's, b issued the two the other way round.
-      std::map<int, size_t> latest_by_comm;  // comm -> entry with max idx_b so far
-      for (size_t j = 0; j < es.size(); ++j) {
-        for (const auto& [comm, i] : latest_by_comm) {
-          if (comm == es[j].comm) continue;
-          if (es[i].idx_b > es[j].idx_b && es[i].idx_a < es[j].idx_a) {
-            core::Finding f;
-            f.verdict = core::Verdict::hazard;
-            f.kind = core::kHazardCrossCommunicatorOrder;
-            f.summary = fmt::format(
-                "ranks {} and {} issue operations on communicators '{}' and '{}' in opposite orders: rank{} issues "
-                "{} #{} before {} #{}, rank{} the other way round (deadlocks when the kernels cannot be "
-                "resident together, R7)",
-                a, b, comm_names_[static_cast<size_t>(es[i].comm)], comm_names_[static_cast<size_t>(es[j].comm)], a,
-                comm_names_[static_cast<size_t>(es[i].comm)], es[i].cseq, comm_names_[static_cast<size_t>(es[j].comm)],
-                es[j].cseq, b);
-            f.sites.push_back(core::Site{static_cast<core::RankId>(a), "", comm_names_[static_cast<size_t>(es[i].comm)],
-                                         es[i].cseq, es[i].what, ""});
-            f.sites.push_back(core::Site{static_cast<core::RankId>(b), "", comm_names_[static_cast<size_t>(es[j].comm)],
-                                         es[j].cseq, es[j].what, ""});
-            return f;
-          }
+  for (const auto& [pair, recorded] : entries_) {
+    const auto [a, b] = pair;
+    if (recorded.size() < 2) continue;
+    std::vector<Entry> es = recorded;
+    std::stable_sort(es.begin(), es.end(), [](const Entry& x, const Entry& y) { return x.idx_a < y.idx_a; });
+    // For each entry, the earlier entry (in rank a's order) of another communicator with the
+    // largest index on rank b: if that exceeds this entry's, b issued the two the other way round.
+    std::map<int, size_t> latest_by_comm;  // comm -> entry with max idx_b so far
+    for (size_t j = 0; j < es.size(); ++j) {
+      for (const auto& [comm, i] : latest_by_comm) {
+        if (comm == es[j].comm) continue;
+        if (es[i].idx_b > es[j].idx_b && es[i].idx_a < es[j].idx_a) {
+          core::Finding f;
+          f.verdict = core::Verdict::hazard;
+          f.kind = core::kHazardCrossCommunicatorOrder;
+          f.summary = fmt::format(
+              "ranks {} and {} issue operations on communicators '{}' and '{}' in opposite orders: rank{} issues "
+              "{} #{} before {} #{}, rank{} the other way round (deadlocks when the kernels cannot be "
+              "resident together, R7)",
+              a, b, comm_names_[static_cast<size_t>(es[i].comm)], comm_names_[static_cast<size_t>(es[j].comm)], a,
+              comm_names_[static_cast<size_t>(es[i].comm)], es[i].cseq, comm_names_[static_cast<size_t>(es[j].comm)],
+              es[j].cseq, b);
+          f.sites.push_back(core::Site{static_cast<core::RankId>(a), "", comm_names_[static_cast<size_t>(es[i].comm)],
+                                       es[i].cseq, es[i].what, ""});
+          f.sites.push_back(core::Site{static_cast<core::RankId>(b), "", comm_names_[static_cast<size_t>(es[j].comm)],
+                                       es[j].cseq, es[j].what, ""});
+          return f;
         }
-        auto it = latest_by_comm.find(es[j].comm);
-        if (it == latest_by_comm.end() || es[it->second].idx_b < es[j].idx_b) latest_by_comm[es[j].comm] = j;
       }
+      auto it = latest_by_comm.find(es[j].comm);
+      if (it == latest_by_comm.end() || es[it->second].idx_b < es[j].idx_b) latest_by_comm[es[j].comm] = j;
     }
   }
   return std::nullopt;

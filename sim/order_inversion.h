@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -43,8 +44,8 @@ class OrderInversions {
   };
   int num_ranks_ = 0;
   bool enabled_ = false;
-  std::vector<uint8_t> share_two_;          // [a * n + b], a < b
-  std::vector<std::vector<Entry>> entries_;  // [a * n + b]
+  std::vector<uint8_t> share_two_;                    // [a * n + b], a < b
+  std::map<std::pair<size_t, size_t>, std::vector<Entry>> entries_;  // only pairs that matched: (a, b), a < b
   std::vector<std::string> comm_names_;
 };
 
