@@ -141,7 +141,8 @@ TEST(TraceInput, ARecordedFailureTheEventsDoNotShowIsNotAPass) {
 class ServingTrace : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = temp_dir("serving");
+    // One folder per test: ctest runs the tests of this fixture in parallel processes.
+    dir_ = temp_dir(std::string("serving_") + ::testing::UnitTest::GetInstance()->current_test_info()->name());
     scenario_ = (dir_ / "stale_drafts.toml").string();
     fs::copy_file(kSource + "/scenarios/regressions/stale_drafts.toml", scenario_);
     trace_ = (dir_ / "run.jsonl").string();
@@ -158,7 +159,8 @@ TEST_F(ServingTrace, ChecksAsOnlineWhereverTheScenarioIsFound) {
   EXPECT_EQ(r.code, 1) << r.err;
   EXPECT_NE(r.out.find("stale-draft (draft-freshness)"), std::string::npos) << r.out;
   // Moved elsewhere with its scenario: named explicitly, it still checks the same.
-  const fs::path elsewhere = temp_dir("serving_elsewhere");
+  const fs::path elsewhere = dir_ / "elsewhere";
+  fs::create_directories(elsewhere);
   fs::copy_file(trace_, elsewhere / "run.jsonl");
   fs::copy_file(scenario_, elsewhere / "s.toml");
   r = check({.traces = {(elsewhere / "run.jsonl").string()}, .scenario = (elsewhere / "s.toml").string()});
