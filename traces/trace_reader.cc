@@ -242,6 +242,81 @@ void TraceReader::finish() {
     if (!text.empty()) throw core::InputError(where_, line_, "a line after the trailer");
 }
 
+namespace {
+
+// One event's strings are kept here until the next event replaces them.
+struct EventStorage {
+  std::deque<std::string>& strings;
+  std::vector<int64_t>& ints;
+  std::string_view view(const Fields& f, const char* key, size_t max_bytes) {
+    auto s = f.string(key, max_bytes);
+    if (!s) return {};
+    return strings.emplace_back(*s);
+  }
+};
+
+void read_op(const Fields& f, core::Event& e, EventStorage& store) {
+  e.has_op = true;
+  const auto op = core::parse_op_kind(f.required_string("op", 64));
+  if (!op) f.fail("op", "expected send, recv, broadcast, all_reduce or all_gather");
+  const auto dt = core::parse_dtype(f.required_string("dtype", 64));
+  if (!dt) f.fail("dtype", fmt::format("expected one of: {}", core::dtype_names()));
+  e.op.kind = *op;
+  e.op.dtype = *dt;
+  const auto count = f.integer("count", 0, kCountMax);
+  if (!count) f.fail("count", "missing: an operation needs its element count");
+  e.op.count = *count;
+  e.op.cols = f.integer("cols", 1, kCountMax).value_or(1);
+  const char* peer_key = e.op.kind == core::OpKind::broadcast ? "root" : "peer";
+  e.op.peer = static_cast<core::RankId>(f.integer(peer_key, -1, kRankMax).value_or(-1));
+  e.op.label.name = store.view(f, "label", kNameBytesMax);
+  e.op.label.step = f.integer("step", -1, kStepMax).value_or(-1);
+  e.op.captured = f.boolean("captured").value_or(false);
+}
+
+void read_ints(const Fields& f, const Json& j, core::Event& e, EventStorage& store) {
+  if (!j.contains("ints")) return;
+  const Json& a = j.at("ints");
+  if (!a.is_array() || a.size() > kIntsMax) f.fail("ints", fmt::format("expected an array of at most {} integers", kIntsMax));
+  for (const Json& x : a) {
+    if (!x.is_number_integer() || (x.is_number_unsigned() && x.get<uint64_t>() > static_cast<uint64_t>(kValueMax)) ||
+        x.get<int64_t>() < -kValueMax || x.get<int64_t>() > kValueMax)
+      f.fail("ints", fmt::format("expected integers in [-2^62, 2^62], found {}", shown(x)));
+    store.ints.push_back(x.get<int64_t>());
+  }
+  e.ints = store.ints;
+}
+
+// Every field of one event line, checked.
+void read_event(const Fields& f, const Json& j, core::Event& e, EventStorage& store, uint64_t index) {
+  e = core::Event{};
+  const std::string_view kind = f.required_string("ev", 64);
+  const auto k = parse_kind(kind);
+  if (!k) f.fail("ev", fmt::format("unknown event kind '{}'", kind.substr(0, 40)));
+  e.kind = *k;
+  e.seq = static_cast<uint64_t>(f.integer("seq", 0, kIdMax).value_or(static_cast<int64_t>(index)));
+  e.t = f.integer("t", 0, kValueMax).value_or(0);
+  e.rank = static_cast<core::RankId>(f.integer("rank", -1, kRankMax).value_or(-1));
+  e.actor = store.view(f, "actor", kNameBytesMax);
+  e.comm = store.view(f, "comm", kNameBytesMax);
+  e.op_id = f.integer("op_id", -1, kIdMax).value_or(-1);
+  e.cseq = f.integer("cseq", -1, kIdMax).value_or(-1);
+  if (f.has("op")) read_op(f, e, store);
+  e.kernel = store.view(f, "kernel", kNameBytesMax);
+  e.spec = store.view(f, "spec", kNameBytesMax);
+  e.text = store.view(f, "text", kTextBytesMax);
+  // `value` is a row, a count or a flag for the probes that do arithmetic on it, a hash for
+  // table_bound, an age in nanoseconds for a hang dump.
+  const bool row_value = e.kind == core::EventKind::padding_rows || e.kind == core::EventKind::batch_scheduled ||
+                         e.kind == core::EventKind::inputs_built || e.kind == core::EventKind::gate;
+  e.value = f.integer("value", -1, row_value ? kCountMax : INT64_MAX).value_or(-1);
+  e.req = f.integer("req", -1, kIdMax).value_or(-1);
+  e.step = f.integer("step", -1, kStepMax).value_or(-1);
+  read_ints(f, j, e, store);
+}
+
+}  // namespace
+
 const core::Event* TraceReader::next() {
   if (done_) return nullptr;
   std::string text;
@@ -269,65 +344,10 @@ const core::Event* TraceReader::next() {
   f.only(kEventKeys);
   strings_.clear();
   ints_.clear();
-  auto view = [&](const char* key, size_t max_bytes) -> std::string_view {
-    auto s = f.string(key, max_bytes);
-    if (!s) return {};
-    return strings_.emplace_back(*s);
-  };
-  core::Event& e = event_;
-  e = core::Event{};
-  const std::string_view kind = f.required_string("ev", 64);
-  const auto k = parse_kind(kind);
-  if (!k) f.fail("ev", fmt::format("unknown event kind '{}'", kind.size() > 40 ? kind.substr(0, 40) : kind));
-  e.kind = *k;
-  e.seq = static_cast<uint64_t>(f.integer("seq", 0, kIdMax).value_or(static_cast<int64_t>(events_)));
-  e.t = f.integer("t", 0, kValueMax).value_or(0);
-  e.rank = static_cast<core::RankId>(f.integer("rank", -1, kRankMax).value_or(-1));
-  e.actor = view("actor", kNameBytesMax);
-  e.comm = view("comm", kNameBytesMax);
-  e.op_id = f.integer("op_id", -1, kIdMax).value_or(-1);
-  e.cseq = f.integer("cseq", -1, kIdMax).value_or(-1);
-  if (f.has("op")) {
-    e.has_op = true;
-    const auto op = core::parse_op_kind(f.required_string("op", 64));
-    if (!op) f.fail("op", "expected send, recv, broadcast, all_reduce or all_gather");
-    const auto dt = core::parse_dtype(f.required_string("dtype", 64));
-    if (!dt) f.fail("dtype", fmt::format("expected one of: {}", core::dtype_names()));
-    e.op.kind = *op;
-    e.op.dtype = *dt;
-    const auto count = f.integer("count", 0, kCountMax);
-    if (!count) f.fail("count", "missing: an operation needs its element count");
-    e.op.count = *count;
-    e.op.cols = f.integer("cols", 1, kCountMax).value_or(1);
-    const char* peer_key = e.op.kind == core::OpKind::broadcast ? "root" : "peer";
-    e.op.peer = static_cast<core::RankId>(f.integer(peer_key, -1, kRankMax).value_or(-1));
-    e.op.label.name = view("label", kNameBytesMax);
-    e.op.label.step = f.integer("step", -1, kStepMax).value_or(-1);
-    e.op.captured = f.boolean("captured").value_or(false);
-  }
-  e.kernel = view("kernel", kNameBytesMax);
-  e.spec = view("spec", kNameBytesMax);
-  e.text = view("text", kTextBytesMax);
-  // `value` is a row, a count or a flag for the probes that do arithmetic on it, a hash for
-  // table_bound, an age in nanoseconds for a hang dump.
-  const bool row_value = e.kind == core::EventKind::padding_rows || e.kind == core::EventKind::batch_scheduled ||
-                         e.kind == core::EventKind::inputs_built || e.kind == core::EventKind::gate;
-  e.value = f.integer("value", -1, row_value ? kCountMax : INT64_MAX).value_or(-1);
-  e.req = f.integer("req", -1, kIdMax).value_or(-1);
-  e.step = f.integer("step", -1, kStepMax).value_or(-1);
-  if (j.contains("ints")) {
-    const Json& a = j.at("ints");
-    if (!a.is_array() || a.size() > kIntsMax) f.fail("ints", fmt::format("expected an array of at most {} integers", kIntsMax));
-    for (const Json& x : a) {
-      if (!x.is_number_integer() || (x.is_number_unsigned() && x.get<uint64_t>() > static_cast<uint64_t>(kValueMax)) ||
-          x.get<int64_t>() < -kValueMax || x.get<int64_t>() > kValueMax)
-        f.fail("ints", fmt::format("expected integers in [-2^62, 2^62], found {}", shown(x)));
-      ints_.push_back(x.get<int64_t>());
-    }
-    e.ints = ints_;
-  }
+  EventStorage store{strings_, ints_};
+  read_event(f, j, event_, store, events_);
   ++events_;
-  return &e;
+  return &event_;
 }
 
 }  // namespace ppspec::traces
