@@ -23,6 +23,11 @@ struct CostModel {
   Time memcpy = 2 * core::kUs;
 };
 
+// Work items a stream holds before a host call that adds one blocks, as a CUDA launch blocks when
+// the device's command queue is full: a host that posts forever without synchronising waits
+// instead of growing the simulator's memory without bound.
+inline constexpr uint64_t kStreamQueueMax = 1024;
+
 struct SimConfig {
   core::ModuleLoading module_loading = core::ModuleLoading::lazy;  // CUDA's default on Linux
   core::Concurrency concurrency = core::Concurrency::ok;

@@ -237,6 +237,13 @@ void Explainer::explain_host(const Fiber& f, const WaitInfo& w, Node& n) {
       n.short_ = "stream_sync";
       n.links.push_back({w.stream->fiber(), -1, "the stream has unfinished work"});
       return;
+    case WaitKind::launch_queue:
+      n.state = fmt::format("blocked launching onto {}: its launch queue is full ({} pending items; a CUDA launch "
+                            "blocks when the device's command queue is)",
+                            w.stream->full_name(), kStreamQueueMax);
+      n.short_ = "launch queue full";
+      n.links.push_back({w.stream->fiber(), -1, "the stream must complete work to make room"});
+      return;
     case WaitKind::event_sync:
       n.state = fmt::format("blocked in event_sync('{}', recorded on {})", w.event ? w.event->name : "?",
                             w.stream->full_name());

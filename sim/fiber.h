@@ -31,6 +31,7 @@ enum class WaitKind : uint8_t {
   timer,         // sleeping until a virtual time (a kernel running, a host call's cost)
   idle,          // a stream with no work
   stream_sync,   // host waits for `stream` to drain
+  launch_queue,  // host waits for room in `stream`'s launch queue (a launch blocks when it is full)
   event_sync,    // host waits for `event`
   device_drain,  // host waits for every stream of `device` (device sync, module load, malloc)
   context_lock,  // host waits for `holder` to release `device`'s context lock

@@ -3,6 +3,7 @@
 #include <cassert>
 #include <fmt/format.h>
 
+#include "core/assert.h"
 #include "sim/comm_system.h"
 #include "sim/device.h"
 #include "sim/graph.h"
@@ -14,6 +15,11 @@ SimStream::SimStream(SimDevice& device, int32_t id, std::string name)
 
 void SimStream::enqueue(WorkItem item) {
   assert(capture_ == nullptr && "capturing streams record into their graph");
+  World& w = device_.world();
+  if (w.in_fiber() && w.current().kind == FiberKind::host)
+    while (queue_.size() >= kStreamQueueMax)
+      progress_.wait(w, WaitInfo{.kind = WaitKind::launch_queue, .what = "launch queue full", .stream = this});
+  PPSPEC_ASSERT(queue_.size() < kStreamQueueMax + 64, "{} holds {} work items", full_name_, queue_.size());
   queue_.push_back(std::move(item));
   ++enqueued_;
   work_.wake_all(device_.world());

@@ -181,3 +181,47 @@ verdict = "pass"
 
 }  // namespace
 }  // namespace ppspec::testing
+
+namespace ppspec::testing {
+namespace {
+
+// A host that posts without ever synchronising waits for room in the stream's launch queue (as
+// a CUDA launch blocks when the device's command queue is full): memory stays bounded.
+TEST(Memory, AHostThatNeverSynchronisesWaitsForRoomInTheLaunchQueue) {
+  const core::RunResult r = run_toml(R"(kind = "program"
+ranks = 2
+[[communicator]]
+name = "w"
+ranks = [0, 1]
+[rank.0]
+repeat = 100000
+ops = [ { op = "send", comm = "w", peer = 1, label = "x" }, { op = "all_reduce", comm = "w", label = "r" } ]
+[rank.1]
+repeat = 100000
+ops = [ { op = "recv", comm = "w", peer = 0, label = "x" }, { op = "all_reduce", comm = "w", label = "r" } ]
+[expect]
+verdict = "pass"
+)");
+  EXPECT_EQ(r.verdict, core::Verdict::pass);
+  EXPECT_LT(peak_rss_mb(), 200) << "MiB at peak (unbounded queues held ~230 MiB per 100,000 iterations)";
+}
+
+// Both ways: the full queue is a real wait. Behind a persistent kernel, the 1,025th launch blocks
+// the thread that would have set the kernel's flag: a hang on hardware, a deadlock here.
+TEST(Memory, AFullLaunchQueueBehindASpinningKernelDeadlocks) {
+  std::string launches;
+  for (int i = 0; i < 1030; ++i) launches += "  { op = \"launch\", kernel = \"k\", stream = \"main\" },\n";
+  const std::string text = "kind = \"program\"\nranks = 1\nstreams = [\"main\", \"side\"]\n"
+                           "[runtime]\nmodule_loading = \"eager\"\n[rank.0]\nops = [\n"
+                           "  { op = \"wait_flag\", flag = \"go\", stream = \"main\" },\n" +
+                           launches + "  { op = \"set_flag\", flag = \"go\", stream = \"side\" },\n]\n[expect]\nverdict = \"deadlock\"\n";
+  core::RunResult r = run_toml(text);
+  ASSERT_EQ(r.verdict, core::Verdict::deadlock);
+  EXPECT_NE(all_text(r.findings.front()).find("launch queue is full (1024 pending items"), std::string::npos)
+      << all_text(r.findings.front());
+  r = run_toml(replaced(text, "  { op = \"wait_flag\", flag = \"go\", stream = \"main\" },\n", ""));
+  EXPECT_EQ(r.verdict, core::Verdict::pass) << "without the spinning kernel the queue drains";
+}
+
+}  // namespace
+}  // namespace ppspec::testing
