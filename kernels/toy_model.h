@@ -47,12 +47,15 @@ PPSPEC_HD inline int64_t slot_of(Span<const int32_t> blocks, int32_t max_blocks,
 // wrapping sums are order-independent, so this equals the position-by-position sum through slot_of.
 PPSPEC_HD inline void sum_context(Span<const int32_t> blocks, int32_t max_blocks, int32_t block_size, int64_t last,
                                   Span<const uint32_t> kv, int32_t stride, int32_t j0, int32_t nj, uint32_t* sum) {
+  if (j0 < 0 || nj < 0 || j0 + nj > stride) out_of_bounds(j0, nj, stride);
   int64_t q0 = 0;
   for (int32_t b = 0; b < max_blocks && q0 <= last; ++b, q0 += block_size) {
     const int32_t block = blocks[b];
     if (block <= 0) continue;  // the null block: PAD, never written
     const int64_t n = last - q0 + 1 < block_size ? last - q0 + 1 : block_size;
-    const Span<const uint32_t> base = kv.sub(static_cast<int64_t>(block) * block_size * stride, n * stride);
+    // The hottest loop of the simulator: the block's rows are checked once here, and with
+    // j0 + nj <= stride every index below lies inside them.
+    const uint32_t* base = kv.sub(static_cast<int64_t>(block) * block_size * stride, n * stride).data;
     for (int64_t o = 0; o < n; ++o)
       for (int32_t j = 0; j < nj; ++j) sum[j] += base[o * stride + j0 + j];
   }

@@ -629,8 +629,9 @@ core::Expect read_expect(TableReader& top, const std::string& file, std::string_
   TableReader e(*expect, file, "[expect]");
   e.only("verdict, gpu_verdict, hazards");
   const bool serving = kind == "serving";
-  auto v = read_verdict(e, "verdict", serving ? std::span<const V>(kServingVerdicts) : std::span<const V>(kProgramVerdicts), kind == "serving" ? "serving" : "program");
-  if (!v) e.fail_here(fmt::format("missing 'verdict' (one of: {})", names_of(serving ? std::span<const V>(kServingVerdicts) : std::span<const V>(kProgramVerdicts))));
+  const std::span<const V> verdicts = serving ? std::span<const V>(kServingVerdicts) : std::span<const V>(kProgramVerdicts);
+  auto v = read_verdict(e, "verdict", verdicts, serving ? "serving" : "program");
+  if (!v) e.fail_here(fmt::format("missing 'verdict' (one of: {})", names_of(verdicts)));
   x.verdict = *v;
   if (serving && e.has("gpu_verdict"))
     e.fail("gpu_verdict", "serving scenarios run on the simulator only (--backend gpu runs program scenarios)");
