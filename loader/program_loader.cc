@@ -245,6 +245,10 @@ void check_thread(const std::string& file, const program::ThreadProgram& tp, cor
       }
       case OpType::graph_launch:
         if (!graphs.count(op.graph)) fail(op, fmt::format("graph '{}' is launched before any capture_end names it", op.graph));
+        if (capturing[op.stream])
+          fail(op, fmt::format("graph_launch into stream '{}' while it is capturing: CUDA rejects it (\"operation not "
+                               "permitted when stream is capturing\", measured on H200 with CUDA 13.0)",
+                               op.stream));
         break;
       case OpType::wait_event:
       case OpType::event_sync:

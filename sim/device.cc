@@ -352,9 +352,8 @@ void SimDevice::reject_during_capture(std::string_view call, const SimStream* on
     f.verdict = core::Verdict::invalid_usage;
     f.kind = only != nullptr ? "capture-conflict" : "capture-unsafe-call";
     f.summary = only != nullptr
-                    ? fmt::format("{} calls {} on {}, which is already being captured: CUDA rejects it "
-                                  "(cudaErrorIllegalState)",
-                                  w.current().name, call, st->full_name())
+                    ? fmt::format("{} calls {} on {}, which is being captured: CUDA rejects it", w.current().name, call,
+                                  st->full_name())
                     : fmt::format("{} calls {} while {} is being captured into a CUDA graph: in the default (global) "
                                   "capture mode CUDA rejects it and invalidates the capture "
                                   "(cudaErrorStreamCaptureUnsupported)",
@@ -394,13 +393,10 @@ void SimDevice::graph_launch(core::Graph g, core::Stream s) {
     throw std::invalid_argument(fmt::format("rank{}: graph {} was not captured", rank_, g.id));
   const GraphRec& rec = *graphs_[static_cast<size_t>(g.id)];
   enter();
-  if (GraphRec* parent = st.capture()) {
-    // Launched into a capturing stream, a graph becomes a child-graph node of the one being
-    // captured (CUDA allows it): its work is issued on every launch of the parent.
-    parent->items.insert(parent->items.end(), rec.items.begin(), rec.items.end());
-    leave();
-    return;
-  }
+  // cudaGraphLaunch into a stream under capture is refused (measured on H200, CUDA 13.0, driver
+  // 580: "operation not permitted when stream is capturing"); a child graph needs
+  // cudaGraphAddChildGraphNode, which programs cannot express.
+  reject_during_capture("cudaGraphLaunch", &st);
   for (const GraphItem& item : rec.items) {
     if (item.is_comm)
       comms().replay(item.parts, st);
