@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Rebuilds the checked-in seed corpus fuzz/corpus/<target>/ from the repository (fuzz/README.md):
-#   fuzz_scenario      scenarios/**/*.toml and tests/robustness/*.toml
+#   fuzz_scenario      scenarios/**/*.toml, tests/robustness/*.toml and fuzz/seeds/*.toml (programs
+#                      written for the fuzzers: captures, threads, groups, flags together)
 #   fuzz_scenario_run  the same, less the robustness inputs that still crash a run (fuzz/findings)
 #   fuzz_trace         traces of the program scenarios and of small serving scenarios recorded with
 #                      `ppspec run --trace`, the 2 x H200 GPU traces of docs/evidence, and
@@ -28,6 +29,10 @@ done
 for f in tests/robustness/*.toml; do
   cp "$f" fuzz/corpus/fuzz_scenario/robustness_"$(basename "$f")"
   [[ " $(echo $crashing_runs) " == *" $(basename "$f" .toml) "* ]] || cp "$f" fuzz/corpus/fuzz_scenario_run/robustness_"$(basename "$f")"
+done
+for f in fuzz/seeds/*.toml; do
+  cp "$f" fuzz/corpus/fuzz_scenario/seed_"$(basename "$f")"
+  cp "$f" fuzz/corpus/fuzz_scenario_run/seed_"$(basename "$f")"
 done
 for f in tests/robustness/*.jsonl; do cp "$f" fuzz/corpus/fuzz_trace/robustness_"$(basename "$f")"; done
 
