@@ -111,7 +111,7 @@ fuzz() {
   local rc=0
   "$bin/$t" "${common[@]}" "${mode[@]}" -max_len="$(max_len_of "$t")" -dict="$(dict_of "$t")" \
     -max_total_time="$seconds" -print_final_stats=1 -artifact_prefix="$work/$t/" "$corpus" >"$log" 2>&1 || rc=$?
-  grep -E '^#[0-9]+ +(DONE|pulse|NEW|REDUCE)' "$log" | tail -1 | cut -c1-160 || true
+  grep -E '^#[0-9]+[[:space:]]+(DONE|pulse|NEW|REDUCE)' "$log" | tail -1 | cut -c1-160 || true
   local units=()
   while IFS= read -r -d '' f; do units+=("$f"); done < <(find "$work/$t" -maxdepth 1 -type f -newer "$work/$t/.start" \
     \( -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' -o -name 'oom-*' \) -print0 | sort -z)
