@@ -75,27 +75,42 @@ common=(-timeout=10 -rss_limit_mb=2048)
 
 failed=()
 
-# Runs every file in the given folders once (no fuzzing, nothing written).
-replay() {
+# Runs every file of fuzz/corpus/<target> once, in one process (no fuzzing, nothing written).
+replay_corpus() {
   local t=$1
-  shift
   local files=()
-  local dir
-  for dir in "$@"; do
-    [[ -d $dir ]] || continue
-    while IFS= read -r -d '' f; do files+=("$f"); done < <(find "$dir" -type f ! -name '*.md' -print0 | sort -z)
-  done
+  while IFS= read -r -d '' f; do files+=("$f"); done < <(find "fuzz/corpus/$t" -type f -print0 | sort -z)
   ((${#files[@]})) || return 0
   local log="$work/$t/replay.log"
   mkdir -p "$work/$t"
-  echo "== $t: replaying ${#files[@]} inputs from $*"
+  echo "== $t: replaying ${#files[@]} inputs of fuzz/corpus/$t"
   if ! "$bin/$t" "${common[@]}" "${files[@]}" >"$log" 2>&1; then
     local last
     last=$(grep '^Running: ' "$log" | tail -1 | sed 's/^Running: //')
-    echo "FAIL $t: replaying $last (log: $log)" >&2
-    grep -m1 -E '^==[0-9]+==ERROR|runtime error|^terminate called|what\(\)|ERROR: libFuzzer' "$log" >&2 || true
+    echo "FAIL $t: $last (log: $log)" >&2
+    grep -m1 -E '^==[0-9]+==ERROR|runtime error|^terminate called|Assertion|ERROR: libFuzzer' "$log" >&2 || true
     failed+=("$t replay: $last")
   fi
+}
+
+# Runs every reproducer of fuzz/findings/<target> in a process of its own, so that each open bug
+# is listed.
+replay_findings() {
+  local t=$1
+  [[ -d fuzz/findings/$t ]] || return 0
+  local files=()
+  while IFS= read -r -d '' f; do files+=("$f"); done < <(find "fuzz/findings/$t" -type f ! -name '*.md' -print0 | sort -z)
+  ((${#files[@]})) || return 0
+  mkdir -p "$work/$t"
+  echo "== $t: replaying ${#files[@]} reproducers of fuzz/findings/$t"
+  local f log
+  for f in "${files[@]}"; do
+    log="$work/$t/finding-$(basename "$f").log"
+    if ! "$bin/$t" "${common[@]}" "$f" >"$log" 2>&1; then
+      echo "FAIL $t: $f (log: $log)" >&2
+      failed+=("$t finding: $f")
+    fi
+  done
 }
 
 fuzz() {
@@ -135,9 +150,9 @@ fuzz() {
   fi
 }
 
-for t in "${targets[@]}"; do replay "$t" "fuzz/corpus/$t"; done
+for t in "${targets[@]}"; do replay_corpus "$t"; done
 if ((!skip_findings)); then
-  for t in "${targets[@]}"; do replay "$t" "fuzz/findings/$t"; done
+  for t in "${targets[@]}"; do replay_findings "$t"; done
 fi
 if ((!replay_only && seconds > 0)); then
   for t in "${targets[@]}"; do fuzz "$t"; done
