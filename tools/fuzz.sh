@@ -3,8 +3,8 @@
 #
 #   tools/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]   build the fuzz preset, replay the checked-in
 #                                                    inputs, then fuzz each target (default 600 s)
-#   tools/fuzz.sh --merge [SECONDS] [TARGET...]      the same, then minimise what the runs found into
-#                                                    fuzz/corpus/<target> (the only mode that writes there)
+#   tools/fuzz.sh --merge [SECONDS] [TARGET...]      the same, then add the inputs that bring new coverage
+#                                                    to fuzz/corpus/<target> (the only mode that writes there)
 #   tools/fuzz.sh --ci                               what tools/test.sh runs: replay, then 30 s per target
 #   tools/fuzz.sh --replay                           replay fuzz/corpus and fuzz/findings only
 #   --skip-findings                                  leave fuzz/findings out of the replay (see below)
@@ -14,12 +14,12 @@
 #
 # Every input must give a verdict or a clear input error: a crash, a sanitizer report, an internal
 # error, an escaping exception, a timeout (-timeout) or a memory blow-up (-rss_limit_mb) fails the
-# script, which names the reproducer. New inputs go to a scratch corpus ($FUZZ_WORK, default
-# build/fuzz/work/<target>/corpus, kept between runs), reproducers to build/fuzz/work/<target>/.
+# script, which names the reproducer. New inputs go to a scratch corpus, WORK/<target>/corpus (kept
+# between runs), reproducers to WORK/<target>/; WORK is $FUZZ_WORK, by default build/fuzz/work.
 #
-# fuzz/findings/<target>/ holds minimised reproducers of bugs the fuzzers found. Until they are fixed
-# they crash, so their replay is a step of its own that --skip-findings leaves out; once fixed they
-# are regression inputs and the replay keeps them fixed.
+# fuzz/findings/<target>/ holds reproducers of open bugs. Until they are fixed they crash, so their
+# replay is a step of its own that --skip-findings leaves out; once fixed they are regression inputs
+# and the replay keeps them fixed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
