@@ -1,11 +1,13 @@
 #include "sim/scheduler_algorithm.h"
 
+#include "sim/sanitizer.h"
+
 #include <boost/fiber/operations.hpp>
 #include <boost/fiber/type.hpp>
 #include <cassert>
 #include <cstdio>
 #include <cstdlib>
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(PPSPEC_ASAN_ACTIVE)
 #include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 
@@ -35,7 +37,7 @@ void SchedulerAlgorithm::awakened(boost::fibers::context* ctx) noexcept {
 }
 
 boost::fibers::context* SchedulerAlgorithm::pick_next() noexcept {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(PPSPEC_ASAN_ACTIVE)
   finish_switch();  // on Boost's dispatcher, which a switch reaches inside Boost's own code
   boost::fibers::context* next = choose();
   if (next != nullptr) start_switch(next);
@@ -62,7 +64,7 @@ boost::fibers::context* SchedulerAlgorithm::choose() noexcept {
   return nullptr;
 }
 
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(PPSPEC_ASAN_ACTIVE)
 
 void SchedulerAlgorithm::note_stack(const boost::fibers::context* ctx, const void* bottom, size_t size) {
   stacks_[ctx] = AsanStack{bottom, size, nullptr, false};

@@ -9,12 +9,14 @@
 // it (SchedulerAlgorithm::arrived, or pick_next itself on Boost's dispatcher stack).
 #pragma once
 
+#include "sim/sanitizer.h"
+
 #include <boost/fiber/algo/algorithm.hpp>
 #include <boost/fiber/context.hpp>
 #include <chrono>
 #include <cstddef>
 #include <deque>
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(PPSPEC_ASAN_ACTIVE)
 #include <map>
 #endif
 
@@ -33,7 +35,7 @@ class SchedulerAlgorithm final : public boost::fibers::algo::algorithm {
 
   // ASan's view of the stacks; in other builds these are empty and cost nothing, not even the
   // look-up of the instance.
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(PPSPEC_ASAN_ACTIVE)
   ~SchedulerAlgorithm() override;
   // The stack `ctx` runs on (a world fiber's; the main context's is learnt at its first switch).
   static void stack_of(const boost::fibers::context* ctx, const void* bottom, size_t size) {
@@ -62,7 +64,7 @@ class SchedulerAlgorithm final : public boost::fibers::algo::algorithm {
   std::deque<boost::fibers::context*> pinned_;  // the main context and Boost's dispatcher
   std::deque<boost::fibers::context*> others_;  // fibers that belong to no world
 
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(PPSPEC_ASAN_ACTIVE)
   struct AsanStack {
     const void* bottom = nullptr;  // null until known (the main stack's and the dispatcher's)
     size_t size = 0;

@@ -1,5 +1,7 @@
 #include "sim/world.h"
 
+#include "sim/sanitizer.h"
+
 #include <algorithm>
 #include <cassert>
 #include <cmath>
@@ -12,7 +14,7 @@
 namespace ppspec::sim {
 
 namespace {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(PPSPEC_ASAN_ACTIVE)
 constexpr size_t kStackBytes = 1024 * 1024;
 #else
 constexpr size_t kStackBytes = 256 * 1024;

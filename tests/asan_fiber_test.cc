@@ -6,9 +6,10 @@
 
 #include <stdexcept>
 
+#include "sim/sanitizer.h"
 #include "tests/harness.h"
 
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(PPSPEC_ASAN_ACTIVE)
 #include <sanitizer/asan_interface.h>
 #endif
 
@@ -40,7 +41,7 @@ __attribute__((noinline)) void recv_from_deep(Harness& h, int depth) {
 
 // True when the stack below the catcher's `marker`, where the thrower's frames lay, is unpoisoned.
 __attribute__((noinline)) bool clean_below(const volatile char* marker) {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(PPSPEC_ASAN_ACTIVE)
   // Clear of the catcher's own frame above and of this frame just below it.
   const char* below = const_cast<const char*>(marker) - 14 * 1024;
   return __asan_region_is_poisoned(const_cast<char*>(below), 12 * 1024) == nullptr;
