@@ -130,6 +130,8 @@ TEST(Bounds, WarmupDummiesObeyTheWorkloadLimitsAndAreReplaced) {
 namespace ppspec::testing {
 namespace {
 
+// The process's peak resident memory: meaningful per test because ctest runs each test in a
+// process of its own (gtest_discover_tests).
 long peak_rss_mb() {
   struct rusage u {};
   getrusage(RUSAGE_SELF, &u);
