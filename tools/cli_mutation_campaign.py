@@ -104,6 +104,8 @@ def run(cmd, timeout):
 
 
 def judge(code, out, err, json_out):
+    if code == "timeout":
+        return "slow"
     if code not in (0, 1, 2):
         return "exit %s" % code
     if "internal error" in err:
@@ -126,12 +128,14 @@ def main():
     rng = random.Random(args.seed)
     shutil.rmtree(args.out, ignore_errors=True)
     os.makedirs(os.path.join(args.out, "bugs"))
+    os.makedirs(os.path.join(args.out, "slow"))
     seeds = sorted(glob.glob(os.path.join(ROOT, "scenarios/**/*.toml"), recursive=True) +
                    glob.glob(os.path.join(ROOT, "tests/robustness/*.toml")) +
                    glob.glob(os.path.join(ROOT, "fuzz/seeds/*.toml")))
     texts = [open(f).read() for f in seeds]
     counts = {0: 0, 1: 0, 2: 0}
     bugs = 0
+    slow = 0
     for case in range(args.cases):
         path = os.path.join(args.out, "case.toml")
         trace = os.path.join(args.out, "case.jsonl")
@@ -154,8 +158,11 @@ def main():
                 code3, out3, err3 = run([args.ppspec, "check", trace, "--json"], 60)
                 verdict = judge(code3, out3, err3, True)
         if verdict is not None:
-            bugs += 1
-            keep = os.path.join(args.out, "bugs", "case%05d" % case)
+            # A run past the time limit is listed, not counted as a bug: mutations such as
+            # num_requests = 24000 ask for minutes of honest work (the step budget still bounds it).
+            slow += verdict == "slow"
+            bugs += verdict != "slow"
+            keep = os.path.join(args.out, "slow" if verdict == "slow" else "bugs", "case%05d" % case)
             os.makedirs(keep)
             shutil.copy(path, keep)
             if os.path.exists(trace):
@@ -167,7 +174,8 @@ def main():
             counts[code] += 1
         if os.path.exists(trace):
             os.remove(trace)
-    print("%d cases: %d exit 0, %d exit 1, %d exit 2, %d bugs" % (args.cases, counts[0], counts[1], counts[2], bugs))
+    print("%d cases: %d exit 0, %d exit 1, %d exit 2, %d over the time limit (OUT/slow), %d bugs"
+          % (args.cases, counts[0], counts[1], counts[2], slow, bugs))
     return 1 if bugs else 0
 
 
