@@ -8,6 +8,7 @@
 #include <exception>
 #include <iostream>
 
+#include "core/printable.h"
 #include "tools/check_command.h"
 #include "tools/gpu_backend.h"
 #include "tools/gpu_latency.h"
@@ -25,7 +26,7 @@ std::optional<uint64_t> parse_count(const std::string& text, uint64_t min, uint6
 }
 
 int bad_option(const char* option, const std::string& text, const char* expected) {
-  std::cerr << "ppspec: " << option << " '" << (text.size() > 40 ? text.substr(0, 40) + "..." : text) << "': expected "
+  std::cerr << "ppspec: " << option << " '" << ppspec::core::printable(text, 40) << "': expected "
             << expected << '\n';
   return 2;
 }

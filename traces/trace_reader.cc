@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/printable.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -114,10 +115,8 @@ class Fields {
   void only(std::string_view known) const {
     for (const auto& [key, value] : obj_.items()) {
       if (listed(known, key)) continue;
-      std::string name = key.size() > 40 ? key.substr(0, 37) + "..." : key;
-      for (char& c : name)
-        if (static_cast<unsigned char>(c) < 0x20) c = '?';
-      throw core::InputError(where_, line_, fmt::format("unknown key '{}' (expected one of: {})", name, known));
+      throw core::InputError(where_, line_,
+                             fmt::format("unknown key '{}' (expected one of: {})", core::printable(key, 40), known));
     }
   }
 
@@ -292,7 +291,7 @@ void read_event(const Fields& f, const Json& j, core::Event& e, EventStorage& st
   e = core::Event{};
   const std::string_view kind = f.required_string("ev", 64);
   const auto k = parse_kind(kind);
-  if (!k) f.fail("ev", fmt::format("unknown event kind '{}'", kind.substr(0, 40)));
+  if (!k) f.fail("ev", fmt::format("unknown event kind '{}'", core::printable(kind, 40)));
   e.kind = *k;
   e.seq = static_cast<uint64_t>(f.integer("seq", 0, kIdMax).value_or(static_cast<int64_t>(index)));
   e.t = f.integer("t", 0, kValueMax).value_or(0);
