@@ -3,12 +3,12 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "core/error.h"
-#include "core/printable.h"
-
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+
+#include "core/error.h"
+#include "core/printable.h"
 
 namespace ppspec::traces {
 namespace {
