@@ -39,6 +39,8 @@ class Buffer {
   Buffer rows(int64_t first, int64_t n) const;
   // Elements [first, first + n) of row `row`, as a one-column buffer.
   Buffer slice(int64_t row, int64_t first, int64_t n) const;
+  // The same memory as one column of bytes (for byte-wise copies and checks).
+  Buffer as_bytes() const { return Buffer(data_, shadow_, Dtype::u8, Shape{static_cast<int64_t>(bytes()), 1}); }
 
   // Host access for CPU kernels and tests (simulator only: the memory is host memory there).
   template <typename T>

@@ -70,13 +70,19 @@ class Device {
   virtual Buffer alloc(Dtype dtype, Shape shape, std::string_view name) = 0;
 
   virtual void launch(Stream s, const KernelLaunch& k) = 0;
-  // Loads a kernel's module now (warmup), so its first launch needs no load (R8).
-  virtual void preload(KernelRef k) = 0;
+  // Loads a kernel's module now (warmup), so its first launch needs no load (R8). `device_load`,
+  // when given, loads the CUDA function the kernel's device_body launches (the real backend calls
+  // it; cudaFuncGetAttributes loads a module under lazy loading).
+  virtual void preload(KernelRef k, std::function<void()> device_load = {}) = 0;
   virtual void memcpy(Stream s, const Buffer& dst, const Buffer& src) = 0;
   // cudaMemcpyAsync from / to host memory: `upload` copies `bytes` (taken now) into dst when the
   // stream reaches it; `download` fills `dst` when the stream reaches it (sync before reading).
   virtual void upload(Stream s, const Buffer& dst, std::vector<uint8_t> bytes) = 0;
   virtual void download(Stream s, void* dst, const Buffer& src) = 0;
+  // cudaLaunchHostFunc: runs `fn` on a host thread when the stream reaches it; the stream's later
+  // work waits for it. `fn` must not call the runtime (CUDA forbids CUDA calls there); it may
+  // publish events and read host memory that earlier downloads on the stream filled.
+  virtual void host_func(Stream s, std::function<void()> fn) = 0;
   virtual void memset(Stream s, const Buffer& dst, uint8_t value) = 0;
 
   // A persistent kernel that spins until the named device flag is set (DeepEP/torchcomms style),
@@ -153,6 +159,8 @@ class Runtime {
   virtual Time now() const = 0;
 
   virtual EventBus& events() = 0;
+  // Publishes an event from any thread of the run (a host function runs on CUDA's thread).
+  virtual void publish(Event& e) { events().publish(e); }
 
   // Tags the calling actor's next calls with a place in the program under test ("file.toml:12"),
   // so that reports can point at it. A hint: backends may ignore it.

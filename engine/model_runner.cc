@@ -5,6 +5,7 @@
 
 #include "core/hash.h"
 #include "engine/probe.h"
+#include "engine/readback.h"
 #include "engine/span_of.h"
 #include "engine/worker.h"
 #include "kernels/drafter.h"
@@ -15,6 +16,7 @@
 #include "kernels/rejection_sample.h"
 #include "kernels/topk_softplus_sqrt.h"
 #include "kernels/toy_model.h"
+#include "kernels/write_check.h"
 
 namespace ppspec::engine {
 
@@ -22,18 +24,28 @@ namespace kn = ppspec::kernels;
 
 namespace {
 
-// Publishes an engine probe with a list of integers (simulator only: kernel bodies run there).
+// Publishes an engine probe with a list of integers.
 void probe(core::Runtime& rt, core::EventKind kind, core::RankId rank, int64_t step, int64_t req,
            const std::vector<int64_t>& ints, int64_t value = -1, std::string_view text = {}) {
   publish(rt, Probe{kind, rank, step, req, value, text}, ints);
 }
 
-// 1 when any element of rows [first, first + n) of these buffers was never written (shadow bytes;
-// always 0 on real hardware, where nothing tracks initialisation).
-int64_t never_written(std::initializer_list<const core::Buffer*> bufs, int64_t row) {
-  for (const core::Buffer* b : bufs)
-    if (b->uninitialised_elements(row * b->shape().cols, b->shape().cols) > 0) return 1;
+// 1 when a write check found element `e` of any of its `bands` buffers unstored (part `part`).
+int64_t unwritten_at(const HostRows& h, size_t part, int bands, int64_t stride, int64_t e) {
+  for (int b = 0; b < bands; ++b)
+    if (h.at<uint8_t>(part, b * stride + e) != 0) return 1;
   return 0;
+}
+
+std::vector<int32_t> query_starts(const SchedulerOutput& so) {
+  std::vector<int32_t> qs{0};
+  for (const ScheduledRequest& r : so.requests) qs.push_back(qs.back() + r.num_tokens);
+  return qs;
+}
+
+template <typename T>
+std::vector<int64_t> as_ints(std::span<const T> values) {
+  return std::vector<int64_t>(values.begin(), values.end());
 }
 
 }  // namespace
@@ -72,22 +84,11 @@ void Worker::deferred_update() {
   upload(prev_idx_, prev->idx_mapping);
   FeedbackBuffers& slot = *prev->slot;
   const int kk = k_;
-  if (cfg_.spec.feedback == Feedback::single_payload) {
-    // Columns [0, K+1) sampled, [K+1, 2K+1) drafts, then num_sampled, num_rejected.
-    const auto payload = span_of<int64_t>(slot.payload);
-    const auto sampled = span_of<int64_t>(slot.sampled);
-    const auto counts = span_of<int32_t>(slot.counts);
-    const auto drafts = span_of<int64_t>(slot.drafts);
-    launch(main_, "unpack_payload", "", n, [=] {
-      const int width = 2 * kk + 3;
-      for (int32_t r = 0; r < n; ++r) {
-        for (int j = 0; j <= kk; ++j) sampled[r * (kk + 1) + j] = payload[r * width + j];
-        for (int j = 0; j < kk; ++j) drafts[r * kk + j] = payload[r * width + kk + 1 + j];
-        counts[r] = static_cast<int32_t>(payload[r * width + 2 * kk + 1]);
-        counts[n + r] = static_cast<int32_t>(payload[r * width + 2 * kk + 2]);
-      }
-    });
-  }
+  if (cfg_.spec.feedback == Feedback::single_payload)
+    run(main_, "unpack_payload", "",
+        kn::UnpackPayloadKernel{n, kk, span_of<int64_t>(slot.payload), span_of<int64_t>(slot.sampled),
+                                span_of<int32_t>(slot.counts), span_of<int64_t>(slot.drafts)},
+        n);
   kn::PostUpdateKernel pk{span_of<int32_t>(prev_idx_),
                           span_of<int64_t>(slot.sampled),
                           span_of<int32_t>(slot.counts),
@@ -100,21 +101,17 @@ void Worker::deferred_update() {
                           span_of<int32_t>(num_computed_),
                           span_of<int32_t>(total_len_),
                           span_of<int64_t>(draft_tokens_)};
-  core::Runtime& rt = rt_;
-  const core::RankId rank = rank_;
-  const int64_t step = prev->step;
-  const auto ids = prev->req_ids;
-  const bool has_drafts = prev->has_drafts;
-  launch(main_, "post_update", "deferred", n, [=, &rt] {
-    kn::run_on_cpu(pk, n);
-    if (!has_drafts) return;
-    for (int32_t r = 0; r < n; ++r) {
-      if (pk.idx_mapping[r] < 0) continue;
-      const auto drafts = pk.drafts.sub(r * kk, kk);
-      const std::vector<int64_t> d(drafts.begin(), drafts.end());
-      probe(rt, core::EventKind::drafts_adopted, rank, step, ids[static_cast<size_t>(r)], d);
-    }
-  });
+  run(main_, "post_update", "deferred", pk, n);
+  if (!prev->has_drafts || !rt_.events().active()) return;
+  // The drafts the update adopted, as they are in the buffer it read them from.
+  read_back(dev_, main_, {slot.drafts.rows(0, n)},
+            [&rt = rt_, rank = rank_, step = prev->step, kk, p = std::move(*prev)](const HostRows& h) {
+              for (int32_t r = 0; r < p.rows; ++r) {
+                if (p.idx_mapping[static_cast<size_t>(r)] < 0) continue;
+                probe(rt, core::EventKind::drafts_adopted, rank, step, p.req_ids[static_cast<size_t>(r)],
+                      as_ints(h.get<int64_t>(0).subspan(static_cast<size_t>(r) * kk, static_cast<size_t>(kk))));
+              }
+            });
 }
 
 void Worker::apply_requests(const SchedulerOutput& so) {
@@ -170,35 +167,38 @@ void Worker::prepare_inputs(const SchedulerOutput& so, int32_t padded_rows) {
                             span_of<bool>(is_padding_),
                             span_of<int32_t>(row_req_),
                             padded_rows};
-  core::Runtime& rt = rt_;
-  const core::RankId rank = rank_;
-  const int64_t step = so.step;
-  std::vector<int64_t> ids;
-  for (const auto& r : so.requests) ids.push_back(r.id);
-  std::vector<int64_t> decode;
-  for (const auto& r : so.requests) decode.push_back(r.decode() ? 1 : 0);
-  const core::Buffer ids_b = input_ids_, pos_b = positions_, pad_b = is_padding_, req_b = row_req_, slot_b = slots_;
-  launch(main_, "prepare_inputs", "", n + 1, [=, &rt] {
-    kn::run_on_cpu(k, n + 1);
-    // What the kernel wrote, for the shadow bytes: slots and row owners always, the rest of a
-    // padding row only when it clears padding.
-    const int64_t written = k.clear_padding ? padded_rows : k.num_rows;
-    for (const core::Buffer* b : {&ids_b, &pos_b, &pad_b}) b->mark_written(0, written);
-    for (const core::Buffer* b : {&slot_b, &req_b}) b->mark_written(0, padded_rows);
-    if (!rt.events().active()) return;
-    for (int32_t r = 0; r < n; ++r) {
-      std::vector<int64_t> v{k.positions[k.query_start[r]]};
-      for (int32_t i = k.query_start[r]; i < k.query_start[r + 1]; ++i) v.push_back(k.input_ids[i]);
-      probe(rt, core::EventKind::inputs_built, rank, step, ids[static_cast<size_t>(r)], v, decode[static_cast<size_t>(r)]);
-    }
-    if (padded_rows == k.num_rows) return;
-    // The padding rows a graph will read (R10): id, position, is_padding, slot, never written.
-    std::vector<int64_t> pad;
-    for (int32_t i = k.num_rows; i < padded_rows; ++i)
-      pad.insert(pad.end(), {k.input_ids[i], k.positions[i], k.is_padding[i] ? 1 : 0, k.slots[i],
-                             never_written({&ids_b, &pos_b, &pad_b}, i)});
-    probe(rt, core::EventKind::padding_rows, rank, step, -1, pad, k.num_rows, "prepare_inputs");
-  });
+  const bool observed = rt_.events().active();
+  const bool padded = padded_rows > so.num_tokens;
+  const std::vector<core::Buffer> checked = {input_ids_, positions_, is_padding_};
+  if (observed && padded) poison_rows(checked, so.num_tokens, padded_rows);
+  run(main_, "prepare_inputs", "", k, n + 1);
+  if (!observed) return;
+  if (padded) restore_unwritten(checked, so.num_tokens, padded_rows);
+  // The rows as the kernel left them: each request's inputs, and the padding rows a graph will read
+  // (R10) with whether the kernel stored them this step.
+  std::vector<int64_t> ids, decode;
+  for (const auto& r : so.requests) {
+    ids.push_back(r.id);
+    decode.push_back(r.decode() ? 1 : 0);
+  }
+  const int64_t used = so.num_tokens;
+  read_back(dev_, main_,
+            {input_ids_.rows(0, padded_rows), positions_.rows(0, padded_rows), is_padding_.rows(0, padded_rows),
+             slots_.rows(0, padded_rows), unwritten_rows(checked.size(), used, padded_rows)},
+            [&rt = rt_, rank = rank_, step = so.step, ids, decode, qs = query_starts(so), used, padded_rows,
+             stride = check_stride_](const HostRows& h) {
+              for (size_t r = 0; r < ids.size(); ++r) {
+                std::vector<int64_t> v{h.at<int64_t>(1, qs[r])};
+                for (int32_t i = qs[r]; i < qs[r + 1]; ++i) v.push_back(h.at<int32_t>(0, i));
+                probe(rt, core::EventKind::inputs_built, rank, step, ids[r], v, decode[r]);
+              }
+              if (padded_rows == used) return;
+              std::vector<int64_t> pad;
+              for (int64_t i = used; i < padded_rows; ++i)
+                pad.insert(pad.end(), {h.at<int32_t>(0, i), h.at<int64_t>(1, i), h.at<uint8_t>(2, i) != 0 ? 1 : 0,
+                                       h.at<int64_t>(3, i), unwritten_at(h, 4, 3, stride, i - used)});
+              probe(rt, core::EventKind::padding_rows, rank, step, -1, pad, used, "prepare_inputs");
+            });
 }
 
 void Worker::exchange_activations(const SchedulerOutput& so, int32_t rows, bool receive) {
@@ -229,27 +229,27 @@ void Worker::forward_kernels(int32_t rows) {
     if (l == 0) {
       kn::EmbedKernel e{in, span_of<uint32_t>(embed_ctx_), span_of<uint32_t>(embed_deep_), D, lane_begin_, lane_count_,
                         ckpt_.consts.r, span_of<uint32_t>(ctx_kv_), span_of<uint32_t>(x_)};
-      launch(main_, "embed", "", rows, [e, rows] { kn::run_on_cpu(e, rows); });
+      run(main_, "embed", "", e, rows);
       kn::ContextSumKernel cs{in, span_of<uint32_t>(ctx_kv_), span_of<uint32_t>(c_)};
-      launch(main_, "context_sum", "", rows, [cs, rows] { kn::run_on_cpu(cs, rows); });
+      run(main_, "context_sum", "", cs, rows);
     }
     kn::LayerPartialKernel p{span_of<int32_t>(row_req_), span_of<uint32_t>(x_), span_of<uint32_t>(w_[li]), span_of<uint32_t>(u_[li]), D,
                              lane_begin_, lane_count_, span_of<uint32_t>(y_)};
-    launch(main_, "layer_partial", "", rows, [p, rows] { kn::run_on_cpu(p, rows); });
+    run(main_, "layer_partial", "", p, rows);
     if (tp_ > 1) tp_comm_->all_reduce(y_.rows(0, rows), core::ReduceOp::sum, main_, core::Label{"tp.layer", l});
     kn::LayerKvWriteKernel kw{in, span_of<uint32_t>(y_), span_of<uint32_t>(v_[li]), D, lane_begin_, lane_count_, span_of<uint32_t>(kv_[li])};
-    launch(main_, "layer_kv_write", "", rows, [kw, rows] { kn::run_on_cpu(kw, rows); });
+    run(main_, "layer_kv_write", "", kw, rows);
     kn::LayerOutKernel o{in, span_of<uint32_t>(y_), span_of<uint32_t>(kv_[li]), D, lane_begin_, lane_count_, span_of<uint32_t>(x_)};
-    launch(main_, "layer_out", "", rows, [o, rows] { kn::run_on_cpu(o, rows); });
+    run(main_, "layer_out", "", o, rows);
   }
   if (!last_) return;
   kn::HeadPartialKernel hp{span_of<int32_t>(row_req_), span_of<uint32_t>(x_), span_of<uint32_t>(head_), lane_begin_, lane_count_,
                            span_of<uint32_t>(h_)};
-  launch(main_, "head_partial", "", rows, [hp, rows] { kn::run_on_cpu(hp, rows); });
+  run(main_, "head_partial", "", hp, rows);
   if (tp_ > 1) tp_comm_->all_reduce(h_.rows(0, rows), core::ReduceOp::sum, main_, core::Label{"tp.head", -1});
   kn::LogitsKernel lg{span_of<int32_t>(row_req_), span_of<uint32_t>(c_), span_of<uint32_t>(h_), cfg_.model.vocab,
                       ckpt_.consts.accept_1024, span_of<int64_t>(greedy_)};
-  launch(main_, "logits", "", rows, [lg, rows] { kn::run_on_cpu(lg, rows); });
+  run(main_, "logits", "", lg, rows);
 }
 
 void Worker::sample_tokens(const SchedulerOutput& so, int32_t padded_rows) {
@@ -262,12 +262,8 @@ void Worker::sample_tokens(const SchedulerOutput& so, int32_t padded_rows) {
   // postprocess_num_computed_tokens: advance optimistically by the whole query; the deferred
   // update subtracts the rejected drafts.
   const auto n = static_cast<int32_t>(so.requests.size());
-  const auto idx = span_of<int32_t>(idx_mapping_);
-  const auto qlen = span_of<int32_t>(query_len_);
-  const auto computed = span_of<int32_t>(num_computed_);
-  launch(main_, "advance_num_computed", "", n, [=] {
-    for (int32_t r = 0; r < n; ++r) computed[idx[r]] += qlen[r];
-  });
+  run(main_, "advance_num_computed", "",
+      kn::AdvanceNumComputedKernel{span_of<int32_t>(idx_mapping_), span_of<int32_t>(query_len_), span_of<int32_t>(num_computed_)}, n);
 }
 
 void Worker::sample_last_stage(const SchedulerOutput& so, int32_t padded_rows) {
@@ -278,8 +274,7 @@ void Worker::sample_last_stage(const SchedulerOutput& so, int32_t padded_rows) {
 
   // Which rows carry logits: every row of a decode request, the last row of a final prefill chunk.
   std::vector<int32_t> start, count, rows_with_samples;
-  std::vector<int64_t> seeds, out_index;
-  std::vector<uint32_t> spread;
+  std::vector<int64_t> out_index;
   bool any_drafts = false;
   int32_t row = 0;
   for (size_t i = 0; i < so.requests.size(); ++i) {
@@ -303,41 +298,17 @@ void Worker::sample_last_stage(const SchedulerOutput& so, int32_t padded_rows) {
   upload(num_logits_, count);
   upload(b_out_index_, out_index);
   // Seeds and spreads by batch row, gathered from the request tables.
-  {
-    const auto idx = span_of<int32_t>(idx_mapping_);
-    const auto s_src = span_of<int64_t>(seeds_);
-    const auto p_src = span_of<uint32_t>(spread_);
-    const auto s_dst = span_of<int64_t>(b_seeds_);
-    const auto p_dst = span_of<uint32_t>(b_spread_);
-    launch(main_, "gather_sampling_params", "", n, [=] {
-      for (int32_t r = 0; r < n; ++r) {
-        s_dst[r] = s_src[idx[r]];
-        p_dst[r] = p_src[idx[r]];
-      }
-    });
-  }
+  run(main_, "gather_sampling_params", "",
+      kn::GatherSamplingParamsKernel{span_of<int32_t>(idx_mapping_), span_of<int64_t>(seeds_), span_of<uint32_t>(spread_),
+                                     span_of<int64_t>(b_seeds_), span_of<uint32_t>(b_spread_)},
+      n);
   kn::RejectionSampleKernel rs{span_of<int32_t>(logit_start_), span_of<int32_t>(num_logits_), span_of<int32_t>(input_ids_),
                                span_of<int64_t>(greedy_),     span_of<uint32_t>(h_),        span_of<int64_t>(b_seeds_),
                                span_of<int64_t>(b_out_index_), span_of<uint32_t>(b_spread_), cfg_.model.vocab,
                                k_ + 1,                     span_of<int64_t>(slot.sampled), span_of<int32_t>(slot.counts),
                                span_of<int32_t>(slot.counts).sub(n, n)};
-  {
-    core::Runtime& rt = rt_;
-    const core::RankId rank = rank_;
-    const int64_t step = so.step;
-    std::vector<int64_t> ids;
-    for (const auto& r : so.requests) ids.push_back(r.id);
-    const int width = k_ + 1;
-    launch(main_, "rejection_sample", "", n, [=, &rt] {
-      kn::run_on_cpu(rs, n);
-      for (int32_t r = 0; r < n; ++r) {
-        if (rs.num_sampled[r] == 0) continue;
-        const auto sampled = rs.sampled.sub(r * width, rs.num_sampled[r]);
-        const std::vector<int64_t> t(sampled.begin(), sampled.end());
-        probe(rt, core::EventKind::tokens_sampled, rank, step, ids[static_cast<size_t>(r)], t, rs.num_rejected[r]);
-      }
-    });
-  }
+  run(main_, "rejection_sample", "", rs, n);
+  if (rt_.events().active()) probe_sampled(so, slot);
   // Messages 1 and 2 of the feedback, right after sampling.
   if (pp_handler_) pp_handler_->broadcast(so, slot, !any_drafts);
   // postprocess_sampled: the last stage's own post_update, now.
@@ -345,28 +316,16 @@ void Worker::sample_last_stage(const SchedulerOutput& so, int32_t padded_rows) {
                           span_of<int32_t>(slot.counts).sub(n, n), span_of<int32_t>(query_len_), {}, k_, false,
                           span_of<int64_t>(last_sampled_), span_of<int32_t>(num_computed_), span_of<int32_t>(total_len_),
                           span_of<int64_t>(draft_tokens_)};
-  launch(main_, "post_update", "last", n, [pk, n] { kn::run_on_cpu(pk, n); });
+  run(main_, "post_update", "last", pk, n);
 
   int drafted = 0;
   if (k_ > 0 && !so.dummy) drafted = propose_drafts(so, rows_with_samples, slot);
   if (pp_handler_ && (drafted > 0 || cfg_.spec.feedback == Feedback::single_payload || k_ == 0)) {
-    if (cfg_.spec.feedback == Feedback::single_payload) {
-      const auto payload = span_of<int64_t>(slot.payload);
-      const auto sampled = span_of<int64_t>(slot.sampled);
-      const auto counts = span_of<int32_t>(slot.counts);
-      const auto drafts = span_of<int64_t>(slot.drafts);
-      const int kk = k_;
-      const bool have_drafts = drafted > 0;
-      launch(main_, "pack_payload", "", n, [=] {
-        const int width = 2 * kk + 3;
-        for (int32_t r = 0; r < n; ++r) {
-          for (int j = 0; j <= kk; ++j) payload[r * width + j] = sampled[r * (kk + 1) + j];
-          for (int j = 0; j < kk; ++j) payload[r * width + kk + 1 + j] = have_drafts ? drafts[r * kk + j] : 0;
-          payload[r * width + 2 * kk + 1] = counts[r];
-          payload[r * width + 2 * kk + 2] = counts[n + r];
-        }
-      });
-    }
+    if (cfg_.spec.feedback == Feedback::single_payload)
+      run(main_, "pack_payload", "",
+          kn::PackPayloadKernel{n, k_, drafted > 0, span_of<int64_t>(slot.sampled), span_of<int32_t>(slot.counts),
+                                span_of<int64_t>(slot.drafts), span_of<int64_t>(slot.payload)},
+          n);
     pp_handler_->broadcast_drafts(so, slot);
   }
   // The second call site, beside set_draft_tokens() (#50514): it relays drafts that a speculator-less
@@ -377,6 +336,23 @@ void Worker::sample_last_stage(const SchedulerOutput& so, int32_t padded_rows) {
   send_output(so, slot, rows_with_samples);
 }
 
+void Worker::probe_sampled(const SchedulerOutput& so, FeedbackBuffers& slot) {
+  const auto n = static_cast<int64_t>(so.requests.size());
+  std::vector<int64_t> ids;
+  for (const auto& r : so.requests) ids.push_back(r.id);
+  read_back(dev_, main_, {slot.sampled.rows(0, n), counts_view(slot, n)},
+            [&rt = rt_, rank = rank_, step = so.step, ids, width = k_ + 1](const HostRows& h) {
+              const auto n_rows = static_cast<int64_t>(ids.size());
+              for (int64_t r = 0; r < n_rows; ++r) {
+                const int32_t sampled = h.at<int32_t>(1, r);
+                if (sampled == 0) continue;
+                const auto t = h.get<int64_t>(0).subspan(static_cast<size_t>(r * width), static_cast<size_t>(sampled));
+                probe(rt, core::EventKind::tokens_sampled, rank, step, ids[static_cast<size_t>(r)], as_ints(t),
+                      h.at<int32_t>(1, n_rows + r));
+              }
+            });
+}
+
 int Worker::propose_drafts(const SchedulerOutput& so, const std::vector<int32_t>& rows_with_samples,
                            FeedbackBuffers& slot) {
   const auto nd = static_cast<int32_t>(rows_with_samples.size());
@@ -385,6 +361,7 @@ int Worker::propose_drafts(const SchedulerOutput& so, const std::vector<int32_t>
   const int kk = k_;
   // The draft batch: the rows that sampled, compacted; their target rows are the context.
   std::vector<int32_t> didx, cs, ce, brow;
+  std::vector<int64_t> ids;
   {
     int32_t row = 0;
     size_t next = 0;
@@ -395,6 +372,7 @@ int Worker::propose_drafts(const SchedulerOutput& so, const std::vector<int32_t>
         cs.push_back(row);
         ce.push_back(row + r.num_tokens);
         brow.push_back(static_cast<int32_t>(i));
+        ids.push_back(r.id);
         ++next;
       }
       row += r.num_tokens;
@@ -404,39 +382,53 @@ int Worker::propose_drafts(const SchedulerOutput& so, const std::vector<int32_t>
   upload(d_ctx_start_, cs);
   upload(d_ctx_end_, ce);
   upload(d_brow_, brow);
-  const auto counts = span_of<int32_t>(slot.counts);
-  const auto ns = span_of<int32_t>(d_num_sampled_);
-  const auto nr = span_of<int32_t>(d_num_rejected_);
-  const auto anchor = span_of<int32_t>(d_anchor_);
-  const auto brow_d = span_of<int32_t>(d_brow_);
-  const auto ce_d = span_of<int32_t>(d_ctx_end_);
-  launch(main_, "dflash_gather", "", nd, [=] {
-    for (int32_t d = 0; d < nd; ++d) {
-      ns[d] = counts[brow_d[d]];
-      nr[d] = counts[n + brow_d[d]];
-      anchor[d] = ce_d[d] - 1 - nr[d];
-    }
-  });
+  run(main_, "dflash_gather", "",
+      kn::DflashGatherKernel{n, span_of<int32_t>(slot.counts), span_of<int32_t>(d_brow_), span_of<int32_t>(d_ctx_end_),
+                             span_of<int32_t>(d_num_sampled_), span_of<int32_t>(d_num_rejected_), span_of<int32_t>(d_anchor_)},
+      nd);
+  run(main_, "gather_block_rows", "",
+      kn::GatherBlockRowsKernel{span_of<int32_t>(d_idx_), span_of<int32_t>(block_table_), max_blocks_, span_of<int32_t>(d_block_rows_)},
+      nd);
   // The drafter's graph: its query rows padded to the next capture size.
   const int32_t q_rows = std::max(graph_size(nd * kk), nd * kk);
-  const bool pp_gt1 = pp_ > 1;
-  const kn::Span<const uint32_t> embed =
-      pp_gt1 ? (cfg_.faults.alias_target_embed ? span_of<uint32_t>(embed_ctx_) : span_of<uint32_t>(draft_embed_))
-             : span_of<uint32_t>(embed_ctx_);
+  prepare_draft_inputs(so.step, nd, q_rows);
+  run(main_, "draft_context_kv", "",
+      kn::DraftContextKvRangesKernel{{span_of<int64_t>(d_ctx_slots_), span_of<uint32_t>(c_), span_of<uint32_t>(draft_kv_)},
+                                     span_of<int32_t>(d_ctx_start_),
+                                     span_of<int32_t>(d_ctx_end_)},
+      nd);
+  draft_forward(so.step, nd);
+  route_draft_rows(so.step, nd * kk, q_rows);
+  // req_states.draft_tokens[idx_mapping] = draft_tokens; then the batch's rows for the relay,
+  // gathered on the main stream (#55745).
+  run(main_, "set_draft_tokens", "",
+      kn::SetDraftTokensKernel{kk, span_of<int32_t>(d_idx_), span_of<int64_t>(d_drafts_), span_of<int64_t>(draft_tokens_)}, nd);
+  if (rt_.events().active())
+    read_back(dev_, main_, {d_drafts_.rows(0, nd)}, [&rt = rt_, rank = rank_, step = so.step, ids, kk](const HostRows& h) {
+      for (size_t d = 0; d < ids.size(); ++d)
+        probe(rt, core::EventKind::drafts_proposed, rank, step, ids[d],
+              as_ints(h.get<int64_t>(0).subspan(d * static_cast<size_t>(kk), static_cast<size_t>(kk))));
+    });
+  run(main_, "gather_drafts", "",
+      kn::GatherDraftsKernel{kk, span_of<int32_t>(idx_mapping_), span_of<int64_t>(draft_tokens_), span_of<int64_t>(slot.drafts)}, n);
+  return nd;
+}
+
+void Worker::prepare_draft_inputs(int64_t step, int32_t nd, int32_t q_rows) {
   kn::PrepareDflashInputsKernel pd{};
   pd.num_reqs = nd;
-  pd.num_query_per_req = kk;
+  pd.num_query_per_req = k_;
   pd.max_num_reqs = max_reqs_;
   pd.max_num_tokens = q_rows;
   pd.idx_mapping = span_of<int32_t>(d_idx_);
   pd.ctx_start = span_of<int32_t>(d_ctx_start_);
   pd.ctx_end = span_of<int32_t>(d_ctx_end_);
   pd.target_positions = span_of<int64_t>(positions_);
-  pd.num_sampled = ns;
-  pd.num_rejected = nr;
+  pd.num_sampled = span_of<int32_t>(d_num_sampled_);
+  pd.num_rejected = span_of<int32_t>(d_num_rejected_);
   pd.last_sampled = span_of<int64_t>(last_sampled_);
   pd.next_prefill_tokens = span_of<int64_t>(d_next_prefill_);
-  pd.block_table = {};  // set in the body: gathered per draft row
+  pd.block_table = span_of<int32_t>(d_block_rows_);
   pd.max_blocks = max_blocks_;
   pd.block_size = cfg_.model.block_size;
   pd.mask_id = cfg_.model.vocab - 1;
@@ -458,104 +450,76 @@ int Worker::propose_drafts(const SchedulerOutput& so, const std::vector<int32_t>
   pd.seq_lens = span_of<int32_t>(d_seq_lens_);
   pd.temperature = span_of<float>(d_temperature_);
   pd.seeds = span_of<int64_t>(d_seeds_);
-  const auto table = span_of<int32_t>(block_table_);
-  const int32_t mb = max_blocks_;
-  core::Runtime& rt = rt_;
-  const core::RankId rank = rank_;
-  const int64_t step = so.step;
-  const core::Buffer dids_b = d_input_ids_, dpos_b = d_positions_, dpad_b = d_is_padding_;
-  launch(main_, "prepare_dflash_inputs", "", nd, [pd, table, mb, nd, &rt, rank, step, dids_b, dpos_b, dpad_b]() mutable {
-    std::vector<int32_t> per_row(static_cast<size_t>(nd) * static_cast<size_t>(mb));
-    for (int32_t d = 0; d < nd; ++d)
-      std::memcpy(per_row.data() + static_cast<size_t>(d) * static_cast<size_t>(mb), table.sub(pd.idx_mapping[d] * mb, mb).data,
-                  static_cast<size_t>(mb) * sizeof(int32_t));
-    pd.block_table = per_row;
-    kn::run_on_cpu(pd, nd);
-    const int32_t used = nd * pd.num_query_per_req;
-    for (const core::Buffer* b : {&dids_b, &dpos_b, &dpad_b}) b->mark_written(0, pd.clear_padding ? pd.max_num_tokens : used);
-    if (!rt.events().active() || used == pd.max_num_tokens) return;
-    std::vector<int64_t> pad;
-    for (int32_t q = used; q < pd.max_num_tokens; ++q)
-      pad.insert(pad.end(), {pd.input_ids[q], pd.positions[q], pd.is_padding[q] ? 1 : 0, pd.query_slot_mapping[q],
-                             never_written({&dids_b, &dpos_b, &dpad_b}, q)});
-    probe(rt, core::EventKind::padding_rows, rank, step, -1, pad, used, "prepare_dflash_inputs");
+  const int32_t used = nd * k_;
+  const bool observed = rt_.events().active();
+  const std::vector<core::Buffer> checked = {d_input_ids_, d_positions_, d_is_padding_};
+  if (observed && used < q_rows) poison_rows(checked, used, q_rows);
+  run(main_, "prepare_dflash_inputs", "", pd, nd);
+  if (!observed || used == q_rows) return;
+  restore_unwritten(checked, used, q_rows);
+  read_back(dev_, main_,
+            {d_input_ids_.rows(used, q_rows - used), d_positions_.rows(used, q_rows - used),
+             d_is_padding_.rows(used, q_rows - used), d_slots_.rows(used, q_rows - used),
+             unwritten_rows(checked.size(), used, q_rows)},
+            [&rt = rt_, rank = rank_, step, used, q_rows, stride = check_stride_](const HostRows& h) {
+              std::vector<int64_t> pad;
+              for (int64_t i = 0; i < q_rows - used; ++i)
+                pad.insert(pad.end(), {h.at<int32_t>(0, i), h.at<int64_t>(1, i), h.at<uint8_t>(2, i) != 0 ? 1 : 0,
+                                       h.at<int64_t>(3, i), unwritten_at(h, 4, 3, stride, i)});
+              probe(rt, core::EventKind::padding_rows, rank, step, -1, pad, used, "prepare_dflash_inputs");
+            });
+}
+
+void Worker::draft_forward(int64_t step, int32_t nd) {
+  // Under PP the drafter reads its own table; the fault aliases the target's, which lives on stage 0.
+  const bool own_table = pp_ > 1 && !cfg_.faults.alias_target_embed;
+  const core::Buffer& table = own_table ? draft_embed_ : embed_ctx_;
+  kn::DraftForwardKernel fw{k_, span_of<int32_t>(d_anchor_), span_of<uint32_t>(c_), span_of<int32_t>(d_input_ids_), span_of<int64_t>(d_positions_),
+                            span_of<uint32_t>(table), ckpt_.consts.r, cfg_.model.vocab, span_of<int64_t>(d_drafts_)};
+  run(main_, "draft_forward", "", fw, nd);
+  if (embed_probed_ || !rt_.events().active()) return;
+  // The first forward tells the checkers which table the drafter read: its hash, and how many of its
+  // entries still hold the allocation's poison (never written on this rank).
+  embed_probed_ = true;
+  read_back(dev_, main_, {table}, [&rt = rt_, rank = rank_, step](const HostRows& h) {
+    const auto words = h.get<uint32_t>(0);
+    int64_t poisoned = 0;
+    for (uint32_t w : words) poisoned += w == kn::kPoisonWord ? 1 : 0;
+    const auto hash = static_cast<int64_t>(core::fnv1a_words(words.data(), words.size()));
+    probe(rt, core::EventKind::table_bound, rank, step, -1, {static_cast<int64_t>(words.size()), poisoned}, hash,
+          "draft.embed_tokens");
   });
-  // Context KV of the drafter (never through a PAD slot).
-  {
-    const auto slots = span_of<int64_t>(d_ctx_slots_);
-    const auto c = span_of<uint32_t>(c_);
-    const auto dkv = span_of<uint32_t>(draft_kv_);
-    const auto cs_d = span_of<int32_t>(d_ctx_start_);
-    launch(main_, "draft_context_kv", "", nd, [=] {
-      for (int32_t d = 0; d < nd; ++d)
-        for (int32_t t = cs_d[d]; t < ce_d[d]; ++t) kn::DraftContextKvKernel{slots, c, dkv}.row(t);
-    });
-  }
-  kn::DraftForwardKernel fw{kk, anchor, span_of<uint32_t>(c_), span_of<int32_t>(d_input_ids_), span_of<int64_t>(d_positions_), embed,
-                            ckpt_.consts.r, cfg_.model.vocab, span_of<int64_t>(d_drafts_)};
-  // The first forward tells the checkers which embedding table the drafter reads (its hash, and how
-  // much of it was never written: an aliased table on a stage that never loaded it).
-  const core::Buffer table_b = pp_gt1 && !cfg_.faults.alias_target_embed ? draft_embed_ : embed_ctx_;
-  bool* probed = &embed_probed_;
-  launch(main_, "draft_forward", "", nd, [fw, nd, &rt, rank, step, table_b, probed] {
-    kn::run_on_cpu(fw, nd);
-    if (*probed || !rt.events().active()) return;
-    *probed = true;
-    const auto words = static_cast<size_t>(table_b.count());
-    const auto hash = static_cast<int64_t>(core::fnv1a_words(static_cast<const uint32_t*>(table_b.data()), words));
-    probe(rt, core::EventKind::table_bound, rank, step, -1,
-          {table_b.count(), table_b.uninitialised_elements(0, table_b.count())}, hash, "draft.embed_tokens");
-  });
+}
+
+void Worker::route_draft_rows(int64_t step, int32_t used_rows, int32_t q_rows) {
   // The MoE layer over every query row of the graph, padding included.
   const int E = cfg_.model.experts;
   const int top = cfg_.model.topk;
-  kn::DraftGateKernel gate{span_of<int32_t>(d_input_ids_), span_of<int64_t>(d_positions_), E, span_of<float>(d_gating_)};
-  launch(main_, "draft_gate", "", q_rows, [gate, q_rows] { kn::run_on_cpu(gate, q_rows); });
+  run(main_, "draft_gate", "", kn::DraftGateKernel{span_of<int32_t>(d_input_ids_), span_of<int64_t>(d_positions_), E, span_of<float>(d_gating_)},
+      q_rows);
   kn::TopkSoftplusSqrtKernel router{span_of<float>(d_gating_), span_of<float>(d_router_bias_), span_of<bool>(d_is_padding_), E, top,
                                     true, 1.0f, !cfg_.faults.router_ignores_padding, span_of<int32_t>(d_topk_ids_),
                                     span_of<float>(d_topk_w_)};
-  const int32_t used_rows = nd * kk;
-  launch(main_, "topk_softplus_sqrt", "", q_rows, [router, q_rows, used_rows, top, &rt, rank, step] {
-    kn::run_on_cpu(router, q_rows);
-    if (!rt.events().active() || used_rows == q_rows) return;
-    // Per padding row: the expert ids it selected, then how many of its weights are non-zero.
-    std::vector<int64_t> pad;
-    for (int32_t q = used_rows; q < q_rows; ++q) {
-      int64_t nonzero = 0;
-      for (int j = 0; j < top; ++j) {
-        pad.push_back(router.topk_ids[q * top + j]);
-        nonzero += router.topk_weights[q * top + j] != 0.0f ? 1 : 0;
-      }
-      pad.push_back(nonzero);
-    }
-    probe(rt, core::EventKind::padding_rows, rank, step, -1, pad, used_rows, "topk_softplus_sqrt");
-  });
-  kn::DraftExpertsKernel experts{span_of<int32_t>(d_topk_ids_), span_of<float>(d_topk_w_), top, span_of<float>(d_expert_scale_),
-                                 span_of<float>(d_confidence_)};
-  launch(main_, "draft_experts", "", q_rows, [experts, q_rows] { kn::run_on_cpu(experts, q_rows); });
-  // req_states.draft_tokens[idx_mapping] = draft_tokens; then the batch's rows for the relay,
-  // gathered on the main stream (#55745).
-  {
-    std::vector<int64_t> ids;
-    for (int32_t i : rows_with_samples) ids.push_back(so.requests[static_cast<size_t>(i)].id);
-    const auto drafts = span_of<int64_t>(d_drafts_);
-    const auto table_d = span_of<int64_t>(draft_tokens_);
-    const auto didx_d = span_of<int32_t>(d_idx_);
-    launch(main_, "set_draft_tokens", "", nd, [=, &rt] {
-      for (int32_t d = 0; d < nd; ++d) {
-        for (int j = 0; j < kk; ++j) table_d[didx_d[d] * kk + j] = drafts[d * kk + j];
-        probe(rt, core::EventKind::drafts_proposed, rank, step, ids[static_cast<size_t>(d)],
-              std::vector<int64_t>(drafts.sub(d * kk, kk).begin(), drafts.sub(d * kk, kk).end()));
-      }
-    });
-    const auto bidx = span_of<int32_t>(idx_mapping_);
-    const auto out = span_of<int64_t>(slot.drafts);
-    launch(main_, "gather_drafts", "", n, [=] {
-      for (int32_t r = 0; r < n; ++r)
-        for (int j = 0; j < kk; ++j) out[r * kk + j] = table_d[bidx[r] * kk + j];
-    });
-  }
-  return nd;
+  run(main_, "topk_softplus_sqrt", "", router, q_rows);
+  if (rt_.events().active() && used_rows < q_rows)
+    read_back(dev_, main_, {d_topk_ids_.rows(used_rows, q_rows - used_rows), d_topk_w_.rows(used_rows, q_rows - used_rows)},
+              [&rt = rt_, rank = rank_, step, used_rows, q_rows, top](const HostRows& h) {
+                // Per padding row: the expert ids it selected, then how many of its weights are non-zero.
+                std::vector<int64_t> pad;
+                for (int64_t q = 0; q < q_rows - used_rows; ++q) {
+                  int64_t nonzero = 0;
+                  for (int j = 0; j < top; ++j) {
+                    pad.push_back(h.at<int32_t>(0, q * top + j));
+                    nonzero += h.at<float>(1, q * top + j) != 0.0f ? 1 : 0;
+                  }
+                  pad.push_back(nonzero);
+                }
+                probe(rt, core::EventKind::padding_rows, rank, step, -1, pad, used_rows, "topk_softplus_sqrt");
+              });
+  run(main_, "draft_experts", "",
+      kn::DraftExpertsKernel{span_of<int32_t>(d_topk_ids_), span_of<float>(d_topk_w_), top, span_of<float>(d_expert_scale_),
+                             span_of<float>(d_confidence_)},
+      q_rows);
 }
 
 void Worker::send_output(const SchedulerOutput& so, FeedbackBuffers& slot, const std::vector<int32_t>& draft_rows) {
@@ -569,7 +533,7 @@ void Worker::send_output(const SchedulerOutput& so, FeedbackBuffers& slot, const
   host_counts_.resize(static_cast<size_t>(2 * n));
   host_inputs_.resize(static_cast<size_t>(so.num_tokens));
   dev_.download(main_, host_sampled_.data(), slot.sampled.rows(0, n));
-  dev_.download(main_, host_counts_.data(), core::Buffer(slot.counts.data(), nullptr, core::Dtype::i32, core::Shape{2 * n, 1}));
+  dev_.download(main_, host_counts_.data(), counts_view(slot, n));
   dev_.download(main_, host_inputs_.data(), input_ids_.rows(0, so.num_tokens));
   const bool drafted = k_ > 0 && !so.dummy && !draft_rows.empty();
   if (drafted) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "engine/probe.h"
+#include "kernels/write_check.h"
 
 namespace ppspec::engine {
 
@@ -41,6 +42,8 @@ PPHandler::PPHandler(core::Runtime& rt, core::Device& dev, core::Communicator& b
     s.drafts = dev.alloc(core::Dtype::i64, core::Shape{n, kk}, "feedback.drafts");
     s.payload = dev.alloc(core::Dtype::i64, core::Shape{n, 2 * k_ + 3}, "feedback.payload");
     s.done = dev.event(fmt::format("feedback.slot{}", i));
+    // Poison, as every engine buffer starts (Worker::alloc): unstored memory reads the same on both runtimes.
+    for (const core::Buffer* b : {&s.sampled, &s.counts, &s.drafts, &s.payload}) dev.memset(main, *b, kernels::kPoisonByte);
   }
   main_ready_ = dev.event("feedback.main_ready");
   if (!is_last())
@@ -75,7 +78,7 @@ void PPHandler::receive(const SchedulerOutput& so) {
   } else {
     bcast_.broadcast(slot.sampled.rows(0, n), pp_ - 1, side_, label("feedback.sampled", so.step));
     // counts is [2, N]: a view of its first 2N elements, as torch.stack would produce.
-    bcast_.broadcast(core::Buffer(slot.counts.data(), slot.counts.shadow(), core::Dtype::i32, core::Shape{2, n}),
+    bcast_.broadcast(counts_view(slot, n),
                      pp_ - 1, side_, label("feedback.counts", so.step));
     if (relays_drafts()) bcast_.broadcast(slot.drafts.rows(0, n), pp_ - 1, side_, label("feedback.drafts", so.step));
   }
@@ -141,7 +144,7 @@ void PPHandler::broadcast(const SchedulerOutput& so, FeedbackBuffers& slot, bool
   const int64_t width = narrow_width_ && plain_sampler_step ? 1 : k_ + 1;
   core::Buffer sampled(slot.sampled.data(), slot.sampled.shadow(), core::Dtype::i64, core::Shape{n, width});
   bcast_.broadcast(sampled, pp_ - 1, side_, label("feedback.sampled", so.step));
-  bcast_.broadcast(core::Buffer(slot.counts.data(), slot.counts.shadow(), core::Dtype::i32, core::Shape{2, n}), pp_ - 1,
+  bcast_.broadcast(counts_view(slot, n), pp_ - 1,
                    side_, label("feedback.counts", so.step));
   dev_.record(slot.done, side_);
   slot.recorded = true;

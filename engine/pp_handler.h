@@ -33,6 +33,11 @@ struct FeedbackBuffers {
   bool recorded = false;
 };
 
+// The first 2N elements of `counts`: [num_sampled (N), num_rejected (N)], as the sampler packs them.
+inline core::Buffer counts_view(const FeedbackBuffers& f, int64_t n) {
+  return core::Buffer(f.counts.data(), f.counts.shadow(), core::Dtype::i32, core::Shape{2, n});
+}
+
 // What the deferred update of an earlier stage adopts.
 struct PrevOutputs {
   int64_t step = -1;

@@ -32,7 +32,7 @@ inline void publish(core::Runtime& rt, const Probe& p, const std::vector<int64_t
   e.text = p.text;
   e.actor = p.actor;
   e.ints = ints;
-  rt.events().publish(e);
+  rt.publish(e);
 }
 
 }  // namespace ppspec::engine

@@ -52,6 +52,16 @@ std::vector<std::pair<std::string, std::vector<core::RankId>>> communicators(con
   return out;
 }
 
+namespace {
+
+// Query rows of the drafter's largest batch: every request's K rows, or the largest graph.
+int64_t draft_query_rows(const EngineConfig& cfg) {
+  return std::max<int64_t>(static_cast<int64_t>(cfg.serving.max_num_seqs) * cfg.spec.k,
+                           cfg.serving.capture_sizes.empty() ? 0 : cfg.serving.capture_sizes.back());
+}
+
+}  // namespace
+
 std::string step_call_site(int64_t step) { return fmt::format("execute_model step {}", step); }
 
 std::optional<int64_t> step_of_call_site(std::string_view call_site) {
@@ -62,16 +72,6 @@ std::optional<int64_t> step_of_call_site(std::string_view call_site) {
   if (std::from_chars(digits.data(), digits.data() + digits.size(), step).ec != std::errc{}) return std::nullopt;
   return step;
 }
-
-namespace {
-
-// Kernel specialization keys are interned: launches keep string views of them.
-std::string_view intern(const std::string& s) {
-  static std::set<std::string> pool;
-  return *pool.insert(s).first;
-}
-
-}  // namespace
 
 Worker::Worker(core::Runtime& rt, core::RankId rank, const EngineConfig& cfg, const Checkpoint& ckpt)
     : rt_(rt), dev_(rt.device(rank)), cfg_(cfg), ckpt_(ckpt), rank_(rank) {
@@ -133,6 +133,10 @@ Worker::Worker(core::Runtime& rt, core::RankId rank, const EngineConfig& cfg, co
     u_.push_back(alloc(Dtype::u32, D, 1, "layer.u"));
     v_.push_back(alloc(Dtype::u32, D, 1, "layer.v"));
   }
+  // Write checks cover a step's rows and the drafter's query rows (at most 8 bytes an element).
+  check_stride_ = std::max<int64_t>(max_rows_, last_ && k_ > 0 ? draft_query_rows(cfg) : 0);
+  check_saved_ = alloc(Dtype::u8, 3, check_stride_ * 8, "write_check.saved");
+  check_unwritten_ = alloc(Dtype::u8, 3, check_stride_, "write_check.unwritten");
   prev_idx_ = alloc(Dtype::i32, max_reqs_, 1, "prev_idx_mapping");
   prev_query_len_ = alloc(Dtype::i32, max_reqs_, 1, "prev_query_len");
   if (last_) {
@@ -143,7 +147,7 @@ Worker::Worker(core::Runtime& rt, core::RankId rank, const EngineConfig& cfg, co
     b_out_index_ = alloc(Dtype::i64, max_reqs_, 1, "batch.out_index");
     b_spread_ = alloc(Dtype::u32, max_reqs_, 1, "batch.spread");
     if (k_ > 0) {
-      const int64_t q = std::max<int64_t>(static_cast<int64_t>(max_reqs_) * k_, cfg.serving.capture_sizes.empty() ? 0 : cfg.serving.capture_sizes.back());
+      const int64_t q = draft_query_rows(cfg);
       const int E = cfg.model.experts;
       const int top = cfg.model.topk;
       // Under PP the drafter loads its own embedding ("embed.weight"); at pp = 1 it shares the target's.
@@ -177,6 +181,7 @@ Worker::Worker(core::Runtime& rt, core::RankId rank, const EngineConfig& cfg, co
       d_confidence_ = alloc(Dtype::f32, q, 1, "draft.confidence");
       d_drafts_ = alloc(Dtype::i64, max_reqs_, k_, "draft.proposed");
       d_brow_ = alloc(Dtype::i32, max_reqs_, 1, "draft.batch_row");
+      d_block_rows_ = alloc(Dtype::i32, max_reqs_, max_blocks_, "draft.block_table");
     }
     if (pp_ == 1) {
       own_slot_.sampled = alloc(Dtype::i64, max_reqs_, k_ + 1, "sampled");
@@ -190,23 +195,37 @@ Worker::Worker(core::Runtime& rt, core::RankId rank, const EngineConfig& cfg, co
 Worker::~Worker() = default;
 
 core::Buffer Worker::alloc(core::Dtype d, int64_t rows, int64_t cols, const char* name) {
-  return dev_.alloc(d, core::Shape{rows, cols}, name);
+  core::Buffer b = dev_.alloc(d, core::Shape{rows, cols}, name);
+  allocated_.push_back(b);
+  return b;
 }
 
-void Worker::launch(core::Stream s, const char* name, const std::string& spec, int64_t rows, std::function<void()> body) {
-  core::KernelLaunch k;
-  k.kernel = core::KernelRef{name, intern(spec)};
-  k.work = rows;
-  // A kernel that indexes past a buffer stops the run as an internal error naming it (on a GPU the
-  // same access is an illegal memory access).
-  k.body = [name, rank = rank_, body = std::move(body)] {
-    try {
-      body();
-    } catch (const kn::KernelOutOfBounds& e) {
-      throw core::InternalError(fmt::format("rank{} kernel {}: {}", rank, name, e.what()));
-    }
-  };
-  dev_.launch(s, k);
+void Worker::poison_rows(const std::vector<core::Buffer>& bufs, int64_t first, int64_t last) {
+  PPSPEC_ASSERT(bufs.size() <= 3 && first <= last && last <= check_stride_, "write check of rows [{}, {}) over {} rows",
+                first, last, check_stride_);
+  for (size_t b = 0; b < bufs.size(); ++b) {
+    const core::Buffer range = bufs[b].rows(first, last - first).as_bytes();
+    dev_.memcpy(main_, check_saved_.slice(static_cast<int64_t>(b), 0, range.count()), range);
+    dev_.memset(main_, range, kn::kPoisonByte);
+  }
+}
+
+void Worker::restore_unwritten(const std::vector<core::Buffer>& bufs, int64_t first, int64_t last) {
+  for (size_t b = 0; b < bufs.size(); ++b) {
+    const core::Buffer range = bufs[b].rows(first, last - first);
+    const core::Buffer bytes = range.as_bytes();
+    const auto elem_bytes = static_cast<int32_t>(core::dtype_size(range.dtype()) * static_cast<size_t>(range.shape().cols));
+    kn::RestoreUnwrittenKernel k{elem_bytes, span_of<uint8_t>(bytes),
+                                 span_of<uint8_t>(check_saved_.slice(static_cast<int64_t>(b), 0, bytes.count())),
+                                 span_of<uint8_t>(check_unwritten_.slice(static_cast<int64_t>(b), 0, last - first))};
+    run(main_, "restore_unwritten", "", k, last - first);
+  }
+}
+
+core::Buffer Worker::unwritten_rows(size_t bands, int64_t first, int64_t last) const {
+  (void)first;
+  (void)last;
+  return check_unwritten_.rows(0, static_cast<int64_t>(bands));
 }
 
 int32_t Worker::graph_size(int32_t tokens) const {
@@ -228,6 +247,9 @@ void Worker::run() {
     if (name == pp_group(tp_rank_)) pp_comm_ = &c;
     if (name == pp_broadcast_group(tp_rank_)) bcast_comm_ = &c;
   }
+  // Device memory starts as poison on both runtimes (cudaMalloc's is whatever was there): what no
+  // kernel or copy stored is recognisable, and a run that reads it reads the same on both.
+  for (const core::Buffer& b : allocated_) dev_.memset(main_, b, kn::kPoisonByte);
   // Each stage loads its part of the checkpoint.
   if (first_) {
     upload(embed_ctx_, ckpt_.embed_ctx);
@@ -284,31 +306,43 @@ void Worker::run() {
 
 void Worker::preload() {
   phase("preload registered kernels");
-  std::vector<std::pair<const char*, std::string>> ks = {{"prepare_inputs", ""}};
+  auto load = [this]<typename K>(const char* name, const char* spec, const K*) {
+    preload_kernel<K>(dev_, core::KernelRef{name, spec});
+  };
+  load("prepare_inputs", "", static_cast<kn::PrepareInputsKernel*>(nullptr));
+  load("restore_unwritten", "", static_cast<kn::RestoreUnwrittenKernel*>(nullptr));
   if (first_) {
-    ks.emplace_back("embed", "");
-    ks.emplace_back("context_sum", "");
+    load("embed", "", static_cast<kn::EmbedKernel*>(nullptr));
+    load("context_sum", "", static_cast<kn::ContextSumKernel*>(nullptr));
   }
   if (layers_.last > layers_.first) {
-    ks.emplace_back("layer_partial", "");
-    ks.emplace_back("layer_kv_write", "");
-    ks.emplace_back("layer_out", "");
+    load("layer_partial", "", static_cast<kn::LayerPartialKernel*>(nullptr));
+    load("layer_kv_write", "", static_cast<kn::LayerKvWriteKernel*>(nullptr));
+    load("layer_out", "", static_cast<kn::LayerOutKernel*>(nullptr));
   }
-  if (last_) {
-    ks.emplace_back("head_partial", "");
-    ks.emplace_back("logits", "");
-    ks.emplace_back("rejection_sample", "");
-    ks.emplace_back("post_update", "last");
-    if (k_ > 0)
-      for (const char* n : {"dflash_gather", "prepare_dflash_inputs", "draft_context_kv", "draft_forward", "draft_gate",
-                            "topk_softplus_sqrt", "draft_experts", "set_draft_tokens", "gather_drafts", "pack_payload"})
-        ks.emplace_back(n, "");
-  } else {
-    ks.emplace_back("advance_num_computed", "");
-    if (cfg_.spec.feedback == Feedback::single_payload) ks.emplace_back("unpack_payload", "");
+  if (!last_) {
+    load("advance_num_computed", "", static_cast<kn::AdvanceNumComputedKernel*>(nullptr));
+    if (cfg_.spec.feedback == Feedback::single_payload) load("unpack_payload", "", static_cast<kn::UnpackPayloadKernel*>(nullptr));
+    // post_update's deferred specialization is not registered: warmup_pp_decode_update loads it.
+    return;
   }
-  // post_update's deferred specialization is not registered: warmup_pp_decode_update loads it.
-  for (const auto& [name, spec] : ks) dev_.preload(core::KernelRef{name, intern(spec)});
+  load("head_partial", "", static_cast<kn::HeadPartialKernel*>(nullptr));
+  load("logits", "", static_cast<kn::LogitsKernel*>(nullptr));
+  load("gather_sampling_params", "", static_cast<kn::GatherSamplingParamsKernel*>(nullptr));
+  load("rejection_sample", "", static_cast<kn::RejectionSampleKernel*>(nullptr));
+  load("post_update", "last", static_cast<kn::PostUpdateKernel*>(nullptr));
+  if (k_ == 0) return;
+  load("dflash_gather", "", static_cast<kn::DflashGatherKernel*>(nullptr));
+  load("gather_block_rows", "", static_cast<kn::GatherBlockRowsKernel*>(nullptr));
+  load("prepare_dflash_inputs", "", static_cast<kn::PrepareDflashInputsKernel*>(nullptr));
+  load("draft_context_kv", "", static_cast<kn::DraftContextKvRangesKernel*>(nullptr));
+  load("draft_forward", "", static_cast<kn::DraftForwardKernel*>(nullptr));
+  load("draft_gate", "", static_cast<kn::DraftGateKernel*>(nullptr));
+  load("topk_softplus_sqrt", "", static_cast<kn::TopkSoftplusSqrtKernel*>(nullptr));
+  load("draft_experts", "", static_cast<kn::DraftExpertsKernel*>(nullptr));
+  load("set_draft_tokens", "", static_cast<kn::SetDraftTokensKernel*>(nullptr));
+  load("gather_drafts", "", static_cast<kn::GatherDraftsKernel*>(nullptr));
+  load("pack_payload", "", static_cast<kn::PackPayloadKernel*>(nullptr));
 }
 
 void Worker::warmup_decode_update() {
@@ -321,7 +355,7 @@ void Worker::warmup_decode_update() {
                           span_of<int32_t>(num_computed_), span_of<int32_t>(prev_query_len_), {}, kk, true,
                           span_of<int64_t>(last_sampled_), span_of<int32_t>(num_computed_), span_of<int32_t>(total_len_),
                           span_of<int64_t>(draft_tokens_)};
-  launch(main_, "post_update", "deferred", 1, [pk] { kn::run_on_cpu(pk, 1); });
+  run(main_, "post_update", "deferred", pk, 1);
   dev_.stream_sync(main_);
 }
 

@@ -16,6 +16,7 @@
 #include "core/runtime.h"
 #include "engine/checkpoint.h"
 #include "engine/config.h"
+#include "engine/kernel_launch.h"
 #include "engine/messages.h"
 #include "engine/pp_handler.h"
 
@@ -62,11 +63,25 @@ class Worker {
   // ---- sample_tokens ----
   void sample_tokens(const SchedulerOutput& so, int32_t padded_rows);
   void sample_last_stage(const SchedulerOutput& so, int32_t padded_rows);
+  void probe_sampled(const SchedulerOutput& so, FeedbackBuffers& slot);
   int propose_drafts(const SchedulerOutput& so, const std::vector<int32_t>& rows_with_samples, FeedbackBuffers& slot);
+  void prepare_draft_inputs(int64_t step, int32_t draft_rows, int32_t query_rows);
+  void draft_forward(int64_t step, int32_t draft_rows);
+  void route_draft_rows(int64_t step, int32_t used_rows, int32_t query_rows);
   void send_output(const SchedulerOutput& so, FeedbackBuffers& slot, const std::vector<int32_t>& draft_rows);
 
+  // ---- write checks (kernels/write_check.h): which rows the next kernel really stores ----
+  void poison_rows(const std::vector<core::Buffer>& bufs, int64_t first, int64_t last);
+  void restore_unwritten(const std::vector<core::Buffer>& bufs, int64_t first, int64_t last);
+  // The per-element flags of the last check: [bands, check_stride_] u8, band b for bufs[b].
+  core::Buffer unwritten_rows(size_t bands, int64_t first, int64_t last) const;
+
   int32_t graph_size(int32_t tokens) const;
-  void launch(core::Stream s, const char* name, const std::string& spec, int64_t rows, std::function<void()> body);
+  // Launches a row kernel on this rank (engine/kernel_launch.h); `spec` must be a literal.
+  template <typename K>
+  void run(core::Stream s, const char* name, const char* spec, const K& k, int64_t rows) {
+    launch_kernel(dev_, s, core::KernelRef{name, spec}, k, rows);
+  }
   core::Buffer alloc(core::Dtype d, int64_t rows, int64_t cols, const char* name);
   template <typename T>
   void upload(const core::Buffer& dst, const std::vector<T>& values);
@@ -119,6 +134,11 @@ class Worker {
       d_sample_pos_, d_sample_map_, d_qsl_, d_seq_lens_, d_temperature_, d_seeds_, d_next_prefill_, d_gating_,
       d_router_bias_, d_topk_ids_, d_topk_w_, d_expert_scale_, d_confidence_, d_drafts_;
   core::Buffer d_brow_;      // the batch row of each draft row
+  core::Buffer d_block_rows_;  // the block-table row of each draft row
+  // Write checks: the saved bytes and the unstored flags of up to three buffers.
+  core::Buffer check_saved_, check_unwritten_;
+  std::vector<core::Buffer> allocated_;  // every buffer above, poisoned when the actor starts
+  int64_t check_stride_ = 0;  // rows per band
   FeedbackBuffers own_slot_;  // the sampler's outputs when pp = 1 (no feedback handler)
   // Deferred update (earlier stages).
   core::Buffer prev_idx_, prev_query_len_;

@@ -1,34 +1,30 @@
-// CUDA launchers of the engine's row kernels (built whenever the CUDA toolkit is found). Each
-// maps rows to threads; the row functions are the ones the simulator runs on the CPU.
+// CUDA launchers of the engine's row kernels: each maps rows to threads and runs the same row
+// function the simulator runs on the CPU. Defined in engine_kernels.cu when the CUDA toolkit is
+// found; otherwise cuda_launch_stub.cc defines them to fail (the real backend is not built then,
+// so nothing calls them).
 #pragma once
 
 #include <cstdint>
 
 #include "kernels/drafter.h"
+#include "kernels/engine_kernel_list.h"
+#include "kernels/feedback_payload.h"
 #include "kernels/post_update.h"
 #include "kernels/prepare_dflash_inputs.h"
 #include "kernels/prepare_inputs.h"
 #include "kernels/rejection_sample.h"
+#include "kernels/request_tables.h"
 #include "kernels/topk_softplus_sqrt.h"
 #include "kernels/toy_model.h"
+#include "kernels/write_check.h"
 
 namespace ppspec::kernels::cuda {
 
-void launch(const EmbedKernel& k, int64_t rows, void* stream);
-void launch(const ContextSumKernel& k, int64_t rows, void* stream);
-void launch(const LayerPartialKernel& k, int64_t rows, void* stream);
-void launch(const LayerKvWriteKernel& k, int64_t rows, void* stream);
-void launch(const LayerOutKernel& k, int64_t rows, void* stream);
-void launch(const HeadPartialKernel& k, int64_t rows, void* stream);
-void launch(const LogitsKernel& k, int64_t rows, void* stream);
-void launch(const RejectionSampleKernel& k, int64_t rows, void* stream);
-void launch(const PrepareInputsKernel& k, int64_t rows, void* stream);
-void launch(const PostUpdateKernel& k, int64_t rows, void* stream);
-void launch(const PrepareDflashInputsKernel& k, int64_t rows, void* stream);
-void launch(const TopkSoftplusSqrtKernel& k, int64_t rows, void* stream);
-void launch(const DraftContextKvKernel& k, int64_t rows, void* stream);
-void launch(const DraftForwardKernel& k, int64_t rows, void* stream);
-void launch(const DraftGateKernel& k, int64_t rows, void* stream);
-void launch(const DraftExpertsKernel& k, int64_t rows, void* stream);
+// launch: enqueue over `rows` rows on the cudaStream_t; preload: load the kernel's module now.
+#define PPSPEC_DECLARE_CUDA_LAUNCHER(K) \
+  void launch(const K& k, int64_t rows, void* stream); \
+  void preload(const K& k);
+PPSPEC_ENGINE_KERNELS(PPSPEC_DECLARE_CUDA_LAUNCHER)
+#undef PPSPEC_DECLARE_CUDA_LAUNCHER
 
 }  // namespace ppspec::kernels::cuda

@@ -23,6 +23,34 @@ struct DraftContextKvKernel {
   }
 };
 
+// The drafter's per-request sampling counts, from the sampler's [2, N] counts of the batch rows
+// that sampled, and its anchor: the last valid context row (rejected drafts are not context).
+struct DflashGatherKernel {
+  int32_t batch_rows;              // N
+  Span<const int32_t> counts;      // [2N]: num_sampled, then num_rejected, by batch row
+  Span<const int32_t> batch_row;   // [draft rows]
+  Span<const int32_t> ctx_end;     // [draft rows]
+  Span<int32_t> num_sampled;       // [draft rows]
+  Span<int32_t> num_rejected;
+  Span<int32_t> anchor_row;
+  PPSPEC_HD void row(int64_t d) const {
+    num_sampled[d] = counts[batch_row[d]];
+    num_rejected[d] = counts[batch_rows + batch_row[d]];
+    anchor_row[d] = ctx_end[d] - 1 - num_rejected[d];
+  }
+};
+
+// DraftContextKvKernel over each drafted request's own context rows (one program per request):
+// rows of requests that did not sample this step are not the drafter's context.
+struct DraftContextKvRangesKernel {
+  DraftContextKvKernel kv;
+  Span<const int32_t> ctx_start;  // [draft rows]
+  Span<const int32_t> ctx_end;
+  PPSPEC_HD void row(int64_t d) const {
+    for (int32_t t = ctx_start[d]; t < ctx_end[d]; ++t) kv.row(t);
+  }
+};
+
 // One program per request: drafts [num_reqs, K].
 struct DraftForwardKernel {
   int32_t k;

@@ -1,28 +1,22 @@
 #include <cuda_runtime.h>
 
+#include <stdexcept>
+#include <string>
+
 #include "kernels/cuda_launch.h"
 #include "kernels/launch.h"
 
 namespace ppspec::kernels::cuda {
 
-#define PPSPEC_CUDA_LAUNCHER(K) \
-  void launch(const K& k, int64_t rows, void* stream) { run_on_gpu(k, rows, stream); }
-
-PPSPEC_CUDA_LAUNCHER(EmbedKernel)
-PPSPEC_CUDA_LAUNCHER(ContextSumKernel)
-PPSPEC_CUDA_LAUNCHER(LayerPartialKernel)
-PPSPEC_CUDA_LAUNCHER(LayerKvWriteKernel)
-PPSPEC_CUDA_LAUNCHER(LayerOutKernel)
-PPSPEC_CUDA_LAUNCHER(HeadPartialKernel)
-PPSPEC_CUDA_LAUNCHER(LogitsKernel)
-PPSPEC_CUDA_LAUNCHER(RejectionSampleKernel)
-PPSPEC_CUDA_LAUNCHER(PrepareInputsKernel)
-PPSPEC_CUDA_LAUNCHER(PostUpdateKernel)
-PPSPEC_CUDA_LAUNCHER(PrepareDflashInputsKernel)
-PPSPEC_CUDA_LAUNCHER(TopkSoftplusSqrtKernel)
-PPSPEC_CUDA_LAUNCHER(DraftContextKvKernel)
-PPSPEC_CUDA_LAUNCHER(DraftForwardKernel)
-PPSPEC_CUDA_LAUNCHER(DraftGateKernel)
-PPSPEC_CUDA_LAUNCHER(DraftExpertsKernel)
+// cudaFuncGetAttributes loads the function's module under lazy loading, as warmup needs.
+#define PPSPEC_CUDA_LAUNCHER(K)                                                            \
+  void launch(const K& k, int64_t rows, void* stream) { run_on_gpu(k, rows, stream); }    \
+  void preload(const K&) {                                                                \
+    cudaFuncAttributes attr;                                                              \
+    const cudaError_t e = cudaFuncGetAttributes(&attr, row_kernel<K>);                    \
+    if (e != cudaSuccess) throw std::runtime_error(std::string("loading " #K ": ") + cudaGetErrorString(e)); \
+  }
+PPSPEC_ENGINE_KERNELS(PPSPEC_CUDA_LAUNCHER)
+#undef PPSPEC_CUDA_LAUNCHER
 
 }  // namespace ppspec::kernels::cuda

@@ -4,7 +4,9 @@
 #include <cuda_runtime.h>
 #include <nvrtc.h>
 
+#include <cstring>
 #include <fmt/format.h>
+#include <memory>
 #include <stdexcept>
 
 #include "kernels/program_kernels.h"
@@ -177,8 +179,12 @@ void RealDevice::launch(core::Stream s, const core::KernelLaunch& k) {
   PPSPEC_CUDA(cudaGetLastError());
 }
 
-void RealDevice::preload(core::KernelRef k) {
+void RealDevice::preload(core::KernelRef k, std::function<void()> device_load) {
   RealRuntime::CallScope scope(rt_, fmt::format("preload {}", key_of(k)));
+  if (device_load) {
+    device_load();
+    return;
+  }
   if (module_loading() == core::ModuleLoading::jit) {
     (void)jit_kernel(k);
     return;
@@ -206,9 +212,70 @@ void RealDevice::upload(core::Stream s, const core::Buffer& dst, std::vector<uin
   PPSPEC_CUDA(cudaMemcpyAsync(dst.data(), bytes.data(), bytes.size(), cudaMemcpyHostToDevice, as_stream(cuda_stream(s))));
 }
 
+namespace {
+
+// A host function's body and who to tell when it throws (a host function cannot return an error).
+struct HostJob {
+  std::function<void()> fn;
+  RealRuntime* rt = nullptr;
+};
+
+void CUDART_CB run_host_job(void* data) {
+  std::unique_ptr<HostJob> job(static_cast<HostJob*>(data));
+  try {
+    job->fn();
+  } catch (const std::exception& e) {
+    job->rt->fail(fmt::format("a host function on the stream failed: {}", e.what()));
+  }
+}
+
+}  // namespace
+
+void* RealDevice::take_staging(size_t bytes, size_t& size_class) {
+  size_class = 256;
+  while (size_class < bytes) size_class *= 2;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<void*>& free = staging_free_[size_class];
+    if (!free.empty()) {
+      void* p = free.back();
+      free.pop_back();
+      return p;
+    }
+    if (staging_bytes_ + size_class > kStagingMax)
+      throw std::runtime_error(fmt::format("rank{}: more than {} MiB of device-to-host copies in flight", rank_, kStagingMax >> 20));
+    staging_bytes_ += size_class;
+  }
+  void* p = nullptr;
+  PPSPEC_CUDA(cudaHostAlloc(&p, size_class, cudaHostAllocDefault));
+  return p;
+}
+
 void RealDevice::download(core::Stream s, void* dst, const core::Buffer& src) {
+  if (src.bytes() == 0) return;
   RealRuntime::CallScope scope(rt_, fmt::format("cudaMemcpyAsync D2H on {}", full_name(s)));
-  PPSPEC_CUDA(cudaMemcpyAsync(dst, src.data(), src.bytes(), cudaMemcpyDeviceToHost, as_stream(cuda_stream(s))));
+  if (stream_rec(s).capturing) throw std::logic_error(fmt::format("rank{}: a download inside a graph capture", rank_));
+  // Into pinned staging, then a host function copies it out: the call returns at once and `dst`
+  // is filled when the stream reaches the copy, as in the simulator (a copy into pageable memory
+  // would block the host until the stream drained, a synchronisation the engine did not ask for).
+  size_t size_class = 0;
+  void* stage = take_staging(src.bytes(), size_class);
+  const cudaStream_t st = as_stream(cuda_stream(s));
+  PPSPEC_CUDA(cudaMemcpyAsync(stage, src.data(), src.bytes(), cudaMemcpyDeviceToHost, st));
+  const size_t bytes = src.bytes();
+  auto* job = new HostJob{[this, stage, size_class, dst, bytes] {
+                            std::memcpy(dst, stage, bytes);
+                            std::lock_guard<std::mutex> lock(mu_);
+                            staging_free_[size_class].push_back(stage);
+                          },
+                          &rt_};
+  PPSPEC_CUDA(cudaLaunchHostFunc(st, run_host_job, job));
+}
+
+void RealDevice::host_func(core::Stream s, std::function<void()> fn) {
+  RealRuntime::CallScope scope(rt_, fmt::format("cudaLaunchHostFunc on {}", full_name(s)));
+  if (stream_rec(s).capturing) throw std::logic_error(fmt::format("rank{}: a host function inside a graph capture", rank_));
+  PPSPEC_CUDA(cudaLaunchHostFunc(as_stream(cuda_stream(s)), run_host_job, new HostJob{std::move(fn), &rt_}));
 }
 
 int* RealDevice::flag_ptr(std::string_view name) {

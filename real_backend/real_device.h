@@ -35,11 +35,12 @@ class RealDevice final : public core::Device {
   std::string_view stream_name(core::Stream s) const override;
   core::Buffer alloc(core::Dtype dtype, core::Shape shape, std::string_view name) override;
   void launch(core::Stream s, const core::KernelLaunch& k) override;
-  void preload(core::KernelRef k) override;
+  void preload(core::KernelRef k, std::function<void()> device_load = {}) override;
   void memcpy(core::Stream s, const core::Buffer& dst, const core::Buffer& src) override;
   void memset(core::Stream s, const core::Buffer& dst, uint8_t value) override;
   void upload(core::Stream s, const core::Buffer& dst, std::vector<uint8_t> bytes) override;
   void download(core::Stream s, void* dst, const core::Buffer& src) override;
+  void host_func(core::Stream s, std::function<void()> fn) override;
   void wait_flag(core::Stream s, std::string_view flag) override;
   void set_flag(core::Stream s, std::string_view flag) override;
   core::DeviceEvent event(std::string_view name) override;
@@ -78,6 +79,7 @@ class RealDevice final : public core::Device {
   int* flag_ptr(std::string_view name);
   const JitKernel& jit_kernel(core::KernelRef k);  // compiles and loads at first use
   int busy_slot(core::KernelRef k);
+  void* take_staging(size_t bytes, size_t& size_class);  // pinned host memory for a download
 
   RealRuntime& rt_;
   core::RankId rank_;
@@ -88,6 +90,11 @@ class RealDevice final : public core::Device {
   std::vector<GraphRec> graphs_;
   std::map<std::string, JitKernel> jit_;
   std::vector<void*> allocations_;
+  // Pinned staging of downloads, by power-of-two size class; a block returns to its list when the
+  // host function that copied it out has run.
+  static constexpr size_t kStagingMax = size_t{256} << 20;
+  std::map<size_t, std::vector<void*>> staging_free_;
+  size_t staging_bytes_ = 0;
   int* one_ = nullptr;  // pinned host word holding 1, the source of set_flag's copy
 };
 

@@ -242,11 +242,7 @@ core::RunResult RealRuntime::run() {
         e.kind = core::EventKind::actor_end;
         publish(e);
       } catch (const std::exception& ex) {
-        const std::string msg = fmt::format("{}: {}", a.state.name, ex.what());
-        if (config_.on_error) config_.on_error(msg);
-        std::fprintf(stderr, "ppspec: %s\n", msg.c_str());
-        std::fflush(stderr);
-        _exit(3);
+        fail(fmt::format("{}: {}", a.state.name, ex.what()));
       }
       std::lock_guard<std::mutex> lock(actors_mu_);
       a.state.running = false;
@@ -275,6 +271,16 @@ core::RunResult RealRuntime::run() {
   }
   r.stats.events = bus_.published();
   return r;
+}
+
+void RealRuntime::fail(const std::string& error) {
+  {
+    std::lock_guard<std::mutex> lock(fail_mu_);  // one report, even when several threads fail
+    if (config_.on_error) config_.on_error(error);
+    std::fprintf(stderr, "ppspec: %s\n", error.c_str());
+    std::fflush(stderr);
+  }
+  _exit(3);
 }
 
 // ---- watchdog --------------------------------------------------------------------------------

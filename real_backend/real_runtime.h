@@ -69,8 +69,10 @@ class RealRuntime final : public core::Runtime {
   const RealConfig& config() const { return config_; }
   RealDevice& device_impl(core::RankId r);
   OpTracker& tracker() { return tracker_; }
-  void publish(core::Event& e);  // thread-safe
+  void publish(core::Event& e) override;  // thread-safe
   void progress();               // something completed: the watchdog's clock restarts
+  // An error off the actors' threads (a host function): reported as an actor's would be, then _exit(3).
+  [[noreturn]] void fail(const std::string& error);
   std::string_view call_site() const;
 
   // RAII: the calling actor is inside `what` (shown in the hang dump); its end is progress.
@@ -124,6 +126,7 @@ class RealRuntime final : public core::Runtime {
   std::map<std::string, std::unique_ptr<Channel>, std::less<>> channels_;
   std::mutex channels_mu_;
 
+  std::mutex fail_mu_;
   std::atomic<int64_t> last_progress_{0};
   std::atomic<bool> stop_watchdog_{false};
   std::thread watchdog_;

@@ -178,7 +178,8 @@ void SimDevice::launch(core::Stream s, const core::KernelLaunch& k) {
   leave();
 }
 
-void SimDevice::preload(core::KernelRef k) {
+void SimDevice::preload(core::KernelRef k, std::function<void()> device_load) {
+  (void)device_load;  // the simulator loads modules by name
   ensure_loaded(k, true);
   enter();
   leave();
@@ -231,6 +232,11 @@ void SimDevice::download(core::Stream s, void* dst, const core::Buffer& src) {
   enqueue_builtin(stream_impl(s), "memcpy_d2h", [dst, src] {
     if (src.bytes() != 0 && src.backed()) std::memcpy(dst, src.data(), src.bytes());
   });
+}
+
+void SimDevice::host_func(core::Stream s, std::function<void()> fn) {
+  // A host node in a captured graph runs at every replay, as in CUDA.
+  enqueue_builtin(stream_impl(s), "host_func", std::move(fn));
 }
 
 SimFlag& SimDevice::flag(std::string_view name) {

@@ -47,11 +47,12 @@ class SimDevice final : public core::Device {
   std::string_view stream_name(core::Stream s) const override;
   core::Buffer alloc(core::Dtype dtype, core::Shape shape, std::string_view name) override;
   void launch(core::Stream s, const core::KernelLaunch& k) override;
-  void preload(core::KernelRef k) override;
+  void preload(core::KernelRef k, std::function<void()> device_load = {}) override;
   void memcpy(core::Stream s, const core::Buffer& dst, const core::Buffer& src) override;
   void memset(core::Stream s, const core::Buffer& dst, uint8_t value) override;
   void upload(core::Stream s, const core::Buffer& dst, std::vector<uint8_t> bytes) override;
   void download(core::Stream s, void* dst, const core::Buffer& src) override;
+  void host_func(core::Stream s, std::function<void()> fn) override;
   void wait_flag(core::Stream s, std::string_view flag) override;
   void set_flag(core::Stream s, std::string_view flag) override;
   core::DeviceEvent event(std::string_view name) override;

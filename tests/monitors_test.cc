@@ -115,14 +115,14 @@ TEST(PaddingChecker, StaleOrNeverWrittenRowsAreAViolationNamingTheRow) {
   std::vector<int64_t> rows = inert_rows(3);
   rows[5] = 17;  // row 10: a stale id
   rows[7] = 0;   // is_padding unset
-  rows[9] = 1;   // never written
+  rows[9] = 1;   // not stored this step
   fx.send(EventKind::padding_rows, 1, 4, -1, rows, 9, "prepare_dflash_inputs");
   ASSERT_EQ(fx.found.size(), 1u);
   EXPECT_EQ(fx.found[0].verdict, Verdict::padding_violation);
   EXPECT_EQ(fx.found[0].engine_step, 4);
   EXPECT_EQ(fx.found[0].summary,
-            "rank1 prepare_dflash_inputs: padding row 10 has input id 17 (expected 0), is_padding unset, never written: "
-            "the graph reads uninitialised memory");
+            "rank1 prepare_dflash_inputs: padding row 10 has input id 17 (expected 0), is_padding unset, not stored by the "
+            "kernel this step: the graph reads stale or never-written memory");
 }
 
 TEST(PaddingChecker, ARouterThatSelectsExpertsForPaddingIsAViolation) {

@@ -277,10 +277,10 @@ void read_ints(const Fields& f, const Json& j, core::Event& e, EventStorage& sto
   if (!j.contains("ints")) return;
   const Json& a = j.at("ints");
   if (!a.is_array() || a.size() > kIntsMax) f.fail("ints", fmt::format("expected an array of at most {} integers", kIntsMax));
+  // Probes report device memory as it is: any 64-bit word (an unstored one holds the poison).
   for (const Json& x : a) {
-    if (!x.is_number_integer() || (x.is_number_unsigned() && x.get<uint64_t>() > static_cast<uint64_t>(kValueMax)) ||
-        x.get<int64_t>() < -kValueMax || x.get<int64_t>() > kValueMax)
-      f.fail("ints", fmt::format("expected integers in [-2^62, 2^62], found {}", shown(x)));
+    if (!x.is_number_integer() || (x.is_number_unsigned() && x.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)))
+      f.fail("ints", fmt::format("expected 64-bit signed integers, found {}", shown(x)));
     store.ints.push_back(x.get<int64_t>());
   }
   e.ints = store.ints;

@@ -25,7 +25,7 @@ void PaddingChecker::check_inputs(const core::Event& e) {
     if (r[1] != 0) wrong.push_back(fmt::format("position {} (expected 0)", r[1]));
     if (r[2] != 1) wrong.push_back("is_padding unset");
     if (r[3] != kernels::kPadSlot) wrong.push_back(fmt::format("slot {} (expected PAD {})", r[3], kernels::kPadSlot));
-    if (r[4] != 0) wrong.push_back("never written: the graph reads uninitialised memory");
+    if (r[4] != 0) wrong.push_back("not stored by the kernel this step: the graph reads stale or never-written memory");
     if (wrong.empty()) continue;
     const int64_t row = e.value + static_cast<int64_t>(i);
     std::string what;

@@ -1,0 +1,31 @@
+// Every engine kernel, once: the CUDA launchers are declared, defined (engine_kernels.cu) and
+// stubbed (cuda_launch_stub.cc) from this list, so a kernel cannot have a CPU launcher only.
+#pragma once
+
+#define PPSPEC_ENGINE_KERNELS(X)   \
+  X(EmbedKernel)                   \
+  X(ContextSumKernel)              \
+  X(LayerPartialKernel)            \
+  X(LayerKvWriteKernel)            \
+  X(LayerOutKernel)                \
+  X(HeadPartialKernel)             \
+  X(LogitsKernel)                  \
+  X(RejectionSampleKernel)         \
+  X(PrepareInputsKernel)           \
+  X(PostUpdateKernel)              \
+  X(PrepareDflashInputsKernel)     \
+  X(TopkSoftplusSqrtKernel)        \
+  X(DraftContextKvKernel)          \
+  X(DraftContextKvRangesKernel)    \
+  X(DflashGatherKernel)            \
+  X(DraftForwardKernel)            \
+  X(DraftGateKernel)               \
+  X(DraftExpertsKernel)            \
+  X(PackPayloadKernel)             \
+  X(UnpackPayloadKernel)           \
+  X(AdvanceNumComputedKernel)      \
+  X(GatherSamplingParamsKernel)    \
+  X(GatherBlockRowsKernel)         \
+  X(SetDraftTokensKernel)          \
+  X(GatherDraftsKernel)            \
+  X(RestoreUnwrittenKernel)

@@ -1,0 +1,34 @@
+// Which elements a kernel really stored, on either runtime, without changing what it computes:
+// before the kernel the range is saved and filled with a poison byte; after it, an element still
+// all poison was not stored, and gets its saved value back (so a kernel that skips rows leaves
+// them as stale as it would without the check). A kernel storing exactly the poison pattern would
+// read as "not written": the checked buffers hold token ids, positions and flags, none of which
+// can equal 0xA5A5... in this engine.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/row.h"
+#include "kernels/span.h"
+
+namespace ppspec::kernels {
+
+inline constexpr uint8_t kPoisonByte = 0xA5;
+inline constexpr uint32_t kPoisonWord = 0xA5A5A5A5U;  // a 4-byte element nothing stored
+
+struct RestoreUnwrittenKernel {
+  int32_t elem_bytes;
+  Span<uint8_t> data;          // [elements * elem_bytes], checked range only
+  Span<const uint8_t> saved;   // its contents before the kernel
+  Span<uint8_t> unwritten;     // [elements]: 1 when the kernel did not store the element
+  PPSPEC_HD void row(int64_t e) const {
+    const int64_t first = e * elem_bytes;
+    bool poison = true;
+    for (int32_t b = 0; b < elem_bytes; ++b) poison = poison && data[first + b] == kPoisonByte;
+    unwritten[e] = poison ? 1 : 0;
+    if (!poison) return;
+    for (int32_t b = 0; b < elem_bytes; ++b) data[first + b] = saved[first + b];
+  }
+};
+
+}  // namespace ppspec::kernels
