@@ -59,7 +59,7 @@ RealRuntime::RealRuntime(int num_ranks, RealConfig config)
   const cudaError_t e = cudaGetDeviceCount(&gpus);
   if (e != cudaSuccess) gpus = 0;
   if (gpus < num_ranks)
-    throw std::runtime_error(fmt::format("the scenario has {} ranks and needs one GPU per rank; this machine has {}{}",
+    throw TooFewGpus(fmt::format("the scenario has {} ranks and needs one GPU per rank; this machine has {}{}",
                                          num_ranks, gpus,
                                          e != cudaSuccess ? fmt::format(" (CUDA: {})", cudaGetErrorString(e)) : ""));
   for (int r = 0; r < num_ranks; ++r) devices_.push_back(std::make_unique<RealDevice>(*this, r));

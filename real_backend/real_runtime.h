@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -45,9 +46,15 @@ struct ActorState {
   core::Time call_since = 0;
 };
 
+// The scenario needs more GPUs than this machine has: bad input for this machine, not a failure.
+class TooFewGpus : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 class RealRuntime final : public core::Runtime {
  public:
-  // Throws std::runtime_error when this machine has fewer GPUs than ranks.
+  // Throws TooFewGpus when this machine has fewer GPUs than ranks.
   RealRuntime(int num_ranks, RealConfig config);
   ~RealRuntime() override;
 

@@ -48,27 +48,29 @@ class BatchLog final : public core::EventSink {
 
 }  // namespace
 
-ServingRun simulate(const engine::EngineConfig& cfg, const RunOptions& opts) {
-  sim::SimRuntime rt(cfg.topology.ranks(), cfg.runtime, sim::make_policy(opts.strategy, opts.seed), opts.seed);
+ServingRun serve(core::Runtime& rt, const engine::EngineConfig& cfg, const std::vector<core::EventSink*>& sinks,
+                 const RuntimeHooks& hooks) {
   engine::Engine eng(cfg, rt);
-  // The monitors see every event as it happens: the first failure stops the run right there (the
-  // step that went wrong is the last one simulated); hazards are noted and the run goes on.
+  // The monitors see every event as it happens: the first failure stops the run right there where
+  // the runtime can stop (the simulator: the step that went wrong is the last one simulated);
+  // hazards are noted and the run goes on.
   std::vector<core::Finding> failures;
-  verify::ServingMonitors monitors(verify::serving_facts(cfg, eng.checkpoint()), [&rt, &failures](core::Finding f) {
+  verify::ServingMonitors monitors(verify::serving_facts(cfg, eng.checkpoint()), [&](core::Finding f) {
     if (verify::is_failure(f.verdict)) {
+      if (hooks.failed) hooks.failed(f);
       failures.push_back(std::move(f));
-      rt.world().halt();
     } else {
-      rt.world().note(std::move(f));
+      hooks.note(std::move(f));
     }
   });
   BatchLog batches;
   rt.events().subscribe(&monitors);
   rt.events().subscribe(&batches);
-  for (core::EventSink* s : opts.sinks) rt.events().subscribe(s);
+  for (core::EventSink* s : sinks) rt.events().subscribe(s);
   eng.install();
   ServingRun out;
   out.result = rt.run();
+  if (hooks.notes) out.result.notes = hooks.notes();
   verify::settle_verdict(out.result, std::move(failures), cfg.runtime.strict);
   batches.annotate(out.result.findings);
   batches.annotate(out.result.notes);
@@ -77,6 +79,11 @@ ServingRun simulate(const engine::EngineConfig& cfg, const RunOptions& opts) {
   for (const auto& r : eng.scheduler().records())
     if (!r.dummy) out.requests.push_back(r);
   return out;
+}
+
+ServingRun simulate(const engine::EngineConfig& cfg, const RunOptions& opts) {
+  sim::SimRuntime rt(cfg.topology.ranks(), cfg.runtime, sim::make_policy(opts.strategy, opts.seed), opts.seed);
+  return serve(rt, cfg, opts.sinks, RuntimeHooks{[&rt](const core::Finding&) { rt.world().halt(); }, [&rt](core::Finding f) { rt.world().note(std::move(f)); }, {}});
 }
 
 namespace {
@@ -107,7 +114,12 @@ std::optional<core::Finding> compare_with(const ServingScenario& s, const RunOpt
 
 ServingRun run_on_sim(const ServingScenario& s, const RunOptions& opts) {
   ServingRun run = simulate(s.config, opts);
-  if (!opts.oracles || verify::is_failure(run.result.verdict) || !run.completed) return run;
+  if (opts.oracles) check_oracles(s, opts, run);
+  return run;
+}
+
+void check_oracles(const ServingScenario& s, const RunOptions& opts, ServingRun& run) {
+  if (verify::is_failure(run.result.verdict) || !run.completed) return;
   std::vector<core::Finding> found;
   const engine::EngineConfig& cfg = s.config;
   if (s.oracles.golden) {
@@ -127,7 +139,6 @@ ServingRun run_on_sim(const ServingScenario& s, const RunOptions& opts) {
     if (f) found.push_back(std::move(*f));
   }
   verify::settle_verdict(run.result, std::move(found), cfg.runtime.strict);
-  return run;
 }
 
 }  // namespace ppspec::serving

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -27,8 +28,22 @@ struct RunOptions {
   bool oracles = true;
 };
 
+// What a serving run needs of its runtime beyond the interface: how to stop at the first failure
+// (the simulator halts; hardware cannot, the run goes on), and where hazards are noted.
+struct RuntimeHooks {
+  std::function<void(const core::Finding&)> failed;    // at each failure: the simulator halts
+  std::function<void(core::Finding)> note;
+  std::function<std::vector<core::Finding>()> notes;   // the notes to report, when the runtime keeps none
+};
+
+// The engine on a runtime with the serving monitors online (no oracles).
+ServingRun serve(core::Runtime& rt, const engine::EngineConfig& cfg, const std::vector<core::EventSink*>& sinks,
+                 const RuntimeHooks& hooks);
 // One run of the engine on the simulator (no oracles).
 ServingRun simulate(const engine::EngineConfig& cfg, const RunOptions& opts);
+// The oracles over a completed run (golden, PP and padding invariance, whose references are
+// simulated); their findings join the run's.
+void check_oracles(const ServingScenario& s, const RunOptions& opts, ServingRun& run);
 // The run, then its oracles: golden and PP invariance (the latter simulates the scenario at pp = 1).
 ServingRun run_on_sim(const ServingScenario& s, const RunOptions& opts);
 

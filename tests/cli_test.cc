@@ -151,10 +151,25 @@ TEST(Cli, AWrongServingExpectationFailsWithTheReproduceCommand) {
   EXPECT_NE(r.out.find("reproduce: ppspec run " + file + " --seed 4 --strategy random"), std::string::npos) << r.out;
 }
 
-TEST(Cli, ServingOnTheGpuBackendIsAClearError) {
-  auto r = run({.files = {std::string(PPSPEC_SOURCE_DIR) + "/scenarios/serving/pp1_k5.toml"}, .backend = "gpu"});
+TEST(Cli, ServingOnAMachineWithoutGpusIsBadInputNamingWhatIsMissing) {
+  // The child is the ppspec binary, not this test program.
+  setenv("PPSPEC_EXE", PPSPEC_BINARY, 1);
+  for (const char* backend : {"gpu", "both"}) {
+    SCOPED_TRACE(backend);
+    auto r = run({.files = {std::string(PPSPEC_SOURCE_DIR) + "/scenarios/serving/pp1_k5.toml"}, .backend = backend});
+    if (r.code == 0) GTEST_SKIP() << "this machine has a GPU";
+    EXPECT_EQ(r.code, 2) << r.err;
+    // Built without CUDA: says so; built with it on a machine without GPUs: how many it needs and has.
+    const bool says = r.err.find("built without the GPU backend") != std::string::npos ||
+                      r.err.find("needs one GPU per rank; this machine has 0") != std::string::npos;
+    EXPECT_TRUE(says) << r.err;
+  }
+}
+
+TEST(Cli, BothBackendsCompareServingScenariosOnly) {
+  auto r = run({.files = {std::string(PPSPEC_SOURCE_DIR) + "/scenarios/programs/lazy_load_deadlock.toml"}, .backend = "both"});
   EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find("serving scenarios run on the simulator only"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("compares serving scenarios"), std::string::npos) << r.err;
 }
 
 TEST(Cli, UnknownScenarioKindIsBadInput) {

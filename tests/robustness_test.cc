@@ -272,8 +272,8 @@ TEST(Strictness, ServingScenariosTakeOnlyWhatTheyCanUse) {
   std::stringstream ss;
   ss << in.rdbuf();
   const std::string text = ss.str();
-  expect_rejected(Bad{"gpu_verdict", replaced(text, "verdict = \"pass\"", "verdict = \"pass\"\ngpu_verdict = \"pass\""),
-                      0, "serving scenarios run on the simulator only"},
+  expect_rejected(Bad{"gpu_verdict", replaced(text, "verdict = \"pass\"", "verdict = \"pass\"\ngpu_verdict = \"deadlock\""),
+                      0, "on GPUs, serving scenarios never give 'deadlock'"},
                   [&](std::string_view t, const std::string& f) {
                     try {
                       return loader::parse_serving(t, f);

@@ -21,7 +21,10 @@ namespace {
 
 core::Finding finding_from_json(const nlohmann::json& j) {
   core::Finding f;
-  f.verdict = core::parse_verdict(j.value("verdict", std::string("pass"))).value_or(core::Verdict::pass);
+  // A finding without a known verdict makes the whole result unreadable, never a pass.
+  const auto v = core::parse_verdict(j.value("verdict", std::string()));
+  if (!v) throw std::runtime_error("a finding without a verdict");
+  f.verdict = *v;
   f.kind = j.value("kind", std::string());
   f.time = j.value("time_ns", int64_t{0});
   f.sched_step = j.value("step", uint64_t{0});
@@ -43,12 +46,37 @@ std::string self_exe() {
 
 }  // namespace
 
-bool run_on_gpu(const program::Program& p, const GpuRunOptions& opts, RunRecord& rec, std::string& error) {
+namespace {
+
+GpuOutcome failed(GpuFailure how, std::string error) { return GpuOutcome{how, std::move(error), {}}; }
+
+// The child's verdict and findings into `r`; false when it recorded no verdict.
+bool read_verdict(const nlohmann::json& j, core::RunResult& r) {
+  if (!j.contains("verdict") || !j.at("verdict").is_string()) return false;
+  const auto v = core::parse_verdict(j.at("verdict").get<std::string>());
+  if (!v) return false;
+  r.verdict = *v;
+  try {
+    for (const auto& f : j.value("findings", nlohmann::json::array())) r.findings.push_back(finding_from_json(f));
+    for (const auto& f : j.value("notes", nlohmann::json::array())) r.notes.push_back(finding_from_json(f));
+  } catch (const std::exception&) {
+    return false;
+  }
+  r.stats.sim_time = j.value("wall_ns", int64_t{0});
+  r.stats.ops_posted = j.value("ops_posted", uint64_t{0});
+  r.stats.pairs = j.value("pairs", uint64_t{0});
+  r.stats.events = j.value("events", uint64_t{0});
+  return true;
+}
+
+}  // namespace
+
+GpuOutcome run_on_gpu(const GpuJob& job, const GpuRunOptions& opts, RunRecord& rec) {
   const auto result_path =
-      (std::filesystem::temp_directory_path() / fmt::format("ppspec-gpu-{}-{}.json", getpid(), p.name)).string();
+      (std::filesystem::temp_directory_path() / fmt::format("ppspec-gpu-{}-{}.json", getpid(), job.name)).string();
   std::filesystem::remove(result_path);
-  const core::Time timeout = opts.hang_timeout.value_or(p.hang_timeout);
-  std::vector<std::string> args = {self_exe(), "gpu-child", p.file, "--result", result_path,
+  const core::Time timeout = opts.hang_timeout.value_or(job.hang_timeout);
+  std::vector<std::string> args = {self_exe(), "gpu-child", job.file, "--result", result_path,
                                    "--hang-timeout", fmt::format("{}", static_cast<double>(timeout) / core::kSec)};
   if (!opts.trace.empty()) {
     args.push_back("--trace");
@@ -61,7 +89,7 @@ bool run_on_gpu(const program::Program& p, const GpuRunOptions& opts, RunRecord&
     if (kv.rfind("CUDA_MODULE_LOADING=", 0) == 0 || kv.rfind("NCCL_NVLS_ENABLE=", 0) == 0) continue;
     env.emplace_back(kv);
   }
-  env.push_back(fmt::format("CUDA_MODULE_LOADING={}", p.config.module_loading == core::ModuleLoading::eager ? "EAGER" : "LAZY"));
+  env.push_back(fmt::format("CUDA_MODULE_LOADING={}", job.module_loading == core::ModuleLoading::eager ? "EAGER" : "LAZY"));
   env.push_back("NCCL_NVLS_ENABLE=0");  // NVLink multicast can take shared GPUs out of service
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
@@ -72,10 +100,8 @@ bool run_on_gpu(const program::Program& p, const GpuRunOptions& opts, RunRecord&
 
   const auto t0 = std::chrono::steady_clock::now();
   pid_t pid = 0;
-  if (posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), envp.data()) != 0) {
-    error = fmt::format("cannot start {}", argv[0]);
-    return false;
-  }
+  if (posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), envp.data()) != 0)
+    return failed(GpuFailure::failed, fmt::format("cannot start {}", argv[0]));
   // The child's watchdog ends a hang; this deadline only guards against a stuck watchdog.
   const auto deadline = t0 + std::chrono::nanoseconds(timeout) + std::chrono::seconds(120);
   int status = 0;
@@ -85,40 +111,29 @@ bool run_on_gpu(const program::Program& p, const GpuRunOptions& opts, RunRecord&
     if (std::chrono::steady_clock::now() > deadline) {
       kill(pid, SIGKILL);
       waitpid(pid, &status, 0);
-      error = "the GPU run outlived its watchdog by 120 s and was killed";
-      return false;
+      return failed(GpuFailure::failed, "the GPU run outlived its watchdog by 120 s and was killed");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   rec.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const std::string ended =
+      WIFEXITED(status) ? fmt::format("exit {}", WEXITSTATUS(status)) : fmt::format("signal {}", WTERMSIG(status));
   std::ifstream in(result_path);
-  if (!in) {
-    error = fmt::format("the GPU run ended ({}) without a result",
-                        WIFEXITED(status) ? fmt::format("exit {}", WEXITSTATUS(status))
-                                          : fmt::format("signal {}", WTERMSIG(status)));
-    return false;
-  }
-  nlohmann::json j;
+  if (!in) return failed(GpuFailure::failed, fmt::format("the GPU run ended ({}) without a result", ended));
+  GpuOutcome out;
   try {
-    in >> j;
+    in >> out.result;
   } catch (const nlohmann::json::exception& e) {
-    error = fmt::format("unreadable GPU result: {}", e.what());
-    return false;
+    return failed(GpuFailure::failed, fmt::format("the GPU run ended ({}) with an unreadable result: {}", ended, e.what()));
   }
   std::filesystem::remove(result_path);
-  if (j.contains("error")) {
-    error = j.at("error").get<std::string>();
-    return false;
+  if (out.result.contains("error")) {
+    const bool bad = out.result.value("bad_input", false);
+    return failed(bad ? GpuFailure::bad_input : GpuFailure::failed, out.result.at("error").get<std::string>());
   }
-  core::RunResult& r = rec.result;
-  r.verdict = core::parse_verdict(j.value("verdict", std::string("pass"))).value_or(core::Verdict::pass);
-  for (const auto& f : j.value("findings", nlohmann::json::array())) r.findings.push_back(finding_from_json(f));
-  for (const auto& f : j.value("notes", nlohmann::json::array())) r.notes.push_back(finding_from_json(f));
-  r.stats.sim_time = j.value("wall_ns", int64_t{0});
-  r.stats.ops_posted = j.value("ops_posted", uint64_t{0});
-  r.stats.pairs = j.value("pairs", uint64_t{0});
-  r.stats.events = j.value("events", uint64_t{0});
-  return true;
+  if (!read_verdict(out.result, rec.result))
+    return failed(GpuFailure::failed, fmt::format("the GPU run ended ({}) and recorded no verdict", ended));
+  return out;
 }
 
 }  // namespace ppspec::tools

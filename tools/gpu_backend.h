@@ -4,6 +4,7 @@
 #pragma once
 
 #include <iosfwd>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,9 +20,27 @@ struct GpuRunOptions {
   std::optional<core::Time> hang_timeout;    // overrides the scenario's
 };
 
-// Runs one program scenario in a child process. Returns false with `error` set when the run could
-// not take place (no GPUs, too few, a CUDA error); `rec.result` holds the verdict otherwise.
-bool run_on_gpu(const program::Program& p, const GpuRunOptions& opts, RunRecord& rec, std::string& error);
+// One scenario for a child process: what the parent must know before CUDA starts.
+struct GpuJob {
+  std::string file;
+  std::string name;
+  core::ModuleLoading module_loading = core::ModuleLoading::lazy;
+  core::Time hang_timeout = 20 * core::kSec;
+};
+
+// How a GPU run ended when it gave no verdict: bad input (the scenario does not fit this machine,
+// a mode the real backend lacks: exit 2) or a failure of the run itself (a CUDA error, a child
+// that died or wrote no verdict: exit 3). Never a pass.
+enum class GpuFailure : uint8_t { none, bad_input, failed };
+
+struct GpuOutcome {
+  GpuFailure failure = GpuFailure::none;
+  std::string error;
+  nlohmann::json result;  // the child's result (serving runs: requests, stats, completed)
+};
+
+// Runs one scenario in a child process; `rec.result` holds the verdict when `failure` is none.
+GpuOutcome run_on_gpu(const GpuJob& job, const GpuRunOptions& opts, RunRecord& rec);
 
 // The child's entry point (`ppspec gpu-child`): runs FILE on the real backend and writes the
 // result as JSON to RESULT. Exit status 0 when RESULT was written.

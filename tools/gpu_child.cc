@@ -10,12 +10,31 @@
 #include "program/runner.h"
 #include "real_backend/real_runtime.h"
 #include "tools/gpu_backend.h"
+#include "tools/gpu_child_io.h"
 #include "tools/report.h"
 #include "traces/jsonl_writer.h"
 #include "traces/trace_reader.h"
 #include "verify/trace_check.h"
 
 namespace ppspec::tools {
+
+void write_result(const std::string& path, const nlohmann::json& j) {
+  std::ofstream out(path + ".tmp");
+  out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+  out.close();
+  std::rename((path + ".tmp").c_str(), path.c_str());
+}
+
+nlohmann::json result_json(const core::RunResult& checked, core::Time wall, uint64_t ops) {
+  nlohmann::json findings = nlohmann::json::array();
+  for (const auto& f : checked.findings) findings.push_back(to_json(f));
+  nlohmann::json notes = nlohmann::json::array();
+  for (const auto& f : checked.notes) notes.push_back(to_json(f));
+  return {{"verdict", core::to_string(checked.verdict)}, {"findings", findings}, {"notes", notes},
+          {"wall_ns", wall},                              {"ops_posted", ops},   {"pairs", checked.stats.pairs},
+          {"events", checked.stats.events}};
+}
+
 namespace {
 
 // Every event as its JSON line: the checker reads them back when the run ends or hangs.
@@ -35,21 +54,6 @@ class LineRecorder final : public core::EventSink {
   std::vector<std::string> lines_;
 };
 
-void write_result(const std::string& path, const nlohmann::json& j) {
-  std::ofstream out(path + ".tmp");
-  out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
-  out.close();
-  std::rename((path + ".tmp").c_str(), path.c_str());
-}
-
-nlohmann::json result_json(const core::RunResult& checked, core::Time wall, uint64_t ops) {
-  nlohmann::json findings = nlohmann::json::array();
-  for (const auto& f : checked.findings) findings.push_back(to_json(f));
-  return {{"verdict", core::to_string(checked.verdict)}, {"findings", findings}, {"notes", nlohmann::json::array()},
-          {"wall_ns", wall},                              {"ops_posted", ops},   {"pairs", checked.stats.pairs},
-          {"events", checked.stats.events}};
-}
-
 }  // namespace
 
 bool gpu_backend_built() { return true; }
@@ -58,9 +62,11 @@ int gpu_child_main(const GpuChildArgs& args) {
   program::Program p;
   uint64_t hash = 0;
   try {
-    p = loader::read_program(loader::parse_toml_file(args.file, &hash), args.file);
+    const toml::table root = loader::parse_toml_file(args.file, &hash);
+    if (loader::scenario_kind(root, args.file) == "serving") return gpu_child_serving(args, root, hash);
+    p = loader::read_program(root, args.file);
   } catch (const core::InputError& e) {
-    write_result(args.result, {{"error", e.what()}});
+    write_result(args.result, {{"error", e.what()}, {"bad_input", true}});
     return 0;
   }
   LineRecorder recorder;
@@ -107,6 +113,8 @@ int gpu_child_main(const GpuChildArgs& args) {
     const core::RunResult r = check();
     if (writer) writer->finish(r);
     write_result(args.result, result_json(r, ran.stats.sim_time, ran.stats.ops_posted));
+  } catch (const real::TooFewGpus& e) {
+    write_result(args.result, {{"error", e.what()}, {"bad_input", true}});
   } catch (const std::exception& e) {
     write_result(args.result, {{"error", e.what()}});
   }

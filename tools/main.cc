@@ -50,8 +50,11 @@ int main(int argc, char** argv) {
   auto* strategy_opt = run_cmd->add_option("--strategy", strategy, "schedule policy: random | pct:DEPTH");
   run_cmd->add_option("--trace", run.trace, "write the event stream as JSON Lines to this file");
   run_cmd->add_flag("--json", run.json, "print results as JSON");
-  run_cmd->add_option("--backend", run.backend, "sim (the simulator, default) or gpu (CUDA + NCCL on this machine's GPUs)")
-      ->check(CLI::IsMember({"sim", "gpu"}));
+  run_cmd
+      ->add_option("--backend", run.backend,
+                   "sim (the simulator, default), gpu (CUDA + NCCL on this machine's GPUs), or both (serving scenarios: "
+                   "each on the simulator and on GPUs, compared request by request and operation by operation)")
+      ->check(CLI::IsMember({"sim", "gpu", "both"}));
   double hang_timeout_s = 0;
   auto* hang_opt = run_cmd->add_option("--hang-timeout", hang_timeout_s,
                                        "gpu: seconds without progress before the watchdog reports a hang (default: the "

@@ -35,6 +35,7 @@ int gpus() {
 
 struct GpuRun {
   bool ran = false;
+  tools::GpuFailure failure = tools::GpuFailure::none;
   std::string error;
   tools::RunRecord rec;
 };
@@ -46,7 +47,10 @@ GpuRun run(const std::string& name, double hang_timeout_s = 5, const std::string
   tools::GpuRunOptions o;
   o.hang_timeout = static_cast<core::Time>(hang_timeout_s * core::kSec);
   o.trace = trace;
-  g.ran = tools::run_on_gpu(p, o, g.rec, g.error);
+  const tools::GpuOutcome out = tools::run_on_gpu(tools::GpuJob{p.file, p.name, p.config.module_loading, p.hang_timeout}, o, g.rec);
+  g.ran = out.failure == tools::GpuFailure::none;
+  g.failure = out.failure;
+  g.error = out.error;
   return g;
 }
 
@@ -101,6 +105,7 @@ TEST(Gpu, TooFewGpusIsAClearError) {
   NEED_GPUS(1);
   GpuRun g = run("lazy_load_deadlock.toml");
   EXPECT_FALSE(g.ran);
+  EXPECT_EQ(g.failure, tools::GpuFailure::bad_input) << "a scenario that does not fit is bad input (exit 2)";
   EXPECT_NE(g.error.find("needs one GPU per rank"), std::string::npos) << g.error;
 }
 

@@ -1,0 +1,123 @@
+// The serving engine on the real backend: one host thread per rank with its GPU, the engine core on
+// a thread of its own, the serving monitors online, the trace checker (pairing, hang dump) beside
+// them. The parent gets the verdict, the findings and every request's tokens and drafts.
+#include <fmt/format.h>
+#include <memory>
+#include <mutex>
+
+#include "core/error.h"
+#include "loader/serving_loader.h"
+#include "real_backend/real_runtime.h"
+#include "serving/runner.h"
+#include "tools/gpu_child_io.h"
+#include "tools/serving_records.h"
+#include "traces/jsonl_writer.h"
+#include "verify/findings.h"
+#include "verify/trace_check.h"
+
+namespace ppspec::tools {
+namespace {
+
+// Hazard notes arrive on any thread (a probe runs on CUDA's host-function thread).
+class Notes {
+ public:
+  void add(core::Finding f) {
+    std::lock_guard<std::mutex> lock(mu_);
+    notes_.push_back(std::move(f));
+  }
+  std::vector<core::Finding> all() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return notes_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<core::Finding> notes_;
+};
+
+// Pairing findings and a hang dump come from the trace checker, the serving invariants from the
+// monitors: one verdict, the earliest failure first.
+core::RunResult combine(const core::RunResult& monitors, const core::RunResult& trace, bool strict) {
+  core::RunResult r = monitors;
+  verify::settle_verdict(r, trace.findings, strict);
+  r.stats.pairs = trace.stats.pairs;
+  return r;
+}
+
+constexpr core::Time kServingHangTimeout = 20 * core::kSec;
+
+}  // namespace
+
+int gpu_child_serving(const GpuChildArgs& args, const toml::table& root, uint64_t hash) {
+  const serving::ServingScenario s = loader::read_serving(root, args.file);
+  if (s.config.runtime.module_loading == core::ModuleLoading::jit) {
+    write_result(args.result, {{"error", fmt::format("{}: module_loading = \"jit\" is simulated only for serving scenarios: "
+                                                     "the engine's kernels are compiled ahead of time (use lazy or eager)",
+                                                     args.file)},
+                               {"bad_input", true}});
+    return 0;
+  }
+  traces::TraceHeader header;
+  header.scenario = s.name;
+  header.file = s.file;
+  header.seed = s.seed;
+  header.strategy = "hardware";
+  header.backend = "gpu";
+  header.kind = "serving";
+  header.scenario_hash = hash;
+  std::unique_ptr<traces::JsonlWriter> writer;
+  if (!args.trace.empty()) writer = std::make_unique<traces::JsonlWriter>(args.trace, header);
+  verify::TraceChecker checker;
+  Notes notes;
+  std::vector<core::Finding> online;  // failures the monitors found before a hang
+  std::mutex online_mu;
+
+  real::RealConfig cfg;
+  cfg.module_loading = s.config.runtime.module_loading;
+  cfg.hang_timeout = args.hang_timeout_s > 0 ? static_cast<core::Time>(args.hang_timeout_s * core::kSec) : kServingHangTimeout;
+  std::unique_ptr<real::RealRuntime> rt;
+  cfg.on_hang = [&](const std::vector<core::Event>&) {
+    // The event bus is held: nothing else publishes while the result is written.
+    core::RunResult monitors;
+    monitors.notes = notes.all();
+    {
+      std::lock_guard<std::mutex> lock(online_mu);
+      verify::settle_verdict(monitors, online, s.config.runtime.strict);
+    }
+    const core::RunResult r = combine(monitors, checker.result(), s.config.runtime.strict);
+    if (writer) writer->finish(r);
+    nlohmann::json j = result_json(r, rt->now(), rt->tracker().posted());
+    j["completed"] = false;
+    write_result(args.result, j);
+  };
+  cfg.on_error = [&](const std::string& error) { write_result(args.result, {{"error", error}}); };
+  try {
+    rt = std::make_unique<real::RealRuntime>(s.config.topology.ranks(), cfg);
+    std::vector<core::EventSink*> sinks{&checker};
+    if (writer) sinks.push_back(writer.get());
+    serving::RuntimeHooks hooks;
+    // Hardware cannot stop at the first failure: the run goes on, and the failure is kept here so
+    // that a later hang still reports what went wrong first.
+    hooks.failed = [&](const core::Finding& f) {
+      std::lock_guard<std::mutex> lock(online_mu);
+      online.push_back(f);
+    };
+    hooks.note = [&](core::Finding f) { notes.add(std::move(f)); };
+    hooks.notes = [&] { return notes.all(); };
+    const serving::ServingRun run = serving::serve(*rt, s.config, sinks, hooks);
+    const core::RunResult r = combine(run.result, checker.result(), s.config.runtime.strict);
+    if (writer) writer->finish(r);
+    nlohmann::json j = result_json(r, rt->now(), rt->tracker().posted());
+    j["completed"] = run.completed;
+    j["requests"] = requests_json(run.requests);
+    j["stats"] = serving_stats_json(run.stats);
+    write_result(args.result, j);
+  } catch (const real::TooFewGpus& e) {
+    write_result(args.result, {{"error", e.what()}, {"bad_input", true}});
+  } catch (const std::exception& e) {
+    write_result(args.result, {{"error", e.what()}});
+  }
+  return 0;
+}
+
+}  // namespace ppspec::tools

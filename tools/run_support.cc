@@ -1,0 +1,57 @@
+#include "tools/run_support.h"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fmt/format.h>
+
+#include "loader/program_loader.h"
+#include "loader/serving_loader.h"
+#include "loader/toml_reader.h"
+
+namespace ppspec::tools {
+
+Exploration exploration_of(const Scenario& sc) {
+  if (const auto* p = std::get_if<program::Program>(&sc))
+    return {p->name, p->file, p->explore.seed, p->explore.seeds, p->explore.strategy, p->expect.verdict};
+  const auto& s = std::get<serving::ServingScenario>(sc);
+  return {s.name, s.file, s.seed, s.seeds, s.strategy, s.expect.verdict};
+}
+
+Loaded load_scenario(const std::string& file) {
+  uint64_t hash = 0;
+  const toml::table root = loader::parse_toml_file(file, &hash);
+  const std::string kind = loader::scenario_kind(root, file);
+  if (kind == "program") return {loader::read_program(root, file), hash, kind};
+  return {loader::read_serving(root, file), hash, kind};  // scenario_kind accepts no other kind
+}
+
+std::string file_safe(std::string_view name) {
+  std::string s;
+  for (char c : name.substr(0, 64)) s.push_back(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_' ? c : '_');
+  if (s.empty() || s.front() == '.') s.insert(s.begin(), '_');
+  return s;
+}
+
+std::string TracePaths::next(const std::string& scenario, uint64_t seed) {
+  if (!many_) return base_;
+  const std::filesystem::path p(base_);
+  const std::string stem = fmt::format("{}-{}-seed{}", p.stem().string(), file_safe(scenario), seed);
+  std::string path = (p.parent_path() / (stem + p.extension().string())).string();
+  for (int k = 2; !used_.insert(path).second; ++k)
+    path = (p.parent_path() / fmt::format("{}-{}{}", stem, k, p.extension().string())).string();
+  return path;
+}
+
+
+std::string shell_word(const std::string& s) {
+  const bool plain = !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("/._-+=:,@").find(c) != std::string_view::npos;
+  });
+  if (plain) return s;
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+}  // namespace ppspec::tools
