@@ -181,6 +181,8 @@ RunRecord compare(const serving::ServingScenario& s, const serving::ServingRun& 
         "different batches (arrivals are timed, and a GPU step takes its own time)"));
   } else if (auto g = verify::compare_ops(sim_ops, gpu_ops)) {
     rec.result.findings.push_back(std::move(*g));
+  } else {
+    rec.result.notes.push_back(note(verify::agreement(sim.requests, sim_ops)));
   }
   if (!rec.result.findings.empty()) rec.result.verdict = rec.result.findings.front().verdict;
   rec.mismatch = rec.result.findings.empty() ? "" : "the simulator and the GPUs differ";

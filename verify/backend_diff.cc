@@ -104,4 +104,16 @@ std::optional<core::Finding> compare_ops(const OpLog& sim, const OpLog& gpu) {
   return std::nullopt;
 }
 
+std::string agreement(const std::vector<engine::RequestRecord>& requests, const OpLog& ops) {
+  size_t tokens = 0, blocks = 0, posted = 0;
+  for (const auto& r : requests) {
+    tokens += r.output.size();
+    blocks += r.verified_drafts.size();
+  }
+  for (const auto& [key, v] : ops.ops()) posted += v.size();
+  return fmt::format("identical: {} requests' {} tokens and {} verified draft blocks; {} operations posted by {} "
+                     "(communicator, rank) pairs over {} batches",
+                     requests.size(), tokens, blocks, posted, ops.ops().size(), ops.batches().size());
+}
+
 }  // namespace ppspec::verify

@@ -39,5 +39,7 @@ std::optional<core::Finding> compare_requests(const std::vector<engine::RequestR
                                               const std::vector<engine::RequestRecord>& gpu);
 // The first communicator and rank whose operation sequences differ.
 std::optional<core::Finding> compare_ops(const OpLog& sim, const OpLog& gpu);
+// What two runs that agree agreed on, in words ("24 requests: 1093 tokens ... identical").
+std::string agreement(const std::vector<engine::RequestRecord>& requests, const OpLog& ops);
 
 }  // namespace ppspec::verify
