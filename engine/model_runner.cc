@@ -101,7 +101,7 @@ void Worker::deferred_update() {
                           span_of<int32_t>(num_computed_),
                           span_of<int32_t>(total_len_),
                           span_of<int64_t>(draft_tokens_)};
-  run(main_, "post_update", "deferred", pk, n);
+  run(main_, "post_update", "deferred", kn::DeferredPostUpdateKernel{pk}, n);
   if (!prev->has_drafts || !rt_.events().active()) return;
   // The drafts the update adopted, as they are in the buffer it read them from.
   read_back(dev_, main_, {slot.drafts.rows(0, n)},

@@ -355,7 +355,7 @@ void Worker::warmup_decode_update() {
                           span_of<int32_t>(num_computed_), span_of<int32_t>(prev_query_len_), {}, kk, true,
                           span_of<int64_t>(last_sampled_), span_of<int32_t>(num_computed_), span_of<int32_t>(total_len_),
                           span_of<int64_t>(draft_tokens_)};
-  run(main_, "post_update", "deferred", pk, 1);
+  run(main_, "post_update", "deferred", kn::DeferredPostUpdateKernel{pk}, 1);
   dev_.stream_sync(main_);
 }
 

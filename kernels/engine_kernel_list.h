@@ -1,5 +1,6 @@
-// Every engine kernel, once: the CUDA launchers are declared, defined (engine_kernels.cu) and
-// stubbed (cuda_launch_stub.cc) from this list, so a kernel cannot have a CPU launcher only.
+// Every engine kernel, once: the CUDA launchers are declared (cuda_launch.h), defined (one
+// generated translation unit per kernel, kernels/CMakeLists.txt) and stubbed (cuda_launch_stub.cc)
+// from this list, so a kernel cannot have a CPU launcher only. One X(...) per line: CMake reads it.
 #pragma once
 
 #define PPSPEC_ENGINE_KERNELS(X)   \
@@ -13,6 +14,7 @@
   X(RejectionSampleKernel)         \
   X(PrepareInputsKernel)           \
   X(PostUpdateKernel)              \
+  X(DeferredPostUpdateKernel)      \
   X(PrepareDflashInputsKernel)     \
   X(TopkSoftplusSqrtKernel)        \
   X(DraftContextKvKernel)          \

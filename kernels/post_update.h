@@ -37,4 +37,10 @@ struct PostUpdateKernel {
   }
 };
 
+// The deferred specialization (earlier stages, at T+pp) as a kernel of its own: vLLM's Triton
+// post_update compiles one module per specialization, so a stage that never launched this one still
+// has a module to load at its first launch (what warmup_pp_decode_update is for). A distinct type is
+// a distinct CUDA function, in a module of its own (kernels/CMakeLists.txt: one module per kernel).
+struct DeferredPostUpdateKernel : PostUpdateKernel {};
+
 }  // namespace ppspec::kernels

@@ -5,7 +5,9 @@
 # the development machine: static Boost, header-only fmt and toml++, static cudart; NCCL (and, for
 # JIT scenarios, NVRTC) are taken from this machine (its Python environment ships both).
 # Runs every program scenario that fits this machine's GPUs on the real backend (one child process
-# each), the GPU tests, the round-trip latency (2 GPUs), and checks every recorded trace.
+# each), every serving scenario that fits on both backends (compared), the pp 2 tp 1 fault
+# regressions and twins on both, the GPU tests, the round-trip latency (2 GPUs), and checks every
+# recorded trace. tools/fault_table.py turns $OUT into the fault table of docs/evidence/2xH200/.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN=${PPSPEC_BIN:-build/gpu/tools}
@@ -39,6 +41,46 @@ for f in "${fits[@]}"; do
   echo "$name exit=$?" >> "$OUT/runs.txt"
 done
 for t in "$OUT"/traces/*.jsonl; do "$BIN/ppspec" check "$t"; done > "$OUT/checks.txt" 2>&1
+
+# Serving scenarios that fit: each on the simulator and on the GPUs, compared request by request and
+# operation by operation (the sim = GPU oracle); one that does not fit must be refused with exit 2.
+field() { v=$(grep -m1 -E "^$1 *=" "$2" | tr -dc '0-9'); echo "${v:-1}"; }
+ranks_of() { echo $(( $(field pp "$1") * $(field tp "$1") )); }
+mkdir -p "$OUT/serving" "$OUT/faults"
+for f in scenarios/serving/*.toml; do
+  name=$(basename "$f" .toml)
+  ranks=$(ranks_of "$f")
+  if [ "$ranks" -gt "$gpus" ]; then
+    "$BIN/ppspec" run --backend gpu "$f" > /dev/null 2> "$OUT/serving/$name.refused"
+    echo "$name needs $ranks GPUs: exit=$? $(cat "$OUT/serving/$name.refused")" >> "$OUT/serving_runs.txt"
+    continue
+  fi
+  "$BIN/ppspec" run --backend both --json --hang-timeout 20 --trace "$OUT/traces/serving-$name.jsonl" "$f" \
+    > "$OUT/serving/$name.json" 2> "$OUT/serving/$name.stderr"
+  echo "$name exit=$?" >> "$OUT/serving_runs.txt"
+done
+# The seed PR's faults at pp 2 tp 1 and their twins: the simulator (first seed), the GPUs (online
+# monitors, watchdog), the GPU trace checked offline, and each twin against the simulator.
+for f in scenarios/regressions/pp2_tp1/*.toml; do
+  name=$(basename "$f" .toml)
+  "$BIN/ppspec" run --json --seeds 1 "$f" > "$OUT/faults/$name.sim.json" 2> "$OUT/faults/$name.sim.stderr"
+  "$BIN/ppspec" run --backend gpu --json --hang-timeout "$HANG" --trace "$OUT/traces/fault-$name.jsonl" "$f" \
+    > "$OUT/faults/$name.gpu.json" 2> "$OUT/faults/$name.gpu.stderr"
+  echo "$name gpu exit=$?" >> "$OUT/fault_runs.txt"
+  "$BIN/ppspec" check --json --scenario "$f" "$OUT/traces/fault-$name.jsonl" > "$OUT/faults/$name.check.json" 2>&1
+  case "$name" in *_off)
+    "$BIN/ppspec" run --backend both --json --hang-timeout "$HANG" "$f" > "$OUT/faults/$name.both.json" 2> "$OUT/faults/$name.both.stderr"
+    echo "$name both exit=$?" >> "$OUT/fault_runs.txt";;
+  esac
+done
+# Performance (2 GPUs): the same workload with and without CUDA graphs; tools/gpu_perf.py reads
+# steps per second and per-step latency from the traces.
+if [ "$gpus" -ge 2 ]; then
+  for f in scenarios/perf/*.toml; do
+    name=$(basename "$f" .toml)
+    "$BIN/ppspec" run --backend gpu --json --trace "$OUT/traces/perf-$name.jsonl" "$f" > "$OUT/perf-$name.json" 2>&1
+  done
+fi
 "$TESTS/ppspec_gpu_tests" > "$OUT/gpu_tests.txt" 2>&1
 "$BIN/ppspec" gpu-latency --iterations 2000 > "$OUT/latency.txt" 2>&1
 # The watchdog's time to a verdict, for two limits.
@@ -49,4 +91,5 @@ for limit in 2 10; do
   echo "hang_timeout=${limit}s: verdict after $(( (end - start) / 1000000 )) ms (whole ppspec process)" >> "$OUT/watchdog.txt"
 done
 tar -czf "$OUT/traces.tgz" -C "$OUT" traces && rm -rf "$OUT/traces"
+tar -czf "$OUT/runs.tgz" -C "$OUT" serving faults && rm -rf "$OUT/serving" "$OUT/faults"
 ls -la "$OUT"

@@ -3,9 +3,13 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "loader/program_loader.h"
 #include "tools/gpu_backend.h"
@@ -145,6 +149,63 @@ TEST(Gpu, TwoGpus_DoublePostTraceIsAMisalignment) {
   const core::RunResult checked = verify::check_trace(reader);
   ASSERT_EQ(checked.verdict, core::Verdict::fifo_misalignment);
   EXPECT_EQ(checked.findings.front().kind, "collective-mismatch");
+}
+
+// `ppspec run --backend both --json FILE` with the ppspec binary: its exit status and records.
+struct Both {
+  int code = -1;
+  nlohmann::json records;
+};
+
+Both run_both(const std::string& serving_file) {
+  const std::string exe = env_or("PPSPEC_EXE", PPSPEC_BINARY);
+  const std::string cmd = exe + " run --backend both --json --hang-timeout 20 " +
+                          env_or("PPSPEC_SOURCE_DIR", PPSPEC_SOURCE_DIR) + "/scenarios/serving/" + serving_file;
+  Both b;
+  std::string text;
+  if (FILE* p = popen(cmd.c_str(), "r")) {
+    char buf[4096];
+    size_t n = 0;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) text.append(buf, n);
+    const int status = pclose(p);
+    b.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  b.records = nlohmann::json::parse(text, nullptr, false);
+  return b;
+}
+
+// The simulator's run, the GPUs' run, and their comparison: all as expected, and identical.
+void expect_sim_equals_gpu(const std::string& file) {
+  SCOPED_TRACE(file);
+  const Both b = run_both(file);
+  ASSERT_EQ(b.code, 0) << b.records.dump(2);
+  ASSERT_TRUE(b.records.is_array() && b.records.size() == 3) << b.records.dump(2);
+  EXPECT_EQ(b.records[1].at("strategy"), "gpu");
+  EXPECT_EQ(b.records[1].at("verdict"), "pass");
+  const nlohmann::json& cmp = b.records[2];
+  EXPECT_EQ(cmp.at("strategy"), "sim = gpu");
+  EXPECT_EQ(cmp.at("verdict"), "pass");
+  ASSERT_EQ(cmp.at("notes").size(), 1u) << cmp.dump(2);
+  EXPECT_EQ(cmp.at("notes")[0].at("summary").get<std::string>().rfind("identical: ", 0), 0u)
+      << "tokens, drafts and operation sequences were all compared: " << cmp.dump(2);
+}
+
+TEST(GpuServing, OneGpu_ServingEqualsTheSimulatorTokenForTokenAndOpForOp) {
+  NEED_GPUS(1);
+  for (const char* f : {"pp1_k5.toml", "pp1_tp1_k0.toml"}) expect_sim_equals_gpu(f);
+}
+
+TEST(GpuServing, TwoGpus_PipelineAndTensorParallelServingEqualTheSimulator) {
+  NEED_GPUS(2);
+  for (const char* f : {"pp2_tp1_k5.toml", "pp1_tp2_k5.toml", "pp2_k5_single_payload.toml", "pp2_temperature.toml"})
+    expect_sim_equals_gpu(f);
+}
+
+TEST(GpuServing, AServingScenarioNeedingMoreGpusIsBadInputSayingHowMany) {
+  if (gpus() >= 4) GTEST_SKIP() << "this machine has 4 GPUs";
+  NEED_GPUS(1);
+  const Both b = run_both("pp2_tp2_k5.toml");
+  EXPECT_EQ(b.code, 2) << "needs 4 GPUs";
 }
 
 }  // namespace
