@@ -75,9 +75,23 @@ TrackedOp* RealCommunicator::track(core::OpKind kind, const core::Buffer& buf, i
   return rt_.tracker().add(std::move(op));
 }
 
-void RealCommunicator::finish(TrackedOp* op, core::Stream s) {
-  if (op == nullptr) return;
+void* RealCommunicator::time_start(core::Stream s) {
+  StepProfiler& p = rt_.profiler();
+  if (!p.on() || rt_.current_step() < 0 || dev_.capture_of(s) != nullptr) return nullptr;
   void* st = dev_.cuda_stream(s);
+  RealRuntime::GroupState& g = rt_.group_state();
+  if (g.depth == 0) return p.begin(st);
+  // In a group the operations run at ncclGroupEnd: one interval per stream, to the group's end.
+  for (const auto& [stream, start] : g.timed)
+    if (stream == st) return nullptr;
+  g.timed.emplace_back(st, p.begin(st));
+  return nullptr;
+}
+
+void RealCommunicator::finish(TrackedOp* op, core::Stream s, void* timed) {
+  void* st = dev_.cuda_stream(s);
+  if (timed != nullptr) rt_.profiler().end(dev_.rank(), rt_.current_step(), st, StepPart::communication, timed);
+  if (op == nullptr) return;
   RealRuntime::GroupState& g = rt_.group_state();
   if (g.depth > 0) {
     g.ops.emplace_back(op, st);  // no stream operation may follow until group_end
@@ -109,33 +123,37 @@ void RealCommunicator::post_replayed(const CapturedOp& c, core::Stream s, std::v
 void RealCommunicator::send(const core::Buffer& buf, int peer, core::Stream s, core::Label label) {
   RealRuntime::CallScope scope(rt_, fmt::format("ncclSend to rank{} on '{}'", global_rank(peer), name_));
   TrackedOp* op = track(core::OpKind::send, buf, peer, s, label);
+  void* timed = time_start(s);
   PPSPEC_NCCL(ncclSend(buf.data(), static_cast<size_t>(buf.count()), nccl_type(buf.dtype()), peer, as_comm(comm_),
                        as_stream(dev_.cuda_stream(s))));
-  finish(op, s);
+  finish(op, s, timed);
 }
 
 void RealCommunicator::recv(const core::Buffer& buf, int peer, core::Stream s, core::Label label) {
   RealRuntime::CallScope scope(rt_, fmt::format("ncclRecv from rank{} on '{}'", global_rank(peer), name_));
   TrackedOp* op = track(core::OpKind::recv, buf, peer, s, label);
+  void* timed = time_start(s);
   PPSPEC_NCCL(ncclRecv(buf.data(), static_cast<size_t>(buf.count()), nccl_type(buf.dtype()), peer, as_comm(comm_),
                        as_stream(dev_.cuda_stream(s))));
-  finish(op, s);
+  finish(op, s, timed);
 }
 
 void RealCommunicator::broadcast(const core::Buffer& buf, int root, core::Stream s, core::Label label) {
   RealRuntime::CallScope scope(rt_, fmt::format("ncclBroadcast root rank{} on '{}'", global_rank(root), name_));
   TrackedOp* op = track(core::OpKind::broadcast, buf, root, s, label);
+  void* timed = time_start(s);
   PPSPEC_NCCL(ncclBroadcast(buf.data(), buf.data(), static_cast<size_t>(buf.count()), nccl_type(buf.dtype()), root,
                             as_comm(comm_), as_stream(dev_.cuda_stream(s))));
-  finish(op, s);
+  finish(op, s, timed);
 }
 
 void RealCommunicator::all_reduce(const core::Buffer& buf, core::ReduceOp, core::Stream s, core::Label label) {
   RealRuntime::CallScope scope(rt_, fmt::format("ncclAllReduce on '{}'", name_));
   TrackedOp* op = track(core::OpKind::all_reduce, buf, -1, s, label);
+  void* timed = time_start(s);
   PPSPEC_NCCL(ncclAllReduce(buf.data(), buf.data(), static_cast<size_t>(buf.count()), nccl_type(buf.dtype()), ncclSum,
                             as_comm(comm_), as_stream(dev_.cuda_stream(s))));
-  finish(op, s);
+  finish(op, s, timed);
 }
 
 void RealCommunicator::all_gather(const core::Buffer& send, const core::Buffer& recv, core::Stream s, core::Label label) {
@@ -144,9 +162,10 @@ void RealCommunicator::all_gather(const core::Buffer& send, const core::Buffer& 
                                             recv.count(), send.count() * size()));
   RealRuntime::CallScope scope(rt_, fmt::format("ncclAllGather on '{}'", name_));
   TrackedOp* op = track(core::OpKind::all_gather, send, -1, s, label);
+  void* timed = time_start(s);
   PPSPEC_NCCL(ncclAllGather(send.data(), recv.data(), static_cast<size_t>(send.count()), nccl_type(send.dtype()),
                             as_comm(comm_), as_stream(dev_.cuda_stream(s))));
-  finish(op, s);
+  finish(op, s, timed);
 }
 
 }  // namespace ppspec::real

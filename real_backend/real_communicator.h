@@ -38,7 +38,9 @@ class RealCommunicator final : public core::Communicator {
  private:
   // Records the operation (or captures it) and returns the record, null while capturing.
   TrackedOp* track(core::OpKind kind, const core::Buffer& buf, int peer, core::Stream s, core::Label label);
-  void finish(TrackedOp* op, core::Stream s);
+  // Profiling: the start event of an operation's interval (null in a group, which ends at group_end).
+  void* time_start(core::Stream s);
+  void finish(TrackedOp* op, core::Stream s, void* timed);
   int64_t next_cseq(core::OpKind kind, int peer);
 
   RealRuntime& rt_;

@@ -162,6 +162,7 @@ void RealDevice::launch(core::Stream s, const core::KernelLaunch& k) {
   e.text = rec.name;
   rt_.publish(e);
   if (k.device_body) {
+    StepProfiler::Timed timed(rt_.profiler(), rank_, rt_.current_step(), st, StepPart::kernels, rec.capturing);
     k.device_body(st);
     PPSPEC_CUDA(cudaGetLastError());
     return;
@@ -198,16 +199,19 @@ void RealDevice::memcpy(core::Stream s, const core::Buffer& dst, const core::Buf
   if (dst.bytes() != src.bytes())
     throw std::invalid_argument(fmt::format("rank{}: memcpy of {} bytes into {} bytes", rank_, src.bytes(), dst.bytes()));
   RealRuntime::CallScope scope(rt_, fmt::format("cudaMemcpyAsync on {}", full_name(s)));
+  StepProfiler::Timed timed(rt_.profiler(), rank_, rt_.current_step(), cuda_stream(s), StepPart::copies, stream_rec(s).capturing);
   PPSPEC_CUDA(cudaMemcpyAsync(dst.data(), src.data(), src.bytes(), cudaMemcpyDeviceToDevice, as_stream(cuda_stream(s))));
 }
 
 void RealDevice::memset(core::Stream s, const core::Buffer& dst, uint8_t value) {
   RealRuntime::CallScope scope(rt_, fmt::format("cudaMemsetAsync on {}", full_name(s)));
+  StepProfiler::Timed timed(rt_.profiler(), rank_, rt_.current_step(), cuda_stream(s), StepPart::copies, stream_rec(s).capturing);
   PPSPEC_CUDA(cudaMemsetAsync(dst.data(), value, dst.bytes(), as_stream(cuda_stream(s))));
 }
 
 void RealDevice::upload(core::Stream s, const core::Buffer& dst, std::vector<uint8_t> bytes) {
   RealRuntime::CallScope scope(rt_, fmt::format("cudaMemcpyAsync H2D on {}", full_name(s)));
+  StepProfiler::Timed timed(rt_.profiler(), rank_, rt_.current_step(), cuda_stream(s), StepPart::copies, stream_rec(s).capturing);
   // From pageable memory the driver stages the bytes before the call returns, so `bytes` may go.
   PPSPEC_CUDA(cudaMemcpyAsync(dst.data(), bytes.data(), bytes.size(), cudaMemcpyHostToDevice, as_stream(cuda_stream(s))));
 }
@@ -261,6 +265,7 @@ void RealDevice::download(core::Stream s, void* dst, const core::Buffer& src) {
   size_t size_class = 0;
   void* stage = take_staging(src.bytes(), size_class);
   const cudaStream_t st = as_stream(cuda_stream(s));
+  StepProfiler::Timed timed(rt_.profiler(), rank_, rt_.current_step(), st, StepPart::copies, false);
   PPSPEC_CUDA(cudaMemcpyAsync(stage, src.data(), src.bytes(), cudaMemcpyDeviceToHost, st));
   const size_t bytes = src.bytes();
   auto* job = new HostJob{[this, stage, size_class, dst, bytes] {
@@ -413,6 +418,7 @@ void RealDevice::graph_launch(core::Graph g, core::Stream s) {
   RealRuntime::CallScope scope(rt_, fmt::format("cudaGraphLaunch on {}", full_name(s)));
   std::vector<TrackedOp*> posted;
   for (const CapturedOp& op : graph.comm_ops) op.comm->post_replayed(op, s, posted);
+  StepProfiler::Timed timed(rt_.profiler(), rank_, rt_.current_step(), cuda_stream(s), StepPart::graphs, false);
   PPSPEC_CUDA(cudaGraphLaunch(static_cast<cudaGraphExec_t>(graph.exec), as_stream(cuda_stream(s))));
   if (posted.empty()) return;
   auto done = std::make_shared<CompletionEvent>();

@@ -19,6 +19,8 @@ namespace {
 thread_local ActorState* t_actor = nullptr;
 thread_local std::string t_call_site;
 thread_local RealRuntime::GroupState t_group;
+thread_local int64_t t_step = -1;
+thread_local core::Time t_step_start = 0;
 
 }  // namespace
 
@@ -35,6 +37,7 @@ class RealRuntime::Channel final : public core::HostChannel {
     cv_.notify_all();
   }
   std::any recv() override {
+    rt_.end_host_step();
     CallScope scope(rt_, fmt::format("channel recv('{}')", name_));
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [this] { return !queue_.empty(); });
@@ -54,7 +57,10 @@ class RealRuntime::Channel final : public core::HostChannel {
 // ---- construction ----------------------------------------------------------------------------
 
 RealRuntime::RealRuntime(int num_ranks, RealConfig config)
-    : config_(std::move(config)), start_(std::chrono::steady_clock::now()), tracker_(*this, num_ranks) {
+    : config_(std::move(config)),
+      start_(std::chrono::steady_clock::now()),
+      tracker_(*this, num_ranks),
+      profiler_(config_.profile && config_.step_of) {
   int gpus = 0;
   const cudaError_t e = cudaGetDeviceCount(&gpus);
   if (e != cudaSuccess) gpus = 0;
@@ -95,7 +101,22 @@ void RealRuntime::publish(core::Event& e) {
 
 void RealRuntime::progress() { last_progress_ = now(); }
 
-void RealRuntime::set_call_site(std::string_view where) { t_call_site = std::string(where); }
+void RealRuntime::set_call_site(std::string_view where) {
+  t_call_site = std::string(where);
+  if (!profiler_.on()) return;
+  const std::optional<int64_t> step = config_.step_of(where);
+  if (!step) return;
+  t_step = *step;
+  t_step_start = now();
+}
+
+int64_t RealRuntime::current_step() const { return t_step; }
+
+void RealRuntime::end_host_step() {
+  if (t_step < 0 || t_actor == nullptr) return;
+  profiler_.host(t_actor->rank, t_step, now() - t_step_start);
+  t_step = -1;
+}
 std::string_view RealRuntime::call_site() const { return t_call_site; }
 
 RealRuntime::GroupState& RealRuntime::group_state() { return t_group; }
@@ -179,10 +200,15 @@ void RealRuntime::group_end() {
   // Only now may stream operations follow the group's operations: one completion event per stream.
   std::vector<std::pair<TrackedOp*, void*>> ops;
   ops.swap(t_group.ops);
+  struct ClearTimed {
+    ~ClearTimed() { t_group.timed.clear(); }
+  } clear_timed;
   std::vector<void*> streams;
   for (const auto& [op, s] : ops)
     if (std::find(streams.begin(), streams.end(), s) == streams.end()) streams.push_back(s);
   for (void* s : streams) {
+    for (auto& [stream, start] : t_group.timed)
+      if (stream == s) profiler_.end(t_actor != nullptr ? t_actor->rank : -1, t_step, s, StepPart::communication, start);
     auto done = std::make_shared<CompletionEvent>();
     cudaEvent_t ev;
     PPSPEC_CUDA(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));

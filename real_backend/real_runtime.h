@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -19,6 +20,7 @@
 
 #include "core/runtime.h"
 #include "real_backend/op_tracker.h"
+#include "real_backend/step_profiler.h"
 
 namespace ppspec::real {
 
@@ -35,6 +37,10 @@ struct RealConfig {
   std::function<void(const std::vector<core::Event>& dump)> on_hang;
   // Called when an actor throws (a CUDA or NCCL error); the process then ends with _exit(3).
   std::function<void(const std::string& error)> on_error;
+  // Per-step timing with CUDA events (step_profiler.h); `step_of` reads the engine step from a
+  // call site ("execute_model step 12"), as the engine sets it.
+  bool profile = false;
+  std::function<std::optional<int64_t>(std::string_view)> step_of;
 };
 
 // What each host thread is doing, for the hang dump.
@@ -76,6 +82,11 @@ class RealRuntime final : public core::Runtime {
   const RealConfig& config() const { return config_; }
   RealDevice& device_impl(core::RankId r);
   OpTracker& tracker() { return tracker_; }
+  StepProfiler& profiler() { return profiler_; }
+  // The engine step the calling thread runs (from its call site), or -1.
+  int64_t current_step() const;
+  // The calling thread waits for its next command: the host time of its step ends here.
+  void end_host_step();
   void publish(core::Event& e) override;  // thread-safe
   void progress();               // something completed: the watchdog's clock restarts
   // An error off the actors' threads (a host function): reported as an actor's would be, then _exit(3).
@@ -98,6 +109,7 @@ class RealRuntime final : public core::Runtime {
   struct GroupState {
     int depth = 0;
     std::vector<std::pair<TrackedOp*, void*>> ops;  // with their cudaStream_t
+    std::vector<std::pair<void*, void*>> timed;     // profiling: per stream, the group's start event
   };
   GroupState& group_state();
 
@@ -110,6 +122,7 @@ class RealRuntime final : public core::Runtime {
   core::EventBus bus_;
   std::mutex bus_mu_;
   OpTracker tracker_;
+  StepProfiler profiler_;
   std::vector<std::unique_ptr<RealDevice>> devices_;
 
   struct CommGroup {

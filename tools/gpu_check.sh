@@ -78,7 +78,10 @@ done
 if [ "$gpus" -ge 2 ]; then
   for f in scenarios/perf/*.toml; do
     name=$(basename "$f" .toml)
-    "$BIN/ppspec" run --backend gpu --json --trace "$OUT/traces/perf-$name.jsonl" "$f" > "$OUT/perf-$name.json" 2>&1
+    "$BIN/ppspec" run --backend both --json --trace "$OUT/traces/perf-$name.jsonl" "$f" > "$OUT/perf-$name.json" 2>&1
+    # Again with CUDA-event timing of every step (it adds host time of its own: a separate run).
+    PPSPEC_GPU_PROFILE="$OUT/profile-$name.jsonl" "$BIN/ppspec" run --backend gpu --json \
+      --trace "$OUT/traces/profiled-$name.jsonl" "$f" > "$OUT/profiled-$name.json" 2>&1
   done
 fi
 "$TESTS/ppspec_gpu_tests" > "$OUT/gpu_tests.txt" 2>&1

@@ -1,11 +1,14 @@
 // The serving engine on the real backend: one host thread per rank with its GPU, the engine core on
 // a thread of its own, the serving monitors online, the trace checker (pairing, hang dump) beside
 // them. The parent gets the verdict, the findings and every request's tokens and drafts.
+#include <cstdlib>
 #include <fmt/format.h>
+#include <fstream>
 #include <memory>
 #include <mutex>
 
 #include "core/error.h"
+#include "engine/worker.h"
 #include "loader/serving_loader.h"
 #include "real_backend/real_runtime.h"
 #include "serving/runner.h"
@@ -45,6 +48,29 @@ core::RunResult combine(const core::RunResult& monitors, const core::RunResult& 
 }
 
 constexpr core::Time kServingHangTimeout = 20 * core::kSec;
+
+// PPSPEC_GPU_PROFILE=FILE: where each rank's engine steps spent their time (real/step_profiler.h),
+// as JSON lines {"rank", "step", "kernels_us", "graphs_us", "communication_us", "copies_us",
+// "host_us", "timed"}; tools/gpu_perf.py reads them beside the trace.
+std::string profile_path() {
+  const char* p = std::getenv("PPSPEC_GPU_PROFILE");
+  return p != nullptr ? std::string(p) : std::string();
+}
+
+void write_profile(const std::string& path, real::StepProfiler& profiler) {
+  std::ofstream out(path);
+  for (const auto& [key, t] : profiler.totals()) {
+    const nlohmann::json j = {{"rank", key.first},
+                              {"step", key.second},
+                              {"kernels_us", t.device_us[static_cast<size_t>(real::StepPart::kernels)]},
+                              {"graphs_us", t.device_us[static_cast<size_t>(real::StepPart::graphs)]},
+                              {"communication_us", t.device_us[static_cast<size_t>(real::StepPart::communication)]},
+                              {"copies_us", t.device_us[static_cast<size_t>(real::StepPart::copies)]},
+                              {"host_us", t.host_us},
+                              {"timed", t.timed}};
+    out << j.dump() << '\n';
+  }
+}
 
 }  // namespace
 
@@ -91,6 +117,9 @@ int gpu_child_serving(const GpuChildArgs& args, const toml::table& root, uint64_
     write_result(args.result, j);
   };
   cfg.on_error = [&](const std::string& error) { write_result(args.result, {{"error", error}}); };
+  const std::string profile = profile_path();
+  cfg.profile = !profile.empty();
+  cfg.step_of = [](std::string_view site) { return engine::step_of_call_site(site); };
   try {
     rt = std::make_unique<real::RealRuntime>(s.config.topology.ranks(), cfg);
     std::vector<core::EventSink*> sinks{&checker};
@@ -105,6 +134,7 @@ int gpu_child_serving(const GpuChildArgs& args, const toml::table& root, uint64_
     hooks.note = [&](core::Finding f) { notes.add(std::move(f)); };
     hooks.notes = [&] { return notes.all(); };
     const serving::ServingRun run = serving::serve(*rt, s.config, sinks, hooks);
+    if (cfg.profile) write_profile(profile, rt->profiler());
     const core::RunResult r = combine(run.result, checker.result(), s.config.runtime.strict);
     if (writer) writer->finish(r);
     nlohmann::json j = result_json(r, rt->now(), rt->tracker().posted());
