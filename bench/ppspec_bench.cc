@@ -84,7 +84,7 @@ void BM_Serving(benchmark::State& state) {
   const char* name = state.range(0) == 0 ? "pp2_tp2_k5.toml" : "pp2_tp1_k5.toml";
   const std::string file = std::string(PPSPEC_SOURCE_DIR) + "/scenarios/serving/" + name;
   serving::ServingScenario s = loader::read_serving(loader::parse_toml_file(file), file);
-  s.config.runtime.record_decisions = false;
+  s.runtime.record_decisions = false;
   serving::RunOptions o;
   o.oracles = state.range(1) != 0;
   int64_t steps = 0, tokens = 0;

@@ -1,5 +1,6 @@
 // A serving scenario's configuration (DESIGN §6, scenarios/README.md): topology, model, speculative
-// decoding, graphs, scheduler limits, workload, runtime parameters.
+// decoding, graphs, scheduler limits, workload. The runtime it runs on is configured by whoever
+// runs it (serving::ServingScenario::runtime for the simulator): the engine knows no runtime.
 #pragma once
 
 #include <cstdint>
@@ -7,7 +8,6 @@
 #include <vector>
 
 #include "core/types.h"
-#include "sim/config.h"
 
 namespace ppspec::engine {
 
@@ -85,7 +85,6 @@ struct EngineConfig {
   ServingConfig serving;
   WorkloadConfig workload;
   Faults faults;
-  sim::SimConfig runtime;
 
   // Derived limits the workers size their buffers with. Warmup's synthetic requests obey the
   // workload's limits (a prompt no longer than prompt_max, at most output_max tokens out), so

@@ -85,7 +85,7 @@ void run(program::Program& p) {
 void run(serving::ServingScenario& s) {
   if (!small_enough(s.config)) return;
   shrink(s.config);
-  cap_runtime(s.config.runtime, kServingStepsMax);
+  cap_runtime(s.runtime, kServingStepsMax);
   serving::RunOptions opts;
   opts.seed = s.seed;
   opts.strategy = s.strategy;

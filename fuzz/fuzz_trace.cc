@@ -72,7 +72,7 @@ core::RunResult check(std::istream& in) {
   merged.stats = checked.stats;
   std::vector<core::Finding> recorded = std::move(checked.findings);
   for (core::Finding& n : checked.notes) recorded.push_back(std::move(n));
-  verify::settle_verdict(merged, std::move(recorded), f.scenario.config.runtime.strict);
+  verify::settle_verdict(merged, std::move(recorded), f.scenario.runtime.strict);
   return merged;
 }
 

@@ -120,7 +120,7 @@ serving::ServingScenario read_serving(const toml::table& root, const std::string
           });
   if (const toml::table* rt = top.table("runtime")) {
     TableReader r(*rt, file, "[runtime]");
-    read_runtime(r, c.runtime, nullptr);
+    read_runtime(r, s.runtime, nullptr);
   }
   section("faults",
           "stale_drafts, double_post_drafts, lazy_post_update, warmup_feedback, narrow_sampled_width, uncleared_padding, "

@@ -49,7 +49,7 @@ class BatchLog final : public core::EventSink {
 }  // namespace
 
 ServingRun serve(core::Runtime& rt, const engine::EngineConfig& cfg, const std::vector<core::EventSink*>& sinks,
-                 const RuntimeHooks& hooks) {
+                 const RuntimeHooks& hooks, bool strict) {
   engine::Engine eng(cfg, rt);
   // The monitors see every event as it happens: the first failure stops the run right there where
   // the runtime can stop (the simulator: the step that went wrong is the last one simulated);
@@ -71,7 +71,7 @@ ServingRun serve(core::Runtime& rt, const engine::EngineConfig& cfg, const std::
   ServingRun out;
   out.result = rt.run();
   if (hooks.notes) out.result.notes = hooks.notes();
-  verify::settle_verdict(out.result, std::move(failures), cfg.runtime.strict);
+  verify::settle_verdict(out.result, std::move(failures), strict);
   batches.annotate(out.result.findings);
   batches.annotate(out.result.notes);
   out.stats = eng.stats();
@@ -81,9 +81,11 @@ ServingRun serve(core::Runtime& rt, const engine::EngineConfig& cfg, const std::
   return out;
 }
 
-ServingRun simulate(const engine::EngineConfig& cfg, const RunOptions& opts) {
-  sim::SimRuntime rt(cfg.topology.ranks(), cfg.runtime, sim::make_policy(opts.strategy, opts.seed), opts.seed);
-  return serve(rt, cfg, opts.sinks, RuntimeHooks{[&rt](const core::Finding&) { rt.world().halt(); }, [&rt](core::Finding f) { rt.world().note(std::move(f)); }, {}});
+ServingRun simulate(const engine::EngineConfig& cfg, const sim::SimConfig& runtime, const RunOptions& opts) {
+  sim::SimRuntime rt(cfg.topology.ranks(), runtime, sim::make_policy(opts.strategy, opts.seed), opts.seed);
+  const RuntimeHooks hooks{[&rt](const core::Finding&) { rt.world().halt(); },
+                           [&rt](core::Finding f) { rt.world().note(std::move(f)); }, {}};
+  return serve(rt, cfg, opts.sinks, hooks, runtime.strict);
 }
 
 namespace {
@@ -99,7 +101,7 @@ std::optional<core::Finding> compare_with(const ServingScenario& s, const RunOpt
   vary(other);
   RunOptions o = opts;
   o.sinks.clear();
-  const ServingRun reference = simulate(other, o);
+  const ServingRun reference = simulate(other, s.runtime, o);
   if (!verify::is_failure(reference.result.verdict) && reference.completed) return oracle(reference.requests);
   core::Finding f;
   f.verdict = core::Verdict::output_divergence;
@@ -113,7 +115,7 @@ std::optional<core::Finding> compare_with(const ServingScenario& s, const RunOpt
 }  // namespace
 
 ServingRun run_on_sim(const ServingScenario& s, const RunOptions& opts) {
-  ServingRun run = simulate(s.config, opts);
+  ServingRun run = simulate(s.config, s.runtime, opts);
   if (opts.oracles) check_oracles(s, opts, run);
   return run;
 }
@@ -138,7 +140,7 @@ void check_oracles(const ServingScenario& s, const RunOptions& opts, ServingRun&
         [&](const auto& ref) { return verify::padding_invariance_oracle(cfg, run.requests, ref); });
     if (f) found.push_back(std::move(*f));
   }
-  verify::settle_verdict(run.result, std::move(found), cfg.runtime.strict);
+  verify::settle_verdict(run.result, std::move(found), s.runtime.strict);
 }
 
 }  // namespace ppspec::serving

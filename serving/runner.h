@@ -37,10 +37,11 @@ struct RuntimeHooks {
 };
 
 // The engine on a runtime with the serving monitors online (no oracles).
+// `strict`: hazards fail the run.
 ServingRun serve(core::Runtime& rt, const engine::EngineConfig& cfg, const std::vector<core::EventSink*>& sinks,
-                 const RuntimeHooks& hooks);
-// One run of the engine on the simulator (no oracles).
-ServingRun simulate(const engine::EngineConfig& cfg, const RunOptions& opts);
+                 const RuntimeHooks& hooks, bool strict);
+// One run of the engine on the simulator configured by `runtime` (no oracles).
+ServingRun simulate(const engine::EngineConfig& cfg, const sim::SimConfig& runtime, const RunOptions& opts);
 // The oracles over a completed run (golden, PP and padding invariance, whose references are
 // simulated); their findings join the run's.
 void check_oracles(const ServingScenario& s, const RunOptions& opts, ServingRun& run);

@@ -6,6 +6,7 @@
 
 #include "core/expect.h"
 #include "engine/config.h"
+#include "sim/config.h"
 #include "sim/policy.h"
 
 namespace ppspec::serving {
@@ -21,6 +22,7 @@ struct ServingScenario {
   std::string file;
   std::string description;
   engine::EngineConfig config;
+  sim::SimConfig runtime;  // [runtime]: the simulator's rules and costs; module loading on GPUs too
   Oracles oracles;
   core::Expect expect;
   uint64_t seed = 1;

@@ -32,7 +32,7 @@ std::unique_ptr<Observed> observe(const serving::ServingScenario& s, uint64_t se
   opts.seed = seed;
   opts.strategy = *sim::parse_strategy(strategy);
   opts.sinks.push_back(&o->ops);
-  o->run = serving::simulate(s.config, opts);
+  o->run = serving::simulate(s.config, s.runtime, opts);
   EXPECT_TRUE(o->run.completed);
   return o;
 }

@@ -63,7 +63,7 @@ TEST(ServingLoader, GoodScenarioLoadsEveryField) {
   EXPECT_FALSE(s.config.serving.chunked_prefill);
   EXPECT_EQ(s.config.workload.arrival, engine::Arrival::poisson);
   EXPECT_DOUBLE_EQ(s.config.workload.temperature, 0.25);
-  EXPECT_EQ(s.config.runtime.module_loading, core::ModuleLoading::eager);
+  EXPECT_EQ(s.runtime.module_loading, core::ModuleLoading::eager);
   EXPECT_EQ(s.expect.verdict, core::Verdict::pass);
   EXPECT_TRUE(s.oracles.golden);
   EXPECT_TRUE(s.oracles.pp_invariance);

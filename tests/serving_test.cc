@@ -113,7 +113,7 @@ TEST(Serving, EarlierStagesAdoptExactlyTheDraftsTheLastStageProposed) {
 
 TEST(Serving, EveryKernelLoadsDuringWarmupAndNoneWhileServing) {
   serving::ServingScenario s = small_pp2_tp2();
-  ASSERT_EQ(s.config.runtime.module_loading, core::ModuleLoading::lazy);
+  ASSERT_EQ(s.runtime.module_loading, core::ModuleLoading::lazy);
   Probes probes;
   ASSERT_EQ(run(s, 1, &probes).result.verdict, core::Verdict::pass);
   std::map<core::RankId, size_t> serving_at, loads_before;

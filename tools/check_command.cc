@@ -127,7 +127,7 @@ RunRecord check_one(const std::string& path, const CheckArgs& args, std::ostream
     merged.stats = rec.result.stats;
     std::vector<core::Finding> recorded = std::move(rec.result.findings);
     for (core::Finding& f : rec.result.notes) recorded.push_back(std::move(f));
-    verify::settle_verdict(merged, std::move(recorded), scenario->config.runtime.strict);
+    verify::settle_verdict(merged, std::move(recorded), scenario->runtime.strict);
     rec.result = std::move(merged);
   }
   cross_check_trailer(reader, rec.result);

@@ -76,7 +76,7 @@ void write_profile(const std::string& path, real::StepProfiler& profiler) {
 
 int gpu_child_serving(const GpuChildArgs& args, const toml::table& root, uint64_t hash) {
   const serving::ServingScenario s = loader::read_serving(root, args.file);
-  if (s.config.runtime.module_loading == core::ModuleLoading::jit) {
+  if (s.runtime.module_loading == core::ModuleLoading::jit) {
     write_result(args.result, {{"error", fmt::format("{}: module_loading = \"jit\" is simulated only for serving scenarios: "
                                                      "the engine's kernels are compiled ahead of time (use lazy or eager)",
                                                      args.file)},
@@ -99,7 +99,7 @@ int gpu_child_serving(const GpuChildArgs& args, const toml::table& root, uint64_
   std::mutex online_mu;
 
   real::RealConfig cfg;
-  cfg.module_loading = s.config.runtime.module_loading;
+  cfg.module_loading = s.runtime.module_loading;
   cfg.hang_timeout = args.hang_timeout_s > 0 ? static_cast<core::Time>(args.hang_timeout_s * core::kSec) : kServingHangTimeout;
   std::unique_ptr<real::RealRuntime> rt;
   cfg.on_hang = [&](const std::vector<core::Event>&) {
@@ -108,9 +108,9 @@ int gpu_child_serving(const GpuChildArgs& args, const toml::table& root, uint64_
     monitors.notes = notes.all();
     {
       std::lock_guard<std::mutex> lock(online_mu);
-      verify::settle_verdict(monitors, online, s.config.runtime.strict);
+      verify::settle_verdict(monitors, online, s.runtime.strict);
     }
-    const core::RunResult r = combine(monitors, checker.result(), s.config.runtime.strict);
+    const core::RunResult r = combine(monitors, checker.result(), s.runtime.strict);
     if (writer) writer->finish(r);
     nlohmann::json j = result_json(r, rt->now(), rt->tracker().posted());
     j["completed"] = false;
@@ -133,9 +133,9 @@ int gpu_child_serving(const GpuChildArgs& args, const toml::table& root, uint64_
     };
     hooks.note = [&](core::Finding f) { notes.add(std::move(f)); };
     hooks.notes = [&] { return notes.all(); };
-    const serving::ServingRun run = serving::serve(*rt, s.config, sinks, hooks);
+    const serving::ServingRun run = serving::serve(*rt, s.config, sinks, hooks, s.runtime.strict);
     if (cfg.profile) write_profile(profile, rt->profiler());
-    const core::RunResult r = combine(run.result, checker.result(), s.config.runtime.strict);
+    const core::RunResult r = combine(run.result, checker.result(), s.runtime.strict);
     if (writer) writer->finish(r);
     nlohmann::json j = result_json(r, rt->now(), rt->tracker().posted());
     j["completed"] = run.completed;

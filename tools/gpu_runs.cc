@@ -25,7 +25,7 @@ constexpr core::Time kServingHangTimeout = 20 * core::kSec;
 GpuJob job_of(const Scenario& sc) {
   if (const auto* p = std::get_if<program::Program>(&sc)) return GpuJob{p->file, p->name, p->config.module_loading, p->hang_timeout};
   const auto& s = std::get<serving::ServingScenario>(sc);
-  return GpuJob{s.file, s.name, s.config.runtime.module_loading, kServingHangTimeout};
+  return GpuJob{s.file, s.name, s.runtime.module_loading, kServingHangTimeout};
 }
 
 core::Verdict gpu_expectation(const Scenario& sc) {
