@@ -1,0 +1,232 @@
+#include "engine/drafter.h"
+
+#include "core/hash.h"
+#include "engine/readback.h"
+#include "engine/span_of.h"
+#include "kernels/drafter.h"
+#include "kernels/prepare_dflash_inputs.h"
+#include "kernels/request_tables.h"
+#include "kernels/topk_softplus_sqrt.h"
+#include "kernels/write_check.h"
+
+namespace ppspec::engine {
+
+namespace kn = ppspec::kernels;
+
+Drafter::Drafter(RankContext& c) : ctx_(c) {
+  using core::Dtype;
+  const int64_t q = c.draft_query_rows();
+  const int32_t n = c.max_reqs;
+  const int E = c.cfg.model.experts;
+  const int top = c.cfg.model.topk;
+  // Under PP the drafter loads its own embedding ("embed.weight"); at pp = 1 it shares the target's.
+  if (c.pp > 1) embed_ = c.alloc(Dtype::u32, c.cfg.model.vocab, 1, "draft.embed_tokens");
+  kv_ = c.alloc(Dtype::u32, c.num_slots, 1, "draft.kv");
+  idx_ = c.alloc(Dtype::i32, n, 1, "draft.idx_mapping");
+  ctx_start_ = c.alloc(Dtype::i32, n, 1, "draft.ctx_start");
+  ctx_end_ = c.alloc(Dtype::i32, n, 1, "draft.ctx_end");
+  num_sampled_ = c.alloc(Dtype::i32, n, 1, "draft.num_sampled");
+  num_rejected_ = c.alloc(Dtype::i32, n, 1, "draft.num_rejected");
+  anchor_ = c.alloc(Dtype::i32, n, 1, "draft.anchor_row");
+  batch_row_ = c.alloc(Dtype::i32, n, 1, "draft.batch_row");
+  block_rows_ = c.alloc(Dtype::i32, n, c.max_blocks, "draft.block_table");
+  ctx_positions_ = c.alloc(Dtype::i64, c.max_rows, 1, "draft.context_positions");
+  ctx_slots_ = c.alloc(Dtype::i64, c.max_rows, 1, "draft.context_slot_mapping");
+  input_ids_ = c.alloc(Dtype::i32, q, 1, "draft.input_ids");
+  positions_ = c.alloc(Dtype::i64, q, 1, "draft.positions");
+  is_padding_ = c.alloc(Dtype::u8, q, 1, "draft.is_padding");
+  query_slots_ = c.alloc(Dtype::i64, q, 1, "draft.query_slot_mapping");
+  sample_idx_ = c.alloc(Dtype::i32, q, 1, "draft.sample_indices");
+  sample_pos_ = c.alloc(Dtype::i64, q, 1, "draft.sample_pos");
+  sample_map_ = c.alloc(Dtype::i32, q, 1, "draft.sample_idx_mapping");
+  query_start_ = c.alloc(Dtype::i32, n + 1, 1, "draft.query_start_loc");
+  seq_lens_ = c.alloc(Dtype::i32, n, 1, "draft.seq_lens");
+  temperature_ = c.alloc(Dtype::f32, n, 1, "draft.temperature");
+  seeds_ = c.alloc(Dtype::i64, n, 1, "draft.seeds");
+  next_prefill_ = c.alloc(Dtype::i64, n, 1, "draft.next_prefill_tokens");
+  gating_ = c.alloc(Dtype::f32, q, E, "draft.router_logits");
+  router_bias_ = c.alloc(Dtype::f32, E, 1, "draft.e_score_correction_bias");
+  topk_ids_ = c.alloc(Dtype::i32, q, top, "draft.topk_ids");
+  topk_weights_ = c.alloc(Dtype::f32, q, top, "draft.topk_weights");
+  expert_scale_ = c.alloc(Dtype::f32, E, 1, "draft.experts");
+  confidence_ = c.alloc(Dtype::f32, q, 1, "draft.confidence");
+  drafts_ = c.alloc(Dtype::i64, n, c.k, "draft.proposed");
+}
+
+void Drafter::load_checkpoint() {
+  if (ctx_.pp > 1 && !ctx_.cfg.faults.alias_target_embed) ctx_.upload(embed_, ctx_.ckpt.draft_embed);
+  ctx_.upload(router_bias_, ctx_.ckpt.router_bias);
+  ctx_.upload(expert_scale_, ctx_.ckpt.expert_scale);
+}
+
+int Drafter::propose(const SchedulerOutput& so, const std::vector<int32_t>& sampled, FeedbackBuffers& slot,
+                     RequestTables& tables, const StepInputs& in, const TargetModel& model, WriteCheck& check,
+                     int32_t query_rows) {
+  const auto nd = static_cast<int32_t>(sampled.size());
+  if (nd == 0) return 0;
+  const auto n = static_cast<int32_t>(so.requests.size());
+  const int k = ctx_.k;
+  // The draft batch: the rows that sampled, compacted; their target rows are the context.
+  std::vector<int32_t> idx, cs, ce, brow;
+  std::vector<int64_t> ids;
+  int32_t row = 0;
+  size_t next = 0;
+  for (size_t i = 0; i < so.requests.size(); ++i) {
+    const ScheduledRequest& r = so.requests[i];
+    if (next < sampled.size() && sampled[next] == static_cast<int32_t>(i)) {
+      idx.push_back(r.idx);
+      cs.push_back(row);
+      ce.push_back(row + r.num_tokens);
+      brow.push_back(static_cast<int32_t>(i));
+      ids.push_back(r.id);
+      ++next;
+    }
+    row += r.num_tokens;
+  }
+  ctx_.upload(idx_, idx);
+  ctx_.upload(ctx_start_, cs);
+  ctx_.upload(ctx_end_, ce);
+  ctx_.upload(batch_row_, brow);
+  ctx_.run("dflash_gather", "",
+           kn::DflashGatherKernel{n, span_of<int32_t>(slot.counts), span_of<int32_t>(batch_row_), span_of<int32_t>(ctx_end_),
+                                  span_of<int32_t>(num_sampled_), span_of<int32_t>(num_rejected_), span_of<int32_t>(anchor_)},
+           nd);
+  ctx_.run("gather_block_rows", "",
+           kn::GatherBlockRowsKernel{span_of<int32_t>(idx_), span_of<int32_t>(tables.block_table), ctx_.max_blocks,
+                                     span_of<int32_t>(block_rows_)},
+           nd);
+  const int32_t q_rows = std::max(query_rows, nd * k);
+  prepare_inputs(so.step, nd, q_rows, tables, in, check);
+  ctx_.run("draft_context_kv", "",
+           kn::DraftContextKvRangesKernel{{span_of<int64_t>(ctx_slots_), span_of<uint32_t>(model.ctx), span_of<uint32_t>(kv_)},
+                                          span_of<int32_t>(ctx_start_),
+                                          span_of<int32_t>(ctx_end_)},
+           nd);
+  forward(so.step, nd, model);
+  route(so.step, nd * k, q_rows);
+  // req_states.draft_tokens[idx_mapping] = draft_tokens; then the batch's rows for the relay,
+  // gathered on the main stream (#55745).
+  ctx_.run("set_draft_tokens", "",
+           kn::SetDraftTokensKernel{k, span_of<int32_t>(idx_), span_of<int64_t>(drafts_), span_of<int64_t>(tables.draft_tokens)}, nd);
+  if (ctx_.observed())
+    read_back(ctx_.dev, ctx_.main, {drafts_.rows(0, nd)}, [&rt = ctx_.rt, rank = ctx_.rank, step = so.step, ids, k](const HostRows& h) {
+      for (size_t d = 0; d < ids.size(); ++d) {
+        const auto drafts = h.get<int64_t>(0).subspan(d * static_cast<size_t>(k), static_cast<size_t>(k));
+        probe(rt, core::EventKind::drafts_proposed, rank, step, ids[d], std::vector<int64_t>(drafts.begin(), drafts.end()));
+      }
+    });
+  ctx_.run("gather_drafts", "",
+           kn::GatherDraftsKernel{k, span_of<int32_t>(in.idx_mapping), span_of<int64_t>(tables.draft_tokens), span_of<int64_t>(slot.drafts)},
+           n);
+  return nd;
+}
+
+void Drafter::prepare_inputs(int64_t step, int32_t nd, int32_t q_rows, const RequestTables& tables, const StepInputs& in,
+                             WriteCheck& check) {
+  kn::PrepareDflashInputsKernel pd{};
+  pd.num_reqs = nd;
+  pd.num_query_per_req = ctx_.k;
+  pd.max_num_reqs = ctx_.max_reqs;
+  pd.max_num_tokens = q_rows;
+  pd.idx_mapping = span_of<int32_t>(idx_);
+  pd.ctx_start = span_of<int32_t>(ctx_start_);
+  pd.ctx_end = span_of<int32_t>(ctx_end_);
+  pd.target_positions = span_of<int64_t>(in.positions);
+  pd.num_sampled = span_of<int32_t>(num_sampled_);
+  pd.num_rejected = span_of<int32_t>(num_rejected_);
+  pd.last_sampled = span_of<int64_t>(tables.last_sampled);
+  pd.next_prefill_tokens = span_of<int64_t>(next_prefill_);
+  pd.block_table = span_of<int32_t>(block_rows_);
+  pd.max_blocks = ctx_.max_blocks;
+  pd.block_size = ctx_.cfg.model.block_size;
+  pd.mask_id = ctx_.cfg.model.vocab - 1;
+  pd.max_model_len = ctx_.cfg.model.max_model_len;
+  pd.sample_from_anchor = true;
+  pd.req_temperature = span_of<float>(tables.temperature);
+  pd.req_seeds = span_of<int64_t>(tables.seeds);
+  pd.clear_padding = !ctx_.cfg.faults.uncleared_padding;
+  pd.context_positions = span_of<int64_t>(ctx_positions_);
+  pd.context_slot_mapping = span_of<int64_t>(ctx_slots_);
+  pd.input_ids = span_of<int32_t>(input_ids_);
+  pd.positions = span_of<int64_t>(positions_);
+  pd.is_padding = span_of<bool>(is_padding_);
+  pd.query_slot_mapping = span_of<int64_t>(query_slots_);
+  pd.sample_indices = span_of<int32_t>(sample_idx_);
+  pd.sample_pos = span_of<int64_t>(sample_pos_);
+  pd.sample_idx_mapping = span_of<int32_t>(sample_map_);
+  pd.query_start_loc = span_of<int32_t>(query_start_);
+  pd.seq_lens = span_of<int32_t>(seq_lens_);
+  pd.temperature = span_of<float>(temperature_);
+  pd.seeds = span_of<int64_t>(seeds_);
+  const int32_t used = nd * ctx_.k;
+  const bool observed = ctx_.observed();
+  const std::vector<core::Buffer> checked = {input_ids_, positions_, is_padding_};
+  if (observed && used < q_rows) check.poison(checked, used, q_rows);
+  ctx_.run("prepare_dflash_inputs", "", pd, nd);
+  if (!observed || used == q_rows) return;
+  check.restore(checked, used, q_rows);
+  read_back(ctx_.dev, ctx_.main,
+            {input_ids_.rows(used, q_rows - used), positions_.rows(used, q_rows - used),
+             is_padding_.rows(used, q_rows - used), query_slots_.rows(used, q_rows - used), check.flags()},
+            [&rt = ctx_.rt, rank = ctx_.rank, step, used, q_rows, stride = check.stride()](const HostRows& h) {
+              std::vector<int64_t> pad;
+              for (int64_t i = 0; i < q_rows - used; ++i)
+                pad.insert(pad.end(), {h.at<int32_t>(0, i), h.at<int64_t>(1, i), h.at<uint8_t>(2, i) != 0 ? 1 : 0,
+                                       h.at<int64_t>(3, i), unwritten_at(h, 4, 3, stride, i)});
+              probe(rt, core::EventKind::padding_rows, rank, step, -1, pad, used, "prepare_dflash_inputs");
+            });
+}
+
+void Drafter::forward(int64_t step, int32_t nd, const TargetModel& model) {
+  // Under PP the drafter reads its own table; the fault aliases the target's, which lives on stage 0.
+  const bool own_table = ctx_.pp > 1 && !ctx_.cfg.faults.alias_target_embed;
+  const core::Buffer& table = own_table ? embed_ : model.embed_tokens;
+  kn::DraftForwardKernel fw{ctx_.k, span_of<int32_t>(anchor_), span_of<uint32_t>(model.ctx), span_of<int32_t>(input_ids_), span_of<int64_t>(positions_),
+                            span_of<uint32_t>(table), ctx_.ckpt.consts.r, ctx_.cfg.model.vocab, span_of<int64_t>(drafts_)};
+  ctx_.run("draft_forward", "", fw, nd);
+  if (probed_table_ || !ctx_.observed()) return;
+  // The first forward tells the checkers which table the drafter read: its hash, and how many of its
+  // entries still hold the allocation's poison (never written on this rank).
+  probed_table_ = true;
+  read_back(ctx_.dev, ctx_.main, {table}, [&rt = ctx_.rt, rank = ctx_.rank, step](const HostRows& h) {
+    const auto words = h.get<uint32_t>(0);
+    int64_t poisoned = 0;
+    for (uint32_t w : words) poisoned += w == kn::kPoisonWord ? 1 : 0;
+    const auto hash = static_cast<int64_t>(core::fnv1a_words(words.data(), words.size()));
+    probe(rt, core::EventKind::table_bound, rank, step, -1, {static_cast<int64_t>(words.size()), poisoned}, hash,
+          "draft.embed_tokens");
+  });
+}
+
+void Drafter::route(int64_t step, int32_t used_rows, int32_t q_rows) {
+  // The MoE layer over every query row of the graph, padding included.
+  const int E = ctx_.cfg.model.experts;
+  const int top = ctx_.cfg.model.topk;
+  ctx_.run("draft_gate", "", kn::DraftGateKernel{span_of<int32_t>(input_ids_), span_of<int64_t>(positions_), E, span_of<float>(gating_)},
+      q_rows);
+  kn::TopkSoftplusSqrtKernel router{span_of<float>(gating_), span_of<float>(router_bias_), span_of<bool>(is_padding_), E, top,
+                                    true, 1.0f, !ctx_.cfg.faults.router_ignores_padding, span_of<int32_t>(topk_ids_),
+                                    span_of<float>(topk_weights_)};
+  ctx_.run("topk_softplus_sqrt", "", router, q_rows);
+  if (ctx_.observed() && used_rows < q_rows)
+    read_back(ctx_.dev, ctx_.main, {topk_ids_.rows(used_rows, q_rows - used_rows), topk_weights_.rows(used_rows, q_rows - used_rows)},
+              [&rt = ctx_.rt, rank = ctx_.rank, step, used_rows, q_rows, top](const HostRows& h) {
+                // Per padding row: the expert ids it selected, then how many of its weights are non-zero.
+                std::vector<int64_t> pad;
+                for (int64_t q = 0; q < q_rows - used_rows; ++q) {
+                  int64_t nonzero = 0;
+                  for (int j = 0; j < top; ++j) {
+                    pad.push_back(h.at<int32_t>(0, q * top + j));
+                    nonzero += h.at<float>(1, q * top + j) != 0.0f ? 1 : 0;
+                  }
+                  pad.push_back(nonzero);
+                }
+                probe(rt, core::EventKind::padding_rows, rank, step, -1, pad, used_rows, "topk_softplus_sqrt");
+              });
+  ctx_.run("draft_experts", "",
+      kn::DraftExpertsKernel{span_of<int32_t>(topk_ids_), span_of<float>(topk_weights_), top, span_of<float>(expert_scale_),
+                             span_of<float>(confidence_)},
+      q_rows);
+}
+
+}  // namespace ppspec::engine

@@ -1,0 +1,50 @@
+// The DSpark drafter on the last stage (vLLM's DFlash proposer): for the batch rows that sampled, a
+// query block of K rows after the last valid context row, padded to a graph size; its forward over
+// its own embedding table (the target's at pp = 1), a small MoE layer over every query row, and the
+// drafts written to the request tables and gathered for the feedback relay.
+#pragma once
+
+#include <vector>
+
+#include "engine/messages.h"
+#include "engine/pp_handler.h"
+#include "engine/rank_context.h"
+#include "engine/request_tables.h"
+#include "engine/step_inputs.h"
+#include "engine/target_model.h"
+#include "engine/write_check.h"
+
+namespace ppspec::engine {
+
+class Drafter {
+ public:
+  explicit Drafter(RankContext& ctx);
+  void load_checkpoint();
+  // Drafts for the rows that sampled (`sampled`, batch order); returns how many requests drafted.
+  // The graph size of a query block of `rows` rows is `graph_rows(rows)`.
+  int propose(const SchedulerOutput& so, const std::vector<int32_t>& sampled, FeedbackBuffers& slot, RequestTables& tables,
+              const StepInputs& in, const TargetModel& model, WriteCheck& check, int32_t query_rows);
+  // [drafted requests, K] i64: the drafts of the last propose, in batch order.
+  const core::Buffer& drafts() const { return drafts_; }
+
+ private:
+  void prepare_inputs(int64_t step, int32_t drafted, int32_t query_rows, const RequestTables& tables, const StepInputs& in,
+                      WriteCheck& check);
+  void forward(int64_t step, int32_t drafted, const TargetModel& model);
+  void route(int64_t step, int32_t used_rows, int32_t query_rows);
+
+  RankContext& ctx_;
+  bool probed_table_ = false;  // the table the drafter reads was reported to the checkers
+  core::Buffer embed_;         // pp > 1: the drafter's own "embed.weight"
+  core::Buffer kv_;
+  // The draft batch, by draft row.
+  core::Buffer idx_, ctx_start_, ctx_end_, num_sampled_, num_rejected_, anchor_, batch_row_, block_rows_;
+  // prepare_dflash_inputs' outputs.
+  core::Buffer ctx_positions_, ctx_slots_, input_ids_, positions_, is_padding_, query_slots_, sample_idx_, sample_pos_,
+      sample_map_, query_start_, seq_lens_, temperature_, seeds_, next_prefill_;
+  // The MoE layer.
+  core::Buffer gating_, router_bias_, topk_ids_, topk_weights_, expert_scale_, confidence_;
+  core::Buffer drafts_;
+};
+
+}  // namespace ppspec::engine

@@ -1,0 +1,31 @@
+// A rank's per-request state (vLLM RequestState), by req-state index: what the step's inputs are
+// built from and what post_update writes back. Filled from the scheduler's new requests and blocks.
+#pragma once
+
+#include "engine/messages.h"
+#include "engine/rank_context.h"
+
+namespace ppspec::engine {
+
+class RequestTables {
+ public:
+  explicit RequestTables(RankContext& ctx);
+  // New requests (a reused slot must not verify the previous request's drafts) and new blocks.
+  void admit(const SchedulerOutput& so);
+
+  core::Buffer last_sampled;  // [max_reqs] i64
+  core::Buffer draft_tokens;  // [max_reqs, max(K, 1)] i64
+  core::Buffer num_computed;  // [max_reqs] i32
+  core::Buffer prefill_len;   // [max_reqs] i32
+  core::Buffer total_len;     // [max_reqs] i32
+  core::Buffer prompt;        // [max_reqs, max_prompt] i32
+  core::Buffer block_table;   // [max_reqs, max_blocks] i32
+  core::Buffer seeds;         // [max_reqs] i64
+  core::Buffer spread;        // [max_reqs] u32
+  core::Buffer temperature;   // [max_reqs] f32
+
+ private:
+  RankContext& ctx_;
+};
+
+}  // namespace ppspec::engine

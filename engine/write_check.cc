@@ -1,0 +1,46 @@
+#include "engine/write_check.h"
+
+#include "core/assert.h"
+#include "engine/span_of.h"
+#include "kernels/write_check.h"
+
+namespace ppspec::engine {
+
+namespace kn = ppspec::kernels;
+
+WriteCheck::WriteCheck(RankContext& ctx, int64_t rows) : ctx_(ctx), rows_(rows) {
+  saved_ = ctx.alloc(core::Dtype::u8, kBuffersMax, rows * 8, "write_check.saved");
+  unwritten_ = ctx.alloc(core::Dtype::u8, kBuffersMax, rows, "write_check.unwritten");
+}
+
+void WriteCheck::poison(const std::vector<core::Buffer>& bufs, int64_t first, int64_t last) {
+  PPSPEC_ASSERT(bufs.size() <= kBuffersMax && 0 <= first && first <= last && last <= rows_,
+                "write check of {} buffers, rows [{}, {}) of {}", bufs.size(), first, last, rows_);
+  for (size_t b = 0; b < bufs.size(); ++b) {
+    const core::Buffer range = bufs[b].rows(first, last - first).as_bytes();
+    PPSPEC_ASSERT(range.count() <= rows_ * 8, "a write check of elements wider than 8 bytes");
+    ctx_.dev.memcpy(ctx_.main, saved_.slice(static_cast<int64_t>(b), 0, range.count()), range);
+    ctx_.dev.memset(ctx_.main, range, kn::kPoisonByte);
+  }
+}
+
+void WriteCheck::restore(const std::vector<core::Buffer>& bufs, int64_t first, int64_t last) {
+  for (size_t b = 0; b < bufs.size(); ++b) {
+    const core::Buffer range = bufs[b].rows(first, last - first);
+    const core::Buffer bytes = range.as_bytes();
+    const auto elem_bytes = static_cast<int32_t>(core::dtype_size(range.dtype()) * static_cast<size_t>(range.shape().cols));
+    const auto band = static_cast<int64_t>(b);
+    ctx_.run("restore_unwritten", "",
+             kn::RestoreUnwrittenKernel{elem_bytes, span_of<uint8_t>(bytes), span_of<uint8_t>(saved_.slice(band, 0, bytes.count())),
+                                        span_of<uint8_t>(unwritten_.slice(band, 0, last - first))},
+             last - first);
+  }
+}
+
+int64_t unwritten_at(const HostRows& h, size_t part, int bands, int64_t stride, int64_t e) {
+  for (int b = 0; b < bands; ++b)
+    if (h.at<uint8_t>(part, b * stride + e) != 0) return 1;
+  return 0;
+}
+
+}  // namespace ppspec::engine
