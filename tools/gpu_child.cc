@@ -40,18 +40,11 @@ namespace {
 // Every event as its JSON line: the checker reads them back when the run ends or hangs.
 class LineRecorder final : public core::EventSink {
  public:
-  void on_event(const core::Event& e) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    lines_.push_back(core::to_json(e));
-  }
-  std::vector<std::string> snapshot() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return lines_;
-  }
+  void on_event(const core::Event& e) override { lines_.add(core::to_json(e)); }
+  std::vector<std::string> snapshot() { return lines_.snapshot(); }
 
  private:
-  std::mutex mu_;
-  std::vector<std::string> lines_;
+  LockedList<std::string> lines_;
 };
 
 }  // namespace

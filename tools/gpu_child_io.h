@@ -3,13 +3,33 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <mutex>
 #include <string>
+#include <vector>
 #include <toml++/toml.h>
 
 #include "core/verdict.h"
 #include "tools/gpu_backend.h"
 
 namespace ppspec::tools {
+
+// A list that host threads of a GPU run append to (CUDA's host-function thread among them).
+template <typename T>
+class LockedList {
+ public:
+  void add(T item) {
+    std::lock_guard<std::mutex> lock(mu_);
+    items_.push_back(std::move(item));
+  }
+  std::vector<T> snapshot() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return items_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<T> items_;
+};
 
 void write_result(const std::string& path, const nlohmann::json& j);
 nlohmann::json result_json(const core::RunResult& checked, core::Time wall, uint64_t ops);

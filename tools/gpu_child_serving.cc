@@ -21,23 +21,6 @@
 namespace ppspec::tools {
 namespace {
 
-// Hazard notes arrive on any thread (a probe runs on CUDA's host-function thread).
-class Notes {
- public:
-  void add(core::Finding f) {
-    std::lock_guard<std::mutex> lock(mu_);
-    notes_.push_back(std::move(f));
-  }
-  std::vector<core::Finding> all() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return notes_;
-  }
-
- private:
-  std::mutex mu_;
-  std::vector<core::Finding> notes_;
-};
-
 // Pairing findings and a hang dump come from the trace checker, the serving invariants from the
 // monitors: one verdict, the earliest failure first.
 core::RunResult combine(const core::RunResult& monitors, const core::RunResult& trace, bool strict) {
@@ -94,7 +77,7 @@ int gpu_child_serving(const GpuChildArgs& args, const toml::table& root, uint64_
   std::unique_ptr<traces::JsonlWriter> writer;
   if (!args.trace.empty()) writer = std::make_unique<traces::JsonlWriter>(args.trace, header);
   verify::TraceChecker checker;
-  Notes notes;
+  LockedList<core::Finding> notes;  // hazards arrive on any thread (a probe runs on CUDA's)
   std::vector<core::Finding> online;  // failures the monitors found before a hang
   std::mutex online_mu;
 
@@ -105,7 +88,7 @@ int gpu_child_serving(const GpuChildArgs& args, const toml::table& root, uint64_
   cfg.on_hang = [&](const std::vector<core::Event>&) {
     // The event bus is held: nothing else publishes while the result is written.
     core::RunResult monitors;
-    monitors.notes = notes.all();
+    monitors.notes = notes.snapshot();
     {
       std::lock_guard<std::mutex> lock(online_mu);
       verify::settle_verdict(monitors, online, s.runtime.strict);
@@ -132,7 +115,7 @@ int gpu_child_serving(const GpuChildArgs& args, const toml::table& root, uint64_
       online.push_back(f);
     };
     hooks.note = [&](core::Finding f) { notes.add(std::move(f)); };
-    hooks.notes = [&] { return notes.all(); };
+    hooks.notes = [&] { return notes.snapshot(); };
     const serving::ServingRun run = serving::serve(*rt, s.config, sinks, hooks, s.runtime.strict);
     if (cfg.profile) write_profile(profile, rt->profiler());
     const core::RunResult r = combine(run.result, checker.result(), s.runtime.strict);
