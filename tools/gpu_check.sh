@@ -93,6 +93,12 @@ for limit in 2 10; do
   end=$(date +%s%N)
   echo "hang_timeout=${limit}s: verdict after $(( (end - start) / 1000000 )) ms (whole ppspec process)" >> "$OUT/watchdog.txt"
 done
+# The evidence tables, from the files above (tools/*.py: nothing typed by hand).
+python3 tools/serving_table.py "$OUT" > "$OUT/serving_table.md"
+python3 tools/fault_table.py "$OUT" > "$OUT/fault_table.md"
+python3 tools/gpu_perf.py "$OUT" > "$OUT/perf.md"
+# The performance traces are large and summarised by perf.md: they stay out of the archive.
+rm -f "$OUT"/traces/perf-*.jsonl "$OUT"/traces/profiled-*.jsonl
 tar -czf "$OUT/traces.tgz" -C "$OUT" traces && rm -rf "$OUT/traces"
 tar -czf "$OUT/runs.tgz" -C "$OUT" serving faults && rm -rf "$OUT/serving" "$OUT/faults"
 ls -la "$OUT"
