@@ -76,7 +76,9 @@ class Device {
   virtual void preload(KernelRef k, std::function<void()> device_load = {}) = 0;
   virtual void memcpy(Stream s, const Buffer& dst, const Buffer& src) = 0;
   // cudaMemcpyAsync from / to host memory: `upload` copies `bytes` (taken now) into dst when the
-  // stream reaches it; `download` fills `dst` when the stream reaches it (sync before reading).
+  // stream reaches it; `download` copies src when the stream reaches it, and the host may read `dst`
+  // only as CUDA allows: after a synchronisation that covers the copy (the stream, an event
+  // recorded after it, the device) or in a later host function on the same stream.
   virtual void upload(Stream s, const Buffer& dst, std::vector<uint8_t> bytes) = 0;
   virtual void download(Stream s, void* dst, const Buffer& src) = 0;
   // cudaLaunchHostFunc: runs `fn` on a host thread when the stream reaches it; the stream's later

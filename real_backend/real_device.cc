@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 #include <nvrtc.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fmt/format.h>
 #include <memory>
@@ -76,7 +77,7 @@ core::Stream RealDevice::stream(std::string_view name) {
   DeviceGuard g(rank_);
   cudaStream_t s;
   PPSPEC_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  streams_.push_back(StreamRec{std::string(name), s, false, {}});
+  streams_.push_back(StreamRec{std::string(name), s, false, {}, {}});
   return core::Stream{static_cast<int32_t>(streams_.size() - 1)};
 }
 
@@ -259,28 +260,52 @@ void RealDevice::download(core::Stream s, void* dst, const core::Buffer& src) {
   if (src.bytes() == 0) return;
   RealRuntime::CallScope scope(rt_, fmt::format("cudaMemcpyAsync D2H on {}", full_name(s)));
   if (stream_rec(s).capturing) throw std::logic_error(fmt::format("rank{}: a download inside a graph capture", rank_));
-  // Into pinned staging, then a host function copies it out: the call returns at once and `dst`
-  // is filled when the stream reaches the copy, as in the simulator (a copy into pageable memory
-  // would block the host until the stream drained, a synchronisation the engine did not ask for).
+  // Into pinned staging; the bytes reach `dst` at the stream's next host function or
+  // synchronisation, which is when CUDA lets the host read them: the call returns at once (a copy
+  // into pageable memory would block the host until the stream drained, a synchronisation the
+  // engine did not ask for), and no host function per copy stalls the stream.
   size_t size_class = 0;
   void* stage = take_staging(src.bytes(), size_class);
   const cudaStream_t st = as_stream(cuda_stream(s));
-  StepProfiler::Timed timed(rt_.profiler(), rank_, rt_.current_step(), st, StepPart::copies, false);
-  PPSPEC_CUDA(cudaMemcpyAsync(stage, src.data(), src.bytes(), cudaMemcpyDeviceToHost, st));
-  const size_t bytes = src.bytes();
-  auto* job = new HostJob{[this, stage, size_class, dst, bytes] {
-                            std::memcpy(dst, stage, bytes);
-                            std::lock_guard<std::mutex> lock(mu_);
-                            staging_free_[size_class].push_back(stage);
-                          },
-                          &rt_};
-  PPSPEC_CUDA(cudaLaunchHostFunc(st, run_host_job, job));
+  {
+    StepProfiler::Timed timed(rt_.profiler(), rank_, rt_.current_step(), st, StepPart::copies, false);
+    PPSPEC_CUDA(cudaMemcpyAsync(stage, src.data(), src.bytes(), cudaMemcpyDeviceToHost, st));
+  }
+  size_t held = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    StreamRec& rec = streams_[static_cast<size_t>(s.id)];
+    rec.copies_out.push_back(PendingCopy{stage, size_class, dst, src.bytes(), rec.downloads++});
+    held = rec.copies_out.size();
+  }
+  if (held >= kCopiesOutMax) host_func(s, [] {});  // bounded: a flush of its own
+}
+
+std::vector<RealDevice::PendingCopy> RealDevice::take_copies(core::Stream s, uint64_t before) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<PendingCopy>& held = streams_.at(static_cast<size_t>(s.id)).copies_out;
+  const auto first_later =
+      std::find_if(held.begin(), held.end(), [before](const PendingCopy& c) { return c.seq >= before; });
+  std::vector<PendingCopy> out(held.begin(), first_later);
+  held.erase(held.begin(), first_later);
+  return out;
+}
+
+void RealDevice::copy_out(std::vector<PendingCopy> copies) {
+  for (const PendingCopy& c : copies) std::memcpy(c.dst, c.stage, c.bytes);
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const PendingCopy& c : copies) staging_free_[c.size_class].push_back(c.stage);
 }
 
 void RealDevice::host_func(core::Stream s, std::function<void()> fn) {
   RealRuntime::CallScope scope(rt_, fmt::format("cudaLaunchHostFunc on {}", full_name(s)));
   if (stream_rec(s).capturing) throw std::logic_error(fmt::format("rank{}: a host function inside a graph capture", rank_));
-  PPSPEC_CUDA(cudaLaunchHostFunc(as_stream(cuda_stream(s)), run_host_job, new HostJob{std::move(fn), &rt_}));
+  // The stream's staged downloads first: the function may read them.
+  auto job = [this, copies = take_copies(s), fn = std::move(fn)]() mutable {
+    copy_out(std::move(copies));
+    fn();
+  };
+  PPSPEC_CUDA(cudaLaunchHostFunc(as_stream(cuda_stream(s)), run_host_job, new HostJob{std::move(job), &rt_}));
 }
 
 int* RealDevice::flag_ptr(std::string_view name) {
@@ -333,6 +358,7 @@ core::DeviceEvent RealDevice::event(std::string_view name) {
   cudaEvent_t ev;
   PPSPEC_CUDA(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
   events_.emplace_back(std::string(name), ev);
+  event_marks_.emplace_back(-1, 0);
   return core::DeviceEvent{static_cast<int32_t>(events_.size() - 1)};
 }
 
@@ -347,6 +373,7 @@ void RealDevice::record(core::DeviceEvent e, core::Stream s) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     ev = event_handle(events_, e);
+    event_marks_.at(static_cast<size_t>(e.id)) = {s.id, streams_.at(static_cast<size_t>(s.id)).downloads};
   }
   RealRuntime::CallScope scope(rt_, fmt::format("cudaEventRecord on {}", full_name(s)));
   PPSPEC_CUDA(cudaEventRecord(ev, as_stream(cuda_stream(s))));
@@ -365,23 +392,33 @@ void RealDevice::stream_wait(core::Stream s, core::DeviceEvent e) {
 void RealDevice::event_sync(core::DeviceEvent e) {
   cudaEvent_t ev;
   std::string name;
+  std::pair<int32_t, uint64_t> mark;
   {
     std::lock_guard<std::mutex> lock(mu_);
     ev = event_handle(events_, e);
     name = events_.at(static_cast<size_t>(e.id)).first;
+    mark = event_marks_.at(static_cast<size_t>(e.id));
   }
   RealRuntime::CallScope scope(rt_, fmt::format("cudaEventSynchronize('{}')", name));
   PPSPEC_CUDA(cudaEventSynchronize(ev));
+  if (mark.first >= 0) copy_out(take_copies(core::Stream{mark.first}, mark.second));
 }
 
 void RealDevice::stream_sync(core::Stream s) {
   RealRuntime::CallScope scope(rt_, fmt::format("cudaStreamSynchronize({})", full_name(s)));
   PPSPEC_CUDA(cudaStreamSynchronize(as_stream(cuda_stream(s))));
+  copy_out(take_copies(s));
 }
 
 void RealDevice::device_sync() {
   RealRuntime::CallScope scope(rt_, fmt::format("cudaDeviceSynchronize (rank{})", rank_));
   PPSPEC_CUDA(cudaDeviceSynchronize());
+  size_t streams = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    streams = streams_.size();
+  }
+  for (size_t i = 0; i < streams; ++i) copy_out(take_copies(core::Stream{static_cast<int32_t>(i)}));
 }
 
 void RealDevice::capture_begin(core::Stream s) {

@@ -60,11 +60,22 @@ class RealDevice final : public core::Device {
   std::vector<CapturedOp>* capture_of(core::Stream s);
 
  private:
+  // A download's bytes in pinned staging, copied out to the caller's memory at the stream's next
+  // host function or synchronisation.
+  struct PendingCopy {
+    void* stage = nullptr;
+    size_t size_class = 0;
+    void* dst = nullptr;
+    size_t bytes = 0;
+    uint64_t seq = 0;  // the stream's count of downloads before it
+  };
   struct StreamRec {
     std::string name;
     void* handle = nullptr;  // cudaStream_t
     bool capturing = false;
     std::vector<CapturedOp> captured;
+    std::vector<PendingCopy> copies_out;  // guarded by mu_
+    uint64_t downloads = 0;               // staged so far
   };
   struct GraphRec {
     void* exec = nullptr;  // cudaGraphExec_t
@@ -80,12 +91,20 @@ class RealDevice final : public core::Device {
   const JitKernel& jit_kernel(core::KernelRef k);  // compiles and loads at first use
   int busy_slot(core::KernelRef k);
   void* take_staging(size_t bytes, size_t& size_class);  // pinned host memory for a download
+  // Copies a stream's staged downloads out (their DMA is complete) and returns the staging.
+  void copy_out(std::vector<PendingCopy> copies);
+  // The stream's staged downloads with a sequence number below `before` (all by default).
+  std::vector<PendingCopy> take_copies(core::Stream s, uint64_t before = UINT64_MAX);
+  static constexpr size_t kCopiesOutMax = 256;  // staged downloads a stream holds before a flush
 
   RealRuntime& rt_;
   core::RankId rank_;
   mutable std::mutex mu_;  // guards the tables below, never held across a blocking CUDA call
   std::deque<StreamRec> streams_;  // deque: references stay valid as streams are added
   std::vector<std::pair<std::string, void*>> events_;  // cudaEvent_t
+  // Per event: the stream it was last recorded on and how many downloads that stream had staged
+  // then: an event synchronisation makes exactly those readable.
+  std::vector<std::pair<int32_t, uint64_t>> event_marks_;
   std::vector<std::pair<std::string, int*>> flags_;
   std::vector<GraphRec> graphs_;
   std::map<std::string, JitKernel> jit_;
