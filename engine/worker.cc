@@ -162,7 +162,8 @@ void Worker::preload() {
     preload_kernel<K>(ctx_.dev, core::KernelRef{name, spec});
   };
   load("prepare_inputs", "", static_cast<kn::PrepareInputsKernel*>(nullptr));
-  load("restore_unwritten", "", static_cast<kn::RestoreUnwrittenKernel*>(nullptr));
+  load("save_and_poison", "", static_cast<kn::SaveAndPoisonKernel*>(nullptr));
+  load("restore_unwritten", "", static_cast<kn::RestoreUnwrittenBandsKernel*>(nullptr));
   if (ctx_.first) {
     load("embed", "", static_cast<kn::EmbedKernel*>(nullptr));
     load("context_sum", "", static_cast<kn::ContextSumKernel*>(nullptr));

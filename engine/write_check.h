@@ -8,12 +8,13 @@
 
 #include "engine/rank_context.h"
 #include "engine/readback.h"
+#include "kernels/write_check.h"
 
 namespace ppspec::engine {
 
 class WriteCheck {
  public:
-  static constexpr size_t kBuffersMax = 3;
+  static constexpr size_t kBuffersMax = kernels::kCheckBandsMax;
   // Ranges of at most `rows` rows of at most 8-byte elements.
   WriteCheck(RankContext& ctx, int64_t rows);
 

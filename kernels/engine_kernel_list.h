@@ -30,4 +30,6 @@
   X(GatherBlockRowsKernel)         \
   X(SetDraftTokensKernel)          \
   X(GatherDraftsKernel)            \
-  X(RestoreUnwrittenKernel)
+  X(RestoreUnwrittenKernel)        \
+  X(SaveAndPoisonKernel)           \
+  X(RestoreUnwrittenBandsKernel)

@@ -31,4 +31,35 @@ struct RestoreUnwrittenKernel {
   }
 };
 
+// One check covers up to this many buffers (a prepare kernel's ids, positions and flags), each
+// range saved, poisoned and restored by one launch for all of them.
+inline constexpr int32_t kCheckBandsMax = 3;
+
+// Saves each range's bytes, then fills it with the poison byte; one program per range.
+struct SaveAndPoisonKernel {
+  int32_t bands;
+  Span<uint8_t> data[kCheckBandsMax];
+  Span<uint8_t> saved[kCheckBandsMax];
+  PPSPEC_HD void row(int64_t b) const {
+    if (b < 0 || b >= bands) out_of_bounds(b, 1, bands);
+    for (int64_t i = 0; i < data[b].size; ++i) {
+      saved[b][i] = data[b][i];
+      data[b][i] = kPoisonByte;
+    }
+  }
+};
+
+// RestoreUnwrittenKernel over every range of a check: row r is element r % elements of range
+// r / elements (every range holds `elements` elements).
+struct RestoreUnwrittenBandsKernel {
+  int32_t bands;
+  int64_t elements;
+  RestoreUnwrittenKernel band[kCheckBandsMax];
+  PPSPEC_HD void row(int64_t r) const {
+    const int64_t b = r / elements;
+    if (b >= bands) out_of_bounds(b, 1, bands);
+    band[b].row(r % elements);
+  }
+};
+
 }  // namespace ppspec::kernels

@@ -11,6 +11,7 @@ Serving steps only (warmup excluded). Latency of a step: from the engine core sc
 last stage's sampled tokens of it reaching the host (a host function on its stream).
 """
 import glob
+import gzip
 import json
 import os
 import re
@@ -40,9 +41,11 @@ def read_trace(path):
 
 def read_profile(path):
     rows = {}
+    if not os.path.exists(path) and os.path.exists(path + ".gz"):
+        path += ".gz"  # as committed under docs/evidence/
     if not os.path.exists(path):
         return rows
-    with open(path) as f:
+    with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
         for line in f:
             r = json.loads(line)
             rows[(r["rank"], r["step"])] = r

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <type_traits>
@@ -508,6 +509,56 @@ TEST(GpuEngineKernels, RestoreUnwrittenRestoresTheSameElementsAsTheCpu) {
       EXPECT_EQ(d_data.host[u], want_unwritten[u / static_cast<size_t>(eb)] != 0 ? saved[u] : data[u]) << i;
     }
   }
+}
+
+TEST(GpuEngineKernels, WriteCheckBandsSaveAndRestoreTheSameBytesAsTheCpu) {
+  if (!have_gpu()) GTEST_SKIP() << "no GPU";
+  Rng rng(29);
+  constexpr int32_t kElems = 23;
+  constexpr int32_t kWidths[kCheckBandsMax] = {4, 8, 1};  // ids, positions, flags
+  std::vector<std::unique_ptr<Dual<uint8_t>>> data, saved, unwritten;
+  for (int32_t w : kWidths) {
+    std::vector<uint8_t> bytes = uniform<uint8_t>(kElems * w, 0, 255, rng);
+    for (auto& x : bytes)
+      if (x == kPoisonByte) x ^= 1;
+    data.push_back(std::make_unique<Dual<uint8_t>>(bytes));
+    saved.push_back(std::make_unique<Dual<uint8_t>>(filled<uint8_t>(kElems * w, 0)));
+    unwritten.push_back(std::make_unique<Dual<uint8_t>>(filled<uint8_t>(kElems, 7)));
+  }
+  const std::vector<uint8_t> original = data[1]->host;
+  for (bool gpu : {false, true}) {
+    SaveAndPoisonKernel sp{};
+    sp.bands = kCheckBandsMax;
+    for (int b = 0; b < kCheckBandsMax; ++b) {
+      sp.data[b] = data[static_cast<size_t>(b)]->on(gpu);
+      sp.saved[b] = saved[static_cast<size_t>(b)]->on(gpu);
+    }
+    run(sp, kCheckBandsMax, gpu);
+    // A kernel between the two stores every third element of every range.
+    RestoreUnwrittenBandsKernel rb{};
+    rb.bands = kCheckBandsMax;
+    rb.elements = kElems;
+    for (int b = 0; b < kCheckBandsMax; ++b) {
+      auto& d = *data[static_cast<size_t>(b)];
+      if (gpu) d.host = d.from_gpu();
+      for (int32_t e = 0; e < kElems; e += 3) d.host[static_cast<size_t>(e * kWidths[b])] = static_cast<uint8_t>(e);
+      if (gpu) {
+        ASSERT_EQ(cudaMemcpy(d.dev, d.host.data(), d.bytes(), cudaMemcpyHostToDevice), cudaSuccess);
+      }
+      rb.band[b] = RestoreUnwrittenKernel{kWidths[b], d.on(gpu), saved[static_cast<size_t>(b)]->on(gpu),
+                                          unwritten[static_cast<size_t>(b)]->on(gpu)};
+    }
+    run(rb, int64_t{kCheckBandsMax} * kElems, gpu);
+  }
+  for (int b = 0; b < kCheckBandsMax; ++b) {
+    expect_same(*saved[static_cast<size_t>(b)], "saved");
+    expect_same(*data[static_cast<size_t>(b)], "data");
+    expect_same(*unwritten[static_cast<size_t>(b)], "unwritten");
+    for (int32_t e = 0; e < kElems; ++e) EXPECT_EQ(unwritten[static_cast<size_t>(b)]->host[static_cast<size_t>(e)], e % 3 == 0 ? 0 : 1);
+  }
+  // Not vacuous: the unstored elements of the 8-byte range hold their original bytes again.
+  for (int32_t e = 1; e < kElems; e += 3)
+    for (int32_t i = 0; i < 8; ++i) EXPECT_EQ(data[1]->host[static_cast<size_t>(e * 8 + i)], original[static_cast<size_t>(e * 8 + i)]);
 }
 
 }  // namespace
