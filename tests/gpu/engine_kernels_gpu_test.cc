@@ -540,10 +540,13 @@ TEST(GpuEngineKernels, WriteCheckBandsSaveAndRestoreTheSameBytesAsTheCpu) {
     rb.elements = kElems;
     for (int b = 0; b < kCheckBandsMax; ++b) {
       auto& d = *data[static_cast<size_t>(b)];
-      if (gpu) d.host = d.from_gpu();
-      for (int32_t e = 0; e < kElems; e += 3) d.host[static_cast<size_t>(e * kWidths[b])] = static_cast<uint8_t>(e);
+      // The CPU run's bytes are the host copy; the GPU run's are edited through a copy of their own.
+      std::vector<uint8_t> bytes = gpu ? d.from_gpu() : d.host;
+      for (int32_t e = 0; e < kElems; e += 3) bytes[static_cast<size_t>(e * kWidths[b])] = static_cast<uint8_t>(e);
       if (gpu) {
-        ASSERT_EQ(cudaMemcpy(d.dev, d.host.data(), d.bytes(), cudaMemcpyHostToDevice), cudaSuccess);
+        ASSERT_EQ(cudaMemcpy(d.dev, bytes.data(), d.bytes(), cudaMemcpyHostToDevice), cudaSuccess);
+      } else {
+        d.host = bytes;
       }
       rb.band[b] = RestoreUnwrittenKernel{kWidths[b], d.on(gpu), saved[static_cast<size_t>(b)]->on(gpu),
                                           unwritten[static_cast<size_t>(b)]->on(gpu)};
