@@ -29,7 +29,6 @@ void Worker::step(const SchedulerOutput& so) {
     // An idle step keeps the PP cadence: every rank takes it, nothing runs, nothing is posted.
     if (pp_handler_ && !ctx_.last) pp_handler_->receive(so);
     if (ctx_.last && ctx_.tp_rank == 0) ctx_.rt.channel("engine").send(ModelOutput{so.step, ctx_.rt.now(), {}});
-    ++steps_;
     return;
   }
   // 3. Inputs from this rank's own tables, padded to the graph's size.
@@ -51,7 +50,6 @@ void Worker::step(const SchedulerOutput& so) {
                                           span_of<int32_t>(tables_.num_computed)},
              static_cast<int64_t>(so.requests.size()));
   }
-  ++steps_;
 }
 
 void Worker::deferred_update() {

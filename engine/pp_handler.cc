@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include "engine/probe.h"
-#include "kernels/write_check.h"
 
 namespace ppspec::engine {
 
@@ -18,36 +17,32 @@ std::optional<std::vector<bool>> need_sampled_mask(const SchedulerOutput& so) {
   return mask;
 }
 
-PPHandler::PPHandler(core::Runtime& rt, core::Device& dev, core::Communicator& bcast, int stage, int pp,
-                     const EngineConfig& cfg, core::Stream main, core::Stream side)
-    : rt_(rt),
-      dev_(dev),
+PPHandler::PPHandler(RankContext& ctx, core::Communicator& bcast)
+    : rt_(ctx.rt),
+      dev_(ctx.dev),
       bcast_(bcast),
-      stage_(stage),
-      pp_(pp),
-      k_(cfg.spec.k),
-      variant_(cfg.spec.feedback),
-      stale_drafts_(cfg.faults.stale_drafts),
-      narrow_width_(cfg.faults.narrow_sampled_width),
-      main_(main),
-      side_(side) {
-  const int64_t n = cfg.serving.max_num_seqs;
-  const int64_t kk = std::max(k_, 1);
+      stage_(ctx.stage),
+      pp_(ctx.pp),
+      k_(ctx.k),
+      variant_(ctx.cfg.spec.feedback),
+      stale_drafts_(ctx.cfg.faults.stale_drafts),
+      narrow_width_(ctx.cfg.faults.narrow_sampled_width),
+      main_(ctx.main),
+      side_(ctx.side) {
+  const int64_t n = ctx.max_reqs;
   gen_.assign(static_cast<size_t>(n), 0);
-  slots_.resize(static_cast<size_t>(pp + 1));
+  slots_.resize(static_cast<size_t>(pp_ + 1));
   for (size_t i = 0; i < slots_.size(); ++i) {
     FeedbackBuffers& s = slots_[i];
-    s.sampled = dev.alloc(core::Dtype::i64, core::Shape{n, k_ + 1}, "feedback.sampled");
-    s.counts = dev.alloc(core::Dtype::i32, core::Shape{2, n}, "feedback.counts");
-    s.drafts = dev.alloc(core::Dtype::i64, core::Shape{n, kk}, "feedback.drafts");
-    s.payload = dev.alloc(core::Dtype::i64, core::Shape{n, 2 * k_ + 3}, "feedback.payload");
-    s.done = dev.event(fmt::format("feedback.slot{}", i));
-    // Poison, as every engine buffer starts (Worker::alloc): unstored memory reads the same on both runtimes.
-    for (const core::Buffer* b : {&s.sampled, &s.counts, &s.drafts, &s.payload}) dev.memset(main, *b, kernels::kPoisonByte);
+    s.sampled = ctx.alloc(core::Dtype::i64, n, k_ + 1, "feedback.sampled");
+    s.counts = ctx.alloc(core::Dtype::i32, 2, n, "feedback.counts");
+    s.drafts = ctx.alloc(core::Dtype::i64, n, std::max(k_, 1), "feedback.drafts");
+    s.payload = ctx.alloc(core::Dtype::i64, n, 2 * k_ + 3, "feedback.payload");
+    s.done = dev_.event(fmt::format("feedback.slot{}", i));
   }
-  main_ready_ = dev.event("feedback.main_ready");
+  main_ready_ = dev_.event("feedback.main_ready");
   if (!is_last())
-    for (int i = 0; i < pp; ++i) queue_.emplace_back(std::nullopt);  // pre-seeded: the first pp steps adopt nothing
+    for (int i = 0; i < pp_; ++i) queue_.emplace_back(std::nullopt);  // pre-seeded: the first pp steps adopt nothing
 }
 
 void PPHandler::publish_gate(const SchedulerOutput& so, const std::optional<std::vector<bool>>& mask) {

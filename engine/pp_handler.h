@@ -18,6 +18,7 @@
 #include "core/runtime.h"
 #include "engine/config.h"
 #include "engine/messages.h"
+#include "engine/rank_context.h"
 
 namespace ppspec::engine {
 
@@ -50,8 +51,8 @@ struct PrevOutputs {
 
 class PPHandler {
  public:
-  PPHandler(core::Runtime& rt, core::Device& dev, core::Communicator& bcast, int stage, int pp, const EngineConfig& cfg,
-            core::Stream main, core::Stream side);
+  // Its buffers are the rank's (RankContext::alloc): poisoned with the others when the rank starts.
+  PPHandler(RankContext& ctx, core::Communicator& bcast);
 
   bool is_last() const { return stage_ == pp_ - 1; }
   void set_disabled(bool d) { disabled_ = d; }

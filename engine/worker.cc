@@ -122,9 +122,8 @@ void Worker::load_checkpoint() {
 
 void Worker::run() {
   init_communicators();
+  if (ctx_.pp > 1) pp_handler_ = std::make_unique<PPHandler>(ctx_, *bcast_comm_);
   load_checkpoint();
-  if (ctx_.pp > 1)
-    pp_handler_ = std::make_unique<PPHandler>(ctx_.rt, ctx_.dev, *bcast_comm_, ctx_.stage, ctx_.pp, ctx_.cfg, ctx_.main, ctx_.side);
   core::HostChannel& inbox = ctx_.rt.channel(fmt::format("worker{}", ctx_.rank));
   for (;;) {
     const auto cmd = std::any_cast<WorkerCommand>(inbox.recv());

@@ -83,7 +83,6 @@ class Worker {
   core::Communicator* bcast_comm_ = nullptr;
   std::unique_ptr<PPHandler> pp_handler_;
   std::map<int32_t, core::Graph> graphs_;  // by padded row count
-  int64_t steps_ = 0;
   std::deque<std::string> call_sites_;  // "execute_model step N", one per step: stable addresses
   FeedbackBuffers own_slot_;            // the sampler's outputs when pp = 1 (no feedback handler)
   core::Buffer prev_idx_, prev_query_len_;  // the deferred update's rows (earlier stages)

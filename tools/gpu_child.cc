@@ -35,6 +35,16 @@ nlohmann::json result_json(const core::RunResult& checked, core::Time wall, uint
           {"events", checked.stats.events}};
 }
 
+void run_guarded(const std::string& result_path, const std::function<void()>& body) {
+  try {
+    body();
+  } catch (const real::TooFewGpus& e) {
+    write_result(result_path, {{"error", e.what()}, {"bad_input", true}});
+  } catch (const std::exception& e) {
+    write_result(result_path, {{"error", e.what()}});
+  }
+}
+
 namespace {
 
 // Every event as its JSON line: the checker reads them back when the run ends or hangs.
@@ -96,7 +106,7 @@ int gpu_child_main(const GpuChildArgs& args) {
     std::lock_guard<std::mutex> lock(finish_mu);
     write_result(args.result, {{"error", error}});
   };
-  try {
+  run_guarded(args.result, [&] {
     rt = std::make_unique<real::RealRuntime>(p.num_ranks, cfg);
     if (writer) rt->events().subscribe(writer.get());
     rt->events().subscribe(&recorder);
@@ -106,11 +116,7 @@ int gpu_child_main(const GpuChildArgs& args) {
     const core::RunResult r = check();
     if (writer) writer->finish(r);
     write_result(args.result, result_json(r, ran.stats.sim_time, ran.stats.ops_posted));
-  } catch (const real::TooFewGpus& e) {
-    write_result(args.result, {{"error", e.what()}, {"bad_input", true}});
-  } catch (const std::exception& e) {
-    write_result(args.result, {{"error", e.what()}});
-  }
+  });
   return 0;
 }
 

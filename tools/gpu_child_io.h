@@ -3,6 +3,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -32,6 +33,9 @@ class LockedList {
 };
 
 void write_result(const std::string& path, const nlohmann::json& j);
+// Runs a child's body; what it throws becomes the result's error (a scenario that needs more GPUs
+// than the machine has is bad input, exit 2 in the parent; anything else a failed run, exit 3).
+void run_guarded(const std::string& result_path, const std::function<void()>& body);
 nlohmann::json result_json(const core::RunResult& checked, core::Time wall, uint64_t ops);
 // A serving scenario on the real backend (tools/gpu_child_serving.cc).
 int gpu_child_serving(const GpuChildArgs& args, const toml::table& root, uint64_t hash);

@@ -78,8 +78,7 @@ int gpu_child_serving(const GpuChildArgs& args, const toml::table& root, uint64_
   if (!args.trace.empty()) writer = std::make_unique<traces::JsonlWriter>(args.trace, header);
   verify::TraceChecker checker;
   LockedList<core::Finding> notes;  // hazards arrive on any thread (a probe runs on CUDA's)
-  std::vector<core::Finding> online;  // failures the monitors found before a hang
-  std::mutex online_mu;
+  LockedList<core::Finding> online;  // failures the monitors found before a hang
 
   real::RealConfig cfg;
   cfg.module_loading = s.runtime.module_loading;
@@ -89,10 +88,7 @@ int gpu_child_serving(const GpuChildArgs& args, const toml::table& root, uint64_
     // The event bus is held: nothing else publishes while the result is written.
     core::RunResult monitors;
     monitors.notes = notes.snapshot();
-    {
-      std::lock_guard<std::mutex> lock(online_mu);
-      verify::settle_verdict(monitors, online, s.runtime.strict);
-    }
+    verify::settle_verdict(monitors, online.snapshot(), s.runtime.strict);
     const core::RunResult r = combine(monitors, checker.result(), s.runtime.strict);
     if (writer) writer->finish(r);
     nlohmann::json j = result_json(r, rt->now(), rt->tracker().posted());
@@ -103,17 +99,14 @@ int gpu_child_serving(const GpuChildArgs& args, const toml::table& root, uint64_
   const std::string profile = profile_path();
   cfg.profile = !profile.empty();
   cfg.step_of = [](std::string_view site) { return engine::step_of_call_site(site); };
-  try {
+  run_guarded(args.result, [&] {
     rt = std::make_unique<real::RealRuntime>(s.config.topology.ranks(), cfg);
     std::vector<core::EventSink*> sinks{&checker};
     if (writer) sinks.push_back(writer.get());
     serving::RuntimeHooks hooks;
     // Hardware cannot stop at the first failure: the run goes on, and the failure is kept here so
     // that a later hang still reports what went wrong first.
-    hooks.failed = [&](const core::Finding& f) {
-      std::lock_guard<std::mutex> lock(online_mu);
-      online.push_back(f);
-    };
+    hooks.failed = [&](const core::Finding& f) { online.add(f); };
     hooks.note = [&](core::Finding f) { notes.add(std::move(f)); };
     hooks.notes = [&] { return notes.snapshot(); };
     const serving::ServingRun run = serving::serve(*rt, s.config, sinks, hooks, s.runtime.strict);
@@ -125,11 +118,7 @@ int gpu_child_serving(const GpuChildArgs& args, const toml::table& root, uint64_
     j["requests"] = requests_json(run.requests);
     j["stats"] = serving_stats_json(run.stats);
     write_result(args.result, j);
-  } catch (const real::TooFewGpus& e) {
-    write_result(args.result, {{"error", e.what()}, {"bad_input", true}});
-  } catch (const std::exception& e) {
-    write_result(args.result, {{"error", e.what()}});
-  }
+  });
   return 0;
 }
 
