@@ -34,11 +34,6 @@ core::Verdict gpu_expectation(const Scenario& sc) {
   return s.expect.gpu_verdict.value_or(s.expect.verdict);
 }
 
-ServingFigures figures_of(const serving::ServingRun& run) {
-  return ServingFigures{run.stats.steps, static_cast<int64_t>(run.requests.size()), run.stats.output_tokens,
-                        run.stats.acceptance_rate(), run.stats.tokens_per_step()};
-}
-
 // A serving run's requests from the child, then the oracles (their references are simulated).
 serving::ServingRun finish_serving(const serving::ServingScenario& s, const nlohmann::json& result, RunRecord& rec) {
   serving::ServingRun run;

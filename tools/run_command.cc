@@ -21,6 +21,7 @@
 #include "tools/gpu_runs.h"
 #include "tools/run_support.h"
 #include "tools/report.h"
+#include "tools/serving_records.h"
 #include "traces/jsonl_writer.h"
 
 namespace ppspec::tools {
@@ -50,8 +51,7 @@ void simulate_once(const Scenario& sc, uint64_t seed, const sim::StrategySpec& s
   if (sink != nullptr) opts.sinks.push_back(sink);
   const serving::ServingRun run = serving::run_on_sim(s, opts);
   rec.result = run.result;
-  rec.serving = ServingFigures{run.stats.steps, static_cast<int64_t>(run.requests.size()), run.stats.output_tokens,
-                               run.stats.acceptance_rate(), run.stats.tokens_per_step()};
+  rec.serving = figures_of(run);
   rec.mismatch = core::expectation_mismatch(s.expect, rec.result);
 }
 

@@ -67,6 +67,11 @@ std::vector<engine::RequestRecord> requests_from_json(const engine::EngineConfig
   return out;
 }
 
+ServingFigures figures_of(const serving::ServingRun& run) {
+  return ServingFigures{run.stats.steps, static_cast<int64_t>(run.requests.size()), run.stats.output_tokens,
+                        run.stats.acceptance_rate(), run.stats.tokens_per_step()};
+}
+
 nlohmann::json serving_stats_json(const engine::ServingStats& s) {
   return {{"steps", s.steps}, {"output_tokens", s.output_tokens}, {"drafts_verified", s.drafts_verified},
           {"drafts_accepted", s.drafts_accepted}};
