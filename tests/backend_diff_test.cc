@@ -80,6 +80,38 @@ TEST(BackendDiff, AChangedTokenOrDraftIsNamedByRequestTokenAndStep) {
   EXPECT_NE(f->summary.find("ran on the simulator and not on the GPUs"), std::string::npos) << f->summary;
 }
 
+// Sequences that differ only in their last operation, or by one operation more, are not the same.
+TEST(BackendDiff, TheLastOperationAndALongerSequenceCountToo) {
+  auto feed = [](verify::OpLog& log, int n, const char* last_label) {
+    for (int i = 0; i < n; ++i) {
+      core::Event e;
+      e.kind = core::EventKind::op_posted;
+      e.rank = 0;
+      e.comm = "pp0";
+      e.has_op = true;
+      e.op.kind = core::OpKind::send;
+      e.op.dtype = core::Dtype::u32;
+      e.op.count = 8;
+      e.op.peer = 1;
+      e.op.label = core::Label{i + 1 == n ? last_label : "act.hidden", i};
+      log.on_event(e);
+    }
+  };
+  verify::OpLog a, b, c;
+  feed(a, 4, "act.hidden");
+  feed(b, 4, "act.ctx");
+  feed(c, 5, "act.hidden");
+  auto f = verify::compare_ops(a, b);
+  ASSERT_TRUE(f);
+  EXPECT_NE(f->summary.find("operation 3 differs"), std::string::npos) << f->summary;
+  EXPECT_EQ(f->engine_step, 3);
+  f = verify::compare_ops(a, c);
+  ASSERT_TRUE(f);
+  EXPECT_NE(f->summary.find("operation 4 differs"), std::string::npos) << f->summary;
+  EXPECT_EQ(f->details[0], "simulator: nothing");
+  EXPECT_FALSE(verify::compare_ops(a, a));
+}
+
 TEST(BackendDiff, ADifferentWireFormatIsNamedAtItsFirstOperation) {
   // The same workload with the single-payload feedback: the same tokens, other operations.
   auto s = scenario("pp2_tp1_k5.toml");

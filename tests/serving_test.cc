@@ -44,6 +44,7 @@ class Probes final : public core::EventSink {
     int64_t step, req;
     std::vector<int64_t> ints;
     std::string text;
+    int64_t value;
   };
   void on_event(const core::Event& e) override {
     switch (e.kind) {
@@ -54,7 +55,7 @@ class Probes final : public core::EventSink {
       case core::EventKind::drafts_proposed:
       case core::EventKind::drafts_adopted:
       case core::EventKind::batch_scheduled:
-        all.push_back(P{e.kind, e.rank, e.step, e.req, {e.ints.begin(), e.ints.end()}, std::string(e.text)});
+        all.push_back(P{e.kind, e.rank, e.step, e.req, {e.ints.begin(), e.ints.end()}, std::string(e.text), e.value});
         break;
       default: break;
     }
@@ -109,6 +110,40 @@ TEST(Serving, EarlierStagesAdoptExactlyTheDraftsTheLastStageProposed) {
     ++checked;
   }
   EXPECT_GT(checked, 50);
+}
+
+// The sampler's probe reads its counts back from device memory: a row's sampled tokens and its
+// rejected drafts add up to the rows that carried logits (K + 1 for a decode, 1 for a final chunk).
+TEST(Serving, EverySampledRowAccountsForEachOfItsLogitRows) {
+  const serving::ServingScenario s = small_pp2_tp2();
+  Probes probes;
+  ASSERT_EQ(run(s, 1, &probes).result.verdict, core::Verdict::pass);
+  const auto k = static_cast<int64_t>(s.config.spec.k);
+  int decodes = 0;
+  for (const auto& p : probes.all) {
+    if (p.kind != core::EventKind::tokens_sampled) continue;
+    const auto rows = static_cast<int64_t>(p.ints.size()) + p.value;
+    EXPECT_TRUE(rows == 1 || rows == k + 1) << "request " << p.req << " step " << p.step << ": " << p.ints.size()
+                                            << " sampled, " << p.value << " rejected";
+    decodes += rows == k + 1 && p.value > 0 ? 1 : 0;
+  }
+  EXPECT_GT(decodes, 50) << "decodes that rejected drafts";
+}
+
+// The drafter's table as the draft kernel reads it: on a stage that loaded it, the checkpoint's with
+// nothing unwritten; aliased to the target's (which lives on stage 0 only), every entry still holds
+// the allocation's poison, and the report says how many.
+TEST(Serving, TheDrafterTableProbeCountsTheEntriesNothingWrote) {
+  serving::ServingScenario s = small_pp2_tp2();
+  const serving::ServingRun clean = run(s);
+  ASSERT_EQ(clean.result.verdict, core::Verdict::pass);
+  s.config.faults.alias_target_embed = true;
+  const serving::ServingRun aliased = run(s);
+  ASSERT_EQ(aliased.result.verdict, core::Verdict::embedding_violation);
+  const std::string vocab = std::to_string(s.config.model.vocab);
+  EXPECT_NE(aliased.result.findings.front().summary.find(vocab + " of its " + vocab + " entries were never written"),
+            std::string::npos)
+      << aliased.result.findings.front().summary;
 }
 
 TEST(Serving, EveryKernelLoadsDuringWarmupAndNoneWhileServing) {
