@@ -129,7 +129,6 @@ ProgramOp read_op(Context& ctx, const toml::table& t, core::RankId rank, const s
       if (!peer) r.fail_here(fmt::format("'{}' needs a '{}' (a global rank)", program::to_string(op.type), key));
       op.peer = static_cast<core::RankId>(*peer);
       if (!member(*c, op.peer)) r.fail(key, fmt::format("rank {} is not a member of communicator '{}'", op.peer, *comm));
-      if (op.type != OpType::broadcast && op.peer == rank) r.fail(key, "a rank cannot send to or receive from itself");
     }
     op.dtype = r.choice<core::Dtype>("dtype", core::parse_dtype, core::dtype_names()).value_or(core::Dtype::f32);
     op.count = r.integer("count", 0, int64_t{1} << 32).value_or(1);

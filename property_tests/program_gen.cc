@@ -234,6 +234,13 @@ bool same_channel(const ProgramOp& x, const ProgramOp& y) {
   return x.type == y.type && x.peer == y.peer;
 }
 
+// NCCL discards a collective of no elements before it takes a place in the order: doubling,
+// dropping or reshaping one changes nothing, so it is no perturbation.
+bool perturbable(const ProgramOp& op) {
+  if (!program::is_comm_op(op.type)) return false;
+  return op.type == OpType::send || op.type == OpType::recv || op.count > 0;
+}
+
 }  // namespace
 
 Perturbed perturb(const program::Program& p, const PerturbSpec& spec) {
@@ -242,7 +249,7 @@ Perturbed perturb(const program::Program& p, const PerturbSpec& spec) {
   std::vector<core::RankId> candidates;
   for (core::RankId r = 0; r < p.num_ranks; ++r)
     for (const ProgramOp& op : p.ranks[static_cast<size_t>(r)][0].ops)
-      if (program::is_comm_op(op.type)) {
+      if (perturbable(op)) {
         candidates.push_back(r);
         break;
       }
@@ -252,7 +259,7 @@ Perturbed perturb(const program::Program& p, const PerturbSpec& spec) {
   auto& ops = out.program.ranks[static_cast<size_t>(r)][0].ops;
   std::vector<size_t> comm_ops;
   for (size_t i = 0; i < ops.size(); ++i)
-    if (program::is_comm_op(ops[i].type)) comm_ops.push_back(i);
+    if (perturbable(ops[i])) comm_ops.push_back(i);
   const size_t at = comm_ops[static_cast<size_t>(spec.op) % comm_ops.size()];
   auto kind = static_cast<Perturbation>(spec.kind % 6);
 

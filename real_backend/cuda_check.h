@@ -18,7 +18,15 @@ class CudaError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// NCCL's ncclInvalidUsage: the program broke a rule NCCL checks at run time (a send to self without
+// its receive in the group). A verdict of the program (`invalid-usage`), not a failure of the run.
+class NcclInvalidUsage : public CudaError {
+ public:
+  using CudaError::CudaError;
+};
+
 [[noreturn]] void throw_cuda(const char* what, const char* call, const char* file, int line);
+[[noreturn]] void throw_nccl(ncclResult_t result, const char* call, const char* file, int line);
 
 }  // namespace ppspec::real
 
@@ -41,7 +49,7 @@ class CudaError : public std::runtime_error {
 #define PPSPEC_NCCL(call)                                                                                   \
   do {                                                                                                      \
     const ncclResult_t ppspec_e = (call);                                                                   \
-    if (ppspec_e != ncclSuccess) ::ppspec::real::throw_cuda(ncclGetErrorString(ppspec_e), #call, __FILE__, __LINE__); \
+    if (ppspec_e != ncclSuccess) ::ppspec::real::throw_nccl(ppspec_e, #call, __FILE__, __LINE__);           \
   } while (0)
 
 #define PPSPEC_NVRTC(call)                                                                     \

@@ -267,6 +267,8 @@ core::RunResult RealRuntime::run() {
         e.t = now();
         e.kind = core::EventKind::actor_end;
         publish(e);
+      } catch (const NcclInvalidUsage& ex) {
+        invalid_usage(a.state, ex.what());
       } catch (const std::exception& ex) {
         fail(fmt::format("{}: {}", a.state.name, ex.what()));
       }
@@ -307,6 +309,21 @@ void RealRuntime::fail(const std::string& error) {
     std::fflush(stderr);
   }
   _exit(3);
+}
+
+void RealRuntime::invalid_usage(const ActorState& actor, const std::string& error) {
+  {
+    std::lock_guard<std::mutex> lock(fail_mu_);
+    core::Finding f;
+    f.verdict = core::Verdict::invalid_usage;
+    f.kind = "nccl-invalid-usage";
+    f.summary = fmt::format("{}: NCCL rejected the call with ncclInvalidUsage: {}", actor.name, error);
+    f.sites.push_back(core::Site{actor.rank, actor.name, "", -1, "the NCCL call", std::string(call_site())});
+    if (config_.on_invalid_usage) config_.on_invalid_usage(f);
+    std::fprintf(stderr, "ppspec: %s\n", f.summary.c_str());
+    std::fflush(stderr);
+  }
+  _exit(0);
 }
 
 // ---- watchdog --------------------------------------------------------------------------------

@@ -31,6 +31,7 @@ struct PartSpec {
   int64_t id = -1;
   int64_t cseq = -1;        // collective slot, or index on the (src -> dst) channel
   uint64_t issue_idx = 0;   // the rank's communication-kernel issue order (a group shares one)
+  bool receiver_ready = false;  // send: the receiver had posted a receive from this peer (R4)
 };
 
 struct CommOp {

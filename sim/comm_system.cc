@@ -82,13 +82,13 @@ void SimCommHandle::post(core::OpKind kind, const core::Buffer& buf, const core:
 }
 
 void SimCommHandle::send(const core::Buffer& buf, int peer, core::Stream s, core::Label label) {
-  if (peer < 0 || peer >= size() || peer == crank_)
+  if (peer < 0 || peer >= size())  // a peer may be oneself: NCCL pairs self sends and receives in a group
     throw std::invalid_argument(fmt::format("send on '{}': bad peer {}", comm_.name, peer));
   post(core::OpKind::send, buf, {}, peer, s, label);
 }
 
 void SimCommHandle::recv(const core::Buffer& buf, int peer, core::Stream s, core::Label label) {
-  if (peer < 0 || peer >= size() || peer == crank_)
+  if (peer < 0 || peer >= size())  // a peer may be oneself: NCCL pairs self sends and receives in a group
     throw std::invalid_argument(fmt::format("recv on '{}': bad peer {}", comm_.name, peer));
   post(core::OpKind::recv, buf, {}, peer, s, label);
 }
@@ -176,6 +176,9 @@ core::Communicator& CommSystem::init(SimComm& comm, core::RankId me) {
 // Posting (host side)
 
 void CommSystem::post(PartSpec spec) {
+  // NCCL discards a collective of no elements before it takes a place in the communicator's order
+  // (taskAppend: "Empty collectives can be discarded"): it is never posted, paired or waited for.
+  if (!core::is_p2p(spec.desc.kind) && spec.desc.count == 0) return;
   SimDevice& dev = device_of(*spec.comm, spec.crank);
   if (!spec.comm->ranks[static_cast<size_t>(spec.crank)].initialised)
     throw std::logic_error(fmt::format("rank{} uses communicator '{}' before comm_init", dev.rank(), spec.comm->name));
@@ -194,9 +197,10 @@ void CommSystem::post(PartSpec spec) {
     dev.leave();
     return;
   }
-  register_post(spec);
   std::vector<PartSpec>& parts = host.scratch;
   parts.push_back(std::move(spec));
+  reject_unmatched_self(parts);  // an ungrouped call is a group of one
+  register_post(parts.back());
   connect(parts);
   launch(parts);
   dev.leave();
@@ -225,8 +229,36 @@ void CommSystem::group_end_flush() {
   }
   host.pending.clear();
   if (live.empty()) return;
+  reject_unmatched_self(live);
   connect(live);
   launch(live);
+}
+
+// NCCL pairs a group's sends to self with its receives from self when it schedules the group
+// (scheduleP2pTasksToPlan): one without the other fails ncclGroupEnd with ncclInvalidUsage ("Trying
+// to send to self without a matching recv"). A matched pair is legal: an all-to-all's own block.
+void CommSystem::reject_unmatched_self(const std::vector<PartSpec>& parts) {
+  for (const PartSpec& p : parts) {
+    if (!core::is_p2p(p.desc.kind) || p.peer != p.crank) continue;
+    int64_t sends = 0, recvs = 0;
+    for (const PartSpec& q : parts)
+      if (q.comm == p.comm && q.crank == q.peer && core::is_p2p(q.desc.kind))
+        (q.desc.kind == core::OpKind::send ? sends : recvs) += 1;
+    if (sends == recvs) continue;
+    World& w = rt_.world();
+    const core::RankId rank = p.comm->members[static_cast<size_t>(p.crank)];
+    core::Finding f;
+    f.verdict = core::Verdict::invalid_usage;
+    f.kind = "unmatched-self-p2p";
+    f.summary = fmt::format(
+        "{} {} on '{}' posts {} send(s) to itself and {} receive(s) from itself: NCCL fails {} with ncclInvalidUsage "
+        "(\"Trying to {} to self without a matching {}\")",
+        w.current().name, parts.size() == 1 ? "in an ungrouped call" : "in one group", p.comm->name, sends, recvs,
+        parts.size() == 1 ? "the call" : "ncclGroupEnd", sends > recvs ? "send" : "recv", sends > recvs ? "recv" : "send");
+    f.sites.push_back(core::Site{rank, w.current().name, p.comm->name, -1, std::string(core::to_string(p.desc.kind)),
+                                 std::string(p.origin)});
+    w.stop(std::move(f));
+  }
 }
 
 void CommSystem::replay(const std::vector<PartSpec>& parts, SimStream& stream) {
@@ -274,6 +306,9 @@ void CommSystem::register_post(PartSpec& spec) {
     const int src = is_send ? spec.crank : spec.peer;
     const int dst = is_send ? spec.peer : spec.crank;
     P2PChannel& ch = comm.channel(src, dst);
+    // R4: data a send leaves early lands only in a receiving side that exists already: one the
+    // receiver set up by posting a receive from this peer before this send was posted.
+    if (is_send) spec.receiver_ready = ch.recvs_posted > 0;
     spec.cseq = is_send ? ch.sends_posted++ : ch.recvs_posted++;
     if (w.bus().active()) emit_record(core::EventKind::op_posted, rec, comm, spec.cseq, -1);
     auto& mine = is_send ? ch.unpaired_sends : ch.unpaired_recvs;
@@ -349,11 +384,13 @@ void CommSystem::on_pair(const PostRecord& a, const PostRecord& b, SimComm& comm
 
 void CommSystem::connect(const std::vector<PartSpec>& parts) {
   World& w = rt_.world();
-  if (!w.config().runtime_connect) return;
   std::vector<Connection*> needed;
   for (const PartSpec& p : parts) {
     SimComm& c = *p.comm;
     const bool p2p = core::is_p2p(p.desc.kind);
+    // NCCL_RUNTIME_CONNECT=0 connects collectives' channels at init; p2p peers are connected at
+    // first contact whatever it says (p2pTaskAppend marks them for a preconnect): R1.
+    if (!p2p && !w.config().runtime_connect) continue;
     Connection& conn = p2p ? c.p2p_conn(p.crank, p.peer) : c.collective_conn;
     if (conn.established) continue;
     // A collective connection's parties are the members in comm-rank order; a p2p connection's

@@ -219,6 +219,7 @@ class CommSystem {
   void register_post(PartSpec& spec);
   void on_pair(const PostRecord& a, const PostRecord& b, SimComm& comm, int64_t cseq, bool p2p);
   void connect(const std::vector<PartSpec>& parts);
+  void reject_unmatched_self(const std::vector<PartSpec>& parts);
   void launch(std::vector<PartSpec>& parts);  // empties `parts`
   CommKernel& new_kernel();
   void start_op(CommOp& op, std::vector<CommOp*>& satisfied);

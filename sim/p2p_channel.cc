@@ -74,12 +74,15 @@ void P2PChannel::progress(int64_t unit_bytes, int64_t eager_bytes, std::vector<C
       running_recvs_.pop_front();
     }
   }
-  // Sends still waiting may now fit in the connection buffer: they complete eagerly (R4).
-  // A zero-byte send still needs its partner unless eager sends are possible at all.
-  if (eager_bytes <= 0) return;
+  // Sends still waiting may now fit in the connection buffer: they complete eagerly (R4). A
+  // zero-byte send carries no data: its one empty step completes without its receive. A send with
+  // data completes early only into a receiving side that existed when it was posted (measured on
+  // H200 with NCCL 2.28.9: an ungrouped send-first exchange at first contact hangs at 8 bytes, and
+  // passes at every size up to eager_bytes once both sides had received from each other).
   for (UnitSource& s : sources_) {
     if (s.op == nullptr) continue;
-    if (buffered_bytes_ + static_cast<int64_t>(s.bytes) > eager_bytes) break;  // later sends wait too
+    const bool early = s.bytes == 0 || (s.op->spec.receiver_ready && buffered_bytes_ + static_cast<int64_t>(s.bytes) <= eager_bytes);
+    if (!early) break;  // later sends wait too: one FIFO
     if (s.data != nullptr) s.owned_data.assign(s.data, s.data + s.bytes);  // buffered by the connection
     if (s.shadow != nullptr) s.owned_shadow.assign(s.shadow, s.shadow + s.bytes);
     s.data = s.data != nullptr ? s.owned_data.data() : nullptr;

@@ -15,28 +15,29 @@ using core::Verdict;
 const std::string kScenarios = std::string(PPSPEC_SOURCE_DIR) + "/scenarios/programs/";
 
 // rank 0 issues `call` while its recv of `x` spins; rank 1 sends `x` after 100 us (independent
-// of rank 0) or only after rank 0's `y` (dependent).
+// of rank 0) or only after rank 0's `y` (dependent). Both first connect (a grouped exchange), then
+// rank 1 sends 200 us later: rank 0 makes its call before (0 us) or after (500 us) the send is posted.
 std::string in_flight(const char* call, bool partner_posted_first) {
   return fmt::format(R"(
 kind = "program"
 ranks = 2
 streams = ["main", "side"]
-[runtime]
-runtime_connect = false
 [[communicator]]
 name = "c"
 ranks = [0, 1]
 [rank.0]
-ops = [ {{ op = "recv", comm = "c", peer = 1, stream = "side", label = "x" }},
+ops = [ {}
+        {{ op = "recv", comm = "c", peer = 1, stream = "side", label = "x" }},
         {{ op = "sleep", us = {} }},
         {},
         {{ op = "stream_sync", stream = "side" }} ]
 [rank.1]
-ops = [ {{ op = "send", comm = "c", peer = 0, stream = "main", label = "x" }}, {{ op = "stream_sync", stream = "main" }} ]
+ops = [ {} {{ op = "sleep", us = 200 }}, {{ op = "send", comm = "c", peer = 0, stream = "main", label = "x" }},
+        {{ op = "stream_sync", stream = "main" }} ]
 [expect]
 verdict = "pass"
 )",
-                     partner_posted_first ? 500 : 0, call);
+                     connect_group("c", 1), partner_posted_first ? 500 : 0, call, connect_group("c", 0));
 }
 
 TEST(Detectors, DeviceSyncWhileAKernelAwaitsAnUnpostedPartnerIsAHazard) {
@@ -92,19 +93,17 @@ TEST(Detectors, DeadlockThroughAnEventWait) {
 kind = "program"
 ranks = 2
 streams = ["s1", "s2"]
-[runtime]
-runtime_connect = false
 [[communicator]]
 name = "c"
 ranks = [0, 1]
 [rank.0]
-ops = [ { op = "recv", comm = "c", peer = 1, stream = "s1", label = "reply" },
+ops = [ )" + connect_group("c", 1) + R"( { op = "recv", comm = "c", peer = 1, stream = "s1", label = "reply" },
         { op = "record", event = "got_reply", stream = "s1" },
         { op = "wait_event", event = "got_reply", stream = "s2" },
         { op = "send", comm = "c", peer = 1, stream = "s2", label = "request" },
         { op = "device_sync" } ]
 [rank.1]
-ops = [ { op = "recv", comm = "c", peer = 0, label = "request", stream = "s1" },
+ops = [ )" + connect_group("c", 0) + R"( { op = "recv", comm = "c", peer = 0, label = "request", stream = "s1" },
         { op = "stream_sync", stream = "s1" },
         { op = "send", comm = "c", peer = 0, label = "reply", stream = "s1" },
         { op = "device_sync" } ]

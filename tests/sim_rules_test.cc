@@ -50,6 +50,8 @@ TEST(Rules, R1_CallReturnsOnceEnqueued) {
 }
 
 TEST(Rules, R1_FirstContactBlocksTheHostUntilThePeerArrives) {
+  // A p2p peer is connected at first contact whatever NCCL_RUNTIME_CONNECT says (NCCL's
+  // p2pTaskAppend marks it for a preconnect): the knob changes nothing for a send.
   for (bool runtime_connect : {true, false}) {
     auto cfg = exact_config();
     cfg.runtime_connect = runtime_connect;
@@ -73,10 +75,40 @@ TEST(Rules, R1_FirstContactBlocksTheHostUntilThePeerArrives) {
       h.rt.device(1).stream_sync(h.rt.device(1).stream("main"));
     });
     ASSERT_EQ(h.run().verdict, Verdict::pass);
+    EXPECT_GE(returned, 1 * kMs) << "first contact waits for the peer, runtime_connect = " << runtime_connect;
+  }
+}
+
+TEST(Rules, R1_CollectivesConnectAtInitWithoutRuntimeConnect) {
+  // NCCL_RUNTIME_CONNECT=0: collectives' channels are connected by ncclCommInitRank, so a first
+  // collective only enqueues; with 1 (the default) it waits for every member (measured on H200:
+  // two communicators' first collectives in opposite orders hang with 1 and pass with 0).
+  for (bool runtime_connect : {true, false}) {
+    auto cfg = exact_config();
+    cfg.runtime_connect = runtime_connect;
+    Harness h(2, cfg);
+    h.comm("c", {0, 1});
+    core::Time returned = -1;
+    auto b0 = h.buffer(0, 4);
+    auto b1 = h.buffer(1, 4);
+    h.actor(0, [&] {
+      auto& c = h.rt.comm_init("c", 0);
+      const core::Time t0 = h.rt.now();
+      c.all_reduce(b0, core::ReduceOp::sum, h.rt.device(0).stream("main"), Label{"x"});
+      returned = h.rt.now() - t0;
+      h.rt.device(0).stream_sync(h.rt.device(0).stream("main"));
+    });
+    h.actor(1, [&] {
+      auto& c = h.rt.comm_init("c", 1);
+      h.rt.sleep(1 * kMs);
+      c.all_reduce(b1, core::ReduceOp::sum, h.rt.device(1).stream("main"), Label{"x"});
+      h.rt.device(1).stream_sync(h.rt.device(1).stream("main"));
+    });
+    ASSERT_EQ(h.run().verdict, Verdict::pass);
     if (runtime_connect)
-      EXPECT_GE(returned, 1 * kMs) << "first contact waits for the peer (NCCL_RUNTIME_CONNECT=1)";
+      EXPECT_GE(returned, 1 * kMs) << "first contact waits for every member (NCCL_RUNTIME_CONNECT=1)";
     else
-      EXPECT_LT(returned, 10 * kUs) << "without runtime connect the call only enqueues";
+      EXPECT_LT(returned, 10 * kUs) << "connected at init: the call only enqueues";
   }
 }
 
@@ -248,37 +280,125 @@ verdict = "fifo-misalignment"
   EXPECT_EQ(r.findings[0].sites[0].origin, "test.toml:8");
 }
 
+std::string self_program(const char* rank0_ops) {
+  return fmt::format(R"(
+kind = "program"
+ranks = 2
+[[communicator]]
+name = "c"
+ranks = [0, 1]
+[rank.0]
+ops = [ {} {{ op = "device_sync" }} ]
+[rank.1]
+ops = [ {{ op = "device_sync" }} ]
+[expect]
+verdict = "pass"
+)",
+                     rank0_ops);
+}
+
+TEST(Rules, R3_ASendToSelfPairsWithTheReceiveFromSelfOfItsGroup) {
+  // An all-to-all's own block: legal NCCL.
+  auto r = run_toml(self_program(R"({ op = "group_start" }, { op = "send", comm = "c", peer = 0, count = 64 },
+                                    { op = "recv", comm = "c", peer = 0, count = 64 }, { op = "group_end" },)"));
+  EXPECT_EQ(r.verdict, Verdict::pass);
+  EXPECT_TRUE(r.findings.empty());
+}
+
+TEST(Rules, R3_ASendToSelfWithoutItsReceiveIsInvalidUsage) {
+  // NCCL pairs them when it schedules the group: alone, ncclGroupEnd returns ncclInvalidUsage. An
+  // ungrouped call is a group of one, so even a receive right after it does not help.
+  for (const char* ops : {R"({ op = "group_start" }, { op = "send", comm = "c", peer = 0, count = 64 }, { op = "group_end" },)",
+                          R"({ op = "send", comm = "c", peer = 0, count = 64 }, { op = "recv", comm = "c", peer = 0, count = 64 },)"}) {
+    auto r = run_toml(self_program(ops));
+    ASSERT_EQ(r.verdict, Verdict::invalid_usage) << ops;
+    EXPECT_EQ(r.findings[0].kind, "unmatched-self-p2p");
+    EXPECT_NE(r.findings[0].summary.find("posts 1 send(s) to itself and 0 receive(s) from itself"), std::string::npos)
+        << r.findings[0].summary;
+    EXPECT_EQ(r.findings[0].sites[0].origin, "test.toml:8");
+  }
+}
+
+TEST(Rules, R3_AZeroCountCollectiveTakesNoPlaceInTheOrder) {
+  // NCCL discards it before it takes a position ("Empty collectives can be discarded"); measured on
+  // H200: the program below passes. With one element, the same extra collective misaligns.
+  for (int64_t count : {0, 1}) {
+    auto r = run_toml(fmt::format(R"(
+kind = "program"
+ranks = 2
+[[communicator]]
+name = "c"
+ranks = [0, 1]
+[rank.0]
+ops = [ {{ op = "all_reduce", comm = "c", count = {}, label = "extra" }}, {{ op = "all_reduce", comm = "c", count = 4, label = "x" }}, {{ op = "device_sync" }} ]
+[rank.1]
+ops = [ {{ op = "all_reduce", comm = "c", count = 4, label = "x" }}, {{ op = "device_sync" }} ]
+[expect]
+verdict = "pass"
+)",
+                                  count));
+    EXPECT_EQ(r.verdict, count == 0 ? Verdict::pass : Verdict::fifo_misalignment) << count;
+  }
+}
+
 // ---- R4: a running communication kernel occupies its stream until its partners arrive ----
 
+// How long rank 0's send of `count` floats takes to complete when rank 1 posts the receive 5 ms
+// late. First the ranks exchange one float grouped (`both_ways`: both directions have a receiving
+// side) or rank 1 only sends to rank 0 (the pair is connected, but rank 1 never received from 0).
+core::Time late_receive_send_time(int64_t eager, int64_t count, bool both_ways) {
+  auto cfg = exact_config();
+  cfg.eager_bytes = eager;
+  Harness h(2, cfg);
+  h.comm("c", {0, 1});
+  core::Time sender = -1;
+  auto small0 = h.buffer(0, 1), small1 = h.buffer(1, 1), b0 = h.buffer(0, count), b1 = h.buffer(1, count);
+  h.actor(0, [&] {
+    auto& c = h.rt.comm_init("c", 0);
+    auto s = h.rt.device(0).stream("main");
+    if (both_ways) h.rt.group_start(), c.send(small0, 1, s, Label{"hello"});
+    c.recv(small0, 1, s, Label{"hello"});
+    if (both_ways) h.rt.group_end();
+    h.rt.device(0).stream_sync(s);
+    const core::Time t0 = h.rt.now();
+    c.send(b0, 1, s, Label{"x"});
+    h.rt.device(0).stream_sync(s);
+    sender = h.rt.now() - t0;
+  });
+  h.actor(1, [&] {
+    auto& c = h.rt.comm_init("c", 1);
+    auto s = h.rt.device(1).stream("main");
+    if (both_ways) h.rt.group_start(), c.recv(small1, 0, s, Label{"hello"});
+    c.send(small1, 0, s, Label{"hello"});
+    if (both_ways) h.rt.group_end();
+    h.rt.device(1).stream_sync(s);
+    h.rt.sleep(5 * kMs);  // the receive is posted late
+    c.recv(b1, 0, s, Label{"x"});
+    h.rt.device(1).stream_sync(s);
+  });
+  EXPECT_EQ(h.run().verdict, Verdict::pass);
+  return sender;
+}
+
 TEST(Rules, R4_EagerSendCompletesBeforeItsRecvIsPosted) {
-  for (int64_t eager : {int64_t{0}, int64_t{1} << 20}) {
-    auto cfg = exact_config();
-    cfg.eager_bytes = eager;
-    cfg.runtime_connect = false;
-    Harness h(2, cfg);
-    h.comm("c", {0, 1});
-    core::Time sender_synced = -1;
-    auto b0 = h.buffer(0, 64);
-    auto b1 = h.buffer(1, 64);
-    h.actor(0, [&] {
-      auto& c = h.rt.comm_init("c", 0);
-      auto s = h.rt.device(0).stream("main");
-      c.send(b0, 1, s, Label{"x"});
-      h.rt.device(0).stream_sync(s);
-      sender_synced = h.rt.now();
-    });
-    h.actor(1, [&] {
-      auto& c = h.rt.comm_init("c", 1);
-      h.rt.sleep(5 * kMs);  // the receive is posted late
-      c.recv(b1, 0, h.rt.device(1).stream("main"), Label{"x"});
-      h.rt.device(1).stream_sync(h.rt.device(1).stream("main"));
-    });
-    ASSERT_EQ(h.run().verdict, Verdict::pass);
-    if (eager > 0)
-      EXPECT_LT(sender_synced, 1 * kMs) << "a send that fits the connection buffer completes without its recv";
-    else
-      EXPECT_GE(sender_synced, 5 * kMs) << "with eager_bytes = 0 the send spins until its recv runs";
-  }
+  EXPECT_LT(late_receive_send_time(1 << 20, 64, true), 1 * kMs)
+      << "a send that fits the connection buffer completes without its recv";
+  EXPECT_GE(late_receive_send_time(0, 64, true), 4 * kMs) << "with eager_bytes = 0 the send spins until its recv runs";
+  EXPECT_GE(late_receive_send_time(1 << 20, (1 << 20) / 4 + 1, true), 4 * kMs) << "larger than eager_bytes: it spins";
+}
+
+TEST(Rules, R4_AnEagerSendNeedsAReceivingSideThatExists) {
+  // Measured on H200 (NCCL 2.28.9): an ungrouped send-first exchange at first contact hangs at
+  // 8 bytes already, and passes once both sides had received from each other.
+  EXPECT_GE(late_receive_send_time(1 << 20, 64, false), 4 * kMs)
+      << "rank 1 never received from rank 0: the send's data has nowhere to wait";
+}
+
+TEST(Rules, R4_AZeroByteSendCompletesWithoutItsRecv) {
+  // Its one empty protocol step carries no data (measured: a zero-byte ungrouped exchange passes at
+  // first contact, where any data hangs).
+  EXPECT_LT(late_receive_send_time(0, 0, true), 1 * kMs);
+  EXPECT_LT(late_receive_send_time(0, 0, false), 1 * kMs);
 }
 
 TEST(Rules, R4_CollectiveCompletesOnlyWhenEveryMemberStarted) {
@@ -516,7 +636,6 @@ ranks = 2
 streams = ["main", "side"]
 [runtime]
 module_loading = "{}"
-runtime_connect = false
 [[communicator]]
 name = "bcast"
 ranks = [0, 1]
@@ -524,20 +643,22 @@ ranks = [0, 1]
 name = "act"
 ranks = [0, 1]
 [rank.0]
-ops = [ {}
+ops = [ {} {} {}
         {{ op = "recv", comm = "bcast", peer = 1, stream = "side", label = "feedback" }},
         {{ op = "launch", kernel = "post_update", stream = "main" }},
         {{ op = "send", comm = "act", peer = 1, stream = "main", label = "act" }},
         {{ op = "device_sync" }} ]
 [rank.1]
-ops = [ {{ op = "recv", comm = "act", peer = 0, stream = "main", label = "act" }},
+ops = [ {} {} {{ op = "recv", comm = "act", peer = 0, stream = "main", label = "act" }},
         {{ op = "stream_sync", stream = "main" }},
         {{ op = "send", comm = "bcast", peer = 0, stream = "side", label = "feedback" }},
         {{ op = "device_sync" }} ]
 [expect]
 verdict = "pass"
 )",
-                     loading, preload ? R"({ op = "preload", kernel = "post_update" },)" : "");
+                     loading, connect_group("bcast", 1), connect_group("act", 1),
+                     preload ? R"({ op = "preload", kernel = "post_update" },)" : "", connect_group("bcast", 0),
+                     connect_group("act", 0));
 }
 
 TEST(Rules, R8_LazyLoadWhileARecvSpinsDeadlocksAndPreloadOrEagerDoNot) {
@@ -565,17 +686,16 @@ ranks = 2
 streams = ["main", "side"]
 [runtime]
 module_loading = "lazy"
-runtime_connect = false
 strict = %s
 [[communicator]]
 name = "c"
 ranks = [0, 1]
 [rank.0]
-ops = [ { op = "recv", comm = "c", peer = 1, stream = "side", label = "x" },
+ops = [ )" + connect_group("c", 1) + R"( { op = "recv", comm = "c", peer = 1, stream = "side", label = "x" },
         { op = "launch", kernel = "k", stream = "main" },
         { op = "device_sync" } ]
 [rank.1]
-ops = [ { op = "sleep", us = 100 }, { op = "send", comm = "c", peer = 0, stream = "main", label = "x" },
+ops = [ )" + connect_group("c", 0) + R"( { op = "sleep", us = 100 }, { op = "send", comm = "c", peer = 0, stream = "main", label = "x" },
         { op = "device_sync" } ]
 [expect]
 verdict = "pass"

@@ -1,6 +1,7 @@
 // Helpers shared by the unit tests.
 #pragma once
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <ostream>
@@ -80,6 +81,16 @@ inline core::RunResult run_toml(std::string_view toml, uint64_t seed = 1, core::
   o.strategy = strategy;
   if (sink != nullptr) o.sinks.push_back(sink);
   return program::run_on_sim(p, o);
+}
+
+// The grouped exchange a real program starts with: it connects the pair both ways at first contact
+// (R1) and gives each direction a receiving side (R4), so that no later call of the test blocks
+// in connection setup. A list of TOML operations, with a trailing comma.
+inline std::string connect_group(std::string_view comm, int peer) {
+  return fmt::format(
+      R"({{ op = "group_start" }}, {{ op = "send", comm = "{0}", peer = {1}, label = "connect" }}, )"
+      R"({{ op = "recv", comm = "{0}", peer = {1}, label = "connect" }}, {{ op = "group_end" }}, {{ op = "device_sync" }},)",
+      comm, peer);
 }
 
 inline bool has_note(const core::RunResult& r, std::string_view kind) {

@@ -86,11 +86,16 @@ GpuOutcome run_on_gpu(const GpuJob& job, const GpuRunOptions& opts, RunRecord& r
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
     const std::string_view kv(*e);
-    if (kv.rfind("CUDA_MODULE_LOADING=", 0) == 0 || kv.rfind("NCCL_NVLS_ENABLE=", 0) == 0) continue;
+    if (kv.rfind("CUDA_MODULE_LOADING=", 0) == 0 || kv.rfind("NCCL_NVLS_ENABLE=", 0) == 0 ||
+        kv.rfind("NCCL_RUNTIME_CONNECT=", 0) == 0)
+      continue;
     env.emplace_back(kv);
   }
   env.push_back(fmt::format("CUDA_MODULE_LOADING={}", job.module_loading == core::ModuleLoading::eager ? "EAGER" : "LAZY"));
   env.push_back("NCCL_NVLS_ENABLE=0");  // NVLink multicast can take shared GPUs out of service
+  // runtime_connect = false: NCCL connects collectives' channels at init; p2p peers are connected at
+  // first contact whatever this says (NCCL's p2pTaskAppend marks them for a preconnect).
+  env.push_back(fmt::format("NCCL_RUNTIME_CONNECT={}", job.runtime_connect ? 1 : 0));
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

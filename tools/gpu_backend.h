@@ -26,6 +26,7 @@ struct GpuJob {
   std::string name;
   core::ModuleLoading module_loading = core::ModuleLoading::lazy;
   core::Time hang_timeout = 20 * core::kSec;
+  bool runtime_connect = true;  // NCCL_RUNTIME_CONNECT, read by NCCL at its first call
 };
 
 // How a GPU run ended when it gave no verdict: bad input (the scenario does not fit this machine,

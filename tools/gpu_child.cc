@@ -102,6 +102,14 @@ int gpu_child_main(const GpuChildArgs& args) {
     }
     write_result(args.result, result_json(r, rt->now(), rt->tracker().posted()));
   };
+  cfg.on_invalid_usage = [&](const core::Finding& f) {
+    std::lock_guard<std::mutex> lock(finish_mu);
+    core::RunResult r = check();
+    r.verdict = core::Verdict::invalid_usage;
+    r.findings.insert(r.findings.begin(), f);
+    if (writer) writer->finish(r);
+    write_result(args.result, result_json(r, rt->now(), rt->tracker().posted()));
+  };
   cfg.on_error = [&](const std::string& error) {
     std::lock_guard<std::mutex> lock(finish_mu);
     write_result(args.result, {{"error", error}});

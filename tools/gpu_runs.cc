@@ -22,11 +22,16 @@ namespace {
 // NCCL's first connections, far shorter than NCCL's own 10-minute watchdog.
 constexpr core::Time kServingHangTimeout = 20 * core::kSec;
 
-GpuJob job_of(const Scenario& sc) {
-  if (const auto* p = std::get_if<program::Program>(&sc)) return GpuJob{p->file, p->name, p->config.module_loading, p->hang_timeout};
+}  // namespace
+
+GpuJob gpu_job_of(const Scenario& sc) {
+  if (const auto* p = std::get_if<program::Program>(&sc))
+    return GpuJob{p->file, p->name, p->config.module_loading, p->hang_timeout, p->config.runtime_connect};
   const auto& s = std::get<serving::ServingScenario>(sc);
-  return GpuJob{s.file, s.name, s.runtime.module_loading, kServingHangTimeout};
+  return GpuJob{s.file, s.name, s.runtime.module_loading, kServingHangTimeout, s.runtime.runtime_connect};
 }
+
+namespace {
 
 core::Verdict gpu_expectation(const Scenario& sc) {
   if (const auto* p = std::get_if<program::Program>(&sc)) return p->expect.gpu_verdict.value_or(p->expect.verdict);
@@ -55,7 +60,7 @@ serving::ServingRun finish_serving(const serving::ServingScenario& s, const nloh
 // One scenario on the GPUs; nullopt (with the exit status in `status`) when it gave no verdict.
 std::optional<serving::ServingRun> gpu_run(const Loaded& loaded, const RunArgs& args, const std::string& trace,
                                            RunRecord& rec, std::ostream& err, int& status) {
-  const GpuJob job = job_of(loaded.scenario);
+  const GpuJob job = gpu_job_of(loaded.scenario);
   rec.file = job.file;
   rec.scenario = job.name;
   rec.strategy = "gpu";

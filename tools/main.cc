@@ -10,6 +10,7 @@
 
 #include "core/printable.h"
 #include "tools/check_command.h"
+#include "tools/fidelity_command.h"
 #include "tools/gpu_backend.h"
 #include "tools/gpu_latency.h"
 #include "tools/run_command.h"
@@ -86,6 +87,23 @@ int main(int argc, char** argv) {
   latency_cmd->add_option("--iterations", latency_iterations, "round trips to time")->check(CLI::Range(1, 10000000));
   latency_cmd->add_option("--bytes", latency_bytes, "message size")->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
 
+  ppspec::tools::FidelityArgs fidelity;
+  CLI::App* fidelity_cmd = app.add_subcommand(
+      "fidelity", "generate program scenarios, run each on the simulator and on GPUs, and compare the verdicts");
+  fidelity_cmd->add_option("--programs", fidelity.programs, "how many programs to generate")->check(CLI::Range(1, 100000));
+  fidelity_cmd->add_option("--seed", fidelity.seed, "the generator's seed: program i is a function of (seed, i)")
+      ->check(CLI::Range(uint64_t{0}, uint64_t{INT64_MAX}));
+  fidelity_cmd->add_option("--out", fidelity.out, "folder for programs/, results/, disagreements/ and fidelity.md")->required();
+  fidelity_cmd->add_option("--backend", fidelity.backend, "sim (the simulator only) or both (the simulator and GPUs)")
+      ->check(CLI::IsMember({"sim", "both"}));
+  fidelity_cmd->add_option("--sim-seeds", fidelity.sim_seeds, "simulator seeds per program")->check(CLI::Range(1, 1000));
+  fidelity_cmd->add_option("--hang-timeout", fidelity.hang_timeout_s, "gpu: seconds without progress that make a hang")
+      ->check(CLI::Range(0.5, 600.0));
+  fidelity_cmd->add_option("--gpus", fidelity.gpus, "GPUs on this machine: programs with more ranks run on the simulator only")
+      ->check(CLI::Range(1, 8));
+  fidelity_cmd->add_option("--max-ranks", fidelity.max_ranks, "largest generated program")->check(CLI::Range(2, 8));
+  fidelity_cmd->add_flag("--rerun-gpu", fidelity.rerun_gpu, "run on GPUs again where an earlier run's result is kept");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -107,6 +125,7 @@ int main(int argc, char** argv) {
     if (*run_cmd) return ppspec::tools::run_command(run, std::cout, std::cerr);
     if (*check_cmd) return ppspec::tools::check_command(check, std::cout, std::cerr);
     if (*child_cmd) return ppspec::tools::gpu_child_main(child);
+    if (*fidelity_cmd) return ppspec::tools::fidelity_main(fidelity, std::cout, std::cerr);
     if (*latency_cmd) return ppspec::tools::gpu_latency_main(latency_iterations, latency_bytes);
   } catch (const std::exception& e) {
     std::cerr << "ppspec: internal error: " << e.what() << '\n';
