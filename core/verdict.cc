@@ -6,7 +6,7 @@
 
 namespace ppspec::core {
 namespace {
-constexpr EnumNames<Verdict, 12> kNames{{{
+constexpr EnumNames<Verdict, 13> kNames{{{
     {"pass", Verdict::pass},
     {"fifo-misalignment", Verdict::fifo_misalignment},
     {"deadlock", Verdict::deadlock},
@@ -19,6 +19,7 @@ constexpr EnumNames<Verdict, 12> kNames{{{
     {"step-limit", Verdict::step_limit},
     {"hang", Verdict::hang},
     {"invalid-usage", Verdict::invalid_usage},
+    {"device-fault", Verdict::device_fault},
 }}};
 const std::string kList = kNames.list();
 }  // namespace

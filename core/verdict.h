@@ -25,6 +25,7 @@ enum class Verdict : uint8_t {
   step_limit,
   hang,
   invalid_usage,  // what CUDA or NCCL itself rejects at run time (e.g. a capture-unsafe call during a capture)
+  device_fault,   // GPUs only: a kernel faulted (illegal address): CUDA's sticky error ends the process's GPU work
 };
 
 std::string_view to_string(Verdict v);

@@ -584,7 +584,7 @@ namespace {
 // The verdicts each kind of scenario can produce, on the simulator and (programs) on GPUs.
 using V = core::Verdict;
 constexpr V kProgramVerdicts[] = {V::pass, V::fifo_misalignment, V::deadlock, V::hazard, V::step_limit, V::invalid_usage};
-constexpr V kProgramGpuVerdicts[] = {V::pass, V::fifo_misalignment, V::hang};
+constexpr V kProgramGpuVerdicts[] = {V::pass, V::fifo_misalignment, V::hang, V::invalid_usage, V::device_fault};
 // On GPUs the serving monitors run online and the trace checker over what the GPUs posted; a
 // deadlock is a hang there (the watchdog's), and nothing is simulated (no step limit).
 constexpr V kServingGpuVerdicts[] = {V::pass, V::fifo_misalignment, V::hang, V::stale_draft, V::padding_violation,

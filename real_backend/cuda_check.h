@@ -25,7 +25,27 @@ class NcclInvalidUsage : public CudaError {
   using CudaError::CudaError;
 };
 
+// A kernel faulted (an illegal address, an illegal instruction): CUDA's error is sticky, every later
+// call of the process fails with it. A verdict of the program (`device-fault`), not a failure of
+// the harness.
+class DeviceFault : public CudaError {
+ public:
+  using CudaError::CudaError;
+};
+
+// An NCCL call that failed while it was being captured into a CUDA graph with ncclInternalError:
+// NCCL set a connection up at first contact, whose allocations the capture forbids. A verdict
+// (`invalid-usage`, as the simulator's connect-in-capture), not a failure of the harness.
+class NcclCaptureError : public CudaError {
+ public:
+  using CudaError::CudaError;
+};
+
+// Whether the NCCL call this thread makes next is captured (a grouped call: any of the group's).
+void set_nccl_call_captured(bool captured);
+
 [[noreturn]] void throw_cuda(const char* what, const char* call, const char* file, int line);
+[[noreturn]] void throw_cuda_status(cudaError_t status, const char* call, const char* file, int line);
 [[noreturn]] void throw_nccl(ncclResult_t result, const char* call, const char* file, int line);
 
 }  // namespace ppspec::real
@@ -33,7 +53,7 @@ class NcclInvalidUsage : public CudaError {
 #define PPSPEC_CUDA(call)                                                                               \
   do {                                                                                                  \
     const cudaError_t ppspec_e = (call);                                                                \
-    if (ppspec_e != cudaSuccess) ::ppspec::real::throw_cuda(cudaGetErrorString(ppspec_e), #call, __FILE__, __LINE__); \
+    if (ppspec_e != cudaSuccess) ::ppspec::real::throw_cuda_status(ppspec_e, #call, __FILE__, __LINE__);     \
   } while (0)
 
 #define PPSPEC_CU(call)                                                           \

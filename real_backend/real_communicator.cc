@@ -54,6 +54,9 @@ TrackedOp* RealCommunicator::track(core::OpKind kind, const core::Buffer& buf, i
   // NCCL discards a collective of no elements before it takes a place in the communicator's order:
   // it is not an operation to pair, and nothing waits for it.
   if (!core::is_p2p(kind) && buf.count() == 0) return nullptr;
+  const bool captured = dev_.capture_of(s) != nullptr;
+  set_nccl_call_captured(captured);
+  if (captured && rt_.group_state().depth > 0) rt_.group_state().captured = true;
   core::OpDesc desc;
   desc.kind = kind;
   desc.dtype = buf.dtype();

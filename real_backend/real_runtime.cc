@@ -194,9 +194,11 @@ void RealRuntime::group_end() {
   if (t_group.depth == 0) throw std::logic_error("group_end without group_start");
   {
     CallScope scope(*this, "ncclGroupEnd");
+    set_nccl_call_captured(t_group.captured);
     PPSPEC_NCCL(ncclGroupEnd());
   }
   if (--t_group.depth > 0) return;
+  t_group.captured = false;
   // Only now may stream operations follow the group's operations: one completion event per stream.
   std::vector<std::pair<TrackedOp*, void*>> ops;
   ops.swap(t_group.ops);
@@ -268,7 +270,16 @@ core::RunResult RealRuntime::run() {
         e.kind = core::EventKind::actor_end;
         publish(e);
       } catch (const NcclInvalidUsage& ex) {
-        invalid_usage(a.state, ex.what());
+        end_with(a.state, core::Verdict::invalid_usage, "nccl-invalid-usage",
+                 fmt::format("{}: NCCL rejected the call with ncclInvalidUsage: {}", a.state.name, ex.what()));
+      } catch (const NcclCaptureError& ex) {
+        end_with(a.state, core::Verdict::invalid_usage, "connect-in-capture",
+                 fmt::format("{}: NCCL failed a call captured into a CUDA graph (first contact inside a capture sets a "
+                             "connection up, which the capture forbids): {}",
+                             a.state.name, ex.what()));
+      } catch (const DeviceFault& ex) {
+        end_with(a.state, core::Verdict::device_fault, "device-fault",
+                 fmt::format("{}: a kernel of this process faulted; CUDA reports it here: {}", a.state.name, ex.what()));
       } catch (const std::exception& ex) {
         fail(fmt::format("{}: {}", a.state.name, ex.what()));
       }
@@ -311,15 +322,15 @@ void RealRuntime::fail(const std::string& error) {
   _exit(3);
 }
 
-void RealRuntime::invalid_usage(const ActorState& actor, const std::string& error) {
+void RealRuntime::end_with(const ActorState& actor, core::Verdict verdict, std::string_view kind, const std::string& summary) {
   {
-    std::lock_guard<std::mutex> lock(fail_mu_);
+    std::lock_guard<std::mutex> lock(fail_mu_);  // one report, even when several threads end so
     core::Finding f;
-    f.verdict = core::Verdict::invalid_usage;
-    f.kind = "nccl-invalid-usage";
-    f.summary = fmt::format("{}: NCCL rejected the call with ncclInvalidUsage: {}", actor.name, error);
-    f.sites.push_back(core::Site{actor.rank, actor.name, "", -1, "the NCCL call", std::string(call_site())});
-    if (config_.on_invalid_usage) config_.on_invalid_usage(f);
+    f.verdict = verdict;
+    f.kind = std::string(kind);
+    f.summary = summary;
+    f.sites.push_back(core::Site{actor.rank, actor.name, "", -1, "the failing call", std::string(call_site())});
+    if (config_.on_verdict) config_.on_verdict(f);
     std::fprintf(stderr, "ppspec: %s\n", f.summary.c_str());
     std::fflush(stderr);
   }

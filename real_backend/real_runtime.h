@@ -37,9 +37,10 @@ struct RealConfig {
   std::function<void(const std::vector<core::Event>& dump)> on_hang;
   // Called when an actor throws (a CUDA or NCCL error); the process then ends with _exit(3).
   std::function<void(const std::string& error)> on_error;
-  // Called when NCCL rejects a call with ncclInvalidUsage (the finding says which thread, call and
-  // scenario line); the process then ends with _exit(0): the run has its verdict.
-  std::function<void(const core::Finding& finding)> on_invalid_usage;
+  // Called when the program earned a verdict by an error (NCCL's ncclInvalidUsage: invalid-usage; a
+  // kernel's fault: device-fault); the finding says which thread and scenario line. The process
+  // then ends with _exit(0).
+  std::function<void(const core::Finding& finding)> on_verdict;
   // Per-step timing with CUDA events (step_profiler.h); `step_of` reads the engine step from a
   // call site ("execute_model step 12"), as the engine sets it.
   bool profile = false;
@@ -94,7 +95,7 @@ class RealRuntime final : public core::Runtime {
   void progress();               // something completed: the watchdog's clock restarts
   // An error off the actors' threads (a host function): reported as an actor's would be, then _exit(3).
   [[noreturn]] void fail(const std::string& error);
-  [[noreturn]] void invalid_usage(const ActorState& actor, const std::string& error);
+  [[noreturn]] void end_with(const ActorState& actor, core::Verdict verdict, std::string_view kind, const std::string& summary);
   std::string_view call_site() const;
 
   // RAII: the calling actor is inside `what` (shown in the hang dump); its end is progress.
@@ -114,6 +115,7 @@ class RealRuntime final : public core::Runtime {
     int depth = 0;
     std::vector<std::pair<TrackedOp*, void*>> ops;  // with their cudaStream_t
     std::vector<std::pair<void*, void*>> timed;     // profiling: per stream, the group's start event
+    bool captured = false;                          // one of the group's operations is captured
   };
   GroupState& group_state();
 

@@ -185,6 +185,7 @@ void CommSystem::post(PartSpec spec) {
   dev.enter();
   HostState& host = rt_.host_state();
   spec.origin = host.call_site;
+  if (spec.stream->capture() != nullptr) reject_connect_in_capture(spec);
   if (host.group_depth > 0) {
     if (spec.stream->capture() == nullptr) register_post(spec);
     host.pending.push_back(std::move(spec));
@@ -232,6 +233,31 @@ void CommSystem::group_end_flush() {
   reject_unmatched_self(live);
   connect(live);
   launch(live);
+}
+
+// NCCL sets a connection up at first contact (R1) with device allocations and copies, which a
+// stream capture forbids: a first contact inside a capture fails with ncclInternalError (measured
+// on H200, NCCL 2.28.9: a captured grouped exchange as the pair's first operation). Real programs
+// communicate eagerly before they capture (vLLM's warmup), so the connections exist by then.
+void CommSystem::reject_connect_in_capture(const PartSpec& p) {
+  World& w = rt_.world();
+  const bool p2p = core::is_p2p(p.desc.kind);
+  if ((p2p && p.peer == p.crank) || (!p2p && !w.config().runtime_connect)) return;  // nothing to connect
+  const Connection& conn = p2p ? p.comm->p2p_conn(p.crank, p.peer) : p.comm->collective_conn;
+  const size_t party = p2p ? (p.crank < p.peer ? 0 : 1) : static_cast<size_t>(p.crank);
+  if (conn.established || conn.arrived[party]) return;
+  const core::RankId rank = p.comm->members[static_cast<size_t>(p.crank)];
+  core::Finding f;
+  f.verdict = core::Verdict::invalid_usage;
+  f.kind = "connect-in-capture";
+  f.summary = fmt::format(
+      "{} captures {} on '{}' into a CUDA graph before this rank ever used that {}: NCCL sets the connection "
+      "up at first contact with device allocations, which the capture forbids (ncclInternalError on H200, NCCL "
+      "2.28.9); communicate once before capturing, as a warmup step does",
+      w.current().name, core::to_string(p.desc.kind), p.comm->name, p2p ? "peer" : "communicator's collectives");
+  f.sites.push_back(core::Site{rank, w.current().name, p.comm->name, -1, std::string(core::to_string(p.desc.kind)),
+                               std::string(p.origin)});
+  w.stop(std::move(f));
 }
 
 // NCCL pairs a group's sends to self with its receives from self when it schedules the group

@@ -220,6 +220,7 @@ class CommSystem {
   void on_pair(const PostRecord& a, const PostRecord& b, SimComm& comm, int64_t cseq, bool p2p);
   void connect(const std::vector<PartSpec>& parts);
   void reject_unmatched_self(const std::vector<PartSpec>& parts);
+  void reject_connect_in_capture(const PartSpec& p);
   void launch(std::vector<PartSpec>& parts);  // empties `parts`
   CommKernel& new_kernel();
   void start_op(CommOp& op, std::vector<CommOp*>& satisfied);

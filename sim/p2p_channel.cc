@@ -7,6 +7,7 @@
 namespace ppspec::sim {
 
 void P2PChannel::start_send(CommOp& op, int64_t unit_bytes, int64_t eager_bytes, std::vector<CommOp*>& satisfied) {
+  if (complete_if_empty(op, satisfied)) return;
   UnitSource s;
   s.op = &op;
   s.data = static_cast<const uint8_t*>(op.spec.buf.data());
@@ -17,7 +18,19 @@ void P2PChannel::start_send(CommOp& op, int64_t unit_bytes, int64_t eager_bytes,
   progress(unit_bytes, eager_bytes, satisfied);
 }
 
+// A zero-byte send or receive carries no data and waits for no partner once the pair is connected
+// (measured on H200, NCCL 2.28.9: zero-byte exchanges pass at first contact in either order, where
+// 8 bytes hang; a zero-byte send nobody receives completes). It still takes its place in the
+// channel's order (R3): pairing and misalignment see it.
+bool P2PChannel::complete_if_empty(CommOp& op, std::vector<CommOp*>& satisfied) {
+  if (op.spec.buf.bytes() != 0) return false;
+  op.satisfied = true;
+  satisfied.push_back(&op);
+  return true;
+}
+
 void P2PChannel::start_recv(CommOp& op, int64_t unit_bytes, int64_t eager_bytes, std::vector<CommOp*>& satisfied) {
+  if (complete_if_empty(op, satisfied)) return;
   running_recvs_.push_back(&op);
   progress(unit_bytes, eager_bytes, satisfied);
 }
@@ -74,14 +87,13 @@ void P2PChannel::progress(int64_t unit_bytes, int64_t eager_bytes, std::vector<C
       running_recvs_.pop_front();
     }
   }
-  // Sends still waiting may now fit in the connection buffer: they complete eagerly (R4). A
-  // zero-byte send carries no data: its one empty step completes without its receive. A send with
-  // data completes early only into a receiving side that existed when it was posted (measured on
-  // H200 with NCCL 2.28.9: an ungrouped send-first exchange at first contact hangs at 8 bytes, and
-  // passes at every size up to eager_bytes once both sides had received from each other).
+  // Sends still waiting may now fit in the connection buffer: they complete eagerly (R4), but only
+  // into a receiving side that existed when they were posted (measured on H200 with NCCL 2.28.9:
+  // an ungrouped send-first exchange at first contact hangs at 8 bytes, and passes at every size up
+  // to 16 MiB once both sides had received from each other).
   for (UnitSource& s : sources_) {
     if (s.op == nullptr) continue;
-    const bool early = s.bytes == 0 || (s.op->spec.receiver_ready && buffered_bytes_ + static_cast<int64_t>(s.bytes) <= eager_bytes);
+    const bool early = s.op->spec.receiver_ready && buffered_bytes_ + static_cast<int64_t>(s.bytes) <= eager_bytes;
     if (!early) break;  // later sends wait too: one FIFO
     if (s.data != nullptr) s.owned_data.assign(s.data, s.data + s.bytes);  // buffered by the connection
     if (s.shadow != nullptr) s.owned_shadow.assign(s.shadow, s.shadow + s.bytes);

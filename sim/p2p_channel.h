@@ -55,6 +55,7 @@ class P2PChannel {
 
  private:
   void progress(int64_t unit_bytes, int64_t eager_bytes, std::vector<CommOp*>& satisfied);
+  static bool complete_if_empty(CommOp& op, std::vector<CommOp*>& satisfied);
 
   std::deque<UnitSource> sources_;
   std::deque<CommOp*> running_recvs_;

@@ -17,7 +17,9 @@ using core::Verdict;
 // ---- R1: calls return once enqueued; the host blocks only in init, first contact, group_end ----
 
 TEST(Rules, R1_CallReturnsOnceEnqueued) {
-  Harness h(2);
+  auto cfg = exact_config();
+  cfg.eager_bytes = 0;  // the send spins until its receive: the sync below shows it
+  Harness h(2, cfg);
   h.comm("c", {0, 1});
   core::Time send_returned = -1;
   core::Time synced = -1;
@@ -181,6 +183,7 @@ ops = [ { op = "all_reduce", comm = "c", label = "ar" },
         { op = "stream_sync", stream = "main" } ]
 [runtime]
 runtime_connect = false
+eager_bytes = 0
 [expect]
 verdict = "deadlock"
 )");
@@ -752,28 +755,27 @@ TEST(Rules, R8_DeviceSyncWaitsForEveryStream) {
 
 // ---- R9: a graph replay re-issues its captured operations; capture state must match ----
 
-std::string graph_program(bool rank1_uses_graph) {
-  const std::string rank1 = rank1_uses_graph ? R"(
-ops = [ { op = "capture_begin", stream = "main" },
+// `connected`: both ranks first exchange eagerly, as a warmup does, so that no first contact falls
+// inside a capture.
+std::string graph_program(bool rank1_uses_graph, bool connected = true) {
+  const std::string rank1 = (connected ? "\nops = [ " + connect_group("c", 0) : std::string("\nops = [ ")) +
+                            (rank1_uses_graph ? R"( { op = "capture_begin", stream = "main" },
         { op = "recv", comm = "c", peer = 0, count = 8, label = "hidden" },
         { op = "capture_end", stream = "main", graph = "g" },
         { op = "graph_launch", graph = "g", stream = "main" },
         { op = "graph_launch", graph = "g", stream = "main" },
         { op = "stream_sync", stream = "main" } ])"
-                                                : R"(
-ops = [ { op = "recv", comm = "c", peer = 0, count = 8, label = "hidden" },
+                                              : R"( { op = "recv", comm = "c", peer = 0, count = 8, label = "hidden" },
         { op = "recv", comm = "c", peer = 0, count = 8, label = "hidden" },
-        { op = "stream_sync", stream = "main" } ])";
+        { op = "stream_sync", stream = "main" } ])");
   return R"(
 kind = "program"
 ranks = 2
-[runtime]
-runtime_connect = false
 [[communicator]]
 name = "c"
 ranks = [0, 1]
 [rank.0]
-ops = [ { op = "capture_begin", stream = "main" },
+ops = [ )" + (connected ? connect_group("c", 1) : std::string()) + R"( { op = "capture_begin", stream = "main" },
         { op = "send", comm = "c", peer = 1, count = 8, label = "hidden" },
         { op = "capture_end", stream = "main", graph = "g" },
         { op = "graph_launch", graph = "g", stream = "main" },
@@ -793,6 +795,14 @@ TEST(Rules, R9_GraphReplayReissuesCapturedOperations) {
   for (size_t i = 0; i < rec.kinds.size(); ++i)
     if (rec.kinds[i] == EventKind::op_posted && rec.lines[i].find("\"captured\":true") != std::string::npos) ++posted;
   EXPECT_EQ(posted, 4) << "two replays on each of two ranks; capture itself posts nothing";
+}
+
+TEST(Rules, R9_FirstContactInsideACaptureIsInvalidUsage) {
+  // NCCL sets the connection up with allocations the capture forbids: ncclInternalError on H200.
+  auto r = run_toml(graph_program(true, false));
+  ASSERT_EQ(r.verdict, Verdict::invalid_usage);
+  EXPECT_EQ(r.findings[0].kind, "connect-in-capture");
+  EXPECT_NE(r.findings[0].summary.find("before this rank ever used that peer"), std::string::npos) << r.findings[0].summary;
 }
 
 TEST(Rules, R9_CaptureStateMustMatchOnBothSides) {

@@ -20,12 +20,6 @@
 #include "tools/run_support.h"
 
 namespace ppspec::tools {
-namespace {
-
-namespace fs = std::filesystem;
-
-// What the two backends are compared on: the simulator's deadlock is the hardware's hang, and a
-// hazard is a note on a run that passed.
 std::string verdict_class(core::Verdict v) {
   switch (v) {
     case core::Verdict::pass:
@@ -36,6 +30,17 @@ std::string verdict_class(core::Verdict v) {
     default: return std::string(core::to_string(v));
   }
 }
+
+// The hardware ran one schedule of the simulator's many: agreement is the GPU's class being one
+// the simulator gives under some seed. A kernel that faulted never completes either: NCCL 2.28.9
+// faults instead of hanging where a send at first contact of 1 MiB or more finds no receiving side.
+bool classes_agree(const std::set<std::string>& simulator, const std::string& gpu) {
+  return simulator.count(gpu) > 0 || (gpu == "device-fault" && simulator.count("hang") > 0);
+}
+
+namespace {
+
+namespace fs = std::filesystem;
 
 struct ProgramResult {
   std::string name, file;
@@ -50,9 +55,7 @@ struct ProgramResult {
 
   std::set<std::string> sim_set() const { return {sim.begin(), sim.end()}; }
   bool compared() const { return !gpu.empty(); }
-  // The hardware ran one schedule of the simulator's many: agreement is the GPU's class being one
-  // the simulator gives under some seed.
-  bool agrees() const { return sim_set().count(gpu) > 0; }
+  bool agrees() const { return classes_agree(sim_set(), gpu); }
 };
 
 nlohmann::json to_json(const ProgramResult& r) {
@@ -151,7 +154,7 @@ void keep_disagreement(const ProgramResult& r, const fs::path& dir) {
 }
 
 
-constexpr const char* kClasses[] = {"pass", "hang", "misalignment", "invalid-usage", "step-limit", "error"};
+constexpr const char* kClasses[] = {"pass", "hang", "device-fault", "misalignment", "invalid-usage", "step-limit", "error"};
 
 std::string percent(size_t a, size_t b) { return b == 0 ? "–" : fmt::format("{:.1f} %", 100.0 * static_cast<double>(a) / static_cast<double>(b)); }
 
@@ -201,7 +204,7 @@ void write_table(const FidelityArgs& args, const std::vector<ProgramResult>& rs,
   md << fmt::format("* compared on GPUs: **{}**; the same verdict class: **{} ({})**\n", compared, agree, percent(agree, compared));
   md << fmt::format("* simulator only (more ranks than GPUs, or not run on GPUs): {}\n", sim_only);
   md << fmt::format("* verdict varies with the simulator's seed ({} seeds): {}\n\n", args.sim_seeds, varying);
-  md << "Classes: the simulator's `deadlock` is the hardware's `hang`; `misalignment` is `fifo-misalignment` (on GPUs, the "
+  md << "Classes: the simulator's `deadlock` is the hardware's `hang` (or `device-fault`, a kernel that faulted instead of hanging); `misalignment` is `fifo-misalignment` (on GPUs, the "
         "trace checker's finding); a hazard is a note on a pass. A program agrees when the GPU's class is one the "
         "simulator gives under some seed.\n\n## Verdict classes (rows: the simulator's over its seeds)\n\n";
   write_matrix(md, rs);

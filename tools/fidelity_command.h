@@ -9,7 +9,10 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <set>
 #include <string>
+
+#include "core/verdict.h"
 
 namespace ppspec::tools {
 
@@ -24,6 +27,12 @@ struct FidelityArgs {
   int max_ranks = 8;
   bool rerun_gpu = false;       // run the GPU again even where a result is kept
 };
+
+// What the two backends are compared on: the simulator's deadlock is the hardware's hang, a
+// hazard is a note on a run that passed, fifo-misalignment is "misalignment".
+std::string verdict_class(core::Verdict v);
+// Whether a GPU's class agrees with the simulator's classes over its seeds.
+bool classes_agree(const std::set<std::string>& simulator, const std::string& gpu);
 
 // Exit status: 0 when every compared program agreed, 1 when some disagreed, 2 for bad arguments,
 // 3 when a GPU run failed to start at all.

@@ -102,10 +102,10 @@ int gpu_child_main(const GpuChildArgs& args) {
     }
     write_result(args.result, result_json(r, rt->now(), rt->tracker().posted()));
   };
-  cfg.on_invalid_usage = [&](const core::Finding& f) {
+  cfg.on_verdict = [&](const core::Finding& f) {
     std::lock_guard<std::mutex> lock(finish_mu);
     core::RunResult r = check();
-    r.verdict = core::Verdict::invalid_usage;
+    r.verdict = f.verdict;
     r.findings.insert(r.findings.begin(), f);
     if (writer) writer->finish(r);
     write_result(args.result, result_json(r, rt->now(), rt->tracker().posted()));

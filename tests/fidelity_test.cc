@@ -1,0 +1,93 @@
+// The differential fidelity run's own parts: the generator (valid, deterministic, covering what
+// the issue lists), the comparison of verdict classes, and `ppspec fidelity` on the simulator.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "fidelity/program_generator.h"
+#include "loader/program_loader.h"
+#include "program/toml_writer.h"
+#include "tools/fidelity_command.h"
+
+namespace ppspec::testing {
+namespace {
+
+constexpr uint64_t kPrograms = 300;
+
+TEST(Fidelity, EveryGeneratedProgramIsAScenarioTheLoaderAccepts) {
+  for (uint64_t seed = 0; seed < kPrograms; ++seed) {
+    const fidelity::GeneratedProgram g = fidelity::generate_program(seed, "gen", {});
+    const std::string toml = program::to_toml(g.program);
+    EXPECT_NO_THROW((void)loader::parse_program(toml, "gen.toml")) << "seed " << seed << "\n" << toml;
+  }
+}
+
+TEST(Fidelity, AProgramIsAFunctionOfItsSeed) {
+  for (uint64_t seed : {0u, 1u, 77u}) {
+    const std::string a = program::to_toml(fidelity::generate_program(seed, "gen", {}).program);
+    const std::string b = program::to_toml(fidelity::generate_program(seed, "gen", {}).program);
+    EXPECT_EQ(a, b);
+  }
+  EXPECT_NE(program::to_toml(fidelity::generate_program(1, "gen", {}).program),
+            program::to_toml(fidelity::generate_program(2, "gen", {}).program));
+}
+
+TEST(Fidelity, ThreeHundredProgramsCoverWhatRealProgramsDo) {
+  std::map<std::string, int> seen;
+  int two_ranks = 0, disturbed = 0;
+  for (uint64_t seed = 0; seed < kPrograms; ++seed) {
+    const fidelity::GeneratedProgram g = fidelity::generate_program(seed, "gen", {});
+    for (const std::string& f : g.features) ++seen[f];
+    two_ranks += g.program.num_ranks == 2;
+    disturbed += !g.disturbance.empty();
+  }
+  for (const char* f : {"all_reduce", "broadcast", "all_gather", "zero-count", "large (>= 4 MiB)", "grouped p2p",
+                        "ungrouped p2p", "ungrouped exchange", "self p2p", "unmatched self p2p", "several communicators",
+                        "several streams", "events", "device sync", "malloc", "two host threads", "lazy loading",
+                        "eager loading", "jit loading", "graph", "inverted order", "mutated", "runtime_connect = false",
+                        "kernels", "preload", "stream sync", "3 ranks", "8 ranks"})
+    EXPECT_GE(seen[f], 3) << f;
+  EXPECT_GT(two_ranks, 220) << "most programs fit two GPUs";
+  EXPECT_GT(disturbed, 60);
+}
+
+TEST(Fidelity, TheSimulatorsDeadlockIsTheHardwaresHang) {
+  EXPECT_EQ(tools::verdict_class(core::Verdict::deadlock), "hang");
+  EXPECT_EQ(tools::verdict_class(core::Verdict::hang), "hang");
+  EXPECT_EQ(tools::verdict_class(core::Verdict::hazard), "pass");
+  EXPECT_EQ(tools::verdict_class(core::Verdict::fifo_misalignment), "misalignment");
+  EXPECT_TRUE(tools::classes_agree({"hang"}, "hang"));
+  EXPECT_TRUE(tools::classes_agree({"hang"}, "device-fault"));
+  EXPECT_TRUE(tools::classes_agree({"pass", "hang"}, "pass")) << "the hardware ran one of the simulator's schedules";
+  EXPECT_FALSE(tools::classes_agree({"pass"}, "hang"));
+  EXPECT_FALSE(tools::classes_agree({"pass"}, "device-fault"));
+  EXPECT_FALSE(tools::classes_agree({"hang"}, "error")) << "a GPU run that failed agrees with nothing";
+}
+
+TEST(Fidelity, TheSimulatorOnlyRunWritesProgramsResultsAndTheTable) {
+  const auto dir = std::filesystem::temp_directory_path() / "ppspec-fidelity-test";
+  std::filesystem::remove_all(dir);
+  tools::FidelityArgs args;
+  args.programs = 40;
+  args.out = dir.string();
+  std::ostringstream out, err;
+  ASSERT_EQ(tools::fidelity_main(args, out, err), 0) << err.str();
+  EXPECT_NE(out.str().find("fidelity: 40 programs; 0 compared on GPUs"), std::string::npos) << out.str();
+  EXPECT_TRUE(std::filesystem::exists(dir / "programs" / "fid-s1-0039.toml"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "results" / "fid-s1-0039.json"));
+  std::ifstream md(dir / "fidelity.md");
+  std::stringstream text;
+  text << md.rdbuf();
+  EXPECT_NE(text.str().find("## By feature"), std::string::npos);
+  // Each written program runs as it is and meets the expectation the simulator gave it.
+  const program::Program p = loader::load_program_file((dir / "programs" / "fid-s1-0007.toml").string());
+  EXPECT_EQ(p.name, "fid-s1-0007");
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace ppspec::testing
