@@ -113,10 +113,12 @@ ProgramResult simulate(fidelity::GeneratedProgram& g, const fs::path& file, uint
   return r;
 }
 
-void run_gpu_part(const FidelityArgs& args, ProgramResult& r) {
+// The GPU's trace goes to OUT/traces/, so that a disagreement can be read event by event.
+void run_gpu_part(const FidelityArgs& args, const fs::path& trace, ProgramResult& r) {
   const Loaded loaded = load_scenario(r.file);
   GpuJob job = gpu_job_of(loaded.scenario);
   GpuRunOptions opts;
+  opts.trace = trace.string();
   opts.hang_timeout = static_cast<core::Time>(args.hang_timeout_s * core::kSec);
   RunRecord rec;
   const GpuOutcome o = run_on_gpu(job, opts, rec);
@@ -239,7 +241,7 @@ ProgramResult one_program(const FidelityArgs& args, uint64_t i, const fs::path& 
   ProgramResult r = simulate(g, out / "programs" / (name + ".toml"), args.sim_seeds);
   const fs::path kept = out / "results" / (name + ".json");
   if (args.backend == "both" && r.ranks <= args.gpus && (args.rerun_gpu || !load_kept_gpu(kept, r))) {
-    run_gpu_part(args, r);
+    run_gpu_part(args, out / "traces" / (name + ".gpu.jsonl"), r);
     std::ofstream(kept) << to_json(r).dump(1) << '\n';
   } else if (args.backend != "both" || r.ranks > args.gpus) {
     std::ofstream(kept) << to_json(r).dump(1) << '\n';
@@ -255,7 +257,7 @@ int fidelity_main(const FidelityArgs& args, std::ostream& out, std::ostream& err
     return 2;
   }
   const fs::path dir(args.out);
-  for (const char* sub : {"programs", "results", "disagreements"}) fs::create_directories(dir / sub);
+  for (const char* sub : {"programs", "results", "disagreements", "traces"}) fs::create_directories(dir / sub);
   std::vector<ProgramResult> results;
   for (uint64_t i = 0; i < args.programs; ++i) {
     ProgramResult r;
