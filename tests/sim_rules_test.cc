@@ -359,7 +359,8 @@ core::Time late_receive_send_time(int64_t eager, int64_t count, bool both_ways) 
   h.actor(0, [&] {
     auto& c = h.rt.comm_init("c", 0);
     auto s = h.rt.device(0).stream("main");
-    if (both_ways) h.rt.group_start(), c.send(small0, 1, s, Label{"hello"});
+    if (both_ways) h.rt.group_start();
+    if (both_ways) c.send(small0, 1, s, Label{"hello"});
     c.recv(small0, 1, s, Label{"hello"});
     if (both_ways) h.rt.group_end();
     h.rt.device(0).stream_sync(s);
@@ -371,7 +372,8 @@ core::Time late_receive_send_time(int64_t eager, int64_t count, bool both_ways) 
   h.actor(1, [&] {
     auto& c = h.rt.comm_init("c", 1);
     auto s = h.rt.device(1).stream("main");
-    if (both_ways) h.rt.group_start(), c.recv(small1, 0, s, Label{"hello"});
+    if (both_ways) h.rt.group_start();
+    if (both_ways) c.recv(small1, 0, s, Label{"hello"});
     c.send(small1, 0, s, Label{"hello"});
     if (both_ways) h.rt.group_end();
     h.rt.device(1).stream_sync(s);
