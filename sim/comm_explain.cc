@@ -46,24 +46,6 @@ const CommKernel* CommSystem::order_blocker(const CommKernel& k) const {
   return nullptr;
 }
 
-bool CommSystem::awaits_unposted_partner(const CommKernel& k) const {
-  SimComm& comm = *k.comm;
-  for (const CommOp& op : k.parts) {
-    if (op.satisfied) continue;
-    switch (op.spec.desc.kind) {
-      case core::OpKind::send:
-        if (posted_channel(comm, k.crank, op.spec.peer).recvs_posted <= op.spec.cseq) return true;
-        break;
-      case core::OpKind::recv:
-        if (posted_channel(comm, op.spec.peer, k.crank).sends_posted <= op.spec.cseq) return true;
-        break;
-      default:
-        if (const CollSlot* slot = comm.slot(op.spec.cseq); slot != nullptr && slot->posted < comm.size()) return true;
-    }
-  }
-  return false;
-}
-
 std::optional<core::Finding> CommSystem::unmatched() const {
   const PostRecord* first = nullptr;
   const SimComm* where = nullptr;

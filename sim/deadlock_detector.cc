@@ -81,6 +81,8 @@ class Explainer {
   size_t fiber_count() const { return node_of_.size(); }
   // Ranks a stuck fiber waits for that have no live host thread left, first seen first.
   const std::vector<core::RankId>& absent_ranks() const { return absent_ranks_; }
+  // Whether some chain of waits leads from stuck fiber `from` to stuck fiber `to`.
+  bool reaches(const Fiber* from, const Fiber* to) const;
 
  private:
   Node explain_one(const Fiber& f);
@@ -139,6 +141,50 @@ void Explainer::explain(const std::vector<const Fiber*>& stuck) {
     node_of_[f->id] = static_cast<int>(nodes_.size());
     nodes_.push_back(explain_one(*f));
   }
+}
+
+bool Explainer::reaches(const Fiber* from, const Fiber* to) const {
+  // Breadth first over the links, each fiber and each group once: linear in the graph. A group
+  // that skips its waiter (a channel's receiver) is expanded whole: the one member it leaves out
+  // is the fiber that followed the link, visited already — unless that is `from` linking to
+  // itself, which a drain-blocked caller (the only `to` asked about) never does: it waits for streams.
+  assert(node(from) != nullptr && node(to) != nullptr);
+  std::vector<uint8_t> seen(fiber_count(), 0);
+  std::vector<uint8_t> expanded(groups_.size(), 0);
+  std::vector<const Fiber*> queue{from};
+  seen[from->id] = 1;
+  auto visit = [&](const Fiber* f) {
+    if (node(f) == nullptr || seen[f->id]) return;
+    seen[f->id] = 1;
+    queue.push_back(f);
+  };
+  for (size_t i = 0; i < queue.size(); ++i) {
+    if (queue[i] == to) return true;
+    for (const Link& l : node(queue[i])->links) {
+      if (l.to != nullptr) {
+        visit(l.to);
+      } else if (l.group >= 0 && !expanded[static_cast<size_t>(l.group)]) {
+        expanded[static_cast<size_t>(l.group)] = 1;
+        for (const Fiber* m : group(l.group).members) visit(m);
+      }
+    }
+  }
+  return false;
+}
+
+// The blocking calls (device_drain waits) whose drain waits, through a stream of their device,
+// for the call itself.
+std::vector<BlockedOnCycle> blocked_on_cycles(const Explainer& ex, const std::vector<const Fiber*>& stuck) {
+  std::vector<BlockedOnCycle> out;
+  for (const Fiber* f : stuck) {
+    if (f->kind != FiberKind::host || f->wait.kind != WaitKind::device_drain) continue;
+    for (const auto& s : f->wait.device->streams()) {
+      if (s->idle() || ex.node(s->fiber()) == nullptr || !ex.reaches(s->fiber(), f)) continue;
+      out.push_back(BlockedOnCycle{f, s.get()});
+      break;
+    }
+  }
+  return out;
 }
 
 int Explainer::make_group(std::vector<const Fiber*> members, bool skip_waiter) {
@@ -737,13 +783,14 @@ class DotWriter {
 
 }  // namespace
 
-std::optional<core::Finding> explain_deadlock(const SimRuntime& rt) {
+std::optional<core::Finding> explain_deadlock(const SimRuntime& rt, std::vector<BlockedOnCycle>* blocked) {
   std::vector<const Fiber*> stuck;
   for (const auto& f : rt.world().fibers())
     if (Explainer::stuck(*f)) stuck.push_back(f.get());
   if (stuck.empty()) return std::nullopt;
   Explainer ex(rt);
   ex.explain(stuck);
+  if (blocked != nullptr) *blocked = blocked_on_cycles(ex, stuck);  // in fiber order, before the search order
   order_for_search(stuck);
 
   Chain chain;

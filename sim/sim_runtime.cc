@@ -89,6 +89,24 @@ void SimRuntime::spawn(core::ActorSpec spec, std::function<void()> body) {
 
 void SimRuntime::sleep(core::Time d) { world_.sleep(d); }
 
+void SimRuntime::watch_blocking_calls() {
+  // Only a rank with several host threads can see the release of an R8 hazard happen (with one
+  // thread the release would wait for the blocked caller): only their threads own clock
+  // components, and with none every clock stays empty and the simulator keeps none.
+  std::vector<std::vector<const Fiber*>> hosts(devices_.size());
+  for (const auto& f : world_.fibers())
+    if (f->kind == FiberKind::host && f->rank >= 0) hosts[static_cast<size_t>(f->rank)].push_back(f.get());
+  bool any = false;
+  for (size_t r = 0; r < hosts.size(); ++r) {
+    if (hosts[r].size() < 2) continue;
+    for (const auto& f : world_.fibers())
+      if (f->kind == FiberKind::host && f->rank == static_cast<core::RankId>(r)) f->owns_component = true;
+    devices_[r]->watch_blocking(std::move(hosts[r]));
+    any = true;
+  }
+  world_.set_clocks_on(any);
+}
+
 core::RunResult SimRuntime::run() {
   if (ran_) throw std::logic_error("a SimRuntime runs once");
   ran_ = true;
@@ -101,12 +119,16 @@ core::RunResult SimRuntime::run() {
     }
     comms_.inversions().set_membership(num_ranks(), members, names);
   }
+  watch_blocking_calls();
   world_.run([this](World& w) {
-    if (auto f = explain_deadlock(*this)) {
+    std::vector<BlockedOnCycle> blocked;
+    if (auto f = explain_deadlock(*this, &blocked)) {
       f->time = w.now();
       f->sched_step = w.steps();
       w.findings().push_back(std::move(*f));
     }
+    // R8 hazards that this deadlock shows (sim/blocking_hazards.h).
+    for (const BlockedOnCycle& b : blocked) device_impl(b.host->rank).note_blocked_on_cycle(*b.host, *b.through);
   });
 
   if (world_.findings().empty() && !world_.halted()) {

@@ -67,6 +67,8 @@ class SimRuntime final : public core::Runtime {
   std::vector<std::unique_ptr<SimDevice>> devices_;
   std::deque<HostState> hosts_;
   std::map<std::string, std::unique_ptr<SimHostChannel>, std::less<>> channels_;
+  void watch_blocking_calls();  // decides, before the run, which threads keep clocks
+
   bool ran_ = false;
   size_t memory_taken_ = 0;
 };

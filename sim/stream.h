@@ -5,10 +5,12 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 
 #include "core/types.h"
+#include "sim/vector_clock.h"
 #include "sim/world.h"
 
 namespace ppspec::sim {
@@ -28,6 +30,10 @@ struct WorkItem {
   const SimStream* wait_stream = nullptr;  // wait_event: the recording stream ...
   uint64_t wait_target = 0;                // ... and the position it must reach
   SimFlag* flag = nullptr;                 // wait_flag, set_flag
+  // Happens-before (only while World::clocks_on): the enqueuing thread's clock, and for
+  // wait_event the recording stream's clock at the awaited position (filled when it gets there).
+  VectorClock clock;
+  std::shared_ptr<const VectorClock> wait_clock;
 };
 
 class SimStream {
@@ -54,6 +60,13 @@ class SimStream {
   // Whether a set_flag of `flag` is queued (not yet executed) on this stream.
   bool queues_set_of(const SimFlag* flag) const;
 
+  // Happens-before: what the stream's completed work knows (its last item's completion clock),
+  // and a cell that will hold that clock once the stream completes everything enqueued so far —
+  // what a sync or an event recorded now observes. Null while clocks are off.
+  const VectorClock& clock() const { return clock_; }
+  void observe(const VectorClock& c) { clock_.join(c); }
+  std::shared_ptr<const VectorClock> clock_at_end();
+
   // Graph capture (R9): while capturing, enqueue() records into the graph instead.
   GraphRec* capture() const { return capture_; }
   void set_capture(GraphRec* g) { capture_ = g; }
@@ -75,6 +88,10 @@ class SimStream {
   WaitList work_;      // the stream fiber, waiting for work
   WaitList progress_;  // anyone waiting for this stream to reach a position
   GraphRec* capture_ = nullptr;
+  VectorClock clock_;
+  // Cells to fill when the stream's completed count reaches the position, in increasing order:
+  // every request is for the end of the stream at the time it is made.
+  std::deque<std::pair<uint64_t, std::shared_ptr<VectorClock>>> marks_;
 };
 
 }  // namespace ppspec::sim

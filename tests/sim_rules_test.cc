@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <set>
 
 #include "tests/harness.h"
 
@@ -556,42 +557,85 @@ TEST(Rules, R8_LazyLoadWhileARecvSpinsDeadlocksAndPreloadOrEagerDoNot) {
   EXPECT_FALSE(has_note(eager, "module-load-in-flight"));
 }
 
-TEST(Rules, R8_StrictModeTurnsTheHazardIntoTheVerdict) {
-  // A load while a kernel whose partner is not posted yet spins, which this schedule survives
-  // because the partner does not depend on this thread: a hazard, and a failure under strict.
-  const std::string prog = R"(
+// Rank 0's host thread posts the receive of x, then sends rank 2 the activations on which rank 2
+// tells rank 1 to send x; rank 0's loader thread loads a module (lazy) after `loader_sleep_us`.
+// When the load takes the context lock before the host's send, the send waits for the lock, the
+// lock for the drain, the drain for x, and x for the send: a hang. Which comes first is the
+// schedule's choice; that the load can hold the send back is the program's
+// (sim/blocking_hazards.h). Three ranks, so that no two share two communicators (R7).
+std::string load_racing_a_send(int loader_sleep_us, bool partner_needs_the_send, bool strict) {
+  const char* rank1 = partner_needs_the_send
+                          ? R"({ op = "recv", comm = "g", peer = 2, stream = "main", label = "go" },
+        { op = "stream_sync", stream = "main" },
+        { op = "send", comm = "x", peer = 0, stream = "main", label = "x" },
+        { op = "stream_sync", stream = "main" })"
+                          : R"({ op = "send", comm = "x", peer = 0, stream = "side", label = "x" },
+        { op = "recv", comm = "g", peer = 2, stream = "main", label = "go" },
+        { op = "device_sync" })";
+  return fmt::format(R"(
 kind = "program"
-ranks = 2
-streams = ["main", "side"]
+ranks = 3
+streams = ["main", "side", "work"]
 [runtime]
 module_loading = "lazy"
 runtime_connect = false
-strict = %s
+strict = {}
 [[communicator]]
-name = "c"
+name = "x"
 ranks = [0, 1]
-[rank.0]
-ops = [ { op = "recv", comm = "c", peer = 1, stream = "side", label = "x" },
-        { op = "launch", kernel = "k", stream = "main" },
-        { op = "device_sync" } ]
+[[communicator]]
+name = "a"
+ranks = [0, 2]
+[[communicator]]
+name = "g"
+ranks = [1, 2]
+[rank.0.thread.host]
+ops = [ {{ op = "recv", comm = "x", peer = 1, stream = "side", label = "x" }},
+        {{ op = "send", comm = "a", peer = 2, stream = "main", label = "act" }},
+        {{ op = "device_sync" }} ]
+[rank.0.thread.loader]
+ops = [ {{ op = "sleep", us = {} }}, {{ op = "launch", kernel = "k", stream = "work" }} ]
 [rank.1]
-ops = [ { op = "sleep", us = 100 }, { op = "send", comm = "c", peer = 0, stream = "main", label = "x" },
-        { op = "device_sync" } ]
+ops = [ {} ]
+[rank.2]
+ops = [ {{ op = "recv", comm = "a", peer = 0, stream = "main", label = "act" }},
+        {{ op = "stream_sync", stream = "main" }},
+        {{ op = "send", comm = "g", peer = 1, stream = "main", label = "go" }},
+        {{ op = "stream_sync", stream = "main" }} ]
 [expect]
 verdict = "pass"
-)";
-  auto with = [&](const char* strict) {
-    std::string s = prog;
-    s.replace(s.find("%s"), 2, strict);
-    return s;
-  };
-  auto lenient = run_toml(with("false"));
+)",
+                     strict ? "true" : "false", loader_sleep_us, rank1);
+}
+
+TEST(Rules, R8_StrictModeTurnsTheHazardIntoTheVerdict) {
+  // The load comes long after the host's send: this schedule passes, and the race is a hazard
+  // all the same — a failure under strict.
+  auto lenient = run_toml(load_racing_a_send(1000, true, false));
   EXPECT_EQ(lenient.verdict, Verdict::pass);
   EXPECT_TRUE(has_note(lenient, "module-load-in-flight"));
-  auto strict = run_toml(with("true"));
+  ASSERT_FALSE(lenient.notes.empty());
+  EXPECT_NE(lenient.notes.front().summary.find("rank0.host"), std::string::npos) << lenient.notes.front().summary;
+  auto strict = run_toml(load_racing_a_send(1000, true, true));
   ASSERT_EQ(strict.verdict, Verdict::hazard);
   EXPECT_EQ(strict.findings[0].kind, "module-load-in-flight");
   EXPECT_TRUE(strict.findings[0].involves_rank(0));
+}
+
+TEST(Rules, R8_ALoadRacingTheSendItsPartnerNeedsIsAHazardWhicheverThreadWins) {
+  std::set<Verdict> verdicts;
+  for (const sim::StrategySpec strategy : {sim::StrategySpec{}, sim::StrategySpec{sim::StrategySpec::Kind::pct, 3}}) {
+    for (uint64_t seed = 1; seed <= 50; ++seed) {
+      const auto r = run_toml(load_racing_a_send(1, true, false), seed, nullptr, strategy);
+      verdicts.insert(r.verdict);
+      EXPECT_EQ(hazard_kinds(r), std::set<std::string>{"module-load-in-flight"}) << strategy.str() << " seed " << seed;
+      // Rank 1's x never needs the loader: the same race with an independent partner is no hazard.
+      const auto fine = run_toml(load_racing_a_send(1, false, false), seed, nullptr, strategy);
+      EXPECT_EQ(fine.verdict, Verdict::pass) << strategy.str() << " seed " << seed;
+      EXPECT_TRUE(hazard_kinds(fine).empty()) << strategy.str() << " seed " << seed;
+    }
+  }
+  EXPECT_EQ(verdicts, (std::set<Verdict>{Verdict::pass, Verdict::deadlock})) << "both outcomes of the race were seen";
 }
 
 TEST(Rules, R8_ModuleLoadHoldsTheContextLockAgainstOtherThreadsOfTheDevice) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <ostream>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -86,6 +87,15 @@ inline bool has_note(const core::RunResult& r, std::string_view kind) {
   for (const auto& f : r.notes)
     if (f.kind == kind) return true;
   return false;
+}
+
+// The hazard kinds a run noted (or failed with, under strict), sorted and without repeats.
+inline std::set<std::string> hazard_kinds(const core::RunResult& r) {
+  std::set<std::string> kinds;
+  for (const auto* list : {&r.notes, &r.findings})
+    for (const auto& f : *list)
+      if (f.verdict == core::Verdict::hazard) kinds.insert(f.kind);
+  return kinds;
 }
 
 inline std::string all_text(const core::Finding& f) {
