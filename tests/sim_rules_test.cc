@@ -502,6 +502,46 @@ TEST(Rules, R7_InversionPassesWithAHazardWhenKernelsCanBeResidentTogether) {
   EXPECT_TRUE(has_note(r, "cross-communicator-order"));
 }
 
+TEST(Rules, R7_AnInversionThroughAGroupIsReportedUnderEverySchedule) {
+  // Rank 0 issues A then a group {A, B}; rank 1 issues B first. Rank 0's group gives its two
+  // operations one issue index; which of them matches first is the schedule's choice, and must
+  // not decide whether the inversion (A #0 before B on rank 0, after it on rank 1) is seen.
+  const std::string prog = R"(
+kind = "program"
+ranks = 2
+streams = ["s1", "s2"]
+[runtime]
+runtime_connect = false
+[[communicator]]
+name = "A"
+ranks = [0, 1]
+[[communicator]]
+name = "B"
+ranks = [0, 1]
+[rank.0]
+ops = [ { op = "all_reduce", comm = "A", stream = "s1", label = "a0" },
+        { op = "group_start" },
+        { op = "all_reduce", comm = "A", stream = "s1", label = "a1" },
+        { op = "all_reduce", comm = "B", stream = "s2", label = "b" },
+        { op = "group_end" },
+        { op = "device_sync" } ]
+[rank.1]
+ops = [ { op = "all_reduce", comm = "B", stream = "s2", label = "b" },
+        { op = "all_reduce", comm = "A", stream = "s1", label = "a0" },
+        { op = "all_reduce", comm = "A", stream = "s1", label = "a1" },
+        { op = "device_sync" } ]
+[expect]
+verdict = "pass"
+)";
+  for (const sim::StrategySpec strategy : {sim::StrategySpec{}, sim::StrategySpec{sim::StrategySpec::Kind::pct, 3}}) {
+    for (uint64_t seed = 1; seed <= 50; ++seed) {
+      const auto r = run_toml(prog, seed, nullptr, strategy);
+      ASSERT_EQ(r.verdict, Verdict::pass) << strategy.str() << " seed " << seed;
+      EXPECT_EQ(hazard_kinds(r), std::set<std::string>{"cross-communicator-order"}) << strategy.str() << " seed " << seed;
+    }
+  }
+}
+
 TEST(Rules, R7_ConsistentOrderPassesUnderSerialWithoutHazard) {
   auto r = run_toml(inversion("serial", false));
   ASSERT_EQ(r.verdict, Verdict::pass);
