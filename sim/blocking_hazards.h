@@ -11,7 +11,8 @@
 //  * X's release: its partners posted and started (a partner starts behind the work queued before
 //    it on its stream and communicator, R2), or its flag's set_flag issued and run;
 //  * c holds back t's own actions after c and — a module load holds the context lock — every
-//    runtime call of another host thread of r that does not happen before c.
+//    runtime call of another host thread of r that happens neither before c nor before X's issue
+//    (X's issue is a runtime call too: had the lock held it back, X would not be in c's drain).
 // "Happens before" is the order the simulator's synchronisation implies whatever the schedule:
 // program order; comm init, first-contact connections and group ends; a communication kernel's
 // start after the work before it on its streams, its communicator (R2) and, under serial
@@ -24,12 +25,15 @@
 // peer's all_reduce needs nothing from this rank after the sync. A sync while a receive's sender is
 // posted but queued behind work that needs this host after the sync is one in every schedule.
 //
-// Two ways to see it, one per kind of schedule, both giving the same answer:
-//  * the release never happens because t stays blocked in c: at the end of the run (nothing can
-//    move) c is a hazard iff the wait-for graph has a cycle through t (sim/deadlock_detector.h);
-//  * the release happens: its vector clock shows whether it depends on a held-back action. With
-//    one host thread per rank that cannot be (the release would wait for t while t waits for X),
-//    so only ranks with several host threads keep clocks, and this class watches them.
+// Two ways to see it, one per kind of run, both giving the same answer:
+//  * the release happens: its vector clock shows whether it depends on a held-back action;
+//  * the release never happens (the run ends with nothing able to move): the wait-for graph shows
+//    where its waits lead (sim/wait_graph.h) — to t itself, to another thread of r that has yet
+//    to act and does not know of c (a load), or to work whose issue shows a held-back action.
+// With one host thread per rank the release can never depend on a held-back action and happen
+// (it would wait for t while t waits for X): c is a hazard iff the run deadlocks with t blocked
+// in c and its drain's waits lead back to t. So only ranks with several host threads keep clocks,
+// and this class watches them; SimDevice::note_if_stuck_in_call covers every rank.
 // A run stopped before its end (fifo-misalignment under report, invalid-usage, step-limit) notes
 // what it saw until then.
 #pragma once
@@ -42,10 +46,13 @@
 
 #include "sim/fiber.h"
 #include "sim/vector_clock.h"
+#include "sim/wait_graph.h"
 
 namespace ppspec::sim {
 
+struct CommKernel;
 struct SimFlag;
+class SimDevice;
 
 // A blocking call that held back its caller: a drain (device_sync, malloc) or a load.
 enum class BlockingKind : uint8_t { device_sync, malloc, module_load };
@@ -71,10 +78,15 @@ class BlockingHazards {
   bool active() const { return !hosts_.empty(); }
 
   void on_call(const Fiber& caller, BlockingKind kind, std::string action, std::string origin);
-  // A waiting item was issued (`issue` is the issuer's clock); returns its id for on_released.
-  int64_t on_wait_issued(const VectorClock& issue, std::string item, std::string stream, const SimFlag* flag);
+  // A waiting item was issued (`issue` is the issuer's clock): a communication kernel or a
+  // persistent kernel's flag wait; returns its id for on_released.
+  int64_t on_wait_issued(const VectorClock& issue, std::string item, std::string stream, const CommKernel* kernel,
+                         const SimFlag* flag);
   void on_released(int64_t id, const VectorClock& release);
   void on_flag_set(const SimFlag* flag, const VectorClock& set);
+  // The run ended with nothing able to move: items never released are judged by where their
+  // waits lead (`dev` is this rank's device, where flags are set).
+  void on_stuck(WaitGraph& graph, const SimDevice& dev);
 
   size_t calls() const { return calls_.size(); }
   size_t waits() const { return waits_.size(); }
@@ -92,14 +104,18 @@ class BlockingHazards {
     VectorClock issue;
     VectorClock release;
     bool released = false;
-    const SimFlag* flag = nullptr;  // a persistent kernel's flag; null for a communication kernel
+    const CommKernel* kernel = nullptr;  // until released (kernels are reused once done)
+    const SimFlag* flag = nullptr;       // a persistent kernel's flag; null for a communication kernel
     std::string item, stream;
   };
 
   bool can_hold_up(const Call& c, const Wait& w) const { return w.issue.get(c.thread) < c.index; }
   // The host thread whose held-back action the release depends on; null if none.
-  const Fiber* held_back(const Call& c, const VectorClock& release) const;
+  const Fiber* held_back(const Call& c, const Wait& w) const;
+  // The same for a release that never came: where its waits lead.
+  const Fiber* held_back(const Call& c, const Wait& w, const StuckFrontier& waits) const;
   void check(const Call& c, const Wait& w);
+  void report(const Call& c, const Wait& w, const Fiber& held);
   void prune();
 
   std::vector<const Fiber*> hosts_;

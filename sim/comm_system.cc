@@ -548,7 +548,7 @@ void CommSystem::watch_if_waiting(CommKernel& k) {
   const bool waits = std::any_of(k.parts.begin(), k.parts.end(), [eager](const CommOp& op) {
     return op.spec.desc.kind != core::OpKind::send || eager <= 0 || static_cast<int64_t>(op.spec.buf.bytes()) > eager;
   });
-  if (waits) k.wait_id = dev.blocking().on_wait_issued(k.issue_clock, describe_kernel(k), k.primary()->full_name(), nullptr);
+  if (waits) k.wait_id = dev.blocking().on_wait_issued(k.issue_clock, describe_kernel(k), k.primary()->full_name(), &k, nullptr);
 }
 
 void CommSystem::start_op(CommOp& op, std::vector<CommOp*>& satisfied) {

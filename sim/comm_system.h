@@ -168,6 +168,7 @@ struct Blocker {
   SimStream* stream = nullptr;
   core::RankId rank = -1;
   std::string what;
+  const VectorClock* clock = nullptr;  // what has happened of the partner (its issue or start), if anything
 };
 
 // What holds up one collective for the members that started it: the same for every waiting
@@ -206,6 +207,10 @@ class CommSystem {
   // Why member `crank` spins when no member holds the collective up: it expects more (R5).
   Blocker size_mismatch(const CollectiveHold& hold, int crank) const;
   const CommKernel* order_blocker(const CommKernel& k) const;
+  // What each unsatisfied part of `k` needs: its positional partners, with what has happened of
+  // them (started: the start clock; posted, not started: the issue clock), or the rank that has
+  // yet to post one (R8 hazards at the end of a deadlocked run, sim/blocking_hazards.h).
+  std::vector<Blocker> release_blockers(const CommKernel& k) const;
   // After a run that finished: the earliest posted p2p operation that never found its partner
   // (an eager send nobody received), as a finding.
   std::optional<core::Finding> unmatched() const;

@@ -40,11 +40,20 @@ SimStream& SimDevice::stream_impl(core::Stream s) const {
 }
 
 void SimDevice::enter() {
-  World& w = world();
-  Fiber& self = w.current();
+  begin_call();
+  wait_for_lock();
+}
+
+void SimDevice::begin_call() {
   // A runtime call: the thread's own clock component moves on, so that what it does from here on
   // is told from what came before (a module load's context lock may hold this call back, R8).
+  Fiber& self = world().current();
   if (self.owns_component) self.clock.bump(self.id);
+}
+
+void SimDevice::wait_for_lock() {
+  World& w = world();
+  Fiber& self = w.current();
   while (lock_holder_ != nullptr && lock_holder_ != &self)
     lock_waiters_.wait(w, WaitInfo{.kind = WaitKind::context_lock, .what = "context lock", .device = this,
                                    .holder = lock_holder_});
@@ -93,15 +102,25 @@ void SimDevice::watch_blocking(std::vector<const Fiber*> hosts) {
 void SimDevice::on_wait_flag_issued(const WorkItem& item, const SimStream& st) {
   if (!blocking_.active()) return;
   const int64_t id = blocking_.on_wait_issued(
-      item.clock, fmt::format("a persistent kernel spinning until flag '{}' is set", item.flag->name), st.full_name(), item.flag);
+      item.clock, fmt::format("a persistent kernel spinning until flag '{}' is set", item.flag->name), st.full_name(), nullptr,
+      item.flag);
   if (item.flag->set) blocking_.on_released(id, item.flag->clock);
 }
 
 void SimDevice::on_flag_set(const SimFlag& flag) { blocking_.on_flag_set(&flag, flag.clock); }
 
-void SimDevice::note_blocked_on_cycle(const Fiber& host, const SimStream& through) {
+void SimDevice::note_if_stuck_in_call(const Fiber& host, WaitGraph& graph) {
   PPSPEC_ASSERT(host.wait.kind == WaitKind::device_drain && host.wait.device == this, "{} is not blocked in a drain of rank{}",
                 host.name, rank_);
+  // The call is a hazard when the waits of the work its drain waits for lead back to the caller
+  // (itself, or a thread waiting for its context lock: that wait leads to the caller too).
+  const SimStream* through = nullptr;
+  for (const auto& s : streams_) {
+    if (s->idle() || !graph.behind(*s).leads_to(&host)) continue;
+    through = s.get();
+    break;
+  }
+  if (through == nullptr) return;
   BlockingHazard h;
   if (host.wait.what == "module load") {
     h.kind = BlockingKind::module_load;
@@ -112,13 +131,12 @@ void SimDevice::note_blocked_on_cycle(const Fiber& host, const SimStream& throug
   }
   h.actor = host.name;
   h.origin = host.host != nullptr ? std::string(host.host->call_site) : "";
-  const WorkItem* head = through.head();
-  PPSPEC_ASSERT(head != nullptr, "{} is on a wait-for cycle with nothing queued", through.full_name());
-  h.item = head->type == WorkItem::Type::comm        ? comms().describe_kernel(*head->comm)
-           : head->type == WorkItem::Type::wait_flag ? fmt::format("a persistent kernel spinning until flag '{}' is set",
-                                                                   head->flag->name)
-                                                     : std::string(head->name);
-  h.stream = through.full_name();
+  const WorkItem& head = *through->head();
+  h.item = head.type == WorkItem::Type::comm        ? comms().describe_kernel(*head.comm)
+           : head.type == WorkItem::Type::wait_flag ? fmt::format("a persistent kernel spinning until flag '{}' is set",
+                                                                  head.flag->name)
+                                                    : std::string(head.name);
+  h.stream = through->full_name();
   h.why = "that work waits, through what it needs, for this very call to return: it never does";
   note_hazard(h);
 }
@@ -148,14 +166,17 @@ void SimDevice::ensure_loaded(core::KernelRef k, bool preload) {
   std::string key = fmt::format("{}[{}]", k.name, k.spec);
   if (loaded_.count(key)) return;
   if (mode == core::ModuleLoading::jit) w.sleep(w.jittered(w.config().cost.jit_compile));  // host-only
-  // R8: the load takes the context lock, then waits for every earlier kernel on the device.
-  enter();
+  // R8: the load takes the context lock, then waits for every earlier kernel on the device. It
+  // is a blocking call from its start (sim/blocking_hazards.h): a load that waits for the lock
+  // behind another load in this schedule takes it first in another.
+  begin_call();
+  blocking_.on_call(w.current(), BlockingKind::module_load, fmt::format("loads module {}{}", key, preload ? " (preload)" : ""),
+                    std::string(rt_.host_state().call_site));
+  wait_for_lock();
   if (loaded_.count(key)) return;  // another thread of this device loaded it meanwhile
   lock_holder_ = &w.current();
   loading_ = key;
   loading_preload_ = preload;
-  blocking_.on_call(w.current(), BlockingKind::module_load, fmt::format("loads module {}{}", key, preload ? " (preload)" : ""),
-                    std::string(rt_.host_state().call_site));
   drain(WaitInfo{.kind = WaitKind::device_drain, .what = "module load", .device = this});
   w.sleep(w.jittered(w.config().cost.module_load));
   loaded_.insert(key);

@@ -75,7 +75,7 @@ class SimDevice final : public core::Device {
   const std::vector<std::unique_ptr<SimStream>>& streams() const { return streams_; }
   const SimEvent& event_impl(core::DeviceEvent e) const { return events_.at(static_cast<size_t>(e.id)); }
 
-  void enter();  // a host call begins: wait for the context lock
+  void enter();  // a host call begins: wait for the context lock (begin_call, then wait_for_lock)
   void leave();  // a host call ends: its cost in virtual time
 
   // Communication kernels issued on this device (R7 serial order, R8 in-flight checks).
@@ -97,12 +97,14 @@ class SimDevice final : public core::Device {
   void watch_blocking(std::vector<const Fiber*> hosts);
   void on_wait_flag_issued(const WorkItem& item, const SimStream& st);
   void on_flag_set(const SimFlag& flag);
-  // At the end of a deadlocked run: `host` is stuck in a blocking call of this device whose
-  // drain waits, through `through`, for work that waits for the call itself.
-  void note_blocked_on_cycle(const Fiber& host, const SimStream& through);
+  // At the end of a deadlocked run, `host` stuck in a blocking call of this device: a hazard if
+  // the work its drain waits for waits, through the wait-for graph, for the call itself.
+  void note_if_stuck_in_call(const Fiber& host, WaitGraph& graph);
 
  private:
   void ensure_loaded(core::KernelRef k, bool preload);
+  void begin_call();
+  void wait_for_lock();
   // Copies and sets are built into the driver: enqueued without a module to load.
   void enqueue_builtin(SimStream& st, std::string_view name, std::function<void()> body);
   // Waits for everything enqueued on the device so far; the caller learns what it waited for.

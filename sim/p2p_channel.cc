@@ -14,6 +14,7 @@ void P2PChannel::start_send(CommOp& op, int64_t unit_bytes, int64_t eager_bytes,
   s.bytes = op.spec.buf.bytes();
   s.units = op.units;
   s.start = op.kernel->start_clock;
+  s.cseq = op.spec.cseq;
   sources_.push_back(std::move(s));
   progress(unit_bytes, eager_bytes, satisfied);
 }

@@ -34,6 +34,7 @@ struct UnitSource {
   std::vector<uint8_t> owned_data;  // buffered copy
   std::vector<uint8_t> owned_shadow;
   VectorClock start;  // the send kernel's start clock: what its receivers learn (R8 hazards)
+  int64_t cseq = -1;  // the send's position on the channel
 };
 
 class P2PChannel {

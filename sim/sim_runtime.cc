@@ -107,6 +107,15 @@ void SimRuntime::watch_blocking_calls() {
   world_.set_clocks_on(any);
 }
 
+void SimRuntime::note_stuck_hazards(WaitGraph& graph) {
+  // R8 hazards that only a run that can no longer move shows (sim/blocking_hazards.h): blocking
+  // calls whose waits lead back to them, and items never released on ranks that keep clocks.
+  for (const auto& f : world_.fibers())
+    if (f->kind == FiberKind::host && f->state == FiberState::blocked && f->wait.kind == WaitKind::device_drain)
+      f->wait.device->note_if_stuck_in_call(*f, graph);
+  for (const auto& d : devices_) d->blocking().on_stuck(graph, *d);
+}
+
 core::RunResult SimRuntime::run() {
   if (ran_) throw std::logic_error("a SimRuntime runs once");
   ran_ = true;
@@ -121,14 +130,11 @@ core::RunResult SimRuntime::run() {
   }
   watch_blocking_calls();
   world_.run([this](World& w) {
-    std::vector<BlockedOnCycle> blocked;
-    if (auto f = explain_deadlock(*this, &blocked)) {
+    if (auto f = explain_deadlock(*this, [this](WaitGraph& g) { note_stuck_hazards(g); })) {
       f->time = w.now();
       f->sched_step = w.steps();
       w.findings().push_back(std::move(*f));
     }
-    // R8 hazards that this deadlock shows (sim/blocking_hazards.h).
-    for (const BlockedOnCycle& b : blocked) device_impl(b.host->rank).note_blocked_on_cycle(*b.host, *b.through);
   });
 
   if (world_.findings().empty() && !world_.halted()) {

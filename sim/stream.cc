@@ -39,10 +39,10 @@ std::shared_ptr<const VectorClock> SimStream::clock_at_end() {
   return marks_.back().second;
 }
 
-bool SimStream::queues_set_of(const SimFlag* flag) const {
+const WorkItem* SimStream::queued_set_of(const SimFlag* flag) const {
   for (const WorkItem& item : queue_)
-    if (item.type == WorkItem::Type::set_flag && item.flag == flag) return true;
-  return false;
+    if (item.type == WorkItem::Type::set_flag && item.flag == flag) return &item;
+  return nullptr;
 }
 
 void SimStream::serve() {

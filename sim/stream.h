@@ -57,8 +57,9 @@ class SimStream {
   // Blocks the calling fiber until this stream has completed `target` items.
   void wait_completed(uint64_t target, const WaitInfo& info);
   const WorkItem* head() const { return queue_.empty() ? nullptr : &queue_.front(); }
-  // Whether a set_flag of `flag` is queued (not yet executed) on this stream.
-  bool queues_set_of(const SimFlag* flag) const;
+  // Whether a set_flag of `flag` is queued (not yet executed) on this stream: the first such item.
+  bool queues_set_of(const SimFlag* flag) const { return queued_set_of(flag) != nullptr; }
+  const WorkItem* queued_set_of(const SimFlag* flag) const;
 
   // Happens-before: what the stream's completed work knows (its last item's completion clock),
   // and a cell that will hold that clock once the stream completes everything enqueued so far —

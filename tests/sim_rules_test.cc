@@ -603,7 +603,7 @@ TEST(Rules, R8_LazyLoadWhileARecvSpinsDeadlocksAndPreloadOrEagerDoNot) {
 // lock for the drain, the drain for x, and x for the send: a hang. Which comes first is the
 // schedule's choice; that the load can hold the send back is the program's
 // (sim/blocking_hazards.h). Three ranks, so that no two share two communicators (R7).
-std::string load_racing_a_send(int loader_sleep_us, bool partner_needs_the_send, bool strict) {
+std::string load_racing_a_send(int loader_sleep_us, bool partner_needs_the_send, bool strict, const char* x_stream = "side") {
   const char* rank1 = partner_needs_the_send
                           ? R"({ op = "recv", comm = "g", peer = 2, stream = "main", label = "go" },
         { op = "stream_sync", stream = "main" },
@@ -630,7 +630,7 @@ ranks = [0, 2]
 name = "g"
 ranks = [1, 2]
 [rank.0.thread.host]
-ops = [ {{ op = "recv", comm = "x", peer = 1, stream = "side", label = "x" }},
+ops = [ {{ op = "recv", comm = "x", peer = 1, stream = "{}", label = "x" }},
         {{ op = "send", comm = "a", peer = 2, stream = "main", label = "act" }},
         {{ op = "device_sync" }} ]
 [rank.0.thread.loader]
@@ -645,7 +645,7 @@ ops = [ {{ op = "recv", comm = "a", peer = 0, stream = "main", label = "act" }},
 [expect]
 verdict = "pass"
 )",
-                     strict ? "true" : "false", loader_sleep_us, rank1);
+                     strict ? "true" : "false", x_stream, loader_sleep_us, rank1);
 }
 
 TEST(Rules, R8_StrictModeTurnsTheHazardIntoTheVerdict) {
@@ -676,6 +676,20 @@ TEST(Rules, R8_ALoadRacingTheSendItsPartnerNeedsIsAHazardWhicheverThreadWins) {
     }
   }
   EXPECT_EQ(verdicts, (std::set<Verdict>{Verdict::pass, Verdict::deadlock})) << "both outcomes of the race were seen";
+}
+
+TEST(Rules, R8_ALoadRacingTheSendItsPartnerNeedsIsAHazardEvenWhereTheProgramHangsAnyway) {
+  // The receive of x and the send rank 2 needs share rank 0's main stream: the send queues behind
+  // the receive, and the program hangs whoever wins the race. Where the load came first, the
+  // hang runs through its context lock; where it came last, the wait-for graph still shows that x
+  // waits for the send — a call the load could have held back: a hazard either way.
+  for (const sim::StrategySpec strategy : {sim::StrategySpec{}, sim::StrategySpec{sim::StrategySpec::Kind::pct, 3}}) {
+    for (uint64_t seed = 1; seed <= 50; ++seed) {
+      const auto r = run_toml(load_racing_a_send(1, true, false, "main"), seed, nullptr, strategy);
+      EXPECT_EQ(r.verdict, Verdict::deadlock) << strategy.str() << " seed " << seed;
+      EXPECT_EQ(hazard_kinds(r), std::set<std::string>{"module-load-in-flight"}) << strategy.str() << " seed " << seed;
+    }
+  }
 }
 
 TEST(Rules, R8_ModuleLoadHoldsTheContextLockAgainstOtherThreadsOfTheDevice) {
