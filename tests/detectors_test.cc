@@ -25,27 +25,12 @@ constexpr BlockingCall kBlockingCalls[] = {
     {"module-load-in-flight", R"({ op = "launch", kernel = "first_use", stream = "main" })"},  // lazy: it loads
 };
 
-// 50 seeds under random scheduling and 50 under PCT:3: the R8 rule must not depend on the schedule.
-template <typename Check>
-void under_every_schedule(const std::string& toml, Check check) {
-  for (const sim::StrategySpec strategy : {sim::StrategySpec{}, sim::StrategySpec{sim::StrategySpec::Kind::pct, 3}})
-    for (uint64_t seed = 1; seed <= 50; ++seed) check(run_toml(toml, seed, nullptr, strategy), fmt::format("{} seed {}", strategy.str(), seed));
-}
-
 // rank 0 makes `call` while its receive of x spins on the side stream; rank 1 posts the send of
 // x at once, but on its main stream behind the receive of y, which rank 0 sends only after the
 // call. Whether rank 1 has posted x by the time of the call is the schedule's choice; that the
 // send cannot start before the call returns is the program's.
 std::string partner_queued_behind_the_caller(const char* call) {
-  return fmt::format(R"(
-kind = "program"
-ranks = 2
-streams = ["main", "side"]
-[runtime]
-runtime_connect = false
-[[communicator]]
-name = "c"
-ranks = [0, 1]
+  return program_head(2, R"(["main", "side"])", "runtime_connect = false", {{"c", "[0, 1]"}}) + fmt::format(R"(
 [rank.0]
 ops = [ {{ op = "recv", comm = "c", peer = 1, stream = "side", label = "x" }},
         {},
@@ -64,12 +49,7 @@ verdict = "deadlock"
 // Both ranks end each of three steps with an all-reduce and then the call; rank 1 starts each
 // step a little late, so that its all-reduce is often not posted yet when rank 0 makes the call.
 std::string end_of_step(const char* call) {
-  return fmt::format(R"(
-kind = "program"
-ranks = 2
-[[communicator]]
-name = "c"
-ranks = [0, 1]
+  return program_head(2, "", "", {{"c", "[0, 1]"}}) + fmt::format(R"(
 [rank.0]
 repeat = 3
 ops = [ {{ op = "all_reduce", comm = "c", label = "grad" }}, {} ]

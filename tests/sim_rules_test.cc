@@ -506,18 +506,7 @@ TEST(Rules, R7_AnInversionThroughAGroupIsReportedUnderEverySchedule) {
   // Rank 0 issues A then a group {A, B}; rank 1 issues B first. Rank 0's group gives its two
   // operations one issue index; which of them matches first is the schedule's choice, and must
   // not decide whether the inversion (A #0 before B on rank 0, after it on rank 1) is seen.
-  const std::string prog = R"(
-kind = "program"
-ranks = 2
-streams = ["s1", "s2"]
-[runtime]
-runtime_connect = false
-[[communicator]]
-name = "A"
-ranks = [0, 1]
-[[communicator]]
-name = "B"
-ranks = [0, 1]
+  const std::string prog = program_head(2, R"(["s1", "s2"])", "runtime_connect = false", {{"A", "[0, 1]"}, {"B", "[0, 1]"}}) + R"(
 [rank.0]
 ops = [ { op = "all_reduce", comm = "A", stream = "s1", label = "a0" },
         { op = "group_start" },
@@ -533,13 +522,10 @@ ops = [ { op = "all_reduce", comm = "B", stream = "s2", label = "b" },
 [expect]
 verdict = "pass"
 )";
-  for (const sim::StrategySpec strategy : {sim::StrategySpec{}, sim::StrategySpec{sim::StrategySpec::Kind::pct, 3}}) {
-    for (uint64_t seed = 1; seed <= 50; ++seed) {
-      const auto r = run_toml(prog, seed, nullptr, strategy);
-      ASSERT_EQ(r.verdict, Verdict::pass) << strategy.str() << " seed " << seed;
-      EXPECT_EQ(hazard_kinds(r), std::set<std::string>{"cross-communicator-order"}) << strategy.str() << " seed " << seed;
-    }
-  }
+  under_every_schedule(prog, [](const core::RunResult& r, const std::string& where) {
+    ASSERT_EQ(r.verdict, Verdict::pass) << where;
+    EXPECT_EQ(hazard_kinds(r), std::set<std::string>{"cross-communicator-order"}) << where;
+  });
 }
 
 TEST(Rules, R7_ConsistentOrderPassesUnderSerialWithoutHazard) {
@@ -612,23 +598,9 @@ std::string load_racing_a_send(int loader_sleep_us, bool partner_needs_the_send,
                           : R"({ op = "send", comm = "x", peer = 0, stream = "side", label = "x" },
         { op = "recv", comm = "g", peer = 2, stream = "main", label = "go" },
         { op = "device_sync" })";
-  return fmt::format(R"(
-kind = "program"
-ranks = 3
-streams = ["main", "side", "work"]
-[runtime]
-module_loading = "lazy"
-runtime_connect = false
-strict = {}
-[[communicator]]
-name = "x"
-ranks = [0, 1]
-[[communicator]]
-name = "a"
-ranks = [0, 2]
-[[communicator]]
-name = "g"
-ranks = [1, 2]
+  const std::string runtime = fmt::format("module_loading = \"lazy\"\nruntime_connect = false\nstrict = {}", strict);
+  return program_head(3, R"(["main", "side", "work"])", runtime, {{"x", "[0, 1]"}, {"a", "[0, 2]"}, {"g", "[1, 2]"}}) +
+         fmt::format(R"(
 [rank.0.thread.host]
 ops = [ {{ op = "recv", comm = "x", peer = 1, stream = "{}", label = "x" }},
         {{ op = "send", comm = "a", peer = 2, stream = "main", label = "act" }},
@@ -645,7 +617,7 @@ ops = [ {{ op = "recv", comm = "a", peer = 0, stream = "main", label = "act" }},
 [expect]
 verdict = "pass"
 )",
-                     strict ? "true" : "false", x_stream, loader_sleep_us, rank1);
+                     x_stream, loader_sleep_us, rank1);
 }
 
 TEST(Rules, R8_StrictModeTurnsTheHazardIntoTheVerdict) {
@@ -664,18 +636,16 @@ TEST(Rules, R8_StrictModeTurnsTheHazardIntoTheVerdict) {
 
 TEST(Rules, R8_ALoadRacingTheSendItsPartnerNeedsIsAHazardWhicheverThreadWins) {
   std::set<Verdict> verdicts;
-  for (const sim::StrategySpec strategy : {sim::StrategySpec{}, sim::StrategySpec{sim::StrategySpec::Kind::pct, 3}}) {
-    for (uint64_t seed = 1; seed <= 50; ++seed) {
-      const auto r = run_toml(load_racing_a_send(1, true, false), seed, nullptr, strategy);
-      verdicts.insert(r.verdict);
-      EXPECT_EQ(hazard_kinds(r), std::set<std::string>{"module-load-in-flight"}) << strategy.str() << " seed " << seed;
-      // Rank 1's x never needs the loader: the same race with an independent partner is no hazard.
-      const auto fine = run_toml(load_racing_a_send(1, false, false), seed, nullptr, strategy);
-      EXPECT_EQ(fine.verdict, Verdict::pass) << strategy.str() << " seed " << seed;
-      EXPECT_TRUE(hazard_kinds(fine).empty()) << strategy.str() << " seed " << seed;
-    }
-  }
+  under_every_schedule(load_racing_a_send(1, true, false), [&](const core::RunResult& r, const std::string& where) {
+    verdicts.insert(r.verdict);
+    EXPECT_EQ(hazard_kinds(r), std::set<std::string>{"module-load-in-flight"}) << where;
+  });
   EXPECT_EQ(verdicts, (std::set<Verdict>{Verdict::pass, Verdict::deadlock})) << "both outcomes of the race were seen";
+  // Rank 1's x never needs the loader: the same race with an independent partner is no hazard.
+  under_every_schedule(load_racing_a_send(1, false, false), [](const core::RunResult& r, const std::string& where) {
+    EXPECT_EQ(r.verdict, Verdict::pass) << where;
+    EXPECT_TRUE(hazard_kinds(r).empty()) << where;
+  });
 }
 
 TEST(Rules, R8_ALoadRacingTheSendItsPartnerNeedsIsAHazardEvenWhereTheProgramHangsAnyway) {
@@ -683,13 +653,10 @@ TEST(Rules, R8_ALoadRacingTheSendItsPartnerNeedsIsAHazardEvenWhereTheProgramHang
   // the receive, and the program hangs whoever wins the race. Where the load came first, the
   // hang runs through its context lock; where it came last, the wait-for graph still shows that x
   // waits for the send — a call the load could have held back: a hazard either way.
-  for (const sim::StrategySpec strategy : {sim::StrategySpec{}, sim::StrategySpec{sim::StrategySpec::Kind::pct, 3}}) {
-    for (uint64_t seed = 1; seed <= 50; ++seed) {
-      const auto r = run_toml(load_racing_a_send(1, true, false, "main"), seed, nullptr, strategy);
-      EXPECT_EQ(r.verdict, Verdict::deadlock) << strategy.str() << " seed " << seed;
-      EXPECT_EQ(hazard_kinds(r), std::set<std::string>{"module-load-in-flight"}) << strategy.str() << " seed " << seed;
-    }
-  }
+  under_every_schedule(load_racing_a_send(1, true, false, "main"), [](const core::RunResult& r, const std::string& where) {
+    EXPECT_EQ(r.verdict, Verdict::deadlock) << where;
+    EXPECT_EQ(hazard_kinds(r), std::set<std::string>{"module-load-in-flight"}) << where;
+  });
 }
 
 TEST(Rules, R8_ModuleLoadHoldsTheContextLockAgainstOtherThreadsOfTheDevice) {
