@@ -34,8 +34,16 @@
 // (it would wait for t while t waits for X): c is a hazard iff the run deadlocks with t blocked
 // in c and its drain's waits lead back to t. So only ranks with several host threads keep clocks,
 // and this class watches them; SimDevice::note_if_stuck_in_call covers every rank.
-// A run stopped before its end (fifo-misalignment under report, invalid-usage, step-limit) notes
-// what it saw until then.
+// A load counts as a blocking call from its start, before it waits for the context lock: a load
+// that waits behind another load in one schedule takes the lock first in another.
+//
+// Limits. A run stopped before its end (fifo-misalignment under report, invalid-usage,
+// step-limit) notes what it saw until then. Where two threads of a rank race each other other
+// than through the context lock — work on one stream (its order is their enqueue order), a
+// device sync by one while the other enqueues, the first launch of one kernel by both — the
+// order the schedule gave is taken as happens-before, so such a program may note different
+// hazards under different schedules; so may a deadlock whose waits lead to "any host thread of
+// rank q" where q has several (the wait-for graph cannot tell which one will act).
 #pragma once
 
 #include <cstdint>
