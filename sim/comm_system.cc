@@ -542,6 +542,7 @@ void CommSystem::on_satisfied(CommKernel& k) {
 void CommSystem::watch_if_waiting(CommKernel& k) {
   // A waiting item (sim/blocking_hazards.h) needs a partner to complete: all but a kernel of
   // sends that fit the connection buffer, which complete on their own (R4).
+  if (!rt_.world().clocks_on()) return;  // no rank watches its items
   SimDevice& dev = device_of(*k.comm, k.crank);
   if (!dev.blocking().active()) return;
   const int64_t eager = rt_.world().config().eager_bytes;
@@ -697,15 +698,17 @@ void CommSystem::complete(CommKernel& k) {
     comm.slots.pop_front();
     ++comm.slot_base;
   }
-  k.done_clock = k.start_clock;
-  for (const CommOp& op : k.parts) k.done_clock.join(op.release);
   CommRankState& rs = comm.ranks[static_cast<size_t>(k.crank)];
   assert(!rs.live.empty() && rs.live.front() == &k);
   rs.live.pop_front();
   ++rs.completed;
-  rs.done_clock = k.done_clock;
   SimDevice& dev = device_of(comm, k.crank);
-  dev.comm_done_clock = k.done_clock;
+  if (w.clocks_on()) {
+    k.done_clock = k.start_clock;
+    for (const CommOp& op : k.parts) k.done_clock.join(op.release);
+    rs.done_clock = k.done_clock;
+    dev.comm_done_clock = k.done_clock;
+  }
   dev.comm_live.erase(std::find(dev.comm_live.begin(), dev.comm_live.end(), &k));
   ++dev.comm_completed;
   k.state = CommKernel::State::done;

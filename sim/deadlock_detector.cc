@@ -173,7 +173,7 @@ StuckFrontier Explainer::frontier(const std::vector<Link>& starts) const {
       out.hosts.push_back(f);
       out.happened.join(f->clock);
     } else if (const WorkItem* head = f->stream->head()) {
-      out.happened.join(head->clock);
+      out.happened.join(head->enqueue_clock());
     }
     for (const Link& l : node(f)->links) follow(l);
   }
@@ -196,7 +196,7 @@ class StuckGraph final : public WaitGraph {
   StuckFrontier release_of(const SimFlag& flag, const SimDevice& dev) override {
     std::vector<Link> starts;
     for (const auto& st : dev.streams())
-      if (const WorkItem* set = st->queued_set_of(&flag)) starts.push_back(Link{st->fiber(), -1, {}, &set->clock});
+      if (const WorkItem* set = st->queued_set_of(&flag)) starts.push_back(Link{st->fiber(), -1, {}, &set->enqueue_clock()});
     if (starts.empty()) ex_.to_rank_hosts(starts, dev.rank(), "has not issued set_flag");
     return ex_.frontier(starts);
   }

@@ -102,7 +102,7 @@ void SimDevice::watch_blocking(std::vector<const Fiber*> hosts) {
 void SimDevice::on_wait_flag_issued(const WorkItem& item, const SimStream& st) {
   if (!blocking_.active()) return;
   const int64_t id = blocking_.on_wait_issued(
-      item.clock, fmt::format("a persistent kernel spinning until flag '{}' is set", item.flag->name), st.full_name(), nullptr,
+      item.enqueue_clock(), fmt::format("a persistent kernel spinning until flag '{}' is set", item.flag->name), st.full_name(), nullptr,
       item.flag);
   if (item.flag->set) blocking_.on_released(id, item.flag->clock);
 }
@@ -371,7 +371,7 @@ void SimDevice::stream_wait(core::Stream s, core::DeviceEvent e) {
     item.name = "wait_event";
     item.wait_stream = ev.stream;
     item.wait_target = ev.target;
-    item.wait_clock = ev.clock;
+    if (ev.clock) item.clocks = std::make_shared<ItemClocks>(ItemClocks{{}, ev.clock});
     if (GraphRec* g = st.capture())
       g->items.push_back(GraphItem{false, std::move(item), {}});
     else

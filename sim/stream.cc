@@ -20,7 +20,12 @@ void SimStream::enqueue(WorkItem item) {
     while (queue_.size() >= kStreamQueueMax)
       progress_.wait(w, WaitInfo{.kind = WaitKind::launch_queue, .what = "launch queue full", .stream = this});
   PPSPEC_ASSERT(queue_.size() < kStreamQueueMax + 64, "{} holds {} work items", full_name_, queue_.size());
-  if (const VectorClock* c = w.host_clock()) item.clock = *c;
+  if (const VectorClock* c = w.host_clock()) {
+    // A copy: a graph's captured items are enqueued again at every replay.
+    auto clocks = item.clocks ? std::make_shared<ItemClocks>(*item.clocks) : std::make_shared<ItemClocks>();
+    clocks->enqueued = *c;
+    item.clocks = std::move(clocks);
+  }
   if (item.type == WorkItem::Type::wait_flag) device_.on_wait_flag_issued(item, *this);
   queue_.push_back(std::move(item));
   ++enqueued_;
@@ -66,7 +71,7 @@ void SimStream::execute(WorkItem& item) {
   World& w = device_.world();
   switch (item.type) {
     case WorkItem::Type::kernel: {
-      clock_.join(item.clock);
+      clock_.join(item.enqueue_clock());
       w.sleep(w.jittered(item.duration));
       if (item.body) item.body();
       if (w.bus().active()) {
@@ -82,14 +87,14 @@ void SimStream::execute(WorkItem& item) {
       device_.comms().execute(*item.comm, *this);
       return;
     case WorkItem::Type::wait_flag: {
-      clock_.join(item.clock);
+      clock_.join(item.enqueue_clock());
       while (!item.flag->set)
         item.flag->waiters.wait(w, WaitInfo{.kind = WaitKind::flag_wait, .what = "wait_flag", .stream = this, .flag = item.flag});
       clock_.join(item.flag->clock);
       return;
     }
     case WorkItem::Type::set_flag: {
-      clock_.join(item.clock);
+      clock_.join(item.enqueue_clock());
       w.sleep(w.jittered(w.config().cost.memcpy));
       item.flag->set = true;
       item.flag->clock = clock_;
@@ -98,10 +103,10 @@ void SimStream::execute(WorkItem& item) {
       return;
     }
     case WorkItem::Type::wait_event: {
-      clock_.join(item.clock);
+      clock_.join(item.enqueue_clock());
       auto* src = const_cast<SimStream*>(item.wait_stream);
       src->wait_completed(item.wait_target, WaitInfo{.kind = WaitKind::event_wait, .what = "stream_wait_event", .stream = src});
-      if (item.wait_clock) clock_.join(*item.wait_clock);
+      if (item.clocks && item.clocks->awaited) clock_.join(*item.clocks->awaited);
       return;
     }
   }

@@ -19,6 +19,14 @@ class SimDevice;
 struct CommKernel;
 struct GraphRec;
 
+// Happens-before for one work item, kept only while World::clocks_on (sim/blocking_hazards.h):
+// the enqueuing thread's clock, and for wait_event the recording stream's clock at the awaited
+// position (filled when it gets there). Behind a pointer: work items are moved on the hot path.
+struct ItemClocks {
+  VectorClock enqueued;
+  std::shared_ptr<const VectorClock> awaited;
+};
+
 struct WorkItem {
   enum class Type : uint8_t { kernel, comm, wait_event, wait_flag, set_flag };
   Type type = Type::kernel;
@@ -30,10 +38,12 @@ struct WorkItem {
   const SimStream* wait_stream = nullptr;  // wait_event: the recording stream ...
   uint64_t wait_target = 0;                // ... and the position it must reach
   SimFlag* flag = nullptr;                 // wait_flag, set_flag
-  // Happens-before (only while World::clocks_on): the enqueuing thread's clock, and for
-  // wait_event the recording stream's clock at the awaited position (filled when it gets there).
-  VectorClock clock;
-  std::shared_ptr<const VectorClock> wait_clock;
+  std::shared_ptr<ItemClocks> clocks;  // null while clocks are off
+
+  const VectorClock& enqueue_clock() const {
+    static const VectorClock kNone;
+    return clocks ? clocks->enqueued : kNone;
+  }
 };
 
 class SimStream {
