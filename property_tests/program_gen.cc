@@ -101,6 +101,29 @@ void race_round(program::Program& p, const Shape& s, const RoundSpec& rs, const 
   ops(a).push_back(p2p(OpType::send, base, "early", l, sa, ".x"));
 }
 
+// The communicator of hazard and race rounds' early receives, over every rank.
+void add_early_comm(program::Program& p, const Shape& s) {
+  if (!s.race.on && std::none_of(s.rounds.begin(), s.rounds.end(), [](const RoundSpec& r) { return r.kind >= kHazardRound; }))
+    return;
+  program::CommDecl e{"early", {}};
+  for (int r = 0; r < s.ranks; ++r) e.ranks.push_back(r);
+  p.comms.push_back(e);
+}
+
+// The loader thread: its preload takes the context lock at a moment the schedule picks.
+void add_loader(program::Program& p, const Shape& s) {
+  if (!s.race.on) return;
+  ProgramOp sl;
+  sl.type = OpType::sleep;
+  sl.duration = s.race.sleep_us * core::kUs;
+  sl.origin = "loader";
+  ProgramOp load = sl;
+  load.type = OpType::preload;
+  load.kernel = "raced";
+  load.duration = -1;
+  p.ranks[static_cast<size_t>(s.race.rank % s.ranks)].push_back(program::ThreadProgram{"loader", 1, {sl, load}});
+}
+
 }  // namespace
 
 rc::Gen<Shape> gen_shape() {
@@ -211,12 +234,7 @@ program::Program build(const Shape& s) {
   cfg.jitter = s.config.jitter_pct / 100.0;
   cfg.max_steps = 2'000'000;
 
-  const bool early = s.race.on || std::any_of(s.rounds.begin(), s.rounds.end(), [](const RoundSpec& r) { return r.kind >= kHazardRound; });
-  if (early) {
-    program::CommDecl e{"early", {}};
-    for (int r = 0; r < s.ranks; ++r) e.ranks.push_back(r);
-    p.comms.push_back(e);
-  }
+  add_early_comm(p, s);
 
   p.ranks.assign(static_cast<size_t>(s.ranks), {program::ThreadProgram{}});
   auto ops = [&p](core::RankId r) -> std::vector<ProgramOp>& { return p.ranks[static_cast<size_t>(r)][0].ops; };
@@ -333,18 +351,7 @@ program::Program build(const Shape& s) {
       }
     }
   }
-  if (s.race.on) {
-    // The loader thread: its preload takes the context lock at a moment the schedule picks.
-    ProgramOp sl;
-    sl.type = OpType::sleep;
-    sl.duration = s.race.sleep_us * core::kUs;
-    sl.origin = "loader";
-    ProgramOp load = sl;
-    load.type = OpType::preload;
-    load.kernel = "raced";
-    load.duration = -1;
-    p.ranks[static_cast<size_t>(s.race.rank % s.ranks)].push_back(program::ThreadProgram{"loader", 1, {sl, load}});
-  }
+  add_loader(p, s);
   // Every rank drains its device at the end, so that nothing is left in flight unobserved.
   for (core::RankId r = 0; r < s.ranks; ++r) {
     ProgramOp sync;
