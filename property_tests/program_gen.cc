@@ -25,6 +25,105 @@ std::vector<core::RankId> members_of(uint32_t mask, int ranks) {
   return m;
 }
 
+ProgramOp p2p(OpType type, const ProgramOp& base, const std::string& comm, core::RankId peer, std::string stream,
+             const std::string& suffix) {
+  ProgramOp op = base;
+  op.type = type;
+  op.comm = comm;
+  op.peer = peer;
+  op.stream = std::move(stream);
+  op.label = base.label + suffix;
+  return op;
+}
+
+ProgramOp host_op(OpType type, const ProgramOp& base, std::string stream) {
+  ProgramOp op;
+  op.type = type;
+  op.stream = std::move(stream);
+  op.origin = base.origin;
+  return op;
+}
+
+std::string stream_of(const program::Program& p, int i) { return p.streams[static_cast<size_t>(i) % p.streams.size()]; }
+
+// Rank b receives x from rank a on "early", then makes a blocking call (device sync, malloc, or
+// the first launch of a kernel: a module load unless loading is eager). Rank a sends x at once
+// (independent: no hazard), or only after b's y, which b sends after the call: a stream_sync
+// between (dependent) or x queued behind the receive of y on one stream (queued). Those hang under
+// every schedule, through the call (a hazard), unless the call blocks nothing (an eager launch).
+void hazard_round(program::Program& p, const RoundSpec& rs, const ProgramOp& base, size_t round) {
+  const auto n = static_cast<int>(p.num_ranks);
+  const core::RankId a = rs.a % n;
+  core::RankId b = rs.b % n;
+  if (b == a) b = (b + 1) % n;
+  auto& ops_a = p.ranks[static_cast<size_t>(a)][0].ops;
+  auto& ops_b = p.ranks[static_cast<size_t>(b)][0].ops;
+  const std::string sa = stream_of(p, rs.stream_a);
+  const std::string sb = stream_of(p, rs.stream_b);
+  ops_b.push_back(p2p(OpType::recv, base, "early", a, sb, ".x"));
+  ProgramOp call = host_op(rs.count % 3 == 0 ? OpType::device_sync : (rs.count % 3 == 1 ? OpType::malloc : OpType::launch), base,
+                           stream_of(p, rs.stream_b + 1));
+  if (call.type == OpType::malloc) call.count = 4096;
+  if (call.type == OpType::launch) call.kernel = fmt::format("h{}", round);
+  ops_b.push_back(call);
+  const int variant = rs.duration % 3;
+  if (variant == 0) {
+    ops_a.push_back(p2p(OpType::send, base, "early", b, sa, ".x"));
+    return;
+  }
+  ops_b.push_back(p2p(OpType::send, base, "world", a, sb, ".y"));
+  ops_a.push_back(p2p(OpType::recv, base, "world", b, sa, ".y"));
+  if (variant == 1) ops_a.push_back(host_op(OpType::stream_sync, base, sa));
+  ops_a.push_back(p2p(OpType::send, base, "early", b, sa, ".x"));
+}
+
+// The loader's rank L receives x from a on "early", then sends y to c; c relays z to a, and a
+// sends x only then. Should the loader's preload take the context lock between L's two calls, the
+// send of y waits for the lock, the lock for the drain, the drain for x: a hang. Three distinct
+// ranks, so that no two of them inverts the order of two communicators (R7).
+void race_round(program::Program& p, const Shape& s, const RoundSpec& rs, const ProgramOp& base) {
+  const int n = s.ranks;
+  if (!s.race.on || n < 3) return;  // gen_race_shape makes none then
+  const core::RankId l = s.race.rank % n;
+  const core::RankId a = (l + 1 + rs.a % (n - 1)) % n;
+  core::RankId c = (l + 1 + rs.b % (n - 1)) % n;
+  if (c == a) c = (a + 1) % n == l ? (a + 2) % n : (a + 1) % n;
+  auto ops = [&p](core::RankId r) -> std::vector<ProgramOp>& { return p.ranks[static_cast<size_t>(r)][0].ops; };
+  const std::string sa = stream_of(p, rs.stream_a);
+  const std::string sb = stream_of(p, rs.stream_a + 1);  // L's y does not queue behind its x, unless one stream
+  ops(l).push_back(p2p(OpType::recv, base, "early", a, sa, ".x"));
+  ops(l).push_back(p2p(OpType::send, base, "world", c, sb, ".y"));
+  ops(c).push_back(p2p(OpType::recv, base, "world", l, sb, ".y"));
+  ops(c).push_back(host_op(OpType::stream_sync, base, sb));
+  ops(c).push_back(p2p(OpType::send, base, "world", a, sb, ".z"));
+  ops(a).push_back(p2p(OpType::recv, base, "world", c, sa, ".z"));
+  ops(a).push_back(host_op(OpType::stream_sync, base, sa));
+  ops(a).push_back(p2p(OpType::send, base, "early", l, sa, ".x"));
+}
+
+// The communicator of hazard and race rounds' early receives, over every rank.
+void add_early_comm(program::Program& p, const Shape& s) {
+  if (!s.race.on && std::none_of(s.rounds.begin(), s.rounds.end(), [](const RoundSpec& r) { return r.kind >= kHazardRound; }))
+    return;
+  program::CommDecl e{"early", {}};
+  for (int r = 0; r < s.ranks; ++r) e.ranks.push_back(r);
+  p.comms.push_back(e);
+}
+
+// The loader thread: its preload takes the context lock at a moment the schedule picks.
+void add_loader(program::Program& p, const Shape& s) {
+  if (!s.race.on) return;
+  ProgramOp sl;
+  sl.type = OpType::sleep;
+  sl.duration = s.race.sleep_us * core::kUs;
+  sl.origin = "loader";
+  ProgramOp load = sl;
+  load.type = OpType::preload;
+  load.kernel = "raced";
+  load.duration = -1;
+  p.ranks[static_cast<size_t>(s.race.rank % s.ranks)].push_back(program::ThreadProgram{"loader", 1, {sl, load}});
+}
+
 }  // namespace
 
 rc::Gen<Shape> gen_shape() {
@@ -52,6 +151,53 @@ rc::Gen<Shape> gen_shape() {
     s.config.runtime_connect = *rc::gen::arbitrary<bool>();
     s.config.loading = *rc::gen::inRange(0, 3);
     s.config.jitter_pct = *rc::gen::inRange(0, 50);
+    return s;
+  });
+}
+
+rc::Gen<Shape> gen_hazard_shape() {
+  return rc::gen::exec([] {
+    Shape s = *gen_shape();
+    const int n = *rc::gen::inRange(1, 4);
+    for (int i = 0; i < n; ++i) {
+      RoundSpec r = *rc::gen::exec([] {
+        RoundSpec h;
+        h.kind = kHazardRound;
+        h.a = *rc::gen::inRange(0, 8);
+        h.b = *rc::gen::inRange(0, 8);
+        h.count = *rc::gen::inRange(0, 65);     // % 3: which blocking call
+        h.duration = *rc::gen::inRange(0, 50);  // % 3: independent, dependent or queued sender
+        h.stream_a = *rc::gen::inRange(0, 3);
+        h.stream_b = *rc::gen::inRange(0, 3);
+        return h;
+      });
+      const auto at = static_cast<std::ptrdiff_t>(*rc::gen::inRange<size_t>(0, s.rounds.size() + 1));
+      s.rounds.insert(s.rounds.begin() + at, r);
+    }
+    return s;
+  });
+}
+
+rc::Gen<Shape> gen_race_shape() {
+  return rc::gen::exec([] {
+    Shape s = *gen_shape();
+    s.race.on = true;
+    s.race.rank = *rc::gen::inRange(0, s.ranks);
+    s.race.sleep_us = *rc::gen::inRange(0, 4);  // about where a first round's host calls are
+    s.config.loading = 1;  // lazy: the preload loads, and soon (a JIT compile would put it past the first rounds)
+    s.config.runtime_connect = false;  // a race round's early receive must not wait for first contact (R1)
+    if (s.ranks >= 3 && *rc::gen::arbitrary<bool>()) {
+      RoundSpec r;
+      r.kind = kRaceRound;
+      r.a = *rc::gen::inRange(0, 8);
+      r.b = *rc::gen::inRange(0, 8);
+      r.count = *rc::gen::inRange(0, 65);
+      r.stream_a = *rc::gen::inRange(0, 3);
+      r.stream_b = *rc::gen::inRange(0, 3);
+      // First, half the time: where the loader's preload most often lands inside it.
+      const auto at = *rc::gen::arbitrary<bool>() ? 0 : static_cast<std::ptrdiff_t>(*rc::gen::inRange<size_t>(0, s.rounds.size() + 1));
+      s.rounds.insert(s.rounds.begin() + at, r);
+    }
     return s;
   });
 }
@@ -87,6 +233,8 @@ program::Program build(const Shape& s) {
                                               : (s.config.loading == 1 ? core::ModuleLoading::lazy : core::ModuleLoading::jit);
   cfg.jitter = s.config.jitter_pct / 100.0;
   cfg.max_steps = 2'000'000;
+
+  add_early_comm(p, s);
 
   p.ranks.assign(static_cast<size_t>(s.ranks), {program::ThreadProgram{}});
   auto ops = [&p](core::RankId r) -> std::vector<ProgramOp>& { return p.ranks[static_cast<size_t>(r)][0].ops; };
@@ -183,14 +331,17 @@ program::Program build(const Shape& s) {
         ops(a).push_back(wait);
         break;
       }
-      case 8: {  // a host synchronisation
+      case 8: {  // a host synchronisation, or a cudaMalloc (an implicit device synchronisation, R8)
         ProgramOp sync;
-        sync.type = rs.count % 2 == 0 ? OpType::stream_sync : OpType::device_sync;
+        sync.type = rs.count % 3 == 0 ? OpType::stream_sync : (rs.count % 3 == 1 ? OpType::device_sync : OpType::malloc);
         sync.stream = stream(rs.stream_a);
+        if (sync.type == OpType::malloc) sync.count = 4096;
         sync.origin = base.origin;
         ops(a).push_back(sync);
         break;
       }
+      case kHazardRound: hazard_round(p, rs, base, i); break;
+      case kRaceRound: race_round(p, s, rs, base); break;
       default: {
         ProgramOp sl;
         sl.type = OpType::sleep;
@@ -200,6 +351,7 @@ program::Program build(const Shape& s) {
       }
     }
   }
+  add_loader(p, s);
   // Every rank drains its device at the end, so that nothing is left in flight unobserved.
   for (core::RankId r = 0; r < s.ranks; ++r) {
     ProgramOp sync;

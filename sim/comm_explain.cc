@@ -46,24 +46,6 @@ const CommKernel* CommSystem::order_blocker(const CommKernel& k) const {
   return nullptr;
 }
 
-bool CommSystem::awaits_unposted_partner(const CommKernel& k) const {
-  SimComm& comm = *k.comm;
-  for (const CommOp& op : k.parts) {
-    if (op.satisfied) continue;
-    switch (op.spec.desc.kind) {
-      case core::OpKind::send:
-        if (posted_channel(comm, k.crank, op.spec.peer).recvs_posted <= op.spec.cseq) return true;
-        break;
-      case core::OpKind::recv:
-        if (posted_channel(comm, op.spec.peer, k.crank).sends_posted <= op.spec.cseq) return true;
-        break;
-      default:
-        if (const CollSlot* slot = comm.slot(op.spec.cseq); slot != nullptr && slot->posted < comm.size()) return true;
-    }
-  }
-  return false;
-}
-
 std::optional<core::Finding> CommSystem::unmatched() const {
   const PostRecord* first = nullptr;
   const SimComm* where = nullptr;
@@ -122,7 +104,8 @@ Blocker CommSystem::p2p_blocker(const CommKernel& k, const CommOp& op) const {
     const CommOp* next = first_unstarted(ch.live_sends);
     if (next != nullptr)
       return {Blocker::Kind::stream, next->kernel->primary(), peer_rank,
-              fmt::format("has {} of {} units; waits for more from {}", op.units_done, op.units, describe(*next))};
+              fmt::format("has {} of {} units; waits for more from {}", op.units_done, op.units, describe(*next)),
+              &next->kernel->issue_clock};
     return {Blocker::Kind::rank_host, nullptr, peer_rank,
             fmt::format("has {} of {} units; the sender completed with fewer (size mismatch, R5) and rank{} has "
                         "posted nothing more to it",
@@ -131,10 +114,64 @@ Blocker CommSystem::p2p_blocker(const CommKernel& k, const CommOp& op) const {
   const CommOp* other = first_unstarted(is_send ? ch.live_recvs : ch.live_sends);
   if (other != nullptr)
     return {Blocker::Kind::stream, other->kernel->primary(), peer_rank,
-            fmt::format("its partner {} is queued behind other work", describe(*other))};
+            fmt::format("its partner {} is queued behind other work", describe(*other)), &other->kernel->issue_clock};
   const std::string partner = fmt::format("{} #{} rank{}->rank{} on '{}'", is_send ? "recv" : "send", op.spec.cseq,
                                           is_send ? k.rank : peer_rank, is_send ? peer_rank : k.rank, comm.name);
   return {Blocker::Kind::rank_host, nullptr, peer_rank, fmt::format("rank{} has not posted {}", peer_rank, partner)};
+}
+
+namespace {
+
+// The launched, uncompleted operation at position `cseq` of a channel's live list, if any.
+const CommOp* at_position(const std::deque<CommOp*>& live, int64_t cseq) {
+  for (const CommOp* op : live)
+    if (op->spec.cseq == cseq) return op;
+  return nullptr;
+}
+
+// What has happened of a launched partner: its start, or its issue while it waits to start.
+Blocker partner_blocker(const CommOp& other, core::RankId rank, std::string what) {
+  const CommKernel& k = *other.kernel;
+  if (other.started) return {Blocker::Kind::none, nullptr, rank, std::move(what), &k.start_clock};
+  return {Blocker::Kind::stream, k.primary(), rank, std::move(what), &k.issue_clock};
+}
+
+}  // namespace
+
+std::vector<Blocker> CommSystem::release_blockers(const CommKernel& k) const {
+  std::vector<Blocker> out;
+  const SimComm& comm = *k.comm;
+  for (const CommOp& op : k.parts) {
+    if (op.satisfied) continue;
+    if (core::is_p2p(op.spec.desc.kind)) {
+      const bool is_send = op.spec.desc.kind == core::OpKind::send;
+      const core::RankId peer_rank = comm.members[static_cast<size_t>(op.spec.peer)];
+      const P2PChannel& ch = is_send ? posted_channel(comm, k.crank, op.spec.peer) : posted_channel(comm, op.spec.peer, k.crank);
+      if (const CommOp* other = at_position(is_send ? ch.live_recvs : ch.live_sends, op.spec.cseq)) {
+        out.push_back(partner_blocker(*other, peer_rank, describe(*other)));
+        continue;
+      }
+      const UnitSource* buffered = nullptr;  // a send that completed into the connection buffer (R4)
+      for (const UnitSource& src : ch.sources())
+        if (!is_send && src.op == nullptr && src.cseq == op.spec.cseq) buffered = &src;
+      if (buffered != nullptr)
+        out.push_back({Blocker::Kind::none, nullptr, peer_rank, "buffered", &buffered->start});
+      else
+        out.push_back({Blocker::Kind::rank_host, nullptr, peer_rank, fmt::format("rank{} has not launched the partner", peer_rank)});
+      continue;
+    }
+    const CollSlot* slot = comm.find_slot(op.spec.cseq);
+    if (slot == nullptr) continue;
+    for (size_t m = 0; m < slot->ops.size(); ++m) {
+      if (static_cast<int>(m) == k.crank) continue;
+      if (const CommOp* other = slot->ops[m])
+        out.push_back(partner_blocker(*other, comm.members[m], describe(*other)));
+      else if (!slot->done[m])
+        out.push_back({Blocker::Kind::rank_host, nullptr, comm.members[m],
+                       fmt::format("rank{} has not launched collective #{}", comm.members[m], op.spec.cseq)});
+    }
+  }
+  return out;
 }
 
 int64_t CollectiveHold::units_from_others(int crank) const {
@@ -158,7 +195,8 @@ CollectiveHold CommSystem::collective_hold(const SimComm& comm, int64_t cseq) co
                            fmt::format("rank{} posted collective #{} on '{}' but has not launched it", r, cseq, comm.name)});
     else if (other != nullptr && !other->started)
       h.members.push_back({Blocker::Kind::stream, other->kernel->primary(), r,
-                           fmt::format("rank{}'s {} is queued behind other work", r, describe(*other))});
+                           fmt::format("rank{}'s {} is queued behind other work", r, describe(*other)),
+                           &other->kernel->issue_clock});
     if (slot.units[m] < slot.units[h.lowest]) h.lowest = m;
   }
   for (size_t m = 0; m < slot.units.size(); ++m)

@@ -8,6 +8,7 @@
 
 #include "core/buffer.h"
 #include "core/op.h"
+#include "sim/vector_clock.h"
 #include "sim/world.h"
 
 namespace ppspec::sim {
@@ -42,6 +43,7 @@ struct CommOp {
   bool completed = false;
   int64_t units = 0;       // p2p: protocol units this op moves (R5)
   int64_t units_done = 0;
+  VectorClock release;     // its partners' start clocks, as they satisfy it (R8 hazards)
 };
 
 struct CommKernel {
@@ -57,6 +59,13 @@ struct CommKernel {
   uint64_t dev_seq = 0;   // issue order among the device's communication kernels (R7 serial)
   enum class State : uint8_t { queued, started, done } state = State::queued;
   WaitList waiters;
+  // Happens-before (sim/blocking_hazards.h): the issuing thread's clock; the start, after the
+  // work before it on its streams, its communicator (R2) and device (R7 serial); the completion,
+  // after its partners' starts. `wait_id` names it among its device's waiting items, or -1.
+  VectorClock issue_clock;
+  VectorClock start_clock;
+  VectorClock done_clock;
+  int64_t wait_id = -1;
 
   SimStream* primary() const { return streams.front(); }
 };

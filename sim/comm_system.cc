@@ -155,6 +155,7 @@ core::Communicator& CommSystem::init(SimComm& comm, core::RankId me) {
   if (!comm.init.arrived[static_cast<size_t>(crank)]) {
     comm.init.arrived[static_cast<size_t>(crank)] = true;
     ++comm.init.count;
+    if (const VectorClock* c = w.host_clock()) comm.init.clock.join(*c);
     // Only the last arrival can let anyone pass: waking the waiters at every arrival made an
     // n-member init cost n^2 scheduling steps under PCT.
     if (comm.init.count == comm.size()) comm.init.waiters.wake_all(w);
@@ -162,6 +163,7 @@ core::Communicator& CommSystem::init(SimComm& comm, core::RankId me) {
   // ncclCommInitRank is collective: every member must arrive (R1).
   while (comm.init.count < comm.size())
     comm.init.waiters.wait(w, WaitInfo{.kind = WaitKind::comm_init, .what = "comm init", .init = &comm.init});
+  if (VectorClock* c = w.host_clock()) c->join(comm.init.clock);
   comm.ranks[static_cast<size_t>(crank)].initialised = true;
   w.sleep(w.jittered(w.config().cost.comm_init));
   if (w.bus().active()) {
@@ -430,6 +432,7 @@ void CommSystem::connect(const std::vector<PartSpec>& parts) {
     if (!conn.collecting) {
       conn.collecting = true;  // a group's many parts to one peer need the connection once
       needed.push_back(&conn);
+      if (const VectorClock* mine = w.host_clock()) conn.clock.join(*mine);
     }
   }
   if (needed.empty()) return;
@@ -444,6 +447,8 @@ void CommSystem::connect(const std::vector<PartSpec>& parts) {
   for (Connection* c : needed)
     while (!c->established)
       c->waiters.wait(w, WaitInfo{.kind = WaitKind::connect, .what = "first-contact connect", .connection = c});
+  if (VectorClock* mine = w.host_clock())
+    for (Connection* c : needed) mine->join(c->clock);  // every party has arrived: the clock is final
   w.sleep(w.jittered(w.config().cost.connect));
 }
 
@@ -457,6 +462,10 @@ CommKernel& CommSystem::new_kernel() {
     k->streams.clear();
     k->arrived = k->departed = k->unsatisfied = 0;
     k->state = CommKernel::State::queued;
+    k->issue_clock.clear();
+    k->start_clock.clear();
+    k->done_clock.clear();
+    k->wait_id = -1;
   } else {
     k = std::make_unique<CommKernel>();
   }
@@ -491,6 +500,7 @@ void CommSystem::launch(std::vector<PartSpec>& parts) {
     k.dev_seq = dev.comm_issued++;
     dev.comm_live.push_back(&k);
     k.unsatisfied = static_cast<int>(k.parts.size());
+    if (const VectorClock* c = rt_.world().host_clock()) k.issue_clock = *c;
     const int64_t unit = rt_.world().config().unit_bytes;
     for (CommOp& op : k.parts) {
       op.kernel = &k;
@@ -506,6 +516,7 @@ void CommSystem::launch(std::vector<PartSpec>& parts) {
         slot->launched[static_cast<size_t>(crank)] = 1;
       }
     }
+    watch_if_waiting(k);
     for (SimStream* st : k.streams) {
       WorkItem item;
       item.type = WorkItem::Type::comm;
@@ -536,9 +547,11 @@ void CommSystem::execute(CommKernel& k, SimStream& s) {
   World& w = rt_.world();
   ++k.arrived;
   if (&s != k.primary()) {
+    k.start_clock.join(s.clock());  // the kernel starts after this stream's earlier work too
     k.waiters.wake_all(w);  // the primary may wait for this stream to join
     while (k.state != CommKernel::State::done)
       k.waiters.wait(w, WaitInfo{.kind = WaitKind::kernel_done, .what = "group kernel", .stream = &s, .kernel = &k});
+    s.observe(k.done_clock);
     depart(k);
     return;
   }
@@ -551,6 +564,7 @@ void CommSystem::execute(CommKernel& k, SimStream& s) {
     list.wait(w, WaitInfo{.kind = WaitKind::comm_order, .what = "communicator order", .stream = &s, .kernel = &k});
   }
   k.state = CommKernel::State::started;
+  start_clock(k, s);
   std::vector<CommOp*> satisfied;
   for (CommOp& op : k.parts) {
     op.started = true;
@@ -558,13 +572,47 @@ void CommSystem::execute(CommKernel& k, SimStream& s) {
     start_op(op, satisfied);
   }
   for (CommOp* op : satisfied) {
-    if (--op->kernel->unsatisfied == 0) op->kernel->waiters.wake_all(w);
+    if (--op->kernel->unsatisfied == 0) on_satisfied(*op->kernel);
   }
   while (k.unsatisfied > 0)
     k.waiters.wait(w, WaitInfo{.kind = WaitKind::peer, .what = "partner", .stream = &s, .kernel = &k});
   w.sleep(w.jittered(kernel_cost(k)));
   complete(k);
+  s.observe(k.done_clock);
   depart(k);
+}
+
+void CommSystem::start_clock(CommKernel& k, SimStream& primary) {
+  // The secondaries joined their streams' clocks as they arrived. The kernel could start only
+  // after its issue, its primary stream's earlier work, the member's previous kernel on this
+  // communicator (R2) and, under serial concurrency, the device's previous one (R7).
+  if (!rt_.world().clocks_on()) return;
+  k.start_clock.join(primary.clock());
+  k.start_clock.join(k.issue_clock);
+  k.start_clock.join(k.comm->ranks[static_cast<size_t>(k.crank)].done_clock);
+  if (rt_.world().config().concurrency == core::Concurrency::serial)
+    k.start_clock.join(device_of(*k.comm, k.crank).comm_done_clock);
+}
+
+void CommSystem::on_satisfied(CommKernel& k) {
+  k.waiters.wake_all(rt_.world());
+  if (k.wait_id < 0) return;
+  VectorClock release;
+  for (const CommOp& op : k.parts) release.join(op.release);
+  device_of(*k.comm, k.crank).blocking().on_released(k.wait_id, release);
+}
+
+void CommSystem::watch_if_waiting(CommKernel& k) {
+  // A waiting item (sim/blocking_hazards.h) needs a partner to complete: all but a kernel of
+  // sends that fit the connection buffer, which complete on their own (R4).
+  if (!rt_.world().clocks_on()) return;  // no rank watches its items
+  SimDevice& dev = device_of(*k.comm, k.crank);
+  if (!dev.blocking().active()) return;
+  const int64_t eager = rt_.world().config().eager_bytes;
+  const bool waits = std::any_of(k.parts.begin(), k.parts.end(), [eager](const CommOp& op) {
+    return op.spec.desc.kind != core::OpKind::send || eager <= 0 || static_cast<int64_t>(op.spec.buf.bytes()) > eager;
+  });
+  if (waits) k.wait_id = dev.blocking().on_wait_issued(k.issue_clock, describe_kernel(k), k.primary()->full_name(), &k, nullptr);
 }
 
 void CommSystem::start_op(CommOp& op, std::vector<CommOp*>& satisfied) {
@@ -665,6 +713,7 @@ void CommSystem::start_collective(CommOp& op, std::vector<CommOp*>& satisfied) {
   CollSlot* slot = comm.slot(op.spec.cseq);
   assert(slot != nullptr);
   ++slot->started;
+  slot->starts.join(op.kernel->start_clock);
   if (slot->started < comm.size()) return;  // R4: a collective waits for every member
   move_collective_data(slot->ops);
   // R5: a member expecting more units than the others provide spins forever. What "the others"
@@ -680,6 +729,7 @@ void CommSystem::start_collective(CommOp& op, std::vector<CommOp*>& satisfied) {
     const int64_t others = m == lowest ? second : units[lowest];
     if (units[m] <= others || slot->ops.size() == 1) {
       slot->ops[m]->satisfied = true;
+      slot->ops[m]->release.join(slot->starts);  // every member has started
       satisfied.push_back(slot->ops[m]);
     }
   }
@@ -716,6 +766,12 @@ void CommSystem::complete(CommKernel& k) {
   rs.live.pop_front();
   ++rs.completed;
   SimDevice& dev = device_of(comm, k.crank);
+  if (w.clocks_on()) {
+    k.done_clock = k.start_clock;
+    for (const CommOp& op : k.parts) k.done_clock.join(op.release);
+    rs.done_clock = k.done_clock;
+    dev.comm_done_clock = k.done_clock;
+  }
   dev.comm_live.erase(std::find(dev.comm_live.begin(), dev.comm_live.end(), &k));
   ++dev.comm_completed;
   k.state = CommKernel::State::done;

@@ -39,6 +39,7 @@ struct CollSlot {
   std::vector<int64_t> op_ids;
   std::vector<uint8_t> launched;
   std::vector<uint8_t> done;
+  VectorClock starts;  // the members' start clocks joined: every member's release (R4)
 };
 
 struct CommRankState {
@@ -48,6 +49,7 @@ struct CommRankState {
   WaitList order_waiters;
   int64_t coll_posted = 0;
   bool initialised = false;
+  VectorClock done_clock;  // the last completed kernel's: where the next one starts from (R2)
 };
 
 // First contact (NCCL_RUNTIME_CONNECT=1): a connection exists once every party asked for it.
@@ -59,6 +61,7 @@ struct Connection {
   bool established = false;
   bool collecting = false;   // CommSystem::connect's mark while it gathers a call's connections
   WaitList waiters;
+  VectorClock clock;         // the parties' clocks as they arrived: what each learns once established
 
   void arrive(size_t party) {
     assert(party < parties.size());
@@ -74,6 +77,7 @@ struct CommInit {
   std::vector<bool> arrived;
   int count = 0;
   WaitList waiters;
+  VectorClock clock;  // as Connection::clock
 };
 
 class SimCommHandle;
@@ -164,6 +168,7 @@ struct Blocker {
   SimStream* stream = nullptr;
   core::RankId rank = -1;
   std::string what;
+  const VectorClock* clock = nullptr;  // what has happened of the partner (its issue or start), if anything
 };
 
 // What holds up one collective for the members that started it: the same for every waiting
@@ -202,7 +207,10 @@ class CommSystem {
   // Why member `crank` spins when no member holds the collective up: it expects more (R5).
   Blocker size_mismatch(const CollectiveHold& hold, int crank) const;
   const CommKernel* order_blocker(const CommKernel& k) const;
-  bool awaits_unposted_partner(const CommKernel& k) const;
+  // What each unsatisfied part of `k` needs: its positional partners, with what has happened of
+  // them (started: the start clock; posted, not started: the issue clock), or the rank that has
+  // yet to post one (R8 hazards at the end of a deadlocked run, sim/blocking_hazards.h).
+  std::vector<Blocker> release_blockers(const CommKernel& k) const;
   // After a run that finished: the earliest posted p2p operation that never found its partner
   // (an eager send nobody received), as a finding.
   std::optional<core::Finding> unmatched() const;
@@ -226,6 +234,9 @@ class CommSystem {
   void start_op(CommOp& op, std::vector<CommOp*>& satisfied);
   void start_collective(CommOp& op, std::vector<CommOp*>& satisfied);
   void complete(CommKernel& k);
+  void start_clock(CommKernel& k, SimStream& primary);
+  void on_satisfied(CommKernel& k);  // every part of k has its partners (R8 hazards: released)
+  void watch_if_waiting(CommKernel& k);
   void depart(CommKernel& k);
   bool order_ok(const CommKernel& k) const;
   Time kernel_cost(const CommKernel& k) const;

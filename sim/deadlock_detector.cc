@@ -27,6 +27,7 @@ struct Link {
   const Fiber* to = nullptr;
   int group = -1;
   std::string_view label;  // why, in words: a literal or words the Explainer owns
+  const VectorClock* clock = nullptr;  // what the wait needs that has happened (R8 hazards), if anything
 };
 
 struct Group {
@@ -81,6 +82,10 @@ class Explainer {
   size_t fiber_count() const { return node_of_.size(); }
   // Ranks a stuck fiber waits for that have no live host thread left, first seen first.
   const std::vector<core::RankId>& absent_ranks() const { return absent_ranks_; }
+  // Where the waits from `starts` lead (sim/wait_graph.h).
+  StuckFrontier frontier(const std::vector<Link>& starts) const;
+  void add_blocker(std::vector<Link>& links, Blocker b);
+  void to_rank_hosts(std::vector<Link>& links, core::RankId r, std::string_view why);
 
  private:
   Node explain_one(const Fiber& f);
@@ -89,8 +94,6 @@ class Explainer {
   void explain_stream(const WaitInfo& w, Node& n);
   void explain_peer(const CommKernel& k, Node& n);
   void explain_flag(const WaitInfo& w, Node& n);
-  void to_rank_hosts(std::vector<Link>& links, core::RankId r, std::string_view why);
-  void add_blocker(std::vector<Link>& links, Blocker b);
   int make_group(std::vector<const Fiber*> members, bool skip_waiter);
   int rank_group(core::RankId r);
   const std::vector<Link>& connect_links(const Connection& c);
@@ -141,6 +144,68 @@ void Explainer::explain(const std::vector<const Fiber*>& stuck) {
   }
 }
 
+StuckFrontier Explainer::frontier(const std::vector<Link>& starts) const {
+  // Breadth first over the links, each fiber and each group once: linear in the graph. A group
+  // that skips its waiter (a channel's receiver) is expanded whole: the member it leaves out is
+  // the receiver itself, which waits for the others and so adds nothing they do not.
+  StuckFrontier out;
+  std::vector<uint8_t> seen(fiber_count(), 0);
+  std::vector<uint8_t> expanded(groups_.size(), 0);
+  std::vector<const Fiber*> queue;
+  auto visit = [&](const Fiber* f) {
+    if (node(f) == nullptr || seen[f->id]) return;
+    seen[f->id] = 1;
+    queue.push_back(f);
+  };
+  auto follow = [&](const Link& l) {
+    if (l.clock != nullptr) out.happened.join(*l.clock);
+    if (l.to != nullptr) {
+      visit(l.to);
+    } else if (l.group >= 0 && !expanded[static_cast<size_t>(l.group)]) {
+      expanded[static_cast<size_t>(l.group)] = 1;
+      for (const Fiber* m : group(l.group).members) visit(m);
+    }
+  };
+  for (const Link& l : starts) follow(l);
+  for (size_t i = 0; i < queue.size(); ++i) {
+    const Fiber* f = queue[i];
+    if (f->kind == FiberKind::host) {
+      out.hosts.push_back(f);
+      out.happened.join(f->clock);
+    } else if (const WorkItem* head = f->stream->head()) {
+      out.happened.join(head->enqueue_clock());
+    }
+    for (const Link& l : node(f)->links) follow(l);
+  }
+  return out;
+}
+
+// The wait-for graph as the R8 hazard rule reads it (sim/wait_graph.h).
+class StuckGraph final : public WaitGraph {
+ public:
+  StuckGraph(Explainer& ex, const SimRuntime& rt) : ex_(ex), rt_(rt) {}
+
+  StuckFrontier behind(const SimStream& s) override { return ex_.frontier({Link{s.fiber(), -1, {}, nullptr}}); }
+
+  StuckFrontier release_of(const CommKernel& k) override {
+    std::vector<Link> starts;
+    for (Blocker& b : rt_.comms().release_blockers(k)) ex_.add_blocker(starts, std::move(b));
+    return ex_.frontier(starts);
+  }
+
+  StuckFrontier release_of(const SimFlag& flag, const SimDevice& dev) override {
+    std::vector<Link> starts;
+    for (const auto& st : dev.streams())
+      if (const WorkItem* set = st->queued_set_of(&flag)) starts.push_back(Link{st->fiber(), -1, {}, &set->enqueue_clock()});
+    if (starts.empty()) ex_.to_rank_hosts(starts, dev.rank(), "has not issued set_flag");
+    return ex_.frontier(starts);
+  }
+
+ private:
+  Explainer& ex_;
+  const SimRuntime& rt_;
+};
+
 int Explainer::make_group(std::vector<const Fiber*> members, bool skip_waiter) {
   const int g = static_cast<int>(groups_.size());
   for (const Fiber* m : members) {
@@ -173,11 +238,11 @@ void Explainer::to_rank_hosts(std::vector<Link>& links, core::RankId r, std::str
 void Explainer::add_blocker(std::vector<Link>& links, Blocker b) {
   const std::string_view why = word(std::move(b.what));
   if (b.kind == Blocker::Kind::stream)
-    links.push_back({b.stream->fiber(), -1, why});
+    links.push_back({b.stream->fiber(), -1, why, b.clock});
   else if (b.kind == Blocker::Kind::rank_host)
     to_rank_hosts(links, b.rank, why);
   else
-    links.push_back({nullptr, -1, why});
+    links.push_back({nullptr, -1, why, b.clock});
 }
 
 const std::vector<Link>& Explainer::connect_links(const Connection& c) {
@@ -737,13 +802,17 @@ class DotWriter {
 
 }  // namespace
 
-std::optional<core::Finding> explain_deadlock(const SimRuntime& rt) {
+std::optional<core::Finding> explain_deadlock(const SimRuntime& rt, const std::function<void(WaitGraph&)>& on_stuck) {
   std::vector<const Fiber*> stuck;
   for (const auto& f : rt.world().fibers())
     if (Explainer::stuck(*f)) stuck.push_back(f.get());
   if (stuck.empty()) return std::nullopt;
   Explainer ex(rt);
   ex.explain(stuck);
+  if (on_stuck) {
+    StuckGraph graph(ex, rt);
+    on_stuck(graph);
+  }
   order_for_search(stuck);
 
   Chain chain;

@@ -40,6 +40,18 @@ SimStream& SimDevice::stream_impl(core::Stream s) const {
 }
 
 void SimDevice::enter() {
+  begin_call();
+  wait_for_lock();
+}
+
+void SimDevice::begin_call() {
+  // A runtime call: the thread's own clock component moves on, so that what it does from here on
+  // is told from what came before (a module load's context lock may hold this call back, R8).
+  Fiber& self = world().current();
+  if (self.owns_component) self.clock.bump(self.id);
+}
+
+void SimDevice::wait_for_lock() {
   World& w = world();
   Fiber& self = w.current();
   while (lock_holder_ != nullptr && lock_holder_ != &self)
@@ -52,53 +64,99 @@ void SimDevice::leave() {
   w.sleep(w.jittered(w.config().cost.host_call));
 }
 
-void SimDevice::hazard_if_comm_in_flight(std::string_view kind, std::string_view action) {
-  // Only a kernel whose partner is not posted yet can hang the call: its partner may depend on
-  // this very thread. Kernels whose partners are all posted finish on their own.
-  const CommKernel* risky = nullptr;
-  for (const CommKernel* k : comm_live) {
-    if (comms().awaits_unposted_partner(*k)) {
-      risky = k;
-      break;
-    }
+namespace {
+
+std::string_view hazard_kind(BlockingKind k) {
+  switch (k) {
+    case BlockingKind::device_sync: return core::kHazardDeviceSyncInFlight;
+    case BlockingKind::malloc: return core::kHazardMallocInFlight;
+    case BlockingKind::module_load: return core::kHazardModuleLoadInFlight;
   }
-  const SimStream* spinning = risky == nullptr ? stream_awaiting_unqueued_flag() : nullptr;
-  if (risky == nullptr && spinning == nullptr) return;
-  const std::string key = fmt::format("{}/{}", kind, action);
-  if (!hazards_noted_.insert(key).second) return;
-  const std::string what = risky != nullptr
-                               ? fmt::format("a communication kernel is in flight on its device ({})", comms().describe_kernel(*risky))
-                               : fmt::format("a persistent kernel on {} spins until flag '{}' is set, and no set is queued",
-                                             spinning->full_name(), spinning->head()->flag->name);
+  return "?";
+}
+
+}  // namespace
+
+void SimDevice::note_hazard(const BlockingHazard& h) {
+  const std::string_view kind = hazard_kind(h.kind);
+  if (!hazards_noted_.insert(fmt::format("{}/{}", kind, h.action)).second) return;
   core::Finding f;
   f.verdict = core::Verdict::hazard;
   f.kind = std::string(kind);
-  f.summary = fmt::format(
-      "rank{} {} while {}; the call waits for the device to drain, so it hangs if what that kernel waits for "
-      "depends on this thread (R8)",
-      rank_, action, what);
-  const Fiber& self = world().current();
-  f.sites.push_back(core::Site{rank_, self.name, "", -1, std::string(action), std::string(rt_.host_state().call_site)});
-  f.sites.push_back(core::Site{rank_, risky != nullptr ? risky->primary()->full_name() : spinning->full_name(), "", -1,
-                               risky != nullptr ? comms().describe_kernel(*risky) : "wait_flag", ""});
+  f.summary = fmt::format("rank{} {} while {} can be in flight on {}; the call waits for the device to drain (R8), and {}",
+                          rank_, h.action, h.item, h.stream, h.why);
+  f.sites.push_back(core::Site{rank_, h.actor, "", -1, h.action, h.origin});
+  f.sites.push_back(core::Site{rank_, h.stream, "", -1, h.item, ""});
   if (world().bus().active()) {
-    core::Event e = world().event(core::EventKind::note, rank_, self.name);
+    core::Event e = world().event(core::EventKind::note, rank_, h.actor);
     e.text = f.summary;
     world().bus().publish(e);
   }
   world().note(std::move(f));
 }
 
+void SimDevice::watch_blocking(std::vector<const Fiber*> hosts) {
+  blocking_.activate(std::move(hosts), [this](const BlockingHazard& h) { note_hazard(h); });
+}
+
+void SimDevice::on_wait_flag_issued(const WorkItem& item, const SimStream& st) {
+  if (!blocking_.active()) return;
+  const int64_t id = blocking_.on_wait_issued(
+      item.enqueue_clock(), fmt::format("a persistent kernel spinning until flag '{}' is set", item.flag->name), st.full_name(), nullptr,
+      item.flag);
+  if (item.flag->set) blocking_.on_released(id, item.flag->clock);
+}
+
+void SimDevice::on_flag_set(const SimFlag& flag) { blocking_.on_flag_set(&flag, flag.clock); }
+
+void SimDevice::note_if_stuck_in_call(const Fiber& host, WaitGraph& graph) {
+  PPSPEC_ASSERT(host.wait.kind == WaitKind::device_drain && host.wait.device == this, "{} is not blocked in a drain of rank{}",
+                host.name, rank_);
+  // The call is a hazard when the waits of the work its drain waits for lead back to the caller
+  // (itself, or a thread waiting for its context lock: that wait leads to the caller too).
+  const SimStream* through = nullptr;
+  for (const auto& s : streams_) {
+    if (s->idle() || !graph.behind(*s).leads_to(&host)) continue;
+    through = s.get();
+    break;
+  }
+  if (through == nullptr) return;
+  BlockingHazard h;
+  if (host.wait.what == "module load") {
+    h.kind = BlockingKind::module_load;
+    h.action = fmt::format("loads module {}{}", loading_, loading_preload_ ? " (preload)" : "");
+  } else {
+    h.kind = host.wait.what == "malloc" ? BlockingKind::malloc : BlockingKind::device_sync;
+    h.action = h.kind == BlockingKind::malloc ? "allocates device memory" : "synchronizes the device";
+  }
+  h.actor = host.name;
+  h.origin = host.host != nullptr ? std::string(host.host->call_site) : "";
+  const WorkItem& head = *through->head();
+  h.item = head.type == WorkItem::Type::comm        ? comms().describe_kernel(*head.comm)
+           : head.type == WorkItem::Type::wait_flag ? fmt::format("a persistent kernel spinning until flag '{}' is set",
+                                                                  head.flag->name)
+                                                    : std::string(head.name);
+  h.stream = through->full_name();
+  h.why = "that work waits, through what it needs, for this very call to return: it never does";
+  note_hazard(h);
+}
+
 void SimDevice::drain(const WaitInfo& info) {
   // "All earlier work": what was enqueued before this call. The caller cannot enqueue meanwhile.
   std::vector<uint64_t> targets;
+  std::vector<std::shared_ptr<const VectorClock>> clocks;
   targets.reserve(streams_.size());
-  for (const auto& s : streams_) targets.push_back(s->enqueued());
+  for (const auto& s : streams_) {
+    targets.push_back(s->enqueued());
+    if (world().clocks_on()) clocks.push_back(s->clock_at_end());
+  }
   for (size_t i = 0; i < targets.size(); ++i) {
     WaitInfo wi = info;
     wi.stream = streams_[i].get();
     streams_[i]->wait_completed(targets[i], wi);
   }
+  if (VectorClock* mine = world().host_clock())
+    for (const auto& c : clocks) mine->join(*c);
 }
 
 void SimDevice::ensure_loaded(core::KernelRef k, bool preload) {
@@ -108,12 +166,17 @@ void SimDevice::ensure_loaded(core::KernelRef k, bool preload) {
   std::string key = fmt::format("{}[{}]", k.name, k.spec);
   if (loaded_.count(key)) return;
   if (mode == core::ModuleLoading::jit) w.sleep(w.jittered(w.config().cost.jit_compile));  // host-only
-  // R8: the load takes the context lock, then waits for every earlier kernel on the device.
-  enter();
+  // R8: the load takes the context lock, then waits for every earlier kernel on the device. It
+  // is a blocking call from its start (sim/blocking_hazards.h): a load that waits for the lock
+  // behind another load in this schedule takes it first in another.
+  begin_call();
+  blocking_.on_call(w.current(), BlockingKind::module_load, fmt::format("loads module {}{}", key, preload ? " (preload)" : ""),
+                    std::string(rt_.host_state().call_site));
+  wait_for_lock();
   if (loaded_.count(key)) return;  // another thread of this device loaded it meanwhile
   lock_holder_ = &w.current();
   loading_ = key;
-  hazard_if_comm_in_flight(core::kHazardModuleLoadInFlight, fmt::format("loads module {}{}", key, preload ? " (preload)" : ""));
+  loading_preload_ = preload;
   drain(WaitInfo{.kind = WaitKind::device_drain, .what = "module load", .device = this});
   w.sleep(w.jittered(w.config().cost.module_load));
   loaded_.insert(key);
@@ -136,7 +199,7 @@ core::Buffer SimDevice::alloc(core::Dtype dtype, core::Shape shape, std::string_
     // cudaMalloc from a running thread: an implicit device synchronisation (R8).
     enter();
     reject_during_capture("cudaMalloc", nullptr);
-    hazard_if_comm_in_flight(core::kHazardMallocInFlight, "allocates device memory");
+    blocking_.on_call(w.current(), BlockingKind::malloc, "allocates device memory", std::string(rt_.host_state().call_site));
     drain(WaitInfo{.kind = WaitKind::device_drain, .what = "malloc", .device = this});
     leave();
   }
@@ -187,7 +250,11 @@ void SimDevice::preload(core::KernelRef k, std::function<void()> device_load) {
 
 void SimDevice::enqueue_builtin(SimStream& st, std::string_view name, std::function<void()> body) {
   enter();
-  WorkItem item{WorkItem::Type::kernel, name, "", world().config().cost.memcpy, std::move(body)};
+  WorkItem item;
+  item.type = WorkItem::Type::kernel;
+  item.name = name;
+  item.duration = world().config().cost.memcpy;
+  item.body = std::move(body);
   if (GraphRec* g = st.capture())
     g->items.push_back(GraphItem{false, std::move(item), {}});
   else
@@ -242,19 +309,8 @@ void SimDevice::host_func(core::Stream s, std::function<void()> fn) {
 SimFlag& SimDevice::flag(std::string_view name) {
   for (SimFlag& f : flags_)
     if (f.name == name) return f;
-  flags_.push_back(SimFlag{std::string(name), false, {}});
+  flags_.emplace_back().name = std::string(name);
   return flags_.back();
-}
-
-const SimStream* SimDevice::stream_awaiting_unqueued_flag() const {
-  for (const auto& st : streams_) {
-    const WorkItem* head = st->head();
-    if (head == nullptr || head->type != WorkItem::Type::wait_flag || head->flag->set) continue;
-    bool queued = false;
-    for (const auto& other : streams_) queued = queued || other->queues_set_of(head->flag);
-    if (!queued) return st.get();
-  }
-  return nullptr;
 }
 
 void SimDevice::wait_flag(core::Stream s, std::string_view name) {
@@ -288,7 +344,7 @@ void SimDevice::set_flag(core::Stream s, std::string_view name) {
 core::DeviceEvent SimDevice::event(std::string_view name) {
   for (size_t i = 0; i < events_.size(); ++i)
     if (events_[i].name == name) return core::DeviceEvent{static_cast<int32_t>(i)};
-  events_.push_back(SimEvent{std::string(name)});
+  events_.emplace_back().name = std::string(name);
   return core::DeviceEvent{static_cast<int32_t>(events_.size() - 1)};
 }
 
@@ -300,6 +356,7 @@ void SimDevice::record(core::DeviceEvent e, core::Stream s) {
   SimEvent& ev = events_.at(static_cast<size_t>(e.id));
   ev.stream = &st;
   ev.target = st.enqueued();
+  ev.clock = st.clock_at_end();
   leave();
 }
 
@@ -314,6 +371,7 @@ void SimDevice::stream_wait(core::Stream s, core::DeviceEvent e) {
     item.name = "wait_event";
     item.wait_stream = ev.stream;
     item.wait_target = ev.target;
+    if (ev.clock) item.clocks = std::make_shared<ItemClocks>(ItemClocks{{}, ev.clock});
     if (GraphRec* g = st.capture())
       g->items.push_back(GraphItem{false, std::move(item), {}});
     else
@@ -328,8 +386,10 @@ void SimDevice::event_sync(core::DeviceEvent e) {
   const SimEvent& ev = events_.at(static_cast<size_t>(e.id));
   if (ev.stream != nullptr) {
     auto* st = const_cast<SimStream*>(ev.stream);
+    const std::shared_ptr<const VectorClock> seen = ev.clock;  // the event may be recorded again meanwhile
     st->wait_completed(ev.target, WaitInfo{.kind = WaitKind::event_sync, .what = "event_sync", .stream = st,
                                            .device = this, .event = &ev});
+    if (VectorClock* mine = world().host_clock(); mine != nullptr && seen) mine->join(*seen);
   }
   leave();
 }
@@ -338,14 +398,17 @@ void SimDevice::stream_sync(core::Stream s) {
   SimStream& st = stream_impl(s);
   enter();
   reject_during_capture("cudaStreamSynchronize", nullptr);
+  const std::shared_ptr<const VectorClock> seen = st.clock_at_end();
   st.wait_completed(st.enqueued(), WaitInfo{.kind = WaitKind::stream_sync, .what = "stream_sync", .stream = &st});
+  if (VectorClock* mine = world().host_clock(); mine != nullptr && seen) mine->join(*seen);
   leave();
 }
 
 void SimDevice::device_sync() {
   enter();
   reject_during_capture("cudaDeviceSynchronize", nullptr);
-  hazard_if_comm_in_flight(core::kHazardDeviceSyncInFlight, "synchronizes the device");
+  blocking_.on_call(world().current(), BlockingKind::device_sync, "synchronizes the device",
+                    std::string(rt_.host_state().call_site));
   drain(WaitInfo{.kind = WaitKind::device_drain, .what = "device_sync", .device = this});
   leave();
 }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/runtime.h"
+#include "sim/blocking_hazards.h"
 #include "sim/graph.h"
 #include "sim/stream.h"
 #include "sim/world.h"
@@ -26,6 +27,7 @@ struct SimEvent {
   std::string name;
   const SimStream* stream = nullptr;  // where it was last recorded
   uint64_t target = 0;                // the position the stream must complete
+  std::shared_ptr<const VectorClock> clock;  // the stream's clock at `target` (when clocks are on)
 };
 
 // A device word a persistent kernel polls; set once by set_flag.
@@ -33,6 +35,7 @@ struct SimFlag {
   std::string name;
   bool set = false;
   WaitList waiters;
+  VectorClock clock;  // the set_flag's, once set
 };
 
 class SimDevice final : public core::Device {
@@ -72,7 +75,7 @@ class SimDevice final : public core::Device {
   const std::vector<std::unique_ptr<SimStream>>& streams() const { return streams_; }
   const SimEvent& event_impl(core::DeviceEvent e) const { return events_.at(static_cast<size_t>(e.id)); }
 
-  void enter();  // a host call begins: wait for the context lock
+  void enter();  // a host call begins: wait for the context lock (begin_call, then wait_for_lock)
   void leave();  // a host call ends: its cost in virtual time
 
   // Communication kernels issued on this device (R7 serial order, R8 in-flight checks).
@@ -81,19 +84,32 @@ class SimDevice final : public core::Device {
   std::deque<CommKernel*> comm_live;
   WaitList comm_order_waiters;
 
+  VectorClock comm_done_clock;  // the last completed communication kernel's (R7 serial order)
+
   Fiber* lock_holder() const { return lock_holder_; }
   const std::string& loading() const { return loading_; }
   bool module_loaded(std::string_view key) const { return loaded_.count(std::string(key)) > 0; }
   SimFlag& flag(std::string_view name);
-  // A persistent kernel of this device spins on a flag that no queued set_flag will set.
-  const SimStream* stream_awaiting_unqueued_flag() const;
+
+  // R8 hazards (sim/blocking_hazards.h). Ranks with several host threads watch their waiting
+  // items' releases; every rank notes a blocking call that a deadlock leaves on a wait-for cycle.
+  BlockingHazards& blocking() { return blocking_; }
+  void watch_blocking(std::vector<const Fiber*> hosts);
+  void on_wait_flag_issued(const WorkItem& item, const SimStream& st);
+  void on_flag_set(const SimFlag& flag);
+  // At the end of a deadlocked run, `host` stuck in a blocking call of this device: a hazard if
+  // the work its drain waits for waits, through the wait-for graph, for the call itself.
+  void note_if_stuck_in_call(const Fiber& host, WaitGraph& graph);
 
  private:
   void ensure_loaded(core::KernelRef k, bool preload);
+  void begin_call();
+  void wait_for_lock();
   // Copies and sets are built into the driver: enqueued without a module to load.
   void enqueue_builtin(SimStream& st, std::string_view name, std::function<void()> body);
+  // Waits for everything enqueued on the device so far; the caller learns what it waited for.
   void drain(const WaitInfo& info);
-  void hazard_if_comm_in_flight(std::string_view kind, std::string_view action);
+  void note_hazard(const BlockingHazard& h);
   // Stops the run with `invalid-usage` when a stream of this device is being captured: any stream
   // for a capture-unsafe call (global capture mode), or `only` for a call that conflicts with it.
   void reject_during_capture(std::string_view call, const SimStream* only);
@@ -107,7 +123,9 @@ class SimDevice final : public core::Device {
   std::set<std::string> hazards_noted_;
   Fiber* lock_holder_ = nullptr;
   std::string loading_;
+  bool loading_preload_ = false;
   WaitList lock_waiters_;
+  BlockingHazards blocking_;
   std::deque<std::vector<uint8_t>> memory_;  // data and shadow of every allocation
   std::vector<std::unique_ptr<GraphRec>> graphs_;
 };

@@ -11,6 +11,7 @@
 
 #include "core/types.h"
 #include "sim/fiber_stack.h"
+#include "sim/vector_clock.h"
 
 namespace ppspec::sim {
 
@@ -79,6 +80,10 @@ struct Fiber {
   StackExtent stack;
   SimStream* stream = nullptr;  // for stream fibers
   HostState* host = nullptr;    // for host fibers
+  // Host fibers: what this thread knows has happened (R8 hazards, sim/blocking_hazards.h), and
+  // whether it owns a component of the clocks (it shares its rank with another host thread).
+  VectorClock clock;
+  bool owns_component = false;
 };
 
 }  // namespace ppspec::sim

@@ -29,6 +29,7 @@ class SimHostChannel final : public core::HostChannel {
   World& world_;
   std::string name_;
   std::deque<std::any> queue_;
+  std::deque<VectorClock> clocks_;  // each message's sender's clock (R8 hazards; empty while clocks are off)
   std::vector<const Fiber*> senders_;
   std::set<uint32_t> sender_ids_;  // the ids of senders_, for an O(log n) first-send check
   WaitList waiters_;

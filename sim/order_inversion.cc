@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fmt/format.h>
 #include <map>
+#include <tuple>
 
 #include "core/hazard_kinds.h"
 
@@ -49,7 +50,13 @@ std::optional<core::Finding> OrderInversions::analyze() const {
     const auto [a, b] = pair;
     if (recorded.size() < 2) continue;
     std::vector<Entry> es = recorded;
-    std::stable_sort(es.begin(), es.end(), [](const Entry& x, const Entry& y) { return x.idx_a < y.idx_a; });
+    // A total order, so that the order in which the schedule matched the entries cannot matter:
+    // a group on two communicators gives rank a two entries with one issue index, and the one of
+    // them processed first must be the one rank b issued first (issue 11: with a stable sort on
+    // idx_a alone, the later of the two hid an inversion in about half the schedules).
+    std::sort(es.begin(), es.end(), [](const Entry& x, const Entry& y) {
+      return std::tie(x.idx_a, x.idx_b, x.comm, x.cseq) < std::tie(y.idx_a, y.idx_b, y.comm, y.cseq);
+    });
     // For each entry, the earlier entry (in rank a's order) of another communicator with the
     // largest index on rank b: if that exceeds this entry's, b issued the two the other way round.
     std::map<int, size_t> latest_by_comm;  // comm -> entry with max idx_b so far

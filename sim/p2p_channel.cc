@@ -14,6 +14,8 @@ void P2PChannel::start_send(CommOp& op, int64_t unit_bytes, int64_t eager_bytes,
   s.shadow = op.spec.buf.shadow();
   s.bytes = op.spec.buf.bytes();
   s.units = op.units;
+  s.start = op.kernel->start_clock;
+  s.cseq = op.spec.cseq;
   sources_.push_back(std::move(s));
   progress(unit_bytes, eager_bytes, satisfied);
 }
@@ -72,6 +74,11 @@ void P2PChannel::progress(int64_t unit_bytes, int64_t eager_bytes, std::vector<C
     }
     s.units_done += n;
     r.units_done += n;
+    // Happens-before: a receive completes after its send started; a send after its receive
+    // started, unless it fits the connection buffer, where it may have been buffered (R4).
+    r.release.join(s.start);
+    const bool may_buffer = eager_bytes > 0 && static_cast<int64_t>(s.bytes) <= eager_bytes;
+    if (s.op != nullptr && !may_buffer) s.op->release.join(r.kernel->start_clock);
     if (s.units_done == s.units) {
       if (s.op != nullptr) {
         s.op->satisfied = true;

@@ -33,6 +33,8 @@ struct UnitSource {
   int64_t units_done = 0;
   std::vector<uint8_t> owned_data;  // buffered copy
   std::vector<uint8_t> owned_shadow;
+  VectorClock start;  // the send kernel's start clock: what its receivers learn (R8 hazards)
+  int64_t cseq = -1;  // the send's position on the channel
 };
 
 class P2PChannel {

@@ -89,6 +89,33 @@ void SimRuntime::spawn(core::ActorSpec spec, std::function<void()> body) {
 
 void SimRuntime::sleep(core::Time d) { world_.sleep(d); }
 
+void SimRuntime::watch_blocking_calls() {
+  // Only a rank with several host threads can see the release of an R8 hazard happen (with one
+  // thread the release would wait for the blocked caller): only their threads own clock
+  // components, and with none every clock stays empty and the simulator keeps none.
+  std::vector<std::vector<const Fiber*>> hosts(devices_.size());
+  for (const auto& f : world_.fibers())
+    if (f->kind == FiberKind::host && f->rank >= 0) hosts[static_cast<size_t>(f->rank)].push_back(f.get());
+  bool any = false;
+  for (size_t r = 0; r < hosts.size(); ++r) {
+    if (hosts[r].size() < 2) continue;
+    for (const auto& f : world_.fibers())
+      if (f->kind == FiberKind::host && f->rank == static_cast<core::RankId>(r)) f->owns_component = true;
+    devices_[r]->watch_blocking(std::move(hosts[r]));
+    any = true;
+  }
+  world_.set_clocks_on(any);
+}
+
+void SimRuntime::note_stuck_hazards(WaitGraph& graph) {
+  // R8 hazards that only a run that can no longer move shows (sim/blocking_hazards.h): blocking
+  // calls whose waits lead back to them, and items never released on ranks that keep clocks.
+  for (const auto& f : world_.fibers())
+    if (f->kind == FiberKind::host && f->state == FiberState::blocked && f->wait.kind == WaitKind::device_drain)
+      f->wait.device->note_if_stuck_in_call(*f, graph);
+  for (const auto& d : devices_) d->blocking().on_stuck(graph, *d);
+}
+
 core::RunResult SimRuntime::run() {
   if (ran_) throw std::logic_error("a SimRuntime runs once");
   ran_ = true;
@@ -101,8 +128,9 @@ core::RunResult SimRuntime::run() {
     }
     comms_.inversions().set_membership(num_ranks(), members, names);
   }
+  watch_blocking_calls();
   world_.run([this](World& w) {
-    if (auto f = explain_deadlock(*this)) {
+    if (auto f = explain_deadlock(*this, [this](WaitGraph& g) { note_stuck_hazards(g); })) {
       f->time = w.now();
       f->sched_step = w.steps();
       w.findings().push_back(std::move(*f));

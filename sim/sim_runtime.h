@@ -67,6 +67,9 @@ class SimRuntime final : public core::Runtime {
   std::vector<std::unique_ptr<SimDevice>> devices_;
   std::deque<HostState> hosts_;
   std::map<std::string, std::unique_ptr<SimHostChannel>, std::less<>> channels_;
+  void watch_blocking_calls();  // decides, before the run, which threads keep clocks
+  void note_stuck_hazards(WaitGraph& graph);
+
   bool ran_ = false;
   size_t memory_taken_ = 0;
 };

@@ -20,6 +20,13 @@ void SimStream::enqueue(WorkItem item) {
     while (queue_.size() >= kStreamQueueMax)
       progress_.wait(w, WaitInfo{.kind = WaitKind::launch_queue, .what = "launch queue full", .stream = this});
   PPSPEC_ASSERT(queue_.size() < kStreamQueueMax + 64, "{} holds {} work items", full_name_, queue_.size());
+  if (const VectorClock* c = w.host_clock()) {
+    // A copy: a graph's captured items are enqueued again at every replay.
+    auto clocks = item.clocks ? std::make_shared<ItemClocks>(*item.clocks) : std::make_shared<ItemClocks>();
+    clocks->enqueued = *c;
+    item.clocks = std::move(clocks);
+  }
+  if (item.type == WorkItem::Type::wait_flag) device_.on_wait_flag_issued(item, *this);
   queue_.push_back(std::move(item));
   ++enqueued_;
   work_.wake_all(device_.world());
@@ -30,10 +37,17 @@ void SimStream::wait_completed(uint64_t target, const WaitInfo& info) {
   while (completed_ < target) progress_.wait(w, info);
 }
 
-bool SimStream::queues_set_of(const SimFlag* flag) const {
+std::shared_ptr<const VectorClock> SimStream::clock_at_end() {
+  if (!device_.world().clocks_on()) return nullptr;
+  if (idle()) return std::make_shared<const VectorClock>(clock_);
+  if (marks_.empty() || marks_.back().first != enqueued_) marks_.emplace_back(enqueued_, std::make_shared<VectorClock>());
+  return marks_.back().second;
+}
+
+const WorkItem* SimStream::queued_set_of(const SimFlag* flag) const {
   for (const WorkItem& item : queue_)
-    if (item.type == WorkItem::Type::set_flag && item.flag == flag) return true;
-  return false;
+    if (item.type == WorkItem::Type::set_flag && item.flag == flag) return &item;
+  return nullptr;
 }
 
 void SimStream::serve() {
@@ -44,6 +58,11 @@ void SimStream::serve() {
     execute(queue_.front());
     queue_.pop_front();
     ++completed_;
+    while (!marks_.empty() && marks_.front().first == completed_) {
+      *marks_.front().second = clock_;
+      marks_.pop_front();
+    }
+    assert(marks_.empty() || marks_.front().first > completed_);
     progress_.wake_all(w);
   }
 }
@@ -52,6 +71,7 @@ void SimStream::execute(WorkItem& item) {
   World& w = device_.world();
   switch (item.type) {
     case WorkItem::Type::kernel: {
+      clock_.join(item.enqueue_clock());
       w.sleep(w.jittered(item.duration));
       if (item.body) item.body();
       if (w.bus().active()) {
@@ -63,22 +83,30 @@ void SimStream::execute(WorkItem& item) {
       return;
     }
     case WorkItem::Type::comm:
+      // The kernel's start and completion clocks come from CommSystem::execute (R2, R4).
       device_.comms().execute(*item.comm, *this);
       return;
     case WorkItem::Type::wait_flag: {
+      clock_.join(item.enqueue_clock());
       while (!item.flag->set)
         item.flag->waiters.wait(w, WaitInfo{.kind = WaitKind::flag_wait, .what = "wait_flag", .stream = this, .flag = item.flag});
+      clock_.join(item.flag->clock);
       return;
     }
     case WorkItem::Type::set_flag: {
+      clock_.join(item.enqueue_clock());
       w.sleep(w.jittered(w.config().cost.memcpy));
       item.flag->set = true;
+      item.flag->clock = clock_;
+      device_.on_flag_set(*item.flag);
       item.flag->waiters.wake_all(w);
       return;
     }
     case WorkItem::Type::wait_event: {
+      clock_.join(item.enqueue_clock());
       auto* src = const_cast<SimStream*>(item.wait_stream);
       src->wait_completed(item.wait_target, WaitInfo{.kind = WaitKind::event_wait, .what = "stream_wait_event", .stream = src});
+      if (item.clocks && item.clocks->awaited) clock_.join(*item.clocks->awaited);
       return;
     }
   }

@@ -5,10 +5,12 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 
 #include "core/types.h"
+#include "sim/vector_clock.h"
 #include "sim/world.h"
 
 namespace ppspec::sim {
@@ -16,6 +18,14 @@ namespace ppspec::sim {
 class SimDevice;
 struct CommKernel;
 struct GraphRec;
+
+// Happens-before for one work item, kept only while World::clocks_on (sim/blocking_hazards.h):
+// the enqueuing thread's clock, and for wait_event the recording stream's clock at the awaited
+// position (filled when it gets there). Behind a pointer: work items are moved on the hot path.
+struct ItemClocks {
+  VectorClock enqueued;
+  std::shared_ptr<const VectorClock> awaited;
+};
 
 struct WorkItem {
   enum class Type : uint8_t { kernel, comm, wait_event, wait_flag, set_flag };
@@ -28,6 +38,12 @@ struct WorkItem {
   const SimStream* wait_stream = nullptr;  // wait_event: the recording stream ...
   uint64_t wait_target = 0;                // ... and the position it must reach
   SimFlag* flag = nullptr;                 // wait_flag, set_flag
+  std::shared_ptr<ItemClocks> clocks;  // null while clocks are off
+
+  const VectorClock& enqueue_clock() const {
+    static const VectorClock kNone;
+    return clocks ? clocks->enqueued : kNone;
+  }
 };
 
 class SimStream {
@@ -51,8 +67,16 @@ class SimStream {
   // Blocks the calling fiber until this stream has completed `target` items.
   void wait_completed(uint64_t target, const WaitInfo& info);
   const WorkItem* head() const { return queue_.empty() ? nullptr : &queue_.front(); }
-  // Whether a set_flag of `flag` is queued (not yet executed) on this stream.
-  bool queues_set_of(const SimFlag* flag) const;
+  // Whether a set_flag of `flag` is queued (not yet executed) on this stream: the first such item.
+  bool queues_set_of(const SimFlag* flag) const { return queued_set_of(flag) != nullptr; }
+  const WorkItem* queued_set_of(const SimFlag* flag) const;
+
+  // Happens-before: what the stream's completed work knows (its last item's completion clock),
+  // and a cell that will hold that clock once the stream completes everything enqueued so far —
+  // what a sync or an event recorded now observes. Null while clocks are off.
+  const VectorClock& clock() const { return clock_; }
+  void observe(const VectorClock& c) { clock_.join(c); }
+  std::shared_ptr<const VectorClock> clock_at_end();
 
   // Graph capture (R9): while capturing, enqueue() records into the graph instead.
   GraphRec* capture() const { return capture_; }
@@ -75,6 +99,10 @@ class SimStream {
   WaitList work_;      // the stream fiber, waiting for work
   WaitList progress_;  // anyone waiting for this stream to reach a position
   GraphRec* capture_ = nullptr;
+  VectorClock clock_;
+  // Cells to fill when the stream's completed count reaches the position, in increasing order:
+  // every request is for the end of the stream at the time it is made.
+  std::deque<std::pair<uint64_t, std::shared_ptr<VectorClock>>> marks_;
 };
 
 }  // namespace ppspec::sim

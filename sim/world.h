@@ -91,6 +91,15 @@ class World {
     return e;
   }
 
+  // Happens-before clocks (sim/vector_clock.h) are kept only when some host thread owns a
+  // component, decided once before the run; otherwise every clock would stay empty.
+  bool clocks_on() const { return clocks_on_; }
+  void set_clocks_on(bool on) { clocks_on_ = on; }
+  // The calling host thread's clock; null when clocks are off or the caller is no host thread.
+  VectorClock* host_clock() {
+    return clocks_on_ && current_ != nullptr && current_->kind == FiberKind::host ? &current_->clock : nullptr;
+  }
+
   const SimConfig& config() const { return config_; }
   core::EventBus& bus() { return bus_; }
   bool stopping() const { return stop_requested_ || aborting_; }
@@ -148,6 +157,7 @@ class World {
   bool stop_requested_ = false;
   bool halted_ = false;
   bool aborting_ = false;
+  bool clocks_on_ = false;
   std::exception_ptr internal_error_;
 
   std::vector<core::Finding> findings_;

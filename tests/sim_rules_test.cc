@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <set>
 
 #include "tests/harness.h"
 
@@ -626,6 +627,32 @@ TEST(Rules, R7_InversionPassesWithAHazardWhenKernelsCanBeResidentTogether) {
   EXPECT_TRUE(has_note(r, "cross-communicator-order"));
 }
 
+TEST(Rules, R7_AnInversionThroughAGroupIsReportedUnderEverySchedule) {
+  // Rank 0 issues A then a group {A, B}; rank 1 issues B first. Rank 0's group gives its two
+  // operations one issue index; which of them matches first is the schedule's choice, and must
+  // not decide whether the inversion (A #0 before B on rank 0, after it on rank 1) is seen.
+  const std::string prog = program_head(2, R"(["s1", "s2"])", "runtime_connect = false", {{"A", "[0, 1]"}, {"B", "[0, 1]"}}) + R"(
+[rank.0]
+ops = [ { op = "all_reduce", comm = "A", stream = "s1", label = "a0" },
+        { op = "group_start" },
+        { op = "all_reduce", comm = "A", stream = "s1", label = "a1" },
+        { op = "all_reduce", comm = "B", stream = "s2", label = "b" },
+        { op = "group_end" },
+        { op = "device_sync" } ]
+[rank.1]
+ops = [ { op = "all_reduce", comm = "B", stream = "s2", label = "b" },
+        { op = "all_reduce", comm = "A", stream = "s1", label = "a0" },
+        { op = "all_reduce", comm = "A", stream = "s1", label = "a1" },
+        { op = "device_sync" } ]
+[expect]
+verdict = "pass"
+)";
+  under_every_schedule(prog, [](const core::RunResult& r, const std::string& where) {
+    ASSERT_EQ(r.verdict, Verdict::pass) << where;
+    EXPECT_EQ(hazard_kinds(r), std::set<std::string>{"cross-communicator-order"}) << where;
+  });
+}
+
 TEST(Rules, R7_ConsistentOrderPassesUnderSerialWithoutHazard) {
   auto r = run_toml(inversion("serial", false));
   ASSERT_EQ(r.verdict, Verdict::pass);
@@ -682,41 +709,90 @@ TEST(Rules, R8_LazyLoadWhileARecvSpinsDeadlocksAndPreloadOrEagerDoNot) {
   EXPECT_FALSE(has_note(eager, "module-load-in-flight"));
 }
 
-TEST(Rules, R8_StrictModeTurnsTheHazardIntoTheVerdict) {
-  // A load while a kernel whose partner is not posted yet spins, which this schedule survives
-  // because the partner does not depend on this thread: a hazard, and a failure under strict.
-  const std::string prog = R"(
-kind = "program"
-ranks = 2
-streams = ["main", "side"]
-[runtime]
-module_loading = "lazy"
-strict = %s
-[[communicator]]
-name = "c"
-ranks = [0, 1]
-[rank.0]
-ops = [ )" + connect_group("c", 1) + R"( { op = "recv", comm = "c", peer = 1, stream = "side", label = "x" },
-        { op = "launch", kernel = "k", stream = "main" },
-        { op = "device_sync" } ]
+// Rank 0's host thread posts the receive of x, then sends rank 2 the activations on which rank 2
+// tells rank 1 to send x; rank 0's loader thread loads a module (lazy) after `loader_sleep_us`.
+// When the load takes the context lock before the host's send, the send waits for the lock, the
+// lock for the drain, the drain for x, and x for the send: a hang. Which comes first is the
+// schedule's choice; that the load can hold the send back is the program's
+// (sim/blocking_hazards.h). Three ranks, so that no two share two communicators (R7).
+// The ranks first connect their pairs (R1: p2p peers connect at first contact whatever
+// runtime_connect says), which ends at about kConnectedAtUs; the loader's sleep counts from there,
+// and the host's 40 us between the receive and the send is the window the load can fall into
+// (any value of kConnectedAtUs from 170 to 210 shows both outcomes).
+constexpr int kConnectedAtUs = 190;
+
+std::string load_racing_a_send(int loader_sleep_us, bool partner_needs_the_send, bool strict, const char* x_stream = "side") {
+  const char* rank1 = partner_needs_the_send
+                          ? R"({ op = "recv", comm = "g", peer = 2, stream = "main", label = "go" },
+        { op = "stream_sync", stream = "main" },
+        { op = "send", comm = "x", peer = 0, stream = "main", label = "x" },
+        { op = "stream_sync", stream = "main" })"
+                          : R"({ op = "send", comm = "x", peer = 0, stream = "side", label = "x" },
+        { op = "recv", comm = "g", peer = 2, stream = "main", label = "go" },
+        { op = "device_sync" })";
+  const std::string runtime = fmt::format("module_loading = \"lazy\"\nruntime_connect = false\nstrict = {}", strict);
+  return program_head(3, R"(["main", "side", "work"])", runtime, {{"x", "[0, 1]"}, {"a", "[0, 2]"}, {"g", "[1, 2]"}}) +
+         fmt::format(R"(
+[rank.0.thread.host]
+ops = [ {} {}
+        {{ op = "recv", comm = "x", peer = 1, stream = "{}", label = "x" }},
+        {{ op = "sleep", us = 40 }},
+        {{ op = "send", comm = "a", peer = 2, stream = "main", label = "act" }},
+        {{ op = "device_sync" }} ]
+[rank.0.thread.loader]
+ops = [ {{ op = "sleep", us = {} }}, {{ op = "launch", kernel = "k", stream = "work" }} ]
 [rank.1]
-ops = [ )" + connect_group("c", 0) + R"( { op = "sleep", us = 100 }, { op = "send", comm = "c", peer = 0, stream = "main", label = "x" },
-        { op = "device_sync" } ]
+ops = [ {} {} {} ]
+[rank.2]
+ops = [ {} {}
+        {{ op = "recv", comm = "a", peer = 0, stream = "main", label = "act" }},
+        {{ op = "stream_sync", stream = "main" }},
+        {{ op = "send", comm = "g", peer = 1, stream = "main", label = "go" }},
+        {{ op = "stream_sync", stream = "main" }} ]
 [expect]
 verdict = "pass"
-)";
-  auto with = [&](const char* strict) {
-    std::string s = prog;
-    s.replace(s.find("%s"), 2, strict);
-    return s;
-  };
-  auto lenient = run_toml(with("false"));
+)",
+                     connect_group("x", 1), connect_group("a", 2), x_stream, kConnectedAtUs + loader_sleep_us,
+                     connect_group("x", 0), connect_group("g", 2), rank1, connect_group("a", 0), connect_group("g", 1));
+}
+
+TEST(Rules, R8_StrictModeTurnsTheHazardIntoTheVerdict) {
+  // The load comes long after the host's send: this schedule passes, and the race is a hazard
+  // all the same — a failure under strict.
+  auto lenient = run_toml(load_racing_a_send(1000, true, false));
   EXPECT_EQ(lenient.verdict, Verdict::pass);
   EXPECT_TRUE(has_note(lenient, "module-load-in-flight"));
-  auto strict = run_toml(with("true"));
+  ASSERT_FALSE(lenient.notes.empty());
+  EXPECT_NE(lenient.notes.front().summary.find("rank0.host"), std::string::npos) << lenient.notes.front().summary;
+  auto strict = run_toml(load_racing_a_send(1000, true, true));
   ASSERT_EQ(strict.verdict, Verdict::hazard);
   EXPECT_EQ(strict.findings[0].kind, "module-load-in-flight");
   EXPECT_TRUE(strict.findings[0].involves_rank(0));
+}
+
+TEST(Rules, R8_ALoadRacingTheSendItsPartnerNeedsIsAHazardWhicheverThreadWins) {
+  std::set<Verdict> verdicts;
+  under_every_schedule(load_racing_a_send(1, true, false), [&](const core::RunResult& r, const std::string& where) {
+    verdicts.insert(r.verdict);
+    EXPECT_EQ(hazard_kinds(r), std::set<std::string>{"module-load-in-flight"}) << where;
+  });
+  EXPECT_EQ(verdicts, (std::set<Verdict>{Verdict::pass, Verdict::deadlock})) << "both outcomes of the race were seen";
+  // Rank 1's x never needs the loader: the same race with an independent partner is no hazard.
+  under_every_schedule(load_racing_a_send(1, false, false), [](const core::RunResult& r, const std::string& where) {
+    EXPECT_EQ(r.verdict, Verdict::pass) << where;
+    EXPECT_TRUE(hazard_kinds(r).empty()) << where;
+  });
+}
+
+TEST(Rules, R8_ALoadRacingTheSendItsPartnerNeedsIsAHazardEvenWhereTheProgramHangsAnyway) {
+  // The receive of x and the send rank 2 needs share rank 0's main stream: the send queues behind
+  // the receive, and the program hangs whoever wins the race. Where the load came first, the
+  // hang runs through its context lock; where it came last, the wait-for graph still shows that x
+  // waits for the send — a call the load could have held back: a hazard either way.
+  under_every_schedule(load_racing_a_send(1, true, false, "main"), [](const core::RunResult& r, const std::string& where) {
+    EXPECT_EQ(r.verdict, Verdict::deadlock) << where;
+    EXPECT_EQ(hazard_kinds(r), std::set<std::string>{"module-load-in-flight"}) << where;
+  });
 }
 
 TEST(Rules, R8_ModuleLoadHoldsTheContextLockAgainstOtherThreadsOfTheDevice) {

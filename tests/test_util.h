@@ -4,7 +4,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <initializer_list>
 #include <ostream>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -93,10 +95,43 @@ inline std::string connect_group(std::string_view comm, int peer) {
       comm, peer);
 }
 
+// 50 seeds under random scheduling and 50 under PCT:3, for what must not depend on the schedule
+// (the hazards a program notes, issue 11): `check(result, "random seed 7")` for each run.
+template <typename Check>
+void under_every_schedule(std::string_view toml, Check check) {
+  for (const sim::StrategySpec& strategy : {sim::StrategySpec{}, sim::StrategySpec{sim::StrategySpec::Kind::pct, 3}})
+    for (uint64_t seed = 1; seed <= 50; ++seed)
+      check(run_toml(toml, seed, nullptr, strategy), strategy.str() + " seed " + std::to_string(seed));
+}
+
+// The head of a program scenario: ranks, streams ("" for the default), [runtime] lines ("" for
+// none) and communicators, each a name and its ranks as a TOML array.
+struct CommDecl {
+  const char* name;
+  const char* ranks;
+};
+inline std::string program_head(int ranks, std::string_view streams, std::string_view runtime,
+                                std::initializer_list<CommDecl> comms) {
+  std::string s = "kind = \"program\"\nranks = " + std::to_string(ranks) + "\n";
+  if (!streams.empty()) s += "streams = " + std::string(streams) + "\n";
+  if (!runtime.empty()) s += "[runtime]\n" + std::string(runtime) + "\n";
+  for (const CommDecl& c : comms) s += "[[communicator]]\nname = \"" + std::string(c.name) + "\"\nranks = " + c.ranks + "\n";
+  return s;
+}
+
 inline bool has_note(const core::RunResult& r, std::string_view kind) {
   for (const auto& f : r.notes)
     if (f.kind == kind) return true;
   return false;
+}
+
+// The hazard kinds a run noted (or failed with, under strict), sorted and without repeats.
+inline std::set<std::string> hazard_kinds(const core::RunResult& r) {
+  std::set<std::string> kinds;
+  for (const auto* list : {&r.notes, &r.findings})
+    for (const auto& f : *list)
+      if (f.verdict == core::Verdict::hazard) kinds.insert(f.kind);
+  return kinds;
 }
 
 inline std::string all_text(const core::Finding& f) {
