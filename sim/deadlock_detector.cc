@@ -61,6 +61,14 @@ struct CollectiveLinks {
   std::vector<Link> links;
 };
 
+// "event 'ready', recorded on rank0.side at prog.toml:12": which record a wait needs, so that a
+// reader can find both lines of the program (the wait's own line is its node's origin).
+std::string event_words(const WaitInfo& w) {
+  std::string s = fmt::format("event '{}', recorded on {}", w.event.event, w.stream->full_name());
+  if (!w.event.recorded_at.empty()) s += fmt::format(" at {}", w.event.recorded_at);
+  return s;
+}
+
 class Explainer {
  public:
   explicit Explainer(const SimRuntime& rt);
@@ -245,10 +253,10 @@ void Explainer::explain_host(const Fiber& f, const WaitInfo& w, Node& n) {
       n.links.push_back({w.stream->fiber(), -1, "the stream must complete work to make room"});
       return;
     case WaitKind::event_sync:
-      n.state = fmt::format("blocked in event_sync('{}', recorded on {})", w.event ? w.event->name : "?",
-                            w.stream->full_name());
+      // The host's own call site is this node's origin: the line of the wait.
+      n.state = fmt::format("blocked in event_sync of {}", event_words(w));
       n.short_ = "event_sync";
-      n.links.push_back({w.stream->fiber(), -1, "the event's stream has not reached it"});
+      n.links.push_back({w.stream->fiber(), -1, word(fmt::format("has not reached the record of event '{}'", w.event.event))});
       return;
     case WaitKind::device_drain: {
       const SimDevice& dev = *w.device;
@@ -367,9 +375,10 @@ void Explainer::explain_stream(const WaitInfo& w, Node& n) {
     }
     case WaitKind::flag_wait: explain_flag(w, n); return;
     case WaitKind::event_wait:
-      n.state = fmt::format("waits for an event recorded on {}", w.stream->full_name());
+      n.state = fmt::format("waits (wait_event) for {}", event_words(w));
       n.short_ = "event wait";
-      n.links.push_back({w.stream->fiber(), -1, "has not reached the event"});
+      n.site.origin = std::string(w.event.waited_at);
+      n.links.push_back({w.stream->fiber(), -1, word(fmt::format("has not reached the record of event '{}'", w.event.event))});
       return;
     default:
       n.state = fmt::format("waiting ({})", w.what);

@@ -300,6 +300,7 @@ void SimDevice::record(core::DeviceEvent e, core::Stream s) {
   SimEvent& ev = events_.at(static_cast<size_t>(e.id));
   ev.stream = &st;
   ev.target = st.enqueued();
+  ev.origin = rt_.host_state().call_site;
   leave();
 }
 
@@ -314,6 +315,7 @@ void SimDevice::stream_wait(core::Stream s, core::DeviceEvent e) {
     item.name = "wait_event";
     item.wait_stream = ev.stream;
     item.wait_target = ev.target;
+    item.event = EventWaitSite{ev.name, ev.origin, rt_.host_state().call_site};
     if (GraphRec* g = st.capture())
       g->items.push_back(GraphItem{false, std::move(item), {}});
     else
@@ -329,7 +331,8 @@ void SimDevice::event_sync(core::DeviceEvent e) {
   if (ev.stream != nullptr) {
     auto* st = const_cast<SimStream*>(ev.stream);
     st->wait_completed(ev.target, WaitInfo{.kind = WaitKind::event_sync, .what = "event_sync", .stream = st,
-                                           .device = this, .event = &ev});
+                                           .device = this,
+                                           .event = EventWaitSite{ev.name, ev.origin, rt_.host_state().call_site}});
   }
   leave();
 }
