@@ -386,9 +386,25 @@ void Explainer::explain_stream(const WaitInfo& w, Node& n) {
   }
 }
 
+// Why a send of `k` still waits for its recv when the scenario lets small sends complete
+// eagerly: it is too big for the connection buffer, so the size decides whether the run hangs (R4).
+std::string eager_boundary(const CommKernel& k, int64_t eager_bytes) {
+  std::string s;
+  if (eager_bytes <= 0) return s;
+  for (const CommOp& op : k.parts) {
+    const size_t bytes = op.spec.buf.bytes();
+    if (op.satisfied || op.spec.desc.kind != core::OpKind::send || bytes <= static_cast<size_t>(eager_bytes)) continue;
+    s += fmt::format("; the message to rank{} ({} bytes) exceeded eager_bytes ({}): a send that fits completes before "
+                     "its recv is posted",
+                     op.spec.desc.peer, bytes, eager_bytes);
+  }
+  return s;
+}
+
 void Explainer::explain_peer(const CommKernel& k, Node& n) {
   const CommSystem& comms = rt_.comms();
-  n.state = fmt::format("runs {} and spins waiting for its partner (R4)", comms.describe_kernel(k));
+  n.state = fmt::format("runs {} and spins waiting for its partner (R4){}", comms.describe_kernel(k),
+                        eager_boundary(k, rt_.world().config().eager_bytes));
   for (const CommOp& op : k.parts) {
     if (op.satisfied) continue;
     if (core::is_p2p(op.spec.desc.kind)) {

@@ -77,5 +77,28 @@ TEST(Reports, ADeadlockWithoutAnEventSaysNothingOfEvents) {
   EXPECT_FALSE(has(report, "recorded on")) << report;
 }
 
+// ---- 4. a deadlock at the eager-size boundary says the message exceeded eager_bytes ----
+
+// Both ranks send 4 KiB, then receive (NVIDIA/nccl#2057), with this connection buffer.
+std::string exchange(int64_t eager_bytes) {
+  return replaced(scenario_text("send_before_recv_no_eager.toml"), "\neager_bytes = 0",
+                  fmt::format("\neager_bytes = {}", eager_bytes));
+}
+
+TEST(Reports, ADeadlockAtTheEagerBoundarySaysTheMessageExceededEagerBytes) {
+  const auto r = run_toml(exchange(1024));
+  ASSERT_EQ(r.verdict, Verdict::deadlock);
+  const std::string report = all_text(r.findings[0]);
+  EXPECT_TRUE(has(report, "the message to rank1 (4096 bytes) exceeded eager_bytes (1024)")) << report;
+  EXPECT_TRUE(has(report, "the message to rank0 (4096 bytes) exceeded eager_bytes (1024)")) << report;
+}
+
+TEST(Reports, ADeadlockWithoutEagerSendsOrAMessageThatFitsSaysNothingOfEagerBytes) {
+  const auto r = run_toml(exchange(0));
+  ASSERT_EQ(r.verdict, Verdict::deadlock) << "no eager sends at all: the boundary is not what decides";
+  EXPECT_FALSE(has(all_text(r.findings[0]), "eager_bytes")) << all_text(r.findings[0]);
+  EXPECT_EQ(run_toml(exchange(4096)).verdict, Verdict::pass) << "the message fits: no deadlock to explain";
+}
+
 }  // namespace
 }  // namespace ppspec::testing
