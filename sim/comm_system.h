@@ -32,13 +32,16 @@ struct CollSlot {
   int posted = 0;
   int started = 0;
   int completed = 0;
-  std::optional<PostRecord> first;
+  int first = -1;                  // the comm rank that posted first; -1 until one did
+  std::vector<PostRecord> posts;   // by comm rank; op_id -1 until posted
   std::vector<CommOp*> ops;        // by comm rank: launched and not completed
   std::vector<int64_t> units;      // by comm rank; -1 until posted
-  std::vector<uint64_t> issue_idx;
-  std::vector<int64_t> op_ids;
   std::vector<uint8_t> launched;
   std::vector<uint8_t> done;
+  // When a member first disagreed with the first poster (-1: none did). The report waits until
+  // every member posted, to say who is the odd one out, and carries this time.
+  Time mismatch_at = -1;
+  uint64_t mismatch_step = 0;
 };
 
 struct CommRankState {
@@ -203,6 +206,11 @@ class CommSystem {
   Blocker size_mismatch(const CollectiveHold& hold, int crank) const;
   const CommKernel* order_blocker(const CommKernel& k) const;
   bool awaits_unposted_partner(const CommKernel& k) const;
+  // Collective mismatches that some member never posted (the report waited for every member),
+  // stamped when a member first disagreed, in that order; each is published as a note event, and
+  // none is returned twice.
+  std::vector<core::Finding> take_open_mismatches();
+  bool has_open_mismatches() const { return !open_mismatches_.empty(); }
   // After a run that finished: the earliest posted p2p operation that never found its partner
   // (an eager send nobody received), as a finding.
   std::optional<core::Finding> unmatched() const;
@@ -217,7 +225,11 @@ class CommSystem {
 
  private:
   void register_post(PartSpec& spec);
-  void on_pair(const PostRecord& a, const PostRecord& b, SimComm& comm, int64_t cseq, bool p2p);
+  void on_pair(const PostRecord& send, const PostRecord& recv, SimComm& comm, int64_t cseq);
+  void on_collective_post(const PostRecord& rec, int crank, SimComm& comm, int64_t cseq, CollSlot& slot);
+  void on_slot_posted(const PostRecord& last, SimComm& comm, int64_t cseq, CollSlot& slot);
+  core::Finding collective_finding(const SimComm& comm, int64_t cseq, const CollSlot& slot) const;
+  void publish_mismatch(const core::Finding& f, core::RankId rank, std::string_view actor, const SimComm& comm, int64_t cseq);
   void connect(const std::vector<PartSpec>& parts);
   void launch(std::vector<PartSpec>& parts);  // empties `parts`
   CommKernel& new_kernel();
@@ -239,6 +251,7 @@ class CommSystem {
   int64_t next_op_id_ = 0;
   uint64_t pairs_ = 0;
   bool mismatch_seen_ = false;
+  std::vector<std::pair<SimComm*, int64_t>> open_mismatches_;  // slots with a mismatch, not all posted
 };
 
 }  // namespace ppspec::sim

@@ -67,6 +67,8 @@ class SimRuntime final : public core::Runtime {
   std::vector<std::unique_ptr<SimDevice>> devices_;
   std::deque<HostState> hosts_;
   std::map<std::string, std::unique_ptr<SimHostChannel>, std::less<>> channels_;
+  void settle_open_mismatches(bool report);
+
   bool ran_ = false;
   size_t memory_taken_ = 0;
 };

@@ -77,6 +77,92 @@ TEST(Reports, ADeadlockWithoutAnEventSaysNothingOfEvents) {
   EXPECT_FALSE(has(report, "recorded on")) << report;
 }
 
+// ---- 3. a collective mismatch among three or more ranks names the odd one out ----
+
+// One all_reduce per rank with these counts; a rank without a count posts nothing.
+std::string all_reduce(const std::vector<int>& counts) {
+  std::string s = fmt::format("kind = \"program\"\nranks = {}\n[[communicator]]\nname = \"tp\"\nranks = [", counts.size());
+  for (size_t r = 0; r < counts.size(); ++r) s += fmt::format("{}{}", r ? ", " : "", r);
+  s += "]\n";
+  for (size_t r = 0; r < counts.size(); ++r) {
+    s += fmt::format("[rank.{}]\n", r);
+    s += counts[r] < 0 ? "ops = [ { op = \"sleep\", us = 10 } ]\n"
+                       : fmt::format("ops = [ {{ op = \"all_reduce\", comm = \"tp\", count = {}, label = \"grad\" }}, "
+                                     "{{ op = \"stream_sync\", stream = \"main\" }} ]\n",
+                                     counts[r]);
+  }
+  return s + "[expect]\nverdict = \"fifo-misalignment\"\n";
+}
+
+// The run's first finding, and the trace checker's over the run's recorded events.
+std::pair<core::Finding, core::Finding> both_ways(const std::string& text, uint64_t seed) {
+  Recorder rec;
+  const auto r = run_toml(text, seed, &rec);
+  EXPECT_EQ(r.verdict, Verdict::fifo_misalignment);
+  std::vector<std::string> lines{R"({"ppspec_trace":1,"backend":"sim","scenario":"t","file":"test.toml","seed":1,"strategy":"random"})"};
+  lines.insert(lines.end(), rec.lines.begin(), rec.lines.end());
+  const auto checked = verify::check_lines(lines, "t.jsonl");
+  EXPECT_EQ(checked.verdict, Verdict::fifo_misalignment);
+  if (r.findings.empty() || checked.findings.empty()) return {};
+  return {r.findings.front(), checked.findings.front()};
+}
+
+TEST(Reports, ACollectiveMismatchAmongFourRanksNamesTheOddOneOutInTheRunAndInTheTrace) {
+  const std::string text = all_reduce({1024, 1024, 512, 1024});
+  for (uint64_t seed = 1; seed <= 10; ++seed) {
+    SCOPED_TRACE(seed);
+    const auto [sim, trace] = both_ways(text, seed);
+    EXPECT_EQ(sim.kind, "collective-mismatch");
+    EXPECT_TRUE(has(sim.summary, "count 1024 vs 512 — ranks 0,1,3 posted all_reduce f32[1024] 'grad'; rank 2 (the odd one "
+                                 "out) posted all_reduce f32[512] 'grad'"))
+        << sim.summary;
+    EXPECT_EQ(trace.summary, sim.summary) << "one formatter for the simulator and the trace checker";
+    EXPECT_EQ(trace.time, sim.time) << "stamped when the first member disagreed";
+    ASSERT_FALSE(sim.sites.empty());
+    EXPECT_EQ(sim.sites[0].rank, 2) << "the odd one out is the first site";
+    EXPECT_TRUE(has(all_text(sim), fmt::format("rank2 rank2.main posted all_reduce f32[512] 'grad' (op ")))
+        << all_text(sim);
+    EXPECT_TRUE(has(all_text(sim), line_of(text, "count = 512"))) << all_text(sim);
+  }
+}
+
+TEST(Reports, ACollectiveMismatchSaysWhoHasNotPostedAndWhenNoRankIsTheOddOneOut) {
+  auto [sim, trace] = both_ways(all_reduce({1024, 1024, 512, 512}), 1);
+  EXPECT_TRUE(has(sim.summary, "— ranks 0,1 posted all_reduce f32[1024] 'grad'; ranks 2,3 posted all_reduce f32[512] 'grad'"))
+      << sim.summary;
+  EXPECT_FALSE(has(sim.summary, "odd one out")) << "two against two: nobody is the odd one out";
+  EXPECT_EQ(trace.summary, sim.summary);
+  // Rank 3 never posts: the others' report does not wait for it forever.
+  std::tie(sim, trace) = both_ways(all_reduce({1024, 512, 1024, -1}), 1);
+  EXPECT_TRUE(has(sim.summary, "— ranks 0,2 posted all_reduce f32[1024] 'grad'; rank 1 (the odd one out) posted all_reduce "
+                               "f32[512] 'grad'; rank 3 has not posted collective #0"))
+      << sim.summary;
+  EXPECT_EQ(trace.summary, sim.summary);
+}
+
+TEST(Reports, ACollectiveMismatchBetweenTwoRanksOrAnAgreeingOneNamesNoOddOneOut) {
+  const auto [sim, trace] = both_ways(all_reduce({1024, 512}), 1);
+  EXPECT_FALSE(has(sim.summary, "odd one out")) << sim.summary;
+  EXPECT_FALSE(has(sim.summary, " posted ")) << "two ranks: the pairwise report, as before: " << sim.summary;
+  EXPECT_TRUE(has(all_text(sim), "receives:") || has(all_text(sim), "posted all_reduce")) << all_text(sim);
+  EXPECT_EQ(trace.summary, sim.summary);
+  const auto agree = run_toml(replaced(all_reduce({1024, 1024, 1024, 1024}), "fifo-misalignment", "pass"));
+  EXPECT_EQ(agree.verdict, Verdict::pass);
+  EXPECT_TRUE(agree.notes.empty());
+}
+
+TEST(Reports, RankListsAreRangesWithinBounds) {
+  EXPECT_EQ(core::rank_list({2}), "rank 2");
+  EXPECT_EQ(core::rank_list({3, 0, 1}), "ranks 0,1,3");
+  std::vector<core::RankId> many;
+  for (core::RankId r = 0; r < 1024; ++r)
+    if (r != 512) many.push_back(r);
+  EXPECT_EQ(core::rank_list(many), "ranks 0-511,513-1023");
+  std::vector<core::RankId> even;
+  for (core::RankId r = 0; r < 100; r += 2) even.push_back(r);
+  EXPECT_EQ(core::rank_list(even), "ranks 0,2,4,6,8,10,12,14,16,18,20,22,24,26,28,30,… 50 ranks in all");
+}
+
 // ---- 4. a deadlock at the eager-size boundary says the message exceeded eager_bytes ----
 
 // Both ranks send 4 KiB, then receive (NVIDIA/nccl#2057), with this connection buffer.
