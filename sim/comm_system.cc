@@ -304,7 +304,7 @@ namespace {
 
 core::PostedOp posted(const PostRecord& r) { return core::PostedOp{r.op_id, r.desc, r.rank, r.actor, r.origin}; }
 
-OrderInversions::Participant participant(const PostRecord& r) { return {r.rank, r.issue_idx}; }
+OrderInversions::Participant participant(const PostRecord& r) { return {r.rank, r.issue_idx, r.actor, r.origin}; }
 
 }  // namespace
 

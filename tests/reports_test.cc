@@ -77,6 +77,43 @@ TEST(Reports, ADeadlockWithoutAnEventSaysNothingOfEvents) {
   EXPECT_FALSE(has(report, "recorded on")) << report;
 }
 
+// ---- 2. cross-communicator-order notes carry the lines of the operations on each rank ----
+
+const std::string kRank1Order = R"(  { op = "all_reduce", comm = "B", dtype = "f32", count = 1024, stream = "s2", label = "grad.B" },
+  { op = "all_reduce", comm = "A", dtype = "f32", count = 1024, stream = "s1", label = "grad.A" },)";
+
+TEST(Reports, ACrossCommunicatorOrderNoteNamesTheLinesOfBothOrders) {
+  const std::string text = scenario_text("comm_order_inversion_ok.toml");
+  ASSERT_TRUE(has(text, kRank1Order));
+  const auto r = run_toml(text);
+  const core::Finding* note = nullptr;
+  for (const auto& n : r.notes)
+    if (n.kind == "cross-communicator-order") note = &n;
+  ASSERT_NE(note, nullptr) << "rank 1 issues B before A";
+  const std::string report = all_text(*note);
+  const std::string r0a = line_of(text, "label = \"grad.A\""), r0b = line_of(text, "label = \"grad.B\"");
+  const std::string r1b = line_of(text, "label = \"grad.B\"", "[rank.1]"), r1a = line_of(text, "label = \"grad.A\"", "[rank.1]");
+  EXPECT_TRUE(has(report, fmt::format("rank0 issues 'A' #1 (all_reduce f32[1024] 'grad.A') on rank0.s1 at {}, then 'B' #1 "
+                                      "(all_reduce f32[1024] 'grad.B') on rank0.s2 at {}",
+                                      r0a, r0b)))
+      << report;
+  EXPECT_TRUE(has(report, fmt::format("rank1 issues 'B' #1 (all_reduce f32[1024] 'grad.B') on rank1.s2 at {}, then 'A' #1 "
+                                      "(all_reduce f32[1024] 'grad.A') on rank1.s1 at {}",
+                                      r1b, r1a)))
+      << report;
+  ASSERT_EQ(note->sites.size(), 4u);
+  EXPECT_EQ(note->sites[0].origin, r0a);
+  EXPECT_EQ(note->sites[3].origin, r1a);
+}
+
+TEST(Reports, TheSameOrderOnEveryRankGivesNoCrossCommunicatorNote) {
+  const std::string same = R"(  { op = "all_reduce", comm = "A", dtype = "f32", count = 1024, stream = "s1", label = "grad.A" },
+  { op = "all_reduce", comm = "B", dtype = "f32", count = 1024, stream = "s2", label = "grad.B" },)";
+  const auto r = run_toml(replaced(scenario_text("comm_order_inversion_ok.toml"), kRank1Order, same));
+  EXPECT_EQ(r.verdict, Verdict::pass);
+  EXPECT_FALSE(has_note(r, "cross-communicator-order"));
+}
+
 // ---- 3. a collective mismatch among three or more ranks names the odd one out ----
 
 // One all_reduce per rank with these counts; a rank without a count posts nothing.
