@@ -22,10 +22,10 @@ void note_step(Finding& f, const PostedOp& p) {
   if (p.desc.label.step >= 0 && (f.engine_step < 0 || p.desc.label.step < f.engine_step)) f.engine_step = p.desc.label.step;
 }
 
-// Posts that agree with each other (with the first of their class: an unlabelled operation claims
-// nothing, so agreement is checked against one representative), by rank within a class.
+// Posts that agree with each other, by rank.
 struct Agreeing {
   std::vector<const PostedOp*> posts;
+  const OpDesc* labelled = nullptr;  // the first of them that carries a label
 };
 
 // The classes of `posts`, the largest first, ties by lowest rank: the majority leads the report.
@@ -36,15 +36,27 @@ std::vector<Agreeing> agreeing_classes(std::span<const PostedOp> posts) {
   std::vector<Agreeing> classes;
   for (const PostedOp* p : by_rank) {
     auto same = std::find_if(classes.begin(), classes.end(),
-                             [p](const Agreeing& c) { return mismatch_reason(c.posts.front()->desc, p->desc).empty(); });
-    if (same == classes.end())
-      classes.push_back(Agreeing{{p}});
-    else
-      same->posts.push_back(p);
+                             [p](const Agreeing& c) { return !disagrees(c.posts.front()->desc, c.labelled, p->desc); });
+    if (same == classes.end()) same = classes.insert(classes.end(), Agreeing{});
+    same->posts.push_back(p);
+    if (same->labelled == nullptr && !p->desc.label.empty()) same->labelled = &p->desc;
   }
   std::stable_sort(classes.begin(), classes.end(),
                    [](const Agreeing& a, const Agreeing& b) { return a.posts.size() > b.posts.size(); });
   return classes;
+}
+
+// What the class claims: its first labelled post, else its first (an unlabelled post claims less).
+const OpDesc& claim(const Agreeing& c) { return c.labelled != nullptr ? *c.labelled : c.posts.front()->desc; }
+
+// Why two classes disagree, in words. Their claims may agree where an unlabelled post joined a
+// labelled class, so their first posts are compared too.
+std::string why_apart(const Agreeing& a, const Agreeing& b) {
+  std::string why = mismatch_reason(claim(a), claim(b));
+  if (why.empty()) why = mismatch_reason(a.posts.front()->desc, claim(b));
+  if (why.empty()) why = mismatch_reason(claim(a), b.posts.front()->desc);
+  if (why.empty()) why = mismatch_reason(a.posts.front()->desc, b.posts.front()->desc);
+  return why;
 }
 
 std::vector<RankId> ranks_of(const Agreeing& c) {
@@ -61,7 +73,7 @@ std::string who_posted_what(const std::vector<Agreeing>& classes, std::span<cons
   for (size_t i = 0; i < classes.size() && i < kFindingListMax; ++i) {
     if (i) s += "; ";
     s += fmt::format("{}{} posted {}", rank_list(ranks_of(classes[i])), odd_one && i == 1 ? " (the odd one out)" : "",
-                     describe(classes[i].posts.front()->desc));
+                     describe(claim(classes[i])));
   }
   if (classes.size() > kFindingListMax) s += fmt::format("; … {} more values", classes.size() - kFindingListMax);
   if (!missing.empty())
@@ -71,6 +83,10 @@ std::string who_posted_what(const std::vector<Agreeing>& classes, std::span<cons
 }
 
 }  // namespace
+
+bool disagrees(const OpDesc& first, const OpDesc* first_labelled, const OpDesc& next) {
+  return !mismatch_reason(first, next).empty() || (first_labelled != nullptr && !mismatch_reason(*first_labelled, next).empty());
+}
 
 std::string rank_list(std::vector<RankId> ranks) {
   std::sort(ranks.begin(), ranks.end());
@@ -121,7 +137,7 @@ std::optional<Finding> collective_misalignment(std::span<const PostedOp> posts, 
   f.verdict = Verdict::fifo_misalignment;
   f.kind = "collective-mismatch";
   f.summary = fmt::format("collective #{} on '{}' pairs mismatched operations: {} — {}", cseq, comm,
-                          mismatch_reason(classes[0].posts.front()->desc, classes[1].posts.front()->desc),
+                          why_apart(classes[0], classes[1]),
                           who_posted_what(classes, missing, cseq));
   // Every post, by class, a few per class: the minorities' are the ones to read, so their sites
   // come first (the odd one out is the first site).

@@ -26,6 +26,12 @@ struct PostedOp {
 // is the slot's first poster and `b` a later one.
 std::optional<Finding> misalignment(const PostedOp& a, const PostedOp& b, std::string_view comm, int64_t cseq, bool p2p);
 
+// Whether a post of a collective slot disagrees with the posts before it, knowing only the slot's
+// first post and its first post that carries a label (null: none yet). The fields compared exactly
+// (kind, dtype, count, root, capture state) must equal the first's; an unlabelled operation claims
+// nothing, so a label must equal the first label. Agreeing with both is agreeing with every post.
+bool disagrees(const OpDesc& first, const OpDesc* first_labelled, const OpDesc& next);
+
 // Every post of one collective slot, `posts[0]` the slot's first poster; `members` the
 // communicator's size and `missing` those of its members that have not posted the slot (yet, or
 // at all). nullopt when every post agrees. Among three or more members the report says which

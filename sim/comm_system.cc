@@ -338,12 +338,15 @@ void CommSystem::on_collective_post(const PostRecord& rec, int crank, SimComm& c
   if (slot.first < 0) {
     slot.first = static_cast<int>(m);
   } else if (slot.mismatch_at < 0 &&
-             !core::mismatch_reason(slot.posts[static_cast<size_t>(slot.first)].desc, rec.desc).empty()) {
+             core::disagrees(slot.posts[static_cast<size_t>(slot.first)].desc,
+                             slot.first_labelled < 0 ? nullptr : &slot.posts[static_cast<size_t>(slot.first_labelled)].desc,
+                             rec.desc)) {
     slot.mismatch_at = w.now();
     slot.mismatch_step = w.steps();
     mismatch_seen_ = true;
     if (slot.posted < comm.size()) open_mismatches_.emplace_back(&comm, cseq);
   }
+  if (slot.first_labelled < 0 && !rec.desc.label.empty()) slot.first_labelled = static_cast<int>(m);
   if (slot.posted == comm.size()) on_slot_posted(rec, comm, cseq, slot);
 }
 

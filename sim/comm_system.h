@@ -33,6 +33,7 @@ struct CollSlot {
   int started = 0;
   int completed = 0;
   int first = -1;                  // the comm rank that posted first; -1 until one did
+  int first_labelled = -1;         // the first comm rank whose post carries a label; -1: none yet
   std::vector<PostRecord> posts;   // by comm rank; op_id -1 until posted
   std::vector<CommOp*> ops;        // by comm rank: launched and not completed
   std::vector<int64_t> units;      // by comm rank; -1 until posted

@@ -116,17 +116,19 @@ TEST(Reports, TheSameOrderOnEveryRankGivesNoCrossCommunicatorNote) {
 
 // ---- 3. a collective mismatch among three or more ranks names the odd one out ----
 
-// One all_reduce per rank with these counts; a rank without a count posts nothing.
-std::string all_reduce(const std::vector<int>& counts) {
+// One all_reduce per rank with these counts (a negative count: the rank posts nothing), labelled
+// "grad" or as `labels` says ("": no label).
+std::string all_reduce(const std::vector<int>& counts, const std::vector<std::string>& labels = {}) {
   std::string s = fmt::format("kind = \"program\"\nranks = {}\n[[communicator]]\nname = \"tp\"\nranks = [", counts.size());
   for (size_t r = 0; r < counts.size(); ++r) s += fmt::format("{}{}", r ? ", " : "", r);
   s += "]\n";
   for (size_t r = 0; r < counts.size(); ++r) {
     s += fmt::format("[rank.{}]\n", r);
     s += counts[r] < 0 ? "ops = [ { op = \"sleep\", us = 10 } ]\n"
-                       : fmt::format("ops = [ {{ op = \"all_reduce\", comm = \"tp\", count = {}, label = \"grad\" }}, "
+                       : fmt::format("ops = [ {{ op = \"all_reduce\", comm = \"tp\", count = {}{} }}, "
                                      "{{ op = \"stream_sync\", stream = \"main\" }} ]\n",
-                                     counts[r]);
+                                     counts[r], r >= labels.size() ? ", label = \"grad\""
+                                                : labels[r].empty() ? "" : fmt::format(", label = \"{}\"", labels[r]));
   }
   return s + "[expect]\nverdict = \"fifo-misalignment\"\n";
 }
@@ -186,6 +188,19 @@ TEST(Reports, ACollectiveMismatchBetweenTwoRanksOrAnAgreeingOneNamesNoOddOneOut)
   const auto agree = run_toml(replaced(all_reduce({1024, 1024, 1024, 1024}), "fifo-misalignment", "pass"));
   EXPECT_EQ(agree.verdict, Verdict::pass);
   EXPECT_TRUE(agree.notes.empty());
+}
+
+TEST(Reports, TwoLabelsDisagreeWhicheverRankPostsFirstEvenBesideAnUnlabelledPost) {
+  // Rank 0 claims nothing (no label); ranks 1 and 2 claim different purposes.
+  const std::string text = all_reduce({4, 4, 4}, {"", "other", "grad"});
+  for (uint64_t seed = 1; seed <= 10; ++seed) {
+    SCOPED_TRACE(seed);
+    const auto [sim, trace] = both_ways(text, seed);
+    EXPECT_TRUE(has(sim.summary, "label 'other' vs 'grad'")) << sim.summary;
+    EXPECT_TRUE(has(sim.summary, "ranks 0,1 posted all_reduce f32[4] 'other'; rank 2 (the odd one out) posted all_reduce f32[4] 'grad'"))
+        << sim.summary;
+    EXPECT_EQ(trace.summary, sim.summary);
+  }
 }
 
 TEST(Reports, RankListsAreRangesWithinBounds) {

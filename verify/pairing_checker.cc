@@ -56,11 +56,15 @@ void PairingChecker::on_collective(const core::Event& e) {
   const auto key = std::make_pair(std::string(e.comm), e.cseq);
   Slot& slot = slots_[key];
   slot.posts.push_back(record(e));
+  const core::OpDesc next = posted(slot.posts.back()).desc;
   if (slot.posts.size() > 1) {
     ++pairs_;
-    if (slot.mismatch_at < 0 && !core::mismatch_reason(posted(slot.posts.front()).desc, posted(slot.posts.back()).desc).empty())
-      slot.mismatch_at = e.t;
+    const core::OpDesc first = posted(slot.posts.front()).desc;
+    std::optional<core::OpDesc> labelled;
+    if (slot.labelled >= 0) labelled = posted(slot.posts[static_cast<size_t>(slot.labelled)]).desc;
+    if (slot.mismatch_at < 0 && core::disagrees(first, labelled ? &*labelled : nullptr, next)) slot.mismatch_at = e.t;
   }
+  if (slot.labelled < 0 && !next.label.empty()) slot.labelled = static_cast<int>(slot.posts.size() - 1);
   // A slot every member posted is closed: reported if its members disagree, then forgotten, so
   // that a long trace is checked in bounded memory.
   auto members = members_.find(key.first);

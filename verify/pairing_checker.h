@@ -46,7 +46,8 @@ class PairingChecker final : public core::EventSink {
   // One collective slot some member has not posted yet.
   struct Slot {
     std::vector<Rec> posts;  // in posting order
-    core::Time mismatch_at = -1;  // when a post first disagreed with the first; -1: none did
+    int labelled = -1;            // the first post that carries a label; -1: none yet
+    core::Time mismatch_at = -1;  // when a post first disagreed with those before it; -1: none did
   };
   core::PostedOp posted(const Rec& r) const;
   Rec record(const core::Event& e);
