@@ -18,7 +18,7 @@ namespace ppspec::core {
 enum class EventKind : uint8_t {
   actor_start,
   actor_end,
-  comm_init,        // a rank finished initialising a communicator
+  comm_init,        // a rank finished initialising a communicator (value = its number of members)
   op_posted,        // host enqueued a communication operation
   op_paired,        // the operation's positional partner(s) are known: all sides posted
   op_started,       // the communication kernel became resident and started spinning

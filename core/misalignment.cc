@@ -1,8 +1,110 @@
 #include "core/misalignment.h"
 
+#include <algorithm>
 #include <fmt/format.h>
 
 namespace ppspec::core {
+
+namespace {
+
+constexpr std::string_view kNcclMatchesByPosition =
+    "NCCL matches operations by position only (no tags, no size check): from here on data goes to the wrong "
+    "operation, or a receiver waits for units that never come (R3, R5)";
+
+Site site_of(const PostedOp& p, std::string_view comm, int64_t cseq) {
+  return Site{p.rank, std::string(p.actor), std::string(comm), cseq, describe(p.desc), std::string(p.origin)};
+}
+
+std::string at_origin(const PostedOp& p) { return p.origin.empty() ? "" : fmt::format(" at {}", p.origin); }
+
+// The earliest step any of the operations was posted for: where the sequences parted.
+void note_step(Finding& f, const PostedOp& p) {
+  if (p.desc.label.step >= 0 && (f.engine_step < 0 || p.desc.label.step < f.engine_step)) f.engine_step = p.desc.label.step;
+}
+
+// Posts that agree with each other, by rank.
+struct Agreeing {
+  std::vector<const PostedOp*> posts;
+  const OpDesc* labelled = nullptr;  // the first of them that carries a label
+};
+
+// The classes of `posts`, the largest first, ties by lowest rank: the majority leads the report.
+std::vector<Agreeing> agreeing_classes(std::span<const PostedOp> posts) {
+  std::vector<const PostedOp*> by_rank;
+  for (const PostedOp& p : posts) by_rank.push_back(&p);
+  std::stable_sort(by_rank.begin(), by_rank.end(), [](const PostedOp* a, const PostedOp* b) { return a->rank < b->rank; });
+  std::vector<Agreeing> classes;
+  for (const PostedOp* p : by_rank) {
+    auto same = std::find_if(classes.begin(), classes.end(),
+                             [p](const Agreeing& c) { return !disagrees(c.posts.front()->desc, c.labelled, p->desc); });
+    if (same == classes.end()) same = classes.insert(classes.end(), Agreeing{});
+    same->posts.push_back(p);
+    if (same->labelled == nullptr && !p->desc.label.empty()) same->labelled = &p->desc;
+  }
+  std::stable_sort(classes.begin(), classes.end(),
+                   [](const Agreeing& a, const Agreeing& b) { return a.posts.size() > b.posts.size(); });
+  return classes;
+}
+
+// What the class claims: its first labelled post, else its first (an unlabelled post claims less).
+const OpDesc& claim(const Agreeing& c) { return c.labelled != nullptr ? *c.labelled : c.posts.front()->desc; }
+
+// Why two classes disagree, in words. Their claims may agree where an unlabelled post joined a
+// labelled class, so their first posts are compared too.
+std::string why_apart(const Agreeing& a, const Agreeing& b) {
+  std::string why = mismatch_reason(claim(a), claim(b));
+  if (why.empty()) why = mismatch_reason(a.posts.front()->desc, claim(b));
+  if (why.empty()) why = mismatch_reason(claim(a), b.posts.front()->desc);
+  if (why.empty()) why = mismatch_reason(a.posts.front()->desc, b.posts.front()->desc);
+  return why;
+}
+
+std::vector<RankId> ranks_of(const Agreeing& c) {
+  std::vector<RankId> r;
+  for (const PostedOp* p : c.posts) r.push_back(p->rank);
+  return r;
+}
+
+// "ranks 0,1,3 posted all_reduce f32[1024]; rank 2 (the odd one out) posted all_reduce f32[512]"
+std::string who_posted_what(const std::vector<Agreeing>& classes, std::span<const RankId> missing, int64_t cseq) {
+  // The odd one out: one rank against all the others, which agree among themselves.
+  const bool odd_one = classes.size() == 2 && classes[1].posts.size() == 1 && classes[0].posts.size() >= 2;
+  std::string s;
+  for (size_t i = 0; i < classes.size() && i < kFindingListMax; ++i) {
+    if (i) s += "; ";
+    s += fmt::format("{}{} posted {}", rank_list(ranks_of(classes[i])), odd_one && i == 1 ? " (the odd one out)" : "",
+                     describe(claim(classes[i])));
+  }
+  if (classes.size() > kFindingListMax) s += fmt::format("; … {} more values", classes.size() - kFindingListMax);
+  if (!missing.empty())
+    s += fmt::format("; {} {} not posted collective #{}", rank_list({missing.begin(), missing.end()}),
+                     missing.size() == 1 ? "has" : "have", cseq);
+  return s;
+}
+
+}  // namespace
+
+bool disagrees(const OpDesc& first, const OpDesc* first_labelled, const OpDesc& next) {
+  return !mismatch_reason(first, next).empty() || (first_labelled != nullptr && !mismatch_reason(*first_labelled, next).empty());
+}
+
+std::string rank_list(std::vector<RankId> ranks) {
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  if (ranks.size() == 1) return fmt::format("rank {}", ranks.front());
+  std::string s = "ranks ";
+  size_t runs = 0;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    if (runs == kFindingListMax) return s + fmt::format(",… {} ranks in all", ranks.size());
+    if (runs++) s += ",";
+    // Two neighbours read better as "0,1" than as a range.
+    s += j == i ? fmt::format("{}", ranks[i]) : fmt::format("{}{}{}", ranks[i], j == i + 1 ? "," : "-", ranks[j]);
+    i = j + 1;
+  }
+  return s;
+}
 
 std::optional<Finding> misalignment(const PostedOp& a, const PostedOp& b, std::string_view comm, int64_t cseq, bool p2p) {
   const std::string why = mismatch_reason(a.desc, b.desc);
@@ -13,19 +115,50 @@ std::optional<Finding> misalignment(const PostedOp& a, const PostedOp& b, std::s
   const std::string where = p2p ? fmt::format("send #{} rank{}->rank{}", cseq, a.rank, b.rank) : fmt::format("collective #{}", cseq);
   f.summary = fmt::format("{} on '{}' pairs mismatched operations: {}", where, comm, why);
   for (const PostedOp* r : {&a, &b}) {
-    f.sites.push_back(Site{r->rank, std::string(r->actor), std::string(comm), cseq, describe(r->desc), std::string(r->origin)});
+    f.sites.push_back(site_of(*r, comm, cseq));
     // Which side of the data each party is on: a broadcast's root sends, every other member receives.
     const bool sends = r->desc.kind == OpKind::send || (r->desc.kind == OpKind::broadcast && r->desc.peer == r->rank);
     const bool receives = r->desc.kind == OpKind::recv || (r->desc.kind == OpKind::broadcast && r->desc.peer != r->rank);
     const char* role = sends ? "sends:" : receives ? "receives:" : "posted";
-    f.details.push_back(fmt::format("rank{} {} {} {} (op {}){}", r->rank, r->actor, role, describe(r->desc), r->op_id,
-                                    r->origin.empty() ? "" : fmt::format(" at {}", r->origin)));
-    // The earliest step either operation was posted for: where the sequences parted.
-    if (r->desc.label.step >= 0 && (f.engine_step < 0 || r->desc.label.step < f.engine_step)) f.engine_step = r->desc.label.step;
+    f.details.push_back(fmt::format("rank{} {} {} {} (op {}){}", r->rank, r->actor, role, describe(r->desc), r->op_id, at_origin(*r)));
+    note_step(f, *r);
   }
-  f.details.push_back(
-      "NCCL matches operations by position only (no tags, no size check): from here on data goes to the wrong "
-      "operation, or a receiver waits for units that never come (R3, R5)");
+  f.details.emplace_back(kNcclMatchesByPosition);
+  return f;
+}
+
+std::optional<Finding> collective_misalignment(std::span<const PostedOp> posts, size_t members,
+                                               std::span<const RankId> missing, std::string_view comm, int64_t cseq) {
+  if (posts.size() < 2) return std::nullopt;
+  if (members < 3) return misalignment(posts[0], posts[1], comm, cseq, false);
+  const std::vector<Agreeing> classes = agreeing_classes(posts);
+  if (classes.size() < 2) return std::nullopt;
+  Finding f;
+  f.verdict = Verdict::fifo_misalignment;
+  f.kind = "collective-mismatch";
+  f.summary = fmt::format("collective #{} on '{}' pairs mismatched operations: {} — {}", cseq, comm,
+                          why_apart(classes[0], classes[1]),
+                          who_posted_what(classes, missing, cseq));
+  // Every post, by class, a few per class: the minorities' are the ones to read, so their sites
+  // come first (the odd one out is the first site).
+  constexpr size_t kPerClass = 4;
+  for (size_t i = 0; i < classes.size() && i < kFindingListMax; ++i) {
+    const Agreeing& c = classes[i];
+    for (size_t k = 0; k < c.posts.size() && k < kPerClass; ++k) {
+      const PostedOp& p = *c.posts[k];
+      f.details.push_back(fmt::format("rank{} {} posted {} (op {}){}", p.rank, p.actor, describe(p.desc), p.op_id, at_origin(p)));
+      note_step(f, p);
+    }
+    if (c.posts.size() > kPerClass)
+      f.details.push_back(fmt::format("… and {} more ranks posted the same", c.posts.size() - kPerClass));
+  }
+  for (size_t i = classes.size(); i-- > 0;)
+    for (const PostedOp* p : classes[i].posts)
+      if (f.sites.size() < kFindingListMax && (i > 0 || p == classes[0].posts.front())) f.sites.push_back(site_of(*p, comm, cseq));
+  for (RankId r : missing)
+    if (f.sites.size() < kFindingListMax)
+      f.sites.push_back(Site{r, "", std::string(comm), cseq, fmt::format("has not posted collective #{}", cseq), ""});
+  f.details.emplace_back(kNcclMatchesByPosition);
   return f;
 }
 

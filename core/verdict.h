@@ -2,6 +2,7 @@
 // where (rank, stream, step, label), the first bad event, and how to reproduce it.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -31,6 +32,12 @@ enum class Verdict : uint8_t {
 std::string_view to_string(Verdict v);
 std::optional<Verdict> parse_verdict(std::string_view s);
 std::string_view verdict_names();
+
+// The most entries a finding lists in any one list (the fibers of a wait chain, the other stuck
+// fibers, sites, graph nodes, the members of a collective); the rest are counted on one "… and N
+// more" line. A report is read by a person: a world of 1,000 stuck fibers must not print a line
+// per fiber, let alone per pair.
+inline constexpr size_t kFindingListMax = 16;
 
 // One place in the system a finding points at.
 struct Site {

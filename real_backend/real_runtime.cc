@@ -181,6 +181,7 @@ core::Communicator& RealRuntime::comm_init(std::string_view name, core::RankId m
   e.rank = me;
   e.actor = t_actor != nullptr ? std::string_view(t_actor->name) : std::string_view();
   e.comm = name;
+  e.value = static_cast<int64_t>(g->members.size());
   publish(e);
   return *raw;
 }

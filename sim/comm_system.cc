@@ -33,8 +33,7 @@ CollSlot* SimComm::slot(int64_t k) {
     const auto n = members.size();
     s.ops.assign(n, nullptr);
     s.units.assign(n, -1);
-    s.issue_idx.assign(n, 0);
-    s.op_ids.assign(n, -1);
+    s.posts.resize(n);
     s.launched.assign(n, 0);
     s.done.assign(n, 0);
   }
@@ -169,6 +168,7 @@ core::Communicator& CommSystem::init(SimComm& comm, core::RankId me) {
   if (w.bus().active()) {
     core::Event e = w.event(core::EventKind::comm_init, me, w.current().name);
     e.comm = comm.name;
+    e.value = comm.size();
     w.bus().publish(e);
   }
   return *comm.handles[static_cast<size_t>(crank)];
@@ -347,9 +347,9 @@ void CommSystem::register_post(PartSpec& spec) {
       const PostRecord other = theirs.front();
       theirs.pop_front();
       if (is_send)
-        on_pair(rec, other, comm, spec.cseq, true);
+        on_pair(rec, other, comm, spec.cseq);
       else
-        on_pair(other, rec, comm, spec.cseq, true);
+        on_pair(other, rec, comm, spec.cseq);
     }
     return;
   }
@@ -359,55 +359,120 @@ void CommSystem::register_post(PartSpec& spec) {
   if (w.bus().active()) emit_record(core::EventKind::op_posted, rec, comm, spec.cseq, -1);
   CollSlot* slot = comm.slot(spec.cseq);
   assert(slot != nullptr);
-  const auto m = static_cast<size_t>(spec.crank);
-  ++slot->posted;
-  slot->units[m] = units_of(spec.buf.bytes(), w.config().unit_bytes);
-  slot->issue_idx[m] = spec.issue_idx;
-  slot->op_ids[m] = spec.id;
-  if (!slot->first) {
-    slot->first = rec;
-  } else {
-    on_pair(*slot->first, rec, comm, spec.cseq, false);
+  slot->units[static_cast<size_t>(spec.crank)] = units_of(spec.buf.bytes(), w.config().unit_bytes);
+  on_collective_post(rec, spec.crank, comm, spec.cseq, *slot);
+}
+
+namespace {
+
+core::PostedOp posted(const PostRecord& r) { return core::PostedOp{r.op_id, r.desc, r.rank, r.actor, r.origin}; }
+
+OrderInversions::Participant participant(const PostRecord& r) { return {r.rank, r.issue_idx, r.actor, r.origin}; }
+
+}  // namespace
+
+// A send and its positional recv meet (R3).
+void CommSystem::on_pair(const PostRecord& send, const PostRecord& recv, SimComm& comm, int64_t cseq) {
+  World& w = rt_.world();
+  ++pairs_;
+  if (w.bus().active()) {
+    emit_record(core::EventKind::op_paired, send, comm, cseq, recv.op_id);
+    emit_record(core::EventKind::op_paired, recv, comm, cseq, send.op_id);
   }
-  if (slot->posted == comm.size()) {
-    ++pairs_;
-    if (inversions_.enabled()) {
-      std::vector<OrderInversions::Participant> parts;
-      for (size_t i = 0; i < comm.members.size(); ++i) parts.push_back({comm.members[i], slot->issue_idx[i]});
-      inversions_.on_matched(comm.index, spec.cseq, core::describe(slot->first->desc), parts);
-    }
+  if (inversions_.enabled()) {
+    const OrderInversions::Participant parts[2] = {participant(send), participant(recv)};
+    inversions_.on_matched(comm.index, cseq, core::describe(send.desc), parts);
+  }
+  std::optional<core::Finding> found = core::misalignment(posted(send), posted(recv), comm.name, cseq, true);
+  if (!found) return;
+  mismatch_seen_ = true;
+  publish_mismatch(*found, recv.rank, recv.actor, comm, cseq);
+  if (w.config().on_mismatch == core::OnMismatch::report) w.stop(std::move(*found));
+  w.note(std::move(*found));
+}
+
+// A member posts its collective: a disagreement with the first poster is found here, and reported
+// once every member posted, so that the report can name the odd one out (R5).
+void CommSystem::on_collective_post(const PostRecord& rec, int crank, SimComm& comm, int64_t cseq, CollSlot& slot) {
+  World& w = rt_.world();
+  const auto m = static_cast<size_t>(crank);
+  ++slot.posted;
+  slot.posts[m] = rec;
+  if (slot.first < 0) {
+    slot.first = static_cast<int>(m);
+  } else if (slot.mismatch_at < 0 &&
+             core::disagrees(slot.posts[static_cast<size_t>(slot.first)].desc,
+                             slot.first_labelled < 0 ? nullptr : &slot.posts[static_cast<size_t>(slot.first_labelled)].desc,
+                             rec.desc)) {
+    slot.mismatch_at = w.now();
+    slot.mismatch_step = w.steps();
+    mismatch_seen_ = true;
+    if (slot.posted < comm.size()) open_mismatches_.emplace_back(&comm, cseq);
+  }
+  if (slot.first_labelled < 0 && !rec.desc.label.empty()) slot.first_labelled = static_cast<int>(m);
+  if (slot.posted == comm.size()) on_slot_posted(rec, comm, cseq, slot);
+}
+
+// The last member posted the slot (`last`): the collective is positionally complete.
+void CommSystem::on_slot_posted(const PostRecord& last, SimComm& comm, int64_t cseq, CollSlot& slot) {
+  World& w = rt_.world();
+  if (slot.mismatch_at >= 0) {
+    // Reported before the slot counts as a pairing: in report mode the run stops here, so the
+    // bogus pairing reaches neither the pair count nor the cross-communicator order check.
+    std::erase(open_mismatches_, std::pair<SimComm*, int64_t>{&comm, cseq});
+    core::Finding f = collective_finding(comm, cseq, slot);
+    publish_mismatch(f, last.rank, last.actor, comm, cseq);
+    if (w.config().on_mismatch == core::OnMismatch::report) w.stop_stamped(std::move(f));
+    w.note_stamped(std::move(f));
+  }
+  ++pairs_;
+  if (inversions_.enabled()) {
+    std::vector<OrderInversions::Participant> parts;
+    for (const PostRecord& r : slot.posts) parts.push_back(participant(r));
+    inversions_.on_matched(comm.index, cseq, core::describe(slot.posts[static_cast<size_t>(slot.first)].desc), parts);
   }
 }
 
-// Two positionally paired operations meet: for p2p `a` is the send and `b` the recv; for a
-// collective `a` is the slot's first poster and `b` a later one.
-void CommSystem::on_pair(const PostRecord& a, const PostRecord& b, SimComm& comm, int64_t cseq, bool p2p) {
+core::Finding CommSystem::collective_finding(const SimComm& comm, int64_t cseq, const CollSlot& slot) const {
+  // The first poster first: with two members the report pairs it with the other, as NCCL does.
+  std::vector<core::PostedOp> posts{posted(slot.posts[static_cast<size_t>(slot.first)])};
+  std::vector<core::RankId> missing;
+  for (size_t m = 0; m < slot.posts.size(); ++m) {
+    if (slot.posts[m].op_id < 0)
+      missing.push_back(comm.members[m]);
+    else if (static_cast<int>(m) != slot.first)
+      posts.push_back(posted(slot.posts[m]));
+  }
+  std::optional<core::Finding> f = core::collective_misalignment(posts, comm.members.size(), missing, comm.name, cseq);
+  PPSPEC_ASSERT(f.has_value(), "collective #{} on '{}' was marked mismatched and its posts agree", cseq, comm.name);
+  f->time = slot.mismatch_at;
+  f->sched_step = slot.mismatch_step;
+  return std::move(*f);
+}
+
+std::vector<core::Finding> CommSystem::take_open_mismatches() {
+  std::vector<core::Finding> out;
+  for (const auto& [comm, cseq] : open_mismatches_) {
+    const CollSlot* slot = comm->find_slot(cseq);
+    PPSPEC_ASSERT(slot != nullptr, "an open mismatch's slot #{} on '{}' retired", cseq, comm->name);
+    out.push_back(collective_finding(*comm, cseq, *slot));
+    const PostRecord& first = slot->posts[static_cast<size_t>(slot->first)];
+    publish_mismatch(out.back(), first.rank, first.actor, *comm, cseq);
+  }
+  open_mismatches_.clear();
+  return out;
+}
+
+// A mismatch goes into the event stream where it was found, so that a trace shows it in place.
+void CommSystem::publish_mismatch(const core::Finding& f, core::RankId rank, std::string_view actor,
+                                  const SimComm& comm, int64_t cseq) {
   World& w = rt_.world();
-  if (p2p) {
-    ++pairs_;
-    if (w.bus().active()) {
-      emit_record(core::EventKind::op_paired, a, comm, cseq, b.op_id);
-      emit_record(core::EventKind::op_paired, b, comm, cseq, a.op_id);
-    }
-    if (inversions_.enabled()) {
-      const OrderInversions::Participant parts[2] = {{a.rank, a.issue_idx}, {b.rank, b.issue_idx}};
-      inversions_.on_matched(comm.index, cseq, core::describe(a.desc), parts);
-    }
-  }
-  auto posted = [](const PostRecord& r) { return core::PostedOp{r.op_id, r.desc, r.rank, r.actor, r.origin}; };
-  std::optional<core::Finding> found = core::misalignment(posted(a), posted(b), comm.name, cseq, p2p);
-  if (!found) return;
-  core::Finding& f = *found;
-  mismatch_seen_ = true;
-  if (w.bus().active()) {
-    core::Event e = w.event(core::EventKind::note, b.rank, b.actor);
-    e.comm = comm.name;
-    e.cseq = cseq;
-    e.text = f.summary;
-    w.bus().publish(e);
-  }
-  if (w.config().on_mismatch == core::OnMismatch::report) w.stop(std::move(f));
-  w.note(std::move(f));
+  if (!w.bus().active()) return;
+  core::Event e = w.event(core::EventKind::note, rank, actor);
+  e.comm = comm.name;
+  e.cseq = cseq;
+  e.text = f.summary;
+  w.bus().publish(e);
 }
 
 void CommSystem::connect(const std::vector<PartSpec>& parts) {

@@ -32,14 +32,18 @@ struct CollSlot {
   int posted = 0;
   int started = 0;
   int completed = 0;
-  std::optional<PostRecord> first;
+  int first = -1;                  // the comm rank that posted first; -1 until one did
+  int first_labelled = -1;         // the first comm rank whose post carries a label; -1: none yet
+  std::vector<PostRecord> posts;   // by comm rank; op_id -1 until posted
   std::vector<CommOp*> ops;        // by comm rank: launched and not completed
   std::vector<int64_t> units;      // by comm rank; -1 until posted
-  std::vector<uint64_t> issue_idx;
-  std::vector<int64_t> op_ids;
   std::vector<uint8_t> launched;
   std::vector<uint8_t> done;
   VectorClock starts;  // the members' start clocks joined: every member's release (R4)
+  // When a member first disagreed with the first poster (-1: none did). The report waits until
+  // every member posted, to say who is the odd one out, and carries this time.
+  Time mismatch_at = -1;
+  uint64_t mismatch_step = 0;
 };
 
 struct CommRankState {
@@ -211,6 +215,11 @@ class CommSystem {
   // them (started: the start clock; posted, not started: the issue clock), or the rank that has
   // yet to post one (R8 hazards at the end of a deadlocked run, sim/blocking_hazards.h).
   std::vector<Blocker> release_blockers(const CommKernel& k) const;
+  // Collective mismatches that some member never posted (the report waited for every member),
+  // stamped when a member first disagreed, in that order; each is published as a note event, and
+  // none is returned twice.
+  std::vector<core::Finding> take_open_mismatches();
+  bool has_open_mismatches() const { return !open_mismatches_.empty(); }
   // After a run that finished: the earliest posted p2p operation that never found its partner
   // (an eager send nobody received), as a finding.
   std::optional<core::Finding> unmatched() const;
@@ -225,7 +234,11 @@ class CommSystem {
 
  private:
   void register_post(PartSpec& spec);
-  void on_pair(const PostRecord& a, const PostRecord& b, SimComm& comm, int64_t cseq, bool p2p);
+  void on_pair(const PostRecord& send, const PostRecord& recv, SimComm& comm, int64_t cseq);
+  void on_collective_post(const PostRecord& rec, int crank, SimComm& comm, int64_t cseq, CollSlot& slot);
+  void on_slot_posted(const PostRecord& last, SimComm& comm, int64_t cseq, CollSlot& slot);
+  core::Finding collective_finding(const SimComm& comm, int64_t cseq, const CollSlot& slot) const;
+  void publish_mismatch(const core::Finding& f, core::RankId rank, std::string_view actor, const SimComm& comm, int64_t cseq);
   void connect(const std::vector<PartSpec>& parts);
   void reject_unmatched_self(const std::vector<PartSpec>& parts);
   void reject_connect_in_capture(const PartSpec& p);
@@ -252,6 +265,7 @@ class CommSystem {
   int64_t next_op_id_ = 0;
   uint64_t pairs_ = 0;
   bool mismatch_seen_ = false;
+  std::vector<std::pair<SimComm*, int64_t>> open_mismatches_;  // slots with a mismatch, not all posted
 };
 
 }  // namespace ppspec::sim

@@ -62,6 +62,14 @@ struct CollectiveLinks {
   std::vector<Link> links;
 };
 
+// "event 'ready', recorded on rank0.side at prog.toml:12": which record a wait needs, so that a
+// reader can find both lines of the program (the wait's own line is its node's origin).
+std::string event_words(const WaitInfo& w) {
+  std::string s = fmt::format("event '{}', recorded on {}", w.event.event, w.stream->full_name());
+  if (!w.event.recorded_at.empty()) s += fmt::format(" at {}", w.event.recorded_at);
+  return s;
+}
+
 class Explainer {
  public:
   explicit Explainer(const SimRuntime& rt);
@@ -310,10 +318,10 @@ void Explainer::explain_host(const Fiber& f, const WaitInfo& w, Node& n) {
       n.links.push_back({w.stream->fiber(), -1, "the stream must complete work to make room"});
       return;
     case WaitKind::event_sync:
-      n.state = fmt::format("blocked in event_sync('{}', recorded on {})", w.event ? w.event->name : "?",
-                            w.stream->full_name());
+      // The host's own call site is this node's origin: the line of the wait.
+      n.state = fmt::format("blocked in event_sync of {}", event_words(w));
       n.short_ = "event_sync";
-      n.links.push_back({w.stream->fiber(), -1, "the event's stream has not reached it"});
+      n.links.push_back({w.stream->fiber(), -1, word(fmt::format("has not reached the record of event '{}'", w.event.event))});
       return;
     case WaitKind::device_drain: {
       const SimDevice& dev = *w.device;
@@ -432,9 +440,10 @@ void Explainer::explain_stream(const WaitInfo& w, Node& n) {
     }
     case WaitKind::flag_wait: explain_flag(w, n); return;
     case WaitKind::event_wait:
-      n.state = fmt::format("waits for an event recorded on {}", w.stream->full_name());
+      n.state = fmt::format("waits (wait_event) for {}", event_words(w));
       n.short_ = "event wait";
-      n.links.push_back({w.stream->fiber(), -1, "has not reached the event"});
+      n.site.origin = std::string(w.event.waited_at);
+      n.links.push_back({w.stream->fiber(), -1, word(fmt::format("has not reached the record of event '{}'", w.event.event))});
       return;
     default:
       n.state = fmt::format("waiting ({})", w.what);
@@ -442,9 +451,33 @@ void Explainer::explain_stream(const WaitInfo& w, Node& n) {
   }
 }
 
+// Why a send of `k` still waits for its recv when the scenario lets small sends complete
+// eagerly (R4): it is too big for the connection buffer, so the size decides whether the run
+// hangs; or its receiver had never received from this peer, so no receiving side existed for the
+// data to wait in (the first contact of an ungrouped exchange).
+std::string eager_boundary(const CommKernel& k, int64_t eager_bytes) {
+  std::string s;
+  if (eager_bytes <= 0) return s;
+  for (const CommOp& op : k.parts) {
+    const size_t bytes = op.spec.buf.bytes();
+    if (op.satisfied || op.spec.desc.kind != core::OpKind::send) continue;
+    if (bytes > static_cast<size_t>(eager_bytes))
+      s += fmt::format("; the message to rank{} ({} bytes) exceeded eager_bytes ({}): a send that fits completes before "
+                       "its recv is posted",
+                       op.spec.desc.peer, bytes, eager_bytes);
+    else if (!op.spec.receiver_ready)
+      s += fmt::format("; rank{} had never received from this rank on '{}' when this send was posted: a send completes "
+                       "before its recv only into a receiving side that exists (connect the pair first, e.g. with one "
+                       "grouped exchange)",
+                       op.spec.desc.peer, op.spec.comm->name);
+  }
+  return s;
+}
+
 void Explainer::explain_peer(const CommKernel& k, Node& n) {
   const CommSystem& comms = rt_.comms();
-  n.state = fmt::format("runs {} and spins waiting for its partner (R4)", comms.describe_kernel(k));
+  n.state = fmt::format("runs {} and spins waiting for its partner (R4){}", comms.describe_kernel(k),
+                        eager_boundary(k, rt_.world().config().eager_bytes));
   for (const CommOp& op : k.parts) {
     if (op.satisfied) continue;
     if (core::is_p2p(op.spec.desc.kind)) {

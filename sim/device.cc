@@ -357,6 +357,7 @@ void SimDevice::record(core::DeviceEvent e, core::Stream s) {
   ev.stream = &st;
   ev.target = st.enqueued();
   ev.clock = st.clock_at_end();
+  ev.origin = rt_.host_state().call_site;
   leave();
 }
 
@@ -372,6 +373,7 @@ void SimDevice::stream_wait(core::Stream s, core::DeviceEvent e) {
     item.wait_stream = ev.stream;
     item.wait_target = ev.target;
     if (ev.clock) item.clocks = std::make_shared<ItemClocks>(ItemClocks{{}, ev.clock});
+    item.event = EventWaitSite{ev.name, ev.origin, rt_.host_state().call_site};
     if (GraphRec* g = st.capture())
       g->items.push_back(GraphItem{false, std::move(item), {}});
     else
@@ -388,7 +390,8 @@ void SimDevice::event_sync(core::DeviceEvent e) {
     auto* st = const_cast<SimStream*>(ev.stream);
     const std::shared_ptr<const VectorClock> seen = ev.clock;  // the event may be recorded again meanwhile
     st->wait_completed(ev.target, WaitInfo{.kind = WaitKind::event_sync, .what = "event_sync", .stream = st,
-                                           .device = this, .event = &ev});
+                                           .device = this,
+                                           .event = EventWaitSite{ev.name, ev.origin, rt_.host_state().call_site}});
     if (VectorClock* mine = world().host_clock(); mine != nullptr && seen) mine->join(*seen);
   }
   leave();

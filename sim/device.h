@@ -28,6 +28,7 @@ struct SimEvent {
   const SimStream* stream = nullptr;  // where it was last recorded
   uint64_t target = 0;                // the position the stream must complete
   std::shared_ptr<const VectorClock> clock;  // the stream's clock at `target` (when clocks are on)
+  std::string_view origin{};          // where it was last recorded, for reports
 };
 
 // A device word a persistent kernel polls; set once by set_flag.
@@ -117,7 +118,7 @@ class SimDevice final : public core::Device {
   SimRuntime& rt_;
   core::RankId rank_;
   std::vector<std::unique_ptr<SimStream>> streams_;
-  std::vector<SimEvent> events_;
+  std::deque<SimEvent> events_;  // a deque: reports hold views of event names
   std::deque<SimFlag> flags_;
   std::set<std::string> loaded_;
   std::set<std::string> hazards_noted_;

@@ -21,7 +21,6 @@ struct CommKernel;
 struct Connection;
 struct CommInit;
 class SimHostChannel;
-struct SimEvent;
 struct SimFlag;
 struct Fiber;
 
@@ -48,6 +47,15 @@ enum class WaitKind : uint8_t {
   finished,
 };
 
+// An event wait in words, for reports: the event, where the awaited record was issued and where
+// the wait was ("file.toml:12"; empty when the program did not say). Copied when the wait is
+// issued, because a later record of the same event moves the event but not this wait.
+struct EventWaitSite {
+  std::string_view event;
+  std::string_view recorded_at;
+  std::string_view waited_at;
+};
+
 struct WaitInfo {
   WaitKind kind = WaitKind::none;
   std::string_view what{};  // the call, in words ("module load of post_update", "stream_sync(main)")
@@ -57,7 +65,7 @@ struct WaitInfo {
   Connection* connection = nullptr;
   CommInit* init = nullptr;
   SimHostChannel* channel = nullptr;
-  const SimEvent* event = nullptr;
+  EventWaitSite event{};  // event_sync, event_wait
   SimFlag* flag = nullptr;
   Fiber* holder = nullptr;
 };

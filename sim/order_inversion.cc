@@ -39,9 +39,37 @@ void OrderInversions::on_matched(int comm, int64_t cseq, std::string_view what, 
       const size_t key = static_cast<size_t>(p.rank) * n + static_cast<size_t>(q.rank);
       if (!share_two_[key]) continue;
       entries_[{static_cast<size_t>(p.rank), static_cast<size_t>(q.rank)}].push_back(
-          Entry{p.issue_idx, q.issue_idx, comm, cseq, std::string(what)});
+          Entry{p.issue_idx, q.issue_idx, comm, cseq, std::string(what), {p.actor, p.origin}, {q.actor, q.origin}});
     }
   }
+}
+
+core::Site OrderInversions::site(size_t rank, const Entry& e, const Where& at) const {
+  return core::Site{static_cast<core::RankId>(rank), std::string(at.actor), comm_names_[static_cast<size_t>(e.comm)],
+                    e.cseq, e.what, std::string(at.origin)};
+}
+
+// Rank a issued `first` before `second`, rank b the other way round: the report names all four
+// operations with their program lines, so that a reader finds both orders in the scenario.
+core::Finding OrderInversions::inversion(size_t a, size_t b, const Entry& first, const Entry& second) const {
+  const std::string& c1 = comm_names_[static_cast<size_t>(first.comm)];
+  const std::string& c2 = comm_names_[static_cast<size_t>(second.comm)];
+  core::Finding f;
+  f.verdict = core::Verdict::hazard;
+  f.kind = core::kHazardCrossCommunicatorOrder;
+  f.summary = fmt::format(
+      "ranks {} and {} issue operations on communicators '{}' and '{}' in opposite orders: rank{} issues {} #{} before "
+      "{} #{}, rank{} the other way round (deadlocks when the kernels cannot be resident together, R7)",
+      a, b, c1, c2, a, c1, first.cseq, c2, second.cseq, b);
+  auto words = [this](const Entry& e, const Where& at) {
+    return fmt::format("'{}' #{} ({}) on {}{}", comm_names_[static_cast<size_t>(e.comm)], e.cseq, e.what, at.actor,
+                       at.origin.empty() ? "" : fmt::format(" at {}", at.origin));
+  };
+  f.details.push_back(fmt::format("rank{} issues {}, then {}", a, words(first, first.at_a), words(second, second.at_a)));
+  f.details.push_back(fmt::format("rank{} issues {}, then {}", b, words(second, second.at_b), words(first, first.at_b)));
+  f.sites = {site(a, first, first.at_a), site(a, second, second.at_a), site(b, second, second.at_b),
+             site(b, first, first.at_b)};
+  return f;
 }
 
 std::optional<core::Finding> OrderInversions::analyze() const {
@@ -63,23 +91,7 @@ std::optional<core::Finding> OrderInversions::analyze() const {
     for (size_t j = 0; j < es.size(); ++j) {
       for (const auto& [comm, i] : latest_by_comm) {
         if (comm == es[j].comm) continue;
-        if (es[i].idx_b > es[j].idx_b && es[i].idx_a < es[j].idx_a) {
-          core::Finding f;
-          f.verdict = core::Verdict::hazard;
-          f.kind = core::kHazardCrossCommunicatorOrder;
-          f.summary = fmt::format(
-              "ranks {} and {} issue operations on communicators '{}' and '{}' in opposite orders: rank{} issues "
-              "{} #{} before {} #{}, rank{} the other way round (deadlocks when the kernels cannot be "
-              "resident together, R7)",
-              a, b, comm_names_[static_cast<size_t>(es[i].comm)], comm_names_[static_cast<size_t>(es[j].comm)], a,
-              comm_names_[static_cast<size_t>(es[i].comm)], es[i].cseq, comm_names_[static_cast<size_t>(es[j].comm)],
-              es[j].cseq, b);
-          f.sites.push_back(core::Site{static_cast<core::RankId>(a), "", comm_names_[static_cast<size_t>(es[i].comm)],
-                                       es[i].cseq, es[i].what, ""});
-          f.sites.push_back(core::Site{static_cast<core::RankId>(b), "", comm_names_[static_cast<size_t>(es[j].comm)],
-                                       es[j].cseq, es[j].what, ""});
-          return f;
-        }
+        if (es[i].idx_b > es[j].idx_b && es[i].idx_a < es[j].idx_a) return inversion(a, b, es[i], es[j]);
       }
       auto it = latest_by_comm.find(es[j].comm);
       if (it == latest_by_comm.end() || es[it->second].idx_b < es[j].idx_b) latest_by_comm[es[j].comm] = j;

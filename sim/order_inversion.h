@@ -8,6 +8,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -20,7 +21,9 @@ class OrderInversions {
  public:
   struct Participant {
     core::RankId rank;
-    uint64_t issue_idx;  // the rank's communication-kernel issue order
+    uint64_t issue_idx;       // the rank's communication-kernel issue order
+    std::string_view actor;   // the stream it was issued to ("rank0.side")
+    std::string_view origin;  // where the program issued it ("file.toml:12"), if known
   };
 
   // Which rank pairs share two or more communicators; others are never recorded.
@@ -35,13 +38,22 @@ class OrderInversions {
   std::optional<core::Finding> analyze() const;
 
  private:
+  // Where one side of a recorded pairing was issued (views of the simulator's stable names).
+  struct Where {
+    std::string_view actor;
+    std::string_view origin;
+  };
   struct Entry {
     uint64_t idx_a;
     uint64_t idx_b;
     int comm;
     int64_t cseq;
     std::string what;
+    Where at_a;
+    Where at_b;
   };
+  core::Finding inversion(size_t a, size_t b, const Entry& first, const Entry& second) const;
+  core::Site site(size_t rank, const Entry& e, const Where& at) const;
   int num_ranks_ = 0;
   bool enabled_ = false;
   std::vector<uint8_t> share_two_;                    // [a * n + b], a < b

@@ -116,6 +116,19 @@ void SimRuntime::note_stuck_hazards(WaitGraph& graph) {
   for (const auto& d : devices_) d->blocking().on_stuck(graph, *d);
 }
 
+// Collective mismatches still waiting for members when the run stopped (nothing could run, or
+// another finding stopped it): each came before the stop. Reported, the first decides the
+// verdict; emulated, they are notes (R5).
+void SimRuntime::settle_open_mismatches(bool report) {
+  std::vector<core::Finding> open = comms_.take_open_mismatches();
+  for (size_t i = 0; i < open.size(); ++i) {
+    if (report && i == 0)
+      world_.findings().insert(world_.findings().begin(), std::move(open[i]));
+    else
+      world_.notes().push_back(std::move(open[i]));
+  }
+}
+
 core::RunResult SimRuntime::run() {
   if (ran_) throw std::logic_error("a SimRuntime runs once");
   ran_ = true;
@@ -129,13 +142,18 @@ core::RunResult SimRuntime::run() {
     comms_.inversions().set_membership(num_ranks(), members, names);
   }
   watch_blocking_calls();
-  world_.run([this](World& w) {
+  const bool report_mismatch = world_.config().on_mismatch == core::OnMismatch::report;
+  world_.run([this, report_mismatch](World& w) {
+    // A collective mismatch whose report waited for the members that never came is what went
+    // wrong first, and the standstill its consequence: settle_open_mismatches reports it.
+    if (report_mismatch && comms_.has_open_mismatches()) return;
     if (auto f = explain_deadlock(*this, [this](WaitGraph& g) { note_stuck_hazards(g); })) {
       f->time = w.now();
       f->sched_step = w.steps();
       w.findings().push_back(std::move(*f));
     }
   });
+  settle_open_mismatches(report_mismatch);
 
   if (world_.findings().empty() && !world_.halted()) {
     if (auto f = comms_.unmatched()) {

@@ -69,6 +69,7 @@ class SimRuntime final : public core::Runtime {
   std::map<std::string, std::unique_ptr<SimHostChannel>, std::less<>> channels_;
   void watch_blocking_calls();  // decides, before the run, which threads keep clocks
   void note_stuck_hazards(WaitGraph& graph);
+  void settle_open_mismatches(bool report);
 
   bool ran_ = false;
   size_t memory_taken_ = 0;

@@ -37,6 +37,7 @@ struct WorkItem {
   CommKernel* comm = nullptr;   // comm
   const SimStream* wait_stream = nullptr;  // wait_event: the recording stream ...
   uint64_t wait_target = 0;                // ... and the position it must reach
+  EventWaitSite event{};                   // wait_event: the event, for reports
   SimFlag* flag = nullptr;                 // wait_flag, set_flag
   std::shared_ptr<ItemClocks> clocks;  // null while clocks are off
 

@@ -278,13 +278,24 @@ core::Finding World::limit_finding(std::string kind, std::string summary) const 
 }
 
 void World::request_stop(core::Finding f) {
-  if (stop_requested_) return;  // the first finding decides; later ones are consequences
   f.time = now_;
   f.sched_step = steps_;
+  request_stop_stamped(std::move(f));
+}
+
+void World::request_stop_stamped(core::Finding f) {
+  if (stop_requested_) return;  // the first finding decides; later ones are consequences
   findings_.push_back(std::move(f));
   stop_requested_ = true;
   signal_main();
 }
+
+void World::stop_stamped(core::Finding f) {
+  request_stop_stamped(std::move(f));
+  throw_unwind();
+}
+
+void World::note_stamped(core::Finding f) { notes_.push_back(std::move(f)); }
 
 void World::halt() {
   if (stop_requested_) return;
@@ -301,7 +312,7 @@ void World::stop(core::Finding f) {
 void World::note(core::Finding f) {
   f.time = now_;
   f.sched_step = steps_;
-  notes_.push_back(std::move(f));
+  note_stamped(std::move(f));
 }
 
 void World::wake_everything() {

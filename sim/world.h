@@ -26,10 +26,7 @@ namespace ppspec::sim {
 // Not derived from std::exception: engine code catching std::exception must not swallow it.
 struct Unwind {};
 
-// The most entries a finding lists in any one list (the fibers of a wait chain, the other stuck
-// fibers, sites, graph nodes); the rest are counted on one "… and N more" line. A report is read
-// by a person: a world of 1,000 stuck fibers must not print a line per fiber, let alone per pair.
-inline constexpr size_t kFindingListMax = 16;
+using core::kFindingListMax;
 
 class World;
 
@@ -80,6 +77,10 @@ class World {
   void halt();
   bool halted() const { return halted_; }
   void note(core::Finding f);
+  // As stop() and note(), for a finding already stamped with the time and step of its first bad
+  // event (a collective mismatch is reported once every member posted, stamped when one disagreed).
+  [[noreturn]] void stop_stamped(core::Finding f);
+  void note_stamped(core::Finding f);
   Time jittered(Time d);
   // An event stamped with the current virtual time; the caller fills the rest and publishes it.
   core::Event event(core::EventKind kind, core::RankId rank, std::string_view actor) const {
@@ -126,6 +127,7 @@ class World {
   };
 
   [[noreturn]] void throw_unwind();
+  void request_stop_stamped(core::Finding f);
   core::Finding limit_finding(std::string kind, std::string summary) const;
   void make_ready(Fiber& f);
   void release_due_timers();

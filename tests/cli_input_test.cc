@@ -53,8 +53,12 @@ TEST(CliInput, SeedsThatRunNothingOrWrapAreExitTwo) {
 TEST(CliInput, TheLargestSeedsRunAndAreJudged) {
   Ran r = ppspec(fmt_args(kDeadlock, "--seed 9223372036854775807 --seeds 2"));
   EXPECT_EQ(r.code, 0) << r.output;
-  EXPECT_NE(r.output.find("seed 9223372036854775807"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("seed 9223372036854775808"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("2 of 2 seeds as expected"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("seeds 9223372036854775807..9223372036854775808"), std::string::npos) << r.output;
+  r = ppspec(fmt_args(kDeadlock, "--seed 9223372036854775807 --seeds 2 --verbose"));
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("seed 9223372036854775807  random"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("seed 9223372036854775808  random"), std::string::npos) << r.output;
   r = ppspec(fmt_args(kPass, "--seed 0"));
   EXPECT_EQ(r.code, 0) << r.output;
 }

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fmt/format.h>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -56,10 +57,59 @@ TEST(Cli, UnexpectedVerdictExitsOneWithTheReproduceCommand) {
   const std::string file = temp_file("unexpected.toml", text);
   auto r = run({.files = {file}, .seed = 7, .seeds = 5});
   EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.out.find("FAIL lazy-load-deadlock"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("FAIL lazy-load-deadlock  " + file + "  0 of 5 seeds as expected; first unexpected: seed 7  "
+                       "(verdicts: deadlock 5; expected pass)  seeds 7..11"),
+            std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("not as expected: verdict deadlock, expected pass"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("reproduce: ppspec run " + file + " --seed 7 --strategy random"), std::string::npos) << r.out;
-  EXPECT_EQ(r.out.find("seed 8"), std::string::npos) << "--seeds stops at the first unexpected verdict";
+  EXPECT_EQ(r.out.find("seed 8"), std::string::npos) << "only the first unexpected seed's report is printed";
+}
+
+// A race between rank 0's two threads: which broadcast rank 0 posts first decides the verdict.
+const char* const kRace = R"(kind = "program"
+ranks = 2
+[[communicator]]
+name = "c"
+ranks = [0, 1]
+[rank.0.thread.a]
+ops = [ { op = "broadcast", comm = "c", root = 1, label = "a" }, { op = "stream_sync", stream = "main" } ]
+[rank.0.thread.b]
+ops = [ { op = "sleep", us = 1 }, { op = "broadcast", comm = "c", root = 1, label = "b" }, { op = "stream_sync", stream = "main" } ]
+[rank.1]
+ops = [ { op = "broadcast", comm = "c", root = 1, label = "a" }, { op = "broadcast", comm = "c", root = 1, label = "b" },
+        { op = "stream_sync", stream = "main" } ]
+[expect]
+verdict = "pass"
+)";
+
+TEST(Cli, SeedsPrintOneSummaryLineAndTheReportOfTheFirstUnexpectedSeedOnly) {
+  const std::string file = temp_file("race.toml", kRace);
+  // Each seed on its own, to know which the summary must count.
+  uint64_t expected = 0, first_unexpected = 0;
+  for (uint64_t seed = 1; seed <= 10; ++seed) {
+    const auto one = run({.files = {file}, .seed = seed, .seeds = 1});
+    if (one.code == 0)
+      ++expected;
+    else if (first_unexpected == 0)
+      first_unexpected = seed;
+  }
+  ASSERT_GT(expected, 0u) << "the race goes both ways over ten seeds";
+  ASSERT_NE(first_unexpected, 0u) << "the race goes both ways over ten seeds";
+  const auto r = run({.files = {file}, .seed = 1, .seeds = 10});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.out.rfind(fmt::format("FAIL ppspec_test_race  {}  {} of 10 seeds as expected; first unexpected: seed {}  (verdicts: ", file,
+                                    expected, first_unexpected),
+                        0),
+            0u)
+      << r.out;
+  // The one report is the first unexpected seed's, after the summary line.
+  EXPECT_NE(r.out.find(fmt::format("\nFAIL ppspec_test_race  {}  verdict ", file)), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(fmt::format("seed {}  random  [", first_unexpected)), std::string::npos) << r.out;
+  size_t reports = 0;
+  for (size_t at = r.out.find("reproduce: "); at != std::string::npos; at = r.out.find("reproduce: ", at + 1)) ++reports;
+  EXPECT_EQ(reports, 1u) << r.out;
+  EXPECT_EQ(r.out.find("ok   ppspec_test_race"), std::string::npos) << "no report of a seed that met the expectation" << r.out;
 }
 
 TEST(Cli, BadInputExitsTwoWithFileAndLine) {
@@ -76,14 +126,38 @@ TEST(Cli, BadStrategyExitsTwo) {
   EXPECT_NE(r.err.find("--strategy 'pct:zero'"), std::string::npos);
 }
 
-TEST(Cli, SeedsRunsEverySeedWhenAllMeetExpectations) {
-  auto r = run({.files = {kScenarios + "double_post_broadcast.toml"}, .seeds = 20, .strategy = std::string("pct:2")});
+size_t count_of(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST(Cli, SeedsRunsEverySeedWhenAllMeetExpectationsAndSaysSoInOneLine) {
+  const std::string file = kScenarios + "double_post_broadcast.toml";
+  auto r = run({.files = {file}, .seeds = 20, .strategy = std::string("pct:2")});
   EXPECT_EQ(r.code, 0) << r.out;
-  size_t lines = 0;
-  for (size_t at = r.out.find("ok   double-post-broadcast"); at != std::string::npos;
-       at = r.out.find("ok   double-post-broadcast", at + 1))
-    ++lines;
-  EXPECT_EQ(lines, 20u);
+  EXPECT_EQ(r.out, fmt::format("ok   double-post-broadcast  {}  20 of 20 seeds as expected  (verdicts: fifo-misalignment 20; "
+                               "expected fifo-misalignment)  seeds 1..20  pct:2  [{}",
+                               file, r.out.substr(r.out.rfind('[') + 1)))
+      << r.out;
+  EXPECT_EQ(count_of(r.out, "\n"), 1u) << r.out;
+}
+
+TEST(Cli, VerboseSeedsPrintEverySeedsReportAndTheSummary) {
+  const std::string file = kScenarios + "double_post_broadcast.toml";
+  auto r = run({.files = {file}, .seeds = 20, .strategy = std::string("pct:2"), .verbose = true});
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(count_of(r.out, "ok   double-post-broadcast  " + file + "  verdict fifo-misalignment"), 20u) << r.out;
+  EXPECT_EQ(count_of(r.out, "reproduce: "), 20u) << r.out;
+  EXPECT_EQ(count_of(r.out, "20 of 20 seeds as expected"), 1u) << r.out;
+}
+
+TEST(Cli, OneSeedPrintsItsReportWithoutASummary) {
+  auto r = run({.files = {kScenarios + "double_post_broadcast.toml"}, .seeds = 1});
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out.find("seeds as expected"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.rfind("ok   double-post-broadcast", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("reproduce: "), std::string::npos) << r.out;
 }
 
 TEST(Cli, TraceHasAHeaderEventsAndATrailer) {

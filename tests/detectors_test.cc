@@ -119,35 +119,7 @@ verdict = "pass"
   EXPECT_EQ(run_toml(with("")).verdict, Verdict::pass);
 }
 
-TEST(Detectors, DeadlockThroughAnEventWait) {
-  // rank 0's send waits (on stream s2) for an event recorded behind its spinning recv (on s1);
-  // rank 1 sends only after it received rank 0's message.
-  auto r = run_toml(R"(
-kind = "program"
-ranks = 2
-streams = ["s1", "s2"]
-[[communicator]]
-name = "c"
-ranks = [0, 1]
-[rank.0]
-ops = [ )" + connect_group("c", 1) + R"( { op = "recv", comm = "c", peer = 1, stream = "s1", label = "reply" },
-        { op = "record", event = "got_reply", stream = "s1" },
-        { op = "wait_event", event = "got_reply", stream = "s2" },
-        { op = "send", comm = "c", peer = 1, stream = "s2", label = "request" },
-        { op = "device_sync" } ]
-[rank.1]
-ops = [ )" + connect_group("c", 0) + R"( { op = "recv", comm = "c", peer = 0, label = "request", stream = "s1" },
-        { op = "stream_sync", stream = "s1" },
-        { op = "send", comm = "c", peer = 0, label = "reply", stream = "s1" },
-        { op = "device_sync" } ]
-[expect]
-verdict = "deadlock"
-)");
-  ASSERT_EQ(r.verdict, Verdict::deadlock);
-  const std::string text = all_text(r.findings[0]);
-  EXPECT_NE(text.find("waits for an event recorded on rank0.s1"), std::string::npos) << text;
-  EXPECT_EQ(r.findings[0].kind, "cycle");
-}
+// A deadlock through an event wait: tests/reports_test.cc (the report names the event and its lines).
 
 TEST(Detectors, DeadlockThroughTheContextLock) {
   const auto p = loader::load_program_file(kScenarios + "context_lock_deadlock.toml");

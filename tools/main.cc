@@ -47,10 +47,13 @@ int main(int argc, char** argv) {
   auto* seed_opt =
       run_cmd->add_option("--seed", seed_text, "first seed, 0..2^63-1 (default: the scenario's [explore] seed, else 1)");
   auto* seeds_opt =
-      run_cmd->add_option("--seeds", seeds_text, "run this many seeds, 1..2^40; stop at the first unexpected verdict");
+      run_cmd->add_option("--seeds", seeds_text,
+                          "run this many seeds, 1..2^40; print how many met the expectation and the report of the "
+                          "first that did not");
   auto* strategy_opt = run_cmd->add_option("--strategy", strategy, "schedule policy: random | pct:DEPTH");
   run_cmd->add_option("--trace", run.trace, "write the event stream as JSON Lines to this file");
   run_cmd->add_flag("--json", run.json, "print results as JSON");
+  run_cmd->add_flag("--verbose", run.verbose, "with several seeds: print every seed's report");
   run_cmd
       ->add_option("--backend", run.backend,
                    "sim (the simulator, default), gpu (CUDA + NCCL on this machine's GPUs), or both (serving scenarios: "

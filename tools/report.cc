@@ -85,6 +85,28 @@ std::string format_text(const RunRecord& r) {
   return s;
 }
 
+void SeedSummary::add(const RunRecord& r) {
+  ++seeds;
+  ++verdicts[r.result.verdict];
+  wall_ms += r.wall_ms;
+  if (r.ok)
+    ++as_expected;
+  else if (!first_unexpected)
+    first_unexpected = r.seed;
+}
+
+std::string format_summary(const SeedSummary& s) {
+  const bool ok = s.as_expected == s.seeds;
+  std::string line = fmt::format("{} {}  {}  {} of {} seeds as expected", ok ? "ok  " : "FAIL", core::printable(s.scenario),
+                                 core::printable(s.file), s.as_expected, s.seeds);
+  if (s.first_unexpected) line += fmt::format("; first unexpected: seed {}", *s.first_unexpected);
+  std::string seen;
+  for (const auto& [verdict, count] : s.verdicts)
+    seen += fmt::format("{}{} {}", seen.empty() ? "" : ", ", core::to_string(verdict), count);
+  return line + fmt::format("  (verdicts: {}; expected {})  seeds {}..{}  {}  [{:.1f} ms wall]\n", seen,
+                            core::to_string(s.expected), s.first_seed, s.first_seed + s.seeds - 1, s.strategy, s.wall_ms);
+}
+
 nlohmann::json to_json(const core::Finding& f) {
   nlohmann::json sites = nlohmann::json::array();
   for (const core::Site& site : f.sites) {

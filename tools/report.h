@@ -1,6 +1,8 @@
 // Turns run results into reports for people (text) and for programs (JSON).
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -35,7 +37,26 @@ struct RunRecord {
   std::optional<core::Verdict> recorded{};  // `ppspec check`: the verdict the trace's trailer records
 };
 
+// What the seeds of one scenario gave (`ppspec run --seeds N`), for its one summary line.
+struct SeedSummary {
+  std::string file;
+  std::string scenario;
+  std::string strategy;
+  core::Verdict expected = core::Verdict::pass;
+  uint64_t first_seed = 0;
+  uint64_t seeds = 0;
+  uint64_t as_expected = 0;
+  std::optional<uint64_t> first_unexpected{};
+  std::map<core::Verdict, uint64_t> verdicts{};  // ordered: the line is the same on every machine
+  double wall_ms = 0;
+
+  void add(const RunRecord& r);
+};
+
 std::string format_text(const RunRecord& r);
+// "ok   NAME  FILE  20 of 20 seeds as expected (...)" or "FAIL ... 17 of 20 seeds as expected;
+// first unexpected: seed 4 (...)", one line.
+std::string format_summary(const SeedSummary& s);
 nlohmann::json to_json(const RunRecord& r);
 nlohmann::json to_json(const core::Finding& f);
 

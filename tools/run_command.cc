@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <memory>
-#include <set>
+#include <optional>
 #include <ostream>
 #include <variant>
 
@@ -55,6 +55,74 @@ void simulate_once(const Scenario& sc, uint64_t seed, const sim::StrategySpec& s
   rec.mismatch = core::expectation_mismatch(s.expect, rec.result);
 }
 
+// One seed of a scenario: its run, its trace, its record; nullopt (after saying why on `err`) when
+// the trace cannot be written or the scenario does not fit the memory budget (exit 2).
+std::optional<RunRecord> run_seed(const Loaded& loaded, const Exploration& x, const sim::StrategySpec& strategy,
+                                  uint64_t seed, const RunArgs& args, TracePaths& paths, std::ostream& err) {
+  RunRecord rec;
+  rec.file = x.file;
+  rec.scenario = x.name;
+  rec.seed = seed;
+  rec.strategy = strategy.str();
+  rec.expected = x.expect;
+  rec.reproduce = fmt::format("ppspec run {} --seed {} --strategy {}", shell_word(x.file), seed, strategy.str());
+  std::unique_ptr<traces::JsonlWriter> writer;
+  if (!args.trace.empty()) {
+    traces::TraceHeader header;
+    header.scenario = x.name;
+    header.file = x.file;
+    header.seed = seed;
+    header.strategy = strategy.str();
+    header.kind = loaded.kind;
+    header.scenario_hash = loaded.hash;
+    try {
+      writer = std::make_unique<traces::JsonlWriter>(paths.next(x.name, seed), header);
+    } catch (const std::exception& e) {
+      err << "ppspec: " << e.what() << '\n';
+      return std::nullopt;
+    }
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    simulate_once(loaded.scenario, seed, strategy, writer.get(), rec);
+  } catch (const core::CapacityError& e) {
+    err << fmt::format("ppspec: {}: {}\n", x.file, e.what());
+    return std::nullopt;
+  }
+  rec.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  if (writer) writer->finish(rec.result);
+  rec.ok = rec.mismatch.empty();
+  return rec;
+}
+
+// Every seed of one scenario. One seed prints its report; several print one summary line and the
+// report of the first unexpected seed only (a person reads the first failure, not a hundred
+// passes), or, with --verbose, every seed's report before the summary. Returns the exit status.
+int run_seeds(const Loaded& loaded, const RunArgs& args, const std::optional<sim::StrategySpec>& cli_strategy,
+              TracePaths& paths, nlohmann::json& all, std::ostream& out, std::ostream& err) {
+  const Exploration x = exploration_of(loaded.scenario);
+  const sim::StrategySpec strategy = cli_strategy.value_or(x.strategy);
+  const uint64_t first = args.seed.value_or(x.seed);
+  const uint64_t n = args.seeds.value_or(x.seeds);
+  PPSPEC_ASSERT(n >= 1 && first <= kSeedMax && n <= kSeedsMax, "seeds {} + {}", first, n);  // no wrap-around
+  const bool summarise = n > 1 && !args.json;
+  SeedSummary summary{x.file, x.name, strategy.str(), x.expect, first};
+  std::string first_unexpected;
+  for (uint64_t i = 0; i < n; ++i) {
+    std::optional<RunRecord> rec = run_seed(loaded, x, strategy, first + i, args, paths, err);
+    if (!rec) return 2;
+    summary.add(*rec);
+    if (args.json)
+      all.push_back(to_json(*rec));
+    else if (!summarise || args.verbose)
+      out << format_text(*rec) << std::flush;
+    else if (!rec->ok && first_unexpected.empty())
+      first_unexpected = format_text(*rec);
+  }
+  if (summarise) out << format_summary(summary) << first_unexpected << std::flush;
+  return summary.as_expected == summary.seeds ? 0 : 1;
+}
+
 }  // namespace
 
 int run_command(const RunArgs& args, std::ostream& out, std::ostream& err) {
@@ -101,65 +169,14 @@ int run_command(const RunArgs& args, std::ostream& out, std::ostream& err) {
   for (const Loaded& l : scenarios) total_runs += args.seeds.value_or(exploration_of(l.scenario).seeds);
   PPSPEC_ASSERT(total_runs > 0, "a run command that runs nothing");
   TracePaths paths(args.trace, total_runs > 1);
-
   nlohmann::json all = nlohmann::json::array();
-  int failures = 0;
-  uint64_t ran = 0;
+  int code = 0;
   for (const Loaded& loaded : scenarios) {
-    const Exploration x = exploration_of(loaded.scenario);
-    const sim::StrategySpec strategy = cli_strategy.value_or(x.strategy);
-    const uint64_t first = args.seed.value_or(x.seed);
-    const uint64_t n = args.seeds.value_or(x.seeds);
-    PPSPEC_ASSERT(n >= 1 && first <= kSeedMax && n <= kSeedsMax, "seeds {} + {}", first, n);  // no wrap-around
-    for (uint64_t i = 0; i < n; ++i) {
-      const uint64_t seed = first + i;
-      RunRecord rec;
-      rec.file = x.file;
-      rec.scenario = x.name;
-      rec.seed = seed;
-      rec.strategy = strategy.str();
-      rec.expected = x.expect;
-      rec.reproduce = fmt::format("ppspec run {} --seed {} --strategy {}", shell_word(x.file), seed, strategy.str());
-      std::unique_ptr<traces::JsonlWriter> writer;
-      if (!args.trace.empty()) {
-        traces::TraceHeader header;
-        header.scenario = x.name;
-        header.file = x.file;
-        header.seed = seed;
-        header.strategy = strategy.str();
-        header.kind = loaded.kind;
-        header.scenario_hash = loaded.hash;
-        try {
-          writer = std::make_unique<traces::JsonlWriter>(paths.next(x.name, seed), header);
-        } catch (const std::exception& e) {
-          err << "ppspec: " << e.what() << '\n';
-          return 2;
-        }
-      }
-      const auto t0 = std::chrono::steady_clock::now();
-      try {
-        simulate_once(loaded.scenario, seed, strategy, writer.get(), rec);
-      } catch (const core::CapacityError& e) {
-        err << fmt::format("ppspec: {}: {}\n", x.file, e.what());
-        return 2;
-      }
-      rec.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      if (writer) writer->finish(rec.result);
-      ++ran;
-      rec.ok = rec.mismatch.empty();
-      if (args.json)
-        all.push_back(to_json(rec));
-      else
-        out << format_text(rec) << std::flush;
-      if (!rec.ok) {
-        ++failures;
-        break;  // --seeds stops at the first unexpected verdict
-      }
-    }
+    code = std::max(code, run_seeds(loaded, args, cli_strategy, paths, all, out, err));
+    if (code == 2) return 2;
   }
-  PPSPEC_ASSERT(ran > 0, "no run was made");
   if (args.json) out << dump_json(all) << '\n';
-  return failures == 0 ? 0 : 1;
+  return code;
 }
 
 }  // namespace ppspec::tools

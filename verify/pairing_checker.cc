@@ -1,6 +1,9 @@
 #include "verify/pairing_checker.h"
 
+#include <algorithm>
 #include <fmt/format.h>
+
+#include "core/assert.h"
 
 namespace ppspec::verify {
 
@@ -16,44 +19,83 @@ core::PostedOp PairingChecker::posted(const Rec& r) const {
 }
 
 void PairingChecker::on_event(const core::Event& e) {
-  if (e.kind == core::EventKind::comm_init) ++members_[std::string(e.comm)];
+  if (e.kind == core::EventKind::comm_init) {
+    Members& m = members_[std::string(e.comm)];
+    if (auto at = std::lower_bound(m.ranks.begin(), m.ranks.end(), e.rank); at == m.ranks.end() || *at != e.rank)
+      m.ranks.insert(at, e.rank);
+    m.size = std::max({m.size, ++m.inits, static_cast<size_t>(std::max<int64_t>(e.value, 0))});
+  }
   if (e.kind != core::EventKind::op_posted || !e.has_op) return;
-  const std::string comm(e.comm);
-  if (core::is_p2p(e.op.kind)) {
-    const bool is_send = e.op.kind == core::OpKind::send;
-    const Channel ch{comm, is_send ? e.rank : e.op.peer, is_send ? e.op.peer : e.rank};
-    auto& mine = is_send ? sends_[ch] : recvs_[ch];
-    auto& theirs = is_send ? recvs_[ch] : sends_[ch];
-    Rec rec = record(e);
-    if (theirs.empty()) {
-      mine.push_back(std::move(rec));
-      return;
-    }
-    const Rec other = std::move(theirs.front());
-    theirs.pop_front();
-    const int64_t k = paired_[ch]++;
-    ++pairs_;
-    const Rec& send = is_send ? rec : other;
-    const Rec& recv = is_send ? other : rec;
-    if (auto f = core::misalignment(posted(send), posted(recv), comm, k, true)) mismatches_.push_back(std::move(*f));
+  if (!core::is_p2p(e.op.kind)) {
+    on_collective(e);
     return;
   }
-  const auto key = std::make_pair(comm, e.cseq);
-  const int posted_now = ++slot_posted_[key];
-  auto it = slot_first_.find(key);
-  if (it == slot_first_.end()) {
-    it = slot_first_.emplace(key, record(e)).first;
-  } else {
+  const std::string comm(e.comm);
+  const bool is_send = e.op.kind == core::OpKind::send;
+  const Channel ch{comm, is_send ? e.rank : e.op.peer, is_send ? e.op.peer : e.rank};
+  auto& mine = is_send ? sends_[ch] : recvs_[ch];
+  auto& theirs = is_send ? recvs_[ch] : sends_[ch];
+  Rec rec = record(e);
+  if (theirs.empty()) {
+    mine.push_back(std::move(rec));
+    return;
+  }
+  const Rec other = std::move(theirs.front());
+  theirs.pop_front();
+  const int64_t k = paired_[ch]++;
+  ++pairs_;
+  const Rec& send = is_send ? rec : other;
+  const Rec& recv = is_send ? other : rec;
+  if (auto f = core::misalignment(posted(send), posted(recv), comm, k, true)) {
+    f->time = e.t;
+    mismatches_.push_back(std::move(*f));
+  }
+}
+
+void PairingChecker::on_collective(const core::Event& e) {
+  const auto key = std::make_pair(std::string(e.comm), e.cseq);
+  Slot& slot = slots_[key];
+  slot.posts.push_back(record(e));
+  const core::OpDesc next = posted(slot.posts.back()).desc;
+  if (slot.posts.size() > 1) {
     ++pairs_;
-    if (auto f = core::misalignment(posted(it->second), posted(record(e)), comm, e.cseq, false))
-      mismatches_.push_back(std::move(*f));
+    const core::OpDesc first = posted(slot.posts.front()).desc;
+    std::optional<core::OpDesc> labelled;
+    if (slot.labelled >= 0) labelled = posted(slot.posts[static_cast<size_t>(slot.labelled)]).desc;
+    if (slot.mismatch_at < 0 && core::disagrees(first, labelled ? &*labelled : nullptr, next)) slot.mismatch_at = e.t;
   }
-  // A slot every member posted is closed: forget it, so a long trace is checked in bounded memory.
-  auto members = members_.find(comm);
-  if (members != members_.end() && posted_now >= members->second) {
-    slot_first_.erase(it);
-    slot_posted_.erase(key);
+  if (slot.labelled < 0 && !next.label.empty()) slot.labelled = static_cast<int>(slot.posts.size() - 1);
+  // A slot every member posted is closed: reported if its members disagree, then forgotten, so
+  // that a long trace is checked in bounded memory.
+  auto members = members_.find(key.first);
+  if (members == members_.end() || slot.posts.size() < members->second.size) return;
+  if (slot.mismatch_at >= 0) mismatches_.push_back(collective_finding(key.first, key.second, slot));
+  slots_.erase(key);
+}
+
+core::Finding PairingChecker::collective_finding(const std::string& comm, int64_t cseq, const Slot& slot) const {
+  std::vector<core::PostedOp> posts;
+  std::vector<core::RankId> missing;
+  for (const Rec& r : slot.posts) posts.push_back(posted(r));
+  // Without the comm_init events a trace does not say who else should have posted.
+  size_t size = posts.size();
+  if (auto members = members_.find(comm); members != members_.end()) {
+    size = members->second.size;
+    for (core::RankId m : members->second.ranks)
+      if (std::none_of(slot.posts.begin(), slot.posts.end(), [m](const Rec& r) { return r.rank == m; })) missing.push_back(m);
   }
+  std::optional<core::Finding> f = core::collective_misalignment(posts, size, missing, comm, cseq);
+  PPSPEC_ASSERT(f.has_value(), "collective #{} on '{}' was marked mismatched and its posts agree", cseq, comm);
+  f->time = slot.mismatch_at;
+  return std::move(*f);
+}
+
+std::vector<core::Finding> PairingChecker::open_mismatches() const {
+  std::vector<core::Finding> out;
+  for (const auto& [key, slot] : slots_)
+    if (slot.mismatch_at >= 0) out.push_back(collective_finding(key.first, key.second, slot));
+  std::stable_sort(out.begin(), out.end(), [](const core::Finding& a, const core::Finding& b) { return a.time < b.time; });
+  return out;
 }
 
 std::optional<core::Finding> PairingChecker::unmatched() const {
@@ -66,15 +108,16 @@ std::optional<core::Finding> PairingChecker::unmatched() const {
         where = &ch;
       }
   if (first == nullptr) {
-    for (const auto& [key, n] : slot_posted_) {
+    for (const auto& [key, slot] : slots_) {
       auto m = members_.find(key.first);
-      if (m == members_.end() || n >= m->second) continue;
-      const Rec& r = slot_first_.at(key);
+      // A mismatched slot is reported as such, with who has not posted it.
+      if (m == members_.end() || slot.posts.size() >= m->second.size || slot.mismatch_at >= 0) continue;
+      const Rec& r = slot.posts.front();
       core::Finding f;
       f.verdict = core::Verdict::fifo_misalignment;
       f.kind = "unmatched";
       f.summary = fmt::format("collective #{} on '{}' ({}) was posted by {} of its {} members only", key.second, key.first,
-                              core::describe(posted(r).desc), n, m->second);
+                              core::describe(posted(r).desc), slot.posts.size(), m->second.size);
       f.sites.push_back(core::Site{r.rank, r.actor, key.first, key.second, core::describe(posted(r).desc), r.origin});
       return f;
     }

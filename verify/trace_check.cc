@@ -10,9 +10,7 @@ namespace ppspec::verify {
 void TraceChecker::on_event(const core::Event& e) {
   ++events_;
   end_ = std::max(end_, e.t);
-  const size_t before = pairing_.mismatches().size();
   pairing_.on_event(e);
-  if (pairing_.mismatches().size() > before) mismatch_times_.push_back(e.t);
   if (e.kind == core::EventKind::verdict && e.text == "hang") {
     hang_at_ = e.t;
     timeout_ = std::max<core::Time>(e.value, 0);
@@ -58,11 +56,8 @@ core::Finding TraceChecker::hang_finding() const {
 
 core::RunResult TraceChecker::result() const {
   core::RunResult r;
-  for (size_t i = 0; i < pairing_.mismatches().size(); ++i) {
-    core::Finding f = pairing_.mismatches()[i];
-    f.time = mismatch_times_[i];
-    r.findings.push_back(std::move(f));
-  }
+  r.findings = pairing_.mismatches();
+  for (core::Finding& f : pairing_.open_mismatches()) r.findings.push_back(std::move(f));
   if (hang_at_ >= 0) {
     r.findings.push_back(hang_finding());
   } else if (auto u = pairing_.unmatched()) {

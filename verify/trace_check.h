@@ -32,7 +32,6 @@ class TraceChecker final : public core::EventSink {
   core::Finding hang_finding() const;
 
   PairingChecker pairing_;
-  std::vector<core::Time> mismatch_times_;
   std::vector<DumpEntry> dump_;
   core::Time hang_at_ = -1;
   core::Time timeout_ = 0;
