@@ -187,7 +187,6 @@ void CommSystem::post(PartSpec spec) {
   dev.enter();
   HostState& host = rt_.host_state();
   spec.origin = host.call_site;
-  if (spec.stream->capture() != nullptr) reject_connect_in_capture(spec);
   if (host.group_depth > 0) {
     if (spec.stream->capture() == nullptr) register_post(spec);
     host.pending.push_back(std::move(spec));
@@ -195,6 +194,7 @@ void CommSystem::post(PartSpec spec) {
     return;
   }
   if (GraphRec* g = spec.stream->capture()) {
+    reject_connect_in_capture({spec});
     // R9: captured, not posted. Each graph launch posts it anew.
     g->items.push_back(GraphItem{true, {}, {std::move(spec)}});
     dev.leave();
@@ -211,6 +211,7 @@ void CommSystem::post(PartSpec spec) {
 
 void CommSystem::group_end_flush() {
   HostState& host = rt_.host_state();
+  reject_connect_in_capture(host.pending);
   std::vector<PartSpec>& live = host.scratch;
   host.group_issue.clear();
   // Captured parts go to their graphs, one captured kernel per (communicator, rank).
@@ -237,28 +238,49 @@ void CommSystem::group_end_flush() {
   launch(live);
 }
 
-// NCCL sets a connection up at first contact (R1) with device allocations and copies, which a
-// stream capture forbids: a first contact inside a capture fails with ncclInternalError (measured
-// on H200, NCCL 2.28.9: a captured grouped exchange as the pair's first operation). Real programs
-// communicate eagerly before they capture (vLLM's warmup), so the connections exist by then.
-void CommSystem::reject_connect_in_capture(const PartSpec& p) {
-  World& w = rt_.world();
+// Whether `p`, captured, would make NCCL set a connection up: its communicator's collectives
+// before their first use (with runtime_connect), or a p2p direction this rank never used with that
+// peer on the communicator (NCCL connects each peer's send and receive sides at their first use:
+// p2pTaskAppend's sendSeen / recvSeen).
+bool CommSystem::connects_in_capture(const PartSpec& p) const {
   const bool p2p = core::is_p2p(p.desc.kind);
-  if ((p2p && p.peer == p.crank) || (!p2p && !w.config().runtime_connect)) return;  // nothing to connect
-  const Connection& conn = p2p ? p.comm->p2p_conn(p.crank, p.peer) : p.comm->collective_conn;
-  const size_t party = p2p ? (p.crank < p.peer ? 0 : 1) : static_cast<size_t>(p.crank);
-  if (conn.established || conn.arrived[party]) return;
-  const core::RankId rank = p.comm->members[static_cast<size_t>(p.crank)];
+  if (!p2p) {
+    if (!rt_.world().config().runtime_connect) return false;  // connected at init
+    const Connection& conn = p.comm->collective_conn;
+    return !conn.established && !conn.arrived[static_cast<size_t>(p.crank)];
+  }
+  if (p.peer == p.crank) return false;  // nothing to connect to oneself
+  const bool send = p.desc.kind == core::OpKind::send;
+  const P2PChannel* ch = send ? p.comm->find_channel(p.crank, p.peer) : p.comm->find_channel(p.peer, p.crank);
+  return ch == nullptr || (send ? ch->sends_posted : ch->recvs_posted) == 0;
+}
+
+// NCCL sets a connection up at first use (R1) with device allocations and copies, which a stream
+// capture forbids: the call first meets its peer, as at any first contact, then fails with
+// ncclInternalError (measured on H200, NCCL 2.28.9: a captured exchange as a pair's first
+// operation, or in the one direction the pair had not used yet). Real programs communicate eagerly
+// before they capture (vLLM's warmup), so the connections exist by then.
+void CommSystem::reject_connect_in_capture(const std::vector<PartSpec>& parts) {
+  const PartSpec* first = nullptr;
+  for (const PartSpec& p : parts)
+    if (p.stream->capture() != nullptr && connects_in_capture(p) && first == nullptr) first = &p;
+  if (first == nullptr) return;
+  std::vector<PartSpec> meeting(parts.begin(), parts.end());
+  connect(meeting);  // the host waits for its peers first: with none, it hangs there instead
+  World& w = rt_.world();
+  const core::RankId rank = first->comm->members[static_cast<size_t>(first->crank)];
   core::Finding f;
   f.verdict = core::Verdict::invalid_usage;
   f.kind = "connect-in-capture";
   f.summary = fmt::format(
-      "{} captures {} on '{}' into a CUDA graph before this rank ever used that {}: NCCL sets the connection "
-      "up at first contact with device allocations, which the capture forbids (ncclInternalError on H200, NCCL "
-      "2.28.9); communicate once before capturing, as a warmup step does",
-      w.current().name, core::to_string(p.desc.kind), p.comm->name, p2p ? "peer" : "communicator's collectives");
-  f.sites.push_back(core::Site{rank, w.current().name, p.comm->name, -1, std::string(core::to_string(p.desc.kind)),
-                               std::string(p.origin)});
+      "{} captures {} on '{}' into a CUDA graph before this rank ever used {}: NCCL sets the connection up at first "
+      "use with device allocations, which the capture forbids (ncclInternalError on H200, NCCL 2.28.9); communicate "
+      "once in each direction before capturing, as a warmup step does",
+      w.current().name, core::to_string(first->desc.kind), first->comm->name,
+      core::is_p2p(first->desc.kind) ? fmt::format("that direction with rank{}", first->comm->members[static_cast<size_t>(first->peer)])
+                                     : std::string("that communicator's collectives"));
+  f.sites.push_back(core::Site{rank, w.current().name, first->comm->name, -1, std::string(core::to_string(first->desc.kind)),
+                               std::string(first->origin)});
   w.stop(std::move(f));
 }
 

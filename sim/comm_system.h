@@ -241,7 +241,8 @@ class CommSystem {
   void publish_mismatch(const core::Finding& f, core::RankId rank, std::string_view actor, const SimComm& comm, int64_t cseq);
   void connect(const std::vector<PartSpec>& parts);
   void reject_unmatched_self(const std::vector<PartSpec>& parts);
-  void reject_connect_in_capture(const PartSpec& p);
+  bool connects_in_capture(const PartSpec& p) const;
+  void reject_connect_in_capture(const std::vector<PartSpec>& parts);
   void launch(std::vector<PartSpec>& parts);  // empties `parts`
   CommKernel& new_kernel();
   void start_op(CommOp& op, std::vector<CommOp*>& satisfied);

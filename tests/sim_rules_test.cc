@@ -880,7 +880,56 @@ TEST(Rules, R9_FirstContactInsideACaptureIsInvalidUsage) {
   auto r = run_toml(graph_program(true, false));
   ASSERT_EQ(r.verdict, Verdict::invalid_usage);
   EXPECT_EQ(r.findings[0].kind, "connect-in-capture");
-  EXPECT_NE(r.findings[0].summary.find("before this rank ever used that peer"), std::string::npos) << r.findings[0].summary;
+  EXPECT_NE(r.findings[0].summary.find("before this rank ever used that direction with rank"), std::string::npos) << r.findings[0].summary;
+}
+
+TEST(Rules, R9_AFirstUseOfOneDirectionInsideACaptureIsInvalidUsage) {
+  // NCCL connects each direction of a pair at its first use: a pair that only ever sent 0 -> 1
+  // connects 1 -> 0 inside the capture (measured on H200: ncclInternalError at ncclGroupEnd).
+  auto exchange = [](int peer) {
+    return fmt::format(R"({{ op = "capture_begin", stream = "main" }}, {{ op = "group_start" }},
+        {{ op = "send", comm = "c", peer = {0}, count = 8 }}, {{ op = "recv", comm = "c", peer = {0}, count = 8 }},
+        {{ op = "group_end" }}, {{ op = "capture_end", stream = "main", graph = "g" }},
+        {{ op = "graph_launch", graph = "g", stream = "main" }}, {{ op = "device_sync" }})",
+                       peer);
+  };
+  auto r = run_toml(R"(
+kind = "program"
+ranks = 2
+[[communicator]]
+name = "c"
+ranks = [0, 1]
+[rank.0]
+ops = [ { op = "send", comm = "c", peer = 1, count = 1 }, { op = "device_sync" }, )" +
+                    exchange(1) + R"( ]
+[rank.1]
+ops = [ { op = "recv", comm = "c", peer = 0, count = 1 }, { op = "device_sync" }, )" +
+                    exchange(0) + R"( ]
+[expect]
+verdict = "pass"
+)");
+  ASSERT_EQ(r.verdict, Verdict::invalid_usage);
+  EXPECT_EQ(r.findings[0].kind, "connect-in-capture");
+}
+
+TEST(Rules, R9_AFirstContactInsideACaptureWaitsForThePeerFirst) {
+  // The capture's connection meets its peer as any first contact does: a peer that never comes
+  // leaves the capturing host waiting, a hang on H200 (ncclGroupEnd never returns), not an error.
+  auto r = run_toml(R"(
+kind = "program"
+ranks = 2
+[[communicator]]
+name = "c"
+ranks = [0, 1]
+[rank.0]
+ops = [ { op = "capture_begin", stream = "main" }, { op = "send", comm = "c", peer = 1, count = 8 },
+        { op = "capture_end", stream = "main", graph = "g" }, { op = "device_sync" } ]
+[rank.1]
+ops = [ { op = "device_sync" } ]
+[expect]
+verdict = "pass"
+)");
+  EXPECT_EQ(r.verdict, Verdict::deadlock);
 }
 
 TEST(Rules, R9_CaptureStateMustMatchOnBothSides) {
