@@ -357,8 +357,10 @@ void CommSystem::register_post(PartSpec& spec) {
     const int dst = is_send ? spec.peer : spec.crank;
     P2PChannel& ch = comm.channel(src, dst);
     // R4: data a send leaves early lands only in a receiving side that exists already: one the
-    // receiver set up by posting a receive from this peer before this send was posted.
-    if (is_send) spec.receiver_ready = ch.recvs_posted > 0;
+    // receiver set up by posting a receive with data from this peer before this send was posted
+    // (measured on H200: after a zero-byte exchange, a 4 KiB send completes and its receive hangs).
+    if (is_send) spec.receiver_ready = ch.receiving_side;
+    if (!is_send && spec.buf.bytes() > 0) ch.receiving_side = true;
     spec.cseq = is_send ? ch.sends_posted++ : ch.recvs_posted++;
     if (w.bus().active()) emit_record(core::EventKind::op_posted, rec, comm, spec.cseq, -1);
     auto& mine = is_send ? ch.unpaired_sends : ch.unpaired_recvs;

@@ -41,6 +41,7 @@ class P2PChannel {
  public:
   int64_t sends_posted = 0;
   int64_t recvs_posted = 0;
+  bool receiving_side = false;  // a receive with data was posted: eager sends have somewhere to land (R4)
   std::deque<PostRecord> unpaired_sends;  // posted, positional partner not posted yet
   std::deque<PostRecord> unpaired_recvs;
   std::deque<CommOp*> live_sends;  // launched and not completed, in order

@@ -1,4 +1,5 @@
 // The child process of `ppspec run --backend gpu` (see gpu_backend.h). Built only with the real backend.
+#include <algorithm>
 #include <fmt/format.h>
 #include <fstream>
 #include <memory>
@@ -105,8 +106,13 @@ int gpu_child_main(const GpuChildArgs& args) {
   cfg.on_verdict = [&](const core::Finding& f) {
     std::lock_guard<std::mutex> lock(finish_mu);
     core::RunResult r = check();
-    r.verdict = f.verdict;
-    r.findings.insert(r.findings.begin(), f);
+    // The earliest failure decides (verify/findings.h): a misalignment the checker found before
+    // NCCL rejected a call comes first.
+    core::Finding ended = f;
+    ended.time = rt->now();
+    const auto at = std::find_if(r.findings.begin(), r.findings.end(), [&](const core::Finding& g) { return g.time > ended.time; });
+    r.findings.insert(at, std::move(ended));
+    r.verdict = r.findings.front().verdict;
     if (writer) writer->finish(r);
     write_result(args.result, result_json(r, rt->now(), rt->tracker().posted()));
   };
