@@ -199,8 +199,10 @@ void write_table(const FidelityArgs& args, const std::vector<ProgramResult>& rs,
     varying += r.sim_set().size() > 1;
   }
   std::ofstream md(path);
-  md << fmt::format("# Fidelity: {} generated programs, the simulator against {}\n\n", rs.size(),
-                    args.backend == "both" ? fmt::format("{} GPUs", args.gpus) : "nothing (simulator only)");
+  const std::string against = args.backend == "both"       ? fmt::format("{} GPUs", args.gpus)
+                              : args.backend == "recorded" ? fmt::format("{} GPUs' recorded results", args.gpus)
+                                                           : std::string("nothing (simulator only)");
+  md << fmt::format("# Fidelity: {} generated programs, the simulator against {}\n\n", rs.size(), against);
   md << fmt::format("`ppspec fidelity --programs {} --seed {} --backend {} --sim-seeds {} --hang-timeout {}`\n\n", args.programs,
                     args.seed, args.backend, args.sim_seeds, args.hang_timeout_s);
   md << fmt::format("* compared on GPUs: **{}**; the same verdict class: **{} ({})**\n", compared, agree, percent(agree, compared));
@@ -240,10 +242,16 @@ ProgramResult one_program(const FidelityArgs& args, uint64_t i, const fs::path& 
   fidelity::GeneratedProgram g = fidelity::generate_program(core::derive_seed(args.seed, i), name, gopts);
   ProgramResult r = simulate(g, out / "programs" / (name + ".toml"), args.sim_seeds);
   const fs::path kept = out / "results" / (name + ".json");
-  if (args.backend == "both" && r.ranks <= args.gpus && (args.rerun_gpu || !load_kept_gpu(kept, r))) {
+  const bool on_gpus = r.ranks <= args.gpus;
+  if (args.backend == "recorded") {
+    // The simulator of this build against what the GPUs gave in an earlier run: nothing written.
+    if (on_gpus) load_kept_gpu(kept, r);
+    return r;
+  }
+  if (args.backend == "both" && on_gpus && (args.rerun_gpu || !load_kept_gpu(kept, r))) {
     run_gpu_part(args, out / "traces" / (name + ".gpu.jsonl"), r);
     std::ofstream(kept) << to_json(r).dump(1) << '\n';
-  } else if (args.backend != "both" || r.ranks > args.gpus) {
+  } else if (args.backend == "sim" || !on_gpus) {
     std::ofstream(kept) << to_json(r).dump(1) << '\n';
   }
   return r;

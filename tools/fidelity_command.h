@@ -20,7 +20,7 @@ struct FidelityArgs {
   uint64_t programs = 300;
   uint64_t seed = 1;
   std::string out;
-  std::string backend = "sim";  // sim | both
+  std::string backend = "sim";  // sim | both | recorded (the GPU results kept in OUT/results)
   uint64_t sim_seeds = 4;       // the simulator's seeds per program: a verdict that varies is kept as a set
   double hang_timeout_s = 4;
   int gpus = 2;                 // programs with more ranks run on the simulator only

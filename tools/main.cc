@@ -97,8 +97,11 @@ int main(int argc, char** argv) {
   fidelity_cmd->add_option("--seed", fidelity.seed, "the generator's seed: program i is a function of (seed, i)")
       ->check(CLI::Range(uint64_t{0}, uint64_t{INT64_MAX}));
   fidelity_cmd->add_option("--out", fidelity.out, "folder for programs/, results/, disagreements/ and fidelity.md")->required();
-  fidelity_cmd->add_option("--backend", fidelity.backend, "sim (the simulator only) or both (the simulator and GPUs)")
-      ->check(CLI::IsMember({"sim", "both"}));
+  fidelity_cmd
+      ->add_option("--backend", fidelity.backend,
+                   "sim (the simulator only), both (the simulator and GPUs; GPU results kept in OUT/results are "
+                   "reused), or recorded (the simulator against the GPU results kept in OUT/results, no GPU needed)")
+      ->check(CLI::IsMember({"sim", "both", "recorded"}));
   fidelity_cmd->add_option("--sim-seeds", fidelity.sim_seeds, "simulator seeds per program")->check(CLI::Range(1, 1000));
   fidelity_cmd->add_option("--hang-timeout", fidelity.hang_timeout_s, "gpu: seconds without progress that make a hang")
       ->check(CLI::Range(0.5, 600.0));
