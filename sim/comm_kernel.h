@@ -32,7 +32,7 @@ struct PartSpec {
   int64_t id = -1;
   int64_t cseq = -1;        // collective slot, or index on the (src -> dst) channel
   uint64_t issue_idx = 0;   // the rank's communication-kernel issue order (a group shares one)
-  bool receiver_ready = false;  // send: the receiver had posted a receive from this peer (R4)
+  bool receiver_ready = false;  // send: its direction is wired right when it starts (R4, PairSetup)
 };
 
 struct CommOp {
@@ -40,6 +40,7 @@ struct CommOp {
   CommKernel* kernel = nullptr;
   bool started = false;
   bool satisfied = false;
+  bool lost = false;  // a send on a direction wired wrongly: completed, its data gone (R4)
   bool completed = false;
   int64_t units = 0;       // p2p: protocol units this op moves (R5)
   int64_t units_done = 0;

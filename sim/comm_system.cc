@@ -45,16 +45,26 @@ const CollSlot* SimComm::find_slot(int64_t k) const {
   return &slots[static_cast<size_t>(k - slot_base)];
 }
 
-Connection& SimComm::p2p_conn(int a, int b) {
+PairSetup& SimComm::pair_setup(int a, int b) { return p2p_setups.get(std::min(a, b), std::max(a, b)).first; }
+
+Connection& SimComm::setup_round(int a, int b, int64_t k) {
   if (a > b) std::swap(a, b);
-  auto [c, made] = p2p_conns.get(a, b);
-  if (made) {
-    c.what = fmt::format("p2p connection rank{}<->rank{} on '{}'", members[static_cast<size_t>(a)],
-                         members[static_cast<size_t>(b)], name);
+  PairSetup& ps = pair_setup(a, b);
+  PPSPEC_ASSERT(k >= 0 && k < 4, "round {} of a pair: each side sets two ends up once", k);
+  while (static_cast<int64_t>(ps.rounds.size()) <= k) {
+    Connection& c = ps.rounds.emplace_back();
+    c.what = fmt::format("p2p connection rank{}<->rank{} on '{}' (setup round {})", members[static_cast<size_t>(a)],
+                         members[static_cast<size_t>(b)], name, ps.rounds.size());
     c.parties = {members[static_cast<size_t>(a)], members[static_cast<size_t>(b)]};
     c.arrived.assign(2, false);
   }
-  return c;
+  return ps.rounds[static_cast<size_t>(k)];
+}
+
+bool SimComm::wired(int src, int dst) const {
+  if (src == dst) return true;  // nothing to connect to oneself
+  const PairSetup* ps = p2p_setups.find(std::min(src, dst), std::max(src, dst));
+  return ps != nullptr && ps->wired(src < dst ? 0 : 1);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -129,7 +139,7 @@ SimComm& CommSystem::declare(std::string_view name, std::span<const core::RankId
       throw std::invalid_argument(fmt::format("communicator '{}': rank {} listed twice", name, c->crank_index[i].first));
   c->ranks.resize(n);
   c->channels.reset(n);
-  c->p2p_conns.reset(n);
+  c->p2p_setups.reset(n);
   c->collective_conn.what = fmt::format("collective connection on '{}'", name);
   c->collective_conn.parties = c->members;
   c->collective_conn.arrived.assign(n, false);
@@ -250,9 +260,9 @@ bool CommSystem::connects_in_capture(const PartSpec& p) const {
     return !conn.established && !conn.arrived[static_cast<size_t>(p.crank)];
   }
   if (p.peer == p.crank) return false;  // nothing to connect to oneself
-  const bool send = p.desc.kind == core::OpKind::send;
-  const P2PChannel* ch = send ? p.comm->find_channel(p.crank, p.peer) : p.comm->find_channel(p.peer, p.crank);
-  return ch == nullptr || (send ? ch->sends_posted : ch->recvs_posted) == 0;
+  const PairSetup& ps = p.comm->pair_setup(p.crank, p.peer);
+  const int side = p.crank < p.peer ? 0 : 1;
+  return (p.desc.kind == core::OpKind::send ? ps.send_end[side] : ps.recv_end[side]) < 0;
 }
 
 // NCCL sets a connection up at first use (R1) with device allocations and copies, which a stream
@@ -356,11 +366,6 @@ void CommSystem::register_post(PartSpec& spec) {
     const int src = is_send ? spec.crank : spec.peer;
     const int dst = is_send ? spec.peer : spec.crank;
     P2PChannel& ch = comm.channel(src, dst);
-    // R4: data a send leaves early lands only in a receiving side that exists already: one the
-    // receiver set up by posting a receive with data from this peer before this send was posted
-    // (measured on H200: after a zero-byte exchange, a 4 KiB send completes and its receive hangs).
-    if (is_send) spec.receiver_ready = ch.receiving_side;
-    if (!is_send && spec.buf.bytes() > 0) ch.receiving_side = true;
     spec.cseq = is_send ? ch.sends_posted++ : ch.recvs_posted++;
     if (w.bus().active()) emit_record(core::EventKind::op_posted, rec, comm, spec.cseq, -1);
     auto& mine = is_send ? ch.unpaired_sends : ch.unpaired_recvs;
@@ -502,28 +507,24 @@ void CommSystem::publish_mismatch(const core::Finding& f, core::RankId rank, std
 void CommSystem::connect(const std::vector<PartSpec>& parts) {
   World& w = rt_.world();
   std::vector<Connection*> needed;
+  std::vector<PairSetup*> touched;
   for (const PartSpec& p : parts) {
-    SimComm& c = *p.comm;
     const bool p2p = core::is_p2p(p.desc.kind);
     // NCCL_RUNTIME_CONNECT=0 connects collectives' channels at init; p2p peers are connected at
-    // first contact whatever it says (p2pTaskAppend marks them for a preconnect): R1.
+    // first use whatever it says (p2pTaskAppend marks them for a preconnect): R1.
     if (!p2p && !w.config().runtime_connect) continue;
-    Connection& conn = p2p ? c.p2p_conn(p.crank, p.peer) : c.collective_conn;
-    if (conn.established) continue;
-    // A collective connection's parties are the members in comm-rank order; a p2p connection's
-    // are (lower, higher) comm rank, both of them when a rank connects to itself.
-    if (!p2p) {
-      conn.arrive(static_cast<size_t>(p.crank));
-    } else {
-      if (p.crank <= p.peer) conn.arrive(0);
-      if (p.crank >= p.peer) conn.arrive(1);
-    }
+    Connection* joined = p2p ? join_setup_round(p, touched) : &p.comm->collective_conn;
+    if (joined == nullptr || joined->established) continue;
+    Connection& conn = *joined;
+    // A collective connection's parties are the members in comm-rank order.
+    if (!p2p) conn.arrive(static_cast<size_t>(p.crank));
     if (!conn.collecting) {
       conn.collecting = true;  // a group's many parts to one peer need the connection once
       needed.push_back(&conn);
       if (const VectorClock* mine = w.host_clock()) conn.clock.join(*mine);
     }
   }
+  for (PairSetup* ps : touched) ps->collecting[0] = ps->collecting[1] = false;
   if (needed.empty()) return;
   for (Connection* c : needed) {
     c->collecting = false;
@@ -539,6 +540,27 @@ void CommSystem::connect(const std::vector<PartSpec>& parts) {
   if (VectorClock* mine = w.host_clock())
     for (Connection* c : needed) mine->join(c->clock);  // every party has arrived: the clock is final
   w.sleep(w.jittered(w.config().cost.connect));
+}
+
+// The setup round `p` joins (PairSetup): the first part of this call that sets an end of the pair
+// up starts the side's next round, and every end the call sets up belongs to it. Null when `p`
+// sets nothing up (its end exists, or it is a part to oneself).
+Connection* CommSystem::join_setup_round(const PartSpec& p, std::vector<PairSetup*>& touched) {
+  if (p.peer == p.crank) return nullptr;
+  SimComm& c = *p.comm;
+  PairSetup& ps = c.pair_setup(p.crank, p.peer);
+  const int side = p.crank < p.peer ? 0 : 1;
+  int64_t& end = p.desc.kind == core::OpKind::send ? ps.send_end[side] : ps.recv_end[side];
+  if (end >= 0) return nullptr;
+  if (!ps.collecting[side]) {  // one call may drive both sides (one thread, two devices)
+    ps.collecting[side] = true;
+    touched.push_back(&ps);
+    ps.current[side] = ps.started[side]++;
+  }
+  end = ps.current[side];
+  Connection& round = c.setup_round(p.crank, p.peer, end);
+  round.arrive(static_cast<size_t>(side));
+  return &round;
 }
 
 CommKernel& CommSystem::new_kernel() {
@@ -704,12 +726,35 @@ void CommSystem::watch_if_waiting(CommKernel& k) {
   if (waits) k.wait_id = dev.blocking().on_wait_issued(k.issue_clock, describe_kernel(k), k.primary()->full_name(), &k, nullptr);
 }
 
+// A send on a direction wired wrongly (PairSetup): it completes, and its data is gone; the receive
+// that pairs with it waits for data that never comes (R4). Noted where it happens, for the report.
+void CommSystem::note_lost_send(const CommOp& op) {
+  World& w = rt_.world();
+  const SimComm& comm = *op.spec.comm;
+  const core::RankId src = comm.members[static_cast<size_t>(op.spec.crank)];
+  const core::RankId dst = comm.members[static_cast<size_t>(op.spec.peer)];
+  core::Finding f;
+  f.kind = "p2p-data-lost";
+  f.time = w.now();
+  f.summary = fmt::format(
+      "rank{}'s {} on '{}' #{} went to a connection wired wrongly: rank{} set its send end up in another setup round "
+      "than rank{} its receive end (an ungrouped send at first contact, or a zero-byte exchange, before any receive "
+      "from rank{}); its data is lost and the receive that pairs with it never completes (R4; measured on H200, NCCL "
+      "2.28.9: hangs, and from 1 MiB on the device faults). Connect the pair with one grouped exchange first",
+      src, core::describe(op.spec.desc), comm.name, op.spec.cseq, src, dst, src);
+  f.sites.push_back(core::Site{src, op.spec.stream->full_name(), comm.name, op.spec.cseq, core::describe(op.spec.desc),
+                               std::string(op.spec.origin)});
+  w.note(std::move(f));
+}
+
 void CommSystem::start_op(CommOp& op, std::vector<CommOp*>& satisfied) {
   const SimConfig& cfg = rt_.world().config();
   SimComm& comm = *op.spec.comm;
   switch (op.spec.desc.kind) {
     case core::OpKind::send:
+      op.spec.receiver_ready = comm.wired(op.spec.crank, op.spec.peer);
       comm.channel(op.spec.crank, op.spec.peer).start_send(op, cfg.unit_bytes, cfg.eager_bytes, satisfied);
+      if (op.lost) note_lost_send(op);
       return;
     case core::OpKind::recv:
       comm.channel(op.spec.peer, op.spec.crank).start_recv(op, cfg.unit_bytes, cfg.eager_bytes, satisfied);

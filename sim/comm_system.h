@@ -86,6 +86,25 @@ struct CommInit {
 
 class SimCommHandle;
 
+// The setup of one pair's p2p connections (comm ranks a < b; side 0 is a). NCCL sets each end of a
+// direction up at its first use, in a setup round (a bootstrap exchange) that meets the peer's
+// next round, whatever the peer sets up in it: the k-th round of a pairs with the k-th round of b,
+// and a host that starts a round waits for the peer's (R1). A direction is wired right only when
+// its sender set its send end up in the same round as its receiver set its receive end up; data
+// sent on a direction wired otherwise is lost (R4). Measured on H200 with NCCL 2.28.9: a send-first
+// ungrouped exchange at first contact completes both sends and hangs both receives (faults from
+// 1 MiB on), a one-way first contact and an exchange after a grouped one pass.
+struct PairSetup {
+  std::deque<Connection> rounds;   // round k; at most four: each side sets two ends up once
+  int64_t started[2] = {0, 0};     // rounds each side started
+  int64_t current[2] = {-1, -1};   // the round the side's call under way set up
+  int64_t send_end[2] = {-1, -1};  // the round in which side s set its send end up; -1: not yet
+  int64_t recv_end[2] = {-1, -1};
+  bool collecting[2] = {false, false};  // CommSystem::connect's marks while it gathers a call's ends
+
+  bool wired(int from_side) const { return send_end[from_side] >= 0 && send_end[from_side] == recv_end[1 - from_side]; }
+};
+
 // Values for the pairs (a, b) of comm ranks that were ever used, made at first use: memory is
 // O(members + pairs used), where n x n eagerly built channels cost 4 GB at 1,024 members. Iterates
 // in (a, b) order, never address order. A one-entry memo per first rank keeps the hot path (a rank
@@ -132,7 +151,7 @@ struct SimComm {
   std::deque<CollSlot> slots;
   int64_t slot_base = 0;
   Connection collective_conn;
-  PairMap<Connection> p2p_conns;  // (min, max), made at first contact
+  PairMap<PairSetup> p2p_setups;  // (min, max), made at first contact
   CommInit init;
   std::vector<std::unique_ptr<SimCommHandle>> handles;
 
@@ -142,7 +161,9 @@ struct SimComm {
   const P2PChannel* find_channel(int src, int dst) const { return channels.find(src, dst); }  // null: never used
   CollSlot* slot(int64_t k);  // null if already retired
   const CollSlot* find_slot(int64_t k) const;  // null if retired or not posted yet
-  Connection& p2p_conn(int a, int b);
+  PairSetup& pair_setup(int a, int b);
+  Connection& setup_round(int a, int b, int64_t k);  // round k of the pair, made when first needed
+  bool wired(int src, int dst) const;                // data sent src -> dst reaches dst (R4)
 };
 
 class SimCommHandle final : public core::Communicator {
@@ -241,6 +262,8 @@ class CommSystem {
   void publish_mismatch(const core::Finding& f, core::RankId rank, std::string_view actor, const SimComm& comm, int64_t cseq);
   void connect(const std::vector<PartSpec>& parts);
   void reject_unmatched_self(const std::vector<PartSpec>& parts);
+  Connection* join_setup_round(const PartSpec& p, std::vector<PairSetup*>& touched);
+  void note_lost_send(const CommOp& op);
   bool connects_in_capture(const PartSpec& p) const;
   void reject_connect_in_capture(const std::vector<PartSpec>& parts);
   void launch(std::vector<PartSpec>& parts);  // empties `parts`

@@ -35,8 +35,8 @@ struct SimConfig {
   bool strict = false;            // hazards fail the run
   bool runtime_connect = true;    // NCCL_RUNTIME_CONNECT=1: first contact blocks the host (R1)
   // A send this small may complete before its recv is posted, into a receiving side that exists
-  // (R4). Today's hardware: 2 x H200, NCCL 2.28.9, measured up to 16 MiB (docs/evidence/2xH200/fidelity).
-  int64_t eager_bytes = int64_t{16} << 20;
+  // (R4). Today's hardware: 2 x H200, NCCL 2.28.9, measured up to 64 MiB (docs/evidence/2xH200/fidelity).
+  int64_t eager_bytes = int64_t{64} << 20;
   int64_t unit_bytes = 8;         // protocol granularity: LL carries 8 data bytes per line (R5)
   uint64_t max_steps = 20'000'000;  // scheduling decisions before `step-limit`
   Time max_time = 3600 * core::kSec;  // virtual time before `step-limit`

@@ -452,24 +452,16 @@ void Explainer::explain_stream(const WaitInfo& w, Node& n) {
 }
 
 // Why a send of `k` still waits for its recv when the scenario lets small sends complete
-// eagerly (R4): it is too big for the connection buffer, so the size decides whether the run
-// hangs; or its receiver had never received from this peer, so no receiving side existed for the
-// data to wait in (the first contact of an ungrouped exchange).
+// eagerly: it is too big for the connection buffer, so the size decides whether the run hangs (R4).
 std::string eager_boundary(const CommKernel& k, int64_t eager_bytes) {
   std::string s;
   if (eager_bytes <= 0) return s;
   for (const CommOp& op : k.parts) {
     const size_t bytes = op.spec.buf.bytes();
-    if (op.satisfied || op.spec.desc.kind != core::OpKind::send) continue;
-    if (bytes > static_cast<size_t>(eager_bytes))
-      s += fmt::format("; the message to rank{} ({} bytes) exceeded eager_bytes ({}): a send that fits completes before "
-                       "its recv is posted",
-                       op.spec.desc.peer, bytes, eager_bytes);
-    else if (!op.spec.receiver_ready)
-      s += fmt::format("; rank{} had never received from this rank on '{}' when this send was posted: a send completes "
-                       "before its recv only into a receiving side that exists (connect the pair first, e.g. with one "
-                       "grouped exchange)",
-                       op.spec.desc.peer, op.spec.comm->name);
+    if (op.satisfied || op.spec.desc.kind != core::OpKind::send || bytes <= static_cast<size_t>(eager_bytes)) continue;
+    s += fmt::format("; the message to rank{} ({} bytes) exceeded eager_bytes ({}): a send that fits completes before "
+                     "its recv is posted",
+                     op.spec.desc.peer, bytes, eager_bytes);
   }
   return s;
 }

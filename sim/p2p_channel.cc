@@ -7,7 +7,7 @@
 namespace ppspec::sim {
 
 void P2PChannel::start_send(CommOp& op, int64_t unit_bytes, int64_t eager_bytes, std::vector<CommOp*>& satisfied) {
-  if (complete_if_empty(op, satisfied)) return;
+  if (complete_if_empty(op, satisfied) || lose_if_wired_wrongly(op, satisfied)) return;
   UnitSource s;
   s.op = &op;
   s.data = static_cast<const uint8_t*>(op.spec.buf.data());
@@ -26,6 +26,16 @@ void P2PChannel::start_send(CommOp& op, int64_t unit_bytes, int64_t eager_bytes,
 // channel's order (R3): pairing and misalignment see it.
 bool P2PChannel::complete_if_empty(CommOp& op, std::vector<CommOp*>& satisfied) {
   if (op.spec.buf.bytes() != 0) return false;
+  op.satisfied = true;
+  satisfied.push_back(&op);
+  return true;
+}
+
+// A send on a direction wired wrongly completes at once and its data never reaches the receiver
+// (R4, PairSetup): its units never enter the FIFO.
+bool P2PChannel::lose_if_wired_wrongly(CommOp& op, std::vector<CommOp*>& satisfied) {
+  if (op.spec.receiver_ready) return false;
+  op.lost = true;
   op.satisfied = true;
   satisfied.push_back(&op);
   return true;
@@ -94,10 +104,9 @@ void P2PChannel::progress(int64_t unit_bytes, int64_t eager_bytes, std::vector<C
       running_recvs_.pop_front();
     }
   }
-  // Sends still waiting may now fit in the connection buffer: they complete eagerly (R4), but only
-  // into a receiving side that existed when they were posted (measured on H200 with NCCL 2.28.9:
-  // an ungrouped send-first exchange at first contact hangs at 8 bytes, and passes at every size up
-  // to 16 MiB once both sides had received from each other).
+  // Sends still waiting may now fit in the connection buffer: they complete eagerly (R4; measured
+  // on H200 with NCCL 2.28.9: an ungrouped send-first exchange passes at every size up to 64 MiB
+  // once a grouped exchange wired the pair).
   for (UnitSource& s : sources_) {
     if (s.op == nullptr) continue;
     const bool early = s.op->spec.receiver_ready && buffered_bytes_ + static_cast<int64_t>(s.bytes) <= eager_bytes;

@@ -41,7 +41,6 @@ class P2PChannel {
  public:
   int64_t sends_posted = 0;
   int64_t recvs_posted = 0;
-  bool receiving_side = false;  // a receive with data was posted: eager sends have somewhere to land (R4)
   std::deque<PostRecord> unpaired_sends;  // posted, positional partner not posted yet
   std::deque<PostRecord> unpaired_recvs;
   std::deque<CommOp*> live_sends;  // launched and not completed, in order
@@ -59,6 +58,7 @@ class P2PChannel {
  private:
   void progress(int64_t unit_bytes, int64_t eager_bytes, std::vector<CommOp*>& satisfied);
   static bool complete_if_empty(CommOp& op, std::vector<CommOp*>& satisfied);
+  static bool lose_if_wired_wrongly(CommOp& op, std::vector<CommOp*>& satisfied);
 
   std::deque<UnitSource> sources_;
   std::deque<CommOp*> running_recvs_;

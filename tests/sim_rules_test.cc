@@ -402,9 +402,23 @@ TEST(Rules, R4_AnEagerSendNeedsAReceivingSideThatExists) {
 
 TEST(Rules, R4_AZeroByteSendCompletesWithoutItsRecv) {
   // Its one empty protocol step carries no data (measured: a zero-byte ungrouped exchange passes at
-  // first contact, where any data hangs).
+  // first contact, where any data hangs; a zero-byte send nobody receives completes).
   EXPECT_LT(late_receive_send_time(0, 0, true), 1 * kMs);
-  EXPECT_LT(late_receive_send_time(0, 0, false), 1 * kMs);
+  // A direction's first use still sets its end up, in a round that waits for the peer's (R1).
+  EXPECT_GE(late_receive_send_time(0, 0, false), 4 * kMs);
+}
+
+TEST(Rules, R4_DataSentOnADirectionWiredWronglyIsLost) {
+  // Both ranks send first at first contact: each sets its send end up in the round where the peer
+  // set its send end up, so neither direction is wired right; the sends complete, the receives
+  // hang (measured on H200 from 8 B on; a grouped exchange first wires both ways).
+  const std::string exchange = scenario_text("send_before_recv_no_eager.toml");
+  const auto r = run_toml(exchange);
+  ASSERT_EQ(r.verdict, Verdict::deadlock);
+  EXPECT_TRUE(has_note(r, "p2p-data-lost"));
+  const auto fixed = run_toml(scenario_text("send_before_recv_eager.toml"));
+  EXPECT_EQ(fixed.verdict, Verdict::pass);
+  EXPECT_FALSE(has_note(fixed, "p2p-data-lost"));
 }
 
 TEST(Rules, R4_CollectiveCompletesOnlyWhenEveryMemberStarted) {

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <initializer_list>
+#include <fstream>
+#include <sstream>
 #include <ostream>
 #include <set>
 #include <string>
@@ -117,6 +119,14 @@ inline std::string program_head(int ranks, std::string_view streams, std::string
   if (!runtime.empty()) s += "[runtime]\n" + std::string(runtime) + "\n";
   for (const CommDecl& c : comms) s += "[[communicator]]\nname = \"" + std::string(c.name) + "\"\nranks = " + c.ranks + "\n";
   return s;
+}
+
+// The text of a scenario of scenarios/programs/.
+inline std::string scenario_text(const std::string& name) {
+  std::ifstream in(std::string(PPSPEC_SOURCE_DIR) + "/scenarios/programs/" + name);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
 }
 
 inline bool has_note(const core::RunResult& r, std::string_view kind) {
