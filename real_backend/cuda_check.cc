@@ -8,16 +8,26 @@ void throw_cuda(const char* what, const char* call, const char* file, int line) 
   throw CudaError(fmt::format("{} failed: {} ({}:{})", call, what, file, line));
 }
 
-void throw_cuda_status(cudaError_t status, const char* call, const char* file, int line) {
-  const std::string what = fmt::format("{} failed: {} ({}:{})", call, cudaGetErrorString(status), file, line);
+namespace {
+
+// CUDA's sticky errors: a kernel of the process faulted, and every later call fails with it.
+bool sticky(cudaError_t status) {
   switch (status) {
     case cudaErrorIllegalAddress:
     case cudaErrorMisalignedAddress:
     case cudaErrorIllegalInstruction:
     case cudaErrorHardwareStackError:
-    case cudaErrorLaunchFailure: throw DeviceFault(what);
-    default: throw CudaError(what);
+    case cudaErrorLaunchFailure: return true;
+    default: return false;
   }
+}
+
+}  // namespace
+
+void throw_cuda_status(cudaError_t status, const char* call, const char* file, int line) {
+  const std::string what = fmt::format("{} failed: {} ({}:{})", call, cudaGetErrorString(status), file, line);
+  if (sticky(status)) throw DeviceFault(what);
+  throw CudaError(what);
 }
 
 namespace {
@@ -30,6 +40,10 @@ void throw_nccl(ncclResult_t result, const char* call, const char* file, int lin
   const std::string what = fmt::format("{} failed: {} ({}:{})", call, ncclGetErrorString(result), file, line);
   if (result == ncclInvalidUsage) throw NcclInvalidUsage(what);
   if (result == ncclInternalError && t_nccl_call_captured) throw NcclCaptureError(what);
+  // NCCL reports a CUDA error of its own calls as ncclUnhandledCudaError: when it is CUDA's sticky
+  // error, a kernel faulted (a misaligned all_gather writing past the smaller buffer, fid-s1-0316).
+  if (const cudaError_t last = cudaPeekAtLastError(); result == ncclUnhandledCudaError && sticky(last))
+    throw DeviceFault(fmt::format("{}; CUDA: {}", what, cudaGetErrorString(last)));
   throw CudaError(what);
 }
 

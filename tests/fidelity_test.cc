@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 
@@ -86,6 +87,40 @@ TEST(Fidelity, TheSimulatorOnlyRunWritesProgramsResultsAndTheTable) {
   // Each written program runs as it is and meets the expectation the simulator gave it.
   const program::Program p = loader::load_program_file((dir / "programs" / "fid-s1-0007.toml").string());
   EXPECT_EQ(p.name, "fid-s1-0007");
+  std::filesystem::remove_all(dir);
+}
+
+// `--backend recorded` judges the simulator against GPU results kept in OUT/results: a program the
+// GPUs agreed with passes, one they contradict is kept as a scenario with both verdicts.
+TEST(Fidelity, RecordedGpuResultsAreJudgedBothWays) {
+  const auto dir = std::filesystem::temp_directory_path() / "ppspec-fidelity-recorded";
+  std::filesystem::remove_all(dir);
+  tools::FidelityArgs args;
+  args.programs = 6;
+  args.out = dir.string();
+  std::ostringstream out, err;
+  ASSERT_EQ(tools::fidelity_main(args, out, err), 0) << err.str();
+  auto record = [&](const std::string& name, const std::string& gpu) {
+    const auto path = dir / "results" / (name + ".json");
+    std::ifstream in(path);
+    nlohmann::json j = nlohmann::json::parse(in);
+    j["gpu"] = gpu;
+    j["gpu_summary"] = "recorded by the test";
+    std::ofstream(path) << j.dump();
+    return j.at("sim").at(0).get<std::string>();
+  };
+  const std::string first = record("fid-s1-0000", "");
+  record("fid-s1-0000", first);  // the GPU gave what the simulator gives: agreement
+  args.backend = "recorded";
+  ASSERT_EQ(tools::fidelity_main(args, out, err), 0) << out.str();
+  EXPECT_NE(out.str().find("1 compared on GPUs, 1 agree"), std::string::npos) << out.str();
+  record("fid-s1-0001", "error");  // a GPU run that failed agrees with nothing
+  EXPECT_EQ(tools::fidelity_main(args, out, err), 1);
+  EXPECT_NE(out.str().find("2 compared on GPUs, 1 agree"), std::string::npos) << out.str();
+  std::ifstream kept(dir / "disagreements" / "fid-s1-0001.toml");
+  std::stringstream text;
+  text << kept.rdbuf();
+  EXPECT_NE(text.str().find("# GPU: error — recorded by the test"), std::string::npos) << text.str();
   std::filesystem::remove_all(dir);
 }
 

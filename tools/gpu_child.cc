@@ -15,6 +15,7 @@
 #include "tools/report.h"
 #include "traces/jsonl_writer.h"
 #include "traces/trace_reader.h"
+#include "verify/pairing_checker.h"
 #include "verify/trace_check.h"
 
 namespace ppspec::tools {
@@ -106,6 +107,8 @@ int gpu_child_main(const GpuChildArgs& args) {
   cfg.on_verdict = [&](const core::Finding& f) {
     std::lock_guard<std::mutex> lock(finish_mu);
     core::RunResult r = check();
+    // What never paired because the run ended on this error is no finding of its own: the error is.
+    std::erase_if(r.findings, [](const core::Finding& g) { return g.kind == verify::kUnmatchedKind; });
     // The earliest failure decides (verify/findings.h): a misalignment the checker found before
     // NCCL rejected a call comes first.
     core::Finding ended = f;

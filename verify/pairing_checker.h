@@ -3,6 +3,8 @@
 // where NCCL itself notices nothing) and offline (a recorded trace).
 #pragma once
 
+#include <string_view>
+
 #include <deque>
 #include <map>
 #include <optional>
@@ -15,6 +17,9 @@
 #include "core/verdict.h"
 
 namespace ppspec::verify {
+
+// The kind of the finding for an operation whose partner was never posted by the end of the run.
+inline constexpr std::string_view kUnmatchedKind = "unmatched";
 
 class PairingChecker final : public core::EventSink {
  public:
