@@ -40,10 +40,6 @@ void throw_nccl(ncclResult_t result, const char* call, const char* file, int lin
   const std::string what = fmt::format("{} failed: {} ({}:{})", call, ncclGetErrorString(result), file, line);
   if (result == ncclInvalidUsage) throw NcclInvalidUsage(what);
   if (result == ncclInternalError && t_nccl_call_captured) throw NcclCaptureError(what);
-  // NCCL reports a CUDA error of its own calls as ncclUnhandledCudaError: when it is CUDA's sticky
-  // error, a kernel faulted (a misaligned all_gather writing past the smaller buffer, fid-s1-0316).
-  if (const cudaError_t last = cudaPeekAtLastError(); result == ncclUnhandledCudaError && sticky(last))
-    throw DeviceFault(fmt::format("{}; CUDA: {}", what, cudaGetErrorString(last)));
   throw CudaError(what);
 }
 
