@@ -61,10 +61,9 @@ Connection& SimComm::setup_round(int a, int b, int64_t k) {
   return ps.rounds[static_cast<size_t>(k)];
 }
 
-bool SimComm::wired(int src, int dst) const {
+bool SimComm::wired(int src, int dst) {
   if (src == dst) return true;  // nothing to connect to oneself
-  const PairSetup* ps = p2p_setups.find(std::min(src, dst), std::max(src, dst));
-  return ps != nullptr && ps->wired(src < dst ? 0 : 1);
+  return pair_setup(src, dst).wired(src < dst ? 0 : 1);  // the memo: the hot path's lookup
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -507,7 +506,8 @@ void CommSystem::publish_mismatch(const core::Finding& f, core::RankId rank, std
 void CommSystem::connect(const std::vector<PartSpec>& parts) {
   World& w = rt_.world();
   std::vector<Connection*> needed;
-  std::vector<PairSetup*> touched;
+  std::vector<PairSetup*>& touched = setup_scratch_;  // reused: connect runs on every post
+  touched.clear();
   for (const PartSpec& p : parts) {
     const bool p2p = core::is_p2p(p.desc.kind);
     // NCCL_RUNTIME_CONNECT=0 connects collectives' channels at init; p2p peers are connected at
@@ -723,7 +723,9 @@ void CommSystem::watch_if_waiting(CommKernel& k) {
   const bool waits = std::any_of(k.parts.begin(), k.parts.end(), [eager](const CommOp& op) {
     return op.spec.desc.kind != core::OpKind::send || eager <= 0 || static_cast<int64_t>(op.spec.buf.bytes()) > eager;
   });
-  if (waits) k.wait_id = dev.blocking().on_wait_issued(k.issue_clock, describe_kernel(k), k.primary()->full_name(), &k, nullptr);
+  // The words are built only where hazards are tracked: this runs on every launch.
+  if (waits && dev.blocking().active())
+    k.wait_id = dev.blocking().on_wait_issued(k.issue_clock, describe_kernel(k), k.primary()->full_name(), &k, nullptr);
 }
 
 // A send on a direction wired wrongly (PairSetup): it completes, and its data is gone; the receive

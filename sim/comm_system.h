@@ -163,7 +163,7 @@ struct SimComm {
   const CollSlot* find_slot(int64_t k) const;  // null if retired or not posted yet
   PairSetup& pair_setup(int a, int b);
   Connection& setup_round(int a, int b, int64_t k);  // round k of the pair, made when first needed
-  bool wired(int src, int dst) const;                // data sent src -> dst reaches dst (R4)
+  bool wired(int src, int dst);                      // data sent src -> dst reaches dst (R4)
 };
 
 class SimCommHandle final : public core::Communicator {
@@ -284,6 +284,7 @@ class CommSystem {
   std::vector<std::unique_ptr<SimComm>> comms_;
   std::deque<std::unique_ptr<CommKernel>> kernels_;
   std::vector<std::unique_ptr<CommKernel>> free_kernels_;
+  std::vector<PairSetup*> setup_scratch_;  // connect()'s pairs of one call
   std::vector<uint64_t> rank_issue_;  // per global rank
   OrderInversions inversions_;
   int64_t next_op_id_ = 0;

@@ -1,5 +1,7 @@
 #include "sim/deadlock_detector.h"
 
+#include "core/assert.h"
+
 #include <algorithm>
 #include <cassert>
 #include <cstdint>
@@ -65,8 +67,9 @@ struct CollectiveLinks {
 // "event 'ready', recorded on rank0.side at prog.toml:12": which record a wait needs, so that a
 // reader can find both lines of the program (the wait's own line is its node's origin).
 std::string event_words(const WaitInfo& w) {
-  std::string s = fmt::format("event '{}', recorded on {}", w.event.event, w.stream->full_name());
-  if (!w.event.recorded_at.empty()) s += fmt::format(" at {}", w.event.recorded_at);
+  PPSPEC_ASSERT(w.event != nullptr, "an event wait without its event");
+  std::string s = fmt::format("event '{}', recorded on {}", w.event->event, w.stream->full_name());
+  if (!w.event->recorded_at.empty()) s += fmt::format(" at {}", w.event->recorded_at);
   return s;
 }
 
@@ -321,7 +324,7 @@ void Explainer::explain_host(const Fiber& f, const WaitInfo& w, Node& n) {
       // The host's own call site is this node's origin: the line of the wait.
       n.state = fmt::format("blocked in event_sync of {}", event_words(w));
       n.short_ = "event_sync";
-      n.links.push_back({w.stream->fiber(), -1, word(fmt::format("has not reached the record of event '{}'", w.event.event))});
+      n.links.push_back({w.stream->fiber(), -1, word(fmt::format("has not reached the record of event '{}'", w.event->event))});
       return;
     case WaitKind::device_drain: {
       const SimDevice& dev = *w.device;
@@ -442,8 +445,8 @@ void Explainer::explain_stream(const WaitInfo& w, Node& n) {
     case WaitKind::event_wait:
       n.state = fmt::format("waits (wait_event) for {}", event_words(w));
       n.short_ = "event wait";
-      n.site.origin = std::string(w.event.waited_at);
-      n.links.push_back({w.stream->fiber(), -1, word(fmt::format("has not reached the record of event '{}'", w.event.event))});
+      n.site.origin = std::string(w.event->waited_at);
+      n.links.push_back({w.stream->fiber(), -1, word(fmt::format("has not reached the record of event '{}'", w.event->event))});
       return;
     default:
       n.state = fmt::format("waiting ({})", w.what);

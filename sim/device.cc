@@ -389,9 +389,9 @@ void SimDevice::event_sync(core::DeviceEvent e) {
   if (ev.stream != nullptr) {
     auto* st = const_cast<SimStream*>(ev.stream);
     const std::shared_ptr<const VectorClock> seen = ev.clock;  // the event may be recorded again meanwhile
-    st->wait_completed(ev.target, WaitInfo{.kind = WaitKind::event_sync, .what = "event_sync", .stream = st,
-                                           .device = this,
-                                           .event = EventWaitSite{ev.name, ev.origin, rt_.host_state().call_site}});
+    const EventWaitSite site{ev.name, ev.origin, rt_.host_state().call_site};  // lives while this thread waits
+    st->wait_completed(ev.target,
+                       WaitInfo{.kind = WaitKind::event_sync, .what = "event_sync", .stream = st, .device = this, .event = &site});
     if (VectorClock* mine = world().host_clock(); mine != nullptr && seen) mine->join(*seen);
   }
   leave();

@@ -65,7 +65,9 @@ struct WaitInfo {
   Connection* connection = nullptr;
   CommInit* init = nullptr;
   SimHostChannel* channel = nullptr;
-  EventWaitSite event{};  // event_sync, event_wait
+  // event_sync, event_wait: where the wait's words live while it waits (the caller's frame, or the
+  // stream's work item). A pointer: WaitInfo is reset on every wake-up, and three views cost.
+  const EventWaitSite* event = nullptr;
   SimFlag* flag = nullptr;
   Fiber* holder = nullptr;
 };

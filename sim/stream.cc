@@ -106,7 +106,7 @@ void SimStream::execute(WorkItem& item) {
       clock_.join(item.enqueue_clock());
       auto* src = const_cast<SimStream*>(item.wait_stream);
       src->wait_completed(item.wait_target, WaitInfo{.kind = WaitKind::event_wait, .what = "stream_wait_event",
-                                                     .stream = src, .event = item.event});
+                                                     .stream = src, .event = &item.event});
       if (item.clocks && item.clocks->awaited) clock_.join(*item.clocks->awaited);
       return;
     }
