@@ -907,13 +907,7 @@ TEST(Rules, R9_AFirstUseOfOneDirectionInsideACaptureIsInvalidUsage) {
         {{ op = "graph_launch", graph = "g", stream = "main" }}, {{ op = "device_sync" }})",
                        peer);
   };
-  auto r = run_toml(R"(
-kind = "program"
-ranks = 2
-[[communicator]]
-name = "c"
-ranks = [0, 1]
-[rank.0]
+  auto r = run_toml(program_head(2, "", "", {{"c", "[0, 1]"}}) + R"([rank.0]
 ops = [ { op = "send", comm = "c", peer = 1, count = 1 }, { op = "device_sync" }, )" +
                     exchange(1) + R"( ]
 [rank.1]
@@ -929,13 +923,7 @@ verdict = "pass"
 TEST(Rules, R9_AFirstContactInsideACaptureWaitsForThePeerFirst) {
   // The capture's connection meets its peer as any first contact does: a peer that never comes
   // leaves the capturing host waiting, a hang on H200 (ncclGroupEnd never returns), not an error.
-  auto r = run_toml(R"(
-kind = "program"
-ranks = 2
-[[communicator]]
-name = "c"
-ranks = [0, 1]
-[rank.0]
+  auto r = run_toml(program_head(2, "", "", {{"c", "[0, 1]"}}) + R"([rank.0]
 ops = [ { op = "capture_begin", stream = "main" }, { op = "send", comm = "c", peer = 1, count = 8 },
         { op = "capture_end", stream = "main", graph = "g" }, { op = "device_sync" } ]
 [rank.1]
