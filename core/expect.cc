@@ -8,6 +8,11 @@ namespace ppspec::core {
 std::string expectation_mismatch(const Expect& expect, const RunResult& r) {
   if (r.verdict != expect.verdict)
     return fmt::format("verdict {}, expected {}", to_string(r.verdict), to_string(expect.verdict));
+  if (expect.kind) {
+    const std::string got = r.findings.empty() ? std::string("none") : r.findings.front().kind;
+    if (got != *expect.kind)
+      return fmt::format("verdict {} of kind {}, expected kind {}", to_string(r.verdict), got, *expect.kind);
+  }
   if (!expect.hazards) return "";
   std::vector<std::string> kinds;
   for (const auto* list : {&r.notes, &r.findings})

@@ -14,6 +14,9 @@ struct Expect {
   Verdict verdict = Verdict::pass;
   std::optional<Verdict> gpu_verdict;  // for the real backend, where hardware may differ
   std::optional<std::vector<std::string>> hazards;  // if given: exactly these hazard kinds, sorted
+  // If given: the kind of the finding that decided the verdict (the first), so that the right
+  // verdict for the wrong reason does not pass (core/finding_kinds.h).
+  std::optional<std::string> kind;
 };
 
 // Why a simulated run does not meet the expectation, in words; empty when it does.

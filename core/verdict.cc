@@ -6,7 +6,7 @@
 
 namespace ppspec::core {
 namespace {
-constexpr EnumNames<Verdict, 13> kNames{{{
+constexpr EnumNames<Verdict, 15> kNames{{{
     {"pass", Verdict::pass},
     {"fifo-misalignment", Verdict::fifo_misalignment},
     {"deadlock", Verdict::deadlock},
@@ -20,6 +20,8 @@ constexpr EnumNames<Verdict, 13> kNames{{{
     {"hang", Verdict::hang},
     {"invalid-usage", Verdict::invalid_usage},
     {"device-fault", Verdict::device_fault},
+    {"race", Verdict::race},
+    {"stage-divergence", Verdict::stage_divergence},
 }}};
 const std::string kList = kNames.list();
 }  // namespace

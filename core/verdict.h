@@ -27,6 +27,8 @@ enum class Verdict : uint8_t {
   hang,
   invalid_usage,  // what CUDA or NCCL itself rejects at run time (e.g. a capture-unsafe call during a capture)
   device_fault,   // GPUs only: a kernel faulted (illegal address): CUDA's sticky error ends the process's GPU work
+  race,              // two accesses to the same bytes, one a write, with no happens-before between them
+  stage_divergence,  // pipeline stages disagree on what they embed for a request at a step
 };
 
 std::string_view to_string(Verdict v);

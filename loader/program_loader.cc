@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "core/hash.h"
+#include "core/finding_kinds.h"
 #include "core/hazard_kinds.h"
 #include "core/printable.h"
 #include "loader/toml_reader.h"
@@ -627,6 +628,20 @@ std::vector<std::string> read_hazards(const toml::array& hz, const std::string& 
   return kinds;
 }
 
+// `kind` names the first finding's kind, one that the expected verdict can have.
+std::optional<std::string> read_finding_kind(TableReader& e, V verdict) {
+  auto name = e.string("kind");
+  if (!name) return std::nullopt;
+  if (verdict == V::pass) e.fail("kind", "a 'pass' has no finding, so no kind: remove 'kind' or expect a failing verdict");
+  std::string known;
+  for (const auto& k : core::kFindingKinds) {
+    if (k.verdict != verdict) continue;
+    if (k.name == *name) return name;
+    known += fmt::format("{}{}", known.empty() ? "" : ", ", k.name);
+  }
+  e.fail("kind", fmt::format("'{}' is not a kind of '{}' (one of: {})", core::printable(*name, 60), core::to_string(verdict), known));
+}
+
 }  // namespace
 
 core::Expect read_expect(TableReader& top, const std::string& file, std::string_view kind) {
@@ -634,7 +649,7 @@ core::Expect read_expect(TableReader& top, const std::string& file, std::string_
   if (expect == nullptr) top.fail_here("missing [expect] with the expected 'verdict'");
   core::Expect x;
   TableReader e(*expect, file, "[expect]");
-  e.only("verdict, gpu_verdict, hazards");
+  e.only("verdict, gpu_verdict, hazards, kind");
   const bool serving = kind == "serving";
   const std::span<const V> verdicts = serving ? std::span<const V>(kServingVerdicts) : std::span<const V>(kProgramVerdicts);
   auto v = read_verdict(e, "verdict", verdicts, serving ? "serving" : "program");
@@ -643,7 +658,8 @@ core::Expect read_expect(TableReader& top, const std::string& file, std::string_
   x.gpu_verdict = serving ? read_verdict(e, "gpu_verdict", kServingGpuVerdicts, "on GPUs, serving")
                           : read_verdict(e, "gpu_verdict", kProgramGpuVerdicts, "on GPUs, program");
   if (const toml::array* hz = e.array("hazards")) x.hazards = read_hazards(*hz, file, kind);
-  e.finish("verdict, gpu_verdict, hazards");
+  x.kind = read_finding_kind(e, x.verdict);
+  e.finish("verdict, gpu_verdict, hazards, kind");
   return x;
 }
 

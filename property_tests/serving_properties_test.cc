@@ -69,6 +69,8 @@ TEST(ServingRegressions, EveryFaultHasATwin) {
   ASSERT_GE(faults.size(), 8u);
   for (const std::string& f : faults) EXPECT_TRUE(scenarios().count(f + "_off")) << f << " has no fault-off twin";
   for (const std::string& t : names(false)) EXPECT_EQ(scenarios().at(t).expect.verdict, core::Verdict::pass) << t;
+  // The right verdict for the wrong reason must not pass: every fault pins its finding's kind.
+  for (const std::string& f : faults) EXPECT_TRUE(scenarios().at(f).expect.kind.has_value()) << f << " does not pin [expect] kind";
 }
 
 RC_GTEST_PROP(ServingFaultsOff, AnySeedAndPolicyPasses, ()) {
@@ -97,6 +99,8 @@ RC_GTEST_PROP(ServingFaults, EachIsCaughtWithinItsSeedBudget, ()) {
     o.strategy = strategy;
     const serving::ServingRun run = serving::run_on_sim(s, o);
     if (run.result.verdict != s.expect.verdict) continue;
+    // Caught for the reason the scenario names, not merely with its verdict.
+    RC_ASSERT(run.result.findings.front().kind == *s.expect.kind);
     // Caught: the report must say where — a rank and the step, or the host call that hung.
     const core::Finding& f = run.result.findings.front();
     RC_ASSERT(!f.sites.empty());

@@ -103,6 +103,10 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"missing_expect", with("[expect]\nverdict = \"pass\"\n", ""), 1, "missing [expect]"},
         Bad{"hazards_not_strings", with("verdict = \"pass\"\n", "verdict = \"pass\"\nhazards = [3]\n"), 38,
             "[expect] 'hazards': expected hazard kinds as strings"},
+        Bad{"kind_with_pass", with("verdict = \"pass\"\n", "verdict = \"pass\"\nkind = \"padding\"\n"), 38,
+            "a 'pass' has no finding, so no kind"},
+        Bad{"kind_of_another_verdict", with("verdict = \"pass\"\n", "verdict = \"stale-draft\"\nkind = \"padding\"\n"), 38,
+            "'padding' is not a kind of 'stale-draft' (one of: draft-freshness, draft-relay)"},
         Bad{"unknown_expect_key", with("verdict = \"pass\"\n", "verdict = \"pass\"\nhazard = []\n"), 38,
             "unknown key 'hazard'"}),
     [](const ::testing::TestParamInfo<Bad>& p) { return p.param.name; });

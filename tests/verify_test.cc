@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "core/expect.h"
 #include "traces/trace_reader.h"
 #include "verify/trace_check.h"
 
@@ -94,6 +95,24 @@ TEST(Verify, CollectivePostedByOneMemberOnlyIsUnmatched) {
   ASSERT_EQ(r.verdict, core::Verdict::fifo_misalignment);
   EXPECT_EQ(r.findings[0].kind, "unmatched");
   EXPECT_NE(r.findings[0].summary.find("collective #1"), std::string::npos) << r.findings[0].summary;
+}
+
+// [expect] kind: the right verdict for the wrong reason does not meet the expectation.
+TEST(Expect, KindPinsTheFirstFindingsReason) {
+  core::RunResult r;
+  r.verdict = core::Verdict::fifo_misalignment;
+  core::Finding f;
+  f.verdict = core::Verdict::fifo_misalignment;
+  f.kind = "gate-disagreement";
+  r.findings.push_back(f);
+  core::Expect x;
+  x.verdict = core::Verdict::fifo_misalignment;
+  EXPECT_EQ(core::expectation_mismatch(x, r), "");  // no kind pinned: the verdict alone decides
+  x.kind = "gate-disagreement";
+  EXPECT_EQ(core::expectation_mismatch(x, r), "");
+  x.kind = "collective-mismatch";
+  EXPECT_EQ(core::expectation_mismatch(x, r),
+            "verdict fifo-misalignment of kind gate-disagreement, expected kind collective-mismatch");
 }
 
 }  // namespace

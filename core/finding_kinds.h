@@ -1,0 +1,101 @@
+// The kinds of finding ppspec reports, each under the one verdict it decides. A finding's `kind`
+// says *why* a verdict was given (`gate-disagreement` and `collective-mismatch` are both
+// `fifo-misalignment`), so a scenario pins it with `[expect] kind` and the loader checks the name
+// against this table: a misspelt kind is an input error, not a run that can never meet its
+// expectation. Hazard kinds live in core/hazard_kinds.h and are listed here under `hazard` too.
+#pragma once
+
+#include <array>
+#include <string_view>
+
+#include "core/hazard_kinds.h"
+#include "core/verdict.h"
+
+namespace ppspec::core {
+
+// fifo-misalignment
+inline constexpr std::string_view kKindCollectiveMismatch = "collective-mismatch";
+inline constexpr std::string_view kKindP2pMismatch = "p2p-mismatch";
+inline constexpr std::string_view kKindGateDisagreement = "gate-disagreement";
+inline constexpr std::string_view kKindUnmatched = "unmatched";
+// deadlock
+inline constexpr std::string_view kKindCycle = "cycle";
+inline constexpr std::string_view kKindStuck = "stuck";
+// stale-draft
+inline constexpr std::string_view kKindDraftFreshness = "draft-freshness";
+inline constexpr std::string_view kKindDraftRelay = "draft-relay";
+// padding-violation, embedding-violation
+inline constexpr std::string_view kKindPadding = "padding";
+inline constexpr std::string_view kKindEmbedding = "embedding";
+// output-divergence
+inline constexpr std::string_view kKindGolden = "golden";
+inline constexpr std::string_view kKindPpInvariance = "pp-invariance";
+inline constexpr std::string_view kKindPaddingInvariance = "padding-invariance";
+inline constexpr std::string_view kKindSimGpu = "sim-gpu";
+inline constexpr std::string_view kKindDrafterOracle = "drafter-oracle";
+inline constexpr std::string_view kKindAcceptance = "acceptance";
+// race
+inline constexpr std::string_view kKindStreamRace = "stream-race";
+// stage-divergence
+inline constexpr std::string_view kKindStagePosition = "stage-position";
+inline constexpr std::string_view kKindStageToken = "stage-token";
+inline constexpr std::string_view kKindStageDrafts = "stage-drafts";
+inline constexpr std::string_view kKindStageAdoption = "stage-adoption";
+// nondeterminism, step-limit, hang, invalid-usage, device-fault
+inline constexpr std::string_view kKindReplayDiverged = "replay-diverged";
+inline constexpr std::string_view kKindStepLimit = "step-limit";
+inline constexpr std::string_view kKindTimeLimit = "time-limit";
+inline constexpr std::string_view kKindWatchdog = "watchdog";
+inline constexpr std::string_view kKindConnectInCapture = "connect-in-capture";
+inline constexpr std::string_view kKindUnmatchedSelfP2p = "unmatched-self-p2p";
+inline constexpr std::string_view kKindNcclInvalidUsage = "nccl-invalid-usage";
+inline constexpr std::string_view kKindCaptureConflict = "capture-conflict";
+inline constexpr std::string_view kKindCaptureUnsafeCall = "capture-unsafe-call";
+inline constexpr std::string_view kKindDeviceFault = "device-fault";
+
+struct FindingKindName {
+  Verdict verdict;
+  std::string_view name;
+};
+
+inline constexpr std::array<FindingKindName, 37> kFindingKinds{{
+    {Verdict::fifo_misalignment, kKindCollectiveMismatch},
+    {Verdict::fifo_misalignment, kKindP2pMismatch},
+    {Verdict::fifo_misalignment, kKindGateDisagreement},
+    {Verdict::fifo_misalignment, kKindUnmatched},
+    {Verdict::deadlock, kKindCycle},
+    {Verdict::deadlock, kKindStuck},
+    {Verdict::hazard, kHazardModuleLoadInFlight},
+    {Verdict::hazard, kHazardMallocInFlight},
+    {Verdict::hazard, kHazardDeviceSyncInFlight},
+    {Verdict::hazard, kHazardCrossCommunicatorOrder},
+    {Verdict::hazard, kHazardFeedbackDuringWarmup},
+    {Verdict::hazard, kHazardModuleLoadAfterWarmup},
+    {Verdict::stale_draft, kKindDraftFreshness},
+    {Verdict::stale_draft, kKindDraftRelay},
+    {Verdict::padding_violation, kKindPadding},
+    {Verdict::embedding_violation, kKindEmbedding},
+    {Verdict::output_divergence, kKindGolden},
+    {Verdict::output_divergence, kKindPpInvariance},
+    {Verdict::output_divergence, kKindPaddingInvariance},
+    {Verdict::output_divergence, kKindSimGpu},
+    {Verdict::output_divergence, kKindDrafterOracle},
+    {Verdict::output_divergence, kKindAcceptance},
+    {Verdict::race, kKindStreamRace},
+    {Verdict::stage_divergence, kKindStagePosition},
+    {Verdict::stage_divergence, kKindStageToken},
+    {Verdict::stage_divergence, kKindStageDrafts},
+    {Verdict::stage_divergence, kKindStageAdoption},
+    {Verdict::nondeterminism, kKindReplayDiverged},
+    {Verdict::step_limit, kKindStepLimit},
+    {Verdict::step_limit, kKindTimeLimit},
+    {Verdict::hang, kKindWatchdog},
+    {Verdict::invalid_usage, kKindConnectInCapture},
+    {Verdict::invalid_usage, kKindUnmatchedSelfP2p},
+    {Verdict::invalid_usage, kKindNcclInvalidUsage},
+    {Verdict::invalid_usage, kKindCaptureConflict},
+    {Verdict::invalid_usage, kKindCaptureUnsafeCall},
+    {Verdict::device_fault, kKindDeviceFault},
+}};
+
+}  // namespace ppspec::core
