@@ -53,7 +53,8 @@ TEST(Cli, UnexpectedVerdictExitsOneWithTheReproduceCommand) {
   std::stringstream ss;
   ss << in.rdbuf();
   std::string text = ss.str();
-  text.replace(text.find("verdict = \"deadlock\"\nkind = \"cycle\""), 34, "verdict = \"pass\"");
+  const std::string expected = "verdict = \"deadlock\"\nkind = \"cycle\"";
+  text.replace(text.find(expected), expected.size(), "verdict = \"pass\"");
   const std::string file = temp_file("unexpected.toml", text);
   auto r = run({.files = {file}, .seed = 7, .seeds = 5});
   EXPECT_EQ(r.code, 1);
