@@ -76,6 +76,9 @@ struct Faults {
   bool uncleared_padding = false;
   bool router_ignores_padding = false;
   bool alias_target_embed = false;
+  // vLLM #55745: the batch's drafts are gathered for the relay on the side stream, after it waits
+  // for the main stream, but nothing makes the next step's main-stream writes wait for the gather.
+  bool unordered_draft_gather = false;
 };
 
 struct EngineConfig {

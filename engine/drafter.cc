@@ -51,6 +51,7 @@ Drafter::Drafter(RankContext& c) : ctx_(c) {
   expert_scale_ = c.alloc(Dtype::f32, E, 1, "draft.experts");
   confidence_ = c.alloc(Dtype::f32, q, 1, "draft.confidence");
   drafts_ = c.alloc(Dtype::i64, n, c.k, "draft.proposed");
+  if (c.cfg.faults.unordered_draft_gather) gathered_after_ = c.dev.event("draft.main_done");
 }
 
 void Drafter::load_checkpoint() {
@@ -115,9 +116,16 @@ int Drafter::propose(const SchedulerOutput& so, const std::vector<int32_t>& samp
         probe(rt, core::EventKind::drafts_proposed, rank, step, ids[d], std::vector<int64_t>(drafts.begin(), drafts.end()));
       }
     });
-  ctx_.run("gather_drafts", "",
-           kn::GatherDraftsKernel{k, span_of<int32_t>(in.idx_mapping), span_of<int64_t>(tables.draft_tokens), span_of<int64_t>(slot.drafts)},
-           n);
+  const kn::GatherDraftsKernel gather{k, span_of<int32_t>(in.idx_mapping), span_of<int64_t>(tables.draft_tokens),
+                                      span_of<int64_t>(slot.drafts)};
+  if (!ctx_.cfg.faults.unordered_draft_gather) {
+    ctx_.run("gather_drafts", "", gather, n);
+    return nd;
+  }
+  // The fault: on the side stream, ordered after this step's main-stream work only.
+  ctx_.dev.record(gathered_after_, ctx_.main);
+  ctx_.dev.stream_wait(ctx_.side, gathered_after_);
+  launch_kernel(ctx_.dev, ctx_.side, core::KernelRef{"gather_drafts", ""}, gather, n);
   return nd;
 }
 

@@ -45,6 +45,7 @@ class Drafter {
   // The MoE layer.
   core::Buffer gating_, router_bias_, topk_ids_, topk_weights_, expert_scale_, confidence_;
   core::Buffer drafts_;
+  core::DeviceEvent gathered_after_;  // the unordered_draft_gather fault's side-stream wait
 };
 
 }  // namespace ppspec::engine

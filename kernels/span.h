@@ -11,6 +11,7 @@
 #include <string>
 #include <type_traits>
 
+#include "kernels/access.h"
 #include "kernels/row.h"
 
 #if defined(__CUDACC__)
@@ -57,7 +58,18 @@ struct Span {
   PPSPEC_HD T* end() const { return data + size; }
   PPSPEC_HD T& operator[](int64_t i) const {
     if (i < 0 || i >= size) out_of_bounds(i, 1, size);
+#if !defined(__CUDA_ARCH__)
+    if (t_access_observer != nullptr) t_access_observer->on_access(data + i, sizeof(T), !std::is_const_v<T>);
+#endif
     return data[i];
+  }
+  // Elements [first, first + n) as one range access, for loops that walk raw pointers.
+  PPSPEC_HD const T* read_range(int64_t first, int64_t n) const {
+    const Span s = sub(first, n);
+#if !defined(__CUDA_ARCH__)
+    note_access(s.data, static_cast<size_t>(n) * sizeof(T), false);
+#endif
+    return s.data;
   }
   // Elements [first, first + n), checked once here.
   PPSPEC_HD Span sub(int64_t first, int64_t n) const {

@@ -55,7 +55,7 @@ PPSPEC_HD inline void sum_context(Span<const int32_t> blocks, int32_t max_blocks
     const int64_t n = last - q0 + 1 < block_size ? last - q0 + 1 : block_size;
     // The hottest loop of the simulator: the block's rows are checked once here, and with
     // j0 + nj <= stride every index below lies inside them.
-    const uint32_t* base = kv.sub(static_cast<int64_t>(block) * block_size * stride, n * stride).data;
+    const uint32_t* base = kv.read_range(static_cast<int64_t>(block) * block_size * stride, n * stride);
     for (int64_t o = 0; o < n; ++o)
       for (int32_t j = 0; j < nj; ++j) sum[j] += base[o * stride + j0 + j];
   }

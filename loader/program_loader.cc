@@ -30,7 +30,7 @@ using program::ProgramOp;
 constexpr std::string_view kTopKeys = "kind, name, description, ranks, streams, runtime, communicator, rank, explore, expect";
 constexpr std::string_view kRuntimeKeys =
     "module_loading, concurrency, on_mismatch, strict, runtime_connect, eager_bytes, unit_bytes, max_steps, "
-    "max_time_ms, jitter, hang_timeout_s, memory_budget_mb, cost";
+    "max_time_ms, jitter, hang_timeout_s, memory_budget_mb, race_detection, delay_stream, stream_delay_us, cost";
 constexpr std::string_view kCostKeys =
     "host_call_us, kernel_us, kernel_per_kwork_us, comm_latency_us, comm_gbps, module_load_us, jit_compile_us, "
     "comm_init_us, connect_us, memcpy_us";
@@ -432,6 +432,21 @@ void read_runtime(TableReader& r, sim::SimConfig& cfg, core::Time* hang_timeout)
     r.fail("memory_budget_mb", "program scenarios' buffers are modelled by size only and take no memory");
   if (!program && r.has("hang_timeout_s")) r.fail("hang_timeout_s", "serving scenarios run on the simulator only (no watchdog)");
   if (auto mb = r.integer("memory_budget_mb", 1, int64_t{1} << 30)) cfg.memory_budget_bytes = *mb << 20;
+  // The race detector watches backed buffers, which only serving runs have; a delayed stream
+  // makes a race show in the outputs too (sim/race_detector.h).
+  for (const char* key : {"race_detection", "delay_stream", "stream_delay_us"})
+    if (program && r.has(key)) r.fail(key, "program scenarios' buffers hold no data: races are checked in serving scenarios");
+  cfg.detect_races = r.boolean("race_detection").value_or(cfg.detect_races);
+  if (auto name = r.string("delay_stream")) {
+    if (*name != "main" && *name != "side")
+      r.fail("delay_stream", fmt::format("'{}' is not a stream of the engine (main, side)", core::printable(*name, 60)));
+    cfg.delayed_stream = *name;
+    cfg.stream_delay = 50 * core::kUs;
+  }
+  if (auto us = r.number("stream_delay_us", 0, 1e9)) {
+    if (cfg.delayed_stream.empty()) r.fail("stream_delay_us", "a delay needs 'delay_stream', the stream it delays");
+    cfg.stream_delay = us_to_time(*us);
+  }
   if (auto s = r.number("hang_timeout_s", 0.1, 3600); s && program)
     *hang_timeout = static_cast<core::Time>(*s * core::kSec);
   if (const toml::table* cost = r.table("cost")) {
@@ -592,7 +607,8 @@ constexpr V kServingGpuVerdicts[] = {V::pass, V::fifo_misalignment, V::hang, V::
                                      V::embedding_violation, V::output_divergence, V::hazard};
 constexpr V kServingVerdicts[] = {V::pass,          V::fifo_misalignment,   V::deadlock,          V::hazard,
                                   V::stale_draft,   V::padding_violation,   V::embedding_violation,
-                                  V::output_divergence, V::step_limit,     V::invalid_usage};
+                                  V::output_divergence, V::step_limit,     V::invalid_usage,
+                                  V::race,          V::stage_divergence};
 
 std::string names_of(std::span<const V> vs) {
   std::string s;

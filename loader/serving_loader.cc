@@ -124,7 +124,7 @@ serving::ServingScenario read_serving(const toml::table& root, const std::string
   }
   section("faults",
           "stale_drafts, double_post_drafts, lazy_post_update, warmup_feedback, narrow_sampled_width, uncleared_padding, "
-          "router_ignores_padding, alias_target_embed",
+          "router_ignores_padding, alias_target_embed, unordered_draft_gather",
           [&](TableReader& r) {
             engine::Faults& f = c.faults;
             f.stale_drafts = r.boolean("stale_drafts").value_or(false);
@@ -135,6 +135,7 @@ serving::ServingScenario read_serving(const toml::table& root, const std::string
             f.uncleared_padding = r.boolean("uncleared_padding").value_or(false);
             f.router_ignores_padding = r.boolean("router_ignores_padding").value_or(false);
             f.alias_target_embed = r.boolean("alias_target_embed").value_or(false);
+            f.unordered_draft_gather = r.boolean("unordered_draft_gather").value_or(false);
           });
   section("oracles", "golden, pp_invariance, padding_invariance", [&](TableReader& r) {
     s.oracles.golden = r.boolean("golden").value_or(true);

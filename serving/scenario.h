@@ -17,12 +17,19 @@ struct Oracles {
   bool padding_invariance = true;  // the same scenario without graphs (no padding) gives the same
 };
 
+// A serving run checks races unless its scenario says otherwise ([runtime] race_detection).
+inline sim::SimConfig serving_runtime_defaults() {
+  sim::SimConfig c;
+  c.detect_races = true;
+  return c;
+}
+
 struct ServingScenario {
   std::string name;
   std::string file;
   std::string description;
   engine::EngineConfig config;
-  sim::SimConfig runtime;  // [runtime]: the simulator's rules and costs; module loading on GPUs too
+  sim::SimConfig runtime = serving_runtime_defaults();  // [runtime]: the simulator's rules and costs; module loading on GPUs too
   Oracles oracles;
   core::Expect expect;
   uint64_t seed = 1;

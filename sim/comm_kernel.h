@@ -67,6 +67,7 @@ struct CommKernel {
   VectorClock start_clock;
   VectorClock done_clock;
   int64_t wait_id = -1;
+  std::string_view call_site;  // where the host launched it, for race reports
 
   SimStream* primary() const { return streams.front(); }
 };

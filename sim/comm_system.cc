@@ -676,6 +676,7 @@ void CommSystem::execute(CommKernel& k, SimStream& s) {
   }
   k.state = CommKernel::State::started;
   start_clock(k, s);
+  check_races(k, s);
   std::vector<CommOp*> satisfied;
   for (CommOp& op : k.parts) {
     op.started = true;
@@ -691,6 +692,29 @@ void CommSystem::execute(CommKernel& k, SimStream& s) {
   complete(k);
   s.observe(k.done_clock);
   depart(k);
+}
+
+void CommSystem::check_races(const CommKernel& k, SimStream& primary) {
+  // Each operation touches its buffers at the kernel's start clock: what happens after its
+  // completion happens after its start too (sim/race_detector.h).
+  RaceDetector* races = rt_.races();
+  if (races == nullptr) return;
+  const uint32_t actor = primary.fiber()->id;
+  races->begin(actor, k.start_clock.get(actor), k.start_clock,
+               AccessItem{&primary, "communication kernel", "", k.call_site, describe_kernel(k)});
+  for (const CommOp& op : k.parts) {
+    switch (op.spec.desc.kind) {
+      case core::OpKind::send: races->access_buffer(op.spec.buf, false); break;
+      case core::OpKind::broadcast: races->access_buffer(op.spec.buf, op.spec.peer != k.crank); break;
+      case core::OpKind::all_gather:
+        races->access_buffer(op.spec.buf, false);
+        races->access_buffer(op.spec.buf2, true);
+        break;
+      default: races->access_buffer(op.spec.buf, true); break;  // a receive; a reduction in place
+    }
+  }
+  races->end();
+  if (auto race = races->take_report()) rt_.world().request_stop(std::move(*race));
 }
 
 void CommSystem::start_clock(CommKernel& k, SimStream& primary) {

@@ -272,6 +272,7 @@ class CommSystem {
   void start_collective(CommOp& op, std::vector<CommOp*>& satisfied);
   void complete(CommKernel& k);
   void start_clock(CommKernel& k, SimStream& primary);
+  void check_races(const CommKernel& k, SimStream& primary);
   void on_satisfied(CommKernel& k);  // every part of k has its partners (R8 hazards: released)
   void watch_if_waiting(CommKernel& k);
   void depart(CommKernel& k);

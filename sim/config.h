@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "core/types.h"
 
@@ -46,6 +47,13 @@ struct SimConfig {
   // (serving); by size only otherwise (program scenarios), so a 32 GiB all-reduce costs nothing.
   bool backed_memory = true;
   int64_t memory_budget_bytes = int64_t{8} << 30;  // host bytes all backed buffers of a run may take
+  // The race detector (sim/race_detector.h): every backed buffer's accesses checked against
+  // happens-before. Serving runs turn it on; it keeps vector clocks for every stream.
+  bool detect_races = false;
+  // An exploration knob: every item on streams of this name ("side") takes `stream_delay` longer,
+  // so that a race also shows in the outputs. Empty: none.
+  std::string delayed_stream;
+  Time stream_delay = 0;
   CostModel cost;
 };
 

@@ -211,8 +211,17 @@ core::Buffer SimDevice::alloc(core::Dtype dtype, core::Shape shape, std::string_
   rt_.take_memory(2 * bytes, rank_, name);  // data and shadow
   std::vector<uint8_t>& data = memory_.emplace_back(bytes, 0);
   std::vector<uint8_t>& shadow = memory_.emplace_back(bytes, 0);
-  return core::Buffer(data.data(), shadow.data(), dtype, shape);
+  const core::Buffer b(data.data(), shadow.data(), dtype, shape);
+  if (RaceDetector* races = rt_.races()) races->on_alloc(rank_, b, name);
+  return b;
 }
+
+std::string_view SimDevice::caller_site() const {
+  const World& w = rt_.world();
+  return w.in_fiber() && w.current().host != nullptr ? w.current().host->call_site : std::string_view{};
+}
+
+RaceDetector* SimDevice::races() const { return rt_.races(); }
 
 void SimDevice::launch(core::Stream s, const core::KernelLaunch& k) {
   World& w = world();
@@ -267,6 +276,8 @@ void SimDevice::memcpy(core::Stream s, const core::Buffer& dst, const core::Buff
     throw std::invalid_argument(fmt::format("rank{}: memcpy of {} bytes into {} bytes", rank_, src.bytes(), dst.bytes()));
   enqueue_builtin(stream_impl(s), "memcpy", [dst, src] {
     if (src.bytes() == 0 || !dst.backed() || !src.backed()) return;
+    kernels::note_access(src.data(), src.bytes(), false);
+    kernels::note_access(dst.data(), src.bytes(), true);
     std::memcpy(dst.data(), src.data(), src.bytes());
     if (dst.shadow() != nullptr) {
       if (src.shadow() != nullptr)
@@ -280,6 +291,7 @@ void SimDevice::memcpy(core::Stream s, const core::Buffer& dst, const core::Buff
 void SimDevice::memset(core::Stream s, const core::Buffer& dst, uint8_t value) {
   enqueue_builtin(stream_impl(s), "memset", [dst, value] {
     if (dst.bytes() == 0 || !dst.backed()) return;
+    kernels::note_access(dst.data(), dst.bytes(), true);
     std::memset(dst.data(), value, dst.bytes());
     dst.mark_all_written();
   });
@@ -290,6 +302,7 @@ void SimDevice::upload(core::Stream s, const core::Buffer& dst, std::vector<uint
     throw std::invalid_argument(fmt::format("rank{}: upload of {} bytes into {} bytes", rank_, bytes.size(), dst.bytes()));
   enqueue_builtin(stream_impl(s), "memcpy_h2d", [dst, data = std::move(bytes)] {
     if (data.empty() || !dst.backed()) return;
+    kernels::note_access(dst.data(), data.size(), true);
     std::memcpy(dst.data(), data.data(), data.size());
     if (dst.shadow() != nullptr) std::memset(dst.shadow(), 1, data.size());
   });
@@ -297,7 +310,9 @@ void SimDevice::upload(core::Stream s, const core::Buffer& dst, std::vector<uint
 
 void SimDevice::download(core::Stream s, void* dst, const core::Buffer& src) {
   enqueue_builtin(stream_impl(s), "memcpy_d2h", [dst, src] {
-    if (src.bytes() != 0 && src.backed()) std::memcpy(dst, src.data(), src.bytes());
+    if (src.bytes() == 0 || !src.backed()) return;
+    kernels::note_access(src.data(), src.bytes(), false);
+    std::memcpy(dst, src.data(), src.bytes());
   });
 }
 

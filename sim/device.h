@@ -20,6 +20,7 @@
 namespace ppspec::sim {
 
 class SimRuntime;
+class RaceDetector;
 class CommSystem;
 struct CommKernel;
 
@@ -50,6 +51,9 @@ class SimDevice final : public core::Device {
   core::Stream stream(std::string_view name) override;
   std::string_view stream_name(core::Stream s) const override;
   core::Buffer alloc(core::Dtype dtype, core::Shape shape, std::string_view name) override;
+  // Where the calling host thread is (its call site), or empty outside a host thread.
+  std::string_view caller_site() const;
+  RaceDetector* races() const;
   void launch(core::Stream s, const core::KernelLaunch& k) override;
   void preload(core::KernelRef k, std::function<void()> device_load = {}) override;
   void memcpy(core::Stream s, const core::Buffer& dst, const core::Buffer& src) override;

@@ -15,6 +15,7 @@
 #include "sim/device.h"
 #include "sim/host_channel.h"
 #include "sim/policy.h"
+#include "sim/race_detector.h"
 #include "sim/world.h"
 
 namespace ppspec::sim {
@@ -55,6 +56,8 @@ class SimRuntime final : public core::Runtime {
   SimDevice& device_impl(core::RankId r) const;
   const std::vector<std::unique_ptr<SimDevice>>& devices() const { return devices_; }
   HostState& host_state();
+  // The race detector, when the configuration turns it on; null otherwise.
+  RaceDetector* races() { return races_.get(); }
   // Accounts `bytes` of host memory for a backed buffer; throws core::CapacityError past the
   // budget (before allocating, so a run that cannot fit is refused instead of dying of bad_alloc).
   void take_memory(size_t bytes, core::RankId rank, std::string_view what);
@@ -65,6 +68,7 @@ class SimRuntime final : public core::Runtime {
   World world_;
   CommSystem comms_;
   std::vector<std::unique_ptr<SimDevice>> devices_;
+  std::unique_ptr<RaceDetector> races_;
   std::deque<HostState> hosts_;
   std::map<std::string, std::unique_ptr<SimHostChannel>, std::less<>> channels_;
   void watch_blocking_calls();  // decides, before the run, which threads keep clocks

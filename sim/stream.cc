@@ -7,6 +7,7 @@
 #include "sim/comm_system.h"
 #include "sim/device.h"
 #include "sim/graph.h"
+#include "sim/race_detector.h"
 
 namespace ppspec::sim {
 
@@ -27,6 +28,7 @@ void SimStream::enqueue(WorkItem item) {
     item.clocks = std::move(clocks);
   }
   if (item.type == WorkItem::Type::wait_flag) device_.on_wait_flag_issued(item, *this);
+  item.call_site = device_.caller_site();  // a graph's items: the replay's site
   queue_.push_back(std::move(item));
   ++enqueued_;
   work_.wake_all(device_.world());
@@ -67,13 +69,41 @@ void SimStream::serve() {
   }
 }
 
+uint32_t SimStream::advance_clock() {
+  clock_.bump(fiber_->id);
+  return clock_.get(fiber_->id);
+}
+
+void SimStream::run_kernel(WorkItem& item) {
+  RaceDetector* races = device_.races();
+  if (races == nullptr || !item.body) {
+    if (item.body) item.body();
+    return;
+  }
+  races->begin(fiber_->id, advance_clock(), clock_, AccessItem{this, item.name, item.spec, item.call_site, {}});
+  try {
+    item.body();
+  } catch (const core::InternalError&) {
+    // A kernel that indexed past a buffer after reading racing data: the race is the cause.
+    races->end();
+    if (auto race = races->take_report()) return device_.world().request_stop(std::move(*race));
+    throw;
+  } catch (...) {
+    races->end();
+    throw;
+  }
+  races->end();
+  if (auto race = races->take_report()) device_.world().request_stop(std::move(*race));
+}
+
 void SimStream::execute(WorkItem& item) {
   World& w = device_.world();
   switch (item.type) {
     case WorkItem::Type::kernel: {
       clock_.join(item.enqueue_clock());
+      if (!w.config().delayed_stream.empty() && w.config().delayed_stream == name_) w.sleep(w.config().stream_delay);
       w.sleep(w.jittered(item.duration));
-      if (item.body) item.body();
+      run_kernel(item);
       if (w.bus().active()) {
         core::Event e = w.event(core::EventKind::kernel_completed, device_.rank(), full_name_);
         e.kernel = item.name;
@@ -84,6 +114,9 @@ void SimStream::execute(WorkItem& item) {
     }
     case WorkItem::Type::comm:
       // The kernel's start and completion clocks come from CommSystem::execute (R2, R4).
+      if (!w.config().delayed_stream.empty() && w.config().delayed_stream == name_) w.sleep(w.config().stream_delay);
+      if (device_.races() != nullptr) advance_clock();
+      item.comm->call_site = item.call_site;
       device_.comms().execute(*item.comm, *this);
       return;
     case WorkItem::Type::wait_flag: {

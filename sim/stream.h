@@ -40,6 +40,7 @@ struct WorkItem {
   EventWaitSite event{};                   // wait_event: the event, for reports
   SimFlag* flag = nullptr;                 // wait_flag, set_flag
   std::shared_ptr<ItemClocks> clocks;  // null while clocks are off
+  std::string_view call_site;          // where the host enqueued it, for race reports
 
   const VectorClock& enqueue_clock() const {
     static const VectorClock kNone;
@@ -86,8 +87,13 @@ class SimStream {
   // The stream fiber's body.
   void serve();
 
+  // Race detection: the stream's own clock component moves on as an item starts; the tick names
+  // the item in race reports (sim/race_detector.h).
+  uint32_t advance_clock();
+
  private:
   void execute(WorkItem& item);
+  void run_kernel(WorkItem& item);
 
   SimDevice& device_;
   int32_t id_;

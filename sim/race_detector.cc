@@ -1,0 +1,143 @@
+#include "sim/race_detector.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+#include "core/assert.h"
+#include "core/finding_kinds.h"
+#include "sim/stream.h"
+
+namespace ppspec::sim {
+
+void RaceDetector::on_alloc(core::RankId rank, const core::Buffer& b, std::string_view name) {
+  if (!b.backed() || b.bytes() == 0) return;
+  PPSPEC_ASSERT(allocations_.size() < kAllocationsMax, "more than {} allocations watched for races", kAllocationsMax);
+  Allocation a;
+  a.base = static_cast<const uint8_t*>(b.data());
+  a.bytes = b.bytes();
+  a.elem = core::dtype_size(b.dtype());
+  a.cols = b.shape().cols;
+  a.rank = rank;
+  a.name = std::string(name);
+  a.cells.resize(a.bytes / a.elem);
+  // Sorted by base so that an address finds its allocation by bisection; only the lookup depends
+  // on addresses, never what is reported.
+  const auto at = std::upper_bound(allocations_.begin(), allocations_.end(), a.base,
+                                   [](const uint8_t* p, const Allocation& x) { return p < x.base; });
+  allocations_.insert(at, std::move(a));
+  last_ = nullptr;
+}
+
+void RaceDetector::begin(uint32_t actor, uint32_t tick, const VectorClock& clock, const AccessItem& item) {
+  PPSPEC_ASSERT(!active_, "a race-checked item began inside another");
+  active_ = true;
+  current_ = Epoch{actor, tick, false};
+  clock_ = &clock;
+  if (items_.size() <= actor) items_.resize(actor + 1);
+  auto& ring = items_[actor];
+  if (ring.empty()) ring.resize(kItemsRemembered);
+  ring[tick % kItemsRemembered] = ItemRecord{tick, item};
+  kernels::t_access_observer = this;
+}
+
+void RaceDetector::end() {
+  PPSPEC_ASSERT(active_, "a race-checked item ended twice");
+  active_ = false;
+  clock_ = nullptr;
+  kernels::t_access_observer = nullptr;
+}
+
+RaceDetector::Allocation* RaceDetector::allocation_of(const void* p) {
+  const auto* b = static_cast<const uint8_t*>(p);
+  if (last_ != nullptr && b >= last_->base && b < last_->base + last_->bytes) return last_;
+  auto at = std::upper_bound(allocations_.begin(), allocations_.end(), b,
+                             [](const uint8_t* q, const Allocation& x) { return q < x.base; });
+  if (at == allocations_.begin()) return nullptr;
+  --at;
+  if (b >= at->base + at->bytes) return nullptr;  // host memory, or a buffer modelled by size only
+  last_ = &*at;
+  return last_;
+}
+
+void RaceDetector::access_buffer(const core::Buffer& b, bool write) {
+  if (b.backed()) on_access(b.data(), b.bytes(), write);
+}
+
+void RaceDetector::on_access(const void* first, size_t bytes, bool write) {
+  if (!active_ || race_) return;
+  Allocation* a = allocation_of(first);
+  if (a == nullptr) return;
+  const size_t offset = static_cast<size_t>(static_cast<const uint8_t*>(first) - a->base);
+  PPSPEC_ASSERT(offset + bytes <= a->bytes, "an access of {} bytes at {} runs past {} ({} bytes)", bytes, offset, a->name,
+                a->bytes);
+  const size_t last = (offset + bytes - 1) / a->elem;
+  for (size_t i = offset / a->elem; i <= last && !race_; ++i) check_cell(*a, i, write);
+}
+
+bool RaceDetector::ordered(const Epoch& e) const {
+  // One stream's items run in its order; another's are ordered only through the clock.
+  return e.none() || e.actor == current_.actor || clock_->get(e.actor) >= e.tick;
+}
+
+void RaceDetector::check_cell(Allocation& a, size_t index, bool write) {
+  Cell& c = a.cells[index];
+  if (!ordered(c.write)) return report(a, index, c.write, write);
+  if (write) {
+    for (const Epoch& r : c.reads)
+      if (!ordered(r)) return report(a, index, r, write);
+    c.write = Epoch{current_.actor, current_.tick, true};
+    c.reads.fill(Epoch{});
+    return;
+  }
+  // A read: keep it unless an earlier read of this stream, or one ordered before it, is replaced.
+  Epoch* slot = nullptr;
+  for (Epoch& r : c.reads) {
+    if (r.actor == current_.actor || r.none() || ordered(r)) {
+      slot = &r;
+      if (r.actor == current_.actor) break;
+    }
+  }
+  if (slot == nullptr) {  // three concurrent readers already: the oldest goes (see the header)
+    slot = &c.reads[0];
+    for (Epoch& r : c.reads)
+      if (r.tick < slot->tick) slot = &r;
+  }
+  *slot = Epoch{current_.actor, current_.tick, false};
+}
+
+core::Site RaceDetector::site_of(uint32_t actor, uint32_t tick, bool write, const Allocation& a, size_t index) const {
+  core::Site s;
+  s.rank = a.rank;
+  const int64_t row = static_cast<int64_t>(index) / std::max<int64_t>(a.cols, 1);
+  const ItemRecord* rec = actor < items_.size() && !items_[actor].empty() ? &items_[actor][tick % kItemsRemembered] : nullptr;
+  if (rec == nullptr || rec->tick != tick) {
+    s.what = fmt::format("{} {} row {} (an earlier item, no longer remembered)", write ? "writes" : "reads", a.name, row);
+    return s;
+  }
+  s.actor = rec->item.stream->full_name();
+  const std::string who = !rec->item.operation.empty() ? rec->item.operation
+                         : rec->item.spec.empty()        ? std::string(rec->item.kernel)
+                                                         : fmt::format("{}[{}]", rec->item.kernel, rec->item.spec);
+  s.what = fmt::format("{} {} {} row {}", who, write ? "writes" : "reads", a.name, row);
+  s.origin = std::string(rec->item.call_site);
+  return s;
+}
+
+void RaceDetector::report(const Allocation& a, size_t index, const Epoch& earlier, bool write) {
+  core::Finding f;
+  f.verdict = core::Verdict::race;
+  f.kind = std::string(core::kKindStreamRace);
+  const core::Site now = site_of(current_.actor, current_.tick, write, a, index);
+  const core::Site before = site_of(earlier.actor, earlier.tick, earlier.write, a, index);
+  f.summary = fmt::format("rank{}: {} on {} and {} on {}, with no happens-before between them", a.rank, before.what,
+                          before.actor.empty() ? "another stream" : before.actor, now.what, now.actor);
+  f.sites = {now, before};
+  f.details.push_back(fmt::format("{} (at {}) and {} (at {}) touch the same element of {}; {} a write", before.what,
+                                  before.origin.empty() ? "?" : before.origin, now.what, now.origin.empty() ? "?" : now.origin,
+                                  a.name, write && earlier.write ? "both are" : "one is"));
+  f.details.push_back("order them: record an event after the first on its stream and make the second's stream wait it "
+                      "(or synchronise the host between them); the race exists whether or not this schedule changed the data");
+  race_ = std::move(f);
+}
+
+}  // namespace ppspec::sim

@@ -1,0 +1,115 @@
+// The happens-before race detector (DESIGN §7, verdict `race`). Every work item a stream runs
+// tells it the bytes it touched: kernels through their Spans (kernels/access.h), copies and
+// memsets by their ranges, communication kernels by their buffers (a send reads, a receive writes,
+// a broadcast root reads and its other members write, an all-reduce writes, an all-gather reads
+// its input and writes its output). Two accesses to one element, at least one a write, by items of
+// different streams that happen-before neither way, are a race: the first one ends the run.
+//
+// Happens-before is the simulator's vector clocks (sim/vector_clock.h), extended with a component
+// per stream: stream order, event records and waits, host syncs (stream, event, device), host
+// channels, graph replays (their items are enqueued again) and communication (a kernel starts after
+// its stream's earlier work; a receive or collective completes after its partners start). Clocks
+// are assigned by the program's synchronisation, not by the schedule, so a race is reported in
+// every schedule in which both accesses happen, whether or not the data changed.
+//
+// Shadow state is FastTrack's: per element of each backed allocation, the last write's epoch
+// (stream, tick) and the epochs of the reads since that neither happened before another. A fourth
+// concurrent reader replaces the oldest (no engine buffer has more than three readers at once;
+// a dropped read can only hide a race, never invent one).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/buffer.h"
+#include "core/verdict.h"
+#include "kernels/access.h"
+#include "sim/vector_clock.h"
+
+namespace ppspec::sim {
+
+class SimStream;
+
+// The work item whose accesses are being checked.
+struct AccessItem {
+  const SimStream* stream = nullptr;
+  std::string_view kernel;
+  std::string_view spec;
+  std::string_view call_site;  // where the host enqueued it ("execute_model step 7")
+  std::string operation;       // a communication kernel: its operations, in words (else empty)
+};
+
+class RaceDetector final : public kernels::AccessObserver {
+ public:
+  // Items remembered per stream for reports; older ones are named by their stream only.
+  static constexpr uint32_t kItemsRemembered = 4096;
+  // Allocations per world (the engine makes ~60 per rank).
+  static constexpr size_t kAllocationsMax = 1 << 16;
+
+  void on_alloc(core::RankId rank, const core::Buffer& b, std::string_view name);
+
+  // A stream item starts: `clock` is the stream's clock, already advanced to `tick` in the
+  // stream's own component `actor`. Accesses until end() are this item's.
+  void begin(uint32_t actor, uint32_t tick, const VectorClock& clock, const AccessItem& item);
+  void end();
+  // A communication kernel's buffer, checked against the kernel's start clock.
+  void access_buffer(const core::Buffer& b, bool write);
+
+  void on_access(const void* first, size_t bytes, bool write) override;
+
+  // The first race, once seen; take_report() hands it over once, to stop the run.
+  const std::optional<core::Finding>& race() const { return race_; }
+  std::optional<core::Finding> take_report() {
+    if (!race_ || reported_) return std::nullopt;
+    reported_ = true;
+    return race_;
+  }
+
+ private:
+  struct Epoch {
+    uint32_t actor = kNone;
+    uint32_t tick = 0;
+    bool write = false;
+    static constexpr uint32_t kNone = UINT32_MAX;
+    bool none() const { return actor == kNone; }
+  };
+  struct Cell {
+    Epoch write;
+    std::array<Epoch, 3> reads;
+  };
+  struct Allocation {
+    const uint8_t* base = nullptr;
+    size_t bytes = 0;
+    size_t elem = 1;
+    int64_t cols = 1;
+    core::RankId rank = -1;
+    std::string name;
+    std::vector<Cell> cells;
+  };
+  struct ItemRecord {
+    uint32_t tick = 0;
+    AccessItem item;
+  };
+
+  Allocation* allocation_of(const void* p);
+  bool ordered(const Epoch& e) const;  // e happens-before the current item
+  void check_cell(Allocation& a, size_t index, bool write);
+  void report(const Allocation& a, size_t index, const Epoch& earlier, bool write);
+  core::Site site_of(uint32_t actor, uint32_t tick, bool write, const Allocation& a, size_t index) const;
+
+  std::vector<Allocation> allocations_;  // sorted by base
+  Allocation* last_ = nullptr;            // the last one hit: kernels walk one buffer at a time
+  std::vector<std::vector<ItemRecord>> items_;  // per actor, a ring of kItemsRemembered
+  bool active_ = false;
+  Epoch current_;
+  const VectorClock* clock_ = nullptr;
+  std::optional<core::Finding> race_;
+  bool reported_ = false;
+};
+
+}  // namespace ppspec::sim

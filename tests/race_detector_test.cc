@@ -1,0 +1,217 @@
+// The happens-before race detector (sim/race_detector.h), both ways: accesses that nothing orders
+// race in every schedule, and each kind of synchronisation (stream order, events, host syncs,
+// communication) removes the race.
+#include <gtest/gtest.h>
+
+#include "kernels/span.h"
+#include "tests/harness.h"
+
+namespace ppspec::testing {
+namespace {
+
+using core::Label;
+using core::Verdict;
+
+sim::SimConfig race_config() {
+  auto cfg = exact_config();
+  cfg.detect_races = true;
+  // Lazily loaded modules would drain the device at each kernel's first launch (R8), which orders
+  // everything before it: as in the engine, whose warmup loads every kernel, nothing loads here.
+  cfg.module_loading = core::ModuleLoading::eager;
+  return cfg;
+}
+
+// A kernel on `s` that reads or writes element `row` of an i64 buffer through a Span, as engine
+// kernels do.
+void touch(Harness& h, core::RankId r, core::Stream s, const core::Buffer& b, int64_t row, bool write, const char* name) {
+  core::KernelLaunch l;
+  l.kernel = core::KernelRef{name, ""};
+  l.work = 1;
+  l.body = [b, row, write] {
+    if (write) {
+      kernels::Span<int64_t>(static_cast<int64_t*>(b.data()), b.count())[row] = 7;
+    } else {
+      const int64_t v = kernels::Span<const int64_t>(static_cast<const int64_t*>(b.data()), b.count())[row];
+      (void)v;
+    }
+  };
+  h.rt.device(r).launch(s, l);
+}
+
+struct TwoStreams {
+  core::Stream main, side;
+};
+
+TwoStreams streams(Harness& h, core::RankId r) { return {h.rt.device(r).stream("main"), h.rt.device(r).stream("side")}; }
+
+// One rank: `between` runs after the write on main is enqueued and before the read on side is.
+core::RunResult write_then_read(uint64_t seed, const std::function<void(Harness&, TwoStreams)>& between, int64_t read_row = 0) {
+  Harness h(1, race_config(), seed);
+  const core::Buffer b = h.buffer(0, 4, core::Dtype::i64);
+  h.actor(0, [&] {
+    const TwoStreams s = streams(h, 0);
+    touch(h, 0, s.main, b, 0, true, "writer");
+    between(h, s);
+    touch(h, 0, s.side, b, read_row, false, "reader");
+    h.rt.device(0).device_sync();
+  });
+  return h.run();
+}
+
+TEST(RaceDetector, UnorderedWriteAndReadOnTwoStreamsRaceInEverySchedule) {
+  for (uint64_t seed = 1; seed <= 16; ++seed) {
+    const auto r = write_then_read(seed, [](Harness&, TwoStreams) {});
+    ASSERT_EQ(r.verdict, Verdict::race) << "seed " << seed;
+    const core::Finding& f = r.findings.front();
+    EXPECT_EQ(f.kind, "stream-race");
+    ASSERT_EQ(f.sites.size(), 2u);
+    // Whichever ran first, both accesses are named: kernel, stream, buffer, row.
+    std::set<std::string> what{f.sites[0].what, f.sites[1].what};
+    EXPECT_EQ(what, (std::set<std::string>{"writer writes test row 0", "reader reads test row 0"})) << f.summary;
+    std::set<std::string> actors{f.sites[0].actor, f.sites[1].actor};
+    EXPECT_EQ(actors, (std::set<std::string>{"rank0.main", "rank0.side"}));
+  }
+}
+
+TEST(RaceDetector, AnEventOrdersTheStreams) {
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    const auto r = write_then_read(seed, [](Harness& h, TwoStreams s) {
+      auto& d = h.rt.device(0);
+      const core::DeviceEvent e = d.event("written");
+      d.record(e, s.main);
+      d.stream_wait(s.side, e);
+    });
+    EXPECT_EQ(r.verdict, Verdict::pass) << "seed " << seed << ": " << (r.findings.empty() ? "" : r.findings.front().summary);
+  }
+}
+
+TEST(RaceDetector, AHostSyncOrdersTheStreams) {
+  for (uint64_t seed = 1; seed <= 8; ++seed)
+    EXPECT_EQ(write_then_read(seed, [](Harness& h, TwoStreams s) { h.rt.device(0).stream_sync(s.main); }).verdict, Verdict::pass);
+}
+
+TEST(RaceDetector, AnEventRecordedBeforeTheWriteDoesNotOrderIt) {
+  // The wait sees the record that precedes the write: the read still races with it.
+  Harness h(1, race_config());
+  const core::Buffer b = h.buffer(0, 4, core::Dtype::i64);
+  h.actor(0, [&] {
+    const TwoStreams s = streams(h, 0);
+    auto& d = h.rt.device(0);
+    const core::DeviceEvent e = d.event("too_early");
+    d.record(e, s.main);
+    touch(h, 0, s.main, b, 0, true, "writer");
+    d.stream_wait(s.side, e);
+    touch(h, 0, s.side, b, 0, false, "reader");
+    d.device_sync();
+  });
+  EXPECT_EQ(h.run().verdict, Verdict::race);
+}
+
+TEST(RaceDetector, OtherElementsAndTwoReadsDoNotRace) {
+  EXPECT_EQ(write_then_read(1, [](Harness&, TwoStreams) {}, /*read_row=*/1).verdict, Verdict::pass);
+  Harness h(1, race_config());
+  const core::Buffer b = h.buffer(0, 4, core::Dtype::i64);
+  h.actor(0, [&] {
+    const TwoStreams s = streams(h, 0);
+    touch(h, 0, s.main, b, 0, false, "reader_a");
+    touch(h, 0, s.side, b, 0, false, "reader_b");
+    h.rt.device(0).device_sync();
+  });
+  EXPECT_EQ(h.run().verdict, Verdict::pass);
+}
+
+// Across ranks: rank 0 writes x and sends it; rank 1 receives it into y on main and reads y on
+// side, ordered by an event or not.
+core::RunResult send_then_read(bool order_the_read, uint64_t seed) {
+  Harness h(2, race_config(), seed);
+  h.comm("c", {0, 1});
+  const core::Buffer x = h.buffer(0, 4, core::Dtype::i64);
+  const core::Buffer y = h.buffer(1, 4, core::Dtype::i64);
+  h.actor(0, [&] {
+    auto& c = h.rt.comm_init("c", 0);
+    const TwoStreams s = streams(h, 0);
+    touch(h, 0, s.main, x, 0, true, "produce");
+    c.send(x, 1, s.main, Label{"x"});
+    h.rt.device(0).device_sync();
+  });
+  h.actor(1, [&] {
+    auto& c = h.rt.comm_init("c", 1);
+    const TwoStreams s = streams(h, 1);
+    auto& d = h.rt.device(1);
+    c.recv(y, 0, s.main, Label{"x"});
+    if (order_the_read) {
+      const core::DeviceEvent e = d.event("received");
+      d.record(e, s.main);
+      d.stream_wait(s.side, e);
+    }
+    touch(h, 1, s.side, y, 0, false, "consume");
+    d.device_sync();
+  });
+  return h.run();
+}
+
+TEST(RaceDetector, AReceiveIsAWriteThatAReadOnAnotherStreamMustWaitFor) {
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    const auto bad = send_then_read(false, seed);
+    ASSERT_EQ(bad.verdict, Verdict::race) << "seed " << seed;
+    EXPECT_NE(bad.findings.front().summary.find("recv"), std::string::npos) << bad.findings.front().summary;
+    EXPECT_EQ(send_then_read(true, seed).verdict, Verdict::pass) << "seed " << seed;
+  }
+}
+
+TEST(RaceDetector, ASendBufferRewrittenBeforeTheSendIsOrderedRaces) {
+  // The send reads x on side; main rewrites x. Ordered only when main waits the send's event.
+  for (bool ordered : {false, true}) {
+    Harness h(2, race_config());
+    h.comm("c", {0, 1});
+    const core::Buffer x = h.buffer(0, 4, core::Dtype::i64);
+    const core::Buffer y = h.buffer(1, 4, core::Dtype::i64);
+    h.actor(0, [&] {
+      auto& c = h.rt.comm_init("c", 0);
+      const TwoStreams s = streams(h, 0);
+      auto& d = h.rt.device(0);
+      c.send(x, 1, s.side, Label{"x"});
+      if (ordered) {
+        const core::DeviceEvent e = d.event("sent");
+        d.record(e, s.side);
+        d.stream_wait(s.main, e);
+      }
+      touch(h, 0, s.main, x, 0, true, "overwrite");
+      d.device_sync();
+    });
+    h.actor(1, [&] {
+      auto& c = h.rt.comm_init("c", 1);
+      c.recv(y, 0, h.rt.device(1).stream("main"), Label{"x"});
+      h.rt.device(1).device_sync();
+    });
+    EXPECT_EQ(h.run().verdict, ordered ? Verdict::pass : Verdict::race) << "ordered " << ordered;
+  }
+}
+
+TEST(RaceDetector, ADelayedStreamRunsItsItemsLater) {
+  // The exploration knob: the same program, the side stream's kernel later by the delay.
+  auto cfg = race_config();
+  for (core::Time delay : {core::Time{0}, 100 * core::kUs}) {
+    cfg.delayed_stream = "side";
+    cfg.stream_delay = delay;
+    Harness h(1, cfg);
+    core::Time done = 0;
+    h.actor(0, [&] {
+      auto& d = h.rt.device(0);
+      const core::Stream side = d.stream("side");
+      const core::Time before = h.rt.now();
+      core::KernelLaunch l;
+      l.kernel = core::KernelRef{"k", ""};
+      l.duration = 10 * core::kUs;
+      d.preload(l.kernel);
+      d.launch(side, l);
+      d.stream_sync(side);
+      done = h.rt.now() - before;
+    });
+    ASSERT_EQ(h.run().verdict, Verdict::pass);
+    EXPECT_EQ(done >= 110 * core::kUs, delay > 0) << "delay " << delay << ": done after " << done;
+  }
+}
+
+}  // namespace
+}  // namespace ppspec::testing
