@@ -15,23 +15,24 @@ void RaceDetector::on_alloc(core::RankId rank, const core::Buffer& b, std::strin
   Allocation a;
   a.base = static_cast<const uint8_t*>(b.data());
   a.bytes = b.bytes();
-  a.elem = core::dtype_size(b.dtype());
-  a.cols = b.shape().cols;
+  a.row_bytes = core::dtype_size(b.dtype()) * static_cast<size_t>(std::max<int64_t>(b.shape().cols, 1));
   a.rank = rank;
   a.name = std::string(name);
-  a.cells.resize(a.bytes / a.elem);
+  a.cells.resize((a.bytes + a.row_bytes - 1) / a.row_bytes);
   // Sorted by base so that an address finds its allocation by bisection; only the lookup depends
   // on addresses, never what is reported.
   const auto at = std::upper_bound(allocations_.begin(), allocations_.end(), a.base,
                                    [](const uint8_t* p, const Allocation& x) { return p < x.base; });
   allocations_.insert(at, std::move(a));
-  last_ = nullptr;
+  recent_.fill(nullptr);  // the insertion moved them
 }
 
 void RaceDetector::begin(uint32_t actor, uint32_t tick, const VectorClock& clock, const AccessItem& item) {
   PPSPEC_ASSERT(!active_, "a race-checked item began inside another");
+  PPSPEC_ASSERT(actor < Epoch::kNone, "fiber {} is past the race detector's {} actors", actor, Epoch::kNone);
   active_ = true;
-  current_ = Epoch{actor, tick, false};
+  current_ = Epoch{tick, static_cast<uint16_t>(actor), 0};
+  rows_.fill(RecentRow{});
   clock_ = &clock;
   if (items_.size() <= actor) items_.resize(actor + 1);
   auto& ring = items_[actor];
@@ -49,14 +50,26 @@ void RaceDetector::end() {
 
 RaceDetector::Allocation* RaceDetector::allocation_of(const void* p) {
   const auto* b = static_cast<const uint8_t*>(p);
-  if (last_ != nullptr && b >= last_->base && b < last_->base + last_->bytes) return last_;
+  for (size_t i = 0; i < recent_.size() && recent_[i] != nullptr; ++i) {
+    Allocation* a = recent_[i];
+    if (b < a->base || b >= a->base + a->bytes) continue;
+    if (i > 0) std::rotate(recent_.begin(), recent_.begin() + static_cast<std::ptrdiff_t>(i), recent_.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+    return a;
+  }
   auto at = std::upper_bound(allocations_.begin(), allocations_.end(), b,
                              [](const uint8_t* q, const Allocation& x) { return q < x.base; });
   if (at == allocations_.begin()) return nullptr;
   --at;
   if (b >= at->base + at->bytes) return nullptr;  // host memory, or a buffer modelled by size only
-  last_ = &*at;
-  return last_;
+  std::rotate(recent_.begin(), recent_.end() - 1, recent_.end());
+  recent_[0] = &*at;
+  return recent_[0];
+}
+
+RaceDetector::Seen& RaceDetector::seen_slot(const void* first, size_t bytes, bool write) {
+  // Addresses only pick a slot: what is reported never depends on them.
+  const auto key = reinterpret_cast<uintptr_t>(first) ^ (bytes << 20) ^ (write ? 1 : 0);
+  return seen_[(key >> 2 ^ key >> 11) & (kSeenSlots - 1)];
 }
 
 void RaceDetector::access_buffer(const core::Buffer& b, bool write) {
@@ -65,13 +78,24 @@ void RaceDetector::access_buffer(const core::Buffer& b, bool write) {
 
 void RaceDetector::on_access(const void* first, size_t bytes, bool write) {
   if (!active_ || race_) return;
+  const auto* b = static_cast<const uint8_t*>(first);
+  for (const RecentRow& r : rows_)
+    if (b >= r.begin && b + bytes <= r.end && (r.write || !write)) return;
+  Seen& seen = seen_slot(first, bytes, write);
+  if (seen.first == first && seen.bytes == bytes && seen.write == write && seen.epoch.same(current_)) return;
+  seen = Seen{first, bytes, current_, write};
   Allocation* a = allocation_of(first);
   if (a == nullptr) return;
   const size_t offset = static_cast<size_t>(static_cast<const uint8_t*>(first) - a->base);
   PPSPEC_ASSERT(offset + bytes <= a->bytes, "an access of {} bytes at {} runs past {} ({} bytes)", bytes, offset, a->name,
                 a->bytes);
-  const size_t last = (offset + bytes - 1) / a->elem;
-  for (size_t i = offset / a->elem; i <= last && !race_; ++i) check_cell(*a, i, write);
+  const size_t first_row = offset / a->row_bytes;
+  const size_t last_row = (offset + bytes - 1) / a->row_bytes;
+  for (size_t i = first_row; i <= last_row && !race_; ++i) check_cell(*a, i, write);
+  if (first_row != last_row) return;
+  const uint8_t* row = a->base + first_row * a->row_bytes;
+  rows_[next_row_] = RecentRow{row, std::min(row + a->row_bytes, a->base + a->bytes), write};
+  next_row_ = (next_row_ + 1) % rows_.size();
 }
 
 bool RaceDetector::ordered(const Epoch& e) const {
@@ -81,11 +105,13 @@ bool RaceDetector::ordered(const Epoch& e) const {
 
 void RaceDetector::check_cell(Allocation& a, size_t index, bool write) {
   Cell& c = a.cells[index];
+  // This item touched the element already (a kernel's rows re-read the same KV): nothing new.
+  if (c.write.same(current_) || (!write && c.reads[0].same(current_))) return;
   if (!ordered(c.write)) return report(a, index, c.write, write);
   if (write) {
     for (const Epoch& r : c.reads)
       if (!ordered(r)) return report(a, index, r, write);
-    c.write = Epoch{current_.actor, current_.tick, true};
+    c.write = Epoch{current_.tick, current_.actor, 1};
     c.reads.fill(Epoch{});
     return;
   }
@@ -102,13 +128,15 @@ void RaceDetector::check_cell(Allocation& a, size_t index, bool write) {
     for (Epoch& r : c.reads)
       if (r.tick < slot->tick) slot = &r;
   }
-  *slot = Epoch{current_.actor, current_.tick, false};
+  *slot = current_;
+  // The latest read first: the next access of this item finds it at once.
+  if (slot != &c.reads[0]) std::swap(*slot, c.reads[0]);
 }
 
 core::Site RaceDetector::site_of(uint32_t actor, uint32_t tick, bool write, const Allocation& a, size_t index) const {
   core::Site s;
   s.rank = a.rank;
-  const int64_t row = static_cast<int64_t>(index) / std::max<int64_t>(a.cols, 1);
+  const auto row = static_cast<int64_t>(index);
   const ItemRecord* rec = actor < items_.size() && !items_[actor].empty() ? &items_[actor][tick % kItemsRemembered] : nullptr;
   if (rec == nullptr || rec->tick != tick) {
     s.what = fmt::format("{} {} row {} (an earlier item, no longer remembered)", write ? "writes" : "reads", a.name, row);

@@ -12,10 +12,15 @@
 // are assigned by the program's synchronisation, not by the schedule, so a race is reported in
 // every schedule in which both accesses happen, whether or not the data changed.
 //
-// Shadow state is FastTrack's: per element of each backed allocation, the last write's epoch
-// (stream, tick) and the epochs of the reads since that neither happened before another. A fourth
+// Shadow state is FastTrack's: per row of each backed allocation, the last write's epoch (stream,
+// tick) and the epochs of the reads since that neither happened before another. A fourth
 // concurrent reader replaces the oldest (no engine buffer has more than three readers at once;
 // a dropped read can only hide a race, never invent one).
+//
+// Granularity is the allocation's row: an element of the engine's [N, 1] buffers, a request's row
+// of its [N, K] tables, a KV slot's lanes. Two streams touching different columns of one row
+// would be reported; nothing in the engine does (its streams hand over whole rows), and elements
+// would cost eight cells per KV slot, which the simulator's hottest loop reads by the thousand.
 #pragma once
 
 #include <array>
@@ -71,22 +76,24 @@ class RaceDetector final : public kernels::AccessObserver {
   }
 
  private:
+  // 8 bytes: a cell is 32, and the engine's KV caches hold hundreds of thousands of them.
   struct Epoch {
-    uint32_t actor = kNone;
     uint32_t tick = 0;
-    bool write = false;
-    static constexpr uint32_t kNone = UINT32_MAX;
+    uint16_t actor = kNone;
+    uint16_t write = 0;
+    static constexpr uint16_t kNone = UINT16_MAX;
     bool none() const { return actor == kNone; }
+    bool same(const Epoch& o) const { return tick == o.tick && actor == o.actor; }
   };
   struct Cell {
     Epoch write;
     std::array<Epoch, 3> reads;
   };
+  static_assert(sizeof(Cell) == 32);
   struct Allocation {
     const uint8_t* base = nullptr;
     size_t bytes = 0;
-    size_t elem = 1;
-    int64_t cols = 1;
+    size_t row_bytes = 1;
     core::RankId rank = -1;
     std::string name;
     std::vector<Cell> cells;
@@ -102,8 +109,29 @@ class RaceDetector final : public kernels::AccessObserver {
   void report(const Allocation& a, size_t index, const Epoch& earlier, bool write);
   core::Site site_of(uint32_t actor, uint32_t tick, bool write, const Allocation& a, size_t index) const;
 
+  // An access this item already made, exactly (a KV block that each of a request's rows sums, a
+  // block-table entry): checked once. Direct-mapped, valid for the epoch it holds only.
+  struct Seen {
+    const void* first = nullptr;
+    size_t bytes = 0;
+    Epoch epoch;
+    bool write = false;
+  };
+  static constexpr size_t kSeenSlots = 512;
+  Seen& seen_slot(const void* first, size_t bytes, bool write);
+
   std::vector<Allocation> allocations_;  // sorted by base
-  Allocation* last_ = nullptr;            // the last one hit: kernels walk one buffer at a time
+  std::array<Allocation*, 4> recent_{};  // the last ones hit, most recent first: kernels walk a few buffers at a time
+  std::vector<Seen> seen_ = std::vector<Seen>(kSeenSlots);
+  // The rows this item touched last, and how: a kernel's loop touches a row's elements in turn,
+  // interleaving a few buffers. Cleared at each item.
+  struct RecentRow {
+    const uint8_t* begin = nullptr;
+    const uint8_t* end = nullptr;
+    bool write = false;
+  };
+  std::array<RecentRow, 4> rows_{};
+  size_t next_row_ = 0;
   std::vector<std::vector<ItemRecord>> items_;  // per actor, a ring of kItemsRemembered
   bool active_ = false;
   Epoch current_;
