@@ -30,6 +30,8 @@ std::string_view to_string(EventKind k) {
     case EventKind::padding_rows: return "padding_rows";
     case EventKind::gate: return "gate";
     case EventKind::table_bound: return "table_bound";
+    case EventKind::request_scheduled: return "request_scheduled";
+    case EventKind::feedback_adopted: return "feedback_adopted";
     case EventKind::verdict: return "verdict";
   }
   return "?";

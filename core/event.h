@@ -43,6 +43,10 @@ enum class EventKind : uint8_t {
   gate,             // a rank evaluated the feedback gate of a step: value = 1 when it posts feedback
   table_bound,      // a rank bound a weight table: text = its name, value = its hash (FNV-1a of the
                     // words), ints = [entries, entries never written]
+  request_scheduled,  // engine core: a request in a step's batch: value = the tokens it has computed,
+                      // ints = [tokens scheduled, prefill length]
+  feedback_adopted,   // earlier stage: what its deferred update read from the feedback of `step` for
+                      // the request: ints = [num_sampled, num_rejected, sampled tokens...]
   verdict,          // the run ended (text = verdict)
 };
 

@@ -31,6 +31,10 @@ void Engine::publish_batch(const SchedulerOutput& so, bool warmup) {
   std::vector<int64_t> ids;
   for (const auto& r : so.requests) ids.push_back(r.id);
   publish(rt_, Probe{core::EventKind::batch_scheduled, -1, so.step, -1, so.num_tokens, warmup ? "warmup" : "", "engine"}, ids);
+  // What the engine core computed for each request: the positions every stage must embed.
+  for (const auto& r : so.requests)
+    publish(rt_, Probe{core::EventKind::request_scheduled, -1, so.step, r.id, r.num_computed, {}, "engine"},
+            {r.num_tokens, r.prefill_len});
 }
 
 void Engine::run_step_synchronously(std::shared_ptr<SchedulerOutput> so) {

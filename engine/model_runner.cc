@@ -77,17 +77,28 @@ void Worker::deferred_update() {
                           span_of<int32_t>(tables_.total_len),
                           span_of<int64_t>(tables_.draft_tokens)};
   ctx_.run("post_update", "deferred", kn::DeferredPostUpdateKernel{pk}, n);
-  if (!prev->has_drafts || !ctx_.observed()) return;
-  // The drafts the update adopted, as they are in the buffer it read them from.
-  read_back(ctx_.dev, ctx_.main, {slot.drafts.rows(0, n)},
-            [&rt = ctx_.rt, rank = ctx_.rank, k, p = std::move(*prev)](const HostRows& h) {
-              for (int32_t r = 0; r < p.rows; ++r) {
-                if (p.idx_mapping[static_cast<size_t>(r)] < 0) continue;
-                const auto d = h.get<int64_t>(0).subspan(static_cast<size_t>(r) * k, static_cast<size_t>(k));
-                probe(rt, core::EventKind::drafts_adopted, rank, p.step, p.req_ids[static_cast<size_t>(r)],
-                      std::vector<int64_t>(d.begin(), d.end()));
-              }
-            });
+  if (ctx_.observed()) probe_adopted(std::move(*prev));
+}
+
+void Worker::probe_adopted(PrevOutputs p) {
+  // What the update adopted, as it is in the buffers it read: sampled tokens, counts, drafts.
+  const int32_t n = p.rows;
+  const FeedbackBuffers& slot = *p.slot;
+  std::vector<core::Buffer> read = {slot.sampled.rows(0, n), counts_view(slot, n)};
+  if (p.has_drafts) read.push_back(slot.drafts.rows(0, n));
+  read_back(ctx_.dev, ctx_.main, read, [&rt = ctx_.rt, rank = ctx_.rank, k = ctx_.k, p = std::move(p)](const HostRows& h) {
+    for (int32_t r = 0; r < p.rows; ++r) {
+      if (p.idx_mapping[static_cast<size_t>(r)] < 0) continue;
+      const int64_t req = p.req_ids[static_cast<size_t>(r)];
+      const int32_t sampled = std::clamp(h.at<int32_t>(1, r), 0, k + 1);
+      std::vector<int64_t> adopted{h.at<int32_t>(1, r), h.at<int32_t>(1, p.rows + r)};
+      for (int32_t j = 0; j < sampled; ++j) adopted.push_back(h.at<int64_t>(0, r * (k + 1) + j));
+      probe(rt, core::EventKind::feedback_adopted, rank, p.step, req, adopted);
+      if (!p.has_drafts) continue;
+      const auto d = h.get<int64_t>(2).subspan(static_cast<size_t>(r) * k, static_cast<size_t>(k));
+      probe(rt, core::EventKind::drafts_adopted, rank, p.step, req, std::vector<int64_t>(d.begin(), d.end()));
+    }
+  });
 }
 
 void Worker::exchange_activations(const SchedulerOutput& so, int32_t rows, bool receive) {

@@ -10,6 +10,7 @@
 #include "verify/findings.h"
 #include "verify/gate_agreement.h"
 #include "verify/padding_checker.h"
+#include "verify/stage_agreement.h"
 #include "verify/serving_oracles.h"
 #include "verify/warmup_discipline.h"
 
@@ -251,6 +252,84 @@ TEST(PaddingInvariance, GraphsAndEagerAgreeOrTheFirstDifferenceIsReported) {
   EXPECT_EQ(f->engine_step, 10) << "the draft difference at step 10 precedes the token difference at step 11";
   EXPECT_NE(f->summary.find("request 0 verified different drafts at its decode step 0 than with eager"), std::string::npos)
       << f->summary;
+}
+
+// ---- stage agreement: pp 2, tp 2 (ranks 0, 1 are stage 0; 2, 3 the last stage) ----
+
+// Request 7: scheduled at engine step 3 with 10 computed tokens and 4 scheduled; the last stage
+// samples [21, 22] with 2 of 3 drafts rejected; at step 5 the engine core has computed 12.
+void sampled_then_scheduled(Fixture<verify::StageAgreement>& fx) {
+  fx.phase(0, "serving");
+  fx.send(EventKind::request_scheduled, -1, 3, 7, {4, 6}, 10);
+  fx.send(EventKind::tokens_sampled, 2, 3, 7, {21, 22}, 2);
+  fx.send(EventKind::tokens_sampled, 3, 3, 7, {21, 22}, 2);  // the other TP rank: the same, once
+  fx.send(EventKind::request_scheduled, -1, 5, 7, {4, 6}, 12);
+}
+
+TEST(StageAgreement, AgreeingStagesReportNothing) {
+  Fixture<verify::StageAgreement> fx;
+  sampled_then_scheduled(fx);
+  fx.send(EventKind::feedback_adopted, 0, 3, 7, {2, 2, 21, 22});
+  fx.send(EventKind::inputs_built, 0, 5, 7, {12, 22, 31, 32, 33}, 1);
+  fx.send(EventKind::inputs_built, 2, 5, 7, {12, 22, 31, 32, 33}, 1);
+  EXPECT_TRUE(fx.found.empty()) << fx.found.front().summary;
+}
+
+TEST(StageAgreement, AMissingRejectedCorrectionIsAPositionDivergenceThatSaysSo) {
+  Fixture<verify::StageAgreement> fx;
+  sampled_then_scheduled(fx);
+  fx.send(EventKind::inputs_built, 0, 5, 7, {14, 22, 31, 32, 33}, 1);  // 12 + the 2 rejected drafts
+  ASSERT_EQ(fx.found.size(), 1u);
+  const core::Finding& f = fx.found.front();
+  EXPECT_EQ(f.verdict, Verdict::stage_divergence);
+  EXPECT_EQ(f.kind, "stage-position");
+  EXPECT_EQ(f.engine_step, 5);
+  EXPECT_EQ(f.sites.front().rank, 0);
+  EXPECT_NE(f.summary.find("embeds request 7 at position 14 at engine step 5, but the engine core has computed 12"),
+            std::string::npos) << f.summary;
+  EXPECT_NE(f.details.front().find("rejected 2 drafts and the position is 2 ahead"), std::string::npos) << f.details.front();
+}
+
+TEST(StageAgreement, ANegativePositionIsReportedEvenWhereNothingElseIsKnown) {
+  Fixture<verify::StageAgreement> fx;
+  fx.phase(1, "serving");
+  fx.send(EventKind::request_scheduled, -1, 4, 9, {8, 8}, 0);
+  fx.send(EventKind::inputs_built, 1, 4, 9, {-1, 5, 6}, 0);
+  ASSERT_EQ(fx.found.size(), 1u);
+  EXPECT_EQ(fx.found.front().kind, "stage-position");
+}
+
+TEST(StageAgreement, ABonusTokenFromTheWrongColumnIsNamedAsSuch) {
+  Fixture<verify::StageAgreement> fx;
+  sampled_then_scheduled(fx);
+  fx.phase(1, "serving");
+  fx.send(EventKind::inputs_built, 1, 5, 7, {12, 21, 31, 32, 33}, 1);
+  ASSERT_EQ(fx.found.size(), 1u);
+  const core::Finding& f = fx.found.front();
+  EXPECT_EQ(f.kind, "stage-token");
+  EXPECT_EQ(f.sites.front().rank, 1);
+  EXPECT_NE(f.details.front().find("column 0 of 2"), std::string::npos) << f.details.front();
+}
+
+TEST(StageAgreement, AdoptingAnotherStepsFeedbackIsAnAdoptionDivergence) {
+  Fixture<verify::StageAgreement> fx;
+  sampled_then_scheduled(fx);
+  fx.send(EventKind::tokens_sampled, 2, 5, 7, {40}, 0);
+  fx.send(EventKind::feedback_adopted, 0, 5, 7, {2, 2, 21, 22});  // step 3's, adopted as step 5's
+  ASSERT_EQ(fx.found.size(), 1u);
+  EXPECT_EQ(fx.found.front().kind, "stage-adoption");
+  EXPECT_NE(fx.found.front().details.front().find("at engine step 3: the update read the feedback slot of another step"),
+            std::string::npos) << fx.found.front().details.front();
+}
+
+TEST(StageAgreement, WarmupAndSyntheticRequestsAreNotChecked) {
+  Fixture<verify::StageAgreement> fx;
+  fx.send(EventKind::request_scheduled, -1, 1, 7, {4, 6}, 10);
+  fx.send(EventKind::inputs_built, 0, 1, 7, {99, 1}, 1);  // rank 0 is not serving yet
+  fx.phase(0, "serving");
+  fx.send(EventKind::request_scheduled, -1, 2, -1, {4, 6}, 10);
+  fx.send(EventKind::inputs_built, 0, 2, -1, {99, 1}, 1);  // a synthetic warmup request
+  EXPECT_TRUE(fx.found.empty());
 }
 
 }  // namespace

@@ -21,7 +21,7 @@ namespace ppspec::tools {
 namespace {
 
 bool is_serving_probe(core::EventKind k) {
-  return k >= core::EventKind::batch_scheduled && k <= core::EventKind::table_bound;
+  return k >= core::EventKind::batch_scheduled && k <= core::EventKind::feedback_adopted;
 }
 
 std::optional<std::string> read_file(const std::string& path) {

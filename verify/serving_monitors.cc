@@ -5,6 +5,7 @@
 #include "verify/embedding_checker.h"
 #include "verify/gate_agreement.h"
 #include "verify/padding_checker.h"
+#include "verify/stage_agreement.h"
 #include "verify/warmup_discipline.h"
 
 namespace ppspec::verify {
@@ -24,6 +25,7 @@ ServingMonitors::ServingMonitors(const ServingFacts& facts, Monitor::Sink sink) 
   monitors_.push_back(std::make_unique<WarmupDiscipline>(facts, sink));
   monitors_.push_back(std::make_unique<GateAgreement>(facts, sink));
   monitors_.push_back(std::make_unique<DraftFreshness>(facts, sink));
+  monitors_.push_back(std::make_unique<StageAgreement>(facts, sink));
   monitors_.push_back(std::make_unique<PaddingChecker>(facts, sink));
   monitors_.push_back(std::make_unique<EmbeddingChecker>(facts, sink));
 }

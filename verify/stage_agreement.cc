@@ -1,0 +1,160 @@
+#include "verify/stage_agreement.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+#include "core/finding_kinds.h"
+
+namespace ppspec::verify {
+
+void StageAgreement::on_event(const core::Event& e) {
+  switch (e.kind) {
+    case core::EventKind::warmup_phase:
+      if (e.text == "serving") serving_[e.rank] = true;
+      return;
+    case core::EventKind::request_scheduled:
+      if (e.ints.size() < 2) return;
+      scheduled_[{e.step, e.req}] = Scheduled{static_cast<int32_t>(e.value), static_cast<int32_t>(e.ints[0])};
+      // Bounded: a step's inputs are built within pp steps of its schedule.
+      while (!scheduled_.empty() && scheduled_.begin()->first.first < e.step - kStepsKept) scheduled_.erase(scheduled_.begin());
+      return;
+    case core::EventKind::tokens_sampled: on_sampled(e); return;
+    case core::EventKind::inputs_built:
+      if (e.req < 0 || !serving_[e.rank] || e.ints.empty()) return;
+      check_position(e);
+      if (e.value == 1 && e.ints.size() >= 2) check_token(e);
+      return;
+    case core::EventKind::feedback_adopted:
+      if (e.req >= 0 && serving_[e.rank] && e.ints.size() >= 2) check_adoption(e);
+      return;
+    default: return;
+  }
+}
+
+void StageAgreement::on_sampled(const core::Event& e) {
+  if (e.req < 0) return;
+  auto& list = sampled_[e.req];
+  if (!list.empty() && list.back().step == e.step) return;  // every TP rank of the last stage samples alike
+  list.push_back(Sampled{e.step, {e.ints.begin(), e.ints.end()}, e.value});
+  if (list.size() > kSampledKept) list.pop_front();
+}
+
+const StageAgreement::Sampled* StageAgreement::sampled_before(int64_t req, int64_t step) const {
+  const auto it = sampled_.find(req);
+  if (it == sampled_.end()) return nullptr;
+  const Sampled* latest = nullptr;
+  for (const Sampled& s : it->second)
+    if (s.step < step) latest = &s;
+  return latest;
+}
+
+const StageAgreement::Sampled* StageAgreement::sampled_at(int64_t req, int64_t step) const {
+  const auto it = sampled_.find(req);
+  if (it == sampled_.end()) return nullptr;
+  for (const Sampled& s : it->second)
+    if (s.step == step) return &s;
+  return nullptr;
+}
+
+void StageAgreement::check_position(const core::Event& e) {
+  const auto it = scheduled_.find({e.step, e.req});
+  if (it == scheduled_.end()) return;
+  const int64_t embedded = e.ints[0];
+  const int64_t computed = it->second.num_computed;
+  if (embedded == computed && embedded >= 0) return;
+  const int stage = facts_.stage_of(e.rank);
+  core::Finding f = finding_at(e, core::Verdict::stage_divergence, std::string(core::kKindStagePosition),
+                               fmt::format("rank{} (stage {}) embeds request {} at position {} at engine step {}, but the "
+                                           "engine core has computed {} of its tokens",
+                                           e.rank, stage, e.req, embedded, e.step, computed));
+  f.sites.push_back(core::Site{e.rank, fmt::format("rank{}.main", e.rank), "", -1,
+                               fmt::format("prepare_inputs: request {} at position {}", e.req, embedded), ""});
+  f.details.push_back(position_hint(e.req, e.step, embedded - computed));
+  report(std::move(f));
+}
+
+std::string StageAgreement::position_hint(int64_t req, int64_t step, int64_t delta) const {
+  const Sampled* prev = sampled_before(req, step);
+  if (prev != nullptr && prev->rejected != 0 && delta == prev->rejected)
+    return fmt::format("the request's previous step (engine step {}) rejected {} drafts and the position is {} ahead: the "
+                       "stage advanced by the whole query and the correction that subtracts the rejected drafts "
+                       "(post_update[deferred]) did not apply",
+                       prev->step, prev->rejected, delta);
+  if (prev != nullptr && prev->rejected != 0 && delta == -prev->rejected)
+    return fmt::format("the position is {} behind, the {} drafts rejected at engine step {}: they were subtracted twice, or "
+                       "the stage never advanced by its query",
+                       -delta, prev->rejected, prev->step);
+  if (prev != nullptr && delta == static_cast<int64_t>(prev->tokens.size()))
+    return "the position is ahead by the tokens sampled at the request's previous step: they were counted twice";
+  return fmt::format("the stage's computed-token count for the request is off by {} (its table's num_computed, or the "
+                     "positions prepare_inputs derives from it)",
+                     delta);
+}
+
+void StageAgreement::check_token(const core::Event& e) {
+  const Sampled* prev = sampled_before(e.req, e.step);
+  if (prev == nullptr || prev->tokens.empty()) return;
+  const int64_t embedded = e.ints[1];
+  if (embedded == prev->tokens.back()) return;
+  const int stage = facts_.stage_of(e.rank);
+  core::Finding f = finding_at(e, core::Verdict::stage_divergence, std::string(core::kKindStageToken),
+                               fmt::format("rank{} (stage {}) embeds token {} as request {}'s bonus token at engine step {}, "
+                                           "but the last stage sampled {} at engine step {} (its last token: {})",
+                                           e.rank, stage, embedded, e.req, e.step, token_list(prev->tokens), prev->step,
+                                           prev->tokens.back()));
+  f.sites.push_back(core::Site{e.rank, fmt::format("rank{}.main", e.rank), "", -1,
+                               fmt::format("prepare_inputs: request {} decode row", e.req), ""});
+  f.sites.push_back(core::Site{facts_.pp * facts_.tp - facts_.tp, "", "", -1,
+                               fmt::format("rejection_sample: request {} at engine step {}", e.req, prev->step), ""});
+  f.details.push_back(token_hint(e.req, e.step, embedded));
+  report(std::move(f));
+}
+
+std::string StageAgreement::token_hint(int64_t req, int64_t step, int64_t token) const {
+  const Sampled* prev = sampled_before(req, step);
+  for (size_t j = 0; j + 1 < prev->tokens.size(); ++j)
+    if (prev->tokens[j] == token)
+      return fmt::format("it is the sampled token at column {} of {}: the adoption took the wrong column (the last "
+                         "accepted token is column num_sampled - 1)",
+                         j, prev->tokens.size());
+  if (const Sampled* older = sampled_before(req, prev->step); older != nullptr && !older->tokens.empty() && older->tokens.back() == token)
+    return fmt::format("it is the bonus of engine step {}, one step older: this stage did not adopt the feedback of engine "
+                       "step {} (a gate, a generation counter or a feedback slot skipped it)",
+                       older->step, prev->step);
+  return "it matches none of the request's sampled tokens: the stage read another request's row or another step's slot";
+}
+
+void StageAgreement::check_adoption(const core::Event& e) {
+  const Sampled* s = sampled_at(e.req, e.step);
+  if (s == nullptr) return;
+  const std::vector<int64_t> tokens(e.ints.begin() + 2, e.ints.end());
+  if (e.ints[0] == static_cast<int64_t>(s->tokens.size()) && e.ints[1] == s->rejected && tokens == s->tokens) return;
+  core::Finding f = finding_at(
+      e, core::Verdict::stage_divergence, std::string(core::kKindStageAdoption),
+      fmt::format("rank{} (stage {}) adopts for request {} from the feedback of engine step {}: {} sampled {}, {} rejected; "
+                  "the last stage sampled {}, {} rejected",
+                  e.rank, facts_.stage_of(e.rank), e.req, e.step, e.ints[0], token_list(tokens), e.ints[1],
+                  token_list(s->tokens), s->rejected));
+  f.sites.push_back(core::Site{e.rank, fmt::format("rank{}.main", e.rank), "", -1,
+                               fmt::format("post_update[deferred]: request {}", e.req), ""});
+  f.details.push_back(adoption_hint(e));
+  report(std::move(f));
+}
+
+std::string StageAgreement::adoption_hint(const core::Event& e) const {
+  const std::vector<int64_t> tokens(e.ints.begin() + 2, e.ints.end());
+  if (const auto it = sampled_.find(e.req); it != sampled_.end())
+    for (const Sampled& s : it->second)
+      if (s.step != e.step && s.tokens == tokens)
+        return fmt::format("they are what the last stage sampled for the request at engine step {}: the update read the "
+                           "feedback slot of another step (the FIFO or the slot ring is off)",
+                           s.step);
+  for (const auto& [req, list] : sampled_)
+    for (const Sampled& s : list)
+      if (req != e.req && s.step == e.step && s.tokens == tokens)
+        return fmt::format("they are request {}'s at the same step: the update read another row of the batch", req);
+  return "the feedback arrived changed: paired with another message of the same size, or its buffer was overwritten "
+         "before the update read it";
+}
+
+}  // namespace ppspec::verify

@@ -1,0 +1,60 @@
+// Stage agreement (verdict `stage-divergence`): every pipeline stage embeds, for a request at an
+// engine step, what the engine core and the last stage decided, checked at the first rank and
+// step that embeds something else:
+//  * `stage-position`: the position a rank embeds is the engine core's computed-token count for
+//    the request at that step, and never negative (an earlier stage advances optimistically by
+//    the whole query and subtracts the rejected drafts pp steps later);
+//  * `stage-token`: a decode row's first token is the last token the last stage sampled for the
+//    request at its previous step (the bonus token);
+//  * `stage-adoption`: the sampled tokens and counts an earlier stage's deferred update adopts
+//    from step T's feedback are the ones the last stage sampled at T.
+// The drafts a stage embeds and adopts are draft freshness's (verify/draft_freshness.h). Each
+// report's hint follows from the numbers: what the wrong value equals says how it went wrong.
+// Checked from a rank's "serving" phase on, for real requests (warmup's synthetic ones have no
+// feedback).
+#pragma once
+
+#include <deque>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "verify/monitor.h"
+
+namespace ppspec::verify {
+
+class StageAgreement final : public Monitor {
+ public:
+  using Monitor::Monitor;
+  void on_event(const core::Event& e) override;
+
+  // Steps of sampling results remembered per request, and steps of schedules remembered.
+  static constexpr size_t kSampledKept = 4;
+  static constexpr int64_t kStepsKept = 64;
+
+ private:
+  struct Scheduled {
+    int32_t num_computed = 0;
+    int32_t num_tokens = 0;
+  };
+  struct Sampled {
+    int64_t step = -1;
+    std::vector<int64_t> tokens;
+    int64_t rejected = 0;
+  };
+  void on_sampled(const core::Event& e);
+  void check_position(const core::Event& e);
+  void check_token(const core::Event& e);
+  void check_adoption(const core::Event& e);
+  const Sampled* sampled_before(int64_t req, int64_t step) const;
+  const Sampled* sampled_at(int64_t req, int64_t step) const;
+  std::string position_hint(int64_t req, int64_t step, int64_t delta) const;
+  std::string token_hint(int64_t req, int64_t step, int64_t token) const;
+  std::string adoption_hint(const core::Event& e) const;
+
+  std::map<std::pair<int64_t, int64_t>, Scheduled> scheduled_;  // by (step, request)
+  std::map<int64_t, std::deque<Sampled>> sampled_;              // by request, latest last
+  std::map<core::RankId, bool> serving_;
+};
+
+}  // namespace ppspec::verify
