@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/verdict.h"
@@ -17,6 +18,9 @@ struct Expect {
   // If given: the kind of the finding that decided the verdict (the first), so that the right
   // verdict for the wrong reason does not pass (core/finding_kinds.h).
   std::optional<std::string> kind;
+  // Serving: the run's acceptance rate (accepted / verified drafts) lies in [lo, hi]; checked by
+  // the serving oracles (kind `acceptance`), so a drafter that proposes worse drafts fails.
+  std::optional<std::pair<double, double>> acceptance;
 };
 
 // Why a simulated run does not meet the expectation, in words; empty when it does.

@@ -31,10 +31,14 @@ void Engine::publish_batch(const SchedulerOutput& so, bool warmup) {
   std::vector<int64_t> ids;
   for (const auto& r : so.requests) ids.push_back(r.id);
   publish(rt_, Probe{core::EventKind::batch_scheduled, -1, so.step, -1, so.num_tokens, warmup ? "warmup" : "", "engine"}, ids);
-  // What the engine core computed for each request: the positions every stage must embed.
-  for (const auto& r : so.requests)
-    publish(rt_, Probe{core::EventKind::request_scheduled, -1, so.step, r.id, r.num_computed, {}, "engine"},
-            {r.num_tokens, r.prefill_len});
+  // What the engine core computed for each request: the positions every stage must embed; and a
+  // new request's prompt, the context of the reference drafter (verify/drafter_oracle.h).
+  for (const auto& r : so.requests) {
+    std::vector<int64_t> ints{r.num_tokens, r.prefill_len};
+    for (const NewRequest& n : so.new_requests)
+      if (n.id == r.id) ints.insert(ints.end(), n.prompt.begin(), n.prompt.end());
+    publish(rt_, Probe{core::EventKind::request_scheduled, -1, so.step, r.id, r.num_computed, {}, "engine"}, ints);
+  }
 }
 
 void Engine::run_step_synchronously(std::shared_ptr<SchedulerOutput> so) {

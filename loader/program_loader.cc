@@ -644,6 +644,20 @@ std::vector<std::string> read_hazards(const toml::array& hz, const std::string& 
   return kinds;
 }
 
+std::pair<double, double> read_acceptance(const toml::array& a, const std::string& file) {
+  const auto bound = [&](size_t i) -> std::optional<double> {
+    if (i >= a.size()) return std::nullopt;
+    const toml::node& n = *a.get(i);
+    if (n.is_floating_point()) return n.as_floating_point()->get();
+    if (n.is_integer()) return static_cast<double>(n.as_integer()->get());
+    return std::nullopt;
+  };
+  const auto lo = bound(0), hi = bound(1);
+  if (a.size() != 2 || !lo || !hi || *lo < 0 || *hi > 1 || *lo > *hi)
+    throw core::InputError(file, line_of(a), "[expect] 'acceptance': expected [lo, hi] with 0 <= lo <= hi <= 1");
+  return {*lo, *hi};
+}
+
 // `kind` names the first finding's kind, one that the expected verdict can have.
 std::optional<std::string> read_finding_kind(TableReader& e, V verdict) {
   auto name = e.string("kind");
@@ -665,7 +679,7 @@ core::Expect read_expect(TableReader& top, const std::string& file, std::string_
   if (expect == nullptr) top.fail_here("missing [expect] with the expected 'verdict'");
   core::Expect x;
   TableReader e(*expect, file, "[expect]");
-  e.only("verdict, gpu_verdict, hazards, kind");
+  e.only("verdict, gpu_verdict, hazards, kind, acceptance");
   const bool serving = kind == "serving";
   const std::span<const V> verdicts = serving ? std::span<const V>(kServingVerdicts) : std::span<const V>(kProgramVerdicts);
   auto v = read_verdict(e, "verdict", verdicts, serving ? "serving" : "program");
@@ -675,7 +689,11 @@ core::Expect read_expect(TableReader& top, const std::string& file, std::string_
                           : read_verdict(e, "gpu_verdict", kProgramGpuVerdicts, "on GPUs, program");
   if (const toml::array* hz = e.array("hazards")) x.hazards = read_hazards(*hz, file, kind);
   x.kind = read_finding_kind(e, x.verdict);
-  e.finish("verdict, gpu_verdict, hazards, kind");
+  if (const toml::array* a = e.array("acceptance")) {
+    if (!serving) e.fail("acceptance", "program scenarios propose no drafts: 'acceptance' is for serving scenarios");
+    x.acceptance = read_acceptance(*a, file);
+  }
+  e.finish("verdict, gpu_verdict, hazards, kind, acceptance");
   return x;
 }
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <map>
 
+#include "core/finding_kinds.h"
 #include "sim/sim_runtime.h"
 #include "verify/findings.h"
 #include "verify/monitor.h"
@@ -117,6 +118,28 @@ std::optional<core::Finding> compare_with(const ServingScenario& s, const RunOpt
 
 }  // namespace
 
+namespace {
+
+// [expect] acceptance: the run's acceptance rate, checked after it completed.
+std::optional<core::Finding> acceptance_outside(const ServingScenario& s, const ServingRun& run) {
+  if (!s.expect.acceptance) return std::nullopt;
+  const auto [lo, hi] = *s.expect.acceptance;
+  const double rate = run.stats.acceptance_rate();
+  if (rate >= lo && rate <= hi) return std::nullopt;
+  core::Finding f;
+  f.verdict = core::Verdict::output_divergence;
+  f.kind = std::string(core::kKindAcceptance);
+  f.time = run.result.stats.sim_time;
+  f.summary = fmt::format("acceptance {:.3f} ({} of {} verified drafts accepted), outside the expected [{}, {}]", rate,
+                          run.stats.drafts_accepted, run.stats.drafts_verified, lo, hi);
+  f.details.push_back(rate < lo ? "the drafts were accepted less often than the drafter's design gives: worse drafts (a "
+                                  "drafter reading a wrong context), or drafts verified against the wrong tokens"
+                                : "the drafts were accepted more often than expected: check what the verification compares");
+  return f;
+}
+
+}  // namespace
+
 ServingRun run_on_sim(const ServingScenario& s, const RunOptions& opts) {
   ServingRun run = simulate(s.config, s.runtime, opts);
   if (opts.oracles) check_oracles(s, opts, run);
@@ -143,6 +166,7 @@ void check_oracles(const ServingScenario& s, const RunOptions& opts, ServingRun&
         [&](const auto& ref) { return verify::padding_invariance_oracle(cfg, run.requests, ref); });
     if (f) found.push_back(std::move(*f));
   }
+  if (auto f = acceptance_outside(s, run)) found.push_back(std::move(*f));
   verify::settle_verdict(run.result, std::move(found), s.runtime.strict);
 }
 

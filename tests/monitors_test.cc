@@ -5,7 +5,9 @@
 
 #include <deque>
 
+#include "engine/checkpoint.h"
 #include "verify/draft_freshness.h"
+#include "verify/drafter_oracle.h"
 #include "verify/embedding_checker.h"
 #include "verify/findings.h"
 #include "verify/gate_agreement.h"
@@ -330,6 +332,40 @@ TEST(StageAgreement, WarmupAndSyntheticRequestsAreNotChecked) {
   fx.send(EventKind::request_scheduled, -1, 2, -1, {4, 6}, 10);
   fx.send(EventKind::inputs_built, 0, 2, -1, {99, 1}, 1);  // a synthetic warmup request
   EXPECT_TRUE(fx.found.empty());
+}
+
+// ---- the golden drafter ----
+
+TEST(DrafterOracle, ProposalsOfTheReferenceDrafterPassAndOthersNameTheFirstWrongDraft) {
+  engine::ModelConfig m;
+  const auto ckpt = std::make_shared<const engine::Checkpoint>(engine::make_checkpoint(m));
+  for (bool wrong : {false, true}) {
+    Fixture<verify::DrafterOracle> fx;
+    fx.facts.vocab = m.vocab;
+    fx.facts.checkpoint = ckpt;
+    fx.monitor = std::make_unique<verify::DrafterOracle>(fx.facts, [&fx](core::Finding f) { fx.found.push_back(std::move(f)); });
+    const std::vector<int64_t> prompt{5, 9, 14, 3};
+    std::vector<int64_t> scheduled{4, 4};
+    scheduled.insert(scheduled.end(), prompt.begin(), prompt.end());
+    fx.send(EventKind::request_scheduled, -1, 2, 7, scheduled, 0);
+    fx.send(EventKind::tokens_sampled, 2, 2, 7, {17}, 0);
+    std::vector<int64_t> context = prompt;
+    context.push_back(17);
+    std::vector<int64_t> drafts = verify::reference_drafts(*ckpt, m.vocab, fx.facts.k, context);
+    ASSERT_EQ(drafts.size(), static_cast<size_t>(fx.facts.k));
+    if (wrong) drafts[1] = (drafts[1] + 1) % m.vocab;
+    fx.send(EventKind::drafts_proposed, 2, 2, 7, drafts);
+    if (!wrong) {
+      EXPECT_TRUE(fx.found.empty()) << fx.found.front().summary;
+      continue;
+    }
+    ASSERT_EQ(fx.found.size(), 1u);
+    EXPECT_EQ(fx.found.front().verdict, Verdict::output_divergence);
+    EXPECT_EQ(fx.found.front().kind, "drafter-oracle");
+    EXPECT_EQ(fx.found.front().engine_step, 2);
+    EXPECT_NE(fx.found.front().details.front().find("the first 1 drafts agree: the chain went wrong at draft 2"),
+              std::string::npos) << fx.found.front().details.front();
+  }
 }
 
 }  // namespace

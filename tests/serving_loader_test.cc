@@ -107,6 +107,8 @@ INSTANTIATE_TEST_SUITE_P(
             "'comm' is not a stream of the engine (main, side)"},
         Bad{"delay_without_stream", with("module_loading = \"eager\"", "module_loading = \"eager\"\nstream_delay_us = 5"), 35,
             "a delay needs 'delay_stream'"},
+        Bad{"acceptance_inverted", with("verdict = \"pass\"\n", "verdict = \"pass\"\nacceptance = [0.5, 0.2]\n"), 38,
+            "[expect] 'acceptance': expected [lo, hi] with 0 <= lo <= hi <= 1"},
         Bad{"kind_with_pass", with("verdict = \"pass\"\n", "verdict = \"pass\"\nkind = \"padding\"\n"), 38,
             "a 'pass' has no finding, so no kind"},
         Bad{"kind_of_another_verdict", with("verdict = \"pass\"\n", "verdict = \"stale-draft\"\nkind = \"padding\"\n"), 38,

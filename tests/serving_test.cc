@@ -305,5 +305,35 @@ TEST(Oracles, PpInvarianceIsQuietAtPpOneAndNamesDifferentTokensOrDrafts) {
   EXPECT_NE(f->summary.find("decode step 3"), std::string::npos) << f->summary;
 }
 
+// [expect] acceptance, both ways: the scenario's range holds; a range the drafter cannot reach is
+// an output divergence of kind `acceptance` that gives the figures.
+TEST(Serving, AcceptanceOutsideItsExpectedRangeIsAnOutputDivergence) {
+  serving::ServingScenario s = scenario("pp2_tp1_k5.toml");
+  ASSERT_TRUE(s.expect.acceptance.has_value());
+  EXPECT_EQ(run(s).result.verdict, core::Verdict::pass);
+  s.expect.acceptance = std::make_pair(0.9, 1.0);
+  const serving::ServingRun r = run(s);
+  ASSERT_EQ(r.result.verdict, core::Verdict::output_divergence);
+  EXPECT_EQ(r.result.findings.front().kind, "acceptance");
+  EXPECT_NE(r.result.findings.front().summary.find("outside the expected [0.9, 1]"), std::string::npos)
+      << r.result.findings.front().summary;
+}
+
+// The reference drafter is the engine's drafter: over every request of a run, at every step, the
+// drafts the last stage proposed equal the plain-loop reference's over the request's context.
+TEST(Serving, TheReferenceDrafterAgreesWithTheEngineOverAWholeRun) {
+  for (const char* name : {"pp1_k5.toml", "pp2_tp2_k5.toml", "pp4_tp1_k3.toml"}) {
+    serving::ServingScenario s = scenario(name);
+    s.config.workload.num_requests = 8;
+    s.expect.acceptance.reset();
+    Probes probes;
+    const serving::ServingRun r = run(s, 1, &probes);
+    ASSERT_EQ(r.result.verdict, core::Verdict::pass) << name << ": " << r.result.findings.front().summary;
+    const auto proposals = std::count_if(probes.all.begin(), probes.all.end(),
+                                         [](const Probes::P& p) { return p.kind == core::EventKind::drafts_proposed && p.req >= 0; });
+    EXPECT_GT(proposals, 20) << name << ": the oracle had proposals to check";
+  }
+}
+
 }  // namespace
 }  // namespace ppspec::testing

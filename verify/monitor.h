@@ -5,12 +5,17 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "core/event.h"
 #include "core/verdict.h"
+
+namespace ppspec::engine {
+struct Checkpoint;
+}
 
 namespace ppspec::verify {
 
@@ -22,6 +27,9 @@ struct ServingFacts {
   int topk = 2;                     // experts each drafter row selects
   int64_t draft_table_hash = -1;    // core::fnv1a_words of the checkpoint's drafter embedding
   int64_t draft_table_entries = 0;
+  int vocab = 0;
+  // The checkpoint, for the reference drafter (verify/drafter_oracle.h); null: no reference.
+  std::shared_ptr<const engine::Checkpoint> checkpoint;
   int stage_of(core::RankId r) const { return r / tp; }
   bool last_stage(core::RankId r) const { return stage_of(r) == pp - 1; }
 };

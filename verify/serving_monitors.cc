@@ -6,6 +6,7 @@
 #include "verify/gate_agreement.h"
 #include "verify/padding_checker.h"
 #include "verify/stage_agreement.h"
+#include "verify/drafter_oracle.h"
 #include "verify/warmup_discipline.h"
 
 namespace ppspec::verify {
@@ -18,6 +19,8 @@ ServingFacts serving_facts(const engine::EngineConfig& cfg, const engine::Checkp
   f.topk = cfg.model.topk;
   f.draft_table_hash = static_cast<int64_t>(core::fnv1a_words(ckpt.draft_embed.data(), ckpt.draft_embed.size()));
   f.draft_table_entries = static_cast<int64_t>(ckpt.draft_embed.size());
+  f.vocab = cfg.model.vocab;
+  f.checkpoint = std::make_shared<const engine::Checkpoint>(ckpt);
   return f;
 }
 
@@ -26,6 +29,7 @@ ServingMonitors::ServingMonitors(const ServingFacts& facts, Monitor::Sink sink) 
   monitors_.push_back(std::make_unique<GateAgreement>(facts, sink));
   monitors_.push_back(std::make_unique<DraftFreshness>(facts, sink));
   monitors_.push_back(std::make_unique<StageAgreement>(facts, sink));
+  monitors_.push_back(std::make_unique<DrafterOracle>(facts, sink));
   monitors_.push_back(std::make_unique<PaddingChecker>(facts, sink));
   monitors_.push_back(std::make_unique<EmbeddingChecker>(facts, sink));
 }
