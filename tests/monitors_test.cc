@@ -198,6 +198,23 @@ TEST(WarmupDiscipline, FeedbackDuringWarmupAndALoadWhileServingAreHazards) {
   EXPECT_NE(fx.found[1].summary.find("rank1 loads kernel module post_update[deferred] while serving"), std::string::npos);
 }
 
+// Evidence is what a rank posts, not what it announces: announcing "feedback disabled" and posting
+// anyway is the hazard; never announcing it and posting nothing is none.
+TEST(WarmupDiscipline, TheHazardComesFromAPostedFeedbackOperationNotFromAnAnnouncement) {
+  Fixture<verify::WarmupDiscipline> quiet;
+  quiet.phase(0, "preload registered kernels");  // no "feedback disabled"
+  op_posted(quiet, 0, "pp0");
+  quiet.phase(0, "feedback enabled");
+  EXPECT_TRUE(quiet.found.empty()) << quiet.found.front().summary;
+  Fixture<verify::WarmupDiscipline> posting;
+  posting.phase(0, "feedback disabled");
+  posting.phase(0, "preload registered kernels");
+  op_posted(posting, 0, "pp_broadcast0");
+  ASSERT_EQ(posting.found.size(), 1u);
+  EXPECT_EQ(posting.found.front().kind, "feedback-during-warmup");
+  EXPECT_NE(posting.found.front().summary.find("posts a feedback collective during warmup"), std::string::npos);
+}
+
 core::Finding at(Verdict v, core::Time t, std::string kind) {
   core::Finding f;
   f.verdict = v;

@@ -17,17 +17,8 @@ void WarmupDiscipline::on_event(const core::Event& e) {
       if (e.text == "feedback disabled") p = Phase::disabled;
       if (e.text == "feedback enabled") p = Phase::feedback_warmup;
       if (e.text == "serving") p = Phase::serving;
-      if (e.text == "preload registered kernels") {
-        if (p == Phase::init && facts_.pp > 1) {
-          core::Finding f = finding_at(e, core::Verdict::hazard, std::string(core::kHazardFeedbackDuringWarmup),
-                                       fmt::format("rank{} begins warmup with the feedback broadcast enabled", e.rank));
-          f.sites.push_back(core::Site{e.rank, fmt::format("rank{}.host", e.rank), "", -1, "warmup: preload", ""});
-          f.details.push_back("synthetic warmup steps would post feedback collectives whose outputs are discarded; "
-                              "they pair with serving's broadcasts or spin forever (DESIGN §6.3)");
-          report(std::move(f));
-        }
-        if (p == Phase::init || p == Phase::disabled) p = Phase::warmup;
-      }
+      // Whether the engine said it disabled the feedback does not matter: what it posts does.
+      if (e.text == "preload registered kernels" && (p == Phase::init || p == Phase::disabled)) p = Phase::warmup;
       return;
     case core::EventKind::op_posted:
       if ((p != Phase::warmup && p != Phase::disabled) || !engine::is_pp_broadcast_group(e.comm)) return;
@@ -38,6 +29,9 @@ void WarmupDiscipline::on_event(const core::Event& e) {
                                                  e.rank, core::describe(e.op)));
         f.engine_step = e.op.label.step;
         f.sites.push_back(core::Site{e.rank, std::string(e.actor), std::string(e.comm), e.cseq, core::describe(e.op), ""});
+        f.details.push_back("a synthetic warmup step's feedback collective: its outputs are discarded, and it pairs with "
+                            "serving's broadcasts or spins forever (DESIGN §6.3: feedback stays disabled until the "
+                            "feedback warmup step)");
         report(std::move(f));
       }
       return;
