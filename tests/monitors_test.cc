@@ -273,6 +273,23 @@ TEST(PaddingInvariance, GraphsAndEagerAgreeOrTheFirstDifferenceIsReported) {
       << f->summary;
 }
 
+// The hint follows from what the stale drafts equal: an older proposal, or the admission's zeros.
+TEST(DraftFreshness, TheHintSaysWhatTheStaleDraftsAre) {
+  for (bool zeros : {false, true}) {
+    Fixture<verify::DraftFreshness> fx;
+    fx.phase(0, "serving");
+    fx.send(EventKind::drafts_proposed, 2, 1, 7, {1, 2, 3});
+    fx.send(EventKind::drafts_proposed, 2, 3, 7, {4, 5, 6});
+    fx.send(EventKind::inputs_built, 0, 5, 7, zeros ? std::vector<int64_t>{9, 8, 0, 0, 0} : std::vector<int64_t>{9, 8, 1, 2, 3}, 1);
+    ASSERT_EQ(fx.found.size(), 1u);
+    const std::string& hint = fx.found.front().details.back();
+    EXPECT_NE(hint.find(zeros ? "the zeros the table row holds from the request's admission"
+                              : "they are the drafts proposed at engine step 1, an older step"),
+              std::string::npos)
+        << hint;
+  }
+}
+
 // ---- stage agreement: pp 2, tp 2 (ranks 0, 1 are stage 0; 2, 3 the last stage) ----
 
 // Request 7: scheduled at engine step 3 with 10 computed tokens and 4 scheduled; the last stage

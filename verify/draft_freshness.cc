@@ -1,5 +1,6 @@
 #include "verify/draft_freshness.h"
 
+#include <algorithm>
 #include <fmt/format.h>
 
 namespace ppspec::verify {
@@ -49,10 +50,33 @@ void DraftFreshness::on_event(const core::Event& e) {
                                   token_list(embedded)));
   f.details.push_back(fmt::format("request {}, engine step {}: rank{} (stage {}) proposed {}", e.req, latest->step,
                                   latest->rank, facts_.stage_of(latest->rank), token_list(proposed)));
-  if (stage != facts_.pp - 1)
-    f.details.push_back("earlier stages hold a request's drafts only if the last stage relays them after propose() "
-                        "(PPHandler.broadcast_drafts); without the relay they verify what their own table still holds");
+  f.details.push_back(freshness_hint(e.req, embedded, *latest, stage));
   report(std::move(f));
+}
+
+std::string DraftFreshness::freshness_hint(int64_t req, const std::vector<int64_t>& embedded, const Proposal& latest,
+                                           int stage) const {
+  // What the embedded drafts equal says how they got there.
+  const auto prefix_equal = [&embedded](const std::vector<int64_t>& d) {
+    return d.size() >= embedded.size() && std::equal(embedded.begin(), embedded.end(), d.begin());
+  };
+  const std::string relay =
+      stage != facts_.pp - 1 ? " (the last stage relays them after propose(), PPHandler.broadcast_drafts)" : "";
+  if (std::all_of(embedded.begin(), embedded.end(), [](int64_t d) { return d == 0; }))
+    return fmt::format("they are the zeros the table row holds from the request's admission: no drafts for this request "
+                       "ever reached this stage's table{}",
+                       relay);
+  for (const Proposal& p : proposals_.at(req))
+    if (p.step < latest.step && prefix_equal(p.drafts))
+      return fmt::format("they are the drafts proposed at engine step {}, an older step: the drafts of engine step {} never "
+                            "reached this stage's table{}",
+                         p.step, latest.step, relay);
+  for (const auto& [other, list] : proposals_)
+    if (other != req && !list.empty() && list.back().step == latest.step && prefix_equal(list.back().drafts))
+      return fmt::format("they are request {}'s drafts of the same step: the table row of another request was read or "
+                         "written (idx_mapping)",
+                         other);
+  return "they match no proposal of this request: the table row was overwritten, or the drafts arrived mispaired";
 }
 
 void DraftFreshness::check_adoption(const core::Event& e) {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <map>
+#include <string>
 #include <vector>
 
 #include "verify/monitor.h"
@@ -25,6 +26,7 @@ class DraftFreshness final : public Monitor {
     core::RankId rank;
     std::vector<int64_t> drafts;
   };
+  std::string freshness_hint(int64_t req, const std::vector<int64_t>& embedded, const Proposal& latest, int stage) const;
   std::map<int64_t, std::vector<Proposal>> proposals_;  // by request id, in step order
   std::map<core::RankId, bool> serving_;
 };
