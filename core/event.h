@@ -44,9 +44,11 @@ enum class EventKind : uint8_t {
   table_bound,      // a rank bound a weight table: text = its name, value = its hash (FNV-1a of the
                     // words), ints = [entries, entries never written]
   request_scheduled,  // engine core: a request in a step's batch: value = the tokens it has computed,
-                      // ints = [tokens scheduled, prefill length, the prompt if it is new this step...]
+                      // ints = [tokens scheduled, prefill length, req-state index, the prompt if it
+                      // is new this step...]
   feedback_adopted,   // earlier stage: what its deferred update read from the feedback of `step` for
-                      // the request: ints = [num_sampled, num_rejected, sampled tokens...]
+                      // the request: ints = [num_sampled, num_rejected, sampled tokens...], value =
+                      // the req-state index (table row) it wrote
   verdict,          // the run ended (text = verdict)
 };
 

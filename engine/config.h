@@ -63,6 +63,10 @@ struct WorkloadConfig {
   uint64_t seed = 1;
   int abort_every = 0;  // every Nth request is aborted ...
   int abort_after = 8;  // ... once it has this many output tokens
+  // ... and the abort reaches the engine core while the request's next step is in flight: the
+  // core frees it at its next schedule, before that step's output returns (the generation
+  // counters' case: earlier stages still adopt that step's feedback pp steps later).
+  bool abort_in_flight = false;
 };
 
 // Historical bugs put back (DESIGN §6.6); all off by default. Each restores the code path the bug

@@ -34,7 +34,7 @@ void Engine::publish_batch(const SchedulerOutput& so, bool warmup) {
   // What the engine core computed for each request: the positions every stage must embed; and a
   // new request's prompt, the context of the reference drafter (verify/drafter_oracle.h).
   for (const auto& r : so.requests) {
-    std::vector<int64_t> ints{r.num_tokens, r.prefill_len};
+    std::vector<int64_t> ints{r.num_tokens, r.prefill_len, r.idx};
     for (const NewRequest& n : so.new_requests)
       if (n.id == r.id) ints.insert(ints.end(), n.prompt.begin(), n.prompt.end());
     publish(rt_, Probe{core::EventKind::request_scheduled, -1, so.step, r.id, r.num_computed, {}, "engine"}, ints);

@@ -93,7 +93,7 @@ void Worker::probe_adopted(PrevOutputs p) {
       const int32_t sampled = std::clamp(h.at<int32_t>(1, r), 0, k + 1);
       std::vector<int64_t> adopted{h.at<int32_t>(1, r), h.at<int32_t>(1, p.rows + r)};
       for (int32_t j = 0; j < sampled; ++j) adopted.push_back(h.at<int64_t>(0, r * (k + 1) + j));
-      probe(rt, core::EventKind::feedback_adopted, rank, p.step, req, adopted);
+      probe(rt, core::EventKind::feedback_adopted, rank, p.step, req, adopted, p.idx_mapping[static_cast<size_t>(r)]);
       if (!p.has_drafts) continue;
       const auto d = h.get<int64_t>(2).subspan(static_cast<size_t>(r) * k, static_cast<size_t>(k));
       probe(rt, core::EventKind::drafts_adopted, rank, p.step, req, std::vector<int64_t>(d.begin(), d.end()));

@@ -48,6 +48,7 @@ bool Scheduler::allocate_blocks(RequestRecord& r, int upto_tokens, std::vector<i
 }
 
 std::shared_ptr<SchedulerOutput> Scheduler::schedule(int64_t step) {
+  if (cfg_.workload.abort_in_flight) abort_in_flight();
   auto so = std::make_shared<SchedulerOutput>();
   so->step = step;
   const int k = cfg_.spec.k;
@@ -114,6 +115,14 @@ std::shared_ptr<SchedulerOutput> Scheduler::schedule(int64_t step) {
   return so;
 }
 
+void Scheduler::abort_in_flight() {
+  const std::deque<size_t> running = running_;  // finish() edits the list
+  for (size_t i : running) {
+    RequestRecord& r = records_[i];
+    if (r.in_flight && r.spec.abort && static_cast<int>(r.output.size()) >= cfg_.workload.abort_after) finish(r, true);
+  }
+}
+
 void Scheduler::finish(RequestRecord& r, bool aborted) {
   slot_owner_[static_cast<size_t>(r.idx)] = kNoOwner;
   r.finished = true;
@@ -164,7 +173,7 @@ void Scheduler::update(const SchedulerOutput& so, const ModelOutput& out) {
     if (stop || static_cast<int>(r->output.size()) >= r->spec.max_tokens ||
         r->num_computed + cfg_.spec.k + 1 >= cfg_.model.max_model_len)
       finish(*r, false);
-    else if (r->spec.abort && static_cast<int>(r->output.size()) >= cfg_.workload.abort_after)
+    else if (r->spec.abort && !cfg_.workload.abort_in_flight && static_cast<int>(r->output.size()) >= cfg_.workload.abort_after)
       finish(*r, true);
   }
 }

@@ -67,6 +67,7 @@ class Scheduler {
  private:
   bool allocate_blocks(RequestRecord& r, int upto_tokens, std::vector<int32_t>& fresh);
   void finish(RequestRecord& r, bool aborted);
+  void abort_in_flight();  // WorkloadConfig::abort_in_flight
 
   static constexpr size_t kNoOwner = SIZE_MAX;
   const EngineConfig cfg_;  // a copy: a scheduler outlives the expressions that configure it

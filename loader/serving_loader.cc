@@ -94,7 +94,7 @@ serving::ServingScenario read_serving(const toml::table& root, const std::string
   });
   section("workload",
           "num_requests, prompt_min, prompt_max, output_min, output_max, arrival, mean_gap_us, temperature, seed, "
-          "abort_every, abort_after",
+          "abort_every, abort_after, abort_in_flight",
           [&](TableReader& r) {
             engine::WorkloadConfig& w = c.workload;
             w.num_requests = to_int(r.integer("num_requests", 1, 1 << 20).value_or(w.num_requests));
@@ -117,6 +117,7 @@ serving::ServingScenario read_serving(const toml::table& root, const std::string
             w.seed = static_cast<uint64_t>(r.integer("seed", 0, INT64_MAX).value_or(1));
             w.abort_every = to_int(r.integer("abort_every", 0, 1 << 20).value_or(0));
             w.abort_after = to_int(r.integer("abort_after", 1, 1 << 20).value_or(w.abort_after));
+            w.abort_in_flight = r.boolean("abort_in_flight").value_or(false);
           });
   if (const toml::table* rt = top.table("runtime")) {
     TableReader r(*rt, file, "[runtime]");
@@ -178,10 +179,12 @@ serving::ServingScenario read_serving(const toml::table& root, const std::string
                        "(vLLM adjust_cudagraph_sizes_for_spec_decode)",
                        size, k + 1));
   const engine::WorkloadConfig& w = c.workload;
-  if (w.prompt_max + w.output_max + k + 1 > m.max_model_len)
-    fail("workload", "output_max",
-         fmt::format("prompts of {} and outputs of {} tokens (+{} for a verification block) exceed max_model_len {}",
-                     w.prompt_max, w.output_max, k + 1, m.max_model_len));
+  // A request whose output would pass max_model_len ends at the cap (the engine core finishes it
+  // when its next verification block no longer fits); its prompt must leave room for one.
+  if (w.prompt_max + k + 1 >= m.max_model_len)
+    fail("workload", "prompt_max",
+         fmt::format("prompts of {} tokens (+{} for a verification block) leave no room below max_model_len {}",
+                     w.prompt_max, k + 1, m.max_model_len));
   if (m.num_blocks > 0 && engine::blocks_needed(c) > m.num_blocks)
     fail("model", "num_blocks",
          fmt::format("the workload needs up to {} KV blocks ({} sequences x {} blocks + the null block), the cache has {}",

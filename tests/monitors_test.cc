@@ -296,10 +296,10 @@ TEST(DraftFreshness, TheHintSaysWhatTheStaleDraftsAre) {
 // samples [21, 22] with 2 of 3 drafts rejected; at step 5 the engine core has computed 12.
 void sampled_then_scheduled(Fixture<verify::StageAgreement>& fx) {
   fx.phase(0, "serving");
-  fx.send(EventKind::request_scheduled, -1, 3, 7, {4, 6}, 10);
+  fx.send(EventKind::request_scheduled, -1, 3, 7, {4, 6, 2}, 10);
   fx.send(EventKind::tokens_sampled, 2, 3, 7, {21, 22}, 2);
   fx.send(EventKind::tokens_sampled, 3, 3, 7, {21, 22}, 2);  // the other TP rank: the same, once
-  fx.send(EventKind::request_scheduled, -1, 5, 7, {4, 6}, 12);
+  fx.send(EventKind::request_scheduled, -1, 5, 7, {4, 6, 2}, 12);
 }
 
 TEST(StageAgreement, AgreeingStagesReportNothing) {
@@ -358,6 +358,23 @@ TEST(StageAgreement, AdoptingAnotherStepsFeedbackIsAnAdoptionDivergence) {
             std::string::npos) << fx.found.front().details.front();
 }
 
+TEST(StageAgreement, AdoptingIntoARowAnotherRequestHoldsIsAnAdoptionDivergence) {
+  for (bool reused : {false, true}) {
+    Fixture<verify::StageAgreement> fx;
+    sampled_then_scheduled(fx);  // request 7 in row 2 at steps 3 and 5
+    if (reused) fx.send(EventKind::request_scheduled, -1, 4, 8, {6, 6, 2}, 0);  // 7 aborted, row 2 to request 8
+    fx.send(EventKind::feedback_adopted, 0, 3, 7, {2, 2, 21, 22}, 2);
+    if (!reused) {
+      EXPECT_TRUE(fx.found.empty()) << fx.found.front().summary;
+      continue;
+    }
+    ASSERT_EQ(fx.found.size(), 1u);
+    EXPECT_EQ(fx.found.front().kind, "stage-adoption");
+    EXPECT_NE(fx.found.front().summary.find("into table row 2, which request 8 holds since engine step 4"), std::string::npos)
+        << fx.found.front().summary;
+  }
+}
+
 TEST(StageAgreement, WarmupAndSyntheticRequestsAreNotChecked) {
   Fixture<verify::StageAgreement> fx;
   fx.send(EventKind::request_scheduled, -1, 1, 7, {4, 6}, 10);
@@ -379,7 +396,7 @@ TEST(DrafterOracle, ProposalsOfTheReferenceDrafterPassAndOthersNameTheFirstWrong
     fx.facts.checkpoint = ckpt;
     fx.monitor = std::make_unique<verify::DrafterOracle>(fx.facts, [&fx](core::Finding f) { fx.found.push_back(std::move(f)); });
     const std::vector<int64_t> prompt{5, 9, 14, 3};
-    std::vector<int64_t> scheduled{4, 4};
+    std::vector<int64_t> scheduled{4, 4, 0};
     scheduled.insert(scheduled.end(), prompt.begin(), prompt.end());
     fx.send(EventKind::request_scheduled, -1, 2, 7, scheduled, 0);
     fx.send(EventKind::tokens_sampled, 2, 2, 7, {17}, 0);

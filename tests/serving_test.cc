@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include <map>
 #include <string>
 #include <tuple>
@@ -55,6 +57,8 @@ class Probes final : public core::EventSink {
       case core::EventKind::drafts_proposed:
       case core::EventKind::drafts_adopted:
       case core::EventKind::batch_scheduled:
+      case core::EventKind::feedback_adopted:
+      case core::EventKind::gate:
         all.push_back(P{e.kind, e.rank, e.step, e.req, {e.ints.begin(), e.ints.end()}, std::string(e.text), e.value});
         break;
       default: break;
@@ -332,6 +336,48 @@ TEST(Serving, TheReferenceDrafterAgreesWithTheEngineOverAWholeRun) {
     const auto proposals = std::count_if(probes.all.begin(), probes.all.end(),
                                          [](const Probes::P& p) { return p.kind == core::EventKind::drafts_proposed && p.req >= 0; });
     EXPECT_GT(proposals, 20) << name << ": the oracle had proposals to check";
+  }
+}
+
+// The edge scenarios reach their edges, seen in what the engine did (its probes), not assumed.
+TEST(Serving, EdgeScenariosReachTheirEdges) {
+  auto probes_of = [](const char* name) {
+    Probes p;
+    const serving::ServingRun r = run(scenario(name), 1, &p);
+    EXPECT_EQ(r.result.verdict, core::Verdict::pass) << name;
+    EXPECT_TRUE(r.completed) << name;
+    return p;
+  };
+  {
+    // Slots freed with feedback in flight: the last stage sampled a real request at a step whose
+    // feedback stage 0 then did not adopt for it (its generation counter had moved on).
+    const Probes p = probes_of("pp2_abort_in_flight.toml");
+    std::set<std::pair<int64_t, int64_t>> adopted;
+    for (const auto& e : p.all)
+      if (e.kind == core::EventKind::feedback_adopted) adopted.insert({e.step, e.req});
+    int skipped = 0;
+    for (const auto& e : p.all)
+      if (e.kind == core::EventKind::tokens_sampled && e.req >= 0 && e.rank == 1 && !adopted.count({e.step, e.req})) ++skipped;
+    EXPECT_GT(skipped, 10) << "rows skipped by the generation counter";
+  }
+  {
+    // The tightest max_model_len the loader accepts: rows reach its last verification block.
+    const serving::ServingScenario s = scenario("pp2_length_cap.toml");
+    const Probes p = probes_of("pp2_length_cap.toml");
+    int64_t end = 0;
+    for (const auto& e : p.all)
+      if (e.kind == core::EventKind::inputs_built && e.req >= 0) end = std::max<int64_t>(end, e.ints[0] + static_cast<int64_t>(e.ints.size()) - 1);
+    EXPECT_GE(end, s.config.model.max_model_len - s.config.spec.k - 1) << "positions embedded up to " << end;
+  }
+  {
+    // Single payload with chunked prefill: steps whose gate mixes rows that sample and rows that do not.
+    const Probes p = probes_of("pp2_single_payload_chunked.toml");
+    int mixed = 0;
+    for (const auto& e : p.all)
+      if (e.kind == core::EventKind::gate && e.value == 1 &&
+          std::count(e.ints.begin(), e.ints.end(), 0) > 0 && std::count(e.ints.begin(), e.ints.end(), 1) > 0)
+        ++mixed;
+    EXPECT_GT(mixed, 5) << "steps mixing prefill chunks and sampling rows";
   }
 }
 

@@ -31,8 +31,8 @@ void DrafterOracle::on_event(const core::Event& e) {
   switch (e.kind) {
     case core::EventKind::request_scheduled:
       // The first schedule of a request carries its prompt.
-      if (e.value == 0 && e.ints.size() > 2 && !requests_.count(e.req))
-        requests_[e.req].context.assign(e.ints.begin() + 2, e.ints.end());
+      if (e.value == 0 && e.ints.size() > 3 && !requests_.count(e.req))
+        requests_[e.req].context.assign(e.ints.begin() + 3, e.ints.end());
       return;
     case core::EventKind::tokens_sampled: {
       const auto it = requests_.find(e.req);

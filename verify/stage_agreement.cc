@@ -15,6 +15,11 @@ void StageAgreement::on_event(const core::Event& e) {
     case core::EventKind::request_scheduled:
       if (e.ints.size() < 2) return;
       scheduled_[{e.step, e.req}] = Scheduled{static_cast<int32_t>(e.value), static_cast<int32_t>(e.ints[0])};
+      if (e.ints.size() >= 3) {
+        auto& owners = owners_[e.ints[2]];
+        if (owners.empty() || owners.back().req != e.req) owners.push_back(Owner{e.req, e.step});
+        if (owners.size() > kSampledKept) owners.pop_front();
+      }
       // Bounded: a step's inputs are built within pp steps of its schedule.
       while (!scheduled_.empty() && scheduled_.begin()->first.first < e.step - kStepsKept) scheduled_.erase(scheduled_.begin());
       return;
@@ -25,7 +30,10 @@ void StageAgreement::on_event(const core::Event& e) {
       if (e.value == 1 && e.ints.size() >= 2) check_token(e);
       return;
     case core::EventKind::feedback_adopted:
-      if (e.req >= 0 && serving_[e.rank] && e.ints.size() >= 2) check_adoption(e);
+      if (e.req >= 0 && serving_[e.rank] && e.ints.size() >= 2) {
+        check_slot(e);
+        check_adoption(e);
+      }
       return;
     default: return;
   }
@@ -122,6 +130,31 @@ std::string StageAgreement::token_hint(int64_t req, int64_t step, int64_t token)
                        "step {} (a gate, a generation counter or a feedback slot skipped it)",
                        older->step, prev->step);
   return "it matches none of the request's sampled tokens: the stage read another request's row or another step's slot";
+}
+
+void StageAgreement::check_slot(const core::Event& e) {
+  // The row it wrote must still be the request's: a slot freed and given to another request since
+  // the feedback's step holds that request's state now (the generation counters skip such rows).
+  // The update of step T runs at the start of step T + pp on this rank, before that step's frees
+  // and admissions: a new owner scheduled in between, at T < S < T + pp, holds the row by then.
+  const auto it = owners_.find(e.value);
+  if (it == owners_.end()) return;
+  const Owner* reused = nullptr;
+  for (const Owner& o : it->second)
+    if (o.req != e.req && o.since > e.step && o.since < e.step + facts_.pp) reused = &o;
+  if (reused == nullptr) return;
+  core::Finding f = finding_at(
+      e, core::Verdict::stage_divergence, std::string(core::kKindStageAdoption),
+      fmt::format("rank{} (stage {}) adopts request {}'s feedback of engine step {} into table row {}, which request {} "
+                  "holds since engine step {}",
+                  e.rank, facts_.stage_of(e.rank), e.req, e.step, e.value, reused->req, reused->since));
+  f.sites.push_back(core::Site{e.rank, fmt::format("rank{}.main", e.rank), "", -1,
+                               fmt::format("post_update[deferred]: row {}", e.value), ""});
+  f.details.push_back(fmt::format("request {} left the batch (finished or aborted) while its step {} was in flight; the "
+                                  "row was freed and reused, so the update should have skipped it (the generation "
+                                  "counter of the row, bumped when it was freed)",
+                                  e.req, e.step));
+  report(std::move(f));
 }
 
 void StageAgreement::check_adoption(const core::Event& e) {

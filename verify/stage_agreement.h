@@ -52,7 +52,14 @@ class StageAgreement final : public Monitor {
   std::string token_hint(int64_t req, int64_t step, int64_t token) const;
   std::string adoption_hint(const core::Event& e) const;
 
+  struct Owner {
+    int64_t req = -1;
+    int64_t since = -1;  // the first step the engine core scheduled it in this slot
+  };
+  void check_slot(const core::Event& e);
   std::map<std::pair<int64_t, int64_t>, Scheduled> scheduled_;  // by (step, request)
+  // By req-state index, the latest few owners: the engine core schedules ahead of the stages.
+  std::map<int64_t, std::deque<Owner>> owners_;
   std::map<int64_t, std::deque<Sampled>> sampled_;              // by request, latest last
   std::map<core::RankId, bool> serving_;
 };
