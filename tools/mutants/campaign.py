@@ -15,6 +15,7 @@ an unchanged tree does not run the baseline again.
 """
 import argparse
 import collections
+import fcntl
 import gzip
 import hashlib
 import json
@@ -159,6 +160,25 @@ def failed_runs(result):
         return [{"seed": None, "ok": False, "verdict": "crash", "kind": result["crash"], "engine_step": None,
                  "expected": None, "summary": result["crash"]}]
     return [r for r in result["runs"] if not r["ok"]]
+
+
+def unit_tests(bdir, regex, jobs):
+    """Builds the test binary and runs `ctest -R regex`: (built, names of the tests that failed, seconds)."""
+    t0 = time.time()
+    ok, _secs, out = build(bdir, jobs, targets=("ppspec", "ppspec_tests"))
+    if not ok:
+        return False, [out[-300:]], time.time() - t0
+    r = subprocess.run(NICE + ["ctest", "--test-dir", bdir, "-R", regex, "-j", str(jobs), "--timeout", "600"],
+                       capture_output=True, text=True)
+    failed, listing = [], False
+    for line in r.stdout.splitlines():
+        if "The following tests FAILED" in line:
+            listing = True
+        elif listing and " - " in line:
+            failed.append(line.split(" - ", 1)[1].split(" (")[0].strip())
+    if r.returncode != 0 and not failed:
+        failed = [f"ctest exit {r.returncode}"]
+    return True, failed, time.time() - t0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -317,6 +337,7 @@ def at_first(report_step, wrong):
 
 
 def write_report(path, results, meta):
+    unit = any("unit" in r for r in results)
     killed = [r for r in results if r["status"] == "killed"]
     survived = [r for r in results if r["status"] == "survived"]
     broken = [r for r in results if r["status"] not in ("killed", "survived")]
@@ -325,16 +346,19 @@ def write_report(path, results, meta):
         "",
         f"Tree `{meta['tree']}` (commit {meta['commit']}), {meta['scenarios']} scenarios "
         f"({meta['usable']} meet their expectation unmutated), {meta['when']}; "
-        f"total running time {meta['elapsed']}.",
+        + (f"unit tests `ctest -R '{meta['unit_regex']}'`; " if meta.get("unit_regex") else "")
+        + f"total running time {meta['elapsed']}.",
         "",
         f"**Mutation score: {len(killed)} killed / {len(results)} mutants"
         + (f" ({100.0 * len(killed) / len(results):.0f} %)" if results else "")
         + f"; {len(survived)} survived" + (f"; {len(broken)} not run (patch or build failed)" if broken else "") + ".**",
         "",
-        "| patch | family | result | killed by | verdict / kind | first report step | first wrong step | report at first wrong step |",
-        "|---|---|---|---|---|---|---|---|",
+        "| patch | family | result | killed by | verdict / kind | first report step | first wrong step | report at first wrong step |"
+        + (" unit tests |" if unit else ""),
+        "|---|---|---|---|---|---|---|---|" + ("---|" if unit else ""),
     ]
     for r in results:
+        col = f" {r.get('unit', '-')} |" if unit else ""
         if r["status"] == "killed":
             p = r["primary"]
             by = f"`{os.path.basename(p['scenario'])[:-5]}`" + (f" (+{len(r['killers']) - 1})" if len(r["killers"]) > 1 else "")
@@ -342,13 +366,13 @@ def write_report(path, results, meta):
             if p["verdict"] == "pass":
                 vk = f"pass (expected {p['expected']})"
             lines.append(f"| `{r['name']}` | {r['family']} | **killed** | {by} | {vk} | {fmt_step(p['engine_step'])} | "
-                         f"{fmt_step(r.get('first_wrong'))} | {at_first(p['engine_step'], r.get('first_wrong'))} |")
+                         f"{fmt_step(r.get('first_wrong'))} | {at_first(p['engine_step'], r.get('first_wrong'))} |{col}")
         elif r["status"] == "survived":
             fw = r.get("first_wrong")
             where = f" (`{os.path.basename(r['first_wrong_scenario'])[:-5]}`)" if fw is not None else ""
-            lines.append(f"| `{r['name']}` | {r['family']} | survived | - | - | - | {fmt_step(fw)}{where} | - |")
+            lines.append(f"| `{r['name']}` | {r['family']} | survived | - | - | - | {fmt_step(fw)}{where} | - |{col}")
         else:
-            lines.append(f"| `{r['name']}` | {r['family']} | {r['status']} | - | - | - | - | - |")
+            lines.append(f"| `{r['name']}` | {r['family']} | {r['status']} | - | - | - | - | - |{col}")
     lines += ["", "## Details", ""]
     for r in results:
         lines.append(f"### `{r['name']}` ({r['family']}): {r['status']}")
@@ -371,6 +395,10 @@ def write_report(path, results, meta):
             lines.append("")
         elif r["status"] != "survived":
             lines.append(f"```\n{r.get('error', '')[-1500:]}\n```")
+            lines.append("")
+        if r.get("unit_failed"):
+            lines.append(f"Unit tests that fail on this mutant ({len(r['unit_failed'])}): "
+                         + ", ".join(f"`{t}`" for t in r["unit_failed"]))
             lines.append("")
         fw = r.get("first_wrong")
         if r["status"] in ("killed", "survived"):
@@ -402,6 +430,8 @@ def main():
     ap.add_argument("--out", help="the markdown table (default: tools/mutants/results.md for a full campaign, "
                                   "BUILD_DIR/results.md when patches are named)")
     ap.add_argument("--no-first-wrong", action="store_true", help="skip the traced runs that locate the first wrong step")
+    ap.add_argument("--unit-tests", metavar="REGEX",
+                    help="also build the unit tests and run `ctest -R REGEX` on each mutant (second column)")
     ap.add_argument("patches", nargs="*", help="patch files (default: tools/mutants/*.patch)")
     args = ap.parse_args()
     t_start = time.time()
@@ -416,6 +446,13 @@ def main():
     src, bdir = os.path.join(bdir_root, "src"), os.path.join(bdir_root, "build")
     work = os.path.join(bdir_root, "work")
 
+    os.makedirs(bdir_root, exist_ok=True)
+    lock = open(os.path.join(bdir_root, ".lock"), "w")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        log(f"another campaign is using {bdir_root}; pass another --build-dir")
+        return 2
     files = tree_files()
     thash = tree_hash(files)
     commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
@@ -465,6 +502,24 @@ def main():
     serving = [s for s in usable if s.startswith("scenarios/serving/")]
     digests = Digests(os.path.join(cache, "digests"), work)
 
+    base_tests = None
+    if args.unit_tests:
+        key = hashlib.sha1(args.unit_tests.encode()).hexdigest()[:10]
+        tests_path = os.path.join(cache, f"unit_tests.{key}.json")
+        if os.path.exists(tests_path):
+            with open(tests_path) as fh:
+                base_tests = json.load(fh)
+        else:
+            log(f"unit tests on the unmutated tree (ctest -R '{args.unit_tests}')")
+            ok, failed, secs = unit_tests(bdir, args.unit_tests, args.jobs)
+            if not ok:
+                log("the unmutated unit tests do not build")
+                return 2
+            base_tests = {"failed": failed}
+            with open(tests_path, "w") as fh:
+                json.dump(base_tests, fh)
+            log(f"  {len(failed)} failing unmutated ({secs:.0f} s)" + (f": {', '.join(failed)}" if failed else ""))
+
     results = []
     interrupted = None
     for i, patch in enumerate(patches):
@@ -511,6 +566,13 @@ def main():
             else:
                 r.update(status="survived")
                 log(f"{tag}: SURVIVED ({len(usable)} scenarios meet their expectation)")
+            if base_tests is not None:
+                ok, failed, secs = unit_tests(bdir, args.unit_tests, args.jobs)
+                new = [t for t in failed if t not in base_tests["failed"]]
+                r["unit"] = "build failed" if not ok else f"killed ({len(new)})" if new else "survived"
+                r["unit_failed"] = new if ok else failed
+                log(f"{tag}: unit tests {r['unit']} ({secs:.0f} s)" + (f": {', '.join(new[:3])}"
+                                                                       + (", ..." if len(new) > 3 else "") if new else ""))
             if not args.no_first_wrong:
                 if killers:
                     seed = primary["seed"]
@@ -553,7 +615,7 @@ def main():
 
     elapsed = time.time() - t_start
     meta = {"tree": thash, "commit": commit, "scenarios": len(scen), "usable": len(usable), "unusable": unusable,
-            "when": time.strftime("%Y-%m-%d %H:%M %Z"), "elapsed": f"{elapsed / 60:.1f} min ({elapsed:.0f} s)"}
+            "when": time.strftime("%Y-%m-%d %H:%M %Z"), "unit_regex": args.unit_tests, "elapsed": f"{elapsed / 60:.1f} min ({elapsed:.0f} s)"}
     text = write_report(out_path, results, meta)
     print()
     print(text)
