@@ -27,8 +27,10 @@ ServingFacts serving_facts(const engine::EngineConfig& cfg, const engine::Checkp
 ServingMonitors::ServingMonitors(const ServingFacts& facts, Monitor::Sink sink) {
   monitors_.push_back(std::make_unique<WarmupDiscipline>(facts, sink));
   monitors_.push_back(std::make_unique<GateAgreement>(facts, sink));
-  monitors_.push_back(std::make_unique<DraftFreshness>(facts, sink));
+  // Stage agreement before draft freshness: where one row's position or bonus token is wrong, its
+  // drafts usually are too, and the cause is the former.
   monitors_.push_back(std::make_unique<StageAgreement>(facts, sink));
+  monitors_.push_back(std::make_unique<DraftFreshness>(facts, sink));
   monitors_.push_back(std::make_unique<DrafterOracle>(facts, sink));
   monitors_.push_back(std::make_unique<PaddingChecker>(facts, sink));
   monitors_.push_back(std::make_unique<EmbeddingChecker>(facts, sink));

@@ -310,7 +310,7 @@ def patch_info(path):
             if not line.startswith("#"):
                 break
             text = line[1:].strip()
-            for k in ("family", "what", "analogue"):
+            for k in ("family", "what", "analogue", "equivalent"):
                 if text.startswith(k + ":"):
                     field = k
                     info[k] = text[len(k) + 1:].strip()
@@ -340,7 +340,8 @@ def write_report(path, results, meta):
     unit = any("unit" in r for r in results)
     killed = [r for r in results if r["status"] == "killed"]
     survived = [r for r in results if r["status"] == "survived"]
-    broken = [r for r in results if r["status"] not in ("killed", "survived")]
+    equivalent = [r for r in results if r["status"] == "equivalent"]
+    broken = [r for r in results if r["status"] not in ("killed", "survived", "equivalent")]
     lines = [
         "# Mutation campaign results",
         "",
@@ -349,9 +350,10 @@ def write_report(path, results, meta):
         + (f"unit tests `ctest -R '{meta['unit_regex']}'`; " if meta.get("unit_regex") else "")
         + f"total running time {meta['elapsed']}.",
         "",
-        f"**Mutation score: {len(killed)} killed / {len(results)} mutants"
-        + (f" ({100.0 * len(killed) / len(results):.0f} %)" if results else "")
-        + f"; {len(survived)} survived" + (f"; {len(broken)} not run (patch or build failed)" if broken else "") + ".**",
+        f"**Mutation score: {len(killed)} killed / {len(results) - len(equivalent)} non-equivalent mutants"
+        + (f" ({100.0 * len(killed) / max(len(results) - len(equivalent), 1):.0f} %)" if results else "")
+        + f"; {len(survived)} survived" + (f"; {len(equivalent)} equivalent (argued in the patch)" if equivalent else "")
+        + (f"; {len(broken)} not run (patch or build failed)" if broken else "") + ".**",
         "",
         "| patch | family | result | killed by | verdict / kind | first report step | first wrong step | report at first wrong step |"
         + (" unit tests |" if unit else ""),
@@ -367,6 +369,8 @@ def write_report(path, results, meta):
                 vk = f"pass (expected {p['expected']})"
             lines.append(f"| `{r['name']}` | {r['family']} | **killed** | {by} | {vk} | {fmt_step(p['engine_step'])} | "
                          f"{fmt_step(r.get('first_wrong'))} | {at_first(p['engine_step'], r.get('first_wrong'))} |{col}")
+        elif r["status"] == "equivalent":
+            lines.append(f"| `{r['name']}` | {r['family']} | equivalent (see details) | - | - | - | - | - |{col}")
         elif r["status"] == "survived":
             fw = r.get("first_wrong")
             where = f" (`{os.path.basename(r['first_wrong_scenario'])[:-5]}`)" if fw is not None else ""
@@ -392,6 +396,9 @@ def write_report(path, results, meta):
                              + (f" ({k['failed_seeds']} of {k['seeds']} seeds)" if k["seeds"] > 1 else ""))
                 if k is r["primary"] and k["summary"] and k["verdict"] != "crash":
                     lines.append(f"  - first report: {k['summary'][:400]}")
+            lines.append("")
+        elif r["status"] == "equivalent":
+            lines.append(f"Equivalent: {r['equivalent']}")
             lines.append("")
         elif r["status"] != "survived":
             lines.append(f"```\n{r.get('error', '')[-1500:]}\n```")
@@ -563,6 +570,11 @@ def main():
                 log(f"{tag}: KILLED by {len(killers)} scenario(s); first: {primary['scenario']} -> {primary['verdict']}"
                     + (f" / {primary['kind']}" if primary["kind"] else "")
                     + (f" at engine step {primary['engine_step']}" if primary["engine_step"] is not None else ""))
+            elif r.get("equivalent"):
+                # A mutant argued to change no behaviour (its header says why): reported apart, and not a
+                # failure of the campaign; a kill would show the argument wrong.
+                r.update(status="equivalent")
+                log(f"{tag}: survived, EQUIVALENT as its header argues")
             else:
                 r.update(status="survived")
                 log(f"{tag}: SURVIVED ({len(usable)} scenarios meet their expectation)")
@@ -621,7 +633,7 @@ def main():
     print(text)
     print()
     log(f"table written to {out_path}")
-    if any(r["status"] not in ("killed", "survived") for r in results):
+    if any(r["status"] not in ("killed", "survived", "equivalent") for r in results):
         return 2
     return 1 if any(r["status"] == "survived" for r in results) else 0
 
