@@ -41,6 +41,7 @@ inline constexpr std::string_view kKindStagePosition = "stage-position";
 inline constexpr std::string_view kKindStageToken = "stage-token";
 inline constexpr std::string_view kKindStageDrafts = "stage-drafts";
 inline constexpr std::string_view kKindStageAdoption = "stage-adoption";
+inline constexpr std::string_view kKindFeedbackDropped = "feedback-dropped";
 // nondeterminism, step-limit, hang, invalid-usage, device-fault
 inline constexpr std::string_view kKindReplayDiverged = "replay-diverged";
 inline constexpr std::string_view kKindStepLimit = "step-limit";
@@ -58,7 +59,7 @@ struct FindingKindName {
   std::string_view name;
 };
 
-inline constexpr std::array<FindingKindName, 37> kFindingKinds{{
+inline constexpr std::array<FindingKindName, 38> kFindingKinds{{
     {Verdict::fifo_misalignment, kKindCollectiveMismatch},
     {Verdict::fifo_misalignment, kKindP2pMismatch},
     {Verdict::fifo_misalignment, kKindGateDisagreement},
@@ -86,6 +87,7 @@ inline constexpr std::array<FindingKindName, 37> kFindingKinds{{
     {Verdict::stage_divergence, kKindStageToken},
     {Verdict::stage_divergence, kKindStageDrafts},
     {Verdict::stage_divergence, kKindStageAdoption},
+    {Verdict::stage_divergence, kKindFeedbackDropped},
     {Verdict::nondeterminism, kKindReplayDiverged},
     {Verdict::step_limit, kKindStepLimit},
     {Verdict::step_limit, kKindTimeLimit},

@@ -375,6 +375,24 @@ TEST(StageAgreement, AdoptingIntoARowAnotherRequestHoldsIsAnAdoptionDivergence) 
   }
 }
 
+TEST(StageAgreement, ASampledRowTheGateLeavesOutIsDroppedFeedback) {
+  for (int64_t mask : {1, 0}) {
+    Fixture<verify::StageAgreement> fx;
+    fx.send(EventKind::batch_scheduled, -1, 3, -1, {7, 8}, 8);
+    fx.send(EventKind::gate, 0, 3, -1, {1, mask}, 1);       // stage 0's gate: request 8's row per `mask`
+    fx.send(EventKind::tokens_sampled, 2, 3, 8, {40}, 0);  // the last stage sampled request 8
+    if (mask == 1) {
+      EXPECT_TRUE(fx.found.empty()) << fx.found.front().summary;
+      continue;
+    }
+    ASSERT_EQ(fx.found.size(), 1u);
+    EXPECT_EQ(fx.found.front().verdict, Verdict::stage_divergence);
+    EXPECT_EQ(fx.found.front().kind, "feedback-dropped");
+    EXPECT_EQ(fx.found.front().engine_step, 3);
+    EXPECT_NE(fx.found.front().summary.find("leaves the request's row out"), std::string::npos) << fx.found.front().summary;
+  }
+}
+
 TEST(StageAgreement, WarmupAndSyntheticRequestsAreNotChecked) {
   Fixture<verify::StageAgreement> fx;
   fx.send(EventKind::request_scheduled, -1, 1, 7, {4, 6}, 10);

@@ -23,7 +23,28 @@ void StageAgreement::on_event(const core::Event& e) {
       // Bounded: a step's inputs are built within pp steps of its schedule.
       while (!scheduled_.empty() && scheduled_.begin()->first.first < e.step - kStepsKept) scheduled_.erase(scheduled_.begin());
       return;
-    case core::EventKind::tokens_sampled: on_sampled(e); return;
+    case core::EventKind::tokens_sampled:
+      on_sampled(e);
+      if (facts_.pp > 1 && e.req >= 0) {
+        auto& reqs = sampled_reqs_[e.step];
+        if (std::find(reqs.begin(), reqs.end(), e.req) == reqs.end()) {
+          reqs.push_back(e.req);
+          check_dropped(e.step, e.req, e);
+        }
+      }
+      return;
+    case core::EventKind::batch_scheduled:
+      batches_[e.step].assign(e.ints.begin(), e.ints.end());
+      while (!batches_.empty() && batches_.begin()->first < e.step - kStepsKept) batches_.erase(batches_.begin());
+      while (!gates_.empty() && gates_.begin()->first < e.step - kStepsKept) gates_.erase(gates_.begin());
+      while (!sampled_reqs_.empty() && sampled_reqs_.begin()->first < e.step - kStepsKept) sampled_reqs_.erase(sampled_reqs_.begin());
+      return;
+    case core::EventKind::gate:
+      if (gates_.count(e.step)) return;  // gate agreement compares the ranks
+      gates_[e.step] = Gate{e.rank, e.value, {e.ints.begin(), e.ints.end()}};
+      if (const auto it = sampled_reqs_.find(e.step); it != sampled_reqs_.end())
+        for (int64_t req : it->second) check_dropped(e.step, req, e);
+      return;
     case core::EventKind::inputs_built:
       if (e.req < 0 || !serving_[e.rank] || e.ints.empty()) return;
       check_position(e);
@@ -130,6 +151,36 @@ std::string StageAgreement::token_hint(int64_t req, int64_t step, int64_t token)
                        "step {} (a gate, a generation counter or a feedback slot skipped it)",
                        older->step, prev->step);
   return "it matches none of the request's sampled tokens: the stage read another request's row or another step's slot";
+}
+
+int StageAgreement::gate_row(int64_t step, int64_t req) const {
+  const auto g = gates_.find(step);
+  const auto b = batches_.find(step);
+  if (g == gates_.end() || b == batches_.end()) return -1;
+  if (g->second.value == 0) return 0;
+  const auto at = std::find(b->second.begin(), b->second.end(), req);
+  const auto row = static_cast<size_t>(at - b->second.begin());
+  if (at == b->second.end() || row >= g->second.rows.size()) return -1;
+  return g->second.rows[row] != 0 ? 1 : 0;
+}
+
+void StageAgreement::check_dropped(int64_t step, int64_t req, const core::Event& e) {
+  if (gate_row(step, req) != 0) return;
+  const Gate& g = gates_.at(step);
+  const Sampled* s = sampled_at(req, step);
+  core::Finding f = finding_at(
+      e, core::Verdict::stage_divergence, std::string(core::kKindFeedbackDropped),
+      fmt::format("the last stage sampled {} for request {} at engine step {}, but the feedback gate of that step {} "
+                  "(rank{}): the earlier stages never adopt these tokens",
+                  s ? token_list(s->tokens) : "tokens", req, step,
+                  g.value == 0 ? "posts no feedback at all" : "leaves the request's row out", g.rank));
+  f.engine_step = step;
+  f.sites.push_back(core::Site{g.rank, fmt::format("rank{}.side", g.rank), "", -1,
+                               fmt::format("need_sampled_mask: engine step {}", step), ""});
+  f.details.push_back("the gate must include every row that produces a sample (vLLM compute_need_sampled_mask: "
+                      "num_computed + num_scheduled >= prefill_len, a final prefill chunk included); every rank "
+                      "agreed on this gate, so it is the rule itself that is wrong, not one rank");
+  report(std::move(f));
 }
 
 void StageAgreement::check_slot(const core::Event& e) {

@@ -7,7 +7,10 @@
 //  * `stage-token`: a decode row's first token is the last token the last stage sampled for the
 //    request at its previous step (the bonus token);
 //  * `stage-adoption`: the sampled tokens and counts an earlier stage's deferred update adopts
-//    from step T's feedback are the ones the last stage sampled at T.
+//    from step T's feedback are the ones the last stage sampled at T, into a row the request
+//    still holds;
+//  * `feedback-dropped`: a row the last stage sampled at step T is in step T's feedback (the gate
+//    of every rank says so): otherwise the earlier stages never learn its tokens.
 // The drafts a stage embeds and adopts are draft freshness's (verify/draft_freshness.h). Each
 // report's hint follows from the numbers: what the wrong value equals says how it went wrong.
 // Checked from a rank's "serving" phase on, for real requests (warmup's synthetic ones have no
@@ -57,6 +60,17 @@ class StageAgreement final : public Monitor {
     int64_t since = -1;  // the first step the engine core scheduled it in this slot
   };
   void check_slot(const core::Event& e);
+  // The gate's row for a request sampled at a step: 1 sent, 0 dropped, -1 unknown yet.
+  int gate_row(int64_t step, int64_t req) const;
+  void check_dropped(int64_t step, int64_t req, const core::Event& e);
+  std::map<int64_t, std::vector<int64_t>> batches_;  // by step: request ids in batch order
+  struct Gate {
+    core::RankId rank = -1;
+    int64_t value = 0;
+    std::vector<int64_t> rows;
+  };
+  std::map<int64_t, Gate> gates_;                          // by step: the first rank's gate
+  std::map<int64_t, std::vector<int64_t>> sampled_reqs_;   // by step: requests the last stage sampled
   std::map<std::pair<int64_t, int64_t>, Scheduled> scheduled_;  // by (step, request)
   // By req-state index, the latest few owners: the engine core schedules ahead of the stages.
   std::map<int64_t, std::deque<Owner>> owners_;
