@@ -44,6 +44,14 @@ struct TwoStreams {
 
 TwoStreams streams(Harness& h, core::RankId r) { return {h.rt.device(r).stream("main"), h.rt.device(r).stream("side")}; }
 
+// Makes `to` wait for everything enqueued on `from` so far.
+void order(Harness& h, core::RankId r, core::Stream from, core::Stream to) {
+  auto& d = h.rt.device(r);
+  const core::DeviceEvent e = d.event("order");
+  d.record(e, from);
+  d.stream_wait(to, e);
+}
+
 // One rank: `between` runs after the write on main is enqueued and before the read on side is.
 core::RunResult write_then_read(uint64_t seed, const std::function<void(Harness&, TwoStreams)>& between, int64_t read_row = 0) {
   Harness h(1, race_config(), seed);
@@ -75,12 +83,7 @@ TEST(RaceDetector, UnorderedWriteAndReadOnTwoStreamsRaceInEverySchedule) {
 
 TEST(RaceDetector, AnEventOrdersTheStreams) {
   for (uint64_t seed = 1; seed <= 8; ++seed) {
-    const auto r = write_then_read(seed, [](Harness& h, TwoStreams s) {
-      auto& d = h.rt.device(0);
-      const core::DeviceEvent e = d.event("written");
-      d.record(e, s.main);
-      d.stream_wait(s.side, e);
-    });
+    const auto r = write_then_read(seed, [](Harness& h, TwoStreams s) { order(h, 0, s.main, s.side); });
     EXPECT_EQ(r.verdict, Verdict::pass) << "seed " << seed << ": " << (r.findings.empty() ? "" : r.findings.front().summary);
   }
 }
@@ -120,34 +123,36 @@ TEST(RaceDetector, OtherElementsAndTwoReadsDoNotRace) {
   EXPECT_EQ(h.run().verdict, Verdict::pass);
 }
 
-// Across ranks: rank 0 writes x and sends it; rank 1 receives it into y on main and reads y on
-// side, ordered by an event or not.
-core::RunResult send_then_read(bool order_the_read, uint64_t seed) {
+// Rank 0 sends x to rank 1's y on communicator "c": each side's body runs after its comm init,
+// and each rank synchronises its device after it.
+using Side = std::function<void(Harness&, core::Communicator&, TwoStreams, const core::Buffer&)>;
+core::RunResult exchange(uint64_t seed, const Side& sender, const Side& receiver) {
   Harness h(2, race_config(), seed);
   h.comm("c", {0, 1});
   const core::Buffer x = h.buffer(0, 4, core::Dtype::i64);
   const core::Buffer y = h.buffer(1, 4, core::Dtype::i64);
-  h.actor(0, [&] {
-    auto& c = h.rt.comm_init("c", 0);
-    const TwoStreams s = streams(h, 0);
-    touch(h, 0, s.main, x, 0, true, "produce");
-    c.send(x, 1, s.main, Label{"x"});
-    h.rt.device(0).device_sync();
-  });
-  h.actor(1, [&] {
-    auto& c = h.rt.comm_init("c", 1);
-    const TwoStreams s = streams(h, 1);
-    auto& d = h.rt.device(1);
-    c.recv(y, 0, s.main, Label{"x"});
-    if (order_the_read) {
-      const core::DeviceEvent e = d.event("received");
-      d.record(e, s.main);
-      d.stream_wait(s.side, e);
-    }
-    touch(h, 1, s.side, y, 0, false, "consume");
-    d.device_sync();
-  });
+  for (core::RankId r : {0, 1})
+    h.actor(r, [&, r] {
+      auto& c = h.rt.comm_init("c", r);
+      (r == 0 ? sender : receiver)(h, c, streams(h, r), r == 0 ? x : y);
+      h.rt.device(r).device_sync();
+    });
   return h.run();
+}
+
+// Rank 1 receives into y on main and reads y on side, ordered by an event or not.
+core::RunResult send_then_read(bool order_the_read, uint64_t seed) {
+  return exchange(
+      seed,
+      [](Harness& h, core::Communicator& c, TwoStreams s, const core::Buffer& x) {
+        touch(h, 0, s.main, x, 0, true, "produce");
+        c.send(x, 1, s.main, Label{"x"});
+      },
+      [order_the_read](Harness& h, core::Communicator& c, TwoStreams s, const core::Buffer& y) {
+        c.recv(y, 0, s.main, Label{"x"});
+        if (order_the_read) order(h, 1, s.main, s.side);
+        touch(h, 1, s.side, y, 0, false, "consume");
+      });
 }
 
 TEST(RaceDetector, AReceiveIsAWriteThatAReadOnAnotherStreamMustWaitFor) {
@@ -162,29 +167,15 @@ TEST(RaceDetector, AReceiveIsAWriteThatAReadOnAnotherStreamMustWaitFor) {
 TEST(RaceDetector, ASendBufferRewrittenBeforeTheSendIsOrderedRaces) {
   // The send reads x on side; main rewrites x. Ordered only when main waits the send's event.
   for (bool ordered : {false, true}) {
-    Harness h(2, race_config());
-    h.comm("c", {0, 1});
-    const core::Buffer x = h.buffer(0, 4, core::Dtype::i64);
-    const core::Buffer y = h.buffer(1, 4, core::Dtype::i64);
-    h.actor(0, [&] {
-      auto& c = h.rt.comm_init("c", 0);
-      const TwoStreams s = streams(h, 0);
-      auto& d = h.rt.device(0);
-      c.send(x, 1, s.side, Label{"x"});
-      if (ordered) {
-        const core::DeviceEvent e = d.event("sent");
-        d.record(e, s.side);
-        d.stream_wait(s.main, e);
-      }
-      touch(h, 0, s.main, x, 0, true, "overwrite");
-      d.device_sync();
-    });
-    h.actor(1, [&] {
-      auto& c = h.rt.comm_init("c", 1);
-      c.recv(y, 0, h.rt.device(1).stream("main"), Label{"x"});
-      h.rt.device(1).device_sync();
-    });
-    EXPECT_EQ(h.run().verdict, ordered ? Verdict::pass : Verdict::race) << "ordered " << ordered;
+    const auto r = exchange(
+        1,
+        [ordered](Harness& h, core::Communicator& c, TwoStreams s, const core::Buffer& x) {
+          c.send(x, 1, s.side, Label{"x"});
+          if (ordered) order(h, 0, s.side, s.main);
+          touch(h, 0, s.main, x, 0, true, "overwrite");
+        },
+        [](Harness&, core::Communicator& c, TwoStreams s, const core::Buffer& y) { c.recv(y, 0, s.main, Label{"x"}); });
+    EXPECT_EQ(r.verdict, ordered ? Verdict::pass : Verdict::race) << "ordered " << ordered;
   }
 }
 
