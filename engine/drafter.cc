@@ -194,9 +194,12 @@ void Drafter::forward(int64_t step, int32_t nd, const TargetModel& model) {
   ctx_.run("draft_forward", "", fw, nd);
   if (probed_table_ || !ctx_.observed()) return;
   // The first forward tells the checkers which table the drafter read: its hash, and how many of its
-  // entries still hold the allocation's poison (never written on this rank).
+  // entries still hold the allocation's poison (never written on this rank). The memory read back is
+  // the kernel's own argument, not a table chosen again here: what the kernel reads is the evidence.
   probed_table_ = true;
-  read_back(ctx_.dev, ctx_.main, {table}, [&rt = ctx_.rt, rank = ctx_.rank, step](const HostRows& h) {
+  const core::Buffer read(const_cast<uint32_t*>(fw.draft_embed.data), nullptr, core::Dtype::u32,
+                          core::Shape{fw.draft_embed.size, 1});
+  read_back(ctx_.dev, ctx_.main, {read}, [&rt = ctx_.rt, rank = ctx_.rank, step](const HostRows& h) {
     const auto words = h.get<uint32_t>(0);
     int64_t poisoned = 0;
     for (uint32_t w : words) poisoned += w == kn::kPoisonWord ? 1 : 0;
