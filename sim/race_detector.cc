@@ -6,6 +6,7 @@
 #include "core/assert.h"
 #include "core/finding_kinds.h"
 #include "sim/stream.h"
+#include "sim/world.h"
 
 namespace ppspec::sim {
 
@@ -46,6 +47,10 @@ void RaceDetector::end() {
   active_ = false;
   clock_ = nullptr;
   kernels::t_access_observer = nullptr;
+  if (race_ && !reported_) {
+    reported_ = true;
+    world_.request_stop(*race_);
+  }
 }
 
 RaceDetector::Allocation* RaceDetector::allocation_of(const void* p) {
@@ -143,9 +148,11 @@ core::Site RaceDetector::site_of(uint32_t actor, uint32_t tick, bool write, cons
     return s;
   }
   s.actor = rec->item.stream->full_name();
-  const std::string who = !rec->item.operation.empty() ? rec->item.operation
-                         : rec->item.spec.empty()        ? std::string(rec->item.kernel)
-                                                         : fmt::format("{}[{}]", rec->item.kernel, rec->item.spec);
+  const AccessItem& item = rec->item;
+  std::string who = item.spec.empty() ? std::string(item.kernel) : fmt::format("{}[{}]", item.kernel, item.spec);
+  if (item.operation)
+    who = item.operations > 1 ? fmt::format("{} (group of {})", core::describe(*item.operation), item.operations)
+                              : core::describe(*item.operation);
   s.what = fmt::format("{} {} {} row {}", who, write ? "writes" : "reads", a.name, row);
   s.origin = std::string(rec->item.call_site);
   return s;

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "core/buffer.h"
+#include "core/op.h"
 #include "core/verdict.h"
 #include "kernels/access.h"
 #include "sim/vector_clock.h"
@@ -39,6 +40,7 @@
 namespace ppspec::sim {
 
 class SimStream;
+class World;
 
 // The work item whose accesses are being checked.
 struct AccessItem {
@@ -46,7 +48,9 @@ struct AccessItem {
   std::string_view kernel;
   std::string_view spec;
   std::string_view call_site;  // where the host enqueued it ("execute_model step 7")
-  std::string operation;       // a communication kernel: its operations, in words (else empty)
+  // A communication kernel: its first operation and how many it groups (words only in a report).
+  std::optional<core::OpDesc> operation;
+  uint32_t operations = 0;
 };
 
 class RaceDetector final : public kernels::AccessObserver {
@@ -55,6 +59,9 @@ class RaceDetector final : public kernels::AccessObserver {
   static constexpr uint32_t kItemsRemembered = 4096;
   // Allocations per world (the engine makes ~60 per rank).
   static constexpr size_t kAllocationsMax = 1 << 16;
+
+  // The first race stops `world`'s run (World::request_stop) as the item that saw it ends.
+  explicit RaceDetector(World& world) : world_(world) {}
 
   void on_alloc(core::RankId rank, const core::Buffer& b, std::string_view name);
 
@@ -67,13 +74,8 @@ class RaceDetector final : public kernels::AccessObserver {
 
   void on_access(const void* first, size_t bytes, bool write) override;
 
-  // The first race, once seen; take_report() hands it over once, to stop the run.
+  // The first race, once seen.
   const std::optional<core::Finding>& race() const { return race_; }
-  std::optional<core::Finding> take_report() {
-    if (!race_ || reported_) return std::nullopt;
-    reported_ = true;
-    return race_;
-  }
 
  private:
   // 8 bytes: a cell is 32, and the engine's KV caches hold hundreds of thousands of them.
@@ -136,6 +138,7 @@ class RaceDetector final : public kernels::AccessObserver {
   bool active_ = false;
   Epoch current_;
   const VectorClock* clock_ = nullptr;
+  World& world_;
   std::optional<core::Finding> race_;
   bool reported_ = false;
 };

@@ -11,7 +11,7 @@ namespace ppspec::sim {
 SimRuntime::SimRuntime(int num_ranks, const SimConfig& config, std::unique_ptr<SchedulePolicy> policy, uint64_t seed)
     : world_(config, std::move(policy), seed, bus_), comms_(*this) {
   if (num_ranks < 1) throw std::invalid_argument("a runtime needs at least one rank");
-  if (config.detect_races) races_ = std::make_unique<RaceDetector>();
+  if (config.detect_races) races_ = std::make_unique<RaceDetector>(world_);
   for (int r = 0; r < num_ranks; ++r) devices_.push_back(std::make_unique<SimDevice>(*this, r));
 }
 

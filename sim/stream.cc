@@ -12,7 +12,11 @@
 namespace ppspec::sim {
 
 SimStream::SimStream(SimDevice& device, int32_t id, std::string name)
-    : device_(device), id_(id), name_(std::move(name)), full_name_(fmt::format("rank{}.{}", device.rank(), name_)) {}
+    : device_(device),
+      id_(id),
+      name_(std::move(name)),
+      full_name_(fmt::format("rank{}.{}", device.rank(), name_)),
+      delay_(device.world().config().delayed_stream == name_ ? device.world().config().stream_delay : 0) {}
 
 void SimStream::enqueue(WorkItem item) {
   assert(capture_ == nullptr && "capturing streams record into their graph");
@@ -80,20 +84,20 @@ void SimStream::run_kernel(WorkItem& item) {
     if (item.body) item.body();
     return;
   }
-  races->begin(fiber_->id, advance_clock(), clock_, AccessItem{this, item.name, item.spec, item.call_site, {}});
+  races->begin(fiber_->id, advance_clock(), clock_, AccessItem{this, item.name, item.spec, item.call_site, {}, 0});
   try {
     item.body();
   } catch (const core::InternalError&) {
-    // A kernel that indexed past a buffer after reading racing data: the race is the cause.
+    // A kernel that indexed past a buffer after reading racing data: the race (which end() reports)
+    // is the cause.
     races->end();
-    if (auto race = races->take_report()) return device_.world().request_stop(std::move(*race));
+    if (races->race()) return;
     throw;
   } catch (...) {
     races->end();
     throw;
   }
   races->end();
-  if (auto race = races->take_report()) device_.world().request_stop(std::move(*race));
 }
 
 void SimStream::execute(WorkItem& item) {
@@ -101,7 +105,7 @@ void SimStream::execute(WorkItem& item) {
   switch (item.type) {
     case WorkItem::Type::kernel: {
       clock_.join(item.enqueue_clock());
-      if (!w.config().delayed_stream.empty() && w.config().delayed_stream == name_) w.sleep(w.config().stream_delay);
+      if (delay_ > 0) w.sleep(delay_);
       w.sleep(w.jittered(item.duration));
       run_kernel(item);
       if (w.bus().active()) {
@@ -114,7 +118,7 @@ void SimStream::execute(WorkItem& item) {
     }
     case WorkItem::Type::comm:
       // The kernel's start and completion clocks come from CommSystem::execute (R2, R4).
-      if (!w.config().delayed_stream.empty() && w.config().delayed_stream == name_) w.sleep(w.config().stream_delay);
+      if (delay_ > 0) w.sleep(delay_);
       if (device_.races() != nullptr) advance_clock();
       item.comm->call_site = item.call_site;
       device_.comms().execute(*item.comm, *this);

@@ -106,6 +106,7 @@ class SimStream {
   WaitList work_;      // the stream fiber, waiting for work
   WaitList progress_;  // anyone waiting for this stream to reach a position
   GraphRec* capture_ = nullptr;
+  Time delay_;  // SimConfig::stream_delay when this is the delayed stream, else 0
   VectorClock clock_;
   // Cells to fill when the stream's completed count reaches the position, in increasing order:
   // every request is for the end of the stream at the time it is made.
