@@ -56,6 +56,16 @@ void append_json_string(std::string& out, std::string_view s) {
   out.push_back('"');
 }
 
+std::string_view text_of(const Event& e) {
+  switch (e.kind) {
+    case EventKind::warmup_phase: return to_string(e.subject.phase);
+    case EventKind::padding_rows: return to_string(e.subject.padding_kernel);
+    case EventKind::table_bound: return to_string(e.subject.table);
+    case EventKind::batch_scheduled: return to_string(e.subject.step_kind);
+    default: return e.text;
+  }
+}
+
 std::string to_json(const Event& e) {
   std::string s;
   s.reserve(192);
@@ -83,7 +93,7 @@ std::string to_json(const Event& e) {
   }
   field("kernel", e.kernel);
   field("spec", e.spec);
-  field("text", e.text);
+  field("text", text_of(e));
   if (e.value >= 0) s += fmt::format(",\"value\":{}", e.value);
   if (e.req >= 0) s += fmt::format(",\"req\":{}", e.req);
   if (e.step >= 0) s += fmt::format(",\"step\":{}", e.step);

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/event_subjects.h"
 #include "core/label.h"
 #include "core/op.h"
 #include "core/types.h"
@@ -32,16 +33,16 @@ enum class EventKind : uint8_t {
   op_pending,       // hang dump: an operation posted and not completed (value = its age in ns)
   actor_blocked,    // hang dump: a host thread inside a call (text = the call, value = how long in ns)
   // Engine probes (DESIGN §7); `req` is the request id, `step` the engine step, `ints` the data.
-  batch_scheduled,  // engine core: value = rows, ints = request ids in batch order
+  batch_scheduled,  // engine core: value = rows, ints = request ids in batch order, subject.step_kind
   inputs_built,     // a rank built a request's input rows: ints = [first position, input ids...]
   tokens_sampled,   // last stage: ints = the request's sampled tokens this step
   drafts_proposed,  // last stage: ints = the drafts proposed for the request's next step
   drafts_adopted,   // earlier stage: ints = the drafts the deferred update wrote for the request
-  warmup_phase,     // text = the phase
-  padding_rows,     // a kernel wrote a graph's padding rows: text = the kernel, value = the first
+  warmup_phase,     // subject.phase = the phase a worker enters
+  padding_rows,     // a kernel wrote a graph's padding rows: subject.padding_kernel, value = the first
                     // padding row, ints = per row the fields of that kernel (verify/padding_checker.h)
   gate,             // a rank evaluated the feedback gate of a step: value = 1 when it posts feedback
-  table_bound,      // a rank bound a weight table: text = its name, value = its hash (FNV-1a of the
+  table_bound,      // a rank bound a weight table: subject.table, value = its hash (FNV-1a of the
                     // words), ints = [entries, entries never written]
   request_scheduled,  // engine core: a request in a step's batch: value = the tokens it has computed,
                       // ints = [tokens scheduled, prefill length, req-state index, the prompt if it
@@ -68,11 +69,15 @@ struct Event {
   std::string_view kernel;
   std::string_view spec;
   std::string_view text;
+  ProbeSubject subject{};  // the typed subject of the probes above that have one; the trace's "text"
   int64_t value = -1;
   int64_t req = -1;
   int64_t step = -1;
   std::span<const int64_t> ints{};
 };
+
+// What a trace writes as "text": the typed subject's name for a probe that has one, else `text`.
+std::string_view text_of(const Event& e);
 
 // One JSON object, keys in a fixed order, no trailing newline. Deterministic byte for byte.
 std::string to_json(const Event& e);

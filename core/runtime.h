@@ -165,8 +165,12 @@ class Runtime {
   virtual void publish(Event& e) { events().publish(e); }
 
   // Tags the calling actor's next calls with a place in the program under test ("file.toml:12"),
-  // so that reports can point at it. A hint: backends may ignore it.
-  virtual void set_call_site(std::string_view where) { (void)where; }
+  // so that reports can point at it, and the engine step it executes (-1: none), so that events
+  // the runtime publishes (a module load) carry the step as a number. A hint: backends may ignore it.
+  virtual void set_call_site(std::string_view where, int64_t engine_step = -1) {
+    (void)where;
+    (void)engine_step;
+  }
 
   // Runs every spawned actor to completion or until a verdict stops the run.
   virtual RunResult run() = 0;

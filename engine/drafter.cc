@@ -181,7 +181,7 @@ void Drafter::prepare_inputs(int64_t step, int32_t nd, int32_t q_rows, const Req
               for (int64_t i = 0; i < q_rows - used; ++i)
                 pad.insert(pad.end(), {h.at<int32_t>(0, i), h.at<int64_t>(1, i), h.at<uint8_t>(2, i) != 0 ? 1 : 0,
                                        h.at<int64_t>(3, i), unwritten_at(h, 4, 3, stride, i)});
-              probe(rt, core::EventKind::padding_rows, rank, step, -1, pad, used, "prepare_dflash_inputs");
+              probe(rt, core::EventKind::padding_rows, rank, step, -1, pad, used, {.padding_kernel = core::PaddingKernel::prepare_dflash_inputs});
             });
 }
 
@@ -205,7 +205,7 @@ void Drafter::forward(int64_t step, int32_t nd, const TargetModel& model) {
     for (uint32_t w : words) poisoned += w == kn::kPoisonWord ? 1 : 0;
     const auto hash = static_cast<int64_t>(core::fnv1a_words(words.data(), words.size()));
     probe(rt, core::EventKind::table_bound, rank, step, -1, {static_cast<int64_t>(words.size()), poisoned}, hash,
-          "draft.embed_tokens");
+          {.table = core::WeightTable::draft_embed_tokens});
   });
 }
 
@@ -232,7 +232,7 @@ void Drafter::route(int64_t step, int32_t used_rows, int32_t q_rows) {
                   }
                   pad.push_back(nonzero);
                 }
-                probe(rt, core::EventKind::padding_rows, rank, step, -1, pad, used_rows, "topk_softplus_sqrt");
+                probe(rt, core::EventKind::padding_rows, rank, step, -1, pad, used_rows, {.padding_kernel = core::PaddingKernel::topk_softplus_sqrt});
               });
   ctx_.run("draft_experts", "",
       kn::DraftExpertsKernel{span_of<int32_t>(topk_ids_), span_of<float>(topk_weights_), top, span_of<float>(expert_scale_),

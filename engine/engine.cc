@@ -30,7 +30,7 @@ void Engine::publish_batch(const SchedulerOutput& so, bool warmup) {
   if (!rt_.events().active()) return;
   std::vector<int64_t> ids;
   for (const auto& r : so.requests) ids.push_back(r.id);
-  publish(rt_, Probe{core::EventKind::batch_scheduled, -1, so.step, -1, so.num_tokens, warmup ? "warmup" : "", "engine"}, ids);
+  publish(rt_, Probe{core::EventKind::batch_scheduled, -1, so.step, -1, so.num_tokens, {.step_kind = warmup ? core::StepKind::warmup : core::StepKind::serving}, "engine"}, ids);
   // What the engine core computed for each request: the positions every stage must embed; and a
   // new request's prompt, the context of the reference drafter (verify/drafter_oracle.h).
   for (const auto& r : so.requests) {

@@ -7,6 +7,7 @@
 #include "engine/worker.h"
 #include "kernels/feedback_payload.h"
 #include "kernels/post_update.h"
+#include "core/call_site.h"
 #include "kernels/request_tables.h"
 
 namespace ppspec::engine {
@@ -16,7 +17,7 @@ namespace kn = ppspec::kernels;
 void Worker::step(const SchedulerOutput& so) {
   // Reports of what the host does from here (a module load, a blocking call) name the step.
   // The runtime keeps a view of the text in what it records: keep every one alive with the worker.
-  ctx_.rt.set_call_site(call_sites_.emplace_back(step_call_site(so.step)));
+  ctx_.rt.set_call_site(call_sites_.emplace_back(core::step_call_site(so.step)), so.step);
   // 1. Earlier stages adopt the feedback of step T-pp (the deferred update).
   if (!ctx_.last && pp_handler_) deferred_update();
   // 2. Finished and new requests, block tables; then the batch, decode rows first (the scheduler

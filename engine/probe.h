@@ -16,7 +16,7 @@ struct Probe {
   int64_t step = -1;
   int64_t req = -1;
   int64_t value = -1;
-  std::string_view text{};
+  core::ProbeSubject subject{};
   std::string_view actor{};
 };
 
@@ -29,7 +29,7 @@ inline void publish(core::Runtime& rt, const Probe& p, const std::vector<int64_t
   e.step = p.step;
   e.req = p.req;
   e.value = p.value;
-  e.text = p.text;
+  e.subject = p.subject;
   e.actor = p.actor;
   e.ints = ints;
   rt.publish(e);

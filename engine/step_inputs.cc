@@ -98,7 +98,7 @@ void StepInputs::probe_rows(const SchedulerOutput& so, int32_t padded_rows, cons
               for (int64_t i = used; i < padded_rows; ++i)
                 pad.insert(pad.end(), {h.at<int32_t>(0, i), h.at<int64_t>(1, i), h.at<uint8_t>(2, i) != 0 ? 1 : 0,
                                        h.at<int64_t>(3, i), unwritten_at(h, 4, 3, stride, i - used)});
-              probe(rt, core::EventKind::padding_rows, rank, step, -1, pad, used, "prepare_inputs");
+              probe(rt, core::EventKind::padding_rows, rank, step, -1, pad, used, {.padding_kernel = core::PaddingKernel::prepare_inputs});
             });
 }
 

@@ -1,7 +1,6 @@
 #include "engine/worker.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cstring>
 #include <fmt/format.h>
 #include <set>
@@ -55,17 +54,6 @@ std::vector<std::pair<std::string, std::vector<core::RankId>>> communicators(con
   return out;
 }
 
-std::string step_call_site(int64_t step) { return fmt::format("execute_model step {}", step); }
-
-std::optional<int64_t> step_of_call_site(std::string_view call_site) {
-  constexpr std::string_view kPrefix = "execute_model step ";
-  if (!call_site.starts_with(kPrefix)) return std::nullopt;
-  int64_t step = 0;
-  const auto digits = call_site.substr(kPrefix.size());
-  if (std::from_chars(digits.data(), digits.data() + digits.size(), step).ec != std::errc{}) return std::nullopt;
-  return step;
-}
-
 Worker::Worker(core::Runtime& rt, core::RankId rank, const EngineConfig& cfg, const Checkpoint& ckpt)
     : ctx_(rt, rank, cfg, ckpt),
       tables_(ctx_),
@@ -95,7 +83,9 @@ int32_t Worker::graph_size(int32_t tokens) const {
   return tokens;
 }
 
-void Worker::phase(const char* name) { publish(ctx_.rt, Probe{core::EventKind::warmup_phase, ctx_.rank, -1, -1, -1, name}); }
+void Worker::phase(core::WarmupPhase phase) {
+  publish(ctx_.rt, Probe{core::EventKind::warmup_phase, ctx_.rank, -1, -1, -1, {.phase = phase}});
+}
 
 // ---------------------------------------------------------------------------------------------
 // The actor
@@ -131,11 +121,11 @@ void Worker::run() {
     switch (cmd.command) {
       case Command::step: step(*cmd.step); break;
       case Command::disable_feedback:
-        phase("feedback disabled");
+        phase(core::WarmupPhase::feedback_disabled);
         if (pp_handler_) pp_handler_->set_disabled(true);
         break;
       case Command::enable_feedback:
-        phase("feedback enabled");
+        phase(core::WarmupPhase::feedback_enabled);
         if (pp_handler_) pp_handler_->set_disabled(false);
         break;
       case Command::preload: preload(); break;
@@ -145,7 +135,7 @@ void Worker::run() {
         break;
       case Command::capture: capture_graphs(); break;
       case Command::serve:
-        phase("serving");
+        phase(core::WarmupPhase::serving);
         if (pp_handler_) pp_handler_->set_disabled(false);
         break;
       case Command::shutdown:
@@ -156,7 +146,7 @@ void Worker::run() {
 }
 
 void Worker::preload() {
-  phase("preload registered kernels");
+  phase(core::WarmupPhase::preload_registered_kernels);
   auto load = [this]<typename K>(const char* name, const char* spec, const K*) {
     preload_kernel<K>(ctx_.dev, core::KernelRef{name, spec});
   };
@@ -199,7 +189,7 @@ void Worker::preload() {
 
 void Worker::warmup_decode_update() {
   if (ctx_.last || ctx_.pp == 1 || ctx_.cfg.faults.lazy_post_update) return;
-  phase("warmup_pp_decode_update");
+  phase(core::WarmupPhase::warmup_pp_decode_update);
   // The serving specialization, with idx -1: loaded, writes nothing (vLLM warmup_pp_decode_update).
   ctx_.upload(prev_idx_, std::vector<int32_t>{-1});
   kn::PostUpdateKernel pk{span_of<int32_t>(prev_idx_),
@@ -219,7 +209,7 @@ void Worker::warmup_decode_update() {
 }
 
 void Worker::capture_graphs() {
-  phase("capture graphs");
+  phase(core::WarmupPhase::capture_graphs);
   for (int s : ctx_.cfg.serving.capture_sizes) {
     ctx_.dev.capture_begin(ctx_.main);
     model_.forward(s, inputs_, tables_, tp());

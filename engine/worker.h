@@ -35,11 +35,6 @@ std::string pp_broadcast_group(int tp_rank);
 bool is_pp_broadcast_group(std::string_view name);  // a feedback communicator, of any TP column
 std::vector<std::pair<std::string, std::vector<core::RankId>>> communicators(const Topology& t);
 
-// What a worker tells the runtime it is doing while it runs a step ("execute_model step N"), so that
-// reports of what its host thread did there (a module load, a blocking call) name the step; and back.
-std::string step_call_site(int64_t step);
-std::optional<int64_t> step_of_call_site(std::string_view call_site);
-
 // One rank: its parts, each owning its buffers (request tables, step inputs, target model, write
 // checks; on the last stage the sampler and the drafter), its communicators and feedback handler.
 class Worker {
@@ -58,7 +53,7 @@ class Worker {
   void preload();
   void warmup_decode_update();
   void capture_graphs();
-  void phase(const char* name);
+  void phase(core::WarmupPhase phase);
 
   // ---- the parts of a step (model_runner.cc) ----
   void deferred_update();

@@ -60,7 +60,7 @@ RealRuntime::RealRuntime(int num_ranks, RealConfig config)
     : config_(std::move(config)),
       start_(std::chrono::steady_clock::now()),
       tracker_(*this, num_ranks),
-      profiler_(config_.profile && config_.step_of) {
+      profiler_(config_.profile) {
   int gpus = 0;
   const cudaError_t e = cudaGetDeviceCount(&gpus);
   if (e != cudaSuccess) gpus = 0;
@@ -101,12 +101,10 @@ void RealRuntime::publish(core::Event& e) {
 
 void RealRuntime::progress() { last_progress_ = now(); }
 
-void RealRuntime::set_call_site(std::string_view where) {
+void RealRuntime::set_call_site(std::string_view where, int64_t engine_step) {
   t_call_site = std::string(where);
-  if (!profiler_.on()) return;
-  const std::optional<int64_t> step = config_.step_of(where);
-  if (!step) return;
-  t_step = *step;
+  if (!profiler_.on() || engine_step < 0) return;
+  t_step = engine_step;
   t_step_start = now();
 }
 

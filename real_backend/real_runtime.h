@@ -41,10 +41,9 @@ struct RealConfig {
   // kernel's fault: device-fault); the finding says which thread and scenario line. The process
   // then ends with _exit(0).
   std::function<void(const core::Finding& finding)> on_verdict;
-  // Per-step timing with CUDA events (step_profiler.h); `step_of` reads the engine step from a
-  // call site ("execute_model step 12"), as the engine sets it.
+  // Per-step timing with CUDA events (step_profiler.h), per engine step as the engine's call sites
+  // name it.
   bool profile = false;
-  std::function<std::optional<int64_t>(std::string_view)> step_of;
 };
 
 // What each host thread is doing, for the hang dump.
@@ -79,7 +78,7 @@ class RealRuntime final : public core::Runtime {
   void sleep(core::Time d) override;
   core::Time now() const override;
   core::EventBus& events() override { return bus_; }
-  void set_call_site(std::string_view where) override;
+  void set_call_site(std::string_view where, int64_t engine_step) override;
   core::RunResult run() override;
 
   // ---- backend internals ----

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <map>
 
+#include "core/call_site.h"
 #include "core/finding_kinds.h"
 #include "sim/sim_runtime.h"
 #include "verify/findings.h"
@@ -22,13 +23,13 @@ class BatchLog final : public core::EventSink {
     if (e.kind != core::EventKind::batch_scheduled) return;
     Batch& b = batches_[e.step];
     b.ids.assign(e.ints.begin(), e.ints.end());
-    b.warmup = e.text == "warmup";
+    b.warmup = e.subject.step_kind == core::StepKind::warmup;
   }
   void annotate(std::vector<core::Finding>& findings) const {
     for (core::Finding& f : findings) {
       // A finding about a host call (a module load, a blocking call) knows the step by its call site.
       for (const core::Site& s : f.sites)
-        if (f.engine_step < 0) f.engine_step = engine::step_of_call_site(s.origin).value_or(-1);
+        if (f.engine_step < 0) f.engine_step = core::step_of_call_site(s.origin).value_or(-1);
       if (f.engine_step < 0 || f.summary.find("request") != std::string::npos) continue;
       const auto it = batches_.find(f.engine_step);
       if (it == batches_.end()) continue;

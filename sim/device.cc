@@ -184,7 +184,8 @@ void SimDevice::ensure_loaded(core::KernelRef k, bool preload) {
     core::Event e = w.event(core::EventKind::module_load, rank_, w.current().name);
     e.kernel = k.name;
     e.spec = k.spec;
-    e.text = rt_.host_state().call_site;  // where the host was: reports name the step
+    e.text = rt_.host_state().call_site;  // where the host was, for the report
+    e.step = rt_.host_state().call_step;
     e.value = mode == core::ModuleLoading::jit ? 1 : 0;
     w.bus().publish(e);
   }

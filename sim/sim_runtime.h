@@ -27,6 +27,7 @@ struct HostState {
   std::vector<PartSpec> scratch;  // operations being launched by this actor (reused storage)
   std::vector<std::pair<core::RankId, uint64_t>> group_issue;  // issue index of the open group per rank
   std::string_view call_site;     // where the program is, for reports
+  int64_t call_step = -1;         // the engine step it executes (-1: none)
 };
 
 class SimRuntime final : public core::Runtime {
@@ -47,7 +48,10 @@ class SimRuntime final : public core::Runtime {
   core::EventBus& events() override { return bus_; }
   core::RunResult run() override;
 
-  void set_call_site(std::string_view where) override { host_state().call_site = where; }
+  void set_call_site(std::string_view where, int64_t engine_step) override {
+    host_state().call_site = where;
+    host_state().call_step = engine_step;
+  }
 
   World& world() { return world_; }
   const World& world() const { return world_; }

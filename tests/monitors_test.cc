@@ -40,7 +40,7 @@ struct Fixture {
     monitor = std::make_unique<M>(facts, [this](core::Finding f) { found.push_back(std::move(f)); });
   }
   void send(EventKind kind, core::RankId rank, int64_t step, int64_t req, std::vector<int64_t> ints, int64_t value = -1,
-            std::string_view text = {}, std::string_view comm = {}) {
+            core::ProbeSubject subject = {}, std::string_view comm = {}) {
     core::Event e;
     e.t = 1000 * (step + 1);
     e.kind = kind;
@@ -49,16 +49,18 @@ struct Fixture {
     e.req = req;
     e.ints = storage.emplace_back(std::move(ints));
     e.value = value;
-    e.text = text;
+    e.subject = subject;
     e.comm = comm;
     monitor->on_event(e);
   }
-  void phase(core::RankId rank, std::string_view name) { send(EventKind::warmup_phase, rank, -1, -1, {}, -1, name); }
+  void phase(core::RankId rank, core::WarmupPhase phase) {
+    send(EventKind::warmup_phase, rank, -1, -1, {}, -1, {.phase = phase});
+  }
 };
 
 TEST(DraftFreshness, FreshDraftsPassAndStaleOnesNameRequestStageStepAndBothLists) {
   Fixture<verify::DraftFreshness> fx;
-  fx.phase(0, "serving");
+  fx.phase(0, core::WarmupPhase::serving);
   fx.send(EventKind::drafts_proposed, 2, 3, 7, {11, 12, 13});
   fx.send(EventKind::drafts_proposed, 3, 3, 7, {11, 12, 13});  // the other TP rank of the last stage
   fx.send(EventKind::inputs_built, 0, 5, 7, {40, 99, 11, 12, 13}, 1);
@@ -95,7 +97,7 @@ TEST(DraftFreshness, WarmupAndPrefillRowsAreNotChecked) {
   Fixture<verify::DraftFreshness> fx;
   fx.send(EventKind::drafts_proposed, 2, 1, 7, {11, 12, 13});
   fx.send(EventKind::inputs_built, 0, 3, 7, {4, 99, 0, 0, 0}, 1);  // before this rank serves
-  fx.phase(0, "serving");
+  fx.phase(0, core::WarmupPhase::serving);
   fx.send(EventKind::inputs_built, 0, 3, 7, {4, 99, 0, 0, 0}, 0);  // a prefill chunk
   EXPECT_TRUE(fx.found.empty());
 }
@@ -108,8 +110,8 @@ std::vector<int64_t> inert_rows(int n) {
 
 TEST(PaddingChecker, InertPaddingRowsPass) {
   Fixture<verify::PaddingChecker> fx;
-  fx.send(EventKind::padding_rows, 0, 4, -1, inert_rows(3), 9, "prepare_inputs");
-  fx.send(EventKind::padding_rows, 2, 4, -1, {-1, -1, 0, -1, -1, 0}, 10, "topk_softplus_sqrt");
+  fx.send(EventKind::padding_rows, 0, 4, -1, inert_rows(3), 9, {.padding_kernel = core::PaddingKernel::prepare_inputs});
+  fx.send(EventKind::padding_rows, 2, 4, -1, {-1, -1, 0, -1, -1, 0}, 10, {.padding_kernel = core::PaddingKernel::topk_softplus_sqrt});
   EXPECT_TRUE(fx.found.empty());
 }
 
@@ -119,7 +121,7 @@ TEST(PaddingChecker, StaleOrNeverWrittenRowsAreAViolationNamingTheRow) {
   rows[5] = 17;  // row 10: a stale id
   rows[7] = 0;   // is_padding unset
   rows[9] = 1;   // not stored this step
-  fx.send(EventKind::padding_rows, 1, 4, -1, rows, 9, "prepare_dflash_inputs");
+  fx.send(EventKind::padding_rows, 1, 4, -1, rows, 9, {.padding_kernel = core::PaddingKernel::prepare_dflash_inputs});
   ASSERT_EQ(fx.found.size(), 1u);
   EXPECT_EQ(fx.found[0].verdict, Verdict::padding_violation);
   EXPECT_EQ(fx.found[0].engine_step, 4);
@@ -130,7 +132,7 @@ TEST(PaddingChecker, StaleOrNeverWrittenRowsAreAViolationNamingTheRow) {
 
 TEST(PaddingChecker, ARouterThatSelectsExpertsForPaddingIsAViolation) {
   Fixture<verify::PaddingChecker> fx;
-  fx.send(EventKind::padding_rows, 2, 4, -1, {-1, -1, 0, 3, 5, 2}, 10, "topk_softplus_sqrt");
+  fx.send(EventKind::padding_rows, 2, 4, -1, {-1, -1, 0, 3, 5, 2}, 10, {.padding_kernel = core::PaddingKernel::topk_softplus_sqrt});
   ASSERT_EQ(fx.found.size(), 1u);
   EXPECT_EQ(fx.found[0].verdict, Verdict::padding_violation);
   EXPECT_NE(fx.found[0].summary.find("padding row 11 selects experts [3, 5]"), std::string::npos) << fx.found[0].summary;
@@ -138,10 +140,10 @@ TEST(PaddingChecker, ARouterThatSelectsExpertsForPaddingIsAViolation) {
 
 TEST(EmbeddingChecker, TheCheckpointsTablePassesAnyOtherIsAViolation) {
   Fixture<verify::EmbeddingChecker> good;
-  good.send(EventKind::table_bound, 2, 2, -1, {512, 0}, 1234, "draft.embed_tokens");
+  good.send(EventKind::table_bound, 2, 2, -1, {512, 0}, 1234, {.table = core::WeightTable::draft_embed_tokens});
   EXPECT_TRUE(good.found.empty());
   Fixture<verify::EmbeddingChecker> bad;
-  bad.send(EventKind::table_bound, 2, 2, -1, {512, 512}, 99, "draft.embed_tokens");
+  bad.send(EventKind::table_bound, 2, 2, -1, {512, 512}, 99, {.table = core::WeightTable::draft_embed_tokens});
   ASSERT_EQ(bad.found.size(), 1u);
   EXPECT_EQ(bad.found[0].verdict, Verdict::embedding_violation);
   EXPECT_NE(bad.found[0].summary.find("rank2 (stage 1)"), std::string::npos);
@@ -167,28 +169,29 @@ void op_posted(Fixture<verify::WarmupDiscipline>& fx, core::RankId rank, std::st
 
 TEST(WarmupDiscipline, TheProtocolOfDesign63Passes) {
   Fixture<verify::WarmupDiscipline> fx;
-  fx.phase(0, "feedback disabled");
-  fx.phase(0, "preload registered kernels");
-  fx.send(EventKind::module_load, 0, -1, -1, {}, 0, "");
+  fx.phase(0, core::WarmupPhase::feedback_disabled);
+  fx.phase(0, core::WarmupPhase::preload_registered_kernels);
+  fx.send(EventKind::module_load, 0, -1, -1, {}, 0);
   op_posted(fx, 0, "pp0");
-  fx.phase(0, "feedback enabled");
+  fx.phase(0, core::WarmupPhase::feedback_enabled);
   op_posted(fx, 0, "pp_broadcast0");
-  fx.phase(0, "serving");
+  fx.phase(0, core::WarmupPhase::serving);
   op_posted(fx, 0, "pp_broadcast0");
   EXPECT_TRUE(fx.found.empty());
 }
 
 TEST(WarmupDiscipline, FeedbackDuringWarmupAndALoadWhileServingAreHazards) {
   Fixture<verify::WarmupDiscipline> fx;
-  fx.phase(1, "preload registered kernels");  // never disabled
+  fx.phase(1, core::WarmupPhase::preload_registered_kernels);  // never disabled
   op_posted(fx, 1, "pp_broadcast1");
-  fx.phase(1, "serving");
+  fx.phase(1, core::WarmupPhase::serving);
   core::Event load;
   load.kind = EventKind::module_load;
   load.rank = 1;
   load.kernel = "post_update";
   load.spec = "deferred";
   load.text = "execute_model step 12";
+  load.step = 12;
   fx.monitor->on_event(load);
   ASSERT_EQ(fx.found.size(), 2u) << "one finding per rule";
   EXPECT_EQ(fx.found[0].verdict, Verdict::hazard);
@@ -202,13 +205,13 @@ TEST(WarmupDiscipline, FeedbackDuringWarmupAndALoadWhileServingAreHazards) {
 // anyway is the hazard; never announcing it and posting nothing is none.
 TEST(WarmupDiscipline, TheHazardComesFromAPostedFeedbackOperationNotFromAnAnnouncement) {
   Fixture<verify::WarmupDiscipline> quiet;
-  quiet.phase(0, "preload registered kernels");  // no "feedback disabled"
+  quiet.phase(0, core::WarmupPhase::preload_registered_kernels);  // no "feedback disabled"
   op_posted(quiet, 0, "pp0");
-  quiet.phase(0, "feedback enabled");
+  quiet.phase(0, core::WarmupPhase::feedback_enabled);
   EXPECT_TRUE(quiet.found.empty()) << quiet.found.front().summary;
   Fixture<verify::WarmupDiscipline> posting;
-  posting.phase(0, "feedback disabled");
-  posting.phase(0, "preload registered kernels");
+  posting.phase(0, core::WarmupPhase::feedback_disabled);
+  posting.phase(0, core::WarmupPhase::preload_registered_kernels);
   op_posted(posting, 0, "pp_broadcast0");
   ASSERT_EQ(posting.found.size(), 1u);
   EXPECT_EQ(posting.found.front().kind, "feedback-during-warmup");
@@ -277,7 +280,7 @@ TEST(PaddingInvariance, GraphsAndEagerAgreeOrTheFirstDifferenceIsReported) {
 TEST(DraftFreshness, TheHintSaysWhatTheStaleDraftsAre) {
   for (bool zeros : {false, true}) {
     Fixture<verify::DraftFreshness> fx;
-    fx.phase(0, "serving");
+    fx.phase(0, core::WarmupPhase::serving);
     fx.send(EventKind::drafts_proposed, 2, 1, 7, {1, 2, 3});
     fx.send(EventKind::drafts_proposed, 2, 3, 7, {4, 5, 6});
     fx.send(EventKind::inputs_built, 0, 5, 7, zeros ? std::vector<int64_t>{9, 8, 0, 0, 0} : std::vector<int64_t>{9, 8, 1, 2, 3}, 1);
@@ -295,7 +298,7 @@ TEST(DraftFreshness, TheHintSaysWhatTheStaleDraftsAre) {
 // Request 7: scheduled at engine step 3 with 10 computed tokens and 4 scheduled; the last stage
 // samples [21, 22] with 2 of 3 drafts rejected; at step 5 the engine core has computed 12.
 void sampled_then_scheduled(Fixture<verify::StageAgreement>& fx) {
-  fx.phase(0, "serving");
+  fx.phase(0, core::WarmupPhase::serving);
   fx.send(EventKind::request_scheduled, -1, 3, 7, {4, 6, 2}, 10);
   fx.send(EventKind::tokens_sampled, 2, 3, 7, {21, 22}, 2);
   fx.send(EventKind::tokens_sampled, 3, 3, 7, {21, 22}, 2);  // the other TP rank: the same, once
@@ -328,7 +331,7 @@ TEST(StageAgreement, AMissingRejectedCorrectionIsAPositionDivergenceThatSaysSo) 
 
 TEST(StageAgreement, ANegativePositionIsReportedEvenWhereNothingElseIsKnown) {
   Fixture<verify::StageAgreement> fx;
-  fx.phase(1, "serving");
+  fx.phase(1, core::WarmupPhase::serving);
   fx.send(EventKind::request_scheduled, -1, 4, 9, {8, 8}, 0);
   fx.send(EventKind::inputs_built, 1, 4, 9, {-1, 5, 6}, 0);
   ASSERT_EQ(fx.found.size(), 1u);
@@ -338,7 +341,7 @@ TEST(StageAgreement, ANegativePositionIsReportedEvenWhereNothingElseIsKnown) {
 TEST(StageAgreement, ABonusTokenFromTheWrongColumnIsNamedAsSuch) {
   Fixture<verify::StageAgreement> fx;
   sampled_then_scheduled(fx);
-  fx.phase(1, "serving");
+  fx.phase(1, core::WarmupPhase::serving);
   fx.send(EventKind::inputs_built, 1, 5, 7, {12, 21, 31, 32, 33}, 1);
   ASSERT_EQ(fx.found.size(), 1u);
   const core::Finding& f = fx.found.front();
@@ -397,7 +400,7 @@ TEST(StageAgreement, WarmupAndSyntheticRequestsAreNotChecked) {
   Fixture<verify::StageAgreement> fx;
   fx.send(EventKind::request_scheduled, -1, 1, 7, {4, 6}, 10);
   fx.send(EventKind::inputs_built, 0, 1, 7, {99, 1}, 1);  // rank 0 is not serving yet
-  fx.phase(0, "serving");
+  fx.phase(0, core::WarmupPhase::serving);
   fx.send(EventKind::request_scheduled, -1, 2, -1, {4, 6}, 10);
   fx.send(EventKind::inputs_built, 0, 2, -1, {99, 1}, 1);  // a synthetic warmup request
   EXPECT_TRUE(fx.found.empty());

@@ -47,6 +47,7 @@ class Probes final : public core::EventSink {
     std::vector<int64_t> ints;
     std::string text;
     int64_t value;
+    core::WarmupPhase phase;
   };
   void on_event(const core::Event& e) override {
     switch (e.kind) {
@@ -59,7 +60,7 @@ class Probes final : public core::EventSink {
       case core::EventKind::batch_scheduled:
       case core::EventKind::feedback_adopted:
       case core::EventKind::gate:
-        all.push_back(P{e.kind, e.rank, e.step, e.req, {e.ints.begin(), e.ints.end()}, std::string(e.text), e.value});
+        all.push_back(P{e.kind, e.rank, e.step, e.req, {e.ints.begin(), e.ints.end()}, std::string(e.text), e.value, e.subject.phase});
         break;
       default: break;
     }
@@ -158,7 +159,7 @@ TEST(Serving, EveryKernelLoadsDuringWarmupAndNoneWhileServing) {
   std::map<core::RankId, size_t> serving_at, loads_before;
   for (size_t i = 0; i < probes.all.size(); ++i) {
     const auto& p = probes.all[i];
-    if (p.kind == core::EventKind::warmup_phase && p.text == "serving") serving_at[p.rank] = i;
+    if (p.kind == core::EventKind::warmup_phase && p.phase == core::WarmupPhase::serving) serving_at[p.rank] = i;
   }
   ASSERT_EQ(serving_at.size(), 4u);
   for (size_t i = 0; i < probes.all.size(); ++i) {

@@ -109,6 +109,14 @@ TEST(TraceInput, WrongTypesAndRangesAreExitTwoWithTheLine) {
       {"a lost line", {kHeader, kSend, trailer("pass", 2)}, 3, "the trailer counts 2 events, the trace holds 1"},
       {"a line after the trailer", {kHeader, trailer("pass", 0), kSend}, 3, "a line after the trailer"},
       {"an unknown trailer verdict", {kHeader, trailer("fine", 0)}, 2, "'verdict': expected one of: pass,"},
+      {"an unknown phase", {kHeader, R"({"seq":0,"t":0,"ev":"warmup_phase","rank":0,"text":"Serving"})"}, 2,
+       "'text': 'Serving' is not one of: feedback disabled, preload registered kernels"},
+      {"an unknown padding kernel", {kHeader, R"({"seq":0,"t":0,"ev":"padding_rows","rank":0,"text":"embed","value":4})"}, 2,
+       "'text': 'embed' is not one of: prepare_inputs, prepare_dflash_inputs, topk_softplus_sqrt"},
+      {"an unknown table", {kHeader, R"({"seq":0,"t":0,"ev":"table_bound","rank":0,"text":"embed_tokens","value":4})"}, 2,
+       "'text': 'embed_tokens' is not one of: draft.embed_tokens"},
+      {"an unknown step kind", {kHeader, R"({"seq":0,"t":0,"ev":"batch_scheduled","text":"prefill","value":4})"}, 2,
+       "'text': 'prefill' is not one of: warmup, or no text"},
   };
   const fs::path d = temp_dir("bad");
   for (const BadTrace& c : cases) {
@@ -120,6 +128,42 @@ TEST(TraceInput, WrongTypesAndRangesAreExitTwoWithTheLine) {
     EXPECT_NE(r.err.find(fmt::format("{}:{}: ", path, c.line)), std::string::npos) << r.err;
     EXPECT_NE(r.err.find(c.message), std::string::npos) << r.err;
   }
+}
+
+// Probes with a fixed vocabulary carry a typed subject; a trace writes it as "text", the names it
+// always had, and reads it back typed. A module load of a trace written before it carried its step
+// gets the step from its call site.
+TEST(TraceInput, TypedSubjectsRoundTripThroughTheTraceAndOldModuleLoadsKeepTheirStep) {
+  std::vector<core::Event> events(6);
+  events[0].kind = core::EventKind::warmup_phase;
+  events[0].subject.phase = core::WarmupPhase::feedback_enabled;
+  events[1].kind = core::EventKind::padding_rows;
+  events[1].subject.padding_kernel = core::PaddingKernel::prepare_dflash_inputs;
+  events[2].kind = core::EventKind::table_bound;
+  events[2].subject.table = core::WeightTable::draft_embed_tokens;
+  events[3].kind = core::EventKind::batch_scheduled;
+  events[3].subject.step_kind = core::StepKind::warmup;
+  events[4].kind = core::EventKind::batch_scheduled;  // a serving step writes no text
+  events[5].kind = core::EventKind::module_load;
+  events[5].text = "execute_model step 12";
+  std::vector<std::string> lines = {kHeader};
+  for (size_t i = 0; i < events.size(); ++i) {
+    events[i].seq = i;
+    lines.push_back(core::to_json(events[i]));
+  }
+  EXPECT_NE(lines[1].find(R"("text":"feedback enabled")"), std::string::npos) << lines[1];
+  EXPECT_EQ(lines[5].find("text"), std::string::npos) << lines[5];
+  std::istringstream in(joined(lines));
+  traces::TraceReader reader(in, "typed.jsonl", {.require_trailer = false});
+  std::vector<core::Event> back;
+  while (const core::Event* e = reader.next()) back.push_back(*e);
+  ASSERT_EQ(back.size(), events.size());
+  EXPECT_EQ(back[0].subject.phase, core::WarmupPhase::feedback_enabled);
+  EXPECT_EQ(back[1].subject.padding_kernel, core::PaddingKernel::prepare_dflash_inputs);
+  EXPECT_EQ(back[2].subject.table, core::WeightTable::draft_embed_tokens);
+  EXPECT_EQ(back[3].subject.step_kind, core::StepKind::warmup);
+  EXPECT_EQ(back[4].subject.step_kind, core::StepKind::serving);
+  EXPECT_EQ(back[5].step, 12) << "the step of an old module load, from its call site";
 }
 
 TEST(TraceInput, ARecordedFailureTheEventsDoNotShowIsNotAPass) {

@@ -98,7 +98,6 @@ int gpu_child_serving(const GpuChildArgs& args, const toml::table& root, uint64_
   cfg.on_error = [&](const std::string& error) { write_result(args.result, {{"error", error}}); };
   const std::string profile = profile_path();
   cfg.profile = !profile.empty();
-  cfg.step_of = [](std::string_view site) { return engine::step_of_call_site(site); };
   run_guarded(args.result, [&] {
     rt = std::make_unique<real::RealRuntime>(s.config.topology.ranks(), cfg);
     std::vector<core::EventSink*> sinks{&checker};

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/call_site.h"
 #include "core/error.h"
 #include "core/printable.h"
 
@@ -286,6 +287,33 @@ void read_ints(const Fields& f, const Json& j, core::Event& e, EventStorage& sto
   e.ints = store.ints;
 }
 
+// A probe with a typed subject writes it as "text": read it back into its field, or say what was
+// expected. Older traces wrote the same names.
+template <typename T>
+T subject_or_fail(const Fields& f, std::string_view text, std::optional<T> parsed, const std::string& expected) {
+  if (!parsed) f.fail("text", fmt::format("'{}' is not one of: {}", core::printable(text, 40), expected));
+  return *parsed;
+}
+
+void read_subject(const Fields& f, core::Event& e) {
+  switch (e.kind) {
+    case core::EventKind::warmup_phase:
+      e.subject.phase = subject_or_fail(f, e.text, core::parse_warmup_phase(e.text), core::warmup_phase_names());
+      return;
+    case core::EventKind::padding_rows:
+      e.subject.padding_kernel =
+          subject_or_fail(f, e.text, core::parse_padding_kernel(e.text), core::padding_kernel_names());
+      return;
+    case core::EventKind::table_bound:
+      e.subject.table = subject_or_fail(f, e.text, core::parse_weight_table(e.text), core::weight_table_names());
+      return;
+    case core::EventKind::batch_scheduled:
+      e.subject.step_kind = subject_or_fail(f, e.text, core::parse_step_kind(e.text), "warmup, or no text");
+      return;
+    default: return;
+  }
+}
+
 // Every field of one event line, checked.
 void read_event(const Fields& f, const Json& j, core::Event& e, EventStorage& store, uint64_t index) {
   e = core::Event{};
@@ -304,6 +332,7 @@ void read_event(const Fields& f, const Json& j, core::Event& e, EventStorage& st
   e.kernel = store.view(f, "kernel", kNameBytesMax);
   e.spec = store.view(f, "spec", kNameBytesMax);
   e.text = store.view(f, "text", kTextBytesMax);
+  read_subject(f, e);
   // `value` is a row, a count or a flag for the probes that do arithmetic on it, a hash for
   // table_bound, an age in nanoseconds for a hang dump.
   const bool row_value = e.kind == core::EventKind::padding_rows || e.kind == core::EventKind::batch_scheduled ||
@@ -311,6 +340,8 @@ void read_event(const Fields& f, const Json& j, core::Event& e, EventStorage& st
   e.value = f.integer("value", -1, row_value ? kCountMax : INT64_MAX).value_or(-1);
   e.req = f.integer("req", -1, kIdMax).value_or(-1);
   e.step = f.integer("step", -1, kStepMax).value_or(-1);
+  // Module loads carry their step since trace version 1 had them name it only in their call site.
+  if (e.kind == core::EventKind::module_load && e.step < 0) e.step = core::step_of_call_site(e.text).value_or(-1);
   read_ints(f, j, e, store);
 }
 

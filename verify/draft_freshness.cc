@@ -8,7 +8,7 @@ namespace ppspec::verify {
 void DraftFreshness::on_event(const core::Event& e) {
   switch (e.kind) {
     case core::EventKind::warmup_phase:
-      if (e.text == "serving") serving_[e.rank] = true;
+      if (e.subject.phase == core::WarmupPhase::serving) serving_[e.rank] = true;
       return;
     case core::EventKind::drafts_proposed: {
       auto& list = proposals_[e.req];

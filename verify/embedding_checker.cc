@@ -5,7 +5,7 @@
 namespace ppspec::verify {
 
 void EmbeddingChecker::on_event(const core::Event& e) {
-  if (reported("embedding") || e.kind != core::EventKind::table_bound || e.text != "draft.embed_tokens") return;
+  if (reported("embedding") || e.kind != core::EventKind::table_bound || e.subject.table != core::WeightTable::draft_embed_tokens) return;
   const int64_t entries = e.ints.size() > 0 ? e.ints[0] : -1;
   const int64_t unwritten = e.ints.size() > 1 ? e.ints[1] : 0;
   if (e.value == facts_.draft_table_hash && entries == facts_.draft_table_entries && unwritten == 0) return;

@@ -8,7 +8,7 @@ namespace ppspec::verify {
 
 void PaddingChecker::on_event(const core::Event& e) {
   if (reported("padding") || e.kind != core::EventKind::padding_rows) return;
-  if (e.text == "topk_softplus_sqrt")
+  if (e.subject.padding_kernel == core::PaddingKernel::topk_softplus_sqrt)
     check_router(e);
   else
     check_inputs(e);
@@ -31,9 +31,9 @@ void PaddingChecker::check_inputs(const core::Event& e) {
     std::string what;
     for (const auto& w : wrong) what += (what.empty() ? "" : ", ") + w;
     core::Finding f = finding_at(e, core::Verdict::padding_violation, "padding",
-                                 fmt::format("rank{} {}: padding row {} has {}", e.rank, e.text, row, what));
+                                 fmt::format("rank{} {}: padding row {} has {}", e.rank, core::to_string(e.subject.padding_kernel), row, what));
     f.sites.push_back(core::Site{e.rank, fmt::format("rank{}.main", e.rank), "", -1,
-                                 fmt::format("{}: rows {}..{} pad a batch of {} rows", e.text, e.value,
+                                 fmt::format("{}: rows {}..{} pad a batch of {} rows", core::to_string(e.subject.padding_kernel), e.value,
                                              e.value + static_cast<int64_t>(rows) - 1, e.value),
                                  ""});
     f.details.push_back(fmt::format("a graph replayed at {} rows reads every row (R10); the prepare kernel must clear "

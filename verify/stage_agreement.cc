@@ -10,7 +10,7 @@ namespace ppspec::verify {
 void StageAgreement::on_event(const core::Event& e) {
   switch (e.kind) {
     case core::EventKind::warmup_phase:
-      if (e.text == "serving") serving_[e.rank] = true;
+      if (e.subject.phase == core::WarmupPhase::serving) serving_[e.rank] = true;
       return;
     case core::EventKind::request_scheduled:
       if (e.ints.size() < 2) return;

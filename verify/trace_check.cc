@@ -11,7 +11,7 @@ void TraceChecker::on_event(const core::Event& e) {
   ++events_;
   end_ = std::max(end_, e.t);
   pairing_.on_event(e);
-  if (e.kind == core::EventKind::verdict && e.text == "hang") {
+  if (e.kind == core::EventKind::verdict && core::parse_verdict(e.text) == core::Verdict::hang) {
     hang_at_ = e.t;
     timeout_ = std::max<core::Time>(e.value, 0);
     return;

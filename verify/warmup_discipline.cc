@@ -14,11 +14,16 @@ void WarmupDiscipline::on_event(const core::Event& e) {
   Phase& p = phase_[e.rank];
   switch (e.kind) {
     case core::EventKind::warmup_phase:
-      if (e.text == "feedback disabled") p = Phase::disabled;
-      if (e.text == "feedback enabled") p = Phase::feedback_warmup;
-      if (e.text == "serving") p = Phase::serving;
-      // Whether the engine said it disabled the feedback does not matter: what it posts does.
-      if (e.text == "preload registered kernels" && (p == Phase::init || p == Phase::disabled)) p = Phase::warmup;
+      switch (e.subject.phase) {
+        case core::WarmupPhase::feedback_disabled: p = Phase::disabled; break;
+        case core::WarmupPhase::feedback_enabled: p = Phase::feedback_warmup; break;
+        case core::WarmupPhase::serving: p = Phase::serving; break;
+        // Whether the engine said it disabled the feedback does not matter: what it posts does.
+        case core::WarmupPhase::preload_registered_kernels:
+          if (p == Phase::init || p == Phase::disabled) p = Phase::warmup;
+          break;
+        default: break;
+      }
       return;
     case core::EventKind::op_posted:
       if ((p != Phase::warmup && p != Phase::disabled) || !engine::is_pp_broadcast_group(e.comm)) return;
@@ -43,8 +48,7 @@ void WarmupDiscipline::on_event(const core::Event& e) {
                        fmt::format("rank{} loads kernel module {}[{}] while serving: warmup did not load this "
                                    "specialization",
                                    e.rank, e.kernel, e.spec));
-        // The host's call site says which step it was executing.
-        f.engine_step = engine::step_of_call_site(e.text).value_or(-1);
+        f.engine_step = e.step;  // the step the host was executing
         f.sites.push_back(core::Site{e.rank, std::string(e.actor), "", -1, fmt::format("launch {}[{}]", e.kernel, e.spec),
                                      std::string(e.text)});
         f.details.push_back("a module load waits for the device to drain (R8): with a feedback receive spinning on the "

@@ -1,0 +1,39 @@
+#include "core/event_subjects.h"
+
+#include "core/enum_names.h"
+
+namespace ppspec::core {
+namespace {
+
+// The names are the trace's: a rename here breaks reading older traces.
+constexpr EnumNames<WarmupPhase, 6> kPhases{{{
+    {"feedback disabled", WarmupPhase::feedback_disabled},
+    {"preload registered kernels", WarmupPhase::preload_registered_kernels},
+    {"warmup_pp_decode_update", WarmupPhase::warmup_pp_decode_update},
+    {"capture graphs", WarmupPhase::capture_graphs},
+    {"feedback enabled", WarmupPhase::feedback_enabled},
+    {"serving", WarmupPhase::serving},
+}}};
+constexpr EnumNames<PaddingKernel, 3> kPaddingKernels{{{
+    {"prepare_inputs", PaddingKernel::prepare_inputs},
+    {"prepare_dflash_inputs", PaddingKernel::prepare_dflash_inputs},
+    {"topk_softplus_sqrt", PaddingKernel::topk_softplus_sqrt},
+}}};
+constexpr EnumNames<WeightTable, 1> kTables{{{{"draft.embed_tokens", WeightTable::draft_embed_tokens}}}};
+constexpr EnumNames<StepKind, 2> kStepKinds{{{{"", StepKind::serving}, {"warmup", StepKind::warmup}}}};
+
+}  // namespace
+
+std::string_view to_string(WarmupPhase p) { return p == WarmupPhase::none ? "" : kPhases.name(p); }
+std::string_view to_string(PaddingKernel k) { return k == PaddingKernel::none ? "" : kPaddingKernels.name(k); }
+std::string_view to_string(WeightTable t) { return t == WeightTable::none ? "" : kTables.name(t); }
+std::string_view to_string(StepKind s) { return kStepKinds.name(s); }
+std::optional<WarmupPhase> parse_warmup_phase(std::string_view s) { return kPhases.parse(s); }
+std::optional<PaddingKernel> parse_padding_kernel(std::string_view s) { return kPaddingKernels.parse(s); }
+std::optional<WeightTable> parse_weight_table(std::string_view s) { return kTables.parse(s); }
+std::optional<StepKind> parse_step_kind(std::string_view s) { return kStepKinds.parse(s); }
+std::string warmup_phase_names() { return kPhases.list(); }
+std::string padding_kernel_names() { return kPaddingKernels.list(); }
+std::string weight_table_names() { return kTables.list(); }
+
+}  // namespace ppspec::core

@@ -1,0 +1,54 @@
+// The typed subjects of the engine probes whose subject has a fixed vocabulary: a worker's phase,
+// the kernel that wrote padding rows, the weight table bound, whether a step is a warmup step.
+// Monitors switch on these; none matches text. A trace writes each as the event's "text" (the names
+// below, unchanged since the fields were strings), so traces written before read back the same.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace ppspec::core {
+
+// DESIGN §6.3: the order a worker goes through from start to serving.
+enum class WarmupPhase : uint8_t {
+  none,
+  feedback_disabled,
+  preload_registered_kernels,
+  warmup_pp_decode_update,
+  capture_graphs,
+  feedback_enabled,
+  serving,
+};
+
+// The kernels that store a CUDA graph's padding rows (verify/padding_checker.h says their fields).
+enum class PaddingKernel : uint8_t { none, prepare_inputs, prepare_dflash_inputs, topk_softplus_sqrt };
+
+// The weight tables whose binding is probed at their first use.
+enum class WeightTable : uint8_t { none, draft_embed_tokens };
+
+// A scheduled batch: real requests, or a warmup step over synthetic ones.
+enum class StepKind : uint8_t { serving, warmup };
+
+// One probe's subject; its kind says which field holds.
+struct ProbeSubject {
+  WarmupPhase phase = WarmupPhase::none;                // warmup_phase
+  PaddingKernel padding_kernel = PaddingKernel::none;  // padding_rows
+  WeightTable table = WeightTable::none;               // table_bound
+  StepKind step_kind = StepKind::serving;              // batch_scheduled
+};
+
+std::string_view to_string(WarmupPhase p);
+std::string_view to_string(PaddingKernel k);
+std::string_view to_string(WeightTable t);
+std::string_view to_string(StepKind s);  // "" for serving: the trace leaves it out
+std::optional<WarmupPhase> parse_warmup_phase(std::string_view s);
+std::optional<PaddingKernel> parse_padding_kernel(std::string_view s);
+std::optional<WeightTable> parse_weight_table(std::string_view s);
+std::optional<StepKind> parse_step_kind(std::string_view s);
+std::string warmup_phase_names();
+std::string padding_kernel_names();
+std::string weight_table_names();
+
+}  // namespace ppspec::core
