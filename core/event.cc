@@ -32,6 +32,7 @@ std::string_view to_string(EventKind k) {
     case EventKind::table_bound: return "table_bound";
     case EventKind::request_scheduled: return "request_scheduled";
     case EventKind::feedback_adopted: return "feedback_adopted";
+    case EventKind::stage_output: return "stage_output";
     case EventKind::verdict: return "verdict";
   }
   return "?";
@@ -95,7 +96,7 @@ std::string to_json(const Event& e) {
   field("spec", e.spec);
   field("text", text_of(e));
   if (e.value >= 0) s += fmt::format(",\"value\":{}", e.value);
-  if (e.req >= 0) s += fmt::format(",\"req\":{}", e.req);
+  if (e.req != -1) s += fmt::format(",\"req\":{}", e.req);  // warmup's synthetic requests are -2, -3, ...
   if (e.step >= 0) s += fmt::format(",\"step\":{}", e.step);
   if (!e.ints.empty()) {
     s += ",\"ints\":[";

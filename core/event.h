@@ -50,6 +50,9 @@ enum class EventKind : uint8_t {
   feedback_adopted,   // earlier stage: what its deferred update read from the feedback of `step` for
                       // the request: ints = [num_sampled, num_rejected, sampled tokens...], value =
                       // the req-state index (table row) it wrote
+  stage_output,     // a rank's activations for a request's rows after its stage's layers: ints =
+                    // [layers done, first lane, lanes, then per row: position, context lane, FNV-1a of
+                    // the deep lanes (core/hash.h)]
   verdict,          // the run ended (text = verdict)
 };
 

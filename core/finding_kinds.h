@@ -34,6 +34,8 @@ inline constexpr std::string_view kKindPaddingInvariance = "padding-invariance";
 inline constexpr std::string_view kKindSimGpu = "sim-gpu";
 inline constexpr std::string_view kKindDrafterOracle = "drafter-oracle";
 inline constexpr std::string_view kKindAcceptance = "acceptance";
+inline constexpr std::string_view kKindStageOutput = "stage-output";
+inline constexpr std::string_view kKindGreedySample = "greedy-sample";
 // race
 inline constexpr std::string_view kKindStreamRace = "stream-race";
 // stage-divergence
@@ -59,7 +61,7 @@ struct FindingKindName {
   std::string_view name;
 };
 
-inline constexpr std::array<FindingKindName, 38> kFindingKinds{{
+inline constexpr std::array<FindingKindName, 40> kFindingKinds{{
     {Verdict::fifo_misalignment, kKindCollectiveMismatch},
     {Verdict::fifo_misalignment, kKindP2pMismatch},
     {Verdict::fifo_misalignment, kKindGateDisagreement},
@@ -78,6 +80,8 @@ inline constexpr std::array<FindingKindName, 38> kFindingKinds{{
     {Verdict::embedding_violation, kKindEmbedding},
     {Verdict::output_divergence, kKindGolden},
     {Verdict::output_divergence, kKindPpInvariance},
+    {Verdict::output_divergence, kKindStageOutput},
+    {Verdict::output_divergence, kKindGreedySample},
     {Verdict::output_divergence, kKindPaddingInvariance},
     {Verdict::output_divergence, kKindSimGpu},
     {Verdict::output_divergence, kKindDrafterOracle},

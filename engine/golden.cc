@@ -1,51 +1,101 @@
 #include "engine/golden.h"
 
+#include "core/assert.h"
 #include "kernels/row.h"
 
 namespace ppspec::engine {
 
+ReferenceSequence::ReferenceSequence(const Checkpoint& ckpt, const ModelConfig& m) : ckpt_(ckpt), model_(m) {}
+
+void ReferenceSequence::set(size_t pos, int32_t token) {
+  PPSPEC_ASSERT(pos <= tokens_.size(), "position {} set past the sequence's end {}", pos, tokens_.size());
+  PPSPEC_ASSERT(token >= 0 && token < model_.vocab, "token {} outside the vocabulary of {}", token, model_.vocab);
+  if (pos == tokens_.size()) {
+    tokens_.push_back(token);
+    return;
+  }
+  if (tokens_[pos] == token) return;
+  tokens_[pos] = token;
+  computed_ = std::min(computed_, pos);
+}
+
+void ReferenceSequence::truncate(size_t n) {
+  if (n >= tokens_.size()) return;
+  tokens_.resize(n);
+  computed_ = std::min(computed_, n);
+}
+
+uint32_t ReferenceSequence::context(size_t pos) {
+  compute_to(pos);
+  return context_[pos];
+}
+
+std::span<const uint32_t> ReferenceSequence::lanes(size_t pos, int layers) {
+  PPSPEC_ASSERT(layers >= 0 && layers <= model_.layers, "{} layers of {}", layers, model_.layers);
+  compute_to(pos);
+  const auto D = static_cast<size_t>(model_.lanes);
+  const size_t per_pos = static_cast<size_t>(model_.layers + 1) * D;
+  return std::span<const uint32_t>(lanes_).subspan(pos * per_pos + static_cast<size_t>(layers) * D, D);
+}
+
+int64_t ReferenceSequence::greedy(size_t pos) {
+  const auto x = lanes(pos, model_.layers);
+  uint32_t h = 0;
+  for (size_t j = 0; j < x.size(); ++j) h += x[j] * ckpt_.head[j];
+  return kernels::greedy_token(context_[pos], h, model_.vocab, ckpt_.consts.accept_1024);
+}
+
+void ReferenceSequence::compute_to(size_t pos) {
+  PPSPEC_ASSERT(pos < tokens_.size(), "position {} of a sequence of {}", pos, tokens_.size());
+  while (computed_ <= pos) compute(computed_++);
+}
+
+// One position, given every earlier one: the model's definition (kernels/toy_model.h computes the
+// same per row, over a paged KV cache and a TP shard of the lanes).
+void ReferenceSequence::compute(size_t p) {
+  using kernels::mix32;
+  const auto D = static_cast<size_t>(model_.lanes);
+  const auto L = static_cast<size_t>(model_.layers);
+  context_.resize(p + 1);
+  kv_sum_.resize((p + 1) * L * D);
+  lanes_.resize((p + 1) * (L + 1) * D);
+  const auto tok = static_cast<size_t>(tokens_[p]);
+  const uint32_t ctx_kv = ckpt_.embed_ctx[tok] * kernels::pow32(ckpt_.consts.r, p);
+  context_[p] = (p > 0 ? context_[p - 1] : 0U) + ctx_kv;
+  uint32_t* x = &lanes_[p * (L + 1) * D];
+  for (size_t j = 0; j < D; ++j) x[j] = ckpt_.embed_deep[tok * D + j] ^ mix32(static_cast<uint32_t>(p) + 1U);
+  std::vector<uint32_t> y(D);
+  for (size_t l = 0; l < L; ++l) {
+    const LayerWeights& w = ckpt_.layers[l];
+    std::fill(y.begin(), y.end(), 0U);
+    for (size_t j = 0; j < D; ++j) {
+      const uint32_t xj = x[j];
+      y[j] += xj * w.w[j];
+      const size_t prev = (j + D - 1) % D;
+      y[prev] += ((xj << 7) | (xj >> 25)) * w.u[prev];
+    }
+    uint32_t* sum = &kv_sum_[(p * L + l) * D];
+    const uint32_t* before = p > 0 ? &kv_sum_[((p - 1) * L + l) * D] : nullptr;
+    uint32_t* out = x + D;
+    for (size_t j = 0; j < D; ++j) {
+      sum[j] = (before != nullptr ? before[j] : 0U) + mix32(y[j] ^ w.v[j]);
+      out[j] = mix32(y[j] + sum[j]);
+    }
+    x = out;
+  }
+}
+
 std::vector<int64_t> golden_continuation(const Checkpoint& ckpt, const ModelConfig& m, const std::vector<int32_t>& prompt,
                                          int max_tokens) {
-  using kernels::mix32;
-  const int D = m.lanes;
-  const auto& k = ckpt.consts;
-  std::vector<int32_t> tokens = prompt;
-  std::vector<uint32_t> ctx_kv;                           // by position
-  std::vector<std::vector<uint32_t>> kv(static_cast<size_t>(m.layers));  // [layer][pos * D + j]
+  ReferenceSequence seq(ckpt, m);
+  for (int32_t t : prompt) seq.set(seq.size(), t);
   std::vector<int64_t> out;
-  // Position p is computed once its token is known; the token after the last position is the output.
-  for (size_t p = 0; out.size() < static_cast<size_t>(max_tokens); ++p) {
-    const int32_t tok = tokens[p];
-    ctx_kv.push_back(ckpt.embed_ctx[static_cast<size_t>(tok)] * kernels::pow32(k.r, p));
-    uint32_t c = 0;
-    for (uint32_t v : ctx_kv) c += v;
-    std::vector<uint32_t> x(static_cast<size_t>(D));
-    for (int j = 0; j < D; ++j)
-      x[static_cast<size_t>(j)] = ckpt.embed_deep[static_cast<size_t>(tok) * D + j] ^ mix32(static_cast<uint32_t>(p) + 1U);
-    for (int l = 0; l < m.layers; ++l) {
-      const LayerWeights& w = ckpt.layers[static_cast<size_t>(l)];
-      std::vector<uint32_t> y(static_cast<size_t>(D), 0);
-      for (int j = 0; j < D; ++j) {
-        const uint32_t xj = x[static_cast<size_t>(j)];
-        y[static_cast<size_t>(j)] += xj * w.w[static_cast<size_t>(j)];
-        const int prev = (j + D - 1) % D;
-        y[static_cast<size_t>(prev)] += ((xj << 7) | (xj >> 25)) * w.u[static_cast<size_t>(prev)];
-      }
-      auto& layer_kv = kv[static_cast<size_t>(l)];
-      for (int j = 0; j < D; ++j) layer_kv.push_back(mix32(y[static_cast<size_t>(j)] ^ w.v[static_cast<size_t>(j)]));
-      for (int j = 0; j < D; ++j) {
-        uint32_t sum = y[static_cast<size_t>(j)];
-        for (size_t q = 0; q <= p; ++q) sum += layer_kv[q * static_cast<size_t>(D) + static_cast<size_t>(j)];
-        x[static_cast<size_t>(j)] = mix32(sum);
-      }
-    }
-    if (p + 1 < prompt.size()) continue;  // still inside the prompt: the next token is known
-    uint32_t h = 0;
-    for (int j = 0; j < D; ++j) h += x[static_cast<size_t>(j)] * ckpt.head[static_cast<size_t>(j)];
-    const int64_t next = kernels::greedy_token(c, h, m.vocab, k.accept_1024);
+  // The token after the last position is the next output.
+  while (out.size() < static_cast<size_t>(max_tokens)) {
+    const int64_t next = seq.greedy(seq.size() - 1);
     out.push_back(next);
     if (next == m.stop_token) break;
-    tokens.push_back(static_cast<int32_t>(next));
+    seq.set(seq.size(), static_cast<int32_t>(next));
   }
   return out;
 }

@@ -8,6 +8,7 @@
 #include "kernels/feedback_payload.h"
 #include "kernels/post_update.h"
 #include "core/call_site.h"
+#include "core/hash.h"
 #include "kernels/request_tables.h"
 
 namespace ppspec::engine {
@@ -38,6 +39,7 @@ void Worker::step(const SchedulerOutput& so) {
   // 4. Activations in, own layers, activations out.
   if (!ctx_.first) exchange_activations(so, padded, true);
   forward(padded);
+  if (ctx_.observed()) probe_stage_output(so);
   if (!ctx_.last) exchange_activations(so, padded, false);
   // 5. sample_tokens: the last stage samples, drafts and sends the feedback; earlier stages post
   // this step's feedback receives (adopted pp steps later) and advance optimistically by the whole
@@ -100,6 +102,33 @@ void Worker::probe_adopted(PrevOutputs p) {
       probe(rt, core::EventKind::drafts_adopted, rank, p.step, req, std::vector<int64_t>(d.begin(), d.end()));
     }
   });
+}
+
+void Worker::probe_stage_output(const SchedulerOutput& so) {
+  // The activations this stage computed, as they are in the buffers it sends on (or samples from):
+  // per request row its position, its context lane and a digest of this shard's deep lanes.
+  const int32_t used = so.num_tokens;
+  std::vector<int64_t> ids;
+  std::vector<int32_t> starts{0};
+  for (const auto& r : so.requests) {
+    ids.push_back(r.id);
+    starts.push_back(starts.back() + r.num_tokens);
+  }
+  const int64_t layers_done = model_.layers().last;
+  read_back(ctx_.dev, ctx_.main, {inputs_.positions.rows(0, used), model_.ctx.rows(0, used), model_.hidden.rows(0, used)},
+            [&rt = ctx_.rt, rank = ctx_.rank, step = so.step, ids = std::move(ids), starts = std::move(starts), layers_done,
+             lane_begin = ctx_.lane_begin, lanes = ctx_.lane_count](const HostRows& h) {
+              const auto hidden = h.get<uint32_t>(2);
+              for (size_t r = 0; r < ids.size(); ++r) {
+                std::vector<int64_t> v{layers_done, lane_begin, lanes};
+                for (int32_t i = starts[r]; i < starts[r + 1]; ++i) {
+                  const uint32_t* row = hidden.data() + static_cast<size_t>(i) * static_cast<size_t>(lanes);
+                  v.insert(v.end(), {h.at<int64_t>(0, i), h.at<uint32_t>(1, i),
+                                     static_cast<int64_t>(core::fnv1a_words(row, static_cast<size_t>(lanes)))});
+                }
+                probe(rt, core::EventKind::stage_output, rank, step, ids[r], v);
+              }
+            });
 }
 
 void Worker::exchange_activations(const SchedulerOutput& so, int32_t rows, bool receive) {

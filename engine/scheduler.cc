@@ -183,7 +183,7 @@ void Scheduler::add_dummies(int n, int prompt_len, int max_tokens) {
   assert(max_tokens >= 1 && max_tokens <= cfg_.workload.output_max);
   for (int i = 0; i < n; ++i) {
     RequestRecord r;
-    r.spec.id = -1 - dummies_added_++;
+    r.spec.id = -2 - dummies_added_++;  // -1 is events' "no request"
     r.spec.prompt.assign(static_cast<size_t>(prompt_len), 1);
     r.spec.max_tokens = max_tokens;
     r.dummy = true;

@@ -56,7 +56,8 @@ class Scheduler {
   void update(const SchedulerOutput& so, const ModelOutput& out);
 
   // Warmup: synthetic requests, scheduled like any other, finished before serving. A dummy that
-  // reaches its max tokens finishes like any request; warmup then adds fresh ones.
+  // reaches its max tokens finishes like any request; warmup then adds fresh ones. Their ids are
+  // -2, -3, ...: never a workload id, and never -1, which events use for "no request".
   void add_dummies(int n, int prompt_len, int max_tokens);
   bool dummies_live() const;
   void finish_dummies();

@@ -58,6 +58,7 @@ class Worker {
   // ---- the parts of a step (model_runner.cc) ----
   void deferred_update();
   void probe_adopted(PrevOutputs p);
+  void probe_stage_output(const SchedulerOutput& so);
   void exchange_activations(const SchedulerOutput& so, int32_t rows, bool receive);
   void forward(int32_t rows);
   void sample_last_stage(const SchedulerOutput& so);

@@ -396,14 +396,25 @@ TEST(StageAgreement, ASampledRowTheGateLeavesOutIsDroppedFeedback) {
   }
 }
 
-TEST(StageAgreement, WarmupAndSyntheticRequestsAreNotChecked) {
-  Fixture<verify::StageAgreement> fx;
-  fx.send(EventKind::request_scheduled, -1, 1, 7, {4, 6}, 10);
-  fx.send(EventKind::inputs_built, 0, 1, 7, {99, 1}, 1);  // rank 0 is not serving yet
-  fx.phase(0, core::WarmupPhase::serving);
-  fx.send(EventKind::request_scheduled, -1, 2, -1, {4, 6}, 10);
-  fx.send(EventKind::inputs_built, 0, 2, -1, {99, 1}, 1);  // a synthetic warmup request
-  EXPECT_TRUE(fx.found.empty());
+// Warmup's steps run one at a time and draft nothing: positions are exact there too, synthetic
+// requests (ids -2, -3, ...) included, and checked; the bonus token is relayed only once the rank
+// serves, so a warmup row's token is not.
+TEST(StageAgreement, WarmupPositionsAreCheckedAndWarmupTokensAreNot) {
+  Fixture<verify::StageAgreement> quiet;
+  quiet.send(EventKind::request_scheduled, -1, 1, -2, {1, 6}, 10);
+  quiet.send(EventKind::tokens_sampled, 2, 0, -2, {31}, 0);
+  quiet.send(EventKind::inputs_built, 0, 1, -2, {10, 99}, 1);  // right position, a token never relayed
+  EXPECT_TRUE(quiet.found.empty());
+  Fixture<verify::StageAgreement> off;
+  off.send(EventKind::request_scheduled, -1, 1, -2, {1, 6}, 10);
+  off.send(EventKind::inputs_built, 0, 1, -2, {9, 99}, 1);  // rank 0 is not serving yet
+  ASSERT_EQ(off.found.size(), 1u);
+  EXPECT_EQ(off.found[0].kind, "stage-position");
+  EXPECT_EQ(off.found[0].engine_step, 1);
+  EXPECT_NE(off.found[0].summary.find("rank0 (stage 0) embeds request -2 at position 9 at engine step 1, but the engine core "
+                                      "has computed 10"),
+            std::string::npos)
+      << off.found[0].summary;
 }
 
 // ---- the golden drafter ----

@@ -16,6 +16,8 @@
 #include "serving/runner.h"
 #include "tests/test_util.h"
 #include "traces/jsonl_writer.h"
+#include "verify/model_oracle.h"
+#include "verify/serving_monitors.h"
 #include "verify/serving_oracles.h"
 #include "verify/trace_check.h"
 
@@ -75,6 +77,41 @@ serving::ServingRun run(const serving::ServingScenario& s, uint64_t seed = 1, co
   o.strategy = strategy;
   if (sink != nullptr) o.sinks.push_back(sink);
   return serving::run_on_sim(s, o);
+}
+
+// The model oracle follows every request of a pipelined run, warmup's included: nearly every row
+// a rank computes is compared with the model (the rest: rows of a step whose sequence moved on),
+// and every greedy sample.
+TEST(Serving, TheModelOracleChecksEveryStagesRowsAndEveryGreedySample) {
+  for (const char* name : {"pp2_tp2_k5", "pp4_tp1_k3", "pp2_chunked_prefill", "pp2_temperature"}) {
+    SCOPED_TRACE(name);
+    const serving::ServingScenario s = scenario(fmt::format("{}.toml", name));
+    const engine::Checkpoint ckpt = engine::make_checkpoint(s.config.model);
+    std::vector<core::Finding> found;
+    verify::ModelOracle oracle(verify::serving_facts(s.config, ckpt), [&found](core::Finding f) { found.push_back(std::move(f)); });
+    struct Count final : core::EventSink {
+      verify::ModelOracle* oracle;
+      uint64_t rows = 0, samples = 0, warmup_rows = 0;
+      void on_event(const core::Event& e) override {
+        oracle->on_event(e);
+        if (e.kind == core::EventKind::stage_output) {
+          const uint64_t n = (e.ints.size() - 3) / 3;
+          rows += n;
+          if (e.req < -1) warmup_rows += n;
+        }
+        if (e.kind == core::EventKind::tokens_sampled) ++samples;
+      }
+    } count;
+    count.oracle = &oracle;
+    ASSERT_EQ(run(s, 1, &count).result.verdict, core::Verdict::pass);
+    EXPECT_TRUE(found.empty()) << found.front().summary;
+    EXPECT_GT(count.warmup_rows, 0u);
+    EXPECT_EQ(oracle.rows_checked(), count.rows);
+    if (std::string(name) != "pp2_temperature") {
+      EXPECT_EQ(oracle.samples_checked() * static_cast<uint64_t>(s.config.topology.tp), count.samples);
+    }
+    EXPECT_GT(oracle.samples_checked(), 0u);
+  }
 }
 
 TEST(Serving, EarlierStagesAdoptExactlyTheDraftsTheLastStageProposed) {

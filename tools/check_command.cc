@@ -21,7 +21,7 @@ namespace ppspec::tools {
 namespace {
 
 bool is_serving_probe(core::EventKind k) {
-  return k >= core::EventKind::batch_scheduled && k <= core::EventKind::feedback_adopted;
+  return k >= core::EventKind::batch_scheduled && k <= core::EventKind::stage_output;
 }
 
 std::optional<std::string> read_file(const std::string& path) {

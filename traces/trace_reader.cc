@@ -338,7 +338,7 @@ void read_event(const Fields& f, const Json& j, core::Event& e, EventStorage& st
   const bool row_value = e.kind == core::EventKind::padding_rows || e.kind == core::EventKind::batch_scheduled ||
                          e.kind == core::EventKind::inputs_built || e.kind == core::EventKind::gate;
   e.value = f.integer("value", -1, row_value ? kCountMax : INT64_MAX).value_or(-1);
-  e.req = f.integer("req", -1, kIdMax).value_or(-1);
+  e.req = f.integer("req", -kIdMax, kIdMax).value_or(-1);  // -1: none; -2, -3, ...: warmup's synthetic requests
   e.step = f.integer("step", -1, kStepMax).value_or(-1);
   // Module loads carry their step since trace version 1 had them name it only in their call site.
   if (e.kind == core::EventKind::module_load && e.step < 0) e.step = core::step_of_call_site(e.text).value_or(-1);

@@ -15,6 +15,7 @@
 
 namespace ppspec::engine {
 struct Checkpoint;
+struct ModelConfig;
 }
 
 namespace ppspec::verify {
@@ -28,9 +29,14 @@ struct ServingFacts {
   int64_t draft_table_hash = -1;    // core::fnv1a_words of the checkpoint's drafter embedding
   int64_t draft_table_entries = 0;
   int vocab = 0;
-  // The checkpoint, for the reference drafter (verify/drafter_oracle.h); null: no reference.
+  // The checkpoint and the model, for the reference drafter and model (verify/drafter_oracle.h,
+  // verify/model_oracle.h); null: no reference.
   std::shared_ptr<const engine::Checkpoint> checkpoint;
+  std::shared_ptr<const engine::ModelConfig> model;
+  // The workload's requests sampled with temperature; the others and warmup's are greedy.
+  std::set<int64_t> temperature_requests;
   int stage_of(core::RankId r) const { return r / tp; }
+  core::RankId first_rank_of(int stage) const { return stage * tp; }
   bool last_stage(core::RankId r) const { return stage_of(r) == pp - 1; }
 };
 

@@ -1,12 +1,14 @@
 #include "verify/serving_monitors.h"
 
 #include "core/hash.h"
+#include "engine/workload.h"
 #include "verify/draft_freshness.h"
 #include "verify/embedding_checker.h"
 #include "verify/gate_agreement.h"
 #include "verify/padding_checker.h"
 #include "verify/stage_agreement.h"
 #include "verify/drafter_oracle.h"
+#include "verify/model_oracle.h"
 #include "verify/warmup_discipline.h"
 
 namespace ppspec::verify {
@@ -21,6 +23,9 @@ ServingFacts serving_facts(const engine::EngineConfig& cfg, const engine::Checkp
   f.draft_table_entries = static_cast<int64_t>(ckpt.draft_embed.size());
   f.vocab = cfg.model.vocab;
   f.checkpoint = std::make_shared<const engine::Checkpoint>(ckpt);
+  f.model = std::make_shared<const engine::ModelConfig>(cfg.model);
+  for (const engine::RequestSpec& r : engine::make_workload(cfg))
+    if (r.spread != 0) f.temperature_requests.insert(r.id);
   return f;
 }
 
@@ -32,6 +37,7 @@ ServingMonitors::ServingMonitors(const ServingFacts& facts, Monitor::Sink sink) 
   monitors_.push_back(std::make_unique<StageAgreement>(facts, sink));
   monitors_.push_back(std::make_unique<DraftFreshness>(facts, sink));
   monitors_.push_back(std::make_unique<DrafterOracle>(facts, sink));
+  monitors_.push_back(std::make_unique<ModelOracle>(facts, sink));
   monitors_.push_back(std::make_unique<PaddingChecker>(facts, sink));
   monitors_.push_back(std::make_unique<EmbeddingChecker>(facts, sink));
 }

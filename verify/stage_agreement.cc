@@ -46,9 +46,11 @@ void StageAgreement::on_event(const core::Event& e) {
         for (int64_t req : it->second) check_dropped(e.step, req, e);
       return;
     case core::EventKind::inputs_built:
-      if (e.req < 0 || !serving_[e.rank] || e.ints.empty()) return;
+      if (e.req == -1 || e.ints.empty()) return;
+      // Positions are exact in every phase: warmup's steps run one at a time and draft nothing, so
+      // no stage has a correction pending. The bonus token is relayed only once feedback is on.
       check_position(e);
-      if (e.value == 1 && e.ints.size() >= 2) check_token(e);
+      if (e.req >= 0 && serving_[e.rank] && e.value == 1 && e.ints.size() >= 2) check_token(e);
       return;
     case core::EventKind::feedback_adopted:
       if (e.req >= 0 && serving_[e.rank] && e.ints.size() >= 2) {

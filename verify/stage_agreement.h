@@ -13,8 +13,9 @@
 //    of every rank says so): otherwise the earlier stages never learn its tokens.
 // The drafts a stage embeds and adopts are draft freshness's (verify/draft_freshness.h). Each
 // report's hint follows from the numbers: what the wrong value equals says how it went wrong.
-// Checked from a rank's "serving" phase on, for real requests (warmup's synthetic ones have no
-// feedback).
+// Positions are checked in every phase, warmup's synthetic requests included (its steps run one at
+// a time and draft nothing, so no correction is pending); tokens and adoption from a rank's
+// "serving" phase on, for real requests (warmup's synthetic ones get no feedback).
 #pragma once
 
 #include <deque>
