@@ -417,6 +417,29 @@ TEST(StageAgreement, WarmupPositionsAreCheckedAndWarmupTokensAreNot) {
       << off.found[0].summary;
 }
 
+// A prefill row embeds the request's prompt at its positions: a chunk read at another offset of the
+// prompt is a stage-token divergence that says by how much.
+TEST(StageAgreement, APrefillChunkFromAnotherOffsetOfThePromptIsNamed) {
+  for (bool shifted : {false, true}) {
+    Fixture<verify::StageAgreement> fx;
+    fx.send(EventKind::request_scheduled, -1, 1, 7, {3, 6, 0, 40, 41, 42, 43, 44, 45}, 0);
+    fx.send(EventKind::inputs_built, 0, 1, 7, {0, 40, 41, 42}, 0);
+    fx.send(EventKind::request_scheduled, -1, 3, 7, {3, 6, 0}, 3);
+    fx.send(EventKind::inputs_built, 0, 3, 7, shifted ? std::vector<int64_t>{3, 42, 43, 44} : std::vector<int64_t>{3, 43, 44, 45}, 0);
+    if (!shifted) {
+      EXPECT_TRUE(fx.found.empty());
+      continue;
+    }
+    ASSERT_EQ(fx.found.size(), 1u);
+    EXPECT_EQ(fx.found[0].kind, "stage-token");
+    EXPECT_NE(fx.found[0].summary.find("rank0 (stage 0) embeds token 42 at position 3 of request 7's prefill at engine step 3; "
+                                       "the prompt has 43"),
+              std::string::npos)
+        << fx.found[0].summary;
+    EXPECT_NE(fx.found[0].details[0].find("an offset of -1"), std::string::npos) << fx.found[0].details[0];
+  }
+}
+
 // ---- the golden drafter ----
 
 TEST(DrafterOracle, ProposalsOfTheReferenceDrafterPassAndOthersNameTheFirstWrongDraft) {

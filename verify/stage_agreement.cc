@@ -15,6 +15,14 @@ void StageAgreement::on_event(const core::Event& e) {
     case core::EventKind::request_scheduled:
       if (e.ints.size() < 2) return;
       scheduled_[{e.step, e.req}] = Scheduled{static_cast<int32_t>(e.value), static_cast<int32_t>(e.ints[0])};
+      if (e.ints.size() > 3 && !prompts_.count(e.req)) {  // a new request: its prompt
+        prompts_[e.req].assign(e.ints.begin() + 3, e.ints.end());
+        prompt_order_.push_back(e.req);
+        if (prompt_order_.size() > kPromptsKept) {
+          prompts_.erase(prompt_order_.front());
+          prompt_order_.pop_front();
+        }
+      }
       if (e.ints.size() >= 3) {
         auto& owners = owners_[e.ints[2]];
         if (owners.empty() || owners.back().req != e.req) owners.push_back(Owner{e.req, e.step});
@@ -50,6 +58,7 @@ void StageAgreement::on_event(const core::Event& e) {
       // Positions are exact in every phase: warmup's steps run one at a time and draft nothing, so
       // no stage has a correction pending. The bonus token is relayed only once feedback is on.
       check_position(e);
+      if (e.value == 0) check_prompt(e);
       if (e.req >= 0 && serving_[e.rank] && e.value == 1 && e.ints.size() >= 2) check_token(e);
       return;
     case core::EventKind::feedback_adopted:
@@ -139,6 +148,34 @@ void StageAgreement::check_token(const core::Event& e) {
                                fmt::format("rejection_sample: request {} at engine step {}", e.req, prev->step), ""});
   f.details.push_back(token_hint(e.req, e.step, embedded));
   report(std::move(f));
+}
+
+void StageAgreement::check_prompt(const core::Event& e) {
+  // A prefill row embeds the prompt: [first position, the prompt's tokens from there].
+  const auto it = prompts_.find(e.req);
+  if (it == prompts_.end() || e.ints[0] < 0) return;  // a negative position is check_position's
+  const std::vector<int64_t>& prompt = it->second;
+  for (size_t i = 1; i < e.ints.size(); ++i) {
+    const auto pos = static_cast<size_t>(e.ints[0]) + i - 1;
+    if (pos < prompt.size() && e.ints[i] == prompt[pos]) continue;
+    const std::string want = pos < prompt.size() ? fmt::format("the prompt has {}", prompt[pos])
+                                                 : fmt::format("the prompt has only {} tokens", prompt.size());
+    core::Finding f = finding_at(e, core::Verdict::stage_divergence, std::string(core::kKindStageToken),
+                                 fmt::format("rank{} (stage {}) embeds token {} at position {} of request {}'s prefill at "
+                                             "engine step {}; {}",
+                                             e.rank, facts_.stage_of(e.rank), e.ints[i], pos, e.req, e.step, want));
+    f.sites.push_back(core::Site{e.rank, fmt::format("rank{}.main", e.rank), "", -1,
+                                 fmt::format("prepare_inputs: request {} prefill row {}", e.req, i - 1), ""});
+    const auto found = std::find(prompt.begin(), prompt.end(), e.ints[i]);
+    f.details.push_back(found != prompt.end()
+                            ? fmt::format("it is the prompt's token at position {}: the chunk read the prompt at an offset "
+                                          "of {} (chunked prefill's start, or the token table's row)",
+                                          found - prompt.begin(), (found - prompt.begin()) - static_cast<int64_t>(pos))
+                            : "it is not in the request's prompt: the row read another request's prompt or memory its "
+                              "admission never wrote");
+    report(std::move(f));
+    return;
+  }
 }
 
 std::string StageAgreement::token_hint(int64_t req, int64_t step, int64_t token) const {

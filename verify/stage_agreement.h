@@ -5,7 +5,8 @@
 //    the request at that step, and never negative (an earlier stage advances optimistically by
 //    the whole query and subtracts the rejected drafts pp steps later);
 //  * `stage-token`: a decode row's first token is the last token the last stage sampled for the
-//    request at its previous step (the bonus token);
+//    request at its previous step (the bonus token); a prefill row's tokens are the request's
+//    prompt at those positions;
 //  * `stage-adoption`: the sampled tokens and counts an earlier stage's deferred update adopts
 //    from step T's feedback are the ones the last stage sampled at T, into a row the request
 //    still holds;
@@ -35,6 +36,8 @@ class StageAgreement final : public Monitor {
   // Steps of sampling results remembered per request, and steps of schedules remembered.
   static constexpr size_t kSampledKept = 4;
   static constexpr int64_t kStepsKept = 64;
+  // Prompts remembered (a request's prefill ends within a few steps of its admission).
+  static constexpr size_t kPromptsKept = 1024;
 
  private:
   struct Scheduled {
@@ -49,6 +52,7 @@ class StageAgreement final : public Monitor {
   void on_sampled(const core::Event& e);
   void check_position(const core::Event& e);
   void check_token(const core::Event& e);
+  void check_prompt(const core::Event& e);
   void check_adoption(const core::Event& e);
   const Sampled* sampled_before(int64_t req, int64_t step) const;
   const Sampled* sampled_at(int64_t req, int64_t step) const;
@@ -77,6 +81,8 @@ class StageAgreement final : public Monitor {
   std::map<int64_t, std::deque<Owner>> owners_;
   std::map<int64_t, std::deque<Sampled>> sampled_;              // by request, latest last
   std::map<core::RankId, bool> serving_;
+  std::map<int64_t, std::vector<int64_t>> prompts_;  // by request, while its prefill may run
+  std::deque<int64_t> prompt_order_;                 // admission order, to forget the oldest
 };
 
 }  // namespace ppspec::verify
