@@ -130,6 +130,39 @@ TEST(PaddingChecker, StaleOrNeverWrittenRowsAreAViolationNamingTheRow) {
             "kernel this step: the graph reads stale or never-written memory");
 }
 
+// Each hint follows from the rows' values: which rows are wrong and what they hold.
+TEST(PaddingChecker, TheHintSaysWhatTheWrongRowsShow) {
+  struct Case {
+    const char* name;
+    std::vector<int64_t> rows;  // rows 9..11
+    const char* hint;
+  };
+  const std::vector<Case> cases = {
+      {"the last row", {0, 0, 1, -1, 0, 0, 0, 1, -1, 0, 5, 3, 0, 7, 1}, "only the last padding row (row 11) is wrong"},
+      {"none stored", {5, 3, 0, 7, 1, 6, 4, 0, 8, 1, 7, 5, 0, 9, 1}, "stored none of the padding rows this step"},
+      {"slot 0", {0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0}, "cleared but for their slot (0)"},
+      {"a ramp", {0, 9, 1, -1, 0, 0, 10, 1, -1, 0, 0, 11, 1, -1, 0}, "each padding row's position is its row index"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    Fixture<verify::PaddingChecker> fx;
+    fx.send(EventKind::padding_rows, 0, 4, -1, c.rows, 9, {.padding_kernel = core::PaddingKernel::prepare_inputs});
+    ASSERT_EQ(fx.found.size(), 1u);
+    EXPECT_NE(fx.found[0].details[0].find(c.hint), std::string::npos) << fx.found[0].details[0];
+  }
+  const std::vector<std::pair<std::vector<int64_t>, const char*>> routers = {
+      {{3, 5, 2}, "scored the padding row like a real one"},
+      {{3, -1, 0}, "masks the weights of padding rows, not their ids"},
+      {{-1, -1, 1}, "masks the ids of padding rows, not their weights"},
+  };
+  for (const auto& [row, hint] : routers) {
+    Fixture<verify::PaddingChecker> fx;
+    fx.send(EventKind::padding_rows, 2, 4, -1, row, 10, {.padding_kernel = core::PaddingKernel::topk_softplus_sqrt});
+    ASSERT_EQ(fx.found.size(), 1u);
+    EXPECT_NE(fx.found[0].details[0].find(hint), std::string::npos) << fx.found[0].details[0];
+  }
+}
+
 TEST(PaddingChecker, ARouterThatSelectsExpertsForPaddingIsAViolation) {
   Fixture<verify::PaddingChecker> fx;
   fx.send(EventKind::padding_rows, 2, 4, -1, {-1, -1, 0, 3, 5, 2}, 10, {.padding_kernel = core::PaddingKernel::topk_softplus_sqrt});
