@@ -78,6 +78,7 @@ ServingRun serve(core::Runtime& rt, const engine::EngineConfig& cfg, const std::
   batches.annotate(out.result.notes);
   out.stats = eng.stats();
   out.completed = eng.completed();
+  out.coverage = monitors.coverage();
   for (const auto& r : eng.scheduler().records())
     if (!r.dummy) out.requests.push_back(r);
   return out;
@@ -153,18 +154,18 @@ void check_oracles(const ServingScenario& s, const RunOptions& opts, ServingRun&
   const engine::EngineConfig& cfg = s.config;
   if (s.oracles.golden) {
     const engine::Checkpoint ckpt = engine::make_checkpoint(cfg.model);
-    if (auto f = verify::golden_oracle(cfg, ckpt, run.requests)) found.push_back(std::move(*f));
+    if (auto f = verify::golden_oracle(cfg, ckpt, run.requests, run.coverage)) found.push_back(std::move(*f));
   }
   if (s.oracles.pp_invariance && cfg.topology.pp > 1) {
     auto f = compare_with(
         s, opts, run, "pp-invariance", "pp = 1", [](engine::EngineConfig& c) { c.topology.pp = 1; },
-        [&](const auto& ref) { return verify::pp_invariance_oracle(cfg, run.requests, ref); });
+        [&](const auto& ref) { return verify::pp_invariance_oracle(cfg, run.requests, ref, run.coverage); });
     if (f) found.push_back(std::move(*f));
   }
   if (s.oracles.padding_invariance && !cfg.serving.capture_sizes.empty()) {
     auto f = compare_with(
         s, opts, run, "padding-invariance", "eager", [](engine::EngineConfig& c) { c.serving.capture_sizes.clear(); },
-        [&](const auto& ref) { return verify::padding_invariance_oracle(cfg, run.requests, ref); });
+        [&](const auto& ref) { return verify::padding_invariance_oracle(cfg, run.requests, ref, run.coverage); });
     if (f) found.push_back(std::move(*f));
   }
   if (auto f = acceptance_outside(s, run)) found.push_back(std::move(*f));

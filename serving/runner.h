@@ -11,6 +11,7 @@
 #include "engine/engine.h"
 #include "serving/scenario.h"
 #include "sim/policy.h"
+#include "verify/serving_oracles.h"
 
 namespace ppspec::serving {
 
@@ -19,6 +20,7 @@ struct ServingRun {
   engine::ServingStats stats;
   std::vector<engine::RequestRecord> requests;  // the workload's requests (dummies left out)
   bool completed = false;
+  verify::OnlineCoverage coverage;  // what the online monitors checked
 };
 
 struct RunOptions {

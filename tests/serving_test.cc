@@ -314,6 +314,18 @@ TEST(Oracles, GoldenIsQuietOnACorrectRunAndNamesTheFirstWrongToken) {
   EXPECT_EQ(f->time, bad[3].output_time[7]);
   ASSERT_EQ(f->sites.size(), 1u);
   EXPECT_EQ(f->sites[0].rank, 2) << "the last stage's first TP rank samples";
+  // Where the value first differed, from what the online monitors checked in the run.
+  EXPECT_NE(f->details.back().find("the model oracle did not run"), std::string::npos) << f->details.back();
+  ASSERT_GT(r.coverage.rows_checked, 0u);
+  const auto located = verify::golden_oracle(s.config, ckpt, bad, r.coverage);
+  ASSERT_TRUE(located.has_value());
+  EXPECT_NE(located->details.back().find(fmt::format("token #7 of request {} was sampled by rank2 (stage 1) at engine step {}",
+                                                     bad[3].spec.id, bad[3].output_step[7])),
+            std::string::npos)
+      << located->details.back();
+  EXPECT_NE(located->details.back().find(fmt::format("the model oracle compared {} activation rows", r.coverage.rows_checked)),
+            std::string::npos);
+  EXPECT_NE(located->details.back().find("the engine core's record of the request"), std::string::npos);
   // With two wrong requests, the one that went wrong first is reported.
   bad[6].output[1] = (bad[6].output[1] + 1) % s.config.model.vocab;
   const auto first = verify::golden_oracle(s.config, ckpt, bad);

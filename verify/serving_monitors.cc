@@ -37,12 +37,18 @@ ServingMonitors::ServingMonitors(const ServingFacts& facts, Monitor::Sink sink) 
   monitors_.push_back(std::make_unique<StageAgreement>(facts, sink));
   monitors_.push_back(std::make_unique<DraftFreshness>(facts, sink));
   monitors_.push_back(std::make_unique<DrafterOracle>(facts, sink));
-  monitors_.push_back(std::make_unique<ModelOracle>(facts, sink));
+  auto model = std::make_unique<ModelOracle>(facts, sink);
+  model_oracle_ = model.get();
+  monitors_.push_back(std::move(model));
   monitors_.push_back(std::make_unique<PaddingChecker>(facts, sink));
   monitors_.push_back(std::make_unique<EmbeddingChecker>(facts, sink));
 }
 
 ServingMonitors::~ServingMonitors() = default;
+
+OnlineCoverage ServingMonitors::coverage() const {
+  return OnlineCoverage{model_oracle_->rows_checked(), model_oracle_->samples_checked()};
+}
 
 void ServingMonitors::on_event(const core::Event& e) {
   for (const auto& m : monitors_) m->on_event(e);

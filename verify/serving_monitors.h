@@ -1,5 +1,5 @@
-// Every invariant monitor of a serving run, behind one event sink: draft freshness, padding,
-// embedding, gate agreement, warmup discipline. Findings arrive in event order; the caller decides
+// Every invariant monitor of a serving run, behind one event sink: warmup discipline, gate and
+// stage agreement, draft freshness, the drafter and model oracles, padding, embedding. Findings arrive in event order; the caller decides
 // what a finding does to the run (a simulated run stops at the first failure; hazards are noted).
 #pragma once
 
@@ -9,6 +9,7 @@
 #include "engine/checkpoint.h"
 #include "engine/config.h"
 #include "verify/monitor.h"
+#include "verify/serving_oracles.h"
 
 namespace ppspec::verify {
 
@@ -19,9 +20,11 @@ class ServingMonitors final : public core::EventSink {
   ServingMonitors(const ServingFacts& facts, Monitor::Sink sink);
   ~ServingMonitors() override;
   void on_event(const core::Event& e) override;
+  OnlineCoverage coverage() const;
 
  private:
   std::vector<std::unique_ptr<Monitor>> monitors_;
+  const class ModelOracle* model_oracle_ = nullptr;
 };
 
 }  // namespace ppspec::verify

@@ -33,10 +33,36 @@ core::Site sampler_site(const engine::EngineConfig& cfg, const std::string& what
   return core::Site{last, fmt::format("rank{}.host", last), "", -1, what, ""};
 }
 
+// Where request `r`'s token #i, the first that differs, came from, and what the online monitors
+// rule out upstream of it: the rank and stage where the value first differed.
+void name_first_difference(core::Finding& f, const engine::EngineConfig& cfg, const engine::RequestRecord& r, size_t i,
+                           const OnlineCoverage& online) {
+  const core::RankId last = cfg.topology.rank_of(cfg.topology.pp - 1, 0);
+  const int64_t step = r.output_step.empty() ? -1 : r.output_step[std::min(i, r.output_step.size() - 1)];
+  const std::string sampled = fmt::format("token #{} of request {} was sampled by rank{} (stage {}) at engine step {}", i,
+                                          r.spec.id, last, cfg.topology.pp - 1, step);
+  if (online.rows_checked == 0) {
+    f.details.push_back(sampled + "; the model oracle did not run, so an activation upstream may have differed first");
+    return;
+  }
+  const std::string checked = fmt::format("the model oracle compared {} activation rows of every rank and {} greedy samples "
+                                          "with the reference model over the tokens stage 0 embedded, and stage agreement "
+                                          "every embedded token with what was sampled: none differed",
+                                          online.rows_checked, online.samples_checked);
+  if (r.spec.spread == 0)
+    f.details.push_back(fmt::format("{}; {}: the first differing value is no activation and no sample but the engine "
+                                    "core's record of the request (its output list, its stop or its length rule)",
+                                    sampled, checked));
+  else
+    f.details.push_back(fmt::format("{}; {}: the first value that differed is this sample itself, drawn with temperature "
+                                    "on rank{} (its seed, its output index, or the drafts it compared)",
+                                    sampled, checked, last));
+}
+
 }  // namespace
 
 std::optional<core::Finding> golden_oracle(const engine::EngineConfig& cfg, const engine::Checkpoint& ckpt,
-                                           const std::vector<engine::RequestRecord>& requests) {
+                                           const std::vector<engine::RequestRecord>& requests, const OnlineCoverage& online) {
   std::optional<core::Finding> earliest;
   for (const engine::RequestRecord& r : requests) {
     if (r.spec.spread != 0) continue;  // the golden continuation is greedy
@@ -68,6 +94,7 @@ std::optional<core::Finding> golden_oracle(const engine::EngineConfig& cfg, cons
     f.details.push_back(fmt::format("engine {}", token_list(r.output)));
     f.details.push_back(fmt::format("golden {}", token_list(golden)));
     f.sites.push_back(sampler_site(cfg, fmt::format("request {} token #{} sampled on the last stage", r.spec.id, i)));
+    name_first_difference(f, cfg, r, i, online);
     keep_earliest(earliest, std::move(f));
   }
   return earliest;
@@ -75,7 +102,8 @@ std::optional<core::Finding> golden_oracle(const engine::EngineConfig& cfg, cons
 
 std::optional<core::Finding> invariance_oracle(const engine::EngineConfig& cfg, const Invariance& what,
                                                const std::vector<engine::RequestRecord>& run,
-                                               const std::vector<engine::RequestRecord>& reference) {
+                                               const std::vector<engine::RequestRecord>& reference,
+                                               const OnlineCoverage& online) {
   std::optional<core::Finding> earliest;
   for (const engine::RequestRecord& r : run) {
     const engine::RequestRecord* ref = find(reference, r.spec.id);
@@ -96,6 +124,7 @@ std::optional<core::Finding> invariance_oracle(const engine::EngineConfig& cfg, 
       f.details.push_back(fmt::format("{}: {}", what.run, token_list(r.output)));
       f.details.push_back(fmt::format("{}: {}", what.reference, token_list(ref->output)));
       f.sites.push_back(sampler_site(cfg, fmt::format("request {} token #{}", r.spec.id, i)));
+      name_first_difference(f, cfg, r, i, online);
       keep_earliest(earliest, std::move(f));
       continue;
     }
@@ -126,15 +155,18 @@ std::optional<core::Finding> invariance_oracle(const engine::EngineConfig& cfg, 
 
 std::optional<core::Finding> pp_invariance_oracle(const engine::EngineConfig& cfg,
                                                   const std::vector<engine::RequestRecord>& run,
-                                                  const std::vector<engine::RequestRecord>& reference) {
+                                                  const std::vector<engine::RequestRecord>& reference,
+                                                  const OnlineCoverage& online) {
   const std::string here = fmt::format("pp = {}", cfg.topology.pp);
-  return invariance_oracle(cfg, Invariance{"pp-invariance", here, "pp = 1"}, run, reference);
+  return invariance_oracle(cfg, Invariance{"pp-invariance", here, "pp = 1"}, run, reference, online);
 }
 
 std::optional<core::Finding> padding_invariance_oracle(const engine::EngineConfig& cfg,
                                                        const std::vector<engine::RequestRecord>& graphs,
-                                                       const std::vector<engine::RequestRecord>& eager) {
-  return invariance_oracle(cfg, Invariance{"padding-invariance", "graphs", "eager (no graph padding)"}, graphs, eager);
+                                                       const std::vector<engine::RequestRecord>& eager,
+                                                       const OnlineCoverage& online) {
+  return invariance_oracle(cfg, Invariance{"padding-invariance", "graphs", "eager (no graph padding)"}, graphs, eager,
+                           online);
 }
 
 }  // namespace ppspec::verify

@@ -16,8 +16,16 @@
 
 namespace ppspec::verify {
 
+// What the online monitors checked in the run under test (verify/model_oracle.h): with it, an
+// oracle's finding says where the value first differed, not only that the output did.
+struct OnlineCoverage {
+  uint64_t rows_checked = 0;     // activation rows of every rank compared with the reference model
+  uint64_t samples_checked = 0;  // greedy samples compared with it
+};
+
 std::optional<core::Finding> golden_oracle(const engine::EngineConfig& cfg, const engine::Checkpoint& ckpt,
-                                           const std::vector<engine::RequestRecord>& requests);
+                                           const std::vector<engine::RequestRecord>& requests,
+                                           const OnlineCoverage& online = {});
 
 // The same workload run two ways must give each request the same tokens, and the same drafts
 // wherever both runs verified the same number of drafts at a decode step of that request.
@@ -28,15 +36,18 @@ struct Invariance {
 };
 std::optional<core::Finding> invariance_oracle(const engine::EngineConfig& cfg, const Invariance& what,
                                                const std::vector<engine::RequestRecord>& run,
-                                               const std::vector<engine::RequestRecord>& reference);
+                                               const std::vector<engine::RequestRecord>& reference,
+                                               const OnlineCoverage& online = {});
 
 std::optional<core::Finding> pp_invariance_oracle(const engine::EngineConfig& cfg,
                                                   const std::vector<engine::RequestRecord>& run,
-                                                  const std::vector<engine::RequestRecord>& reference);
+                                                  const std::vector<engine::RequestRecord>& reference,
+                                                  const OnlineCoverage& online = {});
 
 // Padding invariance: CUDA graphs (padded batches) and eager execution give the same tokens and drafts.
 std::optional<core::Finding> padding_invariance_oracle(const engine::EngineConfig& cfg,
                                                        const std::vector<engine::RequestRecord>& graphs,
-                                                       const std::vector<engine::RequestRecord>& eager);
+                                                       const std::vector<engine::RequestRecord>& eager,
+                                                       const OnlineCoverage& online = {});
 
 }  // namespace ppspec::verify

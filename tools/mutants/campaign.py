@@ -29,7 +29,9 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HERE = os.path.join(ROOT, "tools", "mutants")
 SCENARIO_DIRS = ["scenarios/serving", "scenarios/regressions"]
-PROBES = ("inputs_built", "tokens_sampled", "drafts_proposed", "drafts_adopted", "padding_rows", "gate")
+# Every probe of what the engine computed or adopted: a value that differs in any of them is wrong.
+PROBES = ("inputs_built", "stage_output", "tokens_sampled", "drafts_proposed", "drafts_adopted", "feedback_adopted",
+          "padding_rows", "gate")
 NICE = ["nice", "-n", "19"]
 RUN_TIMEOUT_S = 900
 
@@ -268,7 +270,9 @@ class Digests:
 
     @staticmethod
     def key(scenario, seed):
-        return scenario.replace("/", "__")[:-5] + f".seed{seed}"
+        # The probes digested are part of the key: another list makes other digests.
+        probes = hashlib.sha256(",".join(PROBES).encode()).hexdigest()[:8]
+        return scenario.replace("/", "__")[:-5] + f".seed{seed}.probes{probes}"
 
     def make(self, binary, src, scenario, seed):
         path = os.path.join(self.work_dir, "trace.jsonl")
