@@ -31,6 +31,13 @@ void ModelOracle::on_event(const core::Event& e) {
 
 void ModelOracle::on_scheduled(const core::Event& e) {
   // ints: [tokens scheduled, prefill length, req-state index, prompt if new].
+  if (e.step > pruned_at_step_) {
+    pruned_at_step_ = e.step;
+    std::erase_if(requests_, [&](const auto& entry) {
+      const Request& r = entry.second;
+      return r.embedded_step >= 0 && r.embedded_step < e.step - kStepsIdle;
+    });
+  }
   if (e.req == -1 || e.ints.size() < 2 || requests_.count(e.req)) return;
   if (requests_.size() >= kRequestsKept) forget_oldest();
   Request& r = requests_[e.req];

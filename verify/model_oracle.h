@@ -28,8 +28,12 @@ class ModelOracle final : public Monitor {
   using Monitor::Monitor;
   void on_event(const core::Event& e) override;
 
-  // Requests modelled at once; the one embedded longest ago is forgotten first.
+  // Requests modelled at once; the one embedded longest ago is forgotten first. A request no stage
+  // 0 rank embedded for kStepsIdle steps has finished (a running one is scheduled every pp steps or
+  // waits behind a few chunked prefills) and is forgotten: its state grows with its length. One
+  // forgotten too early is not checked any more, never reported.
   static constexpr size_t kRequestsKept = 1024;
+  static constexpr int64_t kStepsIdle = 256;
 
   // How much it checked: stage_output rows compared with the model, greedy samples compared.
   uint64_t rows_checked() const { return rows_checked_; }
@@ -64,6 +68,7 @@ class ModelOracle final : public Monitor {
   void forget_oldest();
 
   std::map<int64_t, Request> requests_;  // by request id (warmup's synthetic ones are negative)
+  int64_t pruned_at_step_ = -1;
   uint64_t rows_checked_ = 0;
   uint64_t samples_checked_ = 0;
 };
