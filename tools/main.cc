@@ -11,6 +11,7 @@
 #include "core/printable.h"
 #include "tools/check_command.h"
 #include "tools/fidelity_command.h"
+#include "tools/fuzz_command.h"
 #include "tools/gpu_backend.h"
 #include "tools/gpu_latency.h"
 #include "tools/run_command.h"
@@ -75,6 +76,20 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   check_cmd->add_flag("--json", check.json, "print results as JSON");
 
+  ppspec::tools::FuzzArgs fuzz;
+  CLI::App* fuzz_cmd = app.add_subcommand(
+      "fuzz", "generate serving scenarios, run each with every monitor and oracle, shrink a failure to a minimal file");
+  fuzz_cmd->add_option("space", fuzz.space, "SPACE.toml: narrower ranges for the generated scenarios (default: all)")
+      ->check(CLI::ExistingFile);
+  fuzz_cmd->add_option("--time", fuzz.time, "stop after this long: seconds, or 30s, 5m, 2h (default 60 s without --cases)");
+  fuzz_cmd->add_option("--cases", fuzz.cases, "stop after this many cases (of this shard)");
+  fuzz_cmd->add_option("--seed", fuzz.seed, "the case stream's seed: case i is a function of (seed, i) (default 1)");
+  fuzz_cmd->add_option("--shard", fuzz.shard, "I/N: run the cases i with i mod N = I (a disjoint share, for clusters)");
+  fuzz_cmd->add_option("--jobs", fuzz.jobs, "worker processes (default 1)");
+  fuzz_cmd->add_option("--out", fuzz.out, "folder for the shrunk scenario files (default fuzz-out)");
+  fuzz_cmd->add_option("--faults", fuzz.faults, "switch these faults on in every case (comma-separated names)");
+  fuzz_cmd->add_flag("--keep-going", fuzz.keep_going, "shrink and keep every failure, not only the first");
+
   ppspec::tools::GpuChildArgs child;
   CLI::App* child_cmd = app.add_subcommand("gpu-child", "(internal) run one scenario on the real backend");
   child_cmd->group("");
@@ -132,6 +147,7 @@ int main(int argc, char** argv) {
     if (*check_cmd) return ppspec::tools::check_command(check, std::cout, std::cerr);
     if (*child_cmd) return ppspec::tools::gpu_child_main(child);
     if (*fidelity_cmd) return ppspec::tools::fidelity_main(fidelity, std::cout, std::cerr);
+    if (*fuzz_cmd) return ppspec::tools::fuzz_command(fuzz, std::cout, std::cerr);
     if (*latency_cmd) return ppspec::tools::gpu_latency_main(latency_iterations, latency_bytes);
   } catch (const std::exception& e) {
     std::cerr << "ppspec: internal error: " << e.what() << '\n';

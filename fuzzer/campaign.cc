@@ -1,0 +1,240 @@
+#include "fuzzer/campaign.h"
+
+#include <chrono>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <map>
+#include <ostream>
+
+#include "core/assert.h"
+#include "core/error.h"
+#include "fuzzer/generate.h"
+#include "loader/serving_loader.h"
+#include "serving/runner.h"
+#include "sim/policy.h"
+
+namespace ppspec::fuzzer {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// The engine paths one case reached, from its events.
+class PathSink final : public core::EventSink {
+ public:
+  void on_event(const core::Event& e) override {
+    switch (e.kind) {
+      case core::EventKind::request_scheduled:
+        if (e.ints.size() >= 3 && e.req >= 0) {
+          const auto [it, fresh] = owner_.try_emplace(e.ints[2], e.req);
+          if (!fresh && it->second != e.req) slot_reuse = true;
+          it->second = e.req;
+          if (e.value > 0 && e.value < e.ints[1]) chunked = true;  // a later chunk of a prompt
+        }
+        return;
+      case core::EventKind::padding_rows: padding = true; return;
+      default: return;
+    }
+  }
+  bool slot_reuse = false, chunked = false, padding = false;
+
+ private:
+  std::map<int64_t, int64_t> owner_;  // req-state row -> its latest request
+};
+
+struct Outcome {
+  core::Verdict verdict = core::Verdict::pass;
+  std::string kind;
+  std::string summary;
+  bool same_as(const Outcome& o) const { return verdict == o.verdict && kind == o.kind; }
+};
+
+Outcome outcome_of(const serving::ServingRun& run) {
+  Outcome o;
+  o.verdict = run.result.verdict;
+  if (!run.result.findings.empty()) {
+    o.kind = run.result.findings.front().kind;
+    o.summary = run.result.findings.front().summary;
+  }
+  return o;
+}
+
+serving::ServingRun run_text(const std::string& text, const std::string& file, const ServingCase& c, PathSink* paths) {
+  const serving::ServingScenario s = loader::parse_serving(text, file);
+  serving::RunOptions o;
+  o.seed = c.seed;
+  const auto strategy = sim::parse_strategy(c.strategy());
+  PPSPEC_ASSERT(strategy.has_value(), "strategy '{}' of a generated case", c.strategy());
+  o.strategy = *strategy;
+  if (paths != nullptr) o.sinks.push_back(paths);
+  return serving::run_on_sim(s, o);
+}
+
+void count_paths(Coverage& cov, const ServingCase& c, const serving::ServingRun& run, const PathSink& paths) {
+  cov.slot_reuse += paths.slot_reuse ? 1 : 0;
+  cov.chunked_prefill += paths.chunked ? 1 : 0;
+  cov.graph_padding += paths.padding ? 1 : 0;
+  cov.pp_gt1 += c.pp > 1 ? 1 : 0;
+  cov.drafts += run.stats.drafts_verified > 0 ? 1 : 0;
+  bool aborted = false, capped = false;
+  for (const engine::RequestRecord& r : run.requests) {
+    aborted = aborted || r.aborted;
+    const bool stopped = !r.output.empty() && r.output.back() == c.stop_token;
+    capped = capped || (!r.aborted && !stopped && static_cast<int>(r.output.size()) < r.spec.max_tokens);
+  }
+  cov.aborts += aborted ? 1 : 0;
+  cov.abort_in_flight += aborted && c.abort_in_flight ? 1 : 0;
+  cov.length_cap += capped ? 1 : 0;
+}
+
+// The case stream: case i of a campaign is drawn from its own seed, whatever ran before it.
+rc::Shrinkable<ServingCase> draw(const FuzzOptions& opts, uint64_t index) {
+  const uint64_t key = opts.seed * 0x9E3779B97F4A7C15ULL ^ (index + 1) * 0xBF58476D1CE4E5B9ULL;
+  return gen_serving_case(opts.space, opts.faults)(rc::Random(key), rc::kNominalSize);
+}
+
+}  // namespace
+
+namespace {
+
+constexpr int kShrinkRunsMax = 4000;
+
+std::string case_text(const ServingCase& c, const std::string& name, const Outcome& expect, const std::string& why) {
+  return to_toml(c, name, why, Expectation{expect.verdict, expect.kind});
+}
+
+// Greedy descent over RapidCheck's shrinks: take the first smaller case that fails the same way
+// (verdict and kind), until none does. Scenario and schedule shrink together: the seed and the
+// policy are picks of the case like any knob.
+rc::Shrinkable<ServingCase> shrink(rc::Shrinkable<ServingCase> failing, const Outcome& target, Found& found) {
+  for (bool progressed = true; progressed && found.shrink_runs < kShrinkRunsMax;) {
+    progressed = false;
+    auto candidates = failing.shrinks();
+    while (auto candidate = candidates.next()) {
+      if (++found.shrink_runs > kShrinkRunsMax) break;
+      const ServingCase c = candidate->value();
+      const serving::ServingRun run = run_text(case_text(c, "shrinking", target, ""), "<shrinking>", c, nullptr);
+      if (!outcome_of(run).same_as(target)) continue;
+      failing = std::move(*candidate);
+      ++found.shrink_steps;
+      progressed = true;
+      break;
+    }
+  }
+  return failing;
+}
+
+std::string file_name(const FuzzOptions& opts, const Found& f) {
+  return fmt::format("{}/found-seed{}-case{}-{}.toml", opts.out_dir, opts.seed, f.case_index,
+                     f.kind.empty() ? std::string(core::to_string(f.verdict)) : f.kind);
+}
+
+// Shrinks a failure, writes its file, and checks that the file, loaded from disk, fails the same way.
+Found settle(const FuzzOptions& opts, const rc::Shrinkable<ServingCase>& failing, const Outcome& outcome, uint64_t index,
+             Clock::time_point t0) {
+  Found f;
+  f.verdict = outcome.verdict;
+  f.kind = outcome.kind;
+  f.case_index = index;
+  f.found_after_s = since(t0);
+  f.original = failing.value();
+  const rc::Shrinkable<ServingCase> small = shrink(failing, outcome, f);
+  f.shrunk = small.value();
+  f.file = file_name(opts, f);
+  const std::string why = fmt::format("Found by `ppspec fuzz --seed {}` (case {}{}), shrunk in {} steps from:\n  {}\n",
+                                      opts.seed, index, opts.faults.empty() ? "" : ", faults " + fmt::format("{}", fmt::join(opts.faults, ",")),
+                                      f.shrink_steps, summary(f.original));
+  std::filesystem::create_directories(opts.out_dir);
+  std::ofstream(f.file, std::ios::binary) << case_text(f.shrunk, std::filesystem::path(f.file).stem().string(), outcome, why);
+  f.command = "ppspec run " + f.file;
+  // The file is the reproducer: it must fail the same way when loaded as a user would load it.
+  const auto text = [&] {
+    std::ifstream in(f.file, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }();
+  const Outcome again = outcome_of(run_text(text, f.file, f.shrunk, nullptr));
+  if (!again.same_as(outcome))
+    throw core::InternalError(fmt::format("the shrunk file {} gives {} / {}, the failure was {} / {}", f.file,
+                                          core::to_string(again.verdict), again.kind, core::to_string(outcome.verdict),
+                                          outcome.kind));
+  f.summary = again.summary;
+  f.shrunk_after_s = since(t0);
+  return f;
+}
+
+void print_progress(const FuzzOptions& opts, const FuzzReport& r, double elapsed, std::ostream& progress) {
+  const Coverage& c = r.coverage;
+  const std::string line =
+      fmt::format("{} cases, {:.0f}/s, {:.0f} s, {} failures | pp>1 {} drafts {} graphs {} chunked {} slot-reuse {} "
+                  "length-cap {} aborts {} (in flight {})",
+                  r.cases, elapsed > 0 ? static_cast<double>(r.cases) / elapsed : 0.0, elapsed, r.failures, c.pp_gt1,
+                  c.drafts, c.graph_padding, c.chunked_prefill, c.slot_reuse, c.length_cap, c.aborts, c.abort_in_flight);
+  progress << (opts.live_progress ? "\r" + line + "\x1b[K" : line + "\n") << std::flush;
+}
+
+}  // namespace
+
+FuzzReport run_campaign(const FuzzOptions& opts, std::ostream& out, std::ostream& progress) {
+  PPSPEC_ASSERT(opts.shards >= 1 && opts.shard < opts.shards, "shard {}/{}", opts.shard, opts.shards);
+  PPSPEC_ASSERT(opts.cases.has_value() || opts.time_s > 0, "a campaign needs --cases or --time");
+  FuzzReport r;
+  const Clock::time_point t0 = Clock::now();
+  double next_progress = opts.live_progress ? 0.5 : 5.0;
+  for (uint64_t index = opts.shard;; index += opts.shards) {
+    if (opts.cases && r.cases >= *opts.cases) break;
+    if (opts.time_s > 0 && since(t0) >= opts.time_s) break;
+    const rc::Shrinkable<ServingCase> drawn = draw(opts, index);
+    const ServingCase c = drawn.value();
+    PathSink paths;
+    const std::string name = fmt::format("fuzz-seed{}-case{}", opts.seed, index);
+    serving::ServingRun run;
+    try {
+      run = run_text(case_text(c, name, {}, ""), name + ".toml", c, &paths);
+    } catch (const core::InputError&) {
+      std::filesystem::create_directories(opts.out_dir);
+      std::ofstream(opts.out_dir + "/" + name + ".invalid.toml") << case_text(c, name, {}, "a generated case the loader refused");
+      throw;
+    }
+    ++r.cases;
+    count_paths(r.coverage, c, run, paths);
+    const Outcome o = outcome_of(run);
+    if (o.verdict != core::Verdict::pass) {
+      ++r.failures;
+      if (opts.live_progress) progress << "\n";
+      progress << fmt::format("case {} fails: {} / {}: {}\n  {}\n  shrinking...\n", index, core::to_string(o.verdict),
+                              o.kind, o.summary, summary(c));
+      r.found.push_back(settle(opts, drawn, o, index, t0));
+      progress << fmt::format("  shrunk in {} steps ({} runs) to {}\n  {}\n", r.found.back().shrink_steps,
+                              r.found.back().shrink_runs, r.found.back().file, summary(r.found.back().shrunk));
+      if (!opts.keep_going) break;
+    }
+    if (since(t0) >= next_progress) {
+      print_progress(opts, r, since(t0), progress);
+      next_progress = since(t0) + (opts.live_progress ? 0.5 : 5.0);
+    }
+  }
+  r.seconds = since(t0);
+  print_progress(opts, r, r.seconds, progress);
+  if (opts.live_progress) progress << "\n";
+  out << format_report(r);
+  return r;
+}
+
+std::string format_report(const FuzzReport& r) {
+  std::string s = fmt::format("{} failure{} in {} cases ({:.1f} s, {:.1f} cases/s)\n", r.failures, r.failures == 1 ? "" : "s",
+                              r.cases, r.seconds, r.seconds > 0 ? static_cast<double>(r.cases) / r.seconds : 0.0);
+  const Coverage& c = r.coverage;
+  s += fmt::format("paths reached (cases): pp>1 {}, drafts {}, graph padding {}, chunked prefill {}, slot reuse {}, "
+                   "length cap {}, aborts {} (in flight {})\n",
+                   c.pp_gt1, c.drafts, c.graph_padding, c.chunked_prefill, c.slot_reuse, c.length_cap, c.aborts,
+                   c.abort_in_flight);
+  for (const Found& f : r.found)
+    s += fmt::format("FAIL {} / {} at case {} after {:.1f} s, shrunk after {:.1f} s ({} requests, {} ranks): {}\n  {}\n  {}\n",
+                     core::to_string(f.verdict), f.kind, f.case_index, f.found_after_s, f.shrunk_after_s,
+                     f.shrunk.num_requests, f.shrunk.pp * f.shrunk.tp, f.summary, summary(f.shrunk), f.command);
+  return s;
+}
+
+}  // namespace ppspec::fuzzer

@@ -1,0 +1,71 @@
+// A fuzzing campaign (`ppspec fuzz`): a deterministic stream of generated serving cases, each run on
+// the simulator with every monitor and oracle; a failing case is shrunk, scenario and schedule
+// together, to a minimal scenario file that reproduces the same verdict and kind.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/verdict.h"
+#include "fuzzer/serving_case.h"
+#include "fuzzer/space.h"
+
+namespace ppspec::fuzzer {
+
+struct FuzzOptions {
+  Space space;
+  std::vector<std::string> faults;  // switched on in every case
+  uint64_t seed = 1;                // of the case stream
+  std::optional<uint64_t> cases;    // stop after this many cases of this shard ...
+  double time_s = 0;                // ... or after this many seconds (0: no limit); one of the two
+  uint64_t shard = 0, shards = 1;   // case i runs in shard i mod shards
+  std::string out_dir = "fuzz-out";
+  bool keep_going = false;          // shrink and keep every failure, not only the first
+  bool live_progress = false;       // rewrite one progress line (a terminal) instead of plain lines
+};
+
+// Engine paths the cases reached, counted over cases (a case counts once per path).
+struct Coverage {
+  uint64_t slot_reuse = 0;      // a req-state row held by a second request
+  uint64_t length_cap = 0;      // a request ended at max_model_len
+  uint64_t abort_in_flight = 0; // a request aborted while its step was in flight
+  uint64_t aborts = 0;
+  uint64_t graph_padding = 0;   // a graph replayed with padding rows
+  uint64_t chunked_prefill = 0; // a prompt prefilled over several steps
+  uint64_t drafts = 0;          // draft tokens verified
+  uint64_t pp_gt1 = 0;          // cases with more than one stage
+};
+
+struct Found {
+  core::Verdict verdict = core::Verdict::pass;
+  std::string kind;
+  std::string summary;          // the first finding of the shrunk case
+  std::string file;             // the shrunk scenario file
+  std::string command;          // reproduces it
+  uint64_t case_index = 0;
+  double found_after_s = 0;     // wall time from the start to the failing case
+  double shrunk_after_s = 0;    // and to the shrunk file
+  int shrink_steps = 0;         // smaller failing cases taken
+  int shrink_runs = 0;          // candidates run
+  ServingCase original, shrunk;
+};
+
+struct FuzzReport {
+  uint64_t cases = 0;
+  uint64_t failures = 0;
+  double seconds = 0;
+  Coverage coverage;
+  std::vector<Found> found;
+};
+
+// Runs the campaign; progress on `progress`, the summary on `out`. Throws core::InputError when a
+// generated case does not load (a generator bug, with the case's file kept in out_dir).
+FuzzReport run_campaign(const FuzzOptions& opts, std::ostream& out, std::ostream& progress);
+
+// "1 failure in 1234 cases (56.7 cases/s) ..." and one line per failure.
+std::string format_report(const FuzzReport& r);
+
+}  // namespace ppspec::fuzzer

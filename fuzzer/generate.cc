@@ -1,0 +1,72 @@
+#include "fuzzer/generate.h"
+
+#include <algorithm>
+#include <set>
+
+namespace ppspec::fuzzer {
+namespace {
+
+int pick(Range r) { return *rc::gen::inRange(r.lo, r.hi + 1); }
+
+// A drawn flag that shrinks to false, and is always false where the space forbids it.
+bool maybe(bool allowed) { return allowed && *rc::gen::arbitrary<bool>(); }
+
+void pick_shape(ServingCase& c, const Space& s) {
+  c.pp = pick(s.pp);
+  c.tp = pick(s.tp) == 2 ? 2 : 1;  // the model's 8 lanes split over 1 or 2 ranks
+  c.k = pick(s.k);
+  c.feedback = *rc::gen::elementOf(s.feedback);
+  c.max_num_batched_tokens = std::max(pick(s.max_num_batched_tokens), c.k + 1);
+  c.max_num_seqs = pick(s.max_num_seqs);
+  c.warmup_steps = pick(s.warmup_steps);
+  if (maybe(s.graphs)) {
+    // Decode graphs of whole verification blocks, up to the budget; at least one size.
+    const int block = c.k + 1;
+    const int most = std::max(1, c.max_num_batched_tokens / block);
+    std::set<int> sizes;
+    const int n = *rc::gen::inRange(1, 4);
+    for (int i = 0; i < n; ++i) sizes.insert(block * *rc::gen::inRange(1, most + 1));
+    c.capture_sizes.assign(sizes.begin(), sizes.end());
+  }
+}
+
+void pick_workload(ServingCase& c, const Space& s) {
+  c.num_requests = pick(s.requests);
+  c.prompt_min = pick(s.prompt);
+  c.prompt_max = std::min(s.prompt.hi, c.prompt_min + *rc::gen::inRange(0, 17));
+  c.output_min = pick(s.output);
+  c.output_max = std::min(s.output.hi, c.output_min + *rc::gen::inRange(0, 17));
+  c.chunked_prefill = s.chunked_prefill && !maybe(true);  // shrinks to chunked prefill on
+  if (!c.chunked_prefill) c.max_num_batched_tokens = std::max(c.max_num_batched_tokens, c.prompt_max);
+  c.temperature = *rc::gen::elementOf(s.temperature);
+  c.workload_seed = *rc::gen::inRange<uint64_t>(1, 1000);
+  if (maybe(s.poisson)) {
+    c.poisson = true;
+    c.mean_gap_us = *rc::gen::inRange(10, 500);
+  }
+  if (maybe(s.aborts)) {
+    c.abort_every = *rc::gen::inRange(1, 4);
+    c.abort_after = *rc::gen::inRange(1, c.output_max + 1);
+    c.abort_in_flight = maybe(true);
+  }
+  if (maybe(s.stop_token)) c.stop_token = *rc::gen::inRange(0, 512);
+  // A cap close to the longest request: some requests end at max_model_len.
+  if (maybe(s.length_cap)) c.max_model_len = std::max(8, c.prompt_max + c.k + 2 + *rc::gen::inRange(0, c.output_max + 1));
+}
+
+}  // namespace
+
+rc::Gen<ServingCase> gen_serving_case(const Space& space, const std::vector<std::string>& faults) {
+  return rc::gen::exec([space, faults] {
+    ServingCase c;
+    pick_shape(c, space);
+    pick_workload(c, space);
+    c.module_loading = *rc::gen::elementOf(space.module_loading);
+    c.faults = faults;
+    c.seed = *rc::gen::inRange<uint64_t>(1, 1u << 20);
+    c.pct_depth = pick(space.pct_depth);
+    return c;
+  });
+}
+
+}  // namespace ppspec::fuzzer

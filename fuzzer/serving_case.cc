@@ -1,0 +1,60 @@
+#include "fuzzer/serving_case.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace ppspec::fuzzer {
+
+std::string ServingCase::strategy() const { return pct_depth == 0 ? "random" : fmt::format("pct:{}", pct_depth); }
+
+namespace {
+
+void append_engine(std::string& s, const ServingCase& c) {
+  s += fmt::format("\n[topology]\npp = {}\ntp = {}\n", c.pp, c.tp);
+  s += fmt::format("\n[model]\nstop_token = {}\nmax_model_len = {}\n", c.stop_token, c.max_model_len);
+  s += fmt::format("\n[spec]\nk = {}\nfeedback = \"{}\"\n", c.k, c.feedback);
+  s += fmt::format("\n[serving]\ncapture_sizes = [{}]\nmax_num_seqs = {}\nmax_num_batched_tokens = {}\n"
+                   "chunked_prefill = {}\nwarmup_steps = {}\n",
+                   fmt::join(c.capture_sizes, ", "), c.max_num_seqs, c.max_num_batched_tokens, c.chunked_prefill,
+                   c.warmup_steps);
+  s += fmt::format("\n[workload]\nnum_requests = {}\nprompt_min = {}\nprompt_max = {}\noutput_min = {}\noutput_max = {}\n"
+                   "arrival = \"{}\"\nmean_gap_us = {}\ntemperature = {}\nseed = {}\nabort_every = {}\nabort_after = {}\n"
+                   "abort_in_flight = {}\n",
+                   c.num_requests, c.prompt_min, c.prompt_max, c.output_min, c.output_max, c.poisson ? "poisson" : "burst",
+                   c.mean_gap_us, c.temperature, c.workload_seed, c.abort_every, c.abort_after, c.abort_in_flight);
+  // Strict: a hazard (a module load while serving, a device sync behind a spinning receive) is a
+  // failure too; on GPUs it stalls or hangs.
+  s += fmt::format("\n[runtime]\nmodule_loading = \"{}\"\nstrict = true\n", c.module_loading);
+  if (!c.faults.empty()) {
+    s += "\n[faults]\n";
+    for (const std::string& f : c.faults) s += f + " = true\n";
+  }
+}
+
+}  // namespace
+
+std::string to_toml(const ServingCase& c, const std::string& name, const std::string& description, const Expectation& expect) {
+  std::string s = fmt::format("kind = \"serving\"\nname = \"{}\"\ndescription = \"\"\"\n{}\"\"\"\n", name, description);
+  append_engine(s, c);
+  s += fmt::format("\n[explore]\nseed = {}\nseeds = 1\nstrategy = \"{}\"\n", c.seed, c.strategy());
+  s += fmt::format("\n[expect]\nverdict = \"{}\"\n", core::to_string(expect.verdict));
+  if (!expect.kind.empty()) s += fmt::format("kind = \"{}\"\n", expect.kind);
+  return s;
+}
+
+std::string summary(const ServingCase& c) {
+  std::string s = fmt::format("pp{} tp{} K{} {} req {} prompt {}-{} out {}-{} seqs {} budget {}", c.pp, c.tp, c.k,
+                              c.feedback == "single-payload" ? "single" : "3msg", c.num_requests, c.prompt_min,
+                              c.prompt_max, c.output_min, c.output_max, c.max_num_seqs, c.max_num_batched_tokens);
+  if (!c.capture_sizes.empty()) s += fmt::format(" graphs [{}]", fmt::join(c.capture_sizes, ","));
+  if (c.temperature > 0) s += fmt::format(" T {}", c.temperature);
+  if (c.abort_every > 0) s += fmt::format(" abort 1/{} after {}{}", c.abort_every, c.abort_after, c.abort_in_flight ? " in flight" : "");
+  if (c.stop_token >= 0) s += fmt::format(" stop {}", c.stop_token);
+  if (c.max_model_len < 2048) s += fmt::format(" max_len {}", c.max_model_len);
+  if (!c.chunked_prefill) s += " no-chunking";
+  if (c.poisson) s += fmt::format(" poisson {} us", c.mean_gap_us);
+  if (c.module_loading != "eager") s += " " + c.module_loading;
+  return s + fmt::format(" seed {} {}", c.seed, c.strategy());
+}
+
+}  // namespace ppspec::fuzzer

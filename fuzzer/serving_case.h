@@ -1,0 +1,57 @@
+// One generated serving case: every knob `ppspec fuzz` varies, with the schedule to run it under.
+// A case is written out as a scenario file (the file is what runs: the loader checks it like any
+// other), so a failure's reproducer is exactly the case that failed.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/verdict.h"
+
+namespace ppspec::fuzzer {
+
+struct ServingCase {
+  // [topology], [spec]
+  int pp = 1, tp = 1, k = 0;
+  std::string feedback = "three-message";
+  // [model]
+  int stop_token = -1;
+  int max_model_len = 2048;
+  // [serving]
+  std::vector<int> capture_sizes;
+  int max_num_seqs = 4, max_num_batched_tokens = 64, warmup_steps = 2;
+  bool chunked_prefill = true;
+  // [workload]
+  int num_requests = 2, prompt_min = 4, prompt_max = 8, output_min = 4, output_max = 8;
+  bool poisson = false;
+  int mean_gap_us = 200;
+  double temperature = 0;
+  uint64_t workload_seed = 1;
+  int abort_every = 0, abort_after = 1;
+  bool abort_in_flight = false;
+  // [runtime], [faults]
+  std::string module_loading = "eager";
+  std::vector<std::string> faults;
+  // [explore]: the schedule
+  uint64_t seed = 1;
+  int pct_depth = 0;  // 0: random
+
+  std::string strategy() const;  // "random" | "pct:D"
+  // Requests times ranks: what shrinking minimises first.
+  int size() const { return num_requests * pp * tp; }
+};
+
+// What the file says it expects: pass, or the verdict and kind a failure had.
+struct Expectation {
+  core::Verdict verdict = core::Verdict::pass;
+  std::string kind;
+};
+
+// The scenario file of a case; `description` says where it came from.
+std::string to_toml(const ServingCase& c, const std::string& name, const std::string& description, const Expectation& expect);
+
+// One line: the knobs that make this case what it is.
+std::string summary(const ServingCase& c);
+
+}  // namespace ppspec::fuzzer

@@ -1,0 +1,118 @@
+#include "fuzzer/space.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <fstream>
+#include <sstream>
+
+#include "loader/program_loader.h"
+#include "loader/toml_reader.h"
+
+namespace ppspec::fuzzer {
+
+Space space_limits() {
+  Space s;
+  s.pp = {1, 4};
+  s.tp = {1, 2};
+  s.k = {0, 7};
+  s.requests = {1, 32};
+  s.prompt = {1, 64};
+  s.output = {1, 128};
+  s.max_num_seqs = {1, 16};
+  s.max_num_batched_tokens = {1, 512};
+  s.warmup_steps = {1, 4};
+  s.pct_depth = {0, 4};
+  return s;
+}
+
+namespace {
+
+void read_range(loader::TableReader& r, const char* key, Range& out, Range limit) {
+  const toml::node* n = r.node(key);
+  if (n == nullptr) return;
+  const toml::array* a = n->as_array();
+  const auto lo = a != nullptr && a->size() == 2 ? (*a)[0].value<int64_t>() : std::nullopt;
+  const auto hi = a != nullptr && a->size() == 2 ? (*a)[1].value<int64_t>() : std::nullopt;
+  if (!lo || !hi) r.fail(key, fmt::format("expected [lo, hi], two integers in [{}, {}]", limit.lo, limit.hi));
+  if (*lo > *hi) r.fail(key, fmt::format("an empty range: {} > {}", *lo, *hi));
+  if (*lo < limit.lo || *hi > limit.hi)
+    r.fail(key, fmt::format("[{}, {}] leaves [{}, {}], the range a fuzzing case supports", *lo, *hi, limit.lo, limit.hi));
+  out = Range{static_cast<int>(*lo), static_cast<int>(*hi)};
+}
+
+void read_names(loader::TableReader& r, const char* key, std::vector<std::string>& out, const std::vector<std::string>& allowed) {
+  const toml::array* a = r.array(key);
+  if (a == nullptr) return;
+  std::vector<std::string> names;
+  for (const toml::node& n : *a) {
+    const auto s = n.value<std::string>();
+    const bool ok = s && std::find(allowed.begin(), allowed.end(), *s) != allowed.end();
+    if (!ok) r.fail(key, fmt::format("expected a list of: {}", fmt::join(allowed, ", ")));
+    names.push_back(*s);
+  }
+  if (names.empty()) r.fail(key, "an empty list: nothing to draw from");
+  out = names;
+}
+
+void read_temperatures(loader::TableReader& r, std::vector<double>& out) {
+  const toml::array* a = r.array("temperature");
+  if (a == nullptr) return;
+  std::vector<double> v;
+  for (const toml::node& n : *a) {
+    const auto x = n.value<double>();
+    if (!x || *x < 0 || *x > 2) r.fail("temperature", "expected a list of numbers in [0, 2]");
+    v.push_back(*x);
+  }
+  if (v.empty()) r.fail("temperature", "an empty list: nothing to draw from");
+  out = v;
+}
+
+}  // namespace
+
+Space parse_space(const std::string& text, const std::string& file) {
+  const toml::table root = loader::parse_toml_text(text, file);
+  loader::TableReader top(root, file, "the space file");
+  top.only("space");
+  Space s;
+  const toml::table* t = top.table("space");
+  if (t == nullptr) top.fail_here("expected a [space] table");
+  loader::TableReader r(*t, file, "[space]");
+  r.only("pp, tp, k, requests, prompt, output, max_num_seqs, max_num_batched_tokens, warmup_steps, pct_depth, feedback, "
+         "module_loading, temperature, graphs, chunked_prefill, aborts, stop_token, length_cap, poisson");
+  const Space lim = space_limits();
+  read_range(r, "pp", s.pp, lim.pp);
+  read_range(r, "tp", s.tp, lim.tp);
+  read_range(r, "k", s.k, lim.k);
+  read_range(r, "requests", s.requests, lim.requests);
+  read_range(r, "prompt", s.prompt, lim.prompt);
+  read_range(r, "output", s.output, lim.output);
+  read_range(r, "max_num_seqs", s.max_num_seqs, lim.max_num_seqs);
+  read_range(r, "max_num_batched_tokens", s.max_num_batched_tokens, lim.max_num_batched_tokens);
+  read_range(r, "warmup_steps", s.warmup_steps, lim.warmup_steps);
+  read_range(r, "pct_depth", s.pct_depth, lim.pct_depth);
+  read_names(r, "feedback", s.feedback, {"three-message", "single-payload"});
+  read_names(r, "module_loading", s.module_loading, {"eager", "lazy"});
+  read_temperatures(r, s.temperature);
+  for (auto [key, flag] : {std::pair{"graphs", &s.graphs}, {"chunked_prefill", &s.chunked_prefill}, {"aborts", &s.aborts},
+                           {"stop_token", &s.stop_token}, {"length_cap", &s.length_cap}, {"poisson", &s.poisson}})
+    if (auto b = r.boolean(key)) *flag = *b;
+  top.finish("space");
+  r.finish("pp, tp, k, requests, prompt, output, max_num_seqs, max_num_batched_tokens, warmup_steps, pct_depth, feedback, "
+           "module_loading, temperature, graphs, chunked_prefill, aborts, stop_token, length_cap, poisson");
+  // A budget must hold one verification block of the largest K.
+  if (s.max_num_batched_tokens.hi < s.k.hi + 1)
+    r.fail("max_num_batched_tokens", fmt::format("at most {} tokens cannot hold one verification block of K+1 = {}",
+                                                 s.max_num_batched_tokens.hi, s.k.hi + 1));
+  return s;
+}
+
+Space read_space(const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw core::InputError(file, 0, "cannot open the space file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_space(ss.str(), file);
+}
+
+}  // namespace ppspec::fuzzer

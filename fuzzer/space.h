@@ -1,0 +1,46 @@
+// The configuration space `ppspec fuzz` draws serving scenarios from: a range per knob. The default
+// is the whole space ppspec supports at fuzzing sizes; a SPACE.toml narrows it to a user's own
+// deployment shape (scenarios/README.md, "Fuzzing spaces", documents the keys).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ppspec::fuzzer {
+
+struct Range {
+  int lo = 0;
+  int hi = 0;
+  bool contains(int v) const { return v >= lo && v <= hi; }
+};
+
+struct Space {
+  Range pp{1, 4};
+  Range tp{1, 2};
+  Range k{0, 7};
+  Range requests{1, 6};
+  Range prompt{1, 24};             // prompt lengths, tokens
+  Range output{1, 32};             // max_tokens
+  Range max_num_seqs{1, 8};
+  Range max_num_batched_tokens{8, 128};
+  Range warmup_steps{1, 3};
+  Range pct_depth{0, 3};           // 0: the random policy; d > 0: PCT of depth d
+  // Each of these is drawn from the listed values.
+  std::vector<std::string> feedback{"three-message", "single-payload"};
+  std::vector<std::string> module_loading{"eager", "lazy"};
+  std::vector<double> temperature{0.0, 0.8};
+  // Whether a case may use each edge: CUDA graphs, chunked prefill, aborts, a stop token, a
+  // max_model_len close to prompt + output, poisson arrivals.
+  bool graphs = true, chunked_prefill = true, aborts = true, stop_token = true, length_cap = true, poisson = true;
+};
+
+// The hard limits a SPACE.toml must stay inside (what a fuzzing case can run in milliseconds).
+Space space_limits();
+
+// Reads a SPACE.toml: every key optional, each a [lo, hi] pair, a list or a boolean, inside
+// space_limits(). Throws core::InputError with the file and line.
+Space read_space(const std::string& file);
+Space parse_space(const std::string& text, const std::string& file);
+
+}  // namespace ppspec::fuzzer
