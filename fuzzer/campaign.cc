@@ -9,7 +9,9 @@
 
 #include "core/assert.h"
 #include "core/error.h"
-#include "fuzzer/generate.h"
+#include "fuzzer/fuzz_case.h"
+#include "loader/program_loader.h"
+#include "program/runner.h"
 #include "loader/serving_loader.h"
 #include "serving/runner.h"
 #include "sim/policy.h"
@@ -51,17 +53,7 @@ struct Outcome {
   bool same_as(const Outcome& o) const { return verdict == o.verdict && kind == o.kind; }
 };
 
-Outcome outcome_of(const serving::ServingRun& run) {
-  Outcome o;
-  o.verdict = run.result.verdict;
-  if (!run.result.findings.empty()) {
-    o.kind = run.result.findings.front().kind;
-    o.summary = run.result.findings.front().summary;
-  }
-  return o;
-}
-
-serving::ServingRun run_text(const std::string& text, const std::string& file, const ServingCase& c, PathSink* paths) {
+serving::ServingRun run_serving(const std::string& text, const std::string& file, const ServingCase& c, PathSink* paths) {
   const serving::ServingScenario s = loader::parse_serving(text, file);
   serving::RunOptions o;
   o.seed = c.seed;
@@ -70,6 +62,16 @@ serving::ServingRun run_text(const std::string& text, const std::string& file, c
   o.strategy = *strategy;
   if (paths != nullptr) o.sinks.push_back(paths);
   return serving::run_on_sim(s, o);
+}
+
+Outcome outcome_of(const core::RunResult& result) {
+  Outcome o;
+  o.verdict = result.verdict;
+  if (!result.findings.empty()) {
+    o.kind = result.findings.front().kind;
+    o.summary = result.findings.front().summary;
+  }
+  return o;
 }
 
 void count_paths(Coverage& cov, const ServingCase& c, const serving::ServingRun& run, const PathSink& paths) {
@@ -89,10 +91,28 @@ void count_paths(Coverage& cov, const ServingCase& c, const serving::ServingRun&
   cov.length_cap += capped ? 1 : 0;
 }
 
+// One case, loaded from its text as `ppspec run` would load the file; `cov` (optional) counts the
+// engine paths a serving case reached.
+Outcome run_case(const std::string& text, const std::string& file, const FuzzCase& c, Coverage* cov) {
+  if (c.is_program) {
+    const program::Program p = loader::parse_program(text, file);
+    program::SimRunOptions o;
+    o.seed = c.program.seed;
+    o.strategy = p.explore.strategy;
+    o.record_decisions = false;
+    if (cov != nullptr) ++cov->programs;
+    return outcome_of(program::run_on_sim(p, o));
+  }
+  PathSink paths;
+  const serving::ServingRun run = run_serving(text, file, c.serving, cov != nullptr ? &paths : nullptr);
+  if (cov != nullptr) count_paths(*cov, c.serving, run, paths);
+  return outcome_of(run.result);
+}
+
 // The case stream: case i of a campaign is drawn from its own seed, whatever ran before it.
-rc::Shrinkable<ServingCase> draw(const FuzzOptions& opts, uint64_t index) {
+rc::Shrinkable<FuzzCase> draw(const FuzzOptions& opts, uint64_t index) {
   const uint64_t key = opts.seed * 0x9E3779B97F4A7C15ULL ^ (index + 1) * 0xBF58476D1CE4E5B9ULL;
-  return gen_serving_case(opts.space, opts.faults)(rc::Random(key), rc::kNominalSize);
+  return gen_fuzz_case(opts.space, opts.faults)(rc::Random(key), rc::kNominalSize);
 }
 
 }  // namespace
@@ -101,22 +121,21 @@ namespace {
 
 constexpr int kShrinkRunsMax = 4000;
 
-std::string case_text(const ServingCase& c, const std::string& name, const Outcome& expect, const std::string& why) {
-  return to_toml(c, name, why, Expectation{expect.verdict, expect.kind});
+std::string case_text(const FuzzCase& c, const std::string& name, const Outcome& expect, const std::string& why) {
+  return case_toml(c, name, why, Expectation{expect.verdict, expect.kind});
 }
 
 // Greedy descent over RapidCheck's shrinks: take the first smaller case that fails the same way
 // (verdict and kind), until none does. Scenario and schedule shrink together: the seed and the
 // policy are picks of the case like any knob.
-rc::Shrinkable<ServingCase> shrink(rc::Shrinkable<ServingCase> failing, const Outcome& target, Found& found) {
+rc::Shrinkable<FuzzCase> shrink(rc::Shrinkable<FuzzCase> failing, const Outcome& target, Found& found) {
   for (bool progressed = true; progressed && found.shrink_runs < kShrinkRunsMax;) {
     progressed = false;
     auto candidates = failing.shrinks();
     while (auto candidate = candidates.next()) {
       if (++found.shrink_runs > kShrinkRunsMax) break;
-      const ServingCase c = candidate->value();
-      const serving::ServingRun run = run_text(case_text(c, "shrinking", target, ""), "<shrinking>", c, nullptr);
-      if (!outcome_of(run).same_as(target)) continue;
+      const FuzzCase c = candidate->value();
+      if (!run_case(case_text(c, "shrinking", target, ""), "<shrinking>", c, nullptr).same_as(target)) continue;
       failing = std::move(*candidate);
       ++found.shrink_steps;
       progressed = true;
@@ -132,7 +151,7 @@ std::string file_name(const FuzzOptions& opts, const Found& f) {
 }
 
 // Shrinks a failure, writes its file, and checks that the file, loaded from disk, fails the same way.
-Found settle(const FuzzOptions& opts, const rc::Shrinkable<ServingCase>& failing, const Outcome& outcome, uint64_t index,
+Found settle(const FuzzOptions& opts, const rc::Shrinkable<FuzzCase>& failing, const Outcome& outcome, uint64_t index,
              Clock::time_point t0) {
   Found f;
   f.verdict = outcome.verdict;
@@ -140,12 +159,12 @@ Found settle(const FuzzOptions& opts, const rc::Shrinkable<ServingCase>& failing
   f.case_index = index;
   f.found_after_s = since(t0);
   f.original = failing.value();
-  const rc::Shrinkable<ServingCase> small = shrink(failing, outcome, f);
+  const rc::Shrinkable<FuzzCase> small = shrink(failing, outcome, f);
   f.shrunk = small.value();
   f.file = file_name(opts, f);
   const std::string why = fmt::format("Found by `ppspec fuzz --seed {}` (case {}{}), shrunk in {} steps from:\n  {}\n",
                                       opts.seed, index, opts.faults.empty() ? "" : ", faults " + fmt::format("{}", fmt::join(opts.faults, ",")),
-                                      f.shrink_steps, summary(f.original));
+                                      f.shrink_steps, case_summary(f.original));
   std::filesystem::create_directories(opts.out_dir);
   std::ofstream(f.file, std::ios::binary) << case_text(f.shrunk, std::filesystem::path(f.file).stem().string(), outcome, why);
   f.command = "ppspec run " + f.file;
@@ -154,7 +173,7 @@ Found settle(const FuzzOptions& opts, const rc::Shrinkable<ServingCase>& failing
     std::ifstream in(f.file, std::ios::binary);
     return std::string(std::istreambuf_iterator<char>(in), {});
   }();
-  const Outcome again = outcome_of(run_text(text, f.file, f.shrunk, nullptr));
+  const Outcome again = run_case(text, f.file, f.shrunk, nullptr);
   if (!again.same_as(outcome))
     throw core::InternalError(fmt::format("the shrunk file {} gives {} / {}, the failure was {} / {}", f.file,
                                           core::to_string(again.verdict), again.kind, core::to_string(outcome.verdict),
@@ -167,9 +186,9 @@ Found settle(const FuzzOptions& opts, const rc::Shrinkable<ServingCase>& failing
 void print_progress(const FuzzOptions& opts, const FuzzReport& r, double elapsed, std::ostream& progress) {
   const Coverage& c = r.coverage;
   const std::string line =
-      fmt::format("{} cases, {:.0f}/s, {:.0f} s, {} failures | pp>1 {} drafts {} graphs {} chunked {} slot-reuse {} "
+      fmt::format("{} cases, {:.0f}/s, {:.0f} s, {} failures | programs {} | pp>1 {} drafts {} graphs {} chunked {} slot-reuse {} "
                   "length-cap {} aborts {} (in flight {})",
-                  r.cases, elapsed > 0 ? static_cast<double>(r.cases) / elapsed : 0.0, elapsed, r.failures, c.pp_gt1,
+                  r.cases, elapsed > 0 ? static_cast<double>(r.cases) / elapsed : 0.0, elapsed, r.failures, c.programs, c.pp_gt1,
                   c.drafts, c.graph_padding, c.chunked_prefill, c.slot_reuse, c.length_cap, c.aborts, c.abort_in_flight);
   progress << (opts.live_progress ? "\r" + line + "\x1b[K" : line + "\n") << std::flush;
 }
@@ -185,29 +204,27 @@ FuzzReport run_campaign(const FuzzOptions& opts, std::ostream& out, std::ostream
   for (uint64_t index = opts.shard;; index += opts.shards) {
     if (opts.cases && r.cases >= *opts.cases) break;
     if (opts.time_s > 0 && since(t0) >= opts.time_s) break;
-    const rc::Shrinkable<ServingCase> drawn = draw(opts, index);
-    const ServingCase c = drawn.value();
-    PathSink paths;
+    const rc::Shrinkable<FuzzCase> drawn = draw(opts, index);
+    const FuzzCase c = drawn.value();
     const std::string name = fmt::format("fuzz-seed{}-case{}", opts.seed, index);
-    serving::ServingRun run;
+    const std::string text = case_text(c, name, {}, "");
+    Outcome o;
     try {
-      run = run_text(case_text(c, name, {}, ""), name + ".toml", c, &paths);
+      o = run_case(text, name + ".toml", c, &r.coverage);
     } catch (const core::InputError&) {
       std::filesystem::create_directories(opts.out_dir);
-      std::ofstream(opts.out_dir + "/" + name + ".invalid.toml") << case_text(c, name, {}, "a generated case the loader refused");
+      std::ofstream(opts.out_dir + "/" + name + ".invalid.toml") << text;
       throw;
     }
     ++r.cases;
-    count_paths(r.coverage, c, run, paths);
-    const Outcome o = outcome_of(run);
     if (o.verdict != core::Verdict::pass) {
       ++r.failures;
       if (opts.live_progress) progress << "\n";
       progress << fmt::format("case {} fails: {} / {}: {}\n  {}\n  shrinking...\n", index, core::to_string(o.verdict),
-                              o.kind, o.summary, summary(c));
+                              o.kind, o.summary, case_summary(c));
       r.found.push_back(settle(opts, drawn, o, index, t0));
       progress << fmt::format("  shrunk in {} steps ({} runs) to {}\n  {}\n", r.found.back().shrink_steps,
-                              r.found.back().shrink_runs, r.found.back().file, summary(r.found.back().shrunk));
+                              r.found.back().shrink_runs, r.found.back().file, case_summary(r.found.back().shrunk));
       if (!opts.keep_going) break;
     }
     if (since(t0) >= next_progress) {
@@ -226,14 +243,14 @@ std::string format_report(const FuzzReport& r) {
   std::string s = fmt::format("{} failure{} in {} cases ({:.1f} s, {:.1f} cases/s)\n", r.failures, r.failures == 1 ? "" : "s",
                               r.cases, r.seconds, r.seconds > 0 ? static_cast<double>(r.cases) / r.seconds : 0.0);
   const Coverage& c = r.coverage;
-  s += fmt::format("paths reached (cases): pp>1 {}, drafts {}, graph padding {}, chunked prefill {}, slot reuse {}, "
+  s += fmt::format("paths reached (cases): programs {}, pp>1 {}, drafts {}, graph padding {}, chunked prefill {}, slot reuse {}, "
                    "length cap {}, aborts {} (in flight {})\n",
-                   c.pp_gt1, c.drafts, c.graph_padding, c.chunked_prefill, c.slot_reuse, c.length_cap, c.aborts,
+                   c.programs, c.pp_gt1, c.drafts, c.graph_padding, c.chunked_prefill, c.slot_reuse, c.length_cap, c.aborts,
                    c.abort_in_flight);
   for (const Found& f : r.found)
     s += fmt::format("FAIL {} / {} at case {} after {:.1f} s, shrunk after {:.1f} s ({} requests, {} ranks): {}\n  {}\n  {}\n",
                      core::to_string(f.verdict), f.kind, f.case_index, f.found_after_s, f.shrunk_after_s,
-                     f.shrunk.num_requests, f.shrunk.pp * f.shrunk.tp, f.summary, summary(f.shrunk), f.command);
+                     f.shrunk_requests(), f.shrunk_ranks(), f.summary, case_summary(f.shrunk), f.command);
   return s;
 }
 

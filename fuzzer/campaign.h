@@ -1,5 +1,5 @@
-// A fuzzing campaign (`ppspec fuzz`): a deterministic stream of generated serving cases, each run on
-// the simulator with every monitor and oracle; a failing case is shrunk, scenario and schedule
+// A fuzzing campaign (`ppspec fuzz`): a deterministic stream of generated serving and program
+// cases, each run on the simulator with every monitor and oracle; a failing case is shrunk, scenario and schedule
 // together, to a minimal scenario file that reproduces the same verdict and kind.
 #pragma once
 
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/verdict.h"
-#include "fuzzer/serving_case.h"
+#include "fuzzer/fuzz_case.h"
 #include "fuzzer/space.h"
 
 namespace ppspec::fuzzer {
@@ -37,6 +37,7 @@ struct Coverage {
   uint64_t chunked_prefill = 0; // a prompt prefilled over several steps
   uint64_t drafts = 0;          // draft tokens verified
   uint64_t pp_gt1 = 0;          // cases with more than one stage
+  uint64_t programs = 0;        // program scenarios
 };
 
 struct Found {
@@ -50,7 +51,9 @@ struct Found {
   double shrunk_after_s = 0;    // and to the shrunk file
   int shrink_steps = 0;         // smaller failing cases taken
   int shrink_runs = 0;          // candidates run
-  ServingCase original, shrunk;
+  FuzzCase original, shrunk;
+  int shrunk_requests() const { return shrunk.is_program ? 0 : shrunk.serving.num_requests; }
+  int shrunk_ranks() const { return shrunk.is_program ? shrunk.program.shape.ranks : shrunk.serving.pp * shrunk.serving.tp; }
 };
 
 struct FuzzReport {

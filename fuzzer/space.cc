@@ -78,8 +78,8 @@ Space parse_space(const std::string& text, const std::string& file) {
   const toml::table* t = top.table("space");
   if (t == nullptr) top.fail_here("expected a [space] table");
   loader::TableReader r(*t, file, "[space]");
-  r.only("pp, tp, k, requests, prompt, output, max_num_seqs, max_num_batched_tokens, warmup_steps, pct_depth, feedback, "
-         "module_loading, temperature, graphs, chunked_prefill, aborts, stop_token, length_cap, poisson");
+  r.only("kinds, pp, tp, k, requests, prompt, output, max_num_seqs, max_num_batched_tokens, warmup_steps, pct_depth, "
+         "feedback, module_loading, temperature, graphs, chunked_prefill, aborts, stop_token, length_cap, poisson");
   const Space lim = space_limits();
   read_range(r, "pp", s.pp, lim.pp);
   read_range(r, "tp", s.tp, lim.tp);
@@ -94,12 +94,21 @@ Space parse_space(const std::string& text, const std::string& file) {
   read_names(r, "feedback", s.feedback, {"three-message", "single-payload"});
   read_names(r, "module_loading", s.module_loading, {"eager", "lazy"});
   read_temperatures(r, s.temperature);
+  if (const toml::array* kinds = r.array("kinds")) {
+    s.servings = s.programs = false;
+    for (const toml::node& n : *kinds) {
+      const auto k = n.value<std::string>();
+      if (!k || (*k != "serving" && *k != "program")) r.fail("kinds", "expected a list of: serving, program");
+      (*k == "serving" ? s.servings : s.programs) = true;
+    }
+    if (!s.servings && !s.programs) r.fail("kinds", "an empty list: nothing to generate");
+  }
   for (auto [key, flag] : {std::pair{"graphs", &s.graphs}, {"chunked_prefill", &s.chunked_prefill}, {"aborts", &s.aborts},
                            {"stop_token", &s.stop_token}, {"length_cap", &s.length_cap}, {"poisson", &s.poisson}})
     if (auto b = r.boolean(key)) *flag = *b;
   top.finish("space");
-  r.finish("pp, tp, k, requests, prompt, output, max_num_seqs, max_num_batched_tokens, warmup_steps, pct_depth, feedback, "
-           "module_loading, temperature, graphs, chunked_prefill, aborts, stop_token, length_cap, poisson");
+  r.finish("kinds, pp, tp, k, requests, prompt, output, max_num_seqs, max_num_batched_tokens, warmup_steps, pct_depth, "
+           "feedback, module_loading, temperature, graphs, chunked_prefill, aborts, stop_token, length_cap, poisson");
   // A budget must hold one verification block of the largest K.
   if (s.max_num_batched_tokens.hi < s.k.hi + 1)
     r.fail("max_num_batched_tokens", fmt::format("at most {} tokens cannot hold one verification block of K+1 = {}",

@@ -26,6 +26,8 @@ struct Space {
   Range max_num_batched_tokens{8, 128};
   Range warmup_steps{1, 3};
   Range pct_depth{0, 3};           // 0: the random policy; d > 0: PCT of depth d
+  // Which kinds of scenario a campaign generates (serving: 3 in 4 when both).
+  bool servings = true, programs = true;
   // Each of these is drawn from the listed values.
   std::vector<std::string> feedback{"three-message", "single-payload"};
   std::vector<std::string> module_loading{"eager", "lazy"};

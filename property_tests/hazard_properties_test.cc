@@ -20,10 +20,12 @@
 
 #include "program/runner.h"
 #include "program/toml_writer.h"
-#include "property_tests/program_gen.h"
+#include "fuzzer/program_gen.h"
 #include "tests/test_util.h"
 
 namespace ppspec::proptest {
+
+using namespace ppspec::fuzzer;  // the program generator (fuzzer/program_gen.h)
 namespace {
 
 constexpr uint64_t kSeeds = 8;

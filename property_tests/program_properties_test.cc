@@ -9,10 +9,12 @@
 
 #include "program/runner.h"
 #include "program/toml_writer.h"
-#include "property_tests/program_gen.h"
+#include "fuzzer/program_gen.h"
 #include "tests/test_util.h"
 
 namespace ppspec::proptest {
+
+using namespace ppspec::fuzzer;  // the program generator (fuzzer/program_gen.h)
 namespace {
 
 struct Schedule {

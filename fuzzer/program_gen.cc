@@ -1,9 +1,9 @@
-#include "property_tests/program_gen.h"
+#include "fuzzer/program_gen.h"
 
 #include <algorithm>
 #include <fmt/format.h>
 
-namespace ppspec::proptest {
+namespace ppspec::fuzzer {
 namespace {
 
 using program::OpType;
@@ -462,4 +462,4 @@ Perturbed perturb(const program::Program& p, const PerturbSpec& spec) {
   return out;
 }
 
-}  // namespace ppspec::proptest
+}  // namespace ppspec::fuzzer

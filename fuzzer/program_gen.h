@@ -1,4 +1,5 @@
-// Random well-matched programs for property tests, and the perturbations that break them.
+// Random well-matched programs for `ppspec fuzz` and the property tests, and the perturbations that
+// break them.
 //
 // A program is a global sequence of rounds (a collective, a p2p transfer, a grouped ring exchange,
 // a kernel, an event hand-off, a sync or malloc, a sleep); every rank issues its part of each round
@@ -19,7 +20,7 @@
 
 #include "program/program.h"
 
-namespace ppspec::proptest {
+namespace ppspec::fuzzer {
 
 struct RoundSpec {
   int kind = 0;     // what the round does (see program_gen.cc)
@@ -87,4 +88,4 @@ struct Perturbed {
 };
 Perturbed perturb(const program::Program& p, const PerturbSpec& spec);
 
-}  // namespace ppspec::proptest
+}  // namespace ppspec::fuzzer
