@@ -158,22 +158,25 @@ Found settle(const FuzzOptions& opts, const rc::Shrinkable<FuzzCase>& failing, c
   f.kind = outcome.kind;
   f.case_index = index;
   f.found_after_s = since(t0);
-  f.original = failing.value();
-  const rc::Shrinkable<FuzzCase> small = shrink(failing, outcome, f);
-  f.shrunk = small.value();
+  const FuzzCase original = failing.value();
+  f.original = case_summary(original);
+  const FuzzCase shrunk = shrink(failing, outcome, f).value();
+  f.shrunk = case_summary(shrunk);
+  f.requests = shrunk.is_program ? 0 : shrunk.serving.num_requests;
+  f.ranks = shrunk.is_program ? shrunk.program.shape.ranks : shrunk.serving.pp * shrunk.serving.tp;
   f.file = file_name(opts, f);
   const std::string why = fmt::format("Found by `ppspec fuzz --seed {}` (case {}{}), shrunk in {} steps from:\n  {}\n",
                                       opts.seed, index, opts.faults.empty() ? "" : ", faults " + fmt::format("{}", fmt::join(opts.faults, ",")),
-                                      f.shrink_steps, case_summary(f.original));
+                                      f.shrink_steps, f.original);
   std::filesystem::create_directories(opts.out_dir);
-  std::ofstream(f.file, std::ios::binary) << case_text(f.shrunk, std::filesystem::path(f.file).stem().string(), outcome, why);
+  std::ofstream(f.file, std::ios::binary) << case_text(shrunk, std::filesystem::path(f.file).stem().string(), outcome, why);
   f.command = "ppspec run " + f.file;
   // The file is the reproducer: it must fail the same way when loaded as a user would load it.
   const auto text = [&] {
     std::ifstream in(f.file, std::ios::binary);
     return std::string(std::istreambuf_iterator<char>(in), {});
   }();
-  const Outcome again = run_case(text, f.file, f.shrunk, nullptr);
+  const Outcome again = run_case(text, f.file, shrunk, nullptr);
   if (!again.same_as(outcome))
     throw core::InternalError(fmt::format("the shrunk file {} gives {} / {}, the failure was {} / {}", f.file,
                                           core::to_string(again.verdict), again.kind, core::to_string(outcome.verdict),
@@ -224,7 +227,7 @@ FuzzReport run_campaign(const FuzzOptions& opts, std::ostream& out, std::ostream
                               o.kind, o.summary, case_summary(c));
       r.found.push_back(settle(opts, drawn, o, index, t0));
       progress << fmt::format("  shrunk in {} steps ({} runs) to {}\n  {}\n", r.found.back().shrink_steps,
-                              r.found.back().shrink_runs, r.found.back().file, case_summary(r.found.back().shrunk));
+                              r.found.back().shrink_runs, r.found.back().file, r.found.back().shrunk);
       if (!opts.keep_going) break;
     }
     if (since(t0) >= next_progress) {
@@ -234,6 +237,7 @@ FuzzReport run_campaign(const FuzzOptions& opts, std::ostream& out, std::ostream
   }
   r.seconds = since(t0);
   print_progress(opts, r, r.seconds, progress);
+  write_summary(r, opts);
   if (opts.live_progress) progress << "\n";
   out << format_report(r);
   return r;
@@ -250,7 +254,7 @@ std::string format_report(const FuzzReport& r) {
   for (const Found& f : r.found)
     s += fmt::format("FAIL {} / {} at case {} after {:.1f} s, shrunk after {:.1f} s ({} requests, {} ranks): {}\n  {}\n  {}\n",
                      core::to_string(f.verdict), f.kind, f.case_index, f.found_after_s, f.shrunk_after_s,
-                     f.shrunk_requests(), f.shrunk_ranks(), f.summary, case_summary(f.shrunk), f.command);
+                     f.requests, f.ranks, f.summary, f.shrunk, f.command);
   return s;
 }
 

@@ -51,9 +51,9 @@ struct Found {
   double shrunk_after_s = 0;    // and to the shrunk file
   int shrink_steps = 0;         // smaller failing cases taken
   int shrink_runs = 0;          // candidates run
-  FuzzCase original, shrunk;
-  int shrunk_requests() const { return shrunk.is_program ? 0 : shrunk.serving.num_requests; }
-  int shrunk_ranks() const { return shrunk.is_program ? shrunk.program.shape.ranks : shrunk.serving.pp * shrunk.serving.tp; }
+  std::string original, shrunk;  // case_summary() of each
+  int requests = 0;             // of the shrunk case (0: a program)
+  int ranks = 0;
 };
 
 struct FuzzReport {
@@ -70,5 +70,12 @@ FuzzReport run_campaign(const FuzzOptions& opts, std::ostream& out, std::ostream
 
 // "1 failure in 1234 cases (56.7 cases/s) ..." and one line per failure.
 std::string format_report(const FuzzReport& r);
+
+// OUT/summary.json of a campaign, and the merge of several (`ppspec fuzz --merge DIR...`, the shards
+// of one campaign run apart): counts and paths add up, the time is the longest shard's. Throws
+// core::InputError for a missing or malformed summary.
+void write_summary(const FuzzReport& r, const FuzzOptions& opts);
+FuzzReport read_summary(const std::string& dir);
+FuzzReport merge(const std::vector<FuzzReport>& parts);
 
 }  // namespace ppspec::fuzzer

@@ -6,6 +6,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <ostream>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/error.h"
@@ -68,6 +73,22 @@ std::vector<std::string> parse_faults(const std::string& text) {
   return out;
 }
 
+// Starts `argv` as this program (/proc/self/exe), its output to files in `dir`.
+pid_t spawn_worker(const std::vector<std::string>& argv, const std::string& dir) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, (dir + "/report.txt").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, 2, (dir + "/progress.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::vector<char*> cargv;
+  for (const std::string& s : argv) cargv.push_back(const_cast<char*>(s.c_str()));
+  cargv.push_back(nullptr);
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, cargv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) throw BadFlag{fmt::format("--jobs: cannot start a worker process: {}", std::strerror(rc))};
+  return pid;
+}
+
 fuzzer::FuzzOptions options(const FuzzArgs& a) {
   fuzzer::FuzzOptions o;
   if (!a.space.empty()) o.space = fuzzer::read_space(a.space);
@@ -87,7 +108,6 @@ fuzzer::FuzzOptions options(const FuzzArgs& a) {
   if (!a.shard.empty()) parse_shard(a.shard, o);
   const auto jobs = number(a.jobs, 1, 256);
   if (!jobs) throw BadFlag{fmt::format("--jobs '{}': expected a number of worker processes in [1, 256]", core::printable(a.jobs, 40))};
-  if (*jobs != 1) throw BadFlag{"--jobs: only 1 is supported yet; run --shard I/N in N processes instead"};
   if (!a.faults.empty()) o.faults = parse_faults(a.faults);
   o.out_dir = a.out;
   o.keep_going = a.keep_going;
@@ -97,10 +117,61 @@ fuzzer::FuzzOptions options(const FuzzArgs& a) {
 
 }  // namespace
 
+namespace {
+
+// --jobs J: J worker processes of this program, each a disjoint shard of this shard's cases
+// (shard I of N becomes shards I*J + j of N*J), each with its own --out folder; then their merge.
+fuzzer::FuzzReport run_jobs(const FuzzArgs& a, const fuzzer::FuzzOptions& o, uint64_t jobs, std::ostream& err) {
+  std::vector<pid_t> pids;
+  std::vector<std::string> dirs;
+  std::filesystem::create_directories(o.out_dir);
+  for (uint64_t j = 0; j < jobs; ++j) {
+    const std::string dir = fmt::format("{}/job-{}", o.out_dir, j);
+    std::filesystem::create_directories(dir);
+    std::vector<std::string> argv = {"ppspec", "fuzz", "--seed", std::to_string(o.seed), "--out", dir, "--shard",
+                                     fmt::format("{}/{}", o.shard * jobs + j, o.shards * jobs)};
+    if (!a.space.empty()) argv.push_back(a.space);
+    if (o.cases) argv.insert(argv.end(), {"--cases", std::to_string(std::max<uint64_t>(1, (*o.cases + jobs - 1 - j) / jobs))});
+    if (o.time_s > 0) argv.insert(argv.end(), {"--time", fmt::format("{:.0f}", o.time_s)});
+    if (!a.faults.empty()) argv.insert(argv.end(), {"--faults", a.faults});
+    if (o.keep_going) argv.push_back("--keep-going");
+    pids.push_back(spawn_worker(argv, dir));
+    dirs.push_back(dir);
+  }
+  err << fmt::format("{} worker processes; progress in {}/job-*/progress.log\n", jobs, o.out_dir);
+  for (pid_t pid : pids) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 3;
+    if (code > 1) throw BadFlag{fmt::format("a worker process exited with status {} (see its progress.log)", code)};
+  }
+  std::vector<fuzzer::FuzzReport> parts;
+  for (const std::string& d : dirs) parts.push_back(fuzzer::read_summary(d));
+  fuzzer::FuzzReport merged = fuzzer::merge(parts);
+  fuzzer::write_summary(merged, o);
+  return merged;
+}
+
+}  // namespace
+
 int fuzz_command(const FuzzArgs& args, std::ostream& out, std::ostream& err) {
-  fuzzer::FuzzOptions o;
   try {
-    o = options(args);
+    if (!args.merge.empty()) {
+      std::vector<fuzzer::FuzzReport> parts;
+      for (const std::string& d : args.merge) parts.push_back(fuzzer::read_summary(d));
+      const fuzzer::FuzzReport merged = fuzzer::merge(parts);
+      out << fuzzer::format_report(merged);
+      return merged.failures > 0 ? 1 : 0;
+    }
+    const fuzzer::FuzzOptions o = options(args);
+    const uint64_t jobs = *number(args.jobs, 1, 256);
+    if (jobs > 1) {
+      const fuzzer::FuzzReport merged = run_jobs(args, o, jobs, err);
+      out << fuzzer::format_report(merged);
+      return merged.failures > 0 ? 1 : 0;
+    }
+    const fuzzer::FuzzReport r = fuzzer::run_campaign(o, out, err);
+    return r.failures > 0 ? 1 : 0;
   } catch (const BadFlag& b) {
     err << "ppspec fuzz: " << b.message << '\n';
     return 2;
@@ -108,8 +179,6 @@ int fuzz_command(const FuzzArgs& args, std::ostream& out, std::ostream& err) {
     err << "ppspec fuzz: " << e.what() << '\n';
     return 2;
   }
-  const fuzzer::FuzzReport r = fuzzer::run_campaign(o, out, err);
-  return r.failures > 0 ? 1 : 0;
 }
 
 }  // namespace ppspec::tools

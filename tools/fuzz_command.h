@@ -20,6 +20,7 @@ struct FuzzArgs {
   std::string out = "fuzz-out";
   std::string faults;       // "stale_drafts,lazy_post_update"
   bool keep_going = false;
+  std::vector<std::string> merge;  // --merge DIR...: the --out folders of shards run apart
 };
 
 // Exit status: 0 no failure, 1 failures (each shrunk to a file in --out), 2 bad input, 3 internal error.

@@ -89,6 +89,8 @@ int main(int argc, char** argv) {
   fuzz_cmd->add_option("--out", fuzz.out, "folder for the shrunk scenario files (default fuzz-out)");
   fuzz_cmd->add_option("--faults", fuzz.faults, "switch these faults on in every case (comma-separated names)");
   fuzz_cmd->add_flag("--keep-going", fuzz.keep_going, "shrink and keep every failure, not only the first");
+  fuzz_cmd->add_option("--merge", fuzz.merge, "merge the summaries of these --out folders (shards run apart) and exit")
+      ->check(CLI::ExistingDirectory);
 
   ppspec::tools::GpuChildArgs child;
   CLI::App* child_cmd = app.add_subcommand("gpu-child", "(internal) run one scenario on the real backend");
