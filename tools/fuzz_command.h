@@ -11,16 +11,16 @@
 namespace ppspec::tools {
 
 struct FuzzArgs {
-  std::string space;        // SPACE.toml, or empty: the whole space
-  std::string time;         // "60", "60s", "5m", "1h"
-  std::string cases;
+  std::string space{};      // SPACE.toml, or empty: the whole space
+  std::string time{};       // "60", "60s", "5m", "1h"
+  std::string cases{};
   std::string seed = "1";
-  std::string shard;        // "I/N"
+  std::string shard{};      // "I/N"
   std::string jobs = "1";
   std::string out = "fuzz-out";
-  std::string faults;       // "stale_drafts,lazy_post_update"
+  std::string faults{};     // "stale_drafts,lazy_post_update"
   bool keep_going = false;
-  std::vector<std::string> merge;  // --merge DIR...: the --out folders of shards run apart
+  std::vector<std::string> merge{};  // --merge DIR...: the --out folders of shards run apart
 };
 
 // Exit status: 0 no failure, 1 failures (each shrunk to a file in --out), 2 bad input, 3 internal error.
