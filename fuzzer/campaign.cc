@@ -3,6 +3,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <fstream>
 #include <map>
 #include <ostream>
@@ -50,6 +51,7 @@ struct Outcome {
   core::Verdict verdict = core::Verdict::pass;
   std::string kind;
   std::string summary;
+  std::vector<std::string> report;  // the first finding: summary, details, where
   bool same_as(const Outcome& o) const { return verdict == o.verdict && kind == o.kind; }
 };
 
@@ -68,8 +70,14 @@ Outcome outcome_of(const core::RunResult& result) {
   Outcome o;
   o.verdict = result.verdict;
   if (!result.findings.empty()) {
-    o.kind = result.findings.front().kind;
-    o.summary = result.findings.front().summary;
+    const core::Finding& f = result.findings.front();
+    o.kind = f.kind;
+    o.summary = f.summary;
+    o.report.push_back(fmt::format("{} ({}), engine step {}: {}", core::to_string(f.verdict), f.kind, f.engine_step, f.summary));
+    for (const std::string& d : f.details) o.report.push_back("  " + d);
+    for (const core::Site& site : f.sites)
+      o.report.push_back(fmt::format("  where: rank{} {} {}{}", site.rank, site.actor, site.what,
+                                     site.origin.empty() ? "" : " [" + site.origin + "]"));
   }
   return o;
 }
@@ -182,6 +190,9 @@ Found settle(const FuzzOptions& opts, const rc::Shrinkable<FuzzCase>& failing, c
                                           core::to_string(again.verdict), again.kind, core::to_string(outcome.verdict),
                                           outcome.kind));
   f.summary = again.summary;
+  std::ofstream report(std::filesystem::path(f.file).replace_extension(".report.txt"), std::ios::binary);
+  report << f.command << "\n\n" << fmt::format("{}", fmt::join(again.report, "\n")) << "\n\nshrunk from: " << f.original
+         << "\nto: " << f.shrunk << "\n";
   f.shrunk_after_s = since(t0);
   return f;
 }

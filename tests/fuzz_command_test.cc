@@ -122,6 +122,7 @@ TEST(Fuzz, BadInputIsExitTwoWithTheFileLineOrFlag) {
       {{.cases = "0"}, "--cases '0': expected a count"},
       {{.faults = "stale_drafts,nope"}, "--faults: 'nope' is not a fault"},
       {{.merge = {dir.string()}}, "no summary here"},
+      {{.backend = "gpu"}, "--backend 'gpu': fuzzing runs on the simulator"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.message);

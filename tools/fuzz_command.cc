@@ -109,6 +109,12 @@ fuzzer::FuzzOptions options(const FuzzArgs& a) {
   const auto jobs = number(a.jobs, 1, 256);
   if (!jobs) throw BadFlag{fmt::format("--jobs '{}': expected a number of worker processes in [1, 256]", core::printable(a.jobs, 40))};
   if (!a.faults.empty()) o.faults = parse_faults(a.faults);
+  // Shrinking reruns a case hundreds of times, and a hang on hardware costs its watchdog's limit:
+  // fuzzing runs on the simulator; a found file runs on GPUs with `ppspec run --backend gpu`.
+  if (a.backend != "sim")
+    throw BadFlag{fmt::format("--backend '{}': fuzzing runs on the simulator (sim); run a found file on GPUs with "
+                              "`ppspec run --backend gpu FILE`",
+                              core::printable(a.backend, 40))};
   o.out_dir = a.out;
   o.keep_going = a.keep_going;
   o.live_progress = isatty(fileno(stderr)) != 0;

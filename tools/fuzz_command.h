@@ -20,6 +20,7 @@ struct FuzzArgs {
   std::string out = "fuzz-out";
   std::string faults{};     // "stale_drafts,lazy_post_update"
   bool keep_going = false;
+  std::string backend = "sim";
   std::vector<std::string> merge{};  // --merge DIR...: the --out folders of shards run apart
 };
 

@@ -89,6 +89,7 @@ int main(int argc, char** argv) {
   fuzz_cmd->add_option("--out", fuzz.out, "folder for the shrunk scenario files (default fuzz-out)");
   fuzz_cmd->add_option("--faults", fuzz.faults, "switch these faults on in every case (comma-separated names)");
   fuzz_cmd->add_flag("--keep-going", fuzz.keep_going, "shrink and keep every failure, not only the first");
+  fuzz_cmd->add_option("--backend", fuzz.backend, "sim (the only one: shrinking reruns a case hundreds of times)");
   fuzz_cmd->add_option("--merge", fuzz.merge, "merge the summaries of these --out folders (shards run apart) and exit")
       ->check(CLI::ExistingDirectory);
 
