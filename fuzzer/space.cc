@@ -92,7 +92,7 @@ Space parse_space(const std::string& text, const std::string& file) {
   read_range(r, "warmup_steps", s.warmup_steps, lim.warmup_steps);
   read_range(r, "pct_depth", s.pct_depth, lim.pct_depth);
   read_names(r, "feedback", s.feedback, {"three-message", "single-payload"});
-  read_names(r, "module_loading", s.module_loading, {"eager", "lazy"});
+  read_names(r, "module_loading", s.module_loading, {"eager", "lazy", "jit"});
   read_temperatures(r, s.temperature);
   if (const toml::array* kinds = r.array("kinds")) {
     s.servings = s.programs = false;

@@ -30,7 +30,7 @@ struct Space {
   bool servings = true, programs = true;
   // Each of these is drawn from the listed values.
   std::vector<std::string> feedback{"three-message", "single-payload"};
-  std::vector<std::string> module_loading{"eager", "lazy"};
+  std::vector<std::string> module_loading{"eager", "lazy", "jit"};
   std::vector<double> temperature{0.0, 0.8};
   // Whether a case may use each edge: CUDA graphs, chunked prefill, aborts, a stop token, a
   // max_model_len close to prompt + output, poisson arrivals.
