@@ -8,3 +8,4 @@ cmake --build --preset default
 ./build/default/tools/ppspec run scenarios/programs/*.toml
 ./build/default/tools/ppspec run scenarios/serving/*.toml
 ./build/default/tools/ppspec run scenarios/regressions/*.toml
+./build/default/tools/ppspec run scenarios/found/*.toml
