@@ -9,6 +9,7 @@
 #include "core/hash.h"
 #include "engine/checkpoint.h"
 #include "engine/golden.h"
+#include "tests/probe_events.h"
 #include "verify/model_oracle.h"
 
 namespace ppspec::testing {
@@ -44,7 +45,7 @@ struct OracleFixture {
   engine::ModelConfig model;
   std::shared_ptr<const engine::Checkpoint> ckpt = std::make_shared<const engine::Checkpoint>(engine::make_checkpoint(model));
   std::vector<core::Finding> found;
-  std::deque<std::vector<int64_t>> storage;
+  ProbeEvents events;
   std::unique_ptr<verify::ModelOracle> oracle;
   engine::ReferenceSequence truth{*ckpt, model};
 
@@ -60,15 +61,7 @@ struct OracleFixture {
     oracle = std::make_unique<verify::ModelOracle>(facts, [this](core::Finding f) { found.push_back(std::move(f)); });
   }
   void send(EventKind kind, core::RankId rank, int64_t step, int64_t req, std::vector<int64_t> ints, int64_t value = -1) {
-    core::Event e;
-    e.t = 1000 * (step + 1);
-    e.kind = kind;
-    e.rank = rank;
-    e.step = step;
-    e.req = req;
-    e.ints = storage.emplace_back(std::move(ints));
-    e.value = value;
-    oracle->on_event(e);
+    oracle->on_event(events.make(kind, rank, step, req, std::move(ints), value));
   }
   // What `rank` computes for the rows at positions [first, first + n), per the model.
   std::vector<int64_t> output(core::RankId rank, size_t first, size_t n) {

@@ -6,6 +6,7 @@
 #include <deque>
 
 #include "engine/checkpoint.h"
+#include "tests/probe_events.h"
 #include "verify/draft_freshness.h"
 #include "verify/drafter_oracle.h"
 #include "verify/embedding_checker.h"
@@ -27,7 +28,7 @@ template <typename M>
 struct Fixture {
   verify::ServingFacts facts;
   std::vector<core::Finding> found;
-  std::deque<std::vector<int64_t>> storage;  // the events' integer lists live as long as the fixture
+  ProbeEvents events;  // the events' integer lists live as long as the fixture
   std::unique_ptr<M> monitor;
 
   Fixture() {
@@ -41,17 +42,7 @@ struct Fixture {
   }
   void send(EventKind kind, core::RankId rank, int64_t step, int64_t req, std::vector<int64_t> ints, int64_t value = -1,
             core::ProbeSubject subject = {}, std::string_view comm = {}) {
-    core::Event e;
-    e.t = 1000 * (step + 1);
-    e.kind = kind;
-    e.rank = rank;
-    e.step = step;
-    e.req = req;
-    e.ints = storage.emplace_back(std::move(ints));
-    e.value = value;
-    e.subject = subject;
-    e.comm = comm;
-    monitor->on_event(e);
+    monitor->on_event(events.make(kind, rank, step, req, std::move(ints), value, subject, comm));
   }
   void phase(core::RankId rank, core::WarmupPhase phase) {
     send(EventKind::warmup_phase, rank, -1, -1, {}, -1, {.phase = phase});
