@@ -11,6 +11,8 @@ using RankId = int32_t;
 
 // Time is virtual nanoseconds in the simulator and steady-clock nanoseconds on real hardware.
 using Time = int64_t;
+// The time of a finding that is not ours to give (imported dumps carry no clock of the run).
+inline constexpr Time kNoTime = -1;
 inline constexpr Time kNs = 1;
 inline constexpr Time kUs = 1000;
 inline constexpr Time kMs = 1000 * kUs;

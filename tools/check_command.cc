@@ -12,7 +12,9 @@
 #include "loader/program_loader.h"
 #include "loader/serving_loader.h"
 #include "tools/report.h"
+#include "traces/flight_recorder.h"
 #include "traces/trace_reader.h"
+#include "verify/flight_recorder_check.h"
 #include "verify/findings.h"
 #include "verify/serving_monitors.h"
 #include "verify/trace_check.h"
@@ -91,7 +93,26 @@ void cross_check_trailer(const traces::TraceReader& reader, core::RunResult& res
   result.verdict = trailer->verdict;
 }
 
+// A folder of PyTorch Flight Recorder dumps, one per rank: checked for root causes.
+RunRecord check_flight_recorder_dir(const std::string& path) {
+  const std::vector<traces::FrDump> dumps = traces::read_fr_dir(path);
+  RunRecord rec;
+  rec.file = path;
+  rec.scenario = fmt::format("flight-recorder ({} ranks)", dumps.size());
+  rec.strategy = "hardware";
+  rec.flight_recorder = true;
+  rec.has_expectation = false;
+  rec.result = verify::check_flight_recorder(dumps);
+  rec.ok = rec.result.verdict == core::Verdict::pass;
+  return rec;
+}
+
 RunRecord check_one(const std::string& path, const CheckArgs& args, std::ostream& err) {
+  if (std::filesystem::is_directory(path)) {
+    if (!traces::is_fr_dir(path))
+      throw core::InputError(path, 0, "a folder that holds no Flight Recorder dumps (rank_N.json, or json/rank_N.json)");
+    return check_flight_recorder_dir(path);
+  }
   traces::TraceReader reader(path, traces::TraceReader::Options{});
   const traces::TraceHeader& h = reader.header();
   std::optional<serving::ServingScenario> scenario;

@@ -69,7 +69,10 @@ int main(int argc, char** argv) {
   ppspec::tools::CheckArgs check;
   CLI::App* check_cmd =
       app.add_subcommand("check", "run the checkers over recorded traces (JSON Lines from --trace or a GPU hang dump)");
-  check_cmd->add_option("traces", check.traces, "trace files")->required()->check(CLI::ExistingFile);
+  check_cmd->add_option("traces", check.traces,
+                        "trace files, or folders of PyTorch Flight Recorder dumps (rank_N.json, one per rank)")
+      ->required()
+      ->check(CLI::ExistingPath);
   check_cmd->add_option("--scenario", check.scenario,
                         "the scenario file of serving traces (default: the file each header names, whose content "
                         "must hash to what the header recorded)")

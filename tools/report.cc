@@ -17,9 +17,11 @@ std::string dump_json(const nlohmann::json& j) { return j.dump(2, ' ', false, nl
 namespace {
 
 void append_finding(std::string& s, const core::Finding& f, std::string_view prefix) {
-  const std::string when = f.engine_step >= 0 ? fmt::format("at {}, engine step {}", format_time(f.time), f.engine_step)
-                                              : fmt::format("at {}, step {}", format_time(f.time), f.sched_step);
-  s += fmt::format("    {}{} ({}) {}: {}\n", prefix, core::to_string(f.verdict), f.kind, when, f.summary);
+  // A finding from imported dumps has no time of ours (core::kNoTime): its sites say where.
+  const std::string when = f.time == core::kNoTime ? ""
+                           : f.engine_step >= 0    ? fmt::format(" at {}, engine step {}", format_time(f.time), f.engine_step)
+                                                   : fmt::format(" at {}, step {}", format_time(f.time), f.sched_step);
+  s += fmt::format("    {}{} ({}){}: {}\n", prefix, core::to_string(f.verdict), f.kind, when, f.summary);
   for (const std::string& d : f.details) s += fmt::format("      {}\n", d);
   // A deadlock's cycle already walks its sites, one line each.
   if (!f.dot.empty()) return;
@@ -43,6 +45,9 @@ namespace {
 std::string headline(const RunRecord& r) {
   const core::RunResult& res = r.result;
   std::string s = fmt::format("{} {}  {}  ", r.ok ? "ok  " : "FAIL", core::printable(r.scenario), core::printable(r.file));
+  if (r.flight_recorder)
+    return s + fmt::format("verdict {}  [{} operations in the dumps, {} p2p pairs]\n", core::to_string(res.verdict),
+                           res.stats.ops_posted, res.stats.pairs);
   if (r.gpu)
     return s + fmt::format("GPU verdict {} (expected {})  [{} ops posted, {} pairings, {:.1f} ms wall]\n",
                            core::to_string(res.verdict), core::to_string(r.expected), res.stats.ops_posted,

@@ -28,6 +28,7 @@ struct RunRecord {
   core::Verdict expected = core::Verdict::pass;
   bool has_expectation = true;  // false for `ppspec check`, which judges a trace on its own
   bool gpu = false;             // a run on real GPUs: times are wall-clock
+  bool flight_recorder = false; // `ppspec check DIR`: PyTorch Flight Recorder dumps, no time of ours
   bool ok = false;
   std::string mismatch;  // why the run did not meet its expectation
   double wall_ms = 0;

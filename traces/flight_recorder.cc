@@ -1,0 +1,141 @@
+#include "traces/flight_recorder.h"
+
+#include <algorithm>
+#include <charconv>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "core/error.h"
+#include "core/printable.h"
+
+namespace ppspec::traces {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+// A field of record `index` of `file`, of the expected JSON type.
+template <typename T>
+T field(const Json& j, const char* key, const std::string& where, const std::string& file) {
+  if (!j.contains(key)) throw core::InputError(file, 0, fmt::format("{}: no '{}'", where, key));
+  try {
+    return j.at(key).get<T>();
+  } catch (const std::exception&) {
+    throw core::InputError(file, 0, fmt::format("{}: '{}' has the wrong type ({})", where, key, j.at(key).type_name()));
+  }
+}
+
+// "nccl:send 0->1" -> send, peer 1; "nccl:recv 1<-0" -> recv, peer 0; "nccl:broadcast" -> broadcast.
+void parse_name(FrEntry& e, const std::string& where, const std::string& file) {
+  std::string name = e.profiling_name;
+  if (const auto colon = name.find(':'); colon != std::string::npos) name = name.substr(colon + 1);
+  const auto space = name.find(' ');
+  e.op = name.substr(0, space);
+  if (!e.is_p2p) return;
+  static const std::regex pair(R"((\d+)(->|<-)(\d+))");
+  std::smatch m;
+  const std::string rest = space == std::string::npos ? "" : name.substr(space + 1);
+  if (!std::regex_match(rest, m, pair))
+    throw core::InputError(file, 0, fmt::format("{}: a p2p operation '{}' without its peers (expected 'send A->B' or "
+                                                "'recv A<-B')", where, core::printable(e.profiling_name, 60)));
+  e.peer = std::stoi(m[3].str());
+}
+
+FrEntry read_entry(const Json& j, size_t index, const std::string& file) {
+  const std::string where = fmt::format("entry {}", index);
+  if (!j.is_object()) throw core::InputError(file, 0, where + ": expected an object");
+  FrEntry e;
+  e.record_id = field<int64_t>(j, "record_id", where, file);
+  e.pg_id = field<int64_t>(j, "pg_id", where, file);
+  e.collective_seq_id = field<int64_t>(j, "collective_seq_id", where, file);
+  e.p2p_seq_id = field<int64_t>(j, "p2p_seq_id", where, file);
+  e.is_p2p = j.contains("is_p2p") ? field<bool>(j, "is_p2p", where, file) : false;
+  e.profiling_name = field<std::string>(j, "profiling_name", where, file);
+  e.input_sizes = field<std::vector<std::vector<int64_t>>>(j, "input_sizes", where, file);
+  e.input_dtypes = field<std::vector<std::string>>(j, "input_dtypes", where, file);
+  e.state = field<std::string>(j, "state", where, file);
+  if (e.state != "scheduled" && e.state != "started" && e.state != "completed")
+    throw core::InputError(file, 0, fmt::format("{} (record {}): state '{}' is not scheduled, started or completed", where,
+                                                e.record_id, core::printable(e.state, 40)));
+  parse_name(e, fmt::format("{} (record {})", where, e.record_id), file);
+  return e;
+}
+
+std::vector<int> parse_ranks(const std::string& text, const std::string& where, const std::string& file) {
+  // "[0, 1]"
+  std::vector<int> ranks;
+  const Json j = Json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_array()) throw core::InputError(file, 0, fmt::format("{}: ranks '{}' are not a list", where, core::printable(text, 60)));
+  for (const Json& r : j) {
+    if (!r.is_number_integer() || r.get<int64_t>() < 0 || r.get<int64_t>() >= kFrRanksMax)
+      throw core::InputError(file, 0, fmt::format("{}: rank {} out of [0, {})", where, r.dump(), kFrRanksMax));
+    ranks.push_back(r.get<int>());
+  }
+  return ranks;
+}
+
+}  // namespace
+
+FrDump read_fr_json(const std::string& file, int rank) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw core::InputError(file, 0, "cannot open the Flight Recorder dump");
+  const Json j = Json::parse(in, nullptr, false);
+  if (j.is_discarded()) throw core::InputError(file, 0, "not JSON: a truncated or corrupt Flight Recorder dump");
+  if (!j.is_object() || !j.contains("version") || !j.contains("entries"))
+    throw core::InputError(file, 0, "not a Flight Recorder dump (expected 'version' and 'entries')");
+  FrDump d;
+  d.rank = rank;
+  d.file = file;
+  d.version = field<std::string>(j, "version", "the dump", file);
+  if (!d.version.starts_with("2."))
+    throw core::InputError(file, 0, fmt::format("Flight Recorder format version '{}' is not supported (2.x is)", core::printable(d.version, 20)));
+  if (j.contains("pg_config")) {
+    for (const auto& [id, g] : j.at("pg_config").items()) {
+      int64_t pg = 0;
+      if (std::from_chars(id.data(), id.data() + id.size(), pg).ec != std::errc{})
+        throw core::InputError(file, 0, fmt::format("pg_config: process group id '{}' is not a number", core::printable(id, 20)));
+      const std::string where = "pg_config " + id;
+      d.groups[pg] = FrGroup{field<std::string>(g, "name", where, file), field<std::string>(g, "desc", where, file),
+                             parse_ranks(field<std::string>(g, "ranks", where, file), where, file)};
+    }
+  }
+  const Json& entries = j.at("entries");
+  if (!entries.is_array() || entries.size() > kFrEntriesMax)
+    throw core::InputError(file, 0, fmt::format("'entries': expected a list of at most {} records", kFrEntriesMax));
+  for (size_t i = 0; i < entries.size(); ++i) d.entries.push_back(read_entry(entries[i], i, file));
+  return d;
+}
+
+bool is_fr_dir(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return false;
+  for (const auto& f : fs::directory_iterator(dir, ec))
+    if (f.path().filename().string().starts_with("rank_")) return true;
+  return fs::is_directory(fs::path(dir) / "json", ec);
+}
+
+std::vector<FrDump> read_fr_dir(const std::string& dir) {
+  // The corpus layout keeps the JSON dumps in json/; a folder of dumps is read as it is.
+  const fs::path base = fs::is_directory(fs::path(dir) / "json") ? fs::path(dir) / "json" : fs::path(dir);
+  static const std::regex name(R"(rank_(\d+)\.json)");
+  std::vector<std::pair<int, std::string>> files;
+  for (const auto& f : fs::directory_iterator(base)) {
+    std::smatch m;
+    const std::string n = f.path().filename().string();
+    if (!std::regex_match(n, m, name)) continue;
+    const int rank = std::stoi(m[1].str());
+    if (rank >= kFrRanksMax) throw core::InputError(f.path().string(), 0, fmt::format("rank {} out of [0, {})", rank, kFrRanksMax));
+    files.emplace_back(rank, f.path().string());
+  }
+  if (files.empty())
+    throw core::InputError(base.string(), 0, "no Flight Recorder dump here (expected rank_N.json files, one per rank)");
+  std::sort(files.begin(), files.end());
+  std::vector<FrDump> dumps;
+  for (const auto& [rank, file] : files) dumps.push_back(read_fr_json(file, rank));
+  return dumps;
+}
+
+}  // namespace ppspec::traces
