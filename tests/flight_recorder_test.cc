@@ -7,6 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <tuple>
 
 #include "tools/check_command.h"
 #include "traces/flight_recorder.h"
@@ -52,6 +53,49 @@ TEST(FlightRecorder, ANarrowBroadcastIsOneRootCauseNamingBothSizes) {
             std::string::npos)
       << r.findings[0].summary;
   EXPECT_EQ(r.findings[0].sites[0].rank, 1);
+}
+
+// The pickles PyTorch's own analyzer reads hold what the JSON dumps hold, record for record.
+TEST(FlightRecorder, ThePickleDumpsReadAsTheJsonOnesAndGiveTheSameAnswers) {
+  for (const char* c : {"clean", "double_post", "size_mismatch"}) {
+    SCOPED_TRACE(c);
+    const auto json = traces::read_fr_dir(kCorpus + c + "/json");
+    const auto pickle = traces::read_fr_dir(kCorpus + c + "/pickle");
+    ASSERT_EQ(json.size(), pickle.size());
+    for (size_t r = 0; r < json.size(); ++r) {
+      ASSERT_EQ(json[r].entries.size(), pickle[r].entries.size());
+      for (size_t i = 0; i < json[r].entries.size(); ++i) {
+        const auto& a = json[r].entries[i];
+        const auto& b = pickle[r].entries[i];
+        EXPECT_EQ(std::tie(a.record_id, a.pg_id, a.collective_seq_id, a.p2p_seq_id, a.profiling_name, a.input_sizes,
+                           a.input_dtypes, a.state),
+                  std::tie(b.record_id, b.pg_id, b.collective_seq_id, b.p2p_seq_id, b.profiling_name, b.input_sizes,
+                           b.input_dtypes, b.state));
+      }
+      EXPECT_EQ(json[r].groups.size(), pickle[r].groups.size());
+    }
+    const core::RunResult a = verify::check_flight_recorder(json), b = verify::check_flight_recorder(pickle);
+    ASSERT_EQ(a.findings.size(), b.findings.size());
+    for (size_t i = 0; i < a.findings.size(); ++i) EXPECT_EQ(a.findings[i].summary, b.findings[i].summary);
+  }
+}
+
+TEST(FlightRecorder, ATruncatedPickleOrOneThatNamesAClassIsExitTwo) {
+  const fs::path dir = fs::temp_directory_path() / "ppspec_fr_bad_pickle";
+  std::ifstream in(kCorpus + "clean/pickle/rank_0", std::ios::binary);
+  const std::string bytes(std::istreambuf_iterator<char>(in), {});
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {bytes.substr(0, 500), "pickle byte"},
+      {std::string("\x80\x02" "cos\nsystem\n."), "pickle byte 3: opcode 0x63 is not a plain object's"},
+  };
+  for (const auto& [content, message] : cases) {
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    std::ofstream(dir / "rank_0", std::ios::binary) << content;
+    std::ostringstream out, err;
+    EXPECT_EQ(tools::check_command({.traces = {dir.string()}}, out, err), 2) << out.str();
+    EXPECT_NE(err.str().find((dir / "rank_0").string() + ": " + message), std::string::npos) << err.str();
+  }
 }
 
 // The clean dumps, edited: `edit` changes rank `rank`'s JSON.

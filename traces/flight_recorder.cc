@@ -7,9 +7,11 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <tuple>
 
 #include "core/error.h"
 #include "core/printable.h"
+#include "traces/pickle.h"
 
 namespace ppspec::traces {
 namespace {
@@ -77,13 +79,8 @@ std::vector<int> parse_ranks(const std::string& text, const std::string& where, 
   return ranks;
 }
 
-}  // namespace
-
-FrDump read_fr_json(const std::string& file, int rank) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw core::InputError(file, 0, "cannot open the Flight Recorder dump");
-  const Json j = Json::parse(in, nullptr, false);
-  if (j.is_discarded()) throw core::InputError(file, 0, "not JSON: a truncated or corrupt Flight Recorder dump");
+// One dump's content, whichever format it came in (the pickle holds the same objects).
+FrDump dump_of(const Json& j, const std::string& file, int rank) {
   if (!j.is_object() || !j.contains("version") || !j.contains("entries"))
     throw core::InputError(file, 0, "not a Flight Recorder dump (expected 'version' and 'entries')");
   FrDump d;
@@ -109,32 +106,58 @@ FrDump read_fr_json(const std::string& file, int rank) {
   return d;
 }
 
+std::string read_bytes(const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw core::InputError(file, 0, "cannot open the Flight Recorder dump");
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+}  // namespace
+
+FrDump read_fr_json(const std::string& file, int rank) {
+  const Json j = Json::parse(read_bytes(file), nullptr, false);
+  if (j.is_discarded()) throw core::InputError(file, 0, "not JSON: a truncated or corrupt Flight Recorder dump");
+  return dump_of(j, file, rank);
+}
+
+FrDump read_fr_pickle(const std::string& file, int rank) { return dump_of(unpickle(read_bytes(file), file), file, rank); }
+
 bool is_fr_dir(const std::string& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return false;
   for (const auto& f : fs::directory_iterator(dir, ec))
     if (f.path().filename().string().starts_with("rank_")) return true;
-  return fs::is_directory(fs::path(dir) / "json", ec);
+  return fs::is_directory(fs::path(dir) / "json", ec) || fs::is_directory(fs::path(dir) / "pickle", ec);
 }
 
 std::vector<FrDump> read_fr_dir(const std::string& dir) {
-  // The corpus layout keeps the JSON dumps in json/; a folder of dumps is read as it is.
-  const fs::path base = fs::is_directory(fs::path(dir) / "json") ? fs::path(dir) / "json" : fs::path(dir);
-  static const std::regex name(R"(rank_(\d+)\.json)");
-  std::vector<std::pair<int, std::string>> files;
+  // The corpus layout keeps the JSON dumps in json/ and the pickles in pickle/; a folder of dumps
+  // is read as it is: rank_N.json (JSON) or rank_N (pickle, as PyTorch names them).
+  fs::path base = fs::path(dir);
+  if (fs::is_directory(base / "json"))
+    base /= "json";
+  else if (fs::is_directory(base / "pickle"))
+    base /= "pickle";
+  static const std::regex name(R"(rank_(\d+)(\.json)?)");
+  std::vector<std::tuple<int, std::string, bool>> files;  // rank, file, JSON
   for (const auto& f : fs::directory_iterator(base)) {
     std::smatch m;
     const std::string n = f.path().filename().string();
     if (!std::regex_match(n, m, name)) continue;
-    const int rank = std::stoi(m[1].str());
-    if (rank >= kFrRanksMax) throw core::InputError(f.path().string(), 0, fmt::format("rank {} out of [0, {})", rank, kFrRanksMax));
-    files.emplace_back(rank, f.path().string());
+    const int rank = std::stoi(m[1].str().substr(0, 6));
+    if (m[1].length() > 6 || rank >= kFrRanksMax)
+      throw core::InputError(f.path().string(), 0, fmt::format("rank {} out of [0, {})", m[1].str(), kFrRanksMax));
+    files.emplace_back(rank, f.path().string(), m[2].matched);
   }
   if (files.empty())
-    throw core::InputError(base.string(), 0, "no Flight Recorder dump here (expected rank_N.json files, one per rank)");
+    throw core::InputError(base.string(), 0, "no Flight Recorder dump here (expected rank_N.json or rank_N files, one per rank)");
   std::sort(files.begin(), files.end());
   std::vector<FrDump> dumps;
-  for (const auto& [rank, file] : files) dumps.push_back(read_fr_json(file, rank));
+  for (const auto& [rank, file, json] : files) {
+    if (!dumps.empty() && dumps.back().rank == rank)
+      throw core::InputError(file, 0, fmt::format("a second dump of rank {} in one folder (mixed runs or formats?)", rank));
+    dumps.push_back(json ? read_fr_json(file, rank) : read_fr_pickle(file, rank));
+  }
   return dumps;
 }
 

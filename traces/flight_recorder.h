@@ -1,6 +1,7 @@
 // PyTorch Flight Recorder dumps (ProcessGroupNCCL's ring buffer of collectives and p2p operations,
-// one dump per rank), read without Python: the JSON format (`_dump_nccl_trace_json`, version 2.x).
-// A folder holds one dump per rank, `rank_N.json` (N: the global rank). Bad input is a
+// one dump per rank), read without Python: the JSON format (`_dump_nccl_trace_json`) and the pickle
+// format (`_dump_nccl_trace`, what `fr_trace` reads), version 2.x. A folder holds one dump per rank,
+// `rank_N.json` or `rank_N` (N: the global rank). Bad input is a
 // core::InputError naming the file and the record.
 #pragma once
 
@@ -44,6 +45,7 @@ inline constexpr size_t kFrEntriesMax = 1 << 20;
 inline constexpr int kFrRanksMax = 4096;
 
 FrDump read_fr_json(const std::string& file, int rank);
+FrDump read_fr_pickle(const std::string& file, int rank);
 // Every `rank_N.json` of `dir`, by rank. Throws when there is none, or a dump is malformed.
 std::vector<FrDump> read_fr_dir(const std::string& dir);
 // Whether `dir` looks like a folder of Flight Recorder dumps (so `ppspec check` treats it as one).
