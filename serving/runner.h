@@ -28,6 +28,8 @@ struct RunOptions {
   sim::StrategySpec strategy;
   std::vector<core::EventSink*> sinks;
   bool oracles = true;
+  std::optional<std::vector<uint32_t>> replay;  // a recorded schedule instead of the strategy (the run
+                                                 // under test only; oracle references use the strategy)
 };
 
 // What a serving run needs of its runtime beyond the interface: how to stop at the first failure

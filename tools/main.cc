@@ -12,6 +12,7 @@
 #include "tools/check_command.h"
 #include "tools/fidelity_command.h"
 #include "tools/fuzz_command.h"
+#include "tools/replay_command.h"
 #include "tools/gpu_backend.h"
 #include "tools/gpu_latency.h"
 #include "tools/run_command.h"
@@ -78,6 +79,13 @@ int main(int argc, char** argv) {
                         "must hash to what the header recorded)")
       ->check(CLI::ExistingFile);
   check_cmd->add_flag("--json", check.json, "print results as JSON");
+
+  ppspec::tools::ReplayArgs replay;
+  CLI::App* replay_cmd = app.add_subcommand(
+      "replay", "re-execute a recorded simulated run from its trace and prove the event stream byte-identical");
+  replay_cmd->add_option("trace", replay.trace, "a trace written by `ppspec run --trace`")->required()->check(CLI::ExistingFile);
+  replay_cmd->add_option("--scenario", replay.scenario, "the scenario file, if it is not where the trace's header says")
+      ->check(CLI::ExistingFile);
 
   ppspec::tools::FuzzArgs fuzz;
   CLI::App* fuzz_cmd = app.add_subcommand(
@@ -154,6 +162,7 @@ int main(int argc, char** argv) {
     if (*child_cmd) return ppspec::tools::gpu_child_main(child);
     if (*fidelity_cmd) return ppspec::tools::fidelity_main(fidelity, std::cout, std::cerr);
     if (*fuzz_cmd) return ppspec::tools::fuzz_command(fuzz, std::cout, std::cerr);
+    if (*replay_cmd) return ppspec::tools::replay_command(replay, std::cout, std::cerr);
     if (*latency_cmd) return ppspec::tools::gpu_latency_main(latency_iterations, latency_bytes);
   } catch (const std::exception& e) {
     std::cerr << "ppspec: internal error: " << e.what() << '\n';

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/types.h"
 #include "core/verdict.h"
@@ -28,6 +29,7 @@ struct TraceTrailer {
   uint64_t steps = 0;
   core::Time sim_time = 0;
   std::optional<uint64_t> events;  // event lines written; absent in older traces
+  std::vector<uint32_t> decisions; // the recorded schedule: fiber ids chosen at contested points
   int line = 0;                    // where the reader found it
 };
 

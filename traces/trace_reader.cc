@@ -226,8 +226,10 @@ void TraceReader::read_trailer(const std::string& text) {
   if (j.contains("decisions")) {
     const Json& d = j.at("decisions");
     if (!d.is_array()) f.fail("decisions", "expected an array of fiber ids");
-    for (const Json& x : d)
+    for (const Json& x : d) {
       if (!x.is_number_unsigned() || x.get<uint64_t>() > UINT32_MAX) f.fail("decisions", "expected fiber ids in [0, 2^32)");
+      t.decisions.push_back(static_cast<uint32_t>(x.get<uint64_t>()));
+    }
   }
   if (t.events && *t.events != events_)
     throw core::InputError(where_, line_,

@@ -1,0 +1,98 @@
+// `ppspec replay`: a recorded run re-executes byte for byte (a serving run and a program that
+// deadlocks under PCT); a recording that differs from what the run does is nondeterminism with the
+// first differing line; a changed scenario and a GPU trace are exit 2, saying why.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "tools/replay_command.h"
+#include "tools/run_command.h"
+
+namespace ppspec::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kScenarios = std::string(PPSPEC_SOURCE_DIR) + "/scenarios/";
+
+struct Out {
+  int code;
+  std::string out, err;
+};
+
+Out replay(const std::string& trace, const std::string& scenario = {}) {
+  std::ostringstream out, err;
+  const int code = tools::replay_command({trace, scenario}, out, err);
+  return {code, out.str(), err.str()};
+}
+
+fs::path record(const std::string& scenario, const std::string& name, std::optional<std::string> strategy = std::nullopt) {
+  const fs::path trace = fs::temp_directory_path() / ("ppspec_replay_" + name + ".jsonl");
+  std::ostringstream out, err;
+  tools::RunArgs a;
+  a.files = {scenario};
+  a.trace = trace.string();
+  a.strategy = strategy;
+  a.seed = 3;
+  a.seeds = 1;
+  tools::run_command(a, out, err);
+  EXPECT_TRUE(fs::exists(trace)) << err.str();
+  return trace;
+}
+
+std::vector<std::string> lines(const fs::path& p) {
+  std::ifstream in(p);
+  std::vector<std::string> v;
+  for (std::string l; std::getline(in, l);) v.push_back(l);
+  return v;
+}
+
+TEST(Replay, RecordedRunsReplayByteForByte) {
+  const Out s = replay(record(kScenarios + "serving/pp2_tp1_k5.toml", "serving").string());
+  EXPECT_EQ(s.code, 0) << s.out << s.err;
+  EXPECT_NE(s.out.find("replayed byte for byte"), std::string::npos) << s.out;
+  const Out p = replay(record(kScenarios + "regressions/pre_56956.toml", "pre", "pct:3").string());
+  EXPECT_EQ(p.code, 0) << p.out << p.err;
+  EXPECT_NE(p.out.find("verdict deadlock"), std::string::npos) << p.out;
+}
+
+TEST(Replay, ARecordingTheRunDoesNotReproduceIsNondeterminismAtItsFirstLine) {
+  const fs::path trace = record(kScenarios + "serving/pp1_k5.toml", "edited");
+  std::vector<std::string> l = lines(trace);
+  ASSERT_GT(l.size(), 40u);
+  const size_t at = l[40].find("\"t\":");
+  ASSERT_NE(at, std::string::npos);
+  l[40].insert(at + 4, "1");  // another time for event 40
+  std::ofstream o(trace);
+  for (const std::string& x : l) o << x << '\n';
+  o.close();
+  const Out r = replay(trace.string());
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("verdict nondeterminism (replay-diverged): line 41 differs"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("recorded: " + l[40]), std::string::npos) << r.out;
+}
+
+TEST(Replay, AChangedScenarioOrAGpuTraceIsExitTwo) {
+  const fs::path copy = fs::temp_directory_path() / "ppspec_replay_changed.toml";
+  fs::copy_file(kScenarios + "serving/pp1_k5.toml", copy, fs::copy_options::overwrite_existing);
+  const fs::path trace = record(copy.string(), "changed");
+  std::ofstream(copy, std::ios::app) << "\n# edited after the recording\n";
+  const Out r = replay(trace.string());
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.err.find("changed since this trace was recorded"), std::string::npos) << r.err;
+  std::vector<std::string> l = lines(trace);
+  const size_t at = l[0].find("\"backend\":\"sim\"");
+  ASSERT_NE(at, std::string::npos) << l[0];
+  l[0].replace(at, 15, "\"backend\":\"gpu\"");
+  std::ofstream o(trace);
+  for (const std::string& x : l) o << x << '\n';
+  o.close();
+  const Out g = replay(trace.string());
+  EXPECT_EQ(g.code, 2);
+  EXPECT_NE(g.err.find("hardware records no schedule to replay"), std::string::npos) << g.err;
+}
+
+}  // namespace
+}  // namespace ppspec::testing
