@@ -158,6 +158,12 @@ RunRecord check_one(const std::string& path, const CheckArgs& args, std::ostream
 
 }  // namespace
 
+core::RunResult check_path(const std::string& path, const std::string& scenario, std::ostream& err) {
+  CheckArgs a;
+  a.scenario = scenario;
+  return check_one(path, a, err).result;
+}
+
 int check_command(const CheckArgs& args, std::ostream& out, std::ostream& err) {
   nlohmann::json all = nlohmann::json::array();
   std::string text;

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "core/verdict.h"
+
 namespace ppspec::tools {
 
 struct CheckArgs {
@@ -16,5 +18,9 @@ struct CheckArgs {
 // Exit status: 0 when every trace is clean, 1 when one has findings, 2 for bad input (then nothing
 // is printed on `out`: a report over part of the input would read as a verdict on all of it).
 int check_command(const CheckArgs& args, std::ostream& out, std::ostream& err);
+
+// The findings of one trace or one folder of Flight Recorder dumps, as `check` reports them (for
+// `ppspec export`, which marks them on its timeline). Throws core::InputError.
+core::RunResult check_path(const std::string& path, const std::string& scenario, std::ostream& err);
 
 }  // namespace ppspec::tools

@@ -13,6 +13,7 @@
 #include "tools/fidelity_command.h"
 #include "tools/fuzz_command.h"
 #include "tools/replay_command.h"
+#include "tools/export_command.h"
 #include "tools/gpu_backend.h"
 #include "tools/gpu_latency.h"
 #include "tools/run_command.h"
@@ -86,6 +87,17 @@ int main(int argc, char** argv) {
   replay_cmd->add_option("trace", replay.trace, "a trace written by `ppspec run --trace`")->required()->check(CLI::ExistingFile);
   replay_cmd->add_option("--scenario", replay.scenario, "the scenario file, if it is not where the trace's header says")
       ->check(CLI::ExistingFile);
+
+  ppspec::tools::ExportArgs exp;
+  bool perfetto = false;
+  CLI::App* export_cmd = app.add_subcommand(
+      "export", "write a trace, a GPU hang dump or Flight Recorder dumps as a timeline for Perfetto or chrome://tracing");
+  export_cmd->add_flag("--perfetto", perfetto, "Chrome trace-event JSON (the only format)")->required();
+  export_cmd->add_option("input", exp.input, "a trace (JSON Lines) or a folder of Flight Recorder dumps")
+      ->required()
+      ->check(CLI::ExistingPath);
+  export_cmd->add_option("-o,--out", exp.out, "the JSON file to write")->required();
+  export_cmd->add_option("--scenario", exp.scenario, "the scenario of a serving trace, as for check")->check(CLI::ExistingFile);
 
   ppspec::tools::FuzzArgs fuzz;
   CLI::App* fuzz_cmd = app.add_subcommand(
@@ -163,6 +175,7 @@ int main(int argc, char** argv) {
     if (*fidelity_cmd) return ppspec::tools::fidelity_main(fidelity, std::cout, std::cerr);
     if (*fuzz_cmd) return ppspec::tools::fuzz_command(fuzz, std::cout, std::cerr);
     if (*replay_cmd) return ppspec::tools::replay_command(replay, std::cout, std::cerr);
+    if (*export_cmd) return ppspec::tools::export_command(exp, std::cout, std::cerr);
     if (*latency_cmd) return ppspec::tools::gpu_latency_main(latency_iterations, latency_bytes);
   } catch (const std::exception& e) {
     std::cerr << "ppspec: internal error: " << e.what() << '\n';

@@ -63,6 +63,11 @@ FrEntry read_entry(const Json& j, size_t index, const std::string& file) {
     throw core::InputError(file, 0, fmt::format("{} (record {}): state '{}' is not scheduled, started or completed", where,
                                                 e.record_id, core::printable(e.state, 40)));
   parse_name(e, fmt::format("{} (record {})", where, e.record_id), file);
+  // Times are optional and null where not discovered.
+  auto time = [&](const char* key) { return j.contains(key) && j.at(key).is_number_integer() ? j.at(key).get<int64_t>() : 0; };
+  e.created_ns = time("time_created_ns");
+  e.started_ns = time("time_discovered_started_ns");
+  e.completed_ns = time("time_discovered_completed_ns");
   return e;
 }
 

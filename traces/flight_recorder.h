@@ -24,6 +24,8 @@ struct FrEntry {
   std::vector<std::vector<int64_t>> input_sizes;
   std::vector<std::string> input_dtypes;
   std::string state;           // scheduled | started | completed
+  // Wall-clock nanoseconds (0: not recorded): when it was enqueued, found started, found completed.
+  int64_t created_ns = 0, started_ns = 0, completed_ns = 0;
 };
 
 struct FrGroup {

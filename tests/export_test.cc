@@ -1,0 +1,92 @@
+// `ppspec export --perfetto`: valid Chrome trace-event JSON with a process per rank, a track per
+// stream (or process group), slices, flow arrows that pair up, and findings as instants; for
+// simulator traces and Flight Recorder dumps; bad input is exit 2.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "tools/export_command.h"
+#include "tools/run_command.h"
+
+namespace ppspec::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+const std::string kSource = PPSPEC_SOURCE_DIR;
+
+Json exported(const std::string& input, int expect_code = 0) {
+  const fs::path out = fs::temp_directory_path() / "ppspec_export.json";
+  fs::remove(out);
+  std::ostringstream o, e;
+  EXPECT_EQ(tools::export_command({input, out.string(), ""}, o, e), expect_code) << e.str();
+  if (expect_code != 0) return Json();
+  std::ifstream in(out);
+  return Json::parse(in);
+}
+
+// The structure every exported file must have.
+void expect_valid(const Json& j, std::set<std::string> processes, std::set<std::string> threads) {
+  ASSERT_TRUE(j.contains("traceEvents") && j.at("traceEvents").is_array());
+  std::map<int64_t, int> flows;
+  for (const Json& e : j.at("traceEvents")) {
+    const std::string ph = e.at("ph");
+    ASSERT_TRUE(e.contains("pid"));
+    if (ph == "M") {
+      (e.at("name") == "process_name" ? processes : threads).erase(e.at("args").at("name").get<std::string>());
+    } else if (ph == "X") {
+      EXPECT_GE(e.at("ts").get<double>(), 0.0);
+      EXPECT_GT(e.at("dur").get<double>(), 0.0);
+      EXPECT_FALSE(e.at("name").get<std::string>().empty());
+    } else if (ph == "s" || ph == "f") {
+      flows[e.at("id").get<int64_t>()] += ph == "s" ? 1 : 10;
+    }
+  }
+  EXPECT_TRUE(processes.empty()) << "no process named " << *processes.begin();
+  EXPECT_TRUE(threads.empty()) << "no track named " << *threads.begin();
+  EXPECT_FALSE(flows.empty());
+  for (const auto& [id, n] : flows) EXPECT_EQ(n, 11) << "flow " << id << " lacks an end";
+}
+
+TEST(Export, ASimulatorTraceBecomesRanksStreamsSlicesAndPairings) {
+  const fs::path trace = fs::temp_directory_path() / "ppspec_export_serving.jsonl";
+  std::ostringstream o, e;
+  tools::RunArgs a;
+  a.files = {kSource + "/scenarios/serving/pp2_tp1_k5.toml"};
+  a.trace = trace.string();
+  ASSERT_EQ(tools::run_command(a, o, e), 0) << e.str();
+  const Json j = exported(trace.string());
+  expect_valid(j, {"rank0", "rank1"}, {"rank0.main", "rank0.side", "rank1.main", "rank1.side"});
+  std::set<std::string> cats;
+  for (const Json& ev : j.at("traceEvents"))
+    if (ev.contains("cat")) cats.insert(ev.at("cat").get<std::string>());
+  EXPECT_TRUE(cats.count("kernel") && cats.count("communication") && cats.count("pairing"));
+}
+
+TEST(Export, FlightRecorderDumpsWithTheirRootCauseAsAnInstant) {
+  const Json j = exported(kSource + "/traces/corpus/flight-recorder/double_post");
+  expect_valid(j, {"rank0", "rank1"}, {"pg 1", "pg 0 p2p"});
+  int instants = 0;
+  for (const Json& e : j.at("traceEvents"))
+    if (e.at("ph") == "i") {
+      ++instants;
+      EXPECT_EQ(e.at("name"), "fifo-misalignment (collective-mismatch)");
+      EXPECT_NE(e.at("args").at("summary").get<std::string>().find("rank1 posts an extra broadcast"), std::string::npos);
+    }
+  EXPECT_EQ(instants, 1);
+}
+
+TEST(Export, BadInputIsExitTwo) {
+  const fs::path bad = fs::temp_directory_path() / "ppspec_export_bad.jsonl";
+  std::ofstream(bad) << "not a trace\n";
+  exported(bad.string(), 2);
+}
+
+}  // namespace
+}  // namespace ppspec::testing

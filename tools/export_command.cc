@@ -1,0 +1,218 @@
+#include "tools/export_command.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <set>
+
+#include "core/error.h"
+#include "core/op.h"
+#include "tools/check_command.h"
+#include "traces/flight_recorder.h"
+#include "traces/trace_reader.h"
+
+namespace ppspec::tools {
+namespace {
+
+using Json = nlohmann::json;
+
+// Processes and threads of the timeline: pid = rank + 1 (0: actors of no rank, e.g. the engine core).
+class Timeline {
+ public:
+  int pid(core::RankId rank) {
+    const int p = rank + 1;
+    if (named_pids_.insert(p).second)
+      meta_.push_back(Json{{"ph", "M"}, {"name", "process_name"}, {"pid", p}, {"args", {{"name", rank >= 0 ? fmt::format("rank{}", rank) : "engine"}}}});
+    return p;
+  }
+  int tid(core::RankId rank, const std::string& actor) {
+    const int p = pid(rank);
+    const auto [it, fresh] = tids_.try_emplace({p, actor}, static_cast<int>(tids_.size()) + 1);
+    if (fresh) meta_.push_back(Json{{"ph", "M"}, {"name", "thread_name"}, {"pid", p}, {"tid", it->second}, {"args", {{"name", actor}}}});
+    return it->second;
+  }
+  void slice(core::RankId rank, const std::string& actor, const std::string& name, const char* cat, double ts_us, double dur_us,
+             Json args) {
+    events_.push_back(Json{{"ph", "X"}, {"name", name}, {"cat", cat}, {"pid", pid(rank)}, {"tid", tid(rank, actor)},
+                           {"ts", ts_us}, {"dur", std::max(dur_us, 0.001)}, {"args", std::move(args)}});
+  }
+  // An arrow from one slice to another (Perfetto binds each end to the slice enclosing it).
+  void flow(int64_t id, core::RankId from_rank, const std::string& from, double from_us, core::RankId to_rank,
+            const std::string& to, double to_us, const std::string& name) {
+    events_.push_back(Json{{"ph", "s"}, {"id", id}, {"name", name}, {"cat", "pairing"}, {"pid", pid(from_rank)},
+                           {"tid", tid(from_rank, from)}, {"ts", from_us}});
+    events_.push_back(Json{{"ph", "f"}, {"bp", "e"}, {"id", id}, {"name", name}, {"cat", "pairing"}, {"pid", pid(to_rank)},
+                           {"tid", tid(to_rank, to)}, {"ts", to_us}});
+  }
+  void finding(const core::Finding& f, double ts_us) {
+    const core::RankId rank = f.sites.empty() ? -1 : f.sites.front().rank;
+    const std::string actor = f.sites.empty() || f.sites.front().actor.empty() ? "findings" : f.sites.front().actor;
+    events_.push_back(Json{{"ph", "i"}, {"s", "p"}, {"name", fmt::format("{} ({})", core::to_string(f.verdict), f.kind)},
+                           {"cat", "finding"}, {"pid", pid(rank)}, {"tid", tid(rank, actor)}, {"ts", ts_us},
+                           {"args", {{"summary", f.summary}, {"details", f.details}}}});
+  }
+  Json json() && {
+    Json all = std::move(meta_);
+    for (Json& e : events_) all.push_back(std::move(e));
+    return Json{{"traceEvents", std::move(all)}, {"displayTimeUnit", "ns"}};
+  }
+
+ private:
+  std::set<int> named_pids_;
+  std::map<std::pair<int, std::string>, int> tids_;
+  Json meta_ = Json::array();
+  std::vector<Json> events_;
+};
+
+double us(core::Time t) { return static_cast<double>(t) / 1000.0; }
+
+struct Op {
+  core::RankId rank = -1;
+  std::string actor, comm, what;
+  int64_t cseq = -1;
+  bool p2p = false, send = false;
+  core::Time posted = -1, started = -1, completed = -1;
+  std::string stream;  // where it ran
+  int64_t partner = -1;
+};
+
+void export_trace(const std::string& path, Timeline& tl) {
+  traces::TraceReader reader(path, traces::TraceReader::Options{.require_trailer = false});
+  std::map<int64_t, Op> ops;
+  std::map<std::pair<core::RankId, std::string>, core::Time> stream_free;  // when a stream's last item ended
+  std::map<std::pair<core::RankId, std::string>, std::vector<core::Time>> launches;  // by (rank, kernel)
+  std::map<std::pair<core::RankId, std::string>, std::pair<core::Time, std::string>> blocked;  // host: since, call
+  core::Time end = 0;
+  while (const core::Event* e = reader.next()) {
+    end = std::max(end, e->t);
+    const std::string actor(e->actor);
+    switch (e->kind) {
+      case core::EventKind::op_posted: {
+        Op& o = ops[e->op_id];
+        o.rank = e->rank;
+        o.actor = actor;
+        o.comm = std::string(e->comm);
+        o.what = core::describe(e->op);
+        o.cseq = e->cseq;
+        o.p2p = core::is_p2p(e->op.kind);
+        o.send = e->op.kind == core::OpKind::send;
+        o.posted = e->t;
+        break;
+      }
+      case core::EventKind::op_paired: ops[e->op_id].partner = e->value; break;
+      case core::EventKind::op_started:
+        ops[e->op_id].started = e->t;
+        ops[e->op_id].stream = actor;
+        break;
+      case core::EventKind::op_completed:
+        ops[e->op_id].completed = e->t;
+        ops[e->op_id].stream = actor;
+        break;
+      case core::EventKind::kernel_launched: launches[{e->rank, std::string(e->kernel)}].push_back(e->t); break;
+      // A host thread blocked in a synchronising call: a slice on the host thread's track.
+      case core::EventKind::sync_begin: blocked[{e->rank, actor}] = {e->t, std::string(e->text)}; break;
+      case core::EventKind::sync_end: {
+        const auto it = blocked.find({e->rank, actor});
+        if (it == blocked.end()) break;
+        tl.slice(e->rank, actor, it->second.second.empty() ? "synchronise" : it->second.second, "host", us(it->second.first),
+                 us(e->t - it->second.first), Json::object());
+        blocked.erase(it);
+        break;
+      }
+      case core::EventKind::kernel_completed: {
+        auto& queue = launches[{e->rank, std::string(e->kernel)}];
+        const core::Time launched = queue.empty() ? e->t : queue.front();
+        if (!queue.empty()) queue.erase(queue.begin());
+        // A stream runs its items in order: this one started when both it was launched and the
+        // item before it ended.
+        core::Time& free = stream_free[{e->rank, actor}];
+        const core::Time start = std::max(launched, free);
+        tl.slice(e->rank, actor, e->spec.empty() ? std::string(e->kernel) : fmt::format("{}[{}]", e->kernel, e->spec), "kernel",
+                 us(start), us(e->t - start), Json::object());
+        free = e->t;
+        break;
+      }
+      default: break;
+    }
+  }
+  std::map<std::pair<std::string, int64_t>, std::vector<int64_t>> slots;  // collectives by (comm, cseq)
+  for (const auto& [id, o] : ops) {
+    const core::Time from = o.started >= 0 ? o.started : o.posted;
+    const core::Time to = o.completed >= 0 ? o.completed : end;
+    const std::string where = o.stream.empty() ? o.actor : o.stream;
+    tl.slice(o.rank, where, o.completed >= 0 ? o.what : o.what + " (not completed)", "communication", us(from), us(to - from),
+             Json{{"comm", o.comm}, {"cseq", o.cseq}, {"op_id", id}, {"posted_us", us(o.posted)}});
+    if (!o.p2p && o.cseq >= 0) slots[{o.comm, o.cseq}].push_back(id);
+  }
+  int64_t flow = 0;
+  for (const auto& [id, o] : ops) {
+    if (!o.p2p || !o.send || !ops.count(o.partner)) continue;
+    const Op& r = ops.at(o.partner);
+    tl.flow(++flow, o.rank, o.stream.empty() ? o.actor : o.stream, us(o.started >= 0 ? o.started : o.posted), r.rank,
+            r.stream.empty() ? r.actor : r.stream, us(r.started >= 0 ? r.started : r.posted), "p2p pairing");
+  }
+  for (const auto& [slot, ids] : slots)
+    for (size_t i = 1; i < ids.size(); ++i) {
+      const Op& a = ops.at(ids[0]);
+      const Op& b = ops.at(ids[i]);
+      tl.flow(++flow, a.rank, a.stream.empty() ? a.actor : a.stream, us(a.started >= 0 ? a.started : a.posted), b.rank,
+              b.stream.empty() ? b.actor : b.stream, us(b.started >= 0 ? b.started : b.posted),
+              fmt::format("{} #{}", slot.first, slot.second));
+    }
+}
+
+void export_flight_recorder(const std::string& dir, Timeline& tl) {
+  const auto dumps = traces::read_fr_dir(dir);
+  int64_t t0 = INT64_MAX, t1 = 0;
+  for (const auto& d : dumps)
+    for (const auto& e : d.entries)
+      if (e.created_ns > 0) t0 = std::min(t0, e.created_ns), t1 = std::max({t1, e.created_ns, e.completed_ns});
+  if (t0 == INT64_MAX) t0 = 0;
+  int64_t flow = 0;
+  std::map<std::pair<int64_t, int64_t>, std::pair<int, double>> first_of_slot;  // (pg, seq) -> rank, ts
+  for (const auto& d : dumps)
+    for (const auto& e : d.entries) {
+      const std::string track = fmt::format("pg {}{}", e.pg_id, e.is_p2p ? " p2p" : "");
+      const double start = us(e.created_ns - t0);
+      const double end = us((e.completed_ns > 0 ? e.completed_ns : t1) - t0);
+      tl.slice(d.rank, track, fmt::format("{} #{} ({})", e.profiling_name, e.is_p2p ? e.p2p_seq_id : e.collective_seq_id, e.state),
+               "communication", start, end - start, Json{{"record_id", e.record_id}, {"input_sizes", e.input_sizes}});
+      if (e.is_p2p) continue;
+      const auto [it, fresh] = first_of_slot.try_emplace({e.pg_id, e.collective_seq_id}, d.rank, start);
+      if (!fresh)
+        tl.flow(++flow, it->second.first, track, it->second.second, d.rank, track, start,
+                fmt::format("pg {} #{}", e.pg_id, e.collective_seq_id));
+    }
+}
+
+}  // namespace
+
+int export_command(const ExportArgs& args, std::ostream& out, std::ostream& err) {
+  try {
+    Timeline tl;
+    const bool fr = std::filesystem::is_directory(args.input);
+    if (fr)
+      export_flight_recorder(args.input, tl);
+    else
+      export_trace(args.input, tl);
+    // Findings as instants: where the first wrong event was (imported dumps: at the start).
+    const core::RunResult r = check_path(args.input, args.scenario, err);
+    for (const core::Finding& f : r.findings) tl.finding(f, f.time == core::kNoTime ? 0.0 : us(f.time));
+    std::ofstream o(args.out, std::ios::binary);
+    if (!o) throw core::InputError(args.out, 0, "cannot write the output file");
+    const Json j = std::move(tl).json();
+    o << j.dump() << '\n';
+    out << fmt::format("wrote {} ({} trace events, {} findings): open it in https://ui.perfetto.dev or chrome://tracing\n",
+                       args.out, j.at("traceEvents").size(), r.findings.size());
+    return 0;
+  } catch (const core::InputError& e) {
+    err << "ppspec: " << e.what() << '\n';
+    return 2;
+  }
+}
+
+}  // namespace ppspec::tools

@@ -1,0 +1,22 @@
+// `ppspec export --perfetto INPUT -o OUT.json`: a Chrome trace-event file that Perfetto and
+// chrome://tracing open. A process per rank, a track per host thread and stream (a Flight Recorder
+// dump: per process group); communication operations and kernels as slices named by what they are
+// and their labels; each pairing as flow arrows between its operations; findings as instant events.
+// INPUT: a simulator or GPU trace, a GPU hang dump, or a folder of Flight Recorder dumps.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+
+namespace ppspec::tools {
+
+struct ExportArgs {
+  std::string input{};
+  std::string out{};
+  std::string scenario{};  // serving traces: as for `check`
+};
+
+// Exit status: 0 written, 2 bad input.
+int export_command(const ExportArgs& args, std::ostream& out, std::ostream& err);
+
+}  // namespace ppspec::tools
