@@ -82,6 +82,20 @@ TEST(Export, FlightRecorderDumpsWithTheirRootCauseAsAnInstant) {
   EXPECT_EQ(instants, 1);
 }
 
+// A GPU hang dump from 2 H200s (traces/corpus/gpu/): the operations still posted and the host
+// threads stuck inside their calls when the watchdog fired.
+TEST(Export, AGpuHangDumpShowsWhatWasStuck) {
+  const Json j = exported(kSource + "/traces/corpus/gpu/lazy_load_deadlock_hang_dump.jsonl");
+  std::set<std::string> tracks, names;
+  for (const Json& e : j.at("traceEvents")) {
+    if (e.at("ph") == "M") tracks.insert(e.at("args").at("name").get<std::string>());
+    if (e.at("ph") == "X" || e.at("ph") == "i") names.insert(e.at("name").get<std::string>());
+  }
+  EXPECT_TRUE(tracks.count("rank0.host") && tracks.count("rank1.host"));
+  EXPECT_TRUE(names.count("hang (watchdog)"));
+  EXPECT_TRUE(names.count("recv i32[256] from rank1 'feedback@step7' (not completed)"));
+}
+
 TEST(Export, BadInputIsExitTwo) {
   const fs::path bad = fs::temp_directory_path() / "ppspec_export_bad.jsonl";
   std::ofstream(bad) << "not a trace\n";

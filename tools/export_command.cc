@@ -115,6 +115,11 @@ void export_trace(const std::string& path, Timeline& tl) {
       case core::EventKind::kernel_launched: launches[{e->rank, std::string(e->kernel)}].push_back(e->t); break;
       // A host thread blocked in a synchronising call: a slice on the host thread's track.
       case core::EventKind::sync_begin: blocked[{e->rank, actor}] = {e->t, std::string(e->text)}; break;
+      // A hang dump: a host thread inside a call for `value` ns when the watchdog fired.
+      case core::EventKind::actor_blocked:
+        tl.slice(e->rank, actor, fmt::format("inside {} (hang dump)", e->text), "host", us(e->t - std::max<int64_t>(e->value, 0)),
+                 us(std::max<int64_t>(e->value, 0)), Json::object());
+        break;
       case core::EventKind::sync_end: {
         const auto it = blocked.find({e->rank, actor});
         if (it == blocked.end()) break;
