@@ -147,6 +147,7 @@ TEST(FlightRecorder, BadDumpsAreExitTwoWithTheFileAndRecord) {
       {"sizes", [](Json& j) { j["entries"][1]["input_sizes"] = "big"; }, "entry 1: 'input_sizes' has the wrong type"},
       {"peers", [](Json& j) { j["entries"][0]["profiling_name"] = "nccl:send"; }, "a p2p operation 'nccl:send' without its peers"},
       {"ranks", [](Json& j) { j["pg_config"]["1"]["ranks"] = "[0, x]"; }, "pg_config 1: ranks '[0, x]' are not a list"},
+      {"mixed", [](Json& j) { j["pg_config"]["1"]["ranks"] = "[0, 1, 2]"; }, "mixed runs in one folder? pg 1 has members [0, 1, 2] here"},
   };
   for (const Bad& b : cases) {
     SCOPED_TRACE(b.name);

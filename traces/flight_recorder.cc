@@ -4,6 +4,7 @@
 #include <charconv>
 #include <filesystem>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -127,6 +128,28 @@ FrDump read_fr_json(const std::string& file, int rank) {
 
 FrDump read_fr_pickle(const std::string& file, int rank) { return dump_of(unpickle(read_bytes(file), file), file, rank); }
 
+namespace {
+
+// Dumps of one run agree on the format and on every process group's members; dumps of two runs
+// in one folder would be compared operation by operation and blamed for what no run did.
+void check_one_run(const std::vector<FrDump>& dumps) {
+  for (size_t i = 1; i < dumps.size(); ++i) {
+    const FrDump& a = dumps.front();
+    const FrDump& b = dumps[i];
+    if (a.version != b.version)
+      throw core::InputError(b.file, 0, fmt::format("mixed runs in one folder? format version {} here, {} in {}", b.version,
+                                                    a.version, a.file));
+    for (const auto& [pg, g] : b.groups) {
+      const auto it = a.groups.find(pg);
+      if (it != a.groups.end() && it->second.ranks != g.ranks)
+        throw core::InputError(b.file, 0, fmt::format("mixed runs in one folder? pg {} has members [{}] here, [{}] in {}", pg,
+                                                      fmt::join(g.ranks, ", "), fmt::join(it->second.ranks, ", "), a.file));
+    }
+  }
+}
+
+}  // namespace
+
 bool is_fr_dir(const std::string& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return false;
@@ -163,6 +186,7 @@ std::vector<FrDump> read_fr_dir(const std::string& dir) {
       throw core::InputError(file, 0, fmt::format("a second dump of rank {} in one folder (mixed runs or formats?)", rank));
     dumps.push_back(json ? read_fr_json(file, rank) : read_fr_pickle(file, rank));
   }
+  check_one_run(dumps);
   return dumps;
 }
 
