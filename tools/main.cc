@@ -14,6 +14,7 @@
 #include "tools/fuzz_command.h"
 #include "tools/replay_command.h"
 #include "tools/export_command.h"
+#include "tools/show_command.h"
 #include "tools/gpu_backend.h"
 #include "tools/gpu_latency.h"
 #include "tools/run_command.h"
@@ -99,6 +100,18 @@ int main(int argc, char** argv) {
   export_cmd->add_option("-o,--out", exp.out, "the JSON file to write")->required();
   export_cmd->add_option("--scenario", exp.scenario, "the scenario of a serving trace, as for check")->check(CLI::ExistingFile);
 
+  ppspec::tools::ShowArgs show;
+  std::vector<int> show_ranks;
+  CLI::App* show_cmd = app.add_subcommand("show", "a text timeline, one column per rank's thread and stream, around a finding");
+  show_cmd->add_option("input", show.input, "a trace (JSON Lines) or a folder of Flight Recorder dumps")
+      ->required()
+      ->check(CLI::ExistingPath);
+  show_cmd->add_option("--around", show.around, "the finding to centre on, 1-based (default 1)")->check(CLI::Range(1, 1000000));
+  show_cmd->add_option("--ranks", show_ranks, "only these ranks (comma-separated)")->delimiter(',')->check(CLI::Range(0, 1 << 20));
+  show_cmd->add_option("--rows", show.rows, "rows to show (default 24)")->check(CLI::Range(1, 100000));
+  show_cmd->add_option("--width", show.width, "characters per column (default 30)")->check(CLI::Range(8, 200));
+  show_cmd->add_option("--scenario", show.scenario, "the scenario of a serving trace, as for check")->check(CLI::ExistingFile);
+
   ppspec::tools::FuzzArgs fuzz;
   CLI::App* fuzz_cmd = app.add_subcommand(
       "fuzz", "generate serving scenarios, run each with every monitor and oracle, shrink a failure to a minimal file");
@@ -176,6 +189,10 @@ int main(int argc, char** argv) {
     if (*fuzz_cmd) return ppspec::tools::fuzz_command(fuzz, std::cout, std::cerr);
     if (*replay_cmd) return ppspec::tools::replay_command(replay, std::cout, std::cerr);
     if (*export_cmd) return ppspec::tools::export_command(exp, std::cout, std::cerr);
+    if (*show_cmd) {
+      show.ranks.insert(show_ranks.begin(), show_ranks.end());
+      return ppspec::tools::show_command(show, std::cout, std::cerr);
+    }
     if (*latency_cmd) return ppspec::tools::gpu_latency_main(latency_iterations, latency_bytes);
   } catch (const std::exception& e) {
     std::cerr << "ppspec: internal error: " << e.what() << '\n';

@@ -1,0 +1,52 @@
+// `ppspec show`: a text timeline around the first finding, for a GPU hang dump and for Flight
+// Recorder dumps; --ranks keeps only those columns; a finding that does not exist is exit 2.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "tools/show_command.h"
+
+namespace ppspec::testing {
+namespace {
+
+const std::string kCorpus = std::string(PPSPEC_SOURCE_DIR) + "/traces/corpus/";
+
+struct Out {
+  int code;
+  std::string out, err;
+};
+
+Out show(tools::ShowArgs a) {
+  std::ostringstream out, err;
+  const int code = tools::show_command(a, out, err);
+  return {code, out.str(), err.str()};
+}
+
+std::string marked_row(const std::string& out) {
+  const auto at = out.find("\n>>");
+  return at == std::string::npos ? "" : out.substr(at + 1, out.find('\n', at + 1) - at - 1);
+}
+
+TEST(Show, AHangDumpIsShownAroundTheWatchdogsFinding) {
+  const Out r = show({.input = kCorpus + "gpu/lazy_load_deadlock_hang_dump.jsonl", .width = 60});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.find("hang (watchdog)"), 0u) << r.out;
+  EXPECT_NE(marked_row(r.out).find("PENDING op 4"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("STUCK in cudaStreamSynchronize(rank1.main)"), std::string::npos) << r.out;
+  for (const char* column : {"rank0.host", "rank0.side", "rank1.host", "rank1.main"}) EXPECT_NE(r.out.find(column), std::string::npos);
+  const Out one = show({.input = kCorpus + "gpu/lazy_load_deadlock_hang_dump.jsonl", .ranks = {1}});
+  EXPECT_EQ(one.out.find("rank0."), std::string::npos) << one.out;
+}
+
+TEST(Show, FlightRecorderDumpsAreShownAroundTheRootCause) {
+  const Out r = show({.input = kCorpus + "flight-recorder/double_post", .rows = 12});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(marked_row(r.out).find("#10 broadcast [4,5]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("#10 broadcast [4,6] scheduled"), std::string::npos) << r.out;
+  const Out bad = show({.input = kCorpus + "flight-recorder/double_post", .around = 2});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("--around 2: the input has 1 finding(s)"), std::string::npos) << bad.err;
+}
+
+}  // namespace
+}  // namespace ppspec::testing

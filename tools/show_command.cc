@@ -1,0 +1,127 @@
+#include "tools/show_command.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <map>
+#include <ostream>
+#include <vector>
+
+#include "core/error.h"
+#include "core/op.h"
+#include "core/printable.h"
+#include "tools/check_command.h"
+#include "traces/flight_recorder.h"
+#include "traces/trace_reader.h"
+
+namespace ppspec::tools {
+namespace {
+
+struct Row {
+  double key = 0;          // time (ns), or a Flight Recorder sequence position
+  std::string time;        // what the time column shows
+  std::string column;      // rank.actor, or rank / pg
+  core::RankId rank = -1;
+  std::string text;
+};
+
+std::string cell_text(const core::Event& e) {
+  switch (e.kind) {
+    case core::EventKind::op_posted: return "post " + core::describe(e.op);
+    case core::EventKind::op_started: return fmt::format("start op {}", e.op_id);
+    case core::EventKind::op_completed: return fmt::format("done op {}", e.op_id);
+    case core::EventKind::op_pending: return fmt::format("PENDING op {} ({:.1f} s)", e.op_id, static_cast<double>(e.value) / 1e9);
+    case core::EventKind::kernel_completed: return fmt::format("{}{}", e.kernel, e.spec.empty() ? "" : fmt::format("[{}]", e.spec));
+    case core::EventKind::module_load: return fmt::format("LOAD {}[{}]", e.kernel, e.spec);
+    case core::EventKind::sync_begin: return fmt::format("block: {}", e.text);
+    case core::EventKind::sync_end: return "unblock";
+    case core::EventKind::actor_blocked: return fmt::format("STUCK in {}", e.text);
+    default: return "";
+  }
+}
+
+std::vector<Row> trace_rows(const std::string& path, const std::set<int>& ranks) {
+  traces::TraceReader reader(path, traces::TraceReader::Options{.require_trailer = false});
+  std::vector<Row> rows;
+  while (const core::Event* e = reader.next()) {
+    if (e->rank < 0 || (!ranks.empty() && !ranks.count(e->rank))) continue;
+    std::string text = cell_text(*e);
+    if (text.empty()) continue;
+    rows.push_back(Row{static_cast<double>(e->t), fmt::format("{:.3f}", static_cast<double>(e->t) / 1e6), std::string(e->actor),
+                       e->rank, std::move(text)});
+  }
+  return rows;
+}
+
+std::vector<Row> fr_rows(const std::string& dir, const std::set<int>& ranks) {
+  std::vector<Row> rows;
+  for (const traces::FrDump& d : traces::read_fr_dir(dir)) {
+    if (!ranks.empty() && !ranks.count(d.rank)) continue;
+    for (const traces::FrEntry& e : d.entries)
+      rows.push_back(Row{static_cast<double>(e.record_id), fmt::format("rec {}", e.record_id),
+                         fmt::format("rank{} pg {}", d.rank, e.pg_id), d.rank,
+                         fmt::format("#{} {} {}{}", e.is_p2p ? e.p2p_seq_id : e.collective_seq_id,
+                                     e.profiling_name.substr(e.profiling_name.find(':') + 1),
+                                     e.input_sizes.empty() ? "" : fmt::format("[{}]", fmt::join(e.input_sizes.front(), ",")),
+                                     e.state == "completed" ? "" : " " + e.state)});
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.key < b.key; });
+  return rows;
+}
+
+std::string fit(const std::string& s, size_t width) {
+  if (s.size() <= width) return s + std::string(width - s.size(), ' ');
+  return s.substr(0, width - 1) + "~";
+}
+
+}  // namespace
+
+int show_command(const ShowArgs& args, std::ostream& out, std::ostream& err) {
+  try {
+    const bool fr = std::filesystem::is_directory(args.input);
+    const core::RunResult r = check_path(args.input, args.scenario, err);
+    std::vector<Row> rows = fr ? fr_rows(args.input, args.ranks) : trace_rows(args.input, args.ranks);
+    if (rows.empty()) throw core::InputError(args.input, 0, "nothing to show for these ranks");
+    if (args.around < 1 || (static_cast<size_t>(args.around) > r.findings.size() && !r.findings.empty()))
+      throw core::InputError(args.input, 0, fmt::format("--around {}: the input has {} finding(s)", args.around, r.findings.size()));
+    // The row of the finding: its time; imported dumps: the culprit's record.
+    size_t at = rows.size() - 1;
+    const core::Finding* f = r.findings.empty() ? nullptr : &r.findings[static_cast<size_t>(args.around - 1)];
+    if (f != nullptr && f->time != core::kNoTime && !fr) {
+      at = static_cast<size_t>(std::lower_bound(rows.begin(), rows.end(), static_cast<double>(f->time),
+                                                [](const Row& row, double t) { return row.key < t; }) - rows.begin());
+      at = std::min(at, rows.size() - 1);
+    } else if (f != nullptr && !f->sites.empty()) {
+      const std::string origin = f->sites.front().origin;  // "... record N"
+      const auto rec = origin.rfind("record ");
+      const double id = rec == std::string::npos ? 0 : std::stod(origin.substr(rec + 7));
+      for (size_t i = 0; i < rows.size(); ++i)
+        if (rows[i].rank == f->sites.front().rank && rows[i].key == id) at = i;
+    }
+    const size_t before = static_cast<size_t>(args.rows) * 2 / 3;
+    const size_t first = at > before ? at - before : 0;
+    const size_t last = std::min(rows.size(), first + static_cast<size_t>(args.rows));
+    std::vector<std::string> columns;
+    for (size_t i = first; i < last; ++i)
+      if (std::find(columns.begin(), columns.end(), rows[i].column) == columns.end()) columns.push_back(rows[i].column);
+    std::sort(columns.begin(), columns.end());
+    const size_t w = static_cast<size_t>(std::max(args.width, 8));
+    if (f != nullptr) out << fmt::format("{} ({}): {}\n\n", core::to_string(f->verdict), f->kind, f->summary);
+    std::string head = fmt::format("   {:>12} ", fr ? "record" : "time (ms)");
+    for (const std::string& c : columns) head += "| " + fit(c, w) + " ";
+    out << head << "\n" << std::string(head.size(), '-') << "\n";
+    for (size_t i = first; i < last; ++i) {
+      std::string line = fmt::format("{} {:>12} ", i == at && f != nullptr ? ">>" : "  ", rows[i].time);
+      for (const std::string& c : columns) line += "| " + fit(c == rows[i].column ? rows[i].text : "", w) + " ";
+      out << line << "\n";
+    }
+    out << fmt::format("\n(rows {}..{} of {}; --rows, --ranks and --around choose others)\n", first + 1, last, rows.size());
+    return 0;
+  } catch (const core::InputError& e) {
+    err << "ppspec: " << e.what() << '\n';
+    return 2;
+  }
+}
+
+}  // namespace ppspec::tools
