@@ -1,8 +1,12 @@
 #!/usr/bin/env python3
-"""The fault table of docs/evidence/2xH200/: per fault of the seed PR (pp 2 tp 1), what the simulator
-said next to what two H200s did, and each fault-off twin on both backends.
+"""The fault table of docs/evidence/2xH200/ (and 4xH200/): per fault of the seed PR, what the simulator
+said next to what the H200s did, and each fault-off twin on both backends.
 
-    tools/fault_table.py RESULTS > docs/evidence/2xH200/fault_table.md
+    tools/fault_table.py RESULTS [FAULTS] > docs/evidence/2xH200/fault_table.md
+
+FAULTS is the folder of regressions gpu_check.sh ran (scenarios/regressions/pp2_tp1 on 2 GPUs, the
+default; scenarios/regressions, pp 2 tp 2, on 4): the shape and the GPU count of the heading come
+from its first scenario.
 
 RESULTS is the folder tools/gpu_check.sh wrote (with runs.tgz unpacked: faults/*.json). Every cell
 comes from those files; nothing here is typed by hand.
@@ -80,11 +84,25 @@ def both_cell(records):
     return f"sim `{sim['verdict']}`, GPU `{gpu['verdict']}`; {agreement}: {detail}"
 
 
+def shape(folder):
+    """pp and tp of the first regression in `folder` (every regression of a folder has one shape)."""
+    import glob
+    import re
+    for path in sorted(glob.glob(os.path.join(folder, "*.toml"))):
+        text = open(path).read()
+        pp = re.search(r"^pp\s*=\s*(\d+)", text, re.M)
+        tp = re.search(r"^tp\s*=\s*(\d+)", text, re.M)
+        return int(pp.group(1)) if pp else 1, int(tp.group(1)) if tp else 1
+    return 2, 1
+
+
 def main():
     root = sys.argv[1]
     faults = os.path.join(root, "faults")
     names = sorted({f.split(".")[0] for f in os.listdir(faults) if f.endswith(".sim.json")})
-    print("| fault (pp 2 tp 1) | simulator, seed 1 | 2 × H200 | GPU trace checked offline | fault-off twin on both |")
+    folder = sys.argv[2] if len(sys.argv) > 2 else "scenarios/regressions/pp2_tp1"
+    pp, tp = shape(folder)
+    print(f"| fault (pp {pp} tp {tp}) | simulator, seed 1 | {pp * tp} × H200 | GPU trace checked offline | fault-off twin on both |")
     print("|---|---|---|---|---|")
     for name in names:
         if name.endswith("_off"):

@@ -59,10 +59,15 @@ for f in scenarios/serving/*.toml; do
     > "$OUT/serving/$name.json" 2> "$OUT/serving/$name.stderr"
   echo "$name exit=$?" >> "$OUT/serving_runs.txt"
 done
-# The seed PR's faults at pp 2 tp 1 and their twins: the simulator (first seed), the GPUs (online
-# monitors, watchdog), the GPU trace checked offline, and each twin against the simulator.
-for f in scenarios/regressions/pp2_tp1/*.toml; do
+# The seed PR's faults and their twins: the simulator (first seed), the GPUs (online monitors,
+# watchdog), the GPU trace checked offline, and each twin against the simulator. FAULTS names their
+# folder: pp 2 tp 1 by default (2 GPUs); on 4 GPUs FAULTS=scenarios/regressions, the seed PR's own
+# pp 2 tp 2 shape. A regression that needs more GPUs than this machine has is listed as skipped.
+FAULTS=${FAULTS:-scenarios/regressions/pp2_tp1}
+for f in "$FAULTS"/*.toml; do
   name=$(basename "$f" .toml)
+  ranks=$(ranks_of "$f")
+  if [ "$ranks" -gt "$gpus" ]; then echo "$name needs $ranks GPUs: skipped" >> "$OUT/fault_runs.txt"; continue; fi
   "$BIN/ppspec" run --json --seeds 1 "$f" > "$OUT/faults/$name.sim.json" 2> "$OUT/faults/$name.sim.stderr"
   "$BIN/ppspec" run --backend gpu --json --hang-timeout "$HANG" --trace "$OUT/traces/fault-$name.jsonl" "$f" \
     > "$OUT/faults/$name.gpu.json" 2> "$OUT/faults/$name.gpu.stderr"
@@ -73,11 +78,15 @@ for f in scenarios/regressions/pp2_tp1/*.toml; do
     echo "$name both exit=$?" >> "$OUT/fault_runs.txt";;
   esac
 done
-# Performance (2 GPUs): the same workload with and without CUDA graphs; tools/gpu_perf.py reads
-# steps per second and per-step latency from the traces.
+# Performance: the same workload with and without CUDA graphs; tools/gpu_perf.py reads steps per
+# second and per-step latency from the traces. PERF names the folder (scenarios/perf: pp 2 tp 1 on 2
+# GPUs; scenarios/perf4: pp 2 tp 2 and pp 4 on 4 GPUs); a scenario that does not fit is skipped.
+PERF=${PERF:-scenarios/perf}
+export PERF
 if [ "$gpus" -ge 2 ]; then
-  for f in scenarios/perf/*.toml; do
+  for f in "$PERF"/*.toml; do
     name=$(basename "$f" .toml)
+    if [ "$(ranks_of "$f")" -gt "$gpus" ]; then echo "$name: skipped (needs $(ranks_of "$f") GPUs)" >> "$OUT/machine.txt"; continue; fi
     "$BIN/ppspec" run --backend both --json --trace "$OUT/traces/perf-$name.jsonl" "$f" > "$OUT/perf-$name.json" 2>&1
     # Again with CUDA-event timing of every step (it adds host time of its own: a separate run).
     PPSPEC_GPU_PROFILE="$OUT/profile-$name.jsonl" "$BIN/ppspec" run --backend gpu --json \
@@ -95,7 +104,7 @@ for limit in 2 10; do
 done
 # The evidence tables, from the files above (tools/*.py: nothing typed by hand).
 python3 tools/serving_table.py "$OUT" > "$OUT/serving_table.md"
-python3 tools/fault_table.py "$OUT" > "$OUT/fault_table.md"
+python3 tools/fault_table.py "$OUT" "$FAULTS" > "$OUT/fault_table.md"
 python3 tools/gpu_perf.py "$OUT" > "$OUT/perf.md"
 # The performance traces are large and summarised by perf.md: they stay out of the archive.
 rm -f "$OUT"/traces/perf-*.jsonl "$OUT"/traces/profiled-*.jsonl

@@ -97,9 +97,11 @@ def summarize(results, name, rtt):
 def main():
     results = sys.argv[1]
     rtt = rtt_us(results)
-    names = sorted(os.path.basename(p)[:-5] for p in glob.glob("scenarios/perf/*.toml"))
+    # The perf scenarios gpu_check.sh ran: scenarios/perf (2 GPUs) unless PERF names another folder.
+    folder = os.environ.get("PERF", "scenarios/perf")
+    names = sorted(os.path.basename(p)[:-5] for p in glob.glob(os.path.join(folder, "*.toml")))
     rows = [s for s in (summarize(results, n, rtt) for n in names) if s]
-    print(f"NCCL send/recv round trip between the two GPUs (8 bytes, median): {rtt:.1f} us\n")
+    print(f"NCCL send/recv round trip between GPU 0 and GPU 1 (8 bytes, median): {rtt:.1f} us\n")
     print("| run | serving steps | steps/s | step latency p50 / p90 (us) | graph-replayed steps, p50 (us) | "
           "per step p50, each rank: kernels + graphs / NCCL / copies / host (us) | simulator: steps, simulated steps/s |")
     print("|---|---|---|---|---|---|---|")
