@@ -64,8 +64,8 @@ struct FuzzReport {
   std::vector<Found> found;
 };
 
-// Runs the campaign; progress on `progress`, the summary on `out`. Throws core::InputError when a
-// generated case does not load (a generator bug, with the case's file kept in out_dir).
+// Runs the campaign; progress on `progress`, the summary on `out`. Throws core::InternalError when
+// a generated case does not load (a generator bug, with the case's file kept in out_dir).
 FuzzReport run_campaign(const FuzzOptions& opts, std::ostream& out, std::ostream& progress);
 
 // "1 failure in 1234 cases (56.7 cases/s) ..." and one line per failure.
