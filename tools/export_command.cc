@@ -1,6 +1,7 @@
 #include "tools/export_command.h"
 
 #include <algorithm>
+#include <deque>
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
@@ -84,7 +85,7 @@ void export_trace(const std::string& path, Timeline& tl) {
   traces::TraceReader reader(path, traces::TraceReader::Options{.require_trailer = false});
   std::map<int64_t, Op> ops;
   std::map<std::pair<core::RankId, std::string>, core::Time> stream_free;  // when a stream's last item ended
-  std::map<std::pair<core::RankId, std::string>, std::vector<core::Time>> launches;  // by (rank, kernel)
+  std::map<std::pair<core::RankId, std::string>, std::deque<core::Time>> launches;  // by (rank, kernel)
   std::map<std::pair<core::RankId, std::string>, std::pair<core::Time, std::string>> blocked;  // host: since, call
   core::Time end = 0;
   while (const core::Event* e = reader.next()) {
@@ -131,7 +132,7 @@ void export_trace(const std::string& path, Timeline& tl) {
       case core::EventKind::kernel_completed: {
         auto& queue = launches[{e->rank, std::string(e->kernel)}];
         const core::Time launched = queue.empty() ? e->t : queue.front();
-        if (!queue.empty()) queue.erase(queue.begin());
+        if (!queue.empty()) queue.pop_front();
         // A stream runs its items in order: this one started when both it was launched and the
         // item before it ended.
         core::Time& free = stream_free[{e->rank, actor}];

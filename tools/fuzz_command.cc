@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "core/printable.h"
 #include "fuzzer/campaign.h"
+#include "tools/run_support.h"
 
 namespace ppspec::tools {
 namespace {
@@ -25,13 +26,6 @@ constexpr const char* kFaults[] = {"stale_drafts",         "double_post_drafts",
                                    "warmup_feedback",      "narrow_sampled_width",   "uncleared_padding",
                                    "router_ignores_padding", "alias_target_embed", "unordered_draft_gather"};
 
-std::optional<uint64_t> number(std::string_view s, uint64_t min, uint64_t max) {
-  uint64_t v = 0;
-  const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (s.empty() || ec != std::errc() || p != s.data() + s.size() || v < min || v > max) return std::nullopt;
-  return v;
-}
-
 // "90", "90s", "5m", "2h" -> seconds.
 std::optional<double> duration(std::string_view s) {
   uint64_t scale = 1;
@@ -39,7 +33,7 @@ std::optional<double> duration(std::string_view s) {
     scale = s.back() == 'h' ? 3600 : s.back() == 'm' ? 60 : 1;
     s.remove_suffix(1);
   }
-  const auto v = number(s, 1, 30 * 24 * 3600);
+  const auto v = parse_count(s, 1, 30 * 24 * 3600);
   if (!v) return std::nullopt;
   return static_cast<double>(*v * scale);
 }
@@ -50,8 +44,8 @@ struct BadFlag {
 
 void parse_shard(const std::string& text, fuzzer::FuzzOptions& o) {
   const auto slash = text.find('/');
-  const auto i = slash == std::string::npos ? std::nullopt : number(std::string_view(text).substr(0, slash), 0, 1u << 20);
-  const auto n = slash == std::string::npos ? std::nullopt : number(std::string_view(text).substr(slash + 1), 1, 1u << 20);
+  const auto i = slash == std::string::npos ? std::nullopt : parse_count(std::string_view(text).substr(0, slash), 0, 1u << 20);
+  const auto n = slash == std::string::npos ? std::nullopt : parse_count(std::string_view(text).substr(slash + 1), 1, 1u << 20);
   if (!i || !n) throw BadFlag{fmt::format("--shard '{}': expected I/N, two integers with 0 <= I < N", core::printable(text, 40))};
   if (*i >= *n) throw BadFlag{fmt::format("--shard '{}': shard {} of {} does not exist (0 <= I < N)", text, *i, *n)};
   o.shard = *i;
@@ -92,11 +86,11 @@ pid_t spawn_worker(const std::vector<std::string>& argv, const std::string& dir)
 fuzzer::FuzzOptions options(const FuzzArgs& a) {
   fuzzer::FuzzOptions o;
   if (!a.space.empty()) o.space = fuzzer::read_space(a.space);
-  const auto seed = number(a.seed, 0, INT64_MAX);
+  const auto seed = parse_count(a.seed, 0, INT64_MAX);
   if (!seed) throw BadFlag{fmt::format("--seed '{}': expected a seed in [0, 9223372036854775807]", core::printable(a.seed, 40))};
   o.seed = *seed;
   if (!a.cases.empty()) {
-    o.cases = number(a.cases, 1, uint64_t{1} << 40);
+    o.cases = parse_count(a.cases, 1, uint64_t{1} << 40);
     if (!o.cases) throw BadFlag{fmt::format("--cases '{}': expected a count in [1, 2^40]", core::printable(a.cases, 40))};
   }
   if (!a.time.empty()) {
@@ -106,7 +100,7 @@ fuzzer::FuzzOptions options(const FuzzArgs& a) {
   }
   if (!o.cases && o.time_s == 0) o.time_s = 60;  // the default campaign: one minute
   if (!a.shard.empty()) parse_shard(a.shard, o);
-  const auto jobs = number(a.jobs, 1, 256);
+  const auto jobs = parse_count(a.jobs, 1, 256);
   if (!jobs) throw BadFlag{fmt::format("--jobs '{}': expected a number of worker processes in [1, 256]", core::printable(a.jobs, 40))};
   if (!a.faults.empty()) o.faults = parse_faults(a.faults);
   // Shrinking reruns a case hundreds of times, and a hang on hardware costs its watchdog's limit:
@@ -170,7 +164,7 @@ int fuzz_command(const FuzzArgs& args, std::ostream& out, std::ostream& err) {
       return merged.failures > 0 ? 1 : 0;
     }
     const fuzzer::FuzzOptions o = options(args);
-    const uint64_t jobs = *number(args.jobs, 1, 256);
+    const uint64_t jobs = *parse_count(args.jobs, 1, 256);
     if (jobs > 1) {
       const fuzzer::FuzzReport merged = run_jobs(args, o, jobs, err);
       out << fuzzer::format_report(merged);

@@ -18,17 +18,9 @@
 #include "tools/gpu_backend.h"
 #include "tools/gpu_latency.h"
 #include "tools/run_command.h"
+#include "tools/run_support.h"
 
 namespace {
-
-// A decimal integer in [min, max], digits only.
-std::optional<uint64_t> parse_count(const std::string& text, uint64_t min, uint64_t max) {
-  uint64_t v = 0;
-  const char* end = text.data() + text.size();
-  auto [p, ec] = std::from_chars(text.data(), end, v);
-  if (text.empty() || text.front() == '+' || ec != std::errc() || p != end || v < min || v > max) return std::nullopt;
-  return v;
-}
 
 int bad_option(const char* option, const std::string& text, const char* expected) {
   std::cerr << "ppspec: " << option << " '" << ppspec::core::printable(text, 40) << "': expected "
@@ -172,11 +164,11 @@ int main(int argc, char** argv) {
   }
   // Seeds are parsed here, strictly: "-1" is not 2^64-1, and "1e3" or "7x" are not numbers.
   if (*seed_opt) {
-    run.seed = parse_count(seed_text, 0, INT64_MAX);
+    run.seed = ppspec::tools::parse_count(seed_text, 0, INT64_MAX);
     if (!run.seed) return bad_option("--seed", seed_text, "a seed in [0, 9223372036854775807]");
   }
   if (*seeds_opt) {
-    run.seeds = parse_count(seeds_text, 1, uint64_t{1} << 40);
+    run.seeds = ppspec::tools::parse_count(seeds_text, 1, uint64_t{1} << 40);
     if (!run.seeds) return bad_option("--seeds", seeds_text, "a count in [1, 1099511627776]");
   }
   if (*strategy_opt) run.strategy = strategy;

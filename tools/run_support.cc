@@ -1,5 +1,7 @@
 #include "tools/run_support.h"
 
+#include <charconv>
+
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
@@ -10,6 +12,14 @@
 #include "loader/toml_reader.h"
 
 namespace ppspec::tools {
+
+std::optional<uint64_t> parse_count(std::string_view text, uint64_t min, uint64_t max) {
+  uint64_t v = 0;
+  const char* end = text.data() + text.size();
+  const auto [p, ec] = std::from_chars(text.data(), end, v);
+  if (text.empty() || text.front() == '+' || ec != std::errc() || p != end || v < min || v > max) return std::nullopt;
+  return v;
+}
 
 Exploration exploration_of(const Scenario& sc) {
   if (const auto* p = std::get_if<program::Program>(&sc))

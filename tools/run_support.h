@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -32,6 +33,10 @@ struct Loaded {
 };
 // Throws core::InputError (file, line, what was expected).
 Loaded load_scenario(const std::string& file);
+
+// A decimal integer in [min, max], digits only (no sign, no exponent): how every count and seed on
+// the command line is read.
+std::optional<uint64_t> parse_count(std::string_view text, uint64_t min, uint64_t max);
 
 // A file name made of the scenario's name: letters, digits, '.', '-' and '_' only, so that a name
 // cannot reach into another folder or hold a newline.
