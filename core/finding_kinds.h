@@ -49,6 +49,12 @@ inline constexpr std::string_view kKindReplayDiverged = "replay-diverged";
 inline constexpr std::string_view kKindStepLimit = "step-limit";
 inline constexpr std::string_view kKindTimeLimit = "time-limit";
 inline constexpr std::string_view kKindWatchdog = "watchdog";
+// hang, from Flight Recorder dumps: ranks all at one operation that does not complete (nothing in the
+// communication order explains it); ranks waiting for one that did not dump
+inline constexpr std::string_view kKindStalled = "stalled";
+inline constexpr std::string_view kKindMissingDump = "missing-dump";
+// hazard, from Flight Recorder dumps: a member of a group in use left no dump (nothing it did is checked)
+inline constexpr std::string_view kKindUncheckedRank = "unchecked-rank";
 inline constexpr std::string_view kKindConnectInCapture = "connect-in-capture";
 inline constexpr std::string_view kKindUnmatchedSelfP2p = "unmatched-self-p2p";
 inline constexpr std::string_view kKindNcclInvalidUsage = "nccl-invalid-usage";
@@ -61,7 +67,7 @@ struct FindingKindName {
   std::string_view name;
 };
 
-inline constexpr std::array<FindingKindName, 40> kFindingKinds{{
+inline constexpr std::array<FindingKindName, 43> kFindingKinds{{
     {Verdict::fifo_misalignment, kKindCollectiveMismatch},
     {Verdict::fifo_misalignment, kKindP2pMismatch},
     {Verdict::fifo_misalignment, kKindGateDisagreement},
@@ -96,6 +102,9 @@ inline constexpr std::array<FindingKindName, 40> kFindingKinds{{
     {Verdict::step_limit, kKindStepLimit},
     {Verdict::step_limit, kKindTimeLimit},
     {Verdict::hang, kKindWatchdog},
+    {Verdict::hang, kKindStalled},
+    {Verdict::hang, kKindMissingDump},
+    {Verdict::hazard, kKindUncheckedRank},
     {Verdict::invalid_usage, kKindConnectInCapture},
     {Verdict::invalid_usage, kKindUnmatchedSelfP2p},
     {Verdict::invalid_usage, kKindNcclInvalidUsage},

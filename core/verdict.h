@@ -41,6 +41,18 @@ std::string_view verdict_names();
 // per fiber, let alone per pair.
 inline constexpr size_t kFindingListMax = 16;
 
+// What a finding blames, in fields a program can compare (`ppspec check` of exported dumps against
+// the simulator's own verdict): the rank whose operation is the root cause, and that operation by
+// communicator and position. Filled where the evidence names one rank; rank -1 otherwise.
+struct Culprit {
+  RankId rank = -1;
+  std::string comm;       // the communicator (a Flight Recorder process group: its name)
+  bool p2p = false;
+  RankId peer = -1;       // p2p: the other side
+  int64_t position = -1;  // 0-based: the communicator's collective number, or the k-th op on the (src, dst) channel
+  std::string what;       // how it is to blame: "extra", "missing", "differs", "never-posted", ...
+};
+
 // One place in the system a finding points at.
 struct Site {
   RankId rank = -1;
@@ -61,6 +73,7 @@ struct Finding {
   std::vector<Site> sites;      // every party involved, the first one first
   std::vector<std::string> details;  // further lines (the wait-for cycle, ...)
   std::string dot;              // Graphviz, for deadlocks
+  Culprit culprit{};
 
   bool involves_rank(RankId r) const;
 };
@@ -70,7 +83,8 @@ struct RunStats {
   Time sim_time = 0;         // virtual time at the end
   uint64_t events = 0;
   uint64_t ops_posted = 0;
-  uint64_t pairs = 0;  // positional pairings formed (p2p pairs + collective slots)
+  uint64_t pairs = 0;  // positional pairings formed (p2p pairs + collective slots; Flight Recorder: p2p pairs)
+  uint64_t collective_slots = 0;  // Flight Recorder: positions of collectives compared across their members
   uint64_t fibers = 0;
 };
 

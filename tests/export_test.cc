@@ -77,7 +77,7 @@ TEST(Export, FlightRecorderDumpsWithTheirRootCauseAsAnInstant) {
     if (e.at("ph") == "i") {
       ++instants;
       EXPECT_EQ(e.at("name"), "fifo-misalignment (collective-mismatch)");
-      EXPECT_NE(e.at("args").at("summary").get<std::string>().find("rank1 posts an extra broadcast"), std::string::npos);
+      EXPECT_NE(e.at("args").at("summary").get<std::string>().find("rank 1 posts an extra broadcast"), std::string::npos);
     }
   EXPECT_EQ(instants, 1);
 }

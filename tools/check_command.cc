@@ -1,5 +1,6 @@
 #include "tools/check_command.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
@@ -93,25 +94,33 @@ void cross_check_trailer(const traces::TraceReader& reader, core::RunResult& res
   result.verdict = trailer->verdict;
 }
 
-// A folder of PyTorch Flight Recorder dumps, one per rank: checked for root causes.
-RunRecord check_flight_recorder_dir(const std::string& path) {
-  const std::vector<traces::FrDump> dumps = traces::read_fr_dir(path);
+// PyTorch Flight Recorder dumps, one per rank: checked for root causes.
+RunRecord check_dumps(const traces::FrDumpSet& set) {
   RunRecord rec;
-  rec.file = path;
-  rec.scenario = fmt::format("flight-recorder ({} ranks)", dumps.size());
+  rec.file = set.where;
+  rec.scenario = fmt::format("flight-recorder ({} ranks, prefix '{}')", set.dumps.size(), set.prefix);
   rec.strategy = "hardware";
   rec.flight_recorder = true;
   rec.has_expectation = false;
-  rec.result = verify::check_flight_recorder(dumps);
+  rec.result = verify::check_flight_recorder(set.dumps);
   rec.ok = rec.result.verdict == core::Verdict::pass;
   return rec;
+}
+
+std::optional<std::string> prefix_of(const CheckArgs& args) {
+  if (args.prefix.empty()) return std::nullopt;
+  return args.prefix;
 }
 
 RunRecord check_one(const std::string& path, const CheckArgs& args, std::ostream& err) {
   if (std::filesystem::is_directory(path)) {
     if (!traces::is_fr_dir(path))
-      throw core::InputError(path, 0, "a folder that holds no Flight Recorder dumps (rank_N.json, or json/rank_N.json)");
-    return check_flight_recorder_dir(path);
+      throw core::InputError(path, 0, "a folder that holds no Flight Recorder dumps (files named PREFIX + rank: rank_0, "
+                                      "rank_0.json, nccl_trace_rank_0; or a json/ or pickle/ folder of them)");
+    return check_dumps(traces::read_fr_dir(path, prefix_of(args)));
+  }
+  if (traces::is_fr_file(path)) {
+    return check_dumps(traces::read_fr_files({path}, prefix_of(args)));
   }
   traces::TraceReader reader(path, traces::TraceReader::Options{});
   const traces::TraceHeader& h = reader.header();
@@ -168,9 +177,17 @@ int check_command(const CheckArgs& args, std::ostream& out, std::ostream& err) {
   nlohmann::json all = nlohmann::json::array();
   std::string text;
   int dirty = 0;
+  // Dump files named one by one are one job, checked together where the first of them is named.
+  std::vector<std::string> dump_files;
+  for (const std::string& path : args.traces)
+    if (!std::filesystem::is_directory(path) && traces::is_fr_file(path)) dump_files.push_back(path);
+  bool dumps_done = false;
   for (const std::string& path : args.traces) {
+    const bool dump_file = std::find(dump_files.begin(), dump_files.end(), path) != dump_files.end();
+    if (dump_file && dumps_done) continue;
     try {
-      const RunRecord rec = check_one(path, args, err);
+      const RunRecord rec = dump_file ? check_dumps(traces::read_fr_files(dump_files, prefix_of(args))) : check_one(path, args, err);
+      dumps_done = dumps_done || dump_file;
       if (!rec.ok) ++dirty;
       if (args.json)
         all.push_back(to_json(rec));

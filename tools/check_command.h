@@ -1,4 +1,6 @@
-// `ppspec check TRACE...`: runs the checkers over recorded traces (simulator or GPU runs).
+// `ppspec check INPUT...`: runs the checkers over recorded traces (simulator or GPU runs), and over
+// PyTorch Flight Recorder dumps: a folder of them, or dump files named one by one (told from ppspec
+// traces by their content), all the files named being one job.
 #pragma once
 
 #include <iosfwd>
@@ -12,6 +14,7 @@ namespace ppspec::tools {
 struct CheckArgs {
   std::vector<std::string> traces{};
   std::string scenario{};  // the scenario file of serving traces; empty: the one each header names
+  std::string prefix{};    // Flight Recorder dumps' file-name prefix (PREFIX + rank); empty: inferred
   bool json = false;
 };
 

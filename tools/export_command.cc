@@ -172,26 +172,26 @@ void export_trace(const std::string& path, Timeline& tl) {
 }
 
 void export_flight_recorder(const std::string& dir, Timeline& tl) {
-  const auto dumps = traces::read_fr_dir(dir);
+  const auto dumps = traces::read_fr_dir(dir).dumps;
   int64_t t0 = INT64_MAX, t1 = 0;
   for (const auto& d : dumps)
     for (const auto& e : d.entries)
       if (e.created_ns > 0) t0 = std::min(t0, e.created_ns), t1 = std::max({t1, e.created_ns, e.completed_ns});
   if (t0 == INT64_MAX) t0 = 0;
   int64_t flow = 0;
-  std::map<std::pair<int64_t, int64_t>, std::pair<int, double>> first_of_slot;  // (pg, seq) -> rank, ts
+  std::map<std::pair<std::string, int64_t>, std::pair<int, double>> first_of_slot;  // (pg, seq) -> rank, ts
   for (const auto& d : dumps)
     for (const auto& e : d.entries) {
-      const std::string track = fmt::format("pg {}{}", e.pg_id, e.is_p2p ? " p2p" : "");
+      const std::string track = fmt::format("pg {}{}", e.group, e.is_p2p ? " p2p" : "");
       const double start = us(e.created_ns - t0);
       const double end = us((e.completed_ns > 0 ? e.completed_ns : t1) - t0);
-      tl.slice(d.rank, track, fmt::format("{} #{} ({})", e.profiling_name, e.is_p2p ? e.p2p_seq_id : e.collective_seq_id, e.state),
+      tl.slice(d.rank, track, fmt::format("{} #{} ({})", e.profiling_name, e.is_p2p ? e.p2p_seq_id : e.collective_seq_id, traces::to_string(e.state)),
                "communication", start, end - start, Json{{"record_id", e.record_id}, {"input_sizes", e.input_sizes}});
       if (e.is_p2p) continue;
-      const auto [it, fresh] = first_of_slot.try_emplace({e.pg_id, e.collective_seq_id}, d.rank, start);
+      const auto [it, fresh] = first_of_slot.try_emplace({e.group, e.collective_seq_id}, d.rank, start);
       if (!fresh)
         tl.flow(++flow, it->second.first, track, it->second.second, d.rank, track, start,
-                fmt::format("pg {} #{}", e.pg_id, e.collective_seq_id));
+                fmt::format("pg {} #{}", e.group, e.collective_seq_id));
     }
 }
 

@@ -65,13 +65,17 @@ int main(int argc, char** argv) {
   CLI::App* check_cmd =
       app.add_subcommand("check", "run the checkers over recorded traces (JSON Lines from --trace or a GPU hang dump)");
   check_cmd->add_option("traces", check.traces,
-                        "trace files, or folders of PyTorch Flight Recorder dumps (rank_N.json, one per rank)")
+                        "trace files, folders of PyTorch Flight Recorder dumps (one per rank: rank_N, rank_N.json, "
+                        "nccl_trace_rank_N), or dump files named one by one (one job)")
       ->required()
       ->check(CLI::ExistingPath);
   check_cmd->add_option("--scenario", check.scenario,
                         "the scenario file of serving traces (default: the file each header names, whose content "
                         "must hash to what the header recorded)")
       ->check(CLI::ExistingFile);
+  check_cmd->add_option("--prefix", check.prefix,
+                        "Flight Recorder dumps: the file-name prefix before the rank (default: inferred, as PyTorch's fr_trace "
+                        "does; e.g. nccl_trace_rank_)");
   check_cmd->add_flag("--json", check.json, "print results as JSON");
 
   ppspec::tools::ReplayArgs replay;

@@ -30,7 +30,7 @@ void append_finding(std::string& s, const core::Finding& f, std::string_view pre
     if (site.actor.empty()) continue;
     where += where.empty() ? "" : "; ";
     where += site.actor;
-    if (!site.comm.empty()) where += fmt::format(" on {} #{}", site.comm, site.cseq);
+    if (!site.comm.empty()) where += site.cseq >= 0 ? fmt::format(" on {} #{}", site.comm, site.cseq) : fmt::format(" on {}", site.comm);
     if (site.comm.empty() && !site.what.empty()) where += fmt::format(" ({})", site.what);
     if (!site.origin.empty()) where += fmt::format(" [{}]", site.origin);
   }
@@ -46,8 +46,8 @@ std::string headline(const RunRecord& r) {
   const core::RunResult& res = r.result;
   std::string s = fmt::format("{} {}  {}  ", r.ok ? "ok  " : "FAIL", core::printable(r.scenario), core::printable(r.file));
   if (r.flight_recorder)
-    return s + fmt::format("verdict {}  [{} operations in the dumps, {} p2p pairs]\n", core::to_string(res.verdict),
-                           res.stats.ops_posted, res.stats.pairs);
+    return s + fmt::format("verdict {}  [{} operations in the dumps; compared: {} collective positions, {} p2p pairs]\n",
+                           core::to_string(res.verdict), res.stats.ops_posted, res.stats.collective_slots, res.stats.pairs);
   if (r.gpu)
     return s + fmt::format("GPU verdict {} (expected {})  [{} ops posted, {} pairings, {:.1f} ms wall]\n",
                            core::to_string(res.verdict), core::to_string(r.expected), res.stats.ops_posted,

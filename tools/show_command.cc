@@ -56,15 +56,15 @@ std::vector<Row> trace_rows(const std::string& path, const std::set<int>& ranks)
 
 std::vector<Row> fr_rows(const std::string& dir, const std::set<int>& ranks) {
   std::vector<Row> rows;
-  for (const traces::FrDump& d : traces::read_fr_dir(dir)) {
+  for (const traces::FrDump& d : traces::read_fr_dir(dir).dumps) {
     if (!ranks.empty() && !ranks.count(d.rank)) continue;
     for (const traces::FrEntry& e : d.entries)
       rows.push_back(Row{static_cast<double>(e.record_id), fmt::format("rec {}", e.record_id),
-                         fmt::format("rank{} pg {}", d.rank, e.pg_id), d.rank,
+                         fmt::format("rank{} pg {}", d.rank, e.group), d.rank,
                          fmt::format("#{} {} {}{}", e.is_p2p ? e.p2p_seq_id : e.collective_seq_id,
                                      e.profiling_name.substr(e.profiling_name.find(':') + 1),
                                      e.input_sizes.empty() ? "" : fmt::format("[{}]", fmt::join(e.input_sizes.front(), ",")),
-                                     e.state == "completed" ? "" : " " + e.state)});
+                                     e.state == traces::FrState::completed ? "" : std::string(" ") + traces::to_string(e.state))});
   }
   std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.key < b.key; });
   return rows;

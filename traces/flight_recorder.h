@@ -1,56 +1,98 @@
-// PyTorch Flight Recorder dumps (ProcessGroupNCCL's ring buffer of collectives and p2p operations,
-// one dump per rank), read without Python: the JSON format (`_dump_nccl_trace_json`) and the pickle
-// format (`_dump_nccl_trace`, what `fr_trace` reads), version 2.x. A folder holds one dump per rank,
-// `rank_N.json` or `rank_N` (N: the global rank). Bad input is a
-// core::InputError naming the file and the record.
+// PyTorch Flight Recorder dumps (the ring buffer of collectives and p2p operations that
+// ProcessGroupNCCL, ProcessGroupGloo and the generic recorder keep, one dump per rank), read without
+// Python: the JSON format (`_dump_nccl_trace_json`, `_dump_fr_trace_json`) and the pickle format
+// (`_dump_nccl_trace`, what PyTorch's `fr_trace` reads), version 2.x.
+//
+// What the reader guarantees, so that the checker never judges what it misread:
+// * every number is an integer of the expected range (1.5, 1e300, 2^64 - 1, -3 are refused);
+// * every entry names a process group of its dump's `pg_config` (by name, as PyTorch keys it);
+// * a p2p name `send A->B` / `recv A<-B` carries group-local ranks (PyTorch writes them so): they
+//   are resolved through the group's member list to global ranks, and A must be the dump's own rank.
+// Bad input is a core::InputError naming the file, the record and the field.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace ppspec::traces {
 
+enum class FrState : uint8_t { scheduled, started, completed };
+const char* to_string(FrState s);
+
+struct FrFrame {
+  std::string name;  // the function
+  std::string file;
+  int64_t line = 0;
+};
+
 struct FrEntry {
   int64_t record_id = -1;
-  int64_t pg_id = -1;
+  int64_t pg_id = -1;      // ProcessGroup's uid on this rank (informative: groups are named by `group`)
+  std::string group;       // the process group's name: its key in pg_config
   int64_t collective_seq_id = -1;
   int64_t p2p_seq_id = -1;
   bool is_p2p = false;
-  std::string profiling_name;  // "nccl:broadcast", "nccl:send 0->1", "nccl:recv 1<-0"
-  std::string op;              // "broadcast", "send", "recv", ...
-  int peer = -1;               // p2p: the other rank (global)
+  std::string profiling_name;  // "nccl:broadcast", "nccl:send 0->1", "gloo:all_reduce"
+  std::string backend;         // "nccl", "gloo", "xccl", ... ("" when the name has no prefix)
+  std::string op;              // "broadcast", "send", "recv", "coalesced", ...
+  int peer_local = -1;         // p2p: the other side's group-local rank, as written
+  int peer = -1;               // p2p: the other side's global rank
   std::vector<std::vector<int64_t>> input_sizes;
   std::vector<std::string> input_dtypes;
-  std::string state;           // scheduled | started | completed
-  // Wall-clock nanoseconds (0: not recorded): when it was enqueued, found started, found completed.
+  std::vector<std::vector<int64_t>> output_sizes;
+  std::vector<std::string> output_dtypes;
+  FrState state = FrState::scheduled;
+  // Wall-clock nanoseconds (0: not recorded): enqueued, found started, found completed.
   int64_t created_ns = 0, started_ns = 0, completed_ns = 0;
+  std::vector<FrFrame> frames;  // the Python stack at the call, innermost first (pickles only)
 };
 
 struct FrGroup {
   std::string name;
-  std::string desc;
-  std::vector<int> ranks;  // global ranks, in group order
+  std::string desc;        // "default_pg", "pp_broadcast", "undefined", ...
+  std::vector<int> ranks;  // global ranks, in group-rank order
 };
 
 struct FrDump {
   int rank = -1;
   std::string file;
   std::string version;
-  std::map<int64_t, FrGroup> groups;  // by pg id
-  std::vector<FrEntry> entries;       // in record order
+  std::map<std::string, FrGroup> groups;  // by name
+  std::vector<FrEntry> entries;           // in record order
 };
 
-// Bounds on what a dump may hold (the default ring buffer is 2000 entries).
+// Bounds on what a dump may hold (PyTorch's default ring buffer is 2,000 entries).
 inline constexpr size_t kFrEntriesMax = 1 << 20;
-inline constexpr int kFrRanksMax = 4096;
+inline constexpr int kFrRanksMax = 1 << 16;
+inline constexpr size_t kFrGroupsMax = 1 << 16;
+inline constexpr size_t kFrTensorsMax = 1 << 12;  // tensors per entry, dimensions per tensor
+inline constexpr size_t kFrFramesMax = 1 << 10;
+inline constexpr int64_t kFrSizeMax = int64_t{1} << 48;  // one dimension of a tensor
 
-FrDump read_fr_json(const std::string& file, int rank);
-FrDump read_fr_pickle(const std::string& file, int rank);
-// Every `rank_N.json` of `dir`, by rank. Throws when there is none, or a dump is malformed.
-std::vector<FrDump> read_fr_dir(const std::string& dir);
-// Whether `dir` looks like a folder of Flight Recorder dumps (so `ppspec check` treats it as one).
+// One dump, whichever format its content is in (JSON or pickle, told by its first byte).
+FrDump read_fr_dump(const std::string& file, int rank);
+
+// Where dumps were found and under which file-name prefix (`rank_`, PyTorch's `nccl_trace_rank_`,
+// a TORCH_FR_DUMP_TEMP_FILE of the user's).
+struct FrDumpSet {
+  std::vector<FrDump> dumps;  // by rank
+  std::string prefix;
+  std::string where;  // the folder, or the first file named
+};
+
+// Every dump of `dir` (or of its json/ or pickle/ folder): files named PREFIX + RANK, with an optional
+// `.json`, `.pkl` or `.pickle`; PREFIX inferred when not given (as PyTorch's fr_trace does) and must be
+// one. Throws when there is none, a dump is malformed, or the dumps are of different runs.
+FrDumpSet read_fr_dir(const std::string& dir, const std::optional<std::string>& prefix = std::nullopt);
+// The same for dump files named one by one.
+FrDumpSet read_fr_files(const std::vector<std::string>& files, const std::optional<std::string>& prefix = std::nullopt);
+// Whether `dir` looks like a folder of Flight Recorder dumps (so that `ppspec check` treats it as one).
 bool is_fr_dir(const std::string& dir);
+// Whether the file's content is a Flight Recorder dump rather than a ppspec trace: a pickle, or one
+// JSON object that is not a ppspec trace's header line.
+bool is_fr_file(const std::string& file);
 
 }  // namespace ppspec::traces

@@ -3,7 +3,6 @@
 #include <cstring>
 #include <fmt/format.h>
 #include <map>
-#include <memory>
 #include <vector>
 
 #include "core/error.h"
@@ -12,7 +11,17 @@ namespace ppspec::traces {
 namespace {
 
 using Json = nlohmann::json;
-using Node = std::shared_ptr<Json>;  // containers are filled in place, as the memo refers to them
+
+// The values a pickle builds, in an arena: containers hold the indices of their items, so that an
+// APPEND or a memo reference costs O(1) however large the value (a value shared through the memo
+// is materialised once per use only at the end, within kPickleValuesMax). Indices, not pointers:
+// a container that holds itself is a cycle the conversion's depth bound stops, never a leak.
+struct Value {
+  enum class Kind : uint8_t { scalar, list, dict } kind = Kind::scalar;
+  Json scalar;
+  std::vector<uint32_t> items;                             // list, tuple
+  std::vector<std::pair<std::string, uint32_t>> entries;  // dict, in insertion order; later keys win
+};
 
 class Unpickler {
  public:
@@ -23,7 +32,8 @@ class Unpickler {
       const auto op = static_cast<unsigned char>(b_[pos_++]);
       if (op == '.') {  // STOP
         if (stack_.size() != 1 || !marks_.empty()) fail("STOP with a malformed stack");
-        return *stack_.back();
+        Budget budget{kPickleValuesMax, kPickleBytesMax};
+        return materialise(stack_.back(), 0, budget);
       }
       step(op);
     }
@@ -46,47 +56,80 @@ class Unpickler {
     for (size_t i = 0; i < n; ++i) v |= static_cast<uint64_t>(static_cast<unsigned char>(s[i])) << (8 * i);
     return v;
   }
-  void push(Json v) {
-    if (stack_.size() >= kPickleStackMax) fail("too many values");
-    stack_.push_back(std::make_shared<Json>(std::move(v)));
+  uint32_t make(Value v) {
+    if (arena_.size() >= kPickleStackMax) fail("too many values");
+    arena_.push_back(std::move(v));
+    return static_cast<uint32_t>(arena_.size() - 1);
   }
-  Node pop() {
-    if (stack_.empty() || (!marks_.empty() && stack_.size() <= marks_.back())) fail("pop from an empty stack");
-    Node n = stack_.back();
+  void push_index(uint32_t i) {
+    if (stack_.size() >= kPickleStackMax) fail("too many values on the stack");
+    stack_.push_back(i);
+  }
+  void push(Json scalar) { push_index(make(Value{Value::Kind::scalar, std::move(scalar), {}, {}})); }
+  void push_container(Value::Kind k) { push_index(make(Value{k, nullptr, {}, {}})); }
+  // The values above the last MARK (or the whole stack without one) that an opcode may take.
+  size_t available() const { return stack_.size() - (marks_.empty() ? 0 : marks_.back()); }
+  uint32_t pop() {
+    if (available() == 0) fail("pop from an empty stack (or below its MARK)");
+    const uint32_t n = stack_.back();
     stack_.pop_back();
     return n;
   }
   // The values since the last MARK, removed from the stack.
-  std::vector<Node> since_mark() {
+  std::vector<uint32_t> since_mark() {
     if (marks_.empty()) fail("no MARK");
     const size_t m = marks_.back();
     marks_.pop_back();
-    std::vector<Node> v(stack_.begin() + static_cast<std::ptrdiff_t>(m), stack_.end());
+    std::vector<uint32_t> v(stack_.begin() + static_cast<std::ptrdiff_t>(m), stack_.end());
     stack_.resize(m);
     return v;
   }
-  Node back(const char* what) {
+  uint32_t back(const char* what) const {
     if (stack_.empty()) fail(fmt::format("{} on an empty stack", what));
     return stack_.back();
   }
-  Json& top(Json::value_t type, const char* what) {
-    if (stack_.empty() || stack_.back()->type() != type) fail(fmt::format("{} on something else", what));
-    return *stack_.back();
+  Value& top(Value::Kind kind, const char* what) {
+    if (available() == 0 || arena_[stack_.back()].kind != kind) fail(fmt::format("{} on something else", what));
+    return arena_[stack_.back()];
   }
-  void set_items(std::vector<Node> kv) {
+  void set_items(const std::vector<uint32_t>& kv) {
     if (kv.size() % 2 != 0) fail("SETITEMS with an odd number of values");
-    Json& d = top(Json::value_t::object, "SETITEMS");
+    Value& d = top(Value::Kind::dict, "SETITEMS");
     for (size_t i = 0; i < kv.size(); i += 2) {
-      if (!kv[i]->is_string()) fail("a dict key that is not a string");
-      d[kv[i]->get<std::string>()] = *kv[i + 1];
+      const Value& key = arena_[kv[i]];
+      if (key.kind != Value::Kind::scalar || !key.scalar.is_string()) fail("a dict key that is not a string");
+      d.entries.emplace_back(key.scalar.get<std::string>(), kv[i + 1]);
     }
   }
   void tuple(size_t n) {
-    if (stack_.size() < n) fail("TUPLE of missing values");
-    Json t = Json::array();
-    for (size_t i = stack_.size() - n; i < stack_.size(); ++i) t.push_back(*stack_[i]);
+    if (available() < n) fail(fmt::format("TUPLE{} of missing values (or of values below the MARK)", n));
+    Value t{Value::Kind::list, nullptr, {}, {}};
+    t.items.assign(stack_.end() - static_cast<std::ptrdiff_t>(n), stack_.end());
     stack_.resize(stack_.size() - n);
-    push(std::move(t));
+    push_index(make(std::move(t)));
+  }
+  struct Budget {
+    size_t values;
+    size_t bytes;
+  };
+  // The JSON value of node `i`, nested at most kPickleDepthMax deep, within `budget`.
+  Json materialise(uint32_t i, size_t depth, Budget& budget) const {
+    if (depth > kPickleDepthMax) fail(fmt::format("values nested more than {} deep (or a container that holds itself)", kPickleDepthMax));
+    const Value& v = arena_[i];
+    const size_t bytes = v.kind == Value::Kind::scalar && v.scalar.is_string() ? v.scalar.get_ref<const std::string&>().size() : 0;
+    if (budget.values == 0 || budget.bytes < bytes)
+      fail(fmt::format("more than {} values or {} bytes of text once memo references are expanded", kPickleValuesMax, kPickleBytesMax));
+    --budget.values;
+    budget.bytes -= bytes;
+    if (v.kind == Value::Kind::scalar) return v.scalar;
+    if (v.kind == Value::Kind::list) {
+      Json out = Json::array();
+      for (uint32_t item : v.items) out.push_back(materialise(item, depth + 1, budget));
+      return out;
+    }
+    Json out = Json::object();
+    for (const auto& [key, item] : v.entries) out[key] = materialise(item, depth + 1, budget);
+    return out;
   }
   void step(unsigned char op);
   void step_number(unsigned char op);
@@ -95,9 +138,10 @@ class Unpickler {
   std::string_view b_;
   const std::string& file_;
   size_t pos_ = 0;
-  std::vector<Node> stack_;
+  std::vector<Value> arena_;
+  std::vector<uint32_t> stack_;
   std::vector<size_t> marks_;
-  std::map<uint64_t, Node> memo_;
+  std::map<uint64_t, uint32_t> memo_;
 };
 
 void Unpickler::step_number(unsigned char op) {
@@ -127,16 +171,8 @@ void Unpickler::step_number(unsigned char op) {
 
 void Unpickler::step_memo(unsigned char op) {
   switch (op) {
-    case 'q': {
-      const uint64_t id = uint(1);
-      memo_[id] = back("BINPUT");
-      return;
-    }
-    case 'r': {
-      const uint64_t id = uint(4);
-      memo_[id] = back("LONG_BINPUT");
-      return;
-    }
+    case 'q': memo_[uint(1)] = back("BINPUT"); return;
+    case 'r': memo_[uint(4)] = back("LONG_BINPUT"); return;
     case 0x94: {
       const uint64_t id = memo_.size();
       memo_[id] = back("MEMOIZE");
@@ -147,7 +183,7 @@ void Unpickler::step_memo(unsigned char op) {
       const uint64_t id = uint(op == 'h' ? 1 : 4);
       const auto it = memo_.find(id);
       if (it == memo_.end()) fail(fmt::format("memo {} was never stored", id));
-      return push(*it->second);
+      return push_index(it->second);
     }
     default: step_number(op);
   }
@@ -157,9 +193,9 @@ void Unpickler::step(unsigned char op) {
   switch (op) {
     case 0x80: uint(1); return;    // PROTO
     case 0x95: uint(8); return;    // FRAME: a length hint
-    case '}': push(Json::object()); return;
-    case ']': push(Json::array()); return;
-    case ')': push(Json::array()); return;
+    case '}': push_container(Value::Kind::dict); return;
+    case ']': push_container(Value::Kind::list); return;
+    case ')': push_container(Value::Kind::list); return;
     case 'N': push(nullptr); return;
     case 0x88: push(true); return;
     case 0x89: push(false); return;
@@ -171,28 +207,26 @@ void Unpickler::step(unsigned char op) {
     case 0x8c: push(std::string(take(uint(1)))); return;    // SHORT_BINUNICODE
     case 0x8d: push(std::string(take(uint(8)))); return;    // BINUNICODE8
     case 's': {                                             // SETITEM
-      Node v = pop();
-      Node k = pop();
+      const uint32_t v = pop();
+      const uint32_t k = pop();
       set_items({k, v});
       return;
     }
     case 'u': set_items(since_mark()); return;              // SETITEMS
     case 'a': {                                             // APPEND
-      Node v = pop();
-      top(Json::value_t::array, "APPEND").push_back(*v);
+      const uint32_t v = pop();
+      top(Value::Kind::list, "APPEND").items.push_back(v);
       return;
     }
     case 'e': {                                             // APPENDS
-      std::vector<Node> items = since_mark();
-      Json& l = top(Json::value_t::array, "APPENDS");
-      for (const Node& n : items) l.push_back(*n);
+      const std::vector<uint32_t> items = since_mark();
+      Value& l = top(Value::Kind::list, "APPENDS");
+      l.items.insert(l.items.end(), items.begin(), items.end());
       return;
     }
     case 't': {                                             // TUPLE
-      std::vector<Node> items = since_mark();
-      Json t = Json::array();
-      for (const Node& n : items) t.push_back(*n);
-      push(std::move(t));
+      Value t{Value::Kind::list, nullptr, since_mark(), {}};
+      push_index(make(std::move(t)));
       return;
     }
     case 0x85: tuple(1); return;

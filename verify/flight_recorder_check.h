@@ -1,10 +1,9 @@
-// Flight Recorder dumps checked for root causes (`ppspec check DIR`): each process group's
-// collectives in collective_seq_id order, and each pair's p2p operations in p2p_seq_id order, must
-// match across ranks (NCCL pairs by position only). One finding per root cause, not per cascade:
-// where one rank posted an extra operation (or missed one), every later collective of the group is
-// shifted by one, and those are the same cause; the finding names the culprit rank and what it did,
-// then which ranks are stuck where (scheduled / started / completed). PyTorch's analyzer reports the
-// first mismatch and then every later collective again.
+// Flight Recorder dumps checked for root causes (`ppspec check DIR`), for any number of ranks and
+// process groups. Two halves: each group's collectives and each p2p channel compared across their
+// members, one finding per root cause rather than one per shifted position (verify/fr_sequences.h);
+// then, where no misalignment explains the operations left not completed, where each rank is stuck
+// and whom it waits for, across groups (verify/fr_waits.h). Never `pass` when an operation did not
+// complete, when a member left no dump, or when the dumps hold nothing.
 #pragma once
 
 #include <vector>
@@ -14,8 +13,9 @@
 
 namespace ppspec::verify {
 
-// Verdict fifo-misalignment (kinds collective-mismatch, p2p-mismatch) or pass; every rank's
-// completion in the notes of a clean run.
+// Verdict fifo-misalignment (collective-mismatch, p2p-mismatch, unmatched), deadlock (cycle), hang
+// (stalled, missing-dump), hazard (unchecked-rank) or pass; every rank's frontier in the details.
+// Throws core::InputError when no dump holds an entry (nothing to check).
 core::RunResult check_flight_recorder(const std::vector<traces::FrDump>& dumps);
 
 }  // namespace ppspec::verify
