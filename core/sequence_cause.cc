@@ -117,12 +117,16 @@ std::pair<std::vector<size_t>, std::string> wrong_lanes(const Sequences& s, cons
   if (!periodic.empty() && !broken.empty())
     return {broken, period == 1 ? std::string("breaks the pattern the other side keeps: all its operations alike")
                                 : fmt::format("breaks the repeating pattern the other side keeps (every {} operations)", period)};
-  // An operation posted twice in a row, where it is the extra one of a shift.
+  // An operation posted twice in a row (a double post), where the other side did not repeat: the
+  // extra one of a shift, or the odd one at a position.
+  std::vector<size_t> repeated;
   for (const Hypothesis& h : best)
-    if (h.kind == CauseKind::extra && h.culprits.size() == 1) {
+    if ((h.kind == CauseKind::extra || h.kind == CauseKind::differs) && h.culprits.size() == 1) {
       const size_t a = h.culprits.front();
-      if (p[a] > from[a] && s.same(a, p[a], a, p[a] - 1)) return {h.culprits, "the same operation twice in a row"};
+      if (p[a] > from[a] && s.same(a, p[a], a, p[a] - 1) && std::find(repeated.begin(), repeated.end(), a) == repeated.end())
+        repeated.push_back(a);
     }
+  if (repeated.size() == 1) return {repeated, "the same operation twice in a row"};
   // Between two different operations at one position, the one seen nowhere else is the odd one (it
   // tells nothing between an extra and a skipped one: the operation in question is unique either way).
   const bool all_differ = std::all_of(best.begin(), best.end(), [](const Hypothesis& h) { return h.kind == CauseKind::differs; });
@@ -235,6 +239,27 @@ SequenceCause first_cause(const Sequences& s, std::span<const size_t> from) {
     }
     return at_disagreement(s, p, from);
   }
+}
+
+Culprit culprit_of(const SequenceCause& c, std::span<const RankId> ranks, std::span<const int64_t> positions, const std::string& comm,
+                   bool p2p) {
+  Culprit out;
+  if (c.culprits.size() != 1) return out;
+  const size_t who = c.culprits.front();
+  PPSPEC_ASSERT(who < ranks.size() && ranks.size() == positions.size(), "culprit lane {} of {}", who, ranks.size());
+  out.rank = ranks[who];
+  out.comm = comm;
+  out.p2p = p2p;
+  if (p2p) out.peer = ranks[1 - who];
+  out.what = to_string(c.kind);
+  out.position = positions[who];
+  if (c.kind == CauseKind::missing)
+    for (size_t i = 0; i < ranks.size(); ++i)
+      if (i != who && positions[i] >= 0) {
+        out.position = positions[i];
+        break;
+      }
+  return out;
 }
 
 }  // namespace ppspec::core

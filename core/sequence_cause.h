@@ -17,6 +17,9 @@
 #include <string>
 #include <vector>
 
+#include "core/types.h"
+#include "core/verdict.h"
+
 namespace ppspec::core {
 
 // The members' sequences, as the caller holds them. Lane i has length(i) operations; same(i, a, j, b)
@@ -57,5 +60,10 @@ inline constexpr size_t kCausePeriodMax = 16;
 
 // The first cause at or after positions `from` (one per lane). Needs at least two lanes.
 SequenceCause first_cause(const Sequences& s, std::span<const size_t> from);
+
+// The cause as a Culprit, where it names one lane: `ranks[i]` is lane i's rank and `positions[i]`
+// the position (the communicator's numbering) of lane i's operation at `c.at[i]`, -1 if it has none.
+// A skipped operation is where the others' is. For p2p, lane 0 holds the sends and lane 1 the receives.
+Culprit culprit_of(const SequenceCause& c, std::span<const RankId> ranks, std::span<const int64_t> positions, const std::string& comm, bool p2p);
 
 }  // namespace ppspec::core

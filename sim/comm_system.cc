@@ -366,6 +366,7 @@ void CommSystem::register_post(PartSpec& spec) {
     const int dst = is_send ? spec.peer : spec.crank;
     P2PChannel& ch = comm.channel(src, dst);
     spec.cseq = is_send ? ch.sends_posted++ : ch.recvs_posted++;
+    (is_send ? ch.send_history : ch.recv_history).push(spec.desc);
     if (w.bus().active()) emit_record(core::EventKind::op_posted, rec, comm, spec.cseq, -1);
     auto& mine = is_send ? ch.unpaired_sends : ch.unpaired_recvs;
     auto& theirs = is_send ? ch.unpaired_recvs : ch.unpaired_sends;
@@ -384,6 +385,7 @@ void CommSystem::register_post(PartSpec& spec) {
 
   CommRankState& rs = comm.ranks[static_cast<size_t>(spec.crank)];
   spec.cseq = rs.coll_posted++;
+  rs.history.push(spec.desc);
   if (w.bus().active()) emit_record(core::EventKind::op_posted, rec, comm, spec.cseq, -1);
   CollSlot* slot = comm.slot(spec.cseq);
   assert(slot != nullptr);
@@ -396,6 +398,13 @@ namespace {
 core::PostedOp posted(const PostRecord& r) { return core::PostedOp{r.op_id, r.desc, r.rank, r.actor, r.origin}; }
 
 OrderInversions::Participant participant(const PostRecord& r) { return {r.rank, r.issue_idx, r.actor, r.origin}; }
+
+// The cause of a mismatch, judged from what each member posted around it (core/sequence_cause.h,
+// the same decision `ppspec check` makes on recorded traces and Flight Recorder dumps).
+void name_cause(core::Finding& f, MismatchCause c) {
+  f.culprit = std::move(c.culprit);
+  if (!c.words.empty()) f.details.insert(f.details.begin(), std::move(c.words));
+}
 
 }  // namespace
 
@@ -414,6 +423,12 @@ void CommSystem::on_pair(const PostRecord& send, const PostRecord& recv, SimComm
   std::optional<core::Finding> found = core::misalignment(posted(send), posted(recv), comm.name, cseq, true);
   if (!found) return;
   mismatch_seen_ = true;
+  {
+    const P2PChannel& ch = *comm.find_channel(comm.crank_of(send.rank), comm.crank_of(recv.rank));
+    const PostHistory* lanes[2] = {&ch.send_history, &ch.recv_history};
+    const core::RankId ranks[2] = {send.rank, recv.rank};
+    name_cause(*found, mismatch_cause(lanes, ranks, cseq, comm.name, true));
+  }
   publish_mismatch(*found, recv.rank, recv.actor, comm, cseq);
   if (w.config().on_mismatch == core::OnMismatch::report) w.stop(std::move(*found));
   w.note(std::move(*found));
@@ -473,6 +488,11 @@ core::Finding CommSystem::collective_finding(const SimComm& comm, int64_t cseq, 
   }
   std::optional<core::Finding> f = core::collective_misalignment(posts, comm.members.size(), missing, comm.name, cseq);
   PPSPEC_ASSERT(f.has_value(), "collective #{} on '{}' was marked mismatched and its posts agree", cseq, comm.name);
+  if (missing.empty()) {
+    std::vector<const PostHistory*> lanes;
+    for (const CommRankState& rs : comm.ranks) lanes.push_back(&rs.history);
+    name_cause(*f, mismatch_cause(lanes, comm.members, cseq, comm.name, false));
+  }
   f->time = slot.mismatch_at;
   f->sched_step = slot.mismatch_step;
   return std::move(*f);

@@ -69,6 +69,17 @@ size_t cascade(const IdLanes& s, const std::vector<size_t>& at) {
   }
 }
 
+// What the cause blames, in the communicator's numbering.
+core::Culprit culprit_at(const std::vector<Lane>& lanes, const core::SequenceCause& c, const std::string& comm, bool p2p) {
+  std::vector<core::RankId> ranks;
+  std::vector<int64_t> positions;
+  for (size_t i = 0; i < lanes.size(); ++i) {
+    ranks.push_back(lanes[i].rank);
+    positions.push_back(lanes[i].at(c.at[i]) ? lanes[i].at(c.at[i])->position : -1);
+  }
+  return core::culprit_of(c, ranks, positions, comm, p2p);
+}
+
 void add_caller(core::Finding& f, const Lane& lane, size_t k) {
   const FrOp* op = lane.at(k);
   if (op == nullptr) return;
@@ -129,16 +140,8 @@ core::Finding collective_finding(const FrJobGroup& g, const std::vector<Lane>& l
     if (std::find(order.begin(), order.end(), i) == order.end()) order.push_back(i);
   for (size_t i : order)
     if (f.sites.size() < core::kFindingListMax) f.sites.push_back(site_of(lanes[i], c.at[i], group, false, "has not posted it"));
-  if (c.culprits.size() == 1) {
-    const size_t who = c.culprits.front();
-    f.culprit.rank = lanes[who].rank;
-    f.culprit.comm = g.name;
-    f.culprit.what = core::to_string(c.kind);
-    // A skipped collective is where the others' is; an extra or different one is its own.
-    const size_t ref = c.kind == core::CauseKind::missing ? (who == 0 ? 1 : 0) : who;
-    if (const FrOp* op = lanes[ref].at(c.at[ref])) f.culprit.position = op->position;
-    add_caller(f, lanes[who], c.at[who]);
-  }
+  f.culprit = culprit_at(lanes, c, g.name, false);
+  if (c.culprits.size() == 1) add_caller(f, lanes[c.culprits.front()], c.at[c.culprits.front()]);
   f.details.push_back(fmt::format("{} later collective(s) of {} differ across ranks by sequence id alone (size, kind or state): the "
                                   "same cause, not reported again",
                                   cascade(ids, c.at), group));
@@ -241,12 +244,8 @@ void check_channel(const FrJob& job, const FrChannel& ch, FrSequenceFindings& ou
     const bool recv_first = !c.culprits.empty() && c.culprits.front() == 1;
     for (size_t i : {recv_first ? size_t{1} : size_t{0}, recv_first ? size_t{0} : size_t{1}})
       f.sites.push_back(site_of(lanes[i], c.at[i], g.label(), true, i == 0 ? "has not posted the send" : "has not posted the receive"));
-    if (c.culprits.size() == 1) {
-      const size_t who = c.culprits.front();
-      f.culprit = core::Culprit{lanes[who].rank, g.name, true, lanes[1 - who].rank, static_cast<int64_t>(c.at[who]), core::to_string(c.kind)};
-      if (c.kind == core::CauseKind::missing) f.culprit.position = static_cast<int64_t>(c.at[1 - who]);
-      add_caller(f, lanes[who], c.at[who]);
-    }
+    f.culprit = culprit_at(lanes, c, g.name, true);
+    if (c.culprits.size() == 1) add_caller(f, lanes[c.culprits.front()], c.at[c.culprits.front()]);
     out.findings.push_back(std::move(f));
     if (c.kind == core::CauseKind::unresolved) return;
     from = c.resume;
