@@ -117,7 +117,8 @@ Blocker CommSystem::p2p_blocker(const CommKernel& k, const CommOp& op) const {
             fmt::format("its partner {} is queued behind other work", describe(*other)), &other->kernel->issue_clock};
   const std::string partner = fmt::format("{} #{} rank{}->rank{} on '{}'", is_send ? "recv" : "send", op.spec.cseq,
                                           is_send ? k.rank : peer_rank, is_send ? peer_rank : k.rank, comm.name);
-  return {Blocker::Kind::rank_host, nullptr, peer_rank, fmt::format("rank{} has not posted {}", peer_rank, partner)};
+  return {Blocker::Kind::rank_host, nullptr, peer_rank, fmt::format("rank{} has not posted {}", peer_rank, partner), nullptr,
+          core::Culprit{peer_rank, comm.name, true, k.rank, op.spec.cseq, "never-posted"}};
 }
 
 namespace {
@@ -188,8 +189,8 @@ CollectiveHold CommSystem::collective_hold(const SimComm& comm, int64_t cseq) co
     const core::RankId r = comm.members[m];
     const CommOp* other = slot.ops[m];
     if (other == nullptr && slot.units[m] < 0)
-      h.members.push_back({Blocker::Kind::rank_host, nullptr, r,
-                           fmt::format("rank{} has not posted collective #{} on '{}'", r, cseq, comm.name)});
+      h.members.push_back({Blocker::Kind::rank_host, nullptr, r, fmt::format("rank{} has not posted collective #{} on '{}'", r, cseq, comm.name),
+                           nullptr, core::Culprit{r, comm.name, false, -1, cseq, "never-posted"}});
     else if (other == nullptr && !slot.launched[m])
       h.members.push_back({Blocker::Kind::rank_host, nullptr, r,
                            fmt::format("rank{} posted collective #{} on '{}' but has not launched it", r, cseq, comm.name)});

@@ -195,6 +195,7 @@ struct Blocker {
   core::RankId rank = -1;
   std::string what;
   const VectorClock* clock = nullptr;  // what has happened of the partner (its issue or start), if anything
+  core::Culprit culprit{};  // rank_host, when the partner was never posted: that rank and the operation awaited
 };
 
 // What holds up one collective for the members that started it: the same for every waiting

@@ -30,6 +30,7 @@ struct Link {
   int group = -1;
   std::string_view label;  // why, in words: a literal or words the Explainer owns
   const VectorClock* clock = nullptr;  // what the wait needs that has happened (R8 hazards), if anything
+  const core::Culprit* culprit = nullptr;  // where nobody can act: the rank that never posts what is awaited
 };
 
 struct Group {
@@ -56,6 +57,7 @@ struct Chain {
   std::vector<std::string_view> why;
   bool cycle = false;
   std::string_view end;
+  const core::Culprit* end_culprit = nullptr;
 };
 
 // A collective's hold-up, explained once for all of its waiting members.
@@ -96,7 +98,7 @@ class Explainer {
   // Where the waits from `starts` lead (sim/wait_graph.h).
   StuckFrontier frontier(const std::vector<Link>& starts) const;
   void add_blocker(std::vector<Link>& links, Blocker b);
-  void to_rank_hosts(std::vector<Link>& links, core::RankId r, std::string_view why);
+  void to_rank_hosts(std::vector<Link>& links, core::RankId r, std::string_view why, const core::Culprit* culprit = nullptr);
 
  private:
   Node explain_one(const Fiber& f);
@@ -126,6 +128,7 @@ class Explainer {
   std::map<const CommInit*, std::vector<Link>> init_links_;
   std::map<std::pair<const SimComm*, int64_t>, CollectiveLinks> collectives_;
   std::deque<std::string> words_;  // a deque: words never move, links view them
+  std::deque<core::Culprit> culprits_;  // likewise
   std::vector<core::RankId> absent_ranks_;
   std::vector<uint8_t> absent_seen_;  // by rank
 };
@@ -233,13 +236,13 @@ int Explainer::rank_group(core::RankId r) {
   return g;
 }
 
-void Explainer::to_rank_hosts(std::vector<Link>& links, core::RankId r, std::string_view why) {
+void Explainer::to_rank_hosts(std::vector<Link>& links, core::RankId r, std::string_view why, const core::Culprit* culprit) {
   assert(r >= 0 && static_cast<size_t>(r) < hosts_by_rank_.size());
   if (!hosts_by_rank_[static_cast<size_t>(r)].empty()) {
     links.push_back({nullptr, rank_group(r), why});
     return;
   }
-  links.push_back({nullptr, -1, word(fmt::format("{}, and rank{} has no running host thread left to do it", why, r))});
+  links.push_back({nullptr, -1, word(fmt::format("{}, and rank{} has no running host thread left to do it", why, r)), nullptr, culprit});
   if (!absent_seen_[static_cast<size_t>(r)]) {
     absent_seen_[static_cast<size_t>(r)] = 1;
     absent_ranks_.push_back(r);
@@ -251,7 +254,7 @@ void Explainer::add_blocker(std::vector<Link>& links, Blocker b) {
   if (b.kind == Blocker::Kind::stream)
     links.push_back({b.stream->fiber(), -1, why, b.clock});
   else if (b.kind == Blocker::Kind::rank_host)
-    to_rank_hosts(links, b.rank, why);
+    to_rank_hosts(links, b.rank, why, b.culprit.rank >= 0 ? &culprits_.emplace_back(std::move(b.culprit)) : nullptr);
   else
     links.push_back({nullptr, -1, why, b.clock});
 }
@@ -622,7 +625,10 @@ Chain follow_chain(const Explainer& ex, const Fiber* start) {
         break;
       }
     }
-    if (next == nullptr) c.end = n.links.empty() ? "nothing can make progress" : n.links.front().label;
+    if (next == nullptr) {
+      c.end = n.links.empty() ? "nothing can make progress" : n.links.front().label;
+      c.end_culprit = n.links.empty() ? nullptr : n.links.front().culprit;
+    }
     f = next;
   }
   return c;
@@ -693,6 +699,8 @@ void describe_chain(const Explainer& ex, const Chain& c, size_t stuck_count, cor
     }
   }
   if (!c.cycle) f.details.push_back(fmt::format("  {:<14}   ↳ {}", "", c.end));
+  if (c.cycle) f.culprit.what = "cycle";
+  if (!c.cycle && c.end_culprit != nullptr) f.culprit = *c.end_culprit;
 }
 
 // The ranks awaited that have no host thread left, and the stuck fibers outside the chain.

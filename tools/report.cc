@@ -129,6 +129,10 @@ nlohmann::json to_json(const core::Finding& f) {
                       {"sites", sites}};
   if (f.engine_step >= 0) j["engine_step"] = f.engine_step;
   if (!f.dot.empty()) j["dot"] = f.dot;
+  if (f.culprit.rank >= 0 || !f.culprit.what.empty()) {
+    const core::Culprit& c = f.culprit;
+    j["culprit"] = {{"rank", c.rank}, {"comm", c.comm}, {"p2p", c.p2p}, {"peer", c.peer}, {"position", c.position}, {"what", c.what}};
+  }
   return j;
 }
 
