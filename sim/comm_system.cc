@@ -399,13 +399,6 @@ core::PostedOp posted(const PostRecord& r) { return core::PostedOp{r.op_id, r.de
 
 OrderInversions::Participant participant(const PostRecord& r) { return {r.rank, r.issue_idx, r.actor, r.origin}; }
 
-// The cause of a mismatch, judged from what each member posted around it (core/sequence_cause.h,
-// the same decision `ppspec check` makes on recorded traces and Flight Recorder dumps).
-void name_cause(core::Finding& f, MismatchCause c) {
-  f.culprit = std::move(c.culprit);
-  if (!c.words.empty()) f.details.insert(f.details.begin(), std::move(c.words));
-}
-
 }  // namespace
 
 // A send and its positional recv meet (R3).
@@ -425,9 +418,9 @@ void CommSystem::on_pair(const PostRecord& send, const PostRecord& recv, SimComm
   mismatch_seen_ = true;
   {
     const P2PChannel& ch = *comm.find_channel(comm.crank_of(send.rank), comm.crank_of(recv.rank));
-    const PostHistory* lanes[2] = {&ch.send_history, &ch.recv_history};
+    const core::PostHistory* lanes[2] = {&ch.send_history, &ch.recv_history};
     const core::RankId ranks[2] = {send.rank, recv.rank};
-    name_cause(*found, mismatch_cause(lanes, ranks, cseq, comm.name, true));
+    core::name_cause(*found, core::mismatch_cause(lanes, ranks, cseq, comm.name, true));
   }
   publish_mismatch(*found, recv.rank, recv.actor, comm, cseq);
   if (w.config().on_mismatch == core::OnMismatch::report) w.stop(std::move(*found));
@@ -489,9 +482,9 @@ core::Finding CommSystem::collective_finding(const SimComm& comm, int64_t cseq, 
   std::optional<core::Finding> f = core::collective_misalignment(posts, comm.members.size(), missing, comm.name, cseq);
   PPSPEC_ASSERT(f.has_value(), "collective #{} on '{}' was marked mismatched and its posts agree", cseq, comm.name);
   if (missing.empty()) {
-    std::vector<const PostHistory*> lanes;
+    std::vector<const core::PostHistory*> lanes;
     for (const CommRankState& rs : comm.ranks) lanes.push_back(&rs.history);
-    name_cause(*f, mismatch_cause(lanes, comm.members, cseq, comm.name, false));
+    core::name_cause(*f, core::mismatch_cause(lanes, comm.members, cseq, comm.name, false));
   }
   f->time = slot.mismatch_at;
   f->sched_step = slot.mismatch_step;

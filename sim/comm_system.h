@@ -52,7 +52,7 @@ struct CommRankState {
   std::deque<CommKernel*> live;  // issued and not completed, in issue order
   WaitList order_waiters;
   int64_t coll_posted = 0;
-  PostHistory history;  // the collectives it posted, for judging a mismatch's cause
+  core::PostHistory history;  // the collectives it posted, for judging a mismatch's cause
   bool initialised = false;
   VectorClock done_clock;  // the last completed kernel's: where the next one starts from (R2)
 };

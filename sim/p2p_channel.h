@@ -10,7 +10,7 @@
 
 #include "core/op.h"
 #include "sim/comm_kernel.h"
-#include "sim/post_history.h"
+#include "core/post_history.h"
 
 namespace ppspec::sim {
 
@@ -44,8 +44,8 @@ class P2PChannel {
   int64_t recvs_posted = 0;
   std::deque<PostRecord> unpaired_sends;  // posted, positional partner not posted yet
   std::deque<PostRecord> unpaired_recvs;
-  PostHistory send_history;  // what was posted, for judging a mismatch's cause (sim/post_history.h)
-  PostHistory recv_history;
+  core::PostHistory send_history;  // what was posted, for judging a mismatch's cause (core/post_history.h)
+  core::PostHistory recv_history;
   std::deque<CommOp*> live_sends;  // launched and not completed, in order
   std::deque<CommOp*> live_recvs;
 

@@ -33,6 +33,8 @@ void PairingChecker::on_event(const core::Event& e) {
   const std::string comm(e.comm);
   const bool is_send = e.op.kind == core::OpKind::send;
   const Channel ch{comm, is_send ? e.rank : e.op.peer, is_send ? e.op.peer : e.rank};
+  auto& history = p2p_history_[ch];
+  history[is_send ? 0 : 1].push(e.op);
   auto& mine = is_send ? sends_[ch] : recvs_[ch];
   auto& theirs = is_send ? recvs_[ch] : sends_[ch];
   Rec rec = record(e);
@@ -48,6 +50,9 @@ void PairingChecker::on_event(const core::Event& e) {
   const Rec& recv = is_send ? other : rec;
   if (auto f = core::misalignment(posted(send), posted(recv), comm, k, true)) {
     f->time = e.t;
+    const core::PostHistory* lanes[2] = {&history[0], &history[1]};
+    const core::RankId ranks[2] = {std::get<1>(ch), std::get<2>(ch)};
+    core::name_cause(*f, core::mismatch_cause(lanes, ranks, k, comm, true));
     mismatches_.push_back(std::move(*f));
   }
 }
@@ -56,6 +61,7 @@ void PairingChecker::on_collective(const core::Event& e) {
   const auto key = std::make_pair(std::string(e.comm), e.cseq);
   Slot& slot = slots_[key];
   slot.posts.push_back(record(e));
+  coll_history_[key.first][e.rank].push(e.op);
   const core::OpDesc next = posted(slot.posts.back()).desc;
   if (slot.posts.size() > 1) {
     ++pairs_;
@@ -86,6 +92,16 @@ core::Finding PairingChecker::collective_finding(const std::string& comm, int64_
   }
   std::optional<core::Finding> f = core::collective_misalignment(posts, size, missing, comm, cseq);
   PPSPEC_ASSERT(f.has_value(), "collective #{} on '{}' was marked mismatched and its posts agree", cseq, comm);
+  const auto history = coll_history_.find(comm);
+  if (missing.empty() && history != coll_history_.end() && history->second.size() == size) {
+    std::vector<const core::PostHistory*> lanes;
+    std::vector<core::RankId> ranks;
+    for (const auto& [rank, h] : history->second) {
+      ranks.push_back(rank);
+      lanes.push_back(&h);
+    }
+    core::name_cause(*f, core::mismatch_cause(lanes, ranks, cseq, comm, false));
+  }
   f->time = slot.mismatch_at;
   return std::move(*f);
 }

@@ -5,6 +5,7 @@
 
 #include <string_view>
 
+#include <array>
 #include <deque>
 #include <map>
 #include <optional>
@@ -14,6 +15,7 @@
 
 #include "core/event.h"
 #include "core/misalignment.h"
+#include "core/post_history.h"
 #include "core/verdict.h"
 
 namespace ppspec::verify {
@@ -64,6 +66,9 @@ class PairingChecker final : public core::EventSink {
   std::map<Channel, std::deque<Rec>> recvs_;
   std::map<Channel, int64_t> paired_;
   std::map<std::pair<std::string, int64_t>, Slot> slots_;
+  // What each member posted lately, for naming a mismatch's root cause (core/post_history.h).
+  std::map<Channel, std::array<core::PostHistory, 2>> p2p_history_;                 // sends, recvs
+  std::map<std::string, std::map<core::RankId, core::PostHistory>> coll_history_;  // by comm, then rank
   // A communicator as its comm_init events tell: the members seen initialising it (sorted) and its
   // size (which each event carries; in traces that predate that, one event per member so far).
   struct Members {
