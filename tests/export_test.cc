@@ -12,6 +12,10 @@
 
 #include "tools/export_command.h"
 #include "tools/run_command.h"
+#include "traces/flight_recorder.h"
+#include "traces/pickle.h"
+#include "traces/pickle_writer.h"
+#include "verify/flight_recorder_check.h"
 
 namespace ppspec::testing {
 namespace {
@@ -25,7 +29,10 @@ Json exported(const std::string& input, int expect_code = 0) {
   const fs::path out = fs::temp_directory_path() / "ppspec_export.json";
   fs::remove(out);
   std::ostringstream o, e;
-  EXPECT_EQ(tools::export_command({input, out.string(), ""}, o, e), expect_code) << e.str();
+  tools::ExportArgs x;
+  x.input = input;
+  x.out = out.string();
+  EXPECT_EQ(tools::export_command(x, o, e), expect_code) << e.str();
   if (expect_code != 0) return Json();
   std::ifstream in(out);
   return Json::parse(in);
@@ -100,6 +107,63 @@ TEST(Export, BadInputIsExitTwo) {
   const fs::path bad = fs::temp_directory_path() / "ppspec_export_bad.jsonl";
   std::ofstream(bad) << "not a trace\n";
   exported(bad.string(), 2);
+}
+
+}  // namespace
+}  // namespace ppspec::testing
+
+namespace ppspec::testing {
+namespace {
+
+// A simulator run as Flight Recorder dumps: PyTorch's names and numbering, the same in JSON and
+// pickle, and `check` of them names the culprit the simulator named.
+TEST(ExportFlightRecorder, ADoublePostRunBecomesDumpsWhoseCheckNamesTheSimulatorsCulprit) {
+  const fs::path trace = fs::temp_directory_path() / "ppspec_export_fr.jsonl";
+  const fs::path dir = fs::temp_directory_path() / "ppspec_export_fr";
+  fs::remove_all(dir);
+  std::ostringstream o, e;
+  tools::RunArgs a;
+  a.files = {kSource + "/scenarios/programs/double_post_broadcast.toml"};
+  a.trace = trace.string();
+  a.json = true;
+  ASSERT_EQ(tools::run_command(a, o, e), 0) << e.str();
+  const Json sim = Json::parse(o.str()).at(0).at("findings").at(0).at("culprit");
+  std::ostringstream o2, e2;
+  tools::ExportArgs x;
+  x.input = trace.string();
+  x.out = dir.string();
+  x.flight_recorder = true;
+  ASSERT_EQ(tools::export_command(x, o2, e2), 0) << e2.str();
+  for (const char* sub : {"json/nccl_trace_rank_0.json", "json/nccl_trace_rank_1.json", "pickle/nccl_trace_rank_0", "pickle/nccl_trace_rank_1"})
+    EXPECT_TRUE(fs::is_regular_file(dir / sub)) << sub;
+  const auto json = traces::read_fr_dir((dir / "json").string()).dumps;
+  const auto pickle = traces::read_fr_dir((dir / "pickle").string()).dumps;
+  ASSERT_EQ(json.size(), 2u);
+  ASSERT_EQ(json[1].entries.size(), pickle[1].entries.size());
+  EXPECT_EQ(json[1].groups.at("0").desc, "pp_broadcast");
+  EXPECT_EQ(json[1].entries.back().profiling_name, "nccl:broadcast");
+  EXPECT_EQ(json[1].entries.back().collective_seq_id, 3) << "PyTorch numbers a group's collectives from 1";
+  EXPECT_FALSE(pickle[1].entries.back().frames.empty()) << "the pickle carries the call's frame";
+  const core::RunResult r = verify::check_flight_recorder(json);
+  ASSERT_EQ(r.verdict, core::Verdict::fifo_misalignment);
+  EXPECT_EQ(r.findings[0].culprit.rank, sim.at("rank").get<int>());
+  EXPECT_EQ(r.findings[0].culprit.position, sim.at("position").get<int64_t>());
+  EXPECT_EQ(r.findings[0].culprit.what, sim.at("what").get<std::string>());
+}
+
+TEST(ExportFlightRecorder, PicklesReadBackAsTheValuesWritten) {
+  const Json v = Json::parse(R"({"a": [1, -2, 3000000000, -9000000000000000000, 1.5, true, false, null, "x"], "b": {}, "c": []})");
+  EXPECT_EQ(traces::unpickle(traces::pickle(v), "v"), v);
+}
+
+TEST(ExportFlightRecorder, AFolderOrATraceWithoutCommunicatorsIsExitTwo) {
+  std::ostringstream o, e;
+  tools::ExportArgs x;
+  x.input = kSource + "/traces/corpus/flight-recorder/clean";
+  x.out = (fs::temp_directory_path() / "ppspec_export_fr_bad").string();
+  x.flight_recorder = true;
+  EXPECT_EQ(tools::export_command(x, o, e), 2);
+  EXPECT_NE(e.str().find("exports a ppspec trace"), std::string::npos) << e.str();
 }
 
 }  // namespace

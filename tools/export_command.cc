@@ -14,6 +14,7 @@
 #include "core/op.h"
 #include "tools/check_command.h"
 #include "traces/flight_recorder.h"
+#include "traces/fr_writer.h"
 #include "traces/trace_reader.h"
 
 namespace ppspec::tools {
@@ -199,6 +200,16 @@ void export_flight_recorder(const std::string& dir, Timeline& tl) {
 
 int export_command(const ExportArgs& args, std::ostream& out, std::ostream& err) {
   try {
+    if (args.flight_recorder) {
+      if (std::filesystem::is_directory(args.input))
+        throw core::InputError(args.input, 0, "--flight-recorder exports a ppspec trace (JSON Lines), not a folder");
+      const traces::FrExport e = traces::flight_recorder_of(args.input);
+      if (e.dumps.empty()) throw core::InputError(args.input, 0, "the trace holds no communicator: no dump to write");
+      traces::write_flight_recorder(e, args.out);
+      out << fmt::format("wrote {} Flight Recorder dumps to {}/json and {}/pickle: check them with `ppspec check {}`\n", e.dumps.size(),
+                         args.out, args.out, args.out);
+      return 0;
+    }
     Timeline tl;
     const bool fr = std::filesystem::is_directory(args.input);
     if (fr)

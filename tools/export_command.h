@@ -1,3 +1,5 @@
+// `ppspec export --flight-recorder TRACE -o DIR`: the trace as PyTorch Flight Recorder dumps, one per
+// rank, JSON and pickle (traces/fr_writer.h), which `ppspec check DIR` and PyTorch's fr_trace read.
 // `ppspec export --perfetto INPUT -o OUT.json`: a Chrome trace-event file that Perfetto and
 // chrome://tracing open. A process per rank, a track per host thread and stream (a Flight Recorder
 // dump: per process group); communication operations and kernels as slices named by what they are
@@ -14,6 +16,7 @@ struct ExportArgs {
   std::string input{};
   std::string out{};
   std::string scenario{};  // serving traces: as for `check`
+  bool flight_recorder = false;  // --flight-recorder: OUT is a folder of Flight Recorder dumps (traces/fr_writer.h)
 };
 
 // Exit status: 0 written, 2 bad input.

@@ -89,11 +89,14 @@ int main(int argc, char** argv) {
   bool perfetto = false;
   CLI::App* export_cmd = app.add_subcommand(
       "export", "write a trace, a GPU hang dump or Flight Recorder dumps as a timeline for Perfetto or chrome://tracing");
-  export_cmd->add_flag("--perfetto", perfetto, "Chrome trace-event JSON (the only format)")->required();
+  auto* perfetto_flag = export_cmd->add_flag("--perfetto", perfetto, "Chrome trace-event JSON, for Perfetto or chrome://tracing");
+  auto* fr_flag = export_cmd->add_flag("--flight-recorder", exp.flight_recorder,
+                                       "PyTorch Flight Recorder dumps, one per rank (JSON and pickle): OUT is a folder");
+  perfetto_flag->excludes(fr_flag);
   export_cmd->add_option("input", exp.input, "a trace (JSON Lines) or a folder of Flight Recorder dumps")
       ->required()
       ->check(CLI::ExistingPath);
-  export_cmd->add_option("-o,--out", exp.out, "the JSON file to write")->required();
+  export_cmd->add_option("-o,--out", exp.out, "the JSON file to write (--flight-recorder: the folder)")->required();
   export_cmd->add_option("--scenario", exp.scenario, "the scenario of a serving trace, as for check")->check(CLI::ExistingFile);
 
   ppspec::tools::ShowArgs show;
@@ -184,7 +187,13 @@ int main(int argc, char** argv) {
     if (*fidelity_cmd) return ppspec::tools::fidelity_main(fidelity, std::cout, std::cerr);
     if (*fuzz_cmd) return ppspec::tools::fuzz_command(fuzz, std::cout, std::cerr);
     if (*replay_cmd) return ppspec::tools::replay_command(replay, std::cout, std::cerr);
-    if (*export_cmd) return ppspec::tools::export_command(exp, std::cout, std::cerr);
+    if (*export_cmd) {
+      if (!perfetto && !exp.flight_recorder) {
+        std::cerr << "ppspec: export: say which format: --perfetto or --flight-recorder\n";
+        return 2;
+      }
+      return ppspec::tools::export_command(exp, std::cout, std::cerr);
+    }
     if (*show_cmd) {
       show.ranks.insert(show_ranks.begin(), show_ranks.end());
       return ppspec::tools::show_command(show, std::cout, std::cerr);

@@ -120,6 +120,21 @@ std::string describe(const FrEntry& e, bool with_op) {
   return with_op ? fmt::format("{} {}", e.op, data) : data;
 }
 
+std::string match_key(const FrEntry& e, bool with_op) {
+  std::string key = with_op ? e.op : "";
+  auto add = [&](const std::vector<std::vector<int64_t>>& sizes, const std::vector<std::string>& dtypes) {
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      int64_t n = 1;
+      for (int64_t d : sizes[i]) n = d != 0 && n > INT64_MAX / d ? INT64_MAX : n * d;
+      key += fmt::format(" {}:{}", i < dtypes.size() ? dtypes[i] : "?", n);
+    }
+    key += " |";
+  };
+  add(e.input_sizes, e.input_dtypes);
+  add(e.output_sizes, e.output_dtypes);
+  return key;
+}
+
 std::vector<std::string> user_frames(const FrEntry& e, size_t max) {
   std::vector<std::string> out;
   for (const traces::FrFrame& f : e.frames) {

@@ -59,6 +59,9 @@ FrJob make_job(const std::vector<traces::FrDump>& dumps);
 // "broadcast i64 [4, 6]": what pairs by position and must agree. `with_op` false: the data only
 // (a send and the receive it pairs with agree on that).
 std::string describe(const traces::FrEntry& e, bool with_op = true);
+// What NCCL pairs on, as a key: the operation, and per tensor its dtype and element count (NCCL sees
+// counts, not shapes: [4, 6] pairs with [6, 4]). `with_op` false: the data only.
+std::string match_key(const traces::FrEntry& e, bool with_op = true);
 // Where the entry is: "FILE record N", and its innermost frames outside torch.distributed.
 std::string origin_of(const FrOp& op);
 // The caller's Python frames outside torch.distributed, innermost first ("step_feedback at fr_cases.py:21").

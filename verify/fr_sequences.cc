@@ -106,6 +106,9 @@ std::string culprit_summary(const core::SequenceCause& c, const std::vector<Lane
                          "of the group pairs with the wrong one",
                          l.rank, group, seq, op_words(l, k), fmt::join(others, ", "), why);
     default:
+      if (c.evidence == "the same operation twice in a row" && k > 0)
+        return fmt::format("{} collective_seq_id {}: rank {} posts {} twice in a row (collective_seq_id {} and {}) where {}: a double post",
+                           group, seq, l.rank, op_words(l, k), l.at(k - 1)->entry->collective_seq_id, seq, fmt::join(others, ", "));
       return fmt::format("{} collective_seq_id {}: rank {} posts {} where {}{}", group, seq, l.rank, op_words(l, k), fmt::join(others, ", "), why);
   }
 }
@@ -171,7 +174,7 @@ void check_group(const FrJobGroup& g, FrSequenceFindings& out) {
   Interner names;
   for (const Lane& l : lanes) {
     ids.ids.emplace_back();
-    for (const FrOp& op : l.ops) ids.ids.back().push_back(names.of(describe(*op.entry)));
+    for (const FrOp& op : l.ops) ids.ids.back().push_back(names.of(match_key(*op.entry)));
   }
   std::vector<size_t> from(lanes.size(), 0);
   for (size_t n = 0; n < kFrCausesPerSequence; ++n) {
@@ -229,7 +232,7 @@ void check_channel(const FrJob& job, const FrChannel& ch, FrSequenceFindings& ou
   Interner data;
   for (const Lane& l : lanes) {
     ids.ids.emplace_back();
-    for (const FrOp& op : l.ops) ids.ids.back().push_back(data.of(describe(*op.entry, false)));
+    for (const FrOp& op : l.ops) ids.ids.back().push_back(data.of(match_key(*op.entry, false)));
   }
   const FrJobGroup& g = job.groups[ch.group];
   std::vector<size_t> from(2, 0);
