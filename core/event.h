@@ -20,7 +20,8 @@ enum class EventKind : uint8_t {
   actor_start,
   actor_end,
   comm_init,        // a rank finished initialising a communicator (value = its number of members)
-  op_posted,        // host enqueued a communication operation
+  op_posted,        // host enqueued a communication operation (value = the host thread's group it was posted in,
+                    // numbered from 0 per thread; -1 outside ncclGroupStart..End)
   op_paired,        // the operation's positional partner(s) are known: all sides posted
   op_started,       // the communication kernel became resident and started spinning
   op_completed,     // the operation completed on its stream

@@ -53,18 +53,26 @@ std::string words_of(const SequenceCause& c, const HistoryLanes& s, std::span<co
 
 MismatchCause mismatch_cause(std::span<const PostHistory* const> lanes, std::span<const RankId> ranks, int64_t k,
                              const std::string& comm, bool p2p) {
-  // From as far back as first_cause's evidence looks, where every lane still holds it.
-  int64_t base = std::max<int64_t>(0, k - static_cast<int64_t>(kCauseWindow));
-  for (const PostHistory* h : lanes) base = std::max(base, h->first());
+  // The members that posted position k (one that has not is the others' wait, not this cause),
+  // from as far back as first_cause's evidence looks, where every one of them still holds it.
+  std::vector<const PostHistory*> have;
+  std::vector<RankId> who;
+  for (size_t i = 0; i < lanes.size(); ++i)
+    if (lanes[i]->end() > k) {
+      have.push_back(lanes[i]);
+      who.push_back(ranks[i]);
+    }
   MismatchCause out;
-  for (const PostHistory* h : lanes)
-    if (base > k || h->end() <= k) return out;
-  const HistoryLanes s(lanes, base);
-  const SequenceCause c = first_cause(s, std::vector<size_t>(lanes.size(), 0));
+  if (have.size() < 2) return out;
+  int64_t base = std::max<int64_t>(0, k - static_cast<int64_t>(kCauseWindow));
+  for (const PostHistory* h : have) base = std::max(base, h->first());
+  if (base > k) return out;
+  const HistoryLanes s(have, base);
+  const SequenceCause c = first_cause(s, std::vector<size_t>(have.size(), 0));
   std::vector<int64_t> positions;
-  for (size_t i = 0; i < lanes.size(); ++i) positions.push_back(c.at[i] < s.length(i) ? base + static_cast<int64_t>(c.at[i]) : -1);
-  out.culprit = culprit_of(c, ranks, positions, comm, p2p);
-  out.words = words_of(c, s, ranks, base, p2p);
+  for (size_t i = 0; i < have.size(); ++i) positions.push_back(c.at[i] < s.length(i) ? base + static_cast<int64_t>(c.at[i]) : -1);
+  out.culprit = culprit_of(c, who, positions, comm, p2p);
+  out.words = words_of(c, s, who, base, p2p);
   return out;
 }
 

@@ -197,6 +197,44 @@ SequenceCause at_disagreement(const Sequences& s, const Positions& p, std::span<
   return c;
 }
 
+// The lanes still going, as lanes of their own.
+class Going final : public Sequences {
+ public:
+  Going(const Sequences& s, const std::vector<size_t>& lanes) : s_(s), lanes_(lanes) {}
+  size_t lanes() const override { return lanes_.size(); }
+  size_t length(size_t lane) const override { return s_.length(lanes_[lane]); }
+  bool same(size_t a, size_t x, size_t b, size_t y) const override { return s_.same(lanes_[a], x, lanes_[b], y); }
+
+ private:
+  const Sequences& s_;
+  const std::vector<size_t>& lanes_;
+};
+
+// Some lanes ended and the others disagree: the cause among those still going (the ended ones
+// agreed as far as they went), its lanes mapped back; the ended ones resume where they ended.
+SequenceCause among_going(const Sequences& s, const Positions& p, std::span<const size_t> from, const std::vector<size_t>& going) {
+  SequenceCause c;
+  c.at = p;
+  c.resume = p;
+  if (going.size() < 2) {
+    c.kind = CauseKind::unresolved;
+    return c;
+  }
+  const Going sub(s, going);
+  Positions sp, sf;
+  for (size_t g : going) {
+    sp.push_back(p[g]);
+    sf.push_back(from[g]);
+  }
+  const SequenceCause inner = at_disagreement(sub, sp, sf);
+  c.kind = inner.kind;
+  c.evidence = inner.evidence;
+  for (size_t k : inner.culprits) c.culprits.push_back(going[k]);
+  for (size_t k : inner.ahead) c.ahead.push_back(going[k]);
+  for (size_t k = 0; k < going.size(); ++k) c.resume[going[k]] = inner.resume[k];
+  return c;
+}
+
 }  // namespace
 
 SequenceCause first_cause(const Sequences& s, std::span<const size_t> from) {
@@ -232,11 +270,7 @@ SequenceCause first_cause(const Sequences& s, std::span<const size_t> from) {
       }
       return c;
     }
-    if (going.size() < n) {  // some lanes ended and the others disagree among themselves
-      c.kind = CauseKind::unresolved;
-      c.resume = p;
-      return c;
-    }
+    if (going.size() < n) return among_going(s, p, from, going);  // some lanes ended; the others disagree
     return at_disagreement(s, p, from);
   }
 }

@@ -79,7 +79,10 @@ class Generator {
   void local_round(core::RankId r);
   void aux_round(core::RankId r);
   void invert_order();
-  void mutate();
+  void mutate(int kind);
+  bool communicates() const;
+  void wrong_peer(core::RankId r, Unit& u);
+  core::RankId next_member(const std::string& comm, core::RankId rank) const;
   void finish();
   ProgramOp comm_op(OpType t, const program::CommDecl& c, const std::string& label, int64_t count, core::Dtype dtype);
   int64_t pick_count();
@@ -125,7 +128,7 @@ ProgramOp Generator::comm_op(OpType t, const program::CommDecl& c, const std::st
   ProgramOp op;
   op.type = t;
   op.comm = c.name;
-  op.label = label;
+  if (opts_.labels) op.label = label;
   op.count = count;
   op.dtype = dtype;
   if (count == 0) feature("zero-count");
@@ -270,7 +273,7 @@ void Generator::self_exchange(const program::CommDecl& c, const std::string& lab
   send.stream = stream();
   ProgramOp recv = send;
   recv.type = OpType::recv;
-  const bool matched = !percent(15);
+  const bool matched = !percent(15) || !opts_.graphs_and_usage_errors;
   Unit u{{plain(OpType::group_start), send}, c.name};
   if (matched) u.ops.push_back(recv);
   u.ops.push_back(plain(OpType::group_end));
@@ -368,7 +371,7 @@ void Generator::add_round(int index) {
   if (k < 31) return transfer(c, label);
   if (k < 44) return c.ranks.size() >= 3 && percent(50) ? ring(c, label) : exchange(c, label);
   if (k < 47) return self_exchange(c, label);
-  if (k < 52 && !any_aux) return graph_round(c, label);
+  if (k < 52 && !any_aux && opts_.graphs_and_usage_errors) return graph_round(c, label);
   const auto r = static_cast<core::RankId>(below(static_cast<uint64_t>(p.num_ranks)));
   if (k >= 90 && has_aux_[static_cast<size_t>(r)]) return aux_round(r);
   local_round(r);
@@ -392,34 +395,87 @@ void Generator::invert_order() {
 }
 
 // One rank gets one communication round wrong: dropped, posted twice, another count, dtype or root.
-void Generator::mutate() {
-  const auto r = static_cast<core::RankId>(below(static_cast<uint64_t>(out_.program.num_ranks)));
-  std::vector<Unit>& us = units(r);
+void Generator::mutate(int kind) {
+  const int n = out_.program.num_ranks;
+  auto r = static_cast<core::RankId>(below(static_cast<uint64_t>(n)));
   std::vector<size_t> comm_units;  // a graph's capture is not repeated: a graph is captured once
-  for (size_t i = 0; i < us.size(); ++i)
-    if (!us[i].comm.empty() && us[i].ops.front().type != OpType::capture_begin) comm_units.push_back(i);
+  // A disturbance asked for lands on the next rank that communicates; a random one may miss.
+  for (int tries = 0; tries < (kind == kRandomDisturbance ? 1 : n) && comm_units.empty(); ++tries) {
+    if (tries > 0) r = (r + 1) % n;
+    const std::vector<Unit>& mine = units(r);
+    for (size_t i = 0; i < mine.size(); ++i)
+      if (!mine[i].comm.empty() && mine[i].ops.front().type != OpType::capture_begin) comm_units.push_back(i);
+  }
   if (comm_units.empty()) return;
+  std::vector<Unit>& us = units(r);
   const size_t at = comm_units[below(comm_units.size())];
-  uint64_t kind = below(5);
-  const bool broadcast = std::any_of(us[at].ops.begin(), us[at].ops.end(), [](const ProgramOp& op) { return op.type == OpType::broadcast; });
-  if (kind == 4 && !broadcast) kind = 2;
+  if (kind == kRandomDisturbance) kind = static_cast<int>(below(5));  // drawn here: a seed's program is what it always was
+  auto has = [&](OpType t) { return std::any_of(us[at].ops.begin(), us[at].ops.end(), [t](const ProgramOp& op) { return op.type == t; }); };
+  if (kind == kRoot && !has(OpType::broadcast)) kind = kCount;
+  if (kind == kPeer && !has(OpType::send) && !has(OpType::recv)) kind = kCount;
+  if (kind == kPeer) return wrong_peer(r, us[at]);
   const std::string what = us[at].ops.size() == 1 ? std::string(program::to_string(us[at].ops[0].type)) : "group";
-  if (kind == 0) {
+  if (kind == kDrop) {
     out_.disturbance = fmt::format("rank {} never posts its {} '{}'", r, what, us[at].comm);
     us.erase(us.begin() + static_cast<std::ptrdiff_t>(at));
-  } else if (kind == 1) {
+  } else if (kind == kDouble) {
     out_.disturbance = fmt::format("rank {} posts its {} on '{}' twice", r, what, us[at].comm);
     us.insert(us.begin() + static_cast<std::ptrdiff_t>(at), us[at]);
   } else {
     for (ProgramOp& op : us[at].ops) {
       if (!program::is_comm_op(op.type)) continue;
-      if (kind == 2) op.count = op.count == 0 ? 3 : op.count * 2;
-      if (kind == 3) op.dtype = op.dtype == core::Dtype::f32 ? core::Dtype::i64 : core::Dtype::f32;
-      if (kind == 4 && op.type == OpType::broadcast) op.peer = (op.peer + 1) % out_.program.num_ranks;
+      if (kind == kCount) op.count = op.count == 0 ? 3 : op.count * 2;
+      if (kind == kDtype) op.dtype = op.dtype == core::Dtype::f32 ? core::Dtype::i64 : core::Dtype::f32;
+      if (kind == kRoot && op.type == OpType::broadcast) op.peer = next_member(us[at].comm, op.peer);
     }
     constexpr const char* kWhat[] = {"", "", "twice the count", "another dtype", "another root"};
     out_.disturbance = fmt::format("rank {} posts its {} on '{}' with {}", r, what, us[at].comm, kWhat[kind]);
   }
+  feature("mutated");
+}
+
+// The member of `comm` after `rank` (by global rank, cyclically): another root for its broadcast.
+core::RankId Generator::next_member(const std::string& comm, core::RankId rank) const {
+  for (const program::CommDecl& c : out_.program.comms) {
+    if (c.name != comm) continue;
+    for (core::RankId k = 1; k <= out_.program.num_ranks; ++k) {
+      const core::RankId r = (rank + k) % out_.program.num_ranks;
+      if (std::find(c.ranks.begin(), c.ranks.end(), r) != c.ranks.end()) return r;
+    }
+  }
+  return rank;
+}
+
+bool Generator::communicates() const {
+  for (const auto& us : units_)
+    for (const Unit& u : us)
+      if (!u.comm.empty()) return true;
+  return false;
+}
+
+// One rank sends to, or receives from, another member than its peer.
+void Generator::wrong_peer(core::RankId r, Unit& u) {
+  const program::CommDecl* comm = nullptr;
+  for (const program::CommDecl& c : out_.program.comms)
+    if (c.name == u.comm) comm = &c;
+  PPSPEC_ASSERT(comm != nullptr, "a unit on an undeclared communicator '{}'", u.comm);
+  for (ProgramOp& op : u.ops) {
+    if ((op.type != OpType::send && op.type != OpType::recv) || op.peer == r) continue;  // not a send to oneself
+    std::vector<core::RankId> others;
+    for (core::RankId m : comm->ranks)
+      if (m != op.peer && m != r) others.push_back(m);
+    if (others.empty()) continue;  // two members: the only other peer is oneself
+    const core::RankId was = op.peer;
+    op.peer = others[below(others.size())];
+    out_.disturbance = fmt::format("rank {} {} rank {} instead of rank {} on '{}'", r, op.type == OpType::send ? "sends to" : "receives from",
+                                   op.peer, was, u.comm);
+    feature("mutated");
+    return;
+  }
+  // No third member to point at: a changed count instead.
+  for (ProgramOp& op : u.ops)
+    if (program::is_comm_op(op.type)) op.count = op.count == 0 ? 3 : op.count * 2;
+  out_.disturbance = fmt::format("rank {} posts its group on '{}' with twice the count", r, u.comm);
   feature("mutated");
 }
 
@@ -449,8 +505,20 @@ GeneratedProgram Generator::run() {
   configure();
   const int rounds = 2 + static_cast<int>(below(static_cast<uint64_t>(std::max(1, opts_.max_rounds - 1))));
   for (int i = 0; i < rounds; ++i) add_round(i);
-  if (percent(30)) invert_order();
-  if (percent(25)) mutate();
+  if (opts_.disturb == kRandomDisturbance) {
+    if (percent(30)) invert_order();
+    if (percent(25)) mutate(kRandomDisturbance);
+  } else if (!communicates()) {
+    // A disturbance needs communication to disturb: one collective round first.
+    collective(out_.program.comms.front(), fmt::format("r{}", rounds));
+    opts_.disturb == kInvert ? invert_order() : mutate(opts_.disturb);
+    if (out_.disturbance.empty()) mutate(kCount);
+  } else if (opts_.disturb == kInvert) {
+    invert_order();
+    if (out_.disturbance.empty()) mutate(kCount);  // no two rounds of different communicators to invert
+  } else {
+    mutate(opts_.disturb);
+  }
   finish();
   PPSPEC_ASSERT(out_.program.ranks.size() == static_cast<size_t>(out_.program.num_ranks), "one op list per rank");
   return std::move(out_);

@@ -20,10 +20,21 @@
 
 namespace ppspec::fidelity {
 
+// The disturbances, as GeneratorOptions::disturb chooses them.
+enum Disturbance : int { kDrop, kDouble, kCount, kDtype, kRoot, kPeer, kInvert, kDisturbances, kRandomDisturbance = -1 };
+
 struct GeneratorOptions {
   int max_ranks = 8;         // 2 .. 8 (three or more need as many GPUs)
   int two_rank_percent = 85;  // programs with exactly two ranks
   int max_rounds = 12;
+  // Exactly one disturbance of this kind (the Flight Recorder differential); kRandomDisturbance:
+  // none, an inverted order, a mutation or both, at random (the GPU fidelity run).
+  int disturb = kRandomDisturbance;
+  // Labels are ppspec's own: NCCL ignores them and Flight Recorder dumps do not record them.
+  bool labels = true;
+  // Graph rounds and unmatched sends to oneself, which NCCL rejects (invalid usage) or a Flight
+  // Recorder dump records otherwise than NCCL runs them (a captured collective once, at capture).
+  bool graphs_and_usage_errors = true;
 };
 
 struct GeneratedProgram {

@@ -34,6 +34,7 @@ TrackedOp* OpTracker::add(std::unique_ptr<TrackedOp> op) {
   e.has_op = true;
   e.op = raw->desc;
   e.text = raw->origin;
+  e.value = raw->group;
   {
     std::lock_guard<std::mutex> lock(mu_);
     pending_.at(static_cast<size_t>(raw->rank)).push_back(std::move(op));

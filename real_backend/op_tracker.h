@@ -38,6 +38,7 @@ struct TrackedOp {
   std::string origin;
   core::OpDesc desc;  // desc.label.name points into `label`
   int64_t cseq = -1;
+  int64_t group = -1;  // the thread's ncclGroupStart..End it was posted in; -1: none
   core::Time posted_at = 0;
   std::shared_ptr<CompletionEvent> done;
   bool completed = false;

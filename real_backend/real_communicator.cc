@@ -78,6 +78,7 @@ TrackedOp* RealCommunicator::track(core::OpKind kind, const core::Buffer& buf, i
   op->origin = std::string(rt_.call_site());
   op->desc = desc;
   op->cseq = next_cseq(kind, peer);
+  op->group = rt_.group_state().depth > 0 ? rt_.group_state().id : -1;
   return rt_.tracker().add(std::move(op));
 }
 

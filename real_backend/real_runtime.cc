@@ -186,7 +186,7 @@ core::Communicator& RealRuntime::comm_init(std::string_view name, core::RankId m
 
 void RealRuntime::group_start() {
   PPSPEC_NCCL(ncclGroupStart());
-  ++t_group.depth;
+  if (t_group.depth++ == 0) t_group.id = t_group.opened++;
 }
 
 void RealRuntime::group_end() {
@@ -198,6 +198,7 @@ void RealRuntime::group_end() {
   }
   if (--t_group.depth > 0) return;
   t_group.captured = false;
+  t_group.id = -1;
   // Only now may stream operations follow the group's operations: one completion event per stream.
   std::vector<std::pair<TrackedOp*, void*>> ops;
   ops.swap(t_group.ops);

@@ -112,6 +112,8 @@ class RealRuntime final : public core::Runtime {
   // Operations posted inside the calling thread's open NCCL group, completed at group_end.
   struct GroupState {
     int depth = 0;
+    int64_t id = -1;      // the open group's number on this thread; -1 outside a group
+    int64_t opened = 0;
     std::vector<std::pair<TrackedOp*, void*>> ops;  // with their cudaStream_t
     std::vector<std::pair<void*, void*>> timed;     // profiling: per stream, the group's start event
     bool captured = false;                          // one of the group's operations is captured

@@ -78,6 +78,7 @@ std::optional<core::Finding> CommSystem::unmatched() const {
   f.sites.push_back(core::Site{first->rank, std::string(first->actor), where->name, cseq, core::describe(first->desc),
                                std::string(first->origin)});
   f.sites.push_back(core::Site{partner, "", where->name, cseq, fmt::format("never posts the matching {}", is_send ? "recv" : "send"), ""});
+  f.culprit = core::Culprit{partner, where->name, true, first->rank, cseq, "never-posted"};
   return f;
 }
 
@@ -210,6 +211,21 @@ Blocker CommSystem::size_mismatch(const CollectiveHold& hold, int crank) const {
   return {Blocker::Kind::none, nullptr, -1,
           fmt::format("expects {} units but its peers provide {}: it spins forever (size mismatch, R5)",
                       hold.slot->units[static_cast<size_t>(crank)], hold.units_from_others(crank))};
+}
+
+core::Culprit CommSystem::never_connected(const Connection& c, core::RankId absent) const {
+  const SimComm& comm = *c.comm;
+  const int a = comm.crank_of(absent);
+  if (!c.p2p) return core::Culprit{absent, comm.name, false, -1, comm.ranks[static_cast<size_t>(a)].coll_posted, "never-posted"};
+  const core::RankId waiter = c.parties[0] == absent ? c.parties[1] : c.parties[0];
+  const int w = comm.crank_of(waiter);
+  // What the absent rank never posted: the send a receive of the waiter needs first (a receive
+  // cannot complete without it; a small send can without its receive), else a send's receive.
+  const P2PChannel* from = comm.find_channel(a, w);
+  if (from != nullptr && from->recvs_posted > from->sends_posted)
+    return core::Culprit{absent, comm.name, true, waiter, from->sends_posted, "never-posted"};
+  const P2PChannel* to = comm.find_channel(w, a);
+  return core::Culprit{absent, comm.name, true, waiter, to == nullptr ? 0 : to->recvs_posted, "never-posted"};
 }
 
 }  // namespace ppspec::sim

@@ -57,6 +57,8 @@ Connection& SimComm::setup_round(int a, int b, int64_t k) {
                          members[static_cast<size_t>(b)], name, ps.rounds.size());
     c.parties = {members[static_cast<size_t>(a)], members[static_cast<size_t>(b)]};
     c.arrived.assign(2, false);
+    c.comm = this;
+    c.p2p = true;
   }
   return ps.rounds[static_cast<size_t>(k)];
 }
@@ -141,6 +143,7 @@ SimComm& CommSystem::declare(std::string_view name, std::span<const core::RankId
   c->p2p_setups.reset(n);
   c->collective_conn.what = fmt::format("collective connection on '{}'", name);
   c->collective_conn.parties = c->members;
+  c->collective_conn.comm = c.get();
   c->collective_conn.arrived.assign(n, false);
   c->init.arrived.assign(n, false);
   for (size_t i = 0; i < n; ++i) c->handles.push_back(std::make_unique<SimCommHandle>(*this, *c, static_cast<int>(i)));
@@ -359,6 +362,7 @@ void CommSystem::register_post(PartSpec& spec) {
   rec.actor = spec.stream->full_name();
   rec.origin = spec.origin;
   rec.issue_idx = spec.issue_idx;
+  rec.group = host.group_depth > 0 ? host.group_id : -1;
 
   if (core::is_p2p(spec.desc.kind)) {
     const bool is_send = spec.desc.kind == core::OpKind::send;
@@ -367,7 +371,7 @@ void CommSystem::register_post(PartSpec& spec) {
     P2PChannel& ch = comm.channel(src, dst);
     spec.cseq = is_send ? ch.sends_posted++ : ch.recvs_posted++;
     (is_send ? ch.send_history : ch.recv_history).push(spec.desc);
-    if (w.bus().active()) emit_record(core::EventKind::op_posted, rec, comm, spec.cseq, -1);
+    if (w.bus().active()) emit_record(core::EventKind::op_posted, rec, comm, spec.cseq, rec.group);
     auto& mine = is_send ? ch.unpaired_sends : ch.unpaired_recvs;
     auto& theirs = is_send ? ch.unpaired_recvs : ch.unpaired_sends;
     if (theirs.empty()) {
@@ -386,7 +390,7 @@ void CommSystem::register_post(PartSpec& spec) {
   CommRankState& rs = comm.ranks[static_cast<size_t>(spec.crank)];
   spec.cseq = rs.coll_posted++;
   rs.history.push(spec.desc);
-  if (w.bus().active()) emit_record(core::EventKind::op_posted, rec, comm, spec.cseq, -1);
+  if (w.bus().active()) emit_record(core::EventKind::op_posted, rec, comm, spec.cseq, rec.group);
   CollSlot* slot = comm.slot(spec.cseq);
   assert(slot != nullptr);
   slot->units[static_cast<size_t>(spec.crank)] = units_of(spec.buf.bytes(), w.config().unit_bytes);
@@ -481,7 +485,7 @@ core::Finding CommSystem::collective_finding(const SimComm& comm, int64_t cseq, 
   }
   std::optional<core::Finding> f = core::collective_misalignment(posts, comm.members.size(), missing, comm.name, cseq);
   PPSPEC_ASSERT(f.has_value(), "collective #{} on '{}' was marked mismatched and its posts agree", cseq, comm.name);
-  if (missing.empty()) {
+  {
     std::vector<const core::PostHistory*> lanes;
     for (const CommRankState& rs : comm.ranks) lanes.push_back(&rs.history);
     core::name_cause(*f, core::mismatch_cause(lanes, comm.members, cseq, comm.name, false));

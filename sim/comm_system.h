@@ -58,8 +58,12 @@ struct CommRankState {
 };
 
 // First contact (NCCL_RUNTIME_CONNECT=1): a connection exists once every party asked for it.
+struct SimComm;
+
 struct Connection {
   std::string what;
+  const SimComm* comm = nullptr;  // whose connection
+  bool p2p = false;               // a pair's (parties: the two), or the collectives' (parties: every member)
   std::vector<core::RankId> parties;
   std::vector<bool> arrived;
   size_t arrived_count = 0;  // of `arrived`, so that an arrival need not scan every party
@@ -238,6 +242,8 @@ class CommSystem {
   // them (started: the start clock; posted, not started: the issue clock), or the rank that has
   // yet to post one (R8 hazards at the end of a deadlocked run, sim/blocking_hazards.h).
   std::vector<Blocker> release_blockers(const CommKernel& k) const;
+  // A connection `absent` never reached: the operation the others wait at that it never posted.
+  core::Culprit never_connected(const Connection& c, core::RankId absent) const;
   // Collective mismatches that some member never posted (the report waited for every member),
   // stamped when a member first disagreed, in that order; each is published as a note event, and
   // none is returned twice.

@@ -264,8 +264,8 @@ const std::vector<Link>& Explainer::connect_links(const Connection& c) {
   if (made) {
     for (size_t i = 0; i < c.parties.size(); ++i)
       if (!c.arrived[i])
-        to_rank_hosts(it->second, c.parties[i],
-                      word(fmt::format("rank{} has not reached its side of the connection", c.parties[i])));
+        to_rank_hosts(it->second, c.parties[i], word(fmt::format("rank{} has not reached its side of the connection", c.parties[i])),
+                      c.comm == nullptr ? nullptr : &culprits_.emplace_back(rt_.comms().never_connected(c, c.parties[i])));
   }
   return it->second;
 }

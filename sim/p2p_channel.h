@@ -22,6 +22,7 @@ struct PostRecord {
   std::string_view actor;
   std::string_view origin;
   uint64_t issue_idx = 0;
+  int64_t group = -1;  // the host thread's ncclGroupStart..End it was posted in; -1: none
 };
 
 // Units a send offers: a running send op, or data an eager send left in the connection buffer.

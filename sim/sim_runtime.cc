@@ -52,14 +52,18 @@ core::Communicator& SimRuntime::comm_init(std::string_view name, core::RankId me
 }
 
 void SimRuntime::group_start() {
-  ++host_state().group_depth;
+  HostState& h = host_state();
+  if (h.group_depth++ == 0) h.group_id = h.groups_opened++;
   world_.yield();
 }
 
 void SimRuntime::group_end() {
   HostState& h = host_state();
   if (h.group_depth == 0) throw std::logic_error("group_end without group_start");
-  if (--h.group_depth == 0) comms_.group_end_flush();
+  if (--h.group_depth == 0) {
+    comms_.group_end_flush();
+    h.group_id = -1;
+  }
   world_.yield();
 }
 

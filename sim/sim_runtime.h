@@ -23,6 +23,8 @@ namespace ppspec::sim {
 // Per-actor runtime state, as CUDA and NCCL keep per-thread state.
 struct HostState {
   int group_depth = 0;
+  int64_t group_id = -1;     // the open group's number (per host thread, from 0); -1 outside a group
+  int64_t groups_opened = 0;
   std::vector<PartSpec> pending;  // operations of the open group
   std::vector<PartSpec> scratch;  // operations being launched by this actor (reused storage)
   std::vector<std::pair<core::RankId, uint64_t>> group_issue;  // issue index of the open group per rank

@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "core/rng.h"
+#include "fidelity/fr_differential.h"
 #include "fidelity/program_generator.h"
 #include "program/runner.h"
 #include "program/toml_writer.h"
@@ -260,6 +261,14 @@ ProgramResult one_program(const FidelityArgs& args, uint64_t i, const fs::path& 
 }  // namespace
 
 int fidelity_main(const FidelityArgs& args, std::ostream& out, std::ostream& err) {
+  if (args.backend == "flight-recorder") {
+    fidelity::FrDifferentialOptions o;
+    o.programs = args.programs;
+    o.seed = args.seed;
+    o.out = args.out;
+    o.max_ranks = args.max_ranks;
+    return fidelity::fr_differential_main(o, out);
+  }
   if (args.backend == "both" && !gpu_backend_built()) {
     err << "ppspec: this ppspec was built without the GPU backend; use --backend sim\n";
     return 2;

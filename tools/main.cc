@@ -153,8 +153,10 @@ int main(int argc, char** argv) {
   fidelity_cmd
       ->add_option("--backend", fidelity.backend,
                    "sim (the simulator only), both (the simulator and GPUs; GPU results kept in OUT/results are "
-                   "reused), or recorded (the simulator against the GPU results kept in OUT/results, no GPU needed)")
-      ->check(CLI::IsMember({"sim", "both", "recorded"}));
+                   "reused), recorded (the simulator against the GPU results kept in OUT/results, no GPU needed), or "
+                   "flight-recorder (each program disturbed once and run on the simulator, its trace exported as Flight "
+                   "Recorder dumps and checked by `ppspec check`: the checker against the simulator)")
+      ->check(CLI::IsMember({"sim", "both", "recorded", "flight-recorder"}));
   fidelity_cmd->add_option("--sim-seeds", fidelity.sim_seeds, "simulator seeds per program")->check(CLI::Range(1, 1000));
   fidelity_cmd->add_option("--hang-timeout", fidelity.hang_timeout_s, "gpu: seconds without progress that make a hang")
       ->check(CLI::Range(0.5, 600.0));

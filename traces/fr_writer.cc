@@ -24,6 +24,7 @@ struct Posted {
   int64_t op_id = -1;
   int64_t posted = 0, started = -1, completed = -1;  // ns
   std::string actor, origin;
+  int64_t group = -1;  // the host thread's ncclGroupStart..End (op_posted's value); -1: none
 };
 
 struct Run {
@@ -56,7 +57,7 @@ Run read_run(const std::string& trace) {
     if (e->kind == core::EventKind::op_posted && e->has_op) {
       auto& mine = run.posts[e->rank];
       run.by_op[e->op_id] = {e->rank, mine.size()};
-      mine.push_back(Posted{std::string(e->comm), e->op, e->op_id, e->t, -1, -1, std::string(e->actor), std::string(e->text)});
+      mine.push_back(Posted{std::string(e->comm), e->op, e->op_id, e->t, -1, -1, std::string(e->actor), std::string(e->text), e->value});
       // A peer (or a member) that never initialised still belongs to the communicator.
       run.members[std::string(e->comm)].insert(e->rank);
     }
@@ -136,6 +137,59 @@ Json entry_of(const Posted& p, const Group& g, int rank, int64_t record, int64_t
               {"frames", frames_of(p)}};
 }
 
+// The record closing a coalesced p2p group, as ProcessGroupNCCL::endCoalescing writes it: the
+// group's state (its members', which PyTorch records without events, stay `scheduled`).
+Json coalesced_of(const std::vector<const Posted*>& members, const Json& last, int64_t record) {
+  bool all_done = true, any_started = false;
+  int64_t started = -1, completed = -1;
+  for (const Posted* p : members) {
+    all_done = all_done && p->completed >= 0;
+    any_started = any_started || p->started >= 0 || p->completed >= 0;
+    if (p->started >= 0) started = started < 0 ? p->started : std::min(started, p->started);
+    completed = std::max(completed, p->completed);
+  }
+  Json m = last;
+  m["record_id"] = record;
+  m["op_id"] = record + 1;
+  m["profiling_name"] = "nccl:coalesced";
+  for (const char* key : {"input_sizes", "input_dtypes", "output_sizes", "output_dtypes"}) m[key] = Json::array();
+  m["state"] = all_done ? "completed" : any_started ? "started" : "scheduled";
+  m["time_discovered_started_ns"] = any_started ? Json((started >= 0 ? started : completed) + 1) : Json(nullptr);
+  m["time_discovered_completed_ns"] = all_done ? Json(completed + 1) : Json(nullptr);
+  m["retired"] = all_done;
+  return m;
+}
+
+// A rank's records: one per operation in posting order, a group's p2p operations sharing one
+// p2p_seq_id and closed by a `coalesced` record.
+Json entries_of(const std::vector<Posted>& posts, const std::map<std::string, Group>& groups, int rank) {
+  Json entries = Json::array();
+  std::map<std::string, int64_t> coll, p2p;
+  std::vector<const Posted*> open;  // the p2p operations of the coalesced group being written
+  auto close = [&] {
+    if (!open.empty()) entries.push_back(coalesced_of(open, entries.back(), static_cast<int64_t>(entries.size())));
+    open.clear();
+  };
+  for (const Posted& p : posts) {
+    const bool is_p2p = core::is_p2p(p.desc.kind);
+    const bool grouped = is_p2p && p.group >= 0;
+    if (!open.empty() && (!grouped || open.front()->group != p.group || open.front()->comm != p.comm)) close();
+    const int64_t c = is_p2p ? coll[p.comm] : ++coll[p.comm];
+    const int64_t q = !is_p2p ? 0 : (grouped && !open.empty()) ? p2p[p.comm] : ++p2p[p.comm];
+    Json e = entry_of(p, groups.at(p.comm), rank, static_cast<int64_t>(entries.size()), c, q);
+    if (grouped) {
+      e["state"] = "scheduled";
+      e["time_discovered_started_ns"] = nullptr;
+      e["time_discovered_completed_ns"] = nullptr;
+      e["retired"] = false;
+      open.push_back(&p);
+    }
+    entries.push_back(std::move(e));
+  }
+  close();
+  return entries;
+}
+
 }  // namespace
 
 FrExport flight_recorder_of(const std::string& trace) {
@@ -158,16 +212,8 @@ FrExport flight_recorder_of(const std::string& trace) {
         cfg[g.name] = {{"name", g.name}, {"desc", g.desc}, {"ranks", fmt::format("[{}]", fmt::join(g.ranks, ", "))}};
         status[std::to_string(g.id)] = {{"last_enqueued_collective", -1}, {"last_started_collective", -1}, {"last_completed_collective", -1}};
       }
-    Json entries = Json::array();
-    std::map<std::string, int64_t> coll, p2p;
     const auto it = run.posts.find(rank);
-    if (it != run.posts.end())
-      for (const Posted& p : it->second) {
-        const bool is_p2p = core::is_p2p(p.desc.kind);
-        const int64_t c = is_p2p ? coll[p.comm] : ++coll[p.comm];
-        const int64_t q = is_p2p ? ++p2p[p.comm] : 0;
-        entries.push_back(entry_of(p, groups.at(p.comm), rank, static_cast<int64_t>(entries.size()), c, q));
-      }
+    const Json entries = it == run.posts.end() ? Json::array() : entries_of(it->second, groups, rank);
     out.dumps[rank] = Json{{"version", "2.10"}, {"comm_lib_version", "ppspec"}, {"pg_config", cfg}, {"pg_status", status}, {"entries", entries}};
   }
   return out;

@@ -56,6 +56,7 @@ core::RunResult check_flight_recorder(const std::vector<traces::FrDump>& dumps) 
   r.stats.collective_slots = seq.collectives_compared;
   // A misalignment explains what is left stuck after it; otherwise the waits name the cause.
   r.findings = seq.findings.empty() ? std::move(waits.findings) : std::move(seq.findings);
+  for (auto& p : seq.unmatched_completed) r.findings.push_back(std::move(p.finding));
   for (core::Finding& f : r.findings) f.details.insert(f.details.end(), waits.frontiers.begin(), waits.frontiers.end());
   r.notes = std::move(seq.notes);
   if (std::any_of(job.dropped.begin(), job.dropped.end(), [](const auto& d) { return d.second > 0; })) r.notes.push_back(dropped_records(job));

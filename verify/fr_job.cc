@@ -33,6 +33,26 @@ size_t member_index(const FrJobGroup& g, int rank) {
   return static_cast<size_t>(it - g.ranks.begin());
 }
 
+// The records a `coalesced` record closes: those just before it on its group with its sequence id
+// (a p2p group shares one p2p_seq_id). They take its state; `closer` says which record closed each.
+void coalesced_groups(const FrDump& d, std::vector<traces::FrState>& state, std::vector<size_t>& closer) {
+  state.resize(d.entries.size());
+  closer.assign(d.entries.size(), SIZE_MAX);
+  for (size_t i = 0; i < d.entries.size(); ++i) state[i] = d.entries[i].state;
+  for (size_t i = 0; i < d.entries.size(); ++i) {
+    const FrEntry& m = d.entries[i];
+    if (m.op != "coalesced") continue;
+    for (size_t j = i; j-- > 0;) {
+      const FrEntry& e = d.entries[j];
+      const bool same = e.group == m.group && e.is_p2p == m.is_p2p && e.op != "coalesced" &&
+                        (m.is_p2p ? e.p2p_seq_id == m.p2p_seq_id : e.collective_seq_id == m.collective_seq_id);
+      if (!same) break;
+      state[j] = m.state;
+      closer[j] = i;
+    }
+  }
+}
+
 void finish_lanes(FrJob& job) {
   for (FrJobGroup& g : job.groups) {
     for (size_t m = 0; m < g.ranks.size(); ++m) g.dumped[m] = job.by_rank.count(g.ranks[m]) > 0;
@@ -70,6 +90,8 @@ FrJob make_job(const std::vector<FrDump>& dumps) {
       return e.state == traces::FrState::started || e.started_ns > 0;
     });
   }
+  std::map<int, std::vector<size_t>> closers;
+  for (const FrDump& d : dumps) coalesced_groups(d, job.states[d.rank], closers[d.rank]);
   for (const FrDump& d : dumps)
     for (size_t i = 0; i < d.entries.size(); ++i) {
       const FrEntry& e = d.entries[i];
@@ -81,7 +103,7 @@ FrJob make_job(const std::vector<FrDump>& dumps) {
         job.groups.back().lanes.resize(table.ranks.size());
         job.groups.back().dumped.resize(table.ranks.size());
       }
-      const FrOp op{&d, &e, it->second, i, -1};
+      const FrOp op{&d, &e, it->second, i, -1, job.states[d.rank][i], closers[d.rank][i]};
       FrJobGroup& g = job.groups[it->second];
       if (!e.is_p2p) {
         g.lanes[member_index(g, d.rank)].push_back(op);

@@ -21,6 +21,11 @@ struct FrOp {
   size_t group = 0;   // index into FrJob::groups
   size_t order = 0;   // its place in its rank's record order (entries[order] == *entry)
   int64_t position = -1;  // 0-based: collective number on the group, or k-th op on its p2p channel
+  // The state that holds for it: its own, or, in a coalesced group (batch_isend_irecv, a
+  // ncclGroupStart..End), its closing `coalesced` record's (PyTorch records no events for the
+  // members, so theirs stay `scheduled`).
+  traces::FrState state = traces::FrState::scheduled;
+  size_t coalesced = SIZE_MAX;  // the closing record's place in the rank's record order; SIZE_MAX: none
 };
 
 struct FrJobGroup {
@@ -52,6 +57,8 @@ struct FrJob {
   // Per rank: whether its dump records when operations started (TORCH_NCCL_ENABLE_TIMING): without
   // it an operation is `scheduled` until it completes.
   std::map<int, bool> timing;
+  // Per rank, per record (entries[i]): the state that holds for it (FrOp::state).
+  std::map<int, std::vector<traces::FrState>> states;
 };
 
 FrJob make_job(const std::vector<traces::FrDump>& dumps);

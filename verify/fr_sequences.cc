@@ -42,7 +42,7 @@ core::Site site_of(const Lane& lane, size_t k, const std::string& comm, bool p2p
   if (op == nullptr) return core::Site{lane.rank, fmt::format("rank{}", lane.rank), comm, -1, none, ""};
   const traces::FrEntry& e = *op->entry;
   return core::Site{lane.rank, fmt::format("rank{}", lane.rank), comm, p2p ? e.p2p_seq_id : e.collective_seq_id,
-                    fmt::format("{} ({})", describe(e), to_string(e.state)), origin_of(*op)};
+                    fmt::format("{} ({})", describe(e), to_string(op->state)), origin_of(*op)};
 }
 
 std::string op_words(const Lane& lane, size_t k) {
@@ -224,6 +224,32 @@ std::string p2p_summary(const FrChannel& ch, const std::string& group, const cor
   }
 }
 
+// A send that completed though its receive was never posted: small enough to go eagerly into the
+// connection buffer, where its data waits for the next receive (a surplus still waiting is the
+// waits' to explain: verify/fr_waits.cc).
+void completed_surplus(const FrChannel& ch, const FrJobGroup& g, const std::vector<Lane>& lanes, const core::SequenceCause& c,
+                       FrSequenceFindings& out) {
+  const size_t ahead = c.ahead.front();
+  const FrOp* op = lanes[ahead].at(c.at[ahead]);
+  if (op == nullptr || op->state != traces::FrState::completed) return;
+  const bool sends = ahead == 0;
+  const int waiting = sends ? ch.src : ch.dst, absent = sends ? ch.dst : ch.src;
+  core::Finding f;
+  f.verdict = core::Verdict::fifo_misalignment;
+  f.kind = std::string(core::kKindUnmatched);
+  f.time = core::kNoTime;
+  f.summary = fmt::format("{}: rank {}'s {} #{} {} rank {} ({}) completed, and rank {} never posted the {} it pairs with: {} ({} posted "
+                          "{}, rank {} {}); its data waits in the connection buffer for the next one",
+                          g.label(), waiting, sends ? "send" : "receive", c.at[ahead] + 1, sends ? "to" : "from", absent,
+                          describe(*op->entry, false), absent, sends ? "receive" : "send",
+                          sends ? "small enough to be sent eagerly" : "a receive with no send", waiting, lanes[ahead].ops.size(),
+                          absent, lanes[1 - ahead].ops.size());
+  f.sites.push_back(site_of(lanes[ahead], c.at[ahead], g.label(), true, ""));
+  f.sites.push_back(core::Site{absent, fmt::format("rank{}", absent), g.label(), -1, sends ? "never posts the receive" : "never posts the send", ""});
+  f.culprit = core::Culprit{absent, g.name, true, waiting, static_cast<int64_t>(c.at[ahead]), "never-posted"};
+  out.unmatched_completed.push_back({op->entry->created_ns, std::move(f)});
+}
+
 void check_channel(const FrJob& job, const FrChannel& ch, FrSequenceFindings& out) {
   out.p2p_pairs += std::min(ch.sends.size(), ch.recvs.size());
   if (!job.by_rank.count(ch.src) || !job.by_rank.count(ch.dst)) return;  // one side's dump is missing: verify/fr_waits.cc
@@ -238,7 +264,8 @@ void check_channel(const FrJob& job, const FrChannel& ch, FrSequenceFindings& ou
   std::vector<size_t> from(2, 0);
   for (size_t n = 0; n < kFrCausesPerSequence; ++n) {
     const core::SequenceCause c = core::first_cause(ids, from);
-    if (c.kind == core::CauseKind::none || c.kind == core::CauseKind::surplus) return;
+    if (c.kind == core::CauseKind::surplus) return completed_surplus(ch, g, lanes, c, out);
+    if (c.kind == core::CauseKind::none) return;
     core::Finding f;
     f.verdict = core::Verdict::fifo_misalignment;
     f.kind = std::string(core::kKindP2pMismatch);
@@ -261,6 +288,8 @@ FrSequenceFindings check_sequences(const FrJob& job) {
   FrSequenceFindings out;
   for (const FrJobGroup& g : job.groups) check_group(g, out);
   for (const FrChannel& ch : job.channels) check_channel(job, ch, out);
+  std::stable_sort(out.unmatched_completed.begin(), out.unmatched_completed.end(),
+                   [](const auto& a, const auto& b) { return a.created_ns < b.created_ns; });
   return out;
 }
 

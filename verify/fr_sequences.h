@@ -13,6 +13,13 @@ namespace ppspec::verify {
 
 struct FrSequenceFindings {
   std::vector<core::Finding> findings;  // fifo-misalignment: collective-mismatch, p2p-mismatch
+  // Sends that completed though no receive was ever posted (eager): a misalignment that stops
+  // nothing by itself, so it comes after what does (earliest posted first).
+  struct Posted {
+    int64_t created_ns = 0;  // when the operation was posted: the order of these findings
+    core::Finding finding;
+  };
+  std::vector<Posted> unmatched_completed;
   std::vector<core::Finding> notes;     // what was not compared, and why (wrapped ring buffers)
   uint64_t collectives_compared = 0;    // positions of groups compared across their dumped members
   uint64_t p2p_pairs = 0;               // sends paired with their receives

@@ -12,11 +12,27 @@ using traces::FrState;
 namespace {
 
 // The stream an operation runs on, as PyTorch lays them out: a group's collectives share one, each
-// p2p pair of a group has its own.
+// p2p pair of a group has its own, a batch (coalesced p2p) uses one for the group.
 std::tuple<size_t, int, int> stream_of(const FrOp& op) {
   const traces::FrEntry& e = *op.entry;
   if (!e.is_p2p) return {op.group, -1, -1};
+  if (op.coalesced != SIZE_MAX) return {op.group, -2, -2};  // batched p2p runs on the group's batch stream
   return {op.group, std::min(op.dump->rank, e.peer), std::max(op.dump->rank, e.peer)};
+}
+
+// Whether every record of `d` from `order` on is neither started nor completed: the calls the host
+// was making when it stopped.
+bool unstarted_from(const std::vector<FrState>& states, size_t order) {
+  for (size_t i = order; i < states.size(); ++i)
+    if (states[i] != FrState::scheduled) return false;
+  return true;
+}
+
+// Whether the operation belongs to its rank's last call: the last record, or the coalesced group
+// the last record closes. Its host may still be inside that call.
+bool in_last_call(const FrOp& op) {
+  const size_t last = op.dump->entries.size() - 1;
+  return op.order == last || op.coalesced == last;
 }
 
 }  // namespace
@@ -29,7 +45,7 @@ WaitGraph::WaitGraph(const FrJob& j) : job(j) {
 
 void WaitGraph::collect() {
   auto add = [&](const FrOp& op) {
-    if (op.entry->state != FrState::completed) stuck.push_back(Stuck{&op, op.dump->rank, false, kNoStuck});
+    if (op.state != FrState::completed) stuck.push_back(Stuck{&op, op.dump->rank, false, false, kNoStuck});
   };
   for (const FrJobGroup& g : job.groups)
     for (const auto& lane : g.lanes)
@@ -50,15 +66,28 @@ void WaitGraph::classify() {
   for (const auto& [rank, ops] : by_rank) {
     const bool timing = job.timing.at(rank);
     std::map<std::tuple<size_t, int, int>, size_t> last_on_stream;
+    std::map<size_t, const Stuck*> first_of_group;  // coalesced groups run as one: the first member decides
     size_t last_running = kNoStuck;
     for (size_t i : ops) {
       Stuck& s = stuck[i];
       const auto stream = stream_of(*s.op);
+      if (const auto g = first_of_group.find(s.op->coalesced); s.op->coalesced != SIZE_MAX && g != first_of_group.end()) {
+        s.running = g->second->running;
+        s.in_call = g->second->in_call;
+        s.blocker = g->second->blocker;
+        continue;
+      }
       const auto before = last_on_stream.find(stream);
-      s.running = timing ? s.op->entry->state == FrState::started : before == last_on_stream.end();
+      s.running = timing ? s.op->state == FrState::started : before == last_on_stream.end();
       if (!s.running) s.blocker = before != last_on_stream.end() ? before->second : timing ? last_running : kNoStuck;
+      // Not started, behind nothing, and nothing after it on the rank started or completed: its host
+      // is inside the call that posted it (NCCL's first-contact connection, or a group's end, blocks
+      // until the peers call too), and it waits as if it ran.
+      s.in_call = in_last_call(*s.op) && (!timing || unstarted_from(job.states.at(rank), s.op->order));
+      if (!s.running && s.blocker == kNoStuck && s.in_call) s.running = true;
       last_on_stream[stream] = i;
       if (s.running) last_running = i;
+      if (s.op->coalesced != SIZE_MAX) first_of_group[s.op->coalesced] = &s;
     }
   }
 }
@@ -75,9 +104,23 @@ void WaitGraph::partner(size_t i, int member, const FrOp* counterpart) {
   } else if (counterpart == nullptr) {
     waits[i].push_back(Wait{Wait::Kind::not_posted, kNoStuck, member});
   } else if (const auto other = find(member, counterpart->order); !other) {
-    waits[i].push_back(Wait{Wait::Kind::paired_elsewhere, kNoStuck, member});
+    // Its counterpart completed: in a coalesced group, it waits for the rest of its group.
+    const size_t group = stuck[i].op->coalesced;
+    bool held = false;
+    if (group != SIZE_MAX)
+      for (size_t j : by_rank.at(stuck[i].rank))
+        if (j != i && stuck[j].op->coalesced == group) {
+          waits[i].push_back(Wait{Wait::Kind::group_mate, j, stuck[i].rank});
+          held = true;
+        }
+    if (!held) waits[i].push_back(Wait{Wait::Kind::paired_elsewhere, kNoStuck, member});
   } else if (!stuck[*other].running) {
     waits[i].push_back(Wait{Wait::Kind::queued, *other, member});
+  } else if (stuck[*other].in_call && stuck[*other].op->coalesced != SIZE_MAX) {
+    // A counterpart in a group its host is still posting delivers nothing until the call returns,
+    // which waits for every member of the group: the others' waits are this one's.
+    for (size_t j : by_rank.at(member))
+      if (j != *other && stuck[j].op->coalesced == stuck[*other].op->coalesced) waits[i].push_back(Wait{Wait::Kind::group_mate, j, member});
   }
   // A counterpart that runs waits with it; one that completed paired otherwise (a mismatch, reported
   // by verify/fr_sequences.cc) and is no partner to wait for.

@@ -21,13 +21,15 @@ struct Stuck {
   const FrOp* op = nullptr;
   int rank = -1;
   bool running = false;
+  bool in_call = false;  // running only as far as its host is still inside the call that posted it
   size_t blocker = kNoStuck;  // queued: the stuck operation of its rank it waits behind; kNoStuck: outside communication
 };
 
 // What a running operation waits for.
 struct Wait {
-  // paired_elsewhere: the counterpart completed, paired with another operation (a mismatch): no wait
-  enum class Kind : uint8_t { queued, not_posted, no_dump, paired_elsewhere } kind;
+  // paired_elsewhere: the counterpart completed, paired with another operation (a mismatch): no wait;
+  // group_mate: the counterpart completed and the operation waits for the rest of its coalesced group
+  enum class Kind : uint8_t { queued, not_posted, no_dump, paired_elsewhere, group_mate } kind;
   size_t target = kNoStuck;  // queued: the partner's stuck operation
   int rank = -1;          // the partner
 };

@@ -18,7 +18,7 @@ using traces::FrState;
 
 // Where a path of waits ends.
 struct Sink {
-  enum class Kind : uint8_t { idle, no_dump, aligned, outside } kind = Kind::aligned;
+  enum class Kind : uint8_t { idle, no_dump, lost, aligned, outside } kind = Kind::aligned;
   int rank = -1;         // idle, no_dump: the rank waited for; outside: the rank stuck
   size_t op = kNoStuck;  // the last stuck operation on the path
 };
@@ -36,7 +36,7 @@ std::vector<size_t> successors(const WaitGraph& g, size_t i) {
   if (!s.running) return s.blocker == kNoStuck ? std::vector<size_t>{} : std::vector<size_t>{s.blocker};
   std::vector<size_t> out;
   for (const Wait& w : g.waits[i]) {
-    if (w.kind == Wait::Kind::queued) out.push_back(w.target);
+    if (w.kind == Wait::Kind::queued || w.kind == Wait::Kind::group_mate) out.push_back(w.target);
     if (w.kind == Wait::Kind::not_posted && g.by_rank.count(w.rank))
       for (size_t j : g.where(w.rank)) out.push_back(j);
   }
@@ -89,6 +89,8 @@ Sink follow(const WaitGraph& g, size_t i) {
     for (const Wait& w : g.waits[i]) {
       if (w.kind == Wait::Kind::not_posted && !g.by_rank.count(w.rank)) return Sink{Sink::Kind::idle, w.rank, i};
       if (w.kind == Wait::Kind::no_dump) return Sink{Sink::Kind::no_dump, w.rank, i};
+      // A receive whose send completed: the data did not come.
+      if (w.kind == Wait::Kind::paired_elsewhere && s.op->entry->op == "recv") return Sink{Sink::Kind::lost, w.rank, i};
     }
     const std::vector<size_t> next = successors(g, i);
     if (next.empty()) return Sink{Sink::Kind::aligned, s.rank, i};
@@ -101,7 +103,7 @@ core::Site site_of(const WaitGraph& g, size_t i) {
   const FrOp& op = *g.stuck[i].op;
   const traces::FrEntry& e = *op.entry;
   return core::Site{op.dump->rank, fmt::format("rank{}", op.dump->rank), g.job.groups[op.group].label(),
-                    e.is_p2p ? e.p2p_seq_id : e.collective_seq_id, fmt::format("{} ({})", describe(e), to_string(e.state)), origin_of(op)};
+                    e.is_p2p ? e.p2p_seq_id : e.collective_seq_id, fmt::format("{} ({})", describe(e), to_string(op.state)), origin_of(op)};
 }
 
 core::Finding cycle_finding(const WaitGraph& g, const std::vector<size_t>& cycle) {
@@ -116,12 +118,13 @@ core::Finding cycle_finding(const WaitGraph& g, const std::vector<size_t>& cycle
     const Stuck& s = g.stuck[i];
     if (!s.running) continue;
     const Stuck& t = g.stuck[next];
+    if (t.rank == s.rank) continue;  // within its own coalesced group
     steps.push_back(fmt::format("rank {} waits at {} for rank {}", s.rank, g.op_words(i), t.rank));
     f.sites.push_back(site_of(g, i));
     const std::string held = t.running ? "has not posted its counterpart"
                                        : fmt::format("posted its counterpart, queued behind its {}",
                                                      t.blocker == kNoStuck ? "earlier work" : g.op_words(t.blocker));
-    f.details.push_back(fmt::format("rank {}'s {} ({}) waits for rank {}, which {}", s.rank, g.op_words(i), to_string(s.op->entry->state),
+    f.details.push_back(fmt::format("rank {}'s {} ({}) waits for rank {}, which {}", s.rank, g.op_words(i), to_string(s.op->state),
                                     t.rank, held));
   }
   f.summary = fmt::format("a deadlock across process groups: {}: each group's own sequence agrees, but the ranks post them in "
@@ -165,6 +168,21 @@ std::string posted_there(const WaitGraph& g, int rank, size_t waiting) {
                      grp.lanes[m].back().entry->collective_seq_id);
 }
 
+// Whether rank `r` has a stuck operation at the same place as `op` (its group and position, or its
+// p2p channel's pair and position).
+bool stuck_at_same(const WaitGraph& g, int r, const FrOp& op) {
+  const auto it = g.by_rank.find(r);
+  if (it == g.by_rank.end()) return false;
+  for (size_t i : it->second) {
+    const FrOp& mine = *g.stuck[i].op;
+    if (mine.group != op.group || mine.position != op.position || mine.entry->is_p2p != op.entry->is_p2p) continue;
+    if (!op.entry->is_p2p || (mine.dump->rank == op.dump->rank && mine.entry->peer == op.entry->peer) ||
+        (mine.dump->rank == op.entry->peer && mine.entry->peer == op.dump->rank))
+      return true;
+  }
+  return false;
+}
+
 core::Finding idle_finding(const WaitGraph& g, const Sink& s, const std::vector<int>& waiting_ranks) {
   core::Finding f;
   f.verdict = core::Verdict::fifo_misalignment;
@@ -200,6 +218,14 @@ core::Finding sink_finding(const WaitGraph& g, const Sink& s, const std::vector<
                             "first suspect",
                             s.rank, rank_words(ranks), ranks.size() == 1 ? "s" : "", awaited(g, s.op));
     f.culprit = core::Culprit{s.rank, g.job.groups[op.group].name, op.entry->is_p2p, -1, op.position, "no-dump"};
+  } else if (s.kind == Sink::Kind::lost) {
+    f.kind = std::string(core::kKindStalled);
+    f.summary = fmt::format("rank {}'s {} waits for data that rank {}'s send, which pairs with it by position, already completed with: "
+                            "the data never arrived — NCCL set the pair's connection up wrongly at first contact (an ungrouped send "
+                            "and receive between the two at their first use: both sends complete, both receives hang), or the send "
+                            "carried fewer elements than the receive expects",
+                            g.stuck[s.op].rank, g.op_words(s.op), s.rank);
+    f.culprit = core::Culprit{g.stuck[s.op].rank, g.job.groups[op.group].name, true, s.rank, op.position, "stalled"};
   } else if (s.kind == Sink::Kind::outside) {
     f.kind = std::string(core::kKindStalled);
     f.summary = fmt::format("rank {}'s {} never started, and none of its communication before it is stuck: its stream waits for "
@@ -209,10 +235,18 @@ core::Finding sink_finding(const WaitGraph& g, const Sink& s, const std::vector<
     f.culprit = core::Culprit{s.rank, g.job.groups[op.group].name, op.entry->is_p2p, -1, op.position, "stalled"};
   } else {
     f.kind = std::string(core::kKindStalled);
-    f.summary = fmt::format("a hang no misalignment explains: {} {} at {}, which every member posted, and it does not complete — the "
+    // The ranks whose own operation is the one that does not complete, and those who wait on them.
+    const FrOp& stuck = *g.stuck[s.op].op;
+    std::vector<int> at, behind;
+    for (int r : ranks) (stuck_at_same(g, r, stuck) ? at : behind).push_back(r);
+    f.summary = fmt::format("a hang no misalignment explains: {} at {}, which every member posted, and it does not complete — the "
                             "cause lies outside the communication order (a kernel or a host thread that does not progress, or the "
-                            "network)",
-                            rank_words(ranks), ranks.size() == 1 ? "is" : "are", g.op_words(s.op));
+                            "network){}",
+                            at.empty() ? fmt::format("rank {} is", stuck.dump->rank)
+                                       : fmt::format("{} {}", rank_words(at), at.size() == 1 ? "is" : "are"),
+                            g.op_words(s.op),
+                            behind.empty() ? "" : fmt::format("; {} wait{} behind {}", rank_words(behind), behind.size() == 1 ? "s" : "",
+                                                              at.size() > 1 ? "them" : "it"));
   }
   return f;
 }
@@ -226,6 +260,7 @@ std::string wait_words(const WaitGraph& g, size_t i) {
     parts.push_back(w.kind == Wait::Kind::no_dump            ? fmt::format("rank {} (no dump)", w.rank)
                     : w.kind == Wait::Kind::not_posted       ? fmt::format("rank {} (has not posted it)", w.rank)
                     : w.kind == Wait::Kind::paired_elsewhere ? fmt::format("rank {} (its counterpart completed, paired with another operation)", w.rank)
+                    : w.kind == Wait::Kind::group_mate       ? fmt::format("the rest of its coalesced group ({})", g.op_words(w.target))
                                                              : fmt::format("rank {} (its counterpart is queued)", w.rank));
   }
   return parts.empty() ? "every partner is at it too" : fmt::format("waits on {}", fmt::join(parts, ", "));
@@ -242,7 +277,7 @@ std::vector<std::string> frontier_lines(const WaitGraph& g) {
     }
     const size_t first = it->second.front();
     lines.push_back(fmt::format("rank {}: {} of {} operations completed; stuck from {}, {}, with {} more not completed after it; {}", d->rank,
-                                total - it->second.size(), total, g.op_words(first), to_string(g.stuck[first].op->entry->state),
+                                total - it->second.size(), total, g.op_words(first), to_string(g.stuck[first].op->state),
                                 it->second.size() - 1, wait_words(g, first)));
   }
   return lines;
@@ -268,7 +303,15 @@ FrWaitFindings check_waits(const FrJob& job) {
       auto& [sink, ranks] = sinks.try_emplace(key_of(g, s), s, std::vector<int>{}).first->second;
       if (std::find(ranks.begin(), ranks.end(), rank) == ranks.end()) ranks.push_back(rank);
     }
-  for (const auto& [key, value] : sinks) out.findings.push_back(sink_finding(g, value.first, value.second));
+  // A missing send first: a receive cannot complete without it, where a small send may complete
+  // without its receive (eagerly) and wait only for the rest of its group.
+  std::vector<const std::pair<Sink, std::vector<int>>*> ordered;
+  for (const auto& [key, value] : sinks) ordered.push_back(&value);
+  std::stable_sort(ordered.begin(), ordered.end(), [&](const auto* a, const auto* b) {
+    auto rank = [&](const Sink& s) { return std::pair{static_cast<int>(s.kind), g.stuck[s.op].op->entry->op == "send"}; };
+    return rank(a->first) < rank(b->first);
+  });
+  for (const auto* value : ordered) out.findings.push_back(sink_finding(g, value->first, value->second));
   // A cause that explains every stuck rank is the one to read first.
   if (out.findings.size() > 1)
     std::stable_sort(out.findings.begin(), out.findings.end(), [](const core::Finding& a, const core::Finding& b) {

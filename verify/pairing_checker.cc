@@ -93,7 +93,7 @@ core::Finding PairingChecker::collective_finding(const std::string& comm, int64_
   std::optional<core::Finding> f = core::collective_misalignment(posts, size, missing, comm, cseq);
   PPSPEC_ASSERT(f.has_value(), "collective #{} on '{}' was marked mismatched and its posts agree", cseq, comm);
   const auto history = coll_history_.find(comm);
-  if (missing.empty() && history != coll_history_.end() && history->second.size() == size) {
+  if (history != coll_history_.end()) {
     std::vector<const core::PostHistory*> lanes;
     std::vector<core::RankId> ranks;
     for (const auto& [rank, h] : history->second) {
@@ -147,6 +147,8 @@ std::optional<core::Finding> PairingChecker::unmatched() const {
   f.summary = fmt::format("rank{} posted {} on '{}' and rank{} never posted the matching {}", first->rank,
                           core::describe(posted(*first).desc), std::get<0>(*where), partner, is_send ? "recv" : "send");
   f.sites.push_back(core::Site{first->rank, first->actor, std::get<0>(*where), -1, core::describe(posted(*first).desc), first->origin});
+  const auto done = paired_.find(*where);
+  f.culprit = core::Culprit{partner, std::get<0>(*where), true, first->rank, done == paired_.end() ? 0 : done->second, "never-posted"};
   f.sites.push_back(core::Site{partner, "", std::get<0>(*where), -1, "never posts the matching operation", ""});
   return f;
 }

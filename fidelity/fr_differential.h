@@ -1,0 +1,64 @@
+// `ppspec check` proven against the simulator: generated program scenarios (2 to 8 ranks, several
+// communicators of varying members, p2p and collectives, kernels, events and graphs around them),
+// each with exactly one disturbance — an operation dropped, posted twice, with another count, dtype,
+// root or peer, or two communicators' rounds in the other order on one rank — run on the simulator
+// with a trace, the trace exported as Flight Recorder dumps (traces/fr_writer.h) and written as
+// PyTorch writes them, both formats read back and checked. `check` must give the simulator's
+// verdict class and culprit (rank, communicator, position) and pass exactly when it passes.
+//
+// What a dump cannot show is said, not hidden: a broadcast's root and an operation's graph capture
+// are not in a Flight Recorder entry, so a run the simulator stops at such a mismatch must only not
+// pass, at that operation. Programs carry no labels (NCCL ignores them; dumps do not record them).
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "core/verdict.h"
+
+namespace ppspec::fidelity {
+
+struct FrCase {
+  uint64_t index = 0;
+  std::string name;
+  std::string file;  // the program, kept under OUT/programs/
+  int ranks = 0;
+  std::string disturbance;
+  std::string kind;  // the disturbance's kind: drop, double, count, dtype, root, peer, invert
+  std::string sim_class, check_class;
+  core::Culprit sim_culprit, check_culprit;
+  std::string sim_summary, check_summary;
+  bool invisible = false;  // the simulator's finding is of what a dump does not record (root, capture)
+  bool via_host_call = false;
+  bool data_lost = false;  // the simulator noted data lost to a connection wired wrongly at first contact  // the simulator's deadlock runs through a host call a dump does not record
+  bool agree = false;
+  std::string why;  // a disagreement, in words
+};
+
+// "pass", "misaligned" (a mismatched pairing), "unmatched" (an operation whose partner never
+// comes), "cycle" (a deadlock across communicators), "stall" (stuck, no communication order
+// explains it), or the verdict's own name for the rest (invalid-usage, ...).
+std::string fr_class(const core::Finding* first, core::Verdict v);
+
+struct FrDifferentialOptions {
+  uint64_t programs = 2000;
+  uint64_t seed = 1;
+  std::string out;  // OUT/programs/, OUT/disagreements/, OUT/flight-recorder.md
+  int max_ranks = 8;
+};
+
+// One program: generate, simulate, export, check, compare.
+FrCase run_fr_case(const FrDifferentialOptions& o, uint64_t index);
+
+}  // namespace ppspec::fidelity
+
+namespace ppspec::fidelity {
+
+// Runs every case, prints a progress line, keeps each disagreement's program, dumps and both
+// reports under OUT/disagreements/NAME/, and writes OUT/flight-recorder.md and OUT/summary.json.
+// Exit status: 0 when every case agreed, 1 when one did not.
+int fr_differential_main(const FrDifferentialOptions& o, std::ostream& out);
+
+}  // namespace ppspec::fidelity

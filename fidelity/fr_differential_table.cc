@@ -1,0 +1,138 @@
+// The Flight Recorder differential's run over many cases and its table (fidelity/fr_differential.h).
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <ostream>
+
+#include "fidelity/fr_differential.h"
+
+namespace ppspec::fidelity {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string cell(std::string s) {
+  for (char& c : s)
+    if (c == '\n' || c == '|') c = ' ';
+  return s.size() > 160 ? s.substr(0, 157) + "..." : s;
+}
+
+void write_by_kind(std::ostream& md, const std::vector<FrCase>& cs) {
+  struct Row {
+    size_t n = 0, agree = 0, named_sim = 0, named_both = 0, invisible = 0, host = 0, lost = 0;
+    std::map<std::string, size_t> sim;
+  };
+  std::map<std::string, Row> rows;
+  for (const FrCase& c : cs) {
+    Row& r = rows[c.kind];
+    ++r.n;
+    r.agree += c.agree;
+    r.invisible += c.invisible;
+    r.host += c.via_host_call;
+    r.lost += c.data_lost && (c.sim_class == "stall" || c.sim_class == "unmatched" || c.sim_class == "cycle");
+    r.named_sim += c.sim_culprit.rank >= 0;
+    r.named_both += c.sim_culprit.rank >= 0 && c.check_culprit.rank >= 0 && c.agree;
+    ++r.sim[c.sim_class];
+  }
+  md << "| disturbance | cases | the simulator's verdicts | culprit named by the simulator | ... and the same by check | mismatch of what "
+        "dumps omit | deadlock through a host call | data lost at first contact | agree |\n";
+  md << "|---|---:|---|---:|---:|---:|---:|---:|---:|\n";
+  for (const auto& [kind, r] : rows) {
+    std::string classes;
+    for (const auto& [k, n] : r.sim) classes += fmt::format("{}{} {}", classes.empty() ? "" : ", ", k, n);
+    md << fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", kind, r.n, classes, r.named_sim, r.named_both, r.invisible, r.host,
+                      r.lost, r.agree);
+  }
+}
+
+void write_matrix(std::ostream& md, const std::vector<FrCase>& cs) {
+  std::map<std::string, std::map<std::string, size_t>> m;
+  std::map<std::string, size_t> cols;
+  for (const FrCase& c : cs) {
+    ++m[c.sim_class][c.check_class];
+    ++cols[c.check_class];
+  }
+  md << "| simulator \\ check |";
+  for (const auto& [col, n] : cols) md << " " << col << " |";
+  md << "\n|---|";
+  for (size_t i = 0; i < cols.size(); ++i) md << "---:|";
+  md << "\n";
+  for (const auto& [row, counts] : m) {
+    md << "| " << row << " |";
+    for (const auto& [col, n] : cols) {
+      const auto it = counts.find(col);
+      md << " " << (it == counts.end() ? 0 : it->second) << " |";
+    }
+    md << "\n";
+  }
+}
+
+nlohmann::json to_json(const FrCase& c) {
+  auto culprit = [](const core::Culprit& x) {
+    return nlohmann::json{{"rank", x.rank}, {"comm", x.comm}, {"p2p", x.p2p}, {"peer", x.peer}, {"position", x.position}, {"what", x.what}};
+  };
+  return {{"name", c.name},           {"ranks", c.ranks},          {"kind", c.kind},
+          {"disturbance", c.disturbance}, {"simulator", c.sim_class}, {"check", c.check_class},
+          {"simulator_culprit", culprit(c.sim_culprit)}, {"check_culprit", culprit(c.check_culprit)},
+          {"simulator_summary", c.sim_summary}, {"check_summary", c.check_summary}, {"invisible", c.invisible}, {"via_host_call", c.via_host_call}, {"data_lost", c.data_lost},
+          {"agree", c.agree},         {"why", c.why}};
+}
+
+void write_table(const FrDifferentialOptions& o, const std::vector<FrCase>& cs, const fs::path& path) {
+  size_t agree = 0;
+  for (const FrCase& c : cs) agree += c.agree;
+  std::ofstream md(path);
+  md << "# `ppspec check` against the simulator, on the simulator's runs exported as Flight Recorder dumps\n\n";
+  md << fmt::format("Written by `ppspec fidelity --backend flight-recorder --programs {} --seed {} --max-ranks {} --out OUT`. "
+                    "Each case: a generated program with one disturbance, run on the simulator (seed 1) with a trace, exported "
+                    "with `ppspec export --flight-recorder`, both formats (JSON, pickle) read back and checked. Agreement: the "
+                    "same verdict class and, where either names one, the same culprit (rank, communicator, position); for a "
+                    "mismatch only of what a dump does not record (a broadcast's root, graph capture), check must not pass.\n\n",
+                    o.programs, o.seed, o.max_ranks);
+  md << fmt::format("**{} of {} cases agree.**\n\n", agree, cs.size());
+  md << "## By disturbance\n\n";
+  write_by_kind(md, cs);
+  md << "\n## Verdict classes\n\n";
+  write_matrix(md, cs);
+  md << "\n## Disagreements\n\n";
+  if (agree == cs.size()) md << "None.\n";
+  for (const FrCase& c : cs)
+    if (!c.agree)
+      md << fmt::format("* `{}` ({} ranks; {}): {}. Simulator: {}. Check: {}.\n", c.name, c.ranks, cell(c.disturbance), cell(c.why),
+                        cell(c.sim_summary), cell(c.check_summary));
+}
+
+}  // namespace
+
+int fr_differential_main(const FrDifferentialOptions& o, std::ostream& out) {
+  const fs::path dir(o.out);
+  fs::create_directories(dir / "disagreements");
+  std::vector<FrCase> cases;
+  nlohmann::json all = nlohmann::json::array();
+  size_t agree = 0;
+  for (uint64_t i = 0; i < o.programs; ++i) {
+    FrCase c = run_fr_case(o, i);
+    const fs::path kept = dir / "cases" / c.name;
+    if (c.agree) {
+      ++agree;
+      fs::remove_all(kept);
+    } else {
+      fs::remove_all(dir / "disagreements" / c.name);
+      fs::rename(kept, dir / "disagreements" / c.name);
+      std::ofstream(dir / "disagreements" / c.name / "why.json") << to_json(c).dump(1) << '\n';
+      out << fmt::format("DISAGREE {}: {}\n", c.name, c.why);
+    }
+    all.push_back(to_json(c));
+    cases.push_back(std::move(c));
+    if ((i + 1) % 100 == 0 || i + 1 == o.programs) out << fmt::format("[{}/{}] {} agree\n", i + 1, o.programs, agree) << std::flush;
+  }
+  fs::remove_all(dir / "cases");
+  std::ofstream(dir / "summary.json") << all.dump(1) << '\n';
+  write_table(o, cases, dir / "flight-recorder.md");
+  out << fmt::format("flight-recorder differential: {} of {} cases agree; table: {}\n", agree, cases.size(), (dir / "flight-recorder.md").string());
+  return agree == cases.size() ? 0 : 1;
+}
+
+}  // namespace ppspec::fidelity
