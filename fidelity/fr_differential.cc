@@ -138,27 +138,35 @@ std::string fr_class(const core::Finding* f, core::Verdict v) {
 }
 
 FrCase run_fr_case(const FrDifferentialOptions& o, uint64_t index) {
-  FrCase c;
-  c.index = index;
-  c.name = fmt::format("frd-s{}-{:04}", o.seed, index);
+  const std::string name = fmt::format("frd-s{}-{:04}", o.seed, index);
   GeneratorOptions g;
   g.max_ranks = o.max_ranks;
   g.two_rank_percent = 40;
   g.disturb = static_cast<int>(index % kDisturbances);
   g.labels = false;
   g.graphs_and_usage_errors = false;
-  c.kind = kKindNames[g.disturb];
-  GeneratedProgram p = generate_program(core::derive_seed(o.seed, index), c.name, g);
-  c.ranks = p.program.num_ranks;
-  c.disturbance = p.disturbance;
-  const fs::path dir = fs::path(o.out) / "cases" / c.name;
+  GeneratedProgram p = generate_program(core::derive_seed(o.seed, index), name, g);
+  const fs::path dir = fs::path(o.out) / "cases" / name;
   fs::remove_all(dir);
   fs::create_directories(dir);
-  c.file = (dir / (c.name + ".toml")).string();
-  p.program.file = c.file;
-  std::ofstream(c.file) << program::to_toml(p.program);
-  const std::string trace = (dir / "trace.jsonl").string();
-  const core::RunResult sim = simulate(c.file, trace);
+  const std::string file = (dir / (name + ".toml")).string();
+  p.program.file = file;
+  std::ofstream(file) << program::to_toml(p.program);
+  FrCase c = compare_on_dumps(file, dir.string());
+  c.index = index;
+  c.kind = kKindNames[g.disturb];
+  c.disturbance = p.disturbance;
+  return c;
+}
+
+FrCase compare_on_dumps(const std::string& file, const std::string& dir) {
+  FrCase c;
+  const program::Program program = loader::load_program_file(file);
+  c.name = program.name;
+  c.file = file;
+  c.ranks = program.num_ranks;
+  const std::string trace = (fs::path(dir) / "trace.jsonl").string();
+  const core::RunResult sim = simulate(file, trace);
   const traces::FrExport e = traces::flight_recorder_of(trace);
   const bool recorded = std::any_of(e.dumps.begin(), e.dumps.end(), [](const auto& d) { return !d.second.at("entries").empty(); });
   if (!recorded) {
@@ -168,10 +176,11 @@ FrCase run_fr_case(const FrDifferentialOptions& o, uint64_t index) {
     c.agree = true;
     return c;
   }
-  traces::write_flight_recorder(e, (dir / "dumps").string());
+  const fs::path dumps = fs::path(dir) / "dumps";
+  traces::write_flight_recorder(e, dumps.string());
   // Both formats, read as `ppspec check` reads them; they must agree with each other too.
-  const core::RunResult json = verify::check_flight_recorder(traces::read_fr_dir((dir / "dumps" / "json").string()).dumps);
-  const core::RunResult pickle = verify::check_flight_recorder(traces::read_fr_dir((dir / "dumps" / "pickle").string()).dumps);
+  const core::RunResult json = verify::check_flight_recorder(traces::read_fr_dir((dumps / "json").string()).dumps);
+  const core::RunResult pickle = verify::check_flight_recorder(traces::read_fr_dir((dumps / "pickle").string()).dumps);
   compare(c, sim, json, e);
   if (json.verdict != pickle.verdict) {
     c.agree = false;

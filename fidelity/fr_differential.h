@@ -51,12 +51,16 @@ struct FrDifferentialOptions {
 
 // One program: generate, simulate, export, check, compare.
 FrCase run_fr_case(const FrDifferentialOptions& o, uint64_t index);
+// A program scenario file: simulate it (seed 1) with its trace in `dir`, export the dumps there, check
+// them and compare. tests/fr_differential/ keeps the cases that once disagreed.
+FrCase compare_on_dumps(const std::string& file, const std::string& dir);
 
 }  // namespace ppspec::fidelity
 
 namespace ppspec::fidelity {
 
-// Runs every case, prints a progress line, keeps each disagreement's program, dumps and both
+// Runs every case, prints a progress line, keeps every program under OUT/programs/ and each
+// disagreement's program, dumps and both
 // reports under OUT/disagreements/NAME/, and writes OUT/flight-recorder.md and OUT/summary.json.
 // Exit status: 0 when every case agreed, 1 when one did not.
 int fr_differential_main(const FrDifferentialOptions& o, std::ostream& out);

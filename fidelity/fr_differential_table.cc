@@ -115,6 +115,8 @@ int fr_differential_main(const FrDifferentialOptions& o, std::ostream& out) {
   for (uint64_t i = 0; i < o.programs; ++i) {
     FrCase c = run_fr_case(o, i);
     const fs::path kept = dir / "cases" / c.name;
+    fs::create_directories(dir / "programs");
+    fs::copy_file(kept / (c.name + ".toml"), dir / "programs" / (c.name + ".toml"), fs::copy_options::overwrite_existing);
     if (c.agree) {
       ++agree;
       fs::remove_all(kept);
