@@ -76,7 +76,11 @@ std::shared_ptr<SchedulerOutput> Scheduler::schedule(int64_t step) {
   for (size_t i : running_) {
     RequestRecord& r = records_[i];
     if (!eligible(r) || r.num_computed < r.prefill_len()) continue;
-    const int tokens = 1 + std::min(k, cfg_.model.max_model_len - r.num_computed - 1);
+    // A warmup dummy decodes without drafts: the drafter does not run in warmup, and with feedback
+    // off the earlier stages never learn how many drafts the last stage rejected, so their
+    // optimistic num_computed would drift from the engine core's (vLLM's dummy runs keep no
+    // request state at all).
+    const int tokens = 1 + (r.dummy ? 0 : std::min(k, cfg_.model.max_model_len - r.num_computed - 1));
     if (tokens > budget) break;
     add(r, tokens);
   }

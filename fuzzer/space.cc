@@ -15,13 +15,13 @@ Space space_limits() {
   Space s;
   s.pp = {1, 4};
   s.tp = {1, 2};
-  s.k = {0, 7};
+  s.k = {0, 16};
   s.requests = {1, 32};
   s.prompt = {1, 64};
   s.output = {1, 128};
   s.max_num_seqs = {1, 16};
   s.max_num_batched_tokens = {1, 512};
-  s.warmup_steps = {1, 4};
+  s.warmup_steps = {1, 64};
   s.pct_depth = {0, 4};
   return s;
 }

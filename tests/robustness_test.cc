@@ -70,6 +70,29 @@ TEST(Robustness, EveryReproducerGivesAVerdictOrExitTwo) {
   }
 }
 
+// The third round (tests/robustness-s3/README.md): a fault-free long warmup passes (the engine was
+// wrong: warmup dummies decoded with drafts while feedback was off), and traces whose lines
+// contradict each other are exit 2 naming the line. The Flight Recorder ones: flight_recorder_test.cc.
+TEST(Robustness, TheThirdRoundsReproducersGiveTheirAnswers) {
+  const std::string dir = std::string(PPSPEC_SOURCE_DIR) + "/tests/robustness-s3/";
+  const Out warm = run(dir + "false_stage_divergence_warmup_ge_2pp.min.toml");
+  EXPECT_EQ(warm.code, 0) << warm.out << warm.err;
+  EXPECT_NE(warm.out.find("verdict pass (expected pass)"), std::string::npos) << warm.out;
+  const std::vector<std::pair<std::string, std::string>> traces = {
+      {"trace_silent_comm_missing.jsonl", ":5: op_posted of op 0 names no communicator"},
+      {"trace_silent_completed_before_posted.jsonl", ":2: op_completed of op_id 0, which no earlier line posted"},
+      {"trace_silent_paired_unknown_opid.jsonl", ":9: op_paired of op_id 999999, which no earlier line posted"},
+      {"trace_silent_posted_dup_opid.jsonl", ":6: op_id 0 posted a second time (first at line 5)"},
+      {"trace_silent_reversed_events.jsonl", ":3: seq 37 after seq 38: events out of order"},
+  };
+  for (const auto& [file, message] : traces) {
+    SCOPED_TRACE(file);
+    std::ostringstream out, err;
+    EXPECT_EQ(tools::check_command({.traces = {dir + file}}, out, err), 2) << out.str();
+    EXPECT_NE(err.str().find(message), std::string::npos) << err.str();
+  }
+}
+
 // The loader refuses a graph launched into its own capture; a program built without it (the API)
 // gets the run's verdict, as the hardware's CUDA refuses the call.
 TEST(Robustness, AGraphLaunchIntoACapturingStreamIsInvalidUsage) {

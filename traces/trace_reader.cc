@@ -378,8 +378,31 @@ const core::Event* TraceReader::next() {
   ints_.clear();
   EventStorage store{strings_, ints_};
   read_event(f, j, event_, store, events_);
+  check_across_lines(event_);
   ++events_;
   return &event_;
+}
+
+void TraceReader::check_across_lines(const core::Event& e) {
+  if (last_seq_ && e.seq <= *last_seq_)
+    throw core::InputError(where_, line_, fmt::format("seq {} after seq {}: events out of order (a trace lists them as they happened)", e.seq, *last_seq_));
+  last_seq_ = e.seq;
+  const bool op_event = e.kind == core::EventKind::op_posted || e.kind == core::EventKind::op_paired || e.kind == core::EventKind::op_started ||
+                        e.kind == core::EventKind::op_completed || e.kind == core::EventKind::op_pending;
+  if (!op_event) return;
+  if (e.comm.empty()) throw core::InputError(where_, line_, fmt::format("{} of op {} names no communicator ('comm')", core::to_string(e.kind), e.op_id));
+  if (e.op_id < 0) throw core::InputError(where_, line_, fmt::format("{} without its op_id", core::to_string(e.kind)));
+  if (e.kind == core::EventKind::op_posted) {
+    const auto [it, fresh] = posted_at_.try_emplace(e.op_id, line_);
+    if (!fresh) throw core::InputError(where_, line_, fmt::format("op_id {} posted a second time (first at line {})", e.op_id, it->second));
+    return;
+  }
+  if (!posted_at_.count(e.op_id))
+    throw core::InputError(where_, line_, fmt::format("{} of op_id {}, which no earlier line posted", core::to_string(e.kind), e.op_id));
+  // A pairing can come after a completion (an eager send completes before its receive is posted).
+  if (completed_.count(e.op_id) && e.kind != core::EventKind::op_paired)
+    throw core::InputError(where_, line_, fmt::format("{} of op_id {} after its completion", core::to_string(e.kind), e.op_id));
+  if (e.kind == core::EventKind::op_completed) completed_.insert(e.op_id);
 }
 
 }  // namespace ppspec::traces

@@ -1,13 +1,18 @@
 // Reads a JSON Lines trace (ours, from the simulator or a GPU run) one event at a time, so that the
-// checkers that run online run on a recorded trace too, in memory bounded by one line whatever the
-// trace's length. Every field is checked for its type and range: a trace is input, and bad input is
-// an InputError with the file, the line and what was expected, never a silent conversion.
+// checkers that run online run on a recorded trace too, in memory of one line plus a few bytes per
+// operation whatever the trace's length. Every field is checked for its type and range: a trace is input, and bad input is
+// an InputError with the file, the line and what was expected, never a silent conversion. Lines are
+// checked against each other too: events in order (seq increasing), an operation's events naming
+// its communicator, each operation posted once and before anything else happens to it, nothing
+// after its completion but its pairing (an eager send completes before its receive is posted).
 #pragma once
 
 #include <cstdint>
 #include <deque>
 #include <fstream>
 #include <istream>
+#include <map>
+#include <set>
 #include <memory>
 #include <optional>
 #include <string>
@@ -48,6 +53,7 @@ class TraceReader {
   void read_header();
   void read_trailer(const std::string& text);
   void finish();
+  void check_across_lines(const core::Event& e);
 
   std::unique_ptr<std::ifstream> file_;
   std::istream* in_ = nullptr;
@@ -58,6 +64,11 @@ class TraceReader {
   bool done_ = false;
   TraceHeader header_;
   std::optional<TraceTrailer> trailer_;
+  // What earlier lines said, for the checks across lines: events in order, every operation posted
+  // once before its pairing, start, completion or pending report, only a pairing after its completion.
+  std::optional<uint64_t> last_seq_;
+  std::map<int64_t, int> posted_at_;  // op id -> the line that posted it
+  std::set<int64_t> completed_;
   // The current event and the storage its views point into.
   core::Event event_;
   std::deque<std::string> strings_;
