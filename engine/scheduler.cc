@@ -1,7 +1,7 @@
 #include "engine/scheduler.h"
+#include "core/assert.h"
 
 #include <algorithm>
-#include <cassert>
 
 namespace ppspec::engine {
 
@@ -142,7 +142,7 @@ void Scheduler::finish(RequestRecord& r, bool aborted) {
 }
 
 void Scheduler::update(const SchedulerOutput& so, const ModelOutput& out) {
-  assert(out.rows.size() == so.requests.size());
+  PPSPEC_ASSERT(out.rows.size() == so.requests.size());
   if (!so.requests.empty()) ++steps_with_output_;
   for (size_t i = 0; i < so.requests.size(); ++i) {
     const ScheduledRequest& s = so.requests[i];
@@ -183,8 +183,8 @@ void Scheduler::update(const SchedulerOutput& so, const ModelOutput& out) {
 }
 
 void Scheduler::add_dummies(int n, int prompt_len, int max_tokens) {
-  assert(prompt_len >= 1 && prompt_len <= cfg_.max_prompt());
-  assert(max_tokens >= 1 && max_tokens <= cfg_.workload.output_max);
+  PPSPEC_ASSERT(prompt_len >= 1 && prompt_len <= cfg_.max_prompt());
+  PPSPEC_ASSERT(max_tokens >= 1 && max_tokens <= cfg_.workload.output_max);
   for (int i = 0; i < n; ++i) {
     RequestRecord r;
     r.spec.id = -2 - dummies_added_++;  // -1 is events' "no request"

@@ -1,10 +1,9 @@
 #include "sim/blocking_hazards.h"
+#include "core/assert.h"
 
 #include <algorithm>
-#include <cassert>
 #include <fmt/format.h>
 
-#include "core/assert.h"
 
 namespace ppspec::sim {
 
@@ -47,7 +46,7 @@ const Fiber* BlockingHazards::held_back(const Call& c, const Wait& w, const Stuc
 }
 
 void BlockingHazards::check(const Call& c, const Wait& w) {
-  assert(w.released);
+  PPSPEC_ASSERT(w.released);
   if (!can_hold_up(c, w)) return;
   if (const Fiber* held = held_back(c, w)) report(c, w, *held);
 }

@@ -1,9 +1,9 @@
 // Words for communication operations, and what a stuck communication kernel waits for: the raw
 // material of deadlock reports.
 #include <algorithm>
-#include <cassert>
 #include <fmt/format.h>
 
+#include "core/assert.h"
 #include "sim/comm_system.h"
 #include "sim/device.h"
 #include "sim/sim_runtime.h"
@@ -16,7 +16,7 @@ namespace {
 // The channel of a posted p2p operation: posting made it, and explaining must not make new ones.
 const P2PChannel& posted_channel(const SimComm& comm, int src, int dst) {
   const P2PChannel* ch = comm.find_channel(src, dst);
-  assert(ch != nullptr && "a posted p2p operation has a channel");
+  PPSPEC_ASSERT(ch != nullptr, "a posted p2p operation has a channel");
   return *ch;
 }
 
@@ -94,7 +94,7 @@ const CommOp* first_unstarted(const std::deque<CommOp*>& live) {
 }  // namespace
 
 Blocker CommSystem::p2p_blocker(const CommKernel& k, const CommOp& op) const {
-  assert(core::is_p2p(op.spec.desc.kind) && !op.satisfied);
+  PPSPEC_ASSERT(core::is_p2p(op.spec.desc.kind) && !op.satisfied);
   const SimComm& comm = *k.comm;
   const bool is_send = op.spec.desc.kind == core::OpKind::send;
   const int peer = op.spec.peer;
@@ -177,7 +177,7 @@ std::vector<Blocker> CommSystem::release_blockers(const CommKernel& k) const {
 }
 
 int64_t CollectiveHold::units_from_others(int crank) const {
-  assert(slot != nullptr && crank >= 0 && static_cast<size_t>(crank) < slot->units.size());
+  PPSPEC_ASSERT(slot != nullptr && crank >= 0 && static_cast<size_t>(crank) < slot->units.size());
   return static_cast<size_t>(crank) == lowest ? second_units : slot->units[lowest];
 }
 
@@ -207,7 +207,7 @@ CollectiveHold CommSystem::collective_hold(const SimComm& comm, int64_t cseq) co
 }
 
 Blocker CommSystem::size_mismatch(const CollectiveHold& hold, int crank) const {
-  assert(hold.slot != nullptr && hold.members.empty());
+  PPSPEC_ASSERT(hold.slot != nullptr && hold.members.empty());
   return {Blocker::Kind::none, nullptr, -1,
           fmt::format("expects {} units but its peers provide {}: it spins forever (size mismatch, R5)",
                       hold.slot->units[static_cast<size_t>(crank)], hold.units_from_others(crank))};

@@ -4,7 +4,6 @@
 #include "core/misalignment.h"
 
 #include <algorithm>
-#include <cassert>
 #include <cstring>
 #include <fmt/format.h>
 #include <stdexcept>
@@ -21,7 +20,7 @@ namespace ppspec::sim {
 int SimComm::crank_of(core::RankId r) const {
   auto it = std::lower_bound(crank_index.begin(), crank_index.end(), std::pair<core::RankId, int>{r, INT32_MIN});
   if (it == crank_index.end() || it->first != r) return -1;
-  assert(members[static_cast<size_t>(it->second)] == r);
+  PPSPEC_ASSERT(members[static_cast<size_t>(it->second)] == r);
   return it->second;
 }
 
@@ -392,7 +391,7 @@ void CommSystem::register_post(PartSpec& spec) {
   rs.history.push(spec.desc);
   if (w.bus().active()) emit_record(core::EventKind::op_posted, rec, comm, spec.cseq, rec.group);
   CollSlot* slot = comm.slot(spec.cseq);
-  assert(slot != nullptr);
+  PPSPEC_ASSERT(slot != nullptr);
   slot->units[static_cast<size_t>(spec.crank)] = units_of(spec.buf.bytes(), w.config().unit_bytes);
   on_collective_post(rec, spec.crank, comm, spec.cseq, *slot);
 }
@@ -888,7 +887,7 @@ void move_collective_data(const std::vector<CommOp*>& ops) {
 void CommSystem::start_collective(CommOp& op, std::vector<CommOp*>& satisfied) {
   SimComm& comm = *op.spec.comm;
   CollSlot* slot = comm.slot(op.spec.cseq);
-  assert(slot != nullptr);
+  PPSPEC_ASSERT(slot != nullptr);
   ++slot->started;
   slot->starts.join(op.kernel->start_clock);
   if (slot->started < comm.size()) return;  // R4: a collective waits for every member
@@ -939,7 +938,7 @@ void CommSystem::complete(CommKernel& k) {
     ++comm.slot_base;
   }
   CommRankState& rs = comm.ranks[static_cast<size_t>(k.crank)];
-  assert(!rs.live.empty() && rs.live.front() == &k);
+  PPSPEC_ASSERT(!rs.live.empty() && rs.live.front() == &k);
   rs.live.pop_front();
   ++rs.completed;
   SimDevice& dev = device_of(comm, k.crank);

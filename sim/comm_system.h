@@ -3,7 +3,6 @@
 // host blocking (R1) and graph-captured operations (R9).
 #pragma once
 
-#include <cassert>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -15,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/assert.h"
 #include "core/runtime.h"
 #include "sim/comm_kernel.h"
 #include "sim/order_inversion.h"
@@ -73,11 +73,11 @@ struct Connection {
   VectorClock clock;         // the parties' clocks as they arrived: what each learns once established
 
   void arrive(size_t party) {
-    assert(party < parties.size());
+    PPSPEC_ASSERT(party < parties.size());
     if (arrived[party]) return;
     arrived[party] = true;
     ++arrived_count;
-    assert(arrived_count <= parties.size());
+    PPSPEC_ASSERT(arrived_count <= parties.size());
   }
   bool all_arrived() const { return arrived_count == parties.size(); }
 };
@@ -122,7 +122,7 @@ class PairMap {
   void reset(size_t members) { memo_.assign(members, Memo{}); }
   // The value for (a, b), and whether this call made it.
   std::pair<T&, bool> get(int a, int b) {
-    assert(a >= 0 && static_cast<size_t>(a) < memo_.size());
+    PPSPEC_ASSERT(a >= 0 && static_cast<size_t>(a) < memo_.size());
     Memo& m = memo_[static_cast<size_t>(a)];
     if (m.value != nullptr && m.b == b) return {*m.value, false};
     auto [it, made] = map_.try_emplace(Key{a, b});

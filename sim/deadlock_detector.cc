@@ -1,9 +1,7 @@
 #include "sim/deadlock_detector.h"
 
-#include "core/assert.h"
 
 #include <algorithm>
-#include <cassert>
 #include <cstdint>
 #include <deque>
 #include <fmt/format.h>
@@ -13,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/assert.h"
 #include "sim/comm_system.h"
 #include "sim/device.h"
 #include "sim/sim_runtime.h"
@@ -142,7 +141,7 @@ Explainer::Explainer(const SimRuntime& rt) : rt_(rt) {
   rank_group_.assign(ranks, -1);
   absent_seen_.assign(ranks, 0);
   for (const auto& f : fibers) {
-    assert(f->id < fibers.size() && fibers[f->id].get() == f.get());
+    PPSPEC_ASSERT(f->id < fibers.size() && fibers[f->id].get() == f.get());
     if (f->kind == FiberKind::host && f->state != FiberState::finished && f->rank >= 0 &&
         static_cast<size_t>(f->rank) < ranks)
       hosts_by_rank_[static_cast<size_t>(f->rank)].push_back(f.get());
@@ -150,7 +149,7 @@ Explainer::Explainer(const SimRuntime& rt) : rt_(rt) {
 }
 
 void Explainer::explain(const std::vector<const Fiber*>& stuck) {
-  assert(nodes_.empty());
+  PPSPEC_ASSERT(nodes_.empty());
   nodes_.reserve(stuck.size());
   for (const Fiber* f : stuck) {
     node_of_[f->id] = static_cast<int>(nodes_.size());
@@ -223,7 +222,7 @@ class StuckGraph final : public WaitGraph {
 int Explainer::make_group(std::vector<const Fiber*> members, bool skip_waiter) {
   const int g = static_cast<int>(groups_.size());
   for (const Fiber* m : members) {
-    assert(m->kind == FiberKind::host && stuck(*m) && "group members are live host threads, all of them stuck");
+    PPSPEC_ASSERT(m->kind == FiberKind::host && stuck(*m), "group members are live host threads, all of them stuck");
     groups_of_[m->id].push_back(g);
   }
   groups_.push_back(Group{std::move(members), skip_waiter, 0, {}});
@@ -237,7 +236,7 @@ int Explainer::rank_group(core::RankId r) {
 }
 
 void Explainer::to_rank_hosts(std::vector<Link>& links, core::RankId r, std::string_view why, const core::Culprit* culprit) {
-  assert(r >= 0 && static_cast<size_t>(r) < hosts_by_rank_.size());
+  PPSPEC_ASSERT(r >= 0 && static_cast<size_t>(r) < hosts_by_rank_.size());
   if (!hosts_by_rank_[static_cast<size_t>(r)].empty()) {
     links.push_back({nullptr, rank_group(r), why});
     return;
@@ -565,7 +564,7 @@ class CycleSearch {
   void leave() {
     const Fiber* f = path_.back();
     for (int g : ex_.groups_of(f)) {
-      assert(ex_.group(g).on_path.back() == path_.size() - 1);
+      PPSPEC_ASSERT(ex_.group(g).on_path.back() == path_.size() - 1);
       ex_.group(g).on_path.pop_back();
     }
     color_[f->id] = kDone;

@@ -1,6 +1,5 @@
 #include "sim/device.h"
 
-#include <cassert>
 #include <cstring>
 #include <fmt/format.h>
 #include <stdexcept>

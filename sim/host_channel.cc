@@ -1,13 +1,13 @@
 #include "sim/host_channel.h"
+#include "core/assert.h"
 
-#include <cassert>
 
 namespace ppspec::sim {
 
 void SimHostChannel::note_sender(const Fiber& f) {
   if (!senders_.empty() && senders_.back() == &f) return;  // the usual case: one sender
   if (sender_ids_.insert(f.id).second) senders_.push_back(&f);
-  assert(senders_.size() == sender_ids_.size());
+  PPSPEC_ASSERT(senders_.size() == sender_ids_.size());
 }
 
 void SimHostChannel::send(std::any message) {
@@ -25,7 +25,7 @@ std::any SimHostChannel::recv() {
   while (queue_.empty()) waiters_.wait(world_, WaitInfo{.kind = WaitKind::channel, .what = "channel recv", .channel = this});
   std::any m = std::move(queue_.front());
   queue_.pop_front();
-  assert(clocks_.size() == queue_.size() + 1);
+  PPSPEC_ASSERT(clocks_.size() == queue_.size() + 1);
   if (VectorClock* mine = world_.host_clock()) mine->join(clocks_.front());
   clocks_.pop_front();
   // A receiver that never waited may have taken the message a woken one was woken for; the woken

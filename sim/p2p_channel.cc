@@ -1,7 +1,7 @@
 #include "sim/p2p_channel.h"
+#include "core/assert.h"
 
 #include <algorithm>
-#include <cassert>
 #include <cstring>
 
 namespace ppspec::sim {
@@ -65,7 +65,7 @@ void P2PChannel::progress(int64_t unit_bytes, int64_t eager_bytes, std::vector<C
     CommOp& r = *running_recvs_.front();
     UnitSource& s = sources_.front();
     const int64_t n = std::min(r.units - r.units_done, s.units - s.units_done);
-    assert(n > 0);
+    PPSPEC_ASSERT(n > 0);
     // Units align on both sides, so the data of the moved units is one contiguous byte range.
     const size_t src_begin = static_cast<size_t>(s.units_done) * u;
     const size_t dst_begin = static_cast<size_t>(r.units_done) * u;

@@ -1,10 +1,10 @@
 #include "sim/scheduler_algorithm.h"
 
+#include "core/assert.h"
 #include "sim/sanitizer.h"
 
 #include <boost/fiber/operations.hpp>
 #include <boost/fiber/type.hpp>
-#include <cassert>
 #include <cstdio>
 #include <cstdlib>
 #if defined(PPSPEC_ASAN_ACTIVE)
@@ -74,8 +74,8 @@ void SchedulerAlgorithm::note_stack_ends(const boost::fibers::context* ctx) { st
 
 void SchedulerAlgorithm::start_switch(boost::fibers::context* to) {
   boost::fibers::context* from = boost::fibers::context::active();
-  assert(switch_from_ == nullptr && "a switch starts only once the previous one finished");
-  assert(from != to);
+  PPSPEC_ASSERT(switch_from_ == nullptr, "a switch starts only once the previous one finished");
+  PPSPEC_ASSERT(from != to);
   if (main_ == nullptr && from->is_context(boost::fibers::type::main_context)) main_ = from;
   switch_from_ = from;
   switch_to_ = to;

@@ -1,6 +1,5 @@
 #include "sim/stream.h"
 
-#include <cassert>
 #include <fmt/format.h>
 
 #include "core/assert.h"
@@ -19,7 +18,7 @@ SimStream::SimStream(SimDevice& device, int32_t id, std::string name)
       delay_(device.world().config().delayed_stream == name_ ? device.world().config().stream_delay : 0) {}
 
 void SimStream::enqueue(WorkItem item) {
-  assert(capture_ == nullptr && "capturing streams record into their graph");
+  PPSPEC_ASSERT(capture_ == nullptr, "capturing streams record into their graph");
   World& w = device_.world();
   if (w.in_fiber() && w.current().kind == FiberKind::host)
     while (queue_.size() >= kStreamQueueMax)
@@ -68,7 +67,7 @@ void SimStream::serve() {
       *marks_.front().second = clock_;
       marks_.pop_front();
     }
-    assert(marks_.empty() || marks_.front().first > completed_);
+    PPSPEC_ASSERT(marks_.empty() || marks_.front().first > completed_);
     progress_.wake_all(w);
   }
 }

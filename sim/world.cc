@@ -1,9 +1,9 @@
 #include "sim/world.h"
 
+#include "core/assert.h"
 #include "sim/sanitizer.h"
 
 #include <algorithm>
-#include <cassert>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -89,7 +89,7 @@ Fiber& World::spawn(std::string name, FiberKind kind, core::RankId rank, std::fu
   pending_spawn_ = &f;
   // Construction schedules the new context at once, which calls adopt() below.
   f.handle = boost::fibers::fiber(std::allocator_arg, FiberStack(kStackBytes, &f.stack), [this, &f] { fiber_main(f); });
-  assert(pending_spawn_ == nullptr && "the scheduler did not adopt the new fiber");
+  PPSPEC_ASSERT(pending_spawn_ == nullptr, "the scheduler did not adopt the new fiber");
   return f;
 }
 
@@ -158,7 +158,7 @@ boost::fibers::context* World::pick_next() {
   }
   if (ready_.empty() && !timers_.empty()) {
     const Time next = timers_.top().at;
-    assert(next >= now_);
+    PPSPEC_ASSERT(next >= now_);
     now_ = next;
     release_due_timers();
     if (now_ > config_.max_time && !stop_requested_) {

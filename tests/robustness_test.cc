@@ -8,7 +8,9 @@
 
 #include <filesystem>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 #include "core/printable.h"
@@ -327,6 +329,37 @@ TEST(Strictness, AFileThatCannotBeReadSaysWhy) {
 TEST(Strictness, ReportsEscapeWhatTheyEcho) {
   EXPECT_EQ(core::printable("p\nFAIL q\x01"), "p\\nFAIL q\\x01");
   EXPECT_EQ(core::printable(std::string(100, 'z'), 10), "zzzzzzzzzz...");
+}
+
+}  // namespace
+}  // namespace ppspec::testing
+
+namespace ppspec::testing {
+namespace {
+
+// Invariants are PPSPEC_ASSERTs, on in every preset: <cassert>'s assert is compiled out under NDEBUG
+// (the default and GPU presets), where a broken invariant would turn into a silent wrong answer.
+TEST(Invariants, NoSourceUsesAPlainAssert) {
+  namespace fs = std::filesystem;
+  const std::regex plain(R"((^|[^A-Za-z_])assert\s*\()");
+  std::vector<std::string> found;
+  for (const char* folder : {"core", "sim", "engine", "verify", "traces", "tools", "fuzzer", "fidelity", "program", "loader", "serving",
+                             "real_backend", "kernels", "bench", "fuzz", "tests", "property_tests"}) {
+    const fs::path root = fs::path(PPSPEC_SOURCE_DIR) / folder;
+    if (!fs::exists(root)) continue;
+    for (const auto& f : fs::recursive_directory_iterator(root)) {
+      const std::string ext = f.path().extension().string();
+      if (!f.is_regular_file() || (ext != ".cc" && ext != ".h" && ext != ".cu")) continue;
+      std::ifstream in(f.path());
+      std::string line;
+      for (int n = 1; std::getline(in, line); ++n) {
+        // The code of the line: no comment, no string literal.
+        const std::string code = std::regex_replace(line.substr(0, line.find("//")), std::regex(R"("([^"\\]|\\.)*")"), "\"\"");
+        if (std::regex_search(code, plain)) found.push_back(fmt::format("{}:{}: {}", f.path().string(), n, line));
+      }
+    }
+  }
+  EXPECT_TRUE(found.empty()) << fmt::format("plain assert( instead of PPSPEC_ASSERT:\n{}", fmt::join(found, "\n"));
 }
 
 }  // namespace
