@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/assert.h"
+#include "core/device_fault.h"
 #include "core/runtime.h"
 #include "kernels/cuda_launch.h"
 #include "kernels/launch.h"
@@ -20,13 +21,15 @@ void launch_kernel(core::Device& dev, core::Stream s, core::KernelRef ref, const
   core::KernelLaunch l;
   l.kernel = ref;
   l.work = rows;
-  // A kernel that indexes past a buffer stops the run as an internal error naming it (on a GPU
-  // the same access traps: an illegal memory access).
+  // A kernel that indexes past a buffer is a device fault naming it and its row (on a GPU the same
+  // access traps: an illegal memory access); the runtime turns it into the run's verdict.
   l.body = [k, rows, name = ref.name, rank = dev.rank()] {
-    try {
-      kernels::run_on_cpu(k, rows);
-    } catch (const kernels::KernelOutOfBounds& e) {
-      throw core::InternalError(fmt::format("rank{} kernel {}: {}", rank, name, e.what()));
+    for (int64_t r = 0; r < rows; ++r) {
+      try {
+        k.row(r);
+      } catch (const kernels::KernelOutOfBounds& e) {
+        throw core::DeviceFault(rank, std::string(name), r, e.what());
+      }
     }
   };
   l.device_body = [k, rows](void* stream) { kernels::cuda::launch(k, rows, stream); };

@@ -1,6 +1,8 @@
 #include "fuzzer/campaign.h"
 
 #include <chrono>
+#include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -52,7 +54,9 @@ struct Outcome {
   std::string kind;
   std::string summary;
   std::vector<std::string> report;  // the first finding: summary, details, where
-  bool same_as(const Outcome& o) const { return verdict == o.verdict && kind == o.kind; }
+  bool internal = false;            // ppspec failed on the case: no verdict (kind kInternalErrorClass)
+  bool failed() const { return internal || verdict != core::Verdict::pass; }
+  bool same_as(const Outcome& o) const { return internal == o.internal && verdict == o.verdict && kind == o.kind; }
 };
 
 serving::ServingRun run_serving(const std::string& text, const std::string& file, const ServingCase& c, PathSink* paths) {
@@ -117,19 +121,48 @@ Outcome run_case(const std::string& text, const std::string& file, const FuzzCas
   return outcome_of(run.result);
 }
 
-// The case stream: case i of a campaign is drawn from its own seed, whatever ran before it.
+// run_case, with an internal error of ppspec (anything but bad input, which is the generator's
+// bug) as an outcome of its own class.
+Outcome run_guarded(const std::string& text, const std::string& file, const FuzzCase& c, Coverage* cov) {
+  try {
+    // Test hook: PPSPEC_FUZZ_TEST_THROW_IF_PP=P fails every serving case of P stages as a bug would.
+    const char* pp = std::getenv("PPSPEC_FUZZ_TEST_THROW_IF_PP");
+    if (pp != nullptr && !c.is_program && c.serving.pp == std::atoi(pp)) throw core::InternalError("test hook: a serving case of " + std::string(pp) + " stages");
+    return run_case(text, file, c, cov);
+  } catch (const core::InputError&) {
+    throw;
+  } catch (const std::exception& e) {
+    Outcome o;
+    o.internal = true;
+    o.kind = kInternalErrorClass;
+    o.summary = fmt::format("ppspec failed on the case with an internal error: {}", e.what());
+    o.report.push_back(o.summary);
+    return o;
+  }
+}
+
+// Test hooks (tests/fuzz_command_test.cc): make ppspec fail the way a bug would, so that the
+// handling of an internal error or a crash is proven end to end. PPSPEC_FUZZ_TEST_CRASH_AT_CASE=I
+// kills the process at case I (with SIGSEGV).
+void crash_hook(uint64_t index) {
+  const char* v = std::getenv("PPSPEC_FUZZ_TEST_CRASH_AT_CASE");
+  if (v != nullptr && std::strtoull(v, nullptr, 10) == index) std::raise(SIGSEGV);
+}
+
+}  // namespace
+
 rc::Shrinkable<FuzzCase> draw(const FuzzOptions& opts, uint64_t index) {
   const uint64_t key = opts.seed * 0x9E3779B97F4A7C15ULL ^ (index + 1) * 0xBF58476D1CE4E5B9ULL;
   return gen_fuzz_case(opts.space, opts.faults)(rc::Random(key), rc::kNominalSize);
 }
-
-}  // namespace
 
 namespace {
 
 constexpr int kShrinkRunsMax = 4000;
 
 std::string case_text(const FuzzCase& c, const std::string& name, const Outcome& expect, const std::string& why) {
+  // A case ppspec fails on expects what a correct ppspec gives it, as far as anyone knows: a pass.
+  if (expect.internal) return case_toml(c, name, why, Expectation{core::Verdict::pass, ""});
   return case_toml(c, name, why, Expectation{expect.verdict, expect.kind});
 }
 
@@ -141,15 +174,17 @@ rc::Shrinkable<FuzzCase> shrink(rc::Shrinkable<FuzzCase> failing, const Outcome&
     progressed = false;
     auto candidates = failing.shrinks();
     while (auto candidate = candidates.next()) {
-      if (++found.shrink_runs > kShrinkRunsMax) break;
+      if (found.shrink_runs >= kShrinkRunsMax) break;
+      ++found.shrink_runs;
       const FuzzCase c = candidate->value();
-      if (!run_case(case_text(c, "shrinking", target, ""), "<shrinking>", c, nullptr).same_as(target)) continue;
+      if (!run_guarded(case_text(c, "shrinking", target, ""), "<shrinking>", c, nullptr).same_as(target)) continue;
       failing = std::move(*candidate);
       ++found.shrink_steps;
       progressed = true;
       break;
     }
   }
+  found.capped = found.shrink_runs >= kShrinkRunsMax;
   return failing;
 }
 
@@ -164,6 +199,7 @@ Found settle(const FuzzOptions& opts, const rc::Shrinkable<FuzzCase>& failing, c
   Found f;
   f.verdict = outcome.verdict;
   f.kind = outcome.kind;
+  f.internal = outcome.internal;
   f.case_index = index;
   f.found_after_s = since(t0);
   const FuzzCase original = failing.value();
@@ -184,7 +220,7 @@ Found settle(const FuzzOptions& opts, const rc::Shrinkable<FuzzCase>& failing, c
     std::ifstream in(f.file, std::ios::binary);
     return std::string(std::istreambuf_iterator<char>(in), {});
   }();
-  const Outcome again = run_case(text, f.file, shrunk, nullptr);
+  const Outcome again = run_guarded(text, f.file, shrunk, nullptr);
   if (!again.same_as(outcome))
     throw core::InternalError(fmt::format("the shrunk file {} gives {} / {}, the failure was {} / {}", f.file,
                                           core::to_string(again.verdict), again.kind, core::to_string(outcome.verdict),
@@ -192,7 +228,7 @@ Found settle(const FuzzOptions& opts, const rc::Shrinkable<FuzzCase>& failing, c
   f.summary = again.summary;
   std::ofstream report(std::filesystem::path(f.file).replace_extension(".report.txt"), std::ios::binary);
   report << f.command << "\n\n" << fmt::format("{}", fmt::join(again.report, "\n")) << "\n\nshrunk from: " << f.original
-         << "\nto: " << f.shrunk << "\n";
+         << "\nto: " << f.shrunk << "\n" << (f.capped ? fmt::format("not minimal: the shrink stopped after {} runs\n", f.shrink_runs) : "");
   f.shrunk_after_s = since(t0);
   return f;
 }
@@ -223,8 +259,12 @@ FuzzReport run_campaign(const FuzzOptions& opts, std::ostream& out, std::ostream
     const std::string name = fmt::format("fuzz-seed{}-case{}", opts.seed, index);
     const std::string text = case_text(c, name, {}, "");
     Outcome o;
+    std::filesystem::create_directories(opts.out_dir);
+    std::ofstream(opts.out_dir + "/current.toml", std::ios::binary) << text;  // on disk if the case crashes the process
+    std::ofstream(opts.out_dir + "/current.case", std::ios::binary) << index << '\n';
     try {
-      o = run_case(text, name + ".toml", c, &r.coverage);
+      crash_hook(index);
+      o = run_guarded(text, name + ".toml", c, &r.coverage);
     } catch (const core::InputError& e) {
       // The generator promises valid cases: one the loader refuses is ppspec's bug (exit 3), kept.
       std::filesystem::create_directories(opts.out_dir);
@@ -233,14 +273,14 @@ FuzzReport run_campaign(const FuzzOptions& opts, std::ostream& out, std::ostream
       throw core::InternalError(fmt::format("a generated case the loader refuses ({}), kept as {}", e.what(), kept));
     }
     ++r.cases;
-    if (o.verdict != core::Verdict::pass) {
+    if (o.failed()) {
       ++r.failures;
       if (opts.live_progress) progress << "\n";
       progress << fmt::format("case {} fails: {} / {}: {}\n  {}\n  shrinking...\n", index, core::to_string(o.verdict),
                               o.kind, o.summary, case_summary(c));
       r.found.push_back(settle(opts, drawn, o, index, t0));
-      progress << fmt::format("  shrunk in {} steps ({} runs) to {}\n  {}\n", r.found.back().shrink_steps,
-                              r.found.back().shrink_runs, r.found.back().file, r.found.back().shrunk);
+      progress << fmt::format("  shrunk in {} steps ({} runs{}) to {}\n  {}\n", r.found.back().shrink_steps, r.found.back().shrink_runs,
+                              r.found.back().capped ? ", stopped at the limit: not minimal" : "", r.found.back().file, r.found.back().shrunk);
       if (!opts.keep_going) break;
     }
     if (since(t0) >= next_progress) {
@@ -265,9 +305,11 @@ std::string format_report(const FuzzReport& r) {
                    c.programs, c.pp_gt1, c.drafts, c.graph_padding, c.chunked_prefill, c.slot_reuse, c.length_cap, c.aborts,
                    c.abort_in_flight);
   for (const Found& f : r.found)
-    s += fmt::format("FAIL {} / {} at case {} after {:.1f} s, shrunk after {:.1f} s ({} requests, {} ranks): {}\n  {}\n  {}\n",
-                     core::to_string(f.verdict), f.kind, f.case_index, f.found_after_s, f.shrunk_after_s,
-                     f.requests, f.ranks, f.summary, f.shrunk, f.command);
+    s += fmt::format("{} {} at case {} after {:.1f} s, shrunk after {:.1f} s{} ({} requests, {} ranks): {}\n  {}\n  {}\n",
+                     f.internal ? "ERROR" : "FAIL", f.internal ? f.kind : fmt::format("{} / {}", core::to_string(f.verdict), f.kind),
+                     f.case_index, f.found_after_s, f.shrunk_after_s,
+                     f.capped ? fmt::format(" (not minimal: stopped after {} runs)", f.shrink_runs) : "", f.requests, f.ranks,
+                     f.summary, f.shrunk, f.command);
   return s;
 }
 

@@ -40,9 +40,15 @@ struct Coverage {
   uint64_t programs = 0;        // program scenarios
 };
 
+// The class of a case that ends in an internal error of ppspec (a broken invariant, an exception,
+// not a verdict), and of one that crashed a worker process (--jobs): findings of their own.
+inline constexpr const char* kInternalErrorClass = "internal-error";
+inline constexpr const char* kCrashClass = "crash";
+
 struct Found {
   core::Verdict verdict = core::Verdict::pass;
-  std::string kind;
+  std::string kind;             // the finding's kind, or kInternalErrorClass / kCrashClass
+  bool internal = false;        // ppspec failed (an internal error or a crash): no verdict
   std::string summary;          // the first finding of the shrunk case
   std::string file;             // the shrunk scenario file
   std::string command;          // reproduces it
@@ -51,6 +57,7 @@ struct Found {
   double shrunk_after_s = 0;    // and to the shrunk file
   int shrink_steps = 0;         // smaller failing cases taken
   int shrink_runs = 0;          // candidates run
+  bool capped = false;          // the shrink stopped at its run limit: not minimal
   std::string original, shrunk;  // case_summary() of each
   int requests = 0;             // of the shrunk case (0: a program)
   int ranks = 0;
@@ -64,12 +71,21 @@ struct FuzzReport {
   std::vector<Found> found;
 };
 
-// Runs the campaign; progress on `progress`, the summary on `out`. Throws core::InternalError when
-// a generated case does not load (a generator bug, with the case's file kept in out_dir).
+// Runs the campaign; progress on `progress`, the summary on `out`. A case that ends in an internal
+// error of ppspec is a finding of its own class, shrunk within it. Before each case the campaign
+// writes it to OUT/current.toml, so that a case that crashes the process is on disk. Throws
+// core::InternalError when a generated case does not load (a generator bug, its file kept in out_dir).
 FuzzReport run_campaign(const FuzzOptions& opts, std::ostream& out, std::ostream& progress);
 
 // "1 failure in 1234 cases (56.7 cases/s) ..." and one line per failure.
 std::string format_report(const FuzzReport& r);
+
+// The case stream: case i of a campaign is drawn from its own seed, whatever ran before it.
+rc::Shrinkable<FuzzCase> draw(const FuzzOptions& opts, uint64_t index);
+
+// A case that crashed a worker process (--jobs): its file kept, shrunk by rerunning candidates in
+// child processes (`PPSPEC run FILE`) while they die of the same signal, at most `runs_max` of them.
+Found settle_crash(const FuzzOptions& opts, uint64_t index, int signal, const std::string& ppspec, int runs_max);
 
 // OUT/summary.json of a campaign, and the merge of several (`ppspec fuzz --merge DIR...`, the shards
 // of one campaign run apart): counts and paths add up, the time is the longest shard's. Throws

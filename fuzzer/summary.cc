@@ -25,7 +25,8 @@ Json to_json(const Found& f) {
   return Json{{"verdict", core::to_string(f.verdict)}, {"kind", f.kind}, {"summary", f.summary}, {"file", f.file},
               {"command", f.command}, {"case", f.case_index}, {"found_after_s", f.found_after_s},
               {"shrunk_after_s", f.shrunk_after_s}, {"shrink_steps", f.shrink_steps}, {"shrink_runs", f.shrink_runs},
-              {"original", f.original}, {"shrunk", f.shrunk}, {"requests", f.requests}, {"ranks", f.ranks}};
+              {"original", f.original}, {"shrunk", f.shrunk}, {"requests", f.requests}, {"ranks", f.ranks},
+              {"internal", f.internal}, {"capped", f.capped}};
 }
 
 Found found_of(const Json& j) {
@@ -46,6 +47,8 @@ Found found_of(const Json& j) {
   f.shrunk = j.at("shrunk").get<std::string>();
   f.requests = j.at("requests").get<int>();
   f.ranks = j.at("ranks").get<int>();
+  f.internal = j.value("internal", false);
+  f.capped = j.value("capped", false);
   return f;
 }
 

@@ -235,6 +235,7 @@ void SimDevice::launch(core::Stream s, const core::KernelLaunch& k) {
   const CostModel& c = w.config().cost;
   item.duration = k.duration >= 0 ? k.duration : c.kernel + (k.work / 1024) * c.kernel_per_kwork;
   item.body = k.body;
+  item.engine_step = w.in_fiber() && w.current().host != nullptr ? w.current().host->call_step : -1;
   if (w.bus().active()) {
     core::Event e = w.event(core::EventKind::kernel_launched, rank_, w.current().name);
     e.kernel = k.kernel.name;

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include "core/assert.h"
+#include "core/device_fault.h"
+#include "core/finding_kinds.h"
 #include "sim/comm_system.h"
 #include "sim/device.h"
 #include "sim/graph.h"
@@ -80,23 +82,45 @@ uint32_t SimStream::advance_clock() {
 void SimStream::run_kernel(WorkItem& item) {
   RaceDetector* races = device_.races();
   if (races == nullptr || !item.body) {
-    if (item.body) item.body();
+    try {
+      if (item.body) item.body();
+    } catch (const core::DeviceFault& e) {
+      fault(item, e);
+    }
     return;
   }
   races->begin(fiber_->id, advance_clock(), clock_, AccessItem{this, item.name, item.spec, item.call_site, {}, 0});
   try {
     item.body();
-  } catch (const core::InternalError&) {
+  } catch (const core::DeviceFault& e) {
     // A kernel that indexed past a buffer after reading racing data: the race (which end() reports)
     // is the cause.
     races->end();
     if (races->race()) return;
-    throw;
+    fault(item, e);
   } catch (...) {
     races->end();
     throw;
   }
   races->end();
+}
+
+// A kernel touched memory outside a buffer: on a GPU an illegal memory access, whose sticky error
+// ends the process's GPU work. The run ends with that verdict.
+void SimStream::fault(const WorkItem& item, const core::DeviceFault& e) {
+  World& w = device_.world();
+  core::Finding f;
+  f.verdict = core::Verdict::device_fault;
+  f.kind = std::string(core::kKindDeviceFault);
+  f.engine_step = item.engine_step;
+  f.summary = fmt::format("rank{} kernel {}{} on {}{}: {} (row {}) — on a GPU an illegal memory access, whose sticky error ends the job",
+                          e.rank(), item.name, item.spec.empty() ? "" : fmt::format("[{}]", item.spec), full_name_,
+                          item.engine_step >= 0 ? fmt::format(" at engine step {}", item.engine_step) : "", e.access(), e.row());
+  f.sites.push_back(core::Site{e.rank(), full_name_, "", -1, fmt::format("kernel {}, row {}: {}", item.name, e.row(), e.access()),
+                               std::string(item.call_site)});
+  f.details.push_back("the kernel read an index from memory (a block table, a request index, a token id) that its buffer does not "
+                      "hold: a data bug upstream of the kernel, or a buffer sized for fewer rows than the batch");
+  w.stop(std::move(f));
 }
 
 void SimStream::execute(WorkItem& item) {

@@ -13,6 +13,10 @@
 #include "sim/vector_clock.h"
 #include "sim/world.h"
 
+namespace ppspec::core {
+class DeviceFault;
+}
+
 namespace ppspec::sim {
 
 class SimDevice;
@@ -41,6 +45,7 @@ struct WorkItem {
   SimFlag* flag = nullptr;                 // wait_flag, set_flag
   std::shared_ptr<ItemClocks> clocks;  // null while clocks are off
   std::string_view call_site;          // where the host enqueued it, for race reports
+  int64_t engine_step = -1;            // kernel: the engine step its host was executing (-1: none)
 
   const VectorClock& enqueue_clock() const {
     static const VectorClock kNone;
@@ -94,6 +99,7 @@ class SimStream {
  private:
   void execute(WorkItem& item);
   void run_kernel(WorkItem& item);
+  [[noreturn]] void fault(const WorkItem& item, const core::DeviceFault& e);
 
   SimDevice& device_;
   int32_t id_;

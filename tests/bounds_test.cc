@@ -4,6 +4,7 @@
 
 #include <sys/resource.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -12,6 +13,9 @@
 
 #include "core/assert.h"
 #include "core/buffer.h"
+#include "engine/kernel_launch.h"
+#include "engine/span_of.h"
+#include "tests/harness.h"
 #include "engine/scheduler.h"
 #include "engine/workload.h"
 #include "kernels/launch.h"
@@ -229,6 +233,42 @@ TEST(Memory, AFullLaunchQueueBehindASpinningKernelDeadlocks) {
       << all_text(r.findings.front());
   r = run_toml(replaced(text, "  { op = \"wait_flag\", flag = \"go\", stream = \"main\" },\n", ""));
   EXPECT_EQ(r.verdict, core::Verdict::pass) << "without the spinning kernel the queue drains";
+}
+
+}  // namespace
+}  // namespace ppspec::testing
+
+namespace ppspec::testing {
+namespace {
+
+// A kernel that reads past its buffer (prepare_inputs of a 3-token prompt in rows of 2, as the
+// test above): on a GPU an illegal memory access; on the simulator the same verdict, naming the
+// rank, kernel, engine step, row and index, never an internal error of ppspec.
+TEST(Bounds, AKernelIndexingPastItsBufferIsADeviceFaultNotAnInternalError) {
+  std::vector<int32_t> qs{0, 3}, idx{1}, num_computed{0, 0}, prefill_len{0, 3}, prompt(2 * 2, 7), table(2 * 4, 1);
+  std::vector<int64_t> last_sampled{0, 0}, drafts{0, 0};
+  std::vector<int32_t> ids(4, -1), row_req(4, -9);
+  std::vector<int64_t> pos(4, -1), slots(4, -9);
+  std::vector<uint8_t> pad(4, 0);
+  const Span<bool> is_padding(reinterpret_cast<bool*>(pad.data()), 4);
+  const kernels::PrepareInputsKernel k{1, 3, qs, idx, num_computed, prefill_len, prompt, 2, last_sampled, drafts,
+                                       1, table, 4, 16, true, ids, pos, slots, is_padding, row_req, 4};
+  Harness h(1);
+  h.actor(0, [&] {
+    core::Device& dev = h.rt.device(0);
+    const core::Stream s = dev.stream("main");
+    h.rt.set_call_site("test.toml:7", 12);
+    engine::launch_kernel(dev, s, core::KernelRef{"prepare_inputs", "v1"}, k, 2);
+    dev.stream_sync(s);
+  });
+  const core::RunResult r = h.run();
+  ASSERT_EQ(r.verdict, core::Verdict::device_fault);
+  const core::Finding& f = r.findings.at(0);
+  EXPECT_EQ(f.kind, "device-fault");
+  EXPECT_EQ(f.engine_step, 12);
+  EXPECT_NE(f.summary.find("rank0 kernel prepare_inputs[v1] on rank0.main at engine step 12: index"), std::string::npos) << f.summary;
+  EXPECT_NE(f.summary.find("index 2 outside [0, 2) (row 0)"), std::string::npos) << f.summary;
+  EXPECT_EQ(f.sites.at(0).origin, "test.toml:7");
 }
 
 }  // namespace

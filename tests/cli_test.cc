@@ -349,3 +349,34 @@ TEST(Cli, TheServingMonitorsRunOverARecordedTraceAsTheyDidOnline) {
 
 }  // namespace
 }  // namespace ppspec::testing
+
+namespace ppspec::testing {
+namespace {
+
+// One scenario's internal error (the test hook fails it as a bug of ppspec would) never loses the
+// other scenarios' results, in text or --json: each is reported, and the command exits 3.
+TEST(Cli, AnInternalErrorInOneScenarioKeepsTheOthersResults) {
+  const std::string a = std::string(PPSPEC_SOURCE_DIR) + "/scenarios/programs/lazy_load_deadlock.toml";
+  const std::string b = std::string(PPSPEC_SOURCE_DIR) + "/scenarios/programs/lazy_load_eager.toml";
+  setenv("PPSPEC_TEST_INTERNAL_ERROR_IN", "lazy-load-deadlock", 1);
+  const Out text = run({.files = {a, b}});
+  tools::RunArgs j;
+  j.files = {a, b};
+  j.json = true;
+  const Out json = run(j);
+  unsetenv("PPSPEC_TEST_INTERNAL_ERROR_IN");
+  EXPECT_EQ(text.code, 3);
+  EXPECT_NE(text.out.find("ERROR lazy-load-deadlock"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("internal error of ppspec, no verdict: test hook in scenario lazy-load-deadlock"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("reproduce: ppspec run"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("ok   lazy-load-eager"), std::string::npos) << text.out << ": the other scenario still ran";
+  EXPECT_EQ(json.code, 3);
+  const nlohmann::json all = nlohmann::json::parse(json.out);
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_TRUE(all[0].at("verdict").is_null());
+  EXPECT_NE(all[0].at("internal_error").get<std::string>().find("test hook"), std::string::npos);
+  EXPECT_EQ(all[1].at("verdict"), "pass");
+}
+
+}  // namespace
+}  // namespace ppspec::testing

@@ -124,5 +124,19 @@ TEST(Fidelity, RecordedGpuResultsAreJudgedBothWays) {
   std::filesystem::remove_all(dir);
 }
 
+// A comparison that compared nothing is no agreement: exit 1, saying why.
+TEST(Fidelity, RecordedWithNoGpuResultComparesNothingAndIsExitOne) {
+  const auto dir = std::filesystem::temp_directory_path() / "ppspec-fidelity-nothing";
+  std::filesystem::remove_all(dir);
+  tools::FidelityArgs args;
+  args.programs = 3;
+  args.out = dir.string();
+  args.backend = "recorded";
+  std::ostringstream out, err;
+  EXPECT_EQ(tools::fidelity_main(args, out, err), 1) << out.str();
+  EXPECT_NE(err.str().find("compared nothing: no GPU result is kept in"), std::string::npos) << err.str();
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace ppspec::testing

@@ -4,7 +4,11 @@
 // the file, line or flag.
 #include <gtest/gtest.h>
 
+#include <csignal>
+#include <cstdio>
 #include <filesystem>
+#include <fmt/format.h>
+#include <sys/wait.h>
 #include <fstream>
 #include <sstream>
 
@@ -130,6 +134,80 @@ TEST(Fuzz, BadInputIsExitTwoWithTheFileLineOrFlag) {
     EXPECT_EQ(r.code, 2) << r.out << r.err;
     EXPECT_NE(r.err.find(c.message), std::string::npos) << r.err;
   }
+}
+
+}  // namespace
+}  // namespace ppspec::testing
+
+namespace ppspec::testing {
+namespace {
+
+// The ppspec binary in a child process, its output captured; the exit status.
+int ppspec_child(const std::string& env, const std::string& args, std::string& output) {
+  const std::string cmd = fmt::format("{} {} {} 2>&1", env, PPSPEC_BINARY, args);
+  FILE* p = popen(cmd.c_str(), "r");
+  char buf[4096];
+  output.clear();
+  while (size_t n = fread(buf, 1, sizeof buf, p)) output.append(buf, n);
+  const int status = pclose(p);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+// ppspec failing on a case (the test hook makes every serving case of 2 stages fail as a bug
+// would) is a finding of its own class: kept, shrunk within it, exit 3, with --jobs too.
+TEST(FuzzInternalErrors, AreFindingsKeptAndShrunkAndExitThreeWithAndWithoutJobs) {
+  for (const char* jobs : {"1", "2"}) {
+    SCOPED_TRACE(jobs);
+    const fs::path dir = fresh_dir(std::string("internal_") + jobs);
+    std::string out;
+    const int code = ppspec_child("PPSPEC_FUZZ_TEST_THROW_IF_PP=2", fmt::format("fuzz --cases 80 --seed 1 --jobs {} --out {}", jobs, dir.string()), out);
+    EXPECT_EQ(code, 3) << out;
+    EXPECT_NE(out.find("ERROR internal-error at case"), std::string::npos) << out;
+    const fuzzer::FuzzReport r = fuzzer::read_summary(dir.string());
+    ASSERT_FALSE(r.found.empty()) << out;
+    const fuzzer::Found& f = r.found.front();
+    EXPECT_TRUE(f.internal);
+    EXPECT_EQ(f.kind, "internal-error");
+    EXPECT_NE(f.shrunk.find("pp2"), std::string::npos) << f.shrunk << ": shrunk within its class, still 2 stages";
+    EXPECT_TRUE(fs::exists(f.file)) << f.file;
+  }
+}
+
+// A case that kills a worker: the parent keeps it as a finding of the crash class, exit 3.
+TEST(FuzzInternalErrors, AWorkerThatCrashesLeavesItsCaseKeptAndExitThree) {
+  const fs::path dir = fresh_dir("crash");
+  std::string out;
+  const int code = ppspec_child("PPSPEC_FUZZ_TEST_CRASH_AT_CASE=1", fmt::format("fuzz --cases 6 --seed 1 --jobs 2 --out {}", dir.string()), out);
+  EXPECT_EQ(code, 3) << out;
+  EXPECT_NE(out.find("died of signal 11 at case 1"), std::string::npos) << out;
+  EXPECT_NE(out.find("ERROR crash at case 1"), std::string::npos) << out;
+  EXPECT_TRUE(fs::exists(dir / "job-1" / "found-seed1-case1-crash.toml")) << out;
+}
+
+// Shrinking a crash reruns candidates in child processes; one stopped at its limit says so.
+TEST(FuzzInternalErrors, ACrashIsShrunkInChildProcessesAndACappedShrinkIsNotCalledMinimal) {
+  const fs::path dir = fresh_dir("crash_shrink");
+  fs::create_directories(dir);
+  const fs::path fake = dir / "fake-ppspec";
+  // Dies of SIGSEGV on any case of 2 stages, as a crashing ppspec would.
+  std::ofstream(fake) << "#!/bin/sh\ngrep -q '^pp = 2$' \"$2\" && kill -SEGV $$\nexit 0\n";
+  fs::permissions(fake, fs::perms::owner_all);
+  fuzzer::FuzzOptions o;
+  o.seed = 1;
+  o.out_dir = dir.string();
+  uint64_t index = 0;
+  while (fuzzer::draw(o, index).value().is_program || fuzzer::draw(o, index).value().serving.pp != 2) ++index;
+  const fuzzer::Found full = fuzzer::settle_crash(o, index, SIGSEGV, fake.string(), 200);
+  EXPECT_TRUE(full.internal);
+  EXPECT_EQ(full.kind, "crash");
+  EXPECT_GT(full.shrink_steps, 0);
+  EXPECT_NE(full.shrunk.find("pp2"), std::string::npos) << full.shrunk;
+  EXPECT_TRUE(fs::exists(full.file));
+  const fuzzer::Found capped = fuzzer::settle_crash(o, index, SIGSEGV, fake.string(), 2);
+  EXPECT_TRUE(capped.capped);
+  fuzzer::FuzzReport r;
+  r.found.push_back(capped);
+  EXPECT_NE(fuzzer::format_report(r).find("(not minimal: stopped after 2 runs)"), std::string::npos) << fuzzer::format_report(r);
 }
 
 }  // namespace

@@ -298,6 +298,14 @@ int fidelity_main(const FidelityArgs& args, std::ostream& out, std::ostream& err
   }
   out << fmt::format("fidelity: {} programs; {} compared on GPUs, {} agree ({}); table: {}\n", results.size(), compared, agree,
                      percent(agree, compared), (dir / "fidelity.md").string());
+  if (compared == 0 && args.backend != "sim") {
+    // Nothing compared is no agreement: no GPU result was there to compare with.
+    err << fmt::format("ppspec fidelity: compared nothing: {}\n",
+                       args.backend == "recorded" ? fmt::format("no GPU result is kept in {}/results for these programs (run "
+                                                                "--backend both on a GPU machine first)", args.out)
+                                                  : fmt::format("no program fits this machine's {} GPU(s)", args.gpus));
+    return 1;
+  }
   return agree == compared ? 0 : 1;
 }
 

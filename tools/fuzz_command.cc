@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
+#include <fstream>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -119,6 +120,10 @@ fuzzer::FuzzOptions options(const FuzzArgs& a) {
 
 namespace {
 
+constexpr int kCrashShrinkRunsMax = 200;  // each a process: a crash shrinks within minutes
+
+fuzzer::FuzzReport crashed_worker(const fuzzer::FuzzOptions& o, const std::string& dir, int signal, std::ostream& err);
+
 // --jobs J: J worker processes of this program, each a disjoint shard of this shard's cases
 // (shard I of N becomes shards I*J + j of N*J), each with its own --out folder; then their merge.
 fuzzer::FuzzReport run_jobs(const FuzzArgs& a, const fuzzer::FuzzOptions& o, uint64_t jobs, std::ostream& err) {
@@ -139,20 +144,47 @@ fuzzer::FuzzReport run_jobs(const FuzzArgs& a, const fuzzer::FuzzOptions& o, uin
     dirs.push_back(dir);
   }
   err << fmt::format("{} worker processes; progress in {}/job-*/progress.log\n", jobs, o.out_dir);
-  for (pid_t pid : pids) {
-    int status = 0;
-    waitpid(pid, &status, 0);
-    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 3;
-    if (code > 1) throw BadFlag{fmt::format("a worker process exited with status {} (see its progress.log)", code)};
-  }
   std::vector<fuzzer::FuzzReport> parts;
-  for (const std::string& d : dirs) parts.push_back(fuzzer::read_summary(d));
+  for (size_t j = 0; j < pids.size(); ++j) {
+    int status = 0;
+    waitpid(pids[j], &status, 0);
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 2)
+      throw BadFlag{fmt::format("worker {} refused its input (see {}/progress.log)", j, dirs[j])};
+    if (WIFSIGNALED(status)) {
+      parts.push_back(crashed_worker(o, dirs[j], WTERMSIG(status), err));
+      continue;
+    }
+    // Exit 0, 1 (failures found) or 3 (internal errors found): its summary says which.
+    parts.push_back(fuzzer::read_summary(dirs[j]));
+  }
   fuzzer::FuzzReport merged = fuzzer::merge(parts);
   fuzzer::write_summary(merged, o);
   return merged;
 }
 
+// A worker killed by a signal: the case it was running (its current.case) is a finding of the
+// crash class, kept and shrunk in child processes.
+fuzzer::FuzzReport crashed_worker(const fuzzer::FuzzOptions& o, const std::string& dir, int signal, std::ostream& err) {
+  fuzzer::FuzzReport r;
+  std::ifstream in(dir + "/current.case");
+  uint64_t index = 0;
+  if (!(in >> index)) throw BadFlag{fmt::format("a worker died of signal {} before its first case (see {}/progress.log)", signal, dir)};
+  err << fmt::format("worker in {} died of signal {} at case {}: shrinking it in child processes\n", dir, signal, index);
+  fuzzer::FuzzOptions mine = o;
+  mine.out_dir = dir;
+  r.found.push_back(fuzzer::settle_crash(mine, index, signal, "/proc/self/exe", kCrashShrinkRunsMax));
+  r.failures = 1;
+  r.cases = 1;
+  return r;
+}
+
 }  // namespace
+
+// 3 when ppspec itself failed on a case (an internal error or a crash), 1 when a case failed, 0.
+int exit_status(const fuzzer::FuzzReport& r) {
+  if (std::any_of(r.found.begin(), r.found.end(), [](const fuzzer::Found& f) { return f.internal; })) return 3;
+  return r.failures > 0 ? 1 : 0;
+}
 
 int fuzz_command(const FuzzArgs& args, std::ostream& out, std::ostream& err) {
   try {
@@ -161,17 +193,16 @@ int fuzz_command(const FuzzArgs& args, std::ostream& out, std::ostream& err) {
       for (const std::string& d : args.merge) parts.push_back(fuzzer::read_summary(d));
       const fuzzer::FuzzReport merged = fuzzer::merge(parts);
       out << fuzzer::format_report(merged);
-      return merged.failures > 0 ? 1 : 0;
+      return exit_status(merged);
     }
     const fuzzer::FuzzOptions o = options(args);
     const uint64_t jobs = *parse_count(args.jobs, 1, 256);
     if (jobs > 1) {
       const fuzzer::FuzzReport merged = run_jobs(args, o, jobs, err);
       out << fuzzer::format_report(merged);
-      return merged.failures > 0 ? 1 : 0;
+      return exit_status(merged);
     }
-    const fuzzer::FuzzReport r = fuzzer::run_campaign(o, out, err);
-    return r.failures > 0 ? 1 : 0;
+    return exit_status(fuzzer::run_campaign(o, out, err));
   } catch (const BadFlag& b) {
     err << "ppspec fuzz: " << b.message << '\n';
     return 2;

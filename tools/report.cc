@@ -70,6 +70,9 @@ std::string headline(const RunRecord& r) {
 
 std::string format_text(const RunRecord& r) {
   const core::RunResult& res = r.result;
+  if (!r.internal_error.empty())
+    return fmt::format("ERROR {}  {}  internal error of ppspec, no verdict: {}\n    reproduce: {}\n", core::printable(r.scenario),
+                       core::printable(r.file), core::printable(r.internal_error, 400), core::printable(r.reproduce));
   std::string s = headline(r);
   if (!r.ok && !r.mismatch.empty()) s += fmt::format("    not as expected: {}\n", r.mismatch);
   for (const core::Finding& f : res.findings) append_finding(s, f, "");
@@ -163,6 +166,10 @@ nlohmann::json to_json(const RunRecord& r) {
         {"wall_ms", r.wall_ms}}},
       {"reproduce", r.reproduce},
   };
+  if (!r.internal_error.empty()) {
+    j["verdict"] = nullptr;  // no verdict: ppspec itself failed on this run
+    j["internal_error"] = r.internal_error;
+  }
   if (r.serving)
     j["serving"] = {{"engine_steps", r.serving->engine_steps},
                     {"requests", r.serving->requests},

@@ -36,6 +36,9 @@ struct RunRecord {
   core::RunResult result;
   std::optional<ServingFigures> serving{};
   std::optional<core::Verdict> recorded{};  // `ppspec check`: the verdict the trace's trailer records
+  // A bug of ppspec (a broken invariant, an exception) that ended this run: no verdict. The other
+  // scenarios and seeds still run; the command exits 3.
+  std::string internal_error{};
 };
 
 // What the seeds of one scenario gave (`ppspec run --seeds N`), for its one summary line.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fmt/format.h>
 #include <memory>
@@ -35,6 +36,10 @@ constexpr uint64_t kSeedsMax = uint64_t{1} << 40;
 // One simulated run of a scenario; fills the record's result (and serving figures).
 void simulate_once(const Scenario& sc, uint64_t seed, const sim::StrategySpec& strategy, core::EventSink* sink,
                    RunRecord& rec) {
+  // Test hook (tests/cli_test.cc): PPSPEC_TEST_INTERNAL_ERROR_IN=NAME fails the runs of scenario NAME
+  // as a bug of ppspec would, so that one scenario's failure is proven not to lose the others'.
+  if (const char* name = std::getenv("PPSPEC_TEST_INTERNAL_ERROR_IN"); name != nullptr && rec.scenario == name)
+    throw core::InternalError(fmt::format("test hook in scenario {}", name));
   if (const auto* p = std::get_if<program::Program>(&sc)) {
     program::SimRunOptions opts;
     opts.seed = seed;
@@ -88,6 +93,13 @@ std::optional<RunRecord> run_seed(const Loaded& loaded, const Exploration& x, co
   } catch (const core::CapacityError& e) {
     err << fmt::format("ppspec: {}: {}\n", x.file, e.what());
     return std::nullopt;
+  } catch (const core::InputError&) {
+    throw;
+  } catch (const std::exception& e) {
+    // A bug of ppspec in this run: said, and the other runs go on (exit 3 at the end).
+    rec.internal_error = e.what();
+    rec.ok = false;
+    return rec;
   }
   rec.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (writer) writer->finish(rec.result);
@@ -97,7 +109,9 @@ std::optional<RunRecord> run_seed(const Loaded& loaded, const Exploration& x, co
 
 // Every seed of one scenario. One seed prints its report; several print one summary line and the
 // report of the first unexpected seed only (a person reads the first failure, not a hundred
-// passes), or, with --verbose, every seed's report before the summary. Returns the exit status.
+// passes), or, with --verbose, every seed's report before the summary. A run that ends in an
+// internal error of ppspec is reported where it happened and the others go on. Returns the exit
+// status: 0, 1, 2 (a trace or the memory budget), 3 (an internal error).
 int run_seeds(const Loaded& loaded, const RunArgs& args, const std::optional<sim::StrategySpec>& cli_strategy,
               TracePaths& paths, nlohmann::json& all, std::ostream& out, std::ostream& err) {
   const Exploration x = exploration_of(loaded.scenario);
@@ -108,9 +122,18 @@ int run_seeds(const Loaded& loaded, const RunArgs& args, const std::optional<sim
   const bool summarise = n > 1 && !args.json;
   SeedSummary summary{x.file, x.name, strategy.str(), x.expect, first};
   std::string first_unexpected;
+  uint64_t internal_errors = 0;
   for (uint64_t i = 0; i < n; ++i) {
     std::optional<RunRecord> rec = run_seed(loaded, x, strategy, first + i, args, paths, err);
     if (!rec) return 2;
+    if (!rec->internal_error.empty()) {
+      ++internal_errors;
+      if (args.json)
+        all.push_back(to_json(*rec));
+      else
+        out << format_text(*rec) << std::flush;
+      continue;
+    }
     summary.add(*rec);
     if (args.json)
       all.push_back(to_json(*rec));
@@ -120,6 +143,7 @@ int run_seeds(const Loaded& loaded, const RunArgs& args, const std::optional<sim
       first_unexpected = format_text(*rec);
   }
   if (summarise) out << format_summary(summary) << first_unexpected << std::flush;
+  if (internal_errors > 0) return 3;
   return summary.as_expected == summary.seeds ? 0 : 1;
 }
 
@@ -172,8 +196,9 @@ int run_command(const RunArgs& args, std::ostream& out, std::ostream& err) {
   nlohmann::json all = nlohmann::json::array();
   int code = 0;
   for (const Loaded& loaded : scenarios) {
-    code = std::max(code, run_seeds(loaded, args, cli_strategy, paths, all, out, err));
-    if (code == 2) return 2;
+    const int c = run_seeds(loaded, args, cli_strategy, paths, all, out, err);
+    if (c == 2) return 2;
+    code = std::max(code, c);
   }
   if (args.json) out << dump_json(all) << '\n';
   return code;

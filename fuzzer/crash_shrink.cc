@@ -1,0 +1,89 @@
+// A case that crashed a worker process: kept and shrunk in child processes, since a crash cannot be
+// caught in the process it kills (fuzzer/campaign.h, settle_crash).
+#include <csignal>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fuzzer/campaign.h"
+
+extern char** environ;
+
+namespace ppspec::fuzzer {
+namespace {
+
+// Runs `ppspec run FILE` in a child process, its output discarded; the signal that killed it, or 0.
+int signal_of_run(const std::string& ppspec, const std::string& file) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+  std::vector<std::string> argv = {ppspec, "run", file};
+  std::vector<char*> cargv;
+  for (std::string& a : argv) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, ppspec.c_str(), &actions, nullptr, cargv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) return 0;
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+}
+
+std::string text_of(const FuzzCase& c, const std::string& name, const std::string& why) {
+  return case_toml(c, name, why, Expectation{core::Verdict::pass, ""});
+}
+
+}  // namespace
+
+Found settle_crash(const FuzzOptions& opts, uint64_t index, int signal, const std::string& ppspec, int runs_max) {
+  Found f;
+  f.internal = true;
+  f.kind = kCrashClass;
+  f.case_index = index;
+  rc::Shrinkable<FuzzCase> failing = draw(opts, index);
+  f.original = case_summary(failing.value());
+  std::filesystem::create_directories(opts.out_dir);
+  const std::string probe = opts.out_dir + "/crash-probe.toml";
+  auto crashes = [&](const FuzzCase& c) {
+    std::ofstream(probe, std::ios::binary) << text_of(c, "crash-probe", "");
+    return signal_of_run(ppspec, probe) == signal;
+  };
+  const bool again = crashes(failing.value());
+  for (bool progressed = again; progressed && f.shrink_runs < runs_max;) {
+    progressed = false;
+    auto candidates = failing.shrinks();
+    while (auto candidate = candidates.next()) {
+      if (f.shrink_runs >= runs_max) break;
+      ++f.shrink_runs;
+      if (!crashes(candidate->value())) continue;
+      failing = std::move(*candidate);
+      ++f.shrink_steps;
+      progressed = true;
+      break;
+    }
+  }
+  f.capped = f.shrink_runs >= runs_max;
+  std::filesystem::remove(probe);
+  const FuzzCase shrunk = failing.value();
+  f.shrunk = case_summary(shrunk);
+  f.requests = shrunk.is_program ? 0 : shrunk.serving.num_requests;
+  f.ranks = shrunk.is_program ? shrunk.program.shape.ranks : shrunk.serving.pp * shrunk.serving.tp;
+  f.file = fmt::format("{}/found-seed{}-case{}-crash.toml", opts.out_dir, opts.seed, index);
+  const std::string why = fmt::format("Crashed a `ppspec fuzz --seed {}` worker (case {}, signal {}: {}){}, shrunk in {} steps from:\n  {}\n",
+                                      opts.seed, index, signal, strsignal(signal), again ? "" : " — and did not crash again alone",
+                                      f.shrink_steps, f.original);
+  std::ofstream(f.file, std::ios::binary) << text_of(shrunk, std::filesystem::path(f.file).stem().string(), why);
+  f.command = "ppspec run " + f.file;
+  f.summary = fmt::format("ppspec crashed on the case (signal {}: {}){}", signal, strsignal(signal),
+                          again ? "" : "; run alone it did not crash again (the kept file is the case as drawn)");
+  return f;
+}
+
+}  // namespace ppspec::fuzzer
