@@ -3,6 +3,8 @@
 // first differing line; a changed scenario and a GPU trace are exit 2, saying why.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -72,6 +74,24 @@ TEST(Replay, ARecordingTheRunDoesNotReproduceIsNondeterminismAtItsFirstLine) {
   EXPECT_EQ(r.code, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("verdict nondeterminism (replay-diverged): line 41 differs"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("recorded: " + l[40]), std::string::npos) << r.out;
+}
+
+// The trailer records the findings (kind, summary, sites): one the replay does not give again is
+// nondeterminism too, though every event agrees.
+TEST(Replay, AFindingTheReplayDoesNotGiveAgainIsNondeterminism) {
+  const fs::path trace = record(kScenarios + "regressions/pre_56956.toml", "findings", "pct:3");
+  std::vector<std::string> l = lines(trace);
+  ASSERT_NE(l.back().find("\"findings\":[{\"verdict\":\"deadlock\""), std::string::npos) << l.back();
+  const size_t at = l.back().find("\"summary\":\"");
+  ASSERT_NE(at, std::string::npos);
+  l.back().insert(at + 11, "another ");
+  std::ofstream o(trace);
+  for (const std::string& x : l) o << x << '\n';
+  o.close();
+  const Out r = replay(trace.string());
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find(fmt::format("line {} differs", l.size())), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("another verdict, schedule or findings"), std::string::npos) << r.out;
 }
 
 TEST(Replay, AChangedScenarioOrAGpuTraceIsExitTwo) {

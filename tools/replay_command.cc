@@ -97,13 +97,16 @@ int replay_command(const ReplayArgs& args, std::ostream& out, std::ostream& err)
                          core::printable(args.trace), i + 1);
       out << fmt::format("    recorded: {}\n    replayed: {}\n", i < a.size() ? core::printable(a[i], 400) : "(the end)",
                          i < b.size() ? core::printable(b[i], 400) : "(the end)");
-      out << "    the same scenario, seed and schedule gave another event stream: the simulator or the engine depends on "
-             "something outside the seed (time, addresses, unordered iteration), or the code changed since the recording\n";
+      const bool trailer = i + 1 == a.size() && i + 1 == b.size();
+      out << (trailer ? "    the same events gave another verdict, schedule or findings (the trailer records each finding's kind, "
+                        "summary and sites): the checks depend on something outside the seed, or the code changed since the recording\n"
+                      : "    the same scenario, seed and schedule gave another event stream: the simulator or the engine depends on "
+                        "something outside the seed (time, addresses, unordered iteration), or the code changed since the recording\n");
       return 1;
     }
-    out << fmt::format("ok   {}  {}  replayed byte for byte: {} events, verdict {}, {} recorded scheduling decisions\n",
+    out << fmt::format("ok   {}  {}  replayed byte for byte: {} events, verdict {}, {} findings, {} recorded scheduling decisions\n",
                        core::printable(h.scenario), core::printable(args.trace), reader.events_read(),
-                       core::to_string(reader.trailer()->verdict), reader.trailer()->decisions.size());
+                       core::to_string(reader.trailer()->verdict), reader.trailer()->findings.size(), reader.trailer()->decisions.size());
     return 0;
   } catch (const core::InputError& e) {
     err << "ppspec: " << e.what() << '\n';

@@ -23,6 +23,15 @@ std::string header_json(const TraceHeader& h) {
   return s;
 }
 
+RecordedFinding recorded(const core::Finding& f) {
+  RecordedFinding r{f.verdict, f.kind, f.summary, {}};
+  for (const core::Site& site : f.sites)
+    r.sites.push_back(fmt::format("rank{} {}{}: {}{}", site.rank, site.actor,
+                                  site.comm.empty() ? "" : fmt::format(" on '{}' #{}", site.comm, site.cseq), site.what,
+                                  site.origin.empty() ? "" : fmt::format(" [{}]", site.origin)));
+  return r;
+}
+
 std::string hash_hex(uint64_t h) { return fmt::format("{:016x}", h); }
 
 std::optional<uint64_t> parse_hash_hex(const std::string& s) {
@@ -54,6 +63,20 @@ void JsonlWriter::finish(const core::RunResult& r) {
   for (size_t i = 0; i < r.decisions.size(); ++i) {
     if (i) s += ',';
     s += fmt::format("{}", r.decisions[i]);
+  }
+  s += "],\"findings\":[";
+  for (size_t i = 0; i < r.findings.size(); ++i) {
+    const RecordedFinding f = recorded(r.findings[i]);
+    s += fmt::format("{}{{\"verdict\":\"{}\",\"kind\":", i ? "," : "", core::to_string(f.verdict));
+    core::append_json_string(s, f.kind);
+    s += ",\"summary\":";
+    core::append_json_string(s, f.summary);
+    s += ",\"sites\":[";
+    for (size_t k = 0; k < f.sites.size(); ++k) {
+      if (k) s += ',';
+      core::append_json_string(s, f.sites[k]);
+    }
+    s += "]}";
   }
   s += "]}";
   out_ << s << '\n';

@@ -13,6 +13,9 @@
 
 namespace ppspec::traces {
 
+// A finding as the trailer records it.
+RecordedFinding recorded(const core::Finding& f);
+
 class JsonlWriter final : public core::EventSink {
  public:
   // Throws std::runtime_error when the file cannot be written.

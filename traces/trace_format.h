@@ -24,12 +24,22 @@ struct TraceHeader {
   std::optional<uint64_t> scenario_hash{};  // core::fnv1a_bytes of the scenario file; absent in older traces
 };
 
+// A finding as the trailer records it: what replay compares (the events alone do not show a
+// finding of a post-run oracle, nor its words).
+struct RecordedFinding {
+  core::Verdict verdict = core::Verdict::pass;
+  std::string kind;
+  std::string summary;
+  std::vector<std::string> sites;  // "rank0 rank0.main on 'world' #3: recv i32[256] [file.toml:12]"
+};
+
 struct TraceTrailer {
   core::Verdict verdict = core::Verdict::pass;
   uint64_t steps = 0;
   core::Time sim_time = 0;
   std::optional<uint64_t> events;  // event lines written; absent in older traces
   std::vector<uint32_t> decisions; // the recorded schedule: fiber ids chosen at contested points
+  std::vector<RecordedFinding> findings;  // the run's findings, first first; absent in older traces
   int line = 0;                    // where the reader found it
 };
 

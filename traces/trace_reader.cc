@@ -20,7 +20,7 @@ constexpr size_t kLineBytesMax = size_t{256} << 20;  // a trailer holds the whol
 constexpr size_t kNameBytesMax = 4096;               // actor, communicator, label, kernel, ...
 constexpr size_t kTextBytesMax = 64 * 1024;
 constexpr size_t kIntsMax = size_t{1} << 20;
-constexpr int kDepthMax = 3;  // an event is an object holding at most one array
+constexpr int kDepthMax = 4;  // an event is an object holding at most one array; the trailer, its findings' sites
 constexpr int64_t kIdMax = int64_t{1} << 53;
 constexpr int64_t kRankMax = int64_t{1} << 20;
 constexpr int64_t kCountMax = int64_t{1} << 40;
@@ -31,7 +31,7 @@ constexpr const char* kEventKeys =
     "seq, t, ev, rank, actor, comm, op_id, cseq, op, dtype, count, cols, peer, root, label, step, captured, kernel, "
     "spec, text, value, req, ints";
 constexpr const char* kHeaderKeys = "ppspec_trace, backend, scenario, file, seed, strategy, kind, scenario_hash";
-constexpr const char* kTrailerKeys = "ppspec_trace_end, verdict, steps, sim_time, events, decisions";
+constexpr const char* kTrailerKeys = "ppspec_trace_end, verdict, steps, sim_time, events, decisions, findings";
 
 using Json = nlohmann::json;
 
@@ -210,6 +210,32 @@ void TraceReader::read_header() {
   }
 }
 
+namespace {
+
+std::vector<RecordedFinding> recorded_findings(const Json& list, const Fields& f) {
+  if (!list.is_array() || list.size() > 1024) f.fail("findings", "expected a list of at most 1024 findings");
+  std::vector<RecordedFinding> out;
+  for (const Json& x : list) {
+    const bool ok = x.is_object() && x.contains("verdict") && x.at("verdict").is_string() && x.contains("kind") && x.at("kind").is_string() &&
+                    x.contains("summary") && x.at("summary").is_string() && x.contains("sites") && x.at("sites").is_array();
+    if (!ok) f.fail("findings", "expected objects of verdict, kind, summary and sites");
+    RecordedFinding r;
+    const auto v = core::parse_verdict(x.at("verdict").get<std::string>());
+    if (!v) f.fail("findings", fmt::format("verdict: expected one of: {}", core::verdict_names()));
+    r.verdict = *v;
+    r.kind = x.at("kind").get<std::string>();
+    r.summary = x.at("summary").get<std::string>();
+    for (const Json& site : x.at("sites")) {
+      if (!site.is_string()) f.fail("findings", "a site that is not a string");
+      r.sites.push_back(site.get<std::string>());
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+}  // namespace
+
 void TraceReader::read_trailer(const std::string& text) {
   const Json j = Json::parse(text, nullptr, false);
   const Fields f(j, where_, line_);
@@ -231,6 +257,7 @@ void TraceReader::read_trailer(const std::string& text) {
       t.decisions.push_back(static_cast<uint32_t>(x.get<uint64_t>()));
     }
   }
+  if (j.contains("findings")) t.findings = recorded_findings(j.at("findings"), f);
   if (t.events && *t.events != events_)
     throw core::InputError(where_, line_,
                            fmt::format("the trailer counts {} events, the trace holds {}: lines were lost or added", *t.events, events_));
