@@ -380,3 +380,27 @@ TEST(Cli, AnInternalErrorInOneScenarioKeepsTheOthersResults) {
 
 }  // namespace
 }  // namespace ppspec::testing
+
+namespace ppspec::testing {
+namespace {
+
+// What the model oracle checked is in the report and in --json, with the requests it stopped
+// following (never a silent stop).
+TEST(Cli, TheModelOraclesCoverageIsInTheReportAndTheJson) {
+  const std::string file = std::string(PPSPEC_SOURCE_DIR) + "/scenarios/serving/pp2_tp1_k5.toml";
+  const Out text = run({.files = {file}});
+  EXPECT_NE(text.out.find("model oracle: "), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("greedy samples checked over"), std::string::npos) << text.out;
+  tools::RunArgs a;
+  a.files = {file};
+  a.json = true;
+  const Out json = run(a);
+  const nlohmann::json m = nlohmann::json::parse(json.out).at(0).at("model_oracle");
+  EXPECT_GT(m.at("rows_checked").get<uint64_t>(), 0u);
+  EXPECT_GT(m.at("samples_checked").get<uint64_t>(), 0u);
+  EXPECT_GT(m.at("requests_followed").get<uint64_t>(), 0u);
+  for (const char* k : {"requests_unfollowable", "requests_forgotten_idle", "requests_forgotten_for_room"}) EXPECT_TRUE(m.contains(k)) << k;
+}
+
+}  // namespace
+}  // namespace ppspec::testing

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/printable.h"
+#include "verify/model_oracle.h"
 
 namespace ppspec::tools {
 
@@ -68,6 +69,19 @@ std::string headline(const RunRecord& r) {
 
 }  // namespace
 
+// What the model oracle checked, and what it stopped checking (never silently).
+std::string model_oracle_line(const verify::OnlineCoverage& c) {
+  if (c.requests_followed == 0) return "";
+  const uint64_t stopped = c.requests_unfollowable + c.requests_forgotten_idle + c.requests_forgotten_for_room;
+  std::string s = fmt::format("    model oracle: {} activation rows and {} greedy samples checked over {} requests", c.rows_checked,
+                              c.samples_checked, c.requests_followed);
+  if (stopped > 0)
+    s += fmt::format("; it stopped following {} ({} embedded what it cannot model, {} idle for {} steps, {} for room past {})", stopped,
+                     c.requests_unfollowable, c.requests_forgotten_idle, verify::ModelOracle::kStepsIdle, c.requests_forgotten_for_room,
+                     verify::ModelOracle::kRequestsKept);
+  return s + "\n";
+}
+
 std::string format_text(const RunRecord& r) {
   const core::RunResult& res = r.result;
   if (!r.internal_error.empty())
@@ -75,6 +89,7 @@ std::string format_text(const RunRecord& r) {
                        core::printable(r.file), core::printable(r.internal_error, 400), core::printable(r.reproduce));
   std::string s = headline(r);
   if (!r.ok && !r.mismatch.empty()) s += fmt::format("    not as expected: {}\n", r.mismatch);
+  if (r.serving) s += model_oracle_line(r.serving->model_oracle);
   for (const core::Finding& f : res.findings) append_finding(s, f, "");
   for (const core::Finding& f : res.notes) append_finding(s, f, "note: ");
   for (const core::Finding& f : res.findings) {
@@ -169,6 +184,15 @@ nlohmann::json to_json(const RunRecord& r) {
   if (!r.internal_error.empty()) {
     j["verdict"] = nullptr;  // no verdict: ppspec itself failed on this run
     j["internal_error"] = r.internal_error;
+  }
+  if (r.serving) {
+    const verify::OnlineCoverage& c = r.serving->model_oracle;
+    j["model_oracle"] = {{"rows_checked", c.rows_checked},
+                         {"samples_checked", c.samples_checked},
+                         {"requests_followed", c.requests_followed},
+                         {"requests_unfollowable", c.requests_unfollowable},
+                         {"requests_forgotten_idle", c.requests_forgotten_idle},
+                         {"requests_forgotten_for_room", c.requests_forgotten_for_room}};
   }
   if (r.serving)
     j["serving"] = {{"engine_steps", r.serving->engine_steps},

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/verdict.h"
+#include "verify/serving_oracles.h"
 
 namespace ppspec::tools {
 
@@ -18,6 +19,7 @@ struct ServingFigures {
   int64_t output_tokens = 0;
   double acceptance_rate = 0;  // accepted drafts / verified drafts
   double tokens_per_step = 0;  // output tokens / engine step
+  verify::OnlineCoverage model_oracle{};  // what the model oracle checked, and what it stopped checking
 };
 
 struct RunRecord {

@@ -68,8 +68,8 @@ std::vector<engine::RequestRecord> requests_from_json(const engine::EngineConfig
 }
 
 ServingFigures figures_of(const serving::ServingRun& run) {
-  return ServingFigures{run.stats.steps, static_cast<int64_t>(run.requests.size()), run.stats.output_tokens,
-                        run.stats.acceptance_rate(), run.stats.tokens_per_step()};
+  return ServingFigures{run.stats.steps,          static_cast<int64_t>(run.requests.size()), run.stats.output_tokens,
+                        run.stats.acceptance_rate(), run.stats.tokens_per_step(),               run.coverage};
 }
 
 nlohmann::json serving_stats_json(const engine::ServingStats& s) {

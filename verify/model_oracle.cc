@@ -33,13 +33,14 @@ void ModelOracle::on_scheduled(const core::Event& e) {
   // ints: [tokens scheduled, prefill length, req-state index, prompt if new].
   if (e.step > pruned_at_step_) {
     pruned_at_step_ = e.step;
-    std::erase_if(requests_, [&](const auto& entry) {
+    requests_forgotten_idle_ += std::erase_if(requests_, [&](const auto& entry) {
       const Request& r = entry.second;
       return r.embedded_step >= 0 && r.embedded_step < e.step - kStepsIdle;
     });
   }
   if (e.req == -1 || e.ints.size() < 2 || requests_.count(e.req)) return;
   if (requests_.size() >= kRequestsKept) forget_oldest();
+  ++requests_followed_;
   Request& r = requests_[e.req];
   r.sequence = std::make_unique<engine::ReferenceSequence>(*facts_.checkpoint, *facts_.model);
   r.prompt_len = e.ints[1];
@@ -79,6 +80,7 @@ void ModelOracle::follow(Request& r, const core::Event& e) {
   const bool in_vocab = std::all_of(r.ids.begin(), r.ids.end(), [v = facts_.vocab](int64_t t) { return t >= 0 && t < v; });
   if (r.first_position < 0 || static_cast<size_t>(r.first_position) > seq.size() || !in_vocab) {
     r.followed = false;
+    ++requests_unfollowable_;
     return;
   }
   const auto first = static_cast<size_t>(r.first_position);

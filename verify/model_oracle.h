@@ -38,6 +38,11 @@ class ModelOracle final : public Monitor {
   // How much it checked: stage_output rows compared with the model, greedy samples compared.
   uint64_t rows_checked() const { return rows_checked_; }
   uint64_t samples_checked() const { return samples_checked_; }
+  // Requests modelled, and those it stopped checking (the run record shows them: no silent stop).
+  uint64_t requests_followed() const { return requests_followed_; }
+  uint64_t requests_unfollowable() const { return requests_unfollowable_; }
+  uint64_t requests_forgotten_idle() const { return requests_forgotten_idle_; }
+  uint64_t requests_forgotten_for_room() const { return requests_forgotten_for_room_; }
 
  private:
   struct Request {
@@ -71,6 +76,10 @@ class ModelOracle final : public Monitor {
   int64_t pruned_at_step_ = -1;
   uint64_t rows_checked_ = 0;
   uint64_t samples_checked_ = 0;
+  uint64_t requests_followed_ = 0;
+  uint64_t requests_unfollowable_ = 0;
+  uint64_t requests_forgotten_idle_ = 0;
+  uint64_t requests_forgotten_for_room_ = 0;
 };
 
 }  // namespace ppspec::verify

@@ -47,7 +47,9 @@ ServingMonitors::ServingMonitors(const ServingFacts& facts, Monitor::Sink sink) 
 ServingMonitors::~ServingMonitors() = default;
 
 OnlineCoverage ServingMonitors::coverage() const {
-  return OnlineCoverage{model_oracle_->rows_checked(), model_oracle_->samples_checked()};
+  const ModelOracle& m = *model_oracle_;
+  return OnlineCoverage{m.rows_checked(),          m.samples_checked(),        m.requests_followed(),
+                        m.requests_unfollowable(), m.requests_forgotten_idle(), m.requests_forgotten_for_room()};
 }
 
 void ServingMonitors::on_event(const core::Event& e) {

@@ -21,6 +21,14 @@ namespace ppspec::verify {
 struct OnlineCoverage {
   uint64_t rows_checked = 0;     // activation rows of every rank compared with the reference model
   uint64_t samples_checked = 0;  // greedy samples compared with it
+  uint64_t requests_followed = 0;  // requests the model oracle modelled
+  // ... of which it stopped following: stage 0 embedded what the model cannot follow (a position
+  // past the sequence, a token outside the vocabulary: stage agreement's to report) ...
+  uint64_t requests_unfollowable = 0;
+  // ... forgotten while possibly still running: idle for ModelOracle::kStepsIdle steps, or the
+  // oldest when kRequestsKept were modelled at once. Their later steps were not checked.
+  uint64_t requests_forgotten_idle = 0;
+  uint64_t requests_forgotten_for_room = 0;
 };
 
 std::optional<core::Finding> golden_oracle(const engine::EngineConfig& cfg, const engine::Checkpoint& ckpt,
