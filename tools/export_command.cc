@@ -42,12 +42,13 @@ class Timeline {
     events_.push_back(Json{{"ph", "X"}, {"name", name}, {"cat", cat}, {"pid", pid(rank)}, {"tid", tid(rank, actor)},
                            {"ts", ts_us}, {"dur", std::max(dur_us, 0.001)}, {"args", std::move(args)}});
   }
-  // An arrow from one slice to another (Perfetto binds each end to the slice enclosing it).
+  // An arrow from one slice to another: Perfetto binds each end to the slice enclosing it, DevTools'
+  // trace engine to the slice of the same category, process, thread and timestamp.
   void flow(int64_t id, core::RankId from_rank, const std::string& from, double from_us, core::RankId to_rank,
             const std::string& to, double to_us, const std::string& name) {
-    events_.push_back(Json{{"ph", "s"}, {"id", id}, {"name", name}, {"cat", "pairing"}, {"pid", pid(from_rank)},
+    events_.push_back(Json{{"ph", "s"}, {"id", id}, {"name", name}, {"cat", "communication"}, {"pid", pid(from_rank)},
                            {"tid", tid(from_rank, from)}, {"ts", from_us}});
-    events_.push_back(Json{{"ph", "f"}, {"bp", "e"}, {"id", id}, {"name", name}, {"cat", "pairing"}, {"pid", pid(to_rank)},
+    events_.push_back(Json{{"ph", "f"}, {"bp", "e"}, {"id", id}, {"name", name}, {"cat", "communication"}, {"pid", pid(to_rank)},
                            {"tid", tid(to_rank, to)}, {"ts", to_us}});
   }
   void finding(const core::Finding& f, double ts_us) {
