@@ -151,6 +151,25 @@ void crash_hook(uint64_t index) {
 
 }  // namespace
 
+rc::Shrinkable<FuzzCase> shrink_while(rc::Shrinkable<FuzzCase> failing, const std::function<bool(const FuzzCase&)>& still_fails, int runs_max,
+                                      Found& found) {
+  for (bool progressed = true; progressed && found.shrink_runs < runs_max;) {
+    progressed = false;
+    auto candidates = failing.shrinks();
+    while (auto candidate = candidates.next()) {
+      if (found.shrink_runs >= runs_max) break;
+      ++found.shrink_runs;
+      if (!still_fails(candidate->value())) continue;
+      failing = std::move(*candidate);
+      ++found.shrink_steps;
+      progressed = true;
+      break;
+    }
+  }
+  found.capped = found.shrink_runs >= runs_max;
+  return failing;
+}
+
 rc::Shrinkable<FuzzCase> draw(const FuzzOptions& opts, uint64_t index) {
   const uint64_t key = opts.seed * 0x9E3779B97F4A7C15ULL ^ (index + 1) * 0xBF58476D1CE4E5B9ULL;
   return gen_fuzz_case(opts.space, opts.faults)(rc::Random(key), rc::kNominalSize);
@@ -166,26 +185,13 @@ std::string case_text(const FuzzCase& c, const std::string& name, const Outcome&
   return case_toml(c, name, why, Expectation{expect.verdict, expect.kind});
 }
 
-// Greedy descent over RapidCheck's shrinks: take the first smaller case that fails the same way
-// (verdict and kind), until none does. Scenario and schedule shrink together: the seed and the
-// policy are picks of the case like any knob.
+// Greedy descent over RapidCheck's shrinks: take the first smaller case that fails the same way,
+// until none does or `runs_max` candidates ran. Scenario and schedule shrink together: the seed and
+// the policy are picks of the case like any knob.
 rc::Shrinkable<FuzzCase> shrink(rc::Shrinkable<FuzzCase> failing, const Outcome& target, Found& found) {
-  for (bool progressed = true; progressed && found.shrink_runs < kShrinkRunsMax;) {
-    progressed = false;
-    auto candidates = failing.shrinks();
-    while (auto candidate = candidates.next()) {
-      if (found.shrink_runs >= kShrinkRunsMax) break;
-      ++found.shrink_runs;
-      const FuzzCase c = candidate->value();
-      if (!run_guarded(case_text(c, "shrinking", target, ""), "<shrinking>", c, nullptr).same_as(target)) continue;
-      failing = std::move(*candidate);
-      ++found.shrink_steps;
-      progressed = true;
-      break;
-    }
-  }
-  found.capped = found.shrink_runs >= kShrinkRunsMax;
-  return failing;
+  return shrink_while(std::move(failing), [&](const FuzzCase& c) {
+    return run_guarded(case_text(c, "shrinking", target, ""), "<shrinking>", c, nullptr).same_as(target);
+  }, kShrinkRunsMax, found);
 }
 
 std::string file_name(const FuzzOptions& opts, const Found& f) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <optional>
 #include <string>
@@ -79,6 +80,11 @@ FuzzReport run_campaign(const FuzzOptions& opts, std::ostream& out, std::ostream
 
 // "1 failure in 1234 cases (56.7 cases/s) ..." and one line per failure.
 std::string format_report(const FuzzReport& r);
+
+// Greedy descent over a failing case's shrinks: the first smaller one that `still_fails` is taken,
+// until none is or `runs_max` candidates ran (counted in `found`, `capped` when the limit stopped it).
+rc::Shrinkable<FuzzCase> shrink_while(rc::Shrinkable<FuzzCase> failing, const std::function<bool(const FuzzCase&)>& still_fails, int runs_max,
+                                      Found& found);
 
 // The case stream: case i of a campaign is drawn from its own seed, whatever ran before it.
 rc::Shrinkable<FuzzCase> draw(const FuzzOptions& opts, uint64_t index);

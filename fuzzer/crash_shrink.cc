@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
+#include <functional>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -56,20 +57,7 @@ Found settle_crash(const FuzzOptions& opts, uint64_t index, int signal, const st
     return signal_of_run(ppspec, probe) == signal;
   };
   const bool again = crashes(failing.value());
-  for (bool progressed = again; progressed && f.shrink_runs < runs_max;) {
-    progressed = false;
-    auto candidates = failing.shrinks();
-    while (auto candidate = candidates.next()) {
-      if (f.shrink_runs >= runs_max) break;
-      ++f.shrink_runs;
-      if (!crashes(candidate->value())) continue;
-      failing = std::move(*candidate);
-      ++f.shrink_steps;
-      progressed = true;
-      break;
-    }
-  }
-  f.capped = f.shrink_runs >= runs_max;
+  if (again) failing = shrink_while(std::move(failing), crashes, runs_max, f);
   std::filesystem::remove(probe);
   const FuzzCase shrunk = failing.value();
   f.shrunk = case_summary(shrunk);

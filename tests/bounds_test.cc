@@ -46,23 +46,29 @@ TEST(Bounds, SpanChecksEveryIndexAndSubrange) {
   EXPECT_THROW((void)s.sub(1, 2)[2], KernelOutOfBounds) << "a sub-span is bounded by its own size";
 }
 
+// prepare_inputs of a 3-token prefill row over prompt rows of `max_prompt` tokens.
+struct PrefillRow {
+  std::vector<int32_t> qs{0, 3}, idx{1}, num_computed{0, 0}, prefill_len{0, 3}, prompt, table = std::vector<int32_t>(2 * 4, 1);
+  std::vector<int64_t> last_sampled{0, 0}, drafts{0, 0};
+  std::vector<int32_t> ids = std::vector<int32_t>(4, -1), row_req = std::vector<int32_t>(4, -9);
+  std::vector<int64_t> pos = std::vector<int64_t>(4, -1), slots = std::vector<int64_t>(4, -9);
+  std::vector<uint8_t> pad = std::vector<uint8_t>(4, 0);
+  int32_t max_prompt;
+  explicit PrefillRow(int32_t m) : prompt(static_cast<size_t>(2 * m), 7), max_prompt(m) {}
+  kernels::PrepareInputsKernel kernel() {
+    const Span<bool> is_padding(reinterpret_cast<bool*>(pad.data()), 4);
+    return kernels::PrepareInputsKernel{1, 3, qs, idx, num_computed, prefill_len, prompt, max_prompt, last_sampled, drafts,
+                                        1, table, 4, 16, true, ids, pos, slots, is_padding, row_req, 4};
+  }
+};
+
 // prepare_inputs of a prefill row whose positions run past the request's prompt row: the read
 // that used to overflow into the next request's row (or past the buffer) is caught.
 TEST(Bounds, PrepareInputsReadingPastThePromptRowThrows) {
-  std::vector<int32_t> qs{0, 3}, idx{1}, num_computed{0, 0}, prefill_len{0, 3}, prompt(2 * 2, 7), table(2 * 4, 1);
-  std::vector<int64_t> last_sampled{0, 0}, drafts{0, 0};
-  std::vector<int32_t> ids(4, -1), row_req(4, -9);
-  std::vector<int64_t> pos(4, -1), slots(4, -9);
-  std::vector<uint8_t> pad(4, 0);
-  const Span<bool> is_padding(reinterpret_cast<bool*>(pad.data()), 4);
-  auto kernel = [&](int32_t max_prompt) {
-    return kernels::PrepareInputsKernel{1, 3, qs, idx, num_computed, prefill_len, prompt, max_prompt, last_sampled, drafts,
-                                        1, table, 4, 16, true, ids, pos, slots, is_padding, row_req, 4};
-  };
-  EXPECT_THROW(kernels::run_on_cpu(kernel(2), 2), KernelOutOfBounds) << "a 3-token prompt in rows of 2";
-  prompt.assign(2 * 3, 7);
-  EXPECT_NO_THROW(kernels::run_on_cpu(kernel(3), 2));
-  EXPECT_EQ(ids, (std::vector<int32_t>{7, 7, 7, 0}));
+  PrefillRow narrow(2), wide(3);
+  EXPECT_THROW(kernels::run_on_cpu(narrow.kernel(), 2), KernelOutOfBounds) << "a 3-token prompt in rows of 2";
+  EXPECT_NO_THROW(kernels::run_on_cpu(wide.kernel(), 2));
+  EXPECT_EQ(wide.ids, (std::vector<int32_t>{7, 7, 7, 0}));
 }
 
 TEST(Bounds, BufferSlicesAndRowsOutsideTheBufferAreInternalErrors) {
@@ -245,14 +251,8 @@ namespace {
 // test above): on a GPU an illegal memory access; on the simulator the same verdict, naming the
 // rank, kernel, engine step, row and index, never an internal error of ppspec.
 TEST(Bounds, AKernelIndexingPastItsBufferIsADeviceFaultNotAnInternalError) {
-  std::vector<int32_t> qs{0, 3}, idx{1}, num_computed{0, 0}, prefill_len{0, 3}, prompt(2 * 2, 7), table(2 * 4, 1);
-  std::vector<int64_t> last_sampled{0, 0}, drafts{0, 0};
-  std::vector<int32_t> ids(4, -1), row_req(4, -9);
-  std::vector<int64_t> pos(4, -1), slots(4, -9);
-  std::vector<uint8_t> pad(4, 0);
-  const Span<bool> is_padding(reinterpret_cast<bool*>(pad.data()), 4);
-  const kernels::PrepareInputsKernel k{1, 3, qs, idx, num_computed, prefill_len, prompt, 2, last_sampled, drafts,
-                                       1, table, 4, 16, true, ids, pos, slots, is_padding, row_req, 4};
+  PrefillRow narrow(2);
+  const kernels::PrepareInputsKernel k = narrow.kernel();
   Harness h(1);
   h.actor(0, [&] {
     core::Device& dev = h.rt.device(0);

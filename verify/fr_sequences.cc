@@ -90,7 +90,7 @@ void add_caller(core::Finding& f, const Lane& lane, size_t k) {
 std::string culprit_summary(const core::SequenceCause& c, const std::vector<Lane>& lanes, const std::string& group) {
   const Lane& l = lanes[c.culprits.empty() ? 0 : c.culprits.front()];
   const size_t k = c.at[c.culprits.empty() ? 0 : c.culprits.front()];
-  const std::string why = c.evidence.empty() ? "" : fmt::format(" ({})", c.evidence);
+  const std::string why = c.evidence.empty() ? "" : fmt::format(" — {}", c.evidence);
   std::vector<std::string> others;
   for (size_t i = 0; i < lanes.size() && others.size() < 4; ++i)
     if (std::find(c.culprits.begin(), c.culprits.end(), i) == c.culprits.end())
@@ -192,7 +192,7 @@ void check_group(const FrJobGroup& g, FrSequenceFindings& out) {
 std::string p2p_summary(const FrChannel& ch, const std::string& group, const core::SequenceCause& c, const std::vector<Lane>& lanes) {
   const size_t k0 = c.at[0], k1 = c.at[1];
   const std::string send = op_words(lanes[0], k0), recv = op_words(lanes[1], k1);
-  const std::string why = c.evidence.empty() ? "" : fmt::format(" ({})", c.evidence);
+  const std::string why = c.evidence.empty() ? "" : fmt::format(" — {}", c.evidence);
   const bool sender = !c.culprits.empty() && c.culprits.front() == 0;
   switch (c.kind) {
     case core::CauseKind::differs:
