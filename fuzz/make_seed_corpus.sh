@@ -6,7 +6,10 @@
 #   fuzz_trace         traces of the program scenarios and of small serving scenarios recorded with
 #                      `ppspec run --trace`, the 2 x H200 GPU traces of docs/evidence, and
 #                      tests/robustness/*.jsonl
-# Needs a built ppspec (PPSPEC, default build/default/tools/ppspec). Replaces the three folders;
+#   fuzz_flight_recorder  Flight Recorder dumps of one job per seed: the 2 x H200 recordings and
+#                      probes of traces/corpus (JSON and pickle), the simulator's export of one
+#                      case of each kind of tests/fr_differential/*.toml
+# Needs a built ppspec (PPSPEC, default build/default/tools/ppspec). Replaces the four folders;
 # what tools/fuzz.sh --merge added to them is lost, so merge again afterwards.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,7 +23,7 @@ crashing_runs="crash_emulate_dtype_mismatch crash_graph_launch_in_capture crash_
 exit3_record_during_other_thread_capture exit3_two_threads_capture_same_stream"
 
 rm -rf fuzz/corpus
-mkdir -p fuzz/corpus/fuzz_scenario fuzz/corpus/fuzz_scenario_run fuzz/corpus/fuzz_trace
+mkdir -p fuzz/corpus/fuzz_scenario fuzz/corpus/fuzz_scenario_run fuzz/corpus/fuzz_trace fuzz/corpus/fuzz_flight_recorder
 for f in scenarios/*/*.toml; do
   name="$(basename "$(dirname "$f")")_$(basename "$f")"
   cp "$f" fuzz/corpus/fuzz_scenario/"$name"
@@ -75,6 +78,38 @@ done
 # GPU traces recorded on 2 x H200 (docs/evidence/2xH200).
 tar -xzf docs/evidence/2xH200/gpu-traces-2xH200.tgz -C "$scratch"
 for f in "$scratch"/traces/*.jsonl; do cp "$f" fuzz/corpus/fuzz_trace/gpu_"$(basename "$f")"; done
+
+# Flight Recorder dumps, one job per seed: its ranks' dumps in rank order, joined by the separator
+# line of fuzz/fuzz_flight_recorder.cc. The 2 x H200 recordings and the probes made from them
+# (traces/corpus), JSON and pickle, and the simulator's export of one kept differential case of
+# each kind.
+fr_seed() {  # OUT DUMP...
+  local out=$1 first=1
+  shift
+  : >"$out"
+  for d in "$@"; do
+    ((first)) || printf '\n#ppspec-fr-next-rank#\n' >>"$out"
+    cat "$d" >>"$out"
+    first=0
+  done
+}
+for dir in traces/corpus/flight-recorder/*/ traces/corpus/flight-recorder-probes/*/; do
+  for format in json pickle; do
+    mapfile -t dumps < <(find "$dir$format" -type f -name '*rank_*' | sort -V)
+    ((${#dumps[@]})) && fr_seed fuzz/corpus/fuzz_flight_recorder/"$(basename "$dir")_$format" "${dumps[@]}"
+  done
+done
+declare -A kind_seen=()
+for f in tests/fr_differential/*.toml; do
+  name=$(basename "$f" .toml)
+  kind=${name%%-frd-*}  # one case of each kind, so that the corpus stays small
+  [[ -z ${kind_seen[$kind]:-} ]] || continue
+  kind_seen[$kind]=1
+  "$ppspec" run "$f" --trace "$scratch/$name.jsonl" >/dev/null || true
+  "$ppspec" export --flight-recorder "$scratch/$name.jsonl" -o "$scratch/fr_$name" >/dev/null || continue
+  mapfile -t dumps < <(find "$scratch/fr_$name" -type f -name 'nccl_trace_rank_*' ! -name '*.json' | sort -V)
+  ((${#dumps[@]})) && fr_seed fuzz/corpus/fuzz_flight_recorder/sim_"$name" "${dumps[@]}"
+done
 
 # Seeds stay small: drop any over 64 KB.
 find fuzz/corpus -type f -size +64k -print -delete | sed 's/^/dropped (over 64 KB): /'

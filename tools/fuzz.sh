@@ -23,7 +23,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-all_targets=(fuzz_scenario fuzz_scenario_run fuzz_trace)
+all_targets=(fuzz_scenario fuzz_scenario_run fuzz_trace fuzz_flight_recorder)
 seconds=600
 merge=0
 replay_only=0
@@ -68,9 +68,15 @@ work=${FUZZ_WORK:-build/fuzz/work}
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_stack_use_after_return=0:detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
-dict_of() { [[ $1 == fuzz_trace ]] && echo fuzz/jsonl.dict || echo fuzz/toml.dict; }
-# Seeds are below 64 KB (fuzz/README.md); scenarios are far smaller than traces.
-max_len_of() { [[ $1 == fuzz_trace ]] && echo 65536 || echo 16384; }
+dict_of() {
+  case $1 in
+    fuzz_trace) echo fuzz/jsonl.dict ;;
+    fuzz_flight_recorder) echo fuzz/fr.dict ;;
+    *) echo fuzz/toml.dict ;;
+  esac
+}
+# Seeds are below 64 KB (fuzz/README.md); scenarios are far smaller than traces and dumps.
+max_len_of() { [[ $1 == fuzz_scenario* ]] && echo 16384 || echo 65536; }
 common=(-timeout=10 -rss_limit_mb=2048)
 
 failed=()

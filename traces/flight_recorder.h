@@ -74,6 +74,11 @@ inline constexpr int64_t kFrSizeMax = int64_t{1} << 48;  // one dimension of a t
 
 // One dump, whichever format its content is in (JSON or pickle, told by its first byte).
 FrDump read_fr_dump(const std::string& file, int rank);
+// The same from the dump's bytes; `file` names it in errors.
+FrDump parse_fr_dump(const std::string& bytes, const std::string& file, int rank);
+// Throws unless the dumps are of one run: one format version, and every group two of them both
+// belong to with the same members (read_fr_dir and read_fr_files check it).
+void check_fr_one_run(const std::vector<FrDump>& dumps);
 
 // Where dumps were found and under which file-name prefix (`rank_`, PyTorch's `nccl_trace_rank_`,
 // a TORCH_FR_DUMP_TEMP_FILE of the user's).

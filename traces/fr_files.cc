@@ -70,30 +70,6 @@ char first_byte(const std::string& bytes) {
   return '\0';
 }
 
-// Dumps of one run agree on the format and on every group two of them both belong to.
-void check_one_run(const std::vector<FrDump>& dumps) {
-  std::map<int, const FrDump*> by_rank;
-  for (const FrDump& d : dumps) by_rank[d.rank] = &d;
-  for (const FrDump& b : dumps) {
-    const FrDump& a = dumps.front();
-    if (a.version != b.version)
-      throw core::InputError(b.file, 0, fmt::format("mixed runs in one folder? format version {} here, {} in {}", b.version, a.version, a.file));
-    for (const auto& [name, g] : b.groups)
-      for (int member : g.ranks) {
-        const auto m = by_rank.find(member);
-        if (m == by_rank.end() || m->second == &b) continue;
-        const auto theirs = m->second->groups.find(name);
-        if (theirs == m->second->groups.end() || theirs->second.ranks == g.ranks) continue;
-        const auto& other = theirs->second.ranks;
-        // Two groups may share a name (split_group); they may not both hold these two ranks.
-        if (std::find(other.begin(), other.end(), b.rank) != other.end() &&
-            std::find(g.ranks.begin(), g.ranks.end(), b.rank) != g.ranks.end())
-          throw core::InputError(b.file, 0, fmt::format("mixed runs in one folder? group '{}' has members [{}] here, [{}] in {}", name,
-                                                        fmt::join(g.ranks, ", "), fmt::join(other, ", "), m->second->file));
-      }
-  }
-}
-
 struct Candidate {
   DumpName name;
   std::string path;
@@ -131,7 +107,7 @@ FrDumpSet read_candidates(std::vector<Candidate> files, const std::string& prefi
       throw core::InputError(c.path, 0, fmt::format("a second dump of rank {} (also {}): mixed runs or formats?", c.name.rank, files[i - 1].path));
     set.dumps.push_back(read_fr_dump(c.path, static_cast<int>(c.name.rank)));
   }
-  check_one_run(set.dumps);
+  check_fr_one_run(set.dumps);
   return set;
 }
 
@@ -157,8 +133,9 @@ const char* to_string(FrState s) {
   return "?";
 }
 
-FrDump read_fr_dump(const std::string& file, int rank) {
-  const std::string bytes = read_bytes(file);
+FrDump read_fr_dump(const std::string& file, int rank) { return parse_fr_dump(read_bytes(file), file, rank); }
+
+FrDump parse_fr_dump(const std::string& bytes, const std::string& file, int rank) {
   const char first = first_byte(bytes);
   if (first == '{') {
     Json j;
@@ -171,6 +148,29 @@ FrDump read_fr_dump(const std::string& file, int rank) {
   }
   if (static_cast<unsigned char>(first) == 0x80) return fr_dump_from_json(unpickle(bytes, file), file, rank);
   throw core::InputError(file, 0, "neither a JSON nor a pickled Flight Recorder dump (its first byte is neither '{' nor a pickle's 0x80)");
+}
+
+void check_fr_one_run(const std::vector<FrDump>& dumps) {
+  std::map<int, const FrDump*> by_rank;
+  for (const FrDump& d : dumps) by_rank[d.rank] = &d;
+  for (const FrDump& b : dumps) {
+    const FrDump& a = dumps.front();
+    if (a.version != b.version)
+      throw core::InputError(b.file, 0, fmt::format("mixed runs in one folder? format version {} here, {} in {}", b.version, a.version, a.file));
+    for (const auto& [name, g] : b.groups)
+      for (int member : g.ranks) {
+        const auto m = by_rank.find(member);
+        if (m == by_rank.end() || m->second == &b) continue;
+        const auto theirs = m->second->groups.find(name);
+        if (theirs == m->second->groups.end() || theirs->second.ranks == g.ranks) continue;
+        const auto& other = theirs->second.ranks;
+        // Two groups may share a name (split_group); they may not both hold these two ranks.
+        if (std::find(other.begin(), other.end(), b.rank) != other.end() &&
+            std::find(g.ranks.begin(), g.ranks.end(), b.rank) != g.ranks.end())
+          throw core::InputError(b.file, 0, fmt::format("mixed runs in one folder? group '{}' has members [{}] here, [{}] in {}", name,
+                                                        fmt::join(g.ranks, ", "), fmt::join(other, ", "), m->second->file));
+      }
+  }
 }
 
 FrDumpSet read_fr_dir(const std::string& dir, const std::optional<std::string>& prefix) {
