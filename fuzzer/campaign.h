@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/verdict.h"
+#include "fuzzer/death.h"
 #include "fuzzer/fuzz_case.h"
 #include "fuzzer/space.h"
 
@@ -90,8 +91,8 @@ rc::Shrinkable<FuzzCase> shrink_while(rc::Shrinkable<FuzzCase> failing, const st
 rc::Shrinkable<FuzzCase> draw(const FuzzOptions& opts, uint64_t index);
 
 // A case that crashed a worker process (--jobs): its file kept, shrunk by rerunning candidates in
-// child processes (`PPSPEC run FILE`) while they die of the same signal, at most `runs_max` of them.
-Found settle_crash(const FuzzOptions& opts, uint64_t index, int signal, const std::string& ppspec, int runs_max);
+// child processes (`PPSPEC run FILE`) while they die the same death, at most `runs_max` of them.
+Found settle_crash(const FuzzOptions& opts, uint64_t index, const Death& death, const std::string& ppspec, int runs_max);
 
 // OUT/summary.json of a campaign, and the merge of several (`ppspec fuzz --merge DIR...`, the shards
 // of one campaign run apart): counts and paths add up, the time is the longest shard's. Throws

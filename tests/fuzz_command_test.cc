@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <sys/wait.h>
+#include <unistd.h>
 #include <fstream>
 #include <sstream>
 
@@ -173,41 +174,91 @@ TEST(FuzzInternalErrors, AreFindingsKeptAndShrunkAndExitThreeWithAndWithoutJobs)
   }
 }
 
-// A case that kills a worker: the parent keeps it as a finding of the crash class, exit 3.
+// A case that kills a worker: the parent keeps it as a finding of the crash class, exit 3. The hook
+// raises SIGSEGV; in a sanitizer build the sanitizer reports it and exits with its own status.
 TEST(FuzzInternalErrors, AWorkerThatCrashesLeavesItsCaseKeptAndExitThree) {
   const fs::path dir = fresh_dir("crash");
   std::string out;
   const int code = ppspec_child("PPSPEC_FUZZ_TEST_CRASH_AT_CASE=1", fmt::format("fuzz --cases 6 --seed 1 --jobs 2 --out {}", dir.string()), out);
   EXPECT_EQ(code, 3) << out;
-  EXPECT_NE(out.find("died of signal 11 at case 1"), std::string::npos) << out;
+  EXPECT_TRUE(out.find("died of signal 11 (Segmentation fault) at case 1") != std::string::npos ||
+              out.find("exited with status 86 (a sanitizer's report) at case 1") != std::string::npos)
+      << out;
   EXPECT_NE(out.find("ERROR crash at case 1"), std::string::npos) << out;
   EXPECT_TRUE(fs::exists(dir / "job-1" / "found-seed1-case1-crash.toml")) << out;
 }
 
+// A fake ppspec that runs `crash` on any case of 2 stages and `otherwise` on the rest, and the
+// first case of 2 stages of seed 1's stream.
+struct FakeCrash {
+  fs::path fake;
+  fuzzer::FuzzOptions options;
+  uint64_t index = 0;
+};
+FakeCrash fake_crash(const std::string& name, const std::string& crash, const std::string& otherwise) {
+  FakeCrash c;
+  const fs::path dir = fresh_dir(name);
+  fs::create_directories(dir);
+  c.fake = dir / "fake-ppspec";
+  std::ofstream(c.fake) << fmt::format("#!/bin/sh\ngrep -q '^pp = 2$' \"$2\" && {}\n{}\n", crash, otherwise);
+  fs::permissions(c.fake, fs::perms::owner_all);
+  c.options.seed = 1;
+  c.options.out_dir = dir.string();
+  while (fuzzer::draw(c.options, c.index).value().is_program || fuzzer::draw(c.options, c.index).value().serving.pp != 2) ++c.index;
+  return c;
+}
+
 // Shrinking a crash reruns candidates in child processes; one stopped at its limit says so.
 TEST(FuzzInternalErrors, ACrashIsShrunkInChildProcessesAndACappedShrinkIsNotCalledMinimal) {
-  const fs::path dir = fresh_dir("crash_shrink");
-  fs::create_directories(dir);
-  const fs::path fake = dir / "fake-ppspec";
   // Dies of SIGSEGV on any case of 2 stages, as a crashing ppspec would.
-  std::ofstream(fake) << "#!/bin/sh\ngrep -q '^pp = 2$' \"$2\" && kill -SEGV $$\nexit 0\n";
-  fs::permissions(fake, fs::perms::owner_all);
-  fuzzer::FuzzOptions o;
-  o.seed = 1;
-  o.out_dir = dir.string();
-  uint64_t index = 0;
-  while (fuzzer::draw(o, index).value().is_program || fuzzer::draw(o, index).value().serving.pp != 2) ++index;
-  const fuzzer::Found full = fuzzer::settle_crash(o, index, SIGSEGV, fake.string(), 200);
+  const FakeCrash c = fake_crash("crash_shrink", "kill -SEGV $$", "exit 0");
+  const fuzzer::FuzzOptions& o = c.options;
+  const uint64_t index = c.index;
+  const std::string fake = c.fake.string();
+  const fuzzer::Found full = fuzzer::settle_crash(o, index, fuzzer::Death{SIGSEGV, 0}, fake, 200);
   EXPECT_TRUE(full.internal);
   EXPECT_EQ(full.kind, "crash");
   EXPECT_GT(full.shrink_steps, 0);
   EXPECT_NE(full.shrunk.find("pp2"), std::string::npos) << full.shrunk;
   EXPECT_TRUE(fs::exists(full.file));
-  const fuzzer::Found capped = fuzzer::settle_crash(o, index, SIGSEGV, fake.string(), 2);
+  const fuzzer::Found capped = fuzzer::settle_crash(o, index, fuzzer::Death{SIGSEGV, 0}, fake, 2);
   EXPECT_TRUE(capped.capped);
   fuzzer::FuzzReport r;
   r.found.push_back(capped);
   EXPECT_NE(fuzzer::format_report(r).find("(not minimal: stopped after 2 runs)"), std::string::npos) << fuzzer::format_report(r);
+}
+
+// How a child ended: ppspec's own exits (0 to 3) are not deaths; a signal or a sanitizer's status is.
+TEST(FuzzInternalErrors, OnlyASignalOrAStatusPpspecNeverUsesIsADeath) {
+  const auto run = [](const char* script) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      execl("/bin/sh", "sh", "-c", script, static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return fuzzer::death_of(status);
+  };
+  for (const char* ours : {"exit 0", "exit 1", "exit 2", "exit 3"}) EXPECT_FALSE(run(ours).has_value()) << ours;
+  const auto segv = run("kill -SEGV $$");
+  ASSERT_TRUE(segv.has_value());
+  EXPECT_EQ(*segv, (fuzzer::Death{SIGSEGV, 0}));
+  EXPECT_EQ(fuzzer::describe(*segv), "died of signal 11 (Segmentation fault)");
+  const auto sanitizer = run("exit 86");
+  ASSERT_TRUE(sanitizer.has_value());
+  EXPECT_EQ(fuzzer::describe(*sanitizer), "exited with status 86 (a sanitizer's report)");
+  EXPECT_EQ(fuzzer::describe(*run("exit 42")), "exited with status 42, which ppspec never uses");
+}
+
+// A crash's shrink follows the same death: a fake ppspec that exits as a sanitizer does on cases of
+// 2 stages is shrunk within them, and the file says how it died.
+TEST(FuzzInternalErrors, ASanitizersExitIsShrunkLikeASignal) {
+  const FakeCrash c = fake_crash("sanitizer_shrink", "exit 86", "exit 1");
+  const fuzzer::Found f = fuzzer::settle_crash(c.options, c.index, fuzzer::Death{0, fuzzer::kSanitizerExitStatus}, c.fake.string(), 200);
+  EXPECT_GT(f.shrink_steps, 0);
+  EXPECT_NE(f.shrunk.find("pp2"), std::string::npos) << f.shrunk;
+  EXPECT_NE(f.summary.find("exited with status 86 (a sanitizer's report)"), std::string::npos) << f.summary;
 }
 
 }  // namespace

@@ -122,7 +122,7 @@ namespace {
 
 constexpr int kCrashShrinkRunsMax = 200;  // each a process: a crash shrinks within minutes
 
-fuzzer::FuzzReport crashed_worker(const fuzzer::FuzzOptions& o, const std::string& dir, int signal, std::ostream& err);
+fuzzer::FuzzReport crashed_worker(const fuzzer::FuzzOptions& o, const std::string& dir, const fuzzer::Death& death, std::ostream& err);
 
 // --jobs J: J worker processes of this program, each a disjoint shard of this shard's cases
 // (shard I of N becomes shards I*J + j of N*J), each with its own --out folder; then their merge.
@@ -150,8 +150,8 @@ fuzzer::FuzzReport run_jobs(const FuzzArgs& a, const fuzzer::FuzzOptions& o, uin
     waitpid(pids[j], &status, 0);
     if (WIFEXITED(status) && WEXITSTATUS(status) == 2)
       throw BadFlag{fmt::format("worker {} refused its input (see {}/progress.log)", j, dirs[j])};
-    if (WIFSIGNALED(status)) {
-      parts.push_back(crashed_worker(o, dirs[j], WTERMSIG(status), err));
+    if (const auto death = fuzzer::death_of(status)) {
+      parts.push_back(crashed_worker(o, dirs[j], *death, err));
       continue;
     }
     // Exit 0, 1 (failures found) or 3 (internal errors found): its summary says which.
@@ -162,17 +162,17 @@ fuzzer::FuzzReport run_jobs(const FuzzArgs& a, const fuzzer::FuzzOptions& o, uin
   return merged;
 }
 
-// A worker killed by a signal: the case it was running (its current.case) is a finding of the
-// crash class, kept and shrunk in child processes.
-fuzzer::FuzzReport crashed_worker(const fuzzer::FuzzOptions& o, const std::string& dir, int signal, std::ostream& err) {
+// A worker killed by a signal or a sanitizer: the case it was running (its current.case) is a
+// finding of the crash class, kept and shrunk in child processes.
+fuzzer::FuzzReport crashed_worker(const fuzzer::FuzzOptions& o, const std::string& dir, const fuzzer::Death& death, std::ostream& err) {
   fuzzer::FuzzReport r;
   std::ifstream in(dir + "/current.case");
   uint64_t index = 0;
-  if (!(in >> index)) throw BadFlag{fmt::format("a worker died of signal {} before its first case (see {}/progress.log)", signal, dir)};
-  err << fmt::format("worker in {} died of signal {} at case {}: shrinking it in child processes\n", dir, signal, index);
+  if (!(in >> index)) throw BadFlag{fmt::format("a worker {} before its first case (see {}/progress.log)", fuzzer::describe(death), dir)};
+  err << fmt::format("worker in {} {} at case {}: shrinking it in child processes\n", dir, fuzzer::describe(death), index);
   fuzzer::FuzzOptions mine = o;
   mine.out_dir = dir;
-  r.found.push_back(fuzzer::settle_crash(mine, index, signal, "/proc/self/exe", kCrashShrinkRunsMax));
+  r.found.push_back(fuzzer::settle_crash(mine, index, death, "/proc/self/exe", kCrashShrinkRunsMax));
   r.failures = 1;
   r.cases = 1;
   return r;
