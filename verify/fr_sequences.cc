@@ -145,9 +145,10 @@ core::Finding collective_finding(const FrJobGroup& g, const std::vector<Lane>& l
     if (f.sites.size() < core::kFindingListMax) f.sites.push_back(site_of(lanes[i], c.at[i], group, false, "has not posted it"));
   f.culprit = culprit_at(lanes, c, g.name, false);
   if (c.culprits.size() == 1) add_caller(f, lanes[c.culprits.front()], c.at[c.culprits.front()]);
-  f.details.push_back(fmt::format("{} later collective(s) of {} differ across ranks by sequence id alone (size, kind or state): the "
-                                  "same cause, not reported again",
-                                  cascade(ids, c.at), group));
+  if (const size_t later = cascade(ids, c.at); later > 0)
+    f.details.push_back(fmt::format("{} later collective(s) of {} differ across ranks by sequence id alone (size, kind or state): the "
+                                    "same cause, not reported again",
+                                    later, group));
   return f;
 }
 
