@@ -7,6 +7,7 @@
 #include <deque>
 #include <span>
 #include <string>
+#include <utility>
 
 #include "core/op.h"
 #include "core/sequence_cause.h"
@@ -18,19 +19,28 @@ inline constexpr size_t kPostHistoryMax = 4 * kCauseWindow;
 
 class PostHistory {
  public:
+  // Keeps its own copy of the label's name: an event's label may point into storage that lives
+  // only as long as the event (a trace reader's line buffers).
   void push(const OpDesc& d) {
-    descs_.push_back(d);
-    if (descs_.size() > kPostHistoryMax) {
-      descs_.pop_front();
+    posts_.emplace_back(d, std::string(d.label.name));  // a deque never moves its elements on push_back or pop_front
+    if (posts_.size() > kPostHistoryMax) {
+      posts_.pop_front();
       ++first_;
     }
   }
   int64_t first() const { return first_; }  // the position of the oldest kept
-  int64_t end() const { return first_ + static_cast<int64_t>(descs_.size()); }
-  const OpDesc& at(int64_t position) const { return descs_[static_cast<size_t>(position - first_)]; }
+  int64_t end() const { return first_ + static_cast<int64_t>(posts_.size()); }
+  const OpDesc& at(int64_t position) const { return posts_[static_cast<size_t>(position - first_)].desc; }
 
  private:
-  std::deque<OpDesc> descs_;
+  struct Post {
+    Post(const OpDesc& d, std::string name) : desc(d), label(std::move(name)) { desc.label.name = label; }
+    Post(const Post& o) : Post(o.desc, o.label) {}  // desc.label points into its own label
+    Post& operator=(const Post&) = delete;
+    OpDesc desc;
+    std::string label;
+  };
+  std::deque<Post> posts_;
   int64_t first_ = 0;
 };
 

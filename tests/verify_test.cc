@@ -97,6 +97,23 @@ TEST(Verify, CollectivePostedByOneMemberOnlyIsUnmatched) {
   EXPECT_NE(r.findings[0].summary.find("collective #1"), std::string::npos) << r.findings[0].summary;
 }
 
+// The root cause of a recorded mismatch is judged from the operations posted before it; their labels
+// come from lines the reader has since moved past, so the checker keeps its own copies (short
+// labels were silently compared as the latest line's, long ones read freed memory under ASan).
+TEST(Verify, ARecordedDoublePostIsNamedFromTheLabelsOfEarlierLines) {
+  std::vector<std::string> lines;
+  int seq = 0;
+  const char* labels[] = {"feedback.sampled@step0", "b", "feedback.sampled@step2", "d"};
+  for (int k = 0; k < 4; ++k) lines.push_back(posted(seq++, 0, "broadcast", 0, labels[k], 8, k));
+  const char* rank1[] = {"feedback.sampled@step0", "b", "b", "feedback.sampled@step2"};
+  for (int k = 0; k < 4; ++k) lines.push_back(posted(seq++, 1, "broadcast", 0, rank1[k], 8, k));
+  const auto r = check(lines);
+  ASSERT_EQ(r.verdict, core::Verdict::fifo_misalignment);
+  ASSERT_FALSE(r.findings[0].details.empty());
+  EXPECT_NE(r.findings[0].details[0].find("rank1 posted broadcast i64[8] root rank0 'b' twice in a row (#1 and #2)"), std::string::npos)
+      << r.findings[0].details[0];
+}
+
 // [expect] kind: the right verdict for the wrong reason does not meet the expectation.
 TEST(Expect, KindPinsTheFirstFindingsReason) {
   core::RunResult r;

@@ -143,6 +143,8 @@ FrDump parse_fr_dump(const std::string& bytes, const std::string& file, int rank
       j = Json::parse(bytes);
     } catch (const Json::parse_error& e) {
       throw core::InputError(file, 0, fmt::format("not JSON: a truncated or corrupt Flight Recorder dump (unreadable at byte {} of {})", std::min<size_t>(e.byte, bytes.size()), bytes.size()));
+    } catch (const Json::out_of_range&) {  // a number no 64-bit integer or double holds ("1e999")
+      throw core::InputError(file, 0, "not a Flight Recorder dump: it holds a number too large for any field (a corrupt file)");
     }
     return fr_dump_from_json(j, file, rank);
   }
