@@ -7,15 +7,15 @@
 namespace ppspec::core {
 
 namespace {
-constexpr EnumNames<OpKind, 5> kNames{{{{"send", OpKind::send},
+constexpr EnumNames<OpKind, 5> kOpKindNames{{{{"send", OpKind::send},
                                          {"recv", OpKind::recv},
                                          {"broadcast", OpKind::broadcast},
                                          {"all_reduce", OpKind::all_reduce},
                                          {"all_gather", OpKind::all_gather}}}};
 }  // namespace
 
-std::string_view to_string(OpKind k) { return kNames.name(k); }
-std::optional<OpKind> parse_op_kind(std::string_view s) { return kNames.parse(s); }
+std::string_view to_string(OpKind k) { return kOpKindNames.name(k); }
+std::optional<OpKind> parse_op_kind(std::string_view s) { return kOpKindNames.parse(s); }
 
 std::string describe(const OpDesc& d) {
   std::string s = d.cols > 1 && d.count % d.cols == 0

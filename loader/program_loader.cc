@@ -27,7 +27,7 @@ using program::OpType;
 using program::Program;
 using program::ProgramOp;
 
-constexpr std::string_view kTopKeys = "kind, name, description, ranks, streams, runtime, communicator, rank, explore, expect";
+constexpr std::string_view kProgramTopKeys = "kind, name, description, ranks, streams, runtime, communicator, rank, explore, expect";
 constexpr std::string_view kRuntimeKeys =
     "module_loading, concurrency, on_mismatch, strict, runtime_connect, eager_bytes, unit_bytes, max_steps, "
     "max_time_ms, jitter, hang_timeout_s, memory_budget_mb, race_detection, delay_stream, stream_delay_us, cost";
@@ -475,7 +475,7 @@ Program read_program(const toml::table& root, const std::string& file) {
   p.file = file;
   Context ctx{file, p};
   TableReader top(root, file, "scenario");
-  top.only(kTopKeys);
+  top.only(kProgramTopKeys);
   if (scenario_kind(root, file) != "program") top.fail("kind", "expected \"program\" (a serving scenario is read by read_serving)");
   (void)top.node("kind");
   p.name = top.string_or("name", std::filesystem::path(file).stem().string());
@@ -587,7 +587,7 @@ Program read_program(const toml::table& root, const std::string& file) {
   }
 
   p.expect = read_expect(top, file, "program");
-  top.finish(kTopKeys);
+  top.finish(kProgramTopKeys);
   return p;
 }
 

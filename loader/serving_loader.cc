@@ -12,7 +12,7 @@
 namespace ppspec::loader {
 namespace {
 
-constexpr std::string_view kTopKeys =
+constexpr std::string_view kServingTopKeys =
     "kind, name, description, topology, model, spec, serving, workload, runtime, faults, oracles, explore, expect";
 
 int to_int(int64_t v) { return static_cast<int>(v); }
@@ -28,7 +28,7 @@ serving::ServingScenario read_serving(const toml::table& root, const std::string
   s.file = file;
   engine::EngineConfig& c = s.config;
   TableReader top(root, file, "scenario");
-  top.only(kTopKeys);
+  top.only(kServingTopKeys);
   if (scenario_kind(root, file) != "serving") top.fail("kind", "expected \"serving\" (a program scenario is read by read_program)");
   (void)top.node("kind");
   s.name = top.string_or("name", std::filesystem::path(file).stem().string());
@@ -153,7 +153,7 @@ serving::ServingScenario read_serving(const toml::table& root, const std::string
     }
   });
   s.expect = read_expect(top, file, "serving");
-  top.finish(kTopKeys);
+  top.finish(kServingTopKeys);
 
   // ---- whole-scenario checks: each names the line of the key that decides it ----
   auto line_in = [&](std::string_view where, std::string_view key) {

@@ -41,6 +41,12 @@ class NcclCaptureError : public CudaError {
   using CudaError::CudaError;
 };
 
+// The runtime interface carries CUDA and NCCL handles as opaque pointers (core/ stays free of CUDA's
+// headers); these give them their types back.
+inline cudaStream_t as_stream(void* s) { return static_cast<cudaStream_t>(s); }
+inline cudaEvent_t as_event(void* e) { return static_cast<cudaEvent_t>(e); }
+inline ncclComm_t as_comm(void* c) { return static_cast<ncclComm_t>(c); }
+
 // Whether the NCCL call this thread makes next is captured (a grouped call: any of the group's).
 void set_nccl_call_captured(bool captured);
 

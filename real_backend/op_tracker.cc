@@ -4,12 +4,13 @@
 
 #include <chrono>
 
+#include "real_backend/cuda_check.h"
 #include "real_backend/real_runtime.h"
 
 namespace ppspec::real {
 
 CompletionEvent::~CompletionEvent() {
-  if (event != nullptr) cudaEventDestroy(static_cast<cudaEvent_t>(event));
+  if (event != nullptr) cudaEventDestroy(as_event(event));
 }
 
 OpTracker::~OpTracker() { stop(); }
@@ -81,7 +82,7 @@ void OpTracker::poll(core::RankId rank) {
     for (const auto& ev : to_query) {
       // May block while another thread holds the context lock: then no progress is seen, which
       // is exactly what the watchdog needs to notice.
-      if (cudaEventQuery(static_cast<cudaEvent_t>(ev->event)) != cudaSuccess) continue;
+      if (cudaEventQuery(as_event(ev->event)) != cudaSuccess) continue;
       std::vector<std::unique_ptr<TrackedOp>> done;
       {
         std::lock_guard<std::mutex> lock(mu_);

@@ -32,8 +32,6 @@ ncclDataType_t nccl_type(core::Dtype d) {
 
 std::atomic<int64_t> g_next_op_id{0};
 
-ncclComm_t as_comm(void* c) { return static_cast<ncclComm_t>(c); }
-cudaStream_t as_stream(void* s) { return static_cast<cudaStream_t>(s); }
 
 }  // namespace
 

@@ -24,8 +24,6 @@ struct DeviceGuard {
   explicit DeviceGuard(core::RankId r) { PPSPEC_CUDA(cudaSetDevice(r)); }
 };
 
-cudaStream_t as_stream(void* s) { return static_cast<cudaStream_t>(s); }
-
 // Each distinct (kernel, specialization) of a scenario is one CUDA function of its own, so that
 // lazy loading loads it at its first launch, as it would a real new kernel.
 class SlotRegistry {
@@ -364,7 +362,7 @@ core::DeviceEvent RealDevice::event(std::string_view name) {
 
 namespace {
 cudaEvent_t event_handle(const std::vector<std::pair<std::string, void*>>& events, core::DeviceEvent e) {
-  return static_cast<cudaEvent_t>(events.at(static_cast<size_t>(e.id)).second);
+  return as_event(events.at(static_cast<size_t>(e.id)).second);
 }
 }  // namespace
 

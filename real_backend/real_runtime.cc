@@ -214,7 +214,7 @@ void RealRuntime::group_end() {
     auto done = std::make_shared<CompletionEvent>();
     cudaEvent_t ev;
     PPSPEC_CUDA(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
-    PPSPEC_CUDA(cudaEventRecord(ev, static_cast<cudaStream_t>(s)));
+    PPSPEC_CUDA(cudaEventRecord(ev, as_stream(s)));
     done->event = ev;
     std::vector<TrackedOp*> mine;
     for (const auto& [op, st] : ops)

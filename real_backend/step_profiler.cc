@@ -9,9 +9,6 @@
 namespace ppspec::real {
 namespace {
 
-cudaStream_t as_stream(void* s) { return static_cast<cudaStream_t>(s); }
-cudaEvent_t as_event(void* e) { return static_cast<cudaEvent_t>(e); }
-
 void* record_timing_event(void* stream) {
   cudaEvent_t ev;
   PPSPEC_CUDA(cudaEventCreate(&ev));  // timing enabled

@@ -10,17 +10,11 @@
 
 #include "tools/check_command.h"
 #include "tools/run_command.h"
+#include "tests/command_test.h"
 
 namespace ppspec::testing {
 namespace {
 
-const std::string kScenarios = std::string(PPSPEC_SOURCE_DIR) + "/scenarios/programs/";
-
-struct Out {
-  int code;
-  std::string out;
-  std::string err;
-};
 
 Out run(tools::RunArgs args) {
   std::ostringstream out, err;

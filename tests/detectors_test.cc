@@ -6,13 +6,13 @@
 
 #include "tests/harness.h"
 #include "tests/test_util.h"
+#include "tests/command_test.h"
 
 namespace ppspec::testing {
 namespace {
 
 using core::Verdict;
 
-const std::string kScenarios = std::string(PPSPEC_SOURCE_DIR) + "/scenarios/programs/";
 
 // The three blocking calls of R8 as program operations, with the hazard kind each notes.
 struct BlockingCall {

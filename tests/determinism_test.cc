@@ -5,11 +5,11 @@
 #include "loader/program_loader.h"
 #include "program/runner.h"
 #include "tests/test_util.h"
+#include "tests/command_test.h"
 
 namespace ppspec::testing {
 namespace {
 
-const std::string kScenarios = std::string(PPSPEC_SOURCE_DIR) + "/scenarios/programs/";
 
 std::vector<std::string> trace_of(const program::Program& p, uint64_t seed, sim::StrategySpec strategy,
                                   std::optional<std::vector<uint32_t>> replay = std::nullopt,

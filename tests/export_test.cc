@@ -16,6 +16,7 @@
 #include "traces/pickle.h"
 #include "traces/pickle_writer.h"
 #include "verify/flight_recorder_check.h"
+#include "tests/command_test.h"
 
 namespace ppspec::testing {
 namespace {
@@ -23,7 +24,6 @@ namespace {
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
 
-const std::string kSource = PPSPEC_SOURCE_DIR;
 
 Json exported(const std::string& input, int expect_code = 0) {
   const fs::path out = fs::temp_directory_path() / "ppspec_export.json";

@@ -18,6 +18,7 @@
 #include "loader/program_loader.h"
 #include "tools/fuzz_command.h"
 #include "tools/run_command.h"
+#include "tests/command_test.h"
 
 namespace ppspec::testing {
 namespace {
@@ -29,11 +30,6 @@ fs::path fresh_dir(const std::string& name) {
   fs::remove_all(d);
   return d;
 }
-
-struct Out {
-  int code;
-  std::string out, err;
-};
 
 Out fuzz(tools::FuzzArgs a) {
   std::ostringstream out, err;

@@ -11,18 +11,14 @@
 
 #include "tools/replay_command.h"
 #include "tools/run_command.h"
+#include "tests/command_test.h"
 
 namespace ppspec::testing {
 namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kScenarios = std::string(PPSPEC_SOURCE_DIR) + "/scenarios/";
-
-struct Out {
-  int code;
-  std::string out, err;
-};
+const std::string kScenarioRoot = kSource + "/scenarios/";
 
 Out replay(const std::string& trace, const std::string& scenario = {}) {
   std::ostringstream out, err;
@@ -52,16 +48,16 @@ std::vector<std::string> lines(const fs::path& p) {
 }
 
 TEST(Replay, RecordedRunsReplayByteForByte) {
-  const Out s = replay(record(kScenarios + "serving/pp2_tp1_k5.toml", "serving").string());
+  const Out s = replay(record(kScenarioRoot + "serving/pp2_tp1_k5.toml", "serving").string());
   EXPECT_EQ(s.code, 0) << s.out << s.err;
   EXPECT_NE(s.out.find("replayed byte for byte"), std::string::npos) << s.out;
-  const Out p = replay(record(kScenarios + "regressions/pre_56956.toml", "pre", "pct:3").string());
+  const Out p = replay(record(kScenarioRoot + "regressions/pre_56956.toml", "pre", "pct:3").string());
   EXPECT_EQ(p.code, 0) << p.out << p.err;
   EXPECT_NE(p.out.find("verdict deadlock"), std::string::npos) << p.out;
 }
 
 TEST(Replay, ARecordingTheRunDoesNotReproduceIsNondeterminismAtItsFirstLine) {
-  const fs::path trace = record(kScenarios + "serving/pp1_k5.toml", "edited");
+  const fs::path trace = record(kScenarioRoot + "serving/pp1_k5.toml", "edited");
   std::vector<std::string> l = lines(trace);
   ASSERT_GT(l.size(), 40u);
   const size_t at = l[40].find("\"t\":");
@@ -79,7 +75,7 @@ TEST(Replay, ARecordingTheRunDoesNotReproduceIsNondeterminismAtItsFirstLine) {
 // The trailer records the findings (kind, summary, sites): one the replay does not give again is
 // nondeterminism too, though every event agrees.
 TEST(Replay, AFindingTheReplayDoesNotGiveAgainIsNondeterminism) {
-  const fs::path trace = record(kScenarios + "regressions/pre_56956.toml", "findings", "pct:3");
+  const fs::path trace = record(kScenarioRoot + "regressions/pre_56956.toml", "findings", "pct:3");
   std::vector<std::string> l = lines(trace);
   ASSERT_NE(l.back().find("\"findings\":[{\"verdict\":\"deadlock\""), std::string::npos) << l.back();
   const size_t at = l.back().find("\"summary\":\"");
@@ -96,7 +92,7 @@ TEST(Replay, AFindingTheReplayDoesNotGiveAgainIsNondeterminism) {
 
 TEST(Replay, AChangedScenarioOrAGpuTraceIsExitTwo) {
   const fs::path copy = fs::temp_directory_path() / "ppspec_replay_changed.toml";
-  fs::copy_file(kScenarios + "serving/pp1_k5.toml", copy, fs::copy_options::overwrite_existing);
+  fs::copy_file(kScenarioRoot + "serving/pp1_k5.toml", copy, fs::copy_options::overwrite_existing);
   const fs::path trace = record(copy.string(), "changed");
   std::ofstream(copy, std::ios::app) << "\n# edited after the recording\n";
   const Out r = replay(trace.string());

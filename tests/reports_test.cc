@@ -9,13 +9,13 @@
 
 #include "tests/test_util.h"
 #include "verify/trace_check.h"
+#include "tests/command_test.h"
 
 namespace ppspec::testing {
 namespace {
 
 using core::Verdict;
 
-const std::string kScenarios = std::string(PPSPEC_SOURCE_DIR) + "/scenarios/programs/";
 
 
 // "test.toml:N" (as run_toml names the text): the 1-based line of `text` that holds `needle`,

@@ -18,6 +18,7 @@
 #include "tests/test_util.h"
 #include "tools/check_command.h"
 #include "tools/run_command.h"
+#include "tests/command_test.h"
 
 namespace ppspec::testing {
 namespace {
@@ -25,12 +26,6 @@ namespace {
 namespace fs = std::filesystem;
 
 const std::string kDir = std::string(PPSPEC_SOURCE_DIR) + "/tests/robustness/";
-
-struct Out {
-  int code;
-  std::string out;
-  std::string err;
-};
 
 Out run(const std::string& file) {
   std::ostringstream out, err;

@@ -5,16 +5,12 @@
 #include <sstream>
 
 #include "tools/show_command.h"
+#include "tests/command_test.h"
 
 namespace ppspec::testing {
 namespace {
 
 const std::string kCorpus = std::string(PPSPEC_SOURCE_DIR) + "/traces/corpus/";
-
-struct Out {
-  int code;
-  std::string out, err;
-};
 
 Out show(tools::ShowArgs a) {
   std::ostringstream out, err;

@@ -14,19 +14,13 @@
 #include "tools/run_command.h"
 #include "traces/trace_reader.h"
 #include "verify/pairing_checker.h"
+#include "tests/command_test.h"
 
 namespace ppspec::testing {
 namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kSource = PPSPEC_SOURCE_DIR;
-
-struct Out {
-  int code;
-  std::string out;
-  std::string err;
-};
 
 Out check(tools::CheckArgs args) {
   std::ostringstream out, err;

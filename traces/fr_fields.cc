@@ -6,17 +6,11 @@
 #include "core/error.h"
 #include "core/printable.h"
 #include "traces/flight_recorder.h"
+#include "traces/json_shown.h"
 
 namespace ppspec::traces {
 
 using Json = nlohmann::json;
-
-namespace {
-
-// A value in words for an error message, short and printable.
-std::string shown(const Json& v) { return core::printable(v.dump(), 40); }
-
-}  // namespace
 
 void FrPlace::fail(const std::string& what) const { throw core::InputError(file, 0, fmt::format("{}: {}", record, what)); }
 

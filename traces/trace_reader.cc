@@ -10,8 +10,12 @@
 #include "core/call_site.h"
 #include "core/error.h"
 #include "core/printable.h"
+#include "traces/json_shown.h"
 
 namespace ppspec::traces {
+
+using Json = nlohmann::json;
+
 namespace {
 
 // Bounds of what a trace may hold. Generous for any real run; tight enough that no checker
@@ -32,15 +36,6 @@ constexpr const char* kEventKeys =
     "spec, text, value, req, ints";
 constexpr const char* kHeaderKeys = "ppspec_trace, backend, scenario, file, seed, strategy, kind, scenario_hash";
 constexpr const char* kTrailerKeys = "ppspec_trace_end, verdict, steps, sim_time, events, decisions, findings";
-
-using Json = nlohmann::json;
-
-// A value shown in a message: short, and free of control characters.
-std::string shown(const Json& v) {
-  std::string s = v.dump(-1, ' ', true, Json::error_handler_t::replace);
-  if (s.size() > 40) s = s.substr(0, 37) + "...";
-  return s;
-}
 
 std::string_view type_of(const Json& v) {
   if (v.is_string()) return "a string";

@@ -1,12 +1,16 @@
-// What the GPU kernel tests share: whether there is a GPU, and a buffer with a host copy (the CPU
-// run's) and a device copy (the GPU run's), equal at the start.
+// What the GPU kernel tests share: whether there is a GPU, a buffer with a host copy (the CPU run's)
+// and a device copy (the GPU run's), equal at the start, a kernel run on either, random words.
 #pragma once
 
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <random>
 #include <vector>
 
+#include "kernels/cuda_launch.h"
+#include "kernels/launch.h"
 #include "kernels/span.h"
 
 namespace ppspec::kernels {
@@ -35,5 +39,23 @@ struct Dual {
     return v;
   }
 };
+
+// Runs kernel `k` over `rows` rows on the GPU (checking its launch and its end) or on the CPU.
+template <class K>
+void run(const K& k, int64_t rows, bool gpu) {
+  if (gpu) {
+    cuda::launch(k, rows, nullptr);
+    ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  } else {
+    run_on_cpu(k, rows);
+  }
+}
+
+inline std::vector<uint32_t> random_words(int64_t n, std::mt19937_64& rng) {
+  std::vector<uint32_t> v(static_cast<size_t>(n));
+  for (auto& x : v) x = static_cast<uint32_t>(rng());
+  return v;
+}
 
 }  // namespace ppspec::kernels

@@ -30,16 +30,6 @@ Span<bool> bools(Dual<uint8_t>& d, bool gpu) {
   return Span<bool>(reinterpret_cast<bool*>(s.data), s.size);
 }
 
-template <class K>
-void run(const K& k, int64_t rows, bool gpu) {
-  if (gpu) {
-    cuda::launch(k, rows, nullptr);
-    ASSERT_EQ(cudaGetLastError(), cudaSuccess);
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  } else {
-    run_on_cpu(k, rows);
-  }
-}
 
 // Floats compare by their bits; everything else as it is.
 template <class T>
@@ -76,7 +66,6 @@ std::vector<int64_t> random_i64(int64_t n, Rng& rng) {
   return uniform<int64_t>(n, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), rng);
 }
 
-std::vector<uint32_t> random_words(int64_t n, Rng& rng) { return uniform<uint32_t>(n, 0, 0xFFFFFFFFLL, rng); }
 
 std::vector<float> random_floats(int64_t n, float lo, float hi, Rng& rng) {
   std::uniform_real_distribution<float> d(lo, hi);

@@ -17,22 +17,6 @@
 namespace ppspec::kernels {
 namespace {
 
-template <class K>
-void run(const K& k, int64_t rows, bool gpu) {
-  if (gpu) {
-    cuda::launch(k, rows, nullptr);
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  } else {
-    run_on_cpu(k, rows);
-  }
-}
-
-std::vector<uint32_t> random_words(size_t n, std::mt19937_64& rng) {
-  std::vector<uint32_t> v(n);
-  for (auto& x : v) x = static_cast<uint32_t>(rng());
-  return v;
-}
-
 TEST(GpuKernels, ToyModelForwardAndSamplerAreBitIdenticalToTheCpu) {
   if (!have_gpu()) GTEST_SKIP() << "no GPU";
   std::mt19937_64 rng(7);
