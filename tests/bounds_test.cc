@@ -26,6 +26,7 @@
 #include "sim/sanitizer.h"
 #include "tests/test_util.h"
 #include "tools/run_command.h"
+#include "tests/scratch.h"
 
 namespace ppspec::testing {
 namespace {
@@ -181,7 +182,7 @@ memory_budget_mb = BUDGET
 [expect]
 verdict = "pass"
 )";
-  const auto path = std::filesystem::temp_directory_path() / "ppspec_memory_budget.toml";
+  const auto path = scratch_path("ppspec_memory_budget.toml");
   std::ofstream(path) << replaced(text, "BUDGET", "1");
   std::ostringstream out, err;
   EXPECT_EQ(tools::run_command({.files = {path.string()}}, out, err), 2);

@@ -11,6 +11,7 @@
 #include "tools/check_command.h"
 #include "tools/run_command.h"
 #include "tests/command_test.h"
+#include "tests/scratch.h"
 
 namespace ppspec::testing {
 namespace {
@@ -23,7 +24,7 @@ Out run(tools::RunArgs args) {
 }
 
 std::string temp_file(const std::string& name, const std::string& text) {
-  const auto path = std::filesystem::temp_directory_path() / ("ppspec_test_" + name);
+  const auto path = scratch_path("ppspec_test_" + name);
   std::ofstream(path) << text;
   return path.string();
 }
@@ -156,7 +157,7 @@ TEST(Cli, OneSeedPrintsItsReportWithoutASummary) {
 }
 
 TEST(Cli, TraceHasAHeaderEventsAndATrailer) {
-  const auto trace = (std::filesystem::temp_directory_path() / "ppspec_test_trace.jsonl").string();
+  const auto trace = scratch_path("ppspec_test_trace.jsonl").string();
   auto r = run({.files = {kScenarios + "lazy_load_deadlock.toml"}, .seed = 3, .trace = trace});
   ASSERT_EQ(r.code, 0) << r.err;
   std::ifstream in(trace);
@@ -325,7 +326,7 @@ TEST(Cli, JsonGivesTheVerdictTheFirstFindingAndAllFindings) {
 TEST(Cli, TheServingMonitorsRunOverARecordedTraceAsTheyDidOnline) {
   for (const char* name : {"stale_drafts", "uncleared_padding", "alias_target_embed", "stale_drafts_off"}) {
     SCOPED_TRACE(name);
-    const std::string trace = (std::filesystem::temp_directory_path() / (std::string("ppspec_test_") + name + ".jsonl")).string();
+    const std::string trace = scratch_path(std::string("ppspec_test_") + name + ".jsonl").string();
     auto online = run({.files = {kRegressions + name + ".toml"}, .seeds = 1, .trace = trace, .json = true});
     ASSERT_EQ(online.code, 0) << online.out;
     const auto live = nlohmann::json::parse(online.out).at(0);

@@ -17,6 +17,7 @@
 #include "traces/pickle_writer.h"
 #include "verify/flight_recorder_check.h"
 #include "tests/command_test.h"
+#include "tests/scratch.h"
 
 namespace ppspec::testing {
 namespace {
@@ -26,7 +27,7 @@ using Json = nlohmann::json;
 
 
 Json exported(const std::string& input, int expect_code = 0) {
-  const fs::path out = fs::temp_directory_path() / "ppspec_export.json";
+  const fs::path out = scratch_path("ppspec_export.json");
   fs::remove(out);
   std::ostringstream o, e;
   tools::ExportArgs x;
@@ -62,7 +63,7 @@ void expect_valid(const Json& j, std::set<std::string> processes, std::set<std::
 }
 
 TEST(Export, ASimulatorTraceBecomesRanksStreamsSlicesAndPairings) {
-  const fs::path trace = fs::temp_directory_path() / "ppspec_export_serving.jsonl";
+  const fs::path trace = scratch_path("ppspec_export_serving.jsonl");
   std::ostringstream o, e;
   tools::RunArgs a;
   a.files = {kSource + "/scenarios/serving/pp2_tp1_k5.toml"};
@@ -104,7 +105,7 @@ TEST(Export, AGpuHangDumpShowsWhatWasStuck) {
 }
 
 TEST(Export, BadInputIsExitTwo) {
-  const fs::path bad = fs::temp_directory_path() / "ppspec_export_bad.jsonl";
+  const fs::path bad = scratch_path("ppspec_export_bad.jsonl");
   std::ofstream(bad) << "not a trace\n";
   exported(bad.string(), 2);
 }
@@ -118,8 +119,8 @@ namespace {
 // A simulator run as Flight Recorder dumps: PyTorch's names and numbering, the same in JSON and
 // pickle, and `check` of them names the culprit the simulator named.
 TEST(ExportFlightRecorder, ADoublePostRunBecomesDumpsWhoseCheckNamesTheSimulatorsCulprit) {
-  const fs::path trace = fs::temp_directory_path() / "ppspec_export_fr.jsonl";
-  const fs::path dir = fs::temp_directory_path() / "ppspec_export_fr";
+  const fs::path trace = scratch_path("ppspec_export_fr.jsonl");
+  const fs::path dir = scratch_path("ppspec_export_fr");
   fs::remove_all(dir);
   std::ostringstream o, e;
   tools::RunArgs a;
@@ -160,7 +161,7 @@ TEST(ExportFlightRecorder, AFolderOrATraceWithoutCommunicatorsIsExitTwo) {
   std::ostringstream o, e;
   tools::ExportArgs x;
   x.input = kSource + "/traces/corpus/flight-recorder/clean";
-  x.out = (fs::temp_directory_path() / "ppspec_export_fr_bad").string();
+  x.out = scratch_path("ppspec_export_fr_bad").string();
   x.flight_recorder = true;
   EXPECT_EQ(tools::export_command(x, o, e), 2);
   EXPECT_NE(e.str().find("exports a ppspec trace"), std::string::npos) << e.str();

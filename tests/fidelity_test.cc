@@ -13,6 +13,7 @@
 #include "loader/program_loader.h"
 #include "program/toml_writer.h"
 #include "tools/fidelity_command.h"
+#include "tests/scratch.h"
 
 namespace ppspec::testing {
 namespace {
@@ -70,7 +71,7 @@ TEST(Fidelity, TheSimulatorsDeadlockIsTheHardwaresHang) {
 }
 
 TEST(Fidelity, TheSimulatorOnlyRunWritesProgramsResultsAndTheTable) {
-  const auto dir = std::filesystem::temp_directory_path() / "ppspec-fidelity-test";
+  const auto dir = scratch_path("ppspec-fidelity-test");
   std::filesystem::remove_all(dir);
   tools::FidelityArgs args;
   args.programs = 40;
@@ -93,7 +94,7 @@ TEST(Fidelity, TheSimulatorOnlyRunWritesProgramsResultsAndTheTable) {
 // `--backend recorded` judges the simulator against GPU results kept in OUT/results: a program the
 // GPUs agreed with passes, one they contradict is kept as a scenario with both verdicts.
 TEST(Fidelity, RecordedGpuResultsAreJudgedBothWays) {
-  const auto dir = std::filesystem::temp_directory_path() / "ppspec-fidelity-recorded";
+  const auto dir = scratch_path("ppspec-fidelity-recorded");
   std::filesystem::remove_all(dir);
   tools::FidelityArgs args;
   args.programs = 6;
@@ -126,7 +127,7 @@ TEST(Fidelity, RecordedGpuResultsAreJudgedBothWays) {
 
 // A comparison that compared nothing is no agreement: exit 1, saying why.
 TEST(Fidelity, RecordedWithNoGpuResultComparesNothingAndIsExitOne) {
-  const auto dir = std::filesystem::temp_directory_path() / "ppspec-fidelity-nothing";
+  const auto dir = scratch_path("ppspec-fidelity-nothing");
   std::filesystem::remove_all(dir);
   tools::FidelityArgs args;
   args.programs = 3;

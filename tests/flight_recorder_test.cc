@@ -17,6 +17,7 @@
 #include "traces/flight_recorder.h"
 #include "traces/pickle.h"
 #include "verify/flight_recorder_check.h"
+#include "tests/scratch.h"
 
 namespace ppspec::testing {
 namespace {
@@ -299,7 +300,7 @@ TEST(FlightRecorderGeneral, DumpFilesNamedOneByOneAreOneJobAndAPrefixPicksTheirs
   EXPECT_TRUE(has(out.str(), "flight-recorder (4 ranks, prefix 'nccl_trace_rank_')")) << out.str();
   // Two jobs' names in one folder: the prefix says which.
   pp2_tp2(2).write("files_other", "x_");
-  for (int r = 0; r < 4; ++r) fs::copy_file(fs::temp_directory_path() / "ppspec_frd_files_other" / ("x_" + std::to_string(r) + ".json"),
+  for (int r = 0; r < 4; ++r) fs::copy_file(scratch_path("ppspec_frd_files_other") / ("x_" + std::to_string(r) + ".json"),
                                             dir / ("x_" + std::to_string(r) + ".json"));
   std::ostringstream out2, err2;
   EXPECT_EQ(tools::check_command({.traces = {dir.string()}}, out2, err2), 2);
@@ -339,7 +340,7 @@ TEST(FlightRecorderGeneral, EightRanksOfTwoThousandEntriesAreCheckedFast) {
 
 // The clean dumps, edited: `edit` changes rank `rank`'s JSON.
 fs::path edited(const std::string& name, int rank, const std::function<void(Json&)>& edit) {
-  const fs::path dir = fs::temp_directory_path() / ("ppspec_fr_" + name);
+  const fs::path dir = scratch_path("ppspec_fr_" + name);
   fs::remove_all(dir);
   fs::create_directories(dir);
   for (int r : {0, 1}) {
@@ -361,7 +362,7 @@ TEST(FlightRecorder, AReceiveOfAnotherSizeIsAP2pMismatch) {
 }
 
 TEST(FlightRecorder, ATruncatedPickleOrOneThatNamesAClassIsExitTwo) {
-  const fs::path dir = fs::temp_directory_path() / "ppspec_fr_bad_pickle";
+  const fs::path dir = scratch_path("ppspec_fr_bad_pickle");
   std::ifstream in(kCorpus + "clean/pickle/rank_0", std::ios::binary);
   const std::string bytes(std::istreambuf_iterator<char>(in), {});
   const std::vector<std::pair<std::string, std::string>> cases = {
@@ -422,7 +423,7 @@ TEST(FlightRecorder, BadDumpsAreExitTwoWithTheFileRecordAndField) {
   EXPECT_EQ(tools::check_command({.traces = {cut.string()}}, out3, err3), 2);
   EXPECT_TRUE(has(err3.str(), "holds a number too large for any field")) << err3.str();
   // A folder with no dump.
-  const fs::path empty = fs::temp_directory_path() / "ppspec_fr_empty";
+  const fs::path empty = scratch_path("ppspec_fr_empty");
   fs::remove_all(empty);
   fs::create_directories(empty / "json");
   std::ostringstream out2, err2;

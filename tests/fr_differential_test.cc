@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "fidelity/fr_differential.h"
+#include "tests/scratch.h"
 
 namespace ppspec::testing {
 namespace {
@@ -17,7 +18,7 @@ TEST(FrDifferential, EveryKeptCaseAgreesWithTheSimulator) {
   for (const auto& f : fs::directory_iterator(kept)) {
     if (f.path().extension() != ".toml") continue;
     SCOPED_TRACE(f.path().filename().string());
-    const fs::path dir = fs::temp_directory_path() / ("ppspec_frdiff_" + f.path().stem().string());
+    const fs::path dir = scratch_path("ppspec_frdiff_" + f.path().stem().string());
     fs::remove_all(dir);
     fs::create_directories(dir);
     const fidelity::FrCase c = fidelity::compare_on_dumps(f.path().string(), dir.string());
@@ -49,7 +50,7 @@ TEST(FrDifferential, EveryKeptCaseAgreesWithTheSimulator) {
 TEST(FrDifferential, ProgramsOfAFreshSeedAgree) {
   fidelity::FrDifferentialOptions o;
   o.seed = 20261201;
-  o.out = (fs::temp_directory_path() / "ppspec_frdiff_fresh").string();
+  o.out = scratch_path("ppspec_frdiff_fresh").string();
   for (uint64_t i = 0; i < 140; ++i) {
     const fidelity::FrCase c = fidelity::run_fr_case(o, i);
     EXPECT_TRUE(c.agree) << c.name << ": " << c.why;

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+#include "tests/scratch.h"
 
 namespace ppspec::testing {
 
@@ -57,7 +58,7 @@ class FrDumps {
   }
   // Writes every rank's dump (but `skip`) as PREFIX + rank + ".json" into a fresh folder.
   std::filesystem::path write(const std::string& name, const std::string& prefix = "rank_", int skip = -1) const {
-    const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("ppspec_frd_" + name);
+    const std::filesystem::path dir = scratch_path("ppspec_frd_" + name);
     std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);
     for (int r = 0; r < ranks_; ++r)

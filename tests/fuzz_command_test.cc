@@ -19,6 +19,7 @@
 #include "tools/fuzz_command.h"
 #include "tools/run_command.h"
 #include "tests/command_test.h"
+#include "tests/scratch.h"
 
 namespace ppspec::testing {
 namespace {
@@ -26,7 +27,7 @@ namespace {
 namespace fs = std::filesystem;
 
 fs::path fresh_dir(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / ("ppspec_fuzz_" + name);
+  const fs::path d = scratch_path("ppspec_fuzz_" + name);
   fs::remove_all(d);
   return d;
 }

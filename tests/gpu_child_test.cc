@@ -10,6 +10,7 @@
 
 #include "tools/gpu_backend.h"
 #include "tools/report.h"
+#include "tests/scratch.h"
 
 namespace ppspec::testing {
 namespace {
@@ -17,7 +18,7 @@ namespace {
 // A stand-in for `ppspec gpu-child` that writes `result` (JSON text) to the --result path, or
 // nothing when `result` is empty, then exits with `status`.
 std::string fake_child(const std::string& name, const std::string& result, int status) {
-  const auto path = (std::filesystem::temp_directory_path() / ("ppspec_fake_child_" + name + ".sh")).string();
+  const auto path = scratch_path("ppspec_fake_child_" + name + ".sh").string();
   std::ofstream out(path);
   out << "#!/bin/sh\n";
   if (!result.empty())

@@ -12,6 +12,7 @@
 #include "tools/replay_command.h"
 #include "tools/run_command.h"
 #include "tests/command_test.h"
+#include "tests/scratch.h"
 
 namespace ppspec::testing {
 namespace {
@@ -27,7 +28,7 @@ Out replay(const std::string& trace, const std::string& scenario = {}) {
 }
 
 fs::path record(const std::string& scenario, const std::string& name, std::optional<std::string> strategy = std::nullopt) {
-  const fs::path trace = fs::temp_directory_path() / ("ppspec_replay_" + name + ".jsonl");
+  const fs::path trace = scratch_path("ppspec_replay_" + name + ".jsonl");
   std::ostringstream out, err;
   tools::RunArgs a;
   a.files = {scenario};
@@ -91,7 +92,7 @@ TEST(Replay, AFindingTheReplayDoesNotGiveAgainIsNondeterminism) {
 }
 
 TEST(Replay, AChangedScenarioOrAGpuTraceIsExitTwo) {
-  const fs::path copy = fs::temp_directory_path() / "ppspec_replay_changed.toml";
+  const fs::path copy = scratch_path("ppspec_replay_changed.toml");
   fs::copy_file(kScenarioRoot + "serving/pp1_k5.toml", copy, fs::copy_options::overwrite_existing);
   const fs::path trace = record(copy.string(), "changed");
   std::ofstream(copy, std::ios::app) << "\n# edited after the recording\n";

@@ -15,6 +15,7 @@
 #include "traces/trace_reader.h"
 #include "verify/pairing_checker.h"
 #include "tests/command_test.h"
+#include "tests/scratch.h"
 
 namespace ppspec::testing {
 namespace {
@@ -29,7 +30,7 @@ Out check(tools::CheckArgs args) {
 }
 
 fs::path temp_dir(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / ("ppspec_trace_input_" + name);
+  const fs::path d = scratch_path("ppspec_trace_input_" + name);
   fs::remove_all(d);
   fs::create_directories(d);
   return d;

@@ -15,6 +15,7 @@
 #include "tools/gpu_backend.h"
 #include "traces/trace_reader.h"
 #include "verify/trace_check.h"
+#include "tests/scratch.h"
 
 namespace ppspec::testing {
 namespace {
@@ -89,7 +90,7 @@ TEST(Gpu, OneGpu_LazyAndJitLoadsBehindThePersistentKernelHang) {
 
 TEST(Gpu, OneGpu_SingleRankGraphEventsAndNcclPass) {
   NEED_GPUS(1);
-  const auto trace = (std::filesystem::temp_directory_path() / "ppspec_gpu_single_rank.jsonl").string();
+  const auto trace = scratch_path("ppspec_gpu_single_rank.jsonl").string();
   GpuRun g = run("single_rank_graph.toml", 10, trace);
   ASSERT_TRUE(g.ran) << g.error;
   EXPECT_EQ(g.rec.result.verdict, core::Verdict::pass);
@@ -142,7 +143,7 @@ TEST(Gpu, TwoGpus_PreloadedAndEagerPass) {
 
 TEST(Gpu, TwoGpus_DoublePostTraceIsAMisalignment) {
   NEED_GPUS(2);
-  const auto trace = (std::filesystem::temp_directory_path() / "ppspec_gpu_double_post.jsonl").string();
+  const auto trace = scratch_path("ppspec_gpu_double_post.jsonl").string();
   GpuRun g = run("double_post_broadcast.toml", 5, trace);
   ASSERT_TRUE(g.ran) << g.error;
   traces::TraceReader reader(trace, {});
