@@ -38,6 +38,40 @@ std::string_view to_string(EventKind k) {
   return "?";
 }
 
+bool is_engine_probe(EventKind k) {
+  switch (k) {
+    case EventKind::batch_scheduled:
+    case EventKind::inputs_built:
+    case EventKind::tokens_sampled:
+    case EventKind::drafts_proposed:
+    case EventKind::drafts_adopted:
+    case EventKind::warmup_phase:
+    case EventKind::padding_rows:
+    case EventKind::gate:
+    case EventKind::table_bound:
+    case EventKind::request_scheduled:
+    case EventKind::feedback_adopted:
+    case EventKind::stage_output: return true;
+    case EventKind::actor_start:
+    case EventKind::actor_end:
+    case EventKind::comm_init:
+    case EventKind::op_posted:
+    case EventKind::op_paired:
+    case EventKind::op_started:
+    case EventKind::op_completed:
+    case EventKind::kernel_launched:
+    case EventKind::kernel_completed:
+    case EventKind::module_load:
+    case EventKind::sync_begin:
+    case EventKind::sync_end:
+    case EventKind::note:
+    case EventKind::op_pending:
+    case EventKind::actor_blocked:
+    case EventKind::verdict: return false;
+  }
+  return false;
+}
+
 void append_json_string(std::string& out, std::string_view s) {
   out.push_back('"');
   for (char c : s) {

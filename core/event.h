@@ -58,6 +58,8 @@ enum class EventKind : uint8_t {
 };
 
 std::string_view to_string(EventKind k);
+// Whether the serving engine publishes events of this kind (its probes), not the runtime.
+bool is_engine_probe(EventKind k);
 
 struct Event {
   Time t = 0;

@@ -114,6 +114,17 @@ TEST(Verify, ARecordedDoublePostIsNamedFromTheLabelsOfEarlierLines) {
       << r.findings[0].details[0];
 }
 
+// `check` runs the serving monitors only over a trace with engine probes: which kinds those are is
+// said kind by kind (core/event.cc), never by the enum's order.
+TEST(Verify, EngineProbesAreTheKindsTheEnginePublishes) {
+  for (const auto k : {core::EventKind::batch_scheduled, core::EventKind::warmup_phase, core::EventKind::stage_output,
+                       core::EventKind::request_scheduled, core::EventKind::gate})
+    EXPECT_TRUE(core::is_engine_probe(k)) << core::to_string(k);
+  for (const auto k : {core::EventKind::op_posted, core::EventKind::actor_blocked, core::EventKind::note, core::EventKind::verdict,
+                       core::EventKind::module_load})
+    EXPECT_FALSE(core::is_engine_probe(k)) << core::to_string(k);
+}
+
 // [expect] kind: the right verdict for the wrong reason does not meet the expectation.
 TEST(Expect, KindPinsTheFirstFindingsReason) {
   core::RunResult r;

@@ -12,6 +12,7 @@
 #include "core/hash.h"
 #include "loader/program_loader.h"
 #include "loader/serving_loader.h"
+#include "tools/bad_input.h"
 #include "tools/report.h"
 #include "traces/flight_recorder.h"
 #include "traces/trace_reader.h"
@@ -22,10 +23,6 @@
 
 namespace ppspec::tools {
 namespace {
-
-bool is_serving_probe(core::EventKind k) {
-  return k >= core::EventKind::batch_scheduled && k <= core::EventKind::stage_output;
-}
 
 std::optional<std::string> read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -134,7 +131,7 @@ RunRecord check_one(const std::string& path, const CheckArgs& args, std::ostream
         [&found](core::Finding f) { found.push_back(std::move(f)); });
   verify::TraceChecker checker;
   while (const core::Event* e = reader.next()) {
-    if (!monitors && is_serving_probe(e->kind))
+    if (!monitors && core::is_engine_probe(e->kind))
       throw core::InputError(path, reader.line(),
                              "a serving probe in a trace whose header does not say it is of a serving run: the serving "
                              "monitors cannot be configured; name its scenario with --scenario FILE");
@@ -194,8 +191,7 @@ int check_command(const CheckArgs& args, std::ostream& out, std::ostream& err) {
       else
         text += format_text(rec);
     } catch (const core::InputError& e) {
-      err << "ppspec: " << e.what() << '\n';
-      return 2;
+      return report_bad_input(err, e);
     }
   }
   if (args.json)

@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/op.h"
+#include "tools/bad_input.h"
 #include "tools/check_command.h"
 #include "traces/flight_recorder.h"
 #include "traces/fr_writer.h"
@@ -200,7 +201,7 @@ void export_flight_recorder(const std::string& dir, Timeline& tl) {
 }  // namespace
 
 int export_command(const ExportArgs& args, std::ostream& out, std::ostream& err) {
-  try {
+  return exit_2_on_bad_input(err, "ppspec", [&] {
     if (args.flight_recorder) {
       if (std::filesystem::is_directory(args.input))
         throw core::InputError(args.input, 0, "--flight-recorder exports a ppspec trace (JSON Lines), not a folder");
@@ -227,10 +228,7 @@ int export_command(const ExportArgs& args, std::ostream& out, std::ostream& err)
     out << fmt::format("wrote {} ({} trace events, {} findings): open it in https://ui.perfetto.dev or chrome://tracing\n",
                        args.out, j.at("traceEvents").size(), r.findings.size());
     return 0;
-  } catch (const core::InputError& e) {
-    err << "ppspec: " << e.what() << '\n';
-    return 2;
-  }
+  });
 }
 
 }  // namespace ppspec::tools

@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "core/printable.h"
 #include "fuzzer/campaign.h"
+#include "tools/bad_input.h"
 #include "tools/run_support.h"
 
 namespace ppspec::tools {
@@ -205,10 +206,9 @@ int fuzz_command(const FuzzArgs& args, std::ostream& out, std::ostream& err) {
     return exit_status(fuzzer::run_campaign(o, out, err));
   } catch (const BadFlag& b) {
     err << "ppspec fuzz: " << b.message << '\n';
-    return 2;
+    return kExitBadInput;
   } catch (const core::InputError& e) {
-    err << "ppspec fuzz: " << e.what() << '\n';
-    return 2;
+    return report_bad_input(err, e, "ppspec fuzz");
   }
 }
 

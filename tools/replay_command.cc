@@ -10,6 +10,7 @@
 #include "core/printable.h"
 #include "program/runner.h"
 #include "serving/runner.h"
+#include "tools/bad_input.h"
 #include "tools/run_support.h"
 #include "traces/jsonl_writer.h"
 #include "traces/trace_reader.h"
@@ -76,7 +77,7 @@ void rerun(const Loaded& l, const traces::TraceHeader& h, const std::vector<uint
 }  // namespace
 
 int replay_command(const ReplayArgs& args, std::ostream& out, std::ostream& err) {
-  try {
+  return exit_2_on_bad_input(err, "ppspec", [&] {
     traces::TraceReader reader(args.trace, traces::TraceReader::Options{});
     const traces::TraceHeader h = reader.header();
     if (h.backend != "sim")
@@ -108,10 +109,7 @@ int replay_command(const ReplayArgs& args, std::ostream& out, std::ostream& err)
                        core::printable(h.scenario), core::printable(args.trace), reader.events_read(),
                        core::to_string(reader.trailer()->verdict), reader.trailer()->findings.size(), reader.trailer()->decisions.size());
     return 0;
-  } catch (const core::InputError& e) {
-    err << "ppspec: " << e.what() << '\n';
-    return 2;
-  }
+  });
 }
 
 }  // namespace ppspec::tools

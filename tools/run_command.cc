@@ -19,6 +19,7 @@
 #include "loader/toml_reader.h"
 #include "program/runner.h"
 #include "serving/runner.h"
+#include "tools/bad_input.h"
 #include "tools/gpu_runs.h"
 #include "tools/run_support.h"
 #include "tools/report.h"
@@ -177,11 +178,11 @@ int run_command(const RunArgs& args, std::ostream& out, std::ostream& err) {
     try {
       scenarios.push_back(load_scenario(file));
     } catch (const core::InputError& e) {
-      err << "ppspec: " << e.what() << '\n';
+      report_bad_input(err, e);
       bad = true;
     }
   }
-  if (bad) return 2;
+  if (bad) return kExitBadInput;
   if (scenarios.empty()) {
     err << "ppspec: no scenario to run\n";
     return 2;

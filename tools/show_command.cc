@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/op.h"
 #include "core/printable.h"
+#include "tools/bad_input.h"
 #include "tools/check_command.h"
 #include "traces/flight_recorder.h"
 #include "traces/trace_reader.h"
@@ -78,7 +79,7 @@ std::string fit(const std::string& s, size_t width) {
 }  // namespace
 
 int show_command(const ShowArgs& args, std::ostream& out, std::ostream& err) {
-  try {
+  return exit_2_on_bad_input(err, "ppspec", [&] {
     const bool fr = std::filesystem::is_directory(args.input);
     const core::RunResult r = check_path(args.input, args.scenario, err);
     std::vector<Row> rows = fr ? fr_rows(args.input, args.ranks) : trace_rows(args.input, args.ranks);
@@ -118,10 +119,7 @@ int show_command(const ShowArgs& args, std::ostream& out, std::ostream& err) {
     }
     out << fmt::format("\n(rows {}..{} of {}; --rows, --ranks and --around choose others)\n", first + 1, last, rows.size());
     return 0;
-  } catch (const core::InputError& e) {
-    err << "ppspec: " << e.what() << '\n';
-    return 2;
-  }
+  });
 }
 
 }  // namespace ppspec::tools
