@@ -33,27 +33,20 @@ enum class EventKind : uint8_t {
   note,             // a hazard or another diagnostic that does not stop the run
   op_pending,       // hang dump: an operation posted and not completed (value = its age in ns)
   actor_blocked,    // hang dump: a host thread inside a call (text = the call, value = how long in ns)
-  // Engine probes (DESIGN §7); `req` is the request id, `step` the engine step, `ints` the data.
-  batch_scheduled,  // engine core: value = rows, ints = request ids in batch order, subject.step_kind
-  inputs_built,     // a rank built a request's input rows: ints = [first position, input ids...]
-  tokens_sampled,   // last stage: ints = the request's sampled tokens this step
-  drafts_proposed,  // last stage: ints = the drafts proposed for the request's next step
-  drafts_adopted,   // earlier stage: ints = the drafts the deferred update wrote for the request
-  warmup_phase,     // subject.phase = the phase a worker enters
-  padding_rows,     // a kernel wrote a graph's padding rows: subject.padding_kernel, value = the first
-                    // padding row, ints = per row the fields of that kernel (verify/padding_checker.h)
-  gate,             // a rank evaluated the feedback gate of a step: value = 1 when it posts feedback
-  table_bound,      // a rank bound a weight table: subject.table, value = its hash (FNV-1a of the
-                    // words), ints = [entries, entries never written]
-  request_scheduled,  // engine core: a request in a step's batch: value = the tokens it has computed,
-                      // ints = [tokens scheduled, prefill length, req-state index, the prompt if it
-                      // is new this step...]
-  feedback_adopted,   // earlier stage: what its deferred update read from the feedback of `step` for
-                      // the request: ints = [num_sampled, num_rejected, sampled tokens...], value =
-                      // the req-state index (table row) it wrote
-  stage_output,     // a rank's activations for a request's rows after its stage's layers: ints =
-                    // [layers done, first lane, lanes, then per row: position, context lane, FNV-1a of
-                    // the deep lanes (core/hash.h)]
+  // Engine probes (DESIGN §7): `req` is the request id, `step` the engine step; their data (value,
+  // ints, subject) is typed, one struct per kind, in core/probes.h, which is the layout's one place.
+  batch_scheduled,    // engine core: a step's batch
+  inputs_built,       // a rank built a request's input rows
+  tokens_sampled,     // last stage: the request's sampled tokens this step
+  drafts_proposed,    // last stage: the drafts proposed for the request's next step
+  drafts_adopted,     // earlier stage: the drafts the deferred update wrote for the request
+  warmup_phase,       // a worker enters a phase
+  padding_rows,       // a kernel wrote a graph's padding rows
+  gate,               // a rank evaluated the feedback gate of a step
+  table_bound,        // a rank bound a weight table
+  request_scheduled,  // engine core: a request in a step's batch
+  feedback_adopted,   // earlier stage: what its deferred update read from the feedback of `step`
+  stage_output,       // a rank's activations for a request's rows after its stage's layers
   verdict,          // the run ended (text = verdict)
 };
 
@@ -79,6 +72,7 @@ struct Event {
   int64_t value = -1;
   int64_t req = -1;
   int64_t step = -1;
+  // An engine probe's integers in its kind's layout: read them through core/probes.h, never by position.
   std::span<const int64_t> ints{};
 };
 

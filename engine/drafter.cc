@@ -113,7 +113,7 @@ int Drafter::propose(const SchedulerOutput& so, const std::vector<int32_t>& samp
     read_back(ctx_.dev, ctx_.main, {drafts_.rows(0, nd)}, [&rt = ctx_.rt, rank = ctx_.rank, step = so.step, ids, k](const HostRows& h) {
       for (size_t d = 0; d < ids.size(); ++d) {
         const auto drafts = h.get<int64_t>(0).subspan(d * static_cast<size_t>(k), static_cast<size_t>(k));
-        probe(rt, core::EventKind::drafts_proposed, rank, step, ids[d], std::vector<int64_t>(drafts.begin(), drafts.end()));
+        publish(rt, Probe{rank, step, ids[d]}, core::DraftsProbe{core::EventKind::drafts_proposed, drafts});
       }
     });
   const kn::GatherDraftsKernel gather{k, span_of<int32_t>(in.idx_mapping), span_of<int64_t>(tables.draft_tokens),
@@ -179,9 +179,10 @@ void Drafter::prepare_inputs(int64_t step, int32_t nd, int32_t q_rows, const Req
             [&rt = ctx_.rt, rank = ctx_.rank, step, used, q_rows, stride = check.stride()](const HostRows& h) {
               std::vector<int64_t> pad;
               for (int64_t i = 0; i < q_rows - used; ++i)
-                pad.insert(pad.end(), {h.at<int32_t>(0, i), h.at<int64_t>(1, i), h.at<uint8_t>(2, i) != 0 ? 1 : 0,
-                                       h.at<int64_t>(3, i), unwritten_at(h, 4, 3, stride, i)});
-              probe(rt, core::EventKind::padding_rows, rank, step, -1, pad, used, {.padding_kernel = core::PaddingKernel::prepare_dflash_inputs});
+                core::PreparedPaddingRow{h.at<int32_t>(0, i), h.at<int64_t>(1, i), h.at<uint8_t>(2, i) != 0 ? 1 : 0,
+                                         h.at<int64_t>(3, i), unwritten_at(h, 4, 3, stride, i)}
+                    .append_to(pad);
+              publish(rt, Probe{rank, step, -1}, core::PaddingRowsProbe{core::PaddingKernel::prepare_dflash_inputs, used, pad});
             });
 }
 
@@ -204,8 +205,8 @@ void Drafter::forward(int64_t step, int32_t nd, const TargetModel& model) {
     int64_t poisoned = 0;
     for (uint32_t w : words) poisoned += w == kn::kPoisonWord ? 1 : 0;
     const auto hash = static_cast<int64_t>(core::fnv1a_words(words.data(), words.size()));
-    probe(rt, core::EventKind::table_bound, rank, step, -1, {static_cast<int64_t>(words.size()), poisoned}, hash,
-          {.table = core::WeightTable::draft_embed_tokens});
+    publish(rt, Probe{rank, step, -1},
+            core::TableBoundProbe{core::WeightTable::draft_embed_tokens, hash, static_cast<int64_t>(words.size()), poisoned});
   });
 }
 
@@ -232,7 +233,7 @@ void Drafter::route(int64_t step, int32_t used_rows, int32_t q_rows) {
                   }
                   pad.push_back(nonzero);
                 }
-                probe(rt, core::EventKind::padding_rows, rank, step, -1, pad, used_rows, {.padding_kernel = core::PaddingKernel::topk_softplus_sqrt});
+                publish(rt, Probe{rank, step, -1}, core::PaddingRowsProbe{core::PaddingKernel::topk_softplus_sqrt, used_rows, pad});
               });
   ctx_.run("draft_experts", "",
       kn::DraftExpertsKernel{span_of<int32_t>(topk_ids_), span_of<float>(topk_weights_), top, span_of<float>(expert_scale_),

@@ -15,7 +15,7 @@ Engine::Engine(const EngineConfig& cfg, core::Runtime& rt)
 Engine::~Engine() = default;
 
 void Engine::install() {
-  for (const auto& [name, members] : communicators(cfg_.topology)) rt_.declare_comm(name, members);
+  for (const CommunicatorSpec& c : communicators(cfg_.topology)) rt_.declare_comm(c.name, c.members);
   for (core::RankId r = 0; r < cfg_.topology.ranks(); ++r) workers_.push_back(std::make_unique<Worker>(rt_, r, cfg_, ckpt_));
   rt_.spawn(core::ActorSpec{"engine", -1}, [this] { engine_core(); });
   for (core::RankId r = 0; r < cfg_.topology.ranks(); ++r)
@@ -30,14 +30,16 @@ void Engine::publish_batch(const SchedulerOutput& so, bool warmup) {
   if (!rt_.events().active()) return;
   std::vector<int64_t> ids;
   for (const auto& r : so.requests) ids.push_back(r.id);
-  publish(rt_, Probe{core::EventKind::batch_scheduled, -1, so.step, -1, so.num_tokens, {.step_kind = warmup ? core::StepKind::warmup : core::StepKind::serving}, "engine"}, ids);
+  publish(rt_, Probe{-1, so.step, -1, "engine"},
+          core::BatchScheduledProbe{warmup ? core::StepKind::warmup : core::StepKind::serving, so.num_tokens, ids});
   // What the engine core computed for each request: the positions every stage must embed; and a
   // new request's prompt, the context of the reference drafter (verify/drafter_oracle.h).
   for (const auto& r : so.requests) {
-    std::vector<int64_t> ints{r.num_tokens, r.prefill_len, r.idx};
+    std::vector<int64_t> prompt;  // the trace's integers are 64-bit; the prompt's tokens are not
     for (const NewRequest& n : so.new_requests)
-      if (n.id == r.id) ints.insert(ints.end(), n.prompt.begin(), n.prompt.end());
-    publish(rt_, Probe{core::EventKind::request_scheduled, -1, so.step, r.id, r.num_computed, {}, "engine"}, ints);
+      if (n.id == r.id) prompt.assign(n.prompt.begin(), n.prompt.end());
+    publish(rt_, Probe{-1, so.step, r.id, "engine"},
+            core::RequestScheduledProbe{r.num_computed, r.num_tokens, r.prefill_len, r.idx, prompt});
   }
 }
 

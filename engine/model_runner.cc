@@ -94,12 +94,12 @@ void Worker::probe_adopted(PrevOutputs p) {
       if (p.idx_mapping[static_cast<size_t>(r)] < 0) continue;
       const int64_t req = p.req_ids[static_cast<size_t>(r)];
       const int32_t sampled = std::clamp(h.at<int32_t>(1, r), 0, k + 1);
-      std::vector<int64_t> adopted{h.at<int32_t>(1, r), h.at<int32_t>(1, p.rows + r)};
-      for (int32_t j = 0; j < sampled; ++j) adopted.push_back(h.at<int64_t>(0, r * (k + 1) + j));
-      probe(rt, core::EventKind::feedback_adopted, rank, p.step, req, adopted, p.idx_mapping[static_cast<size_t>(r)]);
+      const auto tokens = h.get<int64_t>(0).subspan(static_cast<size_t>(r * (k + 1)), static_cast<size_t>(sampled));
+      publish(rt, Probe{rank, p.step, req},
+              core::FeedbackAdoptedProbe{p.idx_mapping[static_cast<size_t>(r)], h.at<int32_t>(1, r), h.at<int32_t>(1, p.rows + r), tokens});
       if (!p.has_drafts) continue;
       const auto d = h.get<int64_t>(2).subspan(static_cast<size_t>(r) * k, static_cast<size_t>(k));
-      probe(rt, core::EventKind::drafts_adopted, rank, p.step, req, std::vector<int64_t>(d.begin(), d.end()));
+      publish(rt, Probe{rank, p.step, req}, core::DraftsProbe{core::EventKind::drafts_adopted, d});
     }
   });
 }
@@ -120,13 +120,14 @@ void Worker::probe_stage_output(const SchedulerOutput& so) {
              lane_begin = ctx_.lane_begin, lanes = ctx_.lane_count](const HostRows& h) {
               const auto hidden = h.get<uint32_t>(2);
               for (size_t r = 0; r < ids.size(); ++r) {
-                std::vector<int64_t> v{layers_done, lane_begin, lanes};
+                std::vector<int64_t> rows;
                 for (int32_t i = starts[r]; i < starts[r + 1]; ++i) {
                   const uint32_t* row = hidden.data() + static_cast<size_t>(i) * static_cast<size_t>(lanes);
-                  v.insert(v.end(), {h.at<int64_t>(0, i), h.at<uint32_t>(1, i),
-                                     static_cast<int64_t>(core::fnv1a_words(row, static_cast<size_t>(lanes)))});
+                  core::StageOutputRow{h.at<int64_t>(0, i), h.at<uint32_t>(1, i),
+                                       static_cast<int64_t>(core::fnv1a_words(row, static_cast<size_t>(lanes)))}
+                      .append_to(rows);
                 }
-                probe(rt, core::EventKind::stage_output, rank, step, ids[r], v);
+                publish(rt, Probe{rank, step, ids[r]}, core::StageOutputProbe{layers_done, lane_begin, lanes, rows});
               }
             });
 }

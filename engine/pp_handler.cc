@@ -50,7 +50,7 @@ void PPHandler::publish_gate(const SchedulerOutput& so, const std::optional<std:
   std::vector<int64_t> rows;
   if (mask)
     for (bool b : *mask) rows.push_back(b ? 1 : 0);
-  publish(rt_, Probe{core::EventKind::gate, dev_.rank(), so.step, -1, mask ? 1 : 0}, rows);
+  publish(rt_, Probe{dev_.rank(), so.step, -1}, core::GateProbe{mask.has_value(), rows});
 }
 
 void PPHandler::side_waits_main() {

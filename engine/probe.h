@@ -1,38 +1,47 @@
 // Engine probes (DESIGN §7): what the engine tells the checkers as it runs. One helper for every
-// publisher, so that an unobserved run builds no events.
+// publisher, so that an unobserved run builds no events, and every probe is a typed struct
+// (core/probes.h) encoded in the trace format's layout.
 #pragma once
 
 #include <cstdint>
 #include <string_view>
-#include <vector>
 
+#include "core/assert.h"
+#include "core/probes.h"
 #include "core/runtime.h"
 
 namespace ppspec::engine {
 
+// Who publishes a probe, and about what.
 struct Probe {
-  core::EventKind kind;
   core::RankId rank = -1;
   int64_t step = -1;
   int64_t req = -1;
-  int64_t value = -1;
-  core::ProbeSubject subject{};
   std::string_view actor{};
 };
 
-inline void publish(core::Runtime& rt, const Probe& p, const std::vector<int64_t>& ints = {}) {
+template <typename Payload>
+void publish(core::Runtime& rt, const Probe& p, const Payload& payload, core::EventKind kind = Payload::kKind) {
   if (!rt.events().active()) return;
+  core::ProbeData data;
+  payload.encode(data);
   core::Event e;
   e.t = rt.now();
-  e.kind = p.kind;
+  e.kind = kind;
   e.rank = p.rank;
   e.step = p.step;
   e.req = p.req;
-  e.value = p.value;
-  e.subject = p.subject;
+  e.value = data.value;
+  e.subject = data.subject;
   e.actor = p.actor;
-  e.ints = ints;
+  e.ints = data.ints;
+  PPSPEC_ASSERT(core::probe_layout_ok(e), "{}", core::probe_layout_error(e));
   rt.publish(e);
+}
+
+// The drafts probes share one struct; their kind is the struct's field.
+inline void publish(core::Runtime& rt, const Probe& p, const core::DraftsProbe& payload) {
+  publish(rt, p, payload, payload.kind);
 }
 
 }  // namespace ppspec::engine

@@ -58,10 +58,4 @@ struct RankContext {
   int64_t draft_query_rows() const;
 };
 
-// Publishes an engine probe with a list of integers.
-inline void probe(core::Runtime& rt, core::EventKind kind, core::RankId rank, int64_t step, int64_t req,
-                  const std::vector<int64_t>& ints, int64_t value = -1, core::ProbeSubject subject = {}) {
-  publish(rt, Probe{kind, rank, step, req, value, subject}, ints);
-}
-
 }  // namespace ppspec::engine

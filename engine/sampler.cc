@@ -69,8 +69,7 @@ void Sampler::probe_sampled(const SchedulerOutput& so, const FeedbackBuffers& sl
                 const int32_t sampled = h.at<int32_t>(1, r);
                 if (sampled == 0) continue;
                 const auto t = h.get<int64_t>(0).subspan(static_cast<size_t>(r * width), static_cast<size_t>(sampled));
-                probe(rt, core::EventKind::tokens_sampled, rank, step, ids[static_cast<size_t>(r)],
-                      std::vector<int64_t>(t.begin(), t.end()), h.at<int32_t>(1, rows + r));
+                publish(rt, Probe{rank, step, ids[static_cast<size_t>(r)]}, core::TokensSampledProbe{t, h.at<int32_t>(1, rows + r)});
               }
             });
 }

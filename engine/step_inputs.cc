@@ -89,16 +89,17 @@ void StepInputs::probe_rows(const SchedulerOutput& so, int32_t padded_rows, cons
             [&rt = ctx_.rt, rank = ctx_.rank, step = so.step, ids, decode, qs, used, padded_rows,
              stride = check.stride()](const HostRows& h) {
               for (size_t r = 0; r < ids.size(); ++r) {
-                std::vector<int64_t> v{h.at<int64_t>(1, qs[r])};
-                for (int32_t i = qs[r]; i < qs[r + 1]; ++i) v.push_back(h.at<int32_t>(0, i));
-                probe(rt, core::EventKind::inputs_built, rank, step, ids[r], v, decode[r]);
+                std::vector<int64_t> row_ids;
+                for (int32_t i = qs[r]; i < qs[r + 1]; ++i) row_ids.push_back(h.at<int32_t>(0, i));
+                publish(rt, Probe{rank, step, ids[r]}, core::InputsBuiltProbe{decode[r] != 0, h.at<int64_t>(1, qs[r]), row_ids});
               }
               if (padded_rows == used) return;
               std::vector<int64_t> pad;
               for (int64_t i = used; i < padded_rows; ++i)
-                pad.insert(pad.end(), {h.at<int32_t>(0, i), h.at<int64_t>(1, i), h.at<uint8_t>(2, i) != 0 ? 1 : 0,
-                                       h.at<int64_t>(3, i), unwritten_at(h, 4, 3, stride, i - used)});
-              probe(rt, core::EventKind::padding_rows, rank, step, -1, pad, used, {.padding_kernel = core::PaddingKernel::prepare_inputs});
+                core::PreparedPaddingRow{h.at<int32_t>(0, i), h.at<int64_t>(1, i), h.at<uint8_t>(2, i) != 0 ? 1 : 0,
+                                         h.at<int64_t>(3, i), unwritten_at(h, 4, 3, stride, i - used)}
+                    .append_to(pad);
+              publish(rt, Probe{rank, step, -1}, core::PaddingRowsProbe{core::PaddingKernel::prepare_inputs, used, pad});
             });
 }
 

@@ -25,34 +25,6 @@ namespace ppspec::engine {
 
 namespace kn = ppspec::kernels;
 
-std::string tp_group(int stage) { return fmt::format("tp{}", stage); }
-std::string pp_group(int tp_rank) { return fmt::format("pp{}", tp_rank); }
-std::string pp_broadcast_group(int tp_rank) { return fmt::format("pp_broadcast{}", tp_rank); }
-bool is_pp_broadcast_group(std::string_view name) { return name.starts_with("pp_broadcast"); }
-
-std::vector<std::pair<std::string, std::vector<core::RankId>>> communicators(const Topology& t) {
-  std::vector<std::pair<std::string, std::vector<core::RankId>>> out;
-  if (t.tp > 1)
-    for (int s = 0; s < t.pp; ++s) {
-      std::vector<core::RankId> m;
-      for (int r = 0; r < t.tp; ++r) m.push_back(t.rank_of(s, r));
-      out.emplace_back(tp_group(s), m);
-    }
-  if (t.pp > 1) {
-    for (int r = 0; r < t.tp; ++r) {
-      std::vector<core::RankId> m;
-      for (int s = 0; s < t.pp; ++s) m.push_back(t.rank_of(s, r));
-      out.emplace_back(pp_group(r), m);
-    }
-    // Its own communicator, so that the feedback does not serialise with the activations (R2).
-    for (int r = 0; r < t.tp; ++r) {
-      std::vector<core::RankId> m;
-      for (int s = 0; s < t.pp; ++s) m.push_back(t.rank_of(s, r));
-      out.emplace_back(pp_broadcast_group(r), m);
-    }
-  }
-  return out;
-}
 
 Worker::Worker(core::Runtime& rt, core::RankId rank, const EngineConfig& cfg, const Checkpoint& ckpt)
     : ctx_(rt, rank, cfg, ckpt),
@@ -84,19 +56,22 @@ int32_t Worker::graph_size(int32_t tokens) const {
 }
 
 void Worker::phase(core::WarmupPhase phase) {
-  publish(ctx_.rt, Probe{core::EventKind::warmup_phase, ctx_.rank, -1, -1, -1, {.phase = phase}});
+  publish(ctx_.rt, Probe{ctx_.rank, -1, -1}, core::WarmupPhaseProbe{phase});
 }
 
 // ---------------------------------------------------------------------------------------------
 // The actor
 
 void Worker::init_communicators() {
-  for (const auto& [name, members] : communicators(ctx_.cfg.topology)) {
-    if (std::find(members.begin(), members.end(), ctx_.rank) == members.end()) continue;
-    core::Communicator& c = ctx_.rt.comm_init(name, ctx_.rank);
-    if (name == tp_group(ctx_.stage)) tp_comm_ = &c;
-    if (name == pp_group(ctx_.tp_rank)) pp_comm_ = &c;
-    if (name == pp_broadcast_group(ctx_.tp_rank)) bcast_comm_ = &c;
+  for (const CommunicatorSpec& spec : communicators(ctx_.cfg.topology)) {
+    if (std::find(spec.members.begin(), spec.members.end(), ctx_.rank) == spec.members.end()) continue;
+    core::Communicator& c = ctx_.rt.comm_init(spec.name, ctx_.rank);
+    switch (spec.role) {
+      case CommRole::tensor_parallel: tp_comm_ = &c; break;
+      case CommRole::pipeline: pp_comm_ = &c; break;
+      case CommRole::feedback: bcast_comm_ = &c; break;
+    }
+    PPSPEC_ASSERT(spec.index == (spec.role == CommRole::tensor_parallel ? ctx_.stage : ctx_.tp_rank));
   }
 }
 

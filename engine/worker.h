@@ -22,18 +22,13 @@
 #include "engine/rank_context.h"
 #include "engine/request_tables.h"
 #include "engine/sampler.h"
+#include "engine/communicators.h"
 #include "engine/step_inputs.h"
 #include "engine/target_model.h"
 #include "engine/write_check.h"
 
 namespace ppspec::engine {
 
-// Names of the communicators of a topology, in the order every rank initialises them.
-std::string tp_group(int stage);
-std::string pp_group(int tp_rank);
-std::string pp_broadcast_group(int tp_rank);
-bool is_pp_broadcast_group(std::string_view name);  // a feedback communicator, of any TP column
-std::vector<std::pair<std::string, std::vector<core::RankId>>> communicators(const Topology& t);
 
 // One rank: its parts, each owning its buffers (request tables, step inputs, target model, write
 // checks; on the last stage the sampler and the drafter), its communicators and feedback handler.

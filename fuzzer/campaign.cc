@@ -12,6 +12,7 @@
 
 #include "core/assert.h"
 #include "core/error.h"
+#include "core/probes.h"
 #include "fuzzer/fuzz_case.h"
 #include "loader/program_loader.h"
 #include "program/runner.h"
@@ -31,14 +32,15 @@ class PathSink final : public core::EventSink {
  public:
   void on_event(const core::Event& e) override {
     switch (e.kind) {
-      case core::EventKind::request_scheduled:
-        if (e.ints.size() >= 3 && e.req >= 0) {
-          const auto [it, fresh] = owner_.try_emplace(e.ints[2], e.req);
-          if (!fresh && it->second != e.req) slot_reuse = true;
-          it->second = e.req;
-          if (e.value > 0 && e.value < e.ints[1]) chunked = true;  // a later chunk of a prompt
-        }
+      case core::EventKind::request_scheduled: {
+        if (e.req < 0) return;
+        const auto p = core::RequestScheduledProbe::decode(e);
+        const auto [it, fresh] = owner_.try_emplace(p.state_index, e.req);
+        if (!fresh && it->second != e.req) slot_reuse = true;
+        it->second = e.req;
+        if (p.num_computed > 0 && p.num_computed < p.prefill_len) chunked = true;  // a later chunk of a prompt
         return;
+      }
       case core::EventKind::padding_rows: padding = true; return;
       default: return;
     }

@@ -5,6 +5,7 @@
 
 #include "core/call_site.h"
 #include "core/finding_kinds.h"
+#include "core/probes.h"
 #include "sim/sim_runtime.h"
 #include "verify/findings.h"
 #include "verify/monitor.h"
@@ -22,8 +23,9 @@ class BatchLog final : public core::EventSink {
   void on_event(const core::Event& e) override {
     if (e.kind != core::EventKind::batch_scheduled) return;
     Batch& b = batches_[e.step];
-    b.ids.assign(e.ints.begin(), e.ints.end());
-    b.warmup = e.subject.step_kind == core::StepKind::warmup;
+    const auto batch = core::BatchScheduledProbe::decode(e);
+    b.ids.assign(batch.request_ids.begin(), batch.request_ids.end());
+    b.warmup = batch.step_kind == core::StepKind::warmup;
   }
   void annotate(std::vector<core::Finding>& findings) const {
     for (core::Finding& f : findings) {

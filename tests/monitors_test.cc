@@ -38,6 +38,10 @@ struct Fixture {
     facts.topk = 2;
     facts.draft_table_hash = 1234;
     facts.draft_table_entries = 512;
+    engine::Topology topology;
+    topology.pp = facts.pp;
+    topology.tp = facts.tp;
+    for (const engine::CommunicatorSpec& c : engine::communicators(topology)) facts.comm_roles.emplace(c.name, c.role);
     monitor = std::make_unique<M>(facts, [this](core::Finding f) { found.push_back(std::move(f)); });
   }
   void send(EventKind kind, core::RankId rank, int64_t step, int64_t req, std::vector<int64_t> ints, int64_t value = -1,
@@ -356,7 +360,7 @@ TEST(StageAgreement, AMissingRejectedCorrectionIsAPositionDivergenceThatSaysSo) 
 TEST(StageAgreement, ANegativePositionIsReportedEvenWhereNothingElseIsKnown) {
   Fixture<verify::StageAgreement> fx;
   fx.phase(1, core::WarmupPhase::serving);
-  fx.send(EventKind::request_scheduled, -1, 4, 9, {8, 8}, 0);
+  fx.send(EventKind::request_scheduled, -1, 4, 9, {8, 8, 3}, 0);
   fx.send(EventKind::inputs_built, 1, 4, 9, {-1, 5, 6}, 0);
   ASSERT_EQ(fx.found.size(), 1u);
   EXPECT_EQ(fx.found.front().kind, "stage-position");
@@ -425,12 +429,12 @@ TEST(StageAgreement, ASampledRowTheGateLeavesOutIsDroppedFeedback) {
 // serves, so a warmup row's token is not.
 TEST(StageAgreement, WarmupPositionsAreCheckedAndWarmupTokensAreNot) {
   Fixture<verify::StageAgreement> quiet;
-  quiet.send(EventKind::request_scheduled, -1, 1, -2, {1, 6}, 10);
+  quiet.send(EventKind::request_scheduled, -1, 1, -2, {1, 6, 0}, 10);
   quiet.send(EventKind::tokens_sampled, 2, 0, -2, {31}, 0);
   quiet.send(EventKind::inputs_built, 0, 1, -2, {10, 99}, 1);  // right position, a token never relayed
   EXPECT_TRUE(quiet.found.empty());
   Fixture<verify::StageAgreement> off;
-  off.send(EventKind::request_scheduled, -1, 1, -2, {1, 6}, 10);
+  off.send(EventKind::request_scheduled, -1, 1, -2, {1, 6, 0}, 10);
   off.send(EventKind::inputs_built, 0, 1, -2, {9, 99}, 1);  // rank 0 is not serving yet
   ASSERT_EQ(off.found.size(), 1u);
   EXPECT_EQ(off.found[0].kind, "stage-position");

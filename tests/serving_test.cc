@@ -11,6 +11,7 @@
 #include <tuple>
 #include <vector>
 
+#include "core/probes.h"
 #include "engine/checkpoint.h"
 #include "loader/serving_loader.h"
 #include "serving/runner.h"
@@ -46,10 +47,25 @@ class Probes final : public core::EventSink {
     core::EventKind kind;
     core::RankId rank;
     int64_t step, req;
-    std::vector<int64_t> ints;
+    std::vector<int64_t> ints;  // kept to decode the probe from: event() views them
     std::string text;
     int64_t value;
-    core::WarmupPhase phase;
+    core::ProbeSubject subject;
+    core::Event event() const {
+      core::Event e;
+      e.kind = kind;
+      e.rank = rank;
+      e.step = step;
+      e.req = req;
+      e.value = value;
+      e.subject = subject;
+      e.ints = ints;
+      return e;
+    }
+    std::vector<int64_t> drafts() const {
+      const auto d = core::DraftsProbe::decode(event()).drafts;
+      return {d.begin(), d.end()};
+    }
   };
   void on_event(const core::Event& e) override {
     switch (e.kind) {
@@ -62,7 +78,7 @@ class Probes final : public core::EventSink {
       case core::EventKind::batch_scheduled:
       case core::EventKind::feedback_adopted:
       case core::EventKind::gate:
-        all.push_back(P{e.kind, e.rank, e.step, e.req, {e.ints.begin(), e.ints.end()}, std::string(e.text), e.value, e.subject.phase});
+        all.push_back(P{e.kind, e.rank, e.step, e.req, {e.ints.begin(), e.ints.end()}, std::string(e.text), e.value, e.subject});
         break;
       default: break;
     }
@@ -95,7 +111,7 @@ TEST(Serving, TheModelOracleChecksEveryStagesRowsAndEveryGreedySample) {
       void on_event(const core::Event& e) override {
         oracle->on_event(e);
         if (e.kind == core::EventKind::stage_output) {
-          const uint64_t n = (e.ints.size() - 3) / 3;
+          const uint64_t n = core::StageOutputProbe::decode(e).row_count();
           rows += n;
           if (e.req < -1) warmup_rows += n;
         }
@@ -122,19 +138,19 @@ TEST(Serving, EarlierStagesAdoptExactlyTheDraftsTheLastStageProposed) {
   // (step, request) -> drafts proposed on the last stage (both TP ranks propose the same).
   std::map<std::pair<int64_t, int64_t>, std::vector<int64_t>> proposed;
   for (const auto& p : probes.all)
-    if (p.kind == core::EventKind::drafts_proposed && p.rank == 2) proposed[{p.step, p.req}] = p.ints;
+    if (p.kind == core::EventKind::drafts_proposed && p.rank == 2) proposed[{p.step, p.req}] = p.drafts();
   ASSERT_GT(proposed.size(), 50u);
   int adopted = 0;
   for (const auto& p : probes.all) {
     if (p.kind == core::EventKind::drafts_proposed) {
-      EXPECT_EQ(p.ints, (proposed[{p.step, p.req}])) << "TP ranks disagree";
+      EXPECT_EQ(p.drafts(), (proposed[{p.step, p.req}])) << "TP ranks disagree";
     }
     if (p.kind != core::EventKind::drafts_adopted) continue;
     EXPECT_LT(p.rank, 2) << "only stage 0 adopts feedback";
     const auto it = proposed.find({p.step, p.req});
     ASSERT_NE(it, proposed.end()) << "rank " << p.rank << " adopted drafts for request " << p.req << " at step " << p.step
                                   << " that the last stage never proposed";
-    EXPECT_EQ(p.ints, it->second) << "request " << p.req << " step " << p.step;
+    EXPECT_EQ(p.drafts(), it->second) << "request " << p.req << " step " << p.step;
     ++adopted;
   }
   // Every proposal of a request that runs again is adopted by both stage-0 ranks.
@@ -143,11 +159,13 @@ TEST(Serving, EarlierStagesAdoptExactlyTheDraftsTheLastStageProposed) {
   std::map<std::pair<core::RankId, int64_t>, std::vector<int64_t>> latest;  // (rank, req) -> adopted drafts
   int checked = 0;
   for (const auto& p : probes.all) {
-    if (p.kind == core::EventKind::drafts_adopted) latest[{p.rank, p.req}] = p.ints;
-    if (p.kind != core::EventKind::inputs_built || p.rank >= 2 || p.ints.size() != 1 + 1 + 5) continue;
+    if (p.kind == core::EventKind::drafts_adopted) latest[{p.rank, p.req}] = p.drafts();
+    if (p.kind != core::EventKind::inputs_built || p.rank >= 2) continue;
+    const auto row = core::InputsBuiltProbe::decode(p.event());
+    if (row.input_ids.size() != 1 + 5) continue;  // a decode block: the bonus token and K = 5 drafts
     const auto it = latest.find({p.rank, p.req});
     if (it == latest.end()) continue;
-    const std::vector<int64_t> embedded(p.ints.begin() + 2, p.ints.end());
+    const std::vector<int64_t> embedded(row.input_ids.begin() + 1, row.input_ids.end());
     EXPECT_EQ(embedded, it->second) << "rank " << p.rank << " request " << p.req << " step " << p.step;
     ++checked;
   }
@@ -164,10 +182,11 @@ TEST(Serving, EverySampledRowAccountsForEachOfItsLogitRows) {
   int decodes = 0;
   for (const auto& p : probes.all) {
     if (p.kind != core::EventKind::tokens_sampled) continue;
-    const auto rows = static_cast<int64_t>(p.ints.size()) + p.value;
-    EXPECT_TRUE(rows == 1 || rows == k + 1) << "request " << p.req << " step " << p.step << ": " << p.ints.size()
-                                            << " sampled, " << p.value << " rejected";
-    decodes += rows == k + 1 && p.value > 0 ? 1 : 0;
+    const auto sampled = core::TokensSampledProbe::decode(p.event());
+    const auto rows = static_cast<int64_t>(sampled.tokens.size()) + sampled.num_rejected;
+    EXPECT_TRUE(rows == 1 || rows == k + 1) << "request " << p.req << " step " << p.step << ": " << sampled.tokens.size()
+                                            << " sampled, " << sampled.num_rejected << " rejected";
+    decodes += rows == k + 1 && sampled.num_rejected > 0 ? 1 : 0;
   }
   EXPECT_GT(decodes, 50) << "decodes that rejected drafts";
 }
@@ -196,7 +215,7 @@ TEST(Serving, EveryKernelLoadsDuringWarmupAndNoneWhileServing) {
   std::map<core::RankId, size_t> serving_at, loads_before;
   for (size_t i = 0; i < probes.all.size(); ++i) {
     const auto& p = probes.all[i];
-    if (p.kind == core::EventKind::warmup_phase && p.phase == core::WarmupPhase::serving) serving_at[p.rank] = i;
+    if (p.kind == core::EventKind::warmup_phase && core::WarmupPhaseProbe::decode(p.event()).phase == core::WarmupPhase::serving) serving_at[p.rank] = i;
   }
   ASSERT_EQ(serving_at.size(), 4u);
   for (size_t i = 0; i < probes.all.size(); ++i) {
@@ -416,7 +435,10 @@ TEST(Serving, EdgeScenariosReachTheirEdges) {
     const Probes p = probes_of("pp2_length_cap.toml");
     int64_t end = 0;
     for (const auto& e : p.all)
-      if (e.kind == core::EventKind::inputs_built && e.req >= 0) end = std::max<int64_t>(end, e.ints[0] + static_cast<int64_t>(e.ints.size()) - 1);
+      if (e.kind == core::EventKind::inputs_built && e.req >= 0) {
+        const auto row = core::InputsBuiltProbe::decode(e.event());
+        end = std::max<int64_t>(end, row.first_position + static_cast<int64_t>(row.input_ids.size()));
+      }
     EXPECT_GE(end, s.config.model.max_model_len - s.config.spec.k - 1) << "positions embedded up to " << end;
   }
   {
@@ -424,9 +446,12 @@ TEST(Serving, EdgeScenariosReachTheirEdges) {
     const Probes p = probes_of("pp2_single_payload_chunked.toml");
     int mixed = 0;
     for (const auto& e : p.all)
-      if (e.kind == core::EventKind::gate && e.value == 1 &&
-          std::count(e.ints.begin(), e.ints.end(), 0) > 0 && std::count(e.ints.begin(), e.ints.end(), 1) > 0)
-        ++mixed;
+      if (e.kind == core::EventKind::gate) {
+        const auto gate = core::GateProbe::decode(e.event());
+        if (gate.posts_feedback && std::count(gate.rows.begin(), gate.rows.end(), 0) > 0 &&
+            std::count(gate.rows.begin(), gate.rows.end(), 1) > 0)
+          ++mixed;
+      }
     EXPECT_GT(mixed, 5) << "steps mixing prefill chunks and sampling rows";
   }
 }

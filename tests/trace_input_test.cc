@@ -112,6 +112,17 @@ TEST(TraceInput, WrongTypesAndRangesAreExitTwoWithTheLine) {
        "'text': 'embed_tokens' is not one of: draft.embed_tokens"},
       {"an unknown step kind", {kHeader, R"({"seq":0,"t":0,"ev":"batch_scheduled","text":"prefill","value":4})"}, 2,
        "'text': 'prefill' is not one of: warmup, or no text"},
+      {"a request_scheduled without its header", {kHeader, R"({"seq":0,"t":0,"ev":"request_scheduled","req":1,"value":0,"ints":[4,4]})"}, 2,
+       "'ints': this request_scheduled event holds 2 integers; its layout is [tokens scheduled, prefill length, req-state index"},
+      {"a stage_output with a cut row", {kHeader, R"({"seq":0,"t":0,"ev":"stage_output","req":1,"ints":[2,0,4,7,1]})"}, 2,
+       "'ints': this stage_output event holds 5 integers; its layout is [layers done, first lane, lanes, then per row: position, "
+       "context lane, hash of the deep lanes] (3 per row)"},
+      {"a prepare padding row cut short", {kHeader, R"({"seq":0,"t":0,"ev":"padding_rows","text":"prepare_inputs","value":3,"ints":[0,0,1,5]})"}, 2,
+       "'ints': this padding_rows event holds 4 integers; its layout is [per padding row the kernel's fields...] (5 per row)"},
+      {"a gate whose flag is 2", {kHeader, R"({"seq":0,"t":0,"ev":"gate","rank":0,"value":2,"step":1})"}, 2,
+       "'value': this gate event's value is 2; expected 0 or 1"},
+      {"integers on a runtime event", {kHeader, R"({"seq":0,"t":0,"ev":"note","ints":[1]})"}, 2,
+       "'ints': this note event carries integers (1); only engine probes do"},
   };
   const fs::path d = temp_dir("bad");
   for (const BadTrace& c : cases) {
@@ -136,6 +147,8 @@ TEST(TraceInput, TypedSubjectsRoundTripThroughTheTraceAndOldModuleLoadsKeepTheir
   events[1].subject.padding_kernel = core::PaddingKernel::prepare_dflash_inputs;
   events[2].kind = core::EventKind::table_bound;
   events[2].subject.table = core::WeightTable::draft_embed_tokens;
+  const std::vector<int64_t> table_ints{4, 0};  // [entries, entries never written]
+  events[2].ints = table_ints;
   events[3].kind = core::EventKind::batch_scheduled;
   events[3].subject.step_kind = core::StepKind::warmup;
   events[4].kind = core::EventKind::batch_scheduled;  // a serving step writes no text

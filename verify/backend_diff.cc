@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include "core/op.h"
+#include "core/probes.h"
 #include "verify/findings.h"
 #include "verify/monitor.h"
 
@@ -11,7 +12,7 @@ namespace ppspec::verify {
 
 void OpLog::on_event(const core::Event& e) {
   if (e.kind == core::EventKind::batch_scheduled)
-    batches_.push_back(fmt::format("step {}: [{}]", e.step, fmt::join(e.ints, ", ")));
+    batches_.push_back(fmt::format("step {}: [{}]", e.step, fmt::join(core::BatchScheduledProbe::decode(e).request_ids, ", ")));
   if (e.kind != core::EventKind::op_posted || !e.has_op) return;
   const Key key{std::string(e.comm), e.rank};
   ops_[key].push_back(core::describe(e.op));

@@ -14,25 +14,27 @@ void DraftFreshness::on_event(const core::Event& e) {
       auto& list = proposals_[e.req];
       // Every TP rank of the last stage proposes the same drafts: keep one per step.
       if (!list.empty() && list.back().step == e.step) return;
-      list.push_back(Proposal{e.step, e.rank, {e.ints.begin(), e.ints.end()}});
+      const auto proposed = core::DraftsProbe::decode(e).drafts;
+      list.push_back(Proposal{e.step, e.rank, {proposed.begin(), proposed.end()}});
       if (list.size() > 4) list.erase(list.begin());  // only the latest ones can still be verified
       return;
     }
-    case core::EventKind::drafts_adopted:
-      check_adoption(e);
-      return;
-    case core::EventKind::inputs_built: break;
+    case core::EventKind::drafts_adopted: check_adoption(e, core::DraftsProbe::decode(e)); return;
+    case core::EventKind::inputs_built: check_embedded(e, core::InputsBuiltProbe::decode(e)); return;
     default: return;
   }
-  // A decode row: [first position, last sampled token, drafts...].
-  if (e.value != 1 || e.ints.size() < 3 || !serving_[e.rank]) return;
+}
+
+void DraftFreshness::check_embedded(const core::Event& e, const core::InputsBuiltProbe& row) {
+  // A decode block's ids: the last sampled token, then the drafts.
+  if (!row.decode_row || row.input_ids.size() < 2 || !serving_[e.rank]) return;
   const auto it = proposals_.find(e.req);
   if (it == proposals_.end()) return;
   const Proposal* latest = nullptr;
   for (const Proposal& p : it->second)
     if (p.step < e.step) latest = &p;
   if (latest == nullptr) return;
-  const std::vector<int64_t> embedded(e.ints.begin() + 2, e.ints.end());
+  const std::vector<int64_t> embedded(row.input_ids.begin() + 1, row.input_ids.end());
   const size_t n = std::min(embedded.size(), latest->drafts.size());
   if (std::equal(embedded.begin(), embedded.begin() + static_cast<std::ptrdiff_t>(n), latest->drafts.begin())) return;
   const int stage = facts_.stage_of(e.rank);
@@ -43,7 +45,7 @@ void DraftFreshness::on_event(const core::Event& e) {
                   "for it at engine step {}",
                   e.rank, stage, e.req, e.step, token_list(embedded), token_list(proposed), latest->step));
   f.sites.push_back(core::Site{e.rank, fmt::format("rank{}.main", e.rank), "", -1,
-                               fmt::format("prepare_inputs: request {} decode row at position {}", e.req, e.ints[0]), ""});
+                               fmt::format("prepare_inputs: request {} decode row at position {}", e.req, row.first_position), ""});
   f.sites.push_back(core::Site{latest->rank, fmt::format("rank{}.main", latest->rank), "", -1,
                                fmt::format("propose: request {} at engine step {}", e.req, latest->step), ""});
   f.details.push_back(fmt::format("request {}, engine step {}: rank{} (stage {}) embeds   {}", e.req, e.step, e.rank, stage,
@@ -79,7 +81,7 @@ std::string DraftFreshness::freshness_hint(int64_t req, const std::vector<int64_
   return "they match no proposal of this request: the table row was overwritten, or the drafts arrived mispaired";
 }
 
-void DraftFreshness::check_adoption(const core::Event& e) {
+void DraftFreshness::check_adoption(const core::Event& e, const core::DraftsProbe& drafts) {
   // The deferred update of step T adopts the drafts the last stage proposed at step T (e.step).
   const auto it = proposals_.find(e.req);
   if (it == proposals_.end()) return;
@@ -87,7 +89,7 @@ void DraftFreshness::check_adoption(const core::Event& e) {
   for (const Proposal& q : it->second)
     if (q.step == e.step) p = &q;
   if (p == nullptr) return;
-  const std::vector<int64_t> adopted(e.ints.begin(), e.ints.end());
+  const std::vector<int64_t> adopted(drafts.drafts.begin(), drafts.drafts.end());
   if (adopted == p->drafts) return;
   core::Finding f = finding_at(
       e, core::Verdict::stale_draft, "draft-relay",

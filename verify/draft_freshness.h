@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/probes.h"
 #include "verify/monitor.h"
 
 namespace ppspec::verify {
@@ -20,7 +21,8 @@ class DraftFreshness final : public Monitor {
   void on_event(const core::Event& e) override;
 
  private:
-  void check_adoption(const core::Event& e);
+  void check_embedded(const core::Event& e, const core::InputsBuiltProbe& row);
+  void check_adoption(const core::Event& e, const core::DraftsProbe& drafts);
   struct Proposal {
     int64_t step;
     core::RankId rank;

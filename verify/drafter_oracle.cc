@@ -29,30 +29,33 @@ std::vector<int64_t> reference_drafts(const engine::Checkpoint& ckpt, int vocab,
 void DrafterOracle::on_event(const core::Event& e) {
   if (!facts_.checkpoint || e.req < 0 || facts_.k == 0) return;
   switch (e.kind) {
-    case core::EventKind::request_scheduled:
+    case core::EventKind::request_scheduled: {
       // The first schedule of a request carries its prompt.
-      if (e.value == 0 && e.ints.size() > 3 && !requests_.count(e.req))
-        requests_[e.req].context.assign(e.ints.begin() + 3, e.ints.end());
+      const auto p = core::RequestScheduledProbe::decode(e);
+      if (p.num_computed == 0 && !p.prompt.empty() && !requests_.count(e.req))
+        requests_[e.req].context.assign(p.prompt.begin(), p.prompt.end());
       return;
+    }
     case core::EventKind::tokens_sampled: {
       const auto it = requests_.find(e.req);
       if (it == requests_.end() || it->second.last_sampled_step == e.step) return;  // every last-stage TP rank samples alike
-      it->second.context.insert(it->second.context.end(), e.ints.begin(), e.ints.end());
+      const auto sampled = core::TokensSampledProbe::decode(e).tokens;
+      it->second.context.insert(it->second.context.end(), sampled.begin(), sampled.end());
       it->second.last_sampled_step = e.step;
       return;
     }
-    case core::EventKind::drafts_proposed: check(e); return;
+    case core::EventKind::drafts_proposed: check(e, core::DraftsProbe::decode(e)); return;
     default: return;
   }
 }
 
-void DrafterOracle::check(const core::Event& e) {
+void DrafterOracle::check(const core::Event& e, const core::DraftsProbe& p) {
   const auto it = requests_.find(e.req);
   if (it == requests_.end() || it->second.last_sampled_step != e.step) return;
   for (int64_t t : it->second.context)
     if (t < 0 || t >= facts_.vocab) return;  // a wrong token is the golden oracle's to report
   const std::vector<int64_t> want = reference_drafts(*facts_.checkpoint, facts_.vocab, facts_.k, it->second.context);
-  const std::vector<int64_t> got(e.ints.begin(), e.ints.end());
+  const std::vector<int64_t> got(p.drafts.begin(), p.drafts.end());
   if (got == want) return;
   size_t first = 0;
   while (first < got.size() && first < want.size() && got[first] == want[first]) ++first;

@@ -11,6 +11,7 @@
 #include <map>
 #include <vector>
 
+#include "core/probes.h"
 #include "verify/monitor.h"
 
 namespace ppspec::verify {
@@ -28,7 +29,7 @@ class DrafterOracle final : public Monitor {
     std::vector<int64_t> context;  // prompt, then every sampled token
     int64_t last_sampled_step = -1;
   };
-  void check(const core::Event& e);
+  void check(const core::Event& e, const core::DraftsProbe& p);
   std::map<int64_t, Request> requests_;  // by id; a finished request's entry stays (ids are not reused)
 };
 

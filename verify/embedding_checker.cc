@@ -2,18 +2,22 @@
 
 #include <fmt/format.h>
 
+#include "core/probes.h"
+
 namespace ppspec::verify {
 
 void EmbeddingChecker::on_event(const core::Event& e) {
-  if (reported("embedding") || e.kind != core::EventKind::table_bound || e.subject.table != core::WeightTable::draft_embed_tokens) return;
-  const int64_t entries = e.ints.size() > 0 ? e.ints[0] : -1;
-  const int64_t unwritten = e.ints.size() > 1 ? e.ints[1] : 0;
-  if (e.value == facts_.draft_table_hash && entries == facts_.draft_table_entries && unwritten == 0) return;
+  if (reported("embedding") || e.kind != core::EventKind::table_bound) return;
+  const auto bound = core::TableBoundProbe::decode(e);
+  if (bound.table != core::WeightTable::draft_embed_tokens) return;
+  const int64_t entries = bound.entries;
+  const int64_t unwritten = bound.unwritten;
+  if (bound.hash == facts_.draft_table_hash && entries == facts_.draft_table_entries && unwritten == 0) return;
   core::Finding f = finding_at(
       e, core::Verdict::embedding_violation, "embedding",
       fmt::format("rank{} (stage {}) drafts with an embedding table that is not the checkpoint's: hash {:#x}, expected "
                   "{:#x}; {} of its {} entries were never written on this rank",
-                  e.rank, facts_.stage_of(e.rank), e.value, facts_.draft_table_hash, unwritten, entries));
+                  e.rank, facts_.stage_of(e.rank), bound.hash, facts_.draft_table_hash, unwritten, entries));
   f.sites.push_back(core::Site{e.rank, fmt::format("rank{}.main", e.rank), "", -1,
                                fmt::format("draft_forward at engine step {}: first use of the drafter's embedding", e.step), ""});
   if (unwritten > 0 && facts_.pp > 1)

@@ -19,7 +19,7 @@ class GateAgreement final : public Monitor {
  private:
   struct Decision {
     core::RankId rank;
-    int64_t value;
+    bool posts_feedback;
     std::vector<int64_t> rows;
   };
   std::map<int64_t, Decision> first_;  // by engine step: the first rank's decision

@@ -10,27 +10,18 @@
 #include "engine/checkpoint.h"
 
 namespace ppspec::verify {
-namespace {
-
-// stage_output: [layers done, first lane, lanes, then per row: position, context lane, digest].
-constexpr size_t kOutputHeader = 3;
-constexpr size_t kOutputRow = 3;
-
-}  // namespace
-
 void ModelOracle::on_event(const core::Event& e) {
   if (!enabled()) return;
   switch (e.kind) {
-    case core::EventKind::request_scheduled: on_scheduled(e); return;
-    case core::EventKind::inputs_built: on_inputs(e); return;
-    case core::EventKind::stage_output: check_output(e); return;
-    case core::EventKind::tokens_sampled: check_sampled(e); return;
+    case core::EventKind::request_scheduled: on_scheduled(e, core::RequestScheduledProbe::decode(e)); return;
+    case core::EventKind::inputs_built: on_inputs(e, core::InputsBuiltProbe::decode(e)); return;
+    case core::EventKind::stage_output: check_output(e, core::StageOutputProbe::decode(e)); return;
+    case core::EventKind::tokens_sampled: check_sampled(e, core::TokensSampledProbe::decode(e)); return;
     default: return;
   }
 }
 
-void ModelOracle::on_scheduled(const core::Event& e) {
-  // ints: [tokens scheduled, prefill length, req-state index, prompt if new].
+void ModelOracle::on_scheduled(const core::Event& e, const core::RequestScheduledProbe& p) {
   if (e.step > pruned_at_step_) {
     pruned_at_step_ = e.step;
     requests_forgotten_idle_ += std::erase_if(requests_, [&](const auto& entry) {
@@ -38,12 +29,12 @@ void ModelOracle::on_scheduled(const core::Event& e) {
       return r.embedded_step >= 0 && r.embedded_step < e.step - kStepsIdle;
     });
   }
-  if (e.req == -1 || e.ints.size() < 2 || requests_.count(e.req)) return;
+  if (e.req == -1 || requests_.count(e.req)) return;
   if (requests_.size() >= kRequestsKept) forget_oldest();
   ++requests_followed_;
   Request& r = requests_[e.req];
   r.sequence = std::make_unique<engine::ReferenceSequence>(*facts_.checkpoint, *facts_.model);
-  r.prompt_len = e.ints[1];
+  r.prompt_len = p.prefill_len;
   r.agreed.assign(static_cast<size_t>(facts_.pp * facts_.tp), false);
 }
 
@@ -54,24 +45,24 @@ void ModelOracle::forget_oldest() {
   requests_.erase(oldest);
 }
 
-void ModelOracle::on_inputs(const core::Event& e) {
+void ModelOracle::on_inputs(const core::Event& e, const core::InputsBuiltProbe& p) {
   const auto it = requests_.find(e.req);
-  if (it == requests_.end() || e.ints.empty()) return;
+  if (it == requests_.end()) return;
   Request& r = it->second;
   // The first rank of a stage to publish a step's inputs speaks for the stage (its TP ranks embed
   // alike; one that does not computes other activations, which its own output shows).
-  if (facts_.stage_of(e.rank) == 0 && r.embedded_step != e.step) follow(r, e);
+  if (facts_.stage_of(e.rank) == 0 && r.embedded_step != e.step) follow(r, e, p);
   if (facts_.last_stage(e.rank) && r.last_ids_step != e.step) {
     r.last_ids_step = e.step;
-    r.last_ids.assign(e.ints.begin() + 1, e.ints.end());
+    r.last_ids.assign(p.input_ids.begin(), p.input_ids.end());
   }
 }
 
-// Stage 0's block [first position, ids...] becomes the sequence from that position on.
-void ModelOracle::follow(Request& r, const core::Event& e) {
+// Stage 0's block of ids becomes the sequence from its first position on.
+void ModelOracle::follow(Request& r, const core::Event& e, const core::InputsBuiltProbe& p) {
   r.embedded_step = e.step;
-  r.first_position = e.ints[0];
-  r.ids.assign(e.ints.begin() + 1, e.ints.end());
+  r.first_position = p.first_position;
+  r.ids.assign(p.input_ids.begin(), p.input_ids.end());
   std::fill(r.agreed.begin(), r.agreed.end(), false);
   if (!r.followed) return;
   engine::ReferenceSequence& seq = *r.sequence;
@@ -88,43 +79,42 @@ void ModelOracle::follow(Request& r, const core::Event& e) {
   seq.truncate(first + r.ids.size());
 }
 
-void ModelOracle::check_output(const core::Event& e) {
+void ModelOracle::check_output(const core::Event& e, const core::StageOutputProbe& p) {
   const auto it = requests_.find(e.req);
-  if (it == requests_.end() || e.ints.size() < kOutputHeader || (e.ints.size() - kOutputHeader) % kOutputRow != 0) return;
+  if (it == requests_.end()) return;
   Request& r = it->second;
   // Only the step whose tokens the sequence holds: stage 0 embeds a request's next block only
   // after every stage computed the last one (the PP cadence), so this skips nothing in order.
   if (!r.followed || r.embedded_step != e.step) return;
-  const int64_t layers = e.ints[0], lane_begin = e.ints[1], lanes = e.ints[2];
+  const int64_t layers = p.layers_done, lane_begin = p.first_lane, lanes = p.lanes;
   if (layers < 0 || layers > facts_.model->layers || lane_begin < 0 || lanes < 0 || lane_begin + lanes > facts_.model->lanes) return;
   engine::ReferenceSequence& seq = *r.sequence;
-  const size_t rows = (e.ints.size() - kOutputHeader) / kOutputRow;
-  for (size_t i = 0; i < rows; ++i) {
-    const int64_t* row = &e.ints[kOutputHeader + i * kOutputRow];
+  for (size_t i = 0; i < p.row_count(); ++i) {
+    const core::StageOutputRow row = p.row(i);
     // A position stage 0 did not embed is stage agreement's to report.
-    if (row[0] < 0 || static_cast<size_t>(row[0]) >= seq.size()) return;
-    const auto pos = static_cast<size_t>(row[0]);
+    if (row.position < 0 || static_cast<size_t>(row.position) >= seq.size()) return;
+    const auto pos = static_cast<size_t>(row.position);
     const auto model_lanes = seq.lanes(pos, static_cast<int>(layers)).subspan(static_cast<size_t>(lane_begin), static_cast<size_t>(lanes));
     const uint64_t digest = core::fnv1a_words(model_lanes.data(), model_lanes.size());
     ++rows_checked_;
-    if (static_cast<int64_t>(seq.context(pos)) == row[1] && static_cast<int64_t>(digest) == row[2]) continue;
-    report_output(e, r, i, seq.context(pos), digest, layers, lane_begin, lanes);
+    if (static_cast<int64_t>(seq.context(pos)) == row.context_lane && static_cast<int64_t>(digest) == row.deep_hash) continue;
+    report_output(e, p, r, i, seq.context(pos), digest);
     return;
   }
   if (e.rank >= 0 && static_cast<size_t>(e.rank) < r.agreed.size()) r.agreed[static_cast<size_t>(e.rank)] = true;
 }
 
-void ModelOracle::report_output(const core::Event& e, Request& r, size_t row, uint32_t context, uint64_t digest,
-                                int64_t layers, int64_t lane_begin, int64_t lanes) {
-  const int64_t* got = &e.ints[kOutputHeader + row * kOutputRow];
-  const int64_t pos = got[0];
-  const bool context_wrong = got[1] != static_cast<int64_t>(context);
-  const bool lanes_wrong = got[2] != static_cast<int64_t>(digest);
+void ModelOracle::report_output(const core::Event& e, const core::StageOutputProbe& p, Request& r, size_t row,
+                                uint32_t context, uint64_t digest) {
+  const core::StageOutputRow got = p.row(row);
+  const int64_t pos = got.position;
+  const bool context_wrong = got.context_lane != static_cast<int64_t>(context);
+  const bool lanes_wrong = got.deep_hash != static_cast<int64_t>(digest);
   std::vector<std::string> what;
-  if (context_wrong) what.push_back(fmt::format("its context lane is {:#x}, the model's {:#x}", got[1], context));
+  if (context_wrong) what.push_back(fmt::format("its context lane is {:#x}, the model's {:#x}", got.context_lane, context));
   if (lanes_wrong)
-    what.push_back(fmt::format("its deep lanes {}..{} after layer {} differ (digest {:#x}, the model's {:#x})", lane_begin,
-                               lane_begin + lanes - 1, layers, got[2], digest));
+    what.push_back(fmt::format("its deep lanes {}..{} after layer {} differ (digest {:#x}, the model's {:#x})", p.first_lane,
+                               p.first_lane + p.lanes - 1, p.layers_done, got.deep_hash, digest));
   const int stage = facts_.stage_of(e.rank);
   core::Finding f = finding_at(e, core::Verdict::output_divergence, std::string(core::kKindStageOutput),
                                fmt::format("rank{} (stage {}) computes request {} at position {} (engine step {}) unlike the "
@@ -132,7 +122,7 @@ void ModelOracle::report_output(const core::Event& e, Request& r, size_t row, ui
                                            e.rank, stage, e.req, pos, e.step, fmt::join(what, "; ")));
   f.sites.push_back(core::Site{e.rank, fmt::format("rank{}.main", e.rank), "", -1,
                                fmt::format("forward: request {} row {} of {} (position {})", e.req, row,
-                                           (e.ints.size() - kOutputHeader) / kOutputRow, pos),
+                                           p.row_count(), pos),
                                ""});
   f.details.push_back(row == 0 ? fmt::format("the request's first row this step (position {}) already differs", pos)
                                : fmt::format("its rows at positions {}..{} agree: position {} is the first that differs",
@@ -144,7 +134,7 @@ void ModelOracle::report_output(const core::Event& e, Request& r, size_t row, ui
     f.details.push_back(stage_hint(r, e.rank));
   f.details.push_back(fmt::format("tokens stage 0 embedded for the request: {}", [&] {
     std::vector<int64_t> t;
-    for (size_t p = 0; p < r.sequence->size(); ++p) t.push_back(r.sequence->token(p));
+    for (size_t at = 0; at < r.sequence->size(); ++at) t.push_back(r.sequence->token(at));
     return token_list(t);
   }()));
   report(std::move(f));
@@ -192,7 +182,7 @@ std::vector<int64_t> ModelOracle::expected_samples(Request& r) const {
   return want;
 }
 
-void ModelOracle::check_sampled(const core::Event& e) {
+void ModelOracle::check_sampled(const core::Event& e, const core::TokensSampledProbe& p) {
   const auto it = requests_.find(e.req);
   if (it == requests_.end() || facts_.temperature_requests.count(e.req)) return;
   Request& r = it->second;
@@ -201,7 +191,7 @@ void ModelOracle::check_sampled(const core::Event& e) {
   if (r.last_ids.size() != r.ids.size()) return;  // the stages embedded different blocks: stage agreement's
   const std::vector<int64_t> want = expected_samples(r);
   ++samples_checked_;
-  const std::vector<int64_t> got(e.ints.begin(), e.ints.end());
+  const std::vector<int64_t> got(p.tokens.begin(), p.tokens.end());
   if (got == want) return;
   size_t first = 0;
   while (first < got.size() && first < want.size() && got[first] == want[first]) ++first;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "engine/golden.h"
+#include "core/probes.h"
 #include "verify/monitor.h"
 
 namespace ppspec::verify {
@@ -61,13 +62,13 @@ class ModelOracle final : public Monitor {
     int64_t sampled_step = -1;
   };
   bool enabled() const { return facts_.checkpoint != nullptr && facts_.model != nullptr; }
-  void on_scheduled(const core::Event& e);
-  void on_inputs(const core::Event& e);
-  void follow(Request& r, const core::Event& e);
-  void check_output(const core::Event& e);
-  void report_output(const core::Event& e, Request& r, size_t row, uint32_t context, uint64_t digest, int64_t layers,
-                     int64_t lane_begin, int64_t lanes);
-  void check_sampled(const core::Event& e);
+  void on_scheduled(const core::Event& e, const core::RequestScheduledProbe& p);
+  void on_inputs(const core::Event& e, const core::InputsBuiltProbe& p);
+  void follow(Request& r, const core::Event& e, const core::InputsBuiltProbe& p);
+  void check_output(const core::Event& e, const core::StageOutputProbe& p);
+  void report_output(const core::Event& e, const core::StageOutputProbe& p, Request& r, size_t row, uint32_t context,
+                     uint64_t digest);
+  void check_sampled(const core::Event& e, const core::TokensSampledProbe& p);
   std::vector<int64_t> expected_samples(Request& r) const;
   std::string stage_hint(const Request& r, core::RankId rank) const;
   void forget_oldest();

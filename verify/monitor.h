@@ -5,13 +5,16 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/event.h"
 #include "core/verdict.h"
+#include "engine/communicators.h"
 
 namespace ppspec::engine {
 struct Checkpoint;
@@ -35,6 +38,12 @@ struct ServingFacts {
   std::shared_ptr<const engine::ModelConfig> model;
   // The workload's requests sampled with temperature; the others and warmup's are greedy.
   std::set<int64_t> temperature_requests;
+  // What each of the engine's communicators is for, by name (engine::communicators).
+  std::map<std::string, engine::CommRole, std::less<>> comm_roles;
+  bool has_role(std::string_view comm, engine::CommRole role) const {
+    const auto it = comm_roles.find(comm);
+    return it != comm_roles.end() && it->second == role;
+  }
   int stage_of(core::RankId r) const { return r / tp; }
   core::RankId first_rank_of(int stage) const { return stage * tp; }
   bool last_stage(core::RankId r) const { return stage_of(r) == pp - 1; }

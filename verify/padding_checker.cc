@@ -11,17 +11,20 @@ namespace ppspec::verify {
 
 void PaddingChecker::on_event(const core::Event& e) {
   if (reported("padding") || e.kind != core::EventKind::padding_rows) return;
-  if (e.subject.padding_kernel == core::PaddingKernel::topk_softplus_sqrt)
-    check_router(e);
+  const auto padding = core::PaddingRowsProbe::decode(e);
+  if (padding.kernel == core::PaddingKernel::topk_softplus_sqrt)
+    check_router(e, padding);
   else
-    check_inputs(e);
+    check_inputs(e, padding);
 }
 
 namespace {
 
-// One padding row as the prepare kernel left it (fields of the padding_rows probe).
+// One padding row as the prepare kernel left it, and its row index.
 struct PadRow {
   int64_t row, id, position, is_padding, slot, unwritten;
+  PadRow(int64_t index, const core::PreparedPaddingRow& r)
+      : row(index), id(r.input_id), position(r.position), is_padding(r.is_padding), slot(r.slot), unwritten(r.unwritten) {}
   bool inert() const { return id == 0 && position == 0 && is_padding == 1 && slot == kernels::kPadSlot && unwritten == 0; }
   std::string wrong() const {
     std::vector<std::string> w;
@@ -66,27 +69,25 @@ std::string padding_hint(const std::vector<PadRow>& bad, int64_t first_pad, int6
 
 }  // namespace
 
-void PaddingChecker::check_inputs(const core::Event& e) {
-  // Per row: input id, position, is_padding, slot, never written.
-  constexpr size_t kFields = 5;
-  const size_t rows = e.ints.size() / kFields;
+void PaddingChecker::check_inputs(const core::Event& e, const core::PaddingRowsProbe& padding) {
+  const size_t rows = core::PreparedPaddingRow::count(padding);
+  const int64_t first = padding.first_row;
   std::vector<PadRow> bad;
   for (size_t i = 0; i < rows; ++i) {
-    const auto* r = &e.ints[i * kFields];
-    const PadRow row{e.value + static_cast<int64_t>(i), r[0], r[1], r[2], r[3], r[4]};
+    const PadRow row{first + static_cast<int64_t>(i), core::PreparedPaddingRow::at(padding, i)};
     if (!row.inert()) bad.push_back(row);
   }
   if (bad.empty()) return;
-  const std::string_view kernel = core::to_string(e.subject.padding_kernel);
-  const int64_t last = e.value + static_cast<int64_t>(rows) - 1;
+  const std::string_view kernel = core::to_string(padding.kernel);
+  const int64_t last = first + static_cast<int64_t>(rows) - 1;
   core::Finding f = finding_at(e, core::Verdict::padding_violation, "padding",
                                fmt::format("rank{} {}: padding row {} has {}", e.rank, kernel, bad.front().row, bad.front().wrong()));
   f.sites.push_back(core::Site{e.rank, fmt::format("rank{}.main", e.rank), "", -1,
-                               fmt::format("{}: rows {}..{} pad a batch of {} rows", kernel, e.value, last, e.value), ""});
-  f.details.push_back(padding_hint(bad, e.value, last, kernel));
+                               fmt::format("{}: rows {}..{} pad a batch of {} rows", kernel, first, last, first), ""});
+  f.details.push_back(padding_hint(bad, first, last, kernel));
   f.details.push_back(fmt::format("a graph replayed at {} rows reads every row (R10); the prepare kernel must clear "
                                   "rows {}..{}: id 0, position 0, is_padding, slot PAD",
-                                  last + 1, e.value, last));
+                                  last + 1, first, last));
   report(std::move(f));
 }
 
@@ -106,26 +107,26 @@ std::string router_hint(const std::vector<int64_t>& ids, int64_t nonzero) {
 
 }  // namespace
 
-void PaddingChecker::check_router(const core::Event& e) {
-  // Per row: the `topk` expert ids it selected, then how many of its weights are non-zero.
-  const size_t fields = static_cast<size_t>(facts_.topk) + 1;
-  const size_t rows = e.ints.size() / fields;
+void PaddingChecker::check_router(const core::Event& e, const core::PaddingRowsProbe& padding) {
+  const auto topk = static_cast<size_t>(facts_.topk);
+  const size_t rows = core::RouterPaddingRow::count(padding, topk);
+  const int64_t first = padding.first_row;
   for (size_t i = 0; i < rows; ++i) {
-    const auto* r = &e.ints[i * fields];
-    std::vector<int64_t> ids(r, r + facts_.topk);
-    const int64_t nonzero = r[facts_.topk];
+    const core::RouterPaddingRow r = core::RouterPaddingRow::at(padding, i, topk);
+    std::vector<int64_t> ids(r.expert_ids.begin(), r.expert_ids.end());
+    const int64_t nonzero = r.nonzero_weights;
     bool ok = nonzero == 0;
     for (int64_t id : ids) ok = ok && id == -1;
     if (ok) continue;
-    const int64_t row = e.value + static_cast<int64_t>(i);
+    const int64_t row = first + static_cast<int64_t>(i);
     core::Finding f = finding_at(
         e, core::Verdict::padding_violation, "padding",
         fmt::format("rank{} topk_softplus_sqrt: padding row {} selects experts {} with {} non-zero weight(s); a "
                     "padding row must select none (id -1, weight 0)",
                     e.rank, row, token_list(ids), nonzero));
     f.sites.push_back(core::Site{e.rank, fmt::format("rank{}.main", e.rank), "", -1,
-                                 fmt::format("drafter router: rows {}..{} pad {} query rows", e.value,
-                                             e.value + static_cast<int64_t>(rows) - 1, e.value),
+                                 fmt::format("drafter router: rows {}..{} pad {} query rows", first,
+                                             first + static_cast<int64_t>(rows) - 1, first),
                                  ""});
     f.details.push_back(router_hint(ids, nonzero));
     report(std::move(f));

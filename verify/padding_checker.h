@@ -4,6 +4,7 @@
 // must select no expert for them (id -1, weight 0). Checked on every `padding_rows` probe.
 #pragma once
 
+#include "core/probes.h"
 #include "verify/monitor.h"
 
 namespace ppspec::verify {
@@ -14,8 +15,8 @@ class PaddingChecker final : public Monitor {
   void on_event(const core::Event& e) override;
 
  private:
-  void check_inputs(const core::Event& e);
-  void check_router(const core::Event& e);
+  void check_inputs(const core::Event& e, const core::PaddingRowsProbe& padding);
+  void check_router(const core::Event& e, const core::PaddingRowsProbe& padding);
 };
 
 }  // namespace ppspec::verify

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <fmt/format.h>
 
+#include "core/assert.h"
 #include "core/finding_kinds.h"
+#include "core/probes.h"
 
 namespace ppspec::verify {
 
@@ -12,27 +14,9 @@ void StageAgreement::on_event(const core::Event& e) {
     case core::EventKind::warmup_phase:
       if (e.subject.phase == core::WarmupPhase::serving) serving_[e.rank] = true;
       return;
-    case core::EventKind::request_scheduled:
-      if (e.ints.size() < 2) return;
-      scheduled_[{e.step, e.req}] = Scheduled{static_cast<int32_t>(e.value), static_cast<int32_t>(e.ints[0])};
-      if (e.ints.size() > 3 && !prompts_.count(e.req)) {  // a new request: its prompt
-        prompts_[e.req].assign(e.ints.begin() + 3, e.ints.end());
-        prompt_order_.push_back(e.req);
-        if (prompt_order_.size() > kPromptsKept) {
-          prompts_.erase(prompt_order_.front());
-          prompt_order_.pop_front();
-        }
-      }
-      if (e.ints.size() >= 3) {
-        auto& owners = owners_[e.ints[2]];
-        if (owners.empty() || owners.back().req != e.req) owners.push_back(Owner{e.req, e.step});
-        if (owners.size() > kSampledKept) owners.pop_front();
-      }
-      // Bounded: a step's inputs are built within pp steps of its schedule.
-      while (!scheduled_.empty() && scheduled_.begin()->first.first < e.step - kStepsKept) scheduled_.erase(scheduled_.begin());
-      return;
+    case core::EventKind::request_scheduled: on_scheduled(e, core::RequestScheduledProbe::decode(e)); return;
     case core::EventKind::tokens_sampled:
-      on_sampled(e);
+      on_sampled(e, core::TokensSampledProbe::decode(e));
       if (facts_.pp > 1 && e.req >= 0) {
         auto& reqs = sampled_reqs_[e.step];
         if (std::find(reqs.begin(), reqs.end(), e.req) == reqs.end()) {
@@ -41,42 +25,68 @@ void StageAgreement::on_event(const core::Event& e) {
         }
       }
       return;
-    case core::EventKind::batch_scheduled:
-      batches_[e.step].assign(e.ints.begin(), e.ints.end());
+    case core::EventKind::batch_scheduled: {
+      const auto batch = core::BatchScheduledProbe::decode(e);
+      batches_[e.step].assign(batch.request_ids.begin(), batch.request_ids.end());
       while (!batches_.empty() && batches_.begin()->first < e.step - kStepsKept) batches_.erase(batches_.begin());
       while (!gates_.empty() && gates_.begin()->first < e.step - kStepsKept) gates_.erase(gates_.begin());
       while (!sampled_reqs_.empty() && sampled_reqs_.begin()->first < e.step - kStepsKept) sampled_reqs_.erase(sampled_reqs_.begin());
       return;
-    case core::EventKind::gate:
+    }
+    case core::EventKind::gate: {
       if (gates_.count(e.step)) return;  // gate agreement compares the ranks
-      gates_[e.step] = Gate{e.rank, e.value, {e.ints.begin(), e.ints.end()}};
+      const auto gate = core::GateProbe::decode(e);
+      gates_[e.step] = Gate{e.rank, gate.posts_feedback, {gate.rows.begin(), gate.rows.end()}};
       if (const auto it = sampled_reqs_.find(e.step); it != sampled_reqs_.end())
         for (int64_t req : it->second) check_dropped(e.step, req, e);
       return;
-    case core::EventKind::inputs_built:
-      if (e.req == -1 || e.ints.empty()) return;
-      // Positions are exact in every phase: warmup's steps run one at a time and draft nothing, so
-      // no stage has a correction pending. The bonus token is relayed only once feedback is on.
-      check_position(e);
-      if (e.value == 0) check_prompt(e);
-      if (e.req >= 0 && serving_[e.rank] && e.value == 1 && e.ints.size() >= 2) check_token(e);
-      return;
+    }
+    case core::EventKind::inputs_built: on_inputs(e, core::InputsBuiltProbe::decode(e)); return;
     case core::EventKind::feedback_adopted:
-      if (e.req >= 0 && serving_[e.rank] && e.ints.size() >= 2) {
-        check_slot(e);
-        check_adoption(e);
+      if (e.req >= 0 && serving_[e.rank]) {
+        const auto adopted = core::FeedbackAdoptedProbe::decode(e);
+        check_slot(e, adopted);
+        check_adoption(e, adopted);
       }
       return;
     default: return;
   }
 }
 
-void StageAgreement::on_sampled(const core::Event& e) {
+void StageAgreement::on_scheduled(const core::Event& e, const core::RequestScheduledProbe& p) {
+  scheduled_[{e.step, e.req}] = Scheduled{static_cast<int32_t>(p.num_computed), static_cast<int32_t>(p.num_scheduled)};
+  if (!p.prompt.empty() && !prompts_.count(e.req)) {  // a new request: its prompt
+    prompts_[e.req].assign(p.prompt.begin(), p.prompt.end());
+    prompt_order_.push_back(e.req);
+    if (prompt_order_.size() > kPromptsKept) {
+      prompts_.erase(prompt_order_.front());
+      prompt_order_.pop_front();
+    }
+  }
+  auto& owners = owners_[p.state_index];
+  if (owners.empty() || owners.back().req != e.req) owners.push_back(Owner{e.req, e.step});
+  if (owners.size() > kSampledKept) owners.pop_front();
+  PPSPEC_ASSERT(owners.size() <= kSampledKept && prompt_order_.size() <= kPromptsKept);
+  // Bounded: a step's inputs are built within pp steps of its schedule.
+  while (!scheduled_.empty() && scheduled_.begin()->first.first < e.step - kStepsKept) scheduled_.erase(scheduled_.begin());
+}
+
+void StageAgreement::on_sampled(const core::Event& e, const core::TokensSampledProbe& p) {
   if (e.req < 0) return;
   auto& list = sampled_[e.req];
   if (!list.empty() && list.back().step == e.step) return;  // every TP rank of the last stage samples alike
-  list.push_back(Sampled{e.step, {e.ints.begin(), e.ints.end()}, e.value});
+  list.push_back(Sampled{e.step, {p.tokens.begin(), p.tokens.end()}, p.num_rejected});
   if (list.size() > kSampledKept) list.pop_front();
+  PPSPEC_ASSERT(!list.empty() && list.size() <= kSampledKept);
+}
+
+void StageAgreement::on_inputs(const core::Event& e, const core::InputsBuiltProbe& p) {
+  if (e.req == -1) return;
+  // Positions are exact in every phase: warmup's steps run one at a time and draft nothing, so
+  // no stage has a correction pending. The bonus token is relayed only once feedback is on.
+  check_position(e, p);
+  if (!p.decode_row) check_prompt(e, p);
+  if (e.req >= 0 && serving_[e.rank] && p.decode_row && !p.input_ids.empty()) check_token(e, p);
 }
 
 const StageAgreement::Sampled* StageAgreement::sampled_before(int64_t req, int64_t step) const {
@@ -96,10 +106,10 @@ const StageAgreement::Sampled* StageAgreement::sampled_at(int64_t req, int64_t s
   return nullptr;
 }
 
-void StageAgreement::check_position(const core::Event& e) {
+void StageAgreement::check_position(const core::Event& e, const core::InputsBuiltProbe& p) {
   const auto it = scheduled_.find({e.step, e.req});
   if (it == scheduled_.end()) return;
-  const int64_t embedded = e.ints[0];
+  const int64_t embedded = p.first_position;
   const int64_t computed = it->second.num_computed;
   if (embedded == computed && embedded >= 0) return;
   const int stage = facts_.stage_of(e.rank);
@@ -131,10 +141,10 @@ std::string StageAgreement::position_hint(int64_t req, int64_t step, int64_t del
                      delta);
 }
 
-void StageAgreement::check_token(const core::Event& e) {
+void StageAgreement::check_token(const core::Event& e, const core::InputsBuiltProbe& p) {
   const Sampled* prev = sampled_before(e.req, e.step);
   if (prev == nullptr || prev->tokens.empty()) return;
-  const int64_t embedded = e.ints[1];
+  const int64_t embedded = p.input_ids.front();
   if (embedded == prev->tokens.back()) return;
   const int stage = facts_.stage_of(e.rank);
   core::Finding f = finding_at(e, core::Verdict::stage_divergence, std::string(core::kKindStageToken),
@@ -150,23 +160,24 @@ void StageAgreement::check_token(const core::Event& e) {
   report(std::move(f));
 }
 
-void StageAgreement::check_prompt(const core::Event& e) {
-  // A prefill row embeds the prompt: [first position, the prompt's tokens from there].
+void StageAgreement::check_prompt(const core::Event& e, const core::InputsBuiltProbe& p) {
+  // A prefill chunk embeds the prompt's tokens from its first position on.
   const auto it = prompts_.find(e.req);
-  if (it == prompts_.end() || e.ints[0] < 0) return;  // a negative position is check_position's
+  if (it == prompts_.end() || p.first_position < 0) return;  // a negative position is check_position's
   const std::vector<int64_t>& prompt = it->second;
-  for (size_t i = 1; i < e.ints.size(); ++i) {
-    const auto pos = static_cast<size_t>(e.ints[0]) + i - 1;
-    if (pos < prompt.size() && e.ints[i] == prompt[pos]) continue;
+  for (size_t i = 0; i < p.input_ids.size(); ++i) {
+    const auto pos = static_cast<size_t>(p.first_position) + i;
+    const int64_t id = p.input_ids[i];
+    if (pos < prompt.size() && id == prompt[pos]) continue;
     const std::string want = pos < prompt.size() ? fmt::format("the prompt has {}", prompt[pos])
                                                  : fmt::format("the prompt has only {} tokens", prompt.size());
     core::Finding f = finding_at(e, core::Verdict::stage_divergence, std::string(core::kKindStageToken),
                                  fmt::format("rank{} (stage {}) embeds token {} at position {} of request {}'s prefill at "
                                              "engine step {}; {}",
-                                             e.rank, facts_.stage_of(e.rank), e.ints[i], pos, e.req, e.step, want));
+                                             e.rank, facts_.stage_of(e.rank), id, pos, e.req, e.step, want));
     f.sites.push_back(core::Site{e.rank, fmt::format("rank{}.main", e.rank), "", -1,
-                                 fmt::format("prepare_inputs: request {} prefill row {}", e.req, i - 1), ""});
-    const auto found = std::find(prompt.begin(), prompt.end(), e.ints[i]);
+                                 fmt::format("prepare_inputs: request {} prefill row {}", e.req, i), ""});
+    const auto found = std::find(prompt.begin(), prompt.end(), id);
     f.details.push_back(found != prompt.end()
                             ? fmt::format("it is the prompt's token at position {}: the chunk read the prompt at an offset "
                                           "of {} (chunked prefill's start, or the token table's row)",
@@ -196,7 +207,7 @@ int StageAgreement::gate_row(int64_t step, int64_t req) const {
   const auto g = gates_.find(step);
   const auto b = batches_.find(step);
   if (g == gates_.end() || b == batches_.end()) return -1;
-  if (g->second.value == 0) return 0;
+  if (!g->second.posts_feedback) return 0;
   const auto at = std::find(b->second.begin(), b->second.end(), req);
   const auto row = static_cast<size_t>(at - b->second.begin());
   if (at == b->second.end() || row >= g->second.rows.size()) return -1;
@@ -212,7 +223,7 @@ void StageAgreement::check_dropped(int64_t step, int64_t req, const core::Event&
       fmt::format("the last stage sampled {} for request {} at engine step {}, but the feedback gate of that step {} "
                   "(rank{}): the earlier stages never adopt these tokens",
                   s ? token_list(s->tokens) : "tokens", req, step,
-                  g.value == 0 ? "posts no feedback at all" : "leaves the request's row out", g.rank));
+                  !g.posts_feedback ? "posts no feedback at all" : "leaves the request's row out", g.rank));
   f.engine_step = step;
   f.sites.push_back(core::Site{g.rank, fmt::format("rank{}.side", g.rank), "", -1,
                                fmt::format("need_sampled_mask: engine step {}", step), ""});
@@ -222,12 +233,12 @@ void StageAgreement::check_dropped(int64_t step, int64_t req, const core::Event&
   report(std::move(f));
 }
 
-void StageAgreement::check_slot(const core::Event& e) {
+void StageAgreement::check_slot(const core::Event& e, const core::FeedbackAdoptedProbe& p) {
   // The row it wrote must still be the request's: a slot freed and given to another request since
   // the feedback's step holds that request's state now (the generation counters skip such rows).
   // The update of step T runs at the start of step T + pp on this rank, before that step's frees
   // and admissions: a new owner scheduled in between, at T < S < T + pp, holds the row by then.
-  const auto it = owners_.find(e.value);
+  const auto it = owners_.find(p.state_index);
   if (it == owners_.end()) return;
   const Owner* reused = nullptr;
   for (const Owner& o : it->second)
@@ -237,9 +248,9 @@ void StageAgreement::check_slot(const core::Event& e) {
       e, core::Verdict::stage_divergence, std::string(core::kKindStageAdoption),
       fmt::format("rank{} (stage {}) adopts request {}'s feedback of engine step {} into table row {}, which request {} "
                   "holds since engine step {}",
-                  e.rank, facts_.stage_of(e.rank), e.req, e.step, e.value, reused->req, reused->since));
+                  e.rank, facts_.stage_of(e.rank), e.req, e.step, p.state_index, reused->req, reused->since));
   f.sites.push_back(core::Site{e.rank, fmt::format("rank{}.main", e.rank), "", -1,
-                               fmt::format("post_update[deferred]: row {}", e.value), ""});
+                               fmt::format("post_update[deferred]: row {}", p.state_index), ""});
   f.details.push_back(fmt::format("request {} left the batch (finished or aborted) while its step {} was in flight; the "
                                   "row was freed and reused, so the update should have skipped it (the generation "
                                   "counter of the row, bumped when it was freed)",
@@ -247,25 +258,25 @@ void StageAgreement::check_slot(const core::Event& e) {
   report(std::move(f));
 }
 
-void StageAgreement::check_adoption(const core::Event& e) {
+void StageAgreement::check_adoption(const core::Event& e, const core::FeedbackAdoptedProbe& p) {
   const Sampled* s = sampled_at(e.req, e.step);
   if (s == nullptr) return;
-  const std::vector<int64_t> tokens(e.ints.begin() + 2, e.ints.end());
-  if (e.ints[0] == static_cast<int64_t>(s->tokens.size()) && e.ints[1] == s->rejected && tokens == s->tokens) return;
+  const std::vector<int64_t> tokens(p.sampled.begin(), p.sampled.end());
+  if (p.num_sampled == static_cast<int64_t>(s->tokens.size()) && p.num_rejected == s->rejected && tokens == s->tokens) return;
   core::Finding f = finding_at(
       e, core::Verdict::stage_divergence, std::string(core::kKindStageAdoption),
       fmt::format("rank{} (stage {}) adopts for request {} from the feedback of engine step {}: {} sampled {}, {} rejected; "
                   "the last stage sampled {}, {} rejected",
-                  e.rank, facts_.stage_of(e.rank), e.req, e.step, e.ints[0], token_list(tokens), e.ints[1],
+                  e.rank, facts_.stage_of(e.rank), e.req, e.step, p.num_sampled, token_list(tokens), p.num_rejected,
                   token_list(s->tokens), s->rejected));
   f.sites.push_back(core::Site{e.rank, fmt::format("rank{}.main", e.rank), "", -1,
                                fmt::format("post_update[deferred]: request {}", e.req), ""});
-  f.details.push_back(adoption_hint(e));
+  f.details.push_back(adoption_hint(e, p));
   report(std::move(f));
 }
 
-std::string StageAgreement::adoption_hint(const core::Event& e) const {
-  const std::vector<int64_t> tokens(e.ints.begin() + 2, e.ints.end());
+std::string StageAgreement::adoption_hint(const core::Event& e, const core::FeedbackAdoptedProbe& p) const {
+  const std::vector<int64_t> tokens(p.sampled.begin(), p.sampled.end());
   if (const auto it = sampled_.find(e.req); it != sampled_.end())
     for (const Sampled& s : it->second)
       if (s.step != e.step && s.tokens == tokens)

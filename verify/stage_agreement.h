@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/probes.h"
 #include "verify/monitor.h"
 
 namespace ppspec::verify {
@@ -49,29 +50,31 @@ class StageAgreement final : public Monitor {
     std::vector<int64_t> tokens;
     int64_t rejected = 0;
   };
-  void on_sampled(const core::Event& e);
-  void check_position(const core::Event& e);
-  void check_token(const core::Event& e);
-  void check_prompt(const core::Event& e);
-  void check_adoption(const core::Event& e);
+  void on_scheduled(const core::Event& e, const core::RequestScheduledProbe& p);
+  void on_sampled(const core::Event& e, const core::TokensSampledProbe& p);
+  void on_inputs(const core::Event& e, const core::InputsBuiltProbe& p);
+  void check_position(const core::Event& e, const core::InputsBuiltProbe& p);
+  void check_token(const core::Event& e, const core::InputsBuiltProbe& p);
+  void check_prompt(const core::Event& e, const core::InputsBuiltProbe& p);
+  void check_adoption(const core::Event& e, const core::FeedbackAdoptedProbe& p);
   const Sampled* sampled_before(int64_t req, int64_t step) const;
   const Sampled* sampled_at(int64_t req, int64_t step) const;
   std::string position_hint(int64_t req, int64_t step, int64_t delta) const;
   std::string token_hint(int64_t req, int64_t step, int64_t token) const;
-  std::string adoption_hint(const core::Event& e) const;
+  std::string adoption_hint(const core::Event& e, const core::FeedbackAdoptedProbe& p) const;
 
   struct Owner {
     int64_t req = -1;
     int64_t since = -1;  // the first step the engine core scheduled it in this slot
   };
-  void check_slot(const core::Event& e);
+  void check_slot(const core::Event& e, const core::FeedbackAdoptedProbe& p);
   // The gate's row for a request sampled at a step: 1 sent, 0 dropped, -1 unknown yet.
   int gate_row(int64_t step, int64_t req) const;
   void check_dropped(int64_t step, int64_t req, const core::Event& e);
   std::map<int64_t, std::vector<int64_t>> batches_;  // by step: request ids in batch order
   struct Gate {
     core::RankId rank = -1;
-    int64_t value = 0;
+    bool posts_feedback = false;
     std::vector<int64_t> rows;
   };
   std::map<int64_t, Gate> gates_;                          // by step: the first rank's gate

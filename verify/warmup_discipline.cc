@@ -26,7 +26,7 @@ void WarmupDiscipline::on_event(const core::Event& e) {
       }
       return;
     case core::EventKind::op_posted:
-      if ((p != Phase::warmup && p != Phase::disabled) || !engine::is_pp_broadcast_group(e.comm)) return;
+      if ((p != Phase::warmup && p != Phase::disabled) || !facts_.has_role(e.comm, engine::CommRole::feedback)) return;
       {
         core::Finding f = finding_at(e, core::Verdict::hazard, std::string(core::kHazardFeedbackDuringWarmup),
                                      fmt::format("rank{} posts a feedback collective during warmup, before the feedback "

@@ -1,0 +1,244 @@
+#include "core/probes.h"
+
+#include <array>
+#include <fmt/format.h>
+
+#include "core/assert.h"
+
+namespace ppspec::core {
+
+namespace {
+
+// Where a kind's integers are: `header` fixed ones, then rows of `row` each (0: no rows). The
+// rows of padding_rows are as wide as their kernel's fields (row_width below).
+struct KindLayout {
+  EventKind kind;
+  size_t header;
+  size_t row;
+  bool value_is_flag;  // the value is 0 or 1
+  std::string_view words;
+};
+
+constexpr size_t kRowByKernel = SIZE_MAX;
+
+// The trace format's layouts, written by the engine since its probes existed.
+constexpr std::array kKindLayouts{
+    KindLayout{EventKind::batch_scheduled, 0, 1, false, "[request ids in batch order...]"},
+    KindLayout{EventKind::request_scheduled, 3, 1, false, "[tokens scheduled, prefill length, req-state index, the prompt if new...]"},
+    KindLayout{EventKind::inputs_built, 1, 1, true, "[first position, input ids...]"},
+    KindLayout{EventKind::tokens_sampled, 0, 1, false, "[sampled tokens...]"},
+    KindLayout{EventKind::drafts_proposed, 0, 1, false, "[drafts...]"},
+    KindLayout{EventKind::drafts_adopted, 0, 1, false, "[drafts...]"},
+    KindLayout{EventKind::warmup_phase, 0, 0, false, ""},
+    KindLayout{EventKind::padding_rows, 0, kRowByKernel, false, "[per padding row the kernel's fields...]"},
+    KindLayout{EventKind::gate, 0, 1, true, "[per batch row 1 when it needs its sample...]"},
+    KindLayout{EventKind::table_bound, 2, 0, false, "[entries, entries never written]"},
+    KindLayout{EventKind::feedback_adopted, 2, 1, false, "[num_sampled, num_rejected, sampled tokens...]"},
+    KindLayout{EventKind::stage_output, 3, StageOutputRow::kFields, false,
+           "[layers done, first lane, lanes, then per row: position, context lane, hash of the deep lanes]"},
+};
+
+const KindLayout* kind_layout(EventKind k) {
+  for (const KindLayout& l : kKindLayouts)
+    if (l.kind == k) return &l;
+  return nullptr;
+}
+
+// A router row's width is the model's topk + 1, which the probe does not carry: any count reads.
+size_t row_width(const KindLayout& l, const Event& e) {
+  if (l.row != kRowByKernel) return l.row;
+  return e.subject.padding_kernel == PaddingKernel::topk_softplus_sqrt ? 1 : PreparedPaddingRow::kFields;
+}
+
+// The layout's header as a view, checked: decoding an event the reader or an encoder did not make
+// is a bug of the program, not bad input.
+std::span<const int64_t> checked_ints(const Event& e, EventKind kind) {
+  PPSPEC_ASSERT(e.kind == kind);
+  PPSPEC_ASSERT(probe_layout_ok(e), "{}", probe_layout_error(e));
+  return e.ints;
+}
+
+void append_span(std::vector<int64_t>& out, std::span<const int64_t> more) { out.insert(out.end(), more.begin(), more.end()); }
+
+}  // namespace
+
+std::string_view probe_layout(EventKind k) {
+  const KindLayout* l = kind_layout(k);
+  return l ? l->words : std::string_view{};
+}
+
+namespace {
+
+bool ints_fit(const KindLayout& l, const Event& e) {
+  const size_t n = e.ints.size();
+  const size_t width = row_width(l, e);
+  return width == 0 ? n == l.header : n >= l.header && (n - l.header) % width == 0;
+}
+
+bool value_fits(const KindLayout& l, const Event& e) { return !l.value_is_flag || e.value == 0 || e.value == 1; }
+
+}  // namespace
+
+bool probe_layout_ok(const Event& e) {
+  const KindLayout* l = kind_layout(e.kind);
+  if (l == nullptr) return e.ints.empty();
+  return ints_fit(*l, e) && value_fits(*l, e);
+}
+
+std::string probe_layout_error(const Event& e) {
+  const KindLayout* l = kind_layout(e.kind);
+  if (l == nullptr)
+    return e.ints.empty() ? "" : fmt::format("this {} event carries integers ({}); only engine probes do", to_string(e.kind), e.ints.size());
+  const size_t n = e.ints.size();
+  const size_t width = row_width(*l, e);
+  if (!ints_fit(*l, e))
+    return fmt::format("this {} event holds {} integers; its layout is {}{}", to_string(e.kind), n,
+                       l->words.empty() ? "no integers" : l->words,
+                       width > 1 ? fmt::format(" ({} per row)", width) : "");
+  return probe_value_error(e);
+}
+
+std::string probe_value_error(const Event& e) {
+  const KindLayout* l = kind_layout(e.kind);
+  if (l == nullptr || value_fits(*l, e)) return "";
+  return fmt::format("this {} event's value is {}; expected 0 or 1", to_string(e.kind), e.value);
+}
+
+void BatchScheduledProbe::encode(ProbeData& out) const {
+  out.value = num_tokens;
+  out.subject.step_kind = step_kind;
+  append_span(out.ints, request_ids);
+}
+
+BatchScheduledProbe BatchScheduledProbe::decode(const Event& e) {
+  return {e.subject.step_kind, e.value, checked_ints(e, kKind)};
+}
+
+void RequestScheduledProbe::encode(ProbeData& out) const {
+  out.value = num_computed;
+  out.ints.insert(out.ints.end(), {num_scheduled, prefill_len, state_index});
+  append_span(out.ints, prompt);
+}
+
+RequestScheduledProbe RequestScheduledProbe::decode(const Event& e) {
+  const auto v = checked_ints(e, kKind);
+  return {e.value, v[0], v[1], v[2], v.subspan(3)};
+}
+
+void InputsBuiltProbe::encode(ProbeData& out) const {
+  out.value = decode_row ? 1 : 0;
+  out.ints.push_back(first_position);
+  append_span(out.ints, input_ids);
+}
+
+InputsBuiltProbe InputsBuiltProbe::decode(const Event& e) {
+  const auto v = checked_ints(e, kKind);
+  return {e.value == 1, v[0], v.subspan(1)};
+}
+
+void TokensSampledProbe::encode(ProbeData& out) const {
+  out.value = num_rejected;
+  append_span(out.ints, tokens);
+}
+
+TokensSampledProbe TokensSampledProbe::decode(const Event& e) { return {checked_ints(e, kKind), e.value}; }
+
+void DraftsProbe::encode(ProbeData& out) const {
+  PPSPEC_ASSERT(kind == EventKind::drafts_proposed || kind == EventKind::drafts_adopted);
+  append_span(out.ints, drafts);
+}
+
+DraftsProbe DraftsProbe::decode(const Event& e) {
+  PPSPEC_ASSERT(e.kind == EventKind::drafts_proposed || e.kind == EventKind::drafts_adopted);
+  return {e.kind, checked_ints(e, e.kind)};
+}
+
+void WarmupPhaseProbe::encode(ProbeData& out) const { out.subject.phase = phase; }
+
+WarmupPhaseProbe WarmupPhaseProbe::decode(const Event& e) {
+  checked_ints(e, kKind);
+  return {e.subject.phase};
+}
+
+void PaddingRowsProbe::encode(ProbeData& out) const {
+  PPSPEC_ASSERT(kernel != PaddingKernel::none);
+  out.value = first_row;
+  out.subject.padding_kernel = kernel;
+  append_span(out.ints, fields);
+}
+
+PaddingRowsProbe PaddingRowsProbe::decode(const Event& e) {
+  return {e.subject.padding_kernel, e.value, checked_ints(e, kKind)};
+}
+
+void PreparedPaddingRow::append_to(std::vector<int64_t>& out) const {
+  out.insert(out.end(), {input_id, position, is_padding, slot, unwritten});
+}
+
+PreparedPaddingRow PreparedPaddingRow::at(const PaddingRowsProbe& p, size_t row) {
+  PPSPEC_ASSERT(p.kernel != PaddingKernel::topk_softplus_sqrt && row < count(p));
+  const auto f = p.fields.subspan(row * kFields, kFields);
+  return {f[0], f[1], f[2], f[3], f[4]};
+}
+
+RouterPaddingRow RouterPaddingRow::at(const PaddingRowsProbe& p, size_t row, size_t topk) {
+  PPSPEC_ASSERT(p.kernel == PaddingKernel::topk_softplus_sqrt && row < count(p, topk));
+  const auto f = p.fields.subspan(row * (topk + 1), topk + 1);
+  return {f.first(topk), f[topk]};
+}
+
+void GateProbe::encode(ProbeData& out) const {
+  out.value = posts_feedback ? 1 : 0;
+  append_span(out.ints, rows);
+}
+
+GateProbe GateProbe::decode(const Event& e) {
+  const auto v = checked_ints(e, kKind);
+  return {e.value == 1, v};
+}
+
+void TableBoundProbe::encode(ProbeData& out) const {
+  PPSPEC_ASSERT(table != WeightTable::none);
+  out.value = hash;
+  out.subject.table = table;
+  out.ints.insert(out.ints.end(), {entries, unwritten});
+}
+
+TableBoundProbe TableBoundProbe::decode(const Event& e) {
+  const auto v = checked_ints(e, kKind);
+  return {e.subject.table, e.value, v[0], v[1]};
+}
+
+void FeedbackAdoptedProbe::encode(ProbeData& out) const {
+  out.value = state_index;
+  out.ints.insert(out.ints.end(), {num_sampled, num_rejected});
+  append_span(out.ints, sampled);
+}
+
+FeedbackAdoptedProbe FeedbackAdoptedProbe::decode(const Event& e) {
+  const auto v = checked_ints(e, kKind);
+  return {e.value, v[0], v[1], v.subspan(2)};
+}
+
+void StageOutputRow::append_to(std::vector<int64_t>& out) const {
+  out.insert(out.end(), {position, context_lane, deep_hash});
+}
+
+StageOutputRow StageOutputProbe::row(size_t i) const {
+  PPSPEC_ASSERT(i < row_count());
+  const auto f = rows.subspan(i * StageOutputRow::kFields, StageOutputRow::kFields);
+  return {f[0], f[1], f[2]};
+}
+
+void StageOutputProbe::encode(ProbeData& out) const {
+  PPSPEC_ASSERT(lanes >= 0 && rows.size() % StageOutputRow::kFields == 0);
+  out.ints.insert(out.ints.end(), {layers_done, first_lane, lanes});
+  append_span(out.ints, rows);
+}
+
+StageOutputProbe StageOutputProbe::decode(const Event& e) {
+  const auto v = checked_ints(e, kKind);
+  return {v[0], v[1], v[2], v.subspan(3)};
+}
+
+}  // namespace ppspec::core

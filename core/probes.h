@@ -1,0 +1,181 @@
+// The engine probes' data, typed: one struct per probe kind with named fields.
+//
+// On the wire (core::Event, and a trace's JSON Lines) a probe's data is its `value`, its `ints` and
+// its typed subject. Which integer means what is a fact of the trace format, since old traces hold
+// it: it is written down once, in the layout table of probes.cc, and each struct below is encoded
+// into and decoded from that layout by its own pair of functions beside the table. The trace reader
+// rejects an event whose integers do not have its kind's layout (probe_layout_error), and the
+// engine only publishes encoded structs, so a consumer reads `Probe::decode(e)` and never indexes
+// `e.ints` by position.
+//
+// Decoded structs view the event's integers (spans): decoding allocates nothing, and a view lives
+// as long as the event it was decoded from.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/event.h"
+
+namespace ppspec::core {
+
+// What encoding a probe writes onto an event: its value, integers and subject.
+struct ProbeData {
+  int64_t value = -1;
+  std::vector<int64_t> ints;
+  ProbeSubject subject{};
+};
+
+// Empty when `e`'s integers (and a flag's value) have the layout of its kind, else what is wrong,
+// in words. Events that are not engine probes carry no integers.
+std::string probe_layout_error(const Event& e);
+std::string probe_value_error(const Event& e);  // the value part of probe_layout_error alone
+bool probe_layout_ok(const Event& e);  // probe_layout_error(e).empty(), without formatting
+// The layout of a kind's integers, in words ("[first position, input ids...]"); "" when it has none.
+std::string_view probe_layout(EventKind k);
+
+// batch_scheduled: the engine core scheduled a step's batch.
+struct BatchScheduledProbe {
+  static constexpr EventKind kKind = EventKind::batch_scheduled;
+  StepKind step_kind = StepKind::serving;
+  int64_t num_tokens = 0;                 // the batch's rows
+  std::span<const int64_t> request_ids;  // in batch order
+  void encode(ProbeData& out) const;
+  static BatchScheduledProbe decode(const Event& e);
+};
+
+// request_scheduled: one request of a step's batch, as the engine core scheduled it.
+struct RequestScheduledProbe {
+  static constexpr EventKind kKind = EventKind::request_scheduled;
+  int64_t num_computed = 0;          // tokens the request had computed before this step
+  int64_t num_scheduled = 0;         // tokens scheduled this step
+  int64_t prefill_len = 0;
+  int64_t state_index = 0;           // its row in the request-state tables
+  std::span<const int64_t> prompt;  // the prompt when the request is new this step, else empty
+  void encode(ProbeData& out) const;
+  static RequestScheduledProbe decode(const Event& e);
+};
+
+// inputs_built: a rank built a request's input rows.
+struct InputsBuiltProbe {
+  static constexpr EventKind kKind = EventKind::inputs_built;
+  bool decode_row = false;              // a decode step's rows (else a prefill chunk's)
+  int64_t first_position = 0;           // the position of the first row
+  std::span<const int64_t> input_ids;  // row by row
+  void encode(ProbeData& out) const;
+  static InputsBuiltProbe decode(const Event& e);
+};
+
+// tokens_sampled: the last stage's sample for a request.
+struct TokensSampledProbe {
+  static constexpr EventKind kKind = EventKind::tokens_sampled;
+  std::span<const int64_t> tokens;  // the accepted drafts and the bonus token
+  int64_t num_rejected = 0;
+  void encode(ProbeData& out) const;
+  static TokensSampledProbe decode(const Event& e);
+};
+
+// drafts_proposed (last stage) and drafts_adopted (an earlier stage's deferred update).
+struct DraftsProbe {
+  EventKind kind = EventKind::drafts_proposed;  // or drafts_adopted
+  std::span<const int64_t> drafts;
+  void encode(ProbeData& out) const;
+  static DraftsProbe decode(const Event& e);
+};
+
+// warmup_phase: a worker entered a phase.
+struct WarmupPhaseProbe {
+  static constexpr EventKind kKind = EventKind::warmup_phase;
+  WarmupPhase phase = WarmupPhase::none;
+  void encode(ProbeData& out) const;
+  static WarmupPhaseProbe decode(const Event& e);
+};
+
+// padding_rows: what a kernel left in a CUDA graph's padding rows.
+struct PaddingRowsProbe {
+  static constexpr EventKind kKind = EventKind::padding_rows;
+  PaddingKernel kernel = PaddingKernel::none;
+  int64_t first_row = 0;             // the first padding row: the rows in use before it
+  std::span<const int64_t> fields;  // per padding row the kernel's fields (below), row after row
+  void encode(ProbeData& out) const;
+  static PaddingRowsProbe decode(const Event& e);
+};
+
+// A padding row of prepare_inputs or prepare_dflash_inputs.
+struct PreparedPaddingRow {
+  static constexpr size_t kFields = 5;
+  int64_t input_id = 0;
+  int64_t position = 0;
+  int64_t is_padding = 0;
+  int64_t slot = 0;
+  int64_t unwritten = 0;  // 1: the kernel did not store the row this step
+  void append_to(std::vector<int64_t>& fields) const;
+  static PreparedPaddingRow at(const PaddingRowsProbe& p, size_t row);
+  static size_t count(const PaddingRowsProbe& p) { return p.fields.size() / kFields; }
+};
+
+// A padding row of topk_softplus_sqrt: `topk` expert ids, then how many weights are non-zero. The
+// width depends on the model's topk, which the probe does not carry: the reader of the row knows it.
+struct RouterPaddingRow {
+  std::span<const int64_t> expert_ids;
+  int64_t nonzero_weights = 0;
+  static RouterPaddingRow at(const PaddingRowsProbe& p, size_t row, size_t topk);
+  static size_t count(const PaddingRowsProbe& p, size_t topk) { return p.fields.size() / (topk + 1); }
+};
+
+// gate: a rank evaluated the feedback gate of a step.
+struct GateProbe {
+  static constexpr EventKind kKind = EventKind::gate;
+  bool posts_feedback = false;
+  std::span<const int64_t> rows;  // per batch row 1 when it needs its sample (empty: no mask)
+  void encode(ProbeData& out) const;
+  static GateProbe decode(const Event& e);
+};
+
+// table_bound: a rank bound a weight table at its first use.
+struct TableBoundProbe {
+  static constexpr EventKind kKind = EventKind::table_bound;
+  WeightTable table = WeightTable::none;
+  int64_t hash = 0;       // FNV-1a of its words
+  int64_t entries = 0;
+  int64_t unwritten = 0;  // entries still holding the allocation's poison
+  void encode(ProbeData& out) const;
+  static TableBoundProbe decode(const Event& e);
+};
+
+// feedback_adopted: what an earlier stage's deferred update read from the feedback of `step`.
+struct FeedbackAdoptedProbe {
+  static constexpr EventKind kKind = EventKind::feedback_adopted;
+  int64_t state_index = 0;  // the table row it wrote
+  int64_t num_sampled = 0;
+  int64_t num_rejected = 0;
+  std::span<const int64_t> sampled;  // the sampled tokens it read
+  void encode(ProbeData& out) const;
+  static FeedbackAdoptedProbe decode(const Event& e);
+};
+
+// stage_output: a rank's activations for a request's rows after its stage's layers.
+struct StageOutputRow {
+  static constexpr size_t kFields = 3;
+  int64_t position = 0;
+  int64_t context_lane = 0;
+  int64_t deep_hash = 0;  // FNV-1a of the rank's deep lanes (core/hash.h)
+  void append_to(std::vector<int64_t>& rows) const;
+};
+
+struct StageOutputProbe {
+  static constexpr EventKind kKind = EventKind::stage_output;
+  int64_t layers_done = 0;
+  int64_t first_lane = 0;
+  int64_t lanes = 0;
+  std::span<const int64_t> rows;  // StageOutputRow::kFields each
+  size_t row_count() const { return rows.size() / StageOutputRow::kFields; }
+  StageOutputRow row(size_t i) const;
+  void encode(ProbeData& out) const;
+  static StageOutputProbe decode(const Event& e);
+};
+
+}  // namespace ppspec::core
