@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/types.h"
+#include "engine/faults.h"
 
 namespace ppspec::engine {
 
@@ -69,21 +70,6 @@ struct WorkloadConfig {
   bool abort_in_flight = false;
 };
 
-// Historical bugs put back (DESIGN §6.6); all off by default. Each restores the code path the bug
-// lived in (scenarios/regressions/<fault>.toml shows the verdict it earns).
-struct Faults {
-  bool stale_drafts = false;
-  bool double_post_drafts = false;
-  bool lazy_post_update = false;
-  bool warmup_feedback = false;
-  bool narrow_sampled_width = false;
-  bool uncleared_padding = false;
-  bool router_ignores_padding = false;
-  bool alias_target_embed = false;
-  // vLLM #55745: the batch's drafts are gathered for the relay on the side stream, after it waits
-  // for the main stream, but nothing makes the next step's main-stream writes wait for the gather.
-  bool unordered_draft_gather = false;
-};
 
 struct EngineConfig {
   Topology topology;

@@ -71,8 +71,8 @@ serving_trace scenarios/serving/pp2_tp1_k5.toml 2
 serving_trace scenarios/serving/pp2_k5_single_payload.toml 2
 serving_trace scenarios/serving/pp2_stop_and_abort.toml 2
 serving_trace scenarios/serving/pp2_tp2_k5.toml 1 1
-for fault in stale_drafts double_post_drafts lazy_post_update warmup_feedback narrow_sampled_width uncleared_padding \
-             router_ignores_padding alias_target_embed; do
+# Every fault of the one list (engine/faults.h).
+for fault in $(grep -o 'FaultSwitch{"[a-z_]*"' engine/faults.h | cut -d'"' -f2); do
   serving_trace scenarios/regressions/"$fault".toml 1 1
 done
 # GPU traces recorded on 2 x H200 (docs/evidence/2xH200).

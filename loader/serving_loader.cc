@@ -123,21 +123,9 @@ serving::ServingScenario read_serving(const toml::table& root, const std::string
     TableReader r(*rt, file, "[runtime]");
     read_runtime(r, s.runtime, nullptr);
   }
-  section("faults",
-          "stale_drafts, double_post_drafts, lazy_post_update, warmup_feedback, narrow_sampled_width, uncleared_padding, "
-          "router_ignores_padding, alias_target_embed, unordered_draft_gather",
-          [&](TableReader& r) {
-            engine::Faults& f = c.faults;
-            f.stale_drafts = r.boolean("stale_drafts").value_or(false);
-            f.double_post_drafts = r.boolean("double_post_drafts").value_or(false);
-            f.lazy_post_update = r.boolean("lazy_post_update").value_or(false);
-            f.warmup_feedback = r.boolean("warmup_feedback").value_or(false);
-            f.narrow_sampled_width = r.boolean("narrow_sampled_width").value_or(false);
-            f.uncleared_padding = r.boolean("uncleared_padding").value_or(false);
-            f.router_ignores_padding = r.boolean("router_ignores_padding").value_or(false);
-            f.alias_target_embed = r.boolean("alias_target_embed").value_or(false);
-            f.unordered_draft_gather = r.boolean("unordered_draft_gather").value_or(false);
-          });
+  section("faults", engine::fault_names(), [&](TableReader& r) {
+    for (const engine::FaultSwitch& f : engine::kFaultSwitches) c.faults.*f.field = r.boolean(f.name).value_or(false);
+  });
   section("oracles", "golden, pp_invariance, padding_invariance", [&](TableReader& r) {
     s.oracles.golden = r.boolean("golden").value_or(true);
     s.oracles.pp_invariance = r.boolean("pp_invariance").value_or(true);

@@ -16,17 +16,13 @@
 
 #include "core/error.h"
 #include "core/printable.h"
+#include "engine/faults.h"
 #include "fuzzer/campaign.h"
 #include "tools/bad_input.h"
 #include "tools/run_support.h"
 
 namespace ppspec::tools {
 namespace {
-
-// The faults a campaign may switch on (engine::Faults).
-constexpr const char* kFaults[] = {"stale_drafts",         "double_post_drafts",     "lazy_post_update",
-                                   "warmup_feedback",      "narrow_sampled_width",   "uncleared_padding",
-                                   "router_ignores_padding", "alias_target_embed", "unordered_draft_gather"};
 
 // "90", "90s", "5m", "2h" -> seconds.
 std::optional<double> duration(std::string_view s) {
@@ -60,9 +56,9 @@ std::vector<std::string> parse_faults(const std::string& text) {
   while (start <= text.size() && !text.empty()) {
     const size_t comma = std::min(text.find(',', start), text.size());
     const std::string name = text.substr(start, comma - start);
-    if (std::find(std::begin(kFaults), std::end(kFaults), name) == std::end(kFaults))
+    if (!engine::is_fault(name))
       throw BadFlag{fmt::format("--faults: '{}' is not a fault; the faults are: {}", core::printable(name, 40),
-                                fmt::join(kFaults, ", "))};
+                                engine::fault_names())};
     out.push_back(name);
     start = comma + 1;
   }

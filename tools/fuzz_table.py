@@ -13,13 +13,15 @@ Prints the markdown table. With --corpus, copies each fault's shrunk file (rando
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 
-FAULTS = ["stale_drafts", "double_post_drafts", "lazy_post_update", "warmup_feedback", "narrow_sampled_width",
-          "uncleared_padding", "router_ignores_padding", "alias_target_embed", "unordered_draft_gather"]
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The one list of faults is engine/faults.h's table.
+with open(os.path.join(ROOT, "engine/faults.h")) as _fh:
+    FAULTS = re.findall(r'FaultSwitch\{"(\w+)"', _fh.read())
 
 
 def campaign(ppspec, space, fault, seconds, out):

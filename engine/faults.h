@@ -1,0 +1,61 @@
+// Historical bugs put back (DESIGN §6.6); all off by default. Each restores the code path the bug
+// lived in (scenarios/regressions/<fault>.toml shows the verdict it earns). kFaultSwitches is the
+// one list of them: the scenario loader and `ppspec fuzz --faults` use it, and the scripts
+// (tools/fuzz_table.py, fuzz/make_seed_corpus.sh) read the names from this file.
+#pragma once
+
+#include <array>
+#include <string>
+#include <string_view>
+
+namespace ppspec::engine {
+
+struct Faults {
+  bool stale_drafts = false;
+  bool double_post_drafts = false;
+  bool lazy_post_update = false;
+  bool warmup_feedback = false;
+  bool narrow_sampled_width = false;
+  bool uncleared_padding = false;
+  bool router_ignores_padding = false;
+  bool alias_target_embed = false;
+  // vLLM #55745: the batch's drafts are gathered for the relay on the side stream, after it waits
+  // for the main stream, but nothing makes the next step's main-stream writes wait for the gather.
+  bool unordered_draft_gather = false;
+};
+
+// A fault's name in a scenario's [faults] table, and its switch.
+struct FaultSwitch {
+  std::string_view name;
+  bool Faults::*field;
+};
+
+inline constexpr std::array kFaultSwitches{
+    FaultSwitch{"stale_drafts", &Faults::stale_drafts},
+    FaultSwitch{"double_post_drafts", &Faults::double_post_drafts},
+    FaultSwitch{"lazy_post_update", &Faults::lazy_post_update},
+    FaultSwitch{"warmup_feedback", &Faults::warmup_feedback},
+    FaultSwitch{"narrow_sampled_width", &Faults::narrow_sampled_width},
+    FaultSwitch{"uncleared_padding", &Faults::uncleared_padding},
+    FaultSwitch{"router_ignores_padding", &Faults::router_ignores_padding},
+    FaultSwitch{"alias_target_embed", &Faults::alias_target_embed},
+    FaultSwitch{"unordered_draft_gather", &Faults::unordered_draft_gather},
+};
+
+// The names, in the table's order, joined by ", ".
+inline std::string fault_names() {
+  std::string out;
+  for (const FaultSwitch& f : kFaultSwitches) {
+    if (!out.empty()) out += ", ";
+    out += f.name;
+  }
+  return out;
+}
+
+inline bool is_fault(std::string_view name) {
+  for (const FaultSwitch& f : kFaultSwitches)
+    if (f.name == name) return true;
+  return false;
+}
+
+}  // namespace ppspec::engine
