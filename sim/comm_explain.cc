@@ -1,10 +1,10 @@
-// Words for communication operations, and what a stuck communication kernel waits for: the raw
-// material of deadlock reports.
+#include "sim/comm_explain.h"
+
 #include <algorithm>
 #include <fmt/format.h>
 
 #include "core/assert.h"
-#include "sim/comm_system.h"
+#include "sim/comm_connect.h"
 #include "sim/device.h"
 #include "sim/sim_runtime.h"
 #include "sim/stream.h"
@@ -22,11 +22,11 @@ const P2PChannel& posted_channel(const SimComm& comm, int src, int dst) {
 
 }  // namespace
 
-std::string CommSystem::describe(const CommOp& op) const {
+std::string CommExplainer::describe(const CommOp& op) const {
   return fmt::format("{} on '{}' #{}", core::describe(op.spec.desc), op.spec.comm->name, op.spec.cseq);
 }
 
-std::string CommSystem::describe_kernel(const CommKernel& k) const {
+std::string CommExplainer::describe_kernel(const CommKernel& k) const {
   if (k.parts.size() == 1) return describe(k.parts.front());
   std::string s = fmt::format("group of {}: ", k.parts.size());
   for (size_t i = 0; i < k.parts.size(); ++i) {
@@ -36,50 +36,14 @@ std::string CommSystem::describe_kernel(const CommKernel& k) const {
   return s;
 }
 
-const CommKernel* CommSystem::order_blocker(const CommKernel& k) const {
+const CommKernel* CommExplainer::order_blocker(const CommKernel& k) const {
   const CommRankState& rs = k.comm->ranks[static_cast<size_t>(k.crank)];
   if (rs.completed != k.comm_seq && !rs.live.empty()) return rs.live.front();
-  const SimDevice& dev = device_of(*k.comm, k.crank);
+  const SimDevice& dev = member_device(rt_, *k.comm, k.crank);
   if (rt_.world().config().concurrency == core::Concurrency::serial && dev.comm_completed != k.dev_seq &&
       !dev.comm_live.empty())
     return dev.comm_live.front();
   return nullptr;
-}
-
-std::optional<core::Finding> CommSystem::unmatched() const {
-  const PostRecord* first = nullptr;
-  const SimComm* where = nullptr;
-  int64_t cseq = -1;
-  core::RankId partner = -1;
-  for (const auto& c : comms_) {
-    // Only the pairs that ever posted, in (src, dst) order.
-    for (const auto& [pair, ch] : c->channels) {
-      const auto [src, dst] = pair;
-      for (const auto* q : {&ch.unpaired_sends, &ch.unpaired_recvs}) {
-        if (q->empty() || (first != nullptr && first->op_id < q->front().op_id)) continue;
-        first = &q->front();
-        where = c.get();
-        const bool is_send = q == &ch.unpaired_sends;
-        cseq = is_send ? ch.sends_posted - static_cast<int64_t>(q->size()) : ch.recvs_posted - static_cast<int64_t>(q->size());
-        partner = c->members[static_cast<size_t>(is_send ? dst : src)];
-      }
-    }
-  }
-  if (first == nullptr) return std::nullopt;
-  core::Finding f;
-  f.verdict = core::Verdict::fifo_misalignment;
-  f.kind = "unmatched";
-  const bool is_send = first->desc.kind == core::OpKind::send;
-  f.summary = fmt::format(
-      "rank{} posted {} on '{}' (#{}) and rank{} never posted the matching {}: the run completed only because the "
-      "send fit the connection buffer (R4); its data waits there for the next {} from rank{} (R3)",
-      first->rank, core::describe(first->desc), where->name, cseq, partner, is_send ? "recv" : "send",
-      is_send ? "recv" : "send", first->rank);
-  f.sites.push_back(core::Site{first->rank, std::string(first->actor), where->name, cseq, core::describe(first->desc),
-                               std::string(first->origin)});
-  f.sites.push_back(core::Site{partner, "", where->name, cseq, fmt::format("never posts the matching {}", is_send ? "recv" : "send"), ""});
-  f.culprit = core::Culprit{partner, where->name, true, first->rank, cseq, "never-posted"};
-  return f;
 }
 
 namespace {
@@ -93,7 +57,7 @@ const CommOp* first_unstarted(const std::deque<CommOp*>& live) {
 
 }  // namespace
 
-Blocker CommSystem::p2p_blocker(const CommKernel& k, const CommOp& op) const {
+Blocker CommExplainer::p2p_blocker(const CommKernel& k, const CommOp& op) const {
   PPSPEC_ASSERT(core::is_p2p(op.spec.desc.kind) && !op.satisfied);
   const SimComm& comm = *k.comm;
   const bool is_send = op.spec.desc.kind == core::OpKind::send;
@@ -140,7 +104,7 @@ Blocker partner_blocker(const CommOp& other, core::RankId rank, std::string what
 
 }  // namespace
 
-std::vector<Blocker> CommSystem::release_blockers(const CommKernel& k) const {
+std::vector<Blocker> CommExplainer::release_blockers(const CommKernel& k) const {
   std::vector<Blocker> out;
   const SimComm& comm = *k.comm;
   for (const CommOp& op : k.parts) {
@@ -181,7 +145,7 @@ int64_t CollectiveHold::units_from_others(int crank) const {
   return static_cast<size_t>(crank) == lowest ? second_units : slot->units[lowest];
 }
 
-CollectiveHold CommSystem::collective_hold(const SimComm& comm, int64_t cseq) const {
+CollectiveHold CommExplainer::collective_hold(const SimComm& comm, int64_t cseq) const {
   CollectiveHold h;
   h.slot = comm.find_slot(cseq);
   if (h.slot == nullptr) return h;
@@ -206,14 +170,14 @@ CollectiveHold CommSystem::collective_hold(const SimComm& comm, int64_t cseq) co
   return h;
 }
 
-Blocker CommSystem::size_mismatch(const CollectiveHold& hold, int crank) const {
+Blocker CommExplainer::size_mismatch(const CollectiveHold& hold, int crank) const {
   PPSPEC_ASSERT(hold.slot != nullptr && hold.members.empty());
   return {Blocker::Kind::none, nullptr, -1,
           fmt::format("expects {} units but its peers provide {}: it spins forever (size mismatch, R5)",
                       hold.slot->units[static_cast<size_t>(crank)], hold.units_from_others(crank))};
 }
 
-core::Culprit CommSystem::never_connected(const Connection& c, core::RankId absent) const {
+core::Culprit CommExplainer::never_connected(const Connection& c, core::RankId absent) const {
   const SimComm& comm = *c.comm;
   const int a = comm.crank_of(absent);
   if (!c.p2p) return core::Culprit{absent, comm.name, false, -1, comm.ranks[static_cast<size_t>(a)].coll_posted, "never-posted"};

@@ -273,9 +273,9 @@ const std::vector<Link>& Explainer::init_links(const CommInit& init) {
   auto [it, made] = init_links_.try_emplace(&init);
   if (made) {
     for (const auto& c : rt_.comms().comms()) {
-      if (&c->init != &init) continue;
+      if (&rt_.comms().connections().init_of(*c) != &init) continue;
       for (size_t i = 0; i < c->members.size(); ++i)
-        if (!c->init.arrived[i])
+        if (!init.arrived[i])
           to_rank_hosts(it->second, c->members[i],
                         word(fmt::format("rank{} has not called comm_init('{}')", c->members[i], c->name)));
     }

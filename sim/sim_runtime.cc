@@ -135,18 +135,26 @@ void SimRuntime::settle_open_mismatches(bool report) {
   }
 }
 
+namespace {
+
+// The notes of verdict `v` become findings, in their order.
+void promote_notes_of_verdict(core::RunResult& r, core::Verdict v) {
+  for (auto it = r.notes.begin(); it != r.notes.end();) {
+    if (it->verdict == v) {
+      r.findings.push_back(std::move(*it));
+      it = r.notes.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+}  // namespace
+
 core::RunResult SimRuntime::run() {
   if (ran_) throw std::logic_error("a SimRuntime runs once");
   ran_ = true;
-  {
-    std::vector<std::vector<core::RankId>> members;
-    std::vector<std::string> names;
-    for (const auto& c : comms_.comms()) {
-      members.push_back(c->members);
-      names.push_back(c->name);
-    }
-    comms_.inversions().set_membership(num_ranks(), members, names);
-  }
+  comms_.watch_order_inversions(num_ranks());
   watch_blocking_calls();
   const bool report_mismatch = world_.config().on_mismatch == core::OnMismatch::report;
   world_.run([this, report_mismatch](World& w) {
@@ -183,18 +191,8 @@ core::RunResult SimRuntime::run() {
     f.summary = "the recorded schedule does not fit this run: the program or the simulator changed";
     r.findings.insert(r.findings.begin(), std::move(f));
   }
-  auto promote = [&r](core::Verdict v) {
-    for (auto it = r.notes.begin(); it != r.notes.end();) {
-      if (it->verdict == v) {
-        r.findings.push_back(std::move(*it));
-        it = r.notes.erase(it);
-      } else {
-        ++it;
-      }
-    }
-  };
-  if (r.findings.empty() && comms_.mismatch_seen()) promote(core::Verdict::fifo_misalignment);
-  if (r.findings.empty() && world_.config().strict) promote(core::Verdict::hazard);
+  if (r.findings.empty() && comms_.mismatch_seen()) promote_notes_of_verdict(r, core::Verdict::fifo_misalignment);
+  if (r.findings.empty() && world_.config().strict) promote_notes_of_verdict(r, core::Verdict::hazard);
   r.verdict = r.findings.empty() ? core::Verdict::pass : r.findings.front().verdict;
 
   r.stats.sched_steps = world_.steps();

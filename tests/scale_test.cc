@@ -45,7 +45,7 @@ ScaleRun run_program(const std::string& toml, sim::StrategySpec strategy = {}) {
   r.result = rt.run();
   for (const auto& c : rt.comms().comms()) {
     r.p2p_channels += c->channels.size();
-    r.p2p_connections += c->p2p_setups.size();
+    r.p2p_connections += rt.comms().connections().pairs_used(*c);
   }
   return r;
 }
