@@ -5,6 +5,34 @@
 
 namespace ppspec::engine {
 
+namespace {
+
+// The `tokens` rows of `r` one step schedules, before its new blocks are allocated.
+ScheduledRequest scheduled_row(const RequestRecord& r, int tokens) {
+  ScheduledRequest s;
+  s.idx = r.idx;
+  s.id = r.spec.id;
+  s.num_computed = r.num_computed;
+  s.num_tokens = tokens;
+  s.prefill_len = r.prefill_len();
+  s.out_index = static_cast<int32_t>(r.output.size());
+  s.first_new_block = static_cast<int32_t>(r.blocks.size());
+  return s;
+}
+
+// What the workers learn of a request when it is admitted.
+NewRequest new_request_of(const RequestRecord& r) {
+  NewRequest n;
+  n.idx = r.idx;
+  n.id = r.spec.id;
+  n.prompt = r.spec.prompt;
+  n.seed = r.spec.seed;
+  n.spread = r.spec.spread;
+  return n;
+}
+
+}  // namespace
+
 int blocks_needed(const EngineConfig& cfg) { return cfg.serving.max_num_seqs * cfg.max_blocks_per_req() + 1; }
 
 Scheduler::Scheduler(const EngineConfig& cfg, std::vector<RequestSpec> workload) : cfg_(cfg) {
@@ -54,14 +82,7 @@ std::shared_ptr<SchedulerOutput> Scheduler::schedule(int64_t step) {
   const int k = cfg_.spec.k;
   int budget = cfg_.serving.max_num_batched_tokens;
   auto add = [&](RequestRecord& r, int tokens) -> bool {
-    ScheduledRequest s;
-    s.idx = r.idx;
-    s.id = r.spec.id;
-    s.num_computed = r.num_computed;
-    s.num_tokens = tokens;
-    s.prefill_len = r.prefill_len();
-    s.out_index = static_cast<int32_t>(r.output.size());
-    s.first_new_block = static_cast<int32_t>(r.blocks.size());
+    ScheduledRequest s = scheduled_row(r, tokens);
     if (!allocate_blocks(r, r.num_computed + tokens, s.new_blocks)) return false;
     so->requests.push_back(std::move(s));
     so->num_tokens += tokens;
@@ -106,13 +127,7 @@ std::shared_ptr<SchedulerOutput> Scheduler::schedule(int64_t step) {
     r.admitted = true;
     running_.push_back(waiting_.front());
     waiting_.pop_front();
-    NewRequest n;
-    n.idx = r.idx;
-    n.id = r.spec.id;
-    n.prompt = r.spec.prompt;
-    n.seed = r.spec.seed;
-    n.spread = r.spec.spread;
-    so->new_requests.push_back(std::move(n));
+    so->new_requests.push_back(new_request_of(r));
   }
   if (so->requests.empty() && running_.empty()) return nullptr;  // wait for arrivals
   so->finished.swap(finished_idx_);

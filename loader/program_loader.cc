@@ -63,6 +63,12 @@ std::string_view op_keys(OpType t) {
   return "";
 }
 
+// All the keys an operation takes, `op` first, for TableReader::only and finish.
+std::string known_op_keys(OpType t) {
+  const std::string_view keys = op_keys(t);
+  return keys.empty() ? std::string("op") : fmt::format("op, {}", keys);
+}
+
 core::Time us_to_time(double us) { return static_cast<core::Time>(std::llround(us * static_cast<double>(core::kUs))); }
 
 struct Context {
@@ -86,114 +92,118 @@ std::string join(const std::vector<std::string>& v) {
   return s;
 }
 
+// The operation's stream: one of the declared streams; without the key, the first declared one
+// unless the operation must name its stream.
+void read_op_stream(TableReader& r, const Program& p, ProgramOp& op, bool required) {
+  auto s = r.string("stream");
+  if (!s) {
+    if (required) r.fail_here(fmt::format("'{}' needs a 'stream' (one of: {})", program::to_string(op.type), join(p.streams)));
+    op.stream = p.streams.front();
+    return;
+  }
+  if (std::find(p.streams.begin(), p.streams.end(), *s) == p.streams.end())
+    r.fail("stream", fmt::format("unknown stream '{}' (declared: {})", *s, join(p.streams)));
+  op.stream = *s;
+}
+
+// A name the operation cannot go without: its kernel, event, flag or graph (`article` for the message).
+std::string read_required_name(TableReader& r, OpType type, const char* key, const char* article) {
+  auto name = r.string(key);
+  if (!name || name->empty()) r.fail_here(fmt::format("'{}' needs {} '{}' name", program::to_string(type), article, key));
+  return *name;
+}
+
+// send, recv, broadcast, all_reduce, all_gather: a communicator `rank` belongs to, the peer or
+// root (a member too) for the ones that have one, and what is moved.
+void read_comm_op(TableReader& r, const Program& p, core::RankId rank, ProgramOp& op) {
+  auto comm = r.string("comm");
+  if (!comm) r.fail_here(fmt::format("'{}' needs a 'comm'", program::to_string(op.type)));
+  const program::CommDecl* c = find_comm(p, *comm);
+  if (c == nullptr) {
+    std::vector<std::string> names;
+    for (const auto& d : p.comms) names.push_back(d.name);
+    r.fail("comm", fmt::format("unknown communicator '{}' (declared: {})", *comm, join(names)));
+  }
+  if (!member(*c, rank)) r.fail("comm", fmt::format("rank {} is not a member of communicator '{}'", rank, *comm));
+  op.comm = *comm;
+  if (op.type == OpType::send || op.type == OpType::recv || op.type == OpType::broadcast) {
+    const char* key = op.type == OpType::broadcast ? "root" : "peer";
+    auto peer = r.integer(key, 0, p.num_ranks - 1);
+    if (!peer) r.fail_here(fmt::format("'{}' needs a '{}' (a global rank)", program::to_string(op.type), key));
+    op.peer = static_cast<core::RankId>(*peer);
+    if (!member(*c, op.peer)) r.fail(key, fmt::format("rank {} is not a member of communicator '{}'", op.peer, *comm));
+  }
+  op.dtype = r.choice<core::Dtype>("dtype", core::parse_dtype, core::dtype_names()).value_or(core::Dtype::f32);
+  op.count = r.integer("count", 0, int64_t{1} << 32).value_or(1);
+  op.label = r.string_or("label", "");
+  op.step = r.integer("step", 0, int64_t{1} << 40).value_or(-1);
+  read_op_stream(r, p, op, false);
+}
+
+// The operations that are no communication: kernels, events, synchronisation, memory, sleeps,
+// graph captures and flags (group_start, group_end and device_sync take no keys).
+void read_local_op(TableReader& r, const Program& p, ProgramOp& op) {
+  switch (op.type) {
+    case OpType::launch:
+    case OpType::preload:
+      op.kernel = read_required_name(r, op.type, "kernel", "a");
+      op.spec = r.string_or("spec", "");
+      if (op.type == OpType::launch) {
+        read_op_stream(r, p, op, false);
+        if (auto d = r.number("duration_us", 0, 1e9)) op.duration = us_to_time(*d);
+      }
+      break;
+    case OpType::record:
+    case OpType::wait_event:
+    case OpType::event_sync:
+      op.event = read_required_name(r, op.type, "event", "an");
+      if (op.type != OpType::event_sync) read_op_stream(r, p, op, true);
+      break;
+    case OpType::stream_sync:
+    case OpType::capture_begin: read_op_stream(r, p, op, true); break;
+    case OpType::malloc: {
+      auto b = r.integer("bytes", 0, int64_t{1} << 40);
+      if (!b) r.fail_here("'malloc' needs 'bytes'");
+      op.count = *b;
+      break;
+    }
+    case OpType::sleep: {
+      auto us = r.number("us", 0, 1e12);
+      if (!us) r.fail_here("'sleep' needs 'us' (microseconds)");
+      op.duration = us_to_time(*us);
+      break;
+    }
+    case OpType::wait_flag:
+    case OpType::set_flag:
+      read_op_stream(r, p, op, true);
+      op.flag = read_required_name(r, op.type, "flag", "a");
+      break;
+    case OpType::capture_end:
+    case OpType::graph_launch:
+      read_op_stream(r, p, op, true);
+      op.graph = read_required_name(r, op.type, "graph", "a");
+      break;
+    default: break;
+  }
+}
+
 ProgramOp read_op(Context& ctx, const toml::table& t, core::RankId rank, const std::string& where) {
   TableReader r(t, ctx.file, where);
   ProgramOp op;
   if (auto name = t.get("op"); name != nullptr && name->is_string()) {
     if (auto type = program::parse_op_type(name->as_string()->get())) {
-      const std::string_view keys = op_keys(*type);
-      r.only(keys.empty() ? std::string("op") : fmt::format("op, {}", keys));
+      r.only(known_op_keys(*type));
     }
   }
   op.origin = fmt::format("{}:{}", std::filesystem::path(ctx.file).filename().string(), r.line());
   const auto type = r.choice<OpType>("op", program::parse_op_type, program::op_type_names());
   if (!type) r.fail_here(fmt::format("missing key 'op' (one of: {})", program::op_type_names()));
   op.type = *type;
-  const Program& p = ctx.p;
-
-  auto need_stream = [&](bool required) {
-    auto s = r.string("stream");
-    if (!s) {
-      if (required) r.fail_here(fmt::format("'{}' needs a 'stream' (one of: {})", program::to_string(op.type), join(p.streams)));
-      op.stream = p.streams.front();
-      return;
-    }
-    if (std::find(p.streams.begin(), p.streams.end(), *s) == p.streams.end())
-      r.fail("stream", fmt::format("unknown stream '{}' (declared: {})", *s, join(p.streams)));
-    op.stream = *s;
-  };
-
-  if (program::is_comm_op(op.type)) {
-    auto comm = r.string("comm");
-    if (!comm) r.fail_here(fmt::format("'{}' needs a 'comm'", program::to_string(op.type)));
-    const program::CommDecl* c = find_comm(p, *comm);
-    if (c == nullptr) {
-      std::vector<std::string> names;
-      for (const auto& d : p.comms) names.push_back(d.name);
-      r.fail("comm", fmt::format("unknown communicator '{}' (declared: {})", *comm, join(names)));
-    }
-    if (!member(*c, rank)) r.fail("comm", fmt::format("rank {} is not a member of communicator '{}'", rank, *comm));
-    op.comm = *comm;
-    if (op.type == OpType::send || op.type == OpType::recv || op.type == OpType::broadcast) {
-      const char* key = op.type == OpType::broadcast ? "root" : "peer";
-      auto peer = r.integer(key, 0, p.num_ranks - 1);
-      if (!peer) r.fail_here(fmt::format("'{}' needs a '{}' (a global rank)", program::to_string(op.type), key));
-      op.peer = static_cast<core::RankId>(*peer);
-      if (!member(*c, op.peer)) r.fail(key, fmt::format("rank {} is not a member of communicator '{}'", op.peer, *comm));
-    }
-    op.dtype = r.choice<core::Dtype>("dtype", core::parse_dtype, core::dtype_names()).value_or(core::Dtype::f32);
-    op.count = r.integer("count", 0, int64_t{1} << 32).value_or(1);
-    op.label = r.string_or("label", "");
-    op.step = r.integer("step", 0, int64_t{1} << 40).value_or(-1);
-    need_stream(false);
-  } else {
-    switch (op.type) {
-      case OpType::launch:
-      case OpType::preload: {
-        auto k = r.string("kernel");
-        if (!k || k->empty()) r.fail_here(fmt::format("'{}' needs a 'kernel' name", program::to_string(op.type)));
-        op.kernel = *k;
-        op.spec = r.string_or("spec", "");
-        if (op.type == OpType::launch) {
-          need_stream(false);
-          if (auto d = r.number("duration_us", 0, 1e9)) op.duration = us_to_time(*d);
-        }
-        break;
-      }
-      case OpType::record:
-      case OpType::wait_event:
-      case OpType::event_sync: {
-        auto e = r.string("event");
-        if (!e || e->empty()) r.fail_here(fmt::format("'{}' needs an 'event' name", program::to_string(op.type)));
-        op.event = *e;
-        if (op.type != OpType::event_sync) need_stream(true);
-        break;
-      }
-      case OpType::stream_sync: need_stream(true); break;
-      case OpType::malloc: {
-        auto b = r.integer("bytes", 0, int64_t{1} << 40);
-        if (!b) r.fail_here("'malloc' needs 'bytes'");
-        op.count = *b;
-        break;
-      }
-      case OpType::sleep: {
-        auto us = r.number("us", 0, 1e12);
-        if (!us) r.fail_here("'sleep' needs 'us' (microseconds)");
-        op.duration = us_to_time(*us);
-        break;
-      }
-      case OpType::capture_begin: need_stream(true); break;
-      case OpType::wait_flag:
-      case OpType::set_flag: {
-        need_stream(true);
-        auto f = r.string("flag");
-        if (!f || f->empty()) r.fail_here(fmt::format("'{}' needs a 'flag' name", program::to_string(op.type)));
-        op.flag = *f;
-        break;
-      }
-      case OpType::capture_end:
-      case OpType::graph_launch: {
-        need_stream(true);
-        auto g = r.string("graph");
-        if (!g || g->empty()) r.fail_here(fmt::format("'{}' needs a 'graph' name", program::to_string(op.type)));
-        op.graph = *g;
-        break;
-      }
-      default: break;
-    }
-  }
-  const std::string_view keys = op_keys(op.type);
-  r.finish(keys.empty() ? std::string("op") : fmt::format("op, {}", keys));
+  if (program::is_comm_op(op.type))
+    read_comm_op(r, ctx.p, rank, op);
+  else
+    read_local_op(r, ctx.p, op);
+  r.finish(known_op_keys(op.type));
   return op;
 }
 
@@ -470,6 +480,136 @@ void read_runtime(TableReader& r, sim::SimConfig& cfg, core::Time* hang_timeout)
   r.finish(kRuntimeKeys);
 }
 
+namespace {
+
+// `streams`: the names operations may give as their stream (default: a single stream, "main").
+void read_streams(TableReader& top, Program& p) {
+  const toml::array* streams = top.array("streams");
+  if (streams == nullptr) return;
+  p.streams.clear();
+  for (const auto& n : *streams) {
+    if (!n.is_string() || n.as_string()->get().empty() || n.as_string()->get().size() > kNameBytesMax ||
+        core::printable(n.as_string()->get()) != n.as_string()->get())
+      throw core::InputError(top.file(), line_of(n),
+                             fmt::format("'streams': expected stream names of 1..{} printable characters", kNameBytesMax));
+    const std::string& s = n.as_string()->get();
+    if (std::find(p.streams.begin(), p.streams.end(), s) != p.streams.end())
+      throw core::InputError(top.file(), line_of(n), fmt::format("'streams': '{}' declared twice", s));
+    p.streams.push_back(s);
+  }
+  if (p.streams.empty()) top.fail("streams", "declare at least one stream");
+}
+
+// One [[communicator]]: a unique name and its members, global ranks in order.
+program::CommDecl read_communicator(TableReader& c, const Program& p) {
+  program::CommDecl d;
+  auto name = c.string("name");
+  if (!name || name->empty()) c.fail_here("missing 'name'");
+  if (find_comm(p, *name) != nullptr) c.fail("name", fmt::format("communicator '{}' declared twice", *name));
+  d.name = *name;
+  const toml::array* members = c.array("ranks");
+  if (members == nullptr || members->empty()) c.fail_here("missing 'ranks' (the global ranks of its members, in order)");
+  for (const auto& m : *members) {
+    if (!m.is_integer() || m.as_integer()->get() < 0 || m.as_integer()->get() >= p.num_ranks)
+      throw core::InputError(c.file(), line_of(m),
+                             fmt::format("communicator '{}': ranks must be integers in [0, {}]", d.name, p.num_ranks - 1));
+    const auto r = static_cast<core::RankId>(m.as_integer()->get());
+    if (member(d, r)) throw core::InputError(c.file(), line_of(m), fmt::format("communicator '{}': rank {} listed twice", d.name, r));
+    d.ranks.push_back(r);
+  }
+  c.finish("name, ranks");
+  return d;
+}
+
+void read_communicators(TableReader& top, Program& p) {
+  const toml::array* comms = top.array("communicator");
+  if (comms == nullptr) return;
+  for (size_t i = 0; i < comms->size(); ++i) {
+    const toml::node& n = *comms->get(i);
+    if (!n.is_table()) throw core::InputError(top.file(), line_of(n), "[[communicator]]: expected a table");
+    TableReader c(*n.as_table(), top.file(), fmt::format("[[communicator]] #{}", i + 1));
+    p.comms.push_back(read_communicator(c, p));
+  }
+}
+
+// The rank a [rank.N] table describes. Canonical numbers only: [rank.01] and [rank.1] would
+// otherwise both describe rank 1.
+core::RankId rank_of_table(const std::string& file, const Program& p, const std::string& k, const toml::node& node) {
+  int64_t r = -1;
+  auto [ptr, ec] = std::from_chars(k.data(), k.data() + k.size(), r);
+  if (ec != std::errc() || ptr != k.data() + k.size() || r < 0 || r >= p.num_ranks || (k.size() > 1 && k[0] == '0'))
+    throw core::InputError(file, line_of(node),
+                           fmt::format("[rank.{}]: expected a rank number in [0, {}], without leading zeros",
+                                       core::printable(k, 60), p.num_ranks - 1));
+  return static_cast<core::RankId>(r);
+}
+
+// The host threads of rank `r`: its [rank.N.thread.NAME] tables, or, without any, the [rank.N]
+// table itself as a single thread named "host".
+std::vector<program::ThreadProgram> read_rank_threads(Context& ctx, const toml::table& t, core::RankId r) {
+  const std::string where = fmt::format("[rank.{}]", r);
+  std::vector<program::ThreadProgram> threads;
+  if (!t.contains("thread")) {
+    threads.push_back(read_thread(ctx, t, r, where, "host"));
+    return threads;
+  }
+  TableReader rr(t, ctx.file, where);
+  const toml::table* th = rr.table("thread");
+  rr.finish("thread (or ops and repeat for a single thread)");
+  if (th->empty()) rr.fail("thread", "declare at least one thread");
+  for (const auto& [tk, tn] : *th) {
+    check_thread_name(ctx.file, ctx.p, tk.str(), line_of(tn), where);
+    if (!tn.is_table()) throw core::InputError(ctx.file, line_of(tn), fmt::format("{}.thread.{}: expected a table", where, tk.str()));
+    threads.push_back(read_thread(ctx, *tn.as_table(), r, fmt::format("[rank.{}.thread.{}]", r, tk.str()), std::string(tk.str())));
+  }
+  return threads;
+}
+
+// [rank.N] for every rank N, each described once.
+void read_rank_tables(Context& ctx, TableReader& top) {
+  Program& p = ctx.p;
+  p.ranks.assign(static_cast<size_t>(p.num_ranks), {});
+  const toml::table* rank_tables = top.table("rank");
+  if (rank_tables == nullptr) top.fail_here("missing [rank.N] tables with each rank's operations");
+  std::vector<bool> seen(static_cast<size_t>(p.num_ranks), false);
+  for (const auto& [key, node] : *rank_tables) {
+    const std::string k(key.str());
+    const core::RankId r = rank_of_table(ctx.file, p, k, node);
+    if (seen[static_cast<size_t>(r)])
+      throw core::InputError(ctx.file, line_of(node), fmt::format("[rank.{}]: rank {} is described twice", k, r));
+    if (!node.is_table()) throw core::InputError(ctx.file, line_of(node), fmt::format("[rank.{}]: expected a table", k));
+    seen[static_cast<size_t>(r)] = true;
+    p.ranks[static_cast<size_t>(r)] = read_rank_threads(ctx, *node.as_table(), r);
+  }
+  for (size_t r = 0; r < seen.size(); ++r)
+    if (!seen[r]) top.fail("rank", fmt::format("rank {} has no [rank.{}] table", r, r));
+}
+
+// Checks once every rank is read: events recorded anywhere on a rank may be waited for by any of
+// its threads.
+void check_ranks(const std::string& file, const Program& p, int line) {
+  for (size_t r = 0; r < p.ranks.size(); ++r) {
+    std::set<std::string> events;
+    for (const auto& tp : p.ranks[r])
+      for (const auto& op : tp.ops)
+        if (op.type == OpType::record) events.insert(op.event);
+    for (const auto& tp : p.ranks[r]) check_thread(file, tp, static_cast<core::RankId>(r), events, line);
+    check_rank_captures(file, p.ranks[r], static_cast<core::RankId>(r), line);
+  }
+}
+
+}  // namespace
+
+void read_explore(TableReader& explore, uint64_t& seed, uint64_t& seeds, sim::StrategySpec& strategy) {
+  seed = static_cast<uint64_t>(explore.integer("seed", 0, INT64_MAX).value_or(1));
+  seeds = static_cast<uint64_t>(explore.integer("seeds", 1, 1'000'000'000).value_or(1));
+  if (auto s = explore.string("strategy")) {
+    auto spec = sim::parse_strategy(*s);
+    if (!spec) explore.fail("strategy", fmt::format("'{}' is not {}", core::printable(*s, 60), sim::kStrategySyntax));
+    strategy = *spec;
+  }
+}
+
 Program read_program(const toml::table& root, const std::string& file) {
   Program p;
   p.file = file;
@@ -483,109 +623,19 @@ Program read_program(const toml::table& root, const std::string& file) {
   auto ranks = top.integer("ranks", 1, 1024);
   if (!ranks) top.fail_here("missing 'ranks' (the number of ranks, 1..1024)");
   p.num_ranks = static_cast<int>(*ranks);
-
-  if (const toml::array* streams = top.array("streams")) {
-    p.streams.clear();
-    for (const auto& n : *streams) {
-      if (!n.is_string() || n.as_string()->get().empty() || n.as_string()->get().size() > kNameBytesMax ||
-          core::printable(n.as_string()->get()) != n.as_string()->get())
-        throw core::InputError(file, line_of(n), fmt::format("'streams': expected stream names of 1..{} printable characters", kNameBytesMax));
-      const std::string& s = n.as_string()->get();
-      if (std::find(p.streams.begin(), p.streams.end(), s) != p.streams.end())
-        throw core::InputError(file, line_of(n), fmt::format("'streams': '{}' declared twice", s));
-      p.streams.push_back(s);
-    }
-    if (p.streams.empty()) top.fail("streams", "declare at least one stream");
-  }
-
+  read_streams(top, p);
   if (const toml::table* rt = top.table("runtime")) {
     TableReader r(*rt, file, "[runtime]");
     read_runtime(r, p.config, &p.hang_timeout);
   }
-
-  if (const toml::array* comms = top.array("communicator")) {
-    for (size_t i = 0; i < comms->size(); ++i) {
-      const toml::node& n = *comms->get(i);
-      if (!n.is_table()) throw core::InputError(file, line_of(n), "[[communicator]]: expected a table");
-      TableReader c(*n.as_table(), file, fmt::format("[[communicator]] #{}", i + 1));
-      program::CommDecl d;
-      auto name = c.string("name");
-      if (!name || name->empty()) c.fail_here("missing 'name'");
-      if (find_comm(p, *name) != nullptr) c.fail("name", fmt::format("communicator '{}' declared twice", *name));
-      d.name = *name;
-      const toml::array* members = c.array("ranks");
-      if (members == nullptr || members->empty()) c.fail_here("missing 'ranks' (the global ranks of its members, in order)");
-      for (const auto& m : *members) {
-        if (!m.is_integer() || m.as_integer()->get() < 0 || m.as_integer()->get() >= p.num_ranks)
-          throw core::InputError(file, line_of(m), fmt::format("communicator '{}': ranks must be integers in [0, {}]", d.name, p.num_ranks - 1));
-        const auto r = static_cast<core::RankId>(m.as_integer()->get());
-        if (member(d, r)) throw core::InputError(file, line_of(m), fmt::format("communicator '{}': rank {} listed twice", d.name, r));
-        d.ranks.push_back(r);
-      }
-      c.finish("name, ranks");
-      p.comms.push_back(std::move(d));
-    }
-  }
-
-  p.ranks.assign(static_cast<size_t>(p.num_ranks), {});
-  const toml::table* rank_tables = top.table("rank");
-  if (rank_tables == nullptr) top.fail_here("missing [rank.N] tables with each rank's operations");
-  std::vector<bool> seen(static_cast<size_t>(p.num_ranks), false);
-  // Two passes: events recorded anywhere on a rank may be waited for by any of its threads.
-  for (const auto& [key, node] : *rank_tables) {
-    const std::string k(key.str());
-    int64_t r = -1;
-    auto [ptr, ec] = std::from_chars(k.data(), k.data() + k.size(), r);
-    // Canonical numbers only: [rank.01] and [rank.1] would otherwise both describe rank 1.
-    if (ec != std::errc() || ptr != k.data() + k.size() || r < 0 || r >= p.num_ranks || (k.size() > 1 && k[0] == '0'))
-      throw core::InputError(file, line_of(node),
-                             fmt::format("[rank.{}]: expected a rank number in [0, {}], without leading zeros",
-                                         core::printable(k, 60), p.num_ranks - 1));
-    if (seen[static_cast<size_t>(r)])
-      throw core::InputError(file, line_of(node), fmt::format("[rank.{}]: rank {} is described twice", k, r));
-    if (!node.is_table()) throw core::InputError(file, line_of(node), fmt::format("[rank.{}]: expected a table", k));
-    const toml::table& t = *node.as_table();
-    const std::string where = fmt::format("[rank.{}]", r);
-    seen[static_cast<size_t>(r)] = true;
-    auto& threads = p.ranks[static_cast<size_t>(r)];
-    if (t.contains("thread")) {
-      TableReader rr(t, file, where);
-      const toml::table* th = rr.table("thread");
-      rr.finish("thread (or ops and repeat for a single thread)");
-      if (th->empty()) rr.fail("thread", "declare at least one thread");
-      for (const auto& [tk, tn] : *th) {
-        check_thread_name(file, p, tk.str(), line_of(tn), where);
-        if (!tn.is_table()) throw core::InputError(file, line_of(tn), fmt::format("{}.thread.{}: expected a table", where, tk.str()));
-        threads.push_back(read_thread(ctx, *tn.as_table(), static_cast<core::RankId>(r),
-                                      fmt::format("[rank.{}.thread.{}]", r, tk.str()), std::string(tk.str())));
-      }
-    } else {
-      threads.push_back(read_thread(ctx, t, static_cast<core::RankId>(r), where, "host"));
-    }
-  }
-  for (size_t r = 0; r < seen.size(); ++r)
-    if (!seen[r]) top.fail("rank", fmt::format("rank {} has no [rank.{}] table", r, r));
-  for (size_t r = 0; r < p.ranks.size(); ++r) {
-    std::set<std::string> events;
-    for (const auto& tp : p.ranks[r])
-      for (const auto& op : tp.ops)
-        if (op.type == OpType::record) events.insert(op.event);
-    for (const auto& tp : p.ranks[r]) check_thread(file, tp, static_cast<core::RankId>(r), events, top.line("rank"));
-    check_rank_captures(file, p.ranks[r], static_cast<core::RankId>(r), top.line("rank"));
-  }
-
+  read_communicators(top, p);
+  read_rank_tables(ctx, top);
+  check_ranks(file, p, top.line("rank"));
   if (const toml::table* ex = top.table("explore")) {
     TableReader e(*ex, file, "[explore]");
-    p.explore.seed = static_cast<uint64_t>(e.integer("seed", 0, INT64_MAX).value_or(1));
-    p.explore.seeds = static_cast<uint64_t>(e.integer("seeds", 1, 1'000'000'000).value_or(1));
-    if (auto s = e.string("strategy")) {
-      auto spec = sim::parse_strategy(*s);
-      if (!spec) e.fail("strategy", fmt::format("'{}' is not {}", core::printable(*s, 60), sim::kStrategySyntax));
-      p.explore.strategy = *spec;
-    }
+    read_explore(e, p.explore.seed, p.explore.seeds, p.explore.strategy);
     e.finish("seed, seeds, strategy");
   }
-
   p.expect = read_expect(top, file, "program");
   top.finish(kProgramTopKeys);
   return p;

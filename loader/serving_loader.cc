@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fmt/format.h>
+#include <utility>
 
 #include "core/printable.h"
 #include "engine/scheduler.h"
@@ -14,8 +15,170 @@ namespace {
 
 constexpr std::string_view kServingTopKeys =
     "kind, name, description, topology, model, spec, serving, workload, runtime, faults, oracles, explore, expect";
+constexpr std::string_view kTopologyKeys = "pp, tp";
+constexpr std::string_view kModelKeys =
+    "vocab, layers, lanes, block_size, num_blocks, alpha, stop_token, max_model_len, checkpoint_seed, experts, topk";
+constexpr std::string_view kSpecKeys = "k, feedback";
+constexpr std::string_view kServingKeys = "capture_sizes, max_num_seqs, max_num_batched_tokens, chunked_prefill, warmup_steps";
+constexpr std::string_view kWorkloadKeys =
+    "num_requests, prompt_min, prompt_max, output_min, output_max, arrival, mean_gap_us, temperature, seed, "
+    "abort_every, abort_after, abort_in_flight";
+constexpr std::string_view kOraclesKeys = "golden, pp_invariance, padding_invariance";
+constexpr std::string_view kExploreKeys = "seed, seeds, strategy";
 
 int to_int(int64_t v) { return static_cast<int>(v); }
+
+// Reads the scenario's table `key`, if it has one, into `part`. Unknown keys are refused before
+// reading, so that a misspelt key is reported before the value it was meant to give.
+template <typename Part>
+void read_section(TableReader& top, std::string_view key, std::string_view known, Part& part,
+                  void (*read)(TableReader&, Part&)) {
+  if (const toml::table* t = top.table(key)) {
+    TableReader r(*t, top.file(), fmt::format("[{}]", key));
+    r.only(known);
+    read(r, part);
+    r.finish(known);
+  }
+}
+
+// A key that names one of two values. Unlike TableReader::choice, the message quotes the value as
+// written (no core::printable): what these two keys have always said.
+template <typename E>
+void read_one_of_two(TableReader& r, std::string_view key, E& field, std::pair<std::string_view, E> first,
+                     std::pair<std::string_view, E> second) {
+  if (auto name = r.string(key)) {
+    if (*name == first.first)
+      field = first.second;
+    else if (*name == second.first)
+      field = second.second;
+    else
+      r.fail(key, fmt::format("'{}' is not one of: {}, {}", *name, first.first, second.first));
+  }
+}
+
+void read_topology_table(TableReader& r, engine::Topology& t) {
+  t.pp = to_int(r.integer("pp", 1, 64).value_or(1));
+  t.tp = to_int(r.integer("tp", 1, 64).value_or(1));
+}
+
+void read_model_table(TableReader& r, engine::ModelConfig& m) {
+  m.vocab = to_int(r.integer("vocab", 8, 1 << 16).value_or(m.vocab));
+  m.layers = to_int(r.integer("layers", 1, 256).value_or(m.layers));
+  m.lanes = to_int(r.integer("lanes", 1, 1024).value_or(m.lanes));
+  m.block_size = to_int(r.integer("block_size", 1, 1024).value_or(m.block_size));
+  m.num_blocks = to_int(r.integer("num_blocks", 2, 1 << 24).value_or(0));
+  m.alpha = r.number("alpha", 0, 1).value_or(m.alpha);
+  m.stop_token = r.integer("stop_token", -1, 1 << 16).value_or(m.stop_token);
+  m.max_model_len = to_int(r.integer("max_model_len", 8, 1 << 20).value_or(m.max_model_len));
+  m.checkpoint_seed = static_cast<uint64_t>(r.integer("checkpoint_seed", 0, INT64_MAX).value_or(1));
+  m.experts = to_int(r.integer("experts", 1, 64).value_or(m.experts));
+  m.topk = to_int(r.integer("topk", 1, 64).value_or(m.topk));
+  if (m.topk > m.experts) r.fail("topk", fmt::format("{} exceeds the {} experts", m.topk, m.experts));
+  if (m.stop_token >= m.vocab) r.fail("stop_token", fmt::format("{} is not a token of the vocabulary ({})", m.stop_token, m.vocab));
+}
+
+void read_spec_table(TableReader& r, engine::SpecConfig& spec) {
+  spec.k = to_int(r.integer("k", 0, 16).value_or(0));
+  read_one_of_two(r, "feedback", spec.feedback, {"three-message", engine::Feedback::three_message},
+                  {"single-payload", engine::Feedback::single_payload});
+}
+
+void read_serving_table(TableReader& r, engine::ServingConfig& v) {
+  v.max_num_seqs = to_int(r.integer("max_num_seqs", 1, 4096).value_or(v.max_num_seqs));
+  v.max_num_batched_tokens = to_int(r.integer("max_num_batched_tokens", 1, 1 << 20).value_or(v.max_num_batched_tokens));
+  v.chunked_prefill = r.boolean("chunked_prefill").value_or(v.chunked_prefill);
+  v.warmup_steps = to_int(r.integer("warmup_steps", 1, 64).value_or(v.warmup_steps));
+  if (const toml::array* sizes = r.array("capture_sizes")) {
+    for (const auto& n : *sizes) {
+      if (!n.is_integer() || n.as_integer()->get() < 1 || n.as_integer()->get() > (1 << 20))
+        throw core::InputError(r.file(), line_of(n), "[serving] 'capture_sizes': expected positive integers");
+      const int size = to_int(n.as_integer()->get());
+      if (!v.capture_sizes.empty() && size <= v.capture_sizes.back())
+        throw core::InputError(r.file(), line_of(n), fmt::format("[serving] 'capture_sizes': must be sorted and unique ({} after {})",
+                                                                 size, v.capture_sizes.back()));
+      v.capture_sizes.push_back(size);
+    }
+  }
+}
+
+void read_workload_table(TableReader& r, engine::WorkloadConfig& w) {
+  w.num_requests = to_int(r.integer("num_requests", 1, 1 << 20).value_or(w.num_requests));
+  w.prompt_min = to_int(r.integer("prompt_min", 1, 1 << 16).value_or(w.prompt_min));
+  w.prompt_max = to_int(r.integer("prompt_max", 1, 1 << 16).value_or(w.prompt_max));
+  w.output_min = to_int(r.integer("output_min", 1, 1 << 16).value_or(w.output_min));
+  w.output_max = to_int(r.integer("output_max", 1, 1 << 16).value_or(w.output_max));
+  if (w.prompt_min > w.prompt_max) r.fail("prompt_min", fmt::format("{} exceeds prompt_max {}", w.prompt_min, w.prompt_max));
+  if (w.output_min > w.output_max) r.fail("output_min", fmt::format("{} exceeds output_max {}", w.output_min, w.output_max));
+  read_one_of_two(r, "arrival", w.arrival, {"burst", engine::Arrival::burst}, {"poisson", engine::Arrival::poisson});
+  w.mean_gap_us = r.number("mean_gap_us", 0, 1e9).value_or(w.mean_gap_us);
+  w.temperature = r.number("temperature", 0, 16).value_or(w.temperature);
+  w.seed = static_cast<uint64_t>(r.integer("seed", 0, INT64_MAX).value_or(1));
+  w.abort_every = to_int(r.integer("abort_every", 0, 1 << 20).value_or(0));
+  w.abort_after = to_int(r.integer("abort_after", 1, 1 << 20).value_or(w.abort_after));
+  w.abort_in_flight = r.boolean("abort_in_flight").value_or(false);
+}
+
+// The one list of faults (engine/faults.h) says which keys there are.
+void read_faults_table(TableReader& r, engine::Faults& f) {
+  for (const engine::FaultSwitch& fault : engine::kFaultSwitches) f.*fault.field = r.boolean(fault.name).value_or(false);
+}
+
+void read_oracles_table(TableReader& r, serving::Oracles& o) {
+  o.golden = r.boolean("golden").value_or(true);
+  o.pp_invariance = r.boolean("pp_invariance").value_or(true);
+  o.padding_invariance = r.boolean("padding_invariance").value_or(true);
+}
+
+void read_serving_explore_table(TableReader& r, serving::ServingScenario& s) { read_explore(r, s.seed, s.seeds, s.strategy); }
+
+// The line of `key` in the scenario's table `where` (the table's own line without the key): the
+// line of what decides a whole-scenario check.
+int serving_line_of_key(TableReader& top, std::string_view where, std::string_view key) {
+  if (const toml::table* t = top.table(where)) {
+    if (const toml::node* n = t->get(key)) return line_of(*n);
+    return line_of(*t);
+  }
+  return 1;
+}
+
+[[noreturn]] void fail_serving_check(TableReader& top, std::string_view where, std::string_view key, const std::string& msg) {
+  throw core::InputError(top.file(), serving_line_of_key(top, where, key), fmt::format("[{}] {}", where, msg));
+}
+
+// Whole-scenario checks, across tables: each names the line of the key that decides it.
+void check_serving_config(TableReader& top, const engine::EngineConfig& c) {
+  const engine::ModelConfig& m = c.model;
+  if (c.topology.pp > m.layers)
+    fail_serving_check(top, "topology", "pp", fmt::format("pp = {} has more stages than the model has layers ({})", c.topology.pp, m.layers));
+  if (m.lanes % c.topology.tp != 0)
+    fail_serving_check(top, "topology", "tp", fmt::format("tp = {} does not divide the model's {} lanes", c.topology.tp, m.lanes));
+  const int k = c.spec.k;
+  for (int size : c.serving.capture_sizes)
+    if (k > 0 && size % (k + 1) != 0)
+      fail_serving_check(top, "serving", "capture_sizes",
+                         fmt::format("capture size {} is not a multiple of K+1 = {}: decode graphs replay whole verification blocks "
+                                     "(vLLM adjust_cudagraph_sizes_for_spec_decode)",
+                                     size, k + 1));
+  const engine::WorkloadConfig& w = c.workload;
+  // A request whose output would pass max_model_len ends at the cap (the engine core finishes it
+  // when its next verification block no longer fits); its prompt must leave room for one.
+  if (w.prompt_max + k + 1 >= m.max_model_len)
+    fail_serving_check(top, "workload", "prompt_max",
+                       fmt::format("prompts of {} tokens (+{} for a verification block) leave no room below max_model_len {}",
+                                   w.prompt_max, k + 1, m.max_model_len));
+  if (m.num_blocks > 0 && engine::blocks_needed(c) > m.num_blocks)
+    fail_serving_check(top, "model", "num_blocks",
+                       fmt::format("the workload needs up to {} KV blocks ({} sequences x {} blocks + the null block), the cache has {}",
+                                   engine::blocks_needed(c), c.serving.max_num_seqs, c.max_blocks_per_req(), m.num_blocks));
+  if (!c.serving.chunked_prefill && w.prompt_max > c.serving.max_num_batched_tokens)
+    fail_serving_check(top, "serving", "max_num_batched_tokens",
+                       fmt::format("without chunked prefill a {}-token prompt never fits a {}-token budget", w.prompt_max,
+                                   c.serving.max_num_batched_tokens));
+  if (k + 1 > c.serving.max_num_batched_tokens)
+    fail_serving_check(top, "serving", "max_num_batched_tokens",
+                       fmt::format("a budget of {} tokens cannot hold one verification block of K+1 = {}",
+                                   c.serving.max_num_batched_tokens, k + 1));
+}
 
 }  // namespace
 
@@ -33,158 +196,22 @@ serving::ServingScenario read_serving(const toml::table& root, const std::string
   (void)top.node("kind");
   s.name = top.string_or("name", std::filesystem::path(file).stem().string());
   s.description = top.string_or("description", "");
-
-  auto section = [&](std::string_view key, std::string_view known, auto&& read) {
-    if (const toml::table* t = top.table(key)) {
-      TableReader r(*t, file, fmt::format("[{}]", key));
-      r.only(known);
-      read(r);
-      r.finish(known);
-    }
-  };
-  section("topology", "pp, tp", [&](TableReader& r) {
-    c.topology.pp = to_int(r.integer("pp", 1, 64).value_or(1));
-    c.topology.tp = to_int(r.integer("tp", 1, 64).value_or(1));
-  });
-  section("model", "vocab, layers, lanes, block_size, num_blocks, alpha, stop_token, max_model_len, checkpoint_seed, experts, topk",
-          [&](TableReader& r) {
-            engine::ModelConfig& m = c.model;
-            m.vocab = to_int(r.integer("vocab", 8, 1 << 16).value_or(m.vocab));
-            m.layers = to_int(r.integer("layers", 1, 256).value_or(m.layers));
-            m.lanes = to_int(r.integer("lanes", 1, 1024).value_or(m.lanes));
-            m.block_size = to_int(r.integer("block_size", 1, 1024).value_or(m.block_size));
-            m.num_blocks = to_int(r.integer("num_blocks", 2, 1 << 24).value_or(0));
-            m.alpha = r.number("alpha", 0, 1).value_or(m.alpha);
-            m.stop_token = r.integer("stop_token", -1, 1 << 16).value_or(m.stop_token);
-            m.max_model_len = to_int(r.integer("max_model_len", 8, 1 << 20).value_or(m.max_model_len));
-            m.checkpoint_seed = static_cast<uint64_t>(r.integer("checkpoint_seed", 0, INT64_MAX).value_or(1));
-            m.experts = to_int(r.integer("experts", 1, 64).value_or(m.experts));
-            m.topk = to_int(r.integer("topk", 1, 64).value_or(m.topk));
-            if (m.topk > m.experts) r.fail("topk", fmt::format("{} exceeds the {} experts", m.topk, m.experts));
-            if (m.stop_token >= m.vocab) r.fail("stop_token", fmt::format("{} is not a token of the vocabulary ({})", m.stop_token, m.vocab));
-          });
-  section("spec", "k, feedback", [&](TableReader& r) {
-    c.spec.k = to_int(r.integer("k", 0, 16).value_or(0));
-    if (auto f = r.string("feedback")) {
-      if (*f == "three-message")
-        c.spec.feedback = engine::Feedback::three_message;
-      else if (*f == "single-payload")
-        c.spec.feedback = engine::Feedback::single_payload;
-      else
-        r.fail("feedback", fmt::format("'{}' is not one of: three-message, single-payload", *f));
-    }
-  });
-  section("serving", "capture_sizes, max_num_seqs, max_num_batched_tokens, chunked_prefill, warmup_steps", [&](TableReader& r) {
-    engine::ServingConfig& v = c.serving;
-    v.max_num_seqs = to_int(r.integer("max_num_seqs", 1, 4096).value_or(v.max_num_seqs));
-    v.max_num_batched_tokens = to_int(r.integer("max_num_batched_tokens", 1, 1 << 20).value_or(v.max_num_batched_tokens));
-    v.chunked_prefill = r.boolean("chunked_prefill").value_or(v.chunked_prefill);
-    v.warmup_steps = to_int(r.integer("warmup_steps", 1, 64).value_or(v.warmup_steps));
-    if (const toml::array* sizes = r.array("capture_sizes")) {
-      for (const auto& n : *sizes) {
-        if (!n.is_integer() || n.as_integer()->get() < 1 || n.as_integer()->get() > (1 << 20))
-          throw core::InputError(file, line_of(n), "[serving] 'capture_sizes': expected positive integers");
-        const int size = to_int(n.as_integer()->get());
-        if (!v.capture_sizes.empty() && size <= v.capture_sizes.back())
-          throw core::InputError(file, line_of(n), fmt::format("[serving] 'capture_sizes': must be sorted and unique ({} after {})",
-                                                               size, v.capture_sizes.back()));
-        v.capture_sizes.push_back(size);
-      }
-    }
-  });
-  section("workload",
-          "num_requests, prompt_min, prompt_max, output_min, output_max, arrival, mean_gap_us, temperature, seed, "
-          "abort_every, abort_after, abort_in_flight",
-          [&](TableReader& r) {
-            engine::WorkloadConfig& w = c.workload;
-            w.num_requests = to_int(r.integer("num_requests", 1, 1 << 20).value_or(w.num_requests));
-            w.prompt_min = to_int(r.integer("prompt_min", 1, 1 << 16).value_or(w.prompt_min));
-            w.prompt_max = to_int(r.integer("prompt_max", 1, 1 << 16).value_or(w.prompt_max));
-            w.output_min = to_int(r.integer("output_min", 1, 1 << 16).value_or(w.output_min));
-            w.output_max = to_int(r.integer("output_max", 1, 1 << 16).value_or(w.output_max));
-            if (w.prompt_min > w.prompt_max) r.fail("prompt_min", fmt::format("{} exceeds prompt_max {}", w.prompt_min, w.prompt_max));
-            if (w.output_min > w.output_max) r.fail("output_min", fmt::format("{} exceeds output_max {}", w.output_min, w.output_max));
-            if (auto a = r.string("arrival")) {
-              if (*a == "burst")
-                w.arrival = engine::Arrival::burst;
-              else if (*a == "poisson")
-                w.arrival = engine::Arrival::poisson;
-              else
-                r.fail("arrival", fmt::format("'{}' is not one of: burst, poisson", *a));
-            }
-            w.mean_gap_us = r.number("mean_gap_us", 0, 1e9).value_or(w.mean_gap_us);
-            w.temperature = r.number("temperature", 0, 16).value_or(w.temperature);
-            w.seed = static_cast<uint64_t>(r.integer("seed", 0, INT64_MAX).value_or(1));
-            w.abort_every = to_int(r.integer("abort_every", 0, 1 << 20).value_or(0));
-            w.abort_after = to_int(r.integer("abort_after", 1, 1 << 20).value_or(w.abort_after));
-            w.abort_in_flight = r.boolean("abort_in_flight").value_or(false);
-          });
+  // Table by table, in the order of kServingTopKeys: with two wrong tables, the first is reported.
+  read_section(top, "topology", kTopologyKeys, c.topology, read_topology_table);
+  read_section(top, "model", kModelKeys, c.model, read_model_table);
+  read_section(top, "spec", kSpecKeys, c.spec, read_spec_table);
+  read_section(top, "serving", kServingKeys, c.serving, read_serving_table);
+  read_section(top, "workload", kWorkloadKeys, c.workload, read_workload_table);
   if (const toml::table* rt = top.table("runtime")) {
     TableReader r(*rt, file, "[runtime]");
     read_runtime(r, s.runtime, nullptr);
   }
-  section("faults", engine::fault_names(), [&](TableReader& r) {
-    for (const engine::FaultSwitch& f : engine::kFaultSwitches) c.faults.*f.field = r.boolean(f.name).value_or(false);
-  });
-  section("oracles", "golden, pp_invariance, padding_invariance", [&](TableReader& r) {
-    s.oracles.golden = r.boolean("golden").value_or(true);
-    s.oracles.pp_invariance = r.boolean("pp_invariance").value_or(true);
-    s.oracles.padding_invariance = r.boolean("padding_invariance").value_or(true);
-  });
-  section("explore", "seed, seeds, strategy", [&](TableReader& r) {
-    s.seed = static_cast<uint64_t>(r.integer("seed", 0, INT64_MAX).value_or(1));
-    s.seeds = static_cast<uint64_t>(r.integer("seeds", 1, 1'000'000'000).value_or(1));
-    if (auto st = r.string("strategy")) {
-      auto spec = sim::parse_strategy(*st);
-      if (!spec) r.fail("strategy", fmt::format("'{}' is not {}", core::printable(*st, 60), sim::kStrategySyntax));
-      s.strategy = *spec;
-    }
-  });
+  read_section(top, "faults", engine::fault_names(), c.faults, read_faults_table);
+  read_section(top, "oracles", kOraclesKeys, s.oracles, read_oracles_table);
+  read_section(top, "explore", kExploreKeys, s, read_serving_explore_table);
   s.expect = read_expect(top, file, "serving");
   top.finish(kServingTopKeys);
-
-  // ---- whole-scenario checks: each names the line of the key that decides it ----
-  auto line_in = [&](std::string_view where, std::string_view key) {
-    if (const toml::table* t = top.table(where)) {
-      if (const toml::node* n = t->get(key)) return line_of(*n);
-      return line_of(*t);
-    }
-    return 1;
-  };
-  auto fail = [&](std::string_view where, std::string_view key, const std::string& msg) {
-    throw core::InputError(file, line_in(where, key), fmt::format("[{}] {}", where, msg));
-  };
-  const engine::ModelConfig& m = c.model;
-  if (c.topology.pp > m.layers)
-    fail("topology", "pp", fmt::format("pp = {} has more stages than the model has layers ({})", c.topology.pp, m.layers));
-  if (m.lanes % c.topology.tp != 0)
-    fail("topology", "tp", fmt::format("tp = {} does not divide the model's {} lanes", c.topology.tp, m.lanes));
-  const int k = c.spec.k;
-  for (int size : c.serving.capture_sizes)
-    if (k > 0 && size % (k + 1) != 0)
-      fail("serving", "capture_sizes",
-           fmt::format("capture size {} is not a multiple of K+1 = {}: decode graphs replay whole verification blocks "
-                       "(vLLM adjust_cudagraph_sizes_for_spec_decode)",
-                       size, k + 1));
-  const engine::WorkloadConfig& w = c.workload;
-  // A request whose output would pass max_model_len ends at the cap (the engine core finishes it
-  // when its next verification block no longer fits); its prompt must leave room for one.
-  if (w.prompt_max + k + 1 >= m.max_model_len)
-    fail("workload", "prompt_max",
-         fmt::format("prompts of {} tokens (+{} for a verification block) leave no room below max_model_len {}",
-                     w.prompt_max, k + 1, m.max_model_len));
-  if (m.num_blocks > 0 && engine::blocks_needed(c) > m.num_blocks)
-    fail("model", "num_blocks",
-         fmt::format("the workload needs up to {} KV blocks ({} sequences x {} blocks + the null block), the cache has {}",
-                     engine::blocks_needed(c), c.serving.max_num_seqs, c.max_blocks_per_req(), m.num_blocks));
-  if (!c.serving.chunked_prefill && w.prompt_max > c.serving.max_num_batched_tokens)
-    fail("serving", "max_num_batched_tokens",
-         fmt::format("without chunked prefill a {}-token prompt never fits a {}-token budget", w.prompt_max,
-                     c.serving.max_num_batched_tokens));
-  if (k + 1 > c.serving.max_num_batched_tokens)
-    fail("serving", "max_num_batched_tokens",
-         fmt::format("a budget of {} tokens cannot hold one verification block of K+1 = {}", c.serving.max_num_batched_tokens,
-                     k + 1));
+  check_serving_config(top, c);
   return s;
 }
 

@@ -82,96 +82,117 @@ struct Op {
   core::Time posted = -1, started = -1, completed = -1;
   std::string stream;  // where it ran
   int64_t partner = -1;
+
+  // Its track: the stream it ran on, else (never started) the host thread that posted it.
+  const std::string& track() const { return stream.empty() ? actor : stream; }
+  core::Time start() const { return started >= 0 ? started : posted; }
+};
+
+// A trace's events as timeline slices. Host calls and kernels are drawn as their events come;
+// communication operations once the trace has ended (an operation's slice and arrows need its
+// whole life, and the ones that never completed end with the trace).
+class TraceSlices {
+ public:
+  explicit TraceSlices(Timeline& tl) : tl_(tl) {}
+
+  void add(const core::Event& e) {
+    end_ = std::max(end_, e.t);
+    const std::string actor(e.actor);
+    switch (e.kind) {
+      case core::EventKind::op_posted: posted(e, actor); break;
+      case core::EventKind::op_paired: ops_[e.op_id].partner = e.value; break;
+      case core::EventKind::op_started:
+        ops_[e.op_id].started = e.t;
+        ops_[e.op_id].stream = actor;
+        break;
+      case core::EventKind::op_completed:
+        ops_[e.op_id].completed = e.t;
+        ops_[e.op_id].stream = actor;
+        break;
+      case core::EventKind::kernel_launched: launches_[{e.rank, std::string(e.kernel)}].push_back(e.t); break;
+      // A host thread blocked in a synchronising call: a slice on the host thread's track.
+      case core::EventKind::sync_begin: blocked_[{e.rank, actor}] = {e.t, std::string(e.text)}; break;
+      // A hang dump: a host thread inside a call for `value` ns when the watchdog fired.
+      case core::EventKind::actor_blocked:
+        tl_.slice(e.rank, actor, fmt::format("inside {} (hang dump)", e.text), "host", us(e.t - std::max<int64_t>(e.value, 0)),
+                  us(std::max<int64_t>(e.value, 0)), Json::object());
+        break;
+      case core::EventKind::sync_end: sync_ended(e, actor); break;
+      case core::EventKind::kernel_completed: kernel_completed(e, actor); break;
+      default: break;
+    }
+  }
+
+  // The communication operations, then their arrows: each send to its receive, and each
+  // collective's first operation to the others of its slot.
+  void finish() {
+    std::map<std::pair<std::string, int64_t>, std::vector<int64_t>> slots;  // collectives by (comm, cseq)
+    for (const auto& [id, o] : ops_) {
+      const core::Time to = o.completed >= 0 ? o.completed : end_;
+      tl_.slice(o.rank, o.track(), o.completed >= 0 ? o.what : o.what + " (not completed)", "communication", us(o.start()),
+                us(to - o.start()), Json{{"comm", o.comm}, {"cseq", o.cseq}, {"op_id", id}, {"posted_us", us(o.posted)}});
+      if (!o.p2p && o.cseq >= 0) slots[{o.comm, o.cseq}].push_back(id);
+    }
+    int64_t flow = 0;
+    for (const auto& [id, o] : ops_) {
+      if (!o.p2p || !o.send || !ops_.count(o.partner)) continue;
+      arrow(++flow, o, ops_.at(o.partner), "p2p pairing");
+    }
+    for (const auto& [slot, ids] : slots)
+      for (size_t i = 1; i < ids.size(); ++i) arrow(++flow, ops_.at(ids[0]), ops_.at(ids[i]), fmt::format("{} #{}", slot.first, slot.second));
+  }
+
+ private:
+  void posted(const core::Event& e, const std::string& actor) {
+    Op& o = ops_[e.op_id];
+    o.rank = e.rank;
+    o.actor = actor;
+    o.comm = std::string(e.comm);
+    o.what = core::describe(e.op);
+    o.cseq = e.cseq;
+    o.p2p = core::is_p2p(e.op.kind);
+    o.send = e.op.kind == core::OpKind::send;
+    o.posted = e.t;
+  }
+
+  void sync_ended(const core::Event& e, const std::string& actor) {
+    const auto it = blocked_.find({e.rank, actor});
+    if (it == blocked_.end()) return;
+    tl_.slice(e.rank, actor, it->second.second.empty() ? "synchronise" : it->second.second, "host", us(it->second.first),
+              us(e.t - it->second.first), Json::object());
+    blocked_.erase(it);
+  }
+
+  void kernel_completed(const core::Event& e, const std::string& actor) {
+    auto& queue = launches_[{e.rank, std::string(e.kernel)}];
+    const core::Time launched = queue.empty() ? e.t : queue.front();
+    if (!queue.empty()) queue.pop_front();
+    // A stream runs its items in order: this one started when both it was launched and the
+    // item before it ended.
+    core::Time& free = stream_free_[{e.rank, actor}];
+    const core::Time start = std::max(launched, free);
+    tl_.slice(e.rank, actor, e.spec.empty() ? std::string(e.kernel) : fmt::format("{}[{}]", e.kernel, e.spec), "kernel", us(start),
+              us(e.t - start), Json::object());
+    free = e.t;
+  }
+
+  void arrow(int64_t id, const Op& from, const Op& to, const std::string& name) {
+    tl_.flow(id, from.rank, from.track(), us(from.start()), to.rank, to.track(), us(to.start()), name);
+  }
+
+  Timeline& tl_;
+  std::map<int64_t, Op> ops_;
+  std::map<std::pair<core::RankId, std::string>, core::Time> stream_free_;  // when a stream's last item ended
+  std::map<std::pair<core::RankId, std::string>, std::deque<core::Time>> launches_;  // by (rank, kernel)
+  std::map<std::pair<core::RankId, std::string>, std::pair<core::Time, std::string>> blocked_;  // host: since, call
+  core::Time end_ = 0;
 };
 
 void export_trace(const std::string& path, Timeline& tl) {
   traces::TraceReader reader(path, traces::TraceReader::Options{.require_trailer = false});
-  std::map<int64_t, Op> ops;
-  std::map<std::pair<core::RankId, std::string>, core::Time> stream_free;  // when a stream's last item ended
-  std::map<std::pair<core::RankId, std::string>, std::deque<core::Time>> launches;  // by (rank, kernel)
-  std::map<std::pair<core::RankId, std::string>, std::pair<core::Time, std::string>> blocked;  // host: since, call
-  core::Time end = 0;
-  while (const core::Event* e = reader.next()) {
-    end = std::max(end, e->t);
-    const std::string actor(e->actor);
-    switch (e->kind) {
-      case core::EventKind::op_posted: {
-        Op& o = ops[e->op_id];
-        o.rank = e->rank;
-        o.actor = actor;
-        o.comm = std::string(e->comm);
-        o.what = core::describe(e->op);
-        o.cseq = e->cseq;
-        o.p2p = core::is_p2p(e->op.kind);
-        o.send = e->op.kind == core::OpKind::send;
-        o.posted = e->t;
-        break;
-      }
-      case core::EventKind::op_paired: ops[e->op_id].partner = e->value; break;
-      case core::EventKind::op_started:
-        ops[e->op_id].started = e->t;
-        ops[e->op_id].stream = actor;
-        break;
-      case core::EventKind::op_completed:
-        ops[e->op_id].completed = e->t;
-        ops[e->op_id].stream = actor;
-        break;
-      case core::EventKind::kernel_launched: launches[{e->rank, std::string(e->kernel)}].push_back(e->t); break;
-      // A host thread blocked in a synchronising call: a slice on the host thread's track.
-      case core::EventKind::sync_begin: blocked[{e->rank, actor}] = {e->t, std::string(e->text)}; break;
-      // A hang dump: a host thread inside a call for `value` ns when the watchdog fired.
-      case core::EventKind::actor_blocked:
-        tl.slice(e->rank, actor, fmt::format("inside {} (hang dump)", e->text), "host", us(e->t - std::max<int64_t>(e->value, 0)),
-                 us(std::max<int64_t>(e->value, 0)), Json::object());
-        break;
-      case core::EventKind::sync_end: {
-        const auto it = blocked.find({e->rank, actor});
-        if (it == blocked.end()) break;
-        tl.slice(e->rank, actor, it->second.second.empty() ? "synchronise" : it->second.second, "host", us(it->second.first),
-                 us(e->t - it->second.first), Json::object());
-        blocked.erase(it);
-        break;
-      }
-      case core::EventKind::kernel_completed: {
-        auto& queue = launches[{e->rank, std::string(e->kernel)}];
-        const core::Time launched = queue.empty() ? e->t : queue.front();
-        if (!queue.empty()) queue.pop_front();
-        // A stream runs its items in order: this one started when both it was launched and the
-        // item before it ended.
-        core::Time& free = stream_free[{e->rank, actor}];
-        const core::Time start = std::max(launched, free);
-        tl.slice(e->rank, actor, e->spec.empty() ? std::string(e->kernel) : fmt::format("{}[{}]", e->kernel, e->spec), "kernel",
-                 us(start), us(e->t - start), Json::object());
-        free = e->t;
-        break;
-      }
-      default: break;
-    }
-  }
-  std::map<std::pair<std::string, int64_t>, std::vector<int64_t>> slots;  // collectives by (comm, cseq)
-  for (const auto& [id, o] : ops) {
-    const core::Time from = o.started >= 0 ? o.started : o.posted;
-    const core::Time to = o.completed >= 0 ? o.completed : end;
-    const std::string where = o.stream.empty() ? o.actor : o.stream;
-    tl.slice(o.rank, where, o.completed >= 0 ? o.what : o.what + " (not completed)", "communication", us(from), us(to - from),
-             Json{{"comm", o.comm}, {"cseq", o.cseq}, {"op_id", id}, {"posted_us", us(o.posted)}});
-    if (!o.p2p && o.cseq >= 0) slots[{o.comm, o.cseq}].push_back(id);
-  }
-  int64_t flow = 0;
-  for (const auto& [id, o] : ops) {
-    if (!o.p2p || !o.send || !ops.count(o.partner)) continue;
-    const Op& r = ops.at(o.partner);
-    tl.flow(++flow, o.rank, o.stream.empty() ? o.actor : o.stream, us(o.started >= 0 ? o.started : o.posted), r.rank,
-            r.stream.empty() ? r.actor : r.stream, us(r.started >= 0 ? r.started : r.posted), "p2p pairing");
-  }
-  for (const auto& [slot, ids] : slots)
-    for (size_t i = 1; i < ids.size(); ++i) {
-      const Op& a = ops.at(ids[0]);
-      const Op& b = ops.at(ids[i]);
-      tl.flow(++flow, a.rank, a.stream.empty() ? a.actor : a.stream, us(a.started >= 0 ? a.started : a.posted), b.rank,
-              b.stream.empty() ? b.actor : b.stream, us(b.started >= 0 ? b.started : b.posted),
-              fmt::format("{} #{}", slot.first, slot.second));
-    }
+  TraceSlices slices(tl);
+  while (const core::Event* e = reader.next()) slices.add(*e);
+  slices.finish();
 }
 
 void export_flight_recorder(const std::string& dir, Timeline& tl) {

@@ -59,6 +59,19 @@ class LineRecorder final : public core::EventSink {
   LockedList<std::string> lines_;
 };
 
+// The checked run, ended at `now` by the error `f` the real backend reported (NCCL rejected a call).
+core::RunResult ended_by(core::RunResult r, core::Finding f, core::Time now) {
+  // What never paired because the run ended on this error is no finding of its own: the error is.
+  std::erase_if(r.findings, [](const core::Finding& g) { return g.kind == verify::kUnmatchedKind; });
+  // The earliest failure decides (verify/findings.h): a misalignment the checker found before
+  // NCCL rejected a call comes first.
+  f.time = now;
+  const auto at = std::find_if(r.findings.begin(), r.findings.end(), [&](const core::Finding& g) { return g.time > f.time; });
+  r.findings.insert(at, std::move(f));
+  r.verdict = r.findings.front().verdict;
+  return r;
+}
+
 }  // namespace
 
 bool gpu_backend_built() { return true; }
@@ -106,16 +119,8 @@ int gpu_child_main(const GpuChildArgs& args) {
   };
   cfg.on_verdict = [&](const core::Finding& f) {
     std::lock_guard<std::mutex> lock(finish_mu);
-    core::RunResult r = check();
-    // What never paired because the run ended on this error is no finding of its own: the error is.
-    std::erase_if(r.findings, [](const core::Finding& g) { return g.kind == verify::kUnmatchedKind; });
-    // The earliest failure decides (verify/findings.h): a misalignment the checker found before
-    // NCCL rejected a call comes first.
-    core::Finding ended = f;
-    ended.time = rt->now();
-    const auto at = std::find_if(r.findings.begin(), r.findings.end(), [&](const core::Finding& g) { return g.time > ended.time; });
-    r.findings.insert(at, std::move(ended));
-    r.verdict = r.findings.front().verdict;
+    core::RunResult checked = check();  // before the time the error ends the run at
+    const core::RunResult r = ended_by(std::move(checked), f, rt->now());
     if (writer) writer->finish(r);
     write_result(args.result, result_json(r, rt->now(), rt->tracker().posted()));
   };

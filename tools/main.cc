@@ -1,10 +1,13 @@
-// The ppspec command-line program.
+// The ppspec command-line program: a table of commands (kCommands), each with its options and its
+// handler, and a dispatcher that runs the one the command line names.
 #include <CLI/CLI.hpp>
+#include <array>
 #include <charconv>
 #include <cstdint>
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <vector>
 #include <exception>
 #include <iostream>
 
@@ -20,7 +23,48 @@
 #include "tools/run_command.h"
 #include "tools/run_support.h"
 
+namespace ppspec::tools {
 namespace {
+
+// What the command line says, command by command: CLI11 writes the options here while parsing,
+// the handler of the command given reads them after.
+struct CommandLine {
+  struct Run {
+    RunArgs args;
+    // Seeds are read as text and parsed after CLI11, strictly (see run_handler).
+    std::string seed_text, seeds_text, strategy_text;
+    double hang_timeout_s = 0;
+    // Given on the command line (else the scenario decides).
+    CLI::Option* seed_option = nullptr;
+    CLI::Option* seeds_option = nullptr;
+    CLI::Option* strategy_option = nullptr;
+    CLI::Option* hang_timeout_option = nullptr;
+  } run;
+  CheckArgs check;
+  ReplayArgs replay;
+  struct Export {
+    ExportArgs args;
+    bool perfetto = false;
+  } export_cmd;
+  struct Show {
+    ShowArgs args;
+    std::vector<int> ranks;
+  } show;
+  FuzzArgs fuzz;
+  GpuChildArgs child;
+  struct Latency {
+    int iterations = 1000;
+    int64_t bytes = 8;
+  } latency;
+  FidelityArgs fidelity;
+};
+
+struct Command {
+  const char* name;
+  const char* help;  // its line in `ppspec --help`
+  void (*add_options)(CLI::App& command, CommandLine& line);
+  int (*handle)(CommandLine& line);  // the exit status
+};
 
 int bad_option(const char* option, const std::string& text, const char* expected) {
   std::cerr << "ppspec: " << option << " '" << ppspec::core::printable(text, 40) << "': expected "
@@ -28,179 +72,203 @@ int bad_option(const char* option, const std::string& text, const char* expected
   return 2;
 }
 
+void run_options(CLI::App& cmd, CommandLine& line) {
+  CommandLine::Run& run = line.run;
+  cmd.add_option("files", run.args.files, "scenario files (TOML)")->required()->check(CLI::ExistingFile);
+  run.seed_option = cmd.add_option("--seed", run.seed_text, "first seed, 0..2^63-1 (default: the scenario's [explore] seed, else 1)");
+  run.seeds_option = cmd.add_option("--seeds", run.seeds_text,
+                                    "run this many seeds, 1..2^40; print how many met the expectation and the report of the "
+                                    "first that did not");
+  run.strategy_option = cmd.add_option("--strategy", run.strategy_text, "schedule policy: random | pct:DEPTH");
+  cmd.add_option("--trace", run.args.trace, "write the event stream as JSON Lines to this file");
+  cmd.add_flag("--json", run.args.json, "print results as JSON");
+  cmd.add_flag("--verbose", run.args.verbose, "with several seeds: print every seed's report");
+  cmd.add_option("--backend", run.args.backend,
+                 "sim (the simulator, default), gpu (CUDA + NCCL on this machine's GPUs), or both (serving scenarios: "
+                 "each on the simulator and on GPUs, compared request by request and operation by operation)")
+      ->check(CLI::IsMember({"sim", "gpu", "both"}));
+  run.hang_timeout_option = cmd.add_option("--hang-timeout", run.hang_timeout_s,
+                                           "gpu: seconds without progress before the watchdog reports a hang (default: the "
+                                           "scenario's [runtime] hang_timeout_s, else 20)")
+                                ->check(CLI::Range(0.1, 3600.0));
+}
+
+int run_handler(CommandLine& line) {
+  CommandLine::Run& run = line.run;
+  // Seeds are parsed here, strictly: "-1" is not 2^64-1, and "1e3" or "7x" are not numbers.
+  if (*run.seed_option) {
+    run.args.seed = parse_count(run.seed_text, 0, INT64_MAX);
+    if (!run.args.seed) return bad_option("--seed", run.seed_text, "a seed in [0, 9223372036854775807]");
+  }
+  if (*run.seeds_option) {
+    run.args.seeds = parse_count(run.seeds_text, 1, uint64_t{1} << 40);
+    if (!run.args.seeds) return bad_option("--seeds", run.seeds_text, "a count in [1, 1099511627776]");
+  }
+  if (*run.strategy_option) run.args.strategy = run.strategy_text;
+  if (*run.hang_timeout_option) run.args.hang_timeout_s = run.hang_timeout_s;
+  return run_command(run.args, std::cout, std::cerr);
+}
+
+void check_options(CLI::App& cmd, CommandLine& line) {
+  CheckArgs& check = line.check;
+  cmd.add_option("traces", check.traces,
+                 "trace files, folders of PyTorch Flight Recorder dumps (one per rank: rank_N, rank_N.json, "
+                 "nccl_trace_rank_N), or dump files named one by one (one job)")
+      ->required()
+      ->check(CLI::ExistingPath);
+  cmd.add_option("--scenario", check.scenario,
+                 "the scenario file of serving traces (default: the file each header names, whose content "
+                 "must hash to what the header recorded)")
+      ->check(CLI::ExistingFile);
+  cmd.add_option("--prefix", check.prefix,
+                 "Flight Recorder dumps: the file-name prefix before the rank (default: inferred, as PyTorch's fr_trace "
+                 "does; e.g. nccl_trace_rank_)");
+  cmd.add_flag("--json", check.json, "print results as JSON");
+}
+
+int check_handler(CommandLine& line) { return check_command(line.check, std::cout, std::cerr); }
+
+void replay_options(CLI::App& cmd, CommandLine& line) {
+  cmd.add_option("trace", line.replay.trace, "a trace written by `ppspec run --trace`")->required()->check(CLI::ExistingFile);
+  cmd.add_option("--scenario", line.replay.scenario, "the scenario file, if it is not where the trace's header says")
+      ->check(CLI::ExistingFile);
+}
+
+int replay_handler(CommandLine& line) { return replay_command(line.replay, std::cout, std::cerr); }
+
+void export_options(CLI::App& cmd, CommandLine& line) {
+  ExportArgs& exp = line.export_cmd.args;
+  auto* perfetto_flag = cmd.add_flag("--perfetto", line.export_cmd.perfetto, "Chrome trace-event JSON, for Perfetto or chrome://tracing");
+  auto* fr_flag = cmd.add_flag("--flight-recorder", exp.flight_recorder,
+                               "PyTorch Flight Recorder dumps, one per rank (JSON and pickle): OUT is a folder");
+  perfetto_flag->excludes(fr_flag);
+  cmd.add_option("input", exp.input, "a trace (JSON Lines) or a folder of Flight Recorder dumps")->required()->check(CLI::ExistingPath);
+  cmd.add_option("-o,--out", exp.out, "the JSON file to write (--flight-recorder: the folder)")->required();
+  cmd.add_option("--scenario", exp.scenario, "the scenario of a serving trace, as for check")->check(CLI::ExistingFile);
+}
+
+int export_handler(CommandLine& line) {
+  if (!line.export_cmd.perfetto && !line.export_cmd.args.flight_recorder) {
+    std::cerr << "ppspec: export: say which format: --perfetto or --flight-recorder\n";
+    return 2;
+  }
+  return export_command(line.export_cmd.args, std::cout, std::cerr);
+}
+
+void show_options(CLI::App& cmd, CommandLine& line) {
+  ShowArgs& show = line.show.args;
+  cmd.add_option("input", show.input, "a trace (JSON Lines) or a folder of Flight Recorder dumps")->required()->check(CLI::ExistingPath);
+  cmd.add_option("--around", show.around, "the finding to centre on, 1-based (default 1)")->check(CLI::Range(1, 1000000));
+  cmd.add_option("--ranks", line.show.ranks, "only these ranks (comma-separated)")->delimiter(',')->check(CLI::Range(0, 1 << 20));
+  cmd.add_option("--rows", show.rows, "rows to show (default 24)")->check(CLI::Range(1, 100000));
+  cmd.add_option("--width", show.width, "characters per column (default 30)")->check(CLI::Range(8, 200));
+  cmd.add_option("--scenario", show.scenario, "the scenario of a serving trace, as for check")->check(CLI::ExistingFile);
+}
+
+int show_handler(CommandLine& line) {
+  line.show.args.ranks.insert(line.show.ranks.begin(), line.show.ranks.end());
+  return show_command(line.show.args, std::cout, std::cerr);
+}
+
+void fuzz_options(CLI::App& cmd, CommandLine& line) {
+  FuzzArgs& fuzz = line.fuzz;
+  cmd.add_option("space", fuzz.space, "SPACE.toml: narrower ranges for the generated scenarios (default: all)")->check(CLI::ExistingFile);
+  cmd.add_option("--time", fuzz.time, "stop after this long: seconds, or 30s, 5m, 2h (default 60 s without --cases)");
+  cmd.add_option("--cases", fuzz.cases, "stop after this many cases (of this shard)");
+  cmd.add_option("--seed", fuzz.seed, "the case stream's seed: case i is a function of (seed, i) (default 1)");
+  cmd.add_option("--shard", fuzz.shard, "I/N: run the cases i with i mod N = I (a disjoint share, for clusters)");
+  cmd.add_option("--jobs", fuzz.jobs, "worker processes (default 1)");
+  cmd.add_option("--out", fuzz.out, "folder for the shrunk scenario files (default fuzz-out)");
+  cmd.add_option("--faults", fuzz.faults, "switch these faults on in every case (comma-separated names)");
+  cmd.add_flag("--keep-going", fuzz.keep_going, "shrink and keep every failure, not only the first");
+  cmd.add_option("--backend", fuzz.backend, "sim (the only one: shrinking reruns a case hundreds of times)");
+  cmd.add_option("--merge", fuzz.merge, "merge the summaries of these --out folders (shards run apart) and exit")
+      ->check(CLI::ExistingDirectory);
+}
+
+int fuzz_handler(CommandLine& line) { return fuzz_command(line.fuzz, std::cout, std::cerr); }
+
+void gpu_child_options(CLI::App& cmd, CommandLine& line) {
+  cmd.group("");  // internal: not listed by --help
+  cmd.add_option("file", line.child.file)->required();
+  cmd.add_option("--result", line.child.result)->required();
+  cmd.add_option("--trace", line.child.trace);
+  cmd.add_option("--hang-timeout", line.child.hang_timeout_s);
+}
+
+int gpu_child_handler(CommandLine& line) { return gpu_child_main(line.child); }
+
+void gpu_latency_options(CLI::App& cmd, CommandLine& line) {
+  cmd.add_option("--iterations", line.latency.iterations, "round trips to time")->check(CLI::Range(1, 10000000));
+  cmd.add_option("--bytes", line.latency.bytes, "message size")->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+}
+
+int gpu_latency_handler(CommandLine& line) { return gpu_latency_main(line.latency.iterations, line.latency.bytes); }
+
+void fidelity_options(CLI::App& cmd, CommandLine& line) {
+  FidelityArgs& fidelity = line.fidelity;
+  cmd.add_option("--programs", fidelity.programs, "how many programs to generate")->check(CLI::Range(1, 100000));
+  cmd.add_option("--seed", fidelity.seed, "the generator's seed: program i is a function of (seed, i)")
+      ->check(CLI::Range(uint64_t{0}, uint64_t{INT64_MAX}));
+  cmd.add_option("--out", fidelity.out, "folder for programs/, results/, disagreements/ and fidelity.md")->required();
+  cmd.add_option("--backend", fidelity.backend,
+                 "sim (the simulator only), both (the simulator and GPUs; GPU results kept in OUT/results are "
+                 "reused), recorded (the simulator against the GPU results kept in OUT/results, no GPU needed), or "
+                 "flight-recorder (each program disturbed once and run on the simulator, its trace exported as Flight "
+                 "Recorder dumps and checked by `ppspec check`: the checker against the simulator)")
+      ->check(CLI::IsMember({"sim", "both", "recorded", "flight-recorder"}));
+  cmd.add_option("--sim-seeds", fidelity.sim_seeds, "simulator seeds per program")->check(CLI::Range(1, 1000));
+  cmd.add_option("--hang-timeout", fidelity.hang_timeout_s, "gpu: seconds without progress that make a hang")
+      ->check(CLI::Range(0.5, 600.0));
+  cmd.add_option("--gpus", fidelity.gpus, "GPUs on this machine: programs with more ranks run on the simulator only")
+      ->check(CLI::Range(1, 8));
+  cmd.add_option("--max-ranks", fidelity.max_ranks, "largest generated program")->check(CLI::Range(2, 8));
+  cmd.add_flag("--rerun-gpu", fidelity.rerun_gpu, "run on GPUs again where an earlier run's result is kept");
+}
+
+int fidelity_handler(CommandLine& line) { return fidelity_main(line.fidelity, std::cout, std::cerr); }
+
+// In the order `ppspec --help` lists them.
+constexpr std::array kCommands{
+    Command{"run", "run scenario files and compare each verdict with its [expect]", run_options, run_handler},
+    Command{"check", "run the checkers over recorded traces (JSON Lines from --trace or a GPU hang dump)", check_options,
+            check_handler},
+    Command{"replay", "re-execute a recorded simulated run from its trace and prove the event stream byte-identical",
+            replay_options, replay_handler},
+    Command{"export", "write a trace, a GPU hang dump or Flight Recorder dumps as a timeline for Perfetto or chrome://tracing",
+            export_options, export_handler},
+    Command{"show", "a text timeline, one column per rank's thread and stream, around a finding", show_options, show_handler},
+    Command{"fuzz", "generate serving scenarios, run each with every monitor and oracle, shrink a failure to a minimal file",
+            fuzz_options, fuzz_handler},
+    Command{"gpu-child", "(internal) run one scenario on the real backend", gpu_child_options, gpu_child_handler},
+    Command{"gpu-latency", "NCCL send/recv round-trip latency between GPU 0 and GPU 1 (real backend)", gpu_latency_options,
+            gpu_latency_handler},
+    Command{"fidelity", "generate program scenarios, run each on the simulator and on GPUs, and compare the verdicts",
+            fidelity_options, fidelity_handler},
+};
+
 }  // namespace
+}  // namespace ppspec::tools
 
 int main(int argc, char** argv) {
   CLI::App app{"ppspec: finds the bugs of pipeline-parallel speculative-decoding serving before they reach a GPU cluster"};
   app.require_subcommand(1);
-
-  ppspec::tools::RunArgs run;
-  std::string seed_text;
-  std::string seeds_text;
-  std::string strategy;
-  CLI::App* run_cmd = app.add_subcommand("run", "run scenario files and compare each verdict with its [expect]");
-  run_cmd->add_option("files", run.files, "scenario files (TOML)")->required()->check(CLI::ExistingFile);
-  auto* seed_opt =
-      run_cmd->add_option("--seed", seed_text, "first seed, 0..2^63-1 (default: the scenario's [explore] seed, else 1)");
-  auto* seeds_opt =
-      run_cmd->add_option("--seeds", seeds_text,
-                          "run this many seeds, 1..2^40; print how many met the expectation and the report of the "
-                          "first that did not");
-  auto* strategy_opt = run_cmd->add_option("--strategy", strategy, "schedule policy: random | pct:DEPTH");
-  run_cmd->add_option("--trace", run.trace, "write the event stream as JSON Lines to this file");
-  run_cmd->add_flag("--json", run.json, "print results as JSON");
-  run_cmd->add_flag("--verbose", run.verbose, "with several seeds: print every seed's report");
-  run_cmd
-      ->add_option("--backend", run.backend,
-                   "sim (the simulator, default), gpu (CUDA + NCCL on this machine's GPUs), or both (serving scenarios: "
-                   "each on the simulator and on GPUs, compared request by request and operation by operation)")
-      ->check(CLI::IsMember({"sim", "gpu", "both"}));
-  double hang_timeout_s = 0;
-  auto* hang_opt = run_cmd->add_option("--hang-timeout", hang_timeout_s,
-                                       "gpu: seconds without progress before the watchdog reports a hang (default: the "
-                                       "scenario's [runtime] hang_timeout_s, else 20)")
-                       ->check(CLI::Range(0.1, 3600.0));
-
-  ppspec::tools::CheckArgs check;
-  CLI::App* check_cmd =
-      app.add_subcommand("check", "run the checkers over recorded traces (JSON Lines from --trace or a GPU hang dump)");
-  check_cmd->add_option("traces", check.traces,
-                        "trace files, folders of PyTorch Flight Recorder dumps (one per rank: rank_N, rank_N.json, "
-                        "nccl_trace_rank_N), or dump files named one by one (one job)")
-      ->required()
-      ->check(CLI::ExistingPath);
-  check_cmd->add_option("--scenario", check.scenario,
-                        "the scenario file of serving traces (default: the file each header names, whose content "
-                        "must hash to what the header recorded)")
-      ->check(CLI::ExistingFile);
-  check_cmd->add_option("--prefix", check.prefix,
-                        "Flight Recorder dumps: the file-name prefix before the rank (default: inferred, as PyTorch's fr_trace "
-                        "does; e.g. nccl_trace_rank_)");
-  check_cmd->add_flag("--json", check.json, "print results as JSON");
-
-  ppspec::tools::ReplayArgs replay;
-  CLI::App* replay_cmd = app.add_subcommand(
-      "replay", "re-execute a recorded simulated run from its trace and prove the event stream byte-identical");
-  replay_cmd->add_option("trace", replay.trace, "a trace written by `ppspec run --trace`")->required()->check(CLI::ExistingFile);
-  replay_cmd->add_option("--scenario", replay.scenario, "the scenario file, if it is not where the trace's header says")
-      ->check(CLI::ExistingFile);
-
-  ppspec::tools::ExportArgs exp;
-  bool perfetto = false;
-  CLI::App* export_cmd = app.add_subcommand(
-      "export", "write a trace, a GPU hang dump or Flight Recorder dumps as a timeline for Perfetto or chrome://tracing");
-  auto* perfetto_flag = export_cmd->add_flag("--perfetto", perfetto, "Chrome trace-event JSON, for Perfetto or chrome://tracing");
-  auto* fr_flag = export_cmd->add_flag("--flight-recorder", exp.flight_recorder,
-                                       "PyTorch Flight Recorder dumps, one per rank (JSON and pickle): OUT is a folder");
-  perfetto_flag->excludes(fr_flag);
-  export_cmd->add_option("input", exp.input, "a trace (JSON Lines) or a folder of Flight Recorder dumps")
-      ->required()
-      ->check(CLI::ExistingPath);
-  export_cmd->add_option("-o,--out", exp.out, "the JSON file to write (--flight-recorder: the folder)")->required();
-  export_cmd->add_option("--scenario", exp.scenario, "the scenario of a serving trace, as for check")->check(CLI::ExistingFile);
-
-  ppspec::tools::ShowArgs show;
-  std::vector<int> show_ranks;
-  CLI::App* show_cmd = app.add_subcommand("show", "a text timeline, one column per rank's thread and stream, around a finding");
-  show_cmd->add_option("input", show.input, "a trace (JSON Lines) or a folder of Flight Recorder dumps")
-      ->required()
-      ->check(CLI::ExistingPath);
-  show_cmd->add_option("--around", show.around, "the finding to centre on, 1-based (default 1)")->check(CLI::Range(1, 1000000));
-  show_cmd->add_option("--ranks", show_ranks, "only these ranks (comma-separated)")->delimiter(',')->check(CLI::Range(0, 1 << 20));
-  show_cmd->add_option("--rows", show.rows, "rows to show (default 24)")->check(CLI::Range(1, 100000));
-  show_cmd->add_option("--width", show.width, "characters per column (default 30)")->check(CLI::Range(8, 200));
-  show_cmd->add_option("--scenario", show.scenario, "the scenario of a serving trace, as for check")->check(CLI::ExistingFile);
-
-  ppspec::tools::FuzzArgs fuzz;
-  CLI::App* fuzz_cmd = app.add_subcommand(
-      "fuzz", "generate serving scenarios, run each with every monitor and oracle, shrink a failure to a minimal file");
-  fuzz_cmd->add_option("space", fuzz.space, "SPACE.toml: narrower ranges for the generated scenarios (default: all)")
-      ->check(CLI::ExistingFile);
-  fuzz_cmd->add_option("--time", fuzz.time, "stop after this long: seconds, or 30s, 5m, 2h (default 60 s without --cases)");
-  fuzz_cmd->add_option("--cases", fuzz.cases, "stop after this many cases (of this shard)");
-  fuzz_cmd->add_option("--seed", fuzz.seed, "the case stream's seed: case i is a function of (seed, i) (default 1)");
-  fuzz_cmd->add_option("--shard", fuzz.shard, "I/N: run the cases i with i mod N = I (a disjoint share, for clusters)");
-  fuzz_cmd->add_option("--jobs", fuzz.jobs, "worker processes (default 1)");
-  fuzz_cmd->add_option("--out", fuzz.out, "folder for the shrunk scenario files (default fuzz-out)");
-  fuzz_cmd->add_option("--faults", fuzz.faults, "switch these faults on in every case (comma-separated names)");
-  fuzz_cmd->add_flag("--keep-going", fuzz.keep_going, "shrink and keep every failure, not only the first");
-  fuzz_cmd->add_option("--backend", fuzz.backend, "sim (the only one: shrinking reruns a case hundreds of times)");
-  fuzz_cmd->add_option("--merge", fuzz.merge, "merge the summaries of these --out folders (shards run apart) and exit")
-      ->check(CLI::ExistingDirectory);
-
-  ppspec::tools::GpuChildArgs child;
-  CLI::App* child_cmd = app.add_subcommand("gpu-child", "(internal) run one scenario on the real backend");
-  child_cmd->group("");
-  child_cmd->add_option("file", child.file)->required();
-  child_cmd->add_option("--result", child.result)->required();
-  child_cmd->add_option("--trace", child.trace);
-  child_cmd->add_option("--hang-timeout", child.hang_timeout_s);
-
-  int latency_iterations = 1000;
-  int64_t latency_bytes = 8;
-  CLI::App* latency_cmd =
-      app.add_subcommand("gpu-latency", "NCCL send/recv round-trip latency between GPU 0 and GPU 1 (real backend)");
-  latency_cmd->add_option("--iterations", latency_iterations, "round trips to time")->check(CLI::Range(1, 10000000));
-  latency_cmd->add_option("--bytes", latency_bytes, "message size")->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
-
-  ppspec::tools::FidelityArgs fidelity;
-  CLI::App* fidelity_cmd = app.add_subcommand(
-      "fidelity", "generate program scenarios, run each on the simulator and on GPUs, and compare the verdicts");
-  fidelity_cmd->add_option("--programs", fidelity.programs, "how many programs to generate")->check(CLI::Range(1, 100000));
-  fidelity_cmd->add_option("--seed", fidelity.seed, "the generator's seed: program i is a function of (seed, i)")
-      ->check(CLI::Range(uint64_t{0}, uint64_t{INT64_MAX}));
-  fidelity_cmd->add_option("--out", fidelity.out, "folder for programs/, results/, disagreements/ and fidelity.md")->required();
-  fidelity_cmd
-      ->add_option("--backend", fidelity.backend,
-                   "sim (the simulator only), both (the simulator and GPUs; GPU results kept in OUT/results are "
-                   "reused), recorded (the simulator against the GPU results kept in OUT/results, no GPU needed), or "
-                   "flight-recorder (each program disturbed once and run on the simulator, its trace exported as Flight "
-                   "Recorder dumps and checked by `ppspec check`: the checker against the simulator)")
-      ->check(CLI::IsMember({"sim", "both", "recorded", "flight-recorder"}));
-  fidelity_cmd->add_option("--sim-seeds", fidelity.sim_seeds, "simulator seeds per program")->check(CLI::Range(1, 1000));
-  fidelity_cmd->add_option("--hang-timeout", fidelity.hang_timeout_s, "gpu: seconds without progress that make a hang")
-      ->check(CLI::Range(0.5, 600.0));
-  fidelity_cmd->add_option("--gpus", fidelity.gpus, "GPUs on this machine: programs with more ranks run on the simulator only")
-      ->check(CLI::Range(1, 8));
-  fidelity_cmd->add_option("--max-ranks", fidelity.max_ranks, "largest generated program")->check(CLI::Range(2, 8));
-  fidelity_cmd->add_flag("--rerun-gpu", fidelity.rerun_gpu, "run on GPUs again where an earlier run's result is kept");
-
+  const auto& commands = ppspec::tools::kCommands;
+  ppspec::tools::CommandLine line;
+  std::array<CLI::App*, commands.size()> subcommands{};
+  for (size_t i = 0; i < commands.size(); ++i) {
+    subcommands[i] = app.add_subcommand(commands[i].name, commands[i].help);
+    commands[i].add_options(*subcommands[i], line);
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
     return code == 0 ? 0 : 2;
   }
-  // Seeds are parsed here, strictly: "-1" is not 2^64-1, and "1e3" or "7x" are not numbers.
-  if (*seed_opt) {
-    run.seed = ppspec::tools::parse_count(seed_text, 0, INT64_MAX);
-    if (!run.seed) return bad_option("--seed", seed_text, "a seed in [0, 9223372036854775807]");
-  }
-  if (*seeds_opt) {
-    run.seeds = ppspec::tools::parse_count(seeds_text, 1, uint64_t{1} << 40);
-    if (!run.seeds) return bad_option("--seeds", seeds_text, "a count in [1, 1099511627776]");
-  }
-  if (*strategy_opt) run.strategy = strategy;
-  if (*hang_opt) run.hang_timeout_s = hang_timeout_s;
   try {
-    if (*run_cmd) return ppspec::tools::run_command(run, std::cout, std::cerr);
-    if (*check_cmd) return ppspec::tools::check_command(check, std::cout, std::cerr);
-    if (*child_cmd) return ppspec::tools::gpu_child_main(child);
-    if (*fidelity_cmd) return ppspec::tools::fidelity_main(fidelity, std::cout, std::cerr);
-    if (*fuzz_cmd) return ppspec::tools::fuzz_command(fuzz, std::cout, std::cerr);
-    if (*replay_cmd) return ppspec::tools::replay_command(replay, std::cout, std::cerr);
-    if (*export_cmd) {
-      if (!perfetto && !exp.flight_recorder) {
-        std::cerr << "ppspec: export: say which format: --perfetto or --flight-recorder\n";
-        return 2;
-      }
-      return ppspec::tools::export_command(exp, std::cout, std::cerr);
-    }
-    if (*show_cmd) {
-      show.ranks.insert(show_ranks.begin(), show_ranks.end());
-      return ppspec::tools::show_command(show, std::cout, std::cerr);
-    }
-    if (*latency_cmd) return ppspec::tools::gpu_latency_main(latency_iterations, latency_bytes);
+    for (size_t i = 0; i < commands.size(); ++i)
+      if (*subcommands[i]) return commands[i].handle(line);
   } catch (const std::exception& e) {
     std::cerr << "ppspec: internal error: " << e.what() << '\n';
     return 3;

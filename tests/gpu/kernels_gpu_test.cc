@@ -17,6 +17,34 @@
 namespace ppspec::kernels {
 namespace {
 
+// A batch's rows: runs of a request's positions, then padding (no request, the padding slot).
+// Request r owns blocks 1 + 4r .. 4 + 4r of its `max_blocks`.
+struct PaddedRows {
+  int32_t max_blocks, block_size;
+  std::vector<int32_t> req, ids;
+  std::vector<int64_t> pos, slots;
+  std::vector<int32_t> blocks;
+  int32_t used = 0;  // rows before the padding
+
+  PaddedRows(int32_t rows, int32_t reqs, int32_t max_blocks_per_req, int32_t block)
+      : max_blocks(max_blocks_per_req), block_size(block), req(static_cast<size_t>(rows), -1), ids(static_cast<size_t>(rows), 0),
+        pos(static_cast<size_t>(rows), 0), slots(static_cast<size_t>(rows), kPadSlot), blocks(static_cast<size_t>(reqs * max_blocks_per_req), 0) {
+    for (int r = 0; r < reqs; ++r)
+      for (int b = 0; b < 4; ++b) blocks[static_cast<size_t>(r * max_blocks_per_req + b)] = 1 + r * 4 + b;
+  }
+
+  // `n` rows of request `request` from position `first`, each with a random token below `vocab`.
+  void add(int32_t request, int64_t first, int n, int32_t vocab, std::mt19937_64& rng) {
+    for (int i = 0; i < n; ++i, ++used) {
+      const auto row = static_cast<size_t>(used);
+      req[row] = request;
+      pos[row] = first + i;
+      ids[row] = static_cast<int32_t>(rng() % vocab);
+      slots[row] = slot_of(Span<const int32_t>(blocks).sub(request * max_blocks, max_blocks), max_blocks, block_size, first + i);
+    }
+  }
+};
+
 TEST(GpuKernels, ToyModelForwardAndSamplerAreBitIdenticalToTheCpu) {
   if (!have_gpu()) GTEST_SKIP() << "no GPU";
   std::mt19937_64 rng(7);
@@ -24,27 +52,14 @@ TEST(GpuKernels, ToyModelForwardAndSamplerAreBitIdenticalToTheCpu) {
   constexpr int64_t kSlots = 40 * kBlock;
   // Three requests: a 7-token prefill, a decode block of 1 + K at positions 10..13 (its earlier
   // positions already in the cache), two prefill rows at 4..5; then padding rows.
-  std::vector<int32_t> row_req(kRows, -1), ids(kRows, 0);
-  std::vector<int64_t> pos(kRows, 0), slots(kRows, kPadSlot);
-  std::vector<int32_t> blocks(kReqs * kMaxBlocks, 0);
-  for (int r = 0; r < kReqs; ++r)
-    for (int b = 0; b < 4; ++b) blocks[static_cast<size_t>(r * kMaxBlocks + b)] = 1 + r * 4 + b;
-  int row = 0;
-  auto add = [&](int req, int64_t first, int n) {
-    for (int i = 0; i < n; ++i, ++row) {
-      row_req[static_cast<size_t>(row)] = req;
-      pos[static_cast<size_t>(row)] = first + i;
-      ids[static_cast<size_t>(row)] = static_cast<int32_t>(rng() % V);
-      slots[static_cast<size_t>(row)] = slot_of(Span<const int32_t>(blocks).sub(req * kMaxBlocks, kMaxBlocks), kMaxBlocks, kBlock, first + i);
-    }
-  };
-  add(0, 0, 7);
-  add(1, 10, 1 + K);
-  add(2, 4, 2);
-  const int32_t real_rows = row;
+  PaddedRows rows(kRows, kReqs, kMaxBlocks, kBlock);
+  rows.add(0, 0, 7, V, rng);
+  rows.add(1, 10, 1 + K, V, rng);
+  rows.add(2, 4, 2, V, rng);
+  const int32_t real_rows = rows.used;
 
-  Dual<int32_t> d_ids(ids), d_req(row_req), d_blocks(blocks);
-  Dual<int64_t> d_pos(pos), d_slots(slots);
+  Dual<int32_t> d_ids(rows.ids), d_req(rows.req), d_blocks(rows.blocks);
+  Dual<int64_t> d_pos(rows.pos), d_slots(rows.slots);
   Dual<uint32_t> embed_ctx(random_words(V, rng)), embed_deep(random_words(V * D, rng));
   Dual<uint32_t> w(random_words(D, rng)), u(random_words(D, rng));
   Dual<uint32_t> v(random_words(D, rng)), head(random_words(D, rng));
