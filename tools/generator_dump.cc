@@ -12,8 +12,9 @@
 #include <iostream>
 #include <string>
 
-#include "fidelity/program_generator.h"
-#include "fuzzer/program_gen.h"
+#include "generator/perturb.h"
+#include "generator/seeded.h"
+#include "generator/shape.h"
 #include "program/toml_writer.h"
 
 namespace {
@@ -31,25 +32,21 @@ std::string origins(const program::Program& p) {
 }
 
 void seeded(std::ostream& out) {
-  auto one = [&out](const std::string& what, uint64_t seed, const fidelity::GeneratorOptions& g) {
-    const fidelity::GeneratedProgram p = fidelity::generate_program(seed, fmt::format("gen-{}", seed), g);
+  auto one = [&out](const std::string& what, uint64_t seed, const generator::GeneratorOptions& g) {
+    const generator::GeneratedProgram p = generator::generate_program(seed, fmt::format("gen-{}", seed), g);
     out << fmt::format("## {} seed {}\n# features: {}\n# disturbance: {}\n", what, seed, fmt::join(p.features, ", "),
                        p.disturbance)
         << program::to_toml(p.program) << origins(p.program);
   };
   for (int max_ranks : {8, 4, 2}) {
-    fidelity::GeneratorOptions g;  // `ppspec fidelity` (tools/fidelity_command.cc)
+    generator::GeneratorOptions g;  // `ppspec fidelity` (tools/fidelity_command.cc)
     g.max_ranks = max_ranks;
     for (uint64_t seed = 1; seed <= 300; ++seed) one(fmt::format("fidelity max_ranks {}", max_ranks), seed, g);
   }
   for (int max_ranks : {8, 2})
-    for (int d = 0; d < fidelity::kDisturbances; ++d) {
-      fidelity::GeneratorOptions g;  // the Flight Recorder differential (fidelity/fr_differential.cc)
-      g.max_ranks = max_ranks;
-      g.two_rank_percent = 40;
-      g.disturb = d;
-      g.labels = false;
-      g.graphs_and_usage_errors = false;
+    for (size_t d = 0; d < std::size(generator::kHardwareDisturbances); ++d) {
+      // The Flight Recorder differential's (fidelity/fr_differential.cc).
+      const auto g = generator::flight_recorder_options(max_ranks, generator::kHardwareDisturbances[d]);
       for (uint64_t seed = 1; seed <= 300; ++seed) one(fmt::format("fr max_ranks {} disturb {}", max_ranks, d), seed, g);
     }
 }
@@ -57,7 +54,7 @@ void seeded(std::ostream& out) {
 rc::Random key(uint64_t i) { return rc::Random({i, 0x9e3779b97f4a7c15ull, i * 7 + 1, 42}); }
 
 template <typename F>
-void samples(const std::string& what, const rc::Gen<fuzzer::Shape>& gen, std::ostream& out, F&& each) {
+void samples(const std::string& what, const rc::Gen<generator::Shape>& gen, std::ostream& out, F&& each) {
   for (uint64_t i = 1; i <= 100; ++i) {
     const auto shrinkable = gen(key(i), static_cast<int>(i % 101));
     out << fmt::format("## {} sample {}\n", what, i);
@@ -73,19 +70,19 @@ void samples(const std::string& what, const rc::Gen<fuzzer::Shape>& gen, std::os
 }
 
 void rc_side(std::ostream& out) {
-  auto print = [&out](const fuzzer::Shape& s, uint64_t) {
-    const program::Program p = fuzzer::build(s);
+  auto print = [&out](const generator::Shape& s, uint64_t) {
+    const program::Program p = generator::build(s);
     out << program::to_toml(p) << origins(p);
   };
-  samples("gen_shape", fuzzer::gen_shape(), out, print);
-  samples("gen_hazard_shape", fuzzer::gen_hazard_shape(), out, print);
-  samples("gen_race_shape", fuzzer::gen_race_shape(), out, print);
+  samples("gen_shape", generator::gen_shape(), out, print);
+  samples("gen_hazard_shape", generator::gen_hazard_shape(), out, print);
+  samples("gen_race_shape", generator::gen_race_shape(), out, print);
 }
 
 void perturb_side(std::ostream& out) {
-  samples("perturb", fuzzer::gen_shape(), out, [&out](const fuzzer::Shape& s, uint64_t i) {
-    const fuzzer::PerturbSpec spec = fuzzer::gen_perturb()(key(i + 1000), 0).value();
-    const fuzzer::Perturbed p = fuzzer::perturb(fuzzer::build(s), spec);
+  samples("perturb", generator::gen_shape(), out, [&out](const generator::Shape& s, uint64_t i) {
+    const generator::PerturbSpec spec = generator::gen_perturb()(key(i + 1000), 0).value();
+    const generator::Perturbed p = generator::perturb(generator::build(s), spec);
     out << fmt::format("# rank {}: {}\n", p.rank, p.what) << program::to_toml(p.program) << origins(p.program);
   });
 }
