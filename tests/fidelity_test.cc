@@ -38,6 +38,24 @@ TEST(Fidelity, AProgramIsAFunctionOfItsSeed) {
             program::to_toml(generator::generate_program(2, "gen", {}).program));
 }
 
+// Committed evidence names generated programs by seed: a seed's program must never change. The
+// value was computed independently from what `ppspec_generator_dump seeded` printed at 83caecc,
+// before the generator/ refactor; a change to it needs new evidence, not a new value.
+TEST(Fidelity, ASeedsProgramNeverChanges) {
+  uint64_t h = 14695981039346656037ull;  // FNV-1a, 64 bits
+  auto add = [&h](const generator::GeneratedProgram& g) {
+    std::string s = program::to_toml(g.program) + g.disturbance;
+    for (const std::string& f : g.features) s += "\n" + f;
+    for (const unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  };
+  for (uint64_t seed = 1; seed <= kPrograms; ++seed) {
+    add(generator::generate_program(seed, "gen", {}));
+    for (const generator::Disturbance d : generator::kHardwareDisturbances)
+      add(generator::generate_program(seed, "gen", generator::flight_recorder_options(8, d)));
+  }
+  EXPECT_EQ(h, 14648348673563855924ull) << "the generated programs changed";
+}
+
 TEST(Fidelity, ThreeHundredProgramsCoverWhatRealProgramsDo) {
   std::map<std::string, int> seen;
   int two_ranks = 0, disturbed = 0;
