@@ -7,7 +7,7 @@
 
 #include "core/finding_kinds.h"
 #include "core/rng.h"
-#include "fidelity/program_generator.h"
+#include "generator/seeded.h"
 #include "loader/program_loader.h"
 #include "program/runner.h"
 #include "program/toml_writer.h"
@@ -20,8 +20,6 @@ namespace ppspec::fidelity {
 namespace {
 
 namespace fs = std::filesystem;
-
-constexpr const char* kKindNames[kDisturbances] = {"drop", "double", "count", "dtype", "root", "peer", "invert"};
 
 // Whether the simulator's mismatch is only of what a Flight Recorder entry does not hold.
 bool of_what_dumps_omit(const core::Finding& f) {
@@ -139,13 +137,10 @@ std::string fr_class(const core::Finding* f, core::Verdict v) {
 
 FrCase run_fr_case(const FrDifferentialOptions& o, uint64_t index) {
   const std::string name = fmt::format("frd-s{}-{:04}", o.seed, index);
-  GeneratorOptions g;
-  g.max_ranks = o.max_ranks;
-  g.two_rank_percent = 40;
-  g.disturb = static_cast<int>(index % kDisturbances);
-  g.labels = false;
-  g.graphs_and_usage_errors = false;
-  GeneratedProgram p = generate_program(core::derive_seed(o.seed, index), name, g);
+  constexpr auto kinds = std::size(generator::kHardwareDisturbances);
+  const generator::Disturbance kind = generator::kHardwareDisturbances[index % kinds];
+  const generator::GeneratorOptions g = generator::flight_recorder_options(o.max_ranks, kind);
+  generator::GeneratedProgram p = generator::generate_program(core::derive_seed(o.seed, index), name, g);
   const fs::path dir = fs::path(o.out) / "cases" / name;
   fs::remove_all(dir);
   fs::create_directories(dir);
@@ -154,7 +149,7 @@ FrCase run_fr_case(const FrDifferentialOptions& o, uint64_t index) {
   std::ofstream(file) << program::to_toml(p.program);
   FrCase c = compare_on_dumps(file, dir.string());
   c.index = index;
-  c.kind = kKindNames[g.disturb];
+  c.kind = std::string(generator::to_string(kind));
   c.disturbance = p.disturbance;
   return c;
 }

@@ -24,7 +24,7 @@ rc::Gen<FuzzCase> gen_fuzz_case(const Space& space, const std::vector<std::strin
       c.serving = *gen_serving_case(space, faults);
       return c;
     }
-    c.program.shape = *gen_shape();
+    c.program.shape = *generator::gen_shape();
     c.program.seed = *rc::gen::inRange<uint64_t>(1, 1u << 20);
     c.program.pct_depth = *rc::gen::inRange(space.pct_depth.lo, space.pct_depth.hi + 1);
     return c;
@@ -33,7 +33,7 @@ rc::Gen<FuzzCase> gen_fuzz_case(const Space& space, const std::vector<std::strin
 
 std::string case_toml(const FuzzCase& c, const std::string& name, const std::string& description, const Expectation& expect) {
   if (!c.is_program) return to_toml(c.serving, name, description, expect);
-  program::Program p = build(c.program.shape);
+  program::Program p = generator::build(c.program.shape);
   p.name = name;
   p.description = description;
   p.expect.verdict = expect.verdict;
@@ -46,7 +46,7 @@ std::string case_toml(const FuzzCase& c, const std::string& name, const std::str
 
 std::string case_summary(const FuzzCase& c) {
   if (!c.is_program) return summary(c.serving);
-  const Shape& s = c.program.shape;
+  const generator::Shape& s = c.program.shape;
   return fmt::format("program: {} ranks, {} streams, {} communicators, {} rounds{}, seed {} {}", s.ranks, s.streams,
                      s.comm_masks.size() + 1, s.rounds.size(), s.race.on ? ", a loader thread" : "", c.program.seed,
                      c.strategy());

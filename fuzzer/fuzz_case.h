@@ -8,15 +8,15 @@
 #include <string>
 #include <vector>
 
-#include "fuzzer/program_gen.h"
 #include "fuzzer/serving_case.h"
 #include "fuzzer/space.h"
+#include "generator/shape.h"
 
 namespace ppspec::fuzzer {
 
-// A well-matched program (program_gen.h: it completes under every schedule) and its schedule.
+// A well-matched program (generator/shape.h: it completes under every schedule) and its schedule.
 struct ProgramCase {
-  Shape shape;
+  generator::Shape shape;
   uint64_t seed = 1;
   int pct_depth = 0;
 };

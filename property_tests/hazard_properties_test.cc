@@ -20,12 +20,12 @@
 
 #include "program/runner.h"
 #include "program/toml_writer.h"
-#include "fuzzer/program_gen.h"
+#include "generator/shape.h"
 #include "tests/test_util.h"
 
 namespace ppspec::proptest {
 
-using namespace ppspec::fuzzer;  // the program generator (fuzzer/program_gen.h)
+using namespace ppspec::generator;  // the program generator (generator/shape.h)
 namespace {
 
 constexpr uint64_t kSeeds = 8;
@@ -81,7 +81,7 @@ RC_GTEST_PROP(Hazards, HazardRoundsGiveTheSameVerdictAndHazardsUnderEverySchedul
 RC_GTEST_PROP(Hazards, ALoaderThreadGivesTheSameHazardsWhicheverThreadWinsTheRace, ()) {
   const Shape shape = *gen_race_shape();
   const program::Program p = build(shape);
-  const bool race_round = std::any_of(shape.rounds.begin(), shape.rounds.end(), [](const RoundSpec& r) { return r.kind == kRaceRound; });
+  const bool race_round = std::any_of(shape.rounds.begin(), shape.rounds.end(), [](const RoundSpec& r) { return r.kind == RoundKind::loader_race; });
   const std::vector<Outcome> runs = under_16_schedules(p);
   std::set<core::Verdict> verdicts;
   for (const Outcome& o : runs) verdicts.insert(o.verdict);

@@ -9,12 +9,13 @@
 
 #include "program/runner.h"
 #include "program/toml_writer.h"
-#include "fuzzer/program_gen.h"
+#include "generator/perturb.h"
+#include "generator/shape.h"
 #include "tests/test_util.h"
 
 namespace ppspec::proptest {
 
-using namespace ppspec::fuzzer;  // the program generator (fuzzer/program_gen.h)
+using namespace ppspec::generator;  // the program generator (generator/shape.h)
 namespace {
 
 struct Schedule {

@@ -12,7 +12,7 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "fidelity/fr_differential.h"
-#include "fidelity/program_generator.h"
+#include "generator/seeded.h"
 #include "program/runner.h"
 #include "program/toml_writer.h"
 #include "tools/gpu_backend.h"
@@ -84,7 +84,7 @@ std::string first_summary(const core::RunResult& r) {
 }
 
 // The program's file with its expectation set to what the simulator says under its first seed.
-ProgramResult simulate(fidelity::GeneratedProgram& g, const fs::path& file, uint64_t seeds) {
+ProgramResult simulate(generator::GeneratedProgram& g, const fs::path& file, uint64_t seeds) {
   ProgramResult r;
   r.name = g.program.name;
   r.file = file.string();
@@ -238,9 +238,9 @@ bool load_kept_gpu(const fs::path& json, ProgramResult& r) {
 
 ProgramResult one_program(const FidelityArgs& args, uint64_t i, const fs::path& out) {
   const std::string name = fmt::format("fid-s{}-{:04}", args.seed, i);
-  fidelity::GeneratorOptions gopts;
+  generator::GeneratorOptions gopts;
   gopts.max_ranks = args.max_ranks;
-  fidelity::GeneratedProgram g = fidelity::generate_program(core::derive_seed(args.seed, i), name, gopts);
+  generator::GeneratedProgram g = generator::generate_program(core::derive_seed(args.seed, i), name, gopts);
   ProgramResult r = simulate(g, out / "programs" / (name + ".toml"), args.sim_seeds);
   const fs::path kept = out / "results" / (name + ".json");
   const bool on_gpus = r.ranks <= args.gpus;

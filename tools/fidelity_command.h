@@ -1,5 +1,5 @@
 // `ppspec fidelity`: the differential fidelity run. Generates program scenarios nobody wrote by hand
-// (fidelity/program_generator.h), runs each on the simulator under several seeds and, with
+// (generator/seeded.h), runs each on the simulator under several seeds and, with
 // `--backend both`, on this machine's GPUs, compares the verdict classes, keeps every disagreement
 // as a scenario file carrying both results, and writes an agreement table.
 //
