@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/printable.h"
 #include "program/runner.h"
+#include "runs/run_options.h"
 #include "serving/runner.h"
 #include "tools/bad_input.h"
 #include "tools/run_support.h"
@@ -54,22 +55,19 @@ Loaded scenario_of(const traces::TraceHeader& h, const std::string& trace, const
 // The run again, under the recorded schedule, into `out_trace` with the recording's header.
 void rerun(const Loaded& l, const traces::TraceHeader& h, const std::vector<uint32_t>& decisions, const std::string& out_trace) {
   traces::JsonlWriter writer(out_trace, h);
-  const auto strategy = sim::parse_strategy(h.strategy);
+  runs::RunChoices choices;
+  choices.seed = h.seed;
+  // The recorded strategy; one this build cannot read leaves the default, which the recorded
+  // schedule overrides anyway (only the oracles' reference runs draw from it).
+  choices.strategy = sim::parse_strategy(h.strategy).value_or(sim::StrategySpec{});
+  choices.replay = decisions;
+  choices.sink = &writer;
   core::RunResult result;
-  if (const auto* p = std::get_if<program::Program>(&l.scenario)) {
-    program::SimRunOptions o;
-    o.seed = h.seed;
-    if (strategy) o.strategy = *strategy;
-    o.replay = decisions;
-    o.sinks.push_back(&writer);
-    result = program::run_on_sim(*p, o);
-  } else {
-    serving::RunOptions o;
-    o.seed = h.seed;
-    if (strategy) o.strategy = *strategy;
-    o.replay = decisions;
-    o.sinks.push_back(&writer);
-    result = serving::run_on_sim(std::get<serving::ServingScenario>(l.scenario), o).result;
+  if (const auto* p = std::get_if<program::Program>(&l.scenario))
+    result = program::run_on_sim(*p, runs::sim_options(*p, choices));
+  else {
+    const auto& s = std::get<serving::ServingScenario>(l.scenario);
+    result = serving::run_on_sim(s, runs::sim_options(s, choices)).result;
   }
   writer.finish(result);
 }
