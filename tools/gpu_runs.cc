@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/runtime_config.h"
 #include "runs/run_options.h"
 #include "serving/runner.h"
 #include "tools/gpu_backend.h"
@@ -25,11 +26,15 @@ constexpr core::Time kServingHangTimeout = 20 * core::kSec;
 
 }  // namespace
 
+// A GPU run reads only the part of [runtime] that holds on every backend (core::RuntimeConfig).
 GpuJob gpu_job_of(const Scenario& sc) {
-  if (const auto* p = std::get_if<program::Program>(&sc))
-    return GpuJob{p->file, p->name, p->config.module_loading, p->hang_timeout, p->config.runtime_connect};
+  if (const auto* p = std::get_if<program::Program>(&sc)) {
+    const core::RuntimeConfig& rt = p->config;
+    return GpuJob{p->file, p->name, rt.module_loading, p->hang_timeout, rt.runtime_connect};
+  }
   const auto& s = std::get<serving::ServingScenario>(sc);
-  return GpuJob{s.file, s.name, s.runtime.module_loading, kServingHangTimeout, s.runtime.runtime_connect};
+  const core::RuntimeConfig& rt = s.runtime;
+  return GpuJob{s.file, s.name, rt.module_loading, kServingHangTimeout, rt.runtime_connect};
 }
 
 namespace {
