@@ -40,9 +40,9 @@ void rerun(const Loaded& l, const traces::TraceHeader& h, const std::vector<uint
   choices.replay = decisions;
   choices.sink = &writer;
   core::RunResult result;
-  if (const auto* p = std::get_if<program::Program>(&l.scenario))
+  if (const auto* p = std::get_if<program::Program>(&l.scenario)) {
     result = program::run_on_sim(*p, runs::sim_options(*p, choices));
-  else {
+  } else {
     const auto& s = std::get<serving::ServingScenario>(l.scenario);
     result = serving::run_on_sim(s, runs::sim_options(s, choices)).result;
   }
