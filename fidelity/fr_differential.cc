@@ -11,6 +11,7 @@
 #include "loader/program_loader.h"
 #include "program/runner.h"
 #include "program/toml_writer.h"
+#include "runs/run_options.h"
 #include "traces/flight_recorder.h"
 #include "traces/fr_writer.h"
 #include "traces/jsonl_writer.h"
@@ -54,11 +55,12 @@ core::RunResult simulate(const std::string& file, const std::string& trace) {
   h.strategy = "random";
   h.kind = "program";
   traces::JsonlWriter writer(trace, h);
-  program::SimRunOptions o;
-  o.seed = 1;
-  o.record_decisions = false;
-  o.sinks = {&writer};
-  core::RunResult r = program::run_on_sim(p, o);
+  runs::RunChoices choices;  // what the header above says: seed 1, the default strategy
+  choices.seed = 1;
+  choices.strategy = sim::StrategySpec{};
+  choices.record_decisions = false;
+  choices.sink = &writer;
+  core::RunResult r = program::run_on_sim(p, runs::sim_options(p, choices));
   writer.finish(r);
   return r;
 }

@@ -17,6 +17,7 @@
 #include "loader/program_loader.h"
 #include "program/runner.h"
 #include "loader/serving_loader.h"
+#include "runs/run_options.h"
 #include "serving/runner.h"
 #include "sim/policy.h"
 
@@ -63,13 +64,12 @@ struct Outcome {
 
 serving::ServingRun run_serving(const std::string& text, const std::string& file, const ServingCase& c, PathSink* paths) {
   const serving::ServingScenario s = loader::parse_serving(text, file);
-  serving::RunOptions o;
-  o.seed = c.seed;
-  const auto strategy = sim::parse_strategy(c.strategy());
-  PPSPEC_ASSERT(strategy.has_value(), "strategy '{}' of a generated case", c.strategy());
-  o.strategy = *strategy;
-  if (paths != nullptr) o.sinks.push_back(paths);
-  return serving::run_on_sim(s, o);
+  runs::RunChoices choices;
+  choices.seed = c.seed;
+  choices.strategy = sim::parse_strategy(c.strategy());
+  PPSPEC_ASSERT(choices.strategy.has_value(), "strategy '{}' of a generated case", c.strategy());
+  choices.sink = paths;
+  return serving::run_on_sim(s, runs::sim_options(s, choices));
 }
 
 Outcome outcome_of(const core::RunResult& result) {
@@ -110,12 +110,11 @@ void count_paths(Coverage& cov, const ServingCase& c, const serving::ServingRun&
 Outcome run_case(const std::string& text, const std::string& file, const FuzzCase& c, Coverage* cov) {
   if (c.is_program) {
     const program::Program p = loader::parse_program(text, file);
-    program::SimRunOptions o;
-    o.seed = c.program.seed;
-    o.strategy = p.explore.strategy;
-    o.record_decisions = false;
+    runs::RunChoices choices;  // the strategy: the case file's [explore]
+    choices.seed = c.program.seed;
+    choices.record_decisions = false;
     if (cov != nullptr) ++cov->programs;
-    return outcome_of(program::run_on_sim(p, o));
+    return outcome_of(program::run_on_sim(p, runs::sim_options(p, choices)));
   }
   PathSink paths;
   const serving::ServingRun run = run_serving(text, file, c.serving, cov != nullptr ? &paths : nullptr);

@@ -29,7 +29,9 @@ struct ServingScenario {
   std::string file;
   std::string description;
   engine::EngineConfig config;
-  sim::SimConfig runtime = serving_runtime_defaults();  // [runtime]: the simulator's rules and costs; module loading on GPUs too
+  // [runtime]: the rules of every backend (its core::RuntimeConfig part, all a GPU run reads) and
+  // the simulator's own rules and costs.
+  sim::SimConfig runtime = serving_runtime_defaults();
   Oracles oracles;
   core::Expect expect;
   uint64_t seed = 1;

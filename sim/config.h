@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/runtime_config.h"
 #include "core/types.h"
 
 namespace ppspec::sim {
@@ -29,12 +30,11 @@ struct CostModel {
 // instead of growing the simulator's memory without bound.
 inline constexpr uint64_t kStreamQueueMax = 1024;
 
-struct SimConfig {
-  core::ModuleLoading module_loading = core::ModuleLoading::lazy;  // CUDA's default on Linux
+// The rules every backend keeps (module loading, strictness, runtime connect: core::RuntimeConfig),
+// and the simulator's own.
+struct SimConfig : core::RuntimeConfig {
   core::Concurrency concurrency = core::Concurrency::ok;
   core::OnMismatch on_mismatch = core::OnMismatch::report;
-  bool strict = false;            // hazards fail the run
-  bool runtime_connect = true;    // NCCL_RUNTIME_CONNECT=1: first contact blocks the host (R1)
   // A send this small may complete before its recv is posted, into a receiving side that exists
   // (R4). Today's hardware: 2 x H200, NCCL 2.28.9, measured up to 64 MiB (docs/evidence/2xH200/fidelity).
   int64_t eager_bytes = int64_t{64} << 20;

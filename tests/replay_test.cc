@@ -111,5 +111,25 @@ TEST(Replay, AChangedScenarioOrAGpuTraceIsExitTwo) {
   EXPECT_NE(g.err.find("hardware records no schedule to replay"), std::string::npos) << g.err;
 }
 
+// The scenario is found as `check` finds it (tools/trace_scenario.h): a header without a scenario
+// hash is trusted only with --scenario, with a note saying so.
+TEST(Replay, ATraceWithoutItsScenarioHashNeedsScenario) {
+  const std::string scenario = kScenarioRoot + "regressions/pre_56956.toml";
+  const fs::path trace = record(scenario, "nohash", "pct:3");
+  std::vector<std::string> l = lines(trace);
+  const size_t at = l[0].find(",\"scenario_hash\":\"");
+  ASSERT_NE(at, std::string::npos) << l[0];
+  l[0].erase(at, l[0].find('"', at + 18) + 1 - at);
+  std::ofstream o(trace);
+  for (const std::string& x : l) o << x << '\n';
+  o.close();
+  const Out r = replay(trace.string());
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.err.find("records no scenario hash"), std::string::npos) << r.err;
+  const Out named = replay(trace.string(), scenario);
+  EXPECT_EQ(named.code, 0) << named.out << named.err;
+  EXPECT_NE(named.err.find("note: no recorded scenario hash; trusting --scenario"), std::string::npos) << named.err;
+}
+
 }  // namespace
 }  // namespace ppspec::testing

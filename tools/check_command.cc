@@ -3,17 +3,14 @@
 #include <algorithm>
 #include <filesystem>
 #include <fmt/format.h>
-#include <fstream>
 #include <memory>
 #include <ostream>
-#include <sstream>
+#include <variant>
 
 #include "core/error.h"
-#include "core/hash.h"
-#include "loader/program_loader.h"
-#include "loader/serving_loader.h"
 #include "tools/bad_input.h"
 #include "tools/report.h"
+#include "tools/trace_scenario.h"
 #include "traces/flight_recorder.h"
 #include "traces/trace_reader.h"
 #include "verify/flight_recorder_check.h"
@@ -24,55 +21,12 @@
 namespace ppspec::tools {
 namespace {
 
-std::optional<std::string> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// The scenario a serving trace was recorded with: --scenario, else the file its header names, read
-// from here or from the trace's folder. Its content must hash to what the header recorded, so that
-// the monitors are configured exactly as they were online; anything else is bad input.
-serving::ServingScenario scenario_of(const traces::TraceReader& reader, const std::string& cli_scenario, std::ostream& err) {
-  const traces::TraceHeader& h = reader.header();
-  std::vector<std::string> candidates;
-  if (!cli_scenario.empty()) {
-    candidates.push_back(cli_scenario);
-  } else if (!h.file.empty()) {
-    candidates.push_back(h.file);
-    const std::filesystem::path beside = std::filesystem::path(reader.where()).parent_path() / h.file;
-    if (std::filesystem::path(h.file).is_relative() && beside.string() != h.file) candidates.push_back(beside.string());
-  }
-  if (!h.scenario_hash && cli_scenario.empty())
-    throw core::InputError(reader.where(), 1,
-                           "a serving trace whose header records no scenario hash (an older ppspec): the serving "
-                           "monitors cannot be configured from it safely; name its scenario with --scenario FILE");
-  std::string changed;
-  for (const std::string& path : candidates) {
-    const auto text = read_file(path);
-    if (!text) continue;
-    const uint64_t hash = core::fnv1a_bytes(text->data(), text->size());
-    if (h.scenario_hash && hash != *h.scenario_hash) {
-      changed = fmt::format("{} (hash {}, recorded {})", path, traces::hash_hex(hash), traces::hash_hex(*h.scenario_hash));
-      continue;
-    }
-    if (!h.scenario_hash) err << fmt::format("ppspec: {}: note: no recorded scenario hash; trusting --scenario {}\n", reader.where(), path);
-    const toml::table root = loader::parse_toml_text(*text, path);
-    if (loader::scenario_kind(root, path) != "serving")
-      throw core::InputError(path, 1, "the scenario of a serving trace must be a serving scenario");
-    return loader::read_serving(root, path);
-  }
-  if (!changed.empty())
-    throw core::InputError(reader.where(), 1,
-                           fmt::format("the scenario this trace was recorded with has changed since: {}; check it with "
-                                       "the scenario as it was (--scenario FILE)",
-                                       changed));
-  throw core::InputError(reader.where(), 1,
-                         fmt::format("cannot find the scenario '{}' this serving trace was recorded with (looked here and "
-                                     "beside the trace); name it with --scenario FILE",
-                                     cli_scenario.empty() ? h.file : cli_scenario));
+// The scenario a serving trace was recorded with (tools/trace_scenario.h): its content must hash
+// to what the header recorded, so that the monitors are configured exactly as they were online.
+serving::ServingScenario serving_scenario_of(const traces::TraceReader& reader, const std::string& cli_scenario, std::ostream& err) {
+  Loaded l = trace_scenario(reader.header(), reader.where(), cli_scenario, err);
+  if (l.kind != "serving") throw core::InputError(exploration_of(l.scenario).file, 1, "the scenario of a serving trace must be a serving scenario");
+  return std::get<serving::ServingScenario>(std::move(l.scenario));
 }
 
 // The recorded verdict is the run's own: a failure the events alone do not show (a deadlock found
@@ -122,7 +76,7 @@ RunRecord check_one(const std::string& path, const CheckArgs& args, std::ostream
   traces::TraceReader reader(path, traces::TraceReader::Options{});
   const traces::TraceHeader& h = reader.header();
   std::optional<serving::ServingScenario> scenario;
-  if (h.kind == "serving" || (h.kind.empty() && !args.scenario.empty())) scenario = scenario_of(reader, args.scenario, err);
+  if (h.kind == "serving" || (h.kind.empty() && !args.scenario.empty())) scenario = serving_scenario_of(reader, args.scenario, err);
   std::vector<core::Finding> found;
   std::unique_ptr<verify::ServingMonitors> monitors;
   if (scenario)

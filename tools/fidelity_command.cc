@@ -15,6 +15,7 @@
 #include "generator/seeded.h"
 #include "program/runner.h"
 #include "program/toml_writer.h"
+#include "runs/run_options.h"
 #include "tools/gpu_backend.h"
 #include "tools/gpu_runs.h"
 #include "tools/report.h"
@@ -100,10 +101,11 @@ ProgramResult simulate(generator::GeneratedProgram& g, const fs::path& file, uin
   const Loaded loaded = load_scenario(r.file);
   const auto& p = std::get<program::Program>(loaded.scenario);
   for (uint64_t s = 1; s <= seeds; ++s) {
-    program::SimRunOptions o;
-    o.seed = s;
-    o.record_decisions = false;
-    const core::RunResult run = program::run_on_sim(p, o);
+    runs::RunChoices choices;
+    choices.seed = s;
+    choices.strategy = sim::StrategySpec{};  // every program under the default strategy, whatever its file says
+    choices.record_decisions = false;
+    const core::RunResult run = program::run_on_sim(p, runs::sim_options(p, choices));
     r.sim.push_back(verdict_class(run.verdict));
     if (s == 1) {
       r.sim_summary = first_summary(run);
@@ -118,11 +120,8 @@ ProgramResult simulate(generator::GeneratedProgram& g, const fs::path& file, uin
 void run_gpu_part(const FidelityArgs& args, const fs::path& trace, ProgramResult& r) {
   const Loaded loaded = load_scenario(r.file);
   GpuJob job = gpu_job_of(loaded.scenario);
-  GpuRunOptions opts;
-  opts.trace = trace.string();
-  opts.hang_timeout = static_cast<core::Time>(args.hang_timeout_s * core::kSec);
   RunRecord rec;
-  const GpuOutcome o = run_on_gpu(job, opts, rec);
+  const GpuOutcome o = run_on_gpu(job, gpu_run_options(trace.string(), args.hang_timeout_s), rec);
   r.gpu_wall_s = rec.wall_ms / 1000.0;
   if (o.failure != GpuFailure::none) {
     r.gpu = "error";

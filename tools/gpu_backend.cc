@@ -71,6 +71,13 @@ bool read_verdict(const nlohmann::json& j, core::RunResult& r) {
 
 }  // namespace
 
+GpuRunOptions gpu_run_options(std::string trace, std::optional<double> hang_timeout_s) {
+  GpuRunOptions o;
+  o.trace = std::move(trace);
+  if (hang_timeout_s) o.hang_timeout = static_cast<core::Time>(*hang_timeout_s * core::kSec);
+  return o;
+}
+
 GpuOutcome run_on_gpu(const GpuJob& job, const GpuRunOptions& opts, RunRecord& rec) {
   const auto result_path =
       (std::filesystem::temp_directory_path() / fmt::format("ppspec-gpu-{}-{}.json", getpid(), job.name)).string();

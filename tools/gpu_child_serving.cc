@@ -59,7 +59,8 @@ void write_profile(const std::string& path, real::StepProfiler& profiler) {
 
 int gpu_child_serving(const GpuChildArgs& args, const toml::table& root, uint64_t hash) {
   const serving::ServingScenario s = loader::read_serving(root, args.file);
-  if (s.runtime.module_loading == core::ModuleLoading::jit) {
+  const core::RuntimeConfig& runtime = s.runtime;  // GPUs keep this part of [runtime] only
+  if (runtime.module_loading == core::ModuleLoading::jit) {
     write_result(args.result, {{"error", fmt::format("{}: module_loading = \"jit\" is simulated only for serving scenarios: "
                                                      "the engine's kernels are compiled ahead of time (use lazy or eager)",
                                                      args.file)},
@@ -81,15 +82,15 @@ int gpu_child_serving(const GpuChildArgs& args, const toml::table& root, uint64_
   LockedList<core::Finding> online;  // failures the monitors found before a hang
 
   real::RealConfig cfg;
-  cfg.module_loading = s.runtime.module_loading;
+  cfg.module_loading = runtime.module_loading;
   cfg.hang_timeout = args.hang_timeout_s > 0 ? static_cast<core::Time>(args.hang_timeout_s * core::kSec) : kServingHangTimeout;
   std::unique_ptr<real::RealRuntime> rt;
   cfg.on_hang = [&](const std::vector<core::Event>&) {
     // The event bus is held: nothing else publishes while the result is written.
     core::RunResult monitors;
     monitors.notes = notes.snapshot();
-    verify::settle_verdict(monitors, online.snapshot(), s.runtime.strict);
-    const core::RunResult r = combine(monitors, checker.result(), s.runtime.strict);
+    verify::settle_verdict(monitors, online.snapshot(), runtime.strict);
+    const core::RunResult r = combine(monitors, checker.result(), runtime.strict);
     if (writer) writer->finish(r);
     nlohmann::json j = result_json(r, rt->now(), rt->tracker().posted());
     j["completed"] = false;
@@ -108,9 +109,9 @@ int gpu_child_serving(const GpuChildArgs& args, const toml::table& root, uint64_
     hooks.failed = [&](const core::Finding& f) { online.add(f); };
     hooks.note = [&](core::Finding f) { notes.add(std::move(f)); };
     hooks.notes = [&] { return notes.snapshot(); };
-    const serving::ServingRun run = serving::serve(*rt, s.config, sinks, hooks, s.runtime.strict);
+    const serving::ServingRun run = serving::serve(*rt, s.config, sinks, hooks, runtime.strict);
     if (cfg.profile) write_profile(profile, rt->profiler());
-    const core::RunResult r = combine(run.result, checker.result(), s.runtime.strict);
+    const core::RunResult r = combine(run.result, checker.result(), runtime.strict);
     if (writer) writer->finish(r);
     nlohmann::json j = result_json(r, rt->now(), rt->tracker().posted());
     j["completed"] = run.completed;

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/runtime_config.h"
+#include "runs/run_options.h"
 #include "serving/runner.h"
 #include "tools/gpu_backend.h"
 #include "tools/report.h"
@@ -24,11 +26,15 @@ constexpr core::Time kServingHangTimeout = 20 * core::kSec;
 
 }  // namespace
 
+// A GPU run reads only the part of [runtime] that holds on every backend (core::RuntimeConfig).
 GpuJob gpu_job_of(const Scenario& sc) {
-  if (const auto* p = std::get_if<program::Program>(&sc))
-    return GpuJob{p->file, p->name, p->config.module_loading, p->hang_timeout, p->config.runtime_connect};
+  if (const auto* p = std::get_if<program::Program>(&sc)) {
+    const core::RuntimeConfig& rt = p->config;
+    return GpuJob{p->file, p->name, rt.module_loading, p->hang_timeout, rt.runtime_connect};
+  }
   const auto& s = std::get<serving::ServingScenario>(sc);
-  return GpuJob{s.file, s.name, s.runtime.module_loading, kServingHangTimeout, s.runtime.runtime_connect};
+  const core::RuntimeConfig& rt = s.runtime;
+  return GpuJob{s.file, s.name, rt.module_loading, kServingHangTimeout, rt.runtime_connect};
 }
 
 namespace {
@@ -48,10 +54,7 @@ serving::ServingRun finish_serving(const serving::ServingScenario& s, const nloh
     run.requests = requests_from_json(s.config, result.at("requests"));
     run.stats = serving_stats_from_json(result.at("stats"));
   }
-  serving::RunOptions opts;
-  opts.seed = s.seed;
-  opts.strategy = s.strategy;
-  serving::check_oracles(s, opts, run);
+  serving::check_oracles(s, runs::sim_options(s, runs::RunChoices{}), run);  // the scenario's seed and strategy
   rec.result = run.result;
   rec.serving = figures_of(run);
   return run;
@@ -67,10 +70,7 @@ std::optional<serving::ServingRun> gpu_run(const Loaded& loaded, const RunArgs& 
   rec.gpu = true;
   rec.expected = gpu_expectation(loaded.scenario);
   rec.reproduce = fmt::format("ppspec run --backend gpu {}", shell_word(job.file));
-  GpuRunOptions opts;
-  opts.trace = trace;
-  if (args.hang_timeout_s) opts.hang_timeout = static_cast<core::Time>(*args.hang_timeout_s * core::kSec);
-  const GpuOutcome o = run_on_gpu(job, opts, rec);
+  const GpuOutcome o = run_on_gpu(job, gpu_run_options(trace, args.hang_timeout_s), rec);
   if (o.failure != GpuFailure::none) {
     err << fmt::format("ppspec: {}: {}\n", job.file, o.error);
     status = o.failure == GpuFailure::bad_input ? 2 : 3;
@@ -212,11 +212,9 @@ int run_both(const std::vector<Loaded>& scenarios, const RunArgs& args, std::ost
   for (const Loaded& loaded : scenarios) {
     const auto& s = std::get<serving::ServingScenario>(loaded.scenario);
     verify::OpLog sim_ops;
-    serving::RunOptions opts;
-    opts.seed = s.seed;
-    opts.strategy = s.strategy;
-    opts.sinks.push_back(&sim_ops);
-    const serving::ServingRun sim = serving::run_on_sim(s, opts);
+    runs::RunChoices choices;  // the scenario's seed and strategy
+    choices.sink = &sim_ops;
+    const serving::ServingRun sim = serving::run_on_sim(s, runs::sim_options(s, choices));
     const RunRecord sim_rec = sim_record(s, sim);
     // The GPU run is always traced: its operation sequence is read back from the trace.
     const std::string trace = paths.next(s.name + "-gpu", 0);

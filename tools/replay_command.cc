@@ -9,9 +9,11 @@
 #include "core/error.h"
 #include "core/printable.h"
 #include "program/runner.h"
+#include "runs/run_options.h"
 #include "serving/runner.h"
 #include "tools/bad_input.h"
 #include "tools/run_support.h"
+#include "tools/trace_scenario.h"
 #include "traces/jsonl_writer.h"
 #include "traces/trace_reader.h"
 
@@ -27,49 +29,22 @@ std::vector<std::string> lines_of(const std::string& file) {
   return lines;
 }
 
-// The recording's scenario: where the header says (or beside the trace, or --scenario), with the
-// bytes the recording hashed.
-Loaded scenario_of(const traces::TraceHeader& h, const std::string& trace, const std::string& cli) {
-  std::vector<std::string> candidates;
-  if (!cli.empty()) candidates.push_back(cli);
-  if (cli.empty() && !h.file.empty()) {
-    candidates.push_back(h.file);
-    const fs::path beside = fs::path(trace).parent_path() / h.file;
-    if (fs::path(h.file).is_relative()) candidates.push_back(beside.string());
-  }
-  for (const std::string& path : candidates) {
-    if (!fs::exists(path)) continue;
-    Loaded l = load_scenario(path);
-    if (h.scenario_hash && l.hash != *h.scenario_hash)
-      throw core::InputError(trace, 1, fmt::format("the scenario {} changed since this trace was recorded (hash {}, recorded {}): "
-                                                   "a replay of another file proves nothing",
-                                                   path, traces::hash_hex(l.hash), traces::hash_hex(*h.scenario_hash)));
-    return l;
-  }
-  throw core::InputError(trace, 1, fmt::format("cannot find the scenario '{}' this trace was recorded with (looked here and "
-                                               "beside the trace); name it with --scenario FILE",
-                                               core::printable(h.file, 200)));
-}
-
 // The run again, under the recorded schedule, into `out_trace` with the recording's header.
 void rerun(const Loaded& l, const traces::TraceHeader& h, const std::vector<uint32_t>& decisions, const std::string& out_trace) {
   traces::JsonlWriter writer(out_trace, h);
-  const auto strategy = sim::parse_strategy(h.strategy);
+  runs::RunChoices choices;
+  choices.seed = h.seed;
+  // The recorded strategy; one this build cannot read leaves the default, which the recorded
+  // schedule overrides anyway (only the oracles' reference runs draw from it).
+  choices.strategy = sim::parse_strategy(h.strategy).value_or(sim::StrategySpec{});
+  choices.replay = decisions;
+  choices.sink = &writer;
   core::RunResult result;
   if (const auto* p = std::get_if<program::Program>(&l.scenario)) {
-    program::SimRunOptions o;
-    o.seed = h.seed;
-    if (strategy) o.strategy = *strategy;
-    o.replay = decisions;
-    o.sinks.push_back(&writer);
-    result = program::run_on_sim(*p, o);
+    result = program::run_on_sim(*p, runs::sim_options(*p, choices));
   } else {
-    serving::RunOptions o;
-    o.seed = h.seed;
-    if (strategy) o.strategy = *strategy;
-    o.replay = decisions;
-    o.sinks.push_back(&writer);
-    result = serving::run_on_sim(std::get<serving::ServingScenario>(l.scenario), o).result;
+    const auto& s = std::get<serving::ServingScenario>(l.scenario);
+    result = serving::run_on_sim(s, runs::sim_options(s, choices)).result;
   }
   writer.finish(result);
 }
@@ -87,7 +62,7 @@ int replay_command(const ReplayArgs& args, std::ostream& out, std::ostream& err)
     while (reader.next() != nullptr) {
     }
     if (!reader.trailer()) throw core::InputError(args.trace, reader.line(), "no trailer: no recorded schedule to replay");
-    const Loaded l = scenario_of(h, args.trace, args.scenario);
+    const Loaded l = trace_scenario(h, args.trace, args.scenario, err);
     const fs::path again = fs::temp_directory_path() / fmt::format("ppspec-replay-{}.jsonl", file_safe(h.scenario));
     rerun(l, h, reader.trailer()->decisions, again.string());
     const std::vector<std::string> a = lines_of(args.trace), b = lines_of(again.string());

@@ -18,6 +18,7 @@
 #include "loader/serving_loader.h"
 #include "loader/toml_reader.h"
 #include "program/runner.h"
+#include "runs/run_options.h"
 #include "serving/runner.h"
 #include "tools/bad_input.h"
 #include "tools/gpu_runs.h"
@@ -41,21 +42,17 @@ void simulate_once(const Scenario& sc, uint64_t seed, const sim::StrategySpec& s
   // as a bug of ppspec would, so that one scenario's failure is proven not to lose the others'.
   if (const char* name = std::getenv("PPSPEC_TEST_INTERNAL_ERROR_IN"); name != nullptr && rec.scenario == name)
     throw core::InternalError(fmt::format("test hook in scenario {}", name));
+  runs::RunChoices choices;
+  choices.seed = seed;
+  choices.strategy = strategy;
+  choices.sink = sink;
   if (const auto* p = std::get_if<program::Program>(&sc)) {
-    program::SimRunOptions opts;
-    opts.seed = seed;
-    opts.strategy = strategy;
-    if (sink != nullptr) opts.sinks.push_back(sink);
-    rec.result = program::run_on_sim(*p, opts);
+    rec.result = program::run_on_sim(*p, runs::sim_options(*p, choices));
     rec.mismatch = core::expectation_mismatch(p->expect, rec.result);
     return;
   }
   const auto& s = std::get<serving::ServingScenario>(sc);
-  serving::RunOptions opts;
-  opts.seed = seed;
-  opts.strategy = strategy;
-  if (sink != nullptr) opts.sinks.push_back(sink);
-  const serving::ServingRun run = serving::run_on_sim(s, opts);
+  const serving::ServingRun run = serving::run_on_sim(s, runs::sim_options(s, choices));
   rec.result = run.result;
   rec.serving = figures_of(run);
   rec.mismatch = core::expectation_mismatch(s.expect, rec.result);

@@ -28,12 +28,24 @@ Exploration exploration_of(const Scenario& sc) {
   return {s.name, s.file, s.seed, s.seeds, s.strategy, s.expect.verdict};
 }
 
-Loaded load_scenario(const std::string& file) {
-  uint64_t hash = 0;
-  const toml::table root = loader::parse_toml_file(file, &hash);
+namespace {
+
+Loaded loaded_of(const toml::table& root, const std::string& file, uint64_t hash) {
   const std::string kind = loader::scenario_kind(root, file);
   if (kind == "program") return {loader::read_program(root, file), hash, kind};
   return {loader::read_serving(root, file), hash, kind};  // scenario_kind accepts no other kind
+}
+
+}  // namespace
+
+Loaded load_scenario(const std::string& file) {
+  uint64_t hash = 0;
+  const toml::table root = loader::parse_toml_file(file, &hash);
+  return loaded_of(root, file, hash);
+}
+
+Loaded scenario_of_text(std::string_view text, const std::string& file, uint64_t hash) {
+  return loaded_of(loader::parse_toml_text(text, file), file, hash);
 }
 
 std::string file_safe(std::string_view name) {

@@ -33,6 +33,8 @@ struct Loaded {
 };
 // Throws core::InputError (file, line, what was expected).
 Loaded load_scenario(const std::string& file);
+// The same from the file's bytes, already read (and hashed: `hash`) by the caller.
+Loaded scenario_of_text(std::string_view text, const std::string& file, uint64_t hash);
 
 // A decimal integer in [min, max], digits only (no sign, no exponent): how every count and seed on
 // the command line is read.

@@ -1,0 +1,79 @@
+#include "tools/trace_scenario.h"
+
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <optional>
+#include <ostream>
+#include <sstream>
+#include <vector>
+
+#include "core/error.h"
+#include "core/hash.h"
+#include "core/printable.h"
+
+namespace ppspec::tools {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The file's bytes; nullopt when it cannot be read (absent, a folder): the next candidate is tried.
+std::optional<std::string> candidate_bytes(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return std::nullopt;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return std::nullopt;
+  return ss.str();
+}
+
+std::vector<std::string> candidates_of(const traces::TraceHeader& h, const std::string& trace, const std::string& cli) {
+  if (!cli.empty()) return {cli};
+  if (h.file.empty()) return {};
+  std::vector<std::string> out{h.file};
+  const fs::path beside = fs::path(trace).parent_path() / h.file;
+  if (fs::path(h.file).is_relative() && beside.string() != h.file) out.push_back(beside.string());
+  return out;
+}
+
+[[noreturn]] void not_found(const traces::TraceHeader& h, const std::string& trace, const std::string& cli) {
+  if (!cli.empty())
+    throw core::InputError(trace, 1, fmt::format("cannot find the scenario '{}' named by --scenario", core::printable(cli, 200)));
+  if (h.file.empty())
+    throw core::InputError(trace, 1, "the trace's header names no scenario file; name it with --scenario FILE");
+  throw core::InputError(trace, 1, fmt::format("cannot find the scenario '{}' this trace was recorded with (looked here and "
+                                               "beside the trace); name it with --scenario FILE",
+                                               core::printable(h.file, 200)));
+}
+
+}  // namespace
+
+Loaded trace_scenario(const traces::TraceHeader& h, const std::string& trace, const std::string& cli_scenario,
+                      std::ostream& err) {
+  if (!h.scenario_hash && cli_scenario.empty())
+    throw core::InputError(trace, 1,
+                           "a trace whose header records no scenario hash (an older ppspec): its scenario cannot be "
+                           "told from another file of that name; name it with --scenario FILE");
+  std::string changed;
+  for (const std::string& path : candidates_of(h, trace, cli_scenario)) {
+    const auto text = candidate_bytes(path);
+    if (!text) continue;
+    const uint64_t hash = core::fnv1a_bytes(text->data(), text->size());
+    if (h.scenario_hash && hash != *h.scenario_hash) {
+      changed = fmt::format("{} has changed since this trace was recorded (hash {}, recorded {})", path, traces::hash_hex(hash),
+                            traces::hash_hex(*h.scenario_hash));
+      continue;
+    }
+    if (!h.scenario_hash) err << fmt::format("ppspec: {}: note: no recorded scenario hash; trusting --scenario {}\n", trace, path);
+    return scenario_of_text(*text, path, hash);
+  }
+  if (!changed.empty())
+    throw core::InputError(trace, 1, fmt::format("the scenario {}: what it runs now proves nothing of the recording; name "
+                                                 "the scenario as it was with --scenario FILE",
+                                                 changed));
+  not_found(h, trace, cli_scenario);
+}
+
+}  // namespace ppspec::tools

@@ -1,0 +1,33 @@
+// The scenario a trace was recorded with, found the same way by every command that reads a trace
+// (`check`, `show`, `export` through check_path, and `replay`).
+#pragma once
+
+#include <iosfwd>
+#include <string>
+
+#include "tools/run_support.h"
+#include "traces/trace_format.h"
+
+namespace ppspec::tools {
+
+// Where it looks, in this order:
+//   1. `cli_scenario` (--scenario FILE) when given, and nothing else;
+//   2. else the file the header names (`file`), as named (from the working folder),
+//   3. then, when that name is relative, the same name beside the trace.
+// A candidate that cannot be read is passed over; so is one whose bytes do not hash to the
+// header's `scenario_hash` (the next may be the file as it was). The first that matches is loaded.
+// A header with no `scenario_hash` (an older ppspec) is trusted only with --scenario, with a note
+// on `err`.
+//
+// Throws core::InputError at (`trace`, line 1) when:
+//   - the header records no hash and no --scenario is given: "... records no scenario hash ...";
+//   - a candidate was found but changed: "the scenario FILE has changed since this trace was recorded
+//     (hash H, recorded R); ..." (the last such candidate);
+//   - nothing was found: "cannot find the scenario 'NAME' ..." (NAME: --scenario's, else the header's);
+//   - the header names no file and no --scenario is given.
+// A scenario that is found but does not load throws the loader's error (its file, line, what was
+// expected).
+Loaded trace_scenario(const traces::TraceHeader& h, const std::string& trace, const std::string& cli_scenario,
+                      std::ostream& err);
+
+}  // namespace ppspec::tools
