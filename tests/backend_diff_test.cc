@@ -7,7 +7,7 @@
 
 #include "loader/serving_loader.h"
 #include "serving/runner.h"
-#include "tools/serving_records.h"
+#include "report/serving_records.h"
 #include "verify/backend_diff.h"
 
 namespace ppspec::testing {
@@ -170,18 +170,18 @@ TEST(ServingRecords, RequestsRoundTripThroughJsonExactlyAndInconsistentOnesAreRe
     SCOPED_TRACE(name);
     const auto s = scenario(name);
     const auto o = observe(s, 3, "random");
-    const nlohmann::json j = tools::requests_json(o->run.requests);
-    const auto back = tools::requests_from_json(s.config, nlohmann::json::parse(j.dump()));
+    const nlohmann::json j = report::requests_json(o->run.requests);
+    const auto back = report::requests_from_json(s.config, nlohmann::json::parse(j.dump()));
     ASSERT_EQ(back.size(), o->run.requests.size());
     for (size_t i = 0; i < back.size(); ++i) expect_same(o->run.requests[i], back[i]);
     nlohmann::json broken = j;
     broken[0]["output_time"] = nlohmann::json::array();
     if (!o->run.requests[0].output.empty()) {
-      EXPECT_THROW(tools::requests_from_json(s.config, broken), std::runtime_error);
+      EXPECT_THROW(report::requests_from_json(s.config, broken), std::runtime_error);
     }
     broken = j;
     broken[0]["id"] = 1 << 30;
-    EXPECT_THROW(tools::requests_from_json(s.config, broken), std::runtime_error);
+    EXPECT_THROW(report::requests_from_json(s.config, broken), std::runtime_error);
   }
 }
 

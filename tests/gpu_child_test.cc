@@ -8,8 +8,8 @@
 #include <fstream>
 #include <string>
 
-#include "tools/gpu_backend.h"
-#include "tools/report.h"
+#include "gpu_jobs/gpu_backend.h"
+#include "report/report.h"
 #include "tests/scratch.h"
 
 namespace ppspec::testing {
@@ -29,12 +29,12 @@ std::string fake_child(const std::string& name, const std::string& result, int s
   return path;
 }
 
-tools::GpuOutcome run_with(const std::string& child) {
+gpu_jobs::GpuOutcome run_with(const std::string& child) {
   setenv("PPSPEC_EXE", child.c_str(), 1);
-  tools::RunRecord rec;
-  tools::GpuRunOptions opts;
+  report::RunRecord rec;
+  gpu_jobs::GpuRunOptions opts;
   opts.hang_timeout = core::kSec;
-  const tools::GpuOutcome o = tools::run_on_gpu(tools::GpuJob{"scenario.toml", "fake", core::ModuleLoading::lazy, core::kSec}, opts, rec);
+  const gpu_jobs::GpuOutcome o = gpu_jobs::run_on_gpu(gpu_jobs::GpuJob{"scenario.toml", "fake", core::ModuleLoading::lazy, core::kSec}, opts, rec);
   unsetenv("PPSPEC_EXE");
   return o;
 }
@@ -56,19 +56,19 @@ TEST(GpuChild, ARunWithoutAVerdictIsAFailureSayingHowItEndedNeverAPass) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
-    const tools::GpuOutcome o = run_with(fake_child(c.name, c.result, c.status));
-    EXPECT_EQ(o.failure, tools::GpuFailure::failed);
+    const gpu_jobs::GpuOutcome o = run_with(fake_child(c.name, c.result, c.status));
+    EXPECT_EQ(o.failure, gpu_jobs::GpuFailure::failed);
     EXPECT_NE(o.error.find(c.says), std::string::npos) << o.error;
   }
 }
 
 TEST(GpuChild, AScenarioThatDoesNotFitIsBadInputAndAVerdictIsAVerdict) {
-  tools::GpuOutcome o = run_with(fake_child(
+  gpu_jobs::GpuOutcome o = run_with(fake_child(
       "too_few", R"({"error": "the scenario has 4 ranks and needs one GPU per rank; this machine has 2", "bad_input": true})", 0));
-  EXPECT_EQ(o.failure, tools::GpuFailure::bad_input);
+  EXPECT_EQ(o.failure, gpu_jobs::GpuFailure::bad_input);
   EXPECT_NE(o.error.find("this machine has 2"), std::string::npos) << o.error;
   o = run_with(fake_child("hang", R"({"verdict": "hang", "findings": [{"verdict": "hang", "summary": "stuck"}]})", 0));
-  EXPECT_EQ(o.failure, tools::GpuFailure::none) << o.error;
+  EXPECT_EQ(o.failure, gpu_jobs::GpuFailure::none) << o.error;
 }
 
 }  // namespace

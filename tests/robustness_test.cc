@@ -338,8 +338,8 @@ TEST(Invariants, NoSourceUsesAPlainAssert) {
   namespace fs = std::filesystem;
   const std::regex plain(R"((^|[^A-Za-z_])assert\s*\()");
   std::vector<std::string> found;
-  for (const char* folder : {"core", "sim", "engine", "verify", "traces", "tools", "fuzzer", "fidelity", "program", "loader", "serving",
-                             "real_backend", "kernels", "bench", "fuzz", "tests", "property_tests"}) {
+  for (const char* folder : {"core", "sim", "engine", "verify", "traces", "tools", "report", "gpu_jobs", "runs", "generator", "fuzzer", "fidelity", "program", "loader", "serving",
+                             "real_backend", "kernels", "bench", "libfuzzer", "tests", "property_tests"}) {
     const fs::path root = fs::path(PPSPEC_SOURCE_DIR) / folder;
     if (!fs::exists(root)) continue;
     for (const auto& f : fs::recursive_directory_iterator(root)) {

@@ -9,7 +9,7 @@
 
 #include "core/error.h"
 #include "tools/bad_input.h"
-#include "tools/report.h"
+#include "report/report.h"
 #include "tools/trace_scenario.h"
 #include "traces/flight_recorder.h"
 #include "traces/trace_reader.h"
@@ -46,8 +46,8 @@ void cross_check_trailer(const traces::TraceReader& reader, core::RunResult& res
 }
 
 // PyTorch Flight Recorder dumps, one per rank: checked for root causes.
-RunRecord check_dumps(const traces::FrDumpSet& set) {
-  RunRecord rec;
+report::RunRecord check_dumps(const traces::FrDumpSet& set) {
+  report::RunRecord rec;
   rec.file = set.where;
   rec.scenario = fmt::format("flight-recorder ({} ranks, prefix '{}')", set.dumps.size(), set.prefix);
   rec.strategy = "hardware";
@@ -63,7 +63,7 @@ std::optional<std::string> prefix_of(const CheckArgs& args) {
   return args.prefix;
 }
 
-RunRecord check_one(const std::string& path, const CheckArgs& args, std::ostream& err) {
+report::RunRecord check_one(const std::string& path, const CheckArgs& args, std::ostream& err) {
   if (std::filesystem::is_directory(path)) {
     if (!traces::is_fr_dir(path))
       throw core::InputError(path, 0, "a folder that holds no Flight Recorder dumps (files named PREFIX + rank: rank_0, "
@@ -92,7 +92,7 @@ RunRecord check_one(const std::string& path, const CheckArgs& args, std::ostream
     checker.on_event(*e);
     if (monitors) monitors->on_event(*e);
   }
-  RunRecord rec;
+  report::RunRecord rec;
   rec.file = path;
   rec.scenario = h.scenario.empty() ? "?" : h.scenario;
   rec.seed = h.seed;
@@ -137,19 +137,19 @@ int check_command(const CheckArgs& args, std::ostream& out, std::ostream& err) {
     const bool dump_file = std::find(dump_files.begin(), dump_files.end(), path) != dump_files.end();
     if (dump_file && dumps_done) continue;
     try {
-      const RunRecord rec = dump_file ? check_dumps(traces::read_fr_files(dump_files, prefix_of(args))) : check_one(path, args, err);
+      const report::RunRecord rec = dump_file ? check_dumps(traces::read_fr_files(dump_files, prefix_of(args))) : check_one(path, args, err);
       dumps_done = dumps_done || dump_file;
       if (!rec.ok) ++dirty;
       if (args.json)
         all.push_back(to_json(rec));
       else
-        text += format_text(rec);
+        text += report::format_text(rec);
     } catch (const core::InputError& e) {
       return report_bad_input(err, e);
     }
   }
   if (args.json)
-    out << dump_json(all) << '\n';
+    out << report::dump_json(all) << '\n';
   else
     out << text;
   return dirty == 0 ? 0 : 1;

@@ -16,9 +16,9 @@
 #include "program/runner.h"
 #include "program/toml_writer.h"
 #include "runs/run_options.h"
-#include "tools/gpu_backend.h"
+#include "gpu_jobs/gpu_backend.h"
 #include "tools/gpu_runs.h"
-#include "tools/report.h"
+#include "report/report.h"
 #include "tools/run_support.h"
 
 namespace ppspec::tools {
@@ -119,11 +119,11 @@ ProgramResult simulate(generator::GeneratedProgram& g, const fs::path& file, uin
 // The GPU's trace goes to OUT/traces/, so that a disagreement can be read event by event.
 void run_gpu_part(const FidelityArgs& args, const fs::path& trace, ProgramResult& r) {
   const Loaded loaded = load_scenario(r.file);
-  GpuJob job = gpu_job_of(loaded.scenario);
-  RunRecord rec;
-  const GpuOutcome o = run_on_gpu(job, gpu_run_options(trace.string(), args.hang_timeout_s), rec);
+  gpu_jobs::GpuJob job = gpu_job_of(loaded.scenario);
+  report::RunRecord rec;
+  const gpu_jobs::GpuOutcome o = gpu_jobs::run_on_gpu(job, gpu_jobs::gpu_run_options(trace.string(), args.hang_timeout_s), rec);
   r.gpu_wall_s = rec.wall_ms / 1000.0;
-  if (o.failure != GpuFailure::none) {
+  if (o.failure != gpu_jobs::GpuFailure::none) {
     r.gpu = "error";
     r.gpu_summary = one_line(o.error);
     return;
@@ -268,7 +268,7 @@ int fidelity_main(const FidelityArgs& args, std::ostream& out, std::ostream& err
     o.max_ranks = args.max_ranks;
     return fidelity::fr_differential_main(o, out);
   }
-  if (args.backend == "both" && !gpu_backend_built()) {
+  if (args.backend == "both" && !gpu_jobs::gpu_backend_built()) {
     err << "ppspec: this ppspec was built without the GPU backend; use --backend sim\n";
     return 2;
   }

@@ -9,9 +9,9 @@
 #include "core/runtime_config.h"
 #include "runs/run_options.h"
 #include "serving/runner.h"
-#include "tools/gpu_backend.h"
-#include "tools/report.h"
-#include "tools/serving_records.h"
+#include "gpu_jobs/gpu_backend.h"
+#include "report/report.h"
+#include "report/serving_records.h"
 #include "traces/jsonl_writer.h"
 #include "traces/trace_reader.h"
 #include "verify/backend_diff.h"
@@ -27,14 +27,14 @@ constexpr core::Time kServingHangTimeout = 20 * core::kSec;
 }  // namespace
 
 // A GPU run reads only the part of [runtime] that holds on every backend (core::RuntimeConfig).
-GpuJob gpu_job_of(const Scenario& sc) {
+gpu_jobs::GpuJob gpu_job_of(const Scenario& sc) {
   if (const auto* p = std::get_if<program::Program>(&sc)) {
     const core::RuntimeConfig& rt = p->config;
-    return GpuJob{p->file, p->name, rt.module_loading, p->hang_timeout, rt.runtime_connect};
+    return gpu_jobs::GpuJob{p->file, p->name, rt.module_loading, p->hang_timeout, rt.runtime_connect};
   }
   const auto& s = std::get<serving::ServingScenario>(sc);
   const core::RuntimeConfig& rt = s.runtime;
-  return GpuJob{s.file, s.name, rt.module_loading, kServingHangTimeout, rt.runtime_connect};
+  return gpu_jobs::GpuJob{s.file, s.name, rt.module_loading, kServingHangTimeout, rt.runtime_connect};
 }
 
 namespace {
@@ -46,34 +46,34 @@ core::Verdict gpu_expectation(const Scenario& sc) {
 }
 
 // A serving run's requests from the child, then the oracles (their references are simulated).
-serving::ServingRun finish_serving(const serving::ServingScenario& s, const nlohmann::json& result, RunRecord& rec) {
+serving::ServingRun finish_serving(const serving::ServingScenario& s, const nlohmann::json& result, report::RunRecord& rec) {
   serving::ServingRun run;
   run.result = rec.result;
   run.completed = result.value("completed", false);
   if (result.contains("requests")) {
-    run.requests = requests_from_json(s.config, result.at("requests"));
-    run.stats = serving_stats_from_json(result.at("stats"));
+    run.requests = report::requests_from_json(s.config, result.at("requests"));
+    run.stats = report::serving_stats_from_json(result.at("stats"));
   }
   serving::check_oracles(s, runs::sim_options(s, runs::RunChoices{}), run);  // the scenario's seed and strategy
   rec.result = run.result;
-  rec.serving = figures_of(run);
+  rec.serving = report::figures_of(run);
   return run;
 }
 
 // One scenario on the GPUs; nullopt (with the exit status in `status`) when it gave no verdict.
 std::optional<serving::ServingRun> gpu_run(const Loaded& loaded, const RunArgs& args, const std::string& trace,
-                                           RunRecord& rec, std::ostream& err, int& status) {
-  const GpuJob job = gpu_job_of(loaded.scenario);
+                                           report::RunRecord& rec, std::ostream& err, int& status) {
+  const gpu_jobs::GpuJob job = gpu_job_of(loaded.scenario);
   rec.file = job.file;
   rec.scenario = job.name;
   rec.strategy = "gpu";
   rec.gpu = true;
   rec.expected = gpu_expectation(loaded.scenario);
   rec.reproduce = fmt::format("ppspec run --backend gpu {}", shell_word(job.file));
-  const GpuOutcome o = run_on_gpu(job, gpu_run_options(trace, args.hang_timeout_s), rec);
-  if (o.failure != GpuFailure::none) {
+  const gpu_jobs::GpuOutcome o = gpu_jobs::run_on_gpu(job, gpu_jobs::gpu_run_options(trace, args.hang_timeout_s), rec);
+  if (o.failure != gpu_jobs::GpuFailure::none) {
     err << fmt::format("ppspec: {}: {}\n", job.file, o.error);
-    status = o.failure == GpuFailure::bad_input ? 2 : 3;
+    status = o.failure == gpu_jobs::GpuFailure::bad_input ? 2 : 3;
     return std::nullopt;
   }
   serving::ServingRun run;
@@ -92,17 +92,17 @@ std::optional<serving::ServingRun> gpu_run(const Loaded& loaded, const RunArgs& 
   return run;
 }
 
-void emit(const RunRecord& rec, const RunArgs& args, nlohmann::json& all, std::ostream& out) {
+void emit(const report::RunRecord& rec, const RunArgs& args, nlohmann::json& all, std::ostream& out) {
   if (args.json)
     all.push_back(to_json(rec));
   else
-    out << format_text(rec) << std::flush;
+    out << report::format_text(rec) << std::flush;
 }
 
 }  // namespace
 
 int run_gpu(const std::vector<Loaded>& scenarios, const RunArgs& args, std::ostream& out, std::ostream& err) {
-  if (!gpu_backend_built()) {
+  if (!gpu_jobs::gpu_backend_built()) {
     err << "ppspec: this ppspec was built without the GPU backend (CMake found no CUDA toolkit or NCCL); see README\n";
     return 2;
   }
@@ -110,14 +110,14 @@ int run_gpu(const std::vector<Loaded>& scenarios, const RunArgs& args, std::ostr
   int failures = 0;
   TracePaths paths(args.trace, scenarios.size() > 1);
   for (const Loaded& loaded : scenarios) {
-    RunRecord rec;
+    report::RunRecord rec;
     int status = 0;
     const std::string trace = args.trace.empty() ? std::string() : paths.next(exploration_of(loaded.scenario).name, 0);
     if (!gpu_run(loaded, args, trace, rec, err, status)) return status;
     if (!rec.ok) ++failures;
     emit(rec, args, all, out);
   }
-  if (args.json) out << dump_json(all) << '\n';
+  if (args.json) out << report::dump_json(all) << '\n';
   return failures == 0 ? 0 : 1;
 }
 
@@ -126,8 +126,8 @@ int run_gpu(const std::vector<Loaded>& scenarios, const RunArgs& args, std::ostr
 namespace ppspec::tools {
 namespace {
 
-RunRecord sim_record(const serving::ServingScenario& s, const serving::ServingRun& run) {
-  RunRecord rec;
+report::RunRecord sim_record(const serving::ServingScenario& s, const serving::ServingRun& run) {
+  report::RunRecord rec;
   rec.file = s.file;
   rec.scenario = s.name;
   rec.seed = s.seed;
@@ -135,7 +135,7 @@ RunRecord sim_record(const serving::ServingScenario& s, const serving::ServingRu
   rec.expected = s.expect.verdict;
   rec.reproduce = fmt::format("ppspec run {} --seed {} --strategy {}", shell_word(s.file), s.seed, s.strategy.str());
   rec.result = run.result;
-  rec.serving = figures_of(run);
+  rec.serving = report::figures_of(run);
   rec.mismatch = core::expectation_mismatch(s.expect, rec.result);
   rec.ok = rec.mismatch.empty();
   return rec;
@@ -157,9 +157,9 @@ verify::OpLog ops_of_trace(const std::string& path) {
 }
 
 // The oracle's verdict over two runs of one scenario: the first difference, or why none was sought.
-RunRecord compare(const serving::ServingScenario& s, const serving::ServingRun& sim, const verify::OpLog& sim_ops,
+report::RunRecord compare(const serving::ServingScenario& s, const serving::ServingRun& sim, const verify::OpLog& sim_ops,
                   const serving::ServingRun& gpu, const verify::OpLog& gpu_ops) {
-  RunRecord rec;
+  report::RunRecord rec;
   rec.file = s.file;
   rec.scenario = s.name;
   rec.seed = s.seed;
@@ -200,7 +200,7 @@ int run_both(const std::vector<Loaded>& scenarios, const RunArgs& args, std::ost
                          exploration_of(l.scenario).file);
       return 2;
     }
-  if (!gpu_backend_built()) {
+  if (!gpu_jobs::gpu_backend_built()) {
     err << "ppspec: this ppspec was built without the GPU backend (CMake found no CUDA toolkit or NCCL); see README\n";
     return 2;
   }
@@ -215,21 +215,21 @@ int run_both(const std::vector<Loaded>& scenarios, const RunArgs& args, std::ost
     runs::RunChoices choices;  // the scenario's seed and strategy
     choices.sink = &sim_ops;
     const serving::ServingRun sim = serving::run_on_sim(s, runs::sim_options(s, choices));
-    const RunRecord sim_rec = sim_record(s, sim);
+    const report::RunRecord sim_rec = sim_record(s, sim);
     // The GPU run is always traced: its operation sequence is read back from the trace.
     const std::string trace = paths.next(s.name + "-gpu", 0);
-    RunRecord gpu_rec;
+    report::RunRecord gpu_rec;
     int status = 0;
     const auto gpu = gpu_run(loaded, args, trace, gpu_rec, err, status);
     if (!gpu) return status;
-    const RunRecord cmp = compare(s, sim, sim_ops, *gpu, ops_of_trace(trace));
+    const report::RunRecord cmp = compare(s, sim, sim_ops, *gpu, ops_of_trace(trace));
     if (args.trace.empty()) std::filesystem::remove(trace);
-    for (const RunRecord* r : std::initializer_list<const RunRecord*>{&sim_rec, &gpu_rec, &cmp}) {
+    for (const report::RunRecord* r : std::initializer_list<const report::RunRecord*>{&sim_rec, &gpu_rec, &cmp}) {
       if (!r->ok) ++failures;
       emit(*r, args, all, out);
     }
   }
-  if (args.json) out << dump_json(all) << '\n';
+  if (args.json) out << report::dump_json(all) << '\n';
   return failures == 0 ? 0 : 1;
 }
 

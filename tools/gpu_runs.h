@@ -1,11 +1,11 @@
 // `ppspec run --backend gpu` and `--backend both`: scenarios on this machine's GPUs, each in a
-// child process (tools/gpu_backend.h), and the sim = GPU oracle (verify/backend_diff.h).
+// child process (gpu_jobs/gpu_backend.h), and the sim = GPU oracle (verify/backend_diff.h).
 #pragma once
 
 #include <iosfwd>
 #include <vector>
 
-#include "tools/gpu_backend.h"
+#include "gpu_jobs/gpu_backend.h"
 #include "tools/run_command.h"
 #include "tools/run_support.h"
 
@@ -14,7 +14,7 @@ namespace ppspec::tools {
 // Exit status: 0 when every verdict met its expectation, 1 when one did not, 2 for bad input
 // (a scenario this machine cannot run), 3 when a GPU run failed without a verdict.
 // What the child process of one scenario must know before CUDA and NCCL start.
-GpuJob gpu_job_of(const Scenario& sc);
+gpu_jobs::GpuJob gpu_job_of(const Scenario& sc);
 
 int run_gpu(const std::vector<Loaded>& scenarios, const RunArgs& args, std::ostream& out, std::ostream& err);
 // Serving scenarios only: each on the simulator (its first seed) and on GPUs, then compared.

@@ -18,8 +18,8 @@
 #include "tools/replay_command.h"
 #include "tools/export_command.h"
 #include "tools/show_command.h"
-#include "tools/gpu_backend.h"
-#include "tools/gpu_latency.h"
+#include "gpu_jobs/gpu_backend.h"
+#include "gpu_jobs/gpu_latency.h"
 #include "tools/run_command.h"
 #include "tools/run_support.h"
 
@@ -51,7 +51,7 @@ struct CommandLine {
     std::vector<int> ranks;
   } show;
   FuzzArgs fuzz;
-  GpuChildArgs child;
+  gpu_jobs::GpuChildArgs child;
   struct Latency {
     int iterations = 1000;
     int64_t bytes = 8;
@@ -196,14 +196,14 @@ void gpu_child_options(CLI::App& cmd, CommandLine& line) {
   cmd.add_option("--hang-timeout", line.child.hang_timeout_s);
 }
 
-int gpu_child_handler(CommandLine& line) { return gpu_child_main(line.child); }
+int gpu_child_handler(CommandLine& line) { return gpu_jobs::gpu_child_main(line.child); }
 
 void gpu_latency_options(CLI::App& cmd, CommandLine& line) {
   cmd.add_option("--iterations", line.latency.iterations, "round trips to time")->check(CLI::Range(1, 10000000));
   cmd.add_option("--bytes", line.latency.bytes, "message size")->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
 }
 
-int gpu_latency_handler(CommandLine& line) { return gpu_latency_main(line.latency.iterations, line.latency.bytes); }
+int gpu_latency_handler(CommandLine& line) { return gpu_jobs::gpu_latency_main(line.latency.iterations, line.latency.bytes); }
 
 void fidelity_options(CLI::App& cmd, CommandLine& line) {
   FidelityArgs& fidelity = line.fidelity;

@@ -23,8 +23,8 @@
 #include "tools/bad_input.h"
 #include "tools/gpu_runs.h"
 #include "tools/run_support.h"
-#include "tools/report.h"
-#include "tools/serving_records.h"
+#include "report/report.h"
+#include "report/serving_records.h"
 #include "traces/jsonl_writer.h"
 
 namespace ppspec::tools {
@@ -37,7 +37,7 @@ constexpr uint64_t kSeedsMax = uint64_t{1} << 40;
 
 // One simulated run of a scenario; fills the record's result (and serving figures).
 void simulate_once(const Scenario& sc, uint64_t seed, const sim::StrategySpec& strategy, core::EventSink* sink,
-                   RunRecord& rec) {
+                   report::RunRecord& rec) {
   // Test hook (tests/cli_test.cc): PPSPEC_TEST_INTERNAL_ERROR_IN=NAME fails the runs of scenario NAME
   // as a bug of ppspec would, so that one scenario's failure is proven not to lose the others'.
   if (const char* name = std::getenv("PPSPEC_TEST_INTERNAL_ERROR_IN"); name != nullptr && rec.scenario == name)
@@ -54,15 +54,15 @@ void simulate_once(const Scenario& sc, uint64_t seed, const sim::StrategySpec& s
   const auto& s = std::get<serving::ServingScenario>(sc);
   const serving::ServingRun run = serving::run_on_sim(s, runs::sim_options(s, choices));
   rec.result = run.result;
-  rec.serving = figures_of(run);
+  rec.serving = report::figures_of(run);
   rec.mismatch = core::expectation_mismatch(s.expect, rec.result);
 }
 
 // One seed of a scenario: its run, its trace, its record; nullopt (after saying why on `err`) when
 // the trace cannot be written or the scenario does not fit the memory budget (exit 2).
-std::optional<RunRecord> run_seed(const Loaded& loaded, const Exploration& x, const sim::StrategySpec& strategy,
+std::optional<report::RunRecord> run_seed(const Loaded& loaded, const Exploration& x, const sim::StrategySpec& strategy,
                                   uint64_t seed, const RunArgs& args, TracePaths& paths, std::ostream& err) {
-  RunRecord rec;
+  report::RunRecord rec;
   rec.file = x.file;
   rec.scenario = x.name;
   rec.seed = seed;
@@ -118,29 +118,29 @@ int run_seeds(const Loaded& loaded, const RunArgs& args, const std::optional<sim
   const uint64_t n = args.seeds.value_or(x.seeds);
   PPSPEC_ASSERT(n >= 1 && first <= kSeedMax && n <= kSeedsMax, "seeds {} + {}", first, n);  // no wrap-around
   const bool summarise = n > 1 && !args.json;
-  SeedSummary summary{x.file, x.name, strategy.str(), x.expect, first};
+  report::SeedSummary summary{x.file, x.name, strategy.str(), x.expect, first};
   std::string first_unexpected;
   uint64_t internal_errors = 0;
   for (uint64_t i = 0; i < n; ++i) {
-    std::optional<RunRecord> rec = run_seed(loaded, x, strategy, first + i, args, paths, err);
+    std::optional<report::RunRecord> rec = run_seed(loaded, x, strategy, first + i, args, paths, err);
     if (!rec) return 2;
     if (!rec->internal_error.empty()) {
       ++internal_errors;
       if (args.json)
         all.push_back(to_json(*rec));
       else
-        out << format_text(*rec) << std::flush;
+        out << report::format_text(*rec) << std::flush;
       continue;
     }
     summary.add(*rec);
     if (args.json)
       all.push_back(to_json(*rec));
     else if (!summarise || args.verbose)
-      out << format_text(*rec) << std::flush;
+      out << report::format_text(*rec) << std::flush;
     else if (!rec->ok && first_unexpected.empty())
-      first_unexpected = format_text(*rec);
+      first_unexpected = report::format_text(*rec);
   }
-  if (summarise) out << format_summary(summary) << first_unexpected << std::flush;
+  if (summarise) out << report::format_summary(summary) << first_unexpected << std::flush;
   if (internal_errors > 0) return 3;
   return summary.as_expected == summary.seeds ? 0 : 1;
 }
@@ -198,7 +198,7 @@ int run_command(const RunArgs& args, std::ostream& out, std::ostream& err) {
     if (c == 2) return 2;
     code = std::max(code, c);
   }
-  if (args.json) out << dump_json(all) << '\n';
+  if (args.json) out << report::dump_json(all) << '\n';
   return code;
 }
 

@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "loader/program_loader.h"
-#include "tools/gpu_backend.h"
+#include "gpu_jobs/gpu_backend.h"
 #include "traces/trace_reader.h"
 #include "verify/trace_check.h"
 #include "tests/scratch.h"
@@ -40,20 +40,20 @@ int gpus() {
 
 struct GpuRun {
   bool ran = false;
-  tools::GpuFailure failure = tools::GpuFailure::none;
+  gpu_jobs::GpuFailure failure = gpu_jobs::GpuFailure::none;
   std::string error;
-  tools::RunRecord rec;
+  report::RunRecord rec;
 };
 
 GpuRun run(const std::string& name, double hang_timeout_s = 5, const std::string& trace = "") {
   setenv("PPSPEC_EXE", env_or("PPSPEC_EXE", PPSPEC_BINARY).c_str(), 1);
   GpuRun g;
   const program::Program p = loader::load_program_file(kScenarios + name);
-  tools::GpuRunOptions o;
+  gpu_jobs::GpuRunOptions o;
   o.hang_timeout = static_cast<core::Time>(hang_timeout_s * core::kSec);
   o.trace = trace;
-  const tools::GpuOutcome out = tools::run_on_gpu(tools::GpuJob{p.file, p.name, p.config.module_loading, p.hang_timeout}, o, g.rec);
-  g.ran = out.failure == tools::GpuFailure::none;
+  const gpu_jobs::GpuOutcome out = gpu_jobs::run_on_gpu(gpu_jobs::GpuJob{p.file, p.name, p.config.module_loading, p.hang_timeout}, o, g.rec);
+  g.ran = out.failure == gpu_jobs::GpuFailure::none;
   g.failure = out.failure;
   g.error = out.error;
   return g;
@@ -110,7 +110,7 @@ TEST(Gpu, TooFewGpusIsAClearError) {
   NEED_GPUS(1);
   GpuRun g = run("lazy_load_deadlock.toml");
   EXPECT_FALSE(g.ran);
-  EXPECT_EQ(g.failure, tools::GpuFailure::bad_input) << "a scenario that does not fit is bad input (exit 2)";
+  EXPECT_EQ(g.failure, gpu_jobs::GpuFailure::bad_input) << "a scenario that does not fit is bad input (exit 2)";
   EXPECT_NE(g.error.find("needs one GPU per rank"), std::string::npos) << g.error;
 }
 

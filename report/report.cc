@@ -1,0 +1,208 @@
+#include "report/report.h"
+
+#include <fmt/format.h>
+
+#include "core/printable.h"
+#include "verify/model_oracle.h"
+
+namespace ppspec::report {
+
+std::string format_time(core::Time t) {
+  if (t < core::kMs) return fmt::format("{:.1f} us", static_cast<double>(t) / core::kUs);
+  if (t < core::kSec) return fmt::format("{:.3f} ms", static_cast<double>(t) / core::kMs);
+  return fmt::format("{:.3f} s", static_cast<double>(t) / core::kSec);
+}
+
+std::string dump_json(const nlohmann::json& j) { return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace); }
+
+namespace {
+
+void append_finding(std::string& s, const core::Finding& f, std::string_view prefix) {
+  // A finding from imported dumps has no time of ours (core::kNoTime): its sites say where.
+  const std::string when = f.time == core::kNoTime ? ""
+                           : f.engine_step >= 0    ? fmt::format(" at {}, engine step {}", format_time(f.time), f.engine_step)
+                                                   : fmt::format(" at {}, step {}", format_time(f.time), f.sched_step);
+  s += fmt::format("    {}{} ({}){}: {}\n", prefix, core::to_string(f.verdict), f.kind, when, f.summary);
+  for (const std::string& d : f.details) s += fmt::format("      {}\n", d);
+  // A deadlock's cycle already walks its sites, one line each.
+  if (!f.dot.empty()) return;
+  std::string where;
+  for (const core::Site& site : f.sites) {
+    if (site.actor.empty()) continue;
+    where += where.empty() ? "" : "; ";
+    where += site.actor;
+    if (!site.comm.empty()) where += site.cseq >= 0 ? fmt::format(" on {} #{}", site.comm, site.cseq) : fmt::format(" on {}", site.comm);
+    if (site.comm.empty() && !site.what.empty()) where += fmt::format(" ({})", site.what);
+    if (!site.origin.empty()) where += fmt::format(" [{}]", site.origin);
+  }
+  if (!where.empty()) s += fmt::format("      where: {}\n", where);
+}
+
+}  // namespace
+
+namespace {
+
+// The first line of a run's report: verdict against expectation, then what the run did.
+std::string headline(const RunRecord& r) {
+  const core::RunResult& res = r.result;
+  std::string s = fmt::format("{} {}  {}  ", r.ok ? "ok  " : "FAIL", core::printable(r.scenario), core::printable(r.file));
+  if (r.flight_recorder)
+    return s + fmt::format("verdict {}  [{} operations in the dumps; compared: {} collective positions, {} p2p pairs]\n",
+                           core::to_string(res.verdict), res.stats.ops_posted, res.stats.collective_slots, res.stats.pairs);
+  if (r.gpu)
+    return s + fmt::format("GPU verdict {} (expected {})  [{} ops posted, {} pairings, {:.1f} ms wall]\n",
+                           core::to_string(res.verdict), core::to_string(r.expected), res.stats.ops_posted,
+                           res.stats.pairs, r.wall_ms);
+  if (!r.has_expectation)
+    return s + fmt::format("verdict {}{}  [{} events, {} pairings, {} traced]\n", core::to_string(res.verdict),
+                           r.recorded ? fmt::format(" (recorded {})", core::to_string(*r.recorded)) : "",
+                           res.stats.events, res.stats.pairs, format_time(res.stats.sim_time));
+  s += fmt::format("verdict {} (expected {})  seed {}  {}  [", core::to_string(res.verdict), core::to_string(r.expected),
+                   r.seed, r.strategy);
+  if (r.serving)
+    s += fmt::format("{} requests, {} engine steps, acceptance {:.2f}, {:.1f} tokens/step, ", r.serving->requests,
+                     r.serving->engine_steps, r.serving->acceptance_rate, r.serving->tokens_per_step);
+  else
+    s += fmt::format("{} steps, ", res.stats.sched_steps);
+  return s + fmt::format("{} simulated, {:.1f} ms wall]\n", format_time(res.stats.sim_time), r.wall_ms);
+}
+
+}  // namespace
+
+// What the model oracle checked, and what it stopped checking (never silently).
+std::string model_oracle_line(const verify::OnlineCoverage& c) {
+  if (c.requests_followed == 0) return "";
+  const uint64_t stopped = c.requests_unfollowable + c.requests_forgotten_idle + c.requests_forgotten_for_room;
+  std::string s = fmt::format("    model oracle: {} activation rows and {} greedy samples checked over {} requests", c.rows_checked,
+                              c.samples_checked, c.requests_followed);
+  if (stopped > 0)
+    s += fmt::format("; it stopped following {} ({} embedded what it cannot model, {} idle for {} steps, {} for room past {})", stopped,
+                     c.requests_unfollowable, c.requests_forgotten_idle, verify::ModelOracle::kStepsIdle, c.requests_forgotten_for_room,
+                     verify::ModelOracle::kRequestsKept);
+  return s + "\n";
+}
+
+std::string format_text(const RunRecord& r) {
+  const core::RunResult& res = r.result;
+  if (!r.internal_error.empty())
+    return fmt::format("ERROR {}  {}  internal error of ppspec, no verdict: {}\n    reproduce: {}\n", core::printable(r.scenario),
+                       core::printable(r.file), core::printable(r.internal_error, 400), core::printable(r.reproduce));
+  std::string s = headline(r);
+  if (!r.ok && !r.mismatch.empty()) s += fmt::format("    not as expected: {}\n", r.mismatch);
+  if (r.serving) s += model_oracle_line(r.serving->model_oracle);
+  for (const core::Finding& f : res.findings) append_finding(s, f, "");
+  for (const core::Finding& f : res.notes) append_finding(s, f, "note: ");
+  for (const core::Finding& f : res.findings) {
+    if (f.dot.empty()) continue;
+    s += "    wait-for graph (Graphviz):\n";
+    size_t pos = 0;
+    while (pos < f.dot.size()) {
+      const size_t nl = f.dot.find('\n', pos);
+      s += fmt::format("      {}\n", f.dot.substr(pos, nl - pos));
+      if (nl == std::string::npos) break;
+      pos = nl + 1;
+    }
+  }
+  if ((!r.ok || res.verdict != core::Verdict::pass) && !r.reproduce.empty())
+    s += fmt::format("    reproduce: {}\n", core::printable(r.reproduce));
+  return s;
+}
+
+void SeedSummary::add(const RunRecord& r) {
+  ++seeds;
+  ++verdicts[r.result.verdict];
+  wall_ms += r.wall_ms;
+  if (r.ok)
+    ++as_expected;
+  else if (!first_unexpected)
+    first_unexpected = r.seed;
+}
+
+std::string format_summary(const SeedSummary& s) {
+  const bool ok = s.as_expected == s.seeds;
+  std::string line = fmt::format("{} {}  {}  {} of {} seeds as expected", ok ? "ok  " : "FAIL", core::printable(s.scenario),
+                                 core::printable(s.file), s.as_expected, s.seeds);
+  if (s.first_unexpected) line += fmt::format("; first unexpected: seed {}", *s.first_unexpected);
+  std::string seen;
+  for (const auto& [verdict, count] : s.verdicts)
+    seen += fmt::format("{}{} {}", seen.empty() ? "" : ", ", core::to_string(verdict), count);
+  return line + fmt::format("  (verdicts: {}; expected {})  seeds {}..{}  {}  [{:.1f} ms wall]\n", seen,
+                            core::to_string(s.expected), s.first_seed, s.first_seed + s.seeds - 1, s.strategy, s.wall_ms);
+}
+
+nlohmann::json to_json(const core::Finding& f) {
+  nlohmann::json sites = nlohmann::json::array();
+  for (const core::Site& site : f.sites) {
+    nlohmann::json j;
+    if (site.rank >= 0) j["rank"] = site.rank;
+    if (!site.actor.empty()) j["actor"] = site.actor;
+    if (!site.comm.empty()) j["comm"] = site.comm;
+    if (site.cseq >= 0) j["cseq"] = site.cseq;
+    if (!site.what.empty()) j["what"] = site.what;
+    if (!site.origin.empty()) j["origin"] = site.origin;
+    sites.push_back(std::move(j));
+  }
+  nlohmann::json j = {{"verdict", core::to_string(f.verdict)}, {"kind", f.kind},       {"time_ns", f.time},
+                      {"step", f.sched_step},                  {"summary", f.summary}, {"details", f.details},
+                      {"sites", sites}};
+  if (f.engine_step >= 0) j["engine_step"] = f.engine_step;
+  if (!f.dot.empty()) j["dot"] = f.dot;
+  if (f.culprit.rank >= 0 || !f.culprit.what.empty()) {
+    const core::Culprit& c = f.culprit;
+    j["culprit"] = {{"rank", c.rank}, {"comm", c.comm}, {"p2p", c.p2p}, {"peer", c.peer}, {"position", c.position}, {"what", c.what}};
+  }
+  return j;
+}
+
+nlohmann::json to_json(const RunRecord& r) {
+  const core::RunResult& res = r.result;
+  nlohmann::json findings = nlohmann::json::array();
+  for (const auto& f : res.findings) findings.push_back(to_json(f));
+  nlohmann::json notes = nlohmann::json::array();
+  for (const auto& f : res.notes) notes.push_back(to_json(f));
+  nlohmann::json j = {
+      {"file", r.file},
+      {"scenario", r.scenario},
+      {"seed", r.seed},
+      {"strategy", r.strategy},
+      {"verdict", core::to_string(res.verdict)},
+      {"expected", core::to_string(r.expected)},
+      {"ok", r.ok},
+      {"first", res.findings.empty() ? nlohmann::json(nullptr) : to_json(res.findings.front())},
+      {"findings", findings},
+      {"notes", notes},
+      {"stats",
+       {{"steps", res.stats.sched_steps},
+        {"sim_time_ns", res.stats.sim_time},
+        {"ops_posted", res.stats.ops_posted},
+        {"pairs", res.stats.pairs},
+        {"events", res.stats.events},
+        {"fibers", res.stats.fibers},
+        {"wall_ms", r.wall_ms}}},
+      {"reproduce", r.reproduce},
+  };
+  if (!r.internal_error.empty()) {
+    j["verdict"] = nullptr;  // no verdict: ppspec itself failed on this run
+    j["internal_error"] = r.internal_error;
+  }
+  if (r.serving) {
+    const verify::OnlineCoverage& c = r.serving->model_oracle;
+    j["model_oracle"] = {{"rows_checked", c.rows_checked},
+                         {"samples_checked", c.samples_checked},
+                         {"requests_followed", c.requests_followed},
+                         {"requests_unfollowable", c.requests_unfollowable},
+                         {"requests_forgotten_idle", c.requests_forgotten_idle},
+                         {"requests_forgotten_for_room", c.requests_forgotten_for_room}};
+  }
+  if (r.serving)
+    j["serving"] = {{"engine_steps", r.serving->engine_steps},
+                    {"requests", r.serving->requests},
+                    {"output_tokens", r.serving->output_tokens},
+                    {"acceptance_rate", r.serving->acceptance_rate},
+                    {"tokens_per_step", r.serving->tokens_per_step}};
+  if (!r.ok) j["mismatch"] = r.mismatch;
+  if (r.recorded) j["recorded"] = core::to_string(*r.recorded);
+  return j;
+}
+
+}  // namespace ppspec::report
