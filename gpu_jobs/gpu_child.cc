@@ -89,13 +89,7 @@ int gpu_child_main(const GpuChildArgs& args) {
   }
   LineRecorder recorder;
   std::unique_ptr<traces::JsonlWriter> writer;
-  traces::TraceHeader header;
-  header.scenario = p.name;
-  header.file = p.file;
-  header.strategy = "hardware";
-  header.backend = "gpu";
-  header.kind = "program";
-  header.scenario_hash = hash;
+  const traces::TraceHeader header = gpu_trace_header(p.name, p.file, "program", hash);
   if (!args.trace.empty()) writer = std::make_unique<traces::JsonlWriter>(args.trace, header);
   std::mutex finish_mu;
   auto check = [&]() {

@@ -11,6 +11,7 @@
 
 #include "core/verdict.h"
 #include "gpu_jobs/gpu_backend.h"
+#include "traces/trace_format.h"
 
 namespace ppspec::gpu_jobs {
 
@@ -31,6 +32,20 @@ class LockedList {
   std::mutex mu_;
   std::vector<T> items_;
 };
+
+// The header of a child's trace: the scenario as run on hardware, named by its file's hash.
+inline traces::TraceHeader gpu_trace_header(const std::string& name, const std::string& file, const std::string& kind,
+                                            uint64_t hash, uint64_t seed = 0) {
+  traces::TraceHeader header;
+  header.scenario = name;
+  header.file = file;
+  header.seed = seed;
+  header.strategy = "hardware";
+  header.backend = "gpu";
+  header.kind = kind;
+  header.scenario_hash = hash;
+  return header;
+}
 
 void write_result(const std::string& path, const nlohmann::json& j);
 // Runs a child's body; what it throws becomes the result's error (a scenario that needs more GPUs

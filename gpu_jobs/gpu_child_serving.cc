@@ -67,14 +67,7 @@ int gpu_child_serving(const GpuChildArgs& args, const toml::table& root, uint64_
                                {"bad_input", true}});
     return 0;
   }
-  traces::TraceHeader header;
-  header.scenario = s.name;
-  header.file = s.file;
-  header.seed = s.seed;
-  header.strategy = "hardware";
-  header.backend = "gpu";
-  header.kind = "serving";
-  header.scenario_hash = hash;
+  const traces::TraceHeader header = gpu_trace_header(s.name, s.file, "serving", hash, s.seed);
   std::unique_ptr<traces::JsonlWriter> writer;
   if (!args.trace.empty()) writer = std::make_unique<traces::JsonlWriter>(args.trace, header);
   verify::TraceChecker checker;
