@@ -128,7 +128,7 @@ core::Finding collective_finding(const FrJobGroup& g, const std::vector<Lane>& l
     posts.push_back(fmt::format("rank {} posts {}", lanes[i].rank, op_words(lanes[i], c.at[i])));
   PPSPEC_ASSERT(c.at.size() == lanes.size() && lanes.size() >= 2);
   if (c.kind == core::CauseKind::shifted) {
-    PPSPEC_ASSERT(lanes.size() == 2 && c.ahead.size() == 1 && c.ahead.front() < 2, "a shift across {} lanes", lanes.size());
+    PPSPEC_ASSERT(lanes.size() == 2 && !c.ahead.empty() && c.ahead.front() < 2, "a shift across {} lanes", lanes.size());
     const Lane& a = lanes[c.ahead.front()];
     const Lane& b = lanes[1 - c.ahead.front()];
     const size_t k = c.at[c.ahead.front()];
