@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "traces/flight_recorder.h"
-#include "verify/flight_recorder_check.h"
+#include "verify/dumps/flight_recorder_check.h"
 
 namespace ppspec {
 namespace {

@@ -22,7 +22,7 @@ enum class WarmupPhase : uint8_t {
   serving,
 };
 
-// The kernels that store a CUDA graph's padding rows (verify/padding_checker.h says their fields).
+// The kernels that store a CUDA graph's padding rows (verify/monitors/padding_checker.h says their fields).
 enum class PaddingKernel : uint8_t { none, prepare_inputs, prepare_dflash_inputs, topk_softplus_sqrt };
 
 // The weight tables whose binding is probed at their first use.

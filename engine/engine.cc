@@ -33,7 +33,7 @@ void Engine::publish_batch(const SchedulerOutput& so, bool warmup) {
   publish(rt_, Probe{-1, so.step, -1, "engine"},
           core::BatchScheduledProbe{warmup ? core::StepKind::warmup : core::StepKind::serving, so.num_tokens, ids});
   // What the engine core computed for each request: the positions every stage must embed; and a
-  // new request's prompt, the context of the reference drafter (verify/drafter_oracle.h).
+  // new request's prompt, the context of the reference drafter (verify/monitors/drafter_reference.h).
   for (const auto& r : so.requests) {
     std::vector<int64_t> prompt;  // the trace's integers are 64-bit; the prompt's tokens are not
     for (const NewRequest& n : so.new_requests)

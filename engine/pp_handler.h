@@ -77,7 +77,7 @@ class PPHandler {
  private:
   core::Label label(const char* name, int64_t step) const { return core::Label{name, step}; }
   void side_waits_main();
-  // Tells the checkers what this rank's gate decided for a step (verify/gate_agreement.h).
+  // Tells the checkers what this rank's gate decided for a step (verify/monitors/gate_agreement.h).
   void publish_gate(const SchedulerOutput& so, const std::optional<std::vector<bool>>& mask);
   FeedbackBuffers& slot_for(int64_t step) { return slots_[static_cast<size_t>(step % static_cast<int64_t>(slots_.size()))]; }
 

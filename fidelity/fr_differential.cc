@@ -15,7 +15,7 @@
 #include "traces/flight_recorder.h"
 #include "traces/fr_writer.h"
 #include "traces/jsonl_writer.h"
-#include "verify/flight_recorder_check.h"
+#include "verify/dumps/flight_recorder_check.h"
 
 namespace ppspec::fidelity {
 namespace {

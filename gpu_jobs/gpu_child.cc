@@ -15,8 +15,8 @@
 #include "report/report.h"
 #include "traces/jsonl_writer.h"
 #include "traces/trace_reader.h"
-#include "verify/pairing_checker.h"
-#include "verify/trace_check.h"
+#include "verify/monitors/pairing_checker.h"
+#include "verify/dumps/trace_check.h"
 
 namespace ppspec::gpu_jobs {
 

@@ -16,7 +16,7 @@
 #include "report/serving_records.h"
 #include "traces/jsonl_writer.h"
 #include "verify/findings.h"
-#include "verify/trace_check.h"
+#include "verify/dumps/trace_check.h"
 
 namespace ppspec::gpu_jobs {
 namespace {

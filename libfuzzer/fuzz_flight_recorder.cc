@@ -12,7 +12,7 @@
 
 #include "core/error.h"
 #include "traces/flight_recorder.h"
-#include "verify/flight_recorder_check.h"
+#include "verify/dumps/flight_recorder_check.h"
 
 namespace ppspec::fuzz {
 namespace {

@@ -23,8 +23,8 @@
 #include "loader/serving_loader.h"
 #include "traces/trace_reader.h"
 #include "verify/findings.h"
-#include "verify/serving_monitors.h"
-#include "verify/trace_check.h"
+#include "verify/monitors/serving_monitors.h"
+#include "verify/dumps/trace_check.h"
 
 namespace ppspec::fuzz {
 namespace {

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/printable.h"
-#include "verify/model_oracle.h"
+#include "verify/monitors/model_reference.h"
 
 namespace ppspec::report {
 
@@ -77,8 +77,8 @@ std::string model_oracle_line(const verify::OnlineCoverage& c) {
                               c.samples_checked, c.requests_followed);
   if (stopped > 0)
     s += fmt::format("; it stopped following {} ({} embedded what it cannot model, {} idle for {} steps, {} for room past {})", stopped,
-                     c.requests_unfollowable, c.requests_forgotten_idle, verify::ModelOracle::kStepsIdle, c.requests_forgotten_for_room,
-                     verify::ModelOracle::kRequestsKept);
+                     c.requests_unfollowable, c.requests_forgotten_idle, verify::ModelReference::kStepsIdle, c.requests_forgotten_for_room,
+                     verify::ModelReference::kRequestsKept);
   return s + "\n";
 }
 

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "core/verdict.h"
-#include "verify/serving_oracles.h"
+#include "verify/oracles/serving_oracles.h"
 
 namespace ppspec::report {
 

@@ -8,9 +8,9 @@
 #include "core/probes.h"
 #include "sim/sim_runtime.h"
 #include "verify/findings.h"
-#include "verify/monitor.h"
-#include "verify/serving_monitors.h"
-#include "verify/serving_oracles.h"
+#include "verify/monitors/monitor.h"
+#include "verify/monitors/serving_monitors.h"
+#include "verify/oracles/serving_oracles.h"
 
 namespace ppspec::serving {
 

@@ -11,7 +11,7 @@
 #include "engine/engine.h"
 #include "serving/scenario.h"
 #include "sim/policy.h"
-#include "verify/serving_oracles.h"
+#include "verify/oracles/serving_oracles.h"
 
 namespace ppspec::serving {
 

@@ -8,7 +8,7 @@
 #include "loader/serving_loader.h"
 #include "serving/runner.h"
 #include "report/serving_records.h"
-#include "verify/backend_diff.h"
+#include "verify/oracles/backend_diff.h"
 
 namespace ppspec::testing {
 namespace {

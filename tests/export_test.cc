@@ -15,7 +15,7 @@
 #include "traces/flight_recorder.h"
 #include "traces/pickle.h"
 #include "traces/pickle_writer.h"
-#include "verify/flight_recorder_check.h"
+#include "verify/dumps/flight_recorder_check.h"
 #include "tests/command_test.h"
 #include "tests/scratch.h"
 

@@ -16,7 +16,7 @@
 #include "core/error.h"
 #include "traces/flight_recorder.h"
 #include "traces/pickle.h"
-#include "verify/flight_recorder_check.h"
+#include "verify/dumps/flight_recorder_check.h"
 #include "tests/scratch.h"
 
 namespace ppspec::testing {

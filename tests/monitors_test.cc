@@ -7,15 +7,15 @@
 
 #include "engine/checkpoint.h"
 #include "tests/probe_events.h"
-#include "verify/draft_freshness.h"
-#include "verify/drafter_oracle.h"
-#include "verify/embedding_checker.h"
+#include "verify/monitors/draft_freshness.h"
+#include "verify/monitors/drafter_reference.h"
+#include "verify/monitors/embedding_checker.h"
 #include "verify/findings.h"
-#include "verify/gate_agreement.h"
-#include "verify/padding_checker.h"
-#include "verify/stage_agreement.h"
-#include "verify/serving_oracles.h"
-#include "verify/warmup_discipline.h"
+#include "verify/monitors/gate_agreement.h"
+#include "verify/monitors/padding_checker.h"
+#include "verify/monitors/stage_agreement.h"
+#include "verify/oracles/serving_oracles.h"
+#include "verify/monitors/warmup_discipline.h"
 
 namespace ppspec::testing {
 namespace {
@@ -470,14 +470,14 @@ TEST(StageAgreement, APrefillChunkFromAnotherOffsetOfThePromptIsNamed) {
 
 // ---- the golden drafter ----
 
-TEST(DrafterOracle, ProposalsOfTheReferenceDrafterPassAndOthersNameTheFirstWrongDraft) {
+TEST(DrafterReference, ProposalsOfTheReferenceDrafterPassAndOthersNameTheFirstWrongDraft) {
   engine::ModelConfig m;
   const auto ckpt = std::make_shared<const engine::Checkpoint>(engine::make_checkpoint(m));
   for (bool wrong : {false, true}) {
-    Fixture<verify::DrafterOracle> fx;
+    Fixture<verify::DrafterReference> fx;
     fx.facts.vocab = m.vocab;
     fx.facts.checkpoint = ckpt;
-    fx.monitor = std::make_unique<verify::DrafterOracle>(fx.facts, [&fx](core::Finding f) { fx.found.push_back(std::move(f)); });
+    fx.monitor = std::make_unique<verify::DrafterReference>(fx.facts, [&fx](core::Finding f) { fx.found.push_back(std::move(f)); });
     const std::vector<int64_t> prompt{5, 9, 14, 3};
     std::vector<int64_t> scheduled{4, 4, 0};
     scheduled.insert(scheduled.end(), prompt.begin(), prompt.end());

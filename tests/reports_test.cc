@@ -8,7 +8,7 @@
 #include <string>
 
 #include "tests/test_util.h"
-#include "verify/trace_check.h"
+#include "verify/dumps/trace_check.h"
 #include "tests/command_test.h"
 
 namespace ppspec::testing {

@@ -17,10 +17,10 @@
 #include "serving/runner.h"
 #include "tests/test_util.h"
 #include "traces/jsonl_writer.h"
-#include "verify/model_oracle.h"
-#include "verify/serving_monitors.h"
-#include "verify/serving_oracles.h"
-#include "verify/trace_check.h"
+#include "verify/monitors/model_reference.h"
+#include "verify/monitors/serving_monitors.h"
+#include "verify/oracles/serving_oracles.h"
+#include "verify/dumps/trace_check.h"
 
 namespace ppspec::testing {
 namespace {
@@ -98,15 +98,15 @@ serving::ServingRun run(const serving::ServingScenario& s, uint64_t seed = 1, co
 // The model oracle follows every request of a pipelined run, warmup's included: nearly every row
 // a rank computes is compared with the model (the rest: rows of a step whose sequence moved on),
 // and every greedy sample.
-TEST(Serving, TheModelOracleChecksEveryStagesRowsAndEveryGreedySample) {
+TEST(Serving, TheModelReferenceChecksEveryStagesRowsAndEveryGreedySample) {
   for (const char* name : {"pp2_tp2_k5", "pp4_tp1_k3", "pp2_chunked_prefill", "pp2_temperature"}) {
     SCOPED_TRACE(name);
     const serving::ServingScenario s = scenario(fmt::format("{}.toml", name));
     const engine::Checkpoint ckpt = engine::make_checkpoint(s.config.model);
     std::vector<core::Finding> found;
-    verify::ModelOracle oracle(verify::serving_facts(s.config, ckpt), [&found](core::Finding f) { found.push_back(std::move(f)); });
+    verify::ModelReference oracle(verify::serving_facts(s.config, ckpt), [&found](core::Finding f) { found.push_back(std::move(f)); });
     struct Count final : core::EventSink {
-      verify::ModelOracle* oracle;
+      verify::ModelReference* oracle;
       uint64_t rows = 0, samples = 0, warmup_rows = 0;
       void on_event(const core::Event& e) override {
         oracle->on_event(e);

@@ -13,7 +13,7 @@
 #include "tools/check_command.h"
 #include "tools/run_command.h"
 #include "traces/trace_reader.h"
-#include "verify/pairing_checker.h"
+#include "verify/monitors/pairing_checker.h"
 #include "tests/command_test.h"
 #include "tests/scratch.h"
 

@@ -7,7 +7,7 @@
 #include "core/error.h"
 #include "core/expect.h"
 #include "traces/trace_reader.h"
-#include "verify/trace_check.h"
+#include "verify/dumps/trace_check.h"
 
 namespace ppspec::testing {
 namespace {

@@ -13,10 +13,10 @@
 #include "tools/trace_scenario.h"
 #include "traces/flight_recorder.h"
 #include "traces/trace_reader.h"
-#include "verify/flight_recorder_check.h"
+#include "verify/dumps/flight_recorder_check.h"
 #include "verify/findings.h"
-#include "verify/serving_monitors.h"
-#include "verify/trace_check.h"
+#include "verify/monitors/serving_monitors.h"
+#include "verify/dumps/trace_check.h"
 
 namespace ppspec::tools {
 namespace {

@@ -14,7 +14,7 @@
 #include "report/serving_records.h"
 #include "traces/jsonl_writer.h"
 #include "traces/trace_reader.h"
-#include "verify/backend_diff.h"
+#include "verify/oracles/backend_diff.h"
 #include "verify/findings.h"
 
 namespace ppspec::tools {

@@ -1,5 +1,5 @@
 // `ppspec run --backend gpu` and `--backend both`: scenarios on this machine's GPUs, each in a
-// child process (gpu_jobs/gpu_backend.h), and the sim = GPU oracle (verify/backend_diff.h).
+// child process (gpu_jobs/gpu_backend.h), and the sim = GPU oracle (verify/oracles/backend_diff.h).
 #pragma once
 
 #include <iosfwd>

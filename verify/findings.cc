@@ -2,9 +2,12 @@
 
 #include <algorithm>
 
+#include "core/assert.h"
+
 namespace ppspec::verify {
 
 void settle_verdict(core::RunResult& r, std::vector<core::Finding> more, bool strict) {
+  const size_t given = r.findings.size() + r.notes.size() + more.size();
   std::vector<core::Finding> failures, notes = std::move(r.notes);
   for (std::vector<core::Finding>* from : {&r.findings, &more})
     for (core::Finding& f : *from) (is_failure(f.verdict) ? failures : notes).push_back(std::move(f));
@@ -22,6 +25,10 @@ void settle_verdict(core::RunResult& r, std::vector<core::Finding> more, bool st
     r.notes = std::move(notes);
   }
   r.verdict = r.findings.empty() ? core::Verdict::pass : r.findings.front().verdict;
+  PPSPEC_ASSERT(r.findings.size() + r.notes.size() == given, "{} findings and notes settled into {}", given,
+                r.findings.size() + r.notes.size());
+  PPSPEC_ASSERT(r.findings.empty() == (r.verdict == core::Verdict::pass), "verdict {} over {} findings", core::to_string(r.verdict),
+                r.findings.size());
 }
 
 }  // namespace ppspec::verify

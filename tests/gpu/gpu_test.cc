@@ -14,7 +14,7 @@
 #include "loader/program_loader.h"
 #include "gpu_jobs/gpu_backend.h"
 #include "traces/trace_reader.h"
-#include "verify/trace_check.h"
+#include "verify/dumps/trace_check.h"
 #include "tests/scratch.h"
 
 namespace ppspec::testing {

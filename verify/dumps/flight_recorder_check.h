@@ -1,0 +1,21 @@
+// Flight Recorder dumps checked for root causes (`ppspec check DIR`), for any number of ranks and
+// process groups. Two halves: each group's collectives and each p2p channel compared across their
+// members, one finding per root cause rather than one per shifted position (verify/dumps/fr_sequences.h);
+// then, where no misalignment explains the operations left not completed, where each rank is stuck
+// and whom it waits for, across groups (verify/dumps/fr_waits.h). Never `pass` when an operation did not
+// complete, when a member left no dump, or when the dumps hold nothing.
+#pragma once
+
+#include <vector>
+
+#include "core/verdict.h"
+#include "traces/flight_recorder.h"
+
+namespace ppspec::verify {
+
+// Verdict fifo-misalignment (collective-mismatch, p2p-mismatch, unmatched), deadlock (cycle), hang
+// (stalled, missing-dump), hazard (unchecked-rank) or pass; every rank's frontier in the details.
+// Throws core::InputError when no dump holds an entry (nothing to check).
+core::RunResult check_flight_recorder(const std::vector<traces::FrDump>& dumps);
+
+}  // namespace ppspec::verify

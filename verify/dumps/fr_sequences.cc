@@ -1,0 +1,311 @@
+#include "verify/dumps/fr_sequences.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <map>
+#include <span>
+
+#include "core/assert.h"
+#include "core/finding_kinds.h"
+#include "core/misalignment.h"
+#include "core/sequence_cause.h"
+
+namespace ppspec::verify {
+namespace {
+
+// Operations as ids: two operations pair without a mismatch exactly when their ids are equal.
+class IdLanes final : public core::Sequences {
+ public:
+  std::vector<std::vector<uint32_t>> ids;
+  size_t lanes() const override { return ids.size(); }
+  size_t length(size_t lane) const override { return ids[lane].size(); }
+  bool same(size_t a, size_t x, size_t b, size_t y) const override { return ids[a][x] == ids[b][y]; }
+};
+
+class Interner {
+ public:
+  uint32_t of(const std::string& s) { return ids_.try_emplace(s, static_cast<uint32_t>(ids_.size())).first->second; }
+
+ private:
+  std::map<std::string, uint32_t> ids_;
+};
+
+// One member's operations, from where they are compared.
+struct Lane {
+  int rank = -1;
+  std::span<const FrOp> ops;
+  const FrOp* at(size_t k) const { return k < ops.size() ? &ops[k] : nullptr; }
+};
+
+core::Site site_of(const Lane& lane, size_t k, const std::string& comm, bool p2p, const char* none) {
+  const FrOp* op = lane.at(k);
+  if (op == nullptr) return core::Site{lane.rank, fmt::format("rank{}", lane.rank), comm, -1, none, ""};
+  const traces::FrEntry& e = *op->entry;
+  return core::Site{lane.rank, fmt::format("rank{}", lane.rank), comm, p2p ? e.p2p_seq_id : e.collective_seq_id,
+                    fmt::format("{} ({})", describe(e), to_string(op->state)), origin_of(*op)};
+}
+
+std::string op_words(const Lane& lane, size_t k) {
+  const FrOp* op = lane.at(k);
+  return op == nullptr ? "nothing" : describe(*op->entry);
+}
+
+// Later positions where the members differ when read by position alone: what PyTorch's analyzer
+// reports one by one, each a consequence of this cause.
+size_t cascade(const IdLanes& s, const std::vector<size_t>& at) {
+  PPSPEC_ASSERT(s.lanes() >= 2 && at.size() == s.lanes(), "a cascade over {} lanes from {} positions", s.lanes(), at.size());
+  size_t n = 0;
+  for (size_t t = 1;; ++t) {
+    bool any = false, differ = false;
+    for (size_t i = 0; i < s.lanes(); ++i) {
+      if (at[i] + t >= s.length(i)) {
+        differ = true;
+        continue;
+      }
+      any = true;
+      differ = differ || (at[0] + t < s.length(0) && !s.same(0, at[0] + t, i, at[i] + t));
+    }
+    if (!any) return n;
+    n += differ ? 1 : 0;
+  }
+}
+
+// What the cause blames, in the communicator's numbering.
+core::Culprit culprit_at(const std::vector<Lane>& lanes, const core::SequenceCause& c, const std::string& comm, bool p2p) {
+  std::vector<core::RankId> ranks;
+  std::vector<int64_t> positions;
+  PPSPEC_ASSERT(c.at.size() == lanes.size(), "a cause at {} positions of {} lanes", c.at.size(), lanes.size());
+  for (size_t i = 0; i < lanes.size(); ++i) {
+    ranks.push_back(lanes[i].rank);
+    positions.push_back(lanes[i].at(c.at[i]) ? lanes[i].at(c.at[i])->position : -1);
+  }
+  return core::culprit_of(c, ranks, positions, comm, p2p);
+}
+
+void add_caller(core::Finding& f, const Lane& lane, size_t k) {
+  const FrOp* op = lane.at(k);
+  if (op == nullptr) return;
+  const std::vector<std::string> frames = user_frames(*op->entry, 3);
+  if (!frames.empty()) f.details.push_back(fmt::format("rank {}'s call: {} from {}", lane.rank, op->entry->op, fmt::join(frames, ", from ")));
+}
+
+std::string culprit_summary(const core::SequenceCause& c, const std::vector<Lane>& lanes, const std::string& group) {
+  PPSPEC_ASSERT(!lanes.empty() && c.at.size() == lanes.size() && (c.culprits.empty() || c.culprits.front() < lanes.size()));
+  const Lane& l = lanes[c.culprits.empty() ? 0 : c.culprits.front()];
+  const size_t k = c.at[c.culprits.empty() ? 0 : c.culprits.front()];
+  const std::string why = c.evidence.empty() ? "" : fmt::format(" — {}", c.evidence);
+  std::vector<std::string> others;
+  for (size_t i = 0; i < lanes.size() && others.size() < 4; ++i)
+    if (std::find(c.culprits.begin(), c.culprits.end(), i) == c.culprits.end())
+      others.push_back(fmt::format("rank {} posts {}", lanes[i].rank, op_words(lanes[i], c.at[i])));
+  const std::string seq = l.at(k) ? fmt::format("{}", l.at(k)->entry->collective_seq_id) : "?";
+  switch (c.kind) {
+    case core::CauseKind::extra:
+      return fmt::format("rank {} posts an extra {} on {} (its collective_seq_id {}){}: no other member posts it, so every later "
+                         "collective of the group pairs with the wrong one",
+                         l.rank, op_words(l, k), group, seq, why);
+    case core::CauseKind::missing:
+      return fmt::format("rank {} skipped a collective on {}: at collective_seq_id {} it posts {} where {}{}; every later collective "
+                         "of the group pairs with the wrong one",
+                         l.rank, group, seq, op_words(l, k), fmt::join(others, ", "), why);
+    default:
+      if (c.evidence == "the same operation twice in a row" && k > 0)
+        return fmt::format("{} collective_seq_id {}: rank {} posts {} twice in a row (collective_seq_id {} and {}) where {}: a double post",
+                           group, seq, l.rank, op_words(l, k), l.at(k - 1)->entry->collective_seq_id, seq, fmt::join(others, ", "));
+      return fmt::format("{} collective_seq_id {}: rank {} posts {} where {}{}", group, seq, l.rank, op_words(l, k), fmt::join(others, ", "), why);
+  }
+}
+
+core::Finding collective_finding(const FrJobGroup& g, const std::vector<Lane>& lanes, const IdLanes& ids, const core::SequenceCause& c) {
+  core::Finding f;
+  f.verdict = core::Verdict::fifo_misalignment;
+  f.kind = std::string(core::kKindCollectiveMismatch);
+  f.time = core::kNoTime;
+  const std::string group = g.label();
+  std::vector<std::string> posts;
+  for (size_t i = 0; i < lanes.size() && posts.size() < core::kFindingListMax; ++i)
+    posts.push_back(fmt::format("rank {} posts {}", lanes[i].rank, op_words(lanes[i], c.at[i])));
+  PPSPEC_ASSERT(c.at.size() == lanes.size() && lanes.size() >= 2);
+  if (c.kind == core::CauseKind::shifted) {
+    PPSPEC_ASSERT(lanes.size() == 2 && !c.ahead.empty() && c.ahead.front() < 2, "a shift across {} lanes", lanes.size());
+    const Lane& a = lanes[c.ahead.front()];
+    const Lane& b = lanes[1 - c.ahead.front()];
+    const size_t k = c.at[c.ahead.front()];
+    f.summary = fmt::format("{} collective_seq_id {}: rank {} posts one collective more than rank {} here ({}), or rank {} skipped "
+                            "one: the sequences alone cannot tell which; every later collective of the group pairs with the wrong one",
+                            group, a.at(k)->entry->collective_seq_id, a.rank, b.rank, op_words(a, k), b.rank);
+  } else if (c.kind == core::CauseKind::unresolved || c.culprits.empty()) {
+    const Lane& a = lanes[0];
+    f.summary = fmt::format("{} collective_seq_id {}: {}; {}", group, a.at(c.at[0]) ? a.at(c.at[0])->entry->collective_seq_id : -1,
+                            fmt::join(posts, ", "),
+                            c.kind == core::CauseKind::unresolved ? "no single extra, skipped or different collective explains it"
+                                                                  : "nothing tells which of them is wrong");
+  } else {
+    f.summary = culprit_summary(c, lanes, group);
+  }
+  std::vector<size_t> order = c.culprits.empty() ? c.ahead : c.culprits;
+  for (size_t i = 0; i < lanes.size(); ++i)
+    if (std::find(order.begin(), order.end(), i) == order.end()) order.push_back(i);
+  for (size_t i : order)
+    if (f.sites.size() < core::kFindingListMax) f.sites.push_back(site_of(lanes[i], c.at[i], group, false, "has not posted it"));
+  f.culprit = culprit_at(lanes, c, g.name, false);
+  if (c.culprits.size() == 1) add_caller(f, lanes[c.culprits.front()], c.at[c.culprits.front()]);
+  if (const size_t later = cascade(ids, c.at); later > 0)
+    f.details.push_back(fmt::format("{} later collective(s) of {} differ across ranks by sequence id alone (size, kind or state): the "
+                                    "same cause, not reported again",
+                                    later, group));
+  PPSPEC_ASSERT(!f.summary.empty() && !f.sites.empty());
+  return f;
+}
+
+void check_group(const FrJobGroup& g, FrSequenceFindings& out) {
+  std::vector<Lane> lanes;
+  for (size_t m = 0; m < g.ranks.size(); ++m) {
+    if (!g.dumped[m]) continue;
+    const auto& all = g.lanes[m];
+    const auto first = std::find_if(all.begin(), all.end(), [&](const FrOp& op) { return op.entry->collective_seq_id >= g.first_common_seq; });
+    lanes.push_back(Lane{g.ranks[m], std::span<const FrOp>(all).subspan(static_cast<size_t>(first - all.begin()))});
+    if (first != all.begin()) {
+      core::Finding n;
+      n.verdict = core::Verdict::pass;
+      n.kind = "ring-buffer-wrapped";
+      n.time = core::kNoTime;
+      n.summary = fmt::format("{}: compared from collective_seq_id {}, the first every dumped member still holds; rank {}'s {} earlier "
+                              "collective(s) there are not compared",
+                              g.label(), g.first_common_seq, g.ranks[m], first - all.begin());
+      out.notes.push_back(std::move(n));
+    }
+  }
+  if (lanes.size() < 2) return;
+  IdLanes ids;
+  Interner names;
+  for (const Lane& l : lanes) {
+    ids.ids.emplace_back();
+    for (const FrOp& op : l.ops) ids.ids.back().push_back(names.of(match_key(*op.entry)));
+  }
+  std::vector<size_t> from(lanes.size(), 0);
+  for (size_t n = 0; n < kFrCausesPerSequence; ++n) {
+    const core::SequenceCause c = core::first_cause(ids, from);
+    PPSPEC_ASSERT(c.at.size() == lanes.size());
+    size_t agreed = SIZE_MAX;
+    for (size_t i = 0; i < lanes.size(); ++i) PPSPEC_ASSERT(c.at[i] >= from[i], "a cause before where it was looked for");
+    for (size_t i = 0; i < lanes.size(); ++i) agreed = std::min(agreed, c.at[i] - from[i]);
+    out.collectives_compared += agreed;
+    if (c.kind == core::CauseKind::none || c.kind == core::CauseKind::surplus) return;  // a surplus waits: verify/dumps/fr_waits.cc
+    out.findings.push_back(collective_finding(g, lanes, ids, c));
+    if (c.kind == core::CauseKind::unresolved) return;
+    PPSPEC_ASSERT(c.resume.size() == lanes.size());
+    from = c.resume;
+  }
+}
+
+std::string p2p_summary(const FrChannel& ch, const std::string& group, const core::SequenceCause& c, const std::vector<Lane>& lanes) {
+  PPSPEC_ASSERT(lanes.size() == 2 && c.at.size() == 2, "a p2p channel of {} lanes", lanes.size());
+  const size_t k0 = c.at[0], k1 = c.at[1];
+  const std::string send = op_words(lanes[0], k0), recv = op_words(lanes[1], k1);
+  const std::string why = c.evidence.empty() ? "" : fmt::format(" — {}", c.evidence);
+  const bool sender = !c.culprits.empty() && c.culprits.front() == 0;
+  switch (c.kind) {
+    case core::CauseKind::differs:
+      return fmt::format("{}: rank {}'s send #{} to rank {} is {}, the receive it pairs with is {}{}", group, ch.src, k0 + 1, ch.dst, send,
+                         recv,
+                         c.culprits.empty() ? "; nothing tells which side is wrong"
+                                            : fmt::format(": rank {}'s {} is the wrong one{}", sender ? ch.src : ch.dst,
+                                                          sender ? "send" : "receive", why));
+    case core::CauseKind::extra:
+      return fmt::format("{}: rank {} posts an extra {} (#{}: {}){}: every later one pairs with the wrong {}", group, sender ? ch.src : ch.dst,
+                         sender ? fmt::format("send to rank {}", ch.dst) : fmt::format("receive from rank {}", ch.src),
+                         (sender ? k0 : k1) + 1, sender ? send : recv, why, sender ? "receive" : "send");
+    case core::CauseKind::missing:
+      return fmt::format("{}: rank {} skipped a {} at #{}{}: every later one pairs with the wrong {}", group, sender ? ch.src : ch.dst,
+                         sender ? fmt::format("send to rank {}", ch.dst) : fmt::format("receive from rank {}", ch.src),
+                         (sender ? k0 : k1) + 1, why, sender ? "receive" : "send");
+    case core::CauseKind::shifted: {
+      const bool sends_ahead = c.ahead.front() == 0;
+      return fmt::format("{}: from send #{} on, rank {}'s sends to rank {} and rank {}'s receives from it are one apart: {}; the "
+                         "sequences alone cannot tell which",
+                         group, k0 + 1, ch.src, ch.dst, ch.dst, ch.src,
+                         sends_ahead ? fmt::format("rank {} posts one send more ({}), or rank {} skipped a receive", ch.src, send, ch.dst)
+                                     : fmt::format("rank {} posts one receive more ({}), or rank {} skipped a send", ch.dst, recv, ch.src));
+    }
+    default:
+      return fmt::format("{}: rank {}'s sends to rank {} and rank {}'s receives from it disagree from send #{} on ({} vs {}), and no single "
+                         "extra, skipped or different operation explains it",
+                         group, ch.src, ch.dst, ch.dst, k0 + 1, send, recv);
+  }
+}
+
+// A send that completed though its receive was never posted: small enough to go eagerly into the
+// connection buffer, where its data waits for the next receive (a surplus still waiting is the
+// waits' to explain: verify/dumps/fr_waits.cc).
+void completed_surplus(const FrChannel& ch, const FrJobGroup& g, const std::vector<Lane>& lanes, const core::SequenceCause& c,
+                       FrSequenceFindings& out) {
+  PPSPEC_ASSERT(lanes.size() == 2 && c.at.size() == 2 && !c.ahead.empty() && c.ahead.front() < 2);
+  const size_t ahead = c.ahead.front();
+  const FrOp* op = lanes[ahead].at(c.at[ahead]);
+  if (op == nullptr || op->state != traces::FrState::completed) return;
+  const bool sends = ahead == 0;
+  const int waiting = sends ? ch.src : ch.dst, absent = sends ? ch.dst : ch.src;
+  core::Finding f;
+  f.verdict = core::Verdict::fifo_misalignment;
+  f.kind = std::string(core::kKindUnmatched);
+  f.time = core::kNoTime;
+  f.summary = fmt::format("{}: rank {}'s {} #{} {} rank {} ({}) completed, and rank {} never posted the {} it pairs with: {} ({} posted "
+                          "{}, rank {} {}); its data waits in the connection buffer for the next one",
+                          g.label(), waiting, sends ? "send" : "receive", c.at[ahead] + 1, sends ? "to" : "from", absent,
+                          describe(*op->entry, false), absent, sends ? "receive" : "send",
+                          sends ? "small enough to be sent eagerly" : "a receive with no send", waiting, lanes[ahead].ops.size(),
+                          absent, lanes[1 - ahead].ops.size());
+  f.sites.push_back(site_of(lanes[ahead], c.at[ahead], g.label(), true, ""));
+  f.sites.push_back(core::Site{absent, fmt::format("rank{}", absent), g.label(), -1, sends ? "never posts the receive" : "never posts the send", ""});
+  f.culprit = core::Culprit{absent, g.name, true, waiting, static_cast<int64_t>(c.at[ahead]), "never-posted"};
+  out.unmatched_completed.push_back({op->entry->created_ns, std::move(f)});
+}
+
+void check_channel(const FrJob& job, const FrChannel& ch, FrSequenceFindings& out) {
+  out.p2p_pairs += std::min(ch.sends.size(), ch.recvs.size());
+  if (!job.by_rank.count(ch.src) || !job.by_rank.count(ch.dst)) return;  // one side's dump is missing: verify/dumps/fr_waits.cc
+  const std::vector<Lane> lanes = {Lane{ch.src, ch.sends}, Lane{ch.dst, ch.recvs}};
+  IdLanes ids;
+  Interner data;
+  for (const Lane& l : lanes) {
+    ids.ids.emplace_back();
+    for (const FrOp& op : l.ops) ids.ids.back().push_back(data.of(match_key(*op.entry, false)));
+  }
+  PPSPEC_ASSERT(ch.group < job.groups.size(), "channel of group {} of {}", ch.group, job.groups.size());
+  const FrJobGroup& g = job.groups[ch.group];
+  std::vector<size_t> from(2, 0);
+  for (size_t n = 0; n < kFrCausesPerSequence; ++n) {
+    const core::SequenceCause c = core::first_cause(ids, from);
+    if (c.kind == core::CauseKind::surplus) return completed_surplus(ch, g, lanes, c, out);
+    if (c.kind == core::CauseKind::none) return;
+    core::Finding f;
+    f.verdict = core::Verdict::fifo_misalignment;
+    f.kind = std::string(core::kKindP2pMismatch);
+    f.time = core::kNoTime;
+    f.summary = p2p_summary(ch, g.label(), c, lanes);
+    const bool recv_first = !c.culprits.empty() && c.culprits.front() == 1;
+    for (size_t i : {recv_first ? size_t{1} : size_t{0}, recv_first ? size_t{0} : size_t{1}})
+      f.sites.push_back(site_of(lanes[i], c.at[i], g.label(), true, i == 0 ? "has not posted the send" : "has not posted the receive"));
+    PPSPEC_ASSERT(f.sites.size() == 2);
+    f.culprit = culprit_at(lanes, c, g.name, true);
+    if (c.culprits.size() == 1) add_caller(f, lanes[c.culprits.front()], c.at[c.culprits.front()]);
+    out.findings.push_back(std::move(f));
+    if (c.kind == core::CauseKind::unresolved) return;
+    from = c.resume;
+  }
+}
+
+}  // namespace
+
+FrSequenceFindings check_sequences(const FrJob& job) {
+  FrSequenceFindings out;
+  for (const FrJobGroup& g : job.groups) check_group(g, out);
+  for (const FrChannel& ch : job.channels) check_channel(job, ch, out);
+  std::stable_sort(out.unmatched_completed.begin(), out.unmatched_completed.end(),
+                   [](const auto& a, const auto& b) { return a.created_ns < b.created_ns; });
+  return out;
+}
+
+}  // namespace ppspec::verify

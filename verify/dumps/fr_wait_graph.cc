@@ -1,0 +1,184 @@
+#include "verify/dumps/fr_wait_graph.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+#include "core/assert.h"
+
+namespace ppspec::verify {
+
+using traces::FrState;
+
+namespace {
+
+// The stream an operation runs on, as PyTorch lays them out: a group's collectives share one, each
+// p2p pair of a group has its own, a batch (coalesced p2p) uses one for the group.
+std::tuple<size_t, int, int> stream_of(const FrOp& op) {
+  const traces::FrEntry& e = *op.entry;
+  if (!e.is_p2p) return {op.group, -1, -1};
+  if (op.coalesced != SIZE_MAX) return {op.group, -2, -2};  // batched p2p runs on the group's batch stream
+  return {op.group, std::min(op.dump->rank, e.peer), std::max(op.dump->rank, e.peer)};
+}
+
+// Whether every record of `d` from `order` on is neither started nor completed: the calls the host
+// was making when it stopped.
+bool unstarted_from(const std::vector<FrState>& states, size_t order) {
+  for (size_t i = order; i < states.size(); ++i)
+    if (states[i] != FrState::scheduled) return false;
+  return true;
+}
+
+// Whether the operation belongs to its rank's last call: the last record, or the coalesced group
+// the last record closes. Its host may still be inside that call.
+bool in_last_call(const FrOp& op) {
+  PPSPEC_ASSERT(op.order < op.dump->entries.size(), "record {} of a dump of {}", op.order, op.dump->entries.size());
+  const size_t last = op.dump->entries.size() - 1;
+  return op.order == last || op.coalesced == last;
+}
+
+}  // namespace
+
+WaitGraph::WaitGraph(const FrJob& j) : job(j) {
+  collect();
+  classify();
+  link();
+}
+
+void WaitGraph::collect() {
+  auto add = [&](const FrOp& op) {
+    if (op.state != FrState::completed) stuck.push_back(Stuck{&op, op.dump->rank, false, false, kNoStuck});
+  };
+  for (const FrJobGroup& g : job.groups)
+    for (const auto& lane : g.lanes)
+      for (const FrOp& op : lane) add(op);
+  for (const FrChannel& c : job.channels) {
+    for (const FrOp& op : c.sends) add(op);
+    for (const FrOp& op : c.recvs) add(op);
+  }
+  std::sort(stuck.begin(), stuck.end(), [](const Stuck& a, const Stuck& b) { return std::tie(a.rank, a.op->order) < std::tie(b.rank, b.op->order); });
+  for (size_t i = 0; i < stuck.size(); ++i) {
+    index_[{stuck[i].rank, stuck[i].op->order}] = i;
+    by_rank[stuck[i].rank].push_back(i);
+    PPSPEC_ASSERT(stuck[i].op->state != FrState::completed && stuck[i].rank == stuck[i].op->dump->rank);
+  }
+}
+
+
+void WaitGraph::classify() {
+  for (const auto& [rank, ops] : by_rank) {
+    const bool timing = job.timing.at(rank);
+    std::map<std::tuple<size_t, int, int>, size_t> last_on_stream;
+    std::map<size_t, const Stuck*> first_of_group;  // coalesced groups run as one: the first member decides
+    size_t last_running = kNoStuck;
+    for (size_t i : ops) {
+      Stuck& s = stuck[i];
+      const auto stream = stream_of(*s.op);
+      if (const auto g = first_of_group.find(s.op->coalesced); s.op->coalesced != SIZE_MAX && g != first_of_group.end()) {
+        s.running = g->second->running;
+        s.in_call = g->second->in_call;
+        s.blocker = g->second->blocker;
+        continue;
+      }
+      const auto before = last_on_stream.find(stream);
+      s.running = timing ? s.op->state == FrState::started : before == last_on_stream.end();
+      if (!s.running) s.blocker = before != last_on_stream.end() ? before->second : timing ? last_running : kNoStuck;
+      // Not started, behind nothing, and nothing after it on the rank started or completed: its host
+      // is inside the call that posted it (NCCL's first-contact connection, or a group's end, blocks
+      // until the peers call too), and it waits as if it ran.
+      s.in_call = in_last_call(*s.op) && (!timing || unstarted_from(job.states.at(rank), s.op->order));
+      if (!s.running && s.blocker == kNoStuck && s.in_call) s.running = true;
+      last_on_stream[stream] = i;
+      if (s.running) last_running = i;
+      if (s.op->coalesced != SIZE_MAX) first_of_group[s.op->coalesced] = &s;
+      PPSPEC_ASSERT(s.blocker == kNoStuck || s.blocker < i, "operation {} blocked by a later one ({})", i, s.blocker);
+    }
+  }
+}
+
+std::optional<size_t> WaitGraph::find(int rank, size_t order) const {
+  const auto it = index_.find({rank, order});
+  if (it == index_.end()) return std::nullopt;
+  return it->second;
+}
+
+void WaitGraph::partner(size_t i, int member, const FrOp* counterpart) {
+  PPSPEC_ASSERT(i < stuck.size() && waits.size() == stuck.size());
+  if (!job.by_rank.count(member)) {
+    waits[i].push_back(Wait{Wait::Kind::no_dump, kNoStuck, member});
+  } else if (counterpart == nullptr) {
+    waits[i].push_back(Wait{Wait::Kind::not_posted, kNoStuck, member});
+  } else if (const auto other = find(member, counterpart->order); !other) {
+    // Its counterpart completed: in a coalesced group, it waits for the rest of its group.
+    const size_t group = stuck[i].op->coalesced;
+    bool held = false;
+    if (group != SIZE_MAX)
+      for (size_t j : by_rank.at(stuck[i].rank))
+        if (j != i && stuck[j].op->coalesced == group) {
+          waits[i].push_back(Wait{Wait::Kind::group_mate, j, stuck[i].rank});
+          held = true;
+        }
+    if (!held) waits[i].push_back(Wait{Wait::Kind::paired_elsewhere, kNoStuck, member});
+  } else if (!stuck[*other].running) {
+    waits[i].push_back(Wait{Wait::Kind::queued, *other, member});
+  } else if (stuck[*other].in_call && stuck[*other].op->coalesced != SIZE_MAX) {
+    // A counterpart in a group its host is still posting delivers nothing until the call returns,
+    // which waits for every member of the group: the others' waits are this one's.
+    for (size_t j : by_rank.at(member))
+      if (j != *other && stuck[j].op->coalesced == stuck[*other].op->coalesced) waits[i].push_back(Wait{Wait::Kind::group_mate, j, member});
+  }
+  // A counterpart that runs waits with it; one that completed paired otherwise (a mismatch, reported
+  // by verify/dumps/fr_sequences.cc) and is no partner to wait for.
+}
+
+void WaitGraph::link() {
+  waits.resize(stuck.size());
+  std::map<std::tuple<size_t, int, int>, const FrChannel*> channels;
+  for (const FrChannel& c : job.channels) channels[{c.group, c.src, c.dst}] = &c;
+  for (size_t i = 0; i < stuck.size(); ++i) {
+    if (!stuck[i].running) continue;
+    const FrOp& op = *stuck[i].op;
+    const traces::FrEntry& e = *op.entry;
+    if (e.is_p2p) {
+      const bool send = e.op == "send";
+      const FrChannel* c = channels.at({op.group, send ? op.dump->rank : e.peer, send ? e.peer : op.dump->rank});
+      const auto& theirs = send ? c->recvs : c->sends;
+      PPSPEC_ASSERT(op.position >= 0 && c != nullptr, "a p2p operation without its place on its channel");
+      const size_t k = static_cast<size_t>(op.position);
+      partner(i, e.peer, k < theirs.size() ? &theirs[k] : nullptr);
+      continue;
+    }
+    const FrJobGroup& g = job.groups[op.group];
+    for (size_t m = 0; m < g.ranks.size(); ++m) {
+      if (g.ranks[m] == op.dump->rank) continue;
+      const auto& lane = g.lanes[m];
+      const auto it = std::lower_bound(lane.begin(), lane.end(), e.collective_seq_id,
+                                       [](const FrOp& o, int64_t seq) { return o.entry->collective_seq_id < seq; });
+      partner(i, g.ranks[m], it != lane.end() && it->entry->collective_seq_id == e.collective_seq_id ? &*it : nullptr);
+    }
+  }
+}
+
+std::vector<size_t> WaitGraph::where(int rank) const {
+  std::vector<size_t> out;
+  const auto it = by_rank.find(rank);
+  if (it == by_rank.end()) return out;
+  for (size_t i : it->second)
+    if (stuck[i].running) out.push_back(i);
+  PPSPEC_ASSERT(!it->second.empty());
+  if (out.empty()) out.push_back(it->second.front());
+  return out;
+}
+
+std::string WaitGraph::op_words(size_t i) const {
+  PPSPEC_ASSERT(i < stuck.size() && stuck[i].op->group < job.groups.size());
+  const FrOp& op = *stuck[i].op;
+  const traces::FrEntry& e = *op.entry;
+  const std::string group = job.groups[op.group].label();
+  if (e.is_p2p)
+    return fmt::format("{} #{} {} rank {} on {} ({}, p2p_seq_id {})", e.op, op.position + 1, e.op == "send" ? "to" : "from", e.peer, group,
+                       describe(e, false), e.p2p_seq_id);
+  return fmt::format("{} collective_seq_id {} ({})", group, e.collective_seq_id, describe(e));
+}
+
+
+}  // namespace ppspec::verify

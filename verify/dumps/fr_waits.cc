@@ -1,0 +1,339 @@
+#include "verify/dumps/fr_waits.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <map>
+#include <tuple>
+
+#include "core/assert.h"
+#include "core/finding_kinds.h"
+#include "core/misalignment.h"
+#include "verify/dumps/fr_anchors.h"
+#include "verify/dumps/fr_wait_graph.h"
+
+namespace ppspec::verify {
+namespace {
+
+using traces::FrState;
+
+// Where a path of waits ends.
+struct Sink {
+  enum class Kind : uint8_t { idle, no_dump, lost, aligned, outside } kind = Kind::aligned;
+  int rank = -1;         // idle, no_dump: the rank waited for; outside: the rank stuck
+  size_t op = kNoStuck;  // the last stuck operation on the path
+};
+
+// What identifies the cause: the kind, the rank, and the operation awaited or stuck at.
+std::tuple<int, int, size_t, int64_t, int> key_of(const WaitGraph& g, const Sink& s) {
+  PPSPEC_ASSERT(s.op < g.stuck.size(), "a sink at operation {} of {}", s.op, g.stuck.size());
+  const FrOp& op = *g.stuck[s.op].op;
+  const int peer = op.entry->is_p2p ? std::min(op.dump->rank, op.entry->peer) : -1;
+  return {static_cast<int>(s.kind), s.kind == Sink::Kind::aligned ? -1 : s.rank, op.group, op.position, peer};
+}
+
+// The operations a stuck one waits on, in the graph: its blocker, or its partners' stuck operations.
+std::vector<size_t> successors(const WaitGraph& g, size_t i) {
+  const Stuck& s = g.stuck[i];
+  if (!s.running) return s.blocker == kNoStuck ? std::vector<size_t>{} : std::vector<size_t>{s.blocker};
+  std::vector<size_t> out;
+  for (const Wait& w : g.waits[i]) {
+    if (w.kind == Wait::Kind::queued || w.kind == Wait::Kind::group_mate) out.push_back(w.target);
+    if (w.kind == Wait::Kind::not_posted && g.by_rank.count(w.rank))
+      for (size_t j : g.where(w.rank)) out.push_back(j);
+  }
+  PPSPEC_ASSERT(std::all_of(out.begin(), out.end(), [&g](size_t j) { return j < g.stuck.size(); }));
+  return out;
+}
+
+// The first cycle of waits, as stuck operations in order; empty when there is none.
+std::vector<size_t> find_cycle(const WaitGraph& g) {
+  std::vector<uint8_t> color(g.stuck.size(), 0);  // 0 unseen, 1 on the path, 2 done
+  for (size_t root = 0; root < g.stuck.size(); ++root) {
+    if (color[root] != 0) continue;
+    std::vector<std::pair<size_t, std::vector<size_t>>> path;  // node, successors left
+    path.push_back({root, successors(g, root)});
+    color[root] = 1;
+    while (!path.empty()) {
+      auto& [node, left] = path.back();
+      if (left.empty()) {
+        color[node] = 2;
+        path.pop_back();
+        continue;
+      }
+      const size_t next = left.front();
+      left.erase(left.begin());
+      if (color[next] == 1) {
+        std::vector<size_t> cycle;
+        size_t k = path.size();
+        while (k-- > 0 && path[k].first != next) {}
+        PPSPEC_ASSERT(k < path.size(), "operation {} is on the path and not found there", next);
+        for (size_t j = k; j < path.size(); ++j) cycle.push_back(path[j].first);
+        return cycle;
+      }
+      if (color[next] == 0) {
+        color[next] = 1;
+        path.push_back({next, successors(g, next)});
+      }
+    }
+  }
+  return {};
+}
+
+// Where the waits from `i` end (the graph has no cycle): a rank that never posts first, then one
+// without a dump, else the first partner's path; an operation nobody holds up is a stall.
+Sink follow(const WaitGraph& g, size_t i) {
+  PPSPEC_ASSERT(i < g.stuck.size());
+  for (size_t steps = 0; steps <= g.stuck.size(); ++steps) {
+    const Stuck& s = g.stuck[i];
+    if (!s.running) {
+      if (s.blocker == kNoStuck) return Sink{Sink::Kind::outside, s.rank, i};
+      i = s.blocker;
+      continue;
+    }
+    for (const Wait& w : g.waits[i]) {
+      if (w.kind == Wait::Kind::not_posted && !g.by_rank.count(w.rank)) return Sink{Sink::Kind::idle, w.rank, i};
+      if (w.kind == Wait::Kind::no_dump) return Sink{Sink::Kind::no_dump, w.rank, i};
+      // A receive whose send completed: the data did not come.
+      if (w.kind == Wait::Kind::paired_elsewhere && s.op->entry->op == "recv") return Sink{Sink::Kind::lost, w.rank, i};
+    }
+    const std::vector<size_t> next = successors(g, i);
+    if (next.empty()) return Sink{Sink::Kind::aligned, s.rank, i};
+    i = next.front();
+  }
+  return Sink{Sink::Kind::aligned, g.stuck[i].rank, i};
+}
+
+core::Site site_of(const WaitGraph& g, size_t i) {
+  PPSPEC_ASSERT(i < g.stuck.size());
+  const FrOp& op = *g.stuck[i].op;
+  const traces::FrEntry& e = *op.entry;
+  return core::Site{op.dump->rank, fmt::format("rank{}", op.dump->rank), g.job.groups[op.group].label(),
+                    e.is_p2p ? e.p2p_seq_id : e.collective_seq_id, fmt::format("{} ({})", describe(e), to_string(op.state)), origin_of(op)};
+}
+
+core::Finding cycle_finding(const WaitGraph& g, const std::vector<size_t>& cycle) {
+  PPSPEC_ASSERT(!cycle.empty());
+  core::Finding f;
+  f.verdict = core::Verdict::deadlock;
+  f.kind = std::string(core::kKindCycle);
+  f.time = core::kNoTime;
+  f.culprit.what = "cycle";
+  std::vector<std::string> steps;
+  for (size_t k = 0; k < cycle.size(); ++k) {
+    const size_t i = cycle[k], next = cycle[(k + 1) % cycle.size()];
+    const Stuck& s = g.stuck[i];
+    if (!s.running) continue;
+    const Stuck& t = g.stuck[next];
+    if (t.rank == s.rank) continue;  // within its own coalesced group
+    steps.push_back(fmt::format("rank {} waits at {} for rank {}", s.rank, g.op_words(i), t.rank));
+    f.sites.push_back(site_of(g, i));
+    const std::string held = t.running ? "has not posted its counterpart"
+                                       : fmt::format("posted its counterpart, queued behind its {}",
+                                                     t.blocker == kNoStuck ? "earlier work" : g.op_words(t.blocker));
+    f.details.push_back(fmt::format("rank {}'s {} ({}) waits for rank {}, which {}", s.rank, g.op_words(i), to_string(s.op->state),
+                                    t.rank, held));
+  }
+  f.summary = fmt::format("a deadlock across process groups: {}: each group's own sequence agrees, but the ranks post them in "
+                          "orders that wait for each other in a cycle",
+                          fmt::join(steps, ", "));
+  return f;
+}
+
+std::string rank_words(std::vector<int> ranks) { return core::rank_list(std::vector<core::RankId>(ranks.begin(), ranks.end())); }
+
+
+// The operation the waiting one pairs with, in words: what the rank waited for never posted.
+std::string awaited(const WaitGraph& g, size_t waiting) {
+  const FrOp& op = *g.stuck[waiting].op;
+  const traces::FrEntry& e = *op.entry;
+  const std::string group = g.job.groups[op.group].label();
+  if (e.is_p2p)
+    return fmt::format("the {} that pairs with rank {}'s {} #{} on {} ({}, p2p_seq_id {})", e.op == "send" ? "receive" : "send",
+                       op.dump->rank, e.op, op.position + 1, group, describe(e, false), e.p2p_seq_id);
+  return fmt::format("{} collective_seq_id {} ({})", group, e.collective_seq_id, describe(e));
+}
+
+// What the idle rank did post where the others wait: how many, and whether all completed.
+std::string posted_there(const WaitGraph& g, int rank, size_t waiting) {
+  const FrOp& op = *g.stuck[waiting].op;
+  const traces::FrEntry& e = *op.entry;
+  if (e.is_p2p) {
+    for (const FrChannel& c : g.job.channels) {
+      const bool send = e.op == "send";
+      if (c.group != op.group || c.src != (send ? op.dump->rank : e.peer) || c.dst != (send ? e.peer : op.dump->rank)) continue;
+      const size_t theirs = send ? c.recvs.size() : c.sends.size(), mine = send ? c.sends.size() : c.recvs.size();
+      return fmt::format("rank {} posted {} {} {} rank {} where rank {} posted {}, all of its completed", rank, theirs,
+                         send ? "receives" : "sends", send ? "from" : "to", op.dump->rank, op.dump->rank, mine);
+    }
+  }
+  const FrJobGroup& grp = g.job.groups[op.group];
+  const size_t m = static_cast<size_t>(std::find(grp.ranks.begin(), grp.ranks.end(), rank) - grp.ranks.begin());
+  PPSPEC_ASSERT(m < grp.lanes.size(), "rank {} waited for on {}, not a member", rank, grp.label());
+  const size_t n = grp.lanes[m].size();
+  if (n == 0) return fmt::format("rank {} never posted on {}, of which it is a member by the group table", rank, grp.label());
+  return fmt::format("rank {} posted {} collective(s) on {} (the last collective_seq_id {}), all completed", rank, n, grp.label(),
+                     grp.lanes[m].back().entry->collective_seq_id);
+}
+
+// Whether rank `r` has a stuck operation at the same place as `op` (its group and position, or its
+// p2p channel's pair and position).
+bool stuck_at_same(const WaitGraph& g, int r, const FrOp& op) {
+  const auto it = g.by_rank.find(r);
+  if (it == g.by_rank.end()) return false;
+  for (size_t i : it->second) {
+    const FrOp& mine = *g.stuck[i].op;
+    if (mine.group != op.group || mine.position != op.position || mine.entry->is_p2p != op.entry->is_p2p) continue;
+    if (!op.entry->is_p2p || (mine.dump->rank == op.dump->rank && mine.entry->peer == op.entry->peer) ||
+        (mine.dump->rank == op.entry->peer && mine.entry->peer == op.dump->rank))
+      return true;
+  }
+  return false;
+}
+
+core::Finding idle_finding(const WaitGraph& g, const Sink& s, const std::vector<int>& waiting_ranks) {
+  core::Finding f;
+  f.verdict = core::Verdict::fifo_misalignment;
+  f.kind = std::string(core::kKindUnmatched);
+  f.time = core::kNoTime;
+  PPSPEC_ASSERT(s.kind == Sink::Kind::idle && !waiting_ranks.empty());
+  const FrOp& op = *g.stuck[s.op].op;
+  const bool p2p = op.entry->is_p2p;
+  f.summary = fmt::format("rank {} never posted {}, where {} wait{}: {} — a skipped call (or the waiting side posted one too many: "
+                          "equal operations cannot tell which), or a rank that stopped before it",
+                          s.rank, awaited(g, s.op), rank_words(waiting_ranks), waiting_ranks.size() == 1 ? "s" : "",
+                          posted_there(g, s.rank, s.op));
+  f.sites.push_back(core::Site{s.rank, fmt::format("rank{}", s.rank), g.job.groups[op.group].label(), -1, "never posts the counterpart", ""});
+  f.sites.push_back(site_of(g, s.op));
+  f.culprit = core::Culprit{s.rank, g.job.groups[op.group].name, p2p, p2p ? op.dump->rank : -1, op.position, "never-posted"};
+  if (p2p) {
+    for (const FrChannel& c : g.job.channels)
+      if (c.group == op.group && (c.src == op.dump->rank || c.dst == op.dump->rank) && (c.src == s.rank || c.dst == s.rank))
+        if (const auto where = locate_skipped_p2p(g.job, c)) f.details.push_back(*where);
+  }
+  return f;
+}
+
+core::Finding sink_finding(const WaitGraph& g, const Sink& s, const std::vector<int>& ranks) {
+  if (s.kind == Sink::Kind::idle) return idle_finding(g, s, ranks);
+  core::Finding f;
+  f.verdict = core::Verdict::hang;
+  f.time = core::kNoTime;
+  f.sites.push_back(site_of(g, s.op));
+  const FrOp& op = *g.stuck[s.op].op;
+  if (s.kind == Sink::Kind::no_dump) {
+    f.kind = std::string(core::kKindMissingDump);
+    f.summary = fmt::format("no dump of rank {}, which {} wait{} for ({}): a rank that did not dump is often the one that hung — the "
+                            "first suspect",
+                            s.rank, rank_words(ranks), ranks.size() == 1 ? "s" : "", awaited(g, s.op));
+    f.culprit = core::Culprit{s.rank, g.job.groups[op.group].name, op.entry->is_p2p, -1, op.position, "no-dump"};
+  } else if (s.kind == Sink::Kind::lost) {
+    f.kind = std::string(core::kKindStalled);
+    f.summary = fmt::format("rank {}'s {} waits for data that rank {}'s send, which pairs with it by position, already completed with: "
+                            "the data never arrived — NCCL set the pair's connection up wrongly at first contact (an ungrouped send "
+                            "and receive between the two at their first use: both sends complete, both receives hang), or the send "
+                            "carried fewer elements than the receive expects",
+                            g.stuck[s.op].rank, g.op_words(s.op), s.rank);
+    f.culprit = core::Culprit{g.stuck[s.op].rank, g.job.groups[op.group].name, true, s.rank, op.position, "stalled"};
+  } else if (s.kind == Sink::Kind::outside) {
+    f.kind = std::string(core::kKindStalled);
+    f.summary = fmt::format("rank {}'s {} never started, and none of its communication before it is stuck: its stream waits for "
+                            "something outside communication (a kernel that does not finish, an event never recorded); {} wait{} "
+                            "behind it",
+                            s.rank, g.op_words(s.op), rank_words(ranks), ranks.size() == 1 ? "s" : "");
+    f.culprit = core::Culprit{s.rank, g.job.groups[op.group].name, op.entry->is_p2p, -1, op.position, "stalled"};
+  } else {
+    f.kind = std::string(core::kKindStalled);
+    // The ranks whose own operation is the one that does not complete, and those who wait on them.
+    const FrOp& stuck = *g.stuck[s.op].op;
+    std::vector<int> at, behind;
+    for (int r : ranks) (stuck_at_same(g, r, stuck) ? at : behind).push_back(r);
+    f.summary = fmt::format("a hang no misalignment explains: {} at {}, which every member posted, and it does not complete — the "
+                            "cause lies outside the communication order (a kernel or a host thread that does not progress, or the "
+                            "network){}",
+                            at.empty() ? fmt::format("rank {} is", stuck.dump->rank)
+                                       : fmt::format("{} {}", rank_words(at), at.size() == 1 ? "is" : "are"),
+                            g.op_words(s.op),
+                            behind.empty() ? "" : fmt::format("; {} wait{} behind {}", rank_words(behind), behind.size() == 1 ? "s" : "",
+                                                              at.size() > 1 ? "them" : "it"));
+  }
+  PPSPEC_ASSERT(!f.kind.empty() && !f.summary.empty());
+  return f;
+}
+
+std::string wait_words(const WaitGraph& g, size_t i) {
+  const Stuck& s = g.stuck[i];
+  if (!s.running) return s.blocker == kNoStuck ? "not started, behind no stuck communication" : "queued behind " + g.op_words(s.blocker);
+  std::vector<std::string> parts;
+  for (const Wait& w : g.waits[i]) {
+    if (parts.size() == 4) break;
+    parts.push_back(w.kind == Wait::Kind::no_dump            ? fmt::format("rank {} (no dump)", w.rank)
+                    : w.kind == Wait::Kind::not_posted       ? fmt::format("rank {} (has not posted it)", w.rank)
+                    : w.kind == Wait::Kind::paired_elsewhere ? fmt::format("rank {} (its counterpart completed, paired with another operation)", w.rank)
+                    : w.kind == Wait::Kind::group_mate       ? fmt::format("the rest of its coalesced group ({})", g.op_words(w.target))
+                                                             : fmt::format("rank {} (its counterpart is queued)", w.rank));
+  }
+  PPSPEC_ASSERT(parts.size() <= 4);
+  return parts.empty() ? "every partner is at it too" : fmt::format("waits on {}", fmt::join(parts, ", "));
+}
+
+std::vector<std::string> frontier_lines(const WaitGraph& g) {
+  std::vector<std::string> lines;
+  for (const traces::FrDump* d : g.job.dumps) {
+    const auto it = g.by_rank.find(d->rank);
+    const size_t total = d->entries.size();
+    if (it == g.by_rank.end()) {
+      lines.push_back(fmt::format("rank {}: all {} operations completed", d->rank, total));
+      continue;
+    }
+    PPSPEC_ASSERT(!it->second.empty() && it->second.size() <= total, "rank {}: {} stuck of {}", d->rank, it->second.size(), total);
+    const size_t first = it->second.front();
+    lines.push_back(fmt::format("rank {}: {} of {} operations completed; stuck from {}, {}, with {} more not completed after it; {}", d->rank,
+                                total - it->second.size(), total, g.op_words(first), to_string(g.stuck[first].op->state),
+                                it->second.size() - 1, wait_words(g, first)));
+  }
+  return lines;
+}
+
+}  // namespace
+
+FrWaitFindings check_waits(const FrJob& job) {
+  const WaitGraph g(job);
+  FrWaitFindings out;
+  out.frontiers = frontier_lines(g);
+  out.stuck_ranks = g.by_rank.size();
+  if (g.stuck.empty()) return out;
+  if (const std::vector<size_t> cycle = find_cycle(g); !cycle.empty()) {
+    out.findings.push_back(cycle_finding(g, cycle));
+    return out;
+  }
+  // One finding per place the waits end, naming every rank whose waits end there.
+  std::map<std::tuple<int, int, size_t, int64_t, int>, std::pair<Sink, std::vector<int>>> sinks;
+  for (const auto& [rank, ops] : g.by_rank)
+    for (size_t i : g.where(rank)) {
+      const Sink s = follow(g, i);
+      auto& [sink, ranks] = sinks.try_emplace(key_of(g, s), s, std::vector<int>{}).first->second;
+      if (std::find(ranks.begin(), ranks.end(), rank) == ranks.end()) ranks.push_back(rank);
+    }
+  // A missing send first: a receive cannot complete without it, where a small send may complete
+  // without its receive (eagerly) and wait only for the rest of its group.
+  std::vector<const std::pair<Sink, std::vector<int>>*> ordered;
+  for (const auto& [key, value] : sinks) ordered.push_back(&value);
+  std::stable_sort(ordered.begin(), ordered.end(), [&](const auto* a, const auto* b) {
+    auto rank = [&](const Sink& s) { return std::pair{static_cast<int>(s.kind), g.stuck[s.op].op->entry->op == "send"}; };
+    return rank(a->first) < rank(b->first);
+  });
+  for (const auto* value : ordered) out.findings.push_back(sink_finding(g, value->first, value->second));
+  // A cause that explains every stuck rank is the one to read first.
+  if (out.findings.size() > 1)
+    std::stable_sort(out.findings.begin(), out.findings.end(), [](const core::Finding& a, const core::Finding& b) {
+      return a.verdict == core::Verdict::fifo_misalignment && b.verdict != core::Verdict::fifo_misalignment;
+    });
+  PPSPEC_ASSERT(!sinks.empty() && out.findings.size() == sinks.size(), "stuck operations whose waits end nowhere");
+  if (sinks.size() == 1 && g.by_rank.size() > 1)
+    out.findings.front().details.insert(out.findings.front().details.begin(),
+                                        fmt::format("this explains every stuck rank ({} of them)", g.by_rank.size()));
+  return out;
+}
+
+}  // namespace ppspec::verify

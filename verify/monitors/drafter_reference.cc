@@ -1,0 +1,80 @@
+#include "verify/monitors/drafter_reference.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+#include "core/assert.h"
+
+#include "core/finding_kinds.h"
+#include "engine/checkpoint.h"
+#include "kernels/row.h"
+#include "kernels/toy_model.h"
+
+namespace ppspec::verify {
+
+std::vector<int64_t> reference_drafts(const engine::Checkpoint& ckpt, int vocab, int k, const std::vector<int64_t>& context) {
+  std::vector<int64_t> drafts;
+  if (context.empty()) return drafts;
+  const uint32_t r = ckpt.consts.r;
+  uint32_t h = 0;
+  for (size_t q = 0; q + 1 < context.size(); ++q)
+    h += ckpt.embed_ctx.at(static_cast<size_t>(context[q])) * kernels::pow32(r, q);
+  int64_t tok = context.back();
+  uint64_t pos = context.size() - 1;
+  for (int off = 0; off < k; ++off, ++pos) {
+    h += ckpt.draft_embed.at(static_cast<size_t>(tok)) * kernels::pow32(r, pos);
+    tok = kernels::ctx_token(h, vocab);
+    drafts.push_back(tok);
+  }
+  PPSPEC_ASSERT(static_cast<int64_t>(drafts.size()) == std::max(k, 0), "{} drafts for k={}", drafts.size(), k);
+  return drafts;
+}
+
+void DrafterReference::on_event(const core::Event& e) {
+  if (!facts_.checkpoint || e.req < 0 || facts_.k == 0) return;
+  switch (e.kind) {
+    case core::EventKind::request_scheduled: {
+      // The first schedule of a request carries its prompt.
+      const auto p = core::RequestScheduledProbe::decode(e);
+      if (p.num_computed == 0 && !p.prompt.empty() && !requests_.count(e.req))
+        requests_[e.req].context.assign(p.prompt.begin(), p.prompt.end());
+      return;
+    }
+    case core::EventKind::tokens_sampled: {
+      const auto it = requests_.find(e.req);
+      if (it == requests_.end() || it->second.last_sampled_step == e.step) return;  // every last-stage TP rank samples alike
+      const auto sampled = core::TokensSampledProbe::decode(e).tokens;
+      it->second.context.insert(it->second.context.end(), sampled.begin(), sampled.end());
+      it->second.last_sampled_step = e.step;
+      return;
+    }
+    case core::EventKind::drafts_proposed: check(e, core::DraftsProbe::decode(e)); return;
+    default: return;
+  }
+}
+
+void DrafterReference::check(const core::Event& e, const core::DraftsProbe& p) {
+  const auto it = requests_.find(e.req);
+  if (it == requests_.end() || it->second.last_sampled_step != e.step) return;
+  for (int64_t t : it->second.context)
+    if (t < 0 || t >= facts_.vocab) return;  // a wrong token is the golden oracle's to report
+  const std::vector<int64_t> want = reference_drafts(*facts_.checkpoint, facts_.vocab, facts_.k, it->second.context);
+  const std::vector<int64_t> got(p.drafts.begin(), p.drafts.end());
+  if (got == want) return;
+  size_t first = 0;
+  while (first < got.size() && first < want.size() && got[first] == want[first]) ++first;
+  core::Finding f = finding_at(e, core::Verdict::output_divergence, std::string(core::kKindDrafterOracle),
+                               fmt::format("rank{} proposes drafts {} for request {} at engine step {}; the reference drafter "
+                                           "over its {} tokens of context proposes {}",
+                                           e.rank, token_list(got), e.req, e.step, it->second.context.size(), token_list(want)));
+  f.sites.push_back(core::Site{e.rank, fmt::format("rank{}.main", e.rank), "", -1,
+                               fmt::format("propose: request {} at engine step {}", e.req, e.step), ""});
+  f.details.push_back(first == 0 ? "the first draft already differs: the drafter started from another context hash, bonus "
+                                   "token or position (its anchor row, prepare_dflash_inputs, or its embedding table)"
+                                 : fmt::format("the first {} drafts agree: the chain went wrong at draft {} (its position or "
+                                               "the table entry of draft {})",
+                                               first, first + 1, first));
+  report(std::move(f));
+}
+
+}  // namespace ppspec::verify

@@ -1,0 +1,33 @@
+#include "verify/monitors/gate_agreement.h"
+
+#include <fmt/format.h>
+
+#include "core/assert.h"
+#include "core/probes.h"
+
+namespace ppspec::verify {
+
+void GateAgreement::on_event(const core::Event& e) {
+  if (reported("gate-disagreement") || e.kind != core::EventKind::gate) return;
+  const auto gate = core::GateProbe::decode(e);
+  const std::vector<int64_t> rows(gate.rows.begin(), gate.rows.end());
+  const auto [it, first] = first_.try_emplace(e.step, Decision{e.rank, gate.posts_feedback, rows});
+  // Steps more than a few pipelines back are decided on every rank: forget them.
+  while (!first_.empty() && first_.begin()->first + 4 * facts_.pp + 4 < e.step) first_.erase(first_.begin());
+  PPSPEC_ASSERT(first_.count(e.step) == 1 && first_.begin()->first + 4 * facts_.pp + 4 >= e.step);
+  if (first) return;
+  const Decision& d = it->second;
+  if (d.posts_feedback == gate.posts_feedback && d.rows == rows) return;
+  auto words = [](const Decision& x) {
+    return !x.posts_feedback ? std::string("no feedback") : fmt::format("feedback for rows {}", token_list(x.rows));
+  };
+  core::Finding f = finding_at(e, core::Verdict::fifo_misalignment, "gate-disagreement",
+                               fmt::format("the feedback gate of engine step {} disagrees: rank{} decided {}, rank{} {}",
+                                           e.step, d.rank, words(d), e.rank, words(Decision{e.rank, gate.posts_feedback, rows})));
+  f.sites.push_back(core::Site{d.rank, fmt::format("rank{}.host", d.rank), "", -1, "need_sampled_mask", ""});
+  f.sites.push_back(core::Site{e.rank, fmt::format("rank{}.host", e.rank), "", -1, "need_sampled_mask", ""});
+  f.details.push_back("one rank posts a feedback collective the other does not: the pp_broadcast FIFO misaligns here");
+  report(std::move(f));
+}
+
+}  // namespace ppspec::verify

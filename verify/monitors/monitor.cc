@@ -1,0 +1,24 @@
+#include "verify/monitors/monitor.h"
+
+#include <fmt/format.h>
+
+namespace ppspec::verify {
+
+core::Finding finding_at(const core::Event& e, core::Verdict v, std::string kind, std::string summary) {
+  PPSPEC_ASSERT(!kind.empty(), "a finding without a kind: {}", summary);
+  core::Finding f;
+  f.verdict = v;
+  f.kind = std::move(kind);
+  f.time = e.t;
+  f.engine_step = e.step;
+  f.summary = std::move(summary);
+  return f;
+}
+
+std::string token_list(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += fmt::format("{}{}", i ? ", " : "", v[i]);
+  return s + "]";
+}
+
+}  // namespace ppspec::verify

@@ -1,0 +1,83 @@
+// Invariant monitors over the event stream (DESIGN §7). Each one subscribes to the events the engine
+// and the runtime publish, so the same monitor runs online (in a simulated run, where its first
+// finding stops the run at the first wrong step) and offline (over a recorded trace).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/assert.h"
+#include "core/event.h"
+#include "core/verdict.h"
+#include "engine/communicators.h"
+
+namespace ppspec::engine {
+struct Checkpoint;
+struct ModelConfig;
+}
+
+namespace ppspec::verify {
+
+// What the monitors know about the system under test, beyond its events.
+struct ServingFacts {
+  int pp = 1;
+  int tp = 1;
+  int k = 0;
+  int topk = 2;                     // experts each drafter row selects
+  int64_t draft_table_hash = -1;    // core::fnv1a_words of the checkpoint's drafter embedding
+  int64_t draft_table_entries = 0;
+  int vocab = 0;
+  // The checkpoint and the model, for the reference drafter and model (verify/monitors/drafter_reference.h,
+  // verify/monitors/model_reference.h); null: no reference.
+  std::shared_ptr<const engine::Checkpoint> checkpoint;
+  std::shared_ptr<const engine::ModelConfig> model;
+  // The workload's requests sampled with temperature; the others and warmup's are greedy.
+  std::set<int64_t> temperature_requests;
+  // What each of the engine's communicators is for, by name (engine::communicators).
+  std::map<std::string, engine::CommRole, std::less<>> comm_roles;
+  bool has_role(std::string_view comm, engine::CommRole role) const {
+    const auto it = comm_roles.find(comm);
+    return it != comm_roles.end() && it->second == role;
+  }
+  int stage_of(core::RankId r) const { return r / tp; }
+  core::RankId first_rank_of(int stage) const { return stage * tp; }
+  bool last_stage(core::RankId r) const { return stage_of(r) == pp - 1; }
+};
+
+class Monitor : public core::EventSink {
+ public:
+  using Sink = std::function<void(core::Finding)>;
+  Monitor(const ServingFacts& facts, Sink sink) : facts_(facts), sink_(std::move(sink)) {
+    PPSPEC_ASSERT(facts_.pp >= 1 && facts_.tp >= 1, "a monitor of pp={} tp={}", facts_.pp, facts_.tp);
+  }
+
+ protected:
+  // Reports a violation. A monitor reports the first violation of each kind only: later ones are
+  // usually its consequences, and the first is the one to act on.
+  void report(core::Finding f) {
+    PPSPEC_ASSERT(!f.kind.empty() && !f.summary.empty(), "a finding without its kind or summary (kind '{}')", f.kind);
+    if (!reported_.insert(f.kind).second) return;
+    sink_(std::move(f));
+  }
+  bool reported(const std::string& kind) const { return reported_.count(kind) > 0; }
+
+  const ServingFacts facts_;
+
+ private:
+  Sink sink_;
+  std::set<std::string> reported_;
+};
+
+// A finding stamped with the event that shows it: its time, engine step and rank.
+core::Finding finding_at(const core::Event& e, core::Verdict v, std::string kind, std::string summary);
+
+// "[1, 2, 3]"
+std::string token_list(const std::vector<int64_t>& v);
+
+}  // namespace ppspec::verify

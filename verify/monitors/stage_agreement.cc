@@ -1,0 +1,304 @@
+#include "verify/monitors/stage_agreement.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+#include "core/assert.h"
+#include "core/finding_kinds.h"
+#include "core/probes.h"
+
+namespace ppspec::verify {
+
+void StageAgreement::on_event(const core::Event& e) {
+  switch (e.kind) {
+    case core::EventKind::warmup_phase:
+      if (e.subject.phase == core::WarmupPhase::serving) serving_[e.rank] = true;
+      return;
+    case core::EventKind::request_scheduled: on_scheduled(e, core::RequestScheduledProbe::decode(e)); return;
+    case core::EventKind::tokens_sampled:
+      on_sampled(e, core::TokensSampledProbe::decode(e));
+      if (facts_.pp > 1 && e.req >= 0) {
+        auto& reqs = sampled_reqs_[e.step];
+        if (std::find(reqs.begin(), reqs.end(), e.req) == reqs.end()) {
+          reqs.push_back(e.req);
+          check_dropped(e.step, e.req, e);
+        }
+      }
+      return;
+    case core::EventKind::batch_scheduled: {
+      const auto batch = core::BatchScheduledProbe::decode(e);
+      batches_[e.step].assign(batch.request_ids.begin(), batch.request_ids.end());
+      while (!batches_.empty() && batches_.begin()->first < e.step - kStepsKept) batches_.erase(batches_.begin());
+      while (!gates_.empty() && gates_.begin()->first < e.step - kStepsKept) gates_.erase(gates_.begin());
+      while (!sampled_reqs_.empty() && sampled_reqs_.begin()->first < e.step - kStepsKept) sampled_reqs_.erase(sampled_reqs_.begin());
+      PPSPEC_ASSERT(batches_.begin()->first >= e.step - kStepsKept && batches_.count(e.step) == 1);
+      return;
+    }
+    case core::EventKind::gate: {
+      if (gates_.count(e.step)) return;  // gate agreement compares the ranks
+      const auto gate = core::GateProbe::decode(e);
+      gates_[e.step] = Gate{e.rank, gate.posts_feedback, {gate.rows.begin(), gate.rows.end()}};
+      if (const auto it = sampled_reqs_.find(e.step); it != sampled_reqs_.end())
+        for (int64_t req : it->second) check_dropped(e.step, req, e);
+      return;
+    }
+    case core::EventKind::inputs_built: on_inputs(e, core::InputsBuiltProbe::decode(e)); return;
+    case core::EventKind::feedback_adopted:
+      if (e.req >= 0 && serving_[e.rank]) {
+        const auto adopted = core::FeedbackAdoptedProbe::decode(e);
+        check_slot(e, adopted);
+        check_adoption(e, adopted);
+      }
+      return;
+    default: return;
+  }
+}
+
+void StageAgreement::on_scheduled(const core::Event& e, const core::RequestScheduledProbe& p) {
+  scheduled_[{e.step, e.req}] = Scheduled{static_cast<int32_t>(p.num_computed), static_cast<int32_t>(p.num_scheduled)};
+  if (!p.prompt.empty() && !prompts_.count(e.req)) {  // a new request: its prompt
+    prompts_[e.req].assign(p.prompt.begin(), p.prompt.end());
+    prompt_order_.push_back(e.req);
+    if (prompt_order_.size() > kPromptsKept) {
+      prompts_.erase(prompt_order_.front());
+      prompt_order_.pop_front();
+    }
+  }
+  auto& owners = owners_[p.state_index];
+  if (owners.empty() || owners.back().req != e.req) owners.push_back(Owner{e.req, e.step});
+  if (owners.size() > kSampledKept) owners.pop_front();
+  PPSPEC_ASSERT(!owners.empty() && owners.size() <= kSampledKept && prompt_order_.size() <= kPromptsKept);
+  PPSPEC_ASSERT(prompts_.size() == prompt_order_.size(), "{} prompts kept, {} in admission order", prompts_.size(),
+                prompt_order_.size());
+  // Bounded: a step's inputs are built within pp steps of its schedule.
+  while (!scheduled_.empty() && scheduled_.begin()->first.first < e.step - kStepsKept) scheduled_.erase(scheduled_.begin());
+  PPSPEC_ASSERT(scheduled_.count({e.step, e.req}) == 1);
+}
+
+void StageAgreement::on_sampled(const core::Event& e, const core::TokensSampledProbe& p) {
+  if (e.req < 0) return;
+  auto& list = sampled_[e.req];
+  if (!list.empty() && list.back().step == e.step) return;  // every TP rank of the last stage samples alike
+  list.push_back(Sampled{e.step, {p.tokens.begin(), p.tokens.end()}, p.num_rejected});
+  if (list.size() > kSampledKept) list.pop_front();
+  PPSPEC_ASSERT(!list.empty() && list.size() <= kSampledKept);
+}
+
+void StageAgreement::on_inputs(const core::Event& e, const core::InputsBuiltProbe& p) {
+  if (e.req == -1) return;
+  // Positions are exact in every phase: warmup's steps run one at a time and draft nothing, so
+  // no stage has a correction pending. The bonus token is relayed only once feedback is on.
+  check_position(e, p);
+  if (!p.decode_row) check_prompt(e, p);
+  if (e.req >= 0 && serving_[e.rank] && p.decode_row && !p.input_ids.empty()) check_token(e, p);
+}
+
+const StageAgreement::Sampled* StageAgreement::sampled_before(int64_t req, int64_t step) const {
+  const auto it = sampled_.find(req);
+  if (it == sampled_.end()) return nullptr;
+  const Sampled* latest = nullptr;
+  for (const Sampled& s : it->second)
+    if (s.step < step) latest = &s;
+  return latest;
+}
+
+const StageAgreement::Sampled* StageAgreement::sampled_at(int64_t req, int64_t step) const {
+  const auto it = sampled_.find(req);
+  if (it == sampled_.end()) return nullptr;
+  for (const Sampled& s : it->second)
+    if (s.step == step) return &s;
+  PPSPEC_ASSERT(it->second.size() <= kSampledKept);
+  return nullptr;
+}
+
+void StageAgreement::check_position(const core::Event& e, const core::InputsBuiltProbe& p) {
+  const auto it = scheduled_.find({e.step, e.req});
+  if (it == scheduled_.end()) return;
+  const int64_t embedded = p.first_position;
+  const int64_t computed = it->second.num_computed;
+  if (embedded == computed && embedded >= 0) return;
+  const int stage = facts_.stage_of(e.rank);
+  core::Finding f = finding_at(e, core::Verdict::stage_divergence, std::string(core::kKindStagePosition),
+                               fmt::format("rank{} (stage {}) embeds request {} at position {} at engine step {}, but the "
+                                           "engine core has computed {} of its tokens",
+                                           e.rank, stage, e.req, embedded, e.step, computed));
+  f.sites.push_back(core::Site{e.rank, fmt::format("rank{}.main", e.rank), "", -1,
+                               fmt::format("prepare_inputs: request {} at position {}", e.req, embedded), ""});
+  f.details.push_back(position_hint(e.req, e.step, embedded - computed));
+  report(std::move(f));
+}
+
+std::string StageAgreement::position_hint(int64_t req, int64_t step, int64_t delta) const {
+  const Sampled* prev = sampled_before(req, step);
+  if (prev != nullptr && prev->rejected != 0 && delta == prev->rejected)
+    return fmt::format("the request's previous step (engine step {}) rejected {} drafts and the position is {} ahead: the "
+                       "stage advanced by the whole query and the correction that subtracts the rejected drafts "
+                       "(post_update[deferred]) did not apply",
+                       prev->step, prev->rejected, delta);
+  if (prev != nullptr && prev->rejected != 0 && delta == -prev->rejected)
+    return fmt::format("the position is {} behind, the {} drafts rejected at engine step {}: they were subtracted twice, or "
+                       "the stage never advanced by its query",
+                       -delta, prev->rejected, prev->step);
+  if (prev != nullptr && delta == static_cast<int64_t>(prev->tokens.size()))
+    return "the position is ahead by the tokens sampled at the request's previous step: they were counted twice";
+  return fmt::format("the stage's computed-token count for the request is off by {} (its table's num_computed, or the "
+                     "positions prepare_inputs derives from it)",
+                     delta);
+}
+
+void StageAgreement::check_token(const core::Event& e, const core::InputsBuiltProbe& p) {
+  const Sampled* prev = sampled_before(e.req, e.step);
+  if (prev == nullptr || prev->tokens.empty()) return;
+  const int64_t embedded = p.input_ids.front();
+  if (embedded == prev->tokens.back()) return;
+  const int stage = facts_.stage_of(e.rank);
+  core::Finding f = finding_at(e, core::Verdict::stage_divergence, std::string(core::kKindStageToken),
+                               fmt::format("rank{} (stage {}) embeds token {} as request {}'s bonus token at engine step {}, "
+                                           "but the last stage sampled {} at engine step {} (its last token: {})",
+                                           e.rank, stage, embedded, e.req, e.step, token_list(prev->tokens), prev->step,
+                                           prev->tokens.back()));
+  f.sites.push_back(core::Site{e.rank, fmt::format("rank{}.main", e.rank), "", -1,
+                               fmt::format("prepare_inputs: request {} decode row", e.req), ""});
+  PPSPEC_ASSERT(facts_.first_rank_of(facts_.pp - 1) == facts_.pp * facts_.tp - facts_.tp);
+  f.sites.push_back(core::Site{facts_.pp * facts_.tp - facts_.tp, "", "", -1,
+                               fmt::format("rejection_sample: request {} at engine step {}", e.req, prev->step), ""});
+  f.details.push_back(token_hint(e.req, e.step, embedded));
+  report(std::move(f));
+}
+
+void StageAgreement::check_prompt(const core::Event& e, const core::InputsBuiltProbe& p) {
+  // A prefill chunk embeds the prompt's tokens from its first position on.
+  const auto it = prompts_.find(e.req);
+  if (it == prompts_.end() || p.first_position < 0) return;  // a negative position is check_position's
+  const std::vector<int64_t>& prompt = it->second;
+  for (size_t i = 0; i < p.input_ids.size(); ++i) {
+    const auto pos = static_cast<size_t>(p.first_position) + i;
+    const int64_t id = p.input_ids[i];
+    if (pos < prompt.size() && id == prompt[pos]) continue;
+    const std::string want = pos < prompt.size() ? fmt::format("the prompt has {}", prompt[pos])
+                                                 : fmt::format("the prompt has only {} tokens", prompt.size());
+    core::Finding f = finding_at(e, core::Verdict::stage_divergence, std::string(core::kKindStageToken),
+                                 fmt::format("rank{} (stage {}) embeds token {} at position {} of request {}'s prefill at "
+                                             "engine step {}; {}",
+                                             e.rank, facts_.stage_of(e.rank), id, pos, e.req, e.step, want));
+    f.sites.push_back(core::Site{e.rank, fmt::format("rank{}.main", e.rank), "", -1,
+                                 fmt::format("prepare_inputs: request {} prefill row {}", e.req, i), ""});
+    const auto found = std::find(prompt.begin(), prompt.end(), id);
+    f.details.push_back(found != prompt.end()
+                            ? fmt::format("it is the prompt's token at position {}: the chunk read the prompt at an offset "
+                                          "of {} (chunked prefill's start, or the token table's row)",
+                                          found - prompt.begin(), (found - prompt.begin()) - static_cast<int64_t>(pos))
+                            : "it is not in the request's prompt: the row read another request's prompt or memory its "
+                              "admission never wrote");
+    report(std::move(f));
+    return;
+  }
+}
+
+std::string StageAgreement::token_hint(int64_t req, int64_t step, int64_t token) const {
+  const Sampled* prev = sampled_before(req, step);
+  PPSPEC_ASSERT(prev != nullptr && !prev->tokens.empty(), "no tokens sampled for request {} before step {}", req, step);
+  for (size_t j = 0; j + 1 < prev->tokens.size(); ++j)
+    if (prev->tokens[j] == token)
+      return fmt::format("it is the sampled token at column {} of {}: the adoption took the wrong column (the last "
+                         "accepted token is column num_sampled - 1)",
+                         j, prev->tokens.size());
+  if (const Sampled* older = sampled_before(req, prev->step); older != nullptr && !older->tokens.empty() && older->tokens.back() == token)
+    return fmt::format("it is the bonus of engine step {}, one step older: this stage did not adopt the feedback of engine "
+                       "step {} (a gate, a generation counter or a feedback slot skipped it)",
+                       older->step, prev->step);
+  return "it matches none of the request's sampled tokens: the stage read another request's row or another step's slot";
+}
+
+int StageAgreement::gate_row(int64_t step, int64_t req) const {
+  const auto g = gates_.find(step);
+  const auto b = batches_.find(step);
+  if (g == gates_.end() || b == batches_.end()) return -1;
+  if (!g->second.posts_feedback) return 0;
+  const auto at = std::find(b->second.begin(), b->second.end(), req);
+  const auto row = static_cast<size_t>(at - b->second.begin());
+  if (at == b->second.end() || row >= g->second.rows.size()) return -1;
+  return g->second.rows[row] != 0 ? 1 : 0;
+}
+
+void StageAgreement::check_dropped(int64_t step, int64_t req, const core::Event& e) {
+  if (gate_row(step, req) != 0) return;
+  PPSPEC_ASSERT(gates_.count(step) == 1 && batches_.count(step) == 1, "a dropped row at step {} without its gate", step);
+  const Gate& g = gates_.at(step);
+  const Sampled* s = sampled_at(req, step);
+  core::Finding f = finding_at(
+      e, core::Verdict::stage_divergence, std::string(core::kKindFeedbackDropped),
+      fmt::format("the last stage sampled {} for request {} at engine step {}, but the feedback gate of that step {} "
+                  "(rank{}): the earlier stages never adopt these tokens",
+                  s ? token_list(s->tokens) : "tokens", req, step,
+                  !g.posts_feedback ? "posts no feedback at all" : "leaves the request's row out", g.rank));
+  f.engine_step = step;
+  f.sites.push_back(core::Site{g.rank, fmt::format("rank{}.side", g.rank), "", -1,
+                               fmt::format("need_sampled_mask: engine step {}", step), ""});
+  f.details.push_back("the gate must include every row that produces a sample (vLLM compute_need_sampled_mask: "
+                      "num_computed + num_scheduled >= prefill_len, a final prefill chunk included); every rank "
+                      "agreed on this gate, so it is the rule itself that is wrong, not one rank");
+  report(std::move(f));
+}
+
+void StageAgreement::check_slot(const core::Event& e, const core::FeedbackAdoptedProbe& p) {
+  // The row it wrote must still be the request's: a slot freed and given to another request since
+  // the feedback's step holds that request's state now (the generation counters skip such rows).
+  // The update of step T runs at the start of step T + pp on this rank, before that step's frees
+  // and admissions: a new owner scheduled in between, at T < S < T + pp, holds the row by then.
+  const auto it = owners_.find(p.state_index);
+  if (it == owners_.end()) return;
+  const Owner* reused = nullptr;
+  for (const Owner& o : it->second)
+    if (o.req != e.req && o.since > e.step && o.since < e.step + facts_.pp) reused = &o;
+  if (reused == nullptr) return;
+  PPSPEC_ASSERT(reused->since > e.step && reused->since < e.step + facts_.pp && reused->req != e.req);
+  core::Finding f = finding_at(
+      e, core::Verdict::stage_divergence, std::string(core::kKindStageAdoption),
+      fmt::format("rank{} (stage {}) adopts request {}'s feedback of engine step {} into table row {}, which request {} "
+                  "holds since engine step {}",
+                  e.rank, facts_.stage_of(e.rank), e.req, e.step, p.state_index, reused->req, reused->since));
+  f.sites.push_back(core::Site{e.rank, fmt::format("rank{}.main", e.rank), "", -1,
+                               fmt::format("post_update[deferred]: row {}", p.state_index), ""});
+  f.details.push_back(fmt::format("request {} left the batch (finished or aborted) while its step {} was in flight; the "
+                                  "row was freed and reused, so the update should have skipped it (the generation "
+                                  "counter of the row, bumped when it was freed)",
+                                  e.req, e.step));
+  report(std::move(f));
+}
+
+void StageAgreement::check_adoption(const core::Event& e, const core::FeedbackAdoptedProbe& p) {
+  const Sampled* s = sampled_at(e.req, e.step);
+  if (s == nullptr) return;
+  PPSPEC_ASSERT(s->step == e.step);
+  const std::vector<int64_t> tokens(p.sampled.begin(), p.sampled.end());
+  if (p.num_sampled == static_cast<int64_t>(s->tokens.size()) && p.num_rejected == s->rejected && tokens == s->tokens) return;
+  core::Finding f = finding_at(
+      e, core::Verdict::stage_divergence, std::string(core::kKindStageAdoption),
+      fmt::format("rank{} (stage {}) adopts for request {} from the feedback of engine step {}: {} sampled {}, {} rejected; "
+                  "the last stage sampled {}, {} rejected",
+                  e.rank, facts_.stage_of(e.rank), e.req, e.step, p.num_sampled, token_list(tokens), p.num_rejected,
+                  token_list(s->tokens), s->rejected));
+  f.sites.push_back(core::Site{e.rank, fmt::format("rank{}.main", e.rank), "", -1,
+                               fmt::format("post_update[deferred]: request {}", e.req), ""});
+  f.details.push_back(adoption_hint(e, p));
+  report(std::move(f));
+}
+
+std::string StageAgreement::adoption_hint(const core::Event& e, const core::FeedbackAdoptedProbe& p) const {
+  const std::vector<int64_t> tokens(p.sampled.begin(), p.sampled.end());
+  if (const auto it = sampled_.find(e.req); it != sampled_.end())
+    for (const Sampled& s : it->second)
+      if (s.step != e.step && s.tokens == tokens)
+        return fmt::format("they are what the last stage sampled for the request at engine step {}: the update read the "
+                           "feedback slot of another step (the FIFO or the slot ring is off)",
+                           s.step);
+  for (const auto& [req, list] : sampled_)
+    for (const Sampled& s : list)
+      if (req != e.req && s.step == e.step && s.tokens == tokens)
+        return fmt::format("they are request {}'s at the same step: the update read another row of the batch", req);
+  return "the feedback arrived changed: paired with another message of the same size, or its buffer was overwritten "
+         "before the update read it";
+}
+
+}  // namespace ppspec::verify

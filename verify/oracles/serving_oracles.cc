@@ -1,0 +1,178 @@
+#include "verify/oracles/serving_oracles.h"
+
+#include <fmt/format.h>
+
+#include "core/assert.h"
+#include "engine/golden.h"
+#include "verify/monitors/monitor.h"
+
+namespace ppspec::verify {
+namespace {
+
+const engine::RequestRecord* find(const std::vector<engine::RequestRecord>& rs, int64_t id) {
+  for (const auto& r : rs)
+    if (r.spec.id == id) return &r;
+  return nullptr;
+}
+
+// Where a request's output token #i came from: its engine step and time (the last token's when i
+// is past the end).
+void locate(core::Finding& f, const engine::RequestRecord& r, size_t i) {
+  if (r.output_step.empty()) return;
+  const size_t at = std::min(i, r.output_step.size() - 1);
+  f.engine_step = r.output_step[at];
+  f.time = r.output_time[at];
+}
+
+// Several requests may diverge: report the one that diverged first.
+void keep_earliest(std::optional<core::Finding>& earliest, core::Finding f) {
+  PPSPEC_ASSERT(!f.kind.empty() && !f.summary.empty() && !f.sites.empty(), "an oracle finding without its kind, summary or site");
+  if (!earliest || f.engine_step < earliest->engine_step) earliest = std::move(f);
+}
+
+core::Site sampler_site(const engine::EngineConfig& cfg, const std::string& what) {
+  const core::RankId last = cfg.topology.rank_of(cfg.topology.pp - 1, 0);
+  PPSPEC_ASSERT(last >= 0 && last < cfg.topology.pp * cfg.topology.tp, "the sampler on rank{}", last);
+  return core::Site{last, fmt::format("rank{}.host", last), "", -1, what, ""};
+}
+
+// Where request `r`'s token #i, the first that differs, came from, and what the online monitors
+// rule out upstream of it: the rank and stage where the value first differed.
+void name_first_difference(core::Finding& f, const engine::EngineConfig& cfg, const engine::RequestRecord& r, size_t i,
+                           const OnlineCoverage& online) {
+  const core::RankId last = cfg.topology.rank_of(cfg.topology.pp - 1, 0);
+  const int64_t step = r.output_step.empty() ? -1 : r.output_step[std::min(i, r.output_step.size() - 1)];
+  const std::string sampled = fmt::format("token #{} of request {} was sampled by rank{} (stage {}) at engine step {}", i,
+                                          r.spec.id, last, cfg.topology.pp - 1, step);
+  if (online.rows_checked == 0) {
+    f.details.push_back(sampled + "; the model oracle did not run, so an activation upstream may have differed first");
+    return;
+  }
+  const std::string checked = fmt::format("the model oracle compared {} activation rows of every rank and {} greedy samples "
+                                          "with the reference model over the tokens stage 0 embedded, and stage agreement "
+                                          "every embedded token with what was sampled: none differed",
+                                          online.rows_checked, online.samples_checked);
+  if (r.spec.spread == 0)
+    f.details.push_back(fmt::format("{}; {}: the first differing value is no activation and no sample but the engine "
+                                    "core's record of the request (its output list, its stop or its length rule)",
+                                    sampled, checked));
+  else
+    f.details.push_back(fmt::format("{}; {}: the first value that differed is this sample itself, drawn with temperature "
+                                    "on rank{} (its seed, its output index, or the drafts it compared)",
+                                    sampled, checked, last));
+}
+
+}  // namespace
+
+std::optional<core::Finding> golden_oracle(const engine::EngineConfig& cfg, const engine::Checkpoint& ckpt,
+                                           const std::vector<engine::RequestRecord>& requests, const OnlineCoverage& online) {
+  std::optional<core::Finding> earliest;
+  for (const engine::RequestRecord& r : requests) {
+    if (r.spec.spread != 0) continue;  // the golden continuation is greedy
+    const std::vector<int64_t> golden = engine::golden_continuation(ckpt, cfg.model, r.spec.prompt, r.spec.max_tokens);
+    const size_t n = std::min(golden.size(), r.output.size());
+    size_t i = 0;
+    while (i < n && golden[i] == r.output[i]) ++i;
+    PPSPEC_ASSERT(i <= n && n <= golden.size() && n <= r.output.size());
+    // An aborted request stops anywhere; one that reached max_model_len stops once its next
+    // verification block (1 + K tokens from its computed length, prompt + output - 1) no longer fits.
+    const auto computed = static_cast<int64_t>(r.spec.prompt.size() + r.output.size()) - 1;
+    const bool capped = computed + cfg.spec.k + 1 >= cfg.model.max_model_len;
+    const bool length_ok = r.aborted || capped ? r.output.size() <= golden.size() : r.output.size() == golden.size();
+    if (i == n && length_ok) continue;
+    core::Finding f;
+    f.verdict = core::Verdict::output_divergence;
+    f.kind = "golden";
+    locate(f, r, i);
+    if (i < n) {
+      f.summary = fmt::format("request {} output token #{} is {}, the golden continuation has {}", r.spec.id, i,
+                              r.output[i], golden[i]);
+    } else {
+      f.summary = fmt::format("request {} ended with {} tokens, the golden continuation has {}", r.spec.id,
+                              r.output.size(), golden.size());
+    }
+    f.details.push_back(fmt::format("prompt {}", [&] {
+      std::vector<int64_t> p(r.spec.prompt.begin(), r.spec.prompt.end());
+      return token_list(p);
+    }()));
+    f.details.push_back(fmt::format("engine {}", token_list(r.output)));
+    f.details.push_back(fmt::format("golden {}", token_list(golden)));
+    f.sites.push_back(sampler_site(cfg, fmt::format("request {} token #{} sampled on the last stage", r.spec.id, i)));
+    name_first_difference(f, cfg, r, i, online);
+    keep_earliest(earliest, std::move(f));
+  }
+  return earliest;
+}
+
+std::optional<core::Finding> invariance_oracle(const engine::EngineConfig& cfg, const Invariance& what,
+                                               const std::vector<engine::RequestRecord>& run,
+                                               const std::vector<engine::RequestRecord>& reference,
+                                               const OnlineCoverage& online) {
+  PPSPEC_ASSERT(!what.kind.empty() && !what.run.empty() && !what.reference.empty());
+  std::optional<core::Finding> earliest;
+  for (const engine::RequestRecord& r : run) {
+    const engine::RequestRecord* ref = find(reference, r.spec.id);
+    if (ref == nullptr) continue;
+    PPSPEC_ASSERT(ref->spec.id == r.spec.id);
+    core::Finding f;
+    f.verdict = core::Verdict::output_divergence;
+    f.kind = what.kind;
+    const size_t n = std::min(r.output.size(), ref->output.size());
+    size_t i = 0;
+    while (i < n && r.output[i] == ref->output[i]) ++i;
+    // Where an abort reaches the engine core depends on the schedule (in flight or not, which a
+    // topology decides): an aborted request is compared over the tokens both runs have.
+    const bool aborted = r.aborted || ref->aborted;
+    if (i < n || (r.output.size() != ref->output.size() && !aborted)) {
+      locate(f, r, i);
+      f.summary = fmt::format("request {} differs from the same scenario with {} at output token #{}", r.spec.id,
+                              what.reference, i);
+      f.details.push_back(fmt::format("{}: {}", what.run, token_list(r.output)));
+      f.details.push_back(fmt::format("{}: {}", what.reference, token_list(ref->output)));
+      f.sites.push_back(sampler_site(cfg, fmt::format("request {} token #{}", r.spec.id, i)));
+      name_first_difference(f, cfg, r, i, online);
+      keep_earliest(earliest, std::move(f));
+      continue;
+    }
+    const size_t steps = std::min(r.verified_drafts.size(), ref->verified_drafts.size());
+    for (size_t d = 0; d < steps; ++d) {
+      const auto& a = r.verified_drafts[d];
+      const auto& b = ref->verified_drafts[d];
+      if (a.size() != b.size() || a == b) continue;
+      if (d < r.verified_step.size()) {
+        f.engine_step = r.verified_step[d];
+        for (size_t t = 0; t < r.output_step.size(); ++t)
+          if (r.output_step[t] == f.engine_step) {
+            f.time = r.output_time[t];
+            break;
+          }
+      }
+      f.summary = fmt::format("request {} verified different drafts at its decode step {} than with {}", r.spec.id, d,
+                              what.reference);
+      f.details.push_back(fmt::format("{}: {}", what.run, token_list(a)));
+      f.details.push_back(fmt::format("{}: {}", what.reference, token_list(b)));
+      f.sites.push_back(sampler_site(cfg, fmt::format("request {} decode step {}", r.spec.id, d)));
+      keep_earliest(earliest, std::move(f));
+      break;
+    }
+  }
+  return earliest;
+}
+
+std::optional<core::Finding> pp_invariance_oracle(const engine::EngineConfig& cfg,
+                                                  const std::vector<engine::RequestRecord>& run,
+                                                  const std::vector<engine::RequestRecord>& reference,
+                                                  const OnlineCoverage& online) {
+  const std::string here = fmt::format("pp = {}", cfg.topology.pp);
+  return invariance_oracle(cfg, Invariance{"pp-invariance", here, "pp = 1"}, run, reference, online);
+}
+
+std::optional<core::Finding> padding_invariance_oracle(const engine::EngineConfig& cfg,
+                                                       const std::vector<engine::RequestRecord>& graphs,
+                                                       const std::vector<engine::RequestRecord>& eager,
+                                                       const OnlineCoverage& online) {
+  return invariance_oracle(cfg, Invariance{"padding-invariance", "graphs", "eager (no graph padding)"}, graphs, eager,
+                           online);
+}
+
+}  // namespace ppspec::verify

@@ -1,0 +1,61 @@
+// Oracles of serving runs (DESIGN §7): golden (greedy output = the golden model's continuation)
+// and PP invariance (per request: the same tokens at pp = N and pp = 1; the same drafts wherever
+// both runs verified the same number of drafts at the same decode step of that request).
+// Each returns the divergence with the earliest engine step, naming the request, the output token
+// (or decode step), the engine step and the rank that sampled it.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/verdict.h"
+#include "engine/checkpoint.h"
+#include "engine/config.h"
+#include "engine/scheduler.h"
+
+namespace ppspec::verify {
+
+// What the online monitors checked in the run under test (verify/monitors/model_reference.h): with it, an
+// oracle's finding says where the value first differed, not only that the output did.
+struct OnlineCoverage {
+  uint64_t rows_checked = 0;     // activation rows of every rank compared with the reference model
+  uint64_t samples_checked = 0;  // greedy samples compared with it
+  uint64_t requests_followed = 0;  // requests the model oracle modelled
+  // ... of which it stopped following: stage 0 embedded what the model cannot follow (a position
+  // past the sequence, a token outside the vocabulary: stage agreement's to report) ...
+  uint64_t requests_unfollowable = 0;
+  // ... forgotten while possibly still running: idle for ModelReference::kStepsIdle steps, or the
+  // oldest when kRequestsKept were modelled at once. Their later steps were not checked.
+  uint64_t requests_forgotten_idle = 0;
+  uint64_t requests_forgotten_for_room = 0;
+};
+
+std::optional<core::Finding> golden_oracle(const engine::EngineConfig& cfg, const engine::Checkpoint& ckpt,
+                                           const std::vector<engine::RequestRecord>& requests,
+                                           const OnlineCoverage& online = {});
+
+// The same workload run two ways must give each request the same tokens, and the same drafts
+// wherever both runs verified the same number of drafts at a decode step of that request.
+struct Invariance {
+  std::string kind;       // the finding's kind
+  std::string run;        // how the run under test is named in the report, e.g. "pp = 2"
+  std::string reference;  // and the reference, e.g. "pp = 1"
+};
+std::optional<core::Finding> invariance_oracle(const engine::EngineConfig& cfg, const Invariance& what,
+                                               const std::vector<engine::RequestRecord>& run,
+                                               const std::vector<engine::RequestRecord>& reference,
+                                               const OnlineCoverage& online = {});
+
+std::optional<core::Finding> pp_invariance_oracle(const engine::EngineConfig& cfg,
+                                                  const std::vector<engine::RequestRecord>& run,
+                                                  const std::vector<engine::RequestRecord>& reference,
+                                                  const OnlineCoverage& online = {});
+
+// Padding invariance: CUDA graphs (padded batches) and eager execution give the same tokens and drafts.
+std::optional<core::Finding> padding_invariance_oracle(const engine::EngineConfig& cfg,
+                                                       const std::vector<engine::RequestRecord>& graphs,
+                                                       const std::vector<engine::RequestRecord>& eager,
+                                                       const OnlineCoverage& online = {});
+
+}  // namespace ppspec::verify
