@@ -22,7 +22,7 @@ phase() { grep -m1 -n -- "$1" "$log" | sed -E 's/^[0-9]+:([0-9]+) .*/\1/'; }
   echo "exit status of scripts/test.sh: $status"
   echo "total: ${total} s"
   echo "seconds from the start at which each phase began:"
-  grep -n "Test project\|tests passed\|Total Test time\|== fuzz_scenario: replaying\|fuzz.sh: \|-- Configuring done" "$log" | sed -E 's/^[0-9]+:/  /'
+  grep -n "Test project\|tests passed\|Total Test time\|== fuzz_scenario: replaying\|libfuzzer.sh: \|-- Configuring done" "$log" | sed -E 's/^[0-9]+:/  /'
 } > "$out"
 cat "$out"
 exit "$status"
