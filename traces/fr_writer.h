@@ -5,7 +5,7 @@
 // collective_seq_id / p2p_seq_id numbering, p2p named by group-local ranks ("nccl:send 0->1"), its
 // tensor sizes and dtype, and `scheduled` / `started` / `completed` from the trace's events. What a
 // dump cannot hold, it does not: labels, streams, broadcast roots, graph capture. Then every
-// simulated run is a test of `ppspec check` on dumps (tools/fr_differential.py).
+// simulated run is a test of `ppspec check` on dumps (scripts/fr_differential.sh).
 #pragma once
 
 #include <map>

@@ -27,7 +27,7 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-HERE = os.path.join(ROOT, "tools", "mutants")
+HERE = os.path.dirname(os.path.abspath(__file__))
 SCENARIO_DIRS = ["scenarios/serving", "scenarios/regressions"]
 # Every probe of what the engine computed or adopted: a value that differs in any of them is wrong.
 PROBES = ("inputs_built", "stage_output", "tokens_sampled", "drafts_proposed", "drafts_adopted", "feedback_adopted",
@@ -467,7 +467,7 @@ def main():
     files = tree_files()
     thash = tree_hash(files)
     commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--", ".", ":!tools/mutants"], capture_output=True,
+    dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--", ".", ":!scripts/mutants"], capture_output=True,
                            text=True).stdout.strip()
     commit += " + local changes" if dirty else ""
     copied, removed = sync_scratch(files, src)
