@@ -60,14 +60,6 @@ std::span<const int64_t> checked_ints(const Event& e, EventKind kind) {
 
 void append_span(std::vector<int64_t>& out, std::span<const int64_t> more) { out.insert(out.end(), more.begin(), more.end()); }
 
-}  // namespace
-
-std::string_view probe_layout(EventKind k) {
-  const KindLayout* l = kind_layout(k);
-  return l ? l->words : std::string_view{};
-}
-
-namespace {
 
 bool ints_fit(const KindLayout& l, const Event& e) {
   const size_t n = e.ints.size();

@@ -34,8 +34,6 @@ struct ProbeData {
 std::string probe_layout_error(const Event& e);
 std::string probe_value_error(const Event& e);  // the value part of probe_layout_error alone
 bool probe_layout_ok(const Event& e);  // probe_layout_error(e).empty(), without formatting
-// The layout of a kind's integers, in words ("[first position, input ids...]"); "" when it has none.
-std::string_view probe_layout(EventKind k);
 
 // batch_scheduled: the engine core scheduled a step's batch.
 struct BatchScheduledProbe {

@@ -41,6 +41,8 @@ inline constexpr std::array kFaultSwitches{
     FaultSwitch{"alias_target_embed", &Faults::alias_target_embed},
     FaultSwitch{"unordered_draft_gather", &Faults::unordered_draft_gather},
 };
+// A switch added to Faults but not to the table could be set by no scenario.
+static_assert(sizeof(Faults) == kFaultSwitches.size() * sizeof(bool), "every field of Faults needs its row in kFaultSwitches");
 
 // The names, in the table's order, joined by ", ".
 inline std::string fault_names() {

@@ -23,7 +23,20 @@ struct Probe {
 template <typename Payload>
 void publish(core::Runtime& rt, const Probe& p, const Payload& payload, core::EventKind kind = Payload::kKind) {
   if (!rt.events().active()) return;
-  core::ProbeData data;
+  // One encoding buffer per thread, kept between probes so that publishing allocates nothing once
+  // it has grown: events are delivered synchronously and no subscriber publishes a probe, so the
+  // buffer is free again when rt.publish returns.
+  thread_local core::ProbeData data;
+  thread_local bool encoding = false;
+  PPSPEC_ASSERT(!encoding, "a probe was published while another was being delivered");
+  struct Release {  // also when a subscriber throws
+    bool& flag;
+    ~Release() { flag = false; }
+  } release{encoding};
+  encoding = true;
+  data.value = -1;
+  data.ints.clear();
+  data.subject = {};
   payload.encode(data);
   core::Event e;
   e.t = rt.now();

@@ -3,9 +3,8 @@
 #include <algorithm>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <fstream>
-#include <sstream>
 
+#include "core/file_bytes.h"
 #include "loader/program_loader.h"
 #include "loader/toml_reader.h"
 
@@ -117,11 +116,7 @@ Space parse_space(const std::string& text, const std::string& file) {
 }
 
 Space read_space(const std::string& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw core::InputError(file, 0, "cannot open the space file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_space(ss.str(), file);
+  return parse_space(core::file_bytes_or_throw(file), file);
 }
 
 }  // namespace ppspec::fuzzer

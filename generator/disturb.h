@@ -32,6 +32,11 @@ inline constexpr Disturbance kHardwareDisturbances[] = {Disturbance::drop, Distu
                                                          Disturbance::dtype, Disturbance::root, Disturbance::peer,
                                                          Disturbance::invert};
 
+// What the seeded generator draws when a case asks for a mutation of no given kind. Its own list,
+// so that reordering the differential's table above changes no seed's program.
+inline constexpr Disturbance kRandomMutations[] = {Disturbance::drop, Disturbance::extra, Disturbance::count,
+                                                   Disturbance::dtype, Disturbance::root};
+
 // drop, double, count, dtype, root, peer, invert, swap: the names the Flight Recorder tables use.
 std::string_view to_string(Disturbance d);
 

@@ -8,8 +8,10 @@
 // the R8 hazard rule (sim/blocking_hazards.h): BlockingHazard and LoaderRace.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -148,7 +150,7 @@ struct LoaderRace {
   Payload payload;
 };
 
-// The alternatives in this order: RoundKind names them (kind_of).
+// The alternatives in this order: RoundKind names them (the static_asserts below hold the two together).
 using RoundBody = std::variant<Collective, Transfer, Exchange, Ring, SelfExchange, GraphCapture, Launch, Preload,
                                EventHandoff, HostCall, Sleep, BlockingHazard, LoaderRace>;
 
@@ -167,6 +169,9 @@ enum class RoundKind : uint8_t {
   blocking_hazard,
   loader_race,
 };
+static_assert(std::variant_size_v<RoundBody> == static_cast<size_t>(RoundKind::loader_race) + 1);
+static_assert(std::is_same_v<std::variant_alternative_t<static_cast<size_t>(RoundKind::self_exchange), RoundBody>, SelfExchange>);
+static_assert(std::is_same_v<std::variant_alternative_t<static_cast<size_t>(RoundKind::loader_race), RoundBody>, LoaderRace>);
 
 // Which host thread of its rank issues a round: the main one, or a second one (the seeded
 // generator's "helper", the RapidCheck side's "loader").
@@ -178,7 +183,5 @@ struct Round {
   std::string origin;  // of every operation; empty: none
   Thread thread = Thread::main;
 };
-
-inline RoundKind kind_of(const Round& r) { return static_cast<RoundKind>(r.body.index()); }
 
 }  // namespace ppspec::generator

@@ -1,6 +1,7 @@
 // The seeded front-end's program around its rounds: ranks, streams, communicators, configuration,
 // the disturbance, and the description. Draws in the order the first version made them.
 #include <algorithm>
+#include <iterator>
 #include <fmt/format.h>
 
 #include "core/assert.h"
@@ -90,7 +91,7 @@ void Generator::mutate(std::optional<Disturbance> kind) {
   }
   if (comm_units.empty()) return;
   const size_t at = comm_units[below(comm_units.size())];
-  if (!kind) kind = kHardwareDisturbances[below(5)];  // drawn here: a seed's program is what it always was
+  if (!kind) kind = kRandomMutations[below(std::size(kRandomMutations))];
   out_.disturbance = generator::disturb(RankUnits{draft_.units(r), r, out_.program}, at, *kind,
                                         [this](size_t k) { return static_cast<size_t>(below(k)); });
   feature("mutated");

@@ -14,6 +14,7 @@
 #include <span>
 #include <sstream>
 
+#include "core/file_bytes.h"
 #include "core/hash.h"
 #include "core/finding_kinds.h"
 #include "core/hazard_kinds.h"
@@ -400,13 +401,7 @@ toml::table parse_toml_text(std::string_view text, const std::string& file) {
 }
 
 toml::table parse_toml_file(const std::string& path, uint64_t* content_hash) {
-  if (std::filesystem::is_directory(path)) throw core::InputError(path, 0, "cannot read the file: it is a directory");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw core::InputError(path, 0, fmt::format("cannot open the file: {}", std::strerror(errno)));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw core::InputError(path, 0, fmt::format("cannot read the file: {}", std::strerror(errno)));
-  const std::string text = ss.str();
+  const std::string text = core::file_bytes_or_throw(path);
   if (content_hash != nullptr) *content_hash = core::fnv1a_bytes(text.data(), text.size());
   return parse_toml_text(text, path);
 }

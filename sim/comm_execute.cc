@@ -141,18 +141,10 @@ void KernelExecution::start_collective(CommOp& op, std::vector<CommOp*>& satisfi
   slot->starts.join(op.kernel->start_clock);
   if (slot->started < comm.size()) return;  // R4: a collective waits for every member
   move_collective_data(slot->ops);
-  // R5: a member expecting more units than the others provide spins forever. What "the others"
-  // provide is the smallest contribution, or for the member that made it, the second smallest.
-  const std::vector<int64_t>& units = slot->units;
-  size_t lowest = 0;
-  for (size_t m = 1; m < units.size(); ++m)
-    if (units[m] < units[lowest]) lowest = m;
-  int64_t second = INT64_MAX;
-  for (size_t m = 0; m < units.size(); ++m)
-    if (m != lowest) second = std::min(second, units[m]);
+  // R5: a member expecting more units than the others provide spins forever.
+  const OthersUnits others = others_units(slot->units);
   for (size_t m = 0; m < slot->ops.size(); ++m) {
-    const int64_t others = m == lowest ? second : units[lowest];
-    if (units[m] <= others || slot->ops.size() == 1) {
+    if (slot->units[m] <= others.for_member(m) || slot->ops.size() == 1) {
       slot->ops[m]->satisfied = true;
       slot->ops[m]->release.join(slot->starts);  // every member has started
       satisfied.push_back(slot->ops[m]);

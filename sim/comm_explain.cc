@@ -140,11 +140,6 @@ std::vector<Blocker> CommExplainer::release_blockers(const CommKernel& k) const 
   return out;
 }
 
-int64_t CollectiveHold::units_from_others(int crank) const {
-  PPSPEC_ASSERT(slot != nullptr && crank >= 0 && static_cast<size_t>(crank) < slot->units.size());
-  return static_cast<size_t>(crank) == lowest ? second_units : slot->units[lowest];
-}
-
 CollectiveHold CommExplainer::collective_hold(const SimComm& comm, int64_t cseq) const {
   CollectiveHold h;
   h.slot = comm.find_slot(cseq);
@@ -163,18 +158,17 @@ CollectiveHold CommExplainer::collective_hold(const SimComm& comm, int64_t cseq)
       h.members.push_back({Blocker::Kind::stream, other->kernel->primary(), r,
                            fmt::format("rank{}'s {} is queued behind other work", r, describe(*other)),
                            &other->kernel->issue_clock});
-    if (slot.units[m] < slot.units[h.lowest]) h.lowest = m;
   }
-  for (size_t m = 0; m < slot.units.size(); ++m)
-    if (m != h.lowest) h.second_units = std::min(h.second_units, slot.units[m]);
+  h.others = others_units(slot.units);
   return h;
 }
 
 Blocker CommExplainer::size_mismatch(const CollectiveHold& hold, int crank) const {
   PPSPEC_ASSERT(hold.slot != nullptr && hold.members.empty());
+  PPSPEC_ASSERT(crank >= 0 && static_cast<size_t>(crank) < hold.slot->units.size());
   return {Blocker::Kind::none, nullptr, -1,
           fmt::format("expects {} units but its peers provide {}: it spins forever (size mismatch, R5)",
-                      hold.slot->units[static_cast<size_t>(crank)], hold.units_from_others(crank))};
+                      hold.slot->units[static_cast<size_t>(crank)], hold.others.for_member(static_cast<size_t>(crank)))};
 }
 
 core::Culprit CommExplainer::never_connected(const Connection& c, core::RankId absent) const {

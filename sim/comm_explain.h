@@ -33,11 +33,7 @@ struct Blocker {
 struct CollectiveHold {
   const CollSlot* slot = nullptr;  // null: retired, nothing to explain
   std::vector<Blocker> members;    // one per member that has not posted, launched or started it
-  size_t lowest = 0;               // the member that contributes the fewest units
-  int64_t second_units = INT64_MAX;  // the second fewest units (INT64_MAX with one member)
-
-  // The fewest units any member but `crank` contributes (R5).
-  int64_t units_from_others(int crank) const;
+  OthersUnits others;              // what the others provide each member (R5)
 };
 
 class CommExplainer {

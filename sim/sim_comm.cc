@@ -39,6 +39,16 @@ const CollSlot* SimComm::find_slot(int64_t k) const {
   return &slots[static_cast<size_t>(k - slot_base)];
 }
 
+OthersUnits others_units(const std::vector<int64_t>& units) {
+  OthersUnits o;
+  for (size_t m = 1; m < units.size(); ++m)
+    if (units[m] < units[o.lowest]) o.lowest = m;
+  if (!units.empty()) o.lowest_units = units[o.lowest];
+  for (size_t m = 0; m < units.size(); ++m)
+    if (m != o.lowest) o.second_units = std::min(o.second_units, units[m]);
+  return o;
+}
+
 SimDevice& member_device(const SimRuntime& rt, const SimComm& comm, int crank) {
   return rt.device_impl(comm.members.at(static_cast<size_t>(crank)));
 }

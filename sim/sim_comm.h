@@ -40,6 +40,17 @@ struct CollSlot {
   uint64_t mismatch_step = 0;
 };
 
+// R5: what "the others" provide each member of a collective, in protocol units: the smallest
+// contribution, or for the member that made it, the second smallest (INT64_MAX with one member).
+struct OthersUnits {
+  size_t lowest = 0;  // the member that contributes the fewest units
+  int64_t lowest_units = INT64_MAX;
+  int64_t second_units = INT64_MAX;
+
+  int64_t for_member(size_t m) const { return m == lowest ? second_units : lowest_units; }
+};
+OthersUnits others_units(const std::vector<int64_t>& units);
+
 struct CommRankState {
   uint64_t issued = 0;
   uint64_t completed = 0;

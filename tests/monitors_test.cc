@@ -166,6 +166,16 @@ TEST(PaddingChecker, ARouterThatSelectsExpertsForPaddingIsAViolation) {
   EXPECT_NE(fx.found[0].summary.find("padding row 11 selects experts [3, 5]"), std::string::npos) << fx.found[0].summary;
 }
 
+// The probe does not carry topk, so only the checker can see a router row cut short: it is reported,
+// never dropped (whole inert rows pass, above).
+TEST(PaddingChecker, ARouterRowCutShortIsAViolationNotDropped) {
+  Fixture<verify::PaddingChecker> fx;
+  fx.send(EventKind::padding_rows, 2, 4, -1, {-1, -1, 0, -1, -1}, 10, {.padding_kernel = core::PaddingKernel::topk_softplus_sqrt});
+  ASSERT_EQ(fx.found.size(), 1u);
+  EXPECT_EQ(fx.found[0].verdict, Verdict::padding_violation);
+  EXPECT_NE(fx.found[0].summary.find("hold 5 fields, not whole rows of topk + 1 = 3"), std::string::npos) << fx.found[0].summary;
+}
+
 TEST(EmbeddingChecker, TheCheckpointsTablePassesAnyOtherIsAViolation) {
   Fixture<verify::EmbeddingChecker> good;
   good.send(EventKind::table_bound, 2, 2, -1, {512, 0}, 1234, {.table = core::WeightTable::draft_embed_tokens});

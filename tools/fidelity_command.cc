@@ -13,12 +13,13 @@
 #include "core/rng.h"
 #include "fidelity/fr_differential.h"
 #include "generator/seeded.h"
+#include "gpu_jobs/gpu_backend.h"
 #include "program/runner.h"
 #include "program/toml_writer.h"
-#include "runs/run_options.h"
-#include "gpu_jobs/gpu_backend.h"
-#include "tools/gpu_runs.h"
 #include "report/report.h"
+#include "runs/run_options.h"
+#include "tools/bad_input.h"
+#include "tools/gpu_runs.h"
 #include "tools/run_support.h"
 
 namespace ppspec::tools {
@@ -270,7 +271,7 @@ int fidelity_main(const FidelityArgs& args, std::ostream& out, std::ostream& err
   }
   if (args.backend == "both" && !gpu_jobs::gpu_backend_built()) {
     err << "ppspec: this ppspec was built without the GPU backend; use --backend sim\n";
-    return 2;
+    return kExitBadInput;
   }
   const fs::path dir(args.out);
   for (const char* sub : {"programs", "results", "disagreements", "traces"}) fs::create_directories(dir / sub);

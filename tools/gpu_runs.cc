@@ -7,15 +7,16 @@
 
 #include "core/error.h"
 #include "core/runtime_config.h"
-#include "runs/run_options.h"
-#include "serving/runner.h"
 #include "gpu_jobs/gpu_backend.h"
 #include "report/report.h"
 #include "report/serving_records.h"
+#include "runs/run_options.h"
+#include "serving/runner.h"
+#include "tools/bad_input.h"
 #include "traces/jsonl_writer.h"
 #include "traces/trace_reader.h"
-#include "verify/oracles/backend_diff.h"
 #include "verify/findings.h"
+#include "verify/oracles/backend_diff.h"
 
 namespace ppspec::tools {
 namespace {
@@ -104,7 +105,7 @@ void emit(const report::RunRecord& rec, const RunArgs& args, nlohmann::json& all
 int run_gpu(const std::vector<Loaded>& scenarios, const RunArgs& args, std::ostream& out, std::ostream& err) {
   if (!gpu_jobs::gpu_backend_built()) {
     err << "ppspec: this ppspec was built without the GPU backend (CMake found no CUDA toolkit or NCCL); see README\n";
-    return 2;
+    return kExitBadInput;
   }
   nlohmann::json all = nlohmann::json::array();
   int failures = 0;
@@ -198,11 +199,11 @@ int run_both(const std::vector<Loaded>& scenarios, const RunArgs& args, std::ost
       err << fmt::format("ppspec: {}: --backend both compares serving scenarios (a program scenario states its GPU "
                          "verdict: run it with --backend gpu)\n",
                          exploration_of(l.scenario).file);
-      return 2;
+      return kExitBadInput;
     }
   if (!gpu_jobs::gpu_backend_built()) {
     err << "ppspec: this ppspec was built without the GPU backend (CMake found no CUDA toolkit or NCCL); see README\n";
-    return 2;
+    return kExitBadInput;
   }
   nlohmann::json all = nlohmann::json::array();
   int failures = 0;

@@ -12,16 +12,17 @@
 #include <iostream>
 
 #include "core/printable.h"
+#include "gpu_jobs/gpu_backend.h"
+#include "gpu_jobs/gpu_latency.h"
+#include "tools/bad_input.h"
 #include "tools/check_command.h"
+#include "tools/export_command.h"
 #include "tools/fidelity_command.h"
 #include "tools/fuzz_command.h"
 #include "tools/replay_command.h"
-#include "tools/export_command.h"
-#include "tools/show_command.h"
-#include "gpu_jobs/gpu_backend.h"
-#include "gpu_jobs/gpu_latency.h"
 #include "tools/run_command.h"
 #include "tools/run_support.h"
+#include "tools/show_command.h"
 
 namespace ppspec::tools {
 namespace {
@@ -69,7 +70,7 @@ struct Command {
 int bad_option(const char* option, const std::string& text, const char* expected) {
   std::cerr << "ppspec: " << option << " '" << ppspec::core::printable(text, 40) << "': expected "
             << expected << '\n';
-  return 2;
+  return kExitBadInput;
 }
 
 void run_options(CLI::App& cmd, CommandLine& line) {
@@ -150,7 +151,7 @@ void export_options(CLI::App& cmd, CommandLine& line) {
 int export_handler(CommandLine& line) {
   if (!line.export_cmd.perfetto && !line.export_cmd.args.flight_recorder) {
     std::cerr << "ppspec: export: say which format: --perfetto or --flight-recorder\n";
-    return 2;
+    return kExitBadInput;
   }
   return export_command(line.export_cmd.args, std::cout, std::cerr);
 }
@@ -264,7 +265,7 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
-    return code == 0 ? 0 : 2;
+    return code == 0 ? 0 : ppspec::tools::kExitBadInput;
   }
   try {
     for (size_t i = 0; i < commands.size(); ++i)
@@ -273,5 +274,5 @@ int main(int argc, char** argv) {
     std::cerr << "ppspec: internal error: " << e.what() << '\n';
     return 3;
   }
-  return 2;
+  return ppspec::tools::kExitBadInput;
 }

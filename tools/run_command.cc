@@ -123,7 +123,7 @@ int run_seeds(const Loaded& loaded, const RunArgs& args, const std::optional<sim
   uint64_t internal_errors = 0;
   for (uint64_t i = 0; i < n; ++i) {
     std::optional<report::RunRecord> rec = run_seed(loaded, x, strategy, first + i, args, paths, err);
-    if (!rec) return 2;
+    if (!rec) return kExitBadInput;
     if (!rec->internal_error.empty()) {
       ++internal_errors;
       if (args.json)
@@ -153,20 +153,20 @@ int run_command(const RunArgs& args, std::ostream& out, std::ostream& err) {
     cli_strategy = sim::parse_strategy(*args.strategy);
     if (!cli_strategy) {
       err << fmt::format("ppspec: --strategy '{}': expected {}\n", core::printable(*args.strategy, 60), sim::kStrategySyntax);
-      return 2;
+      return kExitBadInput;
     }
   }
   if (args.backend != "sim" && args.backend != "gpu" && args.backend != "both") {
     err << fmt::format("ppspec: --backend '{}': expected sim, gpu or both\n", core::printable(args.backend, 40));
-    return 2;
+    return kExitBadInput;
   }
   if (args.seed && *args.seed > kSeedMax) {
     err << fmt::format("ppspec: --seed {}: expected a seed in [0, {}]\n", *args.seed, kSeedMax);
-    return 2;
+    return kExitBadInput;
   }
   if (args.seeds && (*args.seeds < 1 || *args.seeds > kSeedsMax)) {
     err << fmt::format("ppspec: --seeds {}: expected a count in [1, {}]\n", *args.seeds, kSeedsMax);
-    return 2;
+    return kExitBadInput;
   }
   // Read everything first: bad input anywhere stops before any run.
   std::vector<Loaded> scenarios;
@@ -182,7 +182,7 @@ int run_command(const RunArgs& args, std::ostream& out, std::ostream& err) {
   if (bad) return kExitBadInput;
   if (scenarios.empty()) {
     err << "ppspec: no scenario to run\n";
-    return 2;
+    return kExitBadInput;
   }
 
   if (args.backend == "gpu") return run_gpu(scenarios, args, out, err);
@@ -195,7 +195,7 @@ int run_command(const RunArgs& args, std::ostream& out, std::ostream& err) {
   int code = 0;
   for (const Loaded& loaded : scenarios) {
     const int c = run_seeds(loaded, args, cli_strategy, paths, all, out, err);
-    if (c == 2) return 2;
+    if (c == kExitBadInput) return kExitBadInput;
     code = std::max(code, c);
   }
   if (args.json) out << report::dump_json(all) << '\n';

@@ -2,13 +2,12 @@
 
 #include <filesystem>
 #include <fmt/format.h>
-#include <fstream>
 #include <optional>
 #include <ostream>
-#include <sstream>
 #include <vector>
 
 #include "core/error.h"
+#include "core/file_bytes.h"
 #include "core/hash.h"
 #include "core/printable.h"
 
@@ -19,14 +18,9 @@ namespace fs = std::filesystem;
 
 // The file's bytes; nullopt when it cannot be read (absent, a folder): the next candidate is tried.
 std::optional<std::string> candidate_bytes(const std::string& path) {
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) return std::nullopt;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return std::nullopt;
-  return ss.str();
+  core::FileBytes f = core::read_file_bytes(path);
+  if (!f.ok()) return std::nullopt;
+  return std::move(f.bytes);
 }
 
 std::vector<std::string> candidates_of(const traces::TraceHeader& h, const std::string& trace, const std::string& cli) {

@@ -369,7 +369,8 @@ void read_event(const Fields& f, const Json& j, core::Event& e, EventStorage& st
   // Module loads carry their step since trace version 1 had them name it only in their call site.
   if (e.kind == core::EventKind::module_load && e.step < 0) e.step = core::step_of_call_site(e.text).value_or(-1);
   read_ints(f, j, e, store);
-  // The layout of a probe's integers is the format's (core/probes.h): consumers decode it unchecked.
+  // The layout of a probe's integers is the format's (core/probes.h). It is checked here, so that
+  // bad input is exit 2 with its line, where a decode would stop on an internal error.
   if (!core::probe_layout_ok(e)) {
     const std::string value_error = core::probe_value_error(e);
     f.fail(value_error.empty() ? "ints" : "value", value_error.empty() ? core::probe_layout_error(e) : value_error);

@@ -95,7 +95,10 @@ FrJob make_job(const std::vector<FrDump>& dumps) {
   }
   std::map<int, std::vector<size_t>> closers;
   for (const FrDump& d : dumps) coalesced_groups(d, job.states[d.rank], closers[d.rank]);
-  for (const FrDump& d : dumps)
+  for (const FrDump& d : dumps) {
+    const std::vector<traces::FrState>& states = job.states[d.rank];
+    const std::vector<size_t>& closer = closers[d.rank];
+    PPSPEC_ASSERT(states.size() == d.entries.size() && closer.size() == d.entries.size());
     for (size_t i = 0; i < d.entries.size(); ++i) {
       const FrEntry& e = d.entries[i];
       if (e.op == "coalesced") continue;  // the marker closing a coalesced group: its operations are entries of their own
@@ -106,8 +109,8 @@ FrJob make_job(const std::vector<FrDump>& dumps) {
         job.groups.back().lanes.resize(table.ranks.size());
         job.groups.back().dumped.resize(table.ranks.size());
       }
-      const FrOp op{&d, &e, it->second, i, -1, job.states[d.rank][i], closers[d.rank][i]};
-      PPSPEC_ASSERT(it->second < job.groups.size() && job.states[d.rank].size() == d.entries.size());
+      const FrOp op{&d, &e, it->second, i, -1, states[i], closer[i]};
+      PPSPEC_ASSERT(it->second < job.groups.size());
       FrJobGroup& g = job.groups[it->second];
       if (!e.is_p2p) {
         g.lanes[member_index(g, d.rank)].push_back(op);
@@ -119,6 +122,7 @@ FrJob make_job(const std::vector<FrDump>& dumps) {
       if (fresh) job.channels.push_back(FrChannel{it->second, src, dst, {}, {}});
       (send ? job.channels[c->second].sends : job.channels[c->second].recvs).push_back(op);
     }
+  }
   // Channels in (group, src, dst) order, whatever order the dumps came in.
   std::sort(job.channels.begin(), job.channels.end(),
             [](const FrChannel& a, const FrChannel& b) { return std::tie(a.group, a.src, a.dst) < std::tie(b.group, b.src, b.dst); });

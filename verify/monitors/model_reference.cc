@@ -69,7 +69,7 @@ void ModelReference::follow(Request& r, const core::Event& e, const core::Inputs
   if (!r.followed) return;
   engine::ReferenceSequence& seq = *r.sequence;
   // A position past the known sequence, or a token outside the vocabulary, cannot be modelled:
-  // stage agreement reports a wrong position or token; this oracle stops following the request.
+  // stage agreement reports a wrong position or token; this monitor stops following the request.
   const bool in_vocab = std::all_of(r.ids.begin(), r.ids.end(), [v = facts_.vocab](int64_t t) { return t >= 0 && t < v; });
   if (r.first_position < 0 || static_cast<size_t>(r.first_position) > seq.size() || !in_vocab) {
     r.followed = false;

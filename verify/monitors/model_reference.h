@@ -1,4 +1,4 @@
-// The model oracle (`output-divergence`): at every engine step, warmup included, every rank's
+// The model reference (`output-divergence`): at every engine step, warmup included, every rank's
 // activations and the last stage's greedy samples are those of the reference model
 // (engine/golden.h) over the tokens stage 0 embedded for the request, checked as each is published:
 //  * `stage-output`: per request row, the context lane and a digest of the rank's deep lanes after

@@ -117,6 +117,15 @@ void PaddingChecker::check_router(const core::Event& e, const core::PaddingRowsP
   const auto topk = static_cast<size_t>(facts_.topk);
   const size_t rows = core::RouterPaddingRow::count(padding, topk);
   const int64_t first = padding.first_row;
+  // The probe does not carry topk, so the trace reader cannot check the rows' width: a row cut
+  // short (a trace written by hand, or by another model) is reported, not dropped.
+  if (padding.fields.size() % (topk + 1) != 0) {
+    report(finding_at(e, core::Verdict::padding_violation, "padding",
+                      fmt::format("rank{} topk_softplus_sqrt: the padding rows hold {} fields, not whole rows of topk + 1 = {} "
+                                  "(expert ids, then the count of non-zero weights)",
+                                  e.rank, padding.fields.size(), topk + 1)));
+    return;
+  }
   for (size_t i = 0; i < rows; ++i) {
     const core::RouterPaddingRow r = core::RouterPaddingRow::at(padding, i, topk);
     std::vector<int64_t> ids(r.expert_ids.begin(), r.expert_ids.end());

@@ -16,10 +16,12 @@ void OpLog::on_event(const core::Event& e) {
     batches_.push_back(fmt::format("step {}: [{}]", e.step, fmt::join(core::BatchScheduledProbe::decode(e).request_ids, ", ")));
   if (e.kind != core::EventKind::op_posted || !e.has_op) return;
   const Key key{std::string(e.comm), e.rank};
-  ops_[key].push_back(core::describe(e.op));
-  steps_[key].push_back(e.op.label.step);
-  PPSPEC_ASSERT(ops_[key].size() == steps_[key].size(), "{} operations of rank{} on '{}', {} steps", ops_[key].size(), e.rank,
-                key.first, steps_[key].size());
+  auto& ops = ops_[key];
+  auto& steps = steps_[key];
+  ops.push_back(core::describe(e.op));
+  steps.push_back(e.op.label.step);
+  PPSPEC_ASSERT(ops.size() == steps.size(), "{} operations of rank{} on '{}', {} steps", ops.size(), e.rank, key.first,
+                steps.size());
 }
 
 namespace {

@@ -21,7 +21,7 @@ namespace ppspec::verify {
 struct OnlineCoverage {
   uint64_t rows_checked = 0;     // activation rows of every rank compared with the reference model
   uint64_t samples_checked = 0;  // greedy samples compared with it
-  uint64_t requests_followed = 0;  // requests the model oracle modelled
+  uint64_t requests_followed = 0;  // requests the model reference modelled
   // ... of which it stopped following: stage 0 embedded what the model cannot follow (a position
   // past the sequence, a token outside the vocabulary: stage agreement's to report) ...
   uint64_t requests_unfollowable = 0;
