@@ -15,8 +15,6 @@ bool has_op(const Unit& u, OpType t) {
   return std::any_of(u.ops.begin(), u.ops.end(), [t](const ProgramOp& op) { return op.type == t; });
 }
 
-bool is_p2p(OpType t) { return t == OpType::send || t == OpType::recv; }
-
 const ProgramOp* first_comm_op(const Unit& u) {
   for (const ProgramOp& op : u.ops)
     if (program::is_comm_op(op.type)) return &op;
@@ -27,8 +25,8 @@ const ProgramOp* first_comm_op(const Unit& u) {
 bool same_channel(const Unit& x, const Unit& y) {
   const ProgramOp* a = first_comm_op(x);
   const ProgramOp* b = first_comm_op(y);
-  if (a == nullptr || b == nullptr || a->comm != b->comm || is_p2p(a->type) != is_p2p(b->type)) return false;
-  if (!is_p2p(a->type)) return true;  // collectives share one sequence
+  if (a == nullptr || b == nullptr || a->comm != b->comm || program::is_p2p_op(a->type) != program::is_p2p_op(b->type)) return false;
+  if (!program::is_p2p_op(a->type)) return true;  // collectives share one sequence
   return a->type == b->type && a->peer == b->peer;
 }
 
@@ -58,7 +56,7 @@ std::string doubled_count(RankUnits r, Unit& u, const std::string& what) {
 std::string wrong_peer(RankUnits r, Unit& u, const Choose& choose) {
   const program::CommDecl& comm = comm_named(r.program, u.comm);
   for (ProgramOp& op : u.ops) {
-    if (!is_p2p(op.type) || op.peer == r.rank) continue;  // not a send to oneself
+    if (!program::is_p2p_op(op.type) || op.peer == r.rank) continue;  // not a send to oneself
     std::vector<core::RankId> others;
     for (core::RankId m : comm.ranks)
       if (m != op.peer && m != r.rank) others.push_back(m);
@@ -100,7 +98,7 @@ std::string_view to_string(Disturbance d) {
 
 bool takes_place(const Unit& u) {
   return std::any_of(u.ops.begin(), u.ops.end(), [](const ProgramOp& op) {
-    return program::is_comm_op(op.type) && (is_p2p(op.type) || op.count > 0);
+    return program::is_comm_op(op.type) && (program::is_p2p_op(op.type) || op.count > 0);
   });
 }
 

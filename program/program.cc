@@ -41,4 +41,6 @@ bool is_comm_op(OpType t) {
          t == OpType::all_gather;
 }
 
+bool is_p2p_op(OpType t) { return t == OpType::send || t == OpType::recv; }
+
 }  // namespace ppspec::program

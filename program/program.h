@@ -46,6 +46,7 @@ std::string_view to_string(OpType t);
 std::optional<OpType> parse_op_type(std::string_view s);
 std::string_view op_type_names();
 bool is_comm_op(OpType t);
+bool is_p2p_op(OpType t);  // send or recv
 
 struct ProgramOp {
   OpType type = OpType::sleep;

@@ -21,7 +21,7 @@ std::string op_line(const ProgramOp& op) {
   auto add = [&s](std::string_view key, const std::string& value) { s += fmt::format(", {} = {}", key, value); };
   if (is_comm_op(op.type)) {
     add("comm", quoted(op.comm));
-    if (op.type == OpType::send || op.type == OpType::recv) add("peer", std::to_string(op.peer));
+    if (is_p2p_op(op.type)) add("peer", std::to_string(op.peer));
     if (op.type == OpType::broadcast) add("root", std::to_string(op.peer));
     add("dtype", quoted(core::to_string(op.dtype)));
     add("count", std::to_string(op.count));
