@@ -59,7 +59,8 @@ done
 
 if ((build)); then
   cmake --preset fuzz >/dev/null
-  cmake --build --preset fuzz
+  # Only the targets asked for, and the libraries they link.
+  cmake --build --preset fuzz --target "${targets[@]}"
 fi
 
 bin=build/fuzz/libfuzzer
