@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <fstream>
 
 #include "core/error.h"
@@ -57,6 +58,25 @@ TEST(Verify, CollectiveCountMismatchIsFoundBeforeTheHang) {
   EXPECT_NE(dump.find("rank0: 1"), std::string::npos) << dump;
   EXPECT_NE(dump.find("pending broadcast i64[12]"), std::string::npos) << dump;
   EXPECT_NE(dump.find("inside cudaStreamSynchronize(rank1.side)"), std::string::npos) << dump;
+}
+
+// Recorded on an H200 (docs/evidence/1xH200/gpu-traces-1xH200.tgz, persistent_kernel_lazy_deadlock):
+// the watchdog reports the persistent kernel that never finished as op_pending of a kernel, which
+// names no communicator and no op_id. It is a hang dump, not bad input.
+TEST(Verify, APendingKernelInAGpuHangDumpIsAHangNotBadInput) {
+  auto r = check({R"({"seq":0,"t":202184191,"ev":"actor_start","rank":0,"actor":"rank0.copier"})",
+                  R"({"seq":1,"t":202222350,"ev":"actor_start","rank":0,"actor":"rank0.host"})",
+                  R"({"seq":2,"t":203875052,"ev":"kernel_launched","rank":0,"kernel":"first_time","text":"work"})",
+                  R"({"seq":3,"t":3419289405,"ev":"op_pending","rank":0,"actor":"rank0.persistent","kernel":"wait_flag","spec":"exit","text":"persistent_kernel_lazy_deadlock.toml:16","value":3216521605})",
+                  R"J({"seq":4,"t":3419289405,"ev":"actor_blocked","rank":0,"actor":"rank0.copier","text":"cudaMemcpyAsync set_flag('exit') on rank0.copy","value":3016963398})J",
+                  R"J({"seq":5,"t":3419289405,"ev":"actor_blocked","rank":0,"actor":"rank0.host","text":"launch first_time[] on rank0.work","value":3215414614})J",
+                  R"({"seq":6,"t":3419289405,"ev":"verdict","text":"hang","value":3000000000})"});
+  ASSERT_EQ(r.verdict, core::Verdict::hang);
+  ASSERT_EQ(r.findings.size(), 1u);
+  const std::string dump = fmt::format("{}", fmt::join(r.findings[0].details, "\n"));
+  EXPECT_NE(dump.find("kernel wait_flag('exit') still running"), std::string::npos) << dump;
+  // An operation's pending report still needs its communicator.
+  EXPECT_THROW((void)check({R"({"seq":0,"t":1,"ev":"op_pending","rank":0,"actor":"rank0.main","op_id":3,"value":5})"}), core::InputError);
 }
 
 TEST(Verify, UnmatchedSendAtTheEndOfACompletedRun) {
