@@ -12,9 +12,21 @@ import os
 import sys
 
 
+def gpus_of(root):
+    """"N × NAME" from machine.txt (nvidia-smi -L, then name and driver), as scripts/gpu_check.sh wrote it."""
+    try:
+        with open(os.path.join(root, "machine.txt")) as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return "GPUs"
+    count = sum(1 for line in lines if line.startswith("GPU "))
+    name = lines[count].split(",")[0].replace("NVIDIA ", "") if len(lines) > count and "," in lines[count] else "GPU"
+    return f"{count} × {name}" if count else "GPUs"
+
+
 def main():
     root = sys.argv[1]
-    print("| serving scenario | simulator | 2 × H200 | sim = GPU |")
+    print(f"| serving scenario | simulator | {gpus_of(root)} | sim = GPU |")
     print("|---|---|---|---|")
     for path in sorted(glob.glob(os.path.join(root, "serving", "*.json")) + glob.glob(os.path.join(root, "serving", "*.refused"))):
         name = os.path.basename(path).rsplit(".", 1)[0]
