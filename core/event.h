@@ -104,6 +104,11 @@ class EventBus {
   uint64_t next_seq_ = 0;
 };
 
+// A pending report of a kernel, not of an operation: the real backend's watchdog reports a kernel
+// that never finished (a persistent kernel, a launch queued behind one) as op_pending naming the
+// kernel, with no communicator and no op.
+inline bool is_pending_kernel(const Event& e) { return e.kind == EventKind::op_pending && !e.kernel.empty(); }
+
 // Escapes `s` as a JSON string literal (with quotes) onto `out`.
 void append_json_string(std::string& out, std::string_view s);
 

@@ -75,8 +75,12 @@ TEST(Verify, APendingKernelInAGpuHangDumpIsAHangNotBadInput) {
   ASSERT_EQ(r.findings.size(), 1u);
   const std::string dump = fmt::format("{}", fmt::join(r.findings[0].details, "\n"));
   EXPECT_NE(dump.find("kernel wait_flag('exit') still running"), std::string::npos) << dump;
-  // An operation's pending report still needs its communicator.
+  // An operation's pending report still needs its communicator, and a report is of a kernel or an
+  // operation, not both.
   EXPECT_THROW((void)check({R"({"seq":0,"t":1,"ev":"op_pending","rank":0,"actor":"rank0.main","op_id":3,"value":5})"}), core::InputError);
+  EXPECT_THROW((void)check({posted(0, 0, "send", 1, "x"),
+                            R"({"seq":1,"t":2,"ev":"op_pending","rank":0,"actor":"rank0.main","kernel":"k","comm":"pp","op_id":0,"op":"send","dtype":"i64","count":8,"peer":1,"value":5})"}),
+               core::InputError);
 }
 
 TEST(Verify, UnmatchedSendAtTheEndOfACompletedRun) {

@@ -420,9 +420,11 @@ void TraceReader::check_across_lines(const core::Event& e) {
   const bool op_event = e.kind == core::EventKind::op_posted || e.kind == core::EventKind::op_paired || e.kind == core::EventKind::op_started ||
                         e.kind == core::EventKind::op_completed || e.kind == core::EventKind::op_pending;
   if (!op_event) return;
-  // The real backend's watchdog reports a kernel that never finished (a persistent kernel, or a
-  // launch queued behind one) as op_pending too: it names the kernel, and no operation.
-  if (e.kind == core::EventKind::op_pending && !e.kernel.empty()) return;
+  if (core::is_pending_kernel(e)) {
+    if (e.has_op || !e.comm.empty())
+      throw core::InputError(where_, line_, fmt::format("op_pending names kernel '{}' and an operation: a pending report is of one or the other", e.kernel));
+    return;
+  }
   if (e.comm.empty()) throw core::InputError(where_, line_, fmt::format("{} of op {} names no communicator ('comm')", core::to_string(e.kind), e.op_id));
   if (e.op_id < 0) throw core::InputError(where_, line_, fmt::format("{} without its op_id", core::to_string(e.kind)));
   if (e.kind == core::EventKind::op_posted) {

@@ -20,7 +20,7 @@ void TraceChecker::on_event(const core::Event& e) {
   }
   const double age_s = static_cast<double>(std::max<int64_t>(e.value, 0)) / core::kSec;
   const std::string tail = e.text.empty() ? "" : fmt::format(" [{}]", e.text);
-  if (e.kind == core::EventKind::op_pending && !e.has_op) {
+  if (core::is_pending_kernel(e)) {
     const std::string what = fmt::format("kernel {}('{}') still running", e.kernel, e.spec);
     dump_.push_back(DumpEntry{1, e.rank, false, fmt::format("rank{} {:<12} {} (launched {:.2f} s ago){}", e.rank, e.actor, what, age_s, tail),
                               core::Site{e.rank, std::string(e.actor), "", -1, what, std::string(e.text)}});
