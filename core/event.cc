@@ -33,6 +33,13 @@ std::string_view to_string(EventKind k) {
     case EventKind::request_scheduled: return "request_scheduled";
     case EventKind::feedback_adopted: return "feedback_adopted";
     case EventKind::stage_output: return "stage_output";
+    case EventKind::blocks_allocated: return "blocks_allocated";
+    case EventKind::blocks_freed: return "blocks_freed";
+    case EventKind::request_released: return "request_released";
+    case EventKind::kv_slots: return "kv_slots";
+    case EventKind::serving_ended: return "serving_ended";
+    case EventKind::abort_arrived: return "abort_arrived";
+    case EventKind::step_returned: return "step_returned";
     case EventKind::verdict: return "verdict";
   }
   return "?";
@@ -51,7 +58,14 @@ bool is_engine_probe(EventKind k) {
     case EventKind::table_bound:
     case EventKind::request_scheduled:
     case EventKind::feedback_adopted:
-    case EventKind::stage_output: return true;
+    case EventKind::stage_output:
+    case EventKind::blocks_allocated:
+    case EventKind::blocks_freed:
+    case EventKind::request_released:
+    case EventKind::kv_slots:
+    case EventKind::serving_ended:
+    case EventKind::abort_arrived:
+    case EventKind::step_returned: return true;
     case EventKind::actor_start:
     case EventKind::actor_end:
     case EventKind::comm_init:
@@ -97,6 +111,9 @@ std::string_view text_of(const Event& e) {
     case EventKind::padding_rows: return to_string(e.subject.padding_kernel);
     case EventKind::table_bound: return to_string(e.subject.table);
     case EventKind::batch_scheduled: return to_string(e.subject.step_kind);
+    case EventKind::blocks_freed:
+    case EventKind::request_released: return to_string(e.subject.release);
+    case EventKind::kv_slots: return to_string(e.subject.kv_writer);
     default: return e.text;
   }
 }

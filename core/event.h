@@ -47,6 +47,13 @@ enum class EventKind : uint8_t {
   request_scheduled,  // engine core: a request in a step's batch
   feedback_adopted,   // earlier stage: what its deferred update read from the feedback of `step`
   stage_output,       // a rank's activations for a request's rows after its stage's layers
+  blocks_allocated,   // engine core: KV blocks given to a request (its block table grows)
+  blocks_freed,       // engine core: a request's KV blocks returned to the free pool
+  request_released,   // engine core: a request ended or was preempted; its state index is free
+  kv_slots,           // a rank: the KV slots its kernels store a request's rows through (read back)
+  serving_ended,      // engine core: every request ended and every step in flight returned
+  abort_arrived,      // engine core: a client's abort of a request reached it
+  step_returned,      // engine core: a step's output reached it
   verdict,          // the run ended (text = verdict)
 };
 

@@ -21,6 +21,16 @@ constexpr EnumNames<PaddingKernel, 3> kPaddingKernels{{{
 }}};
 constexpr EnumNames<WeightTable, 1> kTables{{{{"draft.embed_tokens", WeightTable::draft_embed_tokens}}}};
 constexpr EnumNames<StepKind, 2> kStepKinds{{{{"", StepKind::serving}, {"warmup", StepKind::warmup}}}};
+constexpr EnumNames<Release, 3> kReleases{{{
+    {"finished", Release::finished},
+    {"aborted", Release::aborted},
+    {"preempted", Release::preempted},
+}}};
+constexpr EnumNames<KvWriter, 3> kKvWriters{{{
+    {"target", KvWriter::target},
+    {"draft context", KvWriter::draft_context},
+    {"draft query", KvWriter::draft_query},
+}}};
 
 }  // namespace
 
@@ -32,6 +42,12 @@ std::optional<WarmupPhase> parse_warmup_phase(std::string_view s) { return kPhas
 std::optional<PaddingKernel> parse_padding_kernel(std::string_view s) { return kPaddingKernels.parse(s); }
 std::optional<WeightTable> parse_weight_table(std::string_view s) { return kTables.parse(s); }
 std::optional<StepKind> parse_step_kind(std::string_view s) { return kStepKinds.parse(s); }
+std::string_view to_string(Release r) { return r == Release::none ? "" : kReleases.name(r); }
+std::string_view to_string(KvWriter w) { return w == KvWriter::none ? "" : kKvWriters.name(w); }
+std::optional<Release> parse_release(std::string_view s) { return kReleases.parse(s); }
+std::optional<KvWriter> parse_kv_writer(std::string_view s) { return kKvWriters.parse(s); }
+std::string release_names() { return kReleases.list(); }
+std::string kv_writer_names() { return kKvWriters.list(); }
 std::string warmup_phase_names() { return kPhases.list(); }
 std::string padding_kernel_names() { return kPaddingKernels.list(); }
 std::string weight_table_names() { return kTables.list(); }

@@ -28,6 +28,13 @@ enum class PaddingKernel : uint8_t { none, prepare_inputs, prepare_dflash_inputs
 // The weight tables whose binding is probed at their first use.
 enum class WeightTable : uint8_t { none, draft_embed_tokens };
 
+// Why the engine core let go of a request's state and KV blocks.
+enum class Release : uint8_t { none, finished, aborted, preempted };
+
+// Which stores a kv_slots probe shows: the target model's KV writes (every layer of the rank's
+// stage stores through the same slot mapping), the drafter's context KV, or the drafter's query rows.
+enum class KvWriter : uint8_t { none, target, draft_context, draft_query };
+
 // A scheduled batch: real requests, or a warmup step over synthetic ones.
 enum class StepKind : uint8_t { serving, warmup };
 
@@ -37,12 +44,20 @@ struct ProbeSubject {
   PaddingKernel padding_kernel = PaddingKernel::none;  // padding_rows
   WeightTable table = WeightTable::none;               // table_bound
   StepKind step_kind = StepKind::serving;              // batch_scheduled
+  Release release = Release::none;                     // blocks_freed, request_released
+  KvWriter kv_writer = KvWriter::none;                 // kv_slots
 };
 
 std::string_view to_string(WarmupPhase p);
 std::string_view to_string(PaddingKernel k);
 std::string_view to_string(WeightTable t);
 std::string_view to_string(StepKind s);  // "" for serving: the trace leaves it out
+std::string_view to_string(Release r);
+std::string_view to_string(KvWriter w);
+std::optional<Release> parse_release(std::string_view s);
+std::optional<KvWriter> parse_kv_writer(std::string_view s);
+std::string release_names();
+std::string kv_writer_names();
 std::optional<WarmupPhase> parse_warmup_phase(std::string_view s);
 std::optional<PaddingKernel> parse_padding_kernel(std::string_view s);
 std::optional<WeightTable> parse_weight_table(std::string_view s);

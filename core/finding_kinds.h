@@ -44,6 +44,13 @@ inline constexpr std::string_view kKindStageToken = "stage-token";
 inline constexpr std::string_view kKindStageDrafts = "stage-drafts";
 inline constexpr std::string_view kKindStageAdoption = "stage-adoption";
 inline constexpr std::string_view kKindFeedbackDropped = "feedback-dropped";
+// kv-violation
+inline constexpr std::string_view kKindKvOwnership = "kv-ownership";
+inline constexpr std::string_view kKindKvOutOfTable = "kv-out-of-table";
+// leak
+inline constexpr std::string_view kKindBlocksLeaked = "blocks-leaked";
+inline constexpr std::string_view kKindRequestLeaked = "request-leaked";
+inline constexpr std::string_view kKindAbortIgnored = "abort-ignored";
 // nondeterminism, step-limit, hang, invalid-usage, device-fault
 inline constexpr std::string_view kKindReplayDiverged = "replay-diverged";
 inline constexpr std::string_view kKindStepLimit = "step-limit";
@@ -67,7 +74,7 @@ struct FindingKindName {
   std::string_view name;
 };
 
-inline constexpr std::array<FindingKindName, 43> kFindingKinds{{
+inline constexpr std::array<FindingKindName, 48> kFindingKinds{{
     {Verdict::fifo_misalignment, kKindCollectiveMismatch},
     {Verdict::fifo_misalignment, kKindP2pMismatch},
     {Verdict::fifo_misalignment, kKindGateDisagreement},
@@ -98,6 +105,11 @@ inline constexpr std::array<FindingKindName, 43> kFindingKinds{{
     {Verdict::stage_divergence, kKindStageDrafts},
     {Verdict::stage_divergence, kKindStageAdoption},
     {Verdict::stage_divergence, kKindFeedbackDropped},
+    {Verdict::kv_violation, kKindKvOwnership},
+    {Verdict::kv_violation, kKindKvOutOfTable},
+    {Verdict::leak, kKindBlocksLeaked},
+    {Verdict::leak, kKindRequestLeaked},
+    {Verdict::leak, kKindAbortIgnored},
     {Verdict::nondeterminism, kKindReplayDiverged},
     {Verdict::step_limit, kKindStepLimit},
     {Verdict::step_limit, kKindTimeLimit},

@@ -36,6 +36,13 @@ constexpr std::array kKindLayouts{
     KindLayout{EventKind::feedback_adopted, 2, 1, false, "[num_sampled, num_rejected, sampled tokens...]"},
     KindLayout{EventKind::stage_output, 3, StageOutputRow::kFields, false,
            "[layers done, first lane, lanes, then per row: position, context lane, hash of the deep lanes]"},
+    KindLayout{EventKind::blocks_allocated, 0, 1, false, "[block ids in block-table order...]"},
+    KindLayout{EventKind::blocks_freed, 0, 1, false, "[block ids...]"},
+    KindLayout{EventKind::request_released, 0, 1, false, "[block ids held until its step in flight returns...]"},
+    KindLayout{EventKind::kv_slots, 0, KvSlotRow::kFields, false, "[per row: position, KV slot]"},
+    KindLayout{EventKind::serving_ended, 0, 0, false, ""},
+    KindLayout{EventKind::abort_arrived, 0, 0, false, ""},
+    KindLayout{EventKind::step_returned, 0, 0, false, ""},
 };
 
 const KindLayout* kind_layout(EventKind k) {
@@ -231,6 +238,69 @@ void StageOutputProbe::encode(ProbeData& out) const {
 StageOutputProbe StageOutputProbe::decode(const Event& e) {
   const auto v = checked_ints(e, kKind);
   return {v[0], v[1], v[2], v.subspan(3)};
+}
+
+void BlocksAllocatedProbe::encode(ProbeData& out) const {
+  PPSPEC_ASSERT(first_index >= 0 && !blocks.empty());
+  out.value = first_index;
+  append_span(out.ints, blocks);
+}
+
+BlocksAllocatedProbe BlocksAllocatedProbe::decode(const Event& e) { return {e.value, checked_ints(e, kKind)}; }
+
+void BlocksFreedProbe::encode(ProbeData& out) const {
+  PPSPEC_ASSERT(reason != Release::none && !blocks.empty());
+  out.subject.release = reason;
+  append_span(out.ints, blocks);
+}
+
+BlocksFreedProbe BlocksFreedProbe::decode(const Event& e) { return {e.subject.release, checked_ints(e, kKind)}; }
+
+void RequestReleasedProbe::encode(ProbeData& out) const {
+  PPSPEC_ASSERT(reason != Release::none && state_index >= 0);
+  out.value = state_index;
+  out.subject.release = reason;
+  append_span(out.ints, fenced_blocks);
+}
+
+RequestReleasedProbe RequestReleasedProbe::decode(const Event& e) {
+  return {e.subject.release, e.value, checked_ints(e, kKind)};
+}
+
+void KvSlotRow::append_to(std::vector<int64_t>& rows) const { rows.insert(rows.end(), {position, slot}); }
+
+KvSlotRow KvSlotsProbe::row(size_t i) const {
+  PPSPEC_ASSERT(i < row_count());
+  return {rows[i * KvSlotRow::kFields], rows[i * KvSlotRow::kFields + 1]};
+}
+
+void KvSlotsProbe::encode(ProbeData& out) const {
+  PPSPEC_ASSERT(writer != KvWriter::none && rows.size() % KvSlotRow::kFields == 0);
+  out.subject.kv_writer = writer;
+  append_span(out.ints, rows);
+}
+
+KvSlotsProbe KvSlotsProbe::decode(const Event& e) { return {e.subject.kv_writer, checked_ints(e, kKind)}; }
+
+void ServingEndedProbe::encode(ProbeData&) const {}
+
+ServingEndedProbe ServingEndedProbe::decode(const Event& e) {
+  checked_ints(e, kKind);
+  return {};
+}
+
+void StepReturnedProbe::encode(ProbeData&) const {}
+
+StepReturnedProbe StepReturnedProbe::decode(const Event& e) {
+  checked_ints(e, kKind);
+  return {};
+}
+
+void AbortArrivedProbe::encode(ProbeData&) const {}
+
+AbortArrivedProbe AbortArrivedProbe::decode(const Event& e) {
+  checked_ints(e, kKind);
+  return {};
 }
 
 }  // namespace ppspec::core

@@ -176,4 +176,77 @@ struct StageOutputProbe {
   static StageOutputProbe decode(const Event& e);
 };
 
+// blocks_allocated: the engine core gave a request KV blocks at a step; they extend its block table.
+struct BlocksAllocatedProbe {
+  static constexpr EventKind kKind = EventKind::blocks_allocated;
+  int64_t first_index = 0;          // the block-table column of the first of them
+  std::span<const int64_t> blocks;  // in block-table order
+  void encode(ProbeData& out) const;
+  static BlocksAllocatedProbe decode(const Event& e);
+};
+
+// blocks_freed: a request's KV blocks went back to the free pool.
+struct BlocksFreedProbe {
+  static constexpr EventKind kKind = EventKind::blocks_freed;
+  Release reason = Release::none;
+  std::span<const int64_t> blocks;
+  void encode(ProbeData& out) const;
+  static BlocksFreedProbe decode(const Event& e);
+};
+
+// request_released: the engine core let go of a request (it ended, or was preempted): its state
+// index is free from the next step on; its blocks are freed now (blocks_freed follows) or, while a
+// step that writes them is in flight, when that step returns (the fenced blocks).
+struct RequestReleasedProbe {
+  static constexpr EventKind kKind = EventKind::request_released;
+  Release reason = Release::none;
+  int64_t state_index = 0;
+  std::span<const int64_t> fenced_blocks;
+  void encode(ProbeData& out) const;
+  static RequestReleasedProbe decode(const Event& e);
+};
+
+// kv_slots: the KV slots a rank's kernel stores a request's rows through, as the kernel that
+// computes them left them in the slot mapping (read back).
+struct KvSlotRow {
+  static constexpr size_t kFields = 2;
+  int64_t position = 0;
+  int64_t slot = 0;  // kernels::kPadSlot (-1): the row stores nothing
+  void append_to(std::vector<int64_t>& rows) const;
+};
+
+struct KvSlotsProbe {
+  static constexpr EventKind kKind = EventKind::kv_slots;
+  KvWriter writer = KvWriter::none;
+  std::span<const int64_t> rows;  // KvSlotRow::kFields each
+  size_t row_count() const { return rows.size() / KvSlotRow::kFields; }
+  KvSlotRow row(size_t i) const;
+  void encode(ProbeData& out) const;
+  static KvSlotsProbe decode(const Event& e);
+};
+
+// serving_ended: the engine core saw every request end and every step in flight return; what any
+// request still holds now, it holds for good.
+struct ServingEndedProbe {
+  static constexpr EventKind kKind = EventKind::serving_ended;
+  void encode(ProbeData& out) const;
+  static ServingEndedProbe decode(const Event& e);
+};
+
+// step_returned: the step's output reached the engine core (its requests' blocks may be freed from
+// here on; a rank still busy with the step is one the engine core does not wait for).
+struct StepReturnedProbe {
+  static constexpr EventKind kKind = EventKind::step_returned;
+  void encode(ProbeData& out) const;
+  static StepReturnedProbe decode(const Event& e);
+};
+
+// abort_arrived: a client's abort of the request reached the engine core, which must let go of
+// the request wherever it is (waiting, running, in a batch in flight).
+struct AbortArrivedProbe {
+  static constexpr EventKind kKind = EventKind::abort_arrived;
+  void encode(ProbeData& out) const;
+  static AbortArrivedProbe decode(const Event& e);
+};
+
 }  // namespace ppspec::core

@@ -6,7 +6,7 @@
 
 namespace ppspec::core {
 namespace {
-constexpr EnumNames<Verdict, 15> kNames{{{
+constexpr EnumNames<Verdict, 17> kNames{{{
     {"pass", Verdict::pass},
     {"fifo-misalignment", Verdict::fifo_misalignment},
     {"deadlock", Verdict::deadlock},
@@ -22,6 +22,8 @@ constexpr EnumNames<Verdict, 15> kNames{{{
     {"device-fault", Verdict::device_fault},
     {"race", Verdict::race},
     {"stage-divergence", Verdict::stage_divergence},
+    {"kv-violation", Verdict::kv_violation},
+    {"leak", Verdict::leak},
 }}};
 const std::string kList = kNames.list();
 }  // namespace

@@ -10,4 +10,8 @@ int EngineConfig::max_rows() const {
   return rows;
 }
 
+int EngineConfig::blocks_needed() const { return serving.max_num_seqs * max_blocks_per_req() + 1; }
+
+bool EngineConfig::may_preempt() const { return model.num_blocks > 0 && model.num_blocks < blocks_needed(); }
+
 }  // namespace ppspec::engine

@@ -64,9 +64,10 @@ struct WorkloadConfig {
   uint64_t seed = 1;
   int abort_every = 0;  // every Nth request is aborted ...
   int abort_after = 8;  // ... once it has this many output tokens
-  // ... and the abort reaches the engine core while the request's next step is in flight: the
-  // core frees it at its next schedule, before that step's output returns (the generation
-  // counters' case: earlier stages still adopt that step's feedback pp steps later).
+  // ... and the abort reaches the engine core while the request's next step is in flight, the
+  // oldest batch in flight: the core frees it at that schedule, before the step's output returns
+  // (the generation counters' case: earlier stages still adopt that step's feedback pp steps
+  // later), and its blocks stay fenced until the step returns.
   bool abort_in_flight = false;
 };
 
@@ -83,10 +84,18 @@ struct EngineConfig {
   // workload's limits (a prompt no longer than prompt_max, at most output_max tokens out), so
   // every buffer sized for the workload holds what warmup writes too.
   int max_prompt() const { return workload.prompt_max; }
+  // Whether the KV cache is smaller than the workload can fill: then requests are preempted, and
+  // a resumed one prefills its prompt and its output so far.
+  bool may_preempt() const;
+  // The KV blocks a rank needs so that no request is ever preempted (the null block included).
+  int blocks_needed() const;
+  // The longest prefill: a prompt, or a resumed request's prompt and output (all but its last token).
+  int max_prefill() const { return may_preempt() ? workload.prompt_max + workload.output_max : workload.prompt_max; }
   int warmup_prompt_len() const { return workload.prompt_max < 3 ? workload.prompt_max : 3; }
   int warmup_max_tokens() const { return workload.output_max; }
   int max_blocks_per_req() const {
-    return (workload.prompt_max + workload.output_max + spec.k + 1 + model.block_size - 1) / model.block_size + 1;
+    // + K + 1: the last verification block; + K: the drafter's lookahead slots past it.
+    return (workload.prompt_max + workload.output_max + 2 * spec.k + 1 + model.block_size - 1) / model.block_size + 1;
   }
   int max_rows() const;  // rows of a step: the token budget, or the largest capture size
 };

@@ -98,6 +98,7 @@ int Drafter::propose(const SchedulerOutput& so, const std::vector<int32_t>& samp
            nd);
   const int32_t q_rows = std::max(query_rows, nd * k);
   prepare_inputs(so.step, nd, q_rows, tables, in, check);
+  if (ctx_.observed()) probe_kv_slots(so.step, ids, cs, ce);
   ctx_.run("draft_context_kv", "",
            kn::DraftContextKvRangesKernel{{span_of<int64_t>(ctx_slots_), span_of<uint32_t>(model.ctx), span_of<uint32_t>(kv_)},
                                           span_of<int32_t>(ctx_start_),
@@ -183,6 +184,27 @@ void Drafter::prepare_inputs(int64_t step, int32_t nd, int32_t q_rows, const Req
                                          h.at<int64_t>(3, i), unwritten_at(h, 4, 3, stride, i)}
                     .append_to(pad);
               publish(rt, Probe{rank, step, -1}, core::PaddingRowsProbe{core::PaddingKernel::prepare_dflash_inputs, used, pad});
+            });
+}
+
+void Drafter::probe_kv_slots(int64_t step, const std::vector<int64_t>& ids, const std::vector<int32_t>& ctx_start,
+                             const std::vector<int32_t>& ctx_end) {
+  const int64_t queries = static_cast<int64_t>(ids.size()) * ctx_.k;
+  const int64_t context = ctx_end.back();
+  read_back(ctx_.dev, ctx_.main,
+            {positions_.rows(0, queries), query_slots_.rows(0, queries), ctx_positions_.rows(0, context), ctx_slots_.rows(0, context)},
+            [&rt = ctx_.rt, rank = ctx_.rank, step, ids, ctx_start, ctx_end, k = ctx_.k](const HostRows& h) {
+              std::vector<int64_t> rows;
+              for (size_t d = 0; d < ids.size(); ++d) {
+                rows.clear();
+                for (int64_t q = static_cast<int64_t>(d) * k; q < static_cast<int64_t>(d + 1) * k; ++q)
+                  core::KvSlotRow{h.at<int64_t>(0, q), h.at<int64_t>(1, q)}.append_to(rows);
+                publish(rt, Probe{rank, step, ids[d]}, core::KvSlotsProbe{core::KvWriter::draft_query, rows});
+                rows.clear();
+                for (int32_t t = ctx_start[d]; t < ctx_end[d]; ++t)
+                  if (h.at<int64_t>(3, t) != kn::kPadSlot) core::KvSlotRow{h.at<int64_t>(2, t), h.at<int64_t>(3, t)}.append_to(rows);
+                publish(rt, Probe{rank, step, ids[d]}, core::KvSlotsProbe{core::KvWriter::draft_context, rows});
+              }
             });
 }
 

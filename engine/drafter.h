@@ -31,6 +31,10 @@ class Drafter {
   void prepare_inputs(int64_t step, int32_t drafted, int32_t query_rows, const RequestTables& tables, const StepInputs& in,
                       WriteCheck& check);
   void forward(int64_t step, int32_t drafted, const TargetModel& model);
+  // The KV slots the drafter's context rows and query rows go through, per request, as
+  // prepare_dflash_inputs stored them (kv_slots probes).
+  void probe_kv_slots(int64_t step, const std::vector<int64_t>& ids, const std::vector<int32_t>& ctx_start,
+                      const std::vector<int32_t>& ctx_end);
   void route(int64_t step, int32_t used_rows, int32_t query_rows);
 
   RankContext& ctx_;

@@ -43,12 +43,42 @@ void Engine::publish_batch(const SchedulerOutput& so, bool warmup) {
   }
 }
 
+// What the scheduler did with blocks and request state since the last call, as probes.
+void Engine::publish_ledger() {
+  std::vector<LedgerEntry> ledger = scheduler_->take_ledger();
+  if (!rt_.events().active()) return;
+  for (const LedgerEntry& e : ledger) {
+    const Probe at{-1, e.step, e.req, "engine"};
+    const std::vector<int64_t> blocks(e.blocks.begin(), e.blocks.end());
+    switch (e.what) {
+      case LedgerEntry::What::allocated: publish(rt_, at, core::BlocksAllocatedProbe{e.first_index, blocks}); break;
+      case LedgerEntry::What::freed: publish(rt_, at, core::BlocksFreedProbe{e.reason, blocks}); break;
+      case LedgerEntry::What::released: publish(rt_, at, core::RequestReleasedProbe{e.reason, e.state_index, blocks}); break;
+      case LedgerEntry::What::abort_arrived: publish(rt_, at, core::AbortArrivedProbe{}); break;
+    }
+  }
+}
+
+std::shared_ptr<SchedulerOutput> Engine::schedule(bool warmup) {
+  auto so = scheduler_->schedule(next_step_);
+  publish_ledger();
+  if (!so) return nullptr;
+  ++next_step_;
+  publish_batch(*so, warmup);
+  return so;
+}
+
+void Engine::update(const SchedulerOutput& so, const ModelOutput& out) {
+  if (out.step != so.step) throw std::logic_error(fmt::format("output of step {} while step {} was expected", out.step, so.step));
+  scheduler_->update(so, out);
+  if (rt_.events().active()) publish(rt_, Probe{-1, so.step, -1, "engine"}, core::StepReturnedProbe{});
+  publish_ledger();
+}
+
 void Engine::run_step_synchronously(std::shared_ptr<SchedulerOutput> so) {
   if (!so) return;
-  publish_batch(*so, true);
   broadcast(Command::step, so);
-  const auto out = std::any_cast<ModelOutput>(rt_.channel("engine").recv());
-  scheduler_->update(*so, out);
+  update(*so, std::any_cast<ModelOutput>(rt_.channel("engine").recv()));
 }
 
 void Engine::engine_core() {
@@ -64,7 +94,7 @@ void Engine::engine_core() {
   };
   for (int i = 0; i < cfg_.serving.warmup_steps; ++i) {
     keep_dummies();
-    auto so = sched.schedule(next_step_++);
+    auto so = schedule(true);
     if (!so) break;
     so->dummy = true;  // synthetic: sampled outputs discarded, the drafter does not run
     run_step_synchronously(so);
@@ -73,11 +103,12 @@ void Engine::engine_core() {
     // One step with the real feedback path on every rank, so that its pairing is exercised.
     broadcast(Command::enable_feedback);
     keep_dummies();
-    run_step_synchronously(sched.schedule(next_step_++));
+    run_step_synchronously(schedule(true));
     broadcast(Command::reset_feedback);
   }
   broadcast(Command::capture);
   sched.finish_dummies();
+  publish_ledger();
   broadcast(Command::serve);
 
   // ---- serving: async scheduling, batch queue of depth pp ----
@@ -86,11 +117,9 @@ void Engine::engine_core() {
   while (!sched.done()) {
     sched.admit_until(rt_.now());
     while (static_cast<int>(in_flight.size()) < cfg_.topology.pp) {
-      auto so = sched.schedule(next_step_);
+      auto so = schedule(false);
       if (!so) break;
-      ++next_step_;
       if (!so->requests.empty()) ++serving_steps_;
-      publish_batch(*so, false);
       broadcast(Command::step, so);
       in_flight.push_back(std::move(so));
     }
@@ -101,11 +130,13 @@ void Engine::engine_core() {
       continue;
     }
     const auto out = std::any_cast<ModelOutput>(outputs.recv());
-    const auto so = std::move(in_flight.front());
+    update(*in_flight.front(), out);
     in_flight.pop_front();
-    if (out.step != so->step) throw std::logic_error(fmt::format("output of step {} while step {} was expected", out.step, so->step));
-    sched.update(*so, out);
   }
+  // The steps still in flight hold requests that ended meanwhile (an abort in flight): their
+  // outputs return, and the blocks they fenced with them.
+  for (; !in_flight.empty(); in_flight.pop_front()) update(*in_flight.front(), std::any_cast<ModelOutput>(outputs.recv()));
+  if (rt_.events().active()) publish(rt_, Probe{-1, next_step_, -1, "engine"}, core::ServingEndedProbe{});
   broadcast(Command::shutdown);
   completed_ = true;
 }
@@ -118,6 +149,7 @@ ServingStats Engine::stats() const {
     s.output_tokens += static_cast<int64_t>(r.output.size());
     for (const auto& d : r.verified_drafts) s.drafts_verified += static_cast<int64_t>(d.size());
     s.drafts_accepted += r.accepted_drafts;
+    s.preemptions += r.preemptions;
   }
   return s;
 }

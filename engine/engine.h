@@ -19,6 +19,7 @@ struct ServingStats {
   int64_t output_tokens = 0;
   int64_t drafts_verified = 0;
   int64_t drafts_accepted = 0;
+  int64_t preemptions = 0;
   double acceptance_rate() const { return drafts_verified == 0 ? 0 : static_cast<double>(drafts_accepted) / static_cast<double>(drafts_verified); }
   double tokens_per_step() const { return steps == 0 ? 0 : static_cast<double>(output_tokens) / static_cast<double>(steps); }
 };
@@ -39,6 +40,9 @@ class Engine {
   void engine_core();
   void broadcast(Command c, std::shared_ptr<const SchedulerOutput> so = nullptr);
   void run_step_synchronously(std::shared_ptr<SchedulerOutput> so);
+  std::shared_ptr<SchedulerOutput> schedule(bool warmup);
+  void update(const SchedulerOutput& so, const ModelOutput& out);
+  void publish_ledger();
   void publish_batch(const SchedulerOutput& so, bool warmup);
 
   const EngineConfig& cfg_;

@@ -22,6 +22,21 @@ struct Faults {
   // vLLM #55745: the batch's drafts are gathered for the relay on the side stream, after it waits
   // for the main stream, but nothing makes the next step's main-stream writes wait for the gather.
   bool unordered_draft_gather = false;
+  // SGLang #33758: the length cap is tested before stop tokens, for the step's whole accepted run
+  // (engine/finish_rules.h).
+  bool cap_before_stop = false;
+  // vLLM #28558: a victim already scheduled this step is preempted, and its row (its scheduled
+  // draft tokens) stays in the step.
+  bool preempt_keeps_spec_tokens = false;
+  // vLLM #49620: a request preempted while a step of it is in flight gives its blocks back at once,
+  // and the step's late output is adopted by request id.
+  bool late_output_after_preempt = false;
+  // vLLM #16370: blocks are reserved for a step's tokens but not for the drafter's K lookahead
+  // positions past them.
+  bool no_draft_lookahead_slots = false;
+  // SGLang #29405: an abort is looked for only in the current micro-batch slot and the previous
+  // step's batch, not in the other batches in flight.
+  bool abort_scan_current_batch = false;
 };
 
 // A fault's name in a scenario's [faults] table, and its switch.
@@ -40,6 +55,11 @@ inline constexpr std::array kFaultSwitches{
     FaultSwitch{"router_ignores_padding", &Faults::router_ignores_padding},
     FaultSwitch{"alias_target_embed", &Faults::alias_target_embed},
     FaultSwitch{"unordered_draft_gather", &Faults::unordered_draft_gather},
+    FaultSwitch{"cap_before_stop", &Faults::cap_before_stop},
+    FaultSwitch{"preempt_keeps_spec_tokens", &Faults::preempt_keeps_spec_tokens},
+    FaultSwitch{"late_output_after_preempt", &Faults::late_output_after_preempt},
+    FaultSwitch{"no_draft_lookahead_slots", &Faults::no_draft_lookahead_slots},
+    FaultSwitch{"abort_scan_current_batch", &Faults::abort_scan_current_batch},
 };
 // A switch added to Faults but not to the table could be set by no scenario.
 static_assert(sizeof(Faults) == kFaultSwitches.size() * sizeof(bool), "every field of Faults needs its row in kFaultSwitches");

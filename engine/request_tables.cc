@@ -12,7 +12,7 @@ RequestTables::RequestTables(RankContext& ctx) : ctx_(ctx) {
   num_computed = ctx.alloc(Dtype::i32, n, 1, "num_computed");
   prefill_len = ctx.alloc(Dtype::i32, n, 1, "prefill_len");
   total_len = ctx.alloc(Dtype::i32, n, 1, "total_len");
-  prompt = ctx.alloc(Dtype::i32, n, ctx.cfg.max_prompt(), "prompt");
+  prompt = ctx.alloc(Dtype::i32, n, ctx.cfg.max_prefill(), "prompt");
   block_table = ctx.alloc(Dtype::i32, n, ctx.max_blocks, "block_table");
   seeds = ctx.alloc(Dtype::i64, n, 1, "seeds");
   spread = ctx.alloc(Dtype::u32, n, 1, "spread");
@@ -23,7 +23,7 @@ void RequestTables::admit(const SchedulerOutput& so) {
   for (const NewRequest& r : so.new_requests) {
     const int64_t i = r.idx;
     std::vector<int32_t> p = r.prompt;
-    p.resize(static_cast<size_t>(ctx_.cfg.max_prompt()), 0);
+    p.resize(static_cast<size_t>(ctx_.cfg.max_prefill()), 0);
     ctx_.upload(prompt.rows(i, 1), p);
     ctx_.upload(num_computed.rows(i, 1), std::vector<int32_t>{0});
     ctx_.upload(prefill_len.rows(i, 1), std::vector<int32_t>{static_cast<int32_t>(r.prompt.size())});

@@ -1,5 +1,6 @@
 #include "engine/scheduler.h"
 #include "core/assert.h"
+#include "engine/finish_rules.h"
 
 #include <algorithm>
 
@@ -20,12 +21,14 @@ ScheduledRequest scheduled_row(const RequestRecord& r, int tokens) {
   return s;
 }
 
-// What the workers learn of a request when it is admitted.
+// What the workers learn of a request when it is admitted, or resumed after a preemption: then
+// its prefill is the prompt and every token it has generated (vLLM recomputes a preempted request).
 NewRequest new_request_of(const RequestRecord& r) {
   NewRequest n;
   n.idx = r.idx;
   n.id = r.spec.id;
   n.prompt = r.spec.prompt;
+  for (size_t i = 0; n.prompt.size() < static_cast<size_t>(r.prefill_len()); ++i) n.prompt.push_back(static_cast<int32_t>(r.output[i]));
   n.seed = r.spec.seed;
   n.spread = r.spec.spread;
   return n;
@@ -33,7 +36,69 @@ NewRequest new_request_of(const RequestRecord& r) {
 
 }  // namespace
 
-int blocks_needed(const EngineConfig& cfg) { return cfg.serving.max_num_seqs * cfg.max_blocks_per_req() + 1; }
+int blocks_needed(const EngineConfig& cfg) { return cfg.blocks_needed(); }
+int blocks_minimum(const EngineConfig& cfg) { return cfg.max_blocks_per_req() + 1; }
+
+// One step's batch as it is built: the rows, the budget left, whether anything was preempted.
+class Scheduler::StepBuilder {
+ public:
+  StepBuilder(Scheduler& s, int64_t step)
+      : s_(s), step_(step), so(std::make_shared<SchedulerOutput>()), budget(s.cfg_.serving.max_num_batched_tokens) {
+    so->step = step;
+  }
+
+  // Schedules `tokens` of `r` if its blocks fit the free pool; nothing changes when they do not.
+  bool add(RequestRecord& r, int tokens) {
+    ScheduledRequest row = scheduled_row(r, tokens);
+    if (!s_.allocate_blocks(r, r.num_computed + tokens, step_, row.new_blocks)) return false;
+    so->requests.push_back(std::move(row));
+    so->num_tokens += tokens;
+    budget -= tokens;
+    r.in_flight = true;
+    r.last_step = step_;
+    return true;
+  }
+
+  // A running request's step: when the pool is short, preempt the most recently admitted running
+  // request and try again (vLLM FCFS), until it fits or `r` itself was the one preempted. When
+  // the blocks fenced for steps in flight would cover the shortfall, the request waits for them
+  // instead: preempting more would free nothing this step (the zero-progress cascade of vLLM
+  // #49674) and, with nothing else left to preempt, a request would preempt itself for ever.
+  bool add_running(RequestRecord& r, int tokens) {
+    for (;;) {
+      if (add(r, tokens)) return true;
+      if (s_.missing_blocks(r, r.num_computed + tokens) <= static_cast<int>(s_.free_blocks_.size()) + s_.fenced_blocks()) return false;
+      PPSPEC_ASSERT(!s_.running_.empty());
+      RequestRecord& victim = s_.records_[s_.running_.back()];
+      preempted = true;
+      unschedule(victim);
+      s_.preempt(victim, step_);
+      if (&victim == &r) return false;
+    }
+  }
+
+  bool preempted = false;
+
+ private:
+  // The victim may already be in this step's batch (decode rows are scheduled before prefill
+  // chunks): its row comes out again, and its budget back (vLLM #28558).
+  void unschedule(RequestRecord& victim) {
+    auto row = std::find_if(so->requests.begin(), so->requests.end(), [&](const ScheduledRequest& x) { return x.id == victim.spec.id; });
+    if (row == so->requests.end()) return;
+    victim.in_flight = false;  // its blocks were never stored through: they are free at once
+    if (s_.cfg_.faults.preempt_keeps_spec_tokens) return;  // the row stays in the step
+    budget += row->num_tokens;
+    so->num_tokens -= row->num_tokens;
+    so->requests.erase(row);
+  }
+
+  Scheduler& s_;
+  int64_t step_;
+
+ public:
+  std::shared_ptr<SchedulerOutput> so;
+  int budget;
+};
 
 Scheduler::Scheduler(const EngineConfig& cfg, std::vector<RequestSpec> workload) : cfg_(cfg) {
   workload_size_ = static_cast<int>(workload.size());
@@ -42,11 +107,13 @@ Scheduler::Scheduler(const EngineConfig& cfg, std::vector<RequestSpec> workload)
   for (auto& w : workload) {
     RequestRecord r;
     r.spec = std::move(w);
+    r.prefill_tokens = static_cast<int32_t>(r.spec.prompt.size());
     records_.push_back(std::move(r));
   }
   for (int32_t i = cfg.serving.max_num_seqs - 1; i >= 0; --i) free_idx_.push_back(i);
   slot_owner_.assign(static_cast<size_t>(cfg.serving.max_num_seqs), kNoOwner);
   const int blocks = cfg.model.num_blocks > 0 ? cfg.model.num_blocks : blocks_needed(cfg);
+  PPSPEC_ASSERT(blocks >= blocks_minimum(cfg), "{} KV blocks cannot hold one request at its longest ({})", blocks, blocks_minimum(cfg));
   for (int32_t b = blocks - 1; b >= 1; --b) free_blocks_.push_back(b);
 }
 
@@ -62,39 +129,56 @@ std::optional<core::Time> Scheduler::next_arrival() const {
 
 bool Scheduler::done() const { return finished_count_ == workload_size_; }
 
-bool Scheduler::allocate_blocks(RequestRecord& r, int upto_tokens, std::vector<int32_t>& fresh) {
-  const int need = (upto_tokens + cfg_.model.block_size - 1) / cfg_.model.block_size;
-  const int missing = need - static_cast<int>(r.blocks.size());
+std::vector<LedgerEntry> Scheduler::take_ledger() {
+  std::vector<LedgerEntry> out;
+  out.swap(ledger_);
+  return out;
+}
+
+// The drafter's queries run K positions past the step's last token (vLLM num_lookahead_tokens):
+// their slots are reserved with the step's, and are not computed tokens.
+int32_t Scheduler::lookahead() const { return cfg_.faults.no_draft_lookahead_slots ? 0 : cfg_.spec.k; }
+
+int Scheduler::missing_blocks(const RequestRecord& r, int upto_tokens) const {
+  const int slots = std::max(upto_tokens, std::min(upto_tokens + lookahead(), cfg_.model.max_model_len));
+  const int need = (slots + cfg_.model.block_size - 1) / cfg_.model.block_size;
+  PPSPEC_ASSERT(need <= cfg_.max_blocks_per_req(), "request {} needs {} blocks, its table has {}", r.spec.id, need, cfg_.max_blocks_per_req());
+  return need - static_cast<int>(r.blocks.size());
+}
+
+int Scheduler::fenced_blocks() const {
+  int n = 0;
+  for (const Fence& f : fences_) n += static_cast<int>(f.blocks.size());
+  return n;
+}
+
+bool Scheduler::allocate_blocks(RequestRecord& r, int upto_tokens, int64_t step, std::vector<int32_t>& fresh) {
+  const int missing = missing_blocks(r, upto_tokens);
   if (missing <= 0) return true;
   if (static_cast<int>(free_blocks_.size()) < missing) return false;
+  LedgerEntry e{LedgerEntry::What::allocated, r.spec.id, step, core::Release::none, r.idx, static_cast<int32_t>(r.blocks.size()), {}};
   for (int i = 0; i < missing; ++i) {
     fresh.push_back(free_blocks_.back());
     r.blocks.push_back(free_blocks_.back());
+    e.blocks.push_back(free_blocks_.back());
     free_blocks_.pop_back();
   }
+  ledger_.push_back(std::move(e));
   return true;
 }
 
 std::shared_ptr<SchedulerOutput> Scheduler::schedule(int64_t step) {
-  if (cfg_.workload.abort_in_flight) abort_in_flight();
-  auto so = std::make_shared<SchedulerOutput>();
-  so->step = step;
+  if (cfg_.workload.abort_in_flight) abort_in_flight(step);
+  StepBuilder b(*this, step);
   const int k = cfg_.spec.k;
-  int budget = cfg_.serving.max_num_batched_tokens;
-  auto add = [&](RequestRecord& r, int tokens) -> bool {
-    ScheduledRequest s = scheduled_row(r, tokens);
-    if (!allocate_blocks(r, r.num_computed + tokens, s.new_blocks)) return false;
-    so->requests.push_back(std::move(s));
-    so->num_tokens += tokens;
-    budget -= tokens;
-    r.in_flight = true;
-    r.last_step = step;
-    return true;
-  };
   const int64_t pp = cfg_.topology.pp;
-  auto eligible = [&](const RequestRecord& r) { return !r.in_flight && !r.finished && step >= r.last_step + pp; };
+  auto eligible = [&](const RequestRecord& r) {
+    return r.idx >= 0 && !r.in_flight && !r.finished && step >= r.last_step + pp;
+  };
+  const std::deque<size_t> running = running_;  // a preemption edits running_
+  bool out_of_blocks = false;
   // Decode rows first (1 + K: the scheduler knows only the draft count), then prefill chunks.
-  for (size_t i : running_) {
+  for (size_t i : running) {
     RequestRecord& r = records_[i];
     if (!eligible(r) || r.num_computed < r.prefill_len()) continue;
     // A warmup dummy decodes without drafts: the drafter does not run in warmup, and with feedback
@@ -102,23 +186,31 @@ std::shared_ptr<SchedulerOutput> Scheduler::schedule(int64_t step) {
     // optimistic num_computed would drift from the engine core's (vLLM's dummy runs keep no
     // request state at all).
     const int tokens = 1 + (r.dummy ? 0 : std::min(k, cfg_.model.max_model_len - r.num_computed - 1));
-    if (tokens > budget) break;
-    add(r, tokens);
+    if (tokens > b.budget) break;
+    if (out_of_blocks = !b.add_running(r, tokens); out_of_blocks) break;
   }
-  for (size_t i : running_) {
+  for (size_t i : running) {
     RequestRecord& r = records_[i];
-    if (!eligible(r) || r.num_computed >= r.prefill_len() || budget <= 0) continue;
+    if (out_of_blocks || !eligible(r) || r.num_computed >= r.prefill_len() || b.budget <= 0) continue;
     const int remaining = r.prefill_len() - r.num_computed;
-    if (!cfg_.serving.chunked_prefill && remaining > budget) continue;
-    add(r, std::min(remaining, budget));
+    if (!cfg_.serving.chunked_prefill && remaining > b.budget) continue;
+    out_of_blocks = !b.add_running(r, std::min(remaining, b.budget));
   }
-  // Admit waiting requests while a req-state index and the budget allow.
-  while (!waiting_.empty() && budget > 0 && !free_idx_.empty()) {
+  if (!b.preempted) admit_waiting(b);  // vLLM admits nothing in a step that preempted
+  // Nothing running: wait for arrivals (after a preemption, the next step resumes the request).
+  if (b.so->requests.empty() && running_.empty() && !b.preempted) return nullptr;
+  b.so->finished.swap(finished_idx_);
+  return b.so;
+}
+
+// Waiting requests, new or preempted, while a req-state index, the budget and the blocks allow.
+void Scheduler::admit_waiting(StepBuilder& b) {
+  while (!waiting_.empty() && b.budget > 0 && !free_idx_.empty()) {
     RequestRecord& r = records_[waiting_.front()];
-    const int remaining = r.prefill_len();
-    if (!cfg_.serving.chunked_prefill && remaining > budget) break;
+    const int remaining = r.prefill_len() - r.num_computed;
+    if (!cfg_.serving.chunked_prefill && remaining > b.budget) break;
     r.idx = free_idx_.back();
-    if (!add(r, std::min(remaining, budget))) {
+    if (!b.add(r, std::min(remaining, b.budget))) {
       r.idx = -1;
       break;
     }
@@ -127,103 +219,8 @@ std::shared_ptr<SchedulerOutput> Scheduler::schedule(int64_t step) {
     r.admitted = true;
     running_.push_back(waiting_.front());
     waiting_.pop_front();
-    so->new_requests.push_back(new_request_of(r));
+    b.so->new_requests.push_back(new_request_of(r));
   }
-  if (so->requests.empty() && running_.empty()) return nullptr;  // wait for arrivals
-  so->finished.swap(finished_idx_);
-  return so;
-}
-
-void Scheduler::abort_in_flight() {
-  const std::deque<size_t> running = running_;  // finish() edits the list
-  for (size_t i : running) {
-    RequestRecord& r = records_[i];
-    if (r.in_flight && r.spec.abort && static_cast<int>(r.output.size()) >= cfg_.workload.abort_after) finish(r, true);
-  }
-}
-
-void Scheduler::finish(RequestRecord& r, bool aborted) {
-  slot_owner_[static_cast<size_t>(r.idx)] = kNoOwner;
-  r.finished = true;
-  r.aborted = aborted;
-  r.in_flight = false;
-  finished_idx_.push_back(r.idx);
-  free_idx_.push_back(r.idx);
-  std::sort(free_idx_.begin(), free_idx_.end(), std::greater<>());  // lowest index is reused first
-  for (int32_t b : r.blocks) free_blocks_.push_back(b);
-  r.blocks.clear();
-  running_.erase(std::find(running_.begin(), running_.end(), static_cast<size_t>(&r - records_.data())));
-  if (!r.dummy) ++finished_count_;
-}
-
-void Scheduler::update(const SchedulerOutput& so, const ModelOutput& out) {
-  PPSPEC_ASSERT(out.rows.size() == so.requests.size());
-  if (!so.requests.empty()) ++steps_with_output_;
-  for (size_t i = 0; i < so.requests.size(); ++i) {
-    const ScheduledRequest& s = so.requests[i];
-    const RowOutput& row = out.rows[i];
-    const size_t owner = slot_owner_[static_cast<size_t>(s.idx)];
-    if (owner == kNoOwner || records_[owner].spec.id != s.id) continue;  // finished meanwhile (not under the PP cadence)
-    RequestRecord* r = &records_[owner];
-    r->in_flight = false;
-    if (!s.produces_sample()) {
-      r->num_computed += s.num_tokens;
-      continue;
-    }
-    r->num_computed += s.num_tokens - row.num_rejected;
-    if (s.decode()) {
-      ++r->decode_steps;
-      r->verified_drafts.push_back(row.drafts_verified);
-      r->verified_step.push_back(so.step);
-      r->accepted_drafts += row.num_sampled - 1;
-    }
-    r->proposed_drafts += static_cast<int64_t>(row.drafts_proposed.size());
-    bool stop = false;
-    for (int64_t t : row.tokens) {
-      if (static_cast<int>(r->output.size()) >= r->spec.max_tokens) break;
-      r->output.push_back(t);
-      r->output_step.push_back(so.step);
-      r->output_time.push_back(out.time);
-      if (t == cfg_.model.stop_token) {
-        stop = true;
-        break;
-      }
-    }
-    if (stop || static_cast<int>(r->output.size()) >= r->spec.max_tokens ||
-        r->num_computed + cfg_.spec.k + 1 >= cfg_.model.max_model_len)
-      finish(*r, false);
-    else if (r->spec.abort && !cfg_.workload.abort_in_flight && static_cast<int>(r->output.size()) >= cfg_.workload.abort_after)
-      finish(*r, true);
-  }
-}
-
-void Scheduler::add_dummies(int n, int prompt_len, int max_tokens) {
-  PPSPEC_ASSERT(prompt_len >= 1 && prompt_len <= cfg_.max_prompt());
-  PPSPEC_ASSERT(max_tokens >= 1 && max_tokens <= cfg_.workload.output_max);
-  for (int i = 0; i < n; ++i) {
-    RequestRecord r;
-    r.spec.id = -2 - dummies_added_++;  // -1 is events' "no request"
-    r.spec.prompt.assign(static_cast<size_t>(prompt_len), 1);
-    r.spec.max_tokens = max_tokens;
-    r.dummy = true;
-    records_.push_back(std::move(r));
-    waiting_.push_front(records_.size() - 1);
-  }
-}
-
-bool Scheduler::dummies_live() const {
-  for (size_t i : running_)
-    if (records_[i].dummy) return true;
-  for (size_t i : waiting_)
-    if (records_[i].dummy) return true;
-  return false;
-}
-
-void Scheduler::finish_dummies() {
-  for (auto& r : records_)
-    if (r.dummy && !r.finished && r.admitted) finish(r, true);
-  waiting_.erase(std::remove_if(waiting_.begin(), waiting_.end(), [this](size_t i) { return records_[i].dummy; }),
-                 waiting_.end());
 }
 
 }  // namespace ppspec::engine

@@ -1,8 +1,15 @@
-// The engine core's scheduler (vLLM's, reduced): continuous batching under a token budget and a
-// sequence limit, chunked prefill, async scheduling with a batch queue of depth pp (a request in an
-// in-flight batch is not scheduled again, so a decoding request runs every pp steps), draft
-// placeholders (it knows draft counts, never draft ids), paged KV blocks, requests finishing at
-// max tokens, a stop token, or an abort.
+// The engine core's scheduler (vLLM's V1 scheduler, reduced): continuous batching under a token
+// budget and a sequence limit, chunked prefill, async scheduling with a batch queue of depth pp (a
+// request in an in-flight batch is not scheduled again, so a decoding request runs every pp
+// steps), draft placeholders (it knows draft counts, never draft ids), paged KV blocks with K
+// lookahead slots for the drafter's queries, preemption by recompute when a running request
+// cannot get the blocks its step needs, requests finishing at max tokens, a stop token, or an
+// abort.
+//
+// What happens to the KV blocks of a request let go while one of its steps is in flight (vLLM
+// #45357): they stay fenced, owned by nobody new, until that step's output returns; only then do
+// they join the free pool. The step's kernels still store through them on the stages it has not
+// reached yet.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +18,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/event_subjects.h"
 #include "engine/config.h"
 #include "engine/messages.h"
 #include "engine/workload.h"
@@ -21,24 +29,42 @@ struct RequestRecord {
   RequestSpec spec;
   int32_t idx = -1;
   int32_t num_computed = 0;
+  int32_t prefill_tokens = 0;  // what its prefill computes: the prompt, or prompt + output once resumed
   std::vector<int32_t> blocks;
   std::vector<int64_t> output;
   std::vector<int64_t> output_step;     // the engine step that sampled each output token ...
   std::vector<core::Time> output_time;  // ... and when its samples reached the host
-  // The drafts verified at each decode step of this request (and that step's engine step), for
-  // the PP-invariance oracle.
+  // The drafts verified at each decode step of this request (that step's engine step, and the
+  // position of the first draft), for the PP-invariance oracle.
   std::vector<std::vector<int64_t>> verified_drafts;
   std::vector<int64_t> verified_step;
+  std::vector<int64_t> verified_position;
   int64_t accepted_drafts = 0;
   int64_t proposed_drafts = 0;
   int decode_steps = 0;
+  int preemptions = 0;
+  int64_t first_preempted_at = -1;  // its output length when it was first preempted (-1: never)
   int64_t last_step = -(int64_t{1} << 40);  // the step it was last scheduled in
   bool admitted = false;
   bool in_flight = false;
   bool finished = false;
   bool aborted = false;
+  bool abort_arrived = false;
   bool dummy = false;
-  int prefill_len() const { return static_cast<int>(spec.prompt.size()); }
+  int prefill_len() const { return prefill_tokens; }
+};
+
+// What the scheduler did with KV blocks and request state, for the engine core to publish
+// (core/probes.h: blocks_allocated, blocks_freed, request_released, abort_arrived).
+struct LedgerEntry {
+  enum class What : uint8_t { allocated, freed, released, abort_arrived };
+  What what = What::allocated;
+  int64_t req = -1;
+  int64_t step = -1;
+  core::Release reason = core::Release::none;
+  int32_t state_index = -1;
+  int32_t first_index = 0;
+  std::vector<int32_t> blocks;
 };
 
 class Scheduler {
@@ -48,6 +74,7 @@ class Scheduler {
   void admit_until(core::Time now);
   std::optional<core::Time> next_arrival() const;
   bool done() const;  // every workload request finished
+  bool fenced() const { return !fences_.empty(); }
 
   // The next step's batch; an idle batch (no requests) when requests are running but none may run
   // yet (the PP cadence: a request runs at most once every pp steps, so that step T's feedback is
@@ -64,29 +91,55 @@ class Scheduler {
 
   const std::vector<RequestRecord>& records() const { return records_; }
   int steps_with_output() const { return steps_with_output_; }
+  // What changed since the last call, in order.
+  std::vector<LedgerEntry> take_ledger();
 
  private:
-  bool allocate_blocks(RequestRecord& r, int upto_tokens, std::vector<int32_t>& fresh);
-  void finish(RequestRecord& r, bool aborted);
-  void abort_in_flight();  // WorkloadConfig::abort_in_flight
+  struct Fence {
+    int64_t step;  // the in-flight step that still stores through the blocks
+    int64_t req;
+    core::Release reason;
+    std::vector<int32_t> blocks;
+  };
+  class StepBuilder;
+
+  bool allocate_blocks(RequestRecord& r, int upto_tokens, int64_t step, std::vector<int32_t>& fresh);
+  int missing_blocks(const RequestRecord& r, int upto_tokens) const;  // beyond those it holds
+  int fenced_blocks() const;
+  int32_t lookahead() const;
+  void release(RequestRecord& r, core::Release reason, int64_t step);
+  void finish(RequestRecord& r, bool aborted, int64_t step);
+  void preempt(RequestRecord& r, int64_t step);
+  void free_blocks(int64_t req, int64_t step, core::Release reason, std::vector<int32_t> blocks);
+  void return_fenced(int64_t step);
+  void abort_in_flight(int64_t step);  // WorkloadConfig::abort_in_flight
+  bool abort_scan_reaches(const RequestRecord& r, int64_t step) const;
+  RequestRecord* owner_of_row(const ScheduledRequest& s);
+  size_t index_of(const RequestRecord& r) const { return static_cast<size_t>(&r - records_.data()); }
+  void admit_waiting(StepBuilder& b);
 
   static constexpr size_t kNoOwner = SIZE_MAX;
   const EngineConfig cfg_;  // a copy: a scheduler outlives the expressions that configure it
   std::vector<RequestRecord> records_;  // workload requests first, then warmup dummies
   size_t next_arrival_ = 0;             // index into the workload, in arrival order
   std::deque<size_t> running_;          // admitted, holding a req-state index, in admission order
-  std::deque<size_t> waiting_;          // arrived, not yet admitted
+  std::deque<size_t> waiting_;          // arrived (or preempted), not yet (re)admitted
   std::vector<int32_t> free_idx_;       // req-state indices, lowest first
   std::vector<size_t> slot_owner_;      // req-state index -> its running record (kNoOwner when free)
   std::vector<int32_t> free_blocks_;    // KV blocks (block 0 is the null block)
+  std::vector<Fence> fences_;           // blocks of released requests, until their step returns
   std::vector<int32_t> finished_idx_;   // to report in the next step
+  std::vector<LedgerEntry> ledger_;
   int workload_size_ = 0;
   int dummies_added_ = 0;
   int finished_count_ = 0;
   int steps_with_output_ = 0;
 };
 
-// The KV blocks a rank needs for a workload; checked against the model's num_blocks.
+// The KV blocks a rank needs so that no request is ever preempted; `[model] num_blocks` below it
+// makes the scheduler preempt.
 int blocks_needed(const EngineConfig& cfg);
+// The fewest a workload can run with: the null block and one request at its longest.
+int blocks_minimum(const EngineConfig& cfg);
 
 }  // namespace ppspec::engine

@@ -49,7 +49,7 @@ void StepInputs::prepare(const SchedulerOutput& so, int32_t padded_rows, const R
                             span_of<int32_t>(tables.num_computed),
                             span_of<int32_t>(tables.prefill_len),
                             span_of<int32_t>(tables.prompt),
-                            ctx_.cfg.max_prompt(),
+                            ctx_.cfg.max_prefill(),
                             span_of<int64_t>(tables.last_sampled),
                             span_of<int64_t>(tables.draft_tokens),
                             std::max(ctx_.k, 1),
@@ -90,8 +90,13 @@ void StepInputs::probe_rows(const SchedulerOutput& so, int32_t padded_rows, cons
              stride = check.stride()](const HostRows& h) {
               for (size_t r = 0; r < ids.size(); ++r) {
                 std::vector<int64_t> row_ids;
-                for (int32_t i = qs[r]; i < qs[r + 1]; ++i) row_ids.push_back(h.at<int32_t>(0, i));
+                std::vector<int64_t> slot_rows;
+                for (int32_t i = qs[r]; i < qs[r + 1]; ++i) {
+                  row_ids.push_back(h.at<int32_t>(0, i));
+                  core::KvSlotRow{h.at<int64_t>(1, i), h.at<int64_t>(3, i)}.append_to(slot_rows);
+                }
                 publish(rt, Probe{rank, step, ids[r]}, core::InputsBuiltProbe{decode[r] != 0, h.at<int64_t>(1, qs[r]), row_ids});
+                publish(rt, Probe{rank, step, ids[r]}, core::KvSlotsProbe{core::KvWriter::target, slot_rows});
               }
               if (padded_rows == used) return;
               std::vector<int64_t> pad;

@@ -649,11 +649,13 @@ constexpr V kProgramGpuVerdicts[] = {V::pass, V::fifo_misalignment, V::hang, V::
 // On GPUs the serving monitors run online and the trace checker over what the GPUs posted; a
 // deadlock is a hang there (the watchdog's), and nothing is simulated (no step limit).
 constexpr V kServingGpuVerdicts[] = {V::pass, V::fifo_misalignment, V::hang, V::stale_draft, V::padding_violation,
-                                     V::embedding_violation, V::output_divergence, V::hazard, V::stage_divergence};
+                                     V::embedding_violation, V::output_divergence, V::hazard, V::stage_divergence,
+                                     V::kv_violation,  V::leak};
 constexpr V kServingVerdicts[] = {V::pass,          V::fifo_misalignment,   V::deadlock,          V::hazard,
                                   V::stale_draft,   V::padding_violation,   V::embedding_violation,
                                   V::output_divergence, V::step_limit,     V::invalid_usage,
-                                  V::race,          V::stage_divergence};
+                                  V::race,          V::stage_divergence,    V::kv_violation,
+                                  V::leak};
 
 std::string names_of(std::span<const V> vs) {
   std::string s;

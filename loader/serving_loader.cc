@@ -166,10 +166,15 @@ void check_serving_config(TableReader& top, const engine::EngineConfig& c) {
     fail_serving_check(top, "workload", "prompt_max",
                        fmt::format("prompts of {} tokens (+{} for a verification block) leave no room below max_model_len {}",
                                    w.prompt_max, k + 1, m.max_model_len));
-  if (m.num_blocks > 0 && engine::blocks_needed(c) > m.num_blocks)
+  // Fewer blocks than the workload can fill make the scheduler preempt; fewer than one request
+  // at its longest would preempt that request for ever.
+  if (m.num_blocks > 0 && engine::blocks_minimum(c) > m.num_blocks)
     fail_serving_check(top, "model", "num_blocks",
-                       fmt::format("the workload needs up to {} KV blocks ({} sequences x {} blocks + the null block), the cache has {}",
-                                   engine::blocks_needed(c), c.serving.max_num_seqs, c.max_blocks_per_req(), m.num_blocks));
+                       fmt::format("{} KV blocks cannot hold one request at its longest: {} blocks of {} tokens for a {}-token prompt, "
+                                   "{} output tokens, the last verification block and the drafter's {} lookahead slots, + the null "
+                                   "block; valid: {} or more (from {} on no request is ever preempted), or 0 for enough",
+                                   m.num_blocks, c.max_blocks_per_req(), m.block_size, w.prompt_max, w.output_max, k,
+                                   engine::blocks_minimum(c), engine::blocks_needed(c)));
   if (!c.serving.chunked_prefill && w.prompt_max > c.serving.max_num_batched_tokens)
     fail_serving_check(top, "serving", "max_num_batched_tokens",
                        fmt::format("without chunked prefill a {}-token prompt never fits a {}-token budget", w.prompt_max,

@@ -60,8 +60,10 @@ std::string headline(const RunRecord& r) {
   s += fmt::format("verdict {} (expected {})  seed {}  {}  [", core::to_string(res.verdict), core::to_string(r.expected),
                    r.seed, r.strategy);
   if (r.serving)
-    s += fmt::format("{} requests, {} engine steps, acceptance {:.2f}, {:.1f} tokens/step, ", r.serving->requests,
-                     r.serving->engine_steps, r.serving->acceptance_rate, r.serving->tokens_per_step);
+    s += fmt::format("{} requests, {} engine steps, {}acceptance {:.2f}, {:.1f} tokens/step, ", r.serving->requests,
+                     r.serving->engine_steps,
+                     r.serving->preemptions > 0 ? fmt::format("{} preemptions, ", r.serving->preemptions) : std::string(),
+                     r.serving->acceptance_rate, r.serving->tokens_per_step);
   else
     s += fmt::format("{} steps, ", res.stats.sched_steps);
   return s + fmt::format("{} simulated, {:.1f} ms wall]\n", format_time(res.stats.sim_time), r.wall_ms);

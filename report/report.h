@@ -20,6 +20,7 @@ struct ServingFigures {
   double acceptance_rate = 0;  // accepted drafts / verified drafts
   double tokens_per_step = 0;  // output tokens / engine step
   verify::OnlineCoverage model_oracle{};  // what the model oracle checked, and what it stopped checking
+  int64_t preemptions = 0;
 };
 
 struct RunRecord {

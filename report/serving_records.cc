@@ -20,6 +20,10 @@ nlohmann::json requests_json(const std::vector<engine::RequestRecord>& requests)
                  {"output_time", r.output_time},
                  {"verified_drafts", r.verified_drafts},
                  {"verified_step", r.verified_step},
+                 {"verified_position", r.verified_position},
+                 {"prefill_tokens", r.prefill_tokens},
+                 {"preemptions", r.preemptions},
+                 {"first_preempted_at", r.first_preempted_at},
                  {"accepted_drafts", r.accepted_drafts},
                  {"proposed_drafts", r.proposed_drafts},
                  {"decode_steps", r.decode_steps},
@@ -50,6 +54,11 @@ std::vector<engine::RequestRecord> requests_from_json(const engine::EngineConfig
     r.output_time = x.at("output_time").get<std::vector<core::Time>>();
     r.verified_drafts = x.at("verified_drafts").get<std::vector<std::vector<int64_t>>>();
     r.verified_step = x.at("verified_step").get<std::vector<int64_t>>();
+    // Written since preemption exists; an older record verified its drafts at consecutive steps.
+    r.verified_position = x.value("verified_position", std::vector<int64_t>(r.verified_step.size(), -1));
+    r.prefill_tokens = x.value("prefill_tokens", static_cast<int32_t>(r.spec.prompt.size()));
+    r.preemptions = x.value("preemptions", 0);
+    r.first_preempted_at = x.value("first_preempted_at", int64_t{-1});
     r.accepted_drafts = x.at("accepted_drafts").get<int64_t>();
     r.proposed_drafts = x.at("proposed_drafts").get<int64_t>();
     r.decode_steps = x.at("decode_steps").get<int>();
@@ -60,7 +69,7 @@ std::vector<engine::RequestRecord> requests_from_json(const engine::EngineConfig
     r.aborted = x.at("aborted").get<bool>();
     // The oracles index these side by side: a record that is not one is unreadable, not a crash.
     if (r.output_step.size() != r.output.size() || r.output_time.size() != r.output.size() ||
-        r.verified_step.size() != r.verified_drafts.size())
+        r.verified_step.size() != r.verified_drafts.size() || r.verified_position.size() != r.verified_drafts.size())
       throw std::runtime_error(fmt::format("request {}: its per-token and per-step lists differ in length", id));
     out.push_back(std::move(r));
   }
@@ -69,12 +78,13 @@ std::vector<engine::RequestRecord> requests_from_json(const engine::EngineConfig
 
 ServingFigures figures_of(const serving::ServingRun& run) {
   return ServingFigures{run.stats.steps,          static_cast<int64_t>(run.requests.size()), run.stats.output_tokens,
-                        run.stats.acceptance_rate(), run.stats.tokens_per_step(),               run.coverage};
+                        run.stats.acceptance_rate(), run.stats.tokens_per_step(),               run.coverage,
+                        run.stats.preemptions};
 }
 
 nlohmann::json serving_stats_json(const engine::ServingStats& s) {
   return {{"steps", s.steps}, {"output_tokens", s.output_tokens}, {"drafts_verified", s.drafts_verified},
-          {"drafts_accepted", s.drafts_accepted}};
+          {"drafts_accepted", s.drafts_accepted}, {"preemptions", s.preemptions}};
 }
 
 engine::ServingStats serving_stats_from_json(const nlohmann::json& j) {
@@ -83,6 +93,7 @@ engine::ServingStats serving_stats_from_json(const nlohmann::json& j) {
   s.output_tokens = j.at("output_tokens").get<int64_t>();
   s.drafts_verified = j.at("drafts_verified").get<int64_t>();
   s.drafts_accepted = j.at("drafts_accepted").get<int64_t>();
+  s.preemptions = j.value("preemptions", int64_t{0});  // written since preemption exists
   return s;
 }
 

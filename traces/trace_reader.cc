@@ -336,6 +336,13 @@ void read_subject(const Fields& f, core::Event& e) {
     case core::EventKind::batch_scheduled:
       e.subject.step_kind = subject_or_fail(f, e.text, core::parse_step_kind(e.text), "warmup, or no text");
       return;
+    case core::EventKind::blocks_freed:
+    case core::EventKind::request_released:
+      e.subject.release = subject_or_fail(f, e.text, core::parse_release(e.text), core::release_names());
+      return;
+    case core::EventKind::kv_slots:
+      e.subject.kv_writer = subject_or_fail(f, e.text, core::parse_kv_writer(e.text), core::kv_writer_names());
+      return;
     default: return;
   }
 }

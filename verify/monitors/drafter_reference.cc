@@ -34,15 +34,20 @@ void DrafterReference::on_event(const core::Event& e) {
   if (!facts_.checkpoint || e.req < 0 || facts_.k == 0) return;
   switch (e.kind) {
     case core::EventKind::request_scheduled: {
-      // The first schedule of a request carries its prompt.
+      // The first schedule of a request carries its prompt; a resumed one's, its prompt and its
+      // output so far (a step of it still in flight when it was preempted samples for nothing).
       const auto p = core::RequestScheduledProbe::decode(e);
-      if (p.num_computed == 0 && !p.prompt.empty() && !requests_.count(e.req))
-        requests_[e.req].context.assign(p.prompt.begin(), p.prompt.end());
+      if (p.num_computed == 0 && !p.prompt.empty()) {
+        Request& r = requests_[e.req];
+        r.context.assign(p.prompt.begin(), p.prompt.end());
+        r.started_step = e.step;
+      }
       return;
     }
     case core::EventKind::tokens_sampled: {
       const auto it = requests_.find(e.req);
-      if (it == requests_.end() || it->second.last_sampled_step == e.step) return;  // every last-stage TP rank samples alike
+      // Every last-stage TP rank samples alike; a step from before a resumption samples for nothing.
+      if (it == requests_.end() || it->second.last_sampled_step == e.step || e.step < it->second.started_step) return;
       const auto sampled = core::TokensSampledProbe::decode(e).tokens;
       it->second.context.insert(it->second.context.end(), sampled.begin(), sampled.end());
       it->second.last_sampled_step = e.step;

@@ -28,6 +28,7 @@ class DrafterReference final : public Monitor {
   struct Request {
     std::vector<int64_t> context;  // prompt, then every sampled token
     int64_t last_sampled_step = -1;
+    int64_t started_step = -1;  // its admission, or its resumption after a preemption
   };
   void check(const core::Event& e, const core::DraftsProbe& p);
   std::map<int64_t, Request> requests_;  // by id; a finished request's entry stays (ids are not reused)

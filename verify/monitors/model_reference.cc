@@ -29,7 +29,11 @@ void ModelReference::on_scheduled(const core::Event& e, const core::RequestSched
       return r.embedded_step >= 0 && r.embedded_step < e.step - kStepsIdle;
     });
   }
-  if (e.req == -1 || requests_.count(e.req)) return;
+  if (e.req == -1) return;
+  if (const auto known = requests_.find(e.req); known != requests_.end()) {
+    if (!p.prompt.empty()) known->second.prompt_len = p.prefill_len;  // resumed: its prefill covers its output so far
+    return;
+  }
   if (requests_.size() >= kRequestsKept) forget_oldest();
   ++requests_followed_;
   Request& r = requests_[e.req];

@@ -30,6 +30,7 @@ struct ServingFacts {
   int tp = 1;
   int k = 0;
   int topk = 2;                     // experts each drafter row selects
+  int block_size = 16;              // KV slots per block
   int64_t draft_table_hash = -1;    // core::fnv1a_words of the checkpoint's drafter embedding
   int64_t draft_table_entries = 0;
   int vocab = 0;

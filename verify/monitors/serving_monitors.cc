@@ -6,6 +6,8 @@
 #include "verify/monitors/draft_freshness.h"
 #include "verify/monitors/embedding_checker.h"
 #include "verify/monitors/gate_agreement.h"
+#include "verify/monitors/kv_ownership.h"
+#include "verify/monitors/leak_checker.h"
 #include "verify/monitors/padding_checker.h"
 #include "verify/monitors/stage_agreement.h"
 #include "verify/monitors/drafter_reference.h"
@@ -20,6 +22,7 @@ ServingFacts serving_facts(const engine::EngineConfig& cfg, const engine::Checkp
   f.tp = cfg.topology.tp;
   f.k = cfg.spec.k;
   f.topk = cfg.model.topk;
+  f.block_size = cfg.model.block_size;
   f.draft_table_hash = static_cast<int64_t>(core::fnv1a_words(ckpt.draft_embed.data(), ckpt.draft_embed.size()));
   f.draft_table_entries = static_cast<int64_t>(ckpt.draft_embed.size());
   f.vocab = cfg.model.vocab;
@@ -44,7 +47,9 @@ ServingMonitors::ServingMonitors(const ServingFacts& facts, Monitor::Sink sink) 
   monitors_.push_back(std::move(model));
   monitors_.push_back(std::make_unique<PaddingChecker>(facts, sink));
   monitors_.push_back(std::make_unique<EmbeddingChecker>(facts, sink));
-  PPSPEC_ASSERT(model_reference_ != nullptr && monitors_.size() == 8);
+  monitors_.push_back(std::make_unique<KvOwnership>(facts, sink));
+  monitors_.push_back(std::make_unique<LeakChecker>(facts, sink));
+  PPSPEC_ASSERT(model_reference_ != nullptr && monitors_.size() == 10);
 }
 
 ServingMonitors::~ServingMonitors() = default;

@@ -56,7 +56,9 @@ void StageAgreement::on_event(const core::Event& e) {
 
 void StageAgreement::on_scheduled(const core::Event& e, const core::RequestScheduledProbe& p) {
   scheduled_[{e.step, e.req}] = Scheduled{static_cast<int32_t>(p.num_computed), static_cast<int32_t>(p.num_scheduled)};
-  if (!p.prompt.empty() && !prompts_.count(e.req)) {  // a new request: its prompt
+  if (!p.prompt.empty() && prompts_.count(e.req)) {  // resumed after a preemption: prompt and output so far
+    prompts_[e.req].assign(p.prompt.begin(), p.prompt.end());
+  } else if (!p.prompt.empty()) {  // a new request: its prompt
     prompts_[e.req].assign(p.prompt.begin(), p.prompt.end());
     prompt_order_.push_back(e.req);
     if (prompt_order_.size() > kPromptsKept) {

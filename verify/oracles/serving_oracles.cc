@@ -1,5 +1,6 @@
 #include "verify/oracles/serving_oracles.h"
 
+#include <algorithm>
 #include <fmt/format.h>
 
 #include "core/assert.h"
@@ -22,6 +23,25 @@ void locate(core::Finding& f, const engine::RequestRecord& r, size_t i) {
   const size_t at = std::min(i, r.output_step.size() - 1);
   f.engine_step = r.output_step[at];
   f.time = r.output_time[at];
+}
+
+// The output tokens two runs of one request are expected to agree on: all of them, but for a
+// request sampled with temperature only those before its first preemption in either run.
+size_t comparable_tokens(const engine::RequestRecord& a, const engine::RequestRecord& b) {
+  if (a.spec.spread == 0) return SIZE_MAX;
+  size_t n = SIZE_MAX;
+  for (const engine::RequestRecord* r : {&a, &b})
+    if (r->first_preempted_at >= 0) n = std::min(n, static_cast<size_t>(r->first_preempted_at));
+  return n;
+}
+
+// The drafts a request verified with its first draft at `position`; null when it verified none
+// there. A record from before positions were kept (position -1) is matched by decode step `d`.
+const std::vector<int64_t>* drafts_at(const engine::RequestRecord& r, size_t d, int64_t position) {
+  if (position < 0) return d < r.verified_drafts.size() ? &r.verified_drafts[d] : nullptr;
+  for (size_t i = 0; i < r.verified_position.size(); ++i)
+    if (r.verified_position[i] == position) return &r.verified_drafts[i];
+  return nullptr;
 }
 
 // Several requests may diverge: report the one that diverged first.
@@ -84,9 +104,18 @@ std::optional<core::Finding> golden_oracle(const engine::EngineConfig& cfg, cons
     f.verdict = core::Verdict::output_divergence;
     f.kind = "golden";
     locate(f, r, i);
+    const bool past_stop = i == n && r.output.size() > golden.size() && golden.back() == cfg.model.stop_token;
     if (i < n) {
       f.summary = fmt::format("request {} output token #{} is {}, the golden continuation has {}", r.spec.id, i,
                               r.output[i], golden[i]);
+    } else if (past_stop) {
+      // The tokens agree up to the stop: the engine core kept sampling, or kept tokens sampled
+      // after the stop in the same accepted run.
+      locate(f, r, golden.size());
+      f.summary = fmt::format("request {} returned {} tokens after its stop token {} (output token #{}): the golden "
+                              "continuation ends there",
+                              r.spec.id, r.output.size() - golden.size(), cfg.model.stop_token, golden.size() - 1);
+      i = golden.size();
     } else {
       f.summary = fmt::format("request {} ended with {} tokens, the golden continuation has {}", r.spec.id,
                               r.output.size(), golden.size());
@@ -117,13 +146,17 @@ std::optional<core::Finding> invariance_oracle(const engine::EngineConfig& cfg, 
     core::Finding f;
     f.verdict = core::Verdict::output_divergence;
     f.kind = what.kind;
-    const size_t n = std::min(r.output.size(), ref->output.size());
+    // A request sampled with temperature draws its tokens by rejection sampling where a draft was
+    // verified and plainly where a prefill ended: once it was preempted in either run (where is
+    // the schedule's to decide), the rest of its tokens are other draws of the same distribution.
+    const size_t drawn = comparable_tokens(r, *ref);
+    const size_t n = std::min({r.output.size(), ref->output.size(), drawn});
     size_t i = 0;
     while (i < n && r.output[i] == ref->output[i]) ++i;
     // Where an abort reaches the engine core depends on the schedule (in flight or not, which a
     // topology decides): an aborted request is compared over the tokens both runs have.
-    const bool aborted = r.aborted || ref->aborted;
-    if (i < n || (r.output.size() != ref->output.size() && !aborted)) {
+    const bool cut = r.aborted || ref->aborted || n == drawn;
+    if (i < n || (r.output.size() != ref->output.size() && !cut)) {
       locate(f, r, i);
       f.summary = fmt::format("request {} differs from the same scenario with {} at output token #{}", r.spec.id,
                               what.reference, i);
@@ -134,11 +167,14 @@ std::optional<core::Finding> invariance_oracle(const engine::EngineConfig& cfg, 
       keep_earliest(earliest, std::move(f));
       continue;
     }
-    const size_t steps = std::min(r.verified_drafts.size(), ref->verified_drafts.size());
-    for (size_t d = 0; d < steps; ++d) {
+    // Drafts are compared where both runs verified them from the same position: a preemption
+    // puts a prefill between two decode steps in one run only.
+    for (size_t d = 0; d < r.verified_drafts.size(); ++d) {
       const auto& a = r.verified_drafts[d];
-      const auto& b = ref->verified_drafts[d];
-      if (a.size() != b.size() || a == b) continue;
+      const int64_t position = d < r.verified_position.size() ? r.verified_position[d] : -1;
+      const std::vector<int64_t>* match = drafts_at(*ref, d, position);
+      if (match == nullptr || a.size() != match->size() || a == *match) continue;
+      const auto& b = *match;
       if (d < r.verified_step.size()) {
         f.engine_step = r.verified_step[d];
         for (size_t t = 0; t < r.output_step.size(); ++t)

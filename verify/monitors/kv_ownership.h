@@ -1,0 +1,31 @@
+// KV ownership: every KV store a kernel makes for a request goes through a slot of a block that
+// request holds, at the column of its block table that the position says (position / block_size)
+// and the offset inside it (position % block_size). The evidence is the slot mapping each
+// kernel stores through, read back (kv_slots probes: the target's layers, the drafter's context
+// and query rows); who holds what is the engine core's ledger (verify/monitors/block_ownership.h).
+//
+// A store after the engine core gave the block away is judged by when the step returned: a rank
+// that is still finishing a step whose output already returned stores before any later step of
+// that rank does, so it is judged by who held the block at the return; a store while the step is
+// still in flight, into a block already given away, is the write-after-free of vLLM #49620.
+#pragma once
+
+#include "core/probes.h"
+#include "verify/monitors/block_ownership.h"
+#include "verify/monitors/monitor.h"
+
+namespace ppspec::verify {
+
+class KvOwnership final : public Monitor {
+ public:
+  using Monitor::Monitor;
+  void on_event(const core::Event& e) override;
+
+ private:
+  void check_row(const core::Event& e, core::KvWriter writer, const core::KvSlotRow& row);
+  std::string whose(const BlockHolder& h) const;
+
+  BlockOwnership blocks_;
+};
+
+}  // namespace ppspec::verify
