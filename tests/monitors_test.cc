@@ -6,7 +6,7 @@
 #include <deque>
 
 #include "engine/checkpoint.h"
-#include "tests/probe_events.h"
+#include "tests/monitor_fixture.h"
 #include "verify/monitors/draft_freshness.h"
 #include "verify/monitors/drafter_reference.h"
 #include "verify/monitors/embedding_checker.h"
@@ -22,36 +22,6 @@ namespace {
 
 using core::EventKind;
 using core::Verdict;
-
-// Feeds hand-made events to one monitor and keeps what it reports.
-template <typename M>
-struct Fixture {
-  verify::ServingFacts facts;
-  std::vector<core::Finding> found;
-  ProbeEvents events;  // the events' integer lists live as long as the fixture
-  std::unique_ptr<M> monitor;
-
-  Fixture() {
-    facts.pp = 2;
-    facts.tp = 2;
-    facts.k = 3;
-    facts.topk = 2;
-    facts.draft_table_hash = 1234;
-    facts.draft_table_entries = 512;
-    engine::Topology topology;
-    topology.pp = facts.pp;
-    topology.tp = facts.tp;
-    for (const engine::CommunicatorSpec& c : engine::communicators(topology)) facts.comm_roles.emplace(c.name, c.role);
-    monitor = std::make_unique<M>(facts, [this](core::Finding f) { found.push_back(std::move(f)); });
-  }
-  void send(EventKind kind, core::RankId rank, int64_t step, int64_t req, std::vector<int64_t> ints, int64_t value = -1,
-            core::ProbeSubject subject = {}, std::string_view comm = {}) {
-    monitor->on_event(events.make(kind, rank, step, req, std::move(ints), value, subject, comm));
-  }
-  void phase(core::RankId rank, core::WarmupPhase phase) {
-    send(EventKind::warmup_phase, rank, -1, -1, {}, -1, {.phase = phase});
-  }
-};
 
 TEST(DraftFreshness, FreshDraftsPassAndStaleOnesNameRequestStageStepAndBothLists) {
   Fixture<verify::DraftFreshness> fx;

@@ -2,6 +2,8 @@
 // by max tokens, stop token and abort, reuse of req-state indices and KV blocks.
 #include <gtest/gtest.h>
 
+#include <deque>
+
 #include "engine/scheduler.h"
 
 namespace ppspec::engine {
@@ -193,6 +195,170 @@ TEST(Scheduler, ArrivalsAreAdmittedAtTheirTime) {
   s.update(*so, output_for(*so, 7));
   so = s.schedule(1);
   EXPECT_EQ(so->requests.size(), 2u);
+}
+
+// The ledger entries of one kind for one request, in order.
+std::vector<LedgerEntry> entries(const std::vector<LedgerEntry>& ledger, LedgerEntry::What what, int64_t req) {
+  std::vector<LedgerEntry> out;
+  for (const LedgerEntry& e : ledger)
+    if (e.what == what && e.req == req) out.push_back(e);
+  return out;
+}
+
+TEST(Scheduler, AStepReservesTheDraftersLookaheadSlots) {
+  EngineConfig c = config(1, 3);  // blocks of 4
+  for (bool fault : {false, true}) {
+    c.faults.no_draft_lookahead_slots = fault;
+    Scheduler s(c, {request(0, 4, 8)});
+    s.admit_until(0);
+    auto so = s.schedule(0);
+    // 4 prompt tokens + 3 lookahead slots: two blocks; without the lookahead, one.
+    EXPECT_EQ(so->requests[0].new_blocks.size(), fault ? 1u : 2u);
+  }
+}
+
+// Two requests of 8-token prompts, K = 0, blocks of 4 and 5 usable blocks: both prefill (two
+// blocks each); at position 8 each needs a third. The first takes the last free one; the second
+// finds none, and as the most recently admitted running request it is the one preempted. It
+// resumes once blocks are free, as a prefill of its prompt and its output.
+TEST(Scheduler, ARunningRequestShortOfBlocksPreemptsTheMostRecentlyAdmittedOne) {
+  EngineConfig c = config(1, 0);
+  c.model.num_blocks = 6;
+  c.workload.prompt_max = 8;
+  c.workload.output_max = 6;
+  Scheduler s(c, {request(0, 8, 6), request(1, 8, 6)});
+  s.admit_until(0);
+  auto so = s.schedule(0);
+  ASSERT_EQ(so->requests.size(), 2u);
+  s.update(*so, output_for(*so, 7));  // position 8 is next for both
+  s.take_ledger();
+  so = s.schedule(1);
+  ASSERT_EQ(so->requests.size(), 1u) << "request 1 was preempted: request 0 took the last block";
+  EXPECT_EQ(so->requests[0].id, 0);
+  EXPECT_TRUE(so->new_requests.empty()) << "nothing is admitted in a step that preempted";
+  const RequestRecord& victim = s.records()[1];
+  EXPECT_EQ(victim.preemptions, 1);
+  EXPECT_EQ(victim.first_preempted_at, 1);
+  EXPECT_EQ(victim.num_computed, 0);
+  EXPECT_EQ(victim.prefill_len(), 9) << "its prompt and its one output token";
+  EXPECT_EQ(so->finished, (std::vector<int32_t>{1})) << "its state index goes back to the workers";
+  const auto ledger = s.take_ledger();
+  ASSERT_EQ(entries(ledger, LedgerEntry::What::released, 1).size(), 1u);
+  EXPECT_EQ(entries(ledger, LedgerEntry::What::released, 1)[0].reason, core::Release::preempted);
+  EXPECT_EQ(entries(ledger, LedgerEntry::What::freed, 1).at(0).blocks.size(), 2u) << "not in flight: freed at once";
+  // Request 0 runs to its end; then request 1 resumes with its prompt and output as a new request.
+  while (!s.records()[0].finished) {
+    s.update(*so, output_for(*so, 7));
+    so = s.schedule(so->step + 1);
+  }
+  ASSERT_EQ(so->new_requests.size(), 1u);
+  EXPECT_EQ(so->new_requests[0].id, 1);
+  EXPECT_EQ(so->new_requests[0].prompt, (std::vector<int32_t>{3, 3, 3, 3, 3, 3, 3, 3, 7}));
+  EXPECT_EQ(so->requests[0].num_tokens, 9);
+  EXPECT_EQ(so->requests[0].out_index, 1) << "its next sample is its output token #1";
+}
+
+// At pp = 2 a victim may have a step in flight: its blocks stay fenced until that step returns,
+// and the step's late output is dropped. Blocks of 4, K = 0, 4 usable blocks: request 0 and
+// request 1 prefill 8 tokens each (two blocks each, none left); at step 2 request 0 needs a third
+// block while request 1's step 1 is in flight.
+TEST(Scheduler, APreemptedRequestsBlocksStayFencedUntilItsStepInFlightReturns) {
+  EngineConfig c = config(2, 0);
+  c.model.num_blocks = 5;
+  c.workload.prompt_max = 8;
+  c.workload.output_max = 2;
+  for (bool fault : {false, true}) {
+    c.faults.late_output_after_preempt = fault;
+    Scheduler s(c, {request(0, 8, 2), request(1, 8, 2, 1)});
+    s.admit_until(0);
+    auto s0 = s.schedule(0);
+    s.admit_until(1);
+    auto s1 = s.schedule(1);
+    ASSERT_EQ(s1->new_requests.size(), 1u);
+    s.update(*s0, output_for(*s0, 7));
+    s.take_ledger();
+    auto s2 = s.schedule(2);
+    const auto at_preemption = s.take_ledger();
+    ASSERT_EQ(entries(at_preemption, LedgerEntry::What::released, 1).size(), 1u);
+    EXPECT_EQ(entries(at_preemption, LedgerEntry::What::released, 1)[0].blocks.size(), fault ? 0u : 2u) << "fenced";
+    EXPECT_EQ(entries(at_preemption, LedgerEntry::What::freed, 1).size(), fault ? 1u : 0u);
+    // Fenced, request 0 waits for the blocks rather than preempting itself; unfenced, it takes them.
+    EXPECT_EQ(s2->requests.size(), fault ? 1u : 0u);
+    s.update(*s1, output_for(*s1, 7));  // request 1's late output
+    const auto at_return = s.take_ledger();
+    EXPECT_EQ(entries(at_return, LedgerEntry::What::freed, 1).size(), fault ? 0u : 1u) << "the fence opens with the step";
+    const RequestRecord& r1 = s.records()[1];
+    // The late output is dropped; the fault adopts it into the reset request (vLLM #49620).
+    EXPECT_EQ(r1.output.size(), fault ? 1u : 0u);
+    EXPECT_EQ(r1.num_computed, fault ? 8 : 0);
+  }
+}
+
+// Drives a scheduler as the engine core does at pp = 2 (two batches in flight, each row samples
+// token 7 and rejects nothing) and returns whether any step kept a row of a request preempted
+// while that step was built.
+bool a_preempted_row_stays(EngineConfig c, uint64_t seed) {
+  c.workload.seed = seed;
+  Scheduler s(c, make_workload(c));
+  s.admit_until(0);
+  std::deque<std::shared_ptr<SchedulerOutput>> flight;
+  for (int64_t step = 0; step < 4000 && !s.done(); ++step) {
+    auto so = s.schedule(step);
+    for (const LedgerEntry& e : s.take_ledger())
+      if (e.what == LedgerEntry::What::released && e.reason == core::Release::preempted && so)
+        for (const ScheduledRequest& r : so->requests)
+          if (r.id == e.req) return true;
+    if (so) flight.push_back(so);
+    if (flight.size() == 2 || (!so && !flight.empty())) {
+      s.update(*flight.front(), output_for(*flight.front(), 7));
+      flight.pop_front();
+    }
+  }
+  EXPECT_TRUE(s.done()) << "seed " << seed;
+  return false;
+}
+
+// Decode rows are scheduled before prefill chunks, so the most recently admitted request may
+// already be in the step when an earlier request's chunk runs out of blocks: the victim's row must
+// leave the step (vLLM #28558); under the fault it stays.
+TEST(Scheduler, AVictimAlreadyInTheStepLeavesIt) {
+  EngineConfig c = config(2, 0);
+  c.model.num_blocks = 10;
+  c.model.block_size = 16;
+  c.serving.max_num_batched_tokens = 16;
+  c.workload.num_requests = 24;
+  c.workload.prompt_min = 2;
+  c.workload.prompt_max = 64;
+  c.workload.output_min = 16;
+  c.workload.output_max = 40;
+  c.faults.preempt_keeps_spec_tokens = true;
+  uint64_t seed = 1;
+  while (seed < 200 && !a_preempted_row_stays(c, seed)) ++seed;
+  ASSERT_LT(seed, 200u) << "no workload preempted a request already in its step";
+  c.faults.preempt_keeps_spec_tokens = false;
+  EXPECT_FALSE(a_preempted_row_stays(c, seed)) << "seed " << seed;
+}
+
+TEST(Scheduler, AnAbortIsFoundInEveryBatchInFlightUnlessTheScanLooksAtTheCurrentOneOnly) {
+  EngineConfig c = config(4, 0);
+  c.workload.abort_in_flight = true;
+  c.workload.abort_after = 1;
+  for (bool fault : {false, true}) {
+    c.faults.abort_scan_current_batch = fault;
+    std::vector<RequestSpec> w = {request(0, 4, 8)};
+    w[0].abort = true;
+    Scheduler s(c, w);
+    s.admit_until(0);
+    auto s0 = s.schedule(0);
+    s.update(*s0, output_for(*s0, 7));  // one output token: the abort is due once it is in flight again
+    std::vector<std::shared_ptr<SchedulerOutput>> flight;
+    for (int64_t step = 1; step <= 4; ++step) flight.push_back(s.schedule(step));  // steps 1..3 idle, 4 decodes it
+    ASSERT_EQ(flight.back()->requests.size(), 1u);
+    for (int64_t step = 5; step <= 7; ++step) s.schedule(step);  // at 7 its step 4 is the oldest in flight
+    const auto ledger = s.take_ledger();
+    ASSERT_EQ(entries(ledger, LedgerEntry::What::abort_arrived, 0).size(), 1u);
+    EXPECT_EQ(s.records()[0].finished, !fault) << "the fault looks at steps 6 and 3 only; the request's batch is step 4";
+  }
 }
 
 }  // namespace

@@ -88,7 +88,9 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"capture_unsorted", with("[6, 12, 24]", "[6, 24, 12]"), 17, "must be sorted and unique (12 after 24)"},
         Bad{"capture_not_multiple_of_k_plus_1", with("[6, 12, 24]", "[6, 8, 24]"), 17, "capture size 8 is not a multiple of K+1 = 6"},
         Bad{"capture_not_integer", with("[6, 12, 24]", "[6, \"x\"]"), 17, "expected positive integers"},
-        Bad{"kv_cache_too_small", with("lanes = 8", "lanes = 8\nnum_blocks = 4"), 11, "KV blocks"},
+        Bad{"kv_cache_too_small", with("lanes = 8", "lanes = 8\nnum_blocks = 4"), 11,
+            "4 KV blocks cannot hold one request at its longest: 5 blocks of 16 tokens for a 16-token prompt, 32 output tokens, "
+            "the last verification block and the drafter's 5 lookahead slots, + the null block; valid: 6 or more"},
         Bad{"prompt_leaves_no_room", with("lanes = 8", "lanes = 8\nmax_model_len = 22"), 26,
             "prompts of 16 tokens (+6 for a verification block) leave no room below max_model_len 22"},
         Bad{"prompt_never_fits_budget", with("max_num_batched_tokens = 64", "max_num_batched_tokens = 12"), 19,

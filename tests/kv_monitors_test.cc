@@ -1,0 +1,193 @@
+// The KV ownership and leak monitors, each both ways, over hand-made ledgers: the engine core's
+// blocks_allocated / blocks_freed / request_released / step_returned probes and the ranks'
+// kv_slots. Blocks are 16 slots (ServingFacts' default): block b holds slots [16b, 16b + 16).
+#include <gtest/gtest.h>
+
+#include "core/probes.h"
+#include "tests/monitor_fixture.h"
+#include "verify/monitors/kv_ownership.h"
+#include "verify/monitors/leak_checker.h"
+
+namespace ppspec::testing {
+namespace {
+
+using core::EventKind;
+using core::KvWriter;
+using core::Release;
+using core::Verdict;
+
+template <typename M>
+struct Ledger : Fixture<M> {
+  void allocate(int64_t req, int64_t step, int64_t first_index, std::vector<int64_t> blocks) {
+    this->send(EventKind::blocks_allocated, -1, step, req, std::move(blocks), first_index);
+  }
+  void release(int64_t req, int64_t step, Release why, std::vector<int64_t> fenced = {}) {
+    this->send(EventKind::request_released, -1, step, req, std::move(fenced), 0, {.release = why});
+  }
+  void free(int64_t req, int64_t step, Release why, std::vector<int64_t> blocks) {
+    this->send(EventKind::blocks_freed, -1, step, req, std::move(blocks), -1, {.release = why});
+  }
+  void returned(int64_t step) { this->send(EventKind::step_returned, -1, step, -1, {}); }
+  // One row (position, slot) stored by `rank` for `req` at `step`.
+  void store(core::RankId rank, int64_t step, int64_t req, int64_t position, int64_t slot, KvWriter w = KvWriter::target) {
+    this->send(EventKind::kv_slots, rank, step, req, {position, slot}, -1, {.kv_writer = w});
+  }
+};
+
+TEST(KvOwnership, StoresThroughTheRequestsOwnBlocksAtTheirColumnPass) {
+  Ledger<verify::KvOwnership> fx;
+  fx.allocate(7, 1, 0, {3, 4});
+  fx.store(0, 1, 7, 0, 48);       // position 0: block 3, offset 0
+  fx.store(2, 1, 7, 17, 65);      // position 17: block 4, offset 1
+  fx.store(2, 1, 7, 17, 65, KvWriter::draft_query);
+  EXPECT_TRUE(fx.found.empty());
+}
+
+TEST(KvOwnership, AStoreIntoABlockNeverGivenToTheRequestIsReportedWithRankBlockAndStep) {
+  Ledger<verify::KvOwnership> fx;
+  fx.allocate(7, 1, 0, {3});
+  fx.allocate(8, 1, 0, {5});
+  fx.store(2, 1, 7, 1, 81);  // block 5: request 8's
+  ASSERT_EQ(fx.found.size(), 1u);
+  const core::Finding& f = fx.found[0];
+  EXPECT_EQ(f.verdict, Verdict::kv_violation);
+  EXPECT_EQ(f.kind, "kv-ownership");
+  EXPECT_EQ(f.engine_step, 1);
+  EXPECT_NE(f.summary.find("rank2 (stage 1) at step 1: the target's KV write for request 7 at position 1 stores into slot 81 of "
+                           "block 5, which the request does not hold: request 8 holds it since step 1"),
+            std::string::npos)
+      << f.summary;
+  EXPECT_EQ(f.sites.at(0).rank, 2);
+}
+
+TEST(KvOwnership, AStoreAtTheWrongColumnOfItsOwnTableIsReported) {
+  Ledger<verify::KvOwnership> fx;
+  fx.allocate(7, 1, 0, {3, 4});
+  fx.store(0, 1, 7, 2, 66);  // position 2 belongs in block 3, not 4
+  ASSERT_EQ(fx.found.size(), 1u);
+  EXPECT_NE(fx.found[0].summary.find("its block table puts position 2 in block 3 at offset 2"), std::string::npos) << fx.found[0].summary;
+}
+
+// A request preempted while step 1 of it is in flight: fenced, its blocks stay its own until the
+// step returns; a rank still finishing step 1 after that is judged by who held them at the return.
+TEST(KvOwnership, FencedBlocksStayTheRequestsUntilItsStepReturns) {
+  Ledger<verify::KvOwnership> fx;
+  fx.allocate(7, 1, 0, {3});
+  fx.release(7, 2, Release::preempted, {3});
+  fx.store(2, 1, 7, 0, 48);
+  fx.returned(1);
+  fx.free(7, 1, Release::preempted, {3});
+  fx.allocate(8, 3, 0, {3});
+  fx.store(3, 1, 7, 0, 48);  // the other TP rank of the last stage, late
+  EXPECT_TRUE(fx.found.empty());
+}
+
+TEST(KvOwnership, BlocksGivenAwayWhileTheStepIsInFlightAreAWriteAfterFree) {
+  Ledger<verify::KvOwnership> fx;
+  fx.allocate(7, 1, 0, {3});
+  fx.release(7, 2, Release::preempted);  // no fence
+  fx.free(7, 2, Release::preempted, {3});
+  fx.allocate(8, 2, 0, {3});
+  fx.store(2, 1, 7, 0, 48);  // step 1 has not returned
+  ASSERT_EQ(fx.found.size(), 1u);
+  EXPECT_EQ(fx.found[0].kind, "kv-ownership");
+  EXPECT_NE(fx.found[0].summary.find("request 8 holds it since step 2"), std::string::npos) << fx.found[0].summary;
+}
+
+TEST(KvOwnership, ARowWithNoSlotIsOutOfTheTable) {
+  Ledger<verify::KvOwnership> fx;
+  fx.allocate(7, 1, 0, {3});
+  fx.store(2, 1, 7, 16, -1, KvWriter::draft_query);  // column 1: past its one block
+  ASSERT_EQ(fx.found.size(), 1u);
+  EXPECT_EQ(fx.found[0].kind, "kv-out-of-table");
+  EXPECT_NE(fx.found[0].summary.find("block-table column 1 is past the request's 1 blocks"), std::string::npos) << fx.found[0].summary;
+}
+
+TEST(KvOwnership, ALedgerThatGivesAHeldBlockIsInconsistent) {
+  Ledger<verify::KvOwnership> fx;
+  fx.allocate(7, 1, 0, {3});
+  EXPECT_TRUE(fx.found.empty());
+  fx.allocate(8, 2, 0, {3});
+  ASSERT_EQ(fx.found.size(), 1u);
+  EXPECT_NE(fx.found[0].summary.find("gave block 3 to request 8 at step 2 while request 7 still held it"), std::string::npos)
+      << fx.found[0].summary;
+}
+
+TEST(LeakChecker, AnAbortedRequestScheduledAgainIsALeak) {
+  for (bool released : {true, false}) {
+    Ledger<verify::LeakChecker> fx;
+    fx.allocate(7, 1, 0, {3, 4});
+    fx.send(EventKind::abort_arrived, -1, 4, 7, {});
+    if (released) fx.release(7, 4, Release::aborted, {3, 4});
+    fx.send(EventKind::batch_scheduled, -1, 5, -1, released ? std::vector<int64_t>{8} : std::vector<int64_t>{8, 7}, 7);
+    if (released) {
+      EXPECT_TRUE(fx.found.empty());
+      continue;
+    }
+    ASSERT_EQ(fx.found.size(), 1u);
+    EXPECT_EQ(fx.found[0].verdict, Verdict::leak);
+    EXPECT_EQ(fx.found[0].kind, "abort-ignored");
+    EXPECT_NE(fx.found[0].summary.find("request 7 was aborted at step 4, yet the engine core scheduled it again at step 5, holding 2 KV "
+                                       "blocks"),
+              std::string::npos)
+        << fx.found[0].summary;
+  }
+}
+
+TEST(LeakChecker, ServingEndsWithEveryBlockFreeAndEveryRequestReleased) {
+  for (bool leak : {false, true}) {
+    Ledger<verify::LeakChecker> fx;
+    fx.allocate(7, 1, 0, {3});
+    fx.allocate(8, 1, 0, {5, 6});
+    fx.release(7, 3, Release::finished);
+    fx.free(7, 3, Release::finished, {3});
+    if (!leak) {
+      fx.release(8, 4, Release::finished);
+      fx.free(8, 4, Release::finished, {5, 6});
+    }
+    fx.send(EventKind::serving_ended, -1, 9, -1, {});
+    if (!leak) {
+      EXPECT_TRUE(fx.found.empty());
+      continue;
+    }
+    ASSERT_EQ(fx.found.size(), 2u);
+    EXPECT_EQ(fx.found[0].kind, "blocks-leaked");
+    EXPECT_NE(fx.found[0].summary.find("serving ended with 2 KV blocks still held; the first, block 5, by request 8"), std::string::npos)
+        << fx.found[0].summary;
+    EXPECT_EQ(fx.found[1].kind, "request-leaked");
+  }
+}
+
+TEST(Probes, LedgerProbesRoundTripThroughTheirLayout) {
+  const std::vector<int64_t> blocks{3, 9}, rows{16, 48, 17, 49};
+  core::ProbeData a, f, r, s;
+  auto event = [](const core::ProbeData& d, EventKind kind) {
+    core::Event e;
+    e.kind = kind;
+    e.value = d.value;
+    e.subject = d.subject;
+    e.ints = d.ints;
+    EXPECT_TRUE(core::probe_layout_ok(e)) << core::probe_layout_error(e);
+    return e;
+  };
+  core::BlocksAllocatedProbe{2, blocks}.encode(a);
+  const auto alloc = core::BlocksAllocatedProbe::decode(event(a, EventKind::blocks_allocated));
+  EXPECT_EQ(alloc.first_index, 2);
+  EXPECT_EQ(std::vector<int64_t>(alloc.blocks.begin(), alloc.blocks.end()), blocks);
+  core::BlocksFreedProbe{Release::preempted, blocks}.encode(f);
+  EXPECT_EQ(core::BlocksFreedProbe::decode(event(f, EventKind::blocks_freed)).reason, Release::preempted);
+  core::RequestReleasedProbe{Release::aborted, 4, blocks}.encode(r);
+  const auto released = core::RequestReleasedProbe::decode(event(r, EventKind::request_released));
+  EXPECT_EQ(released.state_index, 4);
+  EXPECT_EQ(released.fenced_blocks.size(), 2u);
+  core::KvSlotsProbe{KvWriter::draft_context, rows}.encode(s);
+  const auto slots = core::KvSlotsProbe::decode(event(s, EventKind::kv_slots));
+  ASSERT_EQ(slots.row_count(), 2u);
+  EXPECT_EQ(slots.row(1).position, 17);
+  EXPECT_EQ(slots.row(1).slot, 49);
+  EXPECT_EQ(core::to_string(slots.writer), "draft context");
+  EXPECT_EQ(core::parse_release("preempted"), Release::preempted);
+}
+
+}  // namespace
+}  // namespace ppspec::testing
