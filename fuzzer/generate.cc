@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <set>
 
+#include "engine/scheduler.h"
+
 namespace ppspec::fuzzer {
 namespace {
 
@@ -30,6 +32,22 @@ void pick_shape(ServingCase& c, const Space& s) {
   }
 }
 
+// A KV cache between one request at its longest and what the workload can fill: the scheduler
+// preempts (it shrinks to the smallest cache, the most preemptions).
+void pick_kv_cache(ServingCase& c) {
+  engine::EngineConfig e;
+  e.spec.k = c.k;
+  e.serving.max_num_seqs = c.max_num_seqs;
+  e.workload.prompt_max = c.prompt_max;
+  e.workload.output_max = c.output_max;
+  const int least = engine::blocks_minimum(e);
+  const int enough = engine::blocks_needed(e);
+  if (least >= enough) return;
+  c.num_blocks = *rc::gen::inRange(least, std::min(enough, least + 8));
+  // Without chunked prefill a resumed request is one prefill of its prompt and output.
+  if (!c.chunked_prefill) c.max_num_batched_tokens = std::max(c.max_num_batched_tokens, c.prompt_max + c.output_max);
+}
+
 void pick_workload(ServingCase& c, const Space& s) {
   c.num_requests = pick(s.requests);
   c.prompt_min = pick(s.prompt);
@@ -52,6 +70,7 @@ void pick_workload(ServingCase& c, const Space& s) {
   if (maybe(s.stop_token)) c.stop_token = *rc::gen::inRange(0, 512);
   // A cap close to the longest request: some requests end at max_model_len.
   if (maybe(s.length_cap)) c.max_model_len = std::max(8, c.prompt_max + c.k + 2 + *rc::gen::inRange(0, c.output_max + 1));
+  if (maybe(s.preemption)) pick_kv_cache(c);
 }
 
 }  // namespace

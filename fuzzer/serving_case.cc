@@ -12,6 +12,7 @@ namespace {
 void append_engine(std::string& s, const ServingCase& c) {
   s += fmt::format("\n[topology]\npp = {}\ntp = {}\n", c.pp, c.tp);
   s += fmt::format("\n[model]\nstop_token = {}\nmax_model_len = {}\n", c.stop_token, c.max_model_len);
+  if (c.num_blocks > 0) s += fmt::format("num_blocks = {}\n", c.num_blocks);
   s += fmt::format("\n[spec]\nk = {}\nfeedback = \"{}\"\n", c.k, c.feedback);
   s += fmt::format("\n[serving]\ncapture_sizes = [{}]\nmax_num_seqs = {}\nmax_num_batched_tokens = {}\n"
                    "chunked_prefill = {}\nwarmup_steps = {}\n",
@@ -51,6 +52,7 @@ std::string summary(const ServingCase& c) {
   if (c.abort_every > 0) s += fmt::format(" abort 1/{} after {}{}", c.abort_every, c.abort_after, c.abort_in_flight ? " in flight" : "");
   if (c.stop_token >= 0) s += fmt::format(" stop {}", c.stop_token);
   if (c.max_model_len < 2048) s += fmt::format(" max_len {}", c.max_model_len);
+  if (c.num_blocks > 0) s += fmt::format(" blocks {}", c.num_blocks);
   if (!c.chunked_prefill) s += " no-chunking";
   if (c.poisson) s += fmt::format(" poisson {} us", c.mean_gap_us);
   if (c.module_loading != "eager") s += " " + c.module_loading;

@@ -18,6 +18,7 @@ struct ServingCase {
   // [model]
   int stop_token = -1;
   int max_model_len = 2048;
+  int num_blocks = 0;  // 0: enough; fewer than the workload can fill: preemption
   // [serving]
   std::vector<int> capture_sizes;
   int max_num_seqs = 4, max_num_batched_tokens = 64, warmup_steps = 2;

@@ -33,8 +33,9 @@ struct Space {
   std::vector<std::string> module_loading{"eager", "lazy", "jit"};
   std::vector<double> temperature{0.0, 0.8};
   // Whether a case may use each edge: CUDA graphs, chunked prefill, aborts, a stop token, a
-  // max_model_len close to prompt + output, poisson arrivals.
+  // max_model_len close to prompt + output, poisson arrivals, a KV cache small enough to preempt.
   bool graphs = true, chunked_prefill = true, aborts = true, stop_token = true, length_cap = true, poisson = true;
+  bool preemption = true;
 };
 
 // The hard limits a SPACE.toml must stay inside (what a fuzzing case can run in milliseconds).

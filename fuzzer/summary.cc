@@ -18,7 +18,7 @@ constexpr std::pair<const char*, uint64_t Coverage::*> kPaths[] = {
     {"drafts", &Coverage::drafts},               {"graph_padding", &Coverage::graph_padding},
     {"chunked_prefill", &Coverage::chunked_prefill}, {"slot_reuse", &Coverage::slot_reuse},
     {"length_cap", &Coverage::length_cap},       {"aborts", &Coverage::aborts},
-    {"abort_in_flight", &Coverage::abort_in_flight},
+    {"abort_in_flight", &Coverage::abort_in_flight}, {"preemptions", &Coverage::preemptions},
 };
 
 Json to_json(const Found& f) {

@@ -175,6 +175,13 @@ void check_serving_config(TableReader& top, const engine::EngineConfig& c) {
                                    "block; valid: {} or more (from {} on no request is ever preempted), or 0 for enough",
                                    m.num_blocks, c.max_blocks_per_req(), m.block_size, w.prompt_max, w.output_max, k,
                                    engine::blocks_minimum(c), engine::blocks_needed(c)));
+  // vLLM asks max_num_batched_tokens >= max_model_len without chunked prefill: a preempted request
+  // resumes as one prefill of its prompt and its output so far.
+  if (!c.serving.chunked_prefill && c.may_preempt() && c.max_prefill() > c.serving.max_num_batched_tokens)
+    fail_serving_check(top, "serving", "max_num_batched_tokens",
+                       fmt::format("without chunked prefill a preempted request resumes as one prefill of up to {} tokens (prompt "
+                                   "and output), which never fits a {}-token budget: valid {} or more, or more KV blocks",
+                                   c.max_prefill(), c.serving.max_num_batched_tokens, c.max_prefill()));
   if (!c.serving.chunked_prefill && w.prompt_max > c.serving.max_num_batched_tokens)
     fail_serving_check(top, "serving", "max_num_batched_tokens",
                        fmt::format("without chunked prefill a {}-token prompt never fits a {}-token budget", w.prompt_max,

@@ -172,6 +172,8 @@ std::optional<core::Finding> invariance_oracle(const engine::EngineConfig& cfg, 
     for (size_t d = 0; d < r.verified_drafts.size(); ++d) {
       const auto& a = r.verified_drafts[d];
       const int64_t position = d < r.verified_position.size() ? r.verified_position[d] : -1;
+      // Drafts follow from the context before them: past the tokens both runs drew alike, none to compare.
+      if (drawn != SIZE_MAX && position > static_cast<int64_t>(r.spec.prompt.size() + drawn)) continue;
       const std::vector<int64_t>* match = drafts_at(*ref, d, position);
       if (match == nullptr || a.size() != match->size() || a == *match) continue;
       const auto& b = *match;
