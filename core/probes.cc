@@ -39,7 +39,7 @@ constexpr std::array kKindLayouts{
     KindLayout{EventKind::blocks_allocated, 0, 1, false, "[block ids in block-table order...]"},
     KindLayout{EventKind::blocks_freed, 0, 1, false, "[block ids...]"},
     KindLayout{EventKind::request_released, 0, 1, false, "[block ids held until its step in flight returns...]"},
-    KindLayout{EventKind::kv_slots, 0, KvSlotRow::kFields, false, "[per row: position, KV slot]"},
+    KindLayout{EventKind::kv_slots, 0, KvSlotRow::kFields, false, "[per row: request, position, KV slot]"},
     KindLayout{EventKind::serving_ended, 0, 0, false, ""},
     KindLayout{EventKind::abort_arrived, 0, 0, false, ""},
     KindLayout{EventKind::step_returned, 0, 0, false, ""},
@@ -267,11 +267,12 @@ RequestReleasedProbe RequestReleasedProbe::decode(const Event& e) {
   return {e.subject.release, e.value, checked_ints(e, kKind)};
 }
 
-void KvSlotRow::append_to(std::vector<int64_t>& rows) const { rows.insert(rows.end(), {position, slot}); }
+void KvSlotRow::append_to(std::vector<int64_t>& rows) const { rows.insert(rows.end(), {request, position, slot}); }
 
 KvSlotRow KvSlotsProbe::row(size_t i) const {
   PPSPEC_ASSERT(i < row_count());
-  return {rows[i * KvSlotRow::kFields], rows[i * KvSlotRow::kFields + 1]};
+  const int64_t* f = rows.data() + i * KvSlotRow::kFields;
+  return {f[0], f[1], f[2]};
 }
 
 void KvSlotsProbe::encode(ProbeData& out) const {

@@ -206,10 +206,11 @@ struct RequestReleasedProbe {
   static RequestReleasedProbe decode(const Event& e);
 };
 
-// kv_slots: the KV slots a rank's kernel stores a request's rows through, as the kernel that
-// computes them left them in the slot mapping (read back).
+// kv_slots: the KV slots a rank's kernel stores a step's rows through, as the kernel that computes
+// them left them in the slot mapping (read back); one probe per rank, step and writer.
 struct KvSlotRow {
-  static constexpr size_t kFields = 2;
+  static constexpr size_t kFields = 3;
+  int64_t request = -1;
   int64_t position = 0;
   int64_t slot = 0;  // kernels::kPadSlot (-1): the row stores nothing
   void append_to(std::vector<int64_t>& rows) const;

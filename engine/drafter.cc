@@ -194,17 +194,16 @@ void Drafter::probe_kv_slots(int64_t step, const std::vector<int64_t>& ids, cons
   read_back(ctx_.dev, ctx_.main,
             {positions_.rows(0, queries), query_slots_.rows(0, queries), ctx_positions_.rows(0, context), ctx_slots_.rows(0, context)},
             [&rt = ctx_.rt, rank = ctx_.rank, step, ids, ctx_start, ctx_end, k = ctx_.k](const HostRows& h) {
-              std::vector<int64_t> rows;
+              std::vector<int64_t> query_rows, context_rows;
               for (size_t d = 0; d < ids.size(); ++d) {
-                rows.clear();
                 for (int64_t q = static_cast<int64_t>(d) * k; q < static_cast<int64_t>(d + 1) * k; ++q)
-                  core::KvSlotRow{h.at<int64_t>(0, q), h.at<int64_t>(1, q)}.append_to(rows);
-                publish(rt, Probe{rank, step, ids[d]}, core::KvSlotsProbe{core::KvWriter::draft_query, rows});
-                rows.clear();
+                  core::KvSlotRow{ids[d], h.at<int64_t>(0, q), h.at<int64_t>(1, q)}.append_to(query_rows);
                 for (int32_t t = ctx_start[d]; t < ctx_end[d]; ++t)
-                  if (h.at<int64_t>(3, t) != kn::kPadSlot) core::KvSlotRow{h.at<int64_t>(2, t), h.at<int64_t>(3, t)}.append_to(rows);
-                publish(rt, Probe{rank, step, ids[d]}, core::KvSlotsProbe{core::KvWriter::draft_context, rows});
+                  if (h.at<int64_t>(3, t) != kn::kPadSlot)
+                    core::KvSlotRow{ids[d], h.at<int64_t>(2, t), h.at<int64_t>(3, t)}.append_to(context_rows);
               }
+              publish(rt, Probe{rank, step, -1}, core::KvSlotsProbe{core::KvWriter::draft_query, query_rows});
+              publish(rt, Probe{rank, step, -1}, core::KvSlotsProbe{core::KvWriter::draft_context, context_rows});
             });
 }
 

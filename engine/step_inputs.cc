@@ -88,16 +88,16 @@ void StepInputs::probe_rows(const SchedulerOutput& so, int32_t padded_rows, cons
              slots.rows(0, padded_rows), check.flags()},
             [&rt = ctx_.rt, rank = ctx_.rank, step = so.step, ids, decode, qs, used, padded_rows,
              stride = check.stride()](const HostRows& h) {
+              std::vector<int64_t> slot_rows;
               for (size_t r = 0; r < ids.size(); ++r) {
                 std::vector<int64_t> row_ids;
-                std::vector<int64_t> slot_rows;
                 for (int32_t i = qs[r]; i < qs[r + 1]; ++i) {
                   row_ids.push_back(h.at<int32_t>(0, i));
-                  core::KvSlotRow{h.at<int64_t>(1, i), h.at<int64_t>(3, i)}.append_to(slot_rows);
+                  core::KvSlotRow{ids[r], h.at<int64_t>(1, i), h.at<int64_t>(3, i)}.append_to(slot_rows);
                 }
                 publish(rt, Probe{rank, step, ids[r]}, core::InputsBuiltProbe{decode[r] != 0, h.at<int64_t>(1, qs[r]), row_ids});
-                publish(rt, Probe{rank, step, ids[r]}, core::KvSlotsProbe{core::KvWriter::target, slot_rows});
               }
+              publish(rt, Probe{rank, step, -1}, core::KvSlotsProbe{core::KvWriter::target, slot_rows});
               if (padded_rows == used) return;
               std::vector<int64_t> pad;
               for (int64_t i = used; i < padded_rows; ++i)

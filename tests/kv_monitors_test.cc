@@ -30,7 +30,7 @@ struct Ledger : Fixture<M> {
   void returned(int64_t step) { this->send(EventKind::step_returned, -1, step, -1, {}); }
   // One row (position, slot) stored by `rank` for `req` at `step`.
   void store(core::RankId rank, int64_t step, int64_t req, int64_t position, int64_t slot, KvWriter w = KvWriter::target) {
-    this->send(EventKind::kv_slots, rank, step, req, {position, slot}, -1, {.kv_writer = w});
+    this->send(EventKind::kv_slots, rank, step, -1, {req, position, slot}, -1, {.kv_writer = w});
   }
 };
 
@@ -159,7 +159,7 @@ TEST(LeakChecker, ServingEndsWithEveryBlockFreeAndEveryRequestReleased) {
 }
 
 TEST(Probes, LedgerProbesRoundTripThroughTheirLayout) {
-  const std::vector<int64_t> blocks{3, 9}, rows{16, 48, 17, 49};
+  const std::vector<int64_t> blocks{3, 9}, rows{7, 16, 48, 7, 17, 49};
   core::ProbeData a, f, r, s;
   auto event = [](const core::ProbeData& d, EventKind kind) {
     core::Event e;
@@ -183,6 +183,7 @@ TEST(Probes, LedgerProbesRoundTripThroughTheirLayout) {
   core::KvSlotsProbe{KvWriter::draft_context, rows}.encode(s);
   const auto slots = core::KvSlotsProbe::decode(event(s, EventKind::kv_slots));
   ASSERT_EQ(slots.row_count(), 2u);
+  EXPECT_EQ(slots.row(1).request, 7);
   EXPECT_EQ(slots.row(1).position, 17);
   EXPECT_EQ(slots.row(1).slot, 49);
   EXPECT_EQ(core::to_string(slots.writer), "draft context");

@@ -270,6 +270,26 @@ engine::RequestRecord record(int64_t id, std::vector<int64_t> output, std::vecto
   return r;
 }
 
+// Preemption moves where a request's verification blocks fall: the max_model_len rule may end it a
+// token or two apart in two runs, and a temperature request draws other tokens after it. Without a
+// preemption either difference is a divergence.
+TEST(PpInvariance, APreemptedRequestIsComparedOverWhatBothRunsDrawAlike) {
+  engine::EngineConfig cfg;
+  cfg.model.max_model_len = 8;  // prompt 4 + 4 outputs - 1 + K 0 + 1 = 8: at the cap
+  for (bool preempted : {false, true}) {
+    std::vector<engine::RequestRecord> run{record(0, {5, 6, 7, 8}, {})}, ref{record(0, {5, 6, 7}, {})};
+    run[0].spec.prompt = ref[0].spec.prompt = {1, 2, 3, 4};
+    run[0].preemptions = preempted ? 1 : 0;
+    EXPECT_EQ(verify::pp_invariance_oracle(cfg, run, ref).has_value(), !preempted) << "at the cap, preempted " << preempted;
+    run[0].spec.spread = ref[0].spec.spread = 8;  // with temperature, preempted after its second token
+    run[0].output = {5, 6, 9, 9};
+    run[0].first_preempted_at = preempted ? 2 : -1;
+    cfg.model.max_model_len = 2048;
+    EXPECT_EQ(verify::pp_invariance_oracle(cfg, run, ref).has_value(), !preempted) << "temperature, preempted " << preempted;
+    cfg.model.max_model_len = 8;
+  }
+}
+
 TEST(PaddingInvariance, GraphsAndEagerAgreeOrTheFirstDifferenceIsReported) {
   engine::EngineConfig cfg;
   const std::vector<engine::RequestRecord> eager{record(0, {5, 6, 7}, {{1, 2}}), record(1, {8, 9}, {})};

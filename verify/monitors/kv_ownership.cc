@@ -21,10 +21,11 @@ std::string_view writer_words(core::KvWriter w) {
 }  // namespace
 
 // The store a finding is about: the rank's main stream, at the kernel that computed the slot.
-core::Site store_site(const core::Event& e, core::KvWriter writer, int64_t position) {
+core::Site store_site(const core::Event& e, core::KvWriter writer, const core::KvSlotRow& row) {
   return core::Site{e.rank, fmt::format("rank{}.main", e.rank), "", -1,
                     fmt::format("{}: request {} position {} at engine step {}",
-                                writer == core::KvWriter::target ? "prepare_inputs" : "prepare_dflash_inputs", e.req, position, e.step),
+                                writer == core::KvWriter::target ? "prepare_inputs" : "prepare_dflash_inputs", row.request,
+                                row.position, e.step),
                     ""};
 }
 
@@ -50,56 +51,79 @@ std::string KvOwnership::whose(const BlockHolder& h) const {
 void KvOwnership::check_row(const core::Event& e, core::KvWriter writer, const core::KvSlotRow& row) {
   const int64_t bs = facts_.block_size;
   const int64_t column = row.position / bs;
-  const std::vector<int64_t>* table = blocks_.table(e.req);
-  const std::string where = fmt::format("rank{} (stage {}) at step {}: {} for request {} at position {}", e.rank, facts_.stage_of(e.rank),
-                                        e.step, writer_words(writer), e.req, row.position);
+  const std::vector<int64_t>* table = blocks_.table(row.request);
   if (row.slot < 0) {
-    if (writer != core::KvWriter::draft_query && writer != core::KvWriter::target) return;
-    core::Finding f = finding_at(e, core::Verdict::kv_violation, std::string(core::kKindKvOutOfTable),
-                                 fmt::format("{} has no KV slot: block-table column {} {}", where, column,
-                                             table == nullptr || static_cast<size_t>(column) >= table->size()
-                                                 ? fmt::format("is past the request's {} blocks", table == nullptr ? 0 : table->size())
-                                                 : std::string("holds the null block")));
-    f.details.push_back("the engine core reserved no block for this position: a step's slots must cover its tokens and, "
-                        "with a drafter, the K lookahead positions its queries use (vLLM #16370)");
-    f.sites.push_back(store_site(e, writer, row.position));
-    report(std::move(f));
+    if (writer == core::KvWriter::draft_context) return;  // a rejected row stores nothing, by design
+    report_out_of_table(e, writer, row, table);
     return;
   }
   const int64_t block = row.slot / bs;
   const BlockHolder now = blocks_.holder(block);
-  const BlockHolder judged = now.req == e.req ? now : blocks_.holder_at_return(block, e.step);
-  if (judged.req != e.req) {
-    core::Finding f = finding_at(e, core::Verdict::kv_violation, std::string(core::kKindKvOwnership),
-                                 fmt::format("{} stores into slot {} of block {}, which the request does not hold: {}", where, row.slot,
-                                             block, whose(now)));
-    f.sites.push_back(store_site(e, writer, row.position));
-    if (now.req < 0 && now.last_req == e.req && now.since_step == e.step)
-      f.details.push_back(fmt::format("the engine core preempted request {} while it built step {}, yet the request's row stayed "
-                                      "in that step: a victim already scheduled must leave the batch (vLLM #28558)",
-                                      e.req, e.step));
-    else if (now.req < 0 && now.last_req == e.req)
-      f.details.push_back(fmt::format("request {} gave the block back while step {} of it was still in flight: its blocks must stay "
-                                      "fenced until that step returns (vLLM #45357, #49620)",
-                                      e.req, e.step));
-    else if (table != nullptr && static_cast<size_t>(column) >= table->size())
-      f.details.push_back(fmt::format("the position is past the request's {} blocks: the block-table entry at column {} is left from "
-                                      "an earlier request of the same state index (vLLM #16370: no lookahead slots)",
-                                      table->size(), column));
-    report(std::move(f));
+  const BlockHolder judged = now.req == row.request ? now : blocks_.holder_at_return(block, e.step);
+  if (judged.req != row.request) {
+    report_not_held(e, writer, row, now, table);
     return;
   }
-  if (judged.fenced || table == nullptr || now.req != e.req) return;  // a late store of a released request: its table is gone
+  if (judged.fenced || table == nullptr || now.req != row.request) return;  // a late store of a released request: its table is gone
   const bool right_column = static_cast<size_t>(column) < table->size() && (*table)[static_cast<size_t>(column)] == block;
   if (right_column && row.slot % bs == row.position % bs) return;
+  report_wrong_slot(e, writer, row, *table);
+}
+
+std::string KvOwnership::where(const core::Event& e, core::KvWriter writer, const core::KvSlotRow& row) const {
+  return fmt::format("rank{} (stage {}) at step {}: {} for request {} at position {}", e.rank, facts_.stage_of(e.rank), e.step,
+                     writer_words(writer), row.request, row.position);
+}
+
+void KvOwnership::report_out_of_table(const core::Event& e, core::KvWriter writer, const core::KvSlotRow& row,
+                                      const std::vector<int64_t>* table) {
+  const int64_t column = row.position / facts_.block_size;
+  const size_t held = table == nullptr ? 0 : table->size();
+  core::Finding f = finding_at(e, core::Verdict::kv_violation, std::string(core::kKindKvOutOfTable),
+                               fmt::format("{} has no KV slot: block-table column {} {}", where(e, writer, row), column,
+                                           static_cast<size_t>(column) >= held ? fmt::format("is past the request's {} blocks", held)
+                                                                               : std::string("holds the null block")));
+  f.details.push_back("the engine core reserved no block for this position: a step's slots must cover its tokens and, "
+                      "with a drafter, the K lookahead positions its queries use (vLLM #16370)");
+  f.sites.push_back(store_site(e, writer, row));
+  report(std::move(f));
+}
+
+void KvOwnership::report_not_held(const core::Event& e, core::KvWriter writer, const core::KvSlotRow& row, const BlockHolder& now,
+                                  const std::vector<int64_t>* table) {
+  const int64_t block = row.slot / facts_.block_size;
+  const int64_t column = row.position / facts_.block_size;
+  core::Finding f = finding_at(e, core::Verdict::kv_violation, std::string(core::kKindKvOwnership),
+                               fmt::format("{} stores into slot {} of block {}, which the request does not hold: {}", where(e, writer, row),
+                                           row.slot, block, whose(now)));
+  f.sites.push_back(store_site(e, writer, row));
+  if (now.req < 0 && now.last_req == row.request && now.since_step == e.step)
+    f.details.push_back(fmt::format("the engine core preempted request {} while it built step {}, yet the request's row stayed "
+                                    "in that step: a victim already scheduled must leave the batch (vLLM #28558)",
+                                    row.request, e.step));
+  else if (now.req < 0 && now.last_req == row.request)
+    f.details.push_back(fmt::format("request {} gave the block back while step {} of it was still in flight: its blocks must stay "
+                                    "fenced until that step returns (vLLM #45357, #49620)",
+                                    row.request, e.step));
+  else if (table != nullptr && static_cast<size_t>(column) >= table->size())
+    f.details.push_back(fmt::format("the position is past the request's {} blocks: the block-table entry at column {} is left from "
+                                    "an earlier request of the same state index (vLLM #16370: no lookahead slots)",
+                                    table->size(), column));
+  report(std::move(f));
+}
+
+void KvOwnership::report_wrong_slot(const core::Event& e, core::KvWriter writer, const core::KvSlotRow& row,
+                                    const std::vector<int64_t>& table) {
+  const int64_t bs = facts_.block_size;
+  const auto column = static_cast<size_t>(row.position / bs);
   core::Finding f = finding_at(
       e, core::Verdict::kv_violation, std::string(core::kKindKvOwnership),
-      fmt::format("{} stores into slot {} (block {}, offset {}), but its block table puts position {} in {} at offset {}", where,
-                  row.slot, block, row.slot % bs, row.position,
-                  static_cast<size_t>(column) < table->size() ? fmt::format("block {}", (*table)[static_cast<size_t>(column)])
-                                                              : fmt::format("no block (column {} of {})", column, table->size()),
+      fmt::format("{} stores into slot {} (block {}, offset {}), but its block table puts position {} in {} at offset {}",
+                  where(e, writer, row), row.slot, row.slot / bs, row.slot % bs, row.position,
+                  column < table.size() ? fmt::format("block {}", table[column])
+                                        : fmt::format("no block (column {} of {})", column, table.size()),
                   row.position % bs));
-  f.sites.push_back(store_site(e, writer, row.position));
+  f.sites.push_back(store_site(e, writer, row));
   report(std::move(f));
 }
 

@@ -23,7 +23,13 @@ class KvOwnership final : public Monitor {
 
  private:
   void check_row(const core::Event& e, core::KvWriter writer, const core::KvSlotRow& row);
+  // The reports, formatted only when there is one to make.
   std::string whose(const BlockHolder& h) const;
+  std::string where(const core::Event& e, core::KvWriter writer, const core::KvSlotRow& row) const;
+  void report_out_of_table(const core::Event& e, core::KvWriter writer, const core::KvSlotRow& row, const std::vector<int64_t>* table);
+  void report_not_held(const core::Event& e, core::KvWriter writer, const core::KvSlotRow& row, const BlockHolder& now,
+                       const std::vector<int64_t>* table);
+  void report_wrong_slot(const core::Event& e, core::KvWriter writer, const core::KvSlotRow& row, const std::vector<int64_t>& table);
 
   BlockOwnership blocks_;
 };

@@ -35,6 +35,13 @@ size_t comparable_tokens(const engine::RequestRecord& a, const engine::RequestRe
   return n;
 }
 
+// Whether a request ended at the max_model_len rule: its next verification block (1 + K tokens
+// from its computed length, prompt + output - 1) no longer fits.
+bool ended_at_model_len(const engine::EngineConfig& cfg, const engine::RequestRecord& r) {
+  const auto computed = static_cast<int64_t>(r.spec.prompt.size() + r.output.size()) - 1;
+  return computed + cfg.spec.k + 1 >= cfg.model.max_model_len;
+}
+
 // The drafts a request verified with its first draft at `position`; null when it verified none
 // there. A record from before positions were kept (position -1) is matched by decode step `d`.
 const std::vector<int64_t>* drafts_at(const engine::RequestRecord& r, size_t d, int64_t position) {
@@ -95,9 +102,8 @@ std::optional<core::Finding> golden_oracle(const engine::EngineConfig& cfg, cons
     while (i < n && golden[i] == r.output[i]) ++i;
     PPSPEC_ASSERT(i <= n && n <= golden.size() && n <= r.output.size());
     // An aborted request stops anywhere; one that reached max_model_len stops once its next
-    // verification block (1 + K tokens from its computed length, prompt + output - 1) no longer fits.
-    const auto computed = static_cast<int64_t>(r.spec.prompt.size() + r.output.size()) - 1;
-    const bool capped = computed + cfg.spec.k + 1 >= cfg.model.max_model_len;
+    // verification block no longer fits.
+    const bool capped = ended_at_model_len(cfg, r);
     const bool length_ok = r.aborted || capped ? r.output.size() <= golden.size() : r.output.size() == golden.size();
     if (i == n && length_ok) continue;
     core::Finding f;
@@ -112,9 +118,10 @@ std::optional<core::Finding> golden_oracle(const engine::EngineConfig& cfg, cons
       // The tokens agree up to the stop: the engine core kept sampling, or kept tokens sampled
       // after the stop in the same accepted run.
       locate(f, r, golden.size());
-      f.summary = fmt::format("request {} returned {} tokens after its stop token {} (output token #{}): the golden "
+      const size_t extra = r.output.size() - golden.size();
+      f.summary = fmt::format("request {} returned {} token{} after its stop token {} (output token #{}): the golden "
                               "continuation ends there",
-                              r.spec.id, r.output.size() - golden.size(), cfg.model.stop_token, golden.size() - 1);
+                              r.spec.id, extra, extra == 1 ? "" : "s", cfg.model.stop_token, golden.size() - 1);
       i = golden.size();
     } else {
       f.summary = fmt::format("request {} ended with {} tokens, the golden continuation has {}", r.spec.id,
@@ -155,7 +162,11 @@ std::optional<core::Finding> invariance_oracle(const engine::EngineConfig& cfg, 
     while (i < n && r.output[i] == ref->output[i]) ++i;
     // Where an abort reaches the engine core depends on the schedule (in flight or not, which a
     // topology decides): an aborted request is compared over the tokens both runs have.
-    const bool cut = r.aborted || ref->aborted || n == drawn;
+    // Where the max_model_len rule ends a request depends on where its verification blocks fall,
+    // which a preemption in either run moves (its resumption is one prefill).
+    const bool moved_blocks = r.preemptions > 0 || ref->preemptions > 0;
+    const bool at_cap = moved_blocks && (ended_at_model_len(cfg, r) || ended_at_model_len(cfg, *ref));
+    const bool cut = r.aborted || ref->aborted || n == drawn || at_cap;
     if (i < n || (r.output.size() != ref->output.size() && !cut)) {
       locate(f, r, i);
       f.summary = fmt::format("request {} differs from the same scenario with {} at output token #{}", r.spec.id,
