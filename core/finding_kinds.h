@@ -44,6 +44,7 @@ inline constexpr std::string_view kKindStageToken = "stage-token";
 inline constexpr std::string_view kKindStageDrafts = "stage-drafts";
 inline constexpr std::string_view kKindStageAdoption = "stage-adoption";
 inline constexpr std::string_view kKindFeedbackDropped = "feedback-dropped";
+inline constexpr std::string_view kKindSchedulingCadence = "scheduling-cadence";
 // kv-violation
 inline constexpr std::string_view kKindKvOwnership = "kv-ownership";
 inline constexpr std::string_view kKindKvOutOfTable = "kv-out-of-table";
@@ -74,7 +75,7 @@ struct FindingKindName {
   std::string_view name;
 };
 
-inline constexpr std::array<FindingKindName, 48> kFindingKinds{{
+inline constexpr std::array<FindingKindName, 49> kFindingKinds{{
     {Verdict::fifo_misalignment, kKindCollectiveMismatch},
     {Verdict::fifo_misalignment, kKindP2pMismatch},
     {Verdict::fifo_misalignment, kKindGateDisagreement},
@@ -105,6 +106,7 @@ inline constexpr std::array<FindingKindName, 48> kFindingKinds{{
     {Verdict::stage_divergence, kKindStageDrafts},
     {Verdict::stage_divergence, kKindStageAdoption},
     {Verdict::stage_divergence, kKindFeedbackDropped},
+    {Verdict::stage_divergence, kKindSchedulingCadence},
     {Verdict::kv_violation, kKindKvOwnership},
     {Verdict::kv_violation, kKindKvOutOfTable},
     {Verdict::leak, kKindBlocksLeaked},

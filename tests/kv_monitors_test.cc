@@ -7,6 +7,7 @@
 #include "tests/monitor_fixture.h"
 #include "verify/monitors/kv_ownership.h"
 #include "verify/monitors/leak_checker.h"
+#include "verify/monitors/scheduling_cadence.h"
 
 namespace ppspec::testing {
 namespace {
@@ -158,36 +159,33 @@ TEST(LeakChecker, ServingEndsWithEveryBlockFreeAndEveryRequestReleased) {
   }
 }
 
-TEST(Probes, LedgerProbesRoundTripThroughTheirLayout) {
-  const std::vector<int64_t> blocks{3, 9}, rows{7, 16, 48, 7, 17, 49};
-  core::ProbeData a, f, r, s;
-  auto event = [](const core::ProbeData& d, EventKind kind) {
-    core::Event e;
-    e.kind = kind;
-    e.value = d.value;
-    e.subject = d.subject;
-    e.ints = d.ints;
-    EXPECT_TRUE(core::probe_layout_ok(e)) << core::probe_layout_error(e);
-    return e;
-  };
-  core::BlocksAllocatedProbe{2, blocks}.encode(a);
-  const auto alloc = core::BlocksAllocatedProbe::decode(event(a, EventKind::blocks_allocated));
-  EXPECT_EQ(alloc.first_index, 2);
-  EXPECT_EQ(std::vector<int64_t>(alloc.blocks.begin(), alloc.blocks.end()), blocks);
-  core::BlocksFreedProbe{Release::preempted, blocks}.encode(f);
-  EXPECT_EQ(core::BlocksFreedProbe::decode(event(f, EventKind::blocks_freed)).reason, Release::preempted);
-  core::RequestReleasedProbe{Release::aborted, 4, blocks}.encode(r);
-  const auto released = core::RequestReleasedProbe::decode(event(r, EventKind::request_released));
-  EXPECT_EQ(released.state_index, 4);
-  EXPECT_EQ(released.fenced_blocks.size(), 2u);
-  core::KvSlotsProbe{KvWriter::draft_context, rows}.encode(s);
-  const auto slots = core::KvSlotsProbe::decode(event(s, EventKind::kv_slots));
-  ASSERT_EQ(slots.row_count(), 2u);
-  EXPECT_EQ(slots.row(1).request, 7);
-  EXPECT_EQ(slots.row(1).position, 17);
-  EXPECT_EQ(slots.row(1).slot, 49);
-  EXPECT_EQ(core::to_string(slots.writer), "draft context");
-  EXPECT_EQ(core::parse_release("preempted"), Release::preempted);
+// pp = 2 (the fixture's): a request whose step 4 sampled may decode again at step 6, not at 5.
+// Non-final prefill chunks flow back to back, and a resumption (a schedule carrying its prompt)
+// starts the request afresh.
+TEST(SchedulingCadence, ARequestDecodesAgainOnlyOnceItsFeedbackCanHaveBeenAdopted) {
+  for (bool early : {false, true}) {
+    Fixture<verify::SchedulingCadence> fx;
+    // value: num_computed; ints: tokens scheduled, prefill length, state index, the prompt if new
+    auto schedule = [&](int64_t step, int64_t computed, int64_t tokens, std::vector<int64_t> prompt) {
+      std::vector<int64_t> ints{tokens, 8, 2};
+      ints.insert(ints.end(), prompt.begin(), prompt.end());
+      fx.send(EventKind::request_scheduled, -1, step, 7, std::move(ints), computed);
+    };
+    schedule(1, 0, 4, {1, 2, 3, 4, 5, 6, 7, 8});  // a non-final chunk ...
+    schedule(2, 4, 4, {});                         // ... the next right after it: samples
+    schedule(4, 8, 3, {});                         // a decode two steps later
+    schedule(early ? 5 : 6, 10, 3, {});
+    if (!early) {
+      EXPECT_TRUE(fx.found.empty());
+      continue;
+    }
+    ASSERT_EQ(fx.found.size(), 1u);
+    EXPECT_EQ(fx.found[0].kind, "scheduling-cadence");
+    EXPECT_NE(fx.found[0].summary.find("scheduled request 7 at step 5, 1 step after its step 4: the feedback of step 4 reaches the "
+                                       "earlier stages only at step 6 (pp = 2)"),
+              std::string::npos)
+        << fx.found[0].summary;
+  }
 }
 
 }  // namespace

@@ -123,5 +123,25 @@ TEST(Probes, AnEventOutsideItsLayoutIsNamedAndNotDecoded) {
   EXPECT_TRUE(core::probe_layout_ok(e));
 }
 
+TEST(Probes, LedgerProbesRoundTripThroughTheirLayout) {
+  const std::vector<int64_t> blocks{3, 9}, rows{7, 16, 48, 7, 17, 49};
+  core::ProbeData a, f, r, s;
+  const auto alloc = core::BlocksAllocatedProbe::decode(encoded(core::BlocksAllocatedProbe{2, blocks}, a));
+  EXPECT_EQ(alloc.first_index, 2);
+  EXPECT_EQ(list(alloc.blocks), blocks);
+  EXPECT_EQ(core::BlocksFreedProbe::decode(encoded(core::BlocksFreedProbe{core::Release::preempted, blocks}, f)).reason,
+            core::Release::preempted);
+  const auto released = core::RequestReleasedProbe::decode(encoded(core::RequestReleasedProbe{core::Release::aborted, 4, blocks}, r));
+  EXPECT_EQ(released.state_index, 4);
+  EXPECT_EQ(list(released.fenced_blocks), blocks);
+  const auto slots = core::KvSlotsProbe::decode(encoded(core::KvSlotsProbe{core::KvWriter::draft_context, rows}, s));
+  ASSERT_EQ(slots.row_count(), 2u);
+  EXPECT_EQ(slots.row(1).request, 7);
+  EXPECT_EQ(slots.row(1).position, 17);
+  EXPECT_EQ(slots.row(1).slot, 49);
+  EXPECT_EQ(core::to_string(slots.writer), "draft context");
+  EXPECT_EQ(core::parse_release("preempted"), core::Release::preempted);
+}
+
 }  // namespace
 }  // namespace ppspec::testing

@@ -8,6 +8,7 @@
 #include "verify/monitors/gate_agreement.h"
 #include "verify/monitors/kv_ownership.h"
 #include "verify/monitors/leak_checker.h"
+#include "verify/monitors/scheduling_cadence.h"
 #include "verify/monitors/padding_checker.h"
 #include "verify/monitors/stage_agreement.h"
 #include "verify/monitors/drafter_reference.h"
@@ -49,7 +50,8 @@ ServingMonitors::ServingMonitors(const ServingFacts& facts, Monitor::Sink sink) 
   monitors_.push_back(std::make_unique<EmbeddingChecker>(facts, sink));
   monitors_.push_back(std::make_unique<KvOwnership>(facts, sink));
   monitors_.push_back(std::make_unique<LeakChecker>(facts, sink));
-  PPSPEC_ASSERT(model_reference_ != nullptr && monitors_.size() == 10);
+  monitors_.push_back(std::make_unique<SchedulingCadence>(facts, sink));
+  PPSPEC_ASSERT(model_reference_ != nullptr && monitors_.size() == 11);
 }
 
 ServingMonitors::~ServingMonitors() = default;
