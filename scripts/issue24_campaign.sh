@@ -3,7 +3,9 @@
 # flight, stop tokens and length caps included) must find nothing; with each of the issue's faults
 # switched on, a campaign must find it and shrink it to a scenario file.
 #   scripts/issue24_campaign.sh OUT.txt [CLEAN_CASES] [FAULT_SECONDS] [BINARY]
-# CLEAN_CASES 0 skips the clean campaign and appends to OUT.txt; FAULTS="a b" picks the faults.
+# CLEAN_CASES 0 skips the clean campaign and appends to OUT.txt; FAULTS="a b" picks the faults;
+# FAULT_CASES=N runs each fault's campaign for N cases instead of FAULT_SECONDS (the case stream
+# is a function of the seed: a count reproduces on any machine, a time does not).
 # preempt_keeps_spec_tokens needs a victim already in the step being built: its campaign draws from
 # scenarios/spaces/preemption.toml (long prompts in chunks, few slots, a small KV cache).
 set -euo pipefail
@@ -27,8 +29,10 @@ if [ "$cases" = 0 ]; then exec >> "$out"; else exec > "$out"; fi
   for fault in $faults; do
     space=$(space_of "$fault")
     echo
-    echo "## fault $fault: $bin fuzz $space --faults $fault --time ${seconds}s --seed 24"
-    { "$bin" fuzz $space --faults "$fault" --time "${seconds}s" --seed 24 --out "$work/$fault" 2>&1 || true; } | tail -4
+    budget=(--time "${seconds}s")
+    [ -n "${FAULT_CASES:-}" ] && budget=(--cases "$FAULT_CASES")
+    echo "## fault $fault: $bin fuzz $space --faults $fault ${budget[*]} --seed 24"
+    { "$bin" fuzz $space --faults "$fault" "${budget[@]}" --seed 24 --out "$work/$fault" 2>&1 || true; } | tail -4
     for f in "$work/$fault"/found-*.toml; do
       [ -e "$f" ] || continue
       echo "shrunk file: $(grep -c . "$f") lines; it reruns as:"
