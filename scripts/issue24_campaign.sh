@@ -14,6 +14,7 @@ out=$1
 cases=${2:-20000}
 seconds=${3:-120}
 bin=${4:-build/default/tools/ppspec}
+seed=${SEED:-24}  # SEED: the case stream (24: the one the fixes were made against; another is held out)
 faults=${FAULTS:-cap_before_stop preempt_keeps_spec_tokens late_output_after_preempt no_draft_lookahead_slots abort_scan_current_batch}
 work=$(mktemp -d)
 space_of() { [ "$1" = preempt_keeps_spec_tokens ] && echo scenarios/spaces/preemption.toml || true; }
@@ -22,17 +23,17 @@ if [ "$cases" = 0 ]; then exec >> "$out"; else exec > "$out"; fi
   echo "# issue 24 fuzzing: $(git rev-parse --short HEAD), $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores"
   if [ "$cases" != 0 ]; then
     echo
-    echo "## clean: $bin fuzz --cases $cases --seed 24 --jobs 2"
+    echo "## clean: $bin fuzz --cases $cases --seed $seed --jobs 2"
     # `fuzz` exits 1 when it finds something: the report says what, the campaign goes on.
-    { "$bin" fuzz --cases "$cases" --seed 24 --jobs 2 --out "$work/clean" 2>&1 || true; } | tail -3
+    { "$bin" fuzz --cases "$cases" --seed $seed --jobs 2 --out "$work/clean" 2>&1 || true; } | tail -3
   fi
   for fault in $faults; do
     space=$(space_of "$fault")
     echo
     budget=(--time "${seconds}s")
     [ -n "${FAULT_CASES:-}" ] && budget=(--cases "$FAULT_CASES")
-    echo "## fault $fault: $bin fuzz $space --faults $fault ${budget[*]} --seed 24"
-    { "$bin" fuzz $space --faults "$fault" "${budget[@]}" --seed 24 --out "$work/$fault" 2>&1 || true; } | tail -4
+    echo "## fault $fault: $bin fuzz $space --faults $fault ${budget[*]} --seed $seed"
+    { "$bin" fuzz $space --faults "$fault" "${budget[@]}" --seed $seed --out "$work/$fault" 2>&1 || true; } | tail -4
     for f in "$work/$fault"/found-*.toml; do
       [ -e "$f" ] || continue
       echo "shrunk file: $(grep -c . "$f") lines; it reruns as:"
