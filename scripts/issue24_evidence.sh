@@ -2,7 +2,7 @@
 # Issue 24's scenarios, as the README quotes them: each new fault's regression scenario and its
 # twin (seed 1: verdict and first report), and the new serving scenarios with how often they
 # preempted, fenced a preempted request's blocks for a step in flight, and aborted in flight
-# (counted from their traces).
+# (counted from their traces); and every fault over 20 seeds from seed 500.
 #   scripts/issue24_evidence.sh OUT.txt [BINARY]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,5 +27,10 @@ trap 'rm -rf "$work"' EXIT
     fenced=$(grep '"ev":"request_released"' "$work/t.jsonl" | grep -c '"ints":\[' || true)
     aborted=$(grep -c '"ev":"abort_arrived"' "$work/t.jsonl" || true)
     echo "trace: $released requests released, $preempted of them preempted, $fenced with blocks fenced for a step in flight; $aborted aborts arrived"
+  done
+  echo
+  echo "## every fault from seed 500, 20 seeds each (each seed must catch it)"
+  for f in cap_before_stop preempt_keeps_spec_tokens late_output_after_preempt no_draft_lookahead_slots abort_scan_current_batch; do
+    { "$bin" run "scenarios/regressions/$f.toml" --seed 500 --seeds 20 2>&1 || true; } | head -1
   done
 } > "$out"
