@@ -48,6 +48,10 @@ struct ServingConfig {
   int max_num_batched_tokens = 256;
   bool chunked_prefill = true;
   int warmup_steps = 2;  // synthetic steps before serving
+  // Batches the engine core keeps in flight (vLLM max_concurrent_batches); 0: pp. pp + 1 is async
+  // scheduling's lookahead (vLLM's MRV2 with PP; at pp = 1 the one-step overlap): a request's
+  // next step is scheduled, with draft placeholders, while its previous step is still in flight.
+  int max_concurrent_batches = 0;
 };
 
 enum class Arrival : uint8_t { burst, poisson };
@@ -98,6 +102,9 @@ struct EngineConfig {
     return (workload.prompt_max + workload.output_max + 2 * spec.k + 1 + model.block_size - 1) / model.block_size + 1;
   }
   int max_rows() const;  // rows of a step: the token budget, or the largest capture size
+  int batches_in_flight() const { return serving.max_concurrent_batches > 0 ? serving.max_concurrent_batches : topology.pp; }
+  // Whether a request's step may be scheduled while its previous one is in flight.
+  bool schedules_ahead() const { return batches_in_flight() > topology.pp; }
 };
 
 }  // namespace ppspec::engine

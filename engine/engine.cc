@@ -111,12 +111,12 @@ void Engine::engine_core() {
   publish_ledger();
   broadcast(Command::serve);
 
-  // ---- serving: async scheduling, batch queue of depth pp ----
+  // ---- serving: async scheduling, batch queue of depth pp (or pp + 1: the lookahead batch) ----
   core::HostChannel& outputs = rt_.channel("engine");
   std::deque<std::shared_ptr<SchedulerOutput>> in_flight;
   while (!sched.done()) {
     sched.admit_until(rt_.now());
-    while (static_cast<int>(in_flight.size()) < cfg_.topology.pp) {
+    while (static_cast<int>(in_flight.size()) < cfg_.batches_in_flight()) {
       auto so = schedule(false);
       if (!so) break;
       if (!so->requests.empty()) ++serving_steps_;
@@ -150,6 +150,7 @@ ServingStats Engine::stats() const {
     for (const auto& d : r.verified_drafts) s.drafts_verified += static_cast<int64_t>(d.size());
     s.drafts_accepted += r.accepted_drafts;
     s.preemptions += r.preemptions;
+    s.steps_ahead += r.steps_ahead;
   }
   return s;
 }

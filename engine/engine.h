@@ -20,6 +20,7 @@ struct ServingStats {
   int64_t drafts_verified = 0;
   int64_t drafts_accepted = 0;
   int64_t preemptions = 0;
+  int64_t steps_ahead = 0;     // request steps scheduled while the request's previous step was in flight
   double acceptance_rate() const { return drafts_verified == 0 ? 0 : static_cast<double>(drafts_accepted) / static_cast<double>(drafts_verified); }
   double tokens_per_step() const { return steps == 0 ? 0 : static_cast<double>(output_tokens) / static_cast<double>(steps); }
 };

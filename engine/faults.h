@@ -37,6 +37,10 @@ struct Faults {
   // SGLang #29405: an abort is looked for only in the current micro-batch slot and the previous
   // step's batch, not in the other batches in flight.
   bool abort_scan_current_batch = false;
+  // vLLM #53402 (its second defect): pp + 1 batches in flight with the earlier stages' ring of pending
+  // receives sized for pp; a receiver's sample_tokens(T) runs once it holds the lookahead batch T + 1
+  // and posts from that batch, so its feedback receives run one step behind the last stage's sends.
+  bool lookahead_past_ring = false;
 };
 
 // A fault's name in a scenario's [faults] table, and its switch.
@@ -60,6 +64,7 @@ inline constexpr std::array kFaultSwitches{
     FaultSwitch{"late_output_after_preempt", &Faults::late_output_after_preempt},
     FaultSwitch{"no_draft_lookahead_slots", &Faults::no_draft_lookahead_slots},
     FaultSwitch{"abort_scan_current_batch", &Faults::abort_scan_current_batch},
+    FaultSwitch{"lookahead_past_ring", &Faults::lookahead_past_ring},
 };
 // A switch added to Faults but not to the table could be set by no scenario.
 static_assert(sizeof(Faults) == kFaultSwitches.size() * sizeof(bool), "every field of Faults needs its row in kFaultSwitches");

@@ -13,7 +13,8 @@ namespace ppspec::engine {
 struct NewRequest {
   int32_t idx = -1;  // req-state index (the row of every per-request table)
   int64_t id = -1;
-  std::vector<int32_t> prompt;
+  std::vector<int32_t> prompt;  // a resumed request's: its prompt and its output so far
+  int32_t num_output = 0;       // output tokens it has (resumed after a preemption: all so far)
   int64_t seed = 0;
   uint32_t spread = 0;
 };
@@ -21,10 +22,12 @@ struct NewRequest {
 struct ScheduledRequest {
   int32_t idx = -1;
   int64_t id = -1;
-  int32_t num_computed = 0;  // the engine core's count; exact, because of the PP cadence
+  // The engine core's count: exact when the request's previous step has returned; with a step of
+  // it still in flight (async scheduling's lookahead), that step's drafts count as accepted (vLLM's
+  // placeholders): the workers take the exact count from their own tables.
+  int32_t num_computed = 0;
   int32_t num_tokens = 0;    // scheduled this step (1 + drafts for a decode row)
   int32_t prefill_len = 0;
-  int32_t out_index = 0;     // output tokens so far (keys the sampler's uniforms)
   int32_t first_new_block = 0;
   std::vector<int32_t> new_blocks;
   bool decode() const { return num_computed >= prefill_len; }

@@ -27,6 +27,7 @@ PPHandler::PPHandler(RankContext& ctx, core::Communicator& bcast)
       variant_(ctx.cfg.spec.feedback),
       stale_drafts_(ctx.cfg.faults.stale_drafts),
       narrow_width_(ctx.cfg.faults.narrow_sampled_width),
+      lookahead_past_ring_(ctx.cfg.faults.lookahead_past_ring && ctx.cfg.schedules_ahead()),
       main_(ctx.main),
       side_(ctx.side) {
   const int64_t n = ctx.max_reqs;
@@ -65,6 +66,7 @@ void PPHandler::receive(const SchedulerOutput& so) {
   const auto mask = need_sampled_mask(so);
   publish_gate(so, mask);
   if (!mask) return;  // nothing posted: the last stage's gate says the same
+  if (falls_behind()) return;
   const auto n = static_cast<int64_t>(so.requests.size());
   FeedbackBuffers& slot = slot_for(so.step);
   side_waits_main();
@@ -86,6 +88,18 @@ void PPHandler::receive(const SchedulerOutput& so) {
     p.gen_at_receive.push_back(gen_[static_cast<size_t>(r.idx)]);
   }
   queue_.back() = std::move(p);
+}
+
+// `lookahead_past_ring` (vLLM #53402): with pp + 1 batches in flight a receiver runs
+// execute_model(T + 1) before sample_tokens(T); receive() then posts from the batch it holds, T + 1's,
+// into T + 1's entry of the ring, and T's entry stays empty. From the first step with feedback on,
+// each receiver posts at sample_tokens(T) what the last stage sends at T + 1: its receives are one
+// step behind. ppspec's worker runs both halves of a step together, so the shift is modelled by
+// its effect: the first serving step's receives are never posted, and every later step's are.
+bool PPHandler::falls_behind() {
+  if (!lookahead_past_ring_ || !serving_ || behind_) return false;
+  behind_ = true;
+  return true;
 }
 
 std::optional<PrevOutputs> PPHandler::get_prev_sampled_outputs() {

@@ -56,6 +56,7 @@ class PPHandler {
 
   bool is_last() const { return stage_ == pp_ - 1; }
   void set_disabled(bool d) { disabled_ = d; }
+  void start_serving() { serving_ = true; }
   bool disabled() const { return disabled_; }
   void on_req_idx_freed(int32_t idx) { ++gen_[static_cast<size_t>(idx)]; }
 
@@ -77,6 +78,7 @@ class PPHandler {
  private:
   core::Label label(const char* name, int64_t step) const { return core::Label{name, step}; }
   void side_waits_main();
+  bool falls_behind();
   // Tells the checkers what this rank's gate decided for a step (verify/monitors/gate_agreement.h).
   void publish_gate(const SchedulerOutput& so, const std::optional<std::vector<bool>>& mask);
   FeedbackBuffers& slot_for(int64_t step) { return slots_[static_cast<size_t>(step % static_cast<int64_t>(slots_.size()))]; }
@@ -90,10 +92,14 @@ class PPHandler {
   Feedback variant_;
   bool stale_drafts_;
   bool narrow_width_;
+  bool lookahead_past_ring_;
   core::Stream main_;
   core::Stream side_;
   core::DeviceEvent main_ready_;
   bool disabled_ = false;
+  bool serving_ = false;
+  // `lookahead_past_ring`: whether this receiver is already one step behind.
+  bool behind_ = false;
   std::vector<uint32_t> gen_;
   std::vector<FeedbackBuffers> slots_;  // a ring: one per step in flight
 

@@ -12,6 +12,7 @@ RequestTables::RequestTables(RankContext& ctx) : ctx_(ctx) {
   num_computed = ctx.alloc(Dtype::i32, n, 1, "num_computed");
   prefill_len = ctx.alloc(Dtype::i32, n, 1, "prefill_len");
   total_len = ctx.alloc(Dtype::i32, n, 1, "total_len");
+  output_base = ctx.alloc(Dtype::i32, n, 1, "output_base");
   prompt = ctx.alloc(Dtype::i32, n, ctx.cfg.max_prefill(), "prompt");
   block_table = ctx.alloc(Dtype::i32, n, ctx.max_blocks, "block_table");
   seeds = ctx.alloc(Dtype::i64, n, 1, "seeds");
@@ -28,6 +29,7 @@ void RequestTables::admit(const SchedulerOutput& so) {
     ctx_.upload(num_computed.rows(i, 1), std::vector<int32_t>{0});
     ctx_.upload(prefill_len.rows(i, 1), std::vector<int32_t>{static_cast<int32_t>(r.prompt.size())});
     ctx_.upload(total_len.rows(i, 1), std::vector<int32_t>{static_cast<int32_t>(r.prompt.size())});
+    ctx_.upload(output_base.rows(i, 1), std::vector<int32_t>{r.num_output});
     ctx_.upload(last_sampled.rows(i, 1), std::vector<int64_t>{0});
     ctx_.upload(draft_tokens.rows(i, 1), std::vector<int64_t>(static_cast<size_t>(draft_tokens.shape().cols), 0));
     ctx_.upload(seeds.rows(i, 1), std::vector<int64_t>{r.seed});

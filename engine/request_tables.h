@@ -18,6 +18,7 @@ class RequestTables {
   core::Buffer num_computed;  // [max_reqs] i32
   core::Buffer prefill_len;   // [max_reqs] i32
   core::Buffer total_len;     // [max_reqs] i32
+  core::Buffer output_base;   // [max_reqs] i32: output tokens it had when admitted (resumed: all so far)
   core::Buffer prompt;        // [max_reqs, max_prompt] i32
   core::Buffer block_table;   // [max_reqs, max_blocks] i32
   core::Buffer seeds;         // [max_reqs] i64

@@ -25,7 +25,6 @@ SampledRows Sampler::sample(const SchedulerOutput& so, FeedbackBuffers& slot, co
   // Which rows carry logits: every row of a decode request, the last row of a final prefill chunk.
   SampledRows out;
   std::vector<int32_t> start, count;
-  std::vector<int64_t> out_index;
   int32_t row = 0;
   for (size_t i = 0; i < so.requests.size(); ++i) {
     const ScheduledRequest& r = so.requests[i];
@@ -39,14 +38,14 @@ SampledRows Sampler::sample(const SchedulerOutput& so, FeedbackBuffers& slot, co
     }
     if (r.produces_sample()) out.rows.push_back(static_cast<int32_t>(i));
     row += r.num_tokens;
-    out_index.push_back(r.out_index);
   }
   ctx_.upload(logit_start_, start);
   ctx_.upload(num_logits_, count);
-  ctx_.upload(out_index_, out_index);
   ctx_.run("gather_sampling_params", "",
            kn::GatherSamplingParamsKernel{span_of<int32_t>(in.idx_mapping), span_of<int64_t>(tables.seeds),
-                                          span_of<uint32_t>(tables.spread), span_of<int64_t>(seeds_), span_of<uint32_t>(spread_)},
+                                          span_of<uint32_t>(tables.spread), span_of<int32_t>(tables.output_base),
+                                          span_of<int32_t>(tables.total_len), span_of<int32_t>(tables.prefill_len),
+                                          span_of<int64_t>(seeds_), span_of<uint32_t>(spread_), span_of<int64_t>(out_index_)},
            n);
   kn::RejectionSampleKernel rs{span_of<int32_t>(logit_start_), span_of<int32_t>(num_logits_), span_of<int32_t>(in.input_ids),
                                span_of<int64_t>(model.greedy),  span_of<uint32_t>(model.head_out), span_of<int64_t>(seeds_),

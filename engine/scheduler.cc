@@ -3,6 +3,7 @@
 #include "engine/finish_rules.h"
 
 #include <algorithm>
+#include <fmt/ranges.h>
 
 namespace ppspec::engine {
 
@@ -13,10 +14,9 @@ ScheduledRequest scheduled_row(const RequestRecord& r, int tokens) {
   ScheduledRequest s;
   s.idx = r.idx;
   s.id = r.spec.id;
-  s.num_computed = r.num_computed;
+  s.num_computed = r.computed_if_accepted();
   s.num_tokens = tokens;
   s.prefill_len = r.prefill_len();
-  s.out_index = static_cast<int32_t>(r.output.size());
   s.first_new_block = static_cast<int32_t>(r.blocks.size());
   return s;
 }
@@ -29,6 +29,7 @@ NewRequest new_request_of(const RequestRecord& r) {
   n.id = r.spec.id;
   n.prompt = r.spec.prompt;
   for (size_t i = 0; n.prompt.size() < static_cast<size_t>(r.prefill_len()); ++i) n.prompt.push_back(static_cast<int32_t>(r.output[i]));
+  n.num_output = static_cast<int32_t>(r.output.size());
   n.seed = r.spec.seed;
   n.spread = r.spec.spread;
   return n;
@@ -50,12 +51,15 @@ class Scheduler::StepBuilder {
   // Schedules `tokens` of `r` if its blocks fit the free pool; nothing changes when they do not.
   bool add(RequestRecord& r, int tokens) {
     ScheduledRequest row = scheduled_row(r, tokens);
-    if (!s_.allocate_blocks(r, r.num_computed + tokens, step_, row.new_blocks)) return false;
+    if (!s_.allocate_blocks(r, r.computed_if_accepted() + tokens, step_, row.new_blocks)) return false;
     so->requests.push_back(std::move(row));
     so->num_tokens += tokens;
     budget -= tokens;
-    r.in_flight = true;
+    if (r.in_flight()) ++r.steps_ahead;
+    r.steps_in_flight.push_back(step_);
+    r.tokens_in_flight += tokens;
     r.last_step = step_;
+    PPSPEC_ASSERT(r.steps_in_flight.size() <= 2, "request {} has {} steps in flight ({}), at {}", r.spec.id, r.steps_in_flight.size(), fmt::join(r.steps_in_flight, " "), step_);
     return true;
   }
 
@@ -67,7 +71,7 @@ class Scheduler::StepBuilder {
   bool add_running(RequestRecord& r, int tokens) {
     for (;;) {
       if (add(r, tokens)) return true;
-      if (s_.missing_blocks(r, r.num_computed + tokens) <= static_cast<int>(s_.free_blocks_.size()) + s_.fenced_blocks()) return false;
+      if (s_.missing_blocks(r, r.computed_if_accepted() + tokens) <= static_cast<int>(s_.free_blocks_.size()) + s_.fenced_blocks()) return false;
       PPSPEC_ASSERT(!s_.running_.empty());
       RequestRecord& victim = s_.records_[s_.running_.back()];
       preempted = true;
@@ -85,7 +89,8 @@ class Scheduler::StepBuilder {
   void unschedule(RequestRecord& victim) {
     auto row = std::find_if(so->requests.begin(), so->requests.end(), [&](const ScheduledRequest& x) { return x.id == victim.spec.id; });
     if (row == so->requests.end()) return;
-    victim.in_flight = false;  // its blocks were never stored through: they are free at once
+    // This step's blocks were never stored through: only an earlier step in flight fences them.
+    victim.steps_in_flight.pop_back();
     if (s_.cfg_.faults.preempt_keeps_spec_tokens) return;  // the row stays in the step
     budget += row->num_tokens;
     so->num_tokens -= row->num_tokens;
@@ -171,28 +176,24 @@ std::shared_ptr<SchedulerOutput> Scheduler::schedule(int64_t step) {
   if (cfg_.workload.abort_in_flight) abort_in_flight(step);
   StepBuilder b(*this, step);
   const int k = cfg_.spec.k;
-  const int64_t pp = cfg_.topology.pp;
-  auto eligible = [&](const RequestRecord& r) {
-    return r.idx >= 0 && !r.in_flight && !r.finished && step >= r.last_step + pp;
-  };
   const std::deque<size_t> running = running_;  // a preemption edits running_
   bool out_of_blocks = false;
   // Decode rows first (1 + K: the scheduler knows only the draft count), then prefill chunks.
   for (size_t i : running) {
     RequestRecord& r = records_[i];
-    if (!eligible(r) || r.num_computed < r.prefill_len()) continue;
+    if (!eligible(r, step) || r.computed_if_accepted() < r.prefill_len()) continue;
     // A warmup dummy decodes without drafts: the drafter does not run in warmup, and with feedback
     // off the earlier stages never learn how many drafts the last stage rejected, so their
     // optimistic num_computed would drift from the engine core's (vLLM's dummy runs keep no
     // request state at all).
-    const int tokens = 1 + (r.dummy ? 0 : std::min(k, cfg_.model.max_model_len - r.num_computed - 1));
+    const int tokens = 1 + (r.dummy ? 0 : std::min(k, cfg_.model.max_model_len - r.computed_if_accepted() - 1));
     if (tokens > b.budget) break;
     if (out_of_blocks = !b.add_running(r, tokens); out_of_blocks) break;
   }
   for (size_t i : running) {
     RequestRecord& r = records_[i];
-    if (out_of_blocks || !eligible(r) || r.num_computed >= r.prefill_len() || b.budget <= 0) continue;
-    const int remaining = r.prefill_len() - r.num_computed;
+    if (out_of_blocks || !eligible(r, step) || r.computed_if_accepted() >= r.prefill_len() || b.budget <= 0) continue;
+    const int remaining = r.prefill_len() - r.computed_if_accepted();
     if (!cfg_.serving.chunked_prefill && remaining > b.budget) continue;
     out_of_blocks = !b.add_running(r, std::min(remaining, b.budget));
   }
@@ -201,6 +202,18 @@ std::shared_ptr<SchedulerOutput> Scheduler::schedule(int64_t step) {
   if (b.so->requests.empty() && running_.empty() && !b.preempted) return nullptr;
   b.so->finished.swap(finished_idx_);
   return b.so;
+}
+
+// A running request may run at this step: every pp steps (step T's feedback is adopted at T + pp,
+// before the request's next step); at depth pp + 1 also while its previous step is in flight, unless
+// that step's one sure token already ends it (vLLM's async guard: scheduling it would be wasted).
+bool Scheduler::eligible(const RequestRecord& r, int64_t step) const {
+  if (r.idx < 0 || r.finished || step < r.last_step + cfg_.topology.pp) return false;
+  if (!r.in_flight()) return true;
+  if (!cfg_.schedules_ahead()) return false;
+  const bool ends_for_sure = static_cast<int>(r.output.size()) + 1 >= r.spec.max_tokens ||
+                             r.computed_if_accepted() + cfg_.spec.k + 1 >= cfg_.model.max_model_len;
+  return !ends_for_sure;
 }
 
 // Waiting requests, new or preempted, while a req-state index, the budget and the blocks allow.
@@ -217,6 +230,7 @@ void Scheduler::admit_waiting(StepBuilder& b) {
     free_idx_.pop_back();
     slot_owner_[static_cast<size_t>(r.idx)] = waiting_.front();
     r.admitted = true;
+    r.admitted_step = b.so->step;
     running_.push_back(waiting_.front());
     waiting_.pop_front();
     b.so->new_requests.push_back(new_request_of(r));

@@ -1,7 +1,9 @@
 // The engine core's scheduler (vLLM's V1 scheduler, reduced): continuous batching under a token
-// budget and a sequence limit, chunked prefill, async scheduling with a batch queue of depth pp (a
-// request in an in-flight batch is not scheduled again, so a decoding request runs every pp
-// steps), draft placeholders (it knows draft counts, never draft ids), paged KV blocks with K
+// budget and a sequence limit, chunked prefill, async scheduling with a batch queue of depth pp or
+// pp + 1 (a decoding request runs every pp steps; at depth pp its previous step has returned by
+// then, at pp + 1 it may still be in flight: the request is scheduled ahead with that step's drafts
+// counted as accepted, vLLM's placeholders, and the count is corrected when the step returns),
+// draft placeholders (it knows draft counts, never draft ids), paged KV blocks with K
 // lookahead slots for the drafter's queries, preemption by recompute when a running request
 // cannot get the blocks its step needs, requests finishing at max tokens, a stop token, or an
 // abort.
@@ -43,15 +45,23 @@ struct RequestRecord {
   int64_t proposed_drafts = 0;
   int decode_steps = 0;
   int preemptions = 0;
+  int steps_ahead = 0;  // steps scheduled while its previous step was in flight (the lookahead batch)
   int64_t first_preempted_at = -1;  // its output length when it was first preempted (-1: never)
   int64_t last_step = -(int64_t{1} << 40);  // the step it was last scheduled in
+  int64_t admitted_step = -1;               // the step that admitted (or resumed) it last
+  // Its steps whose outputs have not returned, oldest first (at most two: pp + 1 batches in flight
+  // and a step every pp), and the tokens they scheduled, not yet in num_computed.
+  std::vector<int64_t> steps_in_flight;
+  int32_t tokens_in_flight = 0;
   bool admitted = false;
-  bool in_flight = false;
   bool finished = false;
   bool aborted = false;
   bool abort_arrived = false;
   bool dummy = false;
   int prefill_len() const { return prefill_tokens; }
+  bool in_flight() const { return !steps_in_flight.empty(); }
+  // What the engine core counts as computed when it schedules: every token of its steps in flight.
+  int32_t computed_if_accepted() const { return num_computed + tokens_in_flight; }
 };
 
 // What the scheduler did with KV blocks and request state, for the engine core to publish
@@ -114,7 +124,9 @@ class Scheduler {
   void return_fenced(int64_t step);
   void abort_in_flight(int64_t step);  // WorkloadConfig::abort_in_flight
   bool abort_scan_reaches(const RequestRecord& r, int64_t step) const;
-  RequestRecord* owner_of_row(const ScheduledRequest& s);
+  bool eligible(const RequestRecord& r, int64_t step) const;
+  void land(RequestRecord& r, int64_t step, int32_t tokens);
+  RequestRecord* owner_of_row(int64_t step, const ScheduledRequest& s);
   size_t index_of(const RequestRecord& r) const { return static_cast<size_t>(&r - records_.data()); }
   void admit_waiting(StepBuilder& b);
 

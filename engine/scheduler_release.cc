@@ -27,10 +27,10 @@ void Scheduler::release(RequestRecord& r, core::Release reason, int64_t step) {
   std::vector<int32_t> blocks;
   blocks.swap(r.blocks);
   const bool unfenced = reason == core::Release::preempted && cfg_.faults.late_output_after_preempt;
-  const bool fence = r.in_flight && r.last_step < step && !unfenced && !blocks.empty();
+  const bool fence = r.in_flight() && !unfenced && !blocks.empty();
   ledger_.push_back(LedgerEntry{LedgerEntry::What::released, r.spec.id, step, reason, r.idx, 0, fence ? blocks : std::vector<int32_t>{}});
-  if (fence)
-    fences_.push_back(Fence{r.last_step, r.spec.id, reason, std::move(blocks)});
+  if (fence)  // until its newest step in flight returns
+    fences_.push_back(Fence{r.steps_in_flight.back(), r.spec.id, reason, std::move(blocks)});
   else
     free_blocks(r.spec.id, step, reason, std::move(blocks));
   running_.erase(std::find(running_.begin(), running_.end(), index_of(r)));
@@ -50,7 +50,8 @@ void Scheduler::finish(RequestRecord& r, bool aborted, int64_t step) {
     waiting_.erase(std::remove(waiting_.begin(), waiting_.end(), index_of(r)), waiting_.end());
   r.finished = true;
   r.aborted = aborted;
-  r.in_flight = false;
+  r.steps_in_flight.clear();  // a step still in flight is stale: its output is discarded
+  r.tokens_in_flight = 0;
   if (!r.dummy) ++finished_count_;
 }
 
@@ -61,20 +62,22 @@ void Scheduler::preempt(RequestRecord& r, int64_t step) {
   if (r.preemptions++ == 0) r.first_preempted_at = static_cast<int64_t>(r.output.size());
   release(r, core::Release::preempted, step);
   r.idx = -1;
-  r.in_flight = false;  // a step still in flight is stale: its output is discarded
+  r.steps_in_flight.clear();  // a step still in flight is stale: its output is discarded
+  r.tokens_in_flight = 0;
   r.num_computed = 0;
   r.prefill_tokens = static_cast<int32_t>(r.spec.prompt.size() + r.output.size());
   waiting_.push_front(index_of(r));
 }
 
 // The abort reaches the engine core while the request's step is the oldest in flight, the next to
-// return (at pp = 2 the only one): the core frees the request at this schedule, before that
-// step's output returns, while pp - 2 younger batches are in flight as well.
+// return (at depth 2 the only one): the core frees the request at this schedule, before that
+// step's output returns, while younger batches are in flight as well.
 void Scheduler::abort_in_flight(int64_t step) {
   const std::deque<size_t> running = running_;  // finish() edits the list
   for (size_t i : running) {
     RequestRecord& r = records_[i];
-    if (!r.in_flight || r.last_step > step - std::max<int64_t>(cfg_.topology.pp - 1, 1)) continue;
+    const int64_t oldest = step - std::max(cfg_.batches_in_flight() - 1, 1);  // the oldest batch in flight
+    if (!r.in_flight() || r.steps_in_flight.front() > oldest) continue;
     if (!r.spec.abort || r.abort_arrived || static_cast<int>(r.output.size()) < cfg_.workload.abort_after) continue;
     r.abort_arrived = true;
     ledger_.push_back(LedgerEntry{LedgerEntry::What::abort_arrived, r.spec.id, step, core::Release::aborted, r.idx, 0, {}});
@@ -94,15 +97,31 @@ bool Scheduler::abort_scan_reaches(const RequestRecord& r, int64_t step) const {
 // The running request a row's output belongs to; null when it was let go of since (its step is
 // stale). Under `late_output_after_preempt` the output is matched by request id (vLLM before
 // #49620), which finds a preempted request too.
-RequestRecord* Scheduler::owner_of_row(const ScheduledRequest& s) {
+// A row of a step scheduled before the request was last admitted is stale as well: it was resumed
+// since, perhaps into the same state index.
+RequestRecord* Scheduler::owner_of_row(int64_t step, const ScheduledRequest& s) {
   if (cfg_.faults.late_output_after_preempt) {
     for (RequestRecord& r : records_)
       if (r.spec.id == s.id && !r.finished) return &r;
     return nullptr;
   }
   const size_t owner = slot_owner_[static_cast<size_t>(s.idx)];
-  if (owner == kNoOwner || records_[owner].spec.id != s.id) return nullptr;
+  if (owner == kNoOwner || records_[owner].spec.id != s.id || step < records_[owner].admitted_step) return nullptr;
   return &records_[owner];
+}
+
+// A step of `r` returned: it is no longer in flight, and its tokens no longer placeholders. Steps
+// return in order, so it is the request's oldest (under `late_output_after_preempt` a stale one may
+// land on a request that has none in flight).
+void Scheduler::land(RequestRecord& r, int64_t step, int32_t tokens) {
+  if (r.steps_in_flight.empty() || r.steps_in_flight.front() != step) {
+    PPSPEC_ASSERT(cfg_.faults.late_output_after_preempt, "request {}: step {} returned, not the oldest of its steps in flight",
+                  r.spec.id, step);
+    return;
+  }
+  r.steps_in_flight.erase(r.steps_in_flight.begin());
+  r.tokens_in_flight -= tokens;
+  PPSPEC_ASSERT(r.tokens_in_flight >= 0 && (r.tokens_in_flight == 0) == r.steps_in_flight.empty());
 }
 
 void Scheduler::update(const SchedulerOutput& so, const ModelOutput& out) {
@@ -111,9 +130,10 @@ void Scheduler::update(const SchedulerOutput& so, const ModelOutput& out) {
   for (size_t i = 0; i < so.requests.size(); ++i) {
     const ScheduledRequest& s = so.requests[i];
     const RowOutput& row = out.rows[i];
-    RequestRecord* r = owner_of_row(s);
+    RequestRecord* r = owner_of_row(so.step, s);
     if (r == nullptr) continue;
-    r->in_flight = false;
+    const int32_t computed_before = r->num_computed;  // exact: the request's earlier steps returned
+    land(*r, so.step, s.num_tokens);
     if (!s.produces_sample()) {
       r->num_computed += s.num_tokens;
       continue;
@@ -123,7 +143,7 @@ void Scheduler::update(const SchedulerOutput& so, const ModelOutput& out) {
       ++r->decode_steps;
       r->verified_drafts.push_back(row.drafts_verified);
       r->verified_step.push_back(so.step);
-      r->verified_position.push_back(s.num_computed + 1);
+      r->verified_position.push_back(computed_before + 1);
       r->accepted_drafts += row.num_sampled - 1;
     }
     r->proposed_drafts += static_cast<int64_t>(row.drafts_proposed.size());

@@ -111,7 +111,10 @@ void Worker::run() {
       case Command::capture: capture_graphs(); break;
       case Command::serve:
         phase(core::WarmupPhase::serving);
-        if (pp_handler_) pp_handler_->set_disabled(false);
+        if (pp_handler_) {
+          pp_handler_->set_disabled(false);
+          pp_handler_->start_serving();
+        }
         break;
       case Command::shutdown:
         ctx_.dev.device_sync();

@@ -71,6 +71,7 @@ void pick_workload(ServingCase& c, const Space& s) {
   // A cap close to the longest request: some requests end at max_model_len.
   if (maybe(s.length_cap)) c.max_model_len = std::max(8, c.prompt_max + c.k + 2 + *rc::gen::inRange(0, c.output_max + 1));
   if (maybe(s.preemption)) pick_kv_cache(c);
+  if (maybe(s.lookahead)) c.max_concurrent_batches = c.pp + 1;
 }
 
 }  // namespace

@@ -18,6 +18,7 @@ void append_engine(std::string& s, const ServingCase& c) {
                    "chunked_prefill = {}\nwarmup_steps = {}\n",
                    fmt::join(c.capture_sizes, ", "), c.max_num_seqs, c.max_num_batched_tokens, c.chunked_prefill,
                    c.warmup_steps);
+  if (c.max_concurrent_batches > 0) s += fmt::format("max_concurrent_batches = {}\n", c.max_concurrent_batches);
   s += fmt::format("\n[workload]\nnum_requests = {}\nprompt_min = {}\nprompt_max = {}\noutput_min = {}\noutput_max = {}\n"
                    "arrival = \"{}\"\nmean_gap_us = {}\ntemperature = {}\nseed = {}\nabort_every = {}\nabort_after = {}\n"
                    "abort_in_flight = {}\n",
@@ -54,6 +55,7 @@ std::string summary(const ServingCase& c) {
   if (c.max_model_len < 2048) s += fmt::format(" max_len {}", c.max_model_len);
   if (c.num_blocks > 0) s += fmt::format(" blocks {}", c.num_blocks);
   if (!c.chunked_prefill) s += " no-chunking";
+  if (c.max_concurrent_batches > 0) s += fmt::format(" batches {}", c.max_concurrent_batches);
   if (c.poisson) s += fmt::format(" poisson {} us", c.mean_gap_us);
   if (c.module_loading != "eager") s += " " + c.module_loading;
   return s + fmt::format(" seed {} {}", c.seed, c.strategy());

@@ -23,6 +23,7 @@ struct ServingCase {
   std::vector<int> capture_sizes;
   int max_num_seqs = 4, max_num_batched_tokens = 64, warmup_steps = 2;
   bool chunked_prefill = true;
+  int max_concurrent_batches = 0;  // 0: pp; pp + 1: async scheduling's lookahead batch
   // [workload]
   int num_requests = 2, prompt_min = 4, prompt_max = 8, output_min = 4, output_max = 8;
   bool poisson = false;

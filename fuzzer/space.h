@@ -36,6 +36,8 @@ struct Space {
   // max_model_len close to prompt + output, poisson arrivals, a KV cache small enough to preempt.
   bool graphs = true, chunked_prefill = true, aborts = true, stop_token = true, length_cap = true, poisson = true;
   bool preemption = true;
+  // Whether a case may run async scheduling's lookahead batch (max_concurrent_batches = pp + 1).
+  bool lookahead = true;
 };
 
 // The hard limits a SPACE.toml must stay inside (what a fuzzing case can run in milliseconds).

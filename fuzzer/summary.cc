@@ -19,6 +19,7 @@ constexpr std::pair<const char*, uint64_t Coverage::*> kPaths[] = {
     {"chunked_prefill", &Coverage::chunked_prefill}, {"slot_reuse", &Coverage::slot_reuse},
     {"length_cap", &Coverage::length_cap},       {"aborts", &Coverage::aborts},
     {"abort_in_flight", &Coverage::abort_in_flight}, {"preemptions", &Coverage::preemptions},
+    {"steps_ahead", &Coverage::steps_ahead},
 };
 
 Json to_json(const Found& f) {

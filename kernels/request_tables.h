@@ -18,16 +18,25 @@ struct AdvanceNumComputedKernel {
   PPSPEC_HD void row(int64_t r) const { num_computed[idx_mapping[r]] += query_len[r]; }
 };
 
-// The sampler's per-row seeds and spreads, gathered from the request tables.
+// The sampler's per-row seeds, spreads and output indices, gathered from the request tables. The
+// output index (what keys a token's uniforms) comes from the rank's own counts, not the engine
+// core's: a step scheduled while the request's previous step is in flight (async scheduling's
+// lookahead) is scheduled before the core knows how many tokens that step kept.
 struct GatherSamplingParamsKernel {
   Span<const int32_t> idx_mapping;  // [rows]
   Span<const int64_t> req_seeds;    // [max_reqs]
   Span<const uint32_t> req_spread;  // [max_reqs]
+  Span<const int32_t> output_base;  // [max_reqs] output tokens the request had when it was admitted
+  Span<const int32_t> total_len;    // [max_reqs] its prefill and every token sampled since
+  Span<const int32_t> prefill_len;  // [max_reqs]
   Span<int64_t> seeds;              // [rows]
   Span<uint32_t> spread;            // [rows]
+  Span<int64_t> out_index;          // [rows]
   PPSPEC_HD void row(int64_t r) const {
-    seeds[r] = req_seeds[idx_mapping[r]];
-    spread[r] = req_spread[idx_mapping[r]];
+    const int32_t req = idx_mapping[r];
+    seeds[r] = req_seeds[req];
+    spread[r] = req_spread[req];
+    out_index[r] = static_cast<int64_t>(output_base[req]) + total_len[req] - prefill_len[req];
   }
 };
 

@@ -19,7 +19,7 @@ constexpr std::string_view kTopologyKeys = "pp, tp";
 constexpr std::string_view kModelKeys =
     "vocab, layers, lanes, block_size, num_blocks, alpha, stop_token, max_model_len, checkpoint_seed, experts, topk";
 constexpr std::string_view kSpecKeys = "k, feedback";
-constexpr std::string_view kServingKeys = "capture_sizes, max_num_seqs, max_num_batched_tokens, chunked_prefill, warmup_steps";
+constexpr std::string_view kServingKeys = "capture_sizes, max_num_seqs, max_num_batched_tokens, chunked_prefill, warmup_steps, max_concurrent_batches";
 constexpr std::string_view kWorkloadKeys =
     "num_requests, prompt_min, prompt_max, output_min, output_max, arrival, mean_gap_us, temperature, seed, "
     "abort_every, abort_after, abort_in_flight";
@@ -88,6 +88,7 @@ void read_serving_table(TableReader& r, engine::ServingConfig& v) {
   v.max_num_batched_tokens = to_int(r.integer("max_num_batched_tokens", 1, 1 << 20).value_or(v.max_num_batched_tokens));
   v.chunked_prefill = r.boolean("chunked_prefill").value_or(v.chunked_prefill);
   v.warmup_steps = to_int(r.integer("warmup_steps", 1, 64).value_or(v.warmup_steps));
+  v.max_concurrent_batches = to_int(r.integer("max_concurrent_batches", 1, 65).value_or(0));
   if (const toml::array* sizes = r.array("capture_sizes")) {
     for (const auto& n : *sizes) {
       if (!n.is_integer() || n.as_integer()->get() < 1 || n.as_integer()->get() > (1 << 20))
@@ -159,6 +160,12 @@ void check_serving_config(TableReader& top, const engine::EngineConfig& c) {
                          fmt::format("capture size {} is not a multiple of K+1 = {}: decode graphs replay whole verification blocks "
                                      "(vLLM adjust_cudagraph_sizes_for_spec_decode)",
                                      size, k + 1));
+  const int batches = c.serving.max_concurrent_batches;
+  if (batches != 0 && (batches < c.topology.pp || batches > c.topology.pp + 1))
+    fail_serving_check(top, "serving", "max_concurrent_batches",
+                       fmt::format("{} batches in flight with pp = {}: valid {} (one per stage) or {} (async scheduling's lookahead "
+                                   "batch, as vLLM allows)",
+                                   batches, c.topology.pp, c.topology.pp, c.topology.pp + 1));
   const engine::WorkloadConfig& w = c.workload;
   // A request whose output would pass max_model_len ends at the cap (the engine core finishes it
   // when its next verification block no longer fits); its prompt must leave room for one.

@@ -60,9 +60,10 @@ std::string headline(const RunRecord& r) {
   s += fmt::format("verdict {} (expected {})  seed {}  {}  [", core::to_string(res.verdict), core::to_string(r.expected),
                    r.seed, r.strategy);
   if (r.serving)
-    s += fmt::format("{} requests, {} engine steps, {}acceptance {:.2f}, {:.1f} tokens/step, ", r.serving->requests,
+    s += fmt::format("{} requests, {} engine steps, {}{}acceptance {:.2f}, {:.1f} tokens/step, ", r.serving->requests,
                      r.serving->engine_steps,
                      r.serving->preemptions > 0 ? fmt::format("{} preemptions, ", r.serving->preemptions) : std::string(),
+                     r.serving->steps_ahead > 0 ? fmt::format("{} steps scheduled ahead, ", r.serving->steps_ahead) : std::string(),
                      r.serving->acceptance_rate, r.serving->tokens_per_step);
   else
     s += fmt::format("{} steps, ", res.stats.sched_steps);
@@ -112,6 +113,11 @@ std::string format_text(const RunRecord& r) {
 
 void SeedSummary::add(const RunRecord& r) {
   ++seeds;
+  if (!r.internal_error.empty()) {  // no verdict to count, and never as expected
+    ++internal_errors;
+    if (!first_unexpected) first_unexpected = r.seed;
+    return;
+  }
   ++verdicts[r.result.verdict];
   wall_ms += r.wall_ms;
   if (r.ok)
@@ -128,6 +134,7 @@ std::string format_summary(const SeedSummary& s) {
   std::string seen;
   for (const auto& [verdict, count] : s.verdicts)
     seen += fmt::format("{}{} {}", seen.empty() ? "" : ", ", core::to_string(verdict), count);
+  if (s.internal_errors > 0) seen += fmt::format("{}internal error of ppspec {}", seen.empty() ? "" : ", ", s.internal_errors);
   return line + fmt::format("  (verdicts: {}; expected {})  seeds {}..{}  {}  [{:.1f} ms wall]\n", seen,
                             core::to_string(s.expected), s.first_seed, s.first_seed + s.seeds - 1, s.strategy, s.wall_ms);
 }

@@ -21,6 +21,7 @@ struct ServingFigures {
   double tokens_per_step = 0;  // output tokens / engine step
   verify::OnlineCoverage model_oracle{};  // what the model oracle checked, and what it stopped checking
   int64_t preemptions = 0;
+  int64_t steps_ahead = 0;  // request steps scheduled ahead of their previous step's output
 };
 
 struct RunRecord {
@@ -55,6 +56,7 @@ struct SeedSummary {
   uint64_t as_expected = 0;
   std::optional<uint64_t> first_unexpected{};
   std::map<core::Verdict, uint64_t> verdicts{};  // ordered: the line is the same on every machine
+  uint64_t internal_errors = 0;                  // seeds that ended in a bug of ppspec: no verdict
   double wall_ms = 0;
 
   void add(const RunRecord& r);

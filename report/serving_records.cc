@@ -23,13 +23,14 @@ nlohmann::json requests_json(const std::vector<engine::RequestRecord>& requests)
                  {"verified_position", r.verified_position},
                  {"prefill_tokens", r.prefill_tokens},
                  {"preemptions", r.preemptions},
+                 {"steps_ahead", r.steps_ahead},
                  {"first_preempted_at", r.first_preempted_at},
                  {"accepted_drafts", r.accepted_drafts},
                  {"proposed_drafts", r.proposed_drafts},
                  {"decode_steps", r.decode_steps},
                  {"last_step", r.last_step},
                  {"admitted", r.admitted},
-                 {"in_flight", r.in_flight},
+                 {"in_flight", r.in_flight()},
                  {"finished", r.finished},
                  {"aborted", r.aborted}});
   return a;
@@ -58,13 +59,14 @@ std::vector<engine::RequestRecord> requests_from_json(const engine::EngineConfig
     r.verified_position = x.value("verified_position", std::vector<int64_t>(r.verified_step.size(), -1));
     r.prefill_tokens = x.value("prefill_tokens", static_cast<int32_t>(r.spec.prompt.size()));
     r.preemptions = x.value("preemptions", 0);
+    r.steps_ahead = x.value("steps_ahead", 0);  // written since the lookahead batch exists
     r.first_preempted_at = x.value("first_preempted_at", int64_t{-1});
     r.accepted_drafts = x.at("accepted_drafts").get<int64_t>();
     r.proposed_drafts = x.at("proposed_drafts").get<int64_t>();
     r.decode_steps = x.at("decode_steps").get<int>();
     r.last_step = x.at("last_step").get<int64_t>();
     r.admitted = x.at("admitted").get<bool>();
-    r.in_flight = x.at("in_flight").get<bool>();
+    if (x.at("in_flight").get<bool>()) r.steps_in_flight.push_back(r.last_step);
     r.finished = x.at("finished").get<bool>();
     r.aborted = x.at("aborted").get<bool>();
     // The oracles index these side by side: a record that is not one is unreadable, not a crash.
@@ -79,12 +81,13 @@ std::vector<engine::RequestRecord> requests_from_json(const engine::EngineConfig
 ServingFigures figures_of(const serving::ServingRun& run) {
   return ServingFigures{run.stats.steps,          static_cast<int64_t>(run.requests.size()), run.stats.output_tokens,
                         run.stats.acceptance_rate(), run.stats.tokens_per_step(),               run.coverage,
-                        run.stats.preemptions};
+                        run.stats.preemptions,          run.stats.steps_ahead};
 }
 
 nlohmann::json serving_stats_json(const engine::ServingStats& s) {
   return {{"steps", s.steps}, {"output_tokens", s.output_tokens}, {"drafts_verified", s.drafts_verified},
-          {"drafts_accepted", s.drafts_accepted}, {"preemptions", s.preemptions}};
+          {"drafts_accepted", s.drafts_accepted}, {"preemptions", s.preemptions},
+          {"steps_ahead", s.steps_ahead}};
 }
 
 engine::ServingStats serving_stats_from_json(const nlohmann::json& j) {
@@ -94,6 +97,7 @@ engine::ServingStats serving_stats_from_json(const nlohmann::json& j) {
   s.drafts_verified = j.at("drafts_verified").get<int64_t>();
   s.drafts_accepted = j.at("drafts_accepted").get<int64_t>();
   s.preemptions = j.value("preemptions", int64_t{0});  // written since preemption exists
+  s.steps_ahead = j.value("steps_ahead", int64_t{0});  // written since the lookahead batch exists
   return s;
 }
 

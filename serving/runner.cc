@@ -163,7 +163,12 @@ void check_oracles(const ServingScenario& s, const RunOptions& opts, ServingRun&
   }
   if (s.oracles.pp_invariance && cfg.topology.pp > 1) {
     auto f = compare_with(
-        s, opts, run, "pp-invariance", "pp = 1", [](engine::EngineConfig& c) { c.topology.pp = 1; },
+        s, opts, run, "pp-invariance", "pp = 1",
+        [](engine::EngineConfig& c) {
+          // The same scheduling at one stage: with its lookahead batch, or without.
+          c.serving.max_concurrent_batches = c.schedules_ahead() ? 2 : 0;
+          c.topology.pp = 1;
+        },
         [&](const auto& ref) { return verify::pp_invariance_oracle(cfg, run.requests, ref, run.coverage); });
     if (f) found.push_back(std::move(*f));
   }

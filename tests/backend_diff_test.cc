@@ -156,7 +156,7 @@ void expect_same(const engine::RequestRecord& a, const engine::RequestRecord& b)
   EXPECT_EQ(a.decode_steps, b.decode_steps);
   EXPECT_EQ(a.last_step, b.last_step);
   EXPECT_EQ(a.admitted, b.admitted);
-  EXPECT_EQ(a.in_flight, b.in_flight);
+  EXPECT_EQ(a.in_flight(), b.in_flight());
   EXPECT_EQ(a.finished, b.finished);
   EXPECT_EQ(a.aborted, b.aborted);
   EXPECT_EQ(a.dummy, b.dummy);

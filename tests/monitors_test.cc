@@ -330,7 +330,30 @@ void sampled_then_scheduled(Fixture<verify::StageAgreement>& fx) {
   fx.send(EventKind::request_scheduled, -1, 3, 7, {4, 6, 2}, 10);
   fx.send(EventKind::tokens_sampled, 2, 3, 7, {21, 22}, 2);
   fx.send(EventKind::tokens_sampled, 3, 3, 7, {21, 22}, 2);  // the other TP rank: the same, once
+  fx.send(EventKind::step_returned, -1, 3, -1, {}, 0);
   fx.send(EventKind::request_scheduled, -1, 5, 7, {4, 6, 2}, 12);
+}
+
+// Async scheduling's lookahead batch: step 5 is scheduled before step 3 returned, with step 3's
+// three drafts counted as accepted (10 + 4 = 14); the stages embed 14 less the 2 rejected.
+TEST(StageAgreement, AStepScheduledAheadIsCheckedAgainstTheCountLessTheRejectedDrafts) {
+  for (int64_t embedded : {12, 14}) {
+    Fixture<verify::StageAgreement> fx;
+    fx.phase(0, core::WarmupPhase::serving);
+    fx.send(EventKind::request_scheduled, -1, 3, 7, {4, 6, 2}, 10);
+    fx.send(EventKind::request_scheduled, -1, 5, 7, {4, 6, 2}, 14);  // step 3 still in flight
+    fx.send(EventKind::tokens_sampled, 2, 3, 7, {21, 22}, 2);
+    fx.send(EventKind::step_returned, -1, 3, -1, {}, 0);
+    fx.send(EventKind::inputs_built, 0, 5, 7, {embedded, 22, 31, 32, 33}, 1);
+    if (embedded == 12) {
+      EXPECT_TRUE(fx.found.empty()) << fx.found.front().summary;
+      continue;
+    }
+    ASSERT_EQ(fx.found.size(), 1u);
+    EXPECT_EQ(fx.found.front().kind, "stage-position");
+    EXPECT_NE(fx.found.front().summary.find("at position 14 at engine step 5, but the engine core has computed 12"), std::string::npos)
+        << fx.found.front().summary;
+  }
 }
 
 TEST(StageAgreement, AgreeingStagesReportNothing) {

@@ -10,6 +10,7 @@
 #include "tests/test_util.h"
 #include "verify/dumps/trace_check.h"
 #include "tests/command_test.h"
+#include "report/report.h"
 
 namespace ppspec::testing {
 namespace {
@@ -245,6 +246,19 @@ TEST(Reports, ADeadlockWithoutEagerSendsOrAMessageThatFitsSaysNothingOfEagerByte
   ASSERT_EQ(r.verdict, Verdict::deadlock) << "no eager sends at all: the boundary is not what decides";
   EXPECT_FALSE(has(all_text(r.findings[0]), "eager_bytes")) << all_text(r.findings[0]);
   EXPECT_EQ(run_toml(exchange(4096)).verdict, Verdict::pass) << "the message fits: no deadlock to explain";
+}
+
+// A seed that ended in a bug of ppspec has no verdict: the summary never counts it as expected
+// (it once said "ok ... 0 of 0 seeds as expected" for two such seeds).
+TEST(Reports, ASeedThatEndedInAnInternalErrorIsNeverCountedAsExpected) {
+  ppspec::report::SeedSummary s{"f.toml", "x", "random", core::Verdict::pass, 1};
+  ppspec::report::RunRecord r;
+  r.seed = 1;
+  r.internal_error = "assertion failed";
+  s.add(r);
+  const std::string line = ppspec::report::format_summary(s);
+  EXPECT_EQ(line.rfind("FAIL x  f.toml  0 of 1 seeds as expected; first unexpected: seed 1", 0), 0u) << line;
+  EXPECT_NE(line.find("(verdicts: internal error of ppspec 1; expected pass)"), std::string::npos) << line;
 }
 
 }  // namespace

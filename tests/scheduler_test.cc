@@ -255,7 +255,7 @@ TEST(Scheduler, ARunningRequestShortOfBlocksPreemptsTheMostRecentlyAdmittedOne) 
   EXPECT_EQ(so->new_requests[0].id, 1);
   EXPECT_EQ(so->new_requests[0].prompt, (std::vector<int32_t>{3, 3, 3, 3, 3, 3, 3, 3, 7}));
   EXPECT_EQ(so->requests[0].num_tokens, 9);
-  EXPECT_EQ(so->requests[0].out_index, 1) << "its next sample is its output token #1";
+  EXPECT_EQ(so->new_requests[0].num_output, 1) << "its next sample is its output token #1";
 }
 
 // At pp = 2 a victim may have a step in flight: its blocks stay fenced until that step returns,

@@ -124,6 +124,7 @@ int run_seeds(const Loaded& loaded, const RunArgs& args, const std::optional<sim
   for (uint64_t i = 0; i < n; ++i) {
     std::optional<report::RunRecord> rec = run_seed(loaded, x, strategy, first + i, args, paths, err);
     if (!rec) return kExitBadInput;
+    summary.add(*rec);
     if (!rec->internal_error.empty()) {
       ++internal_errors;
       if (args.json)
@@ -132,7 +133,6 @@ int run_seeds(const Loaded& loaded, const RunArgs& args, const std::optional<sim
         out << report::format_text(*rec) << std::flush;
       continue;
     }
-    summary.add(*rec);
     if (args.json)
       all.push_back(to_json(*rec));
     else if (!summarise || args.verbose)

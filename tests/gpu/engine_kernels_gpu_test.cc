@@ -433,6 +433,9 @@ TEST(GpuEngineKernels, RequestTableGathersAndScattersMatchTheCpu) {
   Dual<int32_t> blocks(uniform<int32_t>(kMaxReqs * kMaxBlocks, 0, 40, rng)), block_rows(filled<int32_t>(N * kMaxBlocks, -5));
   Dual<int64_t> req_seeds(random_i64(kMaxReqs, rng)), seeds(filled<int64_t>(N, -5));
   Dual<uint32_t> req_spread(random_words(kMaxReqs, rng)), spread(filled<uint32_t>(N, 0xDEADBEEFU));
+  Dual<int32_t> output_base(uniform<int32_t>(kMaxReqs, 0, 50, rng)), total_len(uniform<int32_t>(kMaxReqs, 100, 200, rng));
+  Dual<int32_t> prefill_len(uniform<int32_t>(kMaxReqs, 1, 99, rng));
+  Dual<int64_t> out_index(filled<int64_t>(N, -5));
   // The drafter's rows: three of the batch's requests, in another order.
   std::vector<int32_t> draft_map = map;
   std::shuffle(draft_map.begin(), draft_map.end(), rng);
@@ -443,7 +446,9 @@ TEST(GpuEngineKernels, RequestTableGathersAndScattersMatchTheCpu) {
   const std::vector<int32_t> computed0 = computed.host;
   for (bool gpu : {false, true}) {
     run(AdvanceNumComputedKernel{idx.on(gpu), query_len.on(gpu), computed.on(gpu)}, N, gpu);
-    run(GatherSamplingParamsKernel{idx.on(gpu), req_seeds.on(gpu), req_spread.on(gpu), seeds.on(gpu), spread.on(gpu)}, N, gpu);
+    run(GatherSamplingParamsKernel{idx.on(gpu), req_seeds.on(gpu), req_spread.on(gpu), output_base.on(gpu), total_len.on(gpu),
+                                   prefill_len.on(gpu), seeds.on(gpu), spread.on(gpu), out_index.on(gpu)},
+        N, gpu);
     run(GatherBlockRowsKernel{idx.on(gpu), blocks.on(gpu), kMaxBlocks, block_rows.on(gpu)}, N, gpu);
     run(SetDraftTokensKernel{K, draft_idx.on(gpu), drafts.on(gpu), table.on(gpu)}, kDrafted, gpu);
     run(GatherDraftsKernel{K, idx.on(gpu), table.on(gpu), gathered.on(gpu)}, N, gpu);
@@ -451,6 +456,7 @@ TEST(GpuEngineKernels, RequestTableGathersAndScattersMatchTheCpu) {
   expect_same(computed, "num_computed");
   expect_same(seeds, "seeds");
   expect_same(spread, "spread");
+  expect_same(out_index, "out_index");
   expect_same(block_rows, "block rows");
   expect_same(table, "draft_tokens");
   expect_same(gathered, "gathered drafts");
@@ -459,6 +465,7 @@ TEST(GpuEngineKernels, RequestTableGathersAndScattersMatchTheCpu) {
     const auto u = static_cast<size_t>(r), req = static_cast<size_t>(map[u]);
     EXPECT_EQ(computed.host[req], computed0[req] + query_len.host[u]);
     EXPECT_EQ(seeds.host[u], req_seeds.host[req]);
+    EXPECT_EQ(out_index.host[u], output_base.host[req] + total_len.host[req] - prefill_len.host[req]);
     EXPECT_EQ(block_rows.host[u * kMaxBlocks], blocks.host[req * kMaxBlocks]);
   }
   for (int32_t d = 0; d < kDrafted; ++d) {

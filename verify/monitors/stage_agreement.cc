@@ -15,6 +15,7 @@ void StageAgreement::on_event(const core::Event& e) {
       if (e.subject.phase == core::WarmupPhase::serving) serving_[e.rank] = true;
       return;
     case core::EventKind::request_scheduled: on_scheduled(e, core::RequestScheduledProbe::decode(e)); return;
+    case core::EventKind::step_returned: returned_through_ = std::max(returned_through_, e.step); return;
     case core::EventKind::tokens_sampled:
       on_sampled(e, core::TokensSampledProbe::decode(e));
       if (facts_.pp > 1 && e.req >= 0) {
@@ -55,7 +56,7 @@ void StageAgreement::on_event(const core::Event& e) {
 }
 
 void StageAgreement::on_scheduled(const core::Event& e, const core::RequestScheduledProbe& p) {
-  scheduled_[{e.step, e.req}] = Scheduled{static_cast<int32_t>(p.num_computed), static_cast<int32_t>(p.num_scheduled)};
+  scheduled_[{e.step, e.req}] = Scheduled{static_cast<int32_t>(p.num_computed), static_cast<int32_t>(p.num_scheduled), ahead_of(e, p)};
   if (!p.prompt.empty() && prompts_.count(e.req)) {  // resumed after a preemption: prompt and output so far
     prompts_[e.req].assign(p.prompt.begin(), p.prompt.end());
   } else if (!p.prompt.empty()) {  // a new request: its prompt
@@ -117,7 +118,12 @@ void StageAgreement::check_position(const core::Event& e, const core::InputsBuil
   const auto it = scheduled_.find({e.step, e.req});
   if (it == scheduled_.end()) return;
   const int64_t embedded = p.first_position;
-  const int64_t computed = it->second.num_computed;
+  const std::optional<int64_t> exact = computed_at(e.req, it->second);
+  // The last stage samples a step before any stage embeds the next that runs ahead of it (every
+  // stage's inputs wait for that sample, on the device); if its sample is not known, the position
+  // can only be bounded by the drafts in question.
+  const int64_t computed = exact.value_or(it->second.num_computed);
+  if (!exact && embedded <= computed && embedded >= computed - facts_.k) return;
   if (embedded == computed && embedded >= 0) return;
   const int stage = facts_.stage_of(e.rank);
   core::Finding f = finding_at(e, core::Verdict::stage_divergence, std::string(core::kKindStagePosition),
@@ -128,6 +134,23 @@ void StageAgreement::check_position(const core::Event& e, const core::InputsBuil
                                fmt::format("prepare_inputs: request {} at position {}", e.req, embedded), ""});
   f.details.push_back(position_hint(e.req, e.step, embedded - computed));
   report(std::move(f));
+}
+
+int64_t StageAgreement::ahead_of(const core::Event& e, const core::RequestScheduledProbe& p) {
+  const auto last = last_scheduled_.find(e.req);
+  const bool fresh = last == last_scheduled_.end() || !p.prompt.empty();  // new, or resumed: its count starts over
+  const int64_t previous = fresh ? -1 : last->second;
+  last_scheduled_[e.req] = e.step;
+  // Bounded: a request not scheduled for kStepsKept steps has ended (or waits, and resumes afresh).
+  std::erase_if(last_scheduled_, [&](const auto& kv) { return kv.second < e.step - kStepsKept; });
+  return previous > returned_through_ ? previous : -1;
+}
+
+std::optional<int64_t> StageAgreement::computed_at(int64_t req, const Scheduled& s) const {
+  if (s.placeholders_of < 0) return s.num_computed;
+  const Sampled* ahead_of = sampled_at(req, s.placeholders_of);
+  if (ahead_of == nullptr) return std::nullopt;
+  return s.num_computed - ahead_of->rejected;
 }
 
 std::string StageAgreement::position_hint(int64_t req, int64_t step, int64_t delta) const {

@@ -3,7 +3,9 @@
 // step that embeds something else:
 //  * `stage-position`: the position a rank embeds is the engine core's computed-token count for
 //    the request at that step, and never negative (an earlier stage advances optimistically by
-//    the whole query and subtracts the rejected drafts pp steps later);
+//    the whole query and subtracts the rejected drafts pp steps later); a step scheduled while the
+//    request's previous one was in flight counts that step's drafts as accepted, and every stage
+//    embeds the count less the drafts the last stage rejected at that step;
 //  * `stage-token`: a decode row's first token is the last token the last stage sampled for the
 //    request at its previous step (the bonus token); a prefill row's tokens are the request's
 //    prompt at those positions;
@@ -21,6 +23,7 @@
 
 #include <deque>
 #include <map>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -44,6 +47,7 @@ class StageAgreement final : public Monitor {
   struct Scheduled {
     int32_t num_computed = 0;
     int32_t num_tokens = 0;
+    int64_t placeholders_of = -1;  // the step in flight whose drafts num_computed counts as accepted
   };
   struct Sampled {
     int64_t step = -1;
@@ -51,9 +55,15 @@ class StageAgreement final : public Monitor {
     int64_t rejected = 0;
   };
   void on_scheduled(const core::Event& e, const core::RequestScheduledProbe& p);
+  // The request's previous step, if the engine core scheduled this one before that step returned
+  // (its step_returned comes later): the step its count runs ahead of; -1 otherwise.
+  int64_t ahead_of(const core::Event& e, const core::RequestScheduledProbe& p);
   void on_sampled(const core::Event& e, const core::TokensSampledProbe& p);
   void on_inputs(const core::Event& e, const core::InputsBuiltProbe& p);
   void check_position(const core::Event& e, const core::InputsBuiltProbe& p);
+  // The engine core's count at the step, less the drafts rejected by the step in flight it ran
+  // ahead of; nullopt while that step's sample is not known here.
+  std::optional<int64_t> computed_at(int64_t req, const Scheduled& s) const;
   void check_token(const core::Event& e, const core::InputsBuiltProbe& p);
   void check_prompt(const core::Event& e, const core::InputsBuiltProbe& p);
   void check_adoption(const core::Event& e, const core::FeedbackAdoptedProbe& p);
@@ -72,6 +82,8 @@ class StageAgreement final : public Monitor {
   int gate_row(int64_t step, int64_t req) const;
   void check_dropped(int64_t step, int64_t req, const core::Event& e);
   std::map<int64_t, std::vector<int64_t>> batches_;  // by step: request ids in batch order
+  std::map<int64_t, int64_t> last_scheduled_;        // by request: the step it was last scheduled in
+  int64_t returned_through_ = -1;                    // steps return in order: the last that did
   struct Gate {
     core::RankId rank = -1;
     bool posts_feedback = false;
