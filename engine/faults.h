@@ -37,6 +37,10 @@ struct Faults {
   // SGLang #29405: an abort is looked for only in the current micro-batch slot and the previous
   // step's batch, not in the other batches in flight.
   bool abort_scan_current_batch = false;
+  // vLLM #38726: the feedback gate posts the sampled-token broadcast (and its receives) for a step
+  // whose requests are all non-final prefill chunks, whose samples are discarded: the earlier stages
+  // wait for a collective no row needs (an all-false mask), and chunks stop flowing through them.
+  bool feedback_for_nonfinal_chunks = false;
 };
 
 // A fault's name in a scenario's [faults] table, and its switch.
@@ -60,6 +64,7 @@ inline constexpr std::array kFaultSwitches{
     FaultSwitch{"late_output_after_preempt", &Faults::late_output_after_preempt},
     FaultSwitch{"no_draft_lookahead_slots", &Faults::no_draft_lookahead_slots},
     FaultSwitch{"abort_scan_current_batch", &Faults::abort_scan_current_batch},
+    FaultSwitch{"feedback_for_nonfinal_chunks", &Faults::feedback_for_nonfinal_chunks},
 };
 // A switch added to Faults but not to the table could be set by no scenario.
 static_assert(sizeof(Faults) == kFaultSwitches.size() * sizeof(bool), "every field of Faults needs its row in kFaultSwitches");
