@@ -52,6 +52,8 @@ inline constexpr std::string_view kKindKvOutOfTable = "kv-out-of-table";
 inline constexpr std::string_view kKindBlocksLeaked = "blocks-leaked";
 inline constexpr std::string_view kKindRequestLeaked = "request-leaked";
 inline constexpr std::string_view kKindAbortIgnored = "abort-ignored";
+// pipeline-bubble
+inline constexpr std::string_view kKindPipelineBubble = "pipeline-bubble";
 // nondeterminism, step-limit, hang, invalid-usage, device-fault
 inline constexpr std::string_view kKindReplayDiverged = "replay-diverged";
 inline constexpr std::string_view kKindStepLimit = "step-limit";
@@ -75,7 +77,7 @@ struct FindingKindName {
   std::string_view name;
 };
 
-inline constexpr std::array<FindingKindName, 49> kFindingKinds{{
+inline constexpr std::array<FindingKindName, 50> kFindingKinds{{
     {Verdict::fifo_misalignment, kKindCollectiveMismatch},
     {Verdict::fifo_misalignment, kKindP2pMismatch},
     {Verdict::fifo_misalignment, kKindGateDisagreement},
@@ -112,6 +114,7 @@ inline constexpr std::array<FindingKindName, 49> kFindingKinds{{
     {Verdict::leak, kKindBlocksLeaked},
     {Verdict::leak, kKindRequestLeaked},
     {Verdict::leak, kKindAbortIgnored},
+    {Verdict::pipeline_bubble, kKindPipelineBubble},
     {Verdict::nondeterminism, kKindReplayDiverged},
     {Verdict::step_limit, kKindStepLimit},
     {Verdict::step_limit, kKindTimeLimit},

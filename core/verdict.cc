@@ -6,7 +6,7 @@
 
 namespace ppspec::core {
 namespace {
-constexpr EnumNames<Verdict, 17> kNames{{{
+constexpr EnumNames<Verdict, 18> kNames{{{
     {"pass", Verdict::pass},
     {"fifo-misalignment", Verdict::fifo_misalignment},
     {"deadlock", Verdict::deadlock},
@@ -24,6 +24,7 @@ constexpr EnumNames<Verdict, 17> kNames{{{
     {"stage-divergence", Verdict::stage_divergence},
     {"kv-violation", Verdict::kv_violation},
     {"leak", Verdict::leak},
+    {"pipeline-bubble", Verdict::pipeline_bubble},
 }}};
 const std::string kList = kNames.list();
 }  // namespace

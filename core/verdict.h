@@ -31,6 +31,7 @@ enum class Verdict : uint8_t {
   stage_divergence,  // pipeline stages disagree on what they embed for a request at a step
   kv_violation,      // a kernel stored a request's KV through a block it does not own, or through none
   leak,              // a request that ended still holds KV blocks, its state, or its place in the batch
+  pipeline_bubble,   // a rank posts (and waits for) feedback that no request of the step needs
 };
 
 std::string_view to_string(Verdict v);

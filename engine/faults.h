@@ -41,6 +41,10 @@ struct Faults {
   // receives sized for pp; a receiver's sample_tokens(T) runs once it holds the lookahead batch T + 1
   // and posts from that batch, so its feedback receives run one step behind the last stage's sends.
   bool lookahead_past_ring = false;
+  // vLLM #38726: the feedback gate posts the sampled-token broadcast (and its receives) for a step
+  // whose requests are all non-final prefill chunks, whose samples are discarded: the earlier stages
+  // wait for a collective no row needs (an all-false mask), and chunks stop flowing through them.
+  bool feedback_for_nonfinal_chunks = false;
 };
 
 // A fault's name in a scenario's [faults] table, and its switch.
@@ -65,6 +69,7 @@ inline constexpr std::array kFaultSwitches{
     FaultSwitch{"no_draft_lookahead_slots", &Faults::no_draft_lookahead_slots},
     FaultSwitch{"abort_scan_current_batch", &Faults::abort_scan_current_batch},
     FaultSwitch{"lookahead_past_ring", &Faults::lookahead_past_ring},
+    FaultSwitch{"feedback_for_nonfinal_chunks", &Faults::feedback_for_nonfinal_chunks},
 };
 // A switch added to Faults but not to the table could be set by no scenario.
 static_assert(sizeof(Faults) == kFaultSwitches.size() * sizeof(bool), "every field of Faults needs its row in kFaultSwitches");

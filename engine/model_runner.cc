@@ -170,7 +170,9 @@ void Worker::sample_last_stage(const SchedulerOutput& so) {
 void Worker::relay_drafts(const SchedulerOutput& so, FeedbackBuffers& slot, int drafted) {
   if (!pp_handler_) return;
   const bool single = ctx_.cfg.spec.feedback == Feedback::single_payload;
-  if (drafted > 0 || single || ctx_.k == 0) {
+  // A step that sampled nothing proposed nothing; its drafts message goes only where the gate
+  // posts that step's feedback all the same (the feedback_for_nonfinal_chunks fault).
+  if (drafted > 0 || single || ctx_.k == 0 || pp_handler_->posts_without_samples(so)) {
     if (single)
       ctx_.run("pack_payload", "",
                kn::PackPayloadKernel{static_cast<int32_t>(so.requests.size()), ctx_.k, drafted > 0, span_of<int64_t>(slot.sampled),

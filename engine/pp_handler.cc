@@ -28,6 +28,7 @@ PPHandler::PPHandler(RankContext& ctx, core::Communicator& bcast)
       stale_drafts_(ctx.cfg.faults.stale_drafts),
       narrow_width_(ctx.cfg.faults.narrow_sampled_width),
       lookahead_past_ring_(ctx.cfg.faults.lookahead_past_ring && ctx.cfg.schedules_ahead()),
+      nonfinal_feedback_(ctx.cfg.faults.feedback_for_nonfinal_chunks),
       main_(ctx.main),
       side_(ctx.side) {
   const int64_t n = ctx.max_reqs;
@@ -44,6 +45,20 @@ PPHandler::PPHandler(RankContext& ctx, core::Communicator& bcast)
   main_ready_ = dev_.event("feedback.main_ready");
   if (!is_last())
     for (int i = 0; i < pp_; ++i) queue_.emplace_back(std::nullopt);  // pre-seeded: the first pp steps adopt nothing
+}
+
+std::optional<std::vector<bool>> PPHandler::posted_mask(const SchedulerOutput& so) const {
+  std::optional<std::vector<bool>> mask = need_sampled_mask(so);
+  // vLLM before #38726 broadcast the sampled tokens of every step, those of a step whose requests
+  // are all non-final chunks too (their samples are discarded): every rank posts, nothing is adopted.
+  // An idle step has no rows and is not launched in vLLM at all: it posts nothing either way.
+  if (!mask && nonfinal_feedback_ && !so.requests.empty()) mask.emplace(so.requests.size(), false);
+  return mask;
+}
+
+bool PPHandler::posts_without_samples(const SchedulerOutput& so) const {
+  if (disabled_ || need_sampled_mask(so)) return false;
+  return posted_mask(so).has_value();
 }
 
 void PPHandler::publish_gate(const SchedulerOutput& so, const std::optional<std::vector<bool>>& mask) {
@@ -63,7 +78,7 @@ void PPHandler::receive(const SchedulerOutput& so) {
   // The slot of step T is consumed at T+pp whatever happens: reserve it now.
   queue_.emplace_back(std::nullopt);
   if (disabled_) return;
-  const auto mask = need_sampled_mask(so);
+  const auto mask = posted_mask(so);
   publish_gate(so, mask);
   if (!mask) return;  // nothing posted: the last stage's gate says the same
   if (falls_behind()) return;
@@ -107,7 +122,8 @@ std::optional<PrevOutputs> PPHandler::get_prev_sampled_outputs() {
   std::optional<Pending> p = std::move(queue_.front());
   queue_.pop_front();
   if (!p) return std::nullopt;
-  // Wait before any early return: the buffers are reused only after this point.
+  // Wait before any early return: the buffers are reused only after this point. A slot whose mask
+  // is all false (the feedback_for_nonfinal_chunks fault) is waited for too, and adopts nothing.
   dev_.stream_wait(main_, p->slot->done);
   PrevOutputs out;
   out.step = p->step;
@@ -143,7 +159,7 @@ FeedbackBuffers& PPHandler::last_stage_slot(int64_t step) {
 
 void PPHandler::broadcast(const SchedulerOutput& so, FeedbackBuffers& slot, bool plain_sampler_step) {
   if (disabled_) return;
-  const auto mask = need_sampled_mask(so);
+  const auto mask = posted_mask(so);
   publish_gate(so, mask);
   if (variant_ == Feedback::single_payload) return;  // the payload goes after propose()
   if (!mask) return;
@@ -160,7 +176,7 @@ void PPHandler::broadcast(const SchedulerOutput& so, FeedbackBuffers& slot, bool
 }
 
 void PPHandler::broadcast_drafts(const SchedulerOutput& so, FeedbackBuffers& slot) {
-  if (disabled_ || !need_sampled_mask(so)) return;
+  if (disabled_ || !posted_mask(so)) return;
   const auto n = static_cast<int64_t>(so.requests.size());
   side_waits_main();
   if (variant_ == Feedback::single_payload) {

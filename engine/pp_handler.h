@@ -74,11 +74,18 @@ class PPHandler {
   void broadcast(const SchedulerOutput& so, FeedbackBuffers& slot, bool plain_sampler_step);
   void broadcast_drafts(const SchedulerOutput& so, FeedbackBuffers& slot);
   bool relays_drafts() const { return k_ > 0 && !stale_drafts_; }
+  // Whether the gate posts a step's feedback although none of its rows samples (only the
+  // feedback_for_nonfinal_chunks fault does): the drafter proposed nothing, yet the drafts message
+  // must go too, or the receivers' FIFO misaligns.
+  bool posts_without_samples(const SchedulerOutput& so) const;
 
  private:
   core::Label label(const char* name, int64_t step) const { return core::Label{name, step}; }
   void side_waits_main();
   bool falls_behind();
+  // The rows this rank posts a step's feedback for: need_sampled_mask, or under the
+  // feedback_for_nonfinal_chunks fault an all-false mask for a step of non-final chunks only.
+  std::optional<std::vector<bool>> posted_mask(const SchedulerOutput& so) const;
   // Tells the checkers what this rank's gate decided for a step (verify/monitors/gate_agreement.h).
   void publish_gate(const SchedulerOutput& so, const std::optional<std::vector<bool>>& mask);
   FeedbackBuffers& slot_for(int64_t step) { return slots_[static_cast<size_t>(step % static_cast<int64_t>(slots_.size()))]; }
@@ -93,6 +100,7 @@ class PPHandler {
   bool stale_drafts_;
   bool narrow_width_;
   bool lookahead_past_ring_;
+  bool nonfinal_feedback_;
   core::Stream main_;
   core::Stream side_;
   core::DeviceEvent main_ready_;

@@ -650,12 +650,12 @@ constexpr V kProgramGpuVerdicts[] = {V::pass, V::fifo_misalignment, V::hang, V::
 // deadlock is a hang there (the watchdog's), and nothing is simulated (no step limit).
 constexpr V kServingGpuVerdicts[] = {V::pass, V::fifo_misalignment, V::hang, V::stale_draft, V::padding_violation,
                                      V::embedding_violation, V::output_divergence, V::hazard, V::stage_divergence,
-                                     V::kv_violation,  V::leak};
+                                     V::kv_violation,  V::leak,              V::pipeline_bubble};
 constexpr V kServingVerdicts[] = {V::pass,          V::fifo_misalignment,   V::deadlock,          V::hazard,
                                   V::stale_draft,   V::padding_violation,   V::embedding_violation,
                                   V::output_divergence, V::step_limit,     V::invalid_usage,
                                   V::race,          V::stage_divergence,    V::kv_violation,
-                                  V::leak};
+                                  V::leak,          V::pipeline_bubble};
 
 std::string names_of(std::span<const V> vs) {
   std::string s;

@@ -10,6 +10,7 @@
 #include "verify/monitors/leak_checker.h"
 #include "verify/monitors/scheduling_cadence.h"
 #include "verify/monitors/padding_checker.h"
+#include "verify/monitors/pipeline_bubble.h"
 #include "verify/monitors/stage_agreement.h"
 #include "verify/monitors/drafter_reference.h"
 #include "verify/monitors/model_reference.h"
@@ -51,7 +52,8 @@ ServingMonitors::ServingMonitors(const ServingFacts& facts, Monitor::Sink sink) 
   monitors_.push_back(std::make_unique<KvOwnership>(facts, sink));
   monitors_.push_back(std::make_unique<LeakChecker>(facts, sink));
   monitors_.push_back(std::make_unique<SchedulingCadence>(facts, sink));
-  PPSPEC_ASSERT(model_reference_ != nullptr && monitors_.size() == 11);
+  monitors_.push_back(std::make_unique<PipelineBubble>(facts, sink));
+  PPSPEC_ASSERT(model_reference_ != nullptr && monitors_.size() == 12);
 }
 
 ServingMonitors::~ServingMonitors() = default;

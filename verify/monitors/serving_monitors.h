@@ -1,5 +1,6 @@
 // Every invariant monitor of a serving run, behind one event sink: warmup discipline, gate and
-// stage agreement, draft freshness, the drafter and model references, padding, embedding. Findings arrive in event order; the caller decides
+// stage agreement, draft freshness, the drafter and model references, padding, embedding, KV
+// ownership, leaks, scheduling cadence, pipeline bubbles. Findings arrive in event order; the caller decides
 // what a finding does to the run (a simulated run stops at the first failure; hazards are noted).
 #pragma once
 
