@@ -362,4 +362,71 @@ TEST(Scheduler, AnAbortIsFoundInEveryBatchInFlightUnlessTheScanLooksAtTheCurrent
 }
 
 }  // namespace
+// Async scheduling's lookahead batch at pp = 1 (two batches in flight): the request's next step is
+// scheduled while its previous one is in flight, with that step's drafts counted as accepted; when
+// the step returns with drafts rejected the count is corrected, and the next schedule is exact.
+TEST(Scheduler, AtDepthPpPlusOneAStepIsScheduledAheadWithItsPredecessorsDraftsCountedAsAccepted) {
+  EngineConfig c = config(1, 2);
+  c.serving.max_concurrent_batches = 2;
+  Scheduler s(c, {request(0, 5, 12)});
+  s.admit_until(0);
+  auto s0 = s.schedule(0);  // the prefill
+  auto s1 = s.schedule(1);  // ahead of it: a decode of 1 + K
+  ASSERT_EQ(s1->requests.size(), 1u);
+  EXPECT_EQ(s1->requests[0].num_computed, 5);
+  EXPECT_EQ(s1->requests[0].num_tokens, 3);
+  s.update(*s0, output_for(*s0, 7));
+  auto s2 = s.schedule(2);  // ahead of step 1, whose 2 drafts count as accepted
+  ASSERT_EQ(s2->requests.size(), 1u);
+  EXPECT_EQ(s2->requests[0].num_computed, 8);
+  s.update(*s1, output_for(*s1, 7, 0));  // both drafts rejected: 5 + 1 computed
+  EXPECT_EQ(s.records()[0].num_computed, 6);
+  EXPECT_EQ(s.records()[0].output.size(), 2u);
+  s.update(*s2, output_for(*s2, 7, 2));  // step 2 ran from the workers' exact count: 6 + 3
+  EXPECT_EQ(s.records()[0].num_computed, 9);
+  EXPECT_EQ(s.records()[0].verified_position.back(), 7) << "step 2's first draft sat at position 6 + 1";
+  EXPECT_EQ(s.records()[0].steps_ahead, 2);
+  auto s3 = s.schedule(3);
+  EXPECT_EQ(s3->requests[0].num_computed, 9) << "nothing in flight: exact again";
+}
+
+// Without the lookahead batch a request with a step in flight is never scheduled, and a request
+// whose step in flight will surely end it is not scheduled ahead (vLLM's async guard).
+TEST(Scheduler, NothingIsScheduledAheadAtDepthPpOrOfARequestItsStepInFlightEnds) {
+  for (int batches : {0, 2}) {
+    EngineConfig c = config(1, 2);
+    c.serving.max_concurrent_batches = batches;
+    Scheduler s(c, {request(0, 5, 1)});  // one output token: the prefill's
+    s.admit_until(0);
+    auto s0 = s.schedule(0);
+    auto s1 = s.schedule(1);
+    EXPECT_TRUE(s1->requests.empty()) << batches;
+  }
+}
+
+// A request let go of while two of its steps are in flight keeps its blocks until the newer returns.
+TEST(Scheduler, BlocksOfARequestWithTwoStepsInFlightStayFencedUntilTheNewerReturns) {
+  EngineConfig c = config(1, 2);
+  c.serving.max_concurrent_batches = 2;
+  c.model.stop_token = 7;
+  Scheduler s(c, {request(0, 5, 12)});
+  s.admit_until(0);
+  auto s0 = s.schedule(0);
+  auto s1 = s.schedule(1);
+  s.take_ledger();
+  s.update(*s0, output_for(*s0, 7));  // the stop token: finished while step 1 is in flight
+  ASSERT_TRUE(s.records()[0].finished);
+  std::vector<LedgerEntry> ledger = s.take_ledger();
+  ASSERT_EQ(ledger.size(), 1u);
+  EXPECT_EQ(ledger[0].what, LedgerEntry::What::released);
+  EXPECT_FALSE(ledger[0].blocks.empty()) << "fenced, not freed";
+  EXPECT_TRUE(s.fenced());
+  s.update(*s1, output_for(*s1, 9));  // stale: dropped, and the fence returns
+  ledger = s.take_ledger();
+  ASSERT_EQ(ledger.size(), 1u);
+  EXPECT_EQ(ledger[0].what, LedgerEntry::What::freed);
+  EXPECT_FALSE(s.fenced());
+  EXPECT_EQ(s.records()[0].output, (std::vector<int64_t>{7}));
+}
+
 }  // namespace ppspec::engine
