@@ -54,6 +54,7 @@ enum class EventKind : uint8_t {
   serving_ended,      // engine core: every request ended and every step in flight returned
   abort_arrived,      // engine core: a client's abort of a request reached it
   step_returned,      // engine core: a step's output reached it
+  bonus_adopted,      // earlier stage: the bonus token its deferred update left in the request's row
   verdict,          // the run ended (text = verdict)
 };
 

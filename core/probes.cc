@@ -43,6 +43,7 @@ constexpr std::array kKindLayouts{
     KindLayout{EventKind::serving_ended, 0, 0, false, ""},
     KindLayout{EventKind::abort_arrived, 0, 0, false, ""},
     KindLayout{EventKind::step_returned, 0, 0, false, ""},
+    KindLayout{EventKind::bonus_adopted, 1, 0, false, "[the token in the row's last_sampled]"},
 };
 
 const KindLayout* kind_layout(EventKind k) {
@@ -295,6 +296,16 @@ void StepReturnedProbe::encode(ProbeData&) const {}
 StepReturnedProbe StepReturnedProbe::decode(const Event& e) {
   checked_ints(e, kKind);
   return {};
+}
+
+void BonusAdoptedProbe::encode(ProbeData& out) const {
+  out.value = state_index;
+  out.ints.push_back(token);
+}
+
+BonusAdoptedProbe BonusAdoptedProbe::decode(const Event& e) {
+  const auto v = checked_ints(e, kKind);
+  return {e.value, v[0]};
 }
 
 void AbortArrivedProbe::encode(ProbeData&) const {}

@@ -242,6 +242,17 @@ struct StepReturnedProbe {
   static StepReturnedProbe decode(const Event& e);
 };
 
+// bonus_adopted: what an earlier stage's deferred update of step `step` left in the request's row
+// of its tables, read back after the kernel (feedback_adopted says what it read; drafts_adopted
+// holds the drafts row): the token its next decode step embeds first.
+struct BonusAdoptedProbe {
+  static constexpr EventKind kKind = EventKind::bonus_adopted;
+  int64_t state_index = 0;  // the table row
+  int64_t token = 0;        // last_sampled there
+  void encode(ProbeData& out) const;
+  static BonusAdoptedProbe decode(const Event& e);
+};
+
 // abort_arrived: a client's abort of the request reached the engine core, which must let go of
 // the request wherever it is (waiting, running, in a batch in flight).
 struct AbortArrivedProbe {

@@ -84,22 +84,26 @@ void Worker::deferred_update() {
 }
 
 void Worker::probe_adopted(PrevOutputs p) {
-  // What the update adopted, as it is in the buffers it read: sampled tokens, counts, drafts.
+  // What the update read from the slot (sampled tokens, counts), and what it left in each adopted
+  // request's rows of the tables, read back after the kernel (the bonus token, the drafts): a row
+  // written with another request's or another step's feedback shows as such, whatever the slot held.
   const int32_t n = p.rows;
   const FeedbackBuffers& slot = *p.slot;
-  std::vector<core::Buffer> read = {slot.sampled.rows(0, n), counts_view(slot, n)};
-  if (p.has_drafts) read.push_back(slot.drafts.rows(0, n));
+  std::vector<core::Buffer> read = {slot.sampled.rows(0, n), counts_view(slot, n), tables_.last_sampled};
+  if (p.has_drafts) read.push_back(tables_.draft_tokens);
   read_back(ctx_.dev, ctx_.main, read, [&rt = ctx_.rt, rank = ctx_.rank, k = ctx_.k, p = std::move(p)](const HostRows& h) {
     for (int32_t r = 0; r < p.rows; ++r) {
-      if (p.idx_mapping[static_cast<size_t>(r)] < 0) continue;
+      const int32_t idx = p.idx_mapping[static_cast<size_t>(r)];
+      if (idx < 0) continue;
       const int64_t req = p.req_ids[static_cast<size_t>(r)];
       const int32_t sampled = std::clamp(h.at<int32_t>(1, r), 0, k + 1);
       const auto tokens = h.get<int64_t>(0).subspan(static_cast<size_t>(r * (k + 1)), static_cast<size_t>(sampled));
-      publish(rt, Probe{rank, p.step, req},
-              core::FeedbackAdoptedProbe{p.idx_mapping[static_cast<size_t>(r)], h.at<int32_t>(1, r), h.at<int32_t>(1, p.rows + r), tokens});
+      const Probe at{rank, p.step, req};
+      publish(rt, at, core::FeedbackAdoptedProbe{idx, h.at<int32_t>(1, r), h.at<int32_t>(1, p.rows + r), tokens});
+      publish(rt, at, core::BonusAdoptedProbe{idx, h.at<int64_t>(2, idx)});
       if (!p.has_drafts) continue;
-      const auto d = h.get<int64_t>(2).subspan(static_cast<size_t>(r) * k, static_cast<size_t>(k));
-      publish(rt, Probe{rank, p.step, req}, core::DraftsProbe{core::EventKind::drafts_adopted, d});
+      const auto d = h.get<int64_t>(3).subspan(static_cast<size_t>(idx) * static_cast<size_t>(k), static_cast<size_t>(k));
+      publish(rt, at, core::DraftsProbe{core::EventKind::drafts_adopted, d});
     }
   });
 }

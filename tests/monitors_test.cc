@@ -429,6 +429,28 @@ TEST(StageAgreement, AdoptingIntoARowAnotherRequestHoldsIsAnAdoptionDivergence) 
   }
 }
 
+// The slot the deferred update read held request 7's feedback, but what it left in request 7's row
+// is request 9's bonus token of the same step: the evidence is the row, read back after the kernel.
+TEST(StageAgreement, ABonusTokenLandedInTheWrongRowIsNamedFromTheRowItselfEvenWhenTheSlotWasRight) {
+  for (int64_t landed : {22, 41}) {
+    Fixture<verify::StageAgreement> fx;
+    sampled_then_scheduled(fx);  // request 7 sampled [21, 22] at step 3
+    fx.send(EventKind::tokens_sampled, 2, 3, 9, {40, 41}, 1);
+    fx.send(EventKind::feedback_adopted, 0, 3, 7, {2, 2, 21, 22}, 2);  // what it read: right
+    fx.send(EventKind::bonus_adopted, 0, 3, 7, {landed}, 2);          // what it left in row 2
+    if (landed == 22) {
+      EXPECT_TRUE(fx.found.empty()) << fx.found.front().summary;
+      continue;
+    }
+    ASSERT_EQ(fx.found.size(), 1u);
+    const core::Finding& f = fx.found.front();
+    EXPECT_EQ(f.kind, "stage-adoption");
+    EXPECT_NE(f.summary.find("leaves token 41 as request 7's bonus token in row 2 after adopting the feedback of engine step 3"),
+              std::string::npos) << f.summary;
+    EXPECT_NE(f.details.front().find("it is request 9's last token at the same step"), std::string::npos) << f.details.front();
+  }
+}
+
 TEST(StageAgreement, ASampledRowTheGateLeavesOutIsDroppedFeedback) {
   for (int64_t mask : {1, 0}) {
     Fixture<verify::StageAgreement> fx;

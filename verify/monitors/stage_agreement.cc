@@ -51,6 +51,9 @@ void StageAgreement::on_event(const core::Event& e) {
         check_adoption(e, adopted);
       }
       return;
+    case core::EventKind::bonus_adopted:
+      if (e.req >= 0 && serving_[e.rank]) check_bonus(e, core::BonusAdoptedProbe::decode(e));
+      return;
     default: return;
   }
 }
@@ -324,6 +327,42 @@ std::string StageAgreement::adoption_hint(const core::Event& e, const core::Feed
         return fmt::format("they are request {}'s at the same step: the update read another row of the batch", req);
   return "the feedback arrived changed: paired with another message of the same size, or its buffer was overwritten "
          "before the update read it";
+}
+
+void StageAgreement::check_bonus(const core::Event& e, const core::BonusAdoptedProbe& p) {
+  const Sampled* s = sampled_at(e.req, e.step);
+  if (s == nullptr || s->tokens.empty() || p.token == s->tokens.back()) return;
+  core::Finding f = finding_at(e, core::Verdict::stage_divergence, std::string(core::kKindStageAdoption),
+                               fmt::format("rank{} (stage {}) leaves token {} as request {}'s bonus token in row {} after adopting "
+                                           "the feedback of engine step {}, but the last stage sampled {} (its last token: {})",
+                                           e.rank, facts_.stage_of(e.rank), p.token, e.req, p.state_index, e.step,
+                                           token_list(s->tokens), s->tokens.back()));
+  f.sites.push_back(core::Site{e.rank, fmt::format("rank{}.main", e.rank), "", -1,
+                               fmt::format("post_update[deferred]: last_sampled[{}]", p.state_index), ""});
+  f.details.push_back(bonus_hint(e.req, e.step, p.token));
+  report(std::move(f));
+}
+
+std::string StageAgreement::bonus_hint(int64_t req, int64_t step, int64_t token) const {
+  if (const Sampled* own = sampled_at(req, step)) {
+    const auto at = std::find(own->tokens.begin(), own->tokens.end(), token);
+    if (at != own->tokens.end())
+      return fmt::format("it is token {} of the {} the last stage sampled at that step, not the last: the update took another "
+                         "column of the sampled row",
+                         at - own->tokens.begin(), own->tokens.size());
+  }
+  for (const auto& [other, list] : sampled_)
+    for (const Sampled& s : list)
+      if (other != req && s.step == step && !s.tokens.empty() && s.tokens.back() == token)
+        return fmt::format("it is request {}'s last token at the same step: the update wrote that row's feedback into this "
+                           "request's row (the row-to-request mapping is off)",
+                           other);
+  if (const auto it = sampled_.find(req); it != sampled_.end())
+    for (const Sampled& s : it->second)
+      if (s.step != step && !s.tokens.empty() && s.tokens.back() == token)
+        return fmt::format("it is the request's last token of engine step {}: the row kept an older step's feedback", s.step);
+  return "the slot it read held the right tokens (feedback_adopted): the update wrote another column, or something wrote the "
+         "row after it";
 }
 
 }  // namespace ppspec::verify

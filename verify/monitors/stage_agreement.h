@@ -11,7 +11,8 @@
 //    prompt at those positions;
 //  * `stage-adoption`: the sampled tokens and counts an earlier stage's deferred update adopts
 //    from step T's feedback are the ones the last stage sampled at T, into a row the request
-//    still holds;
+//    still holds; and the bonus token it leaves in the request's row (read back from the table
+//    after the kernel, not from the slot it read) is the last token the last stage sampled at T;
 //  * `feedback-dropped`: a row the last stage sampled at step T is in step T's feedback (the gate
 //    of every rank says so): otherwise the earlier stages never learn its tokens.
 // The drafts a stage embeds and adopts are draft freshness's (verify/monitors/draft_freshness.h). Each
@@ -67,6 +68,9 @@ class StageAgreement final : public Monitor {
   void check_token(const core::Event& e, const core::InputsBuiltProbe& p);
   void check_prompt(const core::Event& e, const core::InputsBuiltProbe& p);
   void check_adoption(const core::Event& e, const core::FeedbackAdoptedProbe& p);
+  void check_bonus(const core::Event& e, const core::BonusAdoptedProbe& p);
+  // Whose sample `token` is: the request's at another step, or another request's at `step`.
+  std::string bonus_hint(int64_t req, int64_t step, int64_t token) const;
   const Sampled* sampled_before(int64_t req, int64_t step) const;
   const Sampled* sampled_at(int64_t req, int64_t step) const;
   std::string position_hint(int64_t req, int64_t step, int64_t delta) const;
