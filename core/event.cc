@@ -40,6 +40,8 @@ std::string_view to_string(EventKind k) {
     case EventKind::serving_ended: return "serving_ended";
     case EventKind::abort_arrived: return "abort_arrived";
     case EventKind::step_returned: return "step_returned";
+    case EventKind::blocks_shared: return "blocks_shared";
+    case EventKind::blocks_cached: return "blocks_cached";
     case EventKind::verdict: return "verdict";
   }
   return "?";
@@ -65,7 +67,9 @@ bool is_engine_probe(EventKind k) {
     case EventKind::kv_slots:
     case EventKind::serving_ended:
     case EventKind::abort_arrived:
-    case EventKind::step_returned: return true;
+    case EventKind::step_returned:
+    case EventKind::blocks_shared:
+    case EventKind::blocks_cached: return true;
     case EventKind::actor_start:
     case EventKind::actor_end:
     case EventKind::comm_init:

@@ -54,6 +54,8 @@ enum class EventKind : uint8_t {
   serving_ended,      // engine core: every request ended and every step in flight returned
   abort_arrived,      // engine core: a client's abort of a request reached it
   step_returned,      // engine core: a step's output reached it
+  blocks_shared,      // engine core: cached KV blocks a request's prefill begins with, held read-only
+  blocks_cached,      // engine core: a request's full KV blocks entered the prefix cache
   verdict,          // the run ended (text = verdict)
 };
 

@@ -48,6 +48,10 @@ struct ServingConfig {
   int max_num_batched_tokens = 256;
   bool chunked_prefill = true;
   int warmup_steps = 2;  // synthetic steps before serving
+  // vLLM's automatic prefix caching (engine/block_pool.h): full blocks of computed tokens are
+  // cached by content and position, and a new or resumed request whose prefill begins with cached
+  // blocks reuses them and computes only what follows.
+  bool enable_prefix_caching = false;
 };
 
 enum class Arrival : uint8_t { burst, poisson };
@@ -69,6 +73,11 @@ struct WorkloadConfig {
   // (the generation counters' case: earlier stages still adopt that step's feedback pp steps
   // later), and its blocks stay fenced until the step returns.
   bool abort_in_flight = false;
+  // Shared system prompts: the first `shared_prefix` tokens of every prompt are one of
+  // `prefix_groups` common prefixes (request i has prefix i % prefix_groups), drawn from the
+  // workload seed; the rest of each prompt, its length and everything else are drawn as without.
+  int shared_prefix = 0;
+  int prefix_groups = 1;
 };
 
 

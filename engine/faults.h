@@ -37,6 +37,10 @@ struct Faults {
   // SGLang #29405: an abort is looked for only in the current micro-batch slot and the previous
   // step's batch, not in the other batches in flight.
   bool abort_scan_current_batch = false;
+  // vLLM #11186: a prefill wholly in the prefix cache is hit whole and only its last token is
+  // recomputed, so that token's KV is stored into the last hit block, a block shared through the
+  // cache (vLLM now caps the hit at num_tokens - 1 and recomputes that whole block, #17999).
+  bool full_prefix_hit = false;
 };
 
 // A fault's name in a scenario's [faults] table, and its switch.
@@ -60,6 +64,7 @@ inline constexpr std::array kFaultSwitches{
     FaultSwitch{"late_output_after_preempt", &Faults::late_output_after_preempt},
     FaultSwitch{"no_draft_lookahead_slots", &Faults::no_draft_lookahead_slots},
     FaultSwitch{"abort_scan_current_batch", &Faults::abort_scan_current_batch},
+    FaultSwitch{"full_prefix_hit", &Faults::full_prefix_hit},
 };
 // A switch added to Faults but not to the table could be set by no scenario.
 static_assert(sizeof(Faults) == kFaultSwitches.size() * sizeof(bool), "every field of Faults needs its row in kFaultSwitches");

@@ -14,6 +14,7 @@ struct NewRequest {
   int32_t idx = -1;  // req-state index (the row of every per-request table)
   int64_t id = -1;
   std::vector<int32_t> prompt;
+  int32_t num_computed = 0;  // tokens it starts with: its prefix-cache hit (0: none)
   int64_t seed = 0;
   uint32_t spread = 0;
 };

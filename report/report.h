@@ -21,6 +21,8 @@ struct ServingFigures {
   double tokens_per_step = 0;  // output tokens / engine step
   verify::OnlineCoverage model_oracle{};  // what the model oracle checked, and what it stopped checking
   int64_t preemptions = 0;
+  int64_t prefix_hit_blocks = 0;  // blocks reused from the prefix cache
+  int64_t prefix_evictions = 0;
 };
 
 struct RunRecord {
