@@ -31,7 +31,10 @@ void ModelReference::on_scheduled(const core::Event& e, const core::RequestSched
   }
   if (e.req == -1) return;
   if (const auto known = requests_.find(e.req); known != requests_.end()) {
-    if (!p.prompt.empty()) known->second.prompt_len = p.prefill_len;  // resumed: its prefill covers its output so far
+    if (!p.prompt.empty()) {  // resumed: its prefill covers its output so far
+      known->second.prompt_len = p.prefill_len;
+      start_after_hit(known->second, p);
+    }
     return;
   }
   if (requests_.size() >= kRequestsKept) forget_oldest();
@@ -40,7 +43,23 @@ void ModelReference::on_scheduled(const core::Event& e, const core::RequestSched
   r.sequence = std::make_unique<engine::ReferenceSequence>(*facts_.checkpoint, *facts_.model);
   r.prompt_len = p.prefill_len;
   r.agreed.assign(static_cast<size_t>(facts_.pp * facts_.tp), false);
+  start_after_hit(r, p);
   PPSPEC_ASSERT(requests_.size() <= kRequestsKept, "{} requests modelled, {} kept", requests_.size(), kRequestsKept);
+}
+
+// A prefill that starts after a prefix-cache hit: no stage embeds the tokens it reused, whose KV
+// other requests computed; the model takes them from the prompt the engine core admitted.
+void ModelReference::start_after_hit(Request& r, const core::RequestScheduledProbe& p) {
+  if (p.num_computed <= 0 || !r.followed) return;
+  const bool modelled = static_cast<size_t>(p.num_computed) <= p.prompt.size() &&
+                        std::all_of(p.prompt.begin(), p.prompt.begin() + p.num_computed,
+                                    [v = facts_.vocab](int64_t t) { return t >= 0 && t < v; });
+  if (!modelled) {
+    r.followed = false;
+    ++requests_unfollowable_;
+    return;
+  }
+  for (int64_t i = 0; i < p.num_computed; ++i) r.sequence->set(static_cast<size_t>(i), static_cast<int32_t>(p.prompt[static_cast<size_t>(i)]));
 }
 
 void ModelReference::forget_oldest() {

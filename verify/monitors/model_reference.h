@@ -65,6 +65,7 @@ class ModelReference final : public Monitor {
   void on_scheduled(const core::Event& e, const core::RequestScheduledProbe& p);
   void on_inputs(const core::Event& e, const core::InputsBuiltProbe& p);
   void follow(Request& r, const core::Event& e, const core::InputsBuiltProbe& p);
+  void start_after_hit(Request& r, const core::RequestScheduledProbe& p);
   void check_output(const core::Event& e, const core::StageOutputProbe& p);
   void report_output(const core::Event& e, const core::StageOutputProbe& p, Request& r, size_t row, uint32_t context,
                      uint64_t digest);
