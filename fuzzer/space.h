@@ -36,6 +36,9 @@ struct Space {
   // max_model_len close to prompt + output, poisson arrivals, a KV cache small enough to preempt.
   bool graphs = true, chunked_prefill = true, aborts = true, stop_token = true, length_cap = true, poisson = true;
   bool preemption = true;
+  // Prefix caching with shared system prompts and a block size drawn from 2..16. Off unless a
+  // space asks for it, so that the cases every earlier campaign drew stay the cases it draws.
+  bool prefix_caching = false;
 };
 
 // The hard limits a SPACE.toml must stay inside (what a fuzzing case can run in milliseconds).
