@@ -33,6 +33,11 @@ struct Ledger : Fixture<M> {
     this->send(EventKind::blocks_shared, -1, step, req, std::move(blocks), 0);
   }
   void cache(int64_t req, int64_t step, std::vector<int64_t> blocks) { this->send(EventKind::blocks_cached, -1, step, req, std::move(blocks)); }
+  // Exactly one finding, whose summary says `text`.
+  void expect_one(std::string_view text) {
+    ASSERT_EQ(this->found.size(), 1u);
+    EXPECT_NE(this->found[0].summary.find(text), std::string::npos) << this->found[0].summary;
+  }
   // One row (position, slot) stored by `rank` for `req` at `step`.
   void store(core::RankId rank, int64_t step, int64_t req, int64_t position, int64_t slot, KvWriter w = KvWriter::target) {
     this->send(EventKind::kv_slots, rank, step, -1, {req, position, slot}, -1, {.kv_writer = w});
@@ -135,13 +140,10 @@ TEST(KvOwnership, ASharedBlockIsReadOnlyToTheRequestThatHitIt) {
       EXPECT_TRUE(fx.found.empty());
       continue;
     }
-    ASSERT_EQ(fx.found.size(), 1u);
-    EXPECT_EQ(fx.found[0].kind, "kv-ownership");
-    EXPECT_NE(fx.found[0].summary.find("rank2 (stage 1) at step 2: the target's KV write for request 8 at position 15 stores into slot 63 "
-                                       "of block 3, which the request holds read-only: it shares it through the prefix cache since "
-                                       "step 2 (1 request shares it, request 7 owns it; request 7 computed it, cached at step 1)"),
-              std::string::npos)
-        << fx.found[0].summary;
+    fx.expect_one("rank2 (stage 1) at step 2: the target's KV write for request 8 at position 15 stores into slot 63 of block 3, "
+                  "which the request holds read-only: it shares it through the prefix cache since step 2 (1 request shares it, "
+                  "request 7 owns it; request 7 computed it, cached at step 1)");
+    EXPECT_EQ(fx.found.at(0).kind, "kv-ownership");
     EXPECT_NE(fx.found[0].details.at(0).find("#11186"), std::string::npos);
   }
 }
@@ -168,10 +170,7 @@ TEST(KvOwnership, AResumedRequestMayShareTheBlocksItsOwnFenceStillHolds) {
       EXPECT_TRUE(fx.found.empty()) << fx.found.at(0).summary;
       continue;
     }
-    ASSERT_EQ(fx.found.size(), 1u);
-    EXPECT_NE(fx.found[0].summary.find("which the request holds read-only: it shares it through the prefix cache since step 3"),
-              std::string::npos)
-        << fx.found[0].summary;
+    fx.expect_one("which the request holds read-only: it shares it through the prefix cache since step 3");
   }
 }
 
@@ -187,11 +186,8 @@ TEST(KvOwnership, AStoreIntoACachedBlockAfterItsStepIsReported) {
       EXPECT_TRUE(fx.found.empty());
       continue;
     }
-    ASSERT_EQ(fx.found.size(), 1u);
-    EXPECT_NE(fx.found[0].summary.find("stores into slot 53 of block 3, which entered the prefix cache at step 1 (no other request "
-                                       "shares it yet, request 7 owns it): its content was final"),
-              std::string::npos)
-        << fx.found[0].summary;
+    fx.expect_one("stores into slot 53 of block 3, which entered the prefix cache at step 1 (no other request shares it yet, "
+                  "request 7 owns it): its content was final");
   }
 }
 
@@ -204,10 +200,7 @@ TEST(KvOwnership, ACachedBlockIsSharedOnlyWhileCachedAndGivenOnlyWhenNobodyHolds
   fx.release(7, 3, Release::finished);
   fx.free(7, 3, Release::finished, {3});
   fx.allocate(9, 4, 0, {3});  // request 8 still shares it
-  ASSERT_EQ(fx.found.size(), 1u);
-  EXPECT_NE(fx.found[0].summary.find("gave block 3 to request 9 at step 4 while request 8 still shared it through the prefix cache"),
-            std::string::npos)
-      << fx.found[0].summary;
+  fx.expect_one("gave block 3 to request 9 at step 4 while request 8 still shared it through the prefix cache");
 
   Ledger<verify::KvOwnership> evicted;
   evicted.allocate(7, 1, 0, {3});
@@ -217,10 +210,7 @@ TEST(KvOwnership, ACachedBlockIsSharedOnlyWhileCachedAndGivenOnlyWhenNobodyHolds
   evicted.allocate(9, 4, 0, {3});  // evicted: fresh content for request 9
   evicted.store(0, 5, 9, 1, 49);   // a later step of request 9 writes its own block
   evicted.share(8, 5, {3});        // no longer cached
-  ASSERT_EQ(evicted.found.size(), 1u);
-  EXPECT_NE(evicted.found[0].summary.find("request 8 shares block 3 at step 5 through the prefix cache, but the block is not cached"),
-            std::string::npos)
-      << evicted.found[0].summary;
+  evicted.expect_one("request 8 shares block 3 at step 5 through the prefix cache, but the block is not cached");
 }
 
 TEST(LeakChecker, AnAbortedRequestScheduledAgainIsALeak) {
@@ -284,11 +274,7 @@ TEST(LeakChecker, CachedFreeBlocksAreNoLeakASharedOneStillHeldIs) {
       EXPECT_TRUE(fx.found.empty());
       continue;
     }
-    ASSERT_EQ(fx.found.size(), 1u);
-    EXPECT_NE(fx.found[0].summary.find("serving ended with 1 KV blocks still held; the first, block 3, by request 8 (shared through the "
-                                       "prefix cache)"),
-              std::string::npos)
-        << fx.found[0].summary;
+    fx.expect_one("serving ended with 1 KV blocks still held; the first, block 3, by request 8 (shared through the prefix cache)");
   }
 }
 
