@@ -42,8 +42,9 @@ void Scheduler::hash_blocks(RequestRecord& r, int n) {
 // dummy runs never reach the cache, and their tokens here are not what every stage embedded.
 Scheduler::PrefixHit Scheduler::prefix_hit(RequestRecord& r) {
   PrefixHit hit;
-  if (!pool_.caching() || r.dummy) return hit;
-  PPSPEC_ASSERT(r.num_computed == 0 && r.blocks.empty(), "request {} looks the cache up holding {} blocks", r.spec.id, r.blocks.size());
+  // A waiting request has computed nothing, unless late_output_after_preempt adopted a stale
+  // step's output into it: then it starts where that left it, as without the cache.
+  if (!pool_.caching() || r.dummy || r.num_computed != 0 || !r.blocks.empty()) return hit;
   const int known = r.prefill_len();
   const int cap = cfg_.faults.full_prefix_hit ? known : known - 1;
   const int n = cap / cfg_.model.block_size;
