@@ -55,6 +55,8 @@ enum class EventKind : uint8_t {
   abort_arrived,      // engine core: a client's abort of a request reached it
   step_returned,      // engine core: a step's output reached it
   bonus_adopted,      // earlier stage: the bonus token its deferred update left in the request's row
+  blocks_shared,      // engine core: cached KV blocks a request's prefill begins with, held read-only
+  blocks_cached,      // engine core: a request's full KV blocks entered the prefix cache
   verdict,          // the run ended (text = verdict)
 };
 

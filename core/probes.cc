@@ -44,6 +44,8 @@ constexpr std::array kKindLayouts{
     KindLayout{EventKind::abort_arrived, 0, 0, false, ""},
     KindLayout{EventKind::step_returned, 0, 0, false, ""},
     KindLayout{EventKind::bonus_adopted, 1, 0, false, "[the token in the row's last_sampled]"},
+    KindLayout{EventKind::blocks_shared, 0, 1, false, "[block ids in block-table order...]"},
+    KindLayout{EventKind::blocks_cached, 0, 1, false, "[block ids...]"},
 };
 
 const KindLayout* kind_layout(EventKind k) {
@@ -248,6 +250,21 @@ void BlocksAllocatedProbe::encode(ProbeData& out) const {
 }
 
 BlocksAllocatedProbe BlocksAllocatedProbe::decode(const Event& e) { return {e.value, checked_ints(e, kKind)}; }
+
+void BlocksSharedProbe::encode(ProbeData& out) const {
+  PPSPEC_ASSERT(first_index >= 0 && !blocks.empty());
+  out.value = first_index;
+  append_span(out.ints, blocks);
+}
+
+BlocksSharedProbe BlocksSharedProbe::decode(const Event& e) { return {e.value, checked_ints(e, kKind)}; }
+
+void BlocksCachedProbe::encode(ProbeData& out) const {
+  PPSPEC_ASSERT(!blocks.empty());
+  append_span(out.ints, blocks);
+}
+
+BlocksCachedProbe BlocksCachedProbe::decode(const Event& e) { return {checked_ints(e, kKind)}; }
 
 void BlocksFreedProbe::encode(ProbeData& out) const {
   PPSPEC_ASSERT(reason != Release::none && !blocks.empty());

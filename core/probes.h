@@ -185,7 +185,29 @@ struct BlocksAllocatedProbe {
   static BlocksAllocatedProbe decode(const Event& e);
 };
 
-// blocks_freed: a request's KV blocks went back to the free pool.
+// blocks_shared: a request's prefill begins with blocks of the prefix cache (a hit): it holds them
+// too, read-only, as its block table's columns from `first_index` (0) on. Its prefill starts after
+// them; nothing of it may store into them.
+struct BlocksSharedProbe {
+  static constexpr EventKind kKind = EventKind::blocks_shared;
+  int64_t first_index = 0;
+  std::span<const int64_t> blocks;  // in block-table order
+  void encode(ProbeData& out) const;
+  static BlocksSharedProbe decode(const Event& e);
+};
+
+// blocks_cached: blocks of a request, full of tokens that this step or an earlier one computes,
+// entered the prefix cache at this step: other requests may share them from now on, and no store
+// of a later step may go into them. A block loses its hash when it is given again (blocks_allocated).
+struct BlocksCachedProbe {
+  static constexpr EventKind kKind = EventKind::blocks_cached;
+  std::span<const int64_t> blocks;
+  void encode(ProbeData& out) const;
+  static BlocksCachedProbe decode(const Event& e);
+};
+
+// blocks_freed: a request's KV blocks went back to the free pool (with prefix caching: the
+// request's hold on them; a block another request shares stays held).
 struct BlocksFreedProbe {
   static constexpr EventKind kKind = EventKind::blocks_freed;
   Release reason = Release::none;

@@ -52,6 +52,10 @@ struct ServingConfig {
   // scheduling's lookahead (vLLM's MRV2 with PP; at pp = 1 the one-step overlap): a request's
   // next step is scheduled, with draft placeholders, while its previous step is still in flight.
   int max_concurrent_batches = 0;
+  // vLLM's automatic prefix caching (engine/block_pool.h): full blocks of computed tokens are
+  // cached by content and position, and a new or resumed request whose prefill begins with cached
+  // blocks reuses them and computes only what follows.
+  bool enable_prefix_caching = false;
 };
 
 enum class Arrival : uint8_t { burst, poisson };
@@ -73,6 +77,11 @@ struct WorkloadConfig {
   // (the generation counters' case: earlier stages still adopt that step's feedback pp steps
   // later), and its blocks stay fenced until the step returns.
   bool abort_in_flight = false;
+  // Shared system prompts: the first `shared_prefix` tokens of every prompt are one of
+  // `prefix_groups` common prefixes (request i has prefix i % prefix_groups), drawn from the
+  // workload seed; the rest of each prompt, its length and everything else are drawn as without.
+  int shared_prefix = 0;
+  int prefix_groups = 1;
 };
 
 
@@ -98,8 +107,10 @@ struct EngineConfig {
   int warmup_prompt_len() const { return workload.prompt_max < 3 ? workload.prompt_max : 3; }
   int warmup_max_tokens() const { return workload.output_max; }
   int max_blocks_per_req() const {
-    // + K + 1: the last verification block; + K: the drafter's lookahead slots past it.
-    return (workload.prompt_max + workload.output_max + 2 * spec.k + 1 + model.block_size - 1) / model.block_size + 1;
+    // + K + 1: the last verification block; + K: the drafter's lookahead slots past it; scheduled
+    // ahead, + K more: the drafts of the step in flight, counted as accepted.
+    const int slack = (schedules_ahead() ? 3 : 2) * spec.k + 1;
+    return (workload.prompt_max + workload.output_max + slack + model.block_size - 1) / model.block_size + 1;
   }
   int max_rows() const;  // rows of a step: the token budget, or the largest capture size
   int batches_in_flight() const { return serving.max_concurrent_batches > 0 ? serving.max_concurrent_batches : topology.pp; }

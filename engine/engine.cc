@@ -55,6 +55,8 @@ void Engine::publish_ledger() {
       case LedgerEntry::What::freed: publish(rt_, at, core::BlocksFreedProbe{e.reason, blocks}); break;
       case LedgerEntry::What::released: publish(rt_, at, core::RequestReleasedProbe{e.reason, e.state_index, blocks}); break;
       case LedgerEntry::What::abort_arrived: publish(rt_, at, core::AbortArrivedProbe{}); break;
+      case LedgerEntry::What::shared: publish(rt_, at, core::BlocksSharedProbe{e.first_index, blocks}); break;
+      case LedgerEntry::What::cached: publish(rt_, at, core::BlocksCachedProbe{blocks}); break;
     }
   }
 }
@@ -151,7 +153,9 @@ ServingStats Engine::stats() const {
     s.drafts_accepted += r.accepted_drafts;
     s.preemptions += r.preemptions;
     s.steps_ahead += r.steps_ahead;
+    s.prefix_hit_blocks += r.prefix_hit_blocks;
   }
+  s.prefix_evictions = scheduler_->pool().evictions();
   return s;
 }
 

@@ -21,6 +21,8 @@ struct ServingStats {
   int64_t drafts_accepted = 0;
   int64_t preemptions = 0;
   int64_t steps_ahead = 0;     // request steps scheduled while the request's previous step was in flight
+  int64_t prefix_hit_blocks = 0;  // blocks requests reused from the prefix cache
+  int64_t prefix_evictions = 0;   // cached blocks given for new content
   double acceptance_rate() const { return drafts_verified == 0 ? 0 : static_cast<double>(drafts_accepted) / static_cast<double>(drafts_verified); }
   double tokens_per_step() const { return steps == 0 ? 0 : static_cast<double>(output_tokens) / static_cast<double>(steps); }
 };

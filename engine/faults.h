@@ -45,6 +45,10 @@ struct Faults {
   // whose requests are all non-final prefill chunks, whose samples are discarded: the earlier stages
   // wait for a collective no row needs (an all-false mask), and chunks stop flowing through them.
   bool feedback_for_nonfinal_chunks = false;
+  // vLLM #11186: a prefill wholly in the prefix cache is hit whole and only its last token is
+  // recomputed, so that token's KV is stored into the last hit block, a block shared through the
+  // cache (vLLM now caps the hit at num_tokens - 1 and recomputes that whole block, #17999).
+  bool full_prefix_hit = false;
 };
 
 // A fault's name in a scenario's [faults] table, and its switch.
@@ -70,6 +74,7 @@ inline constexpr std::array kFaultSwitches{
     FaultSwitch{"abort_scan_current_batch", &Faults::abort_scan_current_batch},
     FaultSwitch{"lookahead_past_ring", &Faults::lookahead_past_ring},
     FaultSwitch{"feedback_for_nonfinal_chunks", &Faults::feedback_for_nonfinal_chunks},
+    FaultSwitch{"full_prefix_hit", &Faults::full_prefix_hit},
 };
 // A switch added to Faults but not to the table could be set by no scenario.
 static_assert(sizeof(Faults) == kFaultSwitches.size() * sizeof(bool), "every field of Faults needs its row in kFaultSwitches");

@@ -15,6 +15,7 @@ struct NewRequest {
   int64_t id = -1;
   std::vector<int32_t> prompt;  // a resumed request's: its prompt and its output so far
   int32_t num_output = 0;       // output tokens it has (resumed after a preemption: all so far)
+  int32_t num_computed = 0;  // tokens it starts with: its prefix-cache hit (0: none)
   int64_t seed = 0;
   uint32_t spread = 0;
 };

@@ -26,7 +26,7 @@ void RequestTables::admit(const SchedulerOutput& so) {
     std::vector<int32_t> p = r.prompt;
     p.resize(static_cast<size_t>(ctx_.cfg.max_prefill()), 0);
     ctx_.upload(prompt.rows(i, 1), p);
-    ctx_.upload(num_computed.rows(i, 1), std::vector<int32_t>{0});
+    ctx_.upload(num_computed.rows(i, 1), std::vector<int32_t>{r.num_computed});
     ctx_.upload(prefill_len.rows(i, 1), std::vector<int32_t>{static_cast<int32_t>(r.prompt.size())});
     ctx_.upload(total_len.rows(i, 1), std::vector<int32_t>{static_cast<int32_t>(r.prompt.size())});
     ctx_.upload(output_base.rows(i, 1), std::vector<int32_t>{r.num_output});

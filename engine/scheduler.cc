@@ -30,6 +30,7 @@ NewRequest new_request_of(const RequestRecord& r) {
   n.prompt = r.spec.prompt;
   for (size_t i = 0; n.prompt.size() < static_cast<size_t>(r.prefill_len()); ++i) n.prompt.push_back(static_cast<int32_t>(r.output[i]));
   n.num_output = static_cast<int32_t>(r.output.size());
+  n.num_computed = r.num_computed;  // a prefix-cache hit: the prefill starts after it
   n.seed = r.spec.seed;
   n.spread = r.spec.spread;
   return n;
@@ -71,7 +72,7 @@ class Scheduler::StepBuilder {
   bool add_running(RequestRecord& r, int tokens) {
     for (;;) {
       if (add(r, tokens)) return true;
-      if (s_.missing_blocks(r, r.computed_if_accepted() + tokens) <= static_cast<int>(s_.free_blocks_.size()) + s_.fenced_blocks()) return false;
+      if (s_.missing_blocks(r, r.computed_if_accepted() + tokens) <= s_.pool_.free_count() + s_.fenced_blocks()) return false;
       PPSPEC_ASSERT(!s_.running_.empty());
       RequestRecord& victim = s_.records_[s_.running_.back()];
       preempted = true;
@@ -105,7 +106,8 @@ class Scheduler::StepBuilder {
   int budget;
 };
 
-Scheduler::Scheduler(const EngineConfig& cfg, std::vector<RequestSpec> workload) : cfg_(cfg) {
+Scheduler::Scheduler(const EngineConfig& cfg, std::vector<RequestSpec> workload)
+    : cfg_(cfg), pool_(cfg.model.num_blocks > 0 ? cfg.model.num_blocks : blocks_needed(cfg), cfg.serving.enable_prefix_caching) {
   workload_size_ = static_cast<int>(workload.size());
   std::stable_sort(workload.begin(), workload.end(),
                    [](const RequestSpec& a, const RequestSpec& b) { return a.arrival < b.arrival; });
@@ -117,9 +119,8 @@ Scheduler::Scheduler(const EngineConfig& cfg, std::vector<RequestSpec> workload)
   }
   for (int32_t i = cfg.serving.max_num_seqs - 1; i >= 0; --i) free_idx_.push_back(i);
   slot_owner_.assign(static_cast<size_t>(cfg.serving.max_num_seqs), kNoOwner);
-  const int blocks = cfg.model.num_blocks > 0 ? cfg.model.num_blocks : blocks_needed(cfg);
-  PPSPEC_ASSERT(blocks >= blocks_minimum(cfg), "{} KV blocks cannot hold one request at its longest ({})", blocks, blocks_minimum(cfg));
-  for (int32_t b = blocks - 1; b >= 1; --b) free_blocks_.push_back(b);
+  PPSPEC_ASSERT(pool_.num_blocks() >= blocks_minimum(cfg), "{} KV blocks cannot hold one request at its longest ({})", pool_.num_blocks(),
+                blocks_minimum(cfg));
 }
 
 void Scheduler::admit_until(core::Time now) {
@@ -160,14 +161,11 @@ int Scheduler::fenced_blocks() const {
 bool Scheduler::allocate_blocks(RequestRecord& r, int upto_tokens, int64_t step, std::vector<int32_t>& fresh) {
   const int missing = missing_blocks(r, upto_tokens);
   if (missing <= 0) return true;
-  if (static_cast<int>(free_blocks_.size()) < missing) return false;
+  if (pool_.free_count() < missing) return false;
   LedgerEntry e{LedgerEntry::What::allocated, r.spec.id, step, core::Release::none, r.idx, static_cast<int32_t>(r.blocks.size()), {}};
-  for (int i = 0; i < missing; ++i) {
-    fresh.push_back(free_blocks_.back());
-    r.blocks.push_back(free_blocks_.back());
-    e.blocks.push_back(free_blocks_.back());
-    free_blocks_.pop_back();
-  }
+  pool_.allocate(missing, e.blocks);
+  fresh.insert(fresh.end(), e.blocks.begin(), e.blocks.end());
+  r.blocks.insert(r.blocks.end(), e.blocks.begin(), e.blocks.end());
   ledger_.push_back(std::move(e));
   return true;
 }
@@ -197,6 +195,7 @@ std::shared_ptr<SchedulerOutput> Scheduler::schedule(int64_t step) {
     if (!cfg_.serving.chunked_prefill && remaining > b.budget) continue;
     out_of_blocks = !b.add_running(r, std::min(remaining, b.budget));
   }
+  if (pool_.caching()) cache_rows(*b.so);  // before admission: a new request may hit the blocks this step computes
   if (!b.preempted) admit_waiting(b);  // vLLM admits nothing in a step that preempted
   // Nothing running: wait for arrivals (after a preemption, the next step resumes the request).
   if (b.so->requests.empty() && running_.empty() && !b.preempted) return nullptr;
@@ -220,13 +219,19 @@ bool Scheduler::eligible(const RequestRecord& r, int64_t step) const {
 void Scheduler::admit_waiting(StepBuilder& b) {
   while (!waiting_.empty() && b.budget > 0 && !free_idx_.empty()) {
     RequestRecord& r = records_[waiting_.front()];
-    const int remaining = r.prefill_len() - r.num_computed;
+    const PrefixHit hit = prefix_hit(r);
+    const int remaining = r.prefill_len() - hit.computed;
     if (!cfg_.serving.chunked_prefill && remaining > b.budget) break;
+    const int tokens = std::min(remaining, b.budget);
+    if (!hit_fits(r, hit, tokens)) break;
     r.idx = free_idx_.back();
-    if (!b.add(r, std::min(remaining, b.budget))) {
+    take_hit(r, hit, b.so->step);
+    if (!b.add(r, tokens)) {
+      PPSPEC_ASSERT(hit.blocks.empty(), "request {}'s prefix hit was taken, then its blocks did not fit", r.spec.id);
       r.idx = -1;
       break;
     }
+    if (pool_.caching()) admitted_with_hit(r, hit, b.so->requests.back(), b.so->step);
     free_idx_.pop_back();
     slot_owner_[static_cast<size_t>(r.idx)] = waiting_.front();
     r.admitted = true;

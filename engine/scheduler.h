@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/event_subjects.h"
+#include "engine/block_pool.h"
 #include "engine/config.h"
 #include "engine/messages.h"
 #include "engine/workload.h"
@@ -33,6 +34,12 @@ struct RequestRecord {
   int32_t num_computed = 0;
   int32_t prefill_tokens = 0;  // what its prefill computes: the prompt, or prompt + output once resumed
   std::vector<int32_t> blocks;
+  // Prefix caching: the chained hashes of its full blocks as far as its tokens are known (kept
+  // over a preemption, as vLLM's request.block_hashes), and how many leading blocks of its table
+  // are in the cache (hit, or cached once computed).
+  std::vector<uint64_t> block_hashes;
+  int32_t cached_blocks = 0;
+  int64_t prefix_hit_blocks = 0;  // blocks it reused, over all its admissions
   std::vector<int64_t> output;
   std::vector<int64_t> output_step;     // the engine step that sampled each output token ...
   std::vector<core::Time> output_time;  // ... and when its samples reached the host
@@ -62,12 +69,16 @@ struct RequestRecord {
   bool in_flight() const { return !steps_in_flight.empty(); }
   // What the engine core counts as computed when it schedules: every token of its steps in flight.
   int32_t computed_if_accepted() const { return num_computed + tokens_in_flight; }
+  // Its tokens as the engine core knows them: the prompt, then its output.
+  int known_tokens() const { return static_cast<int>(spec.prompt.size() + output.size()); }
+  int32_t token_at(int pos) const;
 };
 
 // What the scheduler did with KV blocks and request state, for the engine core to publish
-// (core/probes.h: blocks_allocated, blocks_freed, request_released, abort_arrived).
+// (core/probes.h: blocks_allocated, blocks_freed, request_released, abort_arrived, blocks_shared,
+// blocks_cached).
 struct LedgerEntry {
-  enum class What : uint8_t { allocated, freed, released, abort_arrived };
+  enum class What : uint8_t { allocated, freed, released, abort_arrived, shared, cached };
   What what = What::allocated;
   int64_t req = -1;
   int64_t step = -1;
@@ -101,6 +112,7 @@ class Scheduler {
 
   const std::vector<RequestRecord>& records() const { return records_; }
   int steps_with_output() const { return steps_with_output_; }
+  const BlockPool& pool() const { return pool_; }
   // What changed since the last call, in order.
   std::vector<LedgerEntry> take_ledger();
 
@@ -112,6 +124,12 @@ class Scheduler {
     std::vector<int32_t> blocks;
   };
   class StepBuilder;
+  // A waiting request's prefix-cache hit (engine/scheduler_prefix.cc): the cached blocks its
+  // prefill begins with, and the tokens it starts from.
+  struct PrefixHit {
+    std::vector<int32_t> blocks;
+    int32_t computed = 0;
+  };
 
   bool allocate_blocks(RequestRecord& r, int upto_tokens, int64_t step, std::vector<int32_t>& fresh);
   int missing_blocks(const RequestRecord& r, int upto_tokens) const;  // beyond those it holds
@@ -129,6 +147,14 @@ class Scheduler {
   RequestRecord* owner_of_row(int64_t step, const ScheduledRequest& s);
   size_t index_of(const RequestRecord& r) const { return static_cast<size_t>(&r - records_.data()); }
   void admit_waiting(StepBuilder& b);
+  // Prefix caching (engine/scheduler_prefix.cc); nothing happens without it.
+  PrefixHit prefix_hit(RequestRecord& r);
+  bool hit_fits(const RequestRecord& r, const PrefixHit& hit, int tokens) const;
+  void take_hit(RequestRecord& r, const PrefixHit& hit, int64_t step);
+  void admitted_with_hit(RequestRecord& r, const PrefixHit& hit, ScheduledRequest& row, int64_t step);
+  void cache_rows(const SchedulerOutput& so);
+  void cache_full_blocks(RequestRecord& r, int upto_tokens, int64_t step);
+  void hash_blocks(RequestRecord& r, int n);
 
   static constexpr size_t kNoOwner = SIZE_MAX;
   const EngineConfig cfg_;  // a copy: a scheduler outlives the expressions that configure it
@@ -138,7 +164,7 @@ class Scheduler {
   std::deque<size_t> waiting_;          // arrived (or preempted), not yet (re)admitted
   std::vector<int32_t> free_idx_;       // req-state indices, lowest first
   std::vector<size_t> slot_owner_;      // req-state index -> its running record (kNoOwner when free)
-  std::vector<int32_t> free_blocks_;    // KV blocks (block 0 is the null block)
+  BlockPool pool_;                      // KV blocks (block 0 is the null block)
   std::vector<Fence> fences_;           // blocks of released requests, until their step returns
   std::vector<int32_t> finished_idx_;   // to report in the next step
   std::vector<LedgerEntry> ledger_;

@@ -10,7 +10,7 @@ namespace ppspec::engine {
 
 void Scheduler::free_blocks(int64_t req, int64_t step, core::Release reason, std::vector<int32_t> blocks) {
   if (blocks.empty()) return;
-  for (int32_t b : blocks) free_blocks_.push_back(b);
+  pool_.release(blocks);
   ledger_.push_back(LedgerEntry{LedgerEntry::What::freed, req, step, reason, -1, 0, std::move(blocks)});
 }
 
@@ -26,6 +26,7 @@ void Scheduler::release(RequestRecord& r, core::Release reason, int64_t step) {
   std::sort(free_idx_.begin(), free_idx_.end(), std::greater<>());  // lowest index is reused first
   std::vector<int32_t> blocks;
   blocks.swap(r.blocks);
+  r.cached_blocks = 0;
   const bool unfenced = reason == core::Release::preempted && cfg_.faults.late_output_after_preempt;
   const bool fence = r.in_flight() && !unfenced && !blocks.empty();
   ledger_.push_back(LedgerEntry{LedgerEntry::What::released, r.spec.id, step, reason, r.idx, 0, fence ? blocks : std::vector<int32_t>{}});

@@ -42,6 +42,7 @@ struct Coverage {
   uint64_t programs = 0;        // program scenarios
   uint64_t preemptions = 0;     // a request preempted (and resumed)
   uint64_t steps_ahead = 0;     // a step scheduled while the request's previous one was in flight
+  uint64_t prefix_hits = 0;     // a request reused blocks of the prefix cache
 };
 
 // The class of a case that ends in an internal error of ppspec (a broken invariant, an exception,

@@ -36,6 +36,9 @@ void pick_shape(ServingCase& c, const Space& s) {
 // preempts (it shrinks to the smallest cache, the most preemptions).
 void pick_kv_cache(ServingCase& c) {
   engine::EngineConfig e;
+  e.topology.pp = c.pp;
+  e.serving.max_concurrent_batches = c.max_concurrent_batches;
+  e.model.block_size = c.block_size;
   e.spec.k = c.k;
   e.serving.max_num_seqs = c.max_num_seqs;
   e.workload.prompt_max = c.prompt_max;
@@ -46,6 +49,15 @@ void pick_kv_cache(ServingCase& c) {
   c.num_blocks = *rc::gen::inRange(least, std::min(enough, least + 8));
   // Without chunked prefill a resumed request is one prefill of its prompt and output.
   if (!c.chunked_prefill) c.max_num_batched_tokens = std::max(c.max_num_batched_tokens, c.prompt_max + c.output_max);
+}
+
+// Prefix caching over shared system prompts: small blocks so that prompts of fuzzing sizes fill a
+// few, a shared prefix up to the longest prompt (a prompt inside it is hit whole), a few groups.
+void pick_prefix_cache(ServingCase& c) {
+  c.enable_prefix_caching = true;
+  c.block_size = *rc::gen::element(2, 4, 8, 16);
+  c.shared_prefix = *rc::gen::inRange(0, c.prompt_max + 1);
+  c.prefix_groups = *rc::gen::inRange(1, 4);
 }
 
 void pick_workload(ServingCase& c, const Space& s) {
@@ -70,8 +82,9 @@ void pick_workload(ServingCase& c, const Space& s) {
   if (maybe(s.stop_token)) c.stop_token = *rc::gen::inRange(0, 512);
   // A cap close to the longest request: some requests end at max_model_len.
   if (maybe(s.length_cap)) c.max_model_len = std::max(8, c.prompt_max + c.k + 2 + *rc::gen::inRange(0, c.output_max + 1));
+  if (maybe(s.prefix_caching)) pick_prefix_cache(c);
+  if (maybe(s.lookahead)) c.max_concurrent_batches = c.pp + 1;  // before the cache: it needs K more slots
   if (maybe(s.preemption)) pick_kv_cache(c);
-  if (maybe(s.lookahead)) c.max_concurrent_batches = c.pp + 1;
 }
 
 }  // namespace

@@ -13,17 +13,20 @@ void append_engine(std::string& s, const ServingCase& c) {
   s += fmt::format("\n[topology]\npp = {}\ntp = {}\n", c.pp, c.tp);
   s += fmt::format("\n[model]\nstop_token = {}\nmax_model_len = {}\n", c.stop_token, c.max_model_len);
   if (c.num_blocks > 0) s += fmt::format("num_blocks = {}\n", c.num_blocks);
+  if (c.block_size != 16) s += fmt::format("block_size = {}\n", c.block_size);
   s += fmt::format("\n[spec]\nk = {}\nfeedback = \"{}\"\n", c.k, c.feedback);
   s += fmt::format("\n[serving]\ncapture_sizes = [{}]\nmax_num_seqs = {}\nmax_num_batched_tokens = {}\n"
                    "chunked_prefill = {}\nwarmup_steps = {}\n",
                    fmt::join(c.capture_sizes, ", "), c.max_num_seqs, c.max_num_batched_tokens, c.chunked_prefill,
                    c.warmup_steps);
   if (c.max_concurrent_batches > 0) s += fmt::format("max_concurrent_batches = {}\n", c.max_concurrent_batches);
+  if (c.enable_prefix_caching) s += "enable_prefix_caching = true\n";
   s += fmt::format("\n[workload]\nnum_requests = {}\nprompt_min = {}\nprompt_max = {}\noutput_min = {}\noutput_max = {}\n"
                    "arrival = \"{}\"\nmean_gap_us = {}\ntemperature = {}\nseed = {}\nabort_every = {}\nabort_after = {}\n"
                    "abort_in_flight = {}\n",
                    c.num_requests, c.prompt_min, c.prompt_max, c.output_min, c.output_max, c.poisson ? "poisson" : "burst",
                    c.mean_gap_us, c.temperature, c.workload_seed, c.abort_every, c.abort_after, c.abort_in_flight);
+  if (c.shared_prefix > 0) s += fmt::format("shared_prefix = {}\nprefix_groups = {}\n", c.shared_prefix, c.prefix_groups);
   // Strict: a hazard (a module load while serving, a device sync behind a spinning receive) is a
   // failure too; on GPUs it stalls or hangs.
   s += fmt::format("\n[runtime]\nmodule_loading = \"{}\"\nstrict = true\n", c.module_loading);
@@ -54,6 +57,9 @@ std::string summary(const ServingCase& c) {
   if (c.stop_token >= 0) s += fmt::format(" stop {}", c.stop_token);
   if (c.max_model_len < 2048) s += fmt::format(" max_len {}", c.max_model_len);
   if (c.num_blocks > 0) s += fmt::format(" blocks {}", c.num_blocks);
+  if (c.block_size != 16) s += fmt::format(" block_size {}", c.block_size);
+  if (c.enable_prefix_caching) s += " prefix-caching";
+  if (c.shared_prefix > 0) s += fmt::format(" shared {}x{}", c.prefix_groups, c.shared_prefix);
   if (!c.chunked_prefill) s += " no-chunking";
   if (c.max_concurrent_batches > 0) s += fmt::format(" batches {}", c.max_concurrent_batches);
   if (c.poisson) s += fmt::format(" poisson {} us", c.mean_gap_us);

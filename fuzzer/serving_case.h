@@ -19,11 +19,13 @@ struct ServingCase {
   int stop_token = -1;
   int max_model_len = 2048;
   int num_blocks = 0;  // 0: enough; fewer than the workload can fill: preemption
+  int block_size = 16;
   // [serving]
   std::vector<int> capture_sizes;
   int max_num_seqs = 4, max_num_batched_tokens = 64, warmup_steps = 2;
   bool chunked_prefill = true;
   int max_concurrent_batches = 0;  // 0: pp; pp + 1: async scheduling's lookahead batch
+  bool enable_prefix_caching = false;
   // [workload]
   int num_requests = 2, prompt_min = 4, prompt_max = 8, output_min = 4, output_max = 8;
   bool poisson = false;
@@ -32,6 +34,7 @@ struct ServingCase {
   uint64_t workload_seed = 1;
   int abort_every = 0, abort_after = 1;
   bool abort_in_flight = false;
+  int shared_prefix = 0, prefix_groups = 1;
   // [runtime], [faults]
   std::string module_loading = "eager";
   std::vector<std::string> faults;

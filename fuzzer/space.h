@@ -38,6 +38,9 @@ struct Space {
   bool preemption = true;
   // Whether a case may run async scheduling's lookahead batch (max_concurrent_batches = pp + 1).
   bool lookahead = true;
+  // Prefix caching with shared system prompts and a block size drawn from 2..16. Off unless a
+  // space asks for it, so that the cases every earlier campaign drew stay the cases it draws.
+  bool prefix_caching = false;
 };
 
 // The hard limits a SPACE.toml must stay inside (what a fuzzing case can run in milliseconds).

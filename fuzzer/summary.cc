@@ -20,6 +20,7 @@ constexpr std::pair<const char*, uint64_t Coverage::*> kPaths[] = {
     {"length_cap", &Coverage::length_cap},       {"aborts", &Coverage::aborts},
     {"abort_in_flight", &Coverage::abort_in_flight}, {"preemptions", &Coverage::preemptions},
     {"steps_ahead", &Coverage::steps_ahead},
+    {"prefix_hits", &Coverage::prefix_hits},
 };
 
 Json to_json(const Found& f) {
@@ -77,7 +78,8 @@ FuzzReport read_summary(const std::string& dir) {
     r.cases = j.at("cases").get<uint64_t>();
     r.failures = j.at("failures").get<uint64_t>();
     r.seconds = j.at("seconds").get<double>();
-    for (const auto& [name, field] : kPaths) r.coverage.*field = j.at("paths").at(name).get<uint64_t>();
+    // A summary written before a path was counted reads 0 for it (prefix_hits came with prefix caching).
+    for (const auto& [name, field] : kPaths) r.coverage.*field = j.at("paths").value(name, uint64_t{0});
     for (const Json& f : j.at("found")) r.found.push_back(found_of(f));
   } catch (const std::exception& e) {
     throw core::InputError(file, 0, fmt::format("a malformed fuzzing summary: {}", e.what()));

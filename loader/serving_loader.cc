@@ -19,10 +19,12 @@ constexpr std::string_view kTopologyKeys = "pp, tp";
 constexpr std::string_view kModelKeys =
     "vocab, layers, lanes, block_size, num_blocks, alpha, stop_token, max_model_len, checkpoint_seed, experts, topk";
 constexpr std::string_view kSpecKeys = "k, feedback";
-constexpr std::string_view kServingKeys = "capture_sizes, max_num_seqs, max_num_batched_tokens, chunked_prefill, warmup_steps, max_concurrent_batches";
+constexpr std::string_view kServingKeys =
+    "capture_sizes, max_num_seqs, max_num_batched_tokens, chunked_prefill, warmup_steps, max_concurrent_batches, "
+    "enable_prefix_caching";
 constexpr std::string_view kWorkloadKeys =
     "num_requests, prompt_min, prompt_max, output_min, output_max, arrival, mean_gap_us, temperature, seed, "
-    "abort_every, abort_after, abort_in_flight";
+    "abort_every, abort_after, abort_in_flight, shared_prefix, prefix_groups";
 constexpr std::string_view kOraclesKeys = "golden, pp_invariance, padding_invariance";
 constexpr std::string_view kExploreKeys = "seed, seeds, strategy";
 
@@ -89,6 +91,7 @@ void read_serving_table(TableReader& r, engine::ServingConfig& v) {
   v.chunked_prefill = r.boolean("chunked_prefill").value_or(v.chunked_prefill);
   v.warmup_steps = to_int(r.integer("warmup_steps", 1, 64).value_or(v.warmup_steps));
   v.max_concurrent_batches = to_int(r.integer("max_concurrent_batches", 1, 65).value_or(0));
+  v.enable_prefix_caching = r.boolean("enable_prefix_caching").value_or(false);
   if (const toml::array* sizes = r.array("capture_sizes")) {
     for (const auto& n : *sizes) {
       if (!n.is_integer() || n.as_integer()->get() < 1 || n.as_integer()->get() > (1 << 20))
@@ -117,6 +120,11 @@ void read_workload_table(TableReader& r, engine::WorkloadConfig& w) {
   w.abort_every = to_int(r.integer("abort_every", 0, 1 << 20).value_or(0));
   w.abort_after = to_int(r.integer("abort_after", 1, 1 << 20).value_or(w.abort_after));
   w.abort_in_flight = r.boolean("abort_in_flight").value_or(false);
+  w.shared_prefix = to_int(r.integer("shared_prefix", 0, 1 << 16).value_or(0));
+  w.prefix_groups = to_int(r.integer("prefix_groups", 1, 1 << 16).value_or(1));
+  if (w.shared_prefix > w.prompt_max)
+    r.fail("shared_prefix", fmt::format("{} tokens are longer than the longest prompt; valid: 0 to prompt_max = {}", w.shared_prefix,
+                                        w.prompt_max));
 }
 
 // The one list of faults (engine/faults.h) says which keys there are.

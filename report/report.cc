@@ -59,14 +59,18 @@ std::string headline(const RunRecord& r) {
                            res.stats.events, res.stats.pairs, format_time(res.stats.sim_time));
   s += fmt::format("verdict {} (expected {})  seed {}  {}  [", core::to_string(res.verdict), core::to_string(r.expected),
                    r.seed, r.strategy);
-  if (r.serving)
-    s += fmt::format("{} requests, {} engine steps, {}{}acceptance {:.2f}, {:.1f} tokens/step, ", r.serving->requests,
-                     r.serving->engine_steps,
-                     r.serving->preemptions > 0 ? fmt::format("{} preemptions, ", r.serving->preemptions) : std::string(),
-                     r.serving->steps_ahead > 0 ? fmt::format("{} steps scheduled ahead, ", r.serving->steps_ahead) : std::string(),
-                     r.serving->acceptance_rate, r.serving->tokens_per_step);
-  else
+  if (r.serving) {
+    const ServingFigures& f = *r.serving;
+    s += fmt::format("{} requests, {} engine steps, {}{}{}acceptance {:.2f}, {:.1f} tokens/step, ", f.requests, f.engine_steps,
+                     f.preemptions > 0 ? fmt::format("{} preemptions, ", f.preemptions) : std::string(),
+                     f.steps_ahead > 0 ? fmt::format("{} steps scheduled ahead, ", f.steps_ahead) : std::string(),
+                     f.prefix_hit_blocks > 0 || f.prefix_evictions > 0
+                         ? fmt::format("{} prefix-cache blocks reused, {} evicted, ", f.prefix_hit_blocks, f.prefix_evictions)
+                         : std::string(),
+                     f.acceptance_rate, f.tokens_per_step);
+  } else {
     s += fmt::format("{} steps, ", res.stats.sched_steps);
+  }
   return s + fmt::format("{} simulated, {:.1f} ms wall]\n", format_time(res.stats.sim_time), r.wall_ms);
 }
 

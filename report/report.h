@@ -22,6 +22,8 @@ struct ServingFigures {
   verify::OnlineCoverage model_oracle{};  // what the model oracle checked, and what it stopped checking
   int64_t preemptions = 0;
   int64_t steps_ahead = 0;  // request steps scheduled ahead of their previous step's output
+  int64_t prefix_hit_blocks = 0;  // blocks reused from the prefix cache
+  int64_t prefix_evictions = 0;
 };
 
 struct RunRecord {

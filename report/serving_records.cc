@@ -81,13 +81,19 @@ std::vector<engine::RequestRecord> requests_from_json(const engine::EngineConfig
 ServingFigures figures_of(const serving::ServingRun& run) {
   return ServingFigures{run.stats.steps,          static_cast<int64_t>(run.requests.size()), run.stats.output_tokens,
                         run.stats.acceptance_rate(), run.stats.tokens_per_step(),               run.coverage,
-                        run.stats.preemptions,          run.stats.steps_ahead};
+                        run.stats.preemptions, run.stats.steps_ahead, run.stats.prefix_hit_blocks,              run.stats.prefix_evictions};
 }
 
 nlohmann::json serving_stats_json(const engine::ServingStats& s) {
-  return {{"steps", s.steps}, {"output_tokens", s.output_tokens}, {"drafts_verified", s.drafts_verified},
-          {"drafts_accepted", s.drafts_accepted}, {"preemptions", s.preemptions},
-          {"steps_ahead", s.steps_ahead}};
+  nlohmann::json j = {{"steps", s.steps}, {"output_tokens", s.output_tokens}, {"drafts_verified", s.drafts_verified},
+                      {"drafts_accepted", s.drafts_accepted}, {"preemptions", s.preemptions}};
+  // Only where used: the records of runs without the lookahead batch or prefix caching stay as they were.
+  if (s.steps_ahead > 0) j["steps_ahead"] = s.steps_ahead;
+  if (s.prefix_hit_blocks > 0 || s.prefix_evictions > 0) {
+    j["prefix_hit_blocks"] = s.prefix_hit_blocks;
+    j["prefix_evictions"] = s.prefix_evictions;
+  }
+  return j;
 }
 
 engine::ServingStats serving_stats_from_json(const nlohmann::json& j) {
@@ -98,6 +104,8 @@ engine::ServingStats serving_stats_from_json(const nlohmann::json& j) {
   s.drafts_accepted = j.at("drafts_accepted").get<int64_t>();
   s.preemptions = j.value("preemptions", int64_t{0});  // written since preemption exists
   s.steps_ahead = j.value("steps_ahead", int64_t{0});  // written since the lookahead batch exists
+  s.prefix_hit_blocks = j.value("prefix_hit_blocks", int64_t{0});
+  s.prefix_evictions = j.value("prefix_evictions", int64_t{0});
   return s;
 }
 

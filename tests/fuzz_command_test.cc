@@ -76,6 +76,23 @@ TEST(Fuzz, AFaultIsFoundAndShrunkToAFileThatReproducesIt) {
   EXPECT_TRUE(s.config.faults.stale_drafts);
 }
 
+// The prefix-cache space draws cases that hit the cache; with full_prefix_hit on, a case stores
+// into a shared block, and the shrunk file says so with prefix caching on.
+TEST(Fuzz, ThePrefixCacheSpaceHitsTheCacheAndFindsAWholeHit) {
+  const std::string space = std::string(PPSPEC_SOURCE_DIR) + "/scenarios/spaces/prefix_cache.toml";
+  const fs::path clean = fresh_dir("prefix_clean"), fault = fresh_dir("prefix_fault");
+  const Out c = fuzz({.space = space, .cases = "60", .out = clean.string()});
+  ASSERT_EQ(c.code, 0) << c.out << c.err;
+  EXPECT_GT(fuzzer::read_summary(clean.string()).coverage.prefix_hits, 0u) << c.out;
+  const Out r = fuzz({.space = space, .cases = "300", .out = fault.string(), .faults = "full_prefix_hit"});
+  ASSERT_EQ(r.code, 1) << r.out << r.err;
+  const fuzzer::FuzzReport summary = fuzzer::read_summary(fault.string());
+  ASSERT_EQ(summary.found.size(), 1u);
+  EXPECT_EQ(summary.found.front().verdict, core::Verdict::kv_violation);
+  EXPECT_EQ(summary.found.front().kind, "kv-ownership");
+  EXPECT_NE(summary.found.front().shrunk.find("prefix-caching"), std::string::npos) << summary.found.front().shrunk;
+}
+
 TEST(Fuzz, TheCaseStreamIsDeterministicAndShardsSplitItExactly) {
   auto coverage = [](const fs::path& dir) { return fuzzer::read_summary(dir.string()); };
   const fs::path a = fresh_dir("a"), b = fresh_dir("b"), whole = fresh_dir("whole"), again = fresh_dir("again");

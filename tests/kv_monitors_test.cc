@@ -29,6 +29,15 @@ struct Ledger : Fixture<M> {
     this->send(EventKind::blocks_freed, -1, step, req, std::move(blocks), -1, {.release = why});
   }
   void returned(int64_t step) { this->send(EventKind::step_returned, -1, step, -1, {}); }
+  void share(int64_t req, int64_t step, std::vector<int64_t> blocks) {
+    this->send(EventKind::blocks_shared, -1, step, req, std::move(blocks), 0);
+  }
+  void cache(int64_t req, int64_t step, std::vector<int64_t> blocks) { this->send(EventKind::blocks_cached, -1, step, req, std::move(blocks)); }
+  // Exactly one finding, whose summary says `text`.
+  void expect_one(std::string_view text) {
+    ASSERT_EQ(this->found.size(), 1u);
+    EXPECT_NE(this->found[0].summary.find(text), std::string::npos) << this->found[0].summary;
+  }
   // One row (position, slot) stored by `rank` for `req` at `step`.
   void store(core::RankId rank, int64_t step, int64_t req, int64_t position, int64_t slot, KvWriter w = KvWriter::target) {
     this->send(EventKind::kv_slots, rank, step, -1, {req, position, slot}, -1, {.kv_writer = w});
@@ -114,6 +123,96 @@ TEST(KvOwnership, ALedgerThatGivesAHeldBlockIsInconsistent) {
       << fx.found[0].summary;
 }
 
+// Prefix caching: request 7 computes blocks 3 and 4 at step 1 and caches them; request 8 hits
+// block 3 at step 2 and prefills from position 16 in its own block 6. Its stores there pass, and
+// so do request 7's stores of step 1 (the step that computed the block), late or not.
+TEST(KvOwnership, ASharedBlockIsReadOnlyToTheRequestThatHitIt) {
+  for (bool store_into_hit : {false, true}) {
+    Ledger<verify::KvOwnership> fx;
+    fx.allocate(7, 1, 0, {3, 4});
+    fx.cache(7, 1, {3, 4});
+    fx.share(8, 2, {3});
+    fx.allocate(8, 2, 1, {6});
+    fx.store(2, 1, 7, 15, 63);   // step 1 at stage 1, after the hit: the computing step
+    fx.store(0, 2, 8, 16, 96);   // position 16: block 6, its own
+    if (store_into_hit) fx.store(2, 2, 8, 15, 63);  // the last token of the hit, recomputed into block 3
+    if (!store_into_hit) {
+      EXPECT_TRUE(fx.found.empty());
+      continue;
+    }
+    fx.expect_one("rank2 (stage 1) at step 2: the target's KV write for request 8 at position 15 stores into slot 63 of block 3, "
+                  "which the request holds read-only: it shares it through the prefix cache since step 2 (1 request shares it, "
+                  "request 7 owns it; request 7 computed it, cached at step 1)");
+    EXPECT_EQ(fx.found.at(0).kind, "kv-ownership");
+    EXPECT_NE(fx.found[0].details.at(0).find("#11186"), std::string::npos);
+  }
+}
+
+// Preempted with step 1 in flight, request 7 keeps block 3 fenced; resumed at step 3 before step 1
+// returns (pp >= 3), it hits the same block: it holds it twice, and the fence's return frees only
+// the fenced hold. A late store of step 1 is still its own; a store of its new life is not.
+TEST(KvOwnership, AResumedRequestMayShareTheBlocksItsOwnFenceStillHolds) {
+  for (bool new_life_store : {false, true}) {
+    Ledger<verify::KvOwnership> fx;
+    fx.allocate(7, 1, 0, {3});
+    fx.cache(7, 1, {3});
+    fx.release(7, 2, Release::preempted, {3});
+    fx.share(7, 3, {3});
+    fx.allocate(7, 3, 1, {5});
+    fx.store(2, 1, 7, 3, 51);  // step 1, late, into the block it owned then
+    fx.returned(1);
+    fx.free(7, 1, Release::preempted, {3});
+    fx.store(0, 3, 7, 16, 80);  // its new life prefills after the hit, in block 5
+    if (new_life_store) fx.store(0, 3, 7, 3, 51);
+    fx.release(7, 6, Release::finished);
+    fx.free(7, 6, Release::finished, {3, 5});
+    if (!new_life_store) {
+      EXPECT_TRUE(fx.found.empty()) << fx.found.at(0).summary;
+      continue;
+    }
+    fx.expect_one("which the request holds read-only: it shares it through the prefix cache since step 3");
+  }
+}
+
+// A block's content is final once cached: its own request storing into it at a later step (an
+// unverified token cached too early) is a finding too.
+TEST(KvOwnership, AStoreIntoACachedBlockAfterItsStepIsReported) {
+  for (int64_t step : {1, 3}) {
+    Ledger<verify::KvOwnership> fx;
+    fx.allocate(7, 1, 0, {3});
+    fx.cache(7, 1, {3});
+    fx.store(0, step, 7, 5, 53);
+    if (step == 1) {
+      EXPECT_TRUE(fx.found.empty());
+      continue;
+    }
+    fx.expect_one("stores into slot 53 of block 3, which entered the prefix cache at step 1 (no other request shares it yet, "
+                  "request 7 owns it): its content was final");
+  }
+}
+
+// Freed by its last holder, a cached block stays cached; given again, it is fresh content.
+TEST(KvOwnership, ACachedBlockIsSharedOnlyWhileCachedAndGivenOnlyWhenNobodyHoldsIt) {
+  Ledger<verify::KvOwnership> fx;
+  fx.allocate(7, 1, 0, {3});
+  fx.cache(7, 1, {3});
+  fx.share(8, 2, {3});
+  fx.release(7, 3, Release::finished);
+  fx.free(7, 3, Release::finished, {3});
+  fx.allocate(9, 4, 0, {3});  // request 8 still shares it
+  fx.expect_one("gave block 3 to request 9 at step 4 while request 8 still shared it through the prefix cache");
+
+  Ledger<verify::KvOwnership> evicted;
+  evicted.allocate(7, 1, 0, {3});
+  evicted.cache(7, 1, {3});
+  evicted.release(7, 3, Release::finished);
+  evicted.free(7, 3, Release::finished, {3});
+  evicted.allocate(9, 4, 0, {3});  // evicted: fresh content for request 9
+  evicted.store(0, 5, 9, 1, 49);   // a later step of request 9 writes its own block
+  evicted.share(8, 5, {3});        // no longer cached
+  evicted.expect_one("request 8 shares block 3 at step 5 through the prefix cache, but the block is not cached");
+}
+
 TEST(LeakChecker, AnAbortedRequestScheduledAgainIsALeak) {
   for (bool released : {true, false}) {
     Ledger<verify::LeakChecker> fx;
@@ -156,6 +255,26 @@ TEST(LeakChecker, ServingEndsWithEveryBlockFreeAndEveryRequestReleased) {
     EXPECT_NE(fx.found[0].summary.find("serving ended with 2 KV blocks still held; the first, block 5, by request 8"), std::string::npos)
         << fx.found[0].summary;
     EXPECT_EQ(fx.found[1].kind, "request-leaked");
+  }
+}
+
+// A free block of the prefix cache is no leak; a block a request still shares when serving ends is.
+TEST(LeakChecker, CachedFreeBlocksAreNoLeakASharedOneStillHeldIs) {
+  for (bool leak : {false, true}) {
+    Ledger<verify::LeakChecker> fx;
+    fx.allocate(7, 1, 0, {3, 4});
+    fx.cache(7, 1, {3, 4});
+    fx.share(8, 2, {3});
+    fx.release(7, 3, Release::finished);
+    fx.free(7, 3, Release::finished, {3, 4});
+    if (!leak) fx.free(8, 4, Release::finished, {3});
+    fx.release(8, 4, Release::finished);
+    fx.send(EventKind::serving_ended, -1, 9, -1, {});
+    if (!leak) {
+      EXPECT_TRUE(fx.found.empty());
+      continue;
+    }
+    fx.expect_one("serving ended with 1 KV blocks still held; the first, block 3, by request 8 (shared through the prefix cache)");
   }
 }
 

@@ -141,6 +141,13 @@ TEST(Probes, LedgerProbesRoundTripThroughTheirLayout) {
   EXPECT_EQ(slots.row(1).slot, 49);
   EXPECT_EQ(core::to_string(slots.writer), "draft context");
   EXPECT_EQ(core::parse_release("preempted"), core::Release::preempted);
+  core::ProbeData sh, ca;
+  const auto shared = core::BlocksSharedProbe::decode(encoded(core::BlocksSharedProbe{0, blocks}, sh));
+  EXPECT_EQ(shared.first_index, 0);
+  EXPECT_EQ(list(shared.blocks), blocks);
+  EXPECT_EQ(list(core::BlocksCachedProbe::decode(encoded(core::BlocksCachedProbe{blocks}, ca)).blocks), blocks);
+  EXPECT_TRUE(core::is_engine_probe(core::EventKind::blocks_shared));
+  EXPECT_TRUE(core::is_engine_probe(core::EventKind::blocks_cached));
 }
 
 }  // namespace

@@ -51,6 +51,10 @@ verdict = "pass"
 )";
 
 std::string with(const std::string& from, const std::string& to) { return replaced(kGood, from, to); }
+// kGood with prefix caching on, and one more replacement.
+std::string with_prefix_caching(const std::string& from, const std::string& to) {
+  return replaced(replaced(kGood, "chunked_prefill = false", "chunked_prefill = false\nenable_prefix_caching = true"), from, to);
+}
 
 TEST(ServingLoader, GoodScenarioLoadsEveryField) {
   const serving::ServingScenario s = loader::parse_serving(kGood, "good.toml");
@@ -67,6 +71,13 @@ TEST(ServingLoader, GoodScenarioLoadsEveryField) {
   EXPECT_EQ(s.expect.verdict, core::Verdict::pass);
   EXPECT_TRUE(s.oracles.golden);
   EXPECT_TRUE(s.oracles.pp_invariance);
+  EXPECT_FALSE(s.config.serving.enable_prefix_caching);
+  EXPECT_EQ(s.config.workload.shared_prefix, 0);
+  const serving::ServingScenario p =
+      loader::parse_serving(with_prefix_caching("seed = 3", "seed = 3\nshared_prefix = 8\nprefix_groups = 3"), "p.toml");
+  EXPECT_TRUE(p.config.serving.enable_prefix_caching);
+  EXPECT_EQ(p.config.workload.shared_prefix, 8);
+  EXPECT_EQ(p.config.workload.prefix_groups, 3);
 }
 
 class ServingBadInput : public ::testing::TestWithParam<Bad> {};
@@ -120,6 +131,14 @@ INSTANTIATE_TEST_SUITE_P(
             "a 'pass' has no finding, so no kind"},
         Bad{"kind_of_another_verdict", with("verdict = \"pass\"\n", "verdict = \"stale-draft\"\nkind = \"padding\"\n"), 38,
             "'padding' is not a kind of 'stale-draft' (one of: draft-freshness, draft-relay)"},
+        Bad{"prefix_cache_blocks_of_zero_tokens", with_prefix_caching("lanes = 8", "lanes = 8\nblock_size = 0"), 11,
+            "[model] 'block_size': 0 is out of range [1, 1024]"},
+        Bad{"shared_prefix_longer_than_every_prompt", with_prefix_caching("seed = 3", "seed = 3\nshared_prefix = 17"), 33,
+            "[workload] 'shared_prefix': 17 tokens are longer than the longest prompt; valid: 0 to prompt_max = 16"},
+        Bad{"prefix_groups_zero", with_prefix_caching("seed = 3", "seed = 3\nshared_prefix = 4\nprefix_groups = 0"), 34,
+            "'prefix_groups': 0 is out of range [1, 65536]"},
+        Bad{"prefix_caching_not_a_boolean", with("chunked_prefill = false", "chunked_prefill = false\nenable_prefix_caching = 1"), 21,
+            "'enable_prefix_caching'"},
         Bad{"unknown_expect_key", with("verdict = \"pass\"\n", "verdict = \"pass\"\nhazard = []\n"), 38,
             "unknown key 'hazard'"}),
     [](const ::testing::TestParamInfo<Bad>& p) { return p.param.name; });

@@ -35,9 +35,10 @@ void DrafterReference::on_event(const core::Event& e) {
   switch (e.kind) {
     case core::EventKind::request_scheduled: {
       // The first schedule of a request carries its prompt; a resumed one's, its prompt and its
-      // output so far (a step of it still in flight when it was preempted samples for nothing).
+      // output so far (a step of it still in flight when it was preempted samples for nothing),
+      // from the start even when its prefill starts after a prefix-cache hit.
       const auto p = core::RequestScheduledProbe::decode(e);
-      if (p.num_computed == 0 && !p.prompt.empty()) {
+      if (!p.prompt.empty()) {
         Request& r = requests_[e.req];
         r.context.assign(p.prompt.begin(), p.prompt.end());
         r.started_step = e.step;

@@ -58,6 +58,12 @@ void KvOwnership::check_row(const core::Event& e, core::KvWriter writer, const c
     return;
   }
   const int64_t block = row.slot / bs;
+  // A block shared through the prefix cache is read-only to the request that hit it (a store of
+  // a step from before the hit is judged as any store by who owned the block then).
+  if (const BlockHolder* s = blocks_.sharer(block, row.request); s != nullptr && e.step >= s->since_step) {
+    report_shared(e, writer, row, s->since_step);
+    return;
+  }
   const BlockHolder now = blocks_.holder(block);
   const BlockHolder judged = now.req == row.request ? now : blocks_.holder_at_return(block, e.step);
   if (judged.req != row.request) {
@@ -65,6 +71,11 @@ void KvOwnership::check_row(const core::Event& e, core::KvWriter writer, const c
     return;
   }
   if (judged.fenced || table == nullptr || now.req != row.request) return;  // a late store of a released request: its table is gone
+  // Its own block, cached at an earlier step: its content is final (others may share it).
+  if (const CachedBlock* c = blocks_.cached(block); c != nullptr && e.step > c->step) {
+    report_cached(e, writer, row, *c);
+    return;
+  }
   const bool right_column = static_cast<size_t>(column) < table->size() && (*table)[static_cast<size_t>(column)] == block;
   if (right_column && row.slot % bs == row.position % bs) return;
   report_wrong_slot(e, writer, row, *table);
@@ -109,6 +120,42 @@ void KvOwnership::report_not_held(const core::Event& e, core::KvWriter writer, c
     f.details.push_back(fmt::format("the position is past the request's {} blocks: the block-table entry at column {} is left from "
                                     "an earlier request of the same state index (vLLM #16370: no lookahead slots)",
                                     table->size(), column));
+  report(std::move(f));
+}
+
+std::string KvOwnership::sharing(int64_t block) const {
+  const size_t n = blocks_.sharers(block);
+  const BlockHolder owner = blocks_.holder(block);
+  const std::string owns = owner.req >= 0 ? fmt::format(", request {} owns it", owner.req) : std::string();
+  if (n == 0) return "no other request shares it yet" + owns;
+  return fmt::format("{} request{} share{} it{}", n, n == 1 ? "" : "s", n == 1 ? "s" : "", owns);
+}
+
+void KvOwnership::report_shared(const core::Event& e, core::KvWriter writer, const core::KvSlotRow& row, int64_t hit_step) {
+  const int64_t block = row.slot / facts_.block_size;
+  const CachedBlock* c = blocks_.cached(block);
+  core::Finding f = finding_at(e, core::Verdict::kv_violation, std::string(core::kKindKvOwnership),
+                               fmt::format("{} stores into slot {} of block {}, which the request holds read-only: it shares it "
+                                           "through the prefix cache since step {} ({}{})",
+                                           where(e, writer, row), row.slot, block, hit_step, sharing(block),
+                                           c != nullptr ? fmt::format("; request {} computed it, cached at step {}", c->req, c->step)
+                                                        : std::string()));
+  f.sites.push_back(store_site(e, writer, row));
+  f.details.push_back("a request's prefill starts after its prefix-cache hit: the hit must leave at least one token to compute in "
+                      "a block of its own (vLLM caps it at num_tokens - 1; #11186 recomputed the last token of a prompt hit "
+                      "whole into its last, shared block)");
+  report(std::move(f));
+}
+
+void KvOwnership::report_cached(const core::Event& e, core::KvWriter writer, const core::KvSlotRow& row, const CachedBlock& c) {
+  const int64_t block = row.slot / facts_.block_size;
+  core::Finding f = finding_at(e, core::Verdict::kv_violation, std::string(core::kKindKvOwnership),
+                               fmt::format("{} stores into slot {} of block {}, which entered the prefix cache at step {} ({}): its "
+                                           "content was final",
+                                           where(e, writer, row), row.slot, block, c.step, sharing(block)));
+  f.sites.push_back(store_site(e, writer, row));
+  f.details.push_back("only tokens computed and verified may be cached (vLLM caches min(num_computed + num_new_tokens, "
+                      "num_tokens)): a block holding a position that a later step stores was cached too early");
   report(std::move(f));
 }
 

@@ -8,6 +8,10 @@
 // that is still finishing a step whose output already returned stores before any later step of
 // that rank does, so it is judged by who held the block at the return; a store while the step is
 // still in flight, into a block already given away, is the write-after-free of vLLM #49620.
+//
+// With prefix caching a block may be shared: the requests whose prefill hit it hold it read-only,
+// and a store of theirs into it (from the hit's step on) is a finding; so is a store by its owner
+// at a step after the one at which it entered the cache, whose content was final by then.
 #pragma once
 
 #include "core/probes.h"
@@ -29,6 +33,9 @@ class KvOwnership final : public Monitor {
   void report_out_of_table(const core::Event& e, core::KvWriter writer, const core::KvSlotRow& row, const std::vector<int64_t>* table);
   void report_not_held(const core::Event& e, core::KvWriter writer, const core::KvSlotRow& row, const BlockHolder& now,
                        const std::vector<int64_t>* table);
+  std::string sharing(int64_t block) const;
+  void report_shared(const core::Event& e, core::KvWriter writer, const core::KvSlotRow& row, int64_t hit_step);
+  void report_cached(const core::Event& e, core::KvWriter writer, const core::KvSlotRow& row, const CachedBlock& c);
   void report_wrong_slot(const core::Event& e, core::KvWriter writer, const core::KvSlotRow& row, const std::vector<int64_t>& table);
 
   BlockOwnership blocks_;

@@ -31,7 +31,14 @@ void ModelReference::on_scheduled(const core::Event& e, const core::RequestSched
   }
   if (e.req == -1) return;
   if (const auto known = requests_.find(e.req); known != requests_.end()) {
-    if (!p.prompt.empty()) known->second.prompt_len = p.prefill_len;  // resumed: its prefill covers its output so far
+    Request& r = known->second;
+    r.prefill_by_step[e.step] = p.prefill_len;
+    // Bounded: a step is embedded within the batches in flight of its schedule.
+    while (r.prefill_by_step.size() > kStepsScheduledKept) r.prefill_by_step.erase(r.prefill_by_step.begin());
+    if (!p.prompt.empty()) {  // resumed: its prefill covers its output so far
+      r.prompt_len = p.prefill_len;
+      start_after_hit(r, p);
+    }
     return;
   }
   if (requests_.size() >= kRequestsKept) forget_oldest();
@@ -39,8 +46,25 @@ void ModelReference::on_scheduled(const core::Event& e, const core::RequestSched
   Request& r = requests_[e.req];
   r.sequence = std::make_unique<engine::ReferenceSequence>(*facts_.checkpoint, *facts_.model);
   r.prompt_len = p.prefill_len;
+  r.prefill_by_step[e.step] = p.prefill_len;
   r.agreed.assign(static_cast<size_t>(facts_.pp * facts_.tp), false);
+  start_after_hit(r, p);
   PPSPEC_ASSERT(requests_.size() <= kRequestsKept, "{} requests modelled, {} kept", requests_.size(), kRequestsKept);
+}
+
+// A prefill that starts after a prefix-cache hit: no stage embeds the tokens it reused, whose KV
+// other requests computed; the model takes them from the prompt the engine core admitted.
+void ModelReference::start_after_hit(Request& r, const core::RequestScheduledProbe& p) {
+  if (p.num_computed <= 0 || !r.followed) return;
+  const bool modelled = static_cast<size_t>(p.num_computed) <= p.prompt.size() &&
+                        std::all_of(p.prompt.begin(), p.prompt.begin() + p.num_computed,
+                                    [v = facts_.vocab](int64_t t) { return t >= 0 && t < v; });
+  if (!modelled) {
+    r.followed = false;
+    ++requests_unfollowable_;
+    return;
+  }
+  for (int64_t i = 0; i < p.num_computed; ++i) r.sequence->set(static_cast<size_t>(i), static_cast<int32_t>(p.prompt[static_cast<size_t>(i)]));
 }
 
 void ModelReference::forget_oldest() {
@@ -68,6 +92,8 @@ void ModelReference::on_inputs(const core::Event& e, const core::InputsBuiltProb
 void ModelReference::follow(Request& r, const core::Event& e, const core::InputsBuiltProbe& p) {
   r.embedded_step = e.step;
   r.first_position = p.first_position;
+  const auto scheduled = r.prefill_by_step.find(e.step);
+  r.block_prefill = scheduled != r.prefill_by_step.end() ? scheduled->second : r.prompt_len;
   r.ids.assign(p.input_ids.begin(), p.input_ids.end());
   std::fill(r.agreed.begin(), r.agreed.end(), false);
   if (!r.followed) return;
@@ -178,8 +204,8 @@ std::vector<int64_t> ModelReference::expected_samples(Request& r) const {
   const size_t n = r.ids.size();
   PPSPEC_ASSERT(r.followed && r.first_position >= 0 && r.last_ids.size() == n, "expected samples of an unfollowed block");
   std::vector<int64_t> want;
-  if (r.first_position + static_cast<int64_t>(n) < r.prompt_len) return want;
-  if (r.first_position < r.prompt_len) {
+  if (r.first_position + static_cast<int64_t>(n) < r.block_prefill) return want;
+  if (r.first_position < r.block_prefill) {
     want.push_back(seq.greedy(first + n - 1));
     return want;
   }

@@ -35,6 +35,7 @@ class ModelReference final : public Monitor {
   // forgotten too early is not checked any more, never reported.
   static constexpr size_t kRequestsKept = 1024;
   static constexpr int64_t kStepsIdle = 256;
+  static constexpr size_t kStepsScheduledKept = 8;  // a request's schedules not yet embedded, at most
 
   // How much it checked: stage_output rows compared with the model, greedy samples compared.
   uint64_t rows_checked() const { return rows_checked_; }
@@ -49,6 +50,11 @@ class ModelReference final : public Monitor {
   struct Request {
     std::unique_ptr<engine::ReferenceSequence> sequence;
     int64_t prompt_len = -1;
+    // The prefill length each scheduled step ran under, until stage 0 embeds it: with a lookahead
+    // batch the engine core may preempt and resume the request (a longer prefill) before the last
+    // stage has sampled an earlier step. `block_prefill` is the embedded step's.
+    std::map<int64_t, int64_t> prefill_by_step;
+    int64_t block_prefill = -1;
     bool followed = true;  // false once stage 0 embedded what the model cannot follow
     // Stage 0's block at `embedded_step`: the first position and the ids (bonus token, drafts).
     int64_t embedded_step = -1;
@@ -65,6 +71,7 @@ class ModelReference final : public Monitor {
   void on_scheduled(const core::Event& e, const core::RequestScheduledProbe& p);
   void on_inputs(const core::Event& e, const core::InputsBuiltProbe& p);
   void follow(Request& r, const core::Event& e, const core::InputsBuiltProbe& p);
+  void start_after_hit(Request& r, const core::RequestScheduledProbe& p);
   void check_output(const core::Event& e, const core::StageOutputProbe& p);
   void report_output(const core::Event& e, const core::StageOutputProbe& p, Request& r, size_t row, uint32_t context,
                      uint64_t digest);
