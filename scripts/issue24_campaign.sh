@@ -7,7 +7,8 @@
 # FAULT_CASES=N runs each fault's campaign for N cases instead of FAULT_SECONDS (the case stream
 # is a function of the seed: a count reproduces on any machine, a time does not).
 # preempt_keeps_spec_tokens needs a victim already in the step being built: its campaign draws from
-# scenarios/spaces/preemption.toml (long prompts in chunks, few slots, a small KV cache).
+# scenarios/spaces/preemption.toml (long prompts in chunks, few slots, a small KV cache); full_prefix_hit
+# needs prefix caching, off in the default space: scenarios/spaces/prefix_cache.toml.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=$1
@@ -15,9 +16,14 @@ cases=${2:-20000}
 seconds=${3:-120}
 bin=${4:-build/default/tools/ppspec}
 seed=${SEED:-24}  # SEED: the case stream (24: the one the fixes were made against; another is held out)
-faults=${FAULTS:-cap_before_stop preempt_keeps_spec_tokens late_output_after_preempt no_draft_lookahead_slots abort_scan_current_batch lookahead_past_ring feedback_for_nonfinal_chunks}
+faults=${FAULTS:-cap_before_stop preempt_keeps_spec_tokens late_output_after_preempt no_draft_lookahead_slots abort_scan_current_batch lookahead_past_ring feedback_for_nonfinal_chunks full_prefix_hit}
 work=$(mktemp -d)
-space_of() { [ "$1" = preempt_keeps_spec_tokens ] && echo scenarios/spaces/preemption.toml || true; }
+space_of() {
+  case $1 in
+    preempt_keeps_spec_tokens) echo scenarios/spaces/preemption.toml ;;
+    full_prefix_hit) echo scenarios/spaces/prefix_cache.toml ;;
+  esac
+}
 if [ "$cases" = 0 ]; then exec >> "$out"; else exec > "$out"; fi
 {
   echo "# issue 24 fuzzing: $(git rev-parse --short HEAD), $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores"
