@@ -17,6 +17,7 @@ namespace ppspec::core {
 inline constexpr std::string_view kKindCollectiveMismatch = "collective-mismatch";
 inline constexpr std::string_view kKindP2pMismatch = "p2p-mismatch";
 inline constexpr std::string_view kKindGateDisagreement = "gate-disagreement";
+inline constexpr std::string_view kKindDecisionDisagreement = "decision-disagreement";
 inline constexpr std::string_view kKindUnmatched = "unmatched";
 // deadlock
 inline constexpr std::string_view kKindCycle = "cycle";
@@ -77,10 +78,11 @@ struct FindingKindName {
   std::string_view name;
 };
 
-inline constexpr std::array<FindingKindName, 50> kFindingKinds{{
+inline constexpr std::array<FindingKindName, 51> kFindingKinds{{
     {Verdict::fifo_misalignment, kKindCollectiveMismatch},
     {Verdict::fifo_misalignment, kKindP2pMismatch},
     {Verdict::fifo_misalignment, kKindGateDisagreement},
+    {Verdict::fifo_misalignment, kKindDecisionDisagreement},
     {Verdict::fifo_misalignment, kKindUnmatched},
     {Verdict::deadlock, kKindCycle},
     {Verdict::deadlock, kKindStuck},

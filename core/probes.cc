@@ -46,6 +46,7 @@ constexpr std::array kKindLayouts{
     KindLayout{EventKind::bonus_adopted, 1, 0, false, "[the token in the row's last_sampled]"},
     KindLayout{EventKind::blocks_shared, 0, 1, false, "[block ids in block-table order...]"},
     KindLayout{EventKind::blocks_cached, 0, 1, false, "[block ids...]"},
+    KindLayout{EventKind::draft_budget, 1, 0, false, "[the rank's own confidence estimate, in 1/65536ths]"},
 };
 
 const KindLayout* kind_layout(EventKind k) {
@@ -321,6 +322,17 @@ void BonusAdoptedProbe::encode(ProbeData& out) const {
 }
 
 BonusAdoptedProbe BonusAdoptedProbe::decode(const Event& e) {
+  const auto v = checked_ints(e, kKind);
+  return {e.value, v[0]};
+}
+
+void DraftBudgetProbe::encode(ProbeData& out) const {
+  PPSPEC_ASSERT(budget >= 1, "a draft budget of {}", budget);
+  out.value = budget;
+  out.ints.push_back(confidence);
+}
+
+DraftBudgetProbe DraftBudgetProbe::decode(const Event& e) {
   const auto v = checked_ints(e, kKind);
   return {e.value, v[0]};
 }

@@ -275,6 +275,17 @@ struct BonusAdoptedProbe {
   static BonusAdoptedProbe decode(const Event& e);
 };
 
+// draft_budget: the drafts per request a last-stage rank's drafter ran step `step` with (the query
+// rows per request of the prepare_dflash_inputs it launched), and the rank's own estimate of the
+// confidence it would decide from: every TP rank of the stage must run with one budget.
+struct DraftBudgetProbe {
+  static constexpr EventKind kKind = EventKind::draft_budget;
+  int64_t budget = 0;
+  int64_t confidence = 0;
+  void encode(ProbeData& out) const;
+  static DraftBudgetProbe decode(const Event& e);
+};
+
 // abort_arrived: a client's abort of the request reached the engine core, which must let go of
 // the request wherever it is (waiting, running, in a batch in flight).
 struct AbortArrivedProbe {

@@ -40,6 +40,10 @@ enum class Feedback : uint8_t { three_message, single_payload };
 struct SpecConfig {
   int k = 0;  // draft tokens per step; 0: no speculative decoding
   Feedback feedback = Feedback::three_message;
+  // vLLM's adaptive verification (enable_adaptive_verification, PR #47808): per step the last stage
+  // picks how many of the K drafts each request drafts and verifies next (1..K), from a confidence
+  // estimate each rank keeps itself (engine/draft_budget.h); tp rank 0 decides and broadcasts it.
+  bool adaptive_budget = false;
 };
 
 struct ServingConfig {

@@ -50,6 +50,7 @@ Drafter::Drafter(RankContext& c) : ctx_(c) {
   topk_weights_ = c.alloc(Dtype::f32, q, top, "draft.topk_weights");
   expert_scale_ = c.alloc(Dtype::f32, E, 1, "draft.experts");
   confidence_ = c.alloc(Dtype::f32, q, 1, "draft.confidence");
+  if (c.cfg.spec.adaptive_budget) confidence_fixed_ = c.alloc(Dtype::i32, q, 1, "draft.confidence_fixed");
   drafts_ = c.alloc(Dtype::i64, n, c.k, "draft.proposed");
   if (c.cfg.faults.unordered_draft_gather) gathered_after_ = c.dev.event("draft.main_done");
 }
@@ -57,16 +58,26 @@ Drafter::Drafter(RankContext& c) : ctx_(c) {
 void Drafter::load_checkpoint() {
   if (ctx_.pp > 1 && !ctx_.cfg.faults.alias_target_embed) ctx_.upload(embed_, ctx_.ckpt.draft_embed);
   ctx_.upload(router_bias_, ctx_.ckpt.router_bias);
-  ctx_.upload(expert_scale_, ctx_.ckpt.expert_scale);
+  if (!ctx_.cfg.spec.adaptive_budget || ctx_.tp == 1) {
+    ctx_.upload(expert_scale_, ctx_.ckpt.expert_scale);
+    return;
+  }
+  // The confidence head sharded by expert: this TP rank holds the experts e with e % tp == tp_rank
+  // (the others' scales are 0 here), and the all-reduce sums the shards' partial confidences.
+  std::vector<float> shard = ctx_.ckpt.expert_scale;
+  for (size_t e = 0; e < shard.size(); ++e)
+    if (static_cast<int>(e) % ctx_.tp != ctx_.tp_rank) shard[e] = 0.0f;
+  ctx_.upload(expert_scale_, shard);
 }
 
 int Drafter::propose(const SchedulerOutput& so, const std::vector<int32_t>& sampled, FeedbackBuffers& slot,
                      RequestTables& tables, const StepInputs& in, const TargetModel& model, WriteCheck& check,
-                     int32_t query_rows) {
+                     int32_t query_rows, int32_t budget) {
   const auto nd = static_cast<int32_t>(sampled.size());
   if (nd == 0) return 0;
   const auto n = static_cast<int32_t>(so.requests.size());
   const int k = ctx_.k;
+  PPSPEC_ASSERT(budget >= 1 && budget <= k && (budget == k || ctx_.cfg.spec.adaptive_budget), "a draft budget of {} with K = {}", budget, k);
   // The draft batch: the rows that sampled, compacted; their target rows are the context.
   std::vector<int32_t> idx, cs, ce, brow;
   std::vector<int64_t> ids;
@@ -96,27 +107,22 @@ int Drafter::propose(const SchedulerOutput& so, const std::vector<int32_t>& samp
            kn::GatherBlockRowsKernel{span_of<int32_t>(idx_), span_of<int32_t>(tables.block_table), ctx_.max_blocks,
                                      span_of<int32_t>(block_rows_)},
            nd);
-  const int32_t q_rows = std::max(query_rows, nd * k);
-  prepare_inputs(so.step, nd, q_rows, tables, in, check);
-  if (ctx_.observed()) probe_kv_slots(so.step, ids, cs, ce);
+  const int32_t q_rows = std::max(query_rows, nd * budget);
+  prepare_inputs(so.step, nd, q_rows, budget, tables, in, check);
+  if (ctx_.observed()) probe_kv_slots(so.step, ids, cs, ce, budget);
   ctx_.run("draft_context_kv", "",
            kn::DraftContextKvRangesKernel{{span_of<int64_t>(ctx_slots_), span_of<uint32_t>(model.ctx), span_of<uint32_t>(kv_)},
                                           span_of<int32_t>(ctx_start_),
                                           span_of<int32_t>(ctx_end_)},
            nd);
-  forward(so.step, nd, model);
-  route(so.step, nd * k, q_rows);
+  forward(so.step, nd, budget, model);
+  route(so.step, nd * budget, q_rows);
+  if (ctx_.cfg.spec.adaptive_budget) sum_confidence(so.step, q_rows);
   // req_states.draft_tokens[idx_mapping] = draft_tokens; then the batch's rows for the relay,
   // gathered on the main stream (#55745).
   ctx_.run("set_draft_tokens", "",
            kn::SetDraftTokensKernel{k, span_of<int32_t>(idx_), span_of<int64_t>(drafts_), span_of<int64_t>(tables.draft_tokens)}, nd);
-  if (ctx_.observed())
-    read_back(ctx_.dev, ctx_.main, {drafts_.rows(0, nd)}, [&rt = ctx_.rt, rank = ctx_.rank, step = so.step, ids, k](const HostRows& h) {
-      for (size_t d = 0; d < ids.size(); ++d) {
-        const auto drafts = h.get<int64_t>(0).subspan(d * static_cast<size_t>(k), static_cast<size_t>(k));
-        publish(rt, Probe{rank, step, ids[d]}, core::DraftsProbe{core::EventKind::drafts_proposed, drafts});
-      }
-    });
+  if (ctx_.observed()) probe_proposed(so.step, ids, budget);
   const kn::GatherDraftsKernel gather{k, span_of<int32_t>(in.idx_mapping), span_of<int64_t>(tables.draft_tokens),
                                       span_of<int64_t>(slot.drafts)};
   if (!ctx_.cfg.faults.unordered_draft_gather) {
@@ -130,11 +136,22 @@ int Drafter::propose(const SchedulerOutput& so, const std::vector<int32_t>& samp
   return nd;
 }
 
-void Drafter::prepare_inputs(int64_t step, int32_t nd, int32_t q_rows, const RequestTables& tables, const StepInputs& in,
-                             WriteCheck& check) {
+void Drafter::probe_proposed(int64_t step, const std::vector<int64_t>& ids, int32_t budget) {
+  const auto nd = static_cast<int64_t>(ids.size());
+  read_back(ctx_.dev, ctx_.main, {drafts_.rows(0, nd)}, [&rt = ctx_.rt, rank = ctx_.rank, step, ids, k = ctx_.k, budget](const HostRows& h) {
+    // The drafts proposed are the budget's; the columns past it hold the MASK id, verified by no step.
+    for (size_t d = 0; d < ids.size(); ++d) {
+      const auto drafts = h.get<int64_t>(0).subspan(d * static_cast<size_t>(k), static_cast<size_t>(budget));
+      publish(rt, Probe{rank, step, ids[d]}, core::DraftsProbe{core::EventKind::drafts_proposed, drafts});
+    }
+  });
+}
+
+void Drafter::prepare_inputs(int64_t step, int32_t nd, int32_t q_rows, int32_t budget, const RequestTables& tables,
+                             const StepInputs& in, WriteCheck& check) {
   kn::PrepareDflashInputsKernel pd{};
   pd.num_reqs = nd;
-  pd.num_query_per_req = ctx_.k;
+  pd.num_query_per_req = budget;
   pd.max_num_reqs = ctx_.max_reqs;
   pd.max_num_tokens = q_rows;
   pd.idx_mapping = span_of<int32_t>(idx_);
@@ -167,11 +184,14 @@ void Drafter::prepare_inputs(int64_t step, int32_t nd, int32_t q_rows, const Req
   pd.seq_lens = span_of<int32_t>(seq_lens_);
   pd.temperature = span_of<float>(temperature_);
   pd.seeds = span_of<int64_t>(seeds_);
-  const int32_t used = nd * ctx_.k;
+  const int32_t used = nd * budget;
   const bool observed = ctx_.observed();
   const std::vector<core::Buffer> checked = {input_ids_, positions_, is_padding_};
   if (observed && used < q_rows) check.poison(checked, used, q_rows);
   ctx_.run("prepare_dflash_inputs", "", pd, nd);
+  if (observed && ctx_.cfg.spec.adaptive_budget)
+    // What the kernel was launched with is the rank's decision (the draft block's rows per request).
+    publish(ctx_.rt, Probe{ctx_.rank, step, -1}, core::DraftBudgetProbe{pd.num_query_per_req, budget_estimate_});
   if (!observed || used == q_rows) return;
   check.restore(checked, used, q_rows);
   read_back(ctx_.dev, ctx_.main,
@@ -188,12 +208,12 @@ void Drafter::prepare_inputs(int64_t step, int32_t nd, int32_t q_rows, const Req
 }
 
 void Drafter::probe_kv_slots(int64_t step, const std::vector<int64_t>& ids, const std::vector<int32_t>& ctx_start,
-                             const std::vector<int32_t>& ctx_end) {
-  const int64_t queries = static_cast<int64_t>(ids.size()) * ctx_.k;
+                             const std::vector<int32_t>& ctx_end, int32_t budget) {
+  const int64_t queries = static_cast<int64_t>(ids.size()) * budget;
   const int64_t context = ctx_end.back();
   read_back(ctx_.dev, ctx_.main,
             {positions_.rows(0, queries), query_slots_.rows(0, queries), ctx_positions_.rows(0, context), ctx_slots_.rows(0, context)},
-            [&rt = ctx_.rt, rank = ctx_.rank, step, ids, ctx_start, ctx_end, k = ctx_.k](const HostRows& h) {
+            [&rt = ctx_.rt, rank = ctx_.rank, step, ids, ctx_start, ctx_end, k = budget](const HostRows& h) {
               std::vector<int64_t> query_rows, context_rows;
               for (size_t d = 0; d < ids.size(); ++d) {
                 for (int64_t q = static_cast<int64_t>(d) * k; q < static_cast<int64_t>(d + 1) * k; ++q)
@@ -207,12 +227,12 @@ void Drafter::probe_kv_slots(int64_t step, const std::vector<int64_t>& ids, cons
             });
 }
 
-void Drafter::forward(int64_t step, int32_t nd, const TargetModel& model) {
+void Drafter::forward(int64_t step, int32_t nd, int32_t budget, const TargetModel& model) {
   // Under PP the drafter reads its own table; the fault aliases the target's, which lives on stage 0.
   const bool own_table = ctx_.pp > 1 && !ctx_.cfg.faults.alias_target_embed;
   const core::Buffer& table = own_table ? embed_ : model.embed_tokens;
-  kn::DraftForwardKernel fw{ctx_.k, span_of<int32_t>(anchor_), span_of<uint32_t>(model.ctx), span_of<int32_t>(input_ids_), span_of<int64_t>(positions_),
-                            span_of<uint32_t>(table), ctx_.ckpt.consts.r, ctx_.cfg.model.vocab, span_of<int64_t>(drafts_)};
+  kn::DraftForwardKernel fw{budget, span_of<int32_t>(anchor_), span_of<uint32_t>(model.ctx), span_of<int32_t>(input_ids_), span_of<int64_t>(positions_),
+                            span_of<uint32_t>(table), ctx_.ckpt.consts.r, ctx_.cfg.model.vocab, span_of<int64_t>(drafts_), ctx_.k};
   ctx_.run("draft_forward", "", fw, nd);
   if (probed_table_ || !ctx_.observed()) return;
   // The first forward tells the checkers which table the drafter read: its hash, and how many of its
@@ -260,6 +280,15 @@ void Drafter::route(int64_t step, int32_t used_rows, int32_t q_rows) {
       kn::DraftExpertsKernel{span_of<int32_t>(topk_ids_), span_of<float>(topk_weights_), top, span_of<float>(expert_scale_),
                              span_of<float>(confidence_)},
       q_rows);
+}
+
+// The confidence head's output in fixed point, summed over the TP ranks' expert shards: the
+// all-reduce runs over the draft block's graph rows, so ranks that drafted blocks of different sizes
+// post it with different counts.
+void Drafter::sum_confidence(int64_t step, int32_t q_rows) {
+  ctx_.run("confidence_to_fixed", "", kn::ConfidenceToFixedKernel{span_of<float>(confidence_), span_of<int32_t>(confidence_fixed_)},
+           q_rows);
+  if (tp_ != nullptr) tp_->all_reduce(confidence_fixed_.rows(0, q_rows), core::ReduceOp::sum, ctx_.main, core::Label{"tp.draft_confidence", step});
 }
 
 }  // namespace ppspec::engine

@@ -20,24 +20,36 @@ class Drafter {
  public:
   explicit Drafter(RankContext& ctx);
   void load_checkpoint();
-  // Drafts for the rows that sampled (`sampled`, batch order); returns how many requests drafted.
-  // The graph size of a query block of `rows` rows is `graph_rows(rows)`.
+  // The stage's TP communicator (nullptr at tp = 1): with an adaptive budget the confidence head is
+  // sharded over the TP ranks by expert, its partial confidences summed by an all-reduce.
+  void bind_tp(core::Communicator* tp) { tp_ = tp; }
+  // The rank's own confidence estimate, reported beside the budget its next propose runs with.
+  void note_estimate(int64_t estimate) { budget_estimate_ = estimate; }
+  // Drafts for the rows that sampled (`sampled`, batch order), `budget` (1..K) per request; the
+  // columns past the budget hold the MASK id. Returns how many requests drafted. `query_rows` is the
+  // graph size of the query block.
   int propose(const SchedulerOutput& so, const std::vector<int32_t>& sampled, FeedbackBuffers& slot, RequestTables& tables,
-              const StepInputs& in, const TargetModel& model, WriteCheck& check, int32_t query_rows);
+              const StepInputs& in, const TargetModel& model, WriteCheck& check, int32_t query_rows, int32_t budget);
+  // [query rows] i32: the confidence head's output of the last propose, fixed point (adaptive budget).
+  const core::Buffer& confidence_fixed() const { return confidence_fixed_; }
   // [drafted requests, K] i64: the drafts of the last propose, in batch order.
   const core::Buffer& drafts() const { return drafts_; }
 
  private:
-  void prepare_inputs(int64_t step, int32_t drafted, int32_t query_rows, const RequestTables& tables, const StepInputs& in,
-                      WriteCheck& check);
-  void forward(int64_t step, int32_t drafted, const TargetModel& model);
+  void prepare_inputs(int64_t step, int32_t drafted, int32_t query_rows, int32_t budget, const RequestTables& tables,
+                      const StepInputs& in, WriteCheck& check);
+  void forward(int64_t step, int32_t drafted, int32_t budget, const TargetModel& model);
   // The KV slots the drafter's context rows and query rows go through, per request, as
   // prepare_dflash_inputs stored them (kv_slots probes).
   void probe_kv_slots(int64_t step, const std::vector<int64_t>& ids, const std::vector<int32_t>& ctx_start,
-                      const std::vector<int32_t>& ctx_end);
+                      const std::vector<int32_t>& ctx_end, int32_t budget);
   void route(int64_t step, int32_t used_rows, int32_t query_rows);
+  void sum_confidence(int64_t step, int32_t query_rows);
+  void probe_proposed(int64_t step, const std::vector<int64_t>& ids, int32_t budget);
 
   RankContext& ctx_;
+  core::Communicator* tp_ = nullptr;
+  int64_t budget_estimate_ = 0;
   bool probed_table_ = false;  // the table the drafter reads was reported to the checkers
   core::Buffer embed_;         // pp > 1: the drafter's own "embed.weight"
   core::Buffer kv_;
@@ -48,6 +60,7 @@ class Drafter {
       sample_map_, query_start_, seq_lens_, temperature_, seeds_, next_prefill_;
   // The MoE layer.
   core::Buffer gating_, router_bias_, topk_ids_, topk_weights_, expert_scale_, confidence_;
+  core::Buffer confidence_fixed_;  // adaptive budget: the confidences, summed over the TP shards
   core::Buffer drafts_;
   core::DeviceEvent gathered_after_;  // the unordered_draft_gather fault's side-stream wait
 };

@@ -49,6 +49,10 @@ struct Faults {
   // recomputed, so that token's KV is stored into the last hit block, a block shared through the
   // cache (vLLM now caps the hit at num_tokens - 1 and recomputes that whole block, #17999).
   bool full_prefix_hit = false;
+  // vLLM #56831: the adaptive DSpark budget is derived from each rank's own confidence state; the
+  // TP ranks of the last stage pick budgets apart, draft blocks of different sizes, and lay out
+  // their confidence all-reduce differently (the fix: rank 0 decides and broadcasts).
+  bool local_adaptive_budget = false;
 };
 
 // A fault's name in a scenario's [faults] table, and its switch.
@@ -75,6 +79,7 @@ inline constexpr std::array kFaultSwitches{
     FaultSwitch{"lookahead_past_ring", &Faults::lookahead_past_ring},
     FaultSwitch{"feedback_for_nonfinal_chunks", &Faults::feedback_for_nonfinal_chunks},
     FaultSwitch{"full_prefix_hit", &Faults::full_prefix_hit},
+    FaultSwitch{"local_adaptive_budget", &Faults::local_adaptive_budget},
 };
 // A switch added to Faults but not to the table could be set by no scenario.
 static_assert(sizeof(Faults) == kFaultSwitches.size() * sizeof(bool), "every field of Faults needs its row in kFaultSwitches");

@@ -76,6 +76,7 @@ struct ModelOutput {
   int64_t step = 0;
   core::Time time = 0;  // when the last stage had the step's samples on the host
   std::vector<RowOutput> rows;
+  int32_t draft_budget = 0;  // the drafts per request this step proposed (adaptive budget; else K)
 };
 
 }  // namespace ppspec::engine

@@ -30,7 +30,7 @@ void Worker::step(const SchedulerOutput& so) {
   if (so.num_tokens == 0) {
     // An idle step keeps the PP cadence: every rank takes it, nothing runs, nothing is posted.
     if (pp_handler_ && !ctx_.last) pp_handler_->receive(so);
-    if (ctx_.last && ctx_.tp_rank == 0) ctx_.rt.channel("engine").send(ModelOutput{so.step, ctx_.rt.now(), {}});
+    if (ctx_.last && ctx_.tp_rank == 0) ctx_.rt.channel("engine").send(ModelOutput{so.step, ctx_.rt.now(), {}, 0});
     return;
   }
   // 3. Inputs from this rank's own tables, padded to the graph's size.
@@ -164,11 +164,23 @@ void Worker::sample_last_stage(const SchedulerOutput& so) {
   if (pp_handler_) pp_handler_->broadcast(so, slot, !sampled.any_drafts);
   sampler_->post_update(so, slot, tables_, inputs_);
   int drafted = 0;
-  if (drafter_ && !so.dummy)
+  const bool drafts = drafter_ && !so.dummy && !sampled.rows.empty();
+  const int32_t budget = decide_draft_budget(so, drafts);
+  if (drafts)
     drafted = drafter_->propose(so, sampled.rows, slot, tables_, inputs_, model_, check_,
-                                graph_size(static_cast<int32_t>(sampled.rows.size()) * ctx_.k));
+                                graph_size(static_cast<int32_t>(sampled.rows.size()) * budget), budget);
+  if (draft_budget_ && drafted > 0) draft_budget_->observe(drafter_->confidence_fixed(), drafted, budget);
   relay_drafts(so, slot, drafted);
-  send_output(so, slot, sampled.rows);
+  send_output(so, slot, sampled.rows, budget);
+}
+
+// K, or with an adaptive budget this step's (every TP rank of the stage decides for the same steps:
+// those whose requests draft).
+int32_t Worker::decide_draft_budget(const SchedulerOutput& so, bool drafts) {
+  if (!draft_budget_ || !drafts) return ctx_.k;
+  const int32_t budget = draft_budget_->decide(so.step, tp());
+  drafter_->note_estimate(draft_budget_->estimate());
+  return budget;
 }
 
 void Worker::relay_drafts(const SchedulerOutput& so, FeedbackBuffers& slot, int drafted) {
@@ -191,7 +203,7 @@ void Worker::relay_drafts(const SchedulerOutput& so, FeedbackBuffers& slot, int 
   if (speculator_ran && ctx_.cfg.faults.double_post_drafts) pp_handler_->broadcast_drafts(so, slot);
 }
 
-void Worker::send_output(const SchedulerOutput& so, FeedbackBuffers& slot, const std::vector<int32_t>& draft_rows) {
+void Worker::send_output(const SchedulerOutput& so, FeedbackBuffers& slot, const std::vector<int32_t>& draft_rows, int32_t budget) {
   if (ctx_.tp_rank != 0) {
     ctx_.dev.stream_sync(ctx_.main);
     return;
@@ -212,6 +224,7 @@ void Worker::send_output(const SchedulerOutput& so, FeedbackBuffers& slot, const
   ctx_.dev.stream_sync(ctx_.main);
   ModelOutput out;
   out.step = so.step;
+  out.draft_budget = budget;
   out.time = ctx_.rt.now();
   int32_t row = 0;
   size_t next_draft = 0;
@@ -226,7 +239,7 @@ void Worker::send_output(const SchedulerOutput& so, FeedbackBuffers& slot, const
     if (r.decode())
       for (int32_t t = row + 1; t < row + r.num_tokens; ++t) o.drafts_verified.push_back(host_inputs_[static_cast<size_t>(t)]);
     if (drafted && next_draft < draft_rows.size() && draft_rows[next_draft] == static_cast<int32_t>(i)) {
-      for (int j = 0; j < ctx_.k; ++j)
+      for (int j = 0; j < budget; ++j)
         o.drafts_proposed.push_back(host_drafts_[next_draft * static_cast<size_t>(ctx_.k) + static_cast<size_t>(j)]);
       ++next_draft;
     }

@@ -184,7 +184,9 @@ std::shared_ptr<SchedulerOutput> Scheduler::schedule(int64_t step) {
     // off the earlier stages never learn how many drafts the last stage rejected, so their
     // optimistic num_computed would drift from the engine core's (vLLM's dummy runs keep no
     // request state at all).
-    const int tokens = 1 + (r.dummy ? 0 : std::min(k, cfg_.model.max_model_len - r.computed_if_accepted() - 1));
+    // An adaptive budget: the drafts the request's last step proposed, which its next step verifies.
+    const int drafts = r.drafts_next >= 0 ? r.drafts_next : k;
+    const int tokens = 1 + (r.dummy ? 0 : std::min(drafts, cfg_.model.max_model_len - r.computed_if_accepted() - 1));
     if (tokens > b.budget) break;
     if (out_of_blocks = !b.add_running(r, tokens); out_of_blocks) break;
   }

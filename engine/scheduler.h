@@ -50,6 +50,7 @@ struct RequestRecord {
   std::vector<int64_t> verified_position;
   int64_t accepted_drafts = 0;
   int64_t proposed_drafts = 0;
+  int32_t drafts_next = -1;  // adaptive budget: the drafts its last sampling step proposed (-1: K)
   int decode_steps = 0;
   int preemptions = 0;
   int steps_ahead = 0;  // steps scheduled while its previous step was in flight (the lookahead batch)

@@ -148,6 +148,7 @@ void Scheduler::update(const SchedulerOutput& so, const ModelOutput& out) {
       r->accepted_drafts += row.num_sampled - 1;
     }
     r->proposed_drafts += static_cast<int64_t>(row.drafts_proposed.size());
+    if (cfg_.spec.adaptive_budget) r->drafts_next = static_cast<int32_t>(row.drafts_proposed.size());
     const FinishRules rules{r->spec.max_tokens, cfg_.model.stop_token, cfg_.faults.cap_before_stop};
     const KeptTokens kept = keep_sampled(rules, static_cast<int32_t>(r->output.size()), row.tokens);
     for (int32_t t = 0; t < kept.count; ++t) {

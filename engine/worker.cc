@@ -39,6 +39,7 @@ Worker::Worker(core::Runtime& rt, core::RankId rank, const EngineConfig& cfg, co
   if (!ctx_.last) return;
   sampler_ = std::make_unique<Sampler>(ctx_);
   if (ctx_.k > 0) drafter_ = std::make_unique<Drafter>(ctx_);
+  if (ctx_.cfg.spec.adaptive_budget) draft_budget_ = std::make_unique<DraftBudget>(ctx_);
   if (ctx_.pp > 1) return;
   const int64_t n = ctx_.max_reqs;
   own_slot_.sampled = ctx_.alloc(Dtype::i64, n, ctx_.k + 1, "sampled");
@@ -73,6 +74,7 @@ void Worker::init_communicators() {
     }
     PPSPEC_ASSERT(spec.index == (spec.role == CommRole::tensor_parallel ? ctx_.stage : ctx_.tp_rank));
   }
+  if (drafter_) drafter_->bind_tp(tp());
 }
 
 void Worker::load_checkpoint() {
@@ -160,6 +162,7 @@ void Worker::preload() {
   load("draft_gate", "", static_cast<kn::DraftGateKernel*>(nullptr));
   load("topk_softplus_sqrt", "", static_cast<kn::TopkSoftplusSqrtKernel*>(nullptr));
   load("draft_experts", "", static_cast<kn::DraftExpertsKernel*>(nullptr));
+  if (ctx_.cfg.spec.adaptive_budget) load("confidence_to_fixed", "", static_cast<kn::ConfidenceToFixedKernel*>(nullptr));
   load("set_draft_tokens", "", static_cast<kn::SetDraftTokensKernel*>(nullptr));
   load("gather_drafts", "", static_cast<kn::GatherDraftsKernel*>(nullptr));
   load("pack_payload", "", static_cast<kn::PackPayloadKernel*>(nullptr));

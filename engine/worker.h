@@ -16,6 +16,7 @@
 #include "core/runtime.h"
 #include "engine/checkpoint.h"
 #include "engine/config.h"
+#include "engine/draft_budget.h"
 #include "engine/drafter.h"
 #include "engine/messages.h"
 #include "engine/pp_handler.h"
@@ -58,7 +59,8 @@ class Worker {
   void forward(int32_t rows);
   void sample_last_stage(const SchedulerOutput& so);
   void relay_drafts(const SchedulerOutput& so, FeedbackBuffers& slot, int drafted);
-  void send_output(const SchedulerOutput& so, FeedbackBuffers& slot, const std::vector<int32_t>& draft_rows);
+  void send_output(const SchedulerOutput& so, FeedbackBuffers& slot, const std::vector<int32_t>& draft_rows, int32_t budget);
+  int32_t decide_draft_budget(const SchedulerOutput& so, bool drafts);
 
   int32_t graph_size(int32_t tokens) const;
   core::Communicator* tp() const { return ctx_.tp > 1 ? tp_comm_ : nullptr; }
@@ -70,6 +72,7 @@ class Worker {
   WriteCheck check_;
   std::unique_ptr<Sampler> sampler_;  // last stage
   std::unique_ptr<Drafter> drafter_;  // last stage, K > 0
+  std::unique_ptr<DraftBudget> draft_budget_;  // last stage, adaptive budget
   core::Communicator* tp_comm_ = nullptr;
   core::Communicator* pp_comm_ = nullptr;
   core::Communicator* bcast_comm_ = nullptr;

@@ -84,6 +84,8 @@ void pick_workload(ServingCase& c, const Space& s) {
   if (maybe(s.length_cap)) c.max_model_len = std::max(8, c.prompt_max + c.k + 2 + *rc::gen::inRange(0, c.output_max + 1));
   if (maybe(s.prefix_caching)) pick_prefix_cache(c);
   if (maybe(s.lookahead)) c.max_concurrent_batches = c.pp + 1;  // before the cache: it needs K more slots
+  // The engine core sizes a request's next step from the budget its last step returned: never ahead.
+  if (c.k >= 2 && c.max_concurrent_batches == 0) c.adaptive_budget = maybe(s.adaptive_budget);
   if (maybe(s.preemption)) pick_kv_cache(c);
 }
 

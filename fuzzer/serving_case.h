@@ -15,6 +15,7 @@ struct ServingCase {
   // [topology], [spec]
   int pp = 1, tp = 1, k = 0;
   std::string feedback = "three-message";
+  bool adaptive_budget = false;
   // [model]
   int stop_token = -1;
   int max_model_len = 2048;

@@ -41,6 +41,8 @@ struct Space {
   // Prefix caching with shared system prompts and a block size drawn from 2..16. Off unless a
   // space asks for it, so that the cases every earlier campaign drew stay the cases it draws.
   bool prefix_caching = false;
+  // The adaptive draft budget (cases with K >= 2 and no lookahead batch). Off unless a space asks.
+  bool adaptive_budget = false;
 };
 
 // The hard limits a SPACE.toml must stay inside (what a fuzzing case can run in milliseconds).

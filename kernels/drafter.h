@@ -61,18 +61,24 @@ struct DraftForwardKernel {
   Span<const uint32_t> draft_embed;  // [V] the drafter's own table
   uint32_t r_pow;               // R
   int32_t vocab;
-  Span<int64_t> drafts;              // [num_reqs, K]
+  Span<int64_t> drafts;              // [num_reqs, width]
+  // Columns of `drafts` (0: k). An adaptive draft budget drafts k < width tokens per request; the
+  // columns past it hold the MASK id (vocab - 1), which no step verifies (the engine core schedules
+  // 1 + k tokens for the request's next step).
+  int32_t width = 0;
   PPSPEC_HD void row(int64_t r) const {
     const int64_t q = r * k;
+    const int32_t w = width > 0 ? width : k;
     uint32_t h = c[anchor_row[r]];
     int64_t tok = input_ids[q];
     int64_t pos = positions[q];
     for (int32_t off = 0; off < k; ++off) {
       h += draft_embed[tok] * pow32(r_pow, static_cast<uint64_t>(pos));
       tok = ctx_token(h, vocab);
-      drafts[r * k + off] = tok;
+      drafts[r * w + off] = tok;
       ++pos;
     }
+    for (int32_t off = k; off < w; ++off) drafts[r * w + off] = vocab - 1;
   }
 };
 
@@ -107,6 +113,16 @@ struct DraftExpertsKernel {
     }
     confidence[i] = s;
   }
+};
+
+// The confidence head's output as exact fixed point (1/65536ths), so that the TP ranks' partial
+// confidences (each over its shard of the experts) sum to the same word on every rank and backend
+// whatever the all-reduce's order (an adaptive draft budget is decided from them).
+inline constexpr float kConfidenceOne = 65536.0f;
+struct ConfidenceToFixedKernel {
+  Span<const float> confidence;  // [rows]
+  Span<int32_t> fixed;           // [rows]
+  PPSPEC_HD void row(int64_t i) const { fixed[i] = static_cast<int32_t>(confidence[i] * kConfidenceOne); }
 };
 
 }  // namespace ppspec::kernels

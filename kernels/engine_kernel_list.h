@@ -23,6 +23,7 @@
   X(DraftForwardKernel)            \
   X(DraftGateKernel)               \
   X(DraftExpertsKernel)            \
+  X(ConfidenceToFixedKernel)       \
   X(PackPayloadKernel)             \
   X(UnpackPayloadKernel)           \
   X(AdvanceNumComputedKernel)      \

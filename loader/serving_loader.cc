@@ -18,7 +18,7 @@ constexpr std::string_view kServingTopKeys =
 constexpr std::string_view kTopologyKeys = "pp, tp";
 constexpr std::string_view kModelKeys =
     "vocab, layers, lanes, block_size, num_blocks, alpha, stop_token, max_model_len, checkpoint_seed, experts, topk";
-constexpr std::string_view kSpecKeys = "k, feedback";
+constexpr std::string_view kSpecKeys = "k, feedback, adaptive_budget";
 constexpr std::string_view kServingKeys =
     "capture_sizes, max_num_seqs, max_num_batched_tokens, chunked_prefill, warmup_steps, max_concurrent_batches, "
     "enable_prefix_caching";
@@ -83,6 +83,7 @@ void read_spec_table(TableReader& r, engine::SpecConfig& spec) {
   spec.k = to_int(r.integer("k", 0, 16).value_or(0));
   read_one_of_two(r, "feedback", spec.feedback, {"three-message", engine::Feedback::three_message},
                   {"single-payload", engine::Feedback::single_payload});
+  spec.adaptive_budget = r.boolean("adaptive_budget").value_or(false);
 }
 
 void read_serving_table(TableReader& r, engine::ServingConfig& v) {
@@ -154,6 +155,22 @@ int serving_line_of_key(TableReader& top, std::string_view where, std::string_vi
   throw core::InputError(top.file(), serving_line_of_key(top, where, key), fmt::format("[{}] {}", where, msg));
 }
 
+// An adaptive budget picks 1..K drafts per request per step; the engine core schedules a request's
+// next step from the budget its previous step returned, so it never schedules a step ahead.
+void check_adaptive_budget(TableReader& top, const engine::EngineConfig& c) {
+  if (!c.spec.adaptive_budget) return;
+  if (c.spec.k < 2)
+    fail_serving_check(top, "spec", "adaptive_budget",
+                       fmt::format("an adaptive budget picks 1 to K drafts per step, and K = {} leaves no choice: valid with k >= 2",
+                                   c.spec.k));
+  if (c.schedules_ahead())
+    fail_serving_check(top, "spec", "adaptive_budget",
+                       fmt::format("an adaptive budget sizes a request's next step from the budget its previous step returned, "
+                                   "which a step scheduled ahead (max_concurrent_batches = {}) has not: valid with "
+                                   "max_concurrent_batches = {} (pp)",
+                                   c.batches_in_flight(), c.topology.pp));
+}
+
 // Whole-scenario checks, across tables: each names the line of the key that decides it.
 void check_serving_config(TableReader& top, const engine::EngineConfig& c) {
   const engine::ModelConfig& m = c.model;
@@ -174,6 +191,7 @@ void check_serving_config(TableReader& top, const engine::EngineConfig& c) {
                        fmt::format("{} batches in flight with pp = {}: valid {} (one per stage) or {} (async scheduling's lookahead "
                                    "batch, as vLLM allows)",
                                    batches, c.topology.pp, c.topology.pp, c.topology.pp + 1));
+  check_adaptive_budget(top, c);
   const engine::WorkloadConfig& w = c.workload;
   // A request whose output would pass max_model_len ends at the cap (the engine core finishes it
   // when its next verification block no longer fits); its prompt must leave room for one.

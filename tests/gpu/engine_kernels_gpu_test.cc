@@ -348,6 +348,7 @@ TEST(GpuEngineKernels, DrafterContextKvGatherAndForwardMatchTheCpu) {
   // The drafter's query rows: a bonus token at r*K; positions anywhere.
   Dual<int32_t> input_ids(uniform<int32_t>(kQueryRows, 0, V - 1, rng));
   Dual<int64_t> positions(uniform<int64_t>(kQueryRows, 0, 4000, rng)), drafts(filled<int64_t>(kDrafted * K, -5));
+  Dual<int64_t> budget_drafts(filled<int64_t>(kDrafted * K, -5));  // an adaptive budget of K - 1 in rows of K
   Dual<uint32_t> embed(random_words(V, rng));
   for (bool gpu : {false, true}) {
     run(DraftContextKvKernel{ctx_slots.on(gpu), c.on(gpu), all_kv.on(gpu)}, kTargetRows, gpu);
@@ -358,7 +359,12 @@ TEST(GpuEngineKernels, DrafterContextKvGatherAndForwardMatchTheCpu) {
     run(DraftForwardKernel{K, anchor.on(gpu), c.on(gpu), input_ids.on(gpu), positions.on(gpu), embed.on(gpu), 0x9E3779B1U,
                            V, drafts.on(gpu)},
         kDrafted, gpu);
+    run(DraftForwardKernel{K - 1, anchor.on(gpu), c.on(gpu), input_ids.on(gpu), positions.on(gpu), embed.on(gpu), 0x9E3779B1U,
+                           V, budget_drafts.on(gpu), K},
+        kDrafted, gpu);
   }
+  expect_same(budget_drafts, "drafts (budget K - 1)");
+  for (int32_t r = 0; r < kDrafted; ++r) EXPECT_EQ(budget_drafts.host[static_cast<size_t>(r * K + K - 1)], V - 1);  // MASK
   expect_same(all_kv, "draft_kv (every row)");
   expect_same(ranges_kv, "draft_kv (drafted ranges)");
   expect_same(ns, "num_sampled");
@@ -385,12 +391,16 @@ TEST(GpuEngineKernels, DrafterGateAndExpertsGiveTheCpusFloatBits) {
   Dual<int32_t> topk_ids(uniform<int32_t>(kRows * kTop, -1, E - 1, rng));
   Dual<float> weights(random_floats(kRows * kTop, 0.0f, 2.0f, rng)), scale(random_floats(E, -3.0f, 3.0f, rng));
   Dual<float> confidence(filled<float>(kRows, -99.0f));
+  Dual<int32_t> fixed(filled<int32_t>(kRows, -99));
   for (bool gpu : {false, true}) {
     run(DraftGateKernel{ids.on(gpu), positions.on(gpu), E, gating.on(gpu)}, kRows, gpu);
     run(DraftExpertsKernel{topk_ids.on(gpu), weights.on(gpu), kTop, scale.on(gpu), confidence.on(gpu)}, kRows, gpu);
+    run(ConfidenceToFixedKernel{confidence.on(gpu), fixed.on(gpu)}, kRows, gpu);
   }
   expect_same(gating, "gating");
   expect_same(confidence, "confidence");
+  expect_same(fixed, "confidence (fixed point, the adaptive budget's)");
+  EXPECT_TRUE(std::none_of(fixed.host.begin(), fixed.host.end(), [](int32_t x) { return x == -99; }));
   for (float g : gating.host) EXPECT_TRUE(g >= -5.0f && g < 5.0f) << g;
   EXPECT_TRUE(std::none_of(confidence.host.begin(), confidence.host.end(), [](float x) { return x == -99.0f; }));
 }

@@ -93,8 +93,10 @@ void DraftFreshness::check_adoption(const core::Event& e, const core::DraftsProb
   for (const Proposal& q : it->second)
     if (q.step == e.step) p = &q;
   if (p == nullptr) return;
+  // The row holds K drafts; an adaptive budget proposed the first 1..K of them (the rest are the
+  // MASK id, which no step verifies).
   const std::vector<int64_t> adopted(drafts.drafts.begin(), drafts.drafts.end());
-  if (adopted == p->drafts) return;
+  if (adopted.size() >= p->drafts.size() && std::equal(p->drafts.begin(), p->drafts.end(), adopted.begin())) return;
   core::Finding f = finding_at(
       e, core::Verdict::stale_draft, "draft-relay",
       fmt::format("rank{} (stage {}) adopts drafts {} for request {} from the feedback of engine step {}, but the last "

@@ -64,8 +64,11 @@ void DrafterReference::check(const core::Event& e, const core::DraftsProbe& p) {
   if (it == requests_.end() || it->second.last_sampled_step != e.step) return;
   for (int64_t t : it->second.context)
     if (t < 0 || t >= facts_.vocab) return;  // a wrong token is the golden oracle's to report
-  const std::vector<int64_t> want = reference_drafts(*facts_.checkpoint, facts_.vocab, facts_.k, it->second.context);
+  // An adaptive draft budget proposes the first 1..K of the reference's K drafts (the budget's
+  // agreement across ranks is DecisionAgreement's to check).
   const std::vector<int64_t> got(p.drafts.begin(), p.drafts.end());
+  const int k = got.empty() || static_cast<int>(got.size()) > facts_.k ? facts_.k : static_cast<int>(got.size());
+  const std::vector<int64_t> want = reference_drafts(*facts_.checkpoint, facts_.vocab, k, it->second.context);
   if (got == want) return;
   size_t first = 0;
   while (first < got.size() && first < want.size() && got[first] == want[first]) ++first;

@@ -3,6 +3,7 @@
 #include "core/assert.h"
 #include "core/hash.h"
 #include "engine/workload.h"
+#include "verify/monitors/decision_agreement.h"
 #include "verify/monitors/draft_freshness.h"
 #include "verify/monitors/embedding_checker.h"
 #include "verify/monitors/gate_agreement.h"
@@ -39,6 +40,7 @@ ServingFacts serving_facts(const engine::EngineConfig& cfg, const engine::Checkp
 ServingMonitors::ServingMonitors(const ServingFacts& facts, Monitor::Sink sink) {
   monitors_.push_back(std::make_unique<WarmupDiscipline>(facts, sink));
   monitors_.push_back(std::make_unique<GateAgreement>(facts, sink));
+  monitors_.push_back(std::make_unique<DecisionAgreement>(facts, sink));
   // Stage agreement before draft freshness: where one row's position or bonus token is wrong, its
   // drafts usually are too, and the cause is the former.
   monitors_.push_back(std::make_unique<StageAgreement>(facts, sink));
@@ -53,7 +55,7 @@ ServingMonitors::ServingMonitors(const ServingFacts& facts, Monitor::Sink sink) 
   monitors_.push_back(std::make_unique<LeakChecker>(facts, sink));
   monitors_.push_back(std::make_unique<SchedulingCadence>(facts, sink));
   monitors_.push_back(std::make_unique<PipelineBubble>(facts, sink));
-  PPSPEC_ASSERT(model_reference_ != nullptr && monitors_.size() == 12);
+  PPSPEC_ASSERT(model_reference_ != nullptr && monitors_.size() == 13);
 }
 
 ServingMonitors::~ServingMonitors() = default;

@@ -25,13 +25,39 @@ void locate(core::Finding& f, const engine::RequestRecord& r, size_t i) {
   f.time = r.output_time[at];
 }
 
+// The drafts a request verified with its first draft at `position`; null when it verified none
+// there. A record from before positions were kept (position -1) is matched by decode step `d`.
+const std::vector<int64_t>* drafts_at(const engine::RequestRecord& r, size_t d, int64_t position) {
+  if (position < 0) return d < r.verified_drafts.size() ? &r.verified_drafts[d] : nullptr;
+  for (size_t i = 0; i < r.verified_position.size(); ++i)
+    if (r.verified_position[i] == position) return &r.verified_drafts[i];
+  return nullptr;
+}
+
+// The output index from which `a` draws tokens differently from `b`: its first verification block
+// (first draft position, draft count) that `b` did not verify alike. Its tokens start at the
+// block's first draft position.
+size_t first_unshared_block(const engine::RequestRecord& a, const engine::RequestRecord& b) {
+  const auto prompt = static_cast<int64_t>(a.spec.prompt.size());
+  for (size_t i = 0; i < a.verified_position.size() && i < a.verified_drafts.size(); ++i) {
+    const int64_t position = a.verified_position[i];
+    const std::vector<int64_t>* other = drafts_at(b, i, position);
+    if (other == nullptr || other->size() != a.verified_drafts[i].size()) return static_cast<size_t>(std::max<int64_t>(position - prompt, 0));
+  }
+  return SIZE_MAX;
+}
+
 // The output tokens two runs of one request are expected to agree on: all of them, but for a
-// request sampled with temperature only those before its first preemption in either run.
-size_t comparable_tokens(const engine::RequestRecord& a, const engine::RequestRecord& b) {
+// request sampled with temperature only those before its first preemption in either run, and with
+// an adaptive draft budget (whose picks depend on the batch) those before the first verification
+// block the runs do not share: a token is drawn one way where a draft was verified, another where
+// none was.
+size_t comparable_tokens(const engine::EngineConfig& cfg, const engine::RequestRecord& a, const engine::RequestRecord& b) {
   if (a.spec.spread == 0) return SIZE_MAX;
   size_t n = SIZE_MAX;
   for (const engine::RequestRecord* r : {&a, &b})
     if (r->first_preempted_at >= 0) n = std::min(n, static_cast<size_t>(r->first_preempted_at));
+  if (cfg.spec.adaptive_budget) n = std::min({n, first_unshared_block(a, b), first_unshared_block(b, a)});
   return n;
 }
 
@@ -40,15 +66,6 @@ size_t comparable_tokens(const engine::RequestRecord& a, const engine::RequestRe
 bool ended_at_model_len(const engine::EngineConfig& cfg, const engine::RequestRecord& r) {
   const auto computed = static_cast<int64_t>(r.spec.prompt.size() + r.output.size()) - 1;
   return computed + cfg.spec.k + 1 >= cfg.model.max_model_len;
-}
-
-// The drafts a request verified with its first draft at `position`; null when it verified none
-// there. A record from before positions were kept (position -1) is matched by decode step `d`.
-const std::vector<int64_t>* drafts_at(const engine::RequestRecord& r, size_t d, int64_t position) {
-  if (position < 0) return d < r.verified_drafts.size() ? &r.verified_drafts[d] : nullptr;
-  for (size_t i = 0; i < r.verified_position.size(); ++i)
-    if (r.verified_position[i] == position) return &r.verified_drafts[i];
-  return nullptr;
 }
 
 // Several requests may diverge: report the one that diverged first.
@@ -156,7 +173,7 @@ std::optional<core::Finding> invariance_oracle(const engine::EngineConfig& cfg, 
     // A request sampled with temperature draws its tokens by rejection sampling where a draft was
     // verified and plainly where a prefill ended: once it was preempted in either run (where is
     // the schedule's to decide), the rest of its tokens are other draws of the same distribution.
-    const size_t drawn = comparable_tokens(r, *ref);
+    const size_t drawn = comparable_tokens(cfg, r, *ref);
     const size_t n = std::min({r.output.size(), ref->output.size(), drawn});
     size_t i = 0;
     while (i < n && r.output[i] == ref->output[i]) ++i;
