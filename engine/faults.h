@@ -49,6 +49,10 @@ struct Faults {
   // recomputed, so that token's KV is stored into the last hit block, a block shared through the
   // cache (vLLM now caps the hit at num_tokens - 1 and recomputes that whole block, #17999).
   bool full_prefix_hit = false;
+  // SGLang #40001 (its first defect; vLLM #44697 is the same for num_accepted_tokens): only the last
+  // PP stage rolls a recurrent layer's state back to the accepted length; earlier stages keep the
+  // state after every row of the verification block (K + 1), rejected drafts included.
+  bool rollback_last_stage_only = false;
 };
 
 // A fault's name in a scenario's [faults] table, and its switch.
@@ -75,6 +79,7 @@ inline constexpr std::array kFaultSwitches{
     FaultSwitch{"lookahead_past_ring", &Faults::lookahead_past_ring},
     FaultSwitch{"feedback_for_nonfinal_chunks", &Faults::feedback_for_nonfinal_chunks},
     FaultSwitch{"full_prefix_hit", &Faults::full_prefix_hit},
+    FaultSwitch{"rollback_last_stage_only", &Faults::rollback_last_stage_only},
 };
 // A switch added to Faults but not to the table could be set by no scenario.
 static_assert(sizeof(Faults) == kFaultSwitches.size() * sizeof(bool), "every field of Faults needs its row in kFaultSwitches");

@@ -41,6 +41,9 @@ struct Space {
   // Prefix caching with shared system prompts and a block size drawn from 2..16. Off unless a
   // space asks for it, so that the cases every earlier campaign drew stay the cases it draws.
   bool prefix_caching = false;
+  // Recurrent layers (a non-empty set of the model's 4): off unless a space asks for it, for the same
+  // reason; never with prefix caching (the loader refuses the combination).
+  bool recurrent = false;
 };
 
 // The hard limits a SPACE.toml must stay inside (what a fuzzing case can run in milliseconds).
