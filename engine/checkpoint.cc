@@ -25,6 +25,16 @@ Checkpoint make_checkpoint(const ModelConfig& m) {
       for (auto& x : *vec) x = u32() | 1U;
     }
   }
+  // From a stream of their own, so that a model without recurrent layers draws every other weight
+  // as before.
+  core::Rng rec(core::derive_seed(m.checkpoint_seed, 12));
+  for (int l : m.recurrent_layers) {
+    LayerWeights& lw = c.layers[static_cast<size_t>(l)];
+    for (auto* vec : {&lw.a, &lw.b}) {
+      vec->resize(static_cast<size_t>(m.lanes));
+      for (auto& x : *vec) x = static_cast<uint32_t>(rec.next() >> 32) | 1U;
+    }
+  }
   c.head.resize(static_cast<size_t>(m.lanes));
   for (auto& x : c.head) x = u32() | 1U;
   c.draft_embed = c.embed_ctx;

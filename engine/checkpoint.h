@@ -13,6 +13,9 @@ namespace ppspec::engine {
 
 struct LayerWeights {
   std::vector<uint32_t> w, u, v;  // [D] each
+  // A recurrent layer's state transition s' = s * a + mix(y ^ v) * b, lane-wise ([D] each, odd: the
+  // state never forgets a token); empty for an attention layer.
+  std::vector<uint32_t> a, b;
 };
 
 struct Checkpoint {

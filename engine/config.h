@@ -33,6 +33,14 @@ struct ModelConfig {
   uint64_t checkpoint_seed = 1;
   int experts = 8;     // the drafter's MoE layer
   int topk = 2;
+  // Recurrent (Mamba/GatedDeltaNet-like) layers, by index: each keeps a per-request state over its
+  // lanes in place of a KV cache (kernels/recurrent.h); empty: none. Sorted, unique, in [0, layers).
+  std::vector<int> recurrent_layers;
+  bool is_recurrent(int layer) const {
+    for (int l : recurrent_layers)
+      if (l == layer) return true;
+    return false;
+  }
 };
 
 enum class Feedback : uint8_t { three_message, single_payload };

@@ -53,6 +53,10 @@ struct Faults {
   // TP ranks of the last stage pick budgets apart, draft blocks of different sizes, and lay out
   // their confidence all-reduce differently (the fix: rank 0 decides and broadcasts).
   bool local_adaptive_budget = false;
+  // SGLang #40001 (its first defect; vLLM #44697 is the same for num_accepted_tokens): only the last
+  // PP stage rolls a recurrent layer's state back to the accepted length; earlier stages keep the
+  // state after every row of the verification block (K + 1), rejected drafts included.
+  bool rollback_last_stage_only = false;
 };
 
 // A fault's name in a scenario's [faults] table, and its switch.
@@ -80,6 +84,7 @@ inline constexpr std::array kFaultSwitches{
     FaultSwitch{"feedback_for_nonfinal_chunks", &Faults::feedback_for_nonfinal_chunks},
     FaultSwitch{"full_prefix_hit", &Faults::full_prefix_hit},
     FaultSwitch{"local_adaptive_budget", &Faults::local_adaptive_budget},
+    FaultSwitch{"rollback_last_stage_only", &Faults::rollback_last_stage_only},
 };
 // A switch added to Faults but not to the table could be set by no scenario.
 static_assert(sizeof(Faults) == kFaultSwitches.size() * sizeof(bool), "every field of Faults needs its row in kFaultSwitches");

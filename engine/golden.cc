@@ -1,6 +1,7 @@
 #include "engine/golden.h"
 
 #include "core/assert.h"
+#include "kernels/recurrent.h"
 #include "kernels/row.h"
 
 namespace ppspec::engine {
@@ -77,8 +78,12 @@ void ReferenceSequence::compute(size_t p) {
     uint32_t* sum = &kv_sum_[(p * L + l) * D];
     const uint32_t* before = p > 0 ? &kv_sum_[((p - 1) * L + l) * D] : nullptr;
     uint32_t* out = x + D;
+    // An attention layer's running KV sum; a recurrent layer's state (kernels/recurrent.h), kept
+    // over the positions of the sequence only: the rolled-back state a correct engine commits.
+    const bool recurrent = !w.a.empty();
     for (size_t j = 0; j < D; ++j) {
-      sum[j] = (before != nullptr ? before[j] : 0U) + mix32(y[j] ^ w.v[j]);
+      const uint32_t prior = before != nullptr ? before[j] : 0U;
+      sum[j] = recurrent ? kernels::recurrent_step(prior, y[j], w.v[j], w.a[j], w.b[j]) : prior + mix32(y[j] ^ w.v[j]);
       out[j] = mix32(y[j] + sum[j]);
     }
     x = out;

@@ -17,7 +17,8 @@ namespace ppspec::engine {
 // The reference model over one token sequence. Each position is computed once, when first asked
 // for; setting a different token at a position recomputes from that position on, as a verification
 // block's rejected drafts are rewritten the next step. Per position it keeps the context lane, the
-// deep lanes after every layer and each layer's running KV sums: O(layers * lanes) words.
+// deep lanes after every layer and each layer's running KV sums (a recurrent layer's: its state
+// after the position, over the sequence's tokens only): O(layers * lanes) words.
 class ReferenceSequence {
  public:
   ReferenceSequence(const Checkpoint& ckpt, const ModelConfig& m);

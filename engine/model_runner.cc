@@ -26,6 +26,7 @@ void Worker::step(const SchedulerOutput& so) {
   for (int32_t idx : so.finished)
     if (pp_handler_) pp_handler_->on_req_idx_freed(idx);
   tables_.admit(so);
+  model_.recurrent().reset(so);
   inputs_.upload_batch(so);
   if (so.num_tokens == 0) {
     // An idle step keeps the PP cadence: every rank takes it, nothing runs, nothing is posted.
@@ -52,6 +53,9 @@ void Worker::step(const SchedulerOutput& so) {
              kn::AdvanceNumComputedKernel{span_of<int32_t>(inputs_.idx_mapping), span_of<int32_t>(inputs_.query_len),
                                           span_of<int32_t>(tables_.num_computed)},
              static_cast<int64_t>(so.requests.size()));
+    // The recurrent state advances with it, to the block's last row; the deferred update commits
+    // the accepted length's once the feedback tells it.
+    model_.recurrent().commit(inputs_.idx_mapping, static_cast<int32_t>(so.requests.size()), tables_.num_computed);
   }
 }
 
@@ -80,6 +84,10 @@ void Worker::deferred_update() {
                           span_of<int32_t>(tables_.total_len),
                           span_of<int64_t>(tables_.draft_tokens)};
   ctx_.run("post_update", "deferred", kn::DeferredPostUpdateKernel{pk}, n);
+  // The recurrent state rolled back to the accepted length (the state after num_computed tokens,
+  // now corrected). `rollback_last_stage_only` (SGLang #40001): only the last stage rolls back;
+  // this stage keeps the state after the whole block it ran.
+  if (!ctx_.cfg.faults.rollback_last_stage_only) model_.recurrent().commit(prev_idx_, n, tables_.num_computed);
   if (ctx_.observed()) probe_adopted(std::move(*prev));
 }
 
@@ -163,6 +171,8 @@ void Worker::sample_last_stage(const SchedulerOutput& so) {
   // Messages 1 and 2 of the feedback, right after sampling.
   if (pp_handler_) pp_handler_->broadcast(so, slot, !sampled.any_drafts);
   sampler_->post_update(so, slot, tables_, inputs_);
+  // The recurrent state at the accepted length: post_update has just counted it.
+  model_.recurrent().commit(inputs_.idx_mapping, static_cast<int32_t>(so.requests.size()), tables_.num_computed);
   int drafted = 0;
   const bool drafts = drafter_ && !so.dummy && !sampled.rows.empty();
   const int32_t budget = decide_draft_budget(so, drafts);

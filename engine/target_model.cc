@@ -7,7 +7,8 @@ namespace ppspec::engine {
 
 namespace kn = ppspec::kernels;
 
-TargetModel::TargetModel(RankContext& c) : ctx_(c), layers_(stage_layers(c.cfg.model, c.pp, c.stage)) {
+TargetModel::TargetModel(RankContext& c)
+    : ctx_(c), layers_(stage_layers(c.cfg.model, c.pp, c.stage)), recurrent_(c, layers_) {
   using core::Dtype;
   const int D = c.cfg.model.lanes;
   const int V = c.cfg.model.vocab;
@@ -22,7 +23,7 @@ TargetModel::TargetModel(RankContext& c) : ctx_(c), layers_(stage_layers(c.cfg.m
     embed_deep_ = c.alloc(Dtype::u32, V, D, "embed_deep");
   }
   for (int l = layers_.first; l < layers_.last; ++l) {
-    kv_.push_back(c.alloc(Dtype::u32, c.num_slots, c.lane_count, "kv"));
+    kv_.push_back(c.cfg.model.is_recurrent(l) ? core::Buffer{} : c.alloc(Dtype::u32, c.num_slots, c.lane_count, "kv"));
     w_.push_back(c.alloc(Dtype::u32, D, 1, "layer.w"));
     u_.push_back(c.alloc(Dtype::u32, D, 1, "layer.u"));
     v_.push_back(c.alloc(Dtype::u32, D, 1, "layer.v"));
@@ -44,6 +45,7 @@ void TargetModel::load_checkpoint() {
     ctx_.upload(v_[i], lw.v);
   }
   if (ctx_.last) ctx_.upload(lm_head_, ck.head);
+  recurrent_.load_checkpoint();
 }
 
 void TargetModel::forward(int32_t rows, const StepInputs& inputs, const RequestTables& tables, core::Communicator* tp) {
@@ -66,6 +68,10 @@ void TargetModel::forward(int32_t rows, const StepInputs& inputs, const RequestT
                                     lc, span_of<uint32_t>(mix)},
              rows);
     if (tp != nullptr) tp->all_reduce(mix.rows(0, rows), core::ReduceOp::sum, ctx_.main, core::Label{"tp.layer", l});
+    if (ctx_.cfg.model.is_recurrent(l)) {
+      recurrent_.forward(l, rows, inputs.row_req, inputs.positions, mix, v_[li], hidden);
+      continue;
+    }
     ctx_.run("layer_kv_write", "",
              kn::LayerKvWriteKernel{in, span_of<uint32_t>(mix), span_of<uint32_t>(v_[li]), D, lb, lc, span_of<uint32_t>(kv_[li])}, rows);
     ctx_.run("layer_out", "",

@@ -7,6 +7,7 @@
 
 #include "engine/checkpoint.h"
 #include "engine/rank_context.h"
+#include "engine/recurrent_state.h"
 #include "engine/request_tables.h"
 #include "engine/step_inputs.h"
 
@@ -20,6 +21,8 @@ class TargetModel {
   // Every kernel of the stage over `rows` rows (TP all-reduces on `tp`, when TP > 1).
   void forward(int32_t rows, const StepInputs& in, const RequestTables& tables, core::Communicator* tp);
   const LayerRange& layers() const { return layers_; }
+  // This stage's recurrent layers' states (none: any() is false).
+  RecurrentState& recurrent() { return recurrent_; }
 
   core::Buffer ctx;       // [max_rows] u32: the context lane, sent to the next stage
   core::Buffer hidden;    // [max_rows, lanes/TP] u32: the deep lanes, sent to the next stage
@@ -34,7 +37,8 @@ class TargetModel {
   RankContext& ctx_;
   LayerRange layers_;
   core::Buffer ctx_kv_, embed_deep_, lm_head_;
-  std::vector<core::Buffer> kv_, w_, u_, v_;  // per own layer
+  std::vector<core::Buffer> kv_, w_, u_, v_;  // per own layer (a recurrent layer has no KV)
+  RecurrentState recurrent_;
 };
 
 }  // namespace ppspec::engine

@@ -142,6 +142,7 @@ void Worker::preload() {
     load("layer_kv_write", "", static_cast<kn::LayerKvWriteKernel*>(nullptr));
     load("layer_out", "", static_cast<kn::LayerOutKernel*>(nullptr));
   }
+  model_.recurrent().preload();
   if (!ctx_.last) {
     load("advance_num_computed", "", static_cast<kn::AdvanceNumComputedKernel*>(nullptr));
     if (ctx_.cfg.spec.feedback == Feedback::single_payload) load("unpack_payload", "", static_cast<kn::UnpackPayloadKernel*>(nullptr));

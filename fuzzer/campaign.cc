@@ -106,6 +106,7 @@ void count_paths(Coverage& cov, const ServingCase& c, const serving::ServingRun&
   cov.preemptions += run.stats.preemptions > 0 ? 1 : 0;
   cov.steps_ahead += run.stats.steps_ahead > 0 ? 1 : 0;
   cov.prefix_hits += run.stats.prefix_hit_blocks > 0 ? 1 : 0;
+  cov.recurrent += !c.recurrent_layers.empty() && run.stats.drafts_verified > 0 ? 1 : 0;
 }
 
 // One case, loaded from its text as `ppspec run` would load the file; `cov` (optional) counts the
@@ -247,10 +248,10 @@ void print_progress(const FuzzOptions& opts, const FuzzReport& r, double elapsed
   const Coverage& c = r.coverage;
   const std::string line =
       fmt::format("{} cases, {:.0f}/s, {:.0f} s, {} failures | programs {} | pp>1 {} drafts {} graphs {} chunked {} slot-reuse {} "
-                  "length-cap {} aborts {} (in flight {}) preempted {} ahead {} prefix-hits {}",
+                  "length-cap {} aborts {} (in flight {}) preempted {} ahead {} prefix-hits {} recurrent {}",
                   r.cases, elapsed > 0 ? static_cast<double>(r.cases) / elapsed : 0.0, elapsed, r.failures, c.programs, c.pp_gt1,
                   c.drafts, c.graph_padding, c.chunked_prefill, c.slot_reuse, c.length_cap, c.aborts, c.abort_in_flight,
-                  c.preemptions, c.steps_ahead, c.prefix_hits);
+                  c.preemptions, c.steps_ahead, c.prefix_hits, c.recurrent);
   progress << (opts.live_progress ? "\r" + line + "\x1b[K" : line + "\n") << std::flush;
 }
 
@@ -312,9 +313,10 @@ std::string format_report(const FuzzReport& r) {
                               r.cases, r.seconds, r.seconds > 0 ? static_cast<double>(r.cases) / r.seconds : 0.0);
   const Coverage& c = r.coverage;
   s += fmt::format("paths reached (cases): programs {}, pp>1 {}, drafts {}, graph padding {}, chunked prefill {}, slot reuse {}, "
-                   "length cap {}, aborts {} (in flight {}), preemptions {}, steps scheduled ahead {}, prefix-cache hits {}\n",
+                   "length cap {}, aborts {} (in flight {}), preemptions {}, steps scheduled ahead {}, prefix-cache hits {}, "
+                   "recurrent {}\n",
                    c.programs, c.pp_gt1, c.drafts, c.graph_padding, c.chunked_prefill, c.slot_reuse, c.length_cap, c.aborts,
-                   c.abort_in_flight, c.preemptions, c.steps_ahead, c.prefix_hits);
+                   c.abort_in_flight, c.preemptions, c.steps_ahead, c.prefix_hits, c.recurrent);
   for (const Found& f : r.found)
     s += fmt::format("{} {} at case {} after {:.1f} s, shrunk after {:.1f} s{} ({} requests, {} ranks): {}\n  {}\n  {}\n",
                      f.internal ? "ERROR" : "FAIL", f.internal ? f.kind : fmt::format("{} / {}", core::to_string(f.verdict), f.kind),

@@ -60,6 +60,15 @@ void pick_prefix_cache(ServingCase& c) {
   c.prefix_groups = *rc::gen::inRange(1, 4);
 }
 
+// Recurrent layers: each of the model's 4 layers with probability 1/2, at least one (it shrinks
+// towards layer 0 alone), so that at pp >= 2 they fall on one stage or on several.
+void pick_recurrent(ServingCase& c) {
+  constexpr int kLayers = 4;  // the fuzzing cases' model: ModelConfig's default
+  for (int l = 0; l < kLayers; ++l)
+    if (*rc::gen::arbitrary<bool>()) c.recurrent_layers.push_back(l);
+  if (c.recurrent_layers.empty()) c.recurrent_layers.push_back(*rc::gen::inRange(0, kLayers));
+}
+
 void pick_workload(ServingCase& c, const Space& s) {
   c.num_requests = pick(s.requests);
   c.prompt_min = pick(s.prompt);
@@ -83,6 +92,7 @@ void pick_workload(ServingCase& c, const Space& s) {
   // A cap close to the longest request: some requests end at max_model_len.
   if (maybe(s.length_cap)) c.max_model_len = std::max(8, c.prompt_max + c.k + 2 + *rc::gen::inRange(0, c.output_max + 1));
   if (maybe(s.prefix_caching)) pick_prefix_cache(c);
+  if (!c.enable_prefix_caching && maybe(s.recurrent)) pick_recurrent(c);
   if (maybe(s.lookahead)) c.max_concurrent_batches = c.pp + 1;  // before the cache: it needs K more slots
   // The engine core sizes a request's next step from the budget its last step returned: never ahead.
   if (c.k >= 2 && c.max_concurrent_batches == 0) c.adaptive_budget = maybe(s.adaptive_budget);

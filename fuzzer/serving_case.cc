@@ -14,6 +14,7 @@ void append_engine(std::string& s, const ServingCase& c) {
   s += fmt::format("\n[model]\nstop_token = {}\nmax_model_len = {}\n", c.stop_token, c.max_model_len);
   if (c.num_blocks > 0) s += fmt::format("num_blocks = {}\n", c.num_blocks);
   if (c.block_size != 16) s += fmt::format("block_size = {}\n", c.block_size);
+  if (!c.recurrent_layers.empty()) s += fmt::format("recurrent_layers = [{}]\n", fmt::join(c.recurrent_layers, ", "));
   s += fmt::format("\n[spec]\nk = {}\nfeedback = \"{}\"\n", c.k, c.feedback);
   if (c.adaptive_budget) s += "adaptive_budget = true\n";
   s += fmt::format("\n[serving]\ncapture_sizes = [{}]\nmax_num_seqs = {}\nmax_num_batched_tokens = {}\n"
@@ -61,6 +62,7 @@ std::string summary(const ServingCase& c) {
   if (c.block_size != 16) s += fmt::format(" block_size {}", c.block_size);
   if (c.enable_prefix_caching) s += " prefix-caching";
   if (c.adaptive_budget) s += " adaptive-budget";
+  if (!c.recurrent_layers.empty()) s += fmt::format(" recurrent [{}]", fmt::join(c.recurrent_layers, ","));
   if (c.shared_prefix > 0) s += fmt::format(" shared {}x{}", c.prefix_groups, c.shared_prefix);
   if (!c.chunked_prefill) s += " no-chunking";
   if (c.max_concurrent_batches > 0) s += fmt::format(" batches {}", c.max_concurrent_batches);

@@ -27,6 +27,7 @@ struct ServingCase {
   bool chunked_prefill = true;
   int max_concurrent_batches = 0;  // 0: pp; pp + 1: async scheduling's lookahead batch
   bool enable_prefix_caching = false;
+  std::vector<int> recurrent_layers;  // [model] recurrent_layers (of the default 4 layers)
   // [workload]
   int num_requests = 2, prompt_min = 4, prompt_max = 8, output_min = 4, output_max = 8;
   bool poisson = false;

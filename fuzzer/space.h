@@ -43,6 +43,9 @@ struct Space {
   bool prefix_caching = false;
   // The adaptive draft budget (cases with K >= 2 and no lookahead batch). Off unless a space asks.
   bool adaptive_budget = false;
+  // Recurrent layers (a non-empty set of the model's 4): off unless a space asks for it, for the same
+  // reason; never with prefix caching (the loader refuses the combination).
+  bool recurrent = false;
 };
 
 // The hard limits a SPACE.toml must stay inside (what a fuzzing case can run in milliseconds).

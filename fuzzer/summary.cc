@@ -20,7 +20,7 @@ constexpr std::pair<const char*, uint64_t Coverage::*> kPaths[] = {
     {"length_cap", &Coverage::length_cap},       {"aborts", &Coverage::aborts},
     {"abort_in_flight", &Coverage::abort_in_flight}, {"preemptions", &Coverage::preemptions},
     {"steps_ahead", &Coverage::steps_ahead},
-    {"prefix_hits", &Coverage::prefix_hits},
+    {"prefix_hits", &Coverage::prefix_hits},     {"recurrent", &Coverage::recurrent},
 };
 
 Json to_json(const Found& f) {

@@ -33,4 +33,7 @@
   X(GatherDraftsKernel)            \
   X(RestoreUnwrittenKernel)        \
   X(SaveAndPoisonKernel)           \
-  X(RestoreUnwrittenBandsKernel)
+  X(RestoreUnwrittenBandsKernel)   \
+  X(RecurrentLayerKernel)          \
+  X(RecurrentCommitKernel)         \
+  X(RecurrentResetKernel)

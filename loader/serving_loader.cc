@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <utility>
 
 #include "core/printable.h"
@@ -17,7 +18,8 @@ constexpr std::string_view kServingTopKeys =
     "kind, name, description, topology, model, spec, serving, workload, runtime, faults, oracles, explore, expect";
 constexpr std::string_view kTopologyKeys = "pp, tp";
 constexpr std::string_view kModelKeys =
-    "vocab, layers, lanes, block_size, num_blocks, alpha, stop_token, max_model_len, checkpoint_seed, experts, topk";
+    "vocab, layers, lanes, block_size, num_blocks, alpha, stop_token, max_model_len, checkpoint_seed, experts, topk, "
+    "recurrent_layers";
 constexpr std::string_view kSpecKeys = "k, feedback, adaptive_budget";
 constexpr std::string_view kServingKeys =
     "capture_sizes, max_num_seqs, max_num_batched_tokens, chunked_prefill, warmup_steps, max_concurrent_batches, "
@@ -63,6 +65,23 @@ void read_topology_table(TableReader& r, engine::Topology& t) {
   t.tp = to_int(r.integer("tp", 1, 64).value_or(1));
 }
 
+// `recurrent_layers = [i, ...]`: distinct layer indices of the model, 0 to layers - 1 (kept sorted).
+void read_recurrent_layers(TableReader& r, engine::ModelConfig& m) {
+  const toml::array* list = r.array("recurrent_layers");
+  if (list == nullptr) return;
+  for (const auto& n : *list) {
+    const int64_t l = n.is_integer() ? n.as_integer()->get() : -1;
+    if (!n.is_integer() || l < 0 || l >= m.layers)
+      throw core::InputError(r.file(), line_of(n),
+                             fmt::format("[model] 'recurrent_layers': expected layer indices of the model's {} layers, valid 0 to {}",
+                                         m.layers, m.layers - 1));
+    if (m.is_recurrent(static_cast<int>(l)))
+      throw core::InputError(r.file(), line_of(n), fmt::format("[model] 'recurrent_layers': layer {} is listed twice", l));
+    m.recurrent_layers.push_back(static_cast<int>(l));
+  }
+  std::sort(m.recurrent_layers.begin(), m.recurrent_layers.end());
+}
+
 void read_model_table(TableReader& r, engine::ModelConfig& m) {
   m.vocab = to_int(r.integer("vocab", 8, 1 << 16).value_or(m.vocab));
   m.layers = to_int(r.integer("layers", 1, 256).value_or(m.layers));
@@ -77,6 +96,7 @@ void read_model_table(TableReader& r, engine::ModelConfig& m) {
   m.topk = to_int(r.integer("topk", 1, 64).value_or(m.topk));
   if (m.topk > m.experts) r.fail("topk", fmt::format("{} exceeds the {} experts", m.topk, m.experts));
   if (m.stop_token >= m.vocab) r.fail("stop_token", fmt::format("{} is not a token of the vocabulary ({})", m.stop_token, m.vocab));
+  read_recurrent_layers(r, m);
 }
 
 void read_spec_table(TableReader& r, engine::SpecConfig& spec) {
@@ -185,6 +205,15 @@ void check_serving_config(TableReader& top, const engine::EngineConfig& c) {
                          fmt::format("capture size {} is not a multiple of K+1 = {}: decode graphs replay whole verification blocks "
                                      "(vLLM adjust_cudagraph_sizes_for_spec_decode)",
                                      size, k + 1));
+  // A prefix-cache hit reuses KV blocks, but a recurrent layer's state at the hit's end is in no
+  // block: vLLM caches hybrid models only in a mode of its own (mamba_cache_mode "align"), which
+  // ppspec does not model.
+  if (c.serving.enable_prefix_caching && !m.recurrent_layers.empty())
+    fail_serving_check(top, "serving", "enable_prefix_caching",
+                       fmt::format("prefix caching with recurrent layers ({}): a cached prefix holds no recurrent state (vLLM "
+                                   "needs a special cache mode for hybrid models, not modelled); valid: enable_prefix_caching = "
+                                   "false, or recurrent_layers = []",
+                                   fmt::join(m.recurrent_layers, ", ")));
   const int batches = c.serving.max_concurrent_batches;
   if (batches != 0 && (batches < c.topology.pp || batches > c.topology.pp + 1))
     fail_serving_check(top, "serving", "max_concurrent_batches",

@@ -144,6 +144,13 @@ INSTANTIATE_TEST_SUITE_P(
             "'prefix_groups': 0 is out of range [1, 65536]"},
         Bad{"prefix_caching_not_a_boolean", with("chunked_prefill = false", "chunked_prefill = false\nenable_prefix_caching = 1"), 21,
             "'enable_prefix_caching'"},
+        Bad{"recurrent_layer_past_the_last", with("lanes = 8", "lanes = 8\nrecurrent_layers = [1, 4]"), 11,
+            "[model] 'recurrent_layers': expected layer indices of the model's 4 layers, valid 0 to 3"},
+        Bad{"recurrent_layer_negative", with("lanes = 8", "lanes = 8\nrecurrent_layers = [-1]"), 11, "valid 0 to 3"},
+        Bad{"recurrent_layer_twice", with("lanes = 8", "lanes = 8\nrecurrent_layers = [2, 0, 2]"), 11,
+            "[model] 'recurrent_layers': layer 2 is listed twice"},
+        Bad{"recurrent_layers_with_prefix_caching", with_prefix_caching("lanes = 8", "lanes = 8\nrecurrent_layers = [1]"), 22,
+            "[serving] prefix caching with recurrent layers (1): a cached prefix holds no recurrent state"},
         Bad{"unknown_expect_key", with("verdict = \"pass\"\n", "verdict = \"pass\"\nhazard = []\n"), 38,
             "unknown key 'hazard'"}),
     [](const ::testing::TestParamInfo<Bad>& p) { return p.param.name; });

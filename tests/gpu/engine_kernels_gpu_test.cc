@@ -2,7 +2,7 @@
 // of kernels/engine_kernel_list.h that kernels_gpu_test.cc does not run. The step's input rows and
 // the adoption of its samples (prepare_inputs, post_update), the drafter's inputs (with padding
 // rows), its context KV, forward and MoE layer, the feedback payload, the request-table gathers and
-// scatters, and the write check's restore. Inputs are random but valid: every index a kernel reads
+// scatters, the write check's restore, and the recurrent layer's output, commit and reset. Inputs are random but valid: every index a kernel reads
 // from memory lies inside its buffer, and rows that scatter into a table own distinct entries (the
 // GPU runs rows at once). Skips without a GPU.
 #include <cuda_runtime.h>
@@ -570,5 +570,41 @@ TEST(GpuEngineKernels, WriteCheckBandsSaveAndRestoreTheSameBytesAsTheCpu) {
     for (int32_t i = 0; i < 8; ++i) EXPECT_EQ(data[1]->host[static_cast<size_t>(e * 8 + i)], original[static_cast<size_t>(e * 8 + i)]);
 }
 
+
+// The recurrent layer (kernels/recurrent.h): three requests' blocks side by side (a prefill chunk
+// longer than the window, two verification blocks) and padded rows; then the commit at an accepted
+// length per request and the reset of an admitted one.
+TEST(GpuEngineKernels, RecurrentLayerCommitAndResetMatchTheCpu) {
+  if (!have_gpu()) GTEST_SKIP() << "no GPU";
+  Rng rng(27);
+  constexpr int32_t D = 8, lanes = 4, window = K + 1;
+  const std::vector<int32_t> req{5, 5, 5, 5, 5, 5, 2, 2, 2, 2, 7, 7, -1, -1};
+  const std::vector<int64_t> pos{3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 20, 21, 0, 0};
+  const auto rows = static_cast<int64_t>(req.size());
+  Dual<int32_t> row_req(req);
+  Dual<int64_t> positions(pos);
+  Dual<uint32_t> y(uniform<uint32_t>(rows * D, 0, std::numeric_limits<uint32_t>::max(), rng));
+  Dual<uint32_t> v(uniform<uint32_t>(D, 0, std::numeric_limits<uint32_t>::max(), rng));
+  Dual<uint32_t> a(uniform<uint32_t>(D, 0, 1 << 30, rng)), b(uniform<uint32_t>(D, 0, 1 << 30, rng));
+  Dual<uint32_t> state(uniform<uint32_t>(kMaxReqs * lanes, 0, std::numeric_limits<uint32_t>::max(), rng));
+  Dual<uint32_t> scratch(filled<uint32_t>(kMaxReqs * window * lanes, 7)), x(filled<uint32_t>(rows * lanes, 9));
+  // Accepted lengths inside each block's last `window` positions (request 5: the chunk's last row).
+  std::vector<int32_t> computed = filled<int32_t>(kMaxReqs, 0);
+  computed[5] = 9;
+  computed[2] = 12;
+  computed[7] = 22;
+  Dual<int32_t> idx(std::vector<int32_t>{5, 2, -1, 7}), num_computed(computed), admitted(std::vector<int32_t>{3});
+  for (bool gpu : {false, true}) {
+    run(RecurrentLayerKernel{row_req.on(gpu), positions.on(gpu), y.on(gpu), v.on(gpu), a.on(gpu), b.on(gpu), state.on(gpu), D, 4,
+                             lanes, window, rows, scratch.on(gpu), x.on(gpu)},
+        rows, gpu);
+    run(RecurrentCommitKernel{idx.on(gpu), num_computed.on(gpu), scratch.on(gpu), window, lanes, state.on(gpu)}, 4, gpu);
+    run(RecurrentResetKernel{admitted.on(gpu), lanes, state.on(gpu)}, 1, gpu);
+  }
+  expect_same(x, "layer output");
+  expect_same(scratch, "scratch");
+  expect_same(state, "committed state");
+  EXPECT_EQ(x.host[12 * lanes], 0U);  // a padded row
+}
 }  // namespace
 }  // namespace ppspec::kernels

@@ -178,9 +178,17 @@ std::string ModelReference::stage_hint(const Request& r, core::RankId rank) cons
   const int stage = facts_.stage_of(rank);
   PPSPEC_ASSERT(r.agreed.size() == static_cast<size_t>(facts_.pp * facts_.tp));
   const engine::LayerRange own = engine::stage_layers(*facts_.model, facts_.pp, stage);
+  std::vector<int> recurrent;
+  for (int l = own.first; l < own.last; ++l)
+    if (facts_.model->is_recurrent(l)) recurrent.push_back(l);
+  const std::string state =
+      recurrent.empty() ? std::string()
+                        : fmt::format(", or the state of its recurrent layer(s) {} (committed at the request's last step: the "
+                                      "state at the accepted length, or one not rolled back past rejected drafts)",
+                                      fmt::join(recurrent, ", "));
   const std::string where = fmt::format("its own layers {}..{} (the KV cache at the request's slots, its block table, or "
-                                        "its weights)",
-                                        own.first, std::max(own.first, own.last - 1));
+                                        "its weights{})",
+                                        own.first, std::max(own.first, own.last - 1), state);
   if (stage == 0) return fmt::format("stage 0 embeds the tokens itself: the difference is in its embedding or {}", where);
   bool before_agreed = true;
   for (int t = 0; t < facts_.tp; ++t) before_agreed = before_agreed && r.agreed[static_cast<size_t>(facts_.first_rank_of(stage - 1) + t)];
