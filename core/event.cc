@@ -43,6 +43,7 @@ std::string_view to_string(EventKind k) {
     case EventKind::bonus_adopted: return "bonus_adopted";
     case EventKind::blocks_shared: return "blocks_shared";
     case EventKind::blocks_cached: return "blocks_cached";
+    case EventKind::accepted_readback: return "accepted_readback";
     case EventKind::verdict: return "verdict";
   }
   return "?";
@@ -71,7 +72,8 @@ bool is_engine_probe(EventKind k) {
     case EventKind::step_returned:
     case EventKind::bonus_adopted: return true;
     case EventKind::blocks_shared:
-    case EventKind::blocks_cached: return true;
+    case EventKind::blocks_cached:
+    case EventKind::accepted_readback: return true;
     case EventKind::actor_start:
     case EventKind::actor_end:
     case EventKind::comm_init:

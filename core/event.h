@@ -57,6 +57,7 @@ enum class EventKind : uint8_t {
   bonus_adopted,      // earlier stage: the bonus token its deferred update left in the request's row
   blocks_shared,      // engine core: cached KV blocks a request's prefill begins with, held read-only
   blocks_cached,      // engine core: a request's full KV blocks entered the prefix cache
+  accepted_readback,  // last stage, tp rank 0: the host read a step's accepted counts from pinned memory
   verdict,          // the run ended (text = verdict)
 };
 

@@ -38,6 +38,8 @@ inline constexpr std::string_view kKindStageOutput = "stage-output";
 inline constexpr std::string_view kKindGreedySample = "greedy-sample";
 // race
 inline constexpr std::string_view kKindStreamRace = "stream-race";
+// the host touched pinned memory that a copy's DMA (or a kernel) may be using (core/runtime.h)
+inline constexpr std::string_view kKindPinnedHostRace = "pinned-host-race";
 // stage-divergence
 inline constexpr std::string_view kKindStagePosition = "stage-position";
 inline constexpr std::string_view kKindStageToken = "stage-token";
@@ -77,7 +79,7 @@ struct FindingKindName {
   std::string_view name;
 };
 
-inline constexpr std::array<FindingKindName, 50> kFindingKinds{{
+inline constexpr std::array<FindingKindName, 51> kFindingKinds{{
     {Verdict::fifo_misalignment, kKindCollectiveMismatch},
     {Verdict::fifo_misalignment, kKindP2pMismatch},
     {Verdict::fifo_misalignment, kKindGateDisagreement},
@@ -103,6 +105,7 @@ inline constexpr std::array<FindingKindName, 50> kFindingKinds{{
     {Verdict::output_divergence, kKindDrafterOracle},
     {Verdict::output_divergence, kKindAcceptance},
     {Verdict::race, kKindStreamRace},
+    {Verdict::race, kKindPinnedHostRace},
     {Verdict::stage_divergence, kKindStagePosition},
     {Verdict::stage_divergence, kKindStageToken},
     {Verdict::stage_divergence, kKindStageDrafts},

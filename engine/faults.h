@@ -49,6 +49,9 @@ struct Faults {
   // recomputed, so that token's KV is stored into the last hit block, a block shared through the
   // cache (vLLM now caps the hit at num_tokens - 1 and recomputes that whole block, #17999).
   bool full_prefix_hit = false;
+  // vLLM #36013: the step's accepted counts are copied to pinned host memory with a non-blocking
+  // copy, and the next step's execute_model reads them without synchronising on the copy's event.
+  bool pinned_read_without_sync = false;
 };
 
 // A fault's name in a scenario's [faults] table, and its switch.
@@ -75,6 +78,7 @@ inline constexpr std::array kFaultSwitches{
     FaultSwitch{"lookahead_past_ring", &Faults::lookahead_past_ring},
     FaultSwitch{"feedback_for_nonfinal_chunks", &Faults::feedback_for_nonfinal_chunks},
     FaultSwitch{"full_prefix_hit", &Faults::full_prefix_hit},
+    FaultSwitch{"pinned_read_without_sync", &Faults::pinned_read_without_sync},
 };
 // A switch added to Faults but not to the table could be set by no scenario.
 static_assert(sizeof(Faults) == kFaultSwitches.size() * sizeof(bool), "every field of Faults needs its row in kFaultSwitches");
