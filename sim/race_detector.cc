@@ -215,8 +215,9 @@ void RaceDetector::report_host(const Allocation& a, const core::Site& now, const
                           a.rank, host_writes ? "rewrites" : "reads", a.name, host.what, host.actor,
                           host.origin.empty() ? "?" : host.origin, other.what, other_actor, other.origin.empty() ? "?" : other.origin,
                           other_writes ? "be writing" : "be reading");
-  f.details.push_back(fmt::format("{} {} ran {} in this schedule; the race exists in every schedule, whether or not the data changed",
-                                  now.what, now.actor, now_is_host ? "after the stream's access" : "after the host's access"));
+  f.details.push_back(fmt::format("in this schedule the {} access came second; the race exists in every schedule, whether or "
+                                  "not the data changed",
+                                  now_is_host ? "host's" : "stream's"));
   if (other_writes && !host_writes)
     f.details.push_back(fmt::format("missing edge: the host may read a copy's destination only after event_sync of an event "
                                     "recorded after the copy on {0}, stream_sync of {0} or device_sync, or in a host_func "

@@ -198,6 +198,7 @@ TEST(HostMemoryRace, TheCopiesMoveTheBytesAndOnlyPinnedMemoryIsHostMemory) {
     d.host_write<int64_t>(w.pinned)[2] = 42;
     d.copy_to_device(s, w.dev, w.pinned);
     d.host_write<int64_t>(w.pinned);  // not yet: only once the copy is known to have run
+    d.device_sync();
   });
   EXPECT_EQ(w.h.run().verdict, Verdict::race);
 
