@@ -58,6 +58,7 @@ enum class EventKind : uint8_t {
   blocks_shared,      // engine core: cached KV blocks a request's prefill begins with, held read-only
   blocks_cached,      // engine core: a request's full KV blocks entered the prefix cache
   draft_budget,       // last stage: the draft budget a rank's drafter ran the step with (adaptive budget)
+  accepted_readback,  // last stage, tp rank 0: the host read a step's accepted counts from pinned memory
   verdict,          // the run ended (text = verdict)
 };
 

@@ -39,6 +39,8 @@ inline constexpr std::string_view kKindStageOutput = "stage-output";
 inline constexpr std::string_view kKindGreedySample = "greedy-sample";
 // race
 inline constexpr std::string_view kKindStreamRace = "stream-race";
+// the host touched pinned memory that a copy's DMA (or a kernel) may be using (core/runtime.h)
+inline constexpr std::string_view kKindPinnedHostRace = "pinned-host-race";
 // stage-divergence
 inline constexpr std::string_view kKindStagePosition = "stage-position";
 inline constexpr std::string_view kKindStageToken = "stage-token";
@@ -105,6 +107,7 @@ inline constexpr std::array<FindingKindName, 51> kFindingKinds{{
     {Verdict::output_divergence, kKindDrafterOracle},
     {Verdict::output_divergence, kKindAcceptance},
     {Verdict::race, kKindStreamRace},
+    {Verdict::race, kKindPinnedHostRace},
     {Verdict::stage_divergence, kKindStagePosition},
     {Verdict::stage_divergence, kKindStageToken},
     {Verdict::stage_divergence, kKindStageDrafts},

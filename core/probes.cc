@@ -47,6 +47,8 @@ constexpr std::array kKindLayouts{
     KindLayout{EventKind::blocks_shared, 0, 1, false, "[block ids in block-table order...]"},
     KindLayout{EventKind::blocks_cached, 0, 1, false, "[block ids...]"},
     KindLayout{EventKind::draft_budget, 1, 0, false, "[the rank's own confidence estimate, in 1/65536ths]"},
+    KindLayout{EventKind::accepted_readback, 0, AcceptedReadbackProbe::kFields, false,
+               "[per row of the copied step: request id, tokens it accepted]"},
 };
 
 const KindLayout* kind_layout(EventKind k) {
@@ -266,6 +268,14 @@ void BlocksCachedProbe::encode(ProbeData& out) const {
 }
 
 BlocksCachedProbe BlocksCachedProbe::decode(const Event& e) { return {checked_ints(e, kKind)}; }
+
+void AcceptedReadbackProbe::encode(ProbeData& out) const {
+  PPSPEC_ASSERT(read_at_step >= 0 && rows.size() % kFields == 0);
+  out.value = read_at_step;
+  append_span(out.ints, rows);
+}
+
+AcceptedReadbackProbe AcceptedReadbackProbe::decode(const Event& e) { return {e.value, checked_ints(e, kKind)}; }
 
 void BlocksFreedProbe::encode(ProbeData& out) const {
   PPSPEC_ASSERT(reason != Release::none && !blocks.empty());

@@ -206,6 +206,18 @@ struct BlocksCachedProbe {
   static BlocksCachedProbe decode(const Event& e);
 };
 
+// accepted_readback: the last stage's tp rank 0 read, on the host, what each request of step `step`
+// accepted (its num_sampled: accepted drafts + the bonus token), from the pinned buffer a
+// non-blocking copy filled (vLLM's num_accepted_tokens_cpu), at the start of step `value`.
+struct AcceptedReadbackProbe {
+  static constexpr EventKind kKind = EventKind::accepted_readback;
+  static constexpr size_t kFields = 2;  // per row: request id, tokens accepted
+  int64_t read_at_step = -1;
+  std::span<const int64_t> rows;
+  void encode(ProbeData& out) const;
+  static AcceptedReadbackProbe decode(const Event& e);
+};
+
 // blocks_freed: a request's KV blocks went back to the free pool (with prefix caching: the
 // request's hold on them; a block another request shares stays held).
 struct BlocksFreedProbe {

@@ -87,6 +87,37 @@ class Device {
   virtual void host_func(Stream s, std::function<void()> fn) = 0;
   virtual void memset(Stream s, const Buffer& dst, uint8_t value) = 0;
 
+  // Pinned host memory (cudaHostAlloc): a buffer the host may touch, and the end of a truly
+  // asynchronous copy (from pageable memory the driver stages the bytes; from pinned memory the
+  // DMA reads or writes the host's buffer when the stream reaches it). CUDA allows:
+  //  * a host read of a `copy_to_host` destination only after a synchronisation that covers the
+  //    copy: event_sync of an event recorded after it on its stream, stream_sync of that stream,
+  //    device_sync; or in a later host_func on the same stream;
+  //  * a host write of a `copy_to_device` source only once the copy has run, by the same edges.
+  // Anything else races with the DMA (vLLM #36013: a pinned num_accepted_tokens read in the next
+  // step before its non-blocking D2H copy landed; #32799: a pinned buffer rewritten for step N+1
+  // while step N's H2D upload from it may not have run). The host declares each access with
+  // host_read / host_write, so that the simulator can check it (sim/race_detector.h); the real
+  // backend returns the memory. Allocate before serving: the simulator models no implicit
+  // synchronisation for cudaHostAlloc (a simplification; cudaFreeHost would take one).
+  virtual Buffer alloc_host(Dtype dtype, Shape shape, std::string_view name) = 0;
+  // cudaMemcpyAsync device -> pinned host / pinned host -> device on `s` (same sizes).
+  virtual void copy_to_host(Stream s, const Buffer& host_dst, const Buffer& src) = 0;
+  virtual void copy_to_device(Stream s, const Buffer& dst, const Buffer& host_src) = 0;
+  // The host touches (a view of) a pinned buffer now: `write` when it stores into it. Also legal
+  // inside a host_func (no CUDA call): there the access is the stream's.
+  virtual void host_access(const Buffer& pinned, bool write) = 0;
+  template <typename T>
+  std::span<const T> host_read(const Buffer& pinned) {
+    host_access(pinned, false);
+    return {static_cast<const T*>(pinned.data()), pinned.backed() ? static_cast<size_t>(pinned.count()) : 0};
+  }
+  template <typename T>
+  std::span<T> host_write(const Buffer& pinned) {
+    host_access(pinned, true);
+    return {static_cast<T*>(pinned.data()), pinned.backed() ? static_cast<size_t>(pinned.count()) : 0};
+  }
+
   // A persistent kernel that spins until the named device flag is set (DeepEP/torchcomms style),
   // and a copy that sets the flag (cudaMemcpyAsync of one word) when its stream reaches it.
   virtual void wait_flag(Stream s, std::string_view flag) = 0;

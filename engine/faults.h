@@ -57,6 +57,9 @@ struct Faults {
   // PP stage rolls a recurrent layer's state back to the accepted length; earlier stages keep the
   // state after every row of the verification block (K + 1), rejected drafts included.
   bool rollback_last_stage_only = false;
+  // vLLM #36013: the step's accepted counts are copied to pinned host memory with a non-blocking
+  // copy, and the next step's execute_model reads them without synchronising on the copy's event.
+  bool pinned_read_without_sync = false;
 };
 
 // A fault's name in a scenario's [faults] table, and its switch.
@@ -85,6 +88,7 @@ inline constexpr std::array kFaultSwitches{
     FaultSwitch{"full_prefix_hit", &Faults::full_prefix_hit},
     FaultSwitch{"local_adaptive_budget", &Faults::local_adaptive_budget},
     FaultSwitch{"rollback_last_stage_only", &Faults::rollback_last_stage_only},
+    FaultSwitch{"pinned_read_without_sync", &Faults::pinned_read_without_sync},
 };
 // A switch added to Faults but not to the table could be set by no scenario.
 static_assert(sizeof(Faults) == kFaultSwitches.size() * sizeof(bool), "every field of Faults needs its row in kFaultSwitches");

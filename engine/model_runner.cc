@@ -19,6 +19,8 @@ void Worker::step(const SchedulerOutput& so) {
   // Reports of what the host does from here (a module load, a blocking call) name the step.
   // The runtime keeps a view of the text in what it records: keep every one alive with the worker.
   ctx_.rt.set_call_site(call_sites_.emplace_back(core::step_call_site(so.step)), so.step);
+  // The host reads the previous step's accepted counts before anything of this step runs.
+  if (accepted_) accepted_->read(so.step);
   // 1. Earlier stages adopt the feedback of step T-pp (the deferred update).
   if (!ctx_.last && pp_handler_) deferred_update();
   // 2. Finished and new requests, block tables; then the batch, decode rows first (the scheduler
@@ -168,6 +170,7 @@ void Worker::sample_last_stage(const SchedulerOutput& so) {
   // pp = 1: no feedback; the sampler's outputs live in buffers of their own.
   FeedbackBuffers& slot = pp_handler_ ? pp_handler_->last_stage_slot(so.step) : own_slot_;
   const SampledRows sampled = sampler_->sample(so, slot, tables_, inputs_, model_);
+  if (accepted_) accepted_->issue(so, slot);
   // Messages 1 and 2 of the feedback, right after sampling.
   if (pp_handler_) pp_handler_->broadcast(so, slot, !sampled.any_drafts);
   sampler_->post_update(so, slot, tables_, inputs_);

@@ -40,6 +40,7 @@ Worker::Worker(core::Runtime& rt, core::RankId rank, const EngineConfig& cfg, co
   sampler_ = std::make_unique<Sampler>(ctx_);
   if (ctx_.k > 0) drafter_ = std::make_unique<Drafter>(ctx_);
   if (ctx_.cfg.spec.adaptive_budget) draft_budget_ = std::make_unique<DraftBudget>(ctx_);
+  if (AcceptedReadback::wanted(ctx_)) accepted_ = std::make_unique<AcceptedReadback>(ctx_);
   if (ctx_.pp > 1) return;
   const int64_t n = ctx_.max_reqs;
   own_slot_.sampled = ctx_.alloc(Dtype::i64, n, ctx_.k + 1, "sampled");

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/runtime.h"
+#include "engine/accepted_readback.h"
 #include "engine/checkpoint.h"
 #include "engine/config.h"
 #include "engine/draft_budget.h"
@@ -40,6 +41,10 @@ class Worker {
 
   // The actor's body: initialise communicators, then serve commands until shutdown.
   void run();
+
+  // What the host last read back of a step's accepted counts (engine/accepted_readback.h); null
+  // on ranks that do not read them. Meant for a host-side decision such as an adaptive draft budget.
+  const AcceptedCounts* accepted_last_step() const { return accepted_ ? &accepted_->last() : nullptr; }
 
  private:
   // ---- commands ----
@@ -73,6 +78,7 @@ class Worker {
   std::unique_ptr<Sampler> sampler_;  // last stage
   std::unique_ptr<Drafter> drafter_;  // last stage, K > 0
   std::unique_ptr<DraftBudget> draft_budget_;  // last stage, adaptive budget
+  std::unique_ptr<AcceptedReadback> accepted_;  // AcceptedReadback::wanted
   core::Communicator* tp_comm_ = nullptr;
   core::Communicator* pp_comm_ = nullptr;
   core::Communicator* bcast_comm_ = nullptr;

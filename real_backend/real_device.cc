@@ -215,6 +215,55 @@ void RealDevice::upload(core::Stream s, const core::Buffer& dst, std::vector<uin
   PPSPEC_CUDA(cudaMemcpyAsync(dst.data(), bytes.data(), bytes.size(), cudaMemcpyHostToDevice, as_stream(cuda_stream(s))));
 }
 
+// Pinned host memory (core/runtime.h): cudaHostAlloc'd, so that cudaMemcpyAsync to and from it
+// is a true asynchronous DMA on the stream; the host's accesses need no call (the ordering is the
+// program's, which the simulator checks), only the check that the memory is pinned.
+core::Buffer RealDevice::alloc_host(core::Dtype dtype, core::Shape shape, std::string_view name) {
+  RealRuntime::CallScope scope(rt_, fmt::format("cudaHostAlloc('{}')", name));
+  DeviceGuard g(rank_);
+  const size_t bytes = static_cast<size_t>(shape.count()) * core::dtype_size(dtype);
+  void* p = nullptr;
+  PPSPEC_CUDA(cudaHostAlloc(&p, std::max<size_t>(bytes, 16), cudaHostAllocDefault));
+  std::memset(p, 0, std::max<size_t>(bytes, 16));  // the simulator's pinned memory starts zeroed
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pinned_.emplace_back(static_cast<const uint8_t*>(p), bytes);
+  }
+  return core::Buffer(p, nullptr, dtype, shape);
+}
+
+void RealDevice::require_pinned(const core::Buffer& b, std::string_view what) const {
+  const auto* first = static_cast<const uint8_t*>(b.data());
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [base, bytes] : pinned_)
+    if (first >= base && first + b.bytes() <= base + bytes) return;
+  throw std::invalid_argument(fmt::format("rank{}: {} needs pinned host memory (alloc_host)", rank_, what));
+}
+
+void RealDevice::pinned_copy(core::Stream s, const core::Buffer& dst, const core::Buffer& src, bool to_host) {
+  const char* what = to_host ? "copy_to_host" : "copy_to_device";
+  if (dst.bytes() != src.bytes())
+    throw std::invalid_argument(fmt::format("rank{}: {} of {} bytes into {} bytes", rank_, what, src.bytes(), dst.bytes()));
+  require_pinned(to_host ? dst : src, what);
+  RealRuntime::CallScope scope(rt_, fmt::format("cudaMemcpyAsync {} (pinned) on {}", to_host ? "D2H" : "H2D", full_name(s)));
+  StepProfiler::Timed timed(rt_.profiler(), rank_, rt_.current_step(), cuda_stream(s), StepPart::copies, stream_rec(s).capturing);
+  PPSPEC_CUDA(cudaMemcpyAsync(dst.data(), src.data(), src.bytes(), to_host ? cudaMemcpyDeviceToHost : cudaMemcpyHostToDevice,
+                              as_stream(cuda_stream(s))));
+}
+
+void RealDevice::copy_to_host(core::Stream s, const core::Buffer& host_dst, const core::Buffer& src) {
+  pinned_copy(s, host_dst, src, true);
+}
+
+void RealDevice::copy_to_device(core::Stream s, const core::Buffer& dst, const core::Buffer& host_src) {
+  pinned_copy(s, dst, host_src, false);
+}
+
+void RealDevice::host_access(const core::Buffer& pinned, bool write) {
+  (void)write;
+  require_pinned(pinned, write ? "host_write" : "host_read");
+}
+
 namespace {
 
 // A host function's body and who to tell when it throws (a host function cannot return an error).

@@ -41,6 +41,10 @@ class RealDevice final : public core::Device {
   void upload(core::Stream s, const core::Buffer& dst, std::vector<uint8_t> bytes) override;
   void download(core::Stream s, void* dst, const core::Buffer& src) override;
   void host_func(core::Stream s, std::function<void()> fn) override;
+  core::Buffer alloc_host(core::Dtype dtype, core::Shape shape, std::string_view name) override;
+  void copy_to_host(core::Stream s, const core::Buffer& host_dst, const core::Buffer& src) override;
+  void copy_to_device(core::Stream s, const core::Buffer& dst, const core::Buffer& host_src) override;
+  void host_access(const core::Buffer& pinned, bool write) override;
   void wait_flag(core::Stream s, std::string_view flag) override;
   void set_flag(core::Stream s, std::string_view flag) override;
   core::DeviceEvent event(std::string_view name) override;
@@ -109,6 +113,9 @@ class RealDevice final : public core::Device {
   std::vector<GraphRec> graphs_;
   std::map<std::string, JitKernel> jit_;
   std::vector<void*> allocations_;
+  std::vector<std::pair<const uint8_t*, size_t>> pinned_;  // alloc_host's blocks: checked, never freed (as allocations_)
+  void require_pinned(const core::Buffer& b, std::string_view what) const;
+  void pinned_copy(core::Stream s, const core::Buffer& dst, const core::Buffer& src, bool to_host);
   // Pinned staging of downloads, by power-of-two size class; a block returns to its list when the
   // host function that copied it out has run.
   static constexpr size_t kStagingMax = size_t{256} << 20;

@@ -79,7 +79,7 @@ void KernelExecution::check_races(const CommKernel& k, SimStream& primary) {
   const uint32_t actor = primary.fiber()->id;
   races->begin(actor, k.start_clock.get(actor), k.start_clock,
                AccessItem{&primary, "communication kernel", "", k.call_site, k.parts.front().spec.desc,
-                          static_cast<uint32_t>(k.parts.size())});
+                          static_cast<uint32_t>(k.parts.size()), {}});
   for (const CommOp& op : k.parts) {
     switch (op.spec.desc.kind) {
       case core::OpKind::send: races->access_buffer(op.spec.buf, false); break;

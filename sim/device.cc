@@ -203,16 +203,24 @@ core::Buffer SimDevice::alloc(core::Dtype dtype, core::Shape shape, std::string_
     drain(WaitInfo{.kind = WaitKind::device_drain, .what = "malloc", .device = this});
     leave();
   }
+  return backed_memory(dtype, shape, name, false);
+}
+
+core::Buffer SimDevice::backed_memory(core::Dtype dtype, core::Shape shape, std::string_view name, bool pinned) {
   constexpr int64_t kElementsMax = int64_t{1} << 48;
   PPSPEC_ASSERT(shape.rows >= 0 && shape.cols >= 1 && shape.rows <= kElementsMax / shape.cols, "a buffer of {} x {}",
                 shape.rows, shape.cols);
-  if (!w.config().backed_memory) return core::Buffer(nullptr, nullptr, dtype, shape);
+  if (!world().config().backed_memory) return core::Buffer(nullptr, nullptr, dtype, shape);
   const size_t bytes = static_cast<size_t>(shape.count()) * core::dtype_size(dtype);
   rt_.take_memory(2 * bytes, rank_, name);  // data and shadow
   std::vector<uint8_t>& data = memory_.emplace_back(bytes, 0);
   std::vector<uint8_t>& shadow = memory_.emplace_back(bytes, 0);
   const core::Buffer b(data.data(), shadow.data(), dtype, shape);
-  if (RaceDetector* races = rt_.races()) races->on_alloc(rank_, b, name);
+  if (pinned) {
+    PPSPEC_ASSERT(pinned_.size() < kPinnedMax, "rank{} allocates more than {} pinned host buffers", rank_, kPinnedMax);
+    pinned_.emplace_back(data.data(), data.data() + bytes);
+  }
+  if (RaceDetector* races = rt_.races()) races->on_alloc(rank_, b, name, pinned);
   return b;
 }
 

@@ -61,6 +61,10 @@ class SimDevice final : public core::Device {
   void upload(core::Stream s, const core::Buffer& dst, std::vector<uint8_t> bytes) override;
   void download(core::Stream s, void* dst, const core::Buffer& src) override;
   void host_func(core::Stream s, std::function<void()> fn) override;
+  core::Buffer alloc_host(core::Dtype dtype, core::Shape shape, std::string_view name) override;
+  void copy_to_host(core::Stream s, const core::Buffer& host_dst, const core::Buffer& src) override;
+  void copy_to_device(core::Stream s, const core::Buffer& dst, const core::Buffer& host_src) override;
+  void host_access(const core::Buffer& pinned, bool write) override;
   void wait_flag(core::Stream s, std::string_view flag) override;
   void set_flag(core::Stream s, std::string_view flag) override;
   core::DeviceEvent event(std::string_view name) override;
@@ -108,6 +112,10 @@ class SimDevice final : public core::Device {
 
  private:
   void ensure_loaded(core::KernelRef k, bool preload);
+  // Memory with its shadow, taken from the run's budget (device memory, or pinned host memory).
+  core::Buffer backed_memory(core::Dtype dtype, core::Shape shape, std::string_view name, bool pinned);
+  // Whether `b` lies in one pinned host allocation; `what` names the call for the error.
+  void require_pinned(const core::Buffer& b, bool pinned, std::string_view what) const;
   void begin_call();
   void wait_for_lock();
   // Copies and sets are built into the driver: enqueued without a module to load.
@@ -132,6 +140,10 @@ class SimDevice final : public core::Device {
   WaitList lock_waiters_;
   BlockingHazards blocking_;
   std::deque<std::vector<uint8_t>> memory_;  // data and shadow of every allocation
+  // Pinned host allocations (alloc_host), as [first, last) byte ranges: only looked up, never iterated
+  // into anything reported. Bounded: the engine makes one or two per rank.
+  static constexpr size_t kPinnedMax = 256;
+  std::vector<std::pair<const uint8_t*, const uint8_t*>> pinned_;
   std::vector<std::unique_ptr<GraphRec>> graphs_;
 };
 

@@ -10,7 +10,7 @@
 
 namespace ppspec::sim {
 
-void RaceDetector::on_alloc(core::RankId rank, const core::Buffer& b, std::string_view name) {
+void RaceDetector::on_alloc(core::RankId rank, const core::Buffer& b, std::string_view name, bool pinned) {
   if (!b.backed() || b.bytes() == 0) return;
   PPSPEC_ASSERT(allocations_.size() < kAllocationsMax, "more than {} allocations watched for races", kAllocationsMax);
   Allocation a;
@@ -18,6 +18,7 @@ void RaceDetector::on_alloc(core::RankId rank, const core::Buffer& b, std::strin
   a.bytes = b.bytes();
   a.row_bytes = core::dtype_size(b.dtype()) * static_cast<size_t>(std::max<int64_t>(b.shape().cols, 1));
   a.rank = rank;
+  a.pinned = pinned;
   a.name = std::string(name);
   a.cells.resize((a.bytes + a.row_bytes - 1) / a.row_bytes);
   // Sorted by base so that an address finds its allocation by bisection; only the lookup depends
@@ -75,6 +76,14 @@ RaceDetector::Seen& RaceDetector::seen_slot(const void* first, size_t bytes, boo
   // Addresses only pick a slot: what is reported never depends on them.
   const auto key = reinterpret_cast<uintptr_t>(first) ^ (bytes << 20) ^ (write ? 1 : 0);
   return seen_[(key >> 2 ^ key >> 11) & (kSeenSlots - 1)];
+}
+
+void RaceDetector::host_access(uint32_t actor, const VectorClock& clock, const AccessItem& item, const core::Buffer& b,
+                               bool write) {
+  PPSPEC_ASSERT(item.stream == nullptr && !item.host.empty(), "a host access names its host thread");
+  begin(actor, clock.get(actor), clock, item);
+  access_buffer(b, write);
+  end();
 }
 
 void RaceDetector::access_buffer(const core::Buffer& b, bool write) {
@@ -138,41 +147,87 @@ void RaceDetector::check_cell(Allocation& a, size_t index, bool write) {
   if (slot != &c.reads[0]) std::swap(*slot, c.reads[0]);
 }
 
+const AccessItem* RaceDetector::item_of(uint32_t actor, uint32_t tick) const {
+  if (actor >= items_.size() || items_[actor].empty()) return nullptr;
+  const ItemRecord& rec = items_[actor][tick % kItemsRemembered];
+  return rec.tick == tick ? &rec.item : nullptr;
+}
+
 core::Site RaceDetector::site_of(uint32_t actor, uint32_t tick, bool write, const Allocation& a, size_t index) const {
   core::Site s;
   s.rank = a.rank;
   const auto row = static_cast<int64_t>(index);
-  const ItemRecord* rec = actor < items_.size() && !items_[actor].empty() ? &items_[actor][tick % kItemsRemembered] : nullptr;
-  if (rec == nullptr || rec->tick != tick) {
+  const AccessItem* found = item_of(actor, tick);
+  if (found == nullptr) {
     s.what = fmt::format("{} {} row {} (an earlier item, no longer remembered)", write ? "writes" : "reads", a.name, row);
     return s;
   }
-  s.actor = rec->item.stream->full_name();
-  const AccessItem& item = rec->item;
+  const AccessItem& item = *found;
+  s.actor = item.stream != nullptr ? item.stream->full_name() : std::string(item.host);
   std::string who = item.spec.empty() ? std::string(item.kernel) : fmt::format("{}[{}]", item.kernel, item.spec);
   if (item.operation)
     who = item.operations > 1 ? fmt::format("{} (group of {})", core::describe(*item.operation), item.operations)
                               : core::describe(*item.operation);
   s.what = fmt::format("{} {} {} row {}", who, write ? "writes" : "reads", a.name, row);
-  s.origin = std::string(rec->item.call_site);
+  s.origin = std::string(item.call_site);
   return s;
 }
 
 void RaceDetector::report(const Allocation& a, size_t index, const Epoch& earlier, bool write) {
   core::Finding f;
   f.verdict = core::Verdict::race;
-  f.kind = std::string(core::kKindStreamRace);
   const core::Site now = site_of(current_.actor, current_.tick, write, a, index);
   const core::Site before = site_of(earlier.actor, earlier.tick, earlier.write, a, index);
+  f.sites = {now, before};
+  const AccessItem* now_item = item_of(current_.actor, current_.tick);
+  const AccessItem* before_item = item_of(earlier.actor, earlier.tick);
+  const bool now_host = now_item != nullptr && now_item->stream == nullptr;
+  const bool before_host = before_item != nullptr && before_item->stream == nullptr;
+  if (now_host || before_host) {
+    report_host(a, now, before, now_host, write, earlier.write != 0, f);
+    race_ = std::move(f);
+    return;
+  }
+  f.kind = std::string(core::kKindStreamRace);
   f.summary = fmt::format("rank{}: {} on {} and {} on {}, with no happens-before between them", a.rank, before.what,
                           before.actor.empty() ? "another stream" : before.actor, now.what, now.actor);
-  f.sites = {now, before};
   f.details.push_back(fmt::format("{} (at {}) and {} (at {}) touch the same element of {}; {} a write", before.what,
                                   before.origin.empty() ? "?" : before.origin, now.what, now.origin.empty() ? "?" : now.origin,
                                   a.name, write && earlier.write ? "both are" : "one is"));
   f.details.push_back("order them: record an event after the first on its stream and make the second's stream wait it "
                       "(or synchronise the host between them); the race exists whether or not this schedule changed the data");
   race_ = std::move(f);
+}
+
+// A race one end of which is the host touching pinned memory (the other: a copy's DMA, a kernel,
+// or another host thread). Named from the host's side: what it did, what the stream may still be
+// doing, and the edge CUDA asks for (core/runtime.h).
+void RaceDetector::report_host(const Allocation& a, const core::Site& now, const core::Site& before, bool now_is_host, bool write,
+                               bool earlier_write, core::Finding& f) const {
+  const core::Site& host = now_is_host ? now : before;
+  const core::Site& other = now_is_host ? before : now;
+  const bool host_writes = now_is_host ? write : earlier_write;
+  const bool other_writes = now_is_host ? earlier_write : write;
+  const std::string other_actor = other.actor.empty() ? "another stream" : other.actor;
+  f.kind = std::string(core::kKindPinnedHostRace);
+  f.summary = fmt::format("rank{}: the host {} pinned {} ({} on {}, at {}) while {} on {} (enqueued at {}) may still {} it: "
+                          "nothing orders the two",
+                          a.rank, host_writes ? "rewrites" : "reads", a.name, host.what, host.actor,
+                          host.origin.empty() ? "?" : host.origin, other.what, other_actor, other.origin.empty() ? "?" : other.origin,
+                          other_writes ? "be writing" : "be reading");
+  f.details.push_back(fmt::format("in this schedule the {} access came second; the race exists in every schedule, whether or "
+                                  "not the data changed",
+                                  now_is_host ? "host's" : "stream's"));
+  if (other_writes && !host_writes)
+    f.details.push_back(fmt::format("missing edge: the host may read a copy's destination only after event_sync of an event "
+                                    "recorded after the copy on {0}, stream_sync of {0} or device_sync, or in a host_func "
+                                    "enqueued after it on {0} (vLLM #36013)",
+                                    other_actor));
+  else
+    f.details.push_back(fmt::format("missing edge: the host may {} pinned memory that {} {} only once that has run: event_sync "
+                                    "of an event recorded after it on {}, stream_sync of that stream or device_sync first "
+                                    "(vLLM #32799)",
+                                    host_writes ? "rewrite" : "read", other_actor, other_writes ? "writes" : "reads", other_actor));
 }
 
 }  // namespace ppspec::sim

@@ -21,6 +21,17 @@
 // of its [N, K] tables, a KV slot's lanes. Two streams touching different columns of one row
 // would be reported; nothing in the engine does (its streams hand over whole rows), and elements
 // would cost eight cells per KV slot, which the simulator's hottest loop reads by the thousand.
+//
+// Pinned host memory (core/runtime.h alloc_host) is watched the same way, with the host thread as
+// one more component of the clocks: the host declares each access (host_read / host_write) and it
+// is checked like a stream item's, against the DMA of copy_to_host / copy_to_device and any kernel
+// of the same allocation. The host's component moves on at each of its accesses only, and reaches
+// the streams through the work it enqueues afterwards; a stream's reaches the host through
+// event_sync, stream_sync and device_sync (a host function's accesses are its stream's). So a host
+// read of a D2H destination races unless a sync covering the copy came between, and a host write
+// of an H2D source races unless the copy is known to have run (vLLM #36013, #32799). Such a race
+// is reported as `pinned-host-race`, naming the copy (stream, call site), the host access (thread,
+// call site) and the edge that would order them.
 #pragma once
 
 #include <array>
@@ -51,6 +62,7 @@ struct AccessItem {
   // A communication kernel: its first operation and how many it groups (words only in a report).
   std::optional<core::OpDesc> operation;
   uint32_t operations = 0;
+  std::string_view host;  // a host access of pinned memory: the host thread (stream is null)
 };
 
 class RaceDetector final : public kernels::AccessObserver {
@@ -63,7 +75,7 @@ class RaceDetector final : public kernels::AccessObserver {
   // The first race stops `world`'s run (World::request_stop) as the item that saw it ends.
   explicit RaceDetector(World& world) : world_(world) {}
 
-  void on_alloc(core::RankId rank, const core::Buffer& b, std::string_view name);
+  void on_alloc(core::RankId rank, const core::Buffer& b, std::string_view name, bool pinned = false);
 
   // A stream item starts: `clock` is the stream's clock, already advanced to `tick` in the
   // stream's own component `actor`. Accesses until end() are this item's.
@@ -73,6 +85,10 @@ class RaceDetector final : public kernels::AccessObserver {
   void access_buffer(const core::Buffer& b, bool write);
 
   void on_access(const void* first, size_t bytes, bool write) override;
+
+  // The host thread `actor` touches pinned buffer `b` now; `clock` is its clock, already advanced
+  // in its own component for this access.
+  void host_access(uint32_t actor, const VectorClock& clock, const AccessItem& item, const core::Buffer& b, bool write);
 
   // The first race, once seen.
   const std::optional<core::Finding>& race() const { return race_; }
@@ -97,6 +113,7 @@ class RaceDetector final : public kernels::AccessObserver {
     size_t bytes = 0;
     size_t row_bytes = 1;
     core::RankId rank = -1;
+    bool pinned = false;  // host memory (alloc_host)
     std::string name;
     std::vector<Cell> cells;
   };
@@ -109,6 +126,9 @@ class RaceDetector final : public kernels::AccessObserver {
   bool ordered(const Epoch& e) const;  // e happens-before the current item
   void check_cell(Allocation& a, size_t index, bool write);
   void report(const Allocation& a, size_t index, const Epoch& earlier, bool write);
+  const AccessItem* item_of(uint32_t actor, uint32_t tick) const;
+  void report_host(const Allocation& a, const core::Site& now, const core::Site& before, bool now_is_host, bool write,
+                   bool earlier_write, core::Finding& f) const;
   core::Site site_of(uint32_t actor, uint32_t tick, bool write, const Allocation& a, size_t index) const;
 
   // An access this item already made, exactly (a KV block that each of a request's rows sums, a

@@ -89,7 +89,7 @@ void SimStream::run_kernel(WorkItem& item) {
     }
     return;
   }
-  races->begin(fiber_->id, advance_clock(), clock_, AccessItem{this, item.name, item.spec, item.call_site, {}, 0});
+  races->begin(fiber_->id, advance_clock(), clock_, AccessItem{this, item.name, item.spec, item.call_site, {}, 0, {}});
   try {
     item.body();
   } catch (const core::DeviceFault& e) {
