@@ -156,6 +156,7 @@ ServingStats Engine::stats() const {
     s.prefix_hit_blocks += r.prefix_hit_blocks;
   }
   s.prefix_evictions = scheduler_->pool().evictions();
+  s.budget_below_k = scheduler_->steps_budget_below_k();
   return s;
 }
 

@@ -23,6 +23,7 @@ struct ServingStats {
   int64_t steps_ahead = 0;     // request steps scheduled while the request's previous step was in flight
   int64_t prefix_hit_blocks = 0;  // blocks requests reused from the prefix cache
   int64_t prefix_evictions = 0;   // cached blocks given for new content
+  int64_t budget_below_k = 0;     // steps whose adaptive draft budget was below K
   double acceptance_rate() const { return drafts_verified == 0 ? 0 : static_cast<double>(drafts_accepted) / static_cast<double>(drafts_verified); }
   double tokens_per_step() const { return steps == 0 ? 0 : static_cast<double>(output_tokens) / static_cast<double>(steps); }
 };

@@ -113,6 +113,8 @@ class Scheduler {
 
   const std::vector<RequestRecord>& records() const { return records_; }
   int steps_with_output() const { return steps_with_output_; }
+  // Steps whose adaptive draft budget was below K (their requests drafted fewer than K).
+  int steps_budget_below_k() const { return steps_budget_below_k_; }
   const BlockPool& pool() const { return pool_; }
   // What changed since the last call, in order.
   std::vector<LedgerEntry> take_ledger();
@@ -173,6 +175,7 @@ class Scheduler {
   int dummies_added_ = 0;
   int finished_count_ = 0;
   int steps_with_output_ = 0;
+  int steps_budget_below_k_ = 0;
 };
 
 // The KV blocks a rank needs so that no request is ever preempted; `[model] num_blocks` below it

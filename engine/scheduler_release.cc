@@ -128,6 +128,7 @@ void Scheduler::land(RequestRecord& r, int64_t step, int32_t tokens) {
 void Scheduler::update(const SchedulerOutput& so, const ModelOutput& out) {
   PPSPEC_ASSERT(out.rows.size() == so.requests.size());
   if (!so.requests.empty()) ++steps_with_output_;
+  if (out.draft_budget > 0 && out.draft_budget < cfg_.spec.k) ++steps_budget_below_k_;
   for (size_t i = 0; i < so.requests.size(); ++i) {
     const ScheduledRequest& s = so.requests[i];
     const RowOutput& row = out.rows[i];

@@ -180,8 +180,9 @@ std::optional<core::Finding> invariance_oracle(const engine::EngineConfig& cfg, 
     // Where an abort reaches the engine core depends on the schedule (in flight or not, which a
     // topology decides): an aborted request is compared over the tokens both runs have.
     // Where the max_model_len rule ends a request depends on where its verification blocks fall,
-    // which a preemption in either run moves (its resumption is one prefill).
-    const bool moved_blocks = r.preemptions > 0 || ref->preemptions > 0;
+    // which a preemption in either run moves (its resumption is one prefill), and so does an
+    // adaptive draft budget (its picks depend on the batch).
+    const bool moved_blocks = r.preemptions > 0 || ref->preemptions > 0 || cfg.spec.adaptive_budget;
     const bool at_cap = moved_blocks && (ended_at_model_len(cfg, r) || ended_at_model_len(cfg, *ref));
     const bool cut = r.aborted || ref->aborted || n == drawn || at_cap;
     if (i < n || (r.output.size() != ref->output.size() && !cut)) {
