@@ -40,7 +40,7 @@ class DraftBudget {
   void observe(const core::Buffer& confidence, int32_t drafted, int32_t per_request);
   int64_t estimate() const { return estimate_; }
 
-  // The budget an estimate picks: 1 + estimate * K, within [1, K].
+  // The budget an estimate picks: 1 + (estimate - 3/8) * 4K, within [1, K].
   static int32_t budget_for(int64_t estimate, int k);
 
  private:

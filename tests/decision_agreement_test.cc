@@ -14,12 +14,13 @@ using core::EventKind;
 using engine::DraftBudget;
 
 TEST(DraftBudgetPick, OneToKFromTheEstimate) {
-  EXPECT_EQ(DraftBudget::budget_for(0, 4), 1);
-  EXPECT_EQ(DraftBudget::budget_for(DraftBudget::kOne / 4 - 1, 4), 1);
-  EXPECT_EQ(DraftBudget::budget_for(DraftBudget::kOne / 4, 4), 2);
-  EXPECT_EQ(DraftBudget::budget_for(DraftBudget::kOne / 2, 4), 3);
-  EXPECT_EQ(DraftBudget::budget_for(DraftBudget::kOne - 1, 4), 4);
-  EXPECT_EQ(DraftBudget::budget_for(DraftBudget::kOne * 2, 4), 4);  // never past K
+  constexpr int64_t kEighth = DraftBudget::kOne / 8;
+  EXPECT_EQ(DraftBudget::budget_for(0, 4), 1);  // never below 1
+  EXPECT_EQ(DraftBudget::budget_for(3 * kEighth + kEighth / 2 - 1, 4), 1);
+  EXPECT_EQ(DraftBudget::budget_for(3 * kEighth + kEighth / 2, 4), 2);
+  EXPECT_EQ(DraftBudget::budget_for(4 * kEighth, 4), 3);
+  EXPECT_EQ(DraftBudget::budget_for(4 * kEighth + kEighth / 2, 4), 4);
+  EXPECT_EQ(DraftBudget::budget_for(DraftBudget::kOne - 1, 4), 4);  // never past K
 }
 
 TEST(DecisionAgreement, OneBudgetPassesTwoAtAStepAreNamed) {
