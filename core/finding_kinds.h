@@ -80,7 +80,7 @@ struct FindingKindName {
   std::string_view name;
 };
 
-inline constexpr std::array<FindingKindName, 51> kFindingKinds{{
+inline constexpr std::array<FindingKindName, 52> kFindingKinds{{
     {Verdict::fifo_misalignment, kKindCollectiveMismatch},
     {Verdict::fifo_misalignment, kKindP2pMismatch},
     {Verdict::fifo_misalignment, kKindGateDisagreement},
