@@ -7,11 +7,12 @@
 namespace ppspec::core {
 
 namespace {
-constexpr EnumNames<OpKind, 5> kOpKindNames{{{{"send", OpKind::send},
+constexpr EnumNames<OpKind, 6> kOpKindNames{{{{"send", OpKind::send},
                                          {"recv", OpKind::recv},
                                          {"broadcast", OpKind::broadcast},
                                          {"all_reduce", OpKind::all_reduce},
-                                         {"all_gather", OpKind::all_gather}}}};
+                                         {"all_gather", OpKind::all_gather},
+                                         {"all_to_all", OpKind::all_to_all}}}};
 }  // namespace
 
 std::string_view to_string(OpKind k) { return kOpKindNames.name(k); }

@@ -13,7 +13,8 @@
 
 namespace ppspec::core {
 
-enum class OpKind : uint8_t { send, recv, broadcast, all_reduce, all_gather };
+// all_to_all comes last: the values before it are those older traces and tools know.
+enum class OpKind : uint8_t { send, recv, broadcast, all_reduce, all_gather, all_to_all };
 
 std::string_view to_string(OpKind k);
 std::optional<OpKind> parse_op_kind(std::string_view s);
@@ -24,7 +25,7 @@ enum class ReduceOp : uint8_t { sum };
 struct OpDesc {
   OpKind kind = OpKind::send;
   Dtype dtype = Dtype::u8;
-  int64_t count = 0;  // elements (all_gather: elements contributed per rank)
+  int64_t count = 0;  // elements (all_gather: elements contributed per rank; all_to_all: the whole send buffer)
   int64_t cols = 1;   // elements per row of the buffer: reports print [rows, cols] (pairing ignores it)
   RankId peer = -1;   // global rank: the peer of send/recv, the root of broadcast, -1 otherwise
   Label label{};

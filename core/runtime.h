@@ -153,6 +153,12 @@ class Communicator {
   virtual void all_reduce(const Buffer& buf, ReduceOp op, Stream s, Label label) = 0;
   // `send` holds this rank's contribution; `recv` holds size() contributions in rank order.
   virtual void all_gather(const Buffer& send, const Buffer& recv, Stream s, Label label) = 0;
+  // PyTorch's all_to_all_single without split sizes (the EP dispatch/combine of an MoE layer):
+  // `send` and `recv` each hold size() equal chunks of send.count() / size() elements; chunk j
+  // of `send` goes to member j, chunk i of `recv` comes from member i. send.count() must be a
+  // multiple of size(), `recv` at least as large, and the two distinct buffers. Unequal splits
+  // (input_split_sizes / output_split_sizes) are not modelled.
+  virtual void all_to_all(const Buffer& send, const Buffer& recv, Stream s, Label label) = 0;
 };
 
 // Engine core <-> worker messages (vLLM uses a shared-memory queue, not NCCL). Unbounded FIFO.

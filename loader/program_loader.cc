@@ -43,7 +43,8 @@ std::string_view op_keys(OpType t) {
     case OpType::recv: return "comm, peer, dtype, count, stream, label, step";
     case OpType::broadcast: return "comm, root, dtype, count, stream, label, step";
     case OpType::all_reduce:
-    case OpType::all_gather: return "comm, dtype, count, stream, label, step";
+    case OpType::all_gather:
+    case OpType::all_to_all: return "comm, dtype, count, stream, label, step";
     case OpType::group_start:
     case OpType::group_end:
     case OpType::device_sync: return "";
@@ -114,7 +115,7 @@ std::string read_required_name(TableReader& r, OpType type, const char* key, con
   return *name;
 }
 
-// send, recv, broadcast, all_reduce, all_gather: a communicator `rank` belongs to, the peer or
+// send, recv, broadcast, all_reduce, all_gather, all_to_all: a communicator `rank` belongs to, the peer or
 // root (a member too) for the ones that have one, and what is moved.
 void read_comm_op(TableReader& r, const Program& p, core::RankId rank, ProgramOp& op) {
   auto comm = r.string("comm");

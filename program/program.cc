@@ -6,12 +6,13 @@
 
 namespace ppspec::program {
 namespace {
-constexpr core::EnumNames<OpType, 21> kNames{{{
+constexpr core::EnumNames<OpType, 22> kNames{{{
     {"send", OpType::send},
     {"recv", OpType::recv},
     {"broadcast", OpType::broadcast},
     {"all_reduce", OpType::all_reduce},
     {"all_gather", OpType::all_gather},
+    {"all_to_all", OpType::all_to_all},
     {"group_start", OpType::group_start},
     {"group_end", OpType::group_end},
     {"launch", OpType::launch},
@@ -38,7 +39,7 @@ std::string_view op_type_names() { return kList; }
 
 bool is_comm_op(OpType t) {
   return t == OpType::send || t == OpType::recv || t == OpType::broadcast || t == OpType::all_reduce ||
-         t == OpType::all_gather;
+         t == OpType::all_gather || t == OpType::all_to_all;
 }
 
 bool is_p2p_op(OpType t) { return t == OpType::send || t == OpType::recv; }

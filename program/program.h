@@ -24,6 +24,7 @@ enum class OpType : uint8_t {
   broadcast,
   all_reduce,
   all_gather,
+  all_to_all,
   group_start,
   group_end,
   launch,

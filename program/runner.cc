@@ -19,7 +19,7 @@ struct RankEnv {
 // An operation with its names resolved once, before the run.
 struct ResolvedOp {
   core::Buffer buf;
-  core::Buffer buf2;  // all_gather: the receive buffer
+  core::Buffer buf2;  // all_gather, all_to_all: the receive buffer
   core::Stream stream;
   int comm = -1;  // declaration index
   int peer = -1;  // comm rank of the peer or root
@@ -53,6 +53,7 @@ void execute(Env& env, core::RankId r, const ResolvedOp& res, const ProgramOp& o
     case OpType::broadcast: comm().broadcast(res.buf, res.peer, stream, label); return;
     case OpType::all_reduce: comm().all_reduce(res.buf, core::ReduceOp::sum, stream, label); return;
     case OpType::all_gather: comm().all_gather(res.buf, res.buf2, stream, label); return;
+    case OpType::all_to_all: comm().all_to_all(res.buf, res.buf2, stream, label); return;
     case OpType::group_start: rt.group_start(); return;
     case OpType::group_end: rt.group_end(); return;
     case OpType::launch: {
@@ -103,10 +104,12 @@ void install(const Program& p, core::Runtime& rt) {
           if (res.comm < 0) throw std::logic_error(fmt::format("unknown communicator '{}'", op.comm));
           const CommDecl& decl = p.comms[static_cast<size_t>(res.comm)];
           if (op.peer >= 0) res.peer = comm_rank(decl, op.peer);
-          res.buf = dev.alloc(op.dtype, core::Shape{op.count, 1}, op.label);
+          // all_to_all's `count` is per peer, as all_gather's is per rank: both buffers hold one chunk per member.
+          const int64_t members = static_cast<int64_t>(decl.ranks.size());
+          res.buf = dev.alloc(op.dtype, core::Shape{op.type == OpType::all_to_all ? op.count * members : op.count, 1}, op.label);
           res.buf.mark_all_written();
-          if (op.type == OpType::all_gather)
-            res.buf2 = dev.alloc(op.dtype, core::Shape{op.count * static_cast<int64_t>(decl.ranks.size()), 1}, op.label);
+          if (op.type == OpType::all_gather || op.type == OpType::all_to_all)
+            res.buf2 = dev.alloc(op.dtype, core::Shape{op.count * members, 1}, op.label);
         }
         rank_ops[t].push_back(res);
       }

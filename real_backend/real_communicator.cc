@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <stdexcept>
 
+#include "core/all_to_all.h"
 #include "real_backend/cuda_check.h"
 #include "real_backend/real_device.h"
 #include "real_backend/real_runtime.h"
@@ -170,6 +171,33 @@ void RealCommunicator::all_gather(const core::Buffer& send, const core::Buffer& 
   void* timed = time_start(s);
   PPSPEC_NCCL(ncclAllGather(send.data(), recv.data(), static_cast<size_t>(send.count()), nccl_type(send.dtype()),
                             as_comm(comm_), as_stream(dev_.cuda_stream(s))));
+  finish(op, s, timed);
+}
+
+// NCCL has no all-to-all call: PyTorch's all_to_all_single (ProcessGroupNCCL::alltoall_base ->
+// torch::cuda::nccl::all2all_single_equal_split) posts one ncclSend and one ncclRecv per peer,
+// itself included, inside ncclGroupStart/End on the stream. Nested in a caller's group, the
+// inner group only joins it, as NCCL's groups nest.
+void RealCommunicator::all_to_all(const core::Buffer& send, const core::Buffer& recv, core::Stream s, core::Label label) {
+  if (std::string why = core::all_to_all_error(name_, send, recv, size()); !why.empty()) throw std::invalid_argument(why);
+  RealRuntime::CallScope scope(rt_, fmt::format("all_to_all (grouped ncclSend/ncclRecv) on '{}'", name_));
+  TrackedOp* op = track(core::OpKind::all_to_all, send, -1, s, label);
+  // Of no elements it takes no place in the order (as track() decides for every collective, and
+  // the simulator too): nothing to move, so nothing is posted.
+  if (send.count() == 0) return;
+  void* timed = time_start(s);
+  const auto chunk = static_cast<size_t>(send.count() / size());
+  const size_t chunk_bytes = chunk * core::dtype_size(send.dtype());
+  const auto* src = static_cast<const uint8_t*>(send.data());
+  auto* dst = static_cast<uint8_t*>(recv.data());
+  cudaStream_t st = as_stream(dev_.cuda_stream(s));
+  PPSPEC_NCCL(ncclGroupStart());
+  for (int peer = 0; peer < size(); ++peer) {
+    const size_t off = static_cast<size_t>(peer) * chunk_bytes;
+    PPSPEC_NCCL(ncclSend(src + off, chunk, nccl_type(send.dtype()), peer, as_comm(comm_), st));
+    PPSPEC_NCCL(ncclRecv(dst + off, chunk, nccl_type(send.dtype()), peer, as_comm(comm_), st));
+  }
+  PPSPEC_NCCL(ncclGroupEnd());
   finish(op, s, timed);
 }
 

@@ -31,6 +31,7 @@ class RealCommunicator final : public core::Communicator {
   void broadcast(const core::Buffer& buf, int root, core::Stream s, core::Label label) override;
   void all_reduce(const core::Buffer& buf, core::ReduceOp op, core::Stream s, core::Label label) override;
   void all_gather(const core::Buffer& send, const core::Buffer& recv, core::Stream s, core::Label label) override;
+  void all_to_all(const core::Buffer& send, const core::Buffer& recv, core::Stream s, core::Label label) override;
 
   // A graph launch posts the operations captured into it anew (R9).
   void post_replayed(const CapturedOp& op, core::Stream s, std::vector<TrackedOp*>& out);

@@ -22,15 +22,28 @@ void reduce_sum(const std::vector<CommOp*>& ops, int64_t n) {
   for (const CommOp* op : ops) std::memcpy(op->spec.buf.data(), acc.data(), static_cast<size_t>(n) * sizeof(T));
 }
 
-void copy_bytes(const core::Buffer& dst, size_t dst_off, const core::Buffer& src, size_t len) {
+void copy_bytes(const core::Buffer& dst, size_t dst_off, const core::Buffer& src, size_t len, size_t src_off = 0) {
   if (len == 0 || !dst.backed() || !src.backed()) return;
-  std::memcpy(static_cast<uint8_t*>(dst.data()) + dst_off, src.data(), len);
+  std::memcpy(static_cast<uint8_t*>(dst.data()) + dst_off, static_cast<const uint8_t*>(src.data()) + src_off, len);
   if (dst.shadow() != nullptr) {
     if (src.shadow() != nullptr)
-      std::memcpy(dst.shadow() + dst_off, src.shadow(), len);
+      std::memcpy(dst.shadow() + dst_off, src.shadow() + src_off, len);
     else
       std::memset(dst.shadow() + dst_off, 1, len);
   }
+}
+
+// Member m's chunk d of `buf` lands in chunk m of member d's `buf2` (ops are in communicator-rank
+// order). Chunks are cut from the smallest send buffer, so a count mismatch under
+// on_mismatch = "emulate" moves what the smallest member holds, capped by each receive buffer.
+void exchange_chunks(const std::vector<CommOp*>& ops, size_t min_bytes) {
+  const size_t chunk = min_bytes / ops.size();
+  for (size_t m = 0; m < ops.size(); ++m)
+    for (size_t d = 0; d < ops.size(); ++d) {
+      const core::Buffer& dst = ops[d]->spec.buf2;
+      const size_t off = m * chunk;
+      if (off < dst.bytes()) copy_bytes(dst, off, ops[m]->spec.buf, std::min(chunk, dst.bytes() - off), d * chunk);
+    }
 }
 
 }  // namespace
@@ -78,6 +91,7 @@ void move_collective_data(const std::vector<CommOp*>& ops) {
         }
       return;
     }
+    case core::OpKind::all_to_all: exchange_chunks(ops, min_bytes); return;
     default: return;
   }
 }

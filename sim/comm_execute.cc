@@ -85,6 +85,7 @@ void KernelExecution::check_races(const CommKernel& k, SimStream& primary) {
       case core::OpKind::send: races->access_buffer(op.spec.buf, false); break;
       case core::OpKind::broadcast: races->access_buffer(op.spec.buf, op.spec.peer != k.crank); break;
       case core::OpKind::all_gather:
+      case core::OpKind::all_to_all:
         races->access_buffer(op.spec.buf, false);
         races->access_buffer(op.spec.buf2, true);
         break;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <stdexcept>
 
+#include "core/all_to_all.h"
 #include "sim/comm_system.h"
 #include "sim/device.h"
 
@@ -54,6 +55,11 @@ void SimCommHandle::all_gather(const core::Buffer& send, const core::Buffer& rec
     throw std::invalid_argument(fmt::format("all_gather on '{}': receive buffer holds {} elements, needs {}", comm_.name,
                                             recv.count(), send.count() * size()));
   post(core::OpKind::all_gather, send, recv, -1, s, label);
+}
+
+void SimCommHandle::all_to_all(const core::Buffer& send, const core::Buffer& recv, core::Stream s, core::Label label) {
+  if (std::string why = core::all_to_all_error(comm_.name, send, recv, size()); !why.empty()) throw std::invalid_argument(why);
+  post(core::OpKind::all_to_all, send, recv, -1, s, label);
 }
 
 }  // namespace ppspec::sim

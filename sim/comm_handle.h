@@ -23,6 +23,7 @@ class SimCommHandle final : public core::Communicator {
   void broadcast(const core::Buffer& buf, int root, core::Stream s, core::Label label) override;
   void all_reduce(const core::Buffer& buf, core::ReduceOp op, core::Stream s, core::Label label) override;
   void all_gather(const core::Buffer& send, const core::Buffer& recv, core::Stream s, core::Label label) override;
+  void all_to_all(const core::Buffer& send, const core::Buffer& recv, core::Stream s, core::Label label) override;
 
  private:
   void post(core::OpKind kind, const core::Buffer& buf, const core::Buffer& buf2, int peer, core::Stream s,

@@ -25,7 +25,7 @@ struct PartSpec {
   core::OpDesc desc;
   core::ReduceOp reduce = core::ReduceOp::sum;
   core::Buffer buf;
-  core::Buffer buf2;  // all_gather: the receive buffer
+  core::Buffer buf2;  // all_gather, all_to_all: the receive buffer
   SimStream* stream = nullptr;
   std::string_view origin;  // where the program issued it ("file.toml:12"), if known
   // Assigned when posted:

@@ -284,7 +284,7 @@ struct EventStorage {
 void read_op(const Fields& f, core::Event& e, EventStorage& store) {
   e.has_op = true;
   const auto op = core::parse_op_kind(f.required_string("op", 64));
-  if (!op) f.fail("op", "expected send, recv, broadcast, all_reduce or all_gather");
+  if (!op) f.fail("op", "expected send, recv, broadcast, all_reduce, all_gather or all_to_all");
   const auto dt = core::parse_dtype(f.required_string("dtype", 64));
   if (!dt) f.fail("dtype", fmt::format("expected one of: {}", core::dtype_names()));
   e.op.kind = *op;
