@@ -44,6 +44,10 @@ Checkpoint make_checkpoint(const ModelConfig& m) {
     c.router_bias[static_cast<size_t>(e)] = static_cast<float>(static_cast<int>(u32() % 200) - 100) / 1000.0f;
     c.expert_scale[static_cast<size_t>(e)] = static_cast<float>(u32() % 1000) / 1000.0f;
   }
+  // Their own stream too: a checkpoint without EAGLE taps draws everything else as before.
+  core::Rng taps(core::derive_seed(m.checkpoint_seed, 13));
+  c.tap_weights.resize(static_cast<size_t>(m.layers) * static_cast<size_t>(m.lanes));
+  for (auto& x : c.tap_weights) x = static_cast<uint32_t>(taps.next() >> 32) | 1U;
   return c;
 }
 

@@ -27,6 +27,9 @@ struct Checkpoint {
   std::vector<uint32_t> draft_embed; // [V]: "embed.weight" of the drafter (equal to embed_ctx)
   std::vector<float> router_bias;    // [experts]
   std::vector<float> expert_scale;   // [experts]
+  // [L, D]: per layer, the weights an EAGLE tap digests the layer's output lanes with (the drafter's
+  // fc layer over the tapped hidden states, kernels/eagle.h).
+  std::vector<uint32_t> tap_weights;
 };
 
 Checkpoint make_checkpoint(const ModelConfig& m);

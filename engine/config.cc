@@ -14,4 +14,12 @@ int EngineConfig::blocks_needed() const { return serving.max_num_seqs * max_bloc
 
 bool EngineConfig::may_preempt() const { return model.num_blocks > 0 && model.num_blocks < blocks_needed(); }
 
+std::vector<int> eagle_taps(const EngineConfig& c) {
+  std::vector<int> taps = c.spec.taps;
+  if (taps.empty()) taps = {0, c.model.layers / 2, c.model.layers - 1};
+  std::sort(taps.begin(), taps.end());
+  taps.erase(std::unique(taps.begin(), taps.end()), taps.end());
+  return taps;
+}
+
 }  // namespace ppspec::engine

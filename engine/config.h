@@ -45,6 +45,12 @@ struct ModelConfig {
 
 enum class Feedback : uint8_t { three_message, single_payload };
 
+// How the last stage drafts: DSpark (vLLM's DFlash proposer: one block-parallel forward over a query
+// block, from the target's context lane) or EAGLE (vLLM's EagleProposer / EAGLE-3: K autoregressive
+// forwards from the hidden states of tapped target layers, which under PP live on earlier stages).
+enum class DraftMethod : uint8_t { dspark, eagle };
+inline constexpr int kMaxTaps = 4;  // tapped layers an EAGLE drafter fuses (EAGLE-3 taps three)
+
 struct SpecConfig {
   int k = 0;  // draft tokens per step; 0: no speculative decoding
   Feedback feedback = Feedback::three_message;
@@ -52,6 +58,10 @@ struct SpecConfig {
   // picks how many of the K drafts each request drafts and verifies next (1..K), from a confidence
   // estimate each rank keeps itself (engine/draft_budget.h); tp rank 0 decides and broadcasts it.
   bool adaptive_budget = false;
+  DraftMethod method = DraftMethod::dspark;
+  // EAGLE: the target layers whose outputs the drafter fuses, sorted and unique (at most kMaxTaps);
+  // empty: the default, EAGLE-3's low, middle and high layer (engine::eagle_taps).
+  std::vector<int> taps;
 };
 
 struct ServingConfig {
@@ -128,6 +138,13 @@ struct EngineConfig {
   int batches_in_flight() const { return serving.max_concurrent_batches > 0 ? serving.max_concurrent_batches : topology.pp; }
   // Whether a request's step may be scheduled while its previous one is in flight.
   bool schedules_ahead() const { return batches_in_flight() > topology.pp; }
+  bool eagle() const { return spec.k > 0 && spec.method == DraftMethod::eagle; }
+  // The drafter's forwards per propose: DSpark one, EAGLE K (each with the MoE layer's collectives).
+  int draft_forwards() const { return eagle() ? spec.k : 1; }
 };
+
+// The EAGLE drafter's tapped layers: the configured ones, or EAGLE-3's default (vLLM taps layers 2,
+// N/2 and N-3; the toy's models are shallow, so layers 0, N/2 and N-1), sorted and unique.
+std::vector<int> eagle_taps(const EngineConfig& c);
 
 }  // namespace ppspec::engine

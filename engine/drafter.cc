@@ -4,6 +4,7 @@
 #include "engine/readback.h"
 #include "engine/span_of.h"
 #include "kernels/drafter.h"
+#include "kernels/eagle.h"
 #include "kernels/prepare_dflash_inputs.h"
 #include "kernels/request_tables.h"
 #include "kernels/topk_softplus_sqrt.h"
@@ -52,6 +53,10 @@ Drafter::Drafter(RankContext& c) : ctx_(c) {
   confidence_ = c.alloc(Dtype::f32, q, 1, "draft.confidence");
   if (c.cfg.spec.adaptive_budget) confidence_fixed_ = c.alloc(Dtype::i32, q, 1, "draft.confidence_fixed");
   drafts_ = c.alloc(Dtype::i64, n, c.k, "draft.proposed");
+  if (c.cfg.eagle()) {
+    eagle_state_ = c.alloc(Dtype::u32, n, 2, "eagle.hidden");
+    eagle_cursor_ = c.alloc(Dtype::i64, n, 2, "eagle.cursor");
+  }
   if (c.cfg.faults.unordered_draft_gather) gathered_after_ = c.dev.event("draft.main_done");
 }
 
@@ -115,8 +120,12 @@ int Drafter::propose(const SchedulerOutput& so, const std::vector<int32_t>& samp
                                           span_of<int32_t>(ctx_start_),
                                           span_of<int32_t>(ctx_end_)},
            nd);
-  forward(so.step, nd, budget, model);
-  route(so.step, nd * budget, q_rows);
+  if (ctx_.cfg.eagle()) {
+    eagle_forwards(so.step, nd, q_rows, model);
+  } else {
+    forward(so.step, nd, budget, model);
+    route(so.step, nd * budget, q_rows);
+  }
   if (ctx_.cfg.spec.adaptive_budget) sum_confidence(so.step, q_rows);
   // req_states.draft_tokens[idx_mapping] = draft_tokens; then the batch's rows for the relay,
   // gathered on the main stream (#55745).
@@ -234,13 +243,42 @@ void Drafter::forward(int64_t step, int32_t nd, int32_t budget, const TargetMode
   kn::DraftForwardKernel fw{budget, span_of<int32_t>(anchor_), span_of<uint32_t>(model.ctx), span_of<int32_t>(input_ids_), span_of<int64_t>(positions_),
                             span_of<uint32_t>(table), ctx_.ckpt.consts.r, ctx_.cfg.model.vocab, span_of<int64_t>(drafts_), ctx_.k};
   ctx_.run("draft_forward", "", fw, nd);
+  probe_table(step, fw.draft_embed);
+}
+
+void Drafter::eagle_forwards(int64_t step, int32_t nd, int32_t q_rows, const TargetModel& model) {
+  PPSPEC_ASSERT(taps_ != nullptr && !taps_->all().empty(), "an EAGLE drafter with no taps bound");
+  const bool own_table = ctx_.pp > 1 && !ctx_.cfg.faults.alias_target_embed;
+  const core::Buffer& table = own_table ? embed_ : model.embed_tokens;
+  kn::EagleStepKernel fw{};
+  fw.k = ctx_.k;
+  fw.num_taps = static_cast<int32_t>(taps_->all().size());
+  for (int32_t t = 0; t < fw.num_taps; ++t) fw.taps[t] = span_of<uint32_t>(taps_->all()[static_cast<size_t>(t)]);
+  fw.anchor_row = span_of<int32_t>(anchor_);
+  fw.input_ids = span_of<int32_t>(input_ids_);
+  fw.positions = span_of<int64_t>(positions_);
+  fw.draft_embed = span_of<uint32_t>(table);
+  fw.r_pow = ctx_.ckpt.consts.r;
+  fw.vocab = ctx_.cfg.model.vocab;
+  fw.state = span_of<uint32_t>(eagle_state_);
+  fw.cursor = span_of<int64_t>(eagle_cursor_);
+  fw.drafts = span_of<int64_t>(drafts_);
+  // vLLM's EagleProposer.propose: K forwards, each one a pass of the draft model (its MoE layer,
+  // and under DP its collectives); the first from the taps, the others from the draft before.
+  for (fw.pass = 0; fw.pass < ctx_.k; ++fw.pass) {
+    ctx_.run("eagle_step", "", fw, nd);
+    route(step, nd * ctx_.k, q_rows, fw.pass == 0);
+  }
+  probe_table(step, fw.draft_embed);
+}
+
+void Drafter::probe_table(int64_t step, kn::Span<const uint32_t> table) {
   if (probed_table_ || !ctx_.observed()) return;
   // The first forward tells the checkers which table the drafter read: its hash, and how many of its
   // entries still hold the allocation's poison (never written on this rank). The memory read back is
   // the kernel's own argument, not a table chosen again here: what the kernel reads is the evidence.
   probed_table_ = true;
-  const core::Buffer read(const_cast<uint32_t*>(fw.draft_embed.data), nullptr, core::Dtype::u32,
-                          core::Shape{fw.draft_embed.size, 1});
+  const core::Buffer read(const_cast<uint32_t*>(table.data), nullptr, core::Dtype::u32, core::Shape{table.size, 1});
   read_back(ctx_.dev, ctx_.main, {read}, [&rt = ctx_.rt, rank = ctx_.rank, step](const HostRows& h) {
     const auto words = h.get<uint32_t>(0);
     int64_t poisoned = 0;
@@ -251,7 +289,7 @@ void Drafter::forward(int64_t step, int32_t nd, int32_t budget, const TargetMode
   });
 }
 
-void Drafter::route(int64_t step, int32_t used_rows, int32_t q_rows) {
+void Drafter::route(int64_t step, int32_t used_rows, int32_t q_rows, bool probe) {
   // The MoE layer over every query row of the graph, padding included.
   const int E = ctx_.cfg.model.experts;
   const int top = ctx_.cfg.model.topk;
@@ -261,7 +299,7 @@ void Drafter::route(int64_t step, int32_t used_rows, int32_t q_rows) {
                                     true, 1.0f, !ctx_.cfg.faults.router_ignores_padding, span_of<int32_t>(topk_ids_),
                                     span_of<float>(topk_weights_)};
   ctx_.run("topk_softplus_sqrt", "", router, q_rows);
-  if (ctx_.observed() && used_rows < q_rows)
+  if (probe && ctx_.observed() && used_rows < q_rows)
     read_back(ctx_.dev, ctx_.main, {topk_ids_.rows(used_rows, q_rows - used_rows), topk_weights_.rows(used_rows, q_rows - used_rows)},
               [&rt = ctx_.rt, rank = ctx_.rank, step, used_rows, q_rows, top](const HostRows& h) {
                 // Per padding row: the expert ids it selected, then how many of its weights are non-zero.

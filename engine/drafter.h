@@ -6,6 +6,7 @@
 
 #include <vector>
 
+#include "engine/eagle_taps.h"
 #include "engine/messages.h"
 #include "engine/pp_handler.h"
 #include "engine/rank_context.h"
@@ -23,6 +24,8 @@ class Drafter {
   // The stage's TP communicator (nullptr at tp = 1): with an adaptive budget the confidence head is
   // sharded over the TP ranks by expert, its partial confidences summed by an all-reduce.
   void bind_tp(core::Communicator* tp) { tp_ = tp; }
+  // EAGLE: the tapped layers' outputs it drafts from (engine/eagle_taps.h).
+  void bind_taps(const EagleTaps* taps) { taps_ = taps; }
   // The rank's own confidence estimate, reported beside the budget its next propose runs with.
   void note_estimate(int64_t estimate) { budget_estimate_ = estimate; }
   // Drafts for the rows that sampled (`sampled`, batch order), `budget` (1..K) per request; the
@@ -39,16 +42,22 @@ class Drafter {
   void prepare_inputs(int64_t step, int32_t drafted, int32_t query_rows, int32_t budget, const RequestTables& tables,
                       const StepInputs& in, WriteCheck& check);
   void forward(int64_t step, int32_t drafted, int32_t budget, const TargetModel& model);
+  // EAGLE's K autoregressive forwards, each through the MoE layer (`q_rows` graph rows).
+  void eagle_forwards(int64_t step, int32_t drafted, int32_t q_rows, const TargetModel& model);
+  // The first forward tells the checkers which table the drafter read.
+  void probe_table(int64_t step, kernels::Span<const uint32_t> table);
   // The KV slots the drafter's context rows and query rows go through, per request, as
   // prepare_dflash_inputs stored them (kv_slots probes).
   void probe_kv_slots(int64_t step, const std::vector<int64_t>& ids, const std::vector<int32_t>& ctx_start,
                       const std::vector<int32_t>& ctx_end, int32_t budget);
-  void route(int64_t step, int32_t used_rows, int32_t query_rows);
+  // The MoE layer; `probe`: report its padding rows (once per propose).
+  void route(int64_t step, int32_t used_rows, int32_t query_rows, bool probe = true);
   void sum_confidence(int64_t step, int32_t query_rows);
   void probe_proposed(int64_t step, const std::vector<int64_t>& ids, int32_t budget);
 
   RankContext& ctx_;
   core::Communicator* tp_ = nullptr;
+  const EagleTaps* taps_ = nullptr;
   int64_t budget_estimate_ = 0;
   bool probed_table_ = false;  // the table the drafter reads was reported to the checkers
   core::Buffer embed_;         // pp > 1: the drafter's own "embed.weight"
@@ -62,6 +71,7 @@ class Drafter {
   core::Buffer gating_, router_bias_, topk_ids_, topk_weights_, expert_scale_, confidence_;
   core::Buffer confidence_fixed_;  // adaptive budget: the confidences, summed over the TP shards
   core::Buffer drafts_;
+  core::Buffer eagle_state_, eagle_cursor_;  // EAGLE: per drafted request, between its forwards
   core::DeviceEvent gathered_after_;  // the unordered_draft_gather fault's side-stream wait
 };
 

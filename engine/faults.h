@@ -60,6 +60,11 @@ struct Faults {
   // vLLM #36013: the step's accepted counts are copied to pinned host memory with a non-blocking
   // copy, and the next step's execute_model reads them without synchronising on the copy's event.
   bool pinned_read_without_sync = false;
+  // vLLM #50514 (the defect its final design avoids): the EAGLE taps of the stage right before the
+  // last go straight to the last stage as their own transfer, like the farther stages' taps, on the
+  // pair that already carries the hidden-state hand-off; posted in a different order on the two
+  // sides, the untagged transfers cross-match (engine/eagle_taps.h).
+  bool untagged_aux_relay = false;
 };
 
 // A fault's name in a scenario's [faults] table, and its switch.
@@ -89,6 +94,7 @@ inline constexpr std::array kFaultSwitches{
     FaultSwitch{"local_adaptive_budget", &Faults::local_adaptive_budget},
     FaultSwitch{"rollback_last_stage_only", &Faults::rollback_last_stage_only},
     FaultSwitch{"pinned_read_without_sync", &Faults::pinned_read_without_sync},
+    FaultSwitch{"untagged_aux_relay", &Faults::untagged_aux_relay},
 };
 // A switch added to Faults but not to the table could be set by no scenario.
 static_assert(sizeof(Faults) == kFaultSwitches.size() * sizeof(bool), "every field of Faults needs its row in kFaultSwitches");

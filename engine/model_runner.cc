@@ -43,7 +43,11 @@ void Worker::step(const SchedulerOutput& so) {
   if (!ctx_.first) exchange_activations(so, padded, true);
   forward(padded);
   if (ctx_.observed()) probe_stage_output(so);
+  // EAGLE's taps from stages two or more hops before the last, straight to it (engine/eagle_taps.h).
+  const bool far_taps = taps_ && pp_comm_ != nullptr;
+  if (far_taps) taps_->exchange_far(*pp_comm_, so.step, padded, true);
   if (!ctx_.last) exchange_activations(so, padded, false);
+  if (far_taps) taps_->exchange_far(*pp_comm_, so.step, padded, false);
   // 5. sample_tokens: the last stage samples, drafts and sends the feedback; earlier stages post
   // this step's feedback receives (adopted pp steps later) and advance optimistically by the whole
   // query (the deferred update subtracts the rejected drafts).
@@ -151,9 +155,11 @@ void Worker::exchange_activations(const SchedulerOutput& so, int32_t rows, bool 
   if (receive) {
     pp_comm_->recv(model_.ctx.rows(0, rows), ctx_.stage - 1, ctx_.main, core::Label{"act.ctx", so.step});
     pp_comm_->recv(model_.hidden.rows(0, rows), ctx_.stage - 1, ctx_.main, core::Label{"act.hidden", so.step});
+    if (taps_) taps_->recv_with_activations(*pp_comm_, so.step, rows);
   } else {
     pp_comm_->send(model_.ctx.rows(0, rows), ctx_.stage + 1, ctx_.main, core::Label{"act.ctx", so.step});
     pp_comm_->send(model_.hidden.rows(0, rows), ctx_.stage + 1, ctx_.main, core::Label{"act.hidden", so.step});
+    if (taps_) taps_->send_with_activations(*pp_comm_, so.step, rows);
   }
   ctx_.rt.group_end();
 }

@@ -70,12 +70,14 @@ void TargetModel::forward(int32_t rows, const StepInputs& inputs, const RequestT
     if (tp != nullptr) tp->all_reduce(mix.rows(0, rows), core::ReduceOp::sum, ctx_.main, core::Label{"tp.layer", l});
     if (ctx_.cfg.model.is_recurrent(l)) {
       recurrent_.forward(l, rows, inputs.row_req, inputs.positions, mix, v_[li], hidden);
-      continue;
+    } else {
+      ctx_.run("layer_kv_write", "",
+               kn::LayerKvWriteKernel{in, span_of<uint32_t>(mix), span_of<uint32_t>(v_[li]), D, lb, lc, span_of<uint32_t>(kv_[li])},
+               rows);
+      ctx_.run("layer_out", "",
+               kn::LayerOutKernel{in, span_of<uint32_t>(mix), span_of<uint32_t>(kv_[li]), D, lb, lc, span_of<uint32_t>(hidden)}, rows);
     }
-    ctx_.run("layer_kv_write", "",
-             kn::LayerKvWriteKernel{in, span_of<uint32_t>(mix), span_of<uint32_t>(v_[li]), D, lb, lc, span_of<uint32_t>(kv_[li])}, rows);
-    ctx_.run("layer_out", "",
-             kn::LayerOutKernel{in, span_of<uint32_t>(mix), span_of<uint32_t>(kv_[li]), D, lb, lc, span_of<uint32_t>(hidden)}, rows);
+    if (taps_ != nullptr) taps_->produce(l, rows, inputs.row_req, ctx, hidden, tp);
   }
   if (!ctx_.last) return;
   ctx_.run("head_partial", "",

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/checkpoint.h"
+#include "engine/eagle_taps.h"
 #include "engine/rank_context.h"
 #include "engine/recurrent_state.h"
 #include "engine/request_tables.h"
@@ -23,6 +24,8 @@ class TargetModel {
   const LayerRange& layers() const { return layers_; }
   // This stage's recurrent layers' states (none: any() is false).
   RecurrentState& recurrent() { return recurrent_; }
+  // EAGLE: the taps its tapped layers produce inside the forward (null: none).
+  void bind_taps(EagleTaps* taps) { taps_ = taps; }
 
   core::Buffer ctx;       // [max_rows] u32: the context lane, sent to the next stage
   core::Buffer hidden;    // [max_rows, lanes/TP] u32: the deep lanes, sent to the next stage
@@ -39,6 +42,7 @@ class TargetModel {
   core::Buffer ctx_kv_, embed_deep_, lm_head_;
   std::vector<core::Buffer> kv_, w_, u_, v_;  // per own layer (a recurrent layer has no KV)
   RecurrentState recurrent_;
+  EagleTaps* taps_ = nullptr;
 };
 
 }  // namespace ppspec::engine

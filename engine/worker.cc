@@ -10,6 +10,7 @@
 #include "engine/probe.h"
 #include "engine/span_of.h"
 #include "kernels/drafter.h"
+#include "kernels/eagle.h"
 #include "kernels/feedback_payload.h"
 #include "kernels/launch.h"
 #include "kernels/post_update.h"
@@ -31,14 +32,17 @@ Worker::Worker(core::Runtime& rt, core::RankId rank, const EngineConfig& cfg, co
       tables_(ctx_),
       inputs_(ctx_),
       model_(ctx_),
+      taps_(cfg.eagle() ? std::make_unique<EagleTaps>(ctx_) : nullptr),
       // Write checks cover a step's rows and the drafter's query rows.
       check_(ctx_, std::max<int64_t>(ctx_.max_rows, ctx_.last && ctx_.k > 0 ? ctx_.draft_query_rows() : 0)) {
   using core::Dtype;
   prev_idx_ = ctx_.alloc(Dtype::i32, ctx_.max_reqs, 1, "prev_idx_mapping");
   prev_query_len_ = ctx_.alloc(Dtype::i32, ctx_.max_reqs, 1, "prev_query_len");
+  model_.bind_taps(taps_.get());
   if (!ctx_.last) return;
   sampler_ = std::make_unique<Sampler>(ctx_);
   if (ctx_.k > 0) drafter_ = std::make_unique<Drafter>(ctx_);
+  if (taps_) drafter_->bind_taps(taps_.get());
   if (ctx_.cfg.spec.adaptive_budget) draft_budget_ = std::make_unique<DraftBudget>(ctx_);
   if (AcceptedReadback::wanted(ctx_)) accepted_ = std::make_unique<AcceptedReadback>(ctx_);
   if (ctx_.pp > 1) return;
@@ -84,6 +88,7 @@ void Worker::load_checkpoint() {
   for (const core::Buffer& b : ctx_.allocated) ctx_.dev.memset(ctx_.main, b, kn::kPoisonByte);
   // Each stage loads its part of the checkpoint.
   model_.load_checkpoint();
+  if (taps_) taps_->load_checkpoint();
   if (drafter_) drafter_->load_checkpoint();
   ctx_.dev.stream_sync(ctx_.main);
 }
@@ -144,6 +149,7 @@ void Worker::preload() {
     load("layer_out", "", static_cast<kn::LayerOutKernel*>(nullptr));
   }
   model_.recurrent().preload();
+  if (taps_) taps_->preload();
   if (!ctx_.last) {
     load("advance_num_computed", "", static_cast<kn::AdvanceNumComputedKernel*>(nullptr));
     if (ctx_.cfg.spec.feedback == Feedback::single_payload) load("unpack_payload", "", static_cast<kn::UnpackPayloadKernel*>(nullptr));
@@ -160,7 +166,10 @@ void Worker::preload() {
   load("gather_block_rows", "", static_cast<kn::GatherBlockRowsKernel*>(nullptr));
   load("prepare_dflash_inputs", "", static_cast<kn::PrepareDflashInputsKernel*>(nullptr));
   load("draft_context_kv", "", static_cast<kn::DraftContextKvRangesKernel*>(nullptr));
-  load("draft_forward", "", static_cast<kn::DraftForwardKernel*>(nullptr));
+  if (ctx_.cfg.eagle())
+    load("eagle_step", "", static_cast<kn::EagleStepKernel*>(nullptr));
+  else
+    load("draft_forward", "", static_cast<kn::DraftForwardKernel*>(nullptr));
   load("draft_gate", "", static_cast<kn::DraftGateKernel*>(nullptr));
   load("topk_softplus_sqrt", "", static_cast<kn::TopkSoftplusSqrtKernel*>(nullptr));
   load("draft_experts", "", static_cast<kn::DraftExpertsKernel*>(nullptr));

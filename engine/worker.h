@@ -19,6 +19,7 @@
 #include "engine/config.h"
 #include "engine/draft_budget.h"
 #include "engine/drafter.h"
+#include "engine/eagle_taps.h"
 #include "engine/messages.h"
 #include "engine/pp_handler.h"
 #include "engine/rank_context.h"
@@ -74,6 +75,7 @@ class Worker {
   RequestTables tables_;
   StepInputs inputs_;
   TargetModel model_;
+  std::unique_ptr<EagleTaps> taps_;  // EAGLE: where tapped layers are, and on the last stage
   WriteCheck check_;
   std::unique_ptr<Sampler> sampler_;  // last stage
   std::unique_ptr<Drafter> drafter_;  // last stage, K > 0

@@ -12,6 +12,7 @@
 #include "kernels/post_update.h"
 #include "kernels/prepare_dflash_inputs.h"
 #include "kernels/prepare_inputs.h"
+#include "kernels/eagle.h"
 #include "kernels/recurrent.h"
 #include "kernels/rejection_sample.h"
 #include "kernels/request_tables.h"

@@ -36,4 +36,6 @@
   X(RestoreUnwrittenBandsKernel)   \
   X(RecurrentLayerKernel)          \
   X(RecurrentCommitKernel)         \
-  X(RecurrentResetKernel)
+  X(RecurrentResetKernel)          \
+  X(TapKernel)                     \
+  X(EagleStepKernel)

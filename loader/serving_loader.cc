@@ -20,7 +20,7 @@ constexpr std::string_view kTopologyKeys = "pp, tp";
 constexpr std::string_view kModelKeys =
     "vocab, layers, lanes, block_size, num_blocks, alpha, stop_token, max_model_len, checkpoint_seed, experts, topk, "
     "recurrent_layers";
-constexpr std::string_view kSpecKeys = "k, feedback, adaptive_budget";
+constexpr std::string_view kSpecKeys = "k, feedback, adaptive_budget, method, taps";
 constexpr std::string_view kServingKeys =
     "capture_sizes, max_num_seqs, max_num_batched_tokens, chunked_prefill, warmup_steps, max_concurrent_batches, "
     "enable_prefix_caching";
@@ -104,6 +104,20 @@ void read_spec_table(TableReader& r, engine::SpecConfig& spec) {
   read_one_of_two(r, "feedback", spec.feedback, {"three-message", engine::Feedback::three_message},
                   {"single-payload", engine::Feedback::single_payload});
   spec.adaptive_budget = r.boolean("adaptive_budget").value_or(false);
+  read_one_of_two(r, "method", spec.method, {"dspark", engine::DraftMethod::dspark}, {"eagle", engine::DraftMethod::eagle});
+  const toml::array* taps = r.array("taps");
+  if (taps == nullptr) return;
+  for (const auto& n : *taps) {
+    const int64_t l = n.is_integer() ? n.as_integer()->get() : -1;
+    if (!n.is_integer() || l < 0 || l > 255)
+      throw core::InputError(r.file(), line_of(n), "[spec] 'taps': expected target layer indices (0 to layers - 1)");
+    if (std::find(spec.taps.begin(), spec.taps.end(), l) != spec.taps.end())
+      throw core::InputError(r.file(), line_of(n), fmt::format("[spec] 'taps': layer {} is listed twice", l));
+    spec.taps.push_back(static_cast<int>(l));
+  }
+  if (spec.taps.empty() || spec.taps.size() > static_cast<size_t>(engine::kMaxTaps))
+    r.fail("taps", fmt::format("{} tapped layers; valid: 1 to {} (or no key: EAGLE-3's default)", spec.taps.size(), engine::kMaxTaps));
+  std::sort(spec.taps.begin(), spec.taps.end());
 }
 
 void read_serving_table(TableReader& r, engine::ServingConfig& v) {
@@ -191,6 +205,27 @@ void check_adaptive_budget(TableReader& top, const engine::EngineConfig& c) {
                                    c.batches_in_flight(), c.topology.pp));
 }
 
+// The EAGLE drafter drafts K tokens from tapped target layers: it needs K, layers that exist, and
+// a fixed K (vLLM's adaptive verification is the DSpark proposer's).
+void check_draft_method(TableReader& top, const engine::EngineConfig& c) {
+  const engine::SpecConfig& spec = c.spec;
+  if (spec.method != engine::DraftMethod::eagle) {
+    if (!spec.taps.empty())
+      fail_serving_check(top, "spec", "taps", "taps are the EAGLE drafter's: valid with method = \"eagle\" (the DSpark drafter reads "
+                                              "the target's context lane)");
+    return;
+  }
+  if (spec.k == 0) fail_serving_check(top, "spec", "method", "method = \"eagle\" drafts K tokens: valid with k >= 1");
+  if (spec.adaptive_budget)
+    fail_serving_check(top, "spec", "adaptive_budget",
+                       "an adaptive budget is the DSpark drafter's (vLLM adaptive verification): valid with method = \"dspark\"");
+  for (int l : spec.taps)
+    if (l >= c.model.layers)
+      fail_serving_check(top, "spec", "taps",
+                         fmt::format("tapped layer {} does not exist: the model has {} layers, valid 0 to {}", l, c.model.layers,
+                                     c.model.layers - 1));
+}
+
 // Whole-scenario checks, across tables: each names the line of the key that decides it.
 void check_serving_config(TableReader& top, const engine::EngineConfig& c) {
   const engine::ModelConfig& m = c.model;
@@ -221,6 +256,7 @@ void check_serving_config(TableReader& top, const engine::EngineConfig& c) {
                                    "batch, as vLLM allows)",
                                    batches, c.topology.pp, c.topology.pp, c.topology.pp + 1));
   check_adaptive_budget(top, c);
+  check_draft_method(top, c);
   const engine::WorkloadConfig& w = c.workload;
   // A request whose output would pass max_model_len ends at the cap (the engine core finishes it
   // when its next verification block no longer fits); its prompt must leave room for one.

@@ -38,6 +38,8 @@ struct ServingFacts {
   // verify/monitors/model_reference.h); null: no reference.
   std::shared_ptr<const engine::Checkpoint> checkpoint;
   std::shared_ptr<const engine::ModelConfig> model;
+  // The EAGLE drafter's tapped layers (engine::eagle_taps); empty: the DSpark drafter.
+  std::vector<int> eagle_taps;
   // The workload's requests sampled with temperature; the others and warmup's are greedy.
   std::set<int64_t> temperature_requests;
   // What each of the engine's communicators is for, by name (engine::communicators).

@@ -31,6 +31,7 @@ ServingFacts serving_facts(const engine::EngineConfig& cfg, const engine::Checkp
   f.vocab = cfg.model.vocab;
   f.checkpoint = std::make_shared<const engine::Checkpoint>(ckpt);
   f.model = std::make_shared<const engine::ModelConfig>(cfg.model);
+  if (cfg.eagle()) f.eagle_taps = engine::eagle_taps(cfg);
   for (const engine::CommunicatorSpec& c : engine::communicators(cfg.topology)) f.comm_roles.emplace(c.name, c.role);
   for (const engine::RequestSpec& r : engine::make_workload(cfg))
     if (r.spread != 0) f.temperature_requests.insert(r.id);
