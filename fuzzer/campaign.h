@@ -45,6 +45,7 @@ struct Coverage {
   uint64_t prefix_hits = 0;     // a request reused blocks of the prefix cache
   uint64_t recurrent = 0;       // recurrent layers with drafts verified (states rolled back)
   uint64_t budget_below_k = 0;  // an adaptive draft budget below K at some step
+  uint64_t eagle_taps_relayed = 0;  // an EAGLE drafter at pp > 1 verified drafts
 };
 
 // The class of a case that ends in an internal error of ppspec (a broken invariant, an exception,

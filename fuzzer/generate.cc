@@ -69,6 +69,16 @@ void pick_recurrent(ServingCase& c) {
   if (c.recurrent_layers.empty()) c.recurrent_layers.push_back(*rc::gen::inRange(0, kLayers));
 }
 
+// EAGLE taps: each of the model's 4 layers with probability 1/2, at least one (it shrinks towards
+// layer 0 alone), so that at pp >= 3 taps ride the activations and go straight to the last stage.
+void pick_eagle(ServingCase& c) {
+  constexpr int kLayers = 4;
+  c.eagle = true;
+  for (int l = 0; l < kLayers; ++l)
+    if (*rc::gen::arbitrary<bool>()) c.taps.push_back(l);
+  if (c.taps.empty()) c.taps.push_back(*rc::gen::inRange(0, kLayers));
+}
+
 void pick_workload(ServingCase& c, const Space& s) {
   c.num_requests = pick(s.requests);
   c.prompt_min = pick(s.prompt);
@@ -96,6 +106,8 @@ void pick_workload(ServingCase& c, const Space& s) {
   if (maybe(s.lookahead)) c.max_concurrent_batches = c.pp + 1;  // before the cache: it needs K more slots
   // The engine core sizes a request's next step from the budget its last step returned: never ahead.
   if (c.k >= 2 && c.max_concurrent_batches == 0) c.adaptive_budget = maybe(s.adaptive_budget);
+  // vLLM's adaptive verification is the DSpark proposer's.
+  if (c.k >= 1 && !c.adaptive_budget && maybe(s.eagle)) pick_eagle(c);
   if (maybe(s.preemption)) pick_kv_cache(c);
 }
 

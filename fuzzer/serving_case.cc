@@ -17,6 +17,7 @@ void append_engine(std::string& s, const ServingCase& c) {
   if (!c.recurrent_layers.empty()) s += fmt::format("recurrent_layers = [{}]\n", fmt::join(c.recurrent_layers, ", "));
   s += fmt::format("\n[spec]\nk = {}\nfeedback = \"{}\"\n", c.k, c.feedback);
   if (c.adaptive_budget) s += "adaptive_budget = true\n";
+  if (c.eagle) s += fmt::format("method = \"eagle\"\ntaps = [{}]\n", fmt::join(c.taps, ", "));
   s += fmt::format("\n[serving]\ncapture_sizes = [{}]\nmax_num_seqs = {}\nmax_num_batched_tokens = {}\n"
                    "chunked_prefill = {}\nwarmup_steps = {}\n",
                    fmt::join(c.capture_sizes, ", "), c.max_num_seqs, c.max_num_batched_tokens, c.chunked_prefill,
@@ -62,6 +63,7 @@ std::string summary(const ServingCase& c) {
   if (c.block_size != 16) s += fmt::format(" block_size {}", c.block_size);
   if (c.enable_prefix_caching) s += " prefix-caching";
   if (c.adaptive_budget) s += " adaptive-budget";
+  if (c.eagle) s += fmt::format(" eagle taps [{}]", fmt::join(c.taps, ","));
   if (!c.recurrent_layers.empty()) s += fmt::format(" recurrent [{}]", fmt::join(c.recurrent_layers, ","));
   if (c.shared_prefix > 0) s += fmt::format(" shared {}x{}", c.prefix_groups, c.shared_prefix);
   if (!c.chunked_prefill) s += " no-chunking";

@@ -16,6 +16,8 @@ struct ServingCase {
   int pp = 1, tp = 1, k = 0;
   std::string feedback = "three-message";
   bool adaptive_budget = false;
+  bool eagle = false;     // method = "eagle", with `taps`
+  std::vector<int> taps;  // the EAGLE drafter's tapped layers (of the default 4)
   // [model]
   int stop_token = -1;
   int max_model_len = 2048;

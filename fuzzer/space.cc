@@ -79,7 +79,7 @@ Space parse_space(const std::string& text, const std::string& file) {
   loader::TableReader r(*t, file, "[space]");
   r.only("kinds, pp, tp, k, requests, prompt, output, max_num_seqs, max_num_batched_tokens, warmup_steps, pct_depth, "
          "feedback, module_loading, temperature, graphs, chunked_prefill, aborts, stop_token, length_cap, poisson, preemption, "
-         "lookahead, prefix_caching, adaptive_budget, recurrent");
+         "lookahead, prefix_caching, adaptive_budget, recurrent, eagle");
   const Space lim = space_limits();
   read_range(r, "pp", s.pp, lim.pp);
   read_range(r, "tp", s.tp, lim.tp);
@@ -106,12 +106,12 @@ Space parse_space(const std::string& text, const std::string& file) {
   for (auto [key, flag] : {std::pair{"graphs", &s.graphs}, {"chunked_prefill", &s.chunked_prefill}, {"aborts", &s.aborts},
                            {"stop_token", &s.stop_token}, {"length_cap", &s.length_cap}, {"poisson", &s.poisson},
                            {"preemption", &s.preemption}, {"lookahead", &s.lookahead}, {"prefix_caching", &s.prefix_caching},
-                           {"adaptive_budget", &s.adaptive_budget}, {"recurrent", &s.recurrent}})
+                           {"adaptive_budget", &s.adaptive_budget}, {"recurrent", &s.recurrent}, {"eagle", &s.eagle}})
     if (auto b = r.boolean(key)) *flag = *b;
   top.finish("space");
   r.finish("kinds, pp, tp, k, requests, prompt, output, max_num_seqs, max_num_batched_tokens, warmup_steps, pct_depth, "
            "feedback, module_loading, temperature, graphs, chunked_prefill, aborts, stop_token, length_cap, poisson, preemption, "
-         "lookahead, prefix_caching, adaptive_budget, recurrent");
+         "lookahead, prefix_caching, adaptive_budget, recurrent, eagle");
   // A budget must hold one verification block of the largest K.
   if (s.max_num_batched_tokens.hi < s.k.hi + 1)
     r.fail("max_num_batched_tokens", fmt::format("at most {} tokens cannot hold one verification block of K+1 = {}",

@@ -46,6 +46,9 @@ struct Space {
   // Recurrent layers (a non-empty set of the model's 4): off unless a space asks for it, for the same
   // reason; never with prefix caching (the loader refuses the combination).
   bool recurrent = false;
+  // The EAGLE drafter with a non-empty set of the model's 4 layers tapped (cases with K >= 1 and no
+  // adaptive budget): off unless a space asks for it.
+  bool eagle = false;
 };
 
 // The hard limits a SPACE.toml must stay inside (what a fuzzing case can run in milliseconds).

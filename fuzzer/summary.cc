@@ -21,7 +21,7 @@ constexpr std::pair<const char*, uint64_t Coverage::*> kPaths[] = {
     {"abort_in_flight", &Coverage::abort_in_flight}, {"preemptions", &Coverage::preemptions},
     {"steps_ahead", &Coverage::steps_ahead},
     {"prefix_hits", &Coverage::prefix_hits},     {"recurrent", &Coverage::recurrent},
-    {"budget_below_k", &Coverage::budget_below_k},
+    {"budget_below_k", &Coverage::budget_below_k}, {"eagle_taps_relayed", &Coverage::eagle_taps_relayed},
 };
 
 Json to_json(const Found& f) {

@@ -29,6 +29,7 @@ space_of() {
     local_adaptive_budget) echo scenarios/spaces/adaptive_budget.toml ;;
     rollback_last_stage_only) echo scenarios/spaces/recurrent.toml ;;
     pinned_read_without_sync) echo scenarios/spaces/pp2.toml ;;
+    untagged_aux_relay) echo scenarios/spaces/eagle.toml ;;
   esac
 }
 if [ "$cases" = 0 ]; then exec >> "$out"; else exec > "$out"; fi

@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=$1
 bin=${2:-build/default/tools/ppspec}
-faults="local_adaptive_budget rollback_last_stage_only pinned_read_without_sync"
+faults="local_adaptive_budget rollback_last_stage_only pinned_read_without_sync untagged_aux_relay"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 {
@@ -27,7 +27,7 @@ trap 'rm -rf "$work"' EXIT
         grep -E "^(ok|FAIL)"
     done
   done
-  for f in pp1_adaptive_budget pp2_tp2_adaptive_budget pp1_hybrid_recurrent pp2_hybrid_recurrent pp4_hybrid_recurrent_preempt; do
+  for f in pp1_adaptive_budget pp2_tp2_adaptive_budget pp1_hybrid_recurrent pp2_hybrid_recurrent pp4_hybrid_recurrent_preempt pp1_eagle pp2_tp2_eagle pp4_eagle; do
     echo
     echo "## scenarios/serving/$f.toml: 20 seeds, then seed 1's trace"
     { "$bin" run "scenarios/serving/$f.toml" --seeds 20 2>&1 || true; } | head -1

@@ -606,5 +606,48 @@ TEST(GpuEngineKernels, RecurrentLayerCommitAndResetMatchTheCpu) {
   expect_same(state, "committed state");
   EXPECT_EQ(x.host[12 * lanes], 0U);  // a padded row
 }
+TEST(GpuEngineKernels, EagleTapsAndForwardsMatchTheCpu) {
+  if (!have_gpu()) GTEST_SKIP() << "no GPU";
+  Rng rng(28);
+  constexpr int32_t D = 8, lanes = 4, taps = 3, drafted = 3, kVocab = 64;
+  const std::vector<int32_t> req{5, 5, 5, 2, 2, 7, -1, -1};
+  const auto rows = static_cast<int64_t>(req.size());
+  Dual<int32_t> row_req(req);
+  Dual<uint32_t> c(uniform<uint32_t>(rows, 0, std::numeric_limits<uint32_t>::max(), rng));
+  Dual<uint32_t> x(uniform<uint32_t>(rows * lanes, 0, std::numeric_limits<uint32_t>::max(), rng));
+  Dual<uint32_t> w(uniform<uint32_t>(D, 0, std::numeric_limits<uint32_t>::max(), rng));
+  Dual<uint32_t> tap0(filled<uint32_t>(rows * kTapWords, 3)), tap1(filled<uint32_t>(rows * kTapWords, 3)),
+      tap2(filled<uint32_t>(rows * kTapWords, 3));
+  Dual<uint32_t>* tap[taps] = {&tap0, &tap1, &tap2};
+  Dual<int32_t> anchor(std::vector<int32_t>{2, 4, 5});
+  Dual<int32_t> ids(uniform<int32_t>(drafted * K, 0, kVocab - 1, rng));
+  Dual<int64_t> pos(uniform<int64_t>(drafted * K, 0, 100, rng));
+  Dual<uint32_t> table(uniform<uint32_t>(kVocab, 0, std::numeric_limits<uint32_t>::max(), rng));
+  Dual<uint32_t> state(filled<uint32_t>(drafted * 2, 1));
+  Dual<int64_t> cursor(filled<int64_t>(drafted * 2, 1)), drafts(filled<int64_t>(drafted * K, -1));
+  for (bool gpu : {false, true}) {
+    for (int t = 0; t < taps; ++t)
+      run(TapKernel{row_req.on(gpu), c.on(gpu), x.on(gpu), w.on(gpu), t /* a shard per tap */, lanes, t == 0, tap[t]->on(gpu)}, rows,
+          gpu);
+    EagleStepKernel k{};
+    k.k = K;
+    k.num_taps = taps;
+    for (int t = 0; t < taps; ++t) k.taps[t] = tap[t]->on(gpu);
+    k.anchor_row = anchor.on(gpu);
+    k.input_ids = ids.on(gpu);
+    k.positions = pos.on(gpu);
+    k.draft_embed = table.on(gpu);
+    k.r_pow = 0x9E3779B1U;
+    k.vocab = kVocab;
+    k.state = state.on(gpu);
+    k.cursor = cursor.on(gpu);
+    k.drafts = drafts.on(gpu);
+    for (k.pass = 0; k.pass < K; ++k.pass) run(k, drafted, gpu);
+  }
+  for (int t = 0; t < taps; ++t) expect_same(*tap[t], "tap");
+  expect_same(drafts, "drafts");
+  expect_same(state, "fused state");
+  EXPECT_EQ(tap1.host[0], 0U);  // only the first TP rank's part carries the context lane
+}
 }  // namespace
 }  // namespace ppspec::kernels
