@@ -237,19 +237,22 @@ void Drafter::probe_kv_slots(int64_t step, const std::vector<int64_t>& ids, cons
 }
 
 void Drafter::forward(int64_t step, int32_t nd, int32_t budget, const TargetModel& model) {
-  // Under PP the drafter reads its own table; the fault aliases the target's, which lives on stage 0.
-  const bool own_table = ctx_.pp > 1 && !ctx_.cfg.faults.alias_target_embed;
-  const core::Buffer& table = own_table ? embed_ : model.embed_tokens;
+  const core::Buffer& table = embedding(model);
   kn::DraftForwardKernel fw{budget, span_of<int32_t>(anchor_), span_of<uint32_t>(model.ctx), span_of<int32_t>(input_ids_), span_of<int64_t>(positions_),
                             span_of<uint32_t>(table), ctx_.ckpt.consts.r, ctx_.cfg.model.vocab, span_of<int64_t>(drafts_), ctx_.k};
   ctx_.run("draft_forward", "", fw, nd);
   probe_table(step, fw.draft_embed);
 }
 
+const core::Buffer& Drafter::embedding(const TargetModel& model) const {
+  // Under PP the drafter reads its own table; the fault aliases the target's, which lives on stage 0.
+  const bool own_table = ctx_.pp > 1 && !ctx_.cfg.faults.alias_target_embed;
+  return own_table ? embed_ : model.embed_tokens;
+}
+
 void Drafter::eagle_forwards(int64_t step, int32_t nd, int32_t q_rows, const TargetModel& model) {
   PPSPEC_ASSERT(taps_ != nullptr && !taps_->all().empty(), "an EAGLE drafter with no taps bound");
-  const bool own_table = ctx_.pp > 1 && !ctx_.cfg.faults.alias_target_embed;
-  const core::Buffer& table = own_table ? embed_ : model.embed_tokens;
+  const core::Buffer& table = embedding(model);
   kn::EagleStepKernel fw{};
   fw.k = ctx_.k;
   fw.num_taps = static_cast<int32_t>(taps_->all().size());

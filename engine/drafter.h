@@ -44,6 +44,8 @@ class Drafter {
   void forward(int64_t step, int32_t drafted, int32_t budget, const TargetModel& model);
   // EAGLE's K autoregressive forwards, each through the MoE layer (`q_rows` graph rows).
   void eagle_forwards(int64_t step, int32_t drafted, int32_t q_rows, const TargetModel& model);
+  // The embedding table the drafter's forwards read.
+  const core::Buffer& embedding(const TargetModel& model) const;
   // The first forward tells the checkers which table the drafter read.
   void probe_table(int64_t step, kernels::Span<const uint32_t> table);
   // The KV slots the drafter's context rows and query rows go through, per request, as
