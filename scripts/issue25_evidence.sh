@@ -2,7 +2,8 @@
 # Issue 25's scenarios, as the README quotes them: each new fault's regression scenario and its twin
 # (seed 1: verdict and first report), each fault over 20 seeds from seed 500 under the random and
 # the PCT policy, and the new serving scenarios over 20 seeds, with what their traces show the new
-# mechanisms did (draft budgets below K, accepted counts read back through pinned memory).
+# mechanisms did (draft budgets below K, accepted counts read back through pinned memory, EAGLE taps
+# sent with the activations or straight to the last stage).
 #   scripts/issue25_evidence.sh OUT.txt [BINARY]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,6 +35,9 @@ trap 'rm -rf "$work"' EXIT
     "$bin" run "scenarios/serving/$f.toml" --seeds 1 --trace "$work/t.jsonl" > /dev/null 2>&1 || true
     budgets=$(grep '"ev":"draft_budget"' "$work/t.jsonl" | grep -o '"value":[0-9]*' | sort | uniq -c | tr -s ' ' | tr '\n' ';' || true)
     readbacks=$(grep -c '"ev":"accepted_readback"' "$work/t.jsonl" || true)
-    echo "trace: draft budgets (probes per value): ${budgets:-none}; accepted counts read back through pinned memory: $readbacks"
+    riding=$(grep '"ev":"op_posted"' "$work/t.jsonl" | grep -c 'act.aux' || true)
+    direct=$(grep '"ev":"op_posted"' "$work/t.jsonl" | grep -c 'aux.direct' || true)
+    echo "trace: draft budgets (probes per value): ${budgets:-none}; accepted counts read back through pinned memory: $readbacks;" \
+      "EAGLE tap transfers posted: $riding with the activations, $direct straight to the last stage"
   done
 } > "$out"
