@@ -16,6 +16,8 @@ enum class CommRole : uint8_t {
   tensor_parallel,  // the ranks of one stage (index: the stage)
   pipeline,         // one TP column across the stages, for activations (index: the TP rank)
   feedback,         // the same column, for the sampled tokens and drafts: pp_broadcast (index: the TP rank)
+  data_parallel,    // dp > 1: one stage and TP shard across the replicas, for the per-forward token
+                    // counts and the drafter's expert-parallel MoE (index: stage * tp + TP rank)
 };
 
 struct CommunicatorSpec {
@@ -25,7 +27,14 @@ struct CommunicatorSpec {
   std::vector<core::RankId> members;
 };
 
-// The communicators of a topology, in the order every rank initialises them.
+// The communicators of a topology, in the order every rank initialises them. Replica 0's carry the
+// names of a dp = 1 engine ("tp0", "pp0", "pp_broadcast0"); replica r's the prefix "dp{r}.".
 std::vector<CommunicatorSpec> communicators(const Topology& t);
+// The name replica r's engine probes carry as their actor, and the channel its outputs return on:
+// "engine" for replica 0 (a dp = 1 engine's), "dp{r}.engine" for the others.
+std::string replica_engine_actor(int replica);
+
+// The index a communicator of `role` that holds `rank` has.
+int index_in_role(const Topology& t, CommRole role, core::RankId rank);
 
 }  // namespace ppspec::engine

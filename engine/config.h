@@ -12,12 +12,17 @@
 
 namespace ppspec::engine {
 
+// dp replicas of a pp x tp engine (vLLM's data_parallel_size): replica r holds the global ranks
+// [r * pp * tp, (r + 1) * pp * tp), numbered within it as at dp = 1 (stage-major).
 struct Topology {
+  int dp = 1;
   int pp = 1;
   int tp = 1;
-  int ranks() const { return pp * tp; }
-  int rank_of(int stage, int tp_rank) const { return stage * tp + tp_rank; }
-  int stage_of(int rank) const { return rank / tp; }
+  int ranks() const { return dp * pp * tp; }
+  int replica_ranks() const { return pp * tp; }
+  int rank_of(int stage, int tp_rank, int replica = 0) const { return replica * pp * tp + stage * tp + tp_rank; }
+  int replica_of(int rank) const { return rank / (pp * tp); }
+  int stage_of(int rank) const { return (rank % (pp * tp)) / tp; }
   int tp_rank_of(int rank) const { return rank % tp; }
 };
 
@@ -141,7 +146,14 @@ struct EngineConfig {
   bool eagle() const { return spec.k > 0 && spec.method == DraftMethod::eagle; }
   // The drafter's forwards per propose: DSpark one, EAGLE K (each with the MoE layer's collectives).
   int draft_forwards() const { return eagle() ? spec.k : 1; }
+  // A data-parallel replica's share of the request slots (vLLM: max_num_seqs is per DP engine;
+  // here the scenario's is the whole system's, divided evenly).
+  int replica_slots() const { return serving.max_num_seqs / topology.dp; }
 };
+
+// Replica `replica`'s configuration: the system's, with its share of the request slots. Its
+// workload is the requests whose id % dp == replica (engine::make_replica_workload).
+EngineConfig replica_config(const EngineConfig& c);
 
 // The EAGLE drafter's tapped layers: the configured ones, or EAGLE-3's default (vLLM taps layers 2,
 // N/2 and N-3; the toy's models are shallow, so layers 0, N/2 and N-1), sorted and unique.

@@ -60,9 +60,29 @@ Drafter::Drafter(RankContext& c) : ctx_(c) {
   if (c.cfg.faults.unordered_draft_gather) gathered_after_ = c.dev.event("draft.main_done");
 }
 
+void Drafter::bind_dp(DataParallel* dp) {
+  PPSPEC_ASSERT(dp != nullptr && dp_ == nullptr && !ctx_.cfg.spec.adaptive_budget, "a drafter bound to a DP group twice, or with an adaptive budget");
+  dp_ = dp;
+  experts_ = std::make_unique<ExpertDispatch>(ctx_, dp->group(), ctx_.draft_query_rows());
+}
+
+int32_t Drafter::forward_rows(int64_t step, int32_t rows) {
+  return dp_ ? dp_->max_rows(rows, step, DataParallel::Forward::drafter) : rows;
+}
+
+void Drafter::dummy_propose(int64_t step, int forwards) {
+  PPSPEC_ASSERT(dp_ != nullptr && forwards >= 1, "a dummy proposal of {} forwards outside DP", forwards);
+  for (int f = 0; f < forwards; ++f) {
+    const int32_t rows = forward_rows(step, 0);
+    // Every replica drafts nothing this forward: no MoE layer runs anywhere.
+    if (rows > 0) route(step, 0, rows, false);
+  }
+}
+
 void Drafter::load_checkpoint() {
   if (ctx_.pp > 1 && !ctx_.cfg.faults.alias_target_embed) ctx_.upload(embed_, ctx_.ckpt.draft_embed);
   ctx_.upload(router_bias_, ctx_.ckpt.router_bias);
+  if (experts_) experts_->load_checkpoint();
   if (!ctx_.cfg.spec.adaptive_budget || ctx_.tp == 1) {
     ctx_.upload(expert_scale_, ctx_.ckpt.expert_scale);
     return;
@@ -112,7 +132,8 @@ int Drafter::propose(const SchedulerOutput& so, const std::vector<int32_t>& samp
            kn::GatherBlockRowsKernel{span_of<int32_t>(idx_), span_of<int32_t>(tables.block_table), ctx_.max_blocks,
                                      span_of<int32_t>(block_rows_)},
            nd);
-  const int32_t q_rows = std::max(query_rows, nd * budget);
+  // The first forward's count (EAGLE's others sync again, each its own forward).
+  const int32_t q_rows = forward_rows(so.step, std::max(query_rows, nd * budget));
   prepare_inputs(so.step, nd, q_rows, budget, tables, in, check);
   if (ctx_.observed()) probe_kv_slots(so.step, ids, cs, ce, budget);
   ctx_.run("draft_context_kv", "",
@@ -269,6 +290,10 @@ void Drafter::eagle_forwards(int64_t step, int32_t nd, int32_t q_rows, const Tar
   // vLLM's EagleProposer.propose: K forwards, each one a pass of the draft model (its MoE layer,
   // and under DP its collectives); the first from the taps, the others from the draft before.
   for (fw.pass = 0; fw.pass < ctx_.k; ++fw.pass) {
+    if (fw.pass > 0) {
+      const int32_t rows = forward_rows(step, q_rows);
+      PPSPEC_ASSERT(rows == q_rows, "EAGLE forward {} of step {}: the DP group's rows went from {} to {}", fw.pass, step, q_rows, rows);
+    }
     ctx_.run("eagle_step", "", fw, nd);
     route(step, nd * ctx_.k, q_rows, fw.pass == 0);
   }
@@ -317,6 +342,10 @@ void Drafter::route(int64_t step, int32_t used_rows, int32_t q_rows, bool probe)
                 }
                 publish(rt, Probe{rank, step, -1}, core::PaddingRowsProbe{core::PaddingKernel::topk_softplus_sqrt, used_rows, pad});
               });
+  if (experts_) {
+    experts_->run(step, q_rows, topk_ids_, topk_weights_, confidence_);
+    return;
+  }
   ctx_.run("draft_experts", "",
       kn::DraftExpertsKernel{span_of<int32_t>(topk_ids_), span_of<float>(topk_weights_), top, span_of<float>(expert_scale_),
                              span_of<float>(confidence_)},

@@ -4,9 +4,12 @@
 // drafts written to the request tables and gathered for the feedback relay.
 #pragma once
 
+#include <memory>
 #include <vector>
 
+#include "engine/data_parallel.h"
 #include "engine/eagle_taps.h"
+#include "engine/expert_dispatch.h"
 #include "engine/messages.h"
 #include "engine/pp_handler.h"
 #include "engine/rank_context.h"
@@ -24,6 +27,12 @@ class Drafter {
   // The stage's TP communicator (nullptr at tp = 1): with an adaptive budget the confidence head is
   // sharded over the TP ranks by expert, its partial confidences summed by an all-reduce.
   void bind_tp(core::Communicator* tp) { tp_ = tp; }
+  // dp > 1: its forwards pad to the replicas' largest, and its MoE layer is expert-parallel over
+  // the DP group (engine/data_parallel.h, engine/expert_dispatch.h). Before load_checkpoint.
+  void bind_dp(DataParallel* dp);
+  // A dummy proposal (vLLM propose(dummy_run=True)): `forwards` drafter forwards over padding
+  // rows only, each with its DP sync and its MoE layer's all-to-alls; nothing is drafted.
+  void dummy_propose(int64_t step, int forwards);
   // EAGLE: the tapped layers' outputs it drafts from (engine/eagle_taps.h).
   void bind_taps(const EagleTaps* taps) { taps_ = taps; }
   // The rank's own confidence estimate, reported beside the budget its next propose runs with.
@@ -57,8 +66,13 @@ class Drafter {
   void sum_confidence(int64_t step, int32_t query_rows);
   void probe_proposed(int64_t step, const std::vector<int64_t>& ids, int32_t budget);
 
+  // One drafter forward's row count: this replica's, or under DP the replicas' largest.
+  int32_t forward_rows(int64_t step, int32_t rows);
+
   RankContext& ctx_;
   core::Communicator* tp_ = nullptr;
+  DataParallel* dp_ = nullptr;
+  std::unique_ptr<ExpertDispatch> experts_;  // dp > 1
   const EagleTaps* taps_ = nullptr;
   int64_t budget_estimate_ = 0;
   bool probed_table_ = false;  // the table the drafter reads was reported to the checkers

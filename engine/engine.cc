@@ -1,36 +1,59 @@
 #include "engine/engine.h"
 
+#include <algorithm>
 #include <deque>
+#include <optional>
 #include <fmt/format.h>
 #include <stdexcept>
 
+#include "core/assert.h"
+#include "engine/communicators.h"
 #include "engine/probe.h"
 #include "engine/workload.h"
 
 namespace ppspec::engine {
 
-Engine::Engine(const EngineConfig& cfg, core::Runtime& rt)
-    : cfg_(cfg), rt_(rt), ckpt_(make_checkpoint(cfg.model)), scheduler_(std::make_unique<Scheduler>(cfg, make_workload(cfg))) {}
+Engine::Engine(const EngineConfig& cfg, core::Runtime& rt) : cfg_(cfg), rt_(rt), ckpt_(make_checkpoint(cfg.model)) {
+  const int dp = cfg.topology.dp;
+  PPSPEC_ASSERT(dp >= 1 && cfg.serving.max_num_seqs % dp == 0, "dp = {} over {} request slots", dp, cfg.serving.max_num_seqs);
+  for (int r = 0; r < dp; ++r) {
+    Replica& rep = replicas_.emplace_back();
+    rep.cfg = std::make_unique<EngineConfig>(replica_config(cfg));
+    rep.scheduler = std::make_unique<Scheduler>(*rep.cfg, dp == 1 ? make_workload(cfg) : make_replica_workload(cfg, r));
+    // Replica 0 keeps the names of a dp = 1 engine, so that its traces do not change.
+    rep.actor = replica_engine_actor(r);
+    rep.outputs = rep.actor;
+  }
+}
 
 Engine::~Engine() = default;
 
 void Engine::install() {
   for (const CommunicatorSpec& c : communicators(cfg_.topology)) rt_.declare_comm(c.name, c.members);
-  for (core::RankId r = 0; r < cfg_.topology.ranks(); ++r) workers_.push_back(std::make_unique<Worker>(rt_, r, cfg_, ckpt_));
+  for (core::RankId r = 0; r < cfg_.topology.ranks(); ++r) {
+    const Replica& rep = replicas_[static_cast<size_t>(cfg_.topology.replica_of(r))];
+    workers_.push_back(std::make_unique<Worker>(rt_, r, *rep.cfg, ckpt_, rep.outputs));
+  }
   rt_.spawn(core::ActorSpec{"engine", -1}, [this] { engine_core(); });
   for (core::RankId r = 0; r < cfg_.topology.ranks(); ++r)
     rt_.spawn(core::ActorSpec{fmt::format("rank{}.host", r), r}, [this, r] { workers_[static_cast<size_t>(r)]->run(); });
 }
 
-void Engine::broadcast(Command c, std::shared_ptr<const SchedulerOutput> so) {
-  for (core::RankId r = 0; r < cfg_.topology.ranks(); ++r) rt_.channel(fmt::format("worker{}", r)).send(WorkerCommand{c, so});
+void Engine::broadcast(Command c) {
+  for (core::RankId r = 0; r < cfg_.topology.ranks(); ++r) rt_.channel(fmt::format("worker{}", r)).send(WorkerCommand{c, nullptr});
 }
 
-void Engine::publish_batch(const SchedulerOutput& so, bool warmup) {
+void Engine::broadcast_wave(const Wave& wave) {
+  PPSPEC_ASSERT(wave.size() == replicas_.size());
+  for (core::RankId r = 0; r < cfg_.topology.ranks(); ++r)
+    rt_.channel(fmt::format("worker{}", r)).send(WorkerCommand{Command::step, wave[static_cast<size_t>(cfg_.topology.replica_of(r))]});
+}
+
+void Engine::publish_batch(const Replica& rep, const SchedulerOutput& so, bool warmup) {
   if (!rt_.events().active()) return;
   std::vector<int64_t> ids;
   for (const auto& r : so.requests) ids.push_back(r.id);
-  publish(rt_, Probe{-1, so.step, -1, "engine"},
+  publish(rt_, Probe{-1, so.step, -1, rep.actor},
           core::BatchScheduledProbe{warmup ? core::StepKind::warmup : core::StepKind::serving, so.num_tokens, ids});
   // What the engine core computed for each request: the positions every stage must embed; and a
   // new request's prompt, the context of the reference drafter (verify/monitors/drafter_reference.h).
@@ -38,17 +61,17 @@ void Engine::publish_batch(const SchedulerOutput& so, bool warmup) {
     std::vector<int64_t> prompt;  // the trace's integers are 64-bit; the prompt's tokens are not
     for (const NewRequest& n : so.new_requests)
       if (n.id == r.id) prompt.assign(n.prompt.begin(), n.prompt.end());
-    publish(rt_, Probe{-1, so.step, r.id, "engine"},
+    publish(rt_, Probe{-1, so.step, r.id, rep.actor},
             core::RequestScheduledProbe{r.num_computed, r.num_tokens, r.prefill_len, r.idx, prompt});
   }
 }
 
 // What the scheduler did with blocks and request state since the last call, as probes.
-void Engine::publish_ledger() {
-  std::vector<LedgerEntry> ledger = scheduler_->take_ledger();
+void Engine::publish_ledger(Replica& rep) {
+  std::vector<LedgerEntry> ledger = rep.scheduler->take_ledger();
   if (!rt_.events().active()) return;
   for (const LedgerEntry& e : ledger) {
-    const Probe at{-1, e.step, e.req, "engine"};
+    const Probe at{-1, e.step, e.req, rep.actor};
     const std::vector<int64_t> blocks(e.blocks.begin(), e.blocks.end());
     switch (e.what) {
       case LedgerEntry::What::allocated: publish(rt_, at, core::BlocksAllocatedProbe{e.first_index, blocks}); break;
@@ -61,92 +84,143 @@ void Engine::publish_ledger() {
   }
 }
 
-std::shared_ptr<SchedulerOutput> Engine::schedule(bool warmup) {
-  auto so = scheduler_->schedule(next_step_);
-  publish_ledger();
-  if (!so) return nullptr;
+// One step of every replica (vLLM: each DP engine core steps in the same wave, the DP coordinator
+// keeping them in step; here one core drives them all, a simplification that keeps the run a
+// function of the seed). A replica whose scheduler has nothing gets an empty step; it is a dummy
+// batch when another replica runs rows (the shared collectives need every replica), else idle.
+Engine::Wave Engine::schedule(bool warmup) {
+  Wave wave;
+  bool any = false, rows = false;
+  for (Replica& rep : replicas_) {
+    auto so = rep.scheduler->schedule(next_step_);
+    publish_ledger(rep);
+    any = any || so != nullptr;
+    rows = rows || (so && so->num_tokens > 0);
+    wave.push_back(std::move(so));
+  }
+  if (!any) return {};
+  for (size_t r = 0; r < wave.size(); ++r) {
+    if (!wave[r]) {
+      wave[r] = std::make_shared<SchedulerOutput>();
+      wave[r]->step = next_step_;
+      wave[r]->synthesized = true;
+    }
+    wave[r]->dp_dummy = cfg_.topology.dp > 1 && rows && wave[r]->num_tokens == 0;
+    if (wave[r]->dp_dummy && !warmup) ++dummy_batches_;
+    if (!wave[r]->synthesized) publish_batch(replicas_[r], *wave[r], warmup);
+  }
   ++next_step_;
-  publish_batch(*so, warmup);
-  return so;
+  return wave;
 }
 
-void Engine::update(const SchedulerOutput& so, const ModelOutput& out) {
+void Engine::update(Replica& rep, const SchedulerOutput& so, const ModelOutput& out) {
   if (out.step != so.step) throw std::logic_error(fmt::format("output of step {} while step {} was expected", out.step, so.step));
-  scheduler_->update(so, out);
-  if (rt_.events().active()) publish(rt_, Probe{-1, so.step, -1, "engine"}, core::StepReturnedProbe{});
-  publish_ledger();
+  if (so.synthesized) return;
+  rep.scheduler->update(so, out);
+  if (rt_.events().active()) publish(rt_, Probe{-1, so.step, -1, rep.actor}, core::StepReturnedProbe{});
+  publish_ledger(rep);
 }
 
-void Engine::run_step_synchronously(std::shared_ptr<SchedulerOutput> so) {
-  if (!so) return;
-  broadcast(Command::step, so);
-  update(*so, std::any_cast<ModelOutput>(rt_.channel("engine").recv()));
+// Each replica's output of the wave, replica by replica.
+void Engine::receive(const Wave& wave) {
+  for (size_t r = 0; r < replicas_.size(); ++r)
+    update(replicas_[r], *wave[r], std::any_cast<ModelOutput>(rt_.channel(replicas_[r].outputs).recv()));
 }
 
-void Engine::engine_core() {
-  Scheduler& sched = *scheduler_;
+void Engine::run_wave_synchronously(const Wave& wave) {
+  if (wave.empty()) return;
+  broadcast_wave(wave);
+  receive(wave);
+}
+
+bool Engine::all_done() const {
+  for (const Replica& rep : replicas_)
+    if (!rep.scheduler->done()) return false;
+  return true;
+}
+
+// Warmup (DESIGN §6.3), every rank in lock-step.
+void Engine::warmup() {
   const Faults& f = cfg_.faults;
-  // ---- warmup (DESIGN §6.3), every rank in lock-step ----
   if (!f.warmup_feedback) broadcast(Command::disable_feedback);
   broadcast(Command::preload);
   broadcast(Command::warmup_decode_update);
   auto keep_dummies = [&] {
-    if (!sched.dummies_live())
-      sched.add_dummies(std::min(2, cfg_.serving.max_num_seqs), cfg_.warmup_prompt_len(), cfg_.warmup_max_tokens());
+    for (Replica& rep : replicas_)
+      if (!rep.scheduler->dummies_live())
+        rep.scheduler->add_dummies(std::min(2, rep.cfg->serving.max_num_seqs), cfg_.warmup_prompt_len(), cfg_.warmup_max_tokens());
   };
   for (int i = 0; i < cfg_.serving.warmup_steps; ++i) {
     keep_dummies();
-    auto so = schedule(true);
-    if (!so) break;
-    so->dummy = true;  // synthetic: sampled outputs discarded, the drafter does not run
-    run_step_synchronously(so);
+    Wave wave = schedule(true);
+    if (wave.empty()) break;
+    for (auto& so : wave) so->dummy = true;  // synthetic: sampled outputs discarded, the drafter does not run
+    run_wave_synchronously(wave);
   }
   if (cfg_.topology.pp > 1) {
     // One step with the real feedback path on every rank, so that its pairing is exercised.
     broadcast(Command::enable_feedback);
     keep_dummies();
-    run_step_synchronously(schedule(true));
+    run_wave_synchronously(schedule(true));
     broadcast(Command::reset_feedback);
   }
   broadcast(Command::capture);
-  sched.finish_dummies();
-  publish_ledger();
+  for (Replica& rep : replicas_) {
+    rep.scheduler->finish_dummies();
+    publish_ledger(rep);
+  }
   broadcast(Command::serve);
+}
 
+void Engine::engine_core() {
+  warmup();
   // ---- serving: async scheduling, batch queue of depth pp (or pp + 1: the lookahead batch) ----
-  core::HostChannel& outputs = rt_.channel("engine");
-  std::deque<std::shared_ptr<SchedulerOutput>> in_flight;
-  while (!sched.done()) {
-    sched.admit_until(rt_.now());
+  std::deque<Wave> in_flight;
+  while (!all_done()) {
+    for (Replica& rep : replicas_) rep.scheduler->admit_until(rt_.now());
     while (static_cast<int>(in_flight.size()) < cfg_.batches_in_flight()) {
-      auto so = schedule(false);
-      if (!so) break;
-      if (!so->requests.empty()) ++serving_steps_;
-      broadcast(Command::step, so);
-      in_flight.push_back(std::move(so));
+      Wave wave = schedule(false);
+      if (wave.empty()) break;
+      for (const auto& so : wave)
+        if (!so->requests.empty()) {
+          ++serving_steps_;
+          break;
+        }
+      broadcast_wave(wave);
+      in_flight.push_back(std::move(wave));
     }
     if (in_flight.empty()) {
-      const auto next = sched.next_arrival();
+      std::optional<core::Time> next;
+      for (const Replica& rep : replicas_)
+        if (const auto t = rep.scheduler->next_arrival()) next = next ? std::min(*next, *t) : *t;
       if (!next) throw std::logic_error("the scheduler can schedule nothing and no request will arrive");
       rt_.sleep(std::max<core::Time>(*next - rt_.now(), 1));
       continue;
     }
-    const auto out = std::any_cast<ModelOutput>(outputs.recv());
-    update(*in_flight.front(), out);
+    receive(in_flight.front());
     in_flight.pop_front();
   }
   // The steps still in flight hold requests that ended meanwhile (an abort in flight): their
   // outputs return, and the blocks they fenced with them.
-  for (; !in_flight.empty(); in_flight.pop_front()) update(*in_flight.front(), std::any_cast<ModelOutput>(outputs.recv()));
-  if (rt_.events().active()) publish(rt_, Probe{-1, next_step_, -1, "engine"}, core::ServingEndedProbe{});
+  for (; !in_flight.empty(); in_flight.pop_front()) receive(in_flight.front());
+  if (rt_.events().active())
+    for (const Replica& rep : replicas_) publish(rt_, Probe{-1, next_step_, -1, rep.actor}, core::ServingEndedProbe{});
   broadcast(Command::shutdown);
   completed_ = true;
+}
+
+std::vector<RequestRecord> Engine::records() const {
+  std::vector<RequestRecord> out;
+  for (const Replica& rep : replicas_)
+    for (const RequestRecord& r : rep.scheduler->records()) out.push_back(r);
+  return out;
 }
 
 ServingStats Engine::stats() const {
   ServingStats s;
   s.steps = serving_steps_;
-  for (const RequestRecord& r : scheduler_->records()) {
+  s.dummy_batches = dummy_batches_;
+  for (const RequestRecord& r : records()) {
     if (r.dummy) continue;
     s.output_tokens += static_cast<int64_t>(r.output.size());
     for (const auto& d : r.verified_drafts) s.drafts_verified += static_cast<int64_t>(d.size());
@@ -155,8 +229,10 @@ ServingStats Engine::stats() const {
     s.steps_ahead += r.steps_ahead;
     s.prefix_hit_blocks += r.prefix_hit_blocks;
   }
-  s.prefix_evictions = scheduler_->pool().evictions();
-  s.budget_below_k = scheduler_->steps_budget_below_k();
+  for (const Replica& rep : replicas_) {
+    s.prefix_evictions += rep.scheduler->pool().evictions();
+    s.budget_below_k += rep.scheduler->steps_budget_below_k();
+  }
   return s;
 }
 

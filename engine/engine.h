@@ -1,9 +1,12 @@
 // The serving system on a runtime: the engine core (scheduler, batch queue of depth pp, warmup
-// protocol) and one worker per rank, all as actors; communicators per topology.
+// protocol) and one worker per rank, all as actors; communicators per topology. With dp > 1 the
+// core drives dp replicas, each with its own scheduler, requests and workers, in waves: every
+// replica takes every step, one with nothing to run a dummy batch (engine/data_parallel.h).
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/runtime.h"
@@ -24,6 +27,7 @@ struct ServingStats {
   int64_t prefix_hit_blocks = 0;  // blocks requests reused from the prefix cache
   int64_t prefix_evictions = 0;   // cached blocks given for new content
   int64_t budget_below_k = 0;     // steps whose adaptive draft budget was below K
+  int64_t dummy_batches = 0;      // dp > 1: serving steps a replica ran as a dummy batch
   double acceptance_rate() const { return drafts_verified == 0 ? 0 : static_cast<double>(drafts_accepted) / static_cast<double>(drafts_verified); }
   double tokens_per_step() const { return steps == 0 ? 0 : static_cast<double>(output_tokens) / static_cast<double>(steps); }
 };
@@ -36,26 +40,43 @@ class Engine {
   void install();
 
   const Checkpoint& checkpoint() const { return ckpt_; }
-  const Scheduler& scheduler() const { return *scheduler_; }
+  // Every replica's requests and warmup dummies, replica by replica.
+  std::vector<RequestRecord> records() const;
   ServingStats stats() const;
   bool completed() const { return completed_; }
 
  private:
+  // One data-parallel replica: its configuration (its share of the slots), scheduler, the name
+  // its engine probes carry and the channel its last stage returns outputs on.
+  struct Replica {
+    std::unique_ptr<EngineConfig> cfg;
+    std::unique_ptr<Scheduler> scheduler;
+    std::string actor;
+    std::string outputs;
+  };
+  // One step of every replica; empty when no replica's scheduler had a step.
+  using Wave = std::vector<std::shared_ptr<SchedulerOutput>>;
+
   void engine_core();
-  void broadcast(Command c, std::shared_ptr<const SchedulerOutput> so = nullptr);
-  void run_step_synchronously(std::shared_ptr<SchedulerOutput> so);
-  std::shared_ptr<SchedulerOutput> schedule(bool warmup);
-  void update(const SchedulerOutput& so, const ModelOutput& out);
-  void publish_ledger();
-  void publish_batch(const SchedulerOutput& so, bool warmup);
+  void warmup();
+  void broadcast(Command c);
+  void broadcast_wave(const Wave& wave);
+  void run_wave_synchronously(const Wave& wave);
+  Wave schedule(bool warmup);
+  void receive(const Wave& wave);
+  void update(Replica& r, const SchedulerOutput& so, const ModelOutput& out);
+  void publish_ledger(Replica& r);
+  void publish_batch(const Replica& r, const SchedulerOutput& so, bool warmup);
+  bool all_done() const;
 
   const EngineConfig& cfg_;
   core::Runtime& rt_;
   Checkpoint ckpt_;
-  std::unique_ptr<Scheduler> scheduler_;
+  std::vector<Replica> replicas_;
   std::vector<std::unique_ptr<Worker>> workers_;
   int64_t next_step_ = 0;
   int64_t serving_steps_ = 0;
+  int64_t dummy_batches_ = 0;
   bool completed_ = false;
 };
 

@@ -65,6 +65,14 @@ struct Faults {
   // pair that already carries the hidden-state hand-off; posted in a different order on the two
   // sides, the untagged transfers cross-match (engine/eagle_taps.h).
   bool untagged_aux_relay = false;
+  // vLLM #26217 (and #26086): the drafter's dummy run on an idle data-parallel replica does one
+  // forward where propose() does one per draft token (EAGLE: K), so the collectives the replicas
+  // share (each forward's DP token-count all-reduce and its MoE's expert-parallel all-to-alls) drift
+  // between the busy replicas and the idle one (engine/data_parallel.h).
+  bool dummy_run_one_forward = false;
+  // vLLM #35294: an idle replica's dummy batch runs only the target model, not the speculator, so
+  // the busy replicas' drafter collectives have no counterpart.
+  bool dummy_run_skips_drafter = false;
 };
 
 // A fault's name in a scenario's [faults] table, and its switch.
@@ -95,6 +103,8 @@ inline constexpr std::array kFaultSwitches{
     FaultSwitch{"rollback_last_stage_only", &Faults::rollback_last_stage_only},
     FaultSwitch{"pinned_read_without_sync", &Faults::pinned_read_without_sync},
     FaultSwitch{"untagged_aux_relay", &Faults::untagged_aux_relay},
+    FaultSwitch{"dummy_run_one_forward", &Faults::dummy_run_one_forward},
+    FaultSwitch{"dummy_run_skips_drafter", &Faults::dummy_run_skips_drafter},
 };
 // A switch added to Faults but not to the table could be set by no scenario.
 static_assert(sizeof(Faults) == kFaultSwitches.size() * sizeof(bool), "every field of Faults needs its row in kFaultSwitches");

@@ -43,6 +43,13 @@ struct SchedulerOutput {
   std::vector<int32_t> finished;  // req-state indices freed since the last step
   std::vector<ScheduledRequest> requests;  // decode rows first
   int32_t num_tokens = 0;
+  // Data parallelism (engine/data_parallel.h): this replica has nothing to run this step while
+  // another replica has rows, so it runs a dummy batch, through the forward and the drafter, that
+  // posts the collectives the replicas share.
+  bool dp_dummy = false;
+  // Made by the engine core for a replica whose scheduler had no step while another's had one: no
+  // scheduler waits for its output.
+  bool synthesized = false;
 };
 
 enum class Command : uint8_t {

@@ -30,15 +30,19 @@ void Worker::step(const SchedulerOutput& so) {
   tables_.admit(so);
   model_.recurrent().reset(so);
   inputs_.upload_batch(so);
-  if (so.num_tokens == 0) {
+  if (so.num_tokens == 0 && !so.dp_dummy) {
     // An idle step keeps the PP cadence: every rank takes it, nothing runs, nothing is posted.
-    if (pp_handler_ && !ctx_.last) pp_handler_->receive(so);
-    if (ctx_.last && ctx_.tp_rank == 0) ctx_.rt.channel("engine").send(ModelOutput{so.step, ctx_.rt.now(), {}, 0});
+    return_idle_output(so);
     return;
   }
-  // 3. Inputs from this rank's own tables, padded to the graph's size.
-  const int32_t padded = graph_size(so.num_tokens);
+  // 3. Inputs from this rank's own tables, padded to the graph's size (and under DP to the
+  // replicas' largest step).
+  const int32_t padded = graph_size(rows_across_replicas(so));
   inputs_.prepare(so, padded, tables_, check_);
+  if (so.dp_dummy) {
+    dummy_batch(so, padded);
+    return;
+  }
   // 4. Activations in, own layers, activations out.
   if (!ctx_.first) exchange_activations(so, padded, true);
   forward(padded);
@@ -63,6 +67,27 @@ void Worker::step(const SchedulerOutput& so) {
     // the accepted length's once the feedback tells it.
     model_.recurrent().commit(inputs_.idx_mapping, static_cast<int32_t>(so.requests.size()), tables_.num_computed);
   }
+}
+
+void Worker::return_idle_output(const SchedulerOutput& so) {
+  if (pp_handler_ && !ctx_.last) pp_handler_->receive(so);
+  if (ctx_.last && ctx_.tp_rank == 0) ctx_.rt.channel(ctx_.outputs).send(ModelOutput{so.step, ctx_.rt.now(), {}, 0});
+}
+
+int32_t Worker::rows_across_replicas(const SchedulerOutput& so) {
+  return dp_ ? dp_->max_rows(so.num_tokens, so.step, DataParallel::Forward::target) : so.num_tokens;
+}
+
+void Worker::dummy_batch(const SchedulerOutput& so, int32_t padded) {
+  PPSPEC_ASSERT(dp_ && so.requests.empty() && padded > 0, "a dummy batch of {} rows for {} requests at dp = {}", padded,
+                so.requests.size(), ctx_.dp);
+  forward(padded);
+  const Faults& f = ctx_.cfg.faults;
+  // vLLM's _dummy_run calls the speculator's propose in its dummy mode (#35294), with as many
+  // forwards as propose runs (#26217).
+  if (drafter_ && !so.dummy && !f.dummy_run_skips_drafter) drafter_->dummy_propose(so.step, f.dummy_run_one_forward ? 1 : ctx_.cfg.draft_forwards());
+  if (ctx_.last && ctx_.tp_rank != 0) ctx_.dev.stream_sync(ctx_.main);
+  return_idle_output(so);
 }
 
 void Worker::deferred_update() {
@@ -188,6 +213,9 @@ void Worker::sample_last_stage(const SchedulerOutput& so) {
   if (drafts)
     drafted = drafter_->propose(so, sampled.rows, slot, tables_, inputs_, model_, check_,
                                 graph_size(static_cast<int32_t>(sampled.rows.size()) * budget), budget);
+  else if (dp_ && drafter_ && !so.dummy)
+    // Under DP a step with nothing to draft still runs the drafter's forwards, with their collectives.
+    drafter_->dummy_propose(so.step, ctx_.cfg.draft_forwards());
   if (draft_budget_ && drafted > 0) draft_budget_->observe(drafter_->confidence_fixed(), drafted, budget);
   relay_drafts(so, slot, drafted);
   send_output(so, slot, sampled.rows, budget);
@@ -265,7 +293,7 @@ void Worker::send_output(const SchedulerOutput& so, FeedbackBuffers& slot, const
     row += r.num_tokens;
     out.rows.push_back(std::move(o));
   }
-  ctx_.rt.channel("engine").send(std::move(out));
+  ctx_.rt.channel(ctx_.outputs).send(std::move(out));
 }
 
 }  // namespace ppspec::engine

@@ -1,16 +1,20 @@
 #include "engine/rank_context.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace ppspec::engine {
 
-RankContext::RankContext(core::Runtime& runtime, core::RankId r, const EngineConfig& config, const Checkpoint& checkpoint)
-    : rt(runtime), dev(runtime.device(r)), cfg(config), ckpt(checkpoint), rank(r) {
+RankContext::RankContext(core::Runtime& runtime, core::RankId r, const EngineConfig& config, const Checkpoint& checkpoint,
+                         std::string outputs_channel)
+    : rt(runtime), dev(runtime.device(r)), cfg(config), ckpt(checkpoint), rank(r), outputs(std::move(outputs_channel)) {
   const Topology& t = cfg.topology;
   stage = t.stage_of(rank);
   tp_rank = t.tp_rank_of(rank);
   pp = t.pp;
   tp = t.tp;
+  dp = t.dp;
+  replica = t.replica_of(rank);
   k = cfg.spec.k;
   first = stage == 0;
   last = stage == pp - 1;

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "core/runtime.h"
@@ -16,7 +17,9 @@
 namespace ppspec::engine {
 
 struct RankContext {
-  RankContext(core::Runtime& runtime, core::RankId r, const EngineConfig& config, const Checkpoint& checkpoint);
+  // `config` is the rank's replica's (engine::replica_config); `outputs` the channel its replica's
+  // last stage returns step outputs on.
+  RankContext(core::Runtime& runtime, core::RankId r, const EngineConfig& config, const Checkpoint& checkpoint, std::string outputs);
 
   core::Runtime& rt;
   core::Device& dev;
@@ -27,6 +30,9 @@ struct RankContext {
   int tp_rank;
   int pp;
   int tp;
+  int dp;
+  int replica;
+  std::string outputs;
   int k;
   bool first;
   bool last;

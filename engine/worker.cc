@@ -5,12 +5,14 @@
 #include <fmt/format.h>
 #include <set>
 #include <stdexcept>
+#include <utility>
 
 #include "core/assert.h"
 #include "engine/probe.h"
 #include "engine/span_of.h"
 #include "kernels/drafter.h"
 #include "kernels/eagle.h"
+#include "kernels/expert_dispatch.h"
 #include "kernels/feedback_payload.h"
 #include "kernels/launch.h"
 #include "kernels/post_update.h"
@@ -27,8 +29,8 @@ namespace ppspec::engine {
 namespace kn = ppspec::kernels;
 
 
-Worker::Worker(core::Runtime& rt, core::RankId rank, const EngineConfig& cfg, const Checkpoint& ckpt)
-    : ctx_(rt, rank, cfg, ckpt),
+Worker::Worker(core::Runtime& rt, core::RankId rank, const EngineConfig& cfg, const Checkpoint& ckpt, std::string outputs)
+    : ctx_(rt, rank, cfg, ckpt, std::move(outputs)),
       tables_(ctx_),
       inputs_(ctx_),
       model_(ctx_),
@@ -76,10 +78,15 @@ void Worker::init_communicators() {
       case CommRole::tensor_parallel: tp_comm_ = &c; break;
       case CommRole::pipeline: pp_comm_ = &c; break;
       case CommRole::feedback: bcast_comm_ = &c; break;
+      case CommRole::data_parallel: dp_comm_ = &c; break;
     }
-    PPSPEC_ASSERT(spec.index == (spec.role == CommRole::tensor_parallel ? ctx_.stage : ctx_.tp_rank));
+    PPSPEC_ASSERT(spec.index == index_in_role(ctx_.cfg.topology, spec.role, ctx_.rank), "communicator {} (index {}) on rank {}",
+                  spec.name, spec.index, ctx_.rank);
   }
   if (drafter_) drafter_->bind_tp(tp());
+  if (dp_comm_ == nullptr) return;
+  dp_ = std::make_unique<DataParallel>(ctx_, *dp_comm_);
+  if (drafter_) drafter_->bind_dp(dp_.get());
 }
 
 void Worker::load_checkpoint() {
@@ -172,7 +179,13 @@ void Worker::preload() {
     load("draft_forward", "", static_cast<kn::DraftForwardKernel*>(nullptr));
   load("draft_gate", "", static_cast<kn::DraftGateKernel*>(nullptr));
   load("topk_softplus_sqrt", "", static_cast<kn::TopkSoftplusSqrtKernel*>(nullptr));
-  load("draft_experts", "", static_cast<kn::DraftExpertsKernel*>(nullptr));
+  if (ctx_.dp > 1) {
+    load("ep_dispatch_pack", "", static_cast<kn::EpDispatchPackKernel*>(nullptr));
+    load("ep_experts", "", static_cast<kn::EpExpertsKernel*>(nullptr));
+    load("ep_combine", "", static_cast<kn::EpCombineKernel*>(nullptr));
+  } else {
+    load("draft_experts", "", static_cast<kn::DraftExpertsKernel*>(nullptr));
+  }
   if (ctx_.cfg.spec.adaptive_budget) load("confidence_to_fixed", "", static_cast<kn::ConfidenceToFixedKernel*>(nullptr));
   load("set_draft_tokens", "", static_cast<kn::SetDraftTokensKernel*>(nullptr));
   load("gather_drafts", "", static_cast<kn::GatherDraftsKernel*>(nullptr));

@@ -26,6 +26,7 @@
 #include "engine/request_tables.h"
 #include "engine/sampler.h"
 #include "engine/communicators.h"
+#include "engine/data_parallel.h"
 #include "engine/step_inputs.h"
 #include "engine/target_model.h"
 #include "engine/write_check.h"
@@ -37,7 +38,8 @@ namespace ppspec::engine {
 // checks; on the last stage the sampler and the drafter), its communicators and feedback handler.
 class Worker {
  public:
-  Worker(core::Runtime& rt, core::RankId rank, const EngineConfig& cfg, const Checkpoint& ckpt);
+  // `cfg` is the rank's replica's; `outputs` the channel the replica's last stage returns outputs on.
+  Worker(core::Runtime& rt, core::RankId rank, const EngineConfig& cfg, const Checkpoint& ckpt, std::string outputs);
   ~Worker();
 
   // The actor's body: initialise communicators, then serve commands until shutdown.
@@ -63,6 +65,13 @@ class Worker {
   void probe_stage_output(const SchedulerOutput& so);
   void exchange_activations(const SchedulerOutput& so, int32_t rows, bool receive);
   void forward(int32_t rows);
+  // Data parallelism: the step's rows padded to the replicas' largest, or this replica's own.
+  int32_t rows_across_replicas(const SchedulerOutput& so);
+  // An idle replica's dummy batch (so.dp_dummy): the forward over padding rows, without the
+  // pipeline's transfers (vLLM's dummy run makes its intermediate tensors locally), then on the
+  // last stage the drafter's dummy proposal, with every collective the busy replicas post.
+  void dummy_batch(const SchedulerOutput& so, int32_t padded);
+  void return_idle_output(const SchedulerOutput& so);
   void sample_last_stage(const SchedulerOutput& so);
   void relay_drafts(const SchedulerOutput& so, FeedbackBuffers& slot, int drafted);
   void send_output(const SchedulerOutput& so, FeedbackBuffers& slot, const std::vector<int32_t>& draft_rows, int32_t budget);
@@ -84,6 +93,8 @@ class Worker {
   core::Communicator* tp_comm_ = nullptr;
   core::Communicator* pp_comm_ = nullptr;
   core::Communicator* bcast_comm_ = nullptr;
+  core::Communicator* dp_comm_ = nullptr;  // dp > 1: this stage and TP shard across the replicas
+  std::unique_ptr<DataParallel> dp_;
   std::unique_ptr<PPHandler> pp_handler_;
   std::map<int32_t, core::Graph> graphs_;  // by padded row count
   std::deque<std::string> call_sites_;  // "execute_model step N", one per step: stable addresses

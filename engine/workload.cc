@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/assert.h"
 #include "core/rng.h"
 
 namespace ppspec::engine {
@@ -65,6 +66,14 @@ std::vector<RequestSpec> make_workload(const EngineConfig& cfg) {
     reqs.push_back(std::move(r));
   }
   return reqs;
+}
+
+std::vector<RequestSpec> make_replica_workload(const EngineConfig& cfg, int replica) {
+  PPSPEC_ASSERT(replica >= 0 && replica < cfg.topology.dp, "replica {} of dp = {}", replica, cfg.topology.dp);
+  std::vector<RequestSpec> mine;
+  for (RequestSpec& r : make_workload(cfg))
+    if (r.id % cfg.topology.dp == replica) mine.push_back(std::move(r));
+  return mine;
 }
 
 }  // namespace ppspec::engine

@@ -21,6 +21,9 @@ struct RequestSpec {
 };
 
 std::vector<RequestSpec> make_workload(const EngineConfig& cfg);
+// The requests data-parallel replica `replica` serves: those whose id % dp == replica (vLLM's DP
+// front end balances by load; a fixed split keeps the run a function of the scenario and seed).
+std::vector<RequestSpec> make_replica_workload(const EngineConfig& cfg, int replica);
 
 // The integer weight spread the sampler uses for a temperature.
 uint32_t spread_of(double temperature);

@@ -109,6 +109,7 @@ void count_paths(Coverage& cov, const ServingCase& c, const serving::ServingRun&
   cov.recurrent += !c.recurrent_layers.empty() && run.stats.drafts_verified > 0 ? 1 : 0;
   cov.budget_below_k += run.stats.budget_below_k > 0 ? 1 : 0;
   cov.eagle_taps_relayed += c.eagle && c.pp > 1 && run.stats.drafts_verified > 0 ? 1 : 0;
+  cov.dummy_batches += run.stats.dummy_batches > 0 ? 1 : 0;
 }
 
 // One case, loaded from its text as `ppspec run` would load the file; `cov` (optional) counts the
@@ -220,7 +221,7 @@ Found settle(const FuzzOptions& opts, const rc::Shrinkable<FuzzCase>& failing, c
   const FuzzCase shrunk = shrink(failing, outcome, f).value();
   f.shrunk = case_summary(shrunk);
   f.requests = shrunk.is_program ? 0 : shrunk.serving.num_requests;
-  f.ranks = shrunk.is_program ? shrunk.program.shape.ranks : shrunk.serving.pp * shrunk.serving.tp;
+  f.ranks = shrunk.is_program ? shrunk.program.shape.ranks : shrunk.serving.dp * shrunk.serving.pp * shrunk.serving.tp;
   f.file = file_name(opts, f);
   const std::string why = fmt::format("Found by `ppspec fuzz --seed {}` (case {}{}), shrunk in {} steps from:\n  {}\n",
                                       opts.seed, index, opts.faults.empty() ? "" : ", faults " + fmt::format("{}", fmt::join(opts.faults, ",")),
@@ -250,10 +251,10 @@ void print_progress(const FuzzOptions& opts, const FuzzReport& r, double elapsed
   const Coverage& c = r.coverage;
   const std::string line =
       fmt::format("{} cases, {:.0f}/s, {:.0f} s, {} failures | programs {} | pp>1 {} drafts {} graphs {} chunked {} slot-reuse {} "
-                  "length-cap {} aborts {} (in flight {}) preempted {} ahead {} prefix-hits {} recurrent {} budget<K {} eagle {}",
+                  "length-cap {} aborts {} (in flight {}) preempted {} ahead {} prefix-hits {} recurrent {} budget<K {} eagle {} dummy {}",
                   r.cases, elapsed > 0 ? static_cast<double>(r.cases) / elapsed : 0.0, elapsed, r.failures, c.programs, c.pp_gt1,
                   c.drafts, c.graph_padding, c.chunked_prefill, c.slot_reuse, c.length_cap, c.aborts, c.abort_in_flight,
-                  c.preemptions, c.steps_ahead, c.prefix_hits, c.recurrent, c.budget_below_k, c.eagle_taps_relayed);
+                  c.preemptions, c.steps_ahead, c.prefix_hits, c.recurrent, c.budget_below_k, c.eagle_taps_relayed, c.dummy_batches);
   progress << (opts.live_progress ? "\r" + line + "\x1b[K" : line + "\n") << std::flush;
 }
 
@@ -316,10 +317,10 @@ std::string format_report(const FuzzReport& r) {
   const Coverage& c = r.coverage;
   s += fmt::format("paths reached (cases): programs {}, pp>1 {}, drafts {}, graph padding {}, chunked prefill {}, slot reuse {}, "
                    "length cap {}, aborts {} (in flight {}), preemptions {}, steps scheduled ahead {}, prefix-cache hits {}, "
-                   "recurrent {}, adaptive budget below K {}, EAGLE taps relayed {}\n",
+                   "recurrent {}, adaptive budget below K {}, EAGLE taps relayed {}, dummy steps {}\n",
                    c.programs, c.pp_gt1, c.drafts, c.graph_padding, c.chunked_prefill, c.slot_reuse, c.length_cap, c.aborts,
                    c.abort_in_flight, c.preemptions, c.steps_ahead, c.prefix_hits, c.recurrent, c.budget_below_k,
-                   c.eagle_taps_relayed);
+                   c.eagle_taps_relayed, c.dummy_batches);
   for (const Found& f : r.found)
     s += fmt::format("{} {} at case {} after {:.1f} s, shrunk after {:.1f} s{} ({} requests, {} ranks): {}\n  {}\n  {}\n",
                      f.internal ? "ERROR" : "FAIL", f.internal ? f.kind : fmt::format("{} / {}", core::to_string(f.verdict), f.kind),

@@ -46,6 +46,7 @@ struct Coverage {
   uint64_t recurrent = 0;       // recurrent layers with drafts verified (states rolled back)
   uint64_t budget_below_k = 0;  // an adaptive draft budget below K at some step
   uint64_t eagle_taps_relayed = 0;  // an EAGLE drafter at pp > 1 verified drafts
+  uint64_t dummy_batches = 0;       // dp > 1: a replica ran a dummy batch while another served
 };
 
 // The class of a case that ends in an internal error of ppspec (a broken invariant, an exception,

@@ -61,7 +61,7 @@ Found settle_crash(const FuzzOptions& opts, uint64_t index, const Death& death, 
   const FuzzCase shrunk = failing.value();
   f.shrunk = case_summary(shrunk);
   f.requests = shrunk.is_program ? 0 : shrunk.serving.num_requests;
-  f.ranks = shrunk.is_program ? shrunk.program.shape.ranks : shrunk.serving.pp * shrunk.serving.tp;
+  f.ranks = shrunk.is_program ? shrunk.program.shape.ranks : shrunk.serving.dp * shrunk.serving.pp * shrunk.serving.tp;
   f.file = fmt::format("{}/found-seed{}-case{}-crash.toml", opts.out_dir, opts.seed, index);
   const std::string why = fmt::format("Crashed a `ppspec fuzz --seed {}` worker (case {}: it {}){}, shrunk in {} steps from:\n  {}\n",
                                       opts.seed, index, describe(death), again ? "" : " — and did not crash again alone",

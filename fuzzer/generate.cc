@@ -14,12 +14,16 @@ int pick(Range r) { return *rc::gen::inRange(r.lo, r.hi + 1); }
 bool maybe(bool allowed) { return allowed && *rc::gen::arbitrary<bool>(); }
 
 void pick_shape(ServingCase& c, const Space& s) {
+  // Drawn only where the space allows replicas, so that other spaces draw what they always drew.
+  if (s.dp.hi > 1) c.dp = pick(s.dp);
   c.pp = pick(s.pp);
   c.tp = pick(s.tp) == 2 ? 2 : 1;  // the model's 8 lanes split over 1 or 2 ranks
   c.k = pick(s.k);
   c.feedback = *rc::gen::elementOf(s.feedback);
   c.max_num_batched_tokens = std::max(pick(s.max_num_batched_tokens), c.k + 1);
   c.max_num_seqs = pick(s.max_num_seqs);
+  // Every replica an equal share of the request slots, at least one.
+  if (c.dp > 1) c.max_num_seqs = std::max(c.dp, c.max_num_seqs / c.dp * c.dp);
   c.warmup_steps = pick(s.warmup_steps);
   if (maybe(s.graphs)) {
     // Decode graphs of whole verification blocks, up to the budget; at least one size.
@@ -37,6 +41,7 @@ void pick_shape(ServingCase& c, const Space& s) {
 void pick_kv_cache(ServingCase& c) {
   engine::EngineConfig e;
   e.topology.pp = c.pp;
+  e.topology.dp = c.dp;
   e.serving.max_concurrent_batches = c.max_concurrent_batches;
   e.model.block_size = c.block_size;
   e.spec.k = c.k;
@@ -105,7 +110,8 @@ void pick_workload(ServingCase& c, const Space& s) {
   if (!c.enable_prefix_caching && maybe(s.recurrent)) pick_recurrent(c);
   if (maybe(s.lookahead)) c.max_concurrent_batches = c.pp + 1;  // before the cache: it needs K more slots
   // The engine core sizes a request's next step from the budget its last step returned: never ahead.
-  if (c.k >= 2 && c.max_concurrent_batches == 0) c.adaptive_budget = maybe(s.adaptive_budget);
+  // Nor with replicas: each would decide its own (the loader refuses it).
+  if (c.k >= 2 && c.max_concurrent_batches == 0 && c.dp == 1) c.adaptive_budget = maybe(s.adaptive_budget);
   // vLLM's adaptive verification is the DSpark proposer's.
   if (c.k >= 1 && !c.adaptive_budget && maybe(s.eagle)) pick_eagle(c);
   if (maybe(s.preemption)) pick_kv_cache(c);

@@ -10,7 +10,9 @@ std::string ServingCase::strategy() const { return pct_depth == 0 ? "random" : f
 namespace {
 
 void append_engine(std::string& s, const ServingCase& c) {
-  s += fmt::format("\n[topology]\npp = {}\ntp = {}\n", c.pp, c.tp);
+  s += "\n[topology]\n";
+  if (c.dp > 1) s += fmt::format("dp = {}\n", c.dp);  // dp = 1 cases keep the text they always had
+  s += fmt::format("pp = {}\ntp = {}\n", c.pp, c.tp);
   s += fmt::format("\n[model]\nstop_token = {}\nmax_model_len = {}\n", c.stop_token, c.max_model_len);
   if (c.num_blocks > 0) s += fmt::format("num_blocks = {}\n", c.num_blocks);
   if (c.block_size != 16) s += fmt::format("block_size = {}\n", c.block_size);
@@ -51,7 +53,8 @@ std::string to_toml(const ServingCase& c, const std::string& name, const std::st
 }
 
 std::string summary(const ServingCase& c) {
-  std::string s = fmt::format("pp{} tp{} K{} {} req {} prompt {}-{} out {}-{} seqs {} budget {}", c.pp, c.tp, c.k,
+  std::string s = fmt::format("{}pp{} tp{} K{} {} req {} prompt {}-{} out {}-{} seqs {} budget {}",
+                              c.dp > 1 ? fmt::format("dp{} ", c.dp) : "", c.pp, c.tp, c.k,
                               c.feedback == "single-payload" ? "single" : "3msg", c.num_requests, c.prompt_min,
                               c.prompt_max, c.output_min, c.output_max, c.max_num_seqs, c.max_num_batched_tokens);
   if (!c.capture_sizes.empty()) s += fmt::format(" graphs [{}]", fmt::join(c.capture_sizes, ","));

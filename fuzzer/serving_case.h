@@ -13,7 +13,7 @@ namespace ppspec::fuzzer {
 
 struct ServingCase {
   // [topology], [spec]
-  int pp = 1, tp = 1, k = 0;
+  int dp = 1, pp = 1, tp = 1, k = 0;
   std::string feedback = "three-message";
   bool adaptive_budget = false;
   bool eagle = false;     // method = "eagle", with `taps`
@@ -48,7 +48,7 @@ struct ServingCase {
 
   std::string strategy() const;  // "random" | "pct:D"
   // Requests times ranks: what shrinking minimises first.
-  int size() const { return num_requests * pp * tp; }
+  int size() const { return num_requests * dp * pp * tp; }
 };
 
 // What the file says it expects: pass, or the verdict and kind a failure had.

@@ -12,6 +12,7 @@ namespace ppspec::fuzzer {
 
 Space space_limits() {
   Space s;
+  s.dp = {1, 2};  // a fuzzing case runs at most 4 ranks at dp 2 x pp 2 (or tp 2)
   s.pp = {1, 4};
   s.tp = {1, 2};
   s.k = {0, 16};
@@ -77,10 +78,11 @@ Space parse_space(const std::string& text, const std::string& file) {
   const toml::table* t = top.table("space");
   if (t == nullptr) top.fail_here("expected a [space] table");
   loader::TableReader r(*t, file, "[space]");
-  r.only("kinds, pp, tp, k, requests, prompt, output, max_num_seqs, max_num_batched_tokens, warmup_steps, pct_depth, "
+  r.only("kinds, dp, pp, tp, k, requests, prompt, output, max_num_seqs, max_num_batched_tokens, warmup_steps, pct_depth, "
          "feedback, module_loading, temperature, graphs, chunked_prefill, aborts, stop_token, length_cap, poisson, preemption, "
          "lookahead, prefix_caching, adaptive_budget, recurrent, eagle");
   const Space lim = space_limits();
+  read_range(r, "dp", s.dp, lim.dp);
   read_range(r, "pp", s.pp, lim.pp);
   read_range(r, "tp", s.tp, lim.tp);
   read_range(r, "k", s.k, lim.k);
@@ -109,7 +111,7 @@ Space parse_space(const std::string& text, const std::string& file) {
                            {"adaptive_budget", &s.adaptive_budget}, {"recurrent", &s.recurrent}, {"eagle", &s.eagle}})
     if (auto b = r.boolean(key)) *flag = *b;
   top.finish("space");
-  r.finish("kinds, pp, tp, k, requests, prompt, output, max_num_seqs, max_num_batched_tokens, warmup_steps, pct_depth, "
+  r.finish("kinds, dp, pp, tp, k, requests, prompt, output, max_num_seqs, max_num_batched_tokens, warmup_steps, pct_depth, "
            "feedback, module_loading, temperature, graphs, chunked_prefill, aborts, stop_token, length_cap, poisson, preemption, "
          "lookahead, prefix_caching, adaptive_budget, recurrent, eagle");
   // A budget must hold one verification block of the largest K.

@@ -16,6 +16,9 @@ struct Range {
 };
 
 struct Space {
+  // Data-parallel replicas: 1 unless a space asks for more, so that the cases every earlier
+  // campaign drew stay the cases it draws.
+  Range dp{1, 1};
   Range pp{1, 4};
   Range tp{1, 2};
   Range k{0, 16};

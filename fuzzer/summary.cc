@@ -22,6 +22,7 @@ constexpr std::pair<const char*, uint64_t Coverage::*> kPaths[] = {
     {"steps_ahead", &Coverage::steps_ahead},
     {"prefix_hits", &Coverage::prefix_hits},     {"recurrent", &Coverage::recurrent},
     {"budget_below_k", &Coverage::budget_below_k}, {"eagle_taps_relayed", &Coverage::eagle_taps_relayed},
+    {"dummy_batches", &Coverage::dummy_batches},
 };
 
 Json to_json(const Found& f) {

@@ -13,6 +13,7 @@
 #include "kernels/prepare_dflash_inputs.h"
 #include "kernels/prepare_inputs.h"
 #include "kernels/eagle.h"
+#include "kernels/expert_dispatch.h"
 #include "kernels/recurrent.h"
 #include "kernels/rejection_sample.h"
 #include "kernels/request_tables.h"

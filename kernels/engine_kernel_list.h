@@ -38,4 +38,7 @@
   X(RecurrentCommitKernel)         \
   X(RecurrentResetKernel)          \
   X(TapKernel)                     \
-  X(EagleStepKernel)
+  X(EagleStepKernel)               \
+  X(EpDispatchPackKernel)          \
+  X(EpExpertsKernel)               \
+  X(EpCombineKernel)

@@ -16,7 +16,7 @@ namespace {
 
 constexpr std::string_view kServingTopKeys =
     "kind, name, description, topology, model, spec, serving, workload, runtime, faults, oracles, explore, expect";
-constexpr std::string_view kTopologyKeys = "pp, tp";
+constexpr std::string_view kTopologyKeys = "dp, pp, tp";
 constexpr std::string_view kModelKeys =
     "vocab, layers, lanes, block_size, num_blocks, alpha, stop_token, max_model_len, checkpoint_seed, experts, topk, "
     "recurrent_layers";
@@ -61,6 +61,7 @@ void read_one_of_two(TableReader& r, std::string_view key, E& field, std::pair<s
 }
 
 void read_topology_table(TableReader& r, engine::Topology& t) {
+  t.dp = to_int(r.integer("dp", 1, 16).value_or(1));
   t.pp = to_int(r.integer("pp", 1, 64).value_or(1));
   t.tp = to_int(r.integer("tp", 1, 64).value_or(1));
 }
@@ -226,6 +227,23 @@ void check_draft_method(TableReader& top, const engine::EngineConfig& c) {
                                      c.model.layers - 1));
 }
 
+// Data parallelism splits the request slots evenly over the replicas; each replica's drafter pads
+// its forwards to the DP group's largest, which a budget decided per replica would not agree on.
+void check_data_parallel(TableReader& top, const engine::EngineConfig& c) {
+  const int dp = c.topology.dp;
+  if (dp == 1) return;
+  if (c.serving.max_num_seqs % dp != 0)
+    fail_serving_check(top, "topology", "dp",
+                       fmt::format("dp = {} does not divide max_num_seqs = {}: each replica serves an equal share of the "
+                                   "request slots; valid: a dp that divides {}",
+                                   dp, c.serving.max_num_seqs, c.serving.max_num_seqs));
+  if (c.spec.adaptive_budget)
+    fail_serving_check(top, "spec", "adaptive_budget",
+                       fmt::format("an adaptive budget with dp = {}: each replica would decide its own, and the drafter "
+                                   "forwards the replicas share need one (not modelled); valid with dp = 1",
+                                   dp));
+}
+
 // Whole-scenario checks, across tables: each names the line of the key that decides it.
 void check_serving_config(TableReader& top, const engine::EngineConfig& c) {
   const engine::ModelConfig& m = c.model;
@@ -257,6 +275,7 @@ void check_serving_config(TableReader& top, const engine::EngineConfig& c) {
                                    batches, c.topology.pp, c.topology.pp, c.topology.pp + 1));
   check_adaptive_budget(top, c);
   check_draft_method(top, c);
+  check_data_parallel(top, c);
   const engine::WorkloadConfig& w = c.workload;
   // A request whose output would pass max_model_len ends at the cap (the engine core finishes it
   // when its next verification block no longer fits); its prompt must leave room for one.

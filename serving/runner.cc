@@ -2,10 +2,13 @@
 
 #include <fmt/format.h>
 #include <map>
+#include <string>
+#include <string_view>
 
 #include "core/call_site.h"
 #include "core/finding_kinds.h"
 #include "core/probes.h"
+#include "engine/communicators.h"
 #include "sim/sim_runtime.h"
 #include "verify/findings.h"
 #include "verify/monitors/monitor.h"
@@ -17,13 +20,17 @@ namespace ppspec::serving {
 namespace {
 
 // Which requests each engine step ran, so that a finding about a step (a misaligned pairing, a
-// deadlock, a padding row) can name the requests involved.
+// deadlock, a padding row) can name the requests involved; with dp > 1, replica by replica, and
+// which replicas ran a dummy batch.
 class BatchLog final : public core::EventSink {
  public:
+  explicit BatchLog(int dp) : dp_(dp) {
+    for (int r = 0; r < dp; ++r) actors_.push_back(engine::replica_engine_actor(r));
+  }
   void on_event(const core::Event& e) override {
     if (e.kind != core::EventKind::batch_scheduled) return;
-    Batch& b = batches_[e.step];
     const auto batch = core::BatchScheduledProbe::decode(e);
+    Batch& b = batches_[e.step][replica_of(e.actor)];
     b.ids.assign(batch.request_ids.begin(), batch.request_ids.end());
     b.warmup = batch.step_kind == core::StepKind::warmup;
   }
@@ -34,11 +41,7 @@ class BatchLog final : public core::EventSink {
         if (f.engine_step < 0) f.engine_step = core::step_of_call_site(s.origin).value_or(-1);
       if (f.engine_step < 0 || f.summary.find("request") != std::string::npos) continue;
       const auto it = batches_.find(f.engine_step);
-      if (it == batches_.end()) continue;
-      f.details.push_back(it->second.warmup ? fmt::format("engine step {} is a warmup step over the synthetic requests {}",
-                                                          f.engine_step, verify::token_list(it->second.ids))
-                                            : fmt::format("engine step {} is the batch of requests {}", f.engine_step,
-                                                          verify::token_list(it->second.ids)));
+      if (it != batches_.end()) f.details.push_back(describe(f.engine_step, it->second));
     }
   }
 
@@ -47,7 +50,32 @@ class BatchLog final : public core::EventSink {
     std::vector<int64_t> ids;
     bool warmup = false;
   };
-  std::map<int64_t, Batch> batches_;
+  int replica_of(std::string_view actor) const {
+    for (size_t r = 0; r < actors_.size(); ++r)
+      if (actors_[r] == actor) return static_cast<int>(r);
+    return 0;
+  }
+  std::string describe(int64_t step, const std::map<int, Batch>& replicas) const {
+    if (dp_ == 1) {
+      const Batch& b = replicas.begin()->second;
+      return b.warmup ? fmt::format("engine step {} is a warmup step over the synthetic requests {}", step, verify::token_list(b.ids))
+                      : fmt::format("engine step {} is the batch of requests {}", step, verify::token_list(b.ids));
+    }
+    std::string out = fmt::format("engine step {}:", step);
+    for (int r = 0; r < dp_; ++r) {
+      const auto it = replicas.find(r);
+      if (it == replicas.end() || it->second.ids.empty())
+        out += fmt::format(" replica {} has nothing to run: it runs a dummy batch;", r);
+      else
+        out += fmt::format(" replica {} runs {}requests {};", r, it->second.warmup ? "the synthetic warmup " : "",
+                           verify::token_list(it->second.ids));
+    }
+    out.pop_back();
+    return out;
+  }
+  int dp_;
+  std::vector<std::string> actors_;
+  std::map<int64_t, std::map<int, Batch>> batches_;
 };
 
 }  // namespace
@@ -67,7 +95,7 @@ ServingRun serve(core::Runtime& rt, const engine::EngineConfig& cfg, const std::
       hooks.note(std::move(f));
     }
   });
-  BatchLog batches;
+  BatchLog batches(cfg.topology.dp);
   rt.events().subscribe(&monitors);
   rt.events().subscribe(&batches);
   for (core::EventSink* s : sinks) rt.events().subscribe(s);
@@ -81,7 +109,7 @@ ServingRun serve(core::Runtime& rt, const engine::EngineConfig& cfg, const std::
   out.stats = eng.stats();
   out.completed = eng.completed();
   out.coverage = monitors.coverage();
-  for (const auto& r : eng.scheduler().records())
+  for (const auto& r : eng.records())
     if (!r.dummy) out.requests.push_back(r);
   return out;
 }

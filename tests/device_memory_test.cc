@@ -57,7 +57,7 @@ TEST(DeviceMemory, AWriteCheckFlagsExactlyTheRowsAKernelDidNotStoreAndRestoresTh
   std::vector<int64_t> values;
   std::vector<uint8_t> flags;
   const core::RunResult r = one.run([&](core::Runtime& rt) {
-    engine::RankContext ctx(rt, 0, cfg, ckpt);
+    engine::RankContext ctx(rt, 0, cfg, ckpt, "engine");
     engine::WriteCheck check(ctx, 8);
     const core::Buffer b = ctx.alloc(core::Dtype::i64, 8, 1, "rows");
     const core::Buffer idx = ctx.alloc(core::Dtype::i32, 3, 1, "idx");

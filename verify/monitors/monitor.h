@@ -26,6 +26,10 @@ namespace ppspec::verify {
 
 // What the monitors know about the system under test, beyond its events.
 struct ServingFacts {
+  // Data-parallel replicas: ServingMonitors runs one set of monitors per replica, each fed its
+  // replica's events with the ranks numbered within the replica (0 .. pp * tp - 1), so that every
+  // monitor sees one pp x tp engine.
+  int dp = 1;
   int pp = 1;
   int tp = 1;
   int k = 0;

@@ -1,7 +1,10 @@
 #include "verify/monitors/serving_monitors.h"
 
+#include <fmt/format.h>
+
 #include "core/assert.h"
 #include "core/hash.h"
+#include "engine/communicators.h"
 #include "engine/workload.h"
 #include "verify/monitors/decision_agreement.h"
 #include "verify/monitors/draft_freshness.h"
@@ -21,6 +24,7 @@ namespace ppspec::verify {
 
 ServingFacts serving_facts(const engine::EngineConfig& cfg, const engine::Checkpoint& ckpt) {
   ServingFacts f;
+  f.dp = cfg.topology.dp;
   f.pp = cfg.topology.pp;
   f.tp = cfg.topology.tp;
   f.k = cfg.spec.k;
@@ -38,38 +42,92 @@ ServingFacts serving_facts(const engine::EngineConfig& cfg, const engine::Checkp
   return f;
 }
 
-ServingMonitors::ServingMonitors(const ServingFacts& facts, Monitor::Sink sink) {
-  monitors_.push_back(std::make_unique<WarmupDiscipline>(facts, sink));
-  monitors_.push_back(std::make_unique<GateAgreement>(facts, sink));
-  monitors_.push_back(std::make_unique<DecisionAgreement>(facts, sink));
+ServingMonitors::Replica ServingMonitors::make_replica(const ServingFacts& facts, Monitor::Sink sink) {
+  Replica r;
+  std::vector<std::unique_ptr<Monitor>>& m = r.monitors;
+  m.push_back(std::make_unique<WarmupDiscipline>(facts, sink));
+  m.push_back(std::make_unique<GateAgreement>(facts, sink));
+  m.push_back(std::make_unique<DecisionAgreement>(facts, sink));
   // Stage agreement before draft freshness: where one row's position or bonus token is wrong, its
   // drafts usually are too, and the cause is the former.
-  monitors_.push_back(std::make_unique<StageAgreement>(facts, sink));
-  monitors_.push_back(std::make_unique<DraftFreshness>(facts, sink));
-  monitors_.push_back(std::make_unique<DrafterReference>(facts, sink));
+  m.push_back(std::make_unique<StageAgreement>(facts, sink));
+  m.push_back(std::make_unique<DraftFreshness>(facts, sink));
+  m.push_back(std::make_unique<DrafterReference>(facts, sink));
   auto model = std::make_unique<ModelReference>(facts, sink);
-  model_reference_ = model.get();
-  monitors_.push_back(std::move(model));
-  monitors_.push_back(std::make_unique<PaddingChecker>(facts, sink));
-  monitors_.push_back(std::make_unique<EmbeddingChecker>(facts, sink));
-  monitors_.push_back(std::make_unique<KvOwnership>(facts, sink));
-  monitors_.push_back(std::make_unique<LeakChecker>(facts, sink));
-  monitors_.push_back(std::make_unique<SchedulingCadence>(facts, sink));
-  monitors_.push_back(std::make_unique<PipelineBubble>(facts, sink));
-  PPSPEC_ASSERT(model_reference_ != nullptr && monitors_.size() == 13);
+  r.model_reference = model.get();
+  m.push_back(std::move(model));
+  m.push_back(std::make_unique<PaddingChecker>(facts, sink));
+  m.push_back(std::make_unique<EmbeddingChecker>(facts, sink));
+  m.push_back(std::make_unique<KvOwnership>(facts, sink));
+  m.push_back(std::make_unique<LeakChecker>(facts, sink));
+  m.push_back(std::make_unique<SchedulingCadence>(facts, sink));
+  m.push_back(std::make_unique<PipelineBubble>(facts, sink));
+  PPSPEC_ASSERT(r.model_reference != nullptr && m.size() == 13);
+  return r;
+}
+
+ServingMonitors::ServingMonitors(const ServingFacts& facts, Monitor::Sink sink) : replica_ranks_(facts.pp * facts.tp) {
+  PPSPEC_ASSERT(facts.dp >= 1 && replica_ranks_ >= 1, "monitors of dp = {}, pp x tp = {}", facts.dp, replica_ranks_);
+  for (int r = 0; r < facts.dp; ++r) {
+    Monitor::Sink replica_sink = sink;
+    if (facts.dp > 1)
+      // A replica's findings name its ranks as its monitors saw them, numbered within the replica:
+      // the sites get their global ranks back, and the summary says which replica.
+      replica_sink = [sink, r, base = r * replica_ranks_](core::Finding f) {
+        for (core::Site& s : f.sites)
+          if (s.rank >= 0) s.rank += base;
+        f.summary = fmt::format("data-parallel replica {}: {}", r, f.summary);
+        f.details.push_back(fmt::format("ranks in this finding's text are numbered within replica {}: its rank n is global rank {} + n",
+                                        r, base));
+        sink(std::move(f));
+      };
+    replicas_.push_back(make_replica(facts, replica_sink));
+    replicas_.back().engine_actor = engine::replica_engine_actor(r);
+  }
 }
 
 ServingMonitors::~ServingMonitors() = default;
 
 OnlineCoverage ServingMonitors::coverage() const {
-  PPSPEC_ASSERT(model_reference_ != nullptr);
-  const ModelReference& m = *model_reference_;
-  return OnlineCoverage{m.rows_checked(),          m.samples_checked(),        m.requests_followed(),
-                        m.requests_unfollowable(), m.requests_forgotten_idle(), m.requests_forgotten_for_room()};
+  OnlineCoverage c;
+  for (const Replica& r : replicas_) {
+    PPSPEC_ASSERT(r.model_reference != nullptr);
+    const ModelReference& m = *r.model_reference;
+    c.rows_checked += m.rows_checked();
+    c.samples_checked += m.samples_checked();
+    c.requests_followed += m.requests_followed();
+    c.requests_unfollowable += m.requests_unfollowable();
+    c.requests_forgotten_idle += m.requests_forgotten_idle();
+    c.requests_forgotten_for_room += m.requests_forgotten_for_room();
+  }
+  return c;
+}
+
+int ServingMonitors::replica_of(const core::Event& e) const {
+  if (e.rank >= 0) return e.rank / replica_ranks_;
+  for (size_t r = 0; r < replicas_.size(); ++r)
+    if (e.actor == replicas_[r].engine_actor) return static_cast<int>(r);
+  return -1;
+}
+
+void ServingMonitors::deliver(Replica& r, const core::Event& e) {
+  for (const auto& m : r.monitors) m->on_event(e);
 }
 
 void ServingMonitors::on_event(const core::Event& e) {
-  for (const auto& m : monitors_) m->on_event(e);
+  if (replicas_.size() == 1) {
+    deliver(replicas_.front(), e);
+    return;
+  }
+  const int r = replica_of(e);
+  if (r < 0) {
+    for (Replica& each : replicas_) deliver(each, e);
+    return;
+  }
+  PPSPEC_ASSERT(static_cast<size_t>(r) < replicas_.size(), "an event of rank {} beyond {} replicas", e.rank, replicas_.size());
+  core::Event mine = e;
+  if (mine.rank >= 0) mine.rank -= r * replica_ranks_;
+  deliver(replicas_[static_cast<size_t>(r)], mine);
 }
 
 }  // namespace ppspec::verify

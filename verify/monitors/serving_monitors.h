@@ -2,9 +2,12 @@
 // stage agreement, draft freshness, the drafter and model references, padding, embedding, KV
 // ownership, leaks, scheduling cadence, pipeline bubbles. Findings arrive in event order; the caller decides
 // what a finding does to the run (a simulated run stops at the first failure; hazards are noted).
+// With dp > 1 each replica has its own monitors, fed its own events (ranks numbered within it,
+// engine probes by the replica's engine actor); the events of no replica reach every replica's.
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "engine/checkpoint.h"
@@ -24,8 +27,18 @@ class ServingMonitors final : public core::EventSink {
   OnlineCoverage coverage() const;
 
  private:
-  std::vector<std::unique_ptr<Monitor>> monitors_;
-  const class ModelReference* model_reference_ = nullptr;
+  struct Replica {
+    std::vector<std::unique_ptr<Monitor>> monitors;
+    const class ModelReference* model_reference = nullptr;
+    std::string engine_actor;
+  };
+  static Replica make_replica(const ServingFacts& facts, Monitor::Sink sink);
+  // The replica an event belongs to; -1: none (every replica's monitors see it).
+  int replica_of(const core::Event& e) const;
+  void deliver(Replica& r, const core::Event& e);
+
+  int replica_ranks_ = 1;
+  std::vector<Replica> replicas_;
 };
 
 }  // namespace ppspec::verify
