@@ -663,6 +663,19 @@ void order_for_search(std::vector<const Fiber*>& stuck) {
   });
 }
 
+// A cycle has no first fiber: it is told from its first rank's host thread or stream, not from the
+// engine core (rank -1), so that the report's first site names where the ranks went wrong (with
+// data parallelism the engine core's wait for one replica's output closes many cycles).
+void start_at_a_rank(Chain& c) {
+  if (!c.cycle || c.fibers.empty() || c.fibers.front()->rank >= 0) return;
+  const auto first = std::find_if(c.fibers.begin(), c.fibers.end(), [](const Fiber* f) { return f->rank >= 0; });
+  if (first == c.fibers.end()) return;
+  const auto by = first - c.fibers.begin();
+  PPSPEC_ASSERT(c.why.size() == c.fibers.size(), "a cycle of {} fibers with {} links", c.fibers.size(), c.why.size());
+  std::rotate(c.fibers.begin(), first, c.fibers.end());
+  std::rotate(c.why.begin(), c.why.begin() + by, c.why.end());
+}
+
 // The summary line, the chain in words and the chain's sites, at most kFindingListMax fibers of it.
 void describe_chain(const Explainer& ex, const Chain& c, size_t stuck_count, core::Finding& f) {
   const size_t shown = std::min(c.fibers.size(), kFindingListMax);
@@ -855,6 +868,7 @@ std::optional<core::Finding> explain_deadlock(const SimRuntime& rt, const std::f
   for (const Fiber* f : stuck)
     if (search.from(f, chain)) break;
   if (!chain.cycle) chain = follow_chain(ex, stuck.front());
+  start_at_a_rank(chain);
 
   core::Finding f;
   f.verdict = core::Verdict::deadlock;
