@@ -61,7 +61,8 @@ std::string headline(const RunRecord& r) {
                    r.seed, r.strategy);
   if (r.serving) {
     const ServingFigures& f = *r.serving;
-    s += fmt::format("{} requests, {} engine steps, {}{}{}acceptance {:.2f}, {:.1f} tokens/step, ", f.requests, f.engine_steps,
+    s += fmt::format("{} requests, {} engine steps, {}{}{}{}acceptance {:.2f}, {:.1f} tokens/step, ", f.requests, f.engine_steps,
+                     f.dummy_batches > 0 ? fmt::format("{} dummy batches, ", f.dummy_batches) : std::string(),
                      f.preemptions > 0 ? fmt::format("{} preemptions, ", f.preemptions) : std::string(),
                      f.steps_ahead > 0 ? fmt::format("{} steps scheduled ahead, ", f.steps_ahead) : std::string(),
                      f.prefix_hit_blocks > 0 || f.prefix_evictions > 0

@@ -24,6 +24,7 @@ struct ServingFigures {
   int64_t steps_ahead = 0;  // request steps scheduled ahead of their previous step's output
   int64_t prefix_hit_blocks = 0;  // blocks reused from the prefix cache
   int64_t prefix_evictions = 0;
+  int64_t dummy_batches = 0;  // dp > 1: steps a replica ran as a dummy batch
 };
 
 struct RunRecord {

@@ -81,7 +81,8 @@ std::vector<engine::RequestRecord> requests_from_json(const engine::EngineConfig
 ServingFigures figures_of(const serving::ServingRun& run) {
   return ServingFigures{run.stats.steps,          static_cast<int64_t>(run.requests.size()), run.stats.output_tokens,
                         run.stats.acceptance_rate(), run.stats.tokens_per_step(),               run.coverage,
-                        run.stats.preemptions, run.stats.steps_ahead, run.stats.prefix_hit_blocks,              run.stats.prefix_evictions};
+                        run.stats.preemptions, run.stats.steps_ahead, run.stats.prefix_hit_blocks,              run.stats.prefix_evictions,
+                        run.stats.dummy_batches};
 }
 
 nlohmann::json serving_stats_json(const engine::ServingStats& s) {
@@ -93,6 +94,7 @@ nlohmann::json serving_stats_json(const engine::ServingStats& s) {
     j["prefix_hit_blocks"] = s.prefix_hit_blocks;
     j["prefix_evictions"] = s.prefix_evictions;
   }
+  if (s.dummy_batches > 0) j["dummy_batches"] = s.dummy_batches;
   return j;
 }
 
@@ -106,6 +108,7 @@ engine::ServingStats serving_stats_from_json(const nlohmann::json& j) {
   s.steps_ahead = j.value("steps_ahead", int64_t{0});  // written since the lookahead batch exists
   s.prefix_hit_blocks = j.value("prefix_hit_blocks", int64_t{0});
   s.prefix_evictions = j.value("prefix_evictions", int64_t{0});
+  s.dummy_batches = j.value("dummy_batches", int64_t{0});  // written since data parallelism exists
   return s;
 }
 

@@ -30,6 +30,7 @@ space_of() {
     rollback_last_stage_only) echo scenarios/spaces/recurrent.toml ;;
     pinned_read_without_sync) echo scenarios/spaces/pp2.toml ;;
     untagged_aux_relay) echo scenarios/spaces/eagle.toml ;;
+    dummy_run_one_forward | dummy_run_skips_drafter) echo scenarios/spaces/data_parallel.toml ;;
   esac
 }
 if [ "$cases" = 0 ]; then exec >> "$out"; else exec > "$out"; fi
