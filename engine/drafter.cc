@@ -75,7 +75,10 @@ void Drafter::dummy_propose(int64_t step, int forwards) {
   for (int f = 0; f < forwards; ++f) {
     const int32_t rows = forward_rows(step, 0);
     // Every replica drafts nothing this forward: no MoE layer runs anywhere.
-    if (rows > 0) route(step, 0, rows, false);
+    if (rows == 0) continue;
+    ctx_.run("dummy_query_rows", "",
+             kn::DummyQueryRowsKernel{span_of<int32_t>(input_ids_), span_of<int64_t>(positions_), span_of<bool>(is_padding_)}, rows);
+    route(step, 0, rows, false);
   }
 }
 

@@ -183,6 +183,7 @@ void Worker::preload() {
     load("ep_dispatch_pack", "", static_cast<kn::EpDispatchPackKernel*>(nullptr));
     load("ep_experts", "", static_cast<kn::EpExpertsKernel*>(nullptr));
     load("ep_combine", "", static_cast<kn::EpCombineKernel*>(nullptr));
+    load("dummy_query_rows", "", static_cast<kn::DummyQueryRowsKernel*>(nullptr));
   } else {
     load("draft_experts", "", static_cast<kn::DraftExpertsKernel*>(nullptr));
   }

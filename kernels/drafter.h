@@ -115,6 +115,19 @@ struct DraftExpertsKernel {
   }
 };
 
+// A dummy proposal's query rows (data parallelism: an idle replica's drafter forwards): every row
+// padding, token 0 at position 0, as vLLM's dummy run feeds zeros; the router sends them nowhere.
+struct DummyQueryRowsKernel {
+  Span<int32_t> input_ids;
+  Span<int64_t> positions;
+  Span<bool> is_padding;
+  PPSPEC_HD void row(int64_t q) const {
+    input_ids[q] = 0;
+    positions[q] = 0;
+    is_padding[q] = true;
+  }
+};
+
 // The confidence head's output as exact fixed point (1/65536ths), so that the TP ranks' partial
 // confidences (each over its shard of the experts) sum to the same word on every rank and backend
 // whatever the all-reduce's order (an adaptive draft budget is decided from them).

@@ -41,4 +41,5 @@
   X(EagleStepKernel)               \
   X(EpDispatchPackKernel)          \
   X(EpExpertsKernel)               \
-  X(EpCombineKernel)
+  X(EpCombineKernel)               \
+  X(DummyQueryRowsKernel)

@@ -649,5 +649,36 @@ TEST(GpuEngineKernels, EagleTapsAndForwardsMatchTheCpu) {
   expect_same(state, "fused state");
   EXPECT_EQ(tap1.host[0], 0U);  // only the first TP rank's part carries the context lane
 }
+
+TEST(GpuEngineKernels, ExpertParallelDispatchExpertsAndCombineMatchTheCpu) {
+  if (!have_gpu()) GTEST_SKIP() << "no GPU";
+  Rng rng(31);
+  constexpr int32_t kRows = 24, kTop = 2, kDp = 2, E = 8;
+  const int32_t entries = kDp * kRows * kTop;
+  Dual<int32_t> topk_ids(uniform<int32_t>(kRows * kTop, -1, E - 1, rng));
+  Dual<float> weights(random_floats(kRows * kTop, 0.0f, 2.0f, rng)), scale(random_floats(E, -3.0f, 3.0f, rng));
+  Dual<int32_t> send_ids(filled<int32_t>(entries, -99));
+  Dual<float> send_weights(filled<float>(entries, -99.0f));
+  Dual<int32_t> partial(filled<int32_t>(kDp * kRows, -99));
+  Dual<float> confidence(filled<float>(kRows, -99.0f));
+  Dual<int32_t> dummy_ids(filled<int32_t>(kRows, -99));
+  Dual<int64_t> dummy_positions(filled<int64_t>(kRows, -99));
+  Dual<uint8_t> dummy_padding(filled<uint8_t>(kRows, 0xA5));
+  for (bool gpu : {false, true}) {
+    run(DummyQueryRowsKernel{dummy_ids.on(gpu), dummy_positions.on(gpu), bools(dummy_padding, gpu)}, kRows, gpu);
+    run(EpDispatchPackKernel{kRows, kTop, kDp, topk_ids.on(gpu), weights.on(gpu), send_ids.on(gpu), send_weights.on(gpu)}, kRows, gpu);
+    // One replica's view, the all-to-all left out: what it sent stands for what it received.
+    run(EpExpertsKernel{kTop, send_ids.on(gpu), send_weights.on(gpu), scale.on(gpu), partial.on(gpu)}, kDp * kRows, gpu);
+    run(EpCombineKernel{kRows, kDp, partial.on(gpu), confidence.on(gpu)}, kRows, gpu);
+  }
+  expect_same(send_ids, "dispatched expert ids");
+  expect_same(send_weights, "dispatched weights");
+  expect_same(partial, "experts' fixed-point outputs");
+  expect_same(confidence, "combined confidence");
+  expect_same(dummy_ids, "dummy query ids");
+  expect_same(dummy_positions, "dummy query positions");
+  expect_same(dummy_padding, "dummy query rows' padding flags");
+  EXPECT_TRUE(std::none_of(confidence.host.begin(), confidence.host.end(), [](float x) { return x == -99.0f; }));
+}
 }  // namespace
 }  // namespace ppspec::kernels
