@@ -46,6 +46,12 @@ std::vector<CommunicatorSpec> communicators(const Topology& t) {
 
 std::string replica_engine_actor(int replica) { return replica == 0 ? "engine" : fmt::format("dp{}.engine", replica); }
 
+int replica_of_engine_actor(std::string_view actor, int dp) {
+  for (int r = 0; r < dp; ++r)
+    if (actor == replica_engine_actor(r)) return r;
+  return -1;
+}
+
 int index_in_role(const Topology& t, CommRole role, core::RankId rank) {
   switch (role) {
     case CommRole::tensor_parallel: return t.stage_of(rank);

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/types.h"
@@ -33,6 +34,8 @@ std::vector<CommunicatorSpec> communicators(const Topology& t);
 // The name replica r's engine probes carry as their actor, and the channel its outputs return on:
 // "engine" for replica 0 (a dp = 1 engine's), "dp{r}.engine" for the others.
 std::string replica_engine_actor(int replica);
+// The replica whose engine actor `actor` is, among `dp`; -1: none.
+int replica_of_engine_actor(std::string_view actor, int dp);
 
 // The index a communicator of `role` that holds `rank` has.
 int index_in_role(const Topology& t, CommRole role, core::RankId rank);

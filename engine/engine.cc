@@ -22,7 +22,6 @@ Engine::Engine(const EngineConfig& cfg, core::Runtime& rt) : cfg_(cfg), rt_(rt),
     rep.scheduler = std::make_unique<Scheduler>(*rep.cfg, dp == 1 ? make_workload(cfg) : make_replica_workload(cfg, r));
     // Replica 0 keeps the names of a dp = 1 engine, so that its traces do not change.
     rep.actor = replica_engine_actor(r);
-    rep.outputs = rep.actor;
   }
 }
 
@@ -32,7 +31,7 @@ void Engine::install() {
   for (const CommunicatorSpec& c : communicators(cfg_.topology)) rt_.declare_comm(c.name, c.members);
   for (core::RankId r = 0; r < cfg_.topology.ranks(); ++r) {
     const Replica& rep = replicas_[static_cast<size_t>(cfg_.topology.replica_of(r))];
-    workers_.push_back(std::make_unique<Worker>(rt_, r, *rep.cfg, ckpt_, rep.outputs));
+    workers_.push_back(std::make_unique<Worker>(rt_, r, *rep.cfg, ckpt_, rep.actor));
   }
   rt_.spawn(core::ActorSpec{"engine", -1}, [this] { engine_core(); });
   for (core::RankId r = 0; r < cfg_.topology.ranks(); ++r)
@@ -124,7 +123,7 @@ void Engine::update(Replica& rep, const SchedulerOutput& so, const ModelOutput& 
 // Each replica's output of the wave, replica by replica.
 void Engine::receive(const Wave& wave) {
   for (size_t r = 0; r < replicas_.size(); ++r)
-    update(replicas_[r], *wave[r], std::any_cast<ModelOutput>(rt_.channel(replicas_[r].outputs).recv()));
+    update(replicas_[r], *wave[r], std::any_cast<ModelOutput>(rt_.channel(replicas_[r].actor).recv()));
 }
 
 void Engine::run_wave_synchronously(const Wave& wave) {

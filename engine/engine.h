@@ -46,13 +46,12 @@ class Engine {
   bool completed() const { return completed_; }
 
  private:
-  // One data-parallel replica: its configuration (its share of the slots), scheduler, the name
-  // its engine probes carry and the channel its last stage returns outputs on.
+  // One data-parallel replica: its configuration (its share of the slots), scheduler, and the name
+  // its engine probes carry, which is also the channel its last stage returns outputs on.
   struct Replica {
     std::unique_ptr<EngineConfig> cfg;
     std::unique_ptr<Scheduler> scheduler;
     std::string actor;
-    std::string outputs;
   };
   // One step of every replica; empty when no replica's scheduler had a step.
   using Wave = std::vector<std::shared_ptr<SchedulerOutput>>;

@@ -1,5 +1,6 @@
 #include "serving/runner.h"
 
+#include <algorithm>
 #include <fmt/format.h>
 #include <map>
 #include <string>
@@ -24,13 +25,11 @@ namespace {
 // which replicas ran a dummy batch.
 class BatchLog final : public core::EventSink {
  public:
-  explicit BatchLog(int dp) : dp_(dp) {
-    for (int r = 0; r < dp; ++r) actors_.push_back(engine::replica_engine_actor(r));
-  }
+  explicit BatchLog(int dp) : dp_(dp) {}
   void on_event(const core::Event& e) override {
     if (e.kind != core::EventKind::batch_scheduled) return;
     const auto batch = core::BatchScheduledProbe::decode(e);
-    Batch& b = batches_[e.step][replica_of(e.actor)];
+    Batch& b = batches_[e.step][std::max(0, engine::replica_of_engine_actor(e.actor, dp_))];
     b.ids.assign(batch.request_ids.begin(), batch.request_ids.end());
     b.warmup = batch.step_kind == core::StepKind::warmup;
   }
@@ -50,11 +49,6 @@ class BatchLog final : public core::EventSink {
     std::vector<int64_t> ids;
     bool warmup = false;
   };
-  int replica_of(std::string_view actor) const {
-    for (size_t r = 0; r < actors_.size(); ++r)
-      if (actors_[r] == actor) return static_cast<int>(r);
-    return 0;
-  }
   std::string describe(int64_t step, const std::map<int, Batch>& replicas) const {
     if (dp_ == 1) {
       const Batch& b = replicas.begin()->second;
@@ -74,7 +68,6 @@ class BatchLog final : public core::EventSink {
     return out;
   }
   int dp_;
-  std::vector<std::string> actors_;
   std::map<int64_t, std::map<int, Batch>> batches_;
 };
 

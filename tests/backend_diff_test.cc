@@ -7,6 +7,7 @@
 
 #include "loader/serving_loader.h"
 #include "serving/runner.h"
+#include "tests/test_util.h"
 #include "report/serving_records.h"
 #include "verify/oracles/backend_diff.h"
 
@@ -17,14 +18,6 @@ struct Observed {
   serving::ServingRun run;
   verify::OpLog ops;
 };
-
-serving::ServingScenario scenario(const std::string& name) {
-  const std::string file = std::string(PPSPEC_SOURCE_DIR) + "/scenarios/serving/" + name;
-  std::ifstream in(file);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return loader::parse_serving(ss.str(), file);
-}
 
 std::unique_ptr<Observed> observe(const serving::ServingScenario& s, uint64_t seed, const char* strategy) {
   auto o = std::make_unique<Observed>();
@@ -38,7 +31,7 @@ std::unique_ptr<Observed> observe(const serving::ServingScenario& s, uint64_t se
 }
 
 TEST(BackendDiff, RunsOfOneScenarioUnderAnySeedAndPolicyAgreeOnRequestsAndOperations) {
-  const auto s = scenario("pp2_tp2_k5.toml");
+  const auto s = committed_serving("pp2_tp2_k5.toml");
   const auto a = observe(s, 1, "random");
   for (const char* strategy : {"random", "pct:3"})
     for (uint64_t seed : {2, 7}) {
@@ -53,7 +46,7 @@ TEST(BackendDiff, RunsOfOneScenarioUnderAnySeedAndPolicyAgreeOnRequestsAndOperat
 }
 
 TEST(BackendDiff, AChangedTokenOrDraftIsNamedByRequestTokenAndStep) {
-  const auto s = scenario("pp2_tp1_k5.toml");
+  const auto s = committed_serving("pp2_tp1_k5.toml");
   const auto a = observe(s, 1, "random");
   auto changed = a->run.requests;
   ASSERT_GT(changed[3].output.size(), 5u);
@@ -114,7 +107,7 @@ TEST(BackendDiff, TheLastOperationAndALongerSequenceCountToo) {
 
 TEST(BackendDiff, ADifferentWireFormatIsNamedAtItsFirstOperation) {
   // The same workload with the single-payload feedback: the same tokens, other operations.
-  auto s = scenario("pp2_tp1_k5.toml");
+  auto s = committed_serving("pp2_tp1_k5.toml");
   const auto three = observe(s, 1, "random");
   s.config.spec.feedback = engine::Feedback::single_payload;
   const auto single = observe(s, 1, "random");
@@ -168,7 +161,7 @@ void expect_same(const engine::RequestRecord& a, const engine::RequestRecord& b)
 TEST(ServingRecords, RequestsRoundTripThroughJsonExactlyAndInconsistentOnesAreRefused) {
   for (const char* name : {"pp2_stop_and_abort.toml", "pp2_temperature.toml", "pp2_chunked_prefill.toml"}) {
     SCOPED_TRACE(name);
-    const auto s = scenario(name);
+    const auto s = committed_serving(name);
     const auto o = observe(s, 3, "random");
     const nlohmann::json j = report::requests_json(o->run.requests);
     const auto back = report::requests_from_json(s.config, nlohmann::json::parse(j.dump()));

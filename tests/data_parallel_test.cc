@@ -17,6 +17,7 @@
 #include "kernels/expert_dispatch.h"
 #include "loader/serving_loader.h"
 #include "serving/runner.h"
+#include "tests/test_util.h"
 
 namespace ppspec::testing {
 namespace {
@@ -117,14 +118,6 @@ TEST(ExpertDispatch, EveryRowGetsTheSumOfItsExpertsOwnersOutputs) {
   check_dispatch(2, 1, 2, 3, 3);
 }
 
-serving::ServingScenario scenario(const std::string& name) {
-  const std::string path = std::string(PPSPEC_SOURCE_DIR) + "/scenarios/serving/" + name;
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return loader::parse_serving(text.str(), path);
-}
-
 // Collectives each rank posted, per communicator (behaviour, read from the event stream).
 struct PostedCollectives final : core::EventSink {
   std::map<std::string, std::map<core::RankId, int>, std::less<>> by_comm;
@@ -134,7 +127,7 @@ struct PostedCollectives final : core::EventSink {
 };
 
 TEST(DataParallelServing, EveryRequestsOutputIsTheOneEngineOnesAndTheReplicasCollectivesPair) {
-  const serving::ServingScenario s = scenario("dp2_pp1_tp2.toml");
+  const serving::ServingScenario s = committed_serving("dp2_pp1_tp2.toml");
   ASSERT_EQ(s.config.topology.dp, 2);
   PostedCollectives posted;
   serving::RunOptions opts;

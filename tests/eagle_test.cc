@@ -13,19 +13,12 @@
 #include "engine/config.h"
 #include "loader/serving_loader.h"
 #include "serving/runner.h"
+#include "tests/test_util.h"
 #include "verify/monitors/drafter_reference.h"
 #include "verify/monitors/serving_monitors.h"
 
 namespace ppspec::testing {
 namespace {
-
-serving::ServingScenario eagle_scenario(const std::string& name) {
-  const std::string path = std::string(PPSPEC_SOURCE_DIR) + "/scenarios/serving/" + name;
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return loader::parse_serving(text.str(), path);
-}
 
 TEST(EagleTaps, TheDefaultIsTheLowMiddleAndHighLayer) {
   engine::EngineConfig c;
@@ -49,7 +42,7 @@ struct ReferenceAt {
 };
 
 TEST(EagleDrafterReference, TheEnginesTapsPassAnotherLayersTapIsNamed) {
-  const serving::ServingScenario s = eagle_scenario("pp2_tp2_eagle.toml");
+  const serving::ServingScenario s = committed_serving("pp2_tp2_eagle.toml");
   ASSERT_TRUE(s.config.eagle());
   const engine::Checkpoint ckpt = engine::make_checkpoint(s.config.model);
   const verify::ServingFacts right = verify::serving_facts(s.config, ckpt);

@@ -16,7 +16,9 @@
 #include "core/error.h"
 #include "core/event.h"
 #include "core/verdict.h"
+#include "core/file_bytes.h"
 #include "loader/program_loader.h"
+#include "loader/serving_loader.h"
 #include "program/runner.h"
 
 namespace ppspec::testing {
@@ -127,6 +129,12 @@ inline std::string scenario_text(const std::string& name) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+// A committed serving scenario, scenarios/serving/NAME, loaded as `ppspec run` loads it.
+inline serving::ServingScenario committed_serving(const std::string& name) {
+  const std::string path = std::string(PPSPEC_SOURCE_DIR) + "/scenarios/serving/" + name;
+  return loader::parse_serving(core::file_bytes_or_throw(path), path);
 }
 
 inline bool has_note(const core::RunResult& r, std::string_view kind) {
