@@ -148,7 +148,7 @@ std::string to_json(const Event& e) {
     s += fmt::format(",\"op\":\"{}\",\"dtype\":\"{}\",\"count\":{}", to_string(e.op.kind), to_string(e.op.dtype),
                      e.op.count);
     if (e.op.cols != 1) s += fmt::format(",\"cols\":{}", e.op.cols);
-    if (e.op.peer >= 0) s += fmt::format(",\"{}\":{}", e.op.kind == OpKind::broadcast ? "root" : "peer", e.op.peer);
+    if (e.op.peer >= 0) s += fmt::format(",\"{}\":{}", has_root(e.op.kind) ? "root" : "peer", e.op.peer);
     field("label", e.op.label.name);
     if (e.op.label.step >= 0) s += fmt::format(",\"step\":{}", e.op.label.step);
     if (e.op.captured) s += ",\"captured\":true";

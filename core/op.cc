@@ -7,12 +7,14 @@
 namespace ppspec::core {
 
 namespace {
-constexpr EnumNames<OpKind, 6> kOpKindNames{{{{"send", OpKind::send},
+constexpr EnumNames<OpKind, 8> kOpKindNames{{{{"send", OpKind::send},
                                          {"recv", OpKind::recv},
                                          {"broadcast", OpKind::broadcast},
                                          {"all_reduce", OpKind::all_reduce},
                                          {"all_gather", OpKind::all_gather},
-                                         {"all_to_all", OpKind::all_to_all}}}};
+                                         {"all_to_all", OpKind::all_to_all},
+                                         {"reduce", OpKind::reduce},
+                                         {"reduce_scatter", OpKind::reduce_scatter}}}};
 }  // namespace
 
 std::string_view to_string(OpKind k) { return kOpKindNames.name(k); }
@@ -25,7 +27,8 @@ std::string describe(const OpDesc& d) {
   switch (d.kind) {
     case OpKind::send: s += fmt::format(" to rank{}", d.peer); break;
     case OpKind::recv: s += fmt::format(" from rank{}", d.peer); break;
-    case OpKind::broadcast: s += fmt::format(" root rank{}", d.peer); break;
+    case OpKind::broadcast:
+    case OpKind::reduce: s += fmt::format(" root rank{}", d.peer); break;
     default: break;
   }
   if (!d.label.empty()) s += fmt::format(" '{}'", d.label.str());
@@ -43,7 +46,7 @@ std::string mismatch_reason(const OpDesc& a, const OpDesc& b) {
   if (!p2p && a.kind != b.kind) add(fmt::format("kind {} vs {}", to_string(a.kind), to_string(b.kind)));
   if (a.dtype != b.dtype) add(fmt::format("dtype {} vs {}", to_string(a.dtype), to_string(b.dtype)));
   if (a.count != b.count) add(fmt::format("count {} vs {}", a.count, b.count));
-  if (!p2p && a.kind == OpKind::broadcast && b.kind == OpKind::broadcast && a.peer != b.peer)
+  if (!p2p && a.kind == b.kind && has_root(a.kind) && a.peer != b.peer)
     add(fmt::format("root rank{} vs rank{}", a.peer, b.peer));
   // An unlabelled operation carries no claim about its purpose, so only two labels can disagree.
   if (!a.label.empty() && !b.label.empty() && !(a.label == b.label))

@@ -13,12 +13,16 @@
 
 namespace ppspec::core {
 
-// all_to_all comes last: the values before it are those older traces and tools know.
-enum class OpKind : uint8_t { send, recv, broadcast, all_reduce, all_gather, all_to_all };
+// Appended only: the values before each are those older traces and tools know. reduce and
+// reduce_scatter come from real jobs (the NCCL profiler plugin's traces): the simulator and the
+// scenarios do not issue them, the pairing checks compare them like any other collective.
+enum class OpKind : uint8_t { send, recv, broadcast, all_reduce, all_gather, all_to_all, reduce, reduce_scatter };
 
 std::string_view to_string(OpKind k);
 std::optional<OpKind> parse_op_kind(std::string_view s);
 constexpr bool is_p2p(OpKind k) { return k == OpKind::send || k == OpKind::recv; }
+// Collectives whose OpDesc::peer is their root.
+constexpr bool has_root(OpKind k) { return k == OpKind::broadcast || k == OpKind::reduce; }
 
 enum class ReduceOp : uint8_t { sum };
 
@@ -27,7 +31,7 @@ struct OpDesc {
   Dtype dtype = Dtype::u8;
   int64_t count = 0;  // elements (all_gather: elements contributed per rank; all_to_all: the whole send buffer)
   int64_t cols = 1;   // elements per row of the buffer: reports print [rows, cols] (pairing ignores it)
-  RankId peer = -1;   // global rank: the peer of send/recv, the root of broadcast, -1 otherwise
+  RankId peer = -1;   // global rank: the peer of send/recv, the root of broadcast and reduce, -1 otherwise
   Label label{};
   bool captured = false;  // issued by a CUDA-graph replay (R9)
 

@@ -284,7 +284,7 @@ struct EventStorage {
 void read_op(const Fields& f, core::Event& e, EventStorage& store) {
   e.has_op = true;
   const auto op = core::parse_op_kind(f.required_string("op", 64));
-  if (!op) f.fail("op", "expected send, recv, broadcast, all_reduce, all_gather or all_to_all");
+  if (!op) f.fail("op", "expected send, recv, broadcast, all_reduce, all_gather, all_to_all, reduce or reduce_scatter");
   const auto dt = core::parse_dtype(f.required_string("dtype", 64));
   if (!dt) f.fail("dtype", fmt::format("expected one of: {}", core::dtype_names()));
   e.op.kind = *op;
@@ -293,7 +293,7 @@ void read_op(const Fields& f, core::Event& e, EventStorage& store) {
   if (!count) f.fail("count", "missing: an operation needs its element count");
   e.op.count = *count;
   e.op.cols = f.integer("cols", 1, kCountMax).value_or(1);
-  const char* peer_key = e.op.kind == core::OpKind::broadcast ? "root" : "peer";
+  const char* peer_key = core::has_root(e.op.kind) ? "root" : "peer";
   e.op.peer = static_cast<core::RankId>(f.integer(peer_key, -1, kRankMax).value_or(-1));
   e.op.label.name = store.view(f, "label", kNameBytesMax);
   e.op.label.step = f.integer("step", -1, kStepMax).value_or(-1);
