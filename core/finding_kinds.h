@@ -66,8 +66,13 @@ inline constexpr std::string_view kKindWatchdog = "watchdog";
 // communication order explains it); ranks waiting for one that did not dump
 inline constexpr std::string_view kKindStalled = "stalled";
 inline constexpr std::string_view kKindMissingDump = "missing-dump";
+// hang, from a live job's plugin traces: calls NCCL never launched (a group that never ended, a
+// communicator a member never initialised)
+inline constexpr std::string_view kKindNeverLaunched = "never-launched";
 // hazard, from Flight Recorder dumps: a member of a group in use left no dump (nothing it did is checked)
 inline constexpr std::string_view kKindUncheckedRank = "unchecked-rank";
+// hazard, from plugin traces: records lost (a ring or a pool overflowed) or a plugin that turned itself off
+inline constexpr std::string_view kKindIncompleteTrace = "incomplete-trace";
 inline constexpr std::string_view kKindConnectInCapture = "connect-in-capture";
 inline constexpr std::string_view kKindUnmatchedSelfP2p = "unmatched-self-p2p";
 inline constexpr std::string_view kKindNcclInvalidUsage = "nccl-invalid-usage";
@@ -80,7 +85,7 @@ struct FindingKindName {
   std::string_view name;
 };
 
-inline constexpr std::array<FindingKindName, 52> kFindingKinds{{
+inline constexpr std::array<FindingKindName, 54> kFindingKinds{{
     {Verdict::fifo_misalignment, kKindCollectiveMismatch},
     {Verdict::fifo_misalignment, kKindP2pMismatch},
     {Verdict::fifo_misalignment, kKindGateDisagreement},
@@ -127,6 +132,8 @@ inline constexpr std::array<FindingKindName, 52> kFindingKinds{{
     {Verdict::hang, kKindStalled},
     {Verdict::hang, kKindMissingDump},
     {Verdict::hazard, kKindUncheckedRank},
+    {Verdict::hang, kKindNeverLaunched},
+    {Verdict::hazard, kKindIncompleteTrace},
     {Verdict::invalid_usage, kKindConnectInCapture},
     {Verdict::invalid_usage, kKindUnmatchedSelfP2p},
     {Verdict::invalid_usage, kKindNcclInvalidUsage},

@@ -32,19 +32,6 @@ bool of_what_dumps_omit(const core::Finding& f) {
   return !visible;
 }
 
-// Whether a deadlock's chain passes through a host thread blocked in something other than
-// communication (what a Flight Recorder entry cannot show).
-bool through_host_call(const core::Finding& f) {
-  for (const core::Site& site : f.sites) {
-    if (!site.actor.ends_with(".host") && site.actor.find(".helper") == std::string::npos) continue;
-    const bool blocked = site.what.starts_with("blocked in") || site.what.starts_with("blocked on");
-    const bool comm = site.what.find("first-contact setup") != std::string::npos || site.what.find("comm init") != std::string::npos ||
-                      site.what.find("group") != std::string::npos;
-    if (blocked && !comm) return true;
-  }
-  return false;
-}
-
 // The simulated run, with its trace written where the case's files are.
 core::RunResult simulate(const std::string& file, const std::string& trace) {
   const program::Program p = loader::load_program_file(file);
@@ -124,6 +111,17 @@ void compare(FrCase& c, const core::RunResult& sim, const core::RunResult& check
 }
 
 }  // namespace
+
+bool through_host_call(const core::Finding& f) {
+  for (const core::Site& site : f.sites) {
+    if (!site.actor.ends_with(".host") && site.actor.find(".helper") == std::string::npos) continue;
+    const bool blocked = site.what.starts_with("blocked in") || site.what.starts_with("blocked on");
+    const bool comm = site.what.find("first-contact setup") != std::string::npos || site.what.find("comm init") != std::string::npos ||
+                      site.what.find("group") != std::string::npos;
+    if (blocked && !comm) return true;
+  }
+  return false;
+}
 
 std::string fr_class(const core::Finding* f, core::Verdict v) {
   switch (v) {

@@ -41,6 +41,9 @@ struct FrCase {
 // comes), "cycle" (a deadlock across communicators), "stall" (stuck, no communication order
 // explains it), or the verdict's own name for the rest (invalid-usage, ...).
 std::string fr_class(const core::Finding* first, core::Verdict v);
+// Whether a deadlock's chain passes through a host thread blocked in something other than
+// communication (a module load, a sync: what neither a dump nor NCCL's profiler sees).
+bool through_host_call(const core::Finding& f);
 
 struct FrDifferentialOptions {
   uint64_t programs = 2000;

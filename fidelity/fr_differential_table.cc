@@ -7,17 +7,12 @@
 #include <ostream>
 
 #include "fidelity/fr_differential.h"
+#include "fidelity/markdown.h"
 
 namespace ppspec::fidelity {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string cell(std::string s) {
-  for (char& c : s)
-    if (c == '\n' || c == '|') c = ' ';
-  return s.size() > 160 ? s.substr(0, 157) + "..." : s;
-}
 
 void write_by_kind(std::ostream& md, const std::vector<FrCase>& cs) {
   struct Row {
@@ -47,28 +42,6 @@ void write_by_kind(std::ostream& md, const std::vector<FrCase>& cs) {
   }
 }
 
-void write_matrix(std::ostream& md, const std::vector<FrCase>& cs) {
-  std::map<std::string, std::map<std::string, size_t>> m;
-  std::map<std::string, size_t> cols;
-  for (const FrCase& c : cs) {
-    ++m[c.sim_class][c.check_class];
-    ++cols[c.check_class];
-  }
-  md << "| simulator \\ check |";
-  for (const auto& [col, n] : cols) md << " " << col << " |";
-  md << "\n|---|";
-  for (size_t i = 0; i < cols.size(); ++i) md << "---:|";
-  md << "\n";
-  for (const auto& [row, counts] : m) {
-    md << "| " << row << " |";
-    for (const auto& [col, n] : cols) {
-      const auto it = counts.find(col);
-      md << " " << (it == counts.end() ? 0 : it->second) << " |";
-    }
-    md << "\n";
-  }
-}
-
 nlohmann::json to_json(const FrCase& c) {
   auto culprit = [](const core::Culprit& x) {
     return nlohmann::json{{"rank", x.rank}, {"comm", x.comm}, {"p2p", x.p2p}, {"peer", x.peer}, {"position", x.position}, {"what", x.what}};
@@ -95,13 +68,15 @@ void write_table(const FrDifferentialOptions& o, const std::vector<FrCase>& cs, 
   md << "## By disturbance\n\n";
   write_by_kind(md, cs);
   md << "\n## Verdict classes\n\n";
-  write_matrix(md, cs);
+  std::vector<std::pair<std::string, std::string>> classes;
+  for (const FrCase& c : cs) classes.emplace_back(c.sim_class, c.check_class);
+  write_class_matrix(md, "simulator \\ check", classes);
   md << "\n## Disagreements\n\n";
   if (agree == cs.size()) md << "None.\n";
   for (const FrCase& c : cs)
     if (!c.agree)
-      md << fmt::format("* `{}` ({} ranks; {}): {}. Simulator: {}. Check: {}.\n", c.name, c.ranks, cell(c.disturbance), cell(c.why),
-                        cell(c.sim_summary), cell(c.check_summary));
+      md << fmt::format("* `{}` ({} ranks; {}): {}. Simulator: {}. Check: {}.\n", c.name, c.ranks, md_cell(c.disturbance), md_cell(c.why),
+                        md_cell(c.sim_summary), md_cell(c.check_summary));
 }
 
 }  // namespace

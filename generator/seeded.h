@@ -36,11 +36,16 @@ struct GeneratorOptions {
   // Graph rounds and unmatched sends to oneself, which NCCL rejects (invalid usage) or a Flight
   // Recorder dump records otherwise than NCCL runs them (a captured collective once, at capture).
   bool graphs_and_usage_errors = true;
+  // With graphs: unmatched sends to oneself too (off: graphs only, what a profiler sees NCCL run).
+  bool usage_errors = true;
 };
 
 // What the Flight Recorder differential asks for: only what a dump records faithfully, on two
 // ranks less often, without labels (a dump holds none).
 GeneratorOptions flight_recorder_options(int max_ranks, Disturbance d);
+// What the NCCL profiler differential asks for: the same, and graphs (the plugin records captures and
+// replays as NCCL runs them), without the usage errors NCCL refuses before any kernel runs.
+GeneratorOptions nccl_profiler_options(int max_ranks, Disturbance d);
 
 struct GeneratedProgram {
   program::Program program;

@@ -151,6 +151,13 @@ GeneratorOptions flight_recorder_options(int max_ranks, Disturbance d) {
   return g;
 }
 
+GeneratorOptions nccl_profiler_options(int max_ranks, Disturbance d) {
+  GeneratorOptions g = flight_recorder_options(max_ranks, d);
+  g.graphs_and_usage_errors = true;
+  g.usage_errors = false;
+  return g;
+}
+
 GeneratedProgram generate_program(uint64_t seed, const std::string& name, const GeneratorOptions& opts) {
   return seeded::Generator(seed, name, opts).run();
 }

@@ -118,7 +118,7 @@ SelfExchange Generator::self_exchange(const program::CommDecl& c) {
   s.count = std::max<int64_t>(1, pick_count() % 65536);
   note_payload(Payload{s.count, core::Dtype::f32});
   s.stream = stream();
-  s.matched = !percent(15) || !opts_.graphs_and_usage_errors;
+  s.matched = !percent(15) || !opts_.graphs_and_usage_errors || !opts_.usage_errors;  // the draw is made either way
   feature(s.matched ? "self p2p" : "unmatched self p2p");
   return s;
 }

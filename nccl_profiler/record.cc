@@ -59,4 +59,7 @@ const char* trace_name(Datatype d) {
   return "unknown";
 }
 
+bool is_p2p(Func f) { return f == Func::send || f == Func::recv; }
+bool is_rooted(Func f) { return f == Func::broadcast || f == Func::reduce; }
+
 }  // namespace ppspec::nccl_profiler

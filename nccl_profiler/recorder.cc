@@ -3,36 +3,21 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
 
+#include "nccl_profiler/output.h"
 #include "nccl_profiler/trace_lines.h"
 
 namespace ppspec::nccl_profiler {
-
-struct Recorder::Output {
-  int rank = -1;
-  FILE* file = nullptr;
-  std::string path;
-  std::string buffer;
-  uint64_t lost_written = 0;
-};
-
 namespace {
 
-int global_rank_from_environment() {
-  for (const char* name : {"PPSPEC_RANK", "RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"}) {
-    const char* v = std::getenv(name);
-    if (v == nullptr || *v == '\0') continue;
-    char* end = nullptr;
-    const long r = std::strtol(v, &end, 10);
-    if (*end == '\0' && r >= 0 && r < (1 << 20)) return static_cast<int>(r);
-  }
-  return -1;
-}
+constexpr auto kFlushPeriod = std::chrono::milliseconds(2);
+constexpr int kAbortPollTicks = 50;  // every 100 ms
 
 bool usable_directory(const std::string& dir) {
   if (dir.empty()) return false;
@@ -60,7 +45,9 @@ int64_t Recorder::now_ns() const {
   return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
-Comm* Recorder::init_comm(uint64_t hash, const char* name, int ranks, int rank) {
+Comm* Recorder::init_comm(uint64_t hash, const char* name, int ranks, int rank, int global_rank) {
+  std::call_once(started_, [this] { start(); });
+  if (!enabled()) return nullptr;
   const size_t index = comm_count_.fetch_add(1);
   if (index >= kCommsMax) {
     comm_count_.fetch_sub(1);
@@ -72,21 +59,18 @@ Comm* Recorder::init_comm(uint64_t hash, const char* name, int ranks, int rank) 
   c->hash = hash;
   c->ranks = ranks;
   c->rank = rank;
-  c->global_rank = global_rank_from_environment();
+  c->global_rank = global_rank;
   std::snprintf(c->name, sizeof c->name, "%s", name != nullptr ? name : "");
   c->init_ns = now_ns();
   for (OpSlot& s : c->slots) s.comm = c;
   comms_[index].store(c, std::memory_order_release);
-  std::call_once(started_, [this] { start_flusher(); });
   return c;
 }
 
 void Recorder::finalize_comm(Comm& c) {
   Record r;
   r.kind = RecordKind::comm_finalized;
-  r.time_ns = now_ns();
   append(c, r);
-  c.finalized.store(true, std::memory_order_release);
 }
 
 OpSlot& Recorder::take_slot(Comm& c) {
@@ -98,11 +82,35 @@ OpSlot& Recorder::take_slot(Comm& c) {
   s.posted = Record{};
   s.posted.op = op;
   s.channels.store(0, std::memory_order_relaxed);
+  s.channels_started.store(0, std::memory_order_relaxed);
   s.channels_done.store(0, std::memory_order_relaxed);
   return s;
 }
 
-void Recorder::append(Comm& c, const Record& r) {
+CapturedOp* Recorder::take_captured(Comm& c) {
+  const size_t index = captured_count_.fetch_add(1, std::memory_order_relaxed);
+  if (index >= kCapturedOps) {
+    c.lost.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
+  }
+  CapturedOp* op = &captured_[index];
+  op->comm = &c;
+  op->captured = Record{};
+  op->captured.op = c.next_op.fetch_add(1, std::memory_order_relaxed);
+  return op;
+}
+
+Handle* Recorder::take_group(bool user_group) {
+  const uint64_t n = group_count_.fetch_add(1, std::memory_order_relaxed);
+  Handle& h = groups_[n % kGroupHandles];
+  h.kind = HandleKind::group_api;
+  h.group = user_group ? static_cast<int32_t>(n % (uint64_t{1} << 30)) : -1;
+  return &h;
+}
+
+void Recorder::append(Comm& c, Record& r) {
+  r.sequence = next_sequence_.fetch_add(1, std::memory_order_relaxed);
+  if (r.time_ns == 0) r.time_ns = now_ns();
   if (!c.ring.try_push(r)) c.lost.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -121,34 +129,44 @@ uint32_t Recorder::stream_number(const void* stream) {
   return 0;  // the table is full: the operation is recorded without its stream
 }
 
-void Recorder::start_flusher() {
+// At the first communicator's init (never at load: a process that loads NCCL and communicates
+// nothing writes nothing): where the traces go, the captured pool, the flusher.
+void Recorder::start() {
+  captured_ = std::make_unique<CapturedOp[]>(kCapturedOps);
   const char* watch = std::getenv("PPSPEC_WATCH");
   const char* local = std::getenv("PPSPEC_TRACE_DIR");
-  if (watch != nullptr && usable_directory(watch)) {
-    dir_ = watch;
-    abort_file_ = dir_ + "/ppspec-abort";
-  } else {
-    dir_ = local != nullptr && *local != '\0' ? local : "ppspec-nccl-traces";
-    if (watch != nullptr)
-      std::fprintf(stderr, "ppspec-nccl-profiler: cannot write to the watcher's directory '%s': recording in '%s' only\n", watch, dir_.c_str());
+  const std::string fallback = local != nullptr && *local != '\0' ? local : "ppspec-nccl-traces";
+  if (watch != nullptr && *watch != '\0' && is_watch_address(watch)) {
+    watch_address_ = watch;
+    dir_ = fallback;
+  } else if (watch != nullptr && *watch != '\0') {
+    dir_ = watch;  // a folder the watcher reads (shared between the nodes)
     if (!usable_directory(dir_)) {
-      disable("cannot create the trace directory (set PPSPEC_TRACE_DIR)");
-      return;
+      std::fprintf(stderr, "ppspec-nccl-profiler: cannot write to the watcher's folder '%s': recording in '%s' only\n", watch,
+                   fallback.c_str());
+      dir_ = fallback;
     }
+  } else {
+    dir_ = fallback;
+  }
+  if (!usable_directory(dir_)) {
+    disable("cannot create the trace folder (set PPSPEC_TRACE_DIR to a writable folder)");
+    return;
   }
   std::atexit([] { Recorder::instance().finish(); });
   flusher_ = std::thread([this] { flusher_loop(); });
 }
 
 void Recorder::flusher_loop() {
-  int ticks = 0;
-  while (!stopping_.load(std::memory_order_relaxed)) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  for (int ticks = 1; !stopping_.load(std::memory_order_relaxed); ++ticks) {
+    std::this_thread::sleep_for(kFlushPeriod);
     flush();
-    // The watcher's --abort: fail the job now rather than at PyTorch's watchdog, minutes later.
-    if (++ticks % 50 == 0 && !abort_file_.empty() && ::access(abort_file_.c_str(), F_OK) == 0) {
-      flush();
-      std::fprintf(stderr, "ppspec-nccl-profiler: the watcher asked this job to stop (%s): aborting\n", abort_file_.c_str());
+    if (ticks % kAbortPollTicks != 0) continue;
+    std::lock_guard<std::mutex> lock(flush_mutex_);
+    for (Output* o : outputs_) {
+      if (!o->abort_requested()) continue;
+      // The watcher's --abort: fail the job now rather than at PyTorch's watchdog, minutes later.
+      std::fprintf(stderr, "ppspec-nccl-profiler: the watcher asked this job to stop: aborting\n");
       std::abort();
     }
   }
@@ -159,87 +177,18 @@ void Recorder::flush() {
   drain_locked();
 }
 
-Recorder::Output* Recorder::output_for(int global_rank) {
+Output* Recorder::output_for(int global_rank) {
   for (Output* o : outputs_)
-    if (o->rank == global_rank) return o;
+    if (o->rank() == global_rank) return o;
   if (outputs_.size() >= kOutputsMax) return nullptr;
-  auto* o = new Output();
-  o->rank = global_rank;
-  char host[128] = {};
-  ::gethostname(host, sizeof host - 1);
-  o->path = dir_ + "/" + trace_file_name(global_rank, host, ::getpid());
-  o->file = std::fopen(o->path.c_str(), "w");
-  if (o->file == nullptr) {
-    delete o;
-    disable("cannot open a trace file in the trace directory");
+  std::string error;
+  Output* o = Output::open(dir_, global_rank, clock_.load() != nullptr, watch_address_, error);
+  if (o == nullptr) {
+    disable(error.c_str());
     return nullptr;
   }
-  o->buffer = header_line(global_rank, host, ::getpid(), clock_.load() != nullptr);
   outputs_.push_back(o);
   return o;
-}
-
-void Recorder::drain_locked() {
-  const size_t n = std::min(comm_count_.load(std::memory_order_acquire), kCommsMax);
-  written_.resize(n);
-  for (size_t i = 0; i < n; ++i) {
-    Comm* c = comms_[i].load(std::memory_order_acquire);
-    if (c == nullptr) continue;  // counted, not yet stored
-    Output* out = output_for(c->global_rank);
-    if (out == nullptr) return;
-    if (!written_[i].init) {
-      out->buffer += comm_init_line(*c);
-      written_[i].init = true;
-    }
-    Record r;
-    while (c->ring.try_pop(r)) out->buffer += record_line(*c, r);
-    const uint64_t lost = c->lost.load(std::memory_order_relaxed);
-    if (lost != written_[i].lost) out->buffer += lost_line(*c, lost);
-    written_[i].lost = lost;
-  }
-  for (Output* o : outputs_) {
-    if (o->buffer.empty()) continue;
-    std::fwrite(o->buffer.data(), 1, o->buffer.size(), o->file);
-    std::fflush(o->file);
-    o->buffer.clear();
-  }
-}
-
-void Recorder::end_outputs() {
-  drain_locked();
-  for (Output* o : outputs_) {
-    const std::string end = trailer_line(said_disabled_.load());
-    std::fwrite(end.data(), 1, end.size(), o->file);
-    std::fclose(o->file);
-    delete o;
-  }
-  outputs_.clear();
-}
-
-void Recorder::finish() {
-  stopping_.store(true);
-  if (flusher_.joinable()) flusher_.join();
-  std::lock_guard<std::mutex> lock(flush_mutex_);
-  end_outputs();
-}
-
-void Recorder::end_job() {
-  std::lock_guard<std::mutex> lock(flush_mutex_);
-  end_outputs();
-}
-
-void Recorder::begin_job(const std::string& dir) {
-  std::call_once(started_, [] {});  // a harness flushes by itself: no flusher thread
-  std::lock_guard<std::mutex> lock(flush_mutex_);
-  end_outputs();
-  const size_t n = std::min(comm_count_.load(), kCommsMax);
-  for (size_t i = 0; i < n; ++i) delete comms_[i].exchange(nullptr);
-  comm_count_.store(0);
-  written_.clear();
-  for (auto& s : streams_) s.store(nullptr);
-  dir_ = dir;
-  abort_file_.clear();
-  if (!usable_directory(dir_)) disable("cannot create the trace directory");
 }
 
 }  // namespace ppspec::nccl_profiler

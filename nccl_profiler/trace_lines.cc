@@ -1,5 +1,6 @@
 #include "nccl_profiler/trace_lines.h"
 
+#include <cctype>
 #include <cstdio>
 #include <cstring>
 
@@ -51,26 +52,54 @@ std::string header_line(int global_rank, const char* host, int pid, bool harness
 
 std::string comm_init_line(const Comm& c) {
   return "{\"ev\":\"comm_init\",\"t\":" + number(c.init_ns) + ",\"comm\":" + hash_text(c.hash) + ",\"name\":" + quoted(c.name) +
-         ",\"ranks\":" + number(c.ranks) + ",\"comm_rank\":" + number(c.rank) + "}\n";
+         ",\"ranks\":" + number(c.ranks) + ",\"comm_rank\":" + number(c.rank) + ",\"interface\":" + number(c.interface) + "}\n";
 }
 
-std::string record_line(const Comm& c, const Record& r) {
-  const std::string head = "{\"t\":" + number(r.time_ns) + ",\"comm\":" + hash_text(c.hash);
-  switch (r.kind) {
-    case RecordKind::comm_init: return "";  // written from the communicator itself, first
-    case RecordKind::comm_finalized: return head + ",\"ev\":\"comm_finalized\"}\n";
-    case RecordKind::op_completed: return head + ",\"ev\":\"op_completed\",\"op\":" + number(static_cast<int64_t>(r.op)) + "}\n";
-    case RecordKind::op_posted: break;
-  }
-  std::string line = head + ",\"ev\":\"op_posted\",\"op\":" + number(static_cast<int64_t>(r.op)) + ",\"func\":\"" + trace_name(r.func) +
-                     "\",\"dtype\":\"" + trace_name(r.datatype) + "\",\"count\":" + number(r.count);
-  if (r.peer >= 0) line += ",\"peer\":" + number(r.peer);
-  if (r.stream != 0) line += ",\"stream\":" + number(r.stream);
-  if (r.captured) line += ",\"captured\":true";
+namespace {
+
+// What an op_posted or op_captured line says of the call: kind, type, size, root or peer, where.
+std::string call_fields(const Record& r) {
+  std::string s = ",\"func\":\"" + std::string(trace_name(r.func)) + "\",\"dtype\":\"" + trace_name(r.datatype) +
+                  "\",\"count\":" + number(r.count);
+  if (r.peer >= 0) s += std::string(is_p2p(r.func) ? ",\"peer\":" : ",\"root\":") + number(r.peer);
+  if (r.stream != 0) s += ",\"stream\":" + number(r.stream);
+  if (r.group >= 0) s += ",\"group\":" + number(r.group);
   if (r.call_site[0] != '\0') {
     char site[kCallSiteBytes + 1] = {};
     std::memcpy(site, r.call_site, kCallSiteBytes);
-    line += ",\"site\":" + quoted(site);
+    s += ",\"site\":" + quoted(site);
+  }
+  return s;
+}
+
+const char* event_name(RecordKind k) {
+  switch (k) {
+    case RecordKind::comm_init: return "comm_init";
+    case RecordKind::op_posted: return "op_posted";
+    case RecordKind::op_peer: return "op_peer";
+    case RecordKind::op_captured: return "op_captured";
+    case RecordKind::op_started: return "op_started";
+    case RecordKind::op_completed: return "op_completed";
+    case RecordKind::comm_finalized: return "comm_finalized";
+  }
+  return "?";
+}
+
+}  // namespace
+
+std::string record_line(const Comm& c, const Record& r) {
+  if (r.kind == RecordKind::comm_init) return "";  // written from the communicator itself, first
+  std::string line = "{\"ev\":\"" + std::string(event_name(r.kind)) + "\",\"t\":" + number(r.time_ns) + ",\"comm\":" + hash_text(c.hash);
+  if (r.kind == RecordKind::comm_finalized) return line + "}\n";
+  line += ",\"op\":" + number(static_cast<int64_t>(r.op));
+  switch (r.kind) {
+    case RecordKind::op_posted:
+      line += call_fields(r);
+      if (r.captured) line += ",\"replay_of\":" + number(static_cast<int64_t>(r.replay_of));
+      break;
+    case RecordKind::op_captured: line += call_fields(r); break;
+    case RecordKind::op_peer: line += ",\"peer\":" + number(r.peer); break;
+    default: break;
   }
   return line + "}\n";
 }

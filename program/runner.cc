@@ -150,6 +150,7 @@ core::RunResult run_on_sim(const Program& p, const SimRunOptions& opts) {
   auto policy = opts.replay ? sim::make_replay_policy(*opts.replay) : sim::make_policy(opts.strategy, opts.seed);
   sim::SimRuntime rt(p.num_ranks, cfg, std::move(policy), opts.seed);
   for (core::EventSink* s : opts.sinks) rt.events().subscribe(s);
+  rt.set_nccl_observer(opts.nccl_observer);
   install(p, rt);
   return rt.run();
 }

@@ -10,6 +10,7 @@
 #include "core/runtime.h"
 #include "core/verdict.h"
 #include "program/program.h"
+#include "sim/nccl_observer.h"
 #include "sim/policy.h"
 
 namespace ppspec::program {
@@ -24,6 +25,7 @@ struct SimRunOptions {
   std::optional<std::vector<uint32_t>> replay;  // a recorded schedule instead of the strategy
   std::vector<core::EventSink*> sinks;
   bool record_decisions = true;
+  sim::NcclObserver* nccl_observer = nullptr;  // what NCCL's profiler interface would be told; null: none
 };
 
 // Runs the program on the simulator.

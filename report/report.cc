@@ -15,8 +15,6 @@ std::string format_time(core::Time t) {
 
 std::string dump_json(const nlohmann::json& j) { return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace); }
 
-namespace {
-
 void append_finding(std::string& s, const core::Finding& f, std::string_view prefix) {
   // A finding from imported dumps has no time of ours (core::kNoTime): its sites say where.
   const std::string when = f.time == core::kNoTime ? ""
@@ -37,8 +35,6 @@ void append_finding(std::string& s, const core::Finding& f, std::string_view pre
   }
   if (!where.empty()) s += fmt::format("      where: {}\n", where);
 }
-
-}  // namespace
 
 namespace {
 

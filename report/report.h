@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "core/verdict.h"
 #include "verify/oracles/serving_oracles.h"
@@ -66,6 +67,8 @@ struct SeedSummary {
 };
 
 std::string format_text(const RunRecord& r);
+// One finding as format_text writes it: "    PREFIXverdict (kind) at TIME: summary", its details, where.
+void append_finding(std::string& s, const core::Finding& f, std::string_view prefix);
 // "ok   NAME  FILE  20 of 20 seeds as expected (...)" or "FAIL ... 17 of 20 seeds as expected;
 // first unexpected: seed 4 (...)", one line.
 std::string format_summary(const SeedSummary& s);

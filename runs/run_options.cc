@@ -9,6 +9,7 @@ program::SimRunOptions sim_options(const program::Program& p, const RunChoices& 
   o.replay = c.replay;
   if (c.sink != nullptr) o.sinks.push_back(c.sink);
   o.record_decisions = c.record_decisions;
+  o.nccl_observer = c.nccl_observer;
   return o;
 }
 
@@ -18,6 +19,7 @@ serving::RunOptions sim_options(const serving::ServingScenario& s, const RunChoi
   o.strategy = c.strategy.value_or(s.strategy);
   o.replay = c.replay;
   if (c.sink != nullptr) o.sinks.push_back(c.sink);
+  o.nccl_observer = c.nccl_observer;
   return o;  // a serving run keeps its schedule always (c.record_decisions is for programs)
 }
 

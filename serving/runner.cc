@@ -111,6 +111,7 @@ ServingRun simulate(const engine::EngineConfig& cfg, const sim::SimConfig& runti
   sim::SimRuntime rt(cfg.topology.ranks(), runtime,
                      opts.replay ? sim::make_replay_policy(*opts.replay) : sim::make_policy(opts.strategy, opts.seed),
                      opts.seed);
+  rt.set_nccl_observer(opts.nccl_observer);
   const RuntimeHooks hooks{[&rt](const core::Finding&) { rt.world().halt(); },
                            [&rt](core::Finding f) { rt.world().note(std::move(f)); }, {}};
   return serve(rt, cfg, opts.sinks, hooks, runtime.strict);
@@ -129,6 +130,7 @@ std::optional<core::Finding> compare_with(const ServingScenario& s, const RunOpt
   vary(other);
   RunOptions o = opts;
   o.sinks.clear();
+  o.nccl_observer = nullptr;
   o.replay.reset();  // the reference is another run: its own schedule, from the strategy
   // The reference is compared by its outputs only: the run under test already looked for races.
   sim::SimConfig runtime = s.runtime;

@@ -10,6 +10,7 @@
 #include "core/verdict.h"
 #include "engine/engine.h"
 #include "serving/scenario.h"
+#include "sim/nccl_observer.h"
 #include "sim/policy.h"
 #include "verify/oracles/serving_oracles.h"
 
@@ -30,6 +31,7 @@ struct RunOptions {
   bool oracles = true;
   std::optional<std::vector<uint32_t>> replay;  // a recorded schedule instead of the strategy (the run
                                                  // under test only; oracle references use the strategy)
+  sim::NcclObserver* nccl_observer = nullptr;    // the run under test only, like `sinks`
 };
 
 // What a serving run needs of its runtime beyond the interface: how to stop at the first failure

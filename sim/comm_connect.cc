@@ -50,6 +50,9 @@ void ConnectionSetup::init(SimComm& comm, int crank) {
   while (init.count < comm.size())
     init.waiters.wait(w, WaitInfo{.kind = WaitKind::comm_init, .what = "comm init", .init = &init});
   if (VectorClock* c = w.host_clock()) c->join(init.clock);
+  // NCCL initialises its profiler once every member's information has arrived (initTransportsRank,
+  // after its AllGather3), before the rest of the setup: every member's init is told before any posts.
+  if (NcclObserver* o = rt_.nccl_observer()) o->comm_initialised(w.now(), me, comm.name, crank, static_cast<int>(comm.size()));
   comm.ranks[static_cast<size_t>(crank)].initialised = true;
   w.sleep(w.jittered(w.config().cost.comm_init));
   if (w.bus().active()) {

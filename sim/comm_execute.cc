@@ -58,6 +58,7 @@ void KernelExecution::execute(CommKernel& k, SimStream& s) {
   for (CommOp& op : k.parts) {
     op.started = true;
     if (w.bus().active()) emit(core::EventKind::op_started, op, s.full_name());
+    if (NcclObserver* o = rt_.nccl_observer()) o->kernel_started(w.now(), op.spec.id);
     start_op(op, satisfied);
   }
   for (CommOp* op : satisfied) {
@@ -166,6 +167,7 @@ void KernelExecution::complete(CommKernel& k) {
   for (CommOp& op : k.parts) {
     op.completed = true;
     if (w.bus().active()) emit(core::EventKind::op_completed, op, k.primary()->full_name());
+    if (NcclObserver* o = rt_.nccl_observer()) o->kernel_completed(w.now(), op.spec.id);
     if (core::is_p2p(op.spec.desc.kind)) {
       const bool is_send = op.spec.desc.kind == core::OpKind::send;
       (is_send ? comm.channel(k.crank, op.spec.peer) : comm.channel(op.spec.peer, k.crank)).retire(op);

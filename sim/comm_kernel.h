@@ -33,6 +33,7 @@ struct PartSpec {
   int64_t cseq = -1;        // collective slot, or index on the (src -> dst) channel
   uint64_t issue_idx = 0;   // the rank's communication-kernel issue order (a group shares one)
   bool receiver_ready = false;  // send: its direction is wired right when it starts (R4, PairSetup)
+  int64_t capture_id = -1;      // a part captured into a graph (and each of its replays): its capture's number
 };
 
 struct CommOp {

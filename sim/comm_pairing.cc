@@ -30,14 +30,28 @@ void PostPairing::watch_order_inversions(const std::vector<std::unique_ptr<SimCo
 // NCCL pairs a group's sends to self with its receives from self when it schedules the group
 // (scheduleP2pTasksToPlan): one without the other fails ncclGroupEnd with ncclInvalidUsage ("Trying
 // to send to self without a matching recv"). A matched pair is legal: an all-to-all's own block.
-void PostPairing::reject_unmatched_self(const std::vector<PartSpec>& parts) {
+namespace {
+// How many sends to itself and receives from itself `p`'s member posts on its communicator in `parts`.
+std::pair<int64_t, int64_t> self_exchanges(const std::vector<PartSpec>& parts, const PartSpec& p) {
+  int64_t sends = 0, recvs = 0;
+  for (const PartSpec& q : parts)
+    if (q.comm == p.comm && q.crank == q.peer && core::is_p2p(q.desc.kind)) (q.desc.kind == core::OpKind::send ? sends : recvs) += 1;
+  return {sends, recvs};
+}
+}  // namespace
+
+const PartSpec* PostPairing::unmatched_self(const std::vector<PartSpec>& parts) const {
   for (const PartSpec& p : parts) {
     if (!core::is_p2p(p.desc.kind) || p.peer != p.crank) continue;
-    int64_t sends = 0, recvs = 0;
-    for (const PartSpec& q : parts)
-      if (q.comm == p.comm && q.crank == q.peer && core::is_p2p(q.desc.kind))
-        (q.desc.kind == core::OpKind::send ? sends : recvs) += 1;
-    if (sends == recvs) continue;
+    if (const auto [sends, recvs] = self_exchanges(parts, p); sends != recvs) return &p;
+  }
+  return nullptr;
+}
+
+void PostPairing::reject_unmatched_self(const std::vector<PartSpec>& parts) {
+  if (const PartSpec* bad = unmatched_self(parts)) {
+    const PartSpec& p = *bad;
+    const auto [sends, recvs] = self_exchanges(parts, p);
     World& w = rt_.world();
     const core::RankId rank = p.comm->members[static_cast<size_t>(p.crank)];
     core::Finding f;

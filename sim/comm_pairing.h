@@ -26,11 +26,15 @@ class PostPairing {
   // Stops the run when a group (or an ungrouped call, a group of one) sends to self without a
   // matching receive from self, or the reverse.
   void reject_unmatched_self(const std::vector<PartSpec>& parts);
+  // The first send to oneself (or receive from oneself) in `parts` without its counterpart, if any.
+  const PartSpec* unmatched_self(const std::vector<PartSpec>& parts) const;
   // A live part is posted: it gets its id, issue index and place (cseq), and meets its partner.
   void register_post(PartSpec& spec);
 
   OrderInversions& inversions() { return inversions_; }
   uint64_t ops_posted() const { return static_cast<uint64_t>(next_op_id_); }
+  // The id register_post gives the next part: NCCL tells its profiler of a call before it pairs.
+  int64_t next_op_id() const { return next_op_id_; }
   uint64_t pairs() const { return pairs_; }
 
  private:

@@ -29,6 +29,7 @@
 #include "sim/comm_kernel.h"
 #include "sim/comm_launch.h"
 #include "sim/comm_pairing.h"
+#include "sim/nccl_observer.h"
 #include "sim/order_inversion.h"
 #include "sim/sim_comm.h"
 
@@ -83,7 +84,13 @@ class CommSystem {
   SimDevice& device_of(const SimComm& comm, int crank) const { return member_device(rt_, comm, crank); }
 
  private:
-  void launch_live(std::vector<PartSpec>& live);  // connects, then launches; empties `live`
+  // Connects, then launches; empties `live`. A replay told the observer of its tasks already.
+  void launch_live(std::vector<PartSpec>& live, bool observe_tasks = true);
+  // What the NCCL observer is told (sim/nccl_observer.h), when one listens.
+  ObservedCall observed(const PartSpec& p);
+  void observe_call(const PartSpec& p, int64_t op_id);
+  void register_observed(PartSpec& spec);
+  void observe_group_end();
 
   SimRuntime& rt_;
   std::vector<std::unique_ptr<SimComm>> comms_;
@@ -94,6 +101,7 @@ class CommSystem {
   CommExplainer explain_;
   KernelLauncher launcher_;
   KernelExecution execution_;
+  int64_t next_capture_id_ = 0;
 };
 
 }  // namespace ppspec::sim

@@ -14,6 +14,7 @@
 #include "sim/config.h"
 #include "sim/device.h"
 #include "sim/host_channel.h"
+#include "sim/nccl_observer.h"
 #include "sim/policy.h"
 #include "sim/race_detector.h"
 #include "sim/world.h"
@@ -55,6 +56,10 @@ class SimRuntime final : public core::Runtime {
     host_state().call_step = engine_step;
   }
 
+  // What NCCL's profiler interface would be told (sim/nccl_observer.h); null: nobody listens.
+  void set_nccl_observer(NcclObserver* o) { nccl_observer_ = o; }
+  NcclObserver* nccl_observer() const { return nccl_observer_; }
+
   World& world() { return world_; }
   const World& world() const { return world_; }
   CommSystem& comms() { return comms_; }
@@ -81,6 +86,7 @@ class SimRuntime final : public core::Runtime {
   void note_stuck_hazards(WaitGraph& graph);
   void settle_open_mismatches(bool report);
 
+  NcclObserver* nccl_observer_ = nullptr;
   bool ran_ = false;
   size_t memory_taken_ = 0;
 };

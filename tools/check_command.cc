@@ -17,6 +17,7 @@
 #include "verify/findings.h"
 #include "verify/monitors/serving_monitors.h"
 #include "verify/dumps/trace_check.h"
+#include "watch/job_files.h"
 
 namespace ppspec::tools {
 namespace {
@@ -58,16 +59,32 @@ report::RunRecord check_dumps(const traces::FrDumpSet& set) {
   return rec;
 }
 
+// A job's NCCL profiler plugin traces (a folder of them, or the files named): checked as `ppspec
+// watch` checks them live.
+report::RunRecord check_job(const std::vector<std::string>& files, const std::string& where) {
+  const watch::JobCheck job = watch::check_plugin_traces(files);
+  report::RunRecord rec;
+  rec.file = where;
+  rec.scenario = fmt::format("nccl job ({} rank{}, NCCL profiler plugin traces)", job.ranks, job.ranks == 1 ? "" : "s");
+  rec.strategy = "hardware";
+  rec.has_expectation = false;
+  rec.result = job.result;
+  rec.ok = rec.result.verdict == core::Verdict::pass;
+  return rec;
+}
+
 std::optional<std::string> prefix_of(const CheckArgs& args) {
   if (args.prefix.empty()) return std::nullopt;
   return args.prefix;
 }
 
 report::RunRecord check_one(const std::string& path, const CheckArgs& args, std::ostream& err) {
+  if (std::filesystem::is_directory(path) && watch::is_plugin_trace_path(path)) return check_job(watch::plugin_trace_files({path}), path);
   if (std::filesystem::is_directory(path)) {
     if (!traces::is_fr_dir(path))
-      throw core::InputError(path, 0, "a folder that holds no Flight Recorder dumps (files named PREFIX + rank: rank_0, "
-                                      "rank_0.json, nccl_trace_rank_0; or a json/ or pickle/ folder of them)");
+      throw core::InputError(path, 0, "a folder that holds neither Flight Recorder dumps (files named PREFIX + rank: rank_0, "
+                                      "rank_0.json, nccl_trace_rank_0; or a json/ or pickle/ folder of them) nor NCCL profiler "
+                                      "plugin traces (rankN.HOST.PID.jsonl)");
     return check_dumps(traces::read_fr_dir(path, prefix_of(args)));
   }
   if (traces::is_fr_file(path)) {
@@ -128,17 +145,27 @@ int check_command(const CheckArgs& args, std::ostream& out, std::ostream& err) {
   nlohmann::json all = nlohmann::json::array();
   std::string text;
   int dirty = 0;
-  // Dump files named one by one are one job, checked together where the first of them is named.
-  std::vector<std::string> dump_files;
-  for (const std::string& path : args.traces)
-    if (!std::filesystem::is_directory(path) && traces::is_fr_file(path)) dump_files.push_back(path);
-  bool dumps_done = false;
+  // Dump files (or plugin traces) named one by one are one job, checked together where the first
+  // of them is named.
+  std::vector<std::string> dump_files, plugin_files;
+  for (const std::string& path : args.traces) {
+    if (std::filesystem::is_directory(path)) continue;
+    if (watch::is_plugin_trace_path(path))
+      plugin_files.push_back(path);
+    else if (traces::is_fr_file(path))
+      dump_files.push_back(path);
+  }
+  bool dumps_done = false, plugin_done = false;
   for (const std::string& path : args.traces) {
     const bool dump_file = std::find(dump_files.begin(), dump_files.end(), path) != dump_files.end();
-    if (dump_file && dumps_done) continue;
+    const bool plugin_file = std::find(plugin_files.begin(), plugin_files.end(), path) != plugin_files.end();
+    if ((dump_file && dumps_done) || (plugin_file && plugin_done)) continue;
     try {
-      const report::RunRecord rec = dump_file ? check_dumps(traces::read_fr_files(dump_files, prefix_of(args))) : check_one(path, args, err);
+      const report::RunRecord rec = dump_file     ? check_dumps(traces::read_fr_files(dump_files, prefix_of(args)))
+                                    : plugin_file ? check_job(plugin_files, path)
+                                                  : check_one(path, args, err);
       dumps_done = dumps_done || dump_file;
+      plugin_done = plugin_done || plugin_file;
       if (!rec.ok) ++dirty;
       if (args.json)
         all.push_back(to_json(rec));

@@ -13,6 +13,7 @@
 #include "core/rng.h"
 #include "fidelity/fr_differential.h"
 #include "generator/seeded.h"
+#include "fidelity/plugin_differential.h"
 #include "gpu_jobs/gpu_backend.h"
 #include "program/runner.h"
 #include "program/toml_writer.h"
@@ -268,6 +269,20 @@ int fidelity_main(const FidelityArgs& args, std::ostream& out, std::ostream& err
     o.out = args.out;
     o.max_ranks = args.max_ranks;
     return fidelity::fr_differential_main(o, out);
+  }
+  if (args.backend == "nccl-profiler" && !args.scenario_files.empty()) {
+    std::filesystem::create_directories(args.out);
+    return fidelity::plugin_scenarios_main(args.scenario_files, (std::filesystem::path(args.out) / "runs").string(),
+                                           (std::filesystem::path(args.out) / "scenarios.md").string(), out);
+  }
+  if (args.backend == "nccl-profiler") {
+    fidelity::PluginDifferentialOptions o;
+    o.programs = args.programs;
+    o.seed = args.seed;
+    o.out = args.out;
+    o.max_ranks = args.max_ranks;
+    o.interface = args.interface;
+    return fidelity::plugin_differential_main(o, out);
   }
   if (args.backend == "both" && !gpu_jobs::gpu_backend_built()) {
     err << "ppspec: this ppspec was built without the GPU backend; use --backend sim\n";

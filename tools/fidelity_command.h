@@ -11,6 +11,7 @@
 #include <iosfwd>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "core/verdict.h"
 
@@ -26,6 +27,8 @@ struct FidelityArgs {
   int gpus = 2;                 // programs with more ranks run on the simulator only
   int max_ranks = 8;
   bool rerun_gpu = false;       // run the GPU again even where a result is kept
+  int interface = 5;            // nccl-profiler: the plugin table driven (NCCL's profiler interface v5 or v6)
+  std::vector<std::string> scenario_files;  // nccl-profiler: these committed scenarios instead of generated programs
 };
 
 // What the two backends are compared on: the simulator's deadlock is the hardware's hang, a

@@ -23,6 +23,7 @@
 #include "tools/run_command.h"
 #include "tools/run_support.h"
 #include "tools/show_command.h"
+#include "tools/watch_command.h"
 
 namespace ppspec::tools {
 namespace {
@@ -58,6 +59,7 @@ struct CommandLine {
     int64_t bytes = 8;
   } latency;
   FidelityArgs fidelity;
+  WatchArgs watch;
 };
 
 struct Command {
@@ -216,8 +218,16 @@ void fidelity_options(CLI::App& cmd, CommandLine& line) {
                  "sim (the simulator only), both (the simulator and GPUs; GPU results kept in OUT/results are "
                  "reused), recorded (the simulator against the GPU results kept in OUT/results, no GPU needed), or "
                  "flight-recorder (each program disturbed once and run on the simulator, its trace exported as Flight "
-                 "Recorder dumps and checked by `ppspec check`: the checker against the simulator)")
-      ->check(CLI::IsMember({"sim", "both", "recorded", "flight-recorder"}));
+                 "Recorder dumps and checked by `ppspec check`: the checker against the simulator), or nccl-profiler (each "
+                 "program disturbed once and run on the simulator while it drives the NCCL profiler plugin as NCCL would; "
+                 "`ppspec watch`'s verdict against the simulator's)")
+      ->check(CLI::IsMember({"sim", "both", "recorded", "flight-recorder", "nccl-profiler"}));
+  cmd.add_option("--scenario-files", fidelity.scenario_files,
+                 "nccl-profiler: run these scenario files (programs or serving) through the plugin and the watcher instead of "
+                 "generated programs; the table is OUT/scenarios.md")
+      ->check(CLI::ExistingFile);
+  cmd.add_option("--interface", fidelity.interface, "nccl-profiler: the plugin's NCCL interface to drive, 5 (NCCL 2.26-2.28) or 6 (2.29 on)")
+      ->check(CLI::IsMember({5, 6}));
   cmd.add_option("--sim-seeds", fidelity.sim_seeds, "simulator seeds per program")->check(CLI::Range(1, 1000));
   cmd.add_option("--hang-timeout", fidelity.hang_timeout_s, "gpu: seconds without progress that make a hang")
       ->check(CLI::Range(0.5, 600.0));
@@ -228,6 +238,22 @@ void fidelity_options(CLI::App& cmd, CommandLine& line) {
 }
 
 int fidelity_handler(CommandLine& line) { return fidelity_main(line.fidelity, std::cout, std::cerr); }
+
+void watch_options(CLI::App& cmd, CommandLine& line) {
+  WatchArgs& w = line.watch;
+  auto* dir = cmd.add_option("--dir", w.dir, "the folder the ranks' plugins write into (the job's PPSPEC_WATCH=FOLDER)");
+  auto* listen = cmd.add_option("--listen", w.listen, "HOST:PORT to listen on (the job's PPSPEC_WATCH=HOST:PORT; PORT 0: any free one)");
+  dir->excludes(listen);
+  cmd.add_option("--stall", w.stall_s, "seconds without progress that make a stall (default 10)")->check(CLI::Range(0.1, 86400.0));
+  cmd.add_flag("--abort", w.abort, "at the first finding, make the job fail now (the plugin aborts its process)");
+  cmd.add_option("--out", w.out, "folder for the job's merged trace, job.jsonl (default ppspec-watch)");
+  cmd.add_option("--ranks", w.ranks, "the job's size: the watch ends once this many ranks ended")->check(CLI::Range(1, 1 << 20));
+  cmd.add_option("--timeout", w.timeout_s, "stop watching after this many seconds (default: when the job ends, or Ctrl-C)")
+      ->check(CLI::Range(0.0, 1e7));
+  cmd.add_flag("--json", w.json, "one JSON object per report, then the summary");
+}
+
+int watch_handler(CommandLine& line) { return watch_command(line.watch, std::cout, std::cerr); }
 
 // In the order `ppspec --help` lists them.
 constexpr std::array kCommands{
@@ -246,6 +272,8 @@ constexpr std::array kCommands{
             gpu_latency_handler},
     Command{"fidelity", "generate program scenarios, run each on the simulator and on GPUs, and compare the verdicts",
             fidelity_options, fidelity_handler},
+    Command{"watch", "check a running NCCL job live, from its ranks' NCCL profiler plugin (misalignments as posted, stalls)",
+            watch_options, watch_handler},
 };
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <fstream>
 #include <ostream>
+#include <unistd.h>
 #include <variant>
 
 #include "core/error.h"
@@ -63,7 +64,9 @@ int replay_command(const ReplayArgs& args, std::ostream& out, std::ostream& err)
     }
     if (!reader.trailer()) throw core::InputError(args.trace, reader.line(), "no trailer: no recorded schedule to replay");
     const Loaded l = trace_scenario(h, args.trace, args.scenario, err);
-    const fs::path again = fs::temp_directory_path() / fmt::format("ppspec-replay-{}.jsonl", file_safe(h.scenario));
+    // The process id keeps replays of one scenario that run at once (ctest, a user's shell loop) off each other's file.
+    const fs::path again =
+        fs::temp_directory_path() / fmt::format("ppspec-replay-{}-{}.jsonl", ::getpid(), file_safe(h.scenario));
     rerun(l, h, reader.trailer()->decisions, again.string());
     const std::vector<std::string> a = lines_of(args.trace), b = lines_of(again.string());
     fs::remove(again);

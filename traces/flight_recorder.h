@@ -97,7 +97,7 @@ FrDumpSet read_fr_files(const std::vector<std::string>& files, const std::option
 // Whether `dir` looks like a folder of Flight Recorder dumps (so that `ppspec check` treats it as one).
 bool is_fr_dir(const std::string& dir);
 // Whether the file's content is a Flight Recorder dump rather than a ppspec trace: a pickle, or one
-// JSON object that is not a ppspec trace's header line.
+// JSON object that is not a ppspec trace's (nor a profiler plugin trace's) header line.
 bool is_fr_file(const std::string& file);
 
 }  // namespace ppspec::traces

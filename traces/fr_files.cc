@@ -225,7 +225,7 @@ bool is_fr_file(const std::string& file) {
   // A ppspec trace's first line is its header, which names the format whatever its key order; a
   // JSON dump is one object with no such key.
   const std::string line = head.substr(0, head.find('\n'));
-  return line.find("\"ppspec_trace\":") == std::string::npos;
+  return line.find("\"ppspec_trace\":") == std::string::npos && line.find("\"ppspec_nccl_profiler\":") == std::string::npos;
 }
 
 }  // namespace ppspec::traces

@@ -17,19 +17,9 @@ namespace {
 using Json = nlohmann::json;
 namespace fs = std::filesystem;
 
-// One posted operation, as the trace shows it.
-struct Posted {
-  std::string comm;
-  core::OpDesc desc;
-  int64_t op_id = -1;
-  int64_t posted = 0, started = -1, completed = -1;  // ns
-  std::string actor, origin;
-  int64_t group = -1;  // the host thread's ncclGroupStart..End (op_posted's value); -1: none
-};
+using Posted = FrPosted;
 
-struct Run {
-  std::map<std::string, std::set<int>> members;  // comm -> ranks
-  std::map<int, std::vector<Posted>> posts;       // rank -> in posting order
+struct Run : FrRun {
   std::map<int64_t, std::pair<int, size_t>> by_op;  // op id -> (rank, index)
 };
 
@@ -161,23 +151,20 @@ Json coalesced_of(const std::vector<const Posted*>& members, const Json& last, i
 }
 
 // A rank's records: one per operation in posting order, a group's p2p operations sharing one
-// p2p_seq_id and closed by a `coalesced` record.
-Json entries_of(const std::vector<Posted>& posts, const std::map<std::string, Group>& groups, int rank) {
+// p2p_seq_id and closed by a `coalesced` record; numbered on from `numbering`.
+Json entries_of(const std::deque<Posted>& posts, const std::map<std::string, Group>& groups, int rank, FrNumbering numbering) {
   Json entries = Json::array();
-  std::map<std::string, int64_t> coll, p2p;
   std::vector<const Posted*> open;  // the p2p operations of the coalesced group being written
-  auto close = [&] {
-    if (!open.empty()) entries.push_back(coalesced_of(open, entries.back(), static_cast<int64_t>(entries.size())));
+  auto close = [&](std::optional<int64_t> record) {
+    // A group whose members all left the window before it closed leaves no record to write.
+    if (record && !open.empty()) entries.push_back(coalesced_of(open, entries.back(), *record));
     open.clear();
   };
   for (const Posted& p : posts) {
-    const bool is_p2p = core::is_p2p(p.desc.kind);
-    const bool grouped = is_p2p && p.group >= 0;
-    if (!open.empty() && (!grouped || open.front()->group != p.group || open.front()->comm != p.comm)) close();
-    const int64_t c = is_p2p ? coll[p.comm] : ++coll[p.comm];
-    const int64_t q = !is_p2p ? 0 : (grouped && !open.empty()) ? p2p[p.comm] : ++p2p[p.comm];
-    Json e = entry_of(p, groups.at(p.comm), rank, static_cast<int64_t>(entries.size()), c, q);
-    if (grouped) {
+    const FrNumbering::Ids id = numbering.next(p);
+    close(id.coalesced);
+    Json e = entry_of(p, groups.at(p.comm), rank, id.record, id.coll, id.p2p);
+    if (core::is_p2p(p.desc.kind) && p.group >= 0) {
       e["state"] = "scheduled";
       e["time_discovered_started_ns"] = nullptr;
       e["time_discovered_completed_ns"] = nullptr;
@@ -186,14 +173,38 @@ Json entries_of(const std::vector<Posted>& posts, const std::map<std::string, Gr
     }
     entries.push_back(std::move(e));
   }
-  close();
+  close(numbering.close());
   return entries;
 }
 
 }  // namespace
 
-FrExport flight_recorder_of(const std::string& trace) {
-  const Run run = read_run(trace);
+FrNumbering::Ids FrNumbering::next(const FrPosted& p) {
+  Ids id;
+  const bool is_p2p = core::is_p2p(p.desc.kind);
+  const bool grouped = is_p2p && p.group >= 0;
+  const bool joins = open_ && grouped && open_group_ == p.group && open_comm_ == p.comm;
+  if (open_ && !joins) id.coalesced = close();
+  id.coll = is_p2p ? coll_[p.comm] : ++coll_[p.comm];
+  id.p2p = !is_p2p ? 0 : joins ? p2p_[p.comm] : ++p2p_[p.comm];
+  id.record = records_++;
+  if (grouped && !joins) {
+    open_ = true;
+    open_group_ = p.group;
+    open_comm_ = p.comm;
+  }
+  return id;
+}
+
+std::optional<int64_t> FrNumbering::close() {
+  if (!open_) return std::nullopt;
+  open_ = false;
+  return records_++;
+}
+
+FrExport flight_recorder_of(const std::string& trace) { return flight_recorder_of(read_run(trace)); }
+
+FrExport flight_recorder_of(const FrRun& run) {
   FrExport out;
   std::map<std::string, Group> groups;
   int64_t id = 0;
@@ -213,7 +224,9 @@ FrExport flight_recorder_of(const std::string& trace) {
         status[std::to_string(g.id)] = {{"last_enqueued_collective", -1}, {"last_started_collective", -1}, {"last_completed_collective", -1}};
       }
     const auto it = run.posts.find(rank);
-    const Json entries = it == run.posts.end() ? Json::array() : entries_of(it->second, groups, rank);
+    const auto before = run.before.find(rank);
+    const Json entries = it == run.posts.end() ? Json::array()
+                                               : entries_of(it->second, groups, rank, before == run.before.end() ? FrNumbering{} : before->second);
     out.dumps[rank] = Json{{"version", "2.10"}, {"comm_lib_version", "ppspec"}, {"pg_config", cfg}, {"pg_status", status}, {"entries", entries}};
   }
   return out;

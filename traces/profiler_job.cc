@@ -10,9 +10,14 @@
 namespace ppspec::traces {
 
 namespace {
-// Operations a communicator may hold while a member has not initialised it: beyond this the job
-// is not waiting for a slow member, that member never came.
-constexpr size_t kWaitingMax = size_t{1} << 20;
+// Lines one rank may hold while a peer or a member is unknown: beyond this the job is not waiting
+// for a slow member or a group about to end; that member never came.
+constexpr size_t kHeldMax = size_t{1} << 20;
+
+bool is_operation(ProfilerLineKind k) {
+  return k == ProfilerLineKind::op_posted || k == ProfilerLineKind::op_captured || k == ProfilerLineKind::op_started ||
+         k == ProfilerLineKind::op_completed || k == ProfilerLineKind::comm_finalized;
+}
 }  // namespace
 
 size_t ProfilerJob::add_source(std::string where) {
@@ -35,22 +40,53 @@ void ProfilerJob::publish(core::Event& e) {
   sink_.on_event(e);
 }
 
+// Everything a line can be refused for that does not depend on what waits: checked before the
+// line changes anything, so a refused line leaves the job as it was.
+void ProfilerJob::check_line(const Source& s, size_t source, const ProfilerLine& l) const {
+  if (s.ended) throw core::InputError(s.where, s.line, "a line after the trace's trailer");
+  if ((l.kind == ProfilerLineKind::header) == s.has_header)
+    throw core::InputError(s.where, s.line, s.has_header ? "a second header" : "the first line must be the plugin's header");
+  if (l.kind == ProfilerLineKind::header || l.kind == ProfilerLineKind::trailer || l.kind == ProfilerLineKind::comm_init) return;
+  if (!s.comm_rank.contains(l.comm))
+    throw core::InputError(s.where, s.line, fmt::format("communicator {:016x} is used before its comm_init", l.comm));
+  if (l.kind == ProfilerLineKind::lost) {
+    const auto it = lost_.find({source, l.comm});
+    if (it != lost_.end() && l.lost < it->second) throw core::InputError(s.where, s.line, "the count of lost records went down");
+    return;
+  }
+  const OpKey key{source, l.comm, l.op};
+  const bool fresh = l.kind == ProfilerLineKind::op_posted || l.kind == ProfilerLineKind::op_captured;
+  if (fresh && known_.contains(key)) throw core::InputError(s.where, s.line, fmt::format("operation {} is posted twice", l.op));
+  if (l.replay_of && !captured_.contains({source, l.comm, *l.replay_of}))
+    throw core::InputError(s.where, s.line, fmt::format("a replay of operation {}, which was never captured", *l.replay_of));
+  const bool held = std::any_of(s.held.begin(), s.held.end(), [&](const ProfilerLine& h) {
+    return h.kind == ProfilerLineKind::op_posted && h.comm == l.comm && h.op == l.op;
+  });
+  if ((l.kind == ProfilerLineKind::op_peer || l.kind == ProfilerLineKind::op_started || l.kind == ProfilerLineKind::op_completed) &&
+      !held && !open_.contains(key) && !unmodelled_.contains(key))
+    throw core::InputError(s.where, s.line, fmt::format("operation {} is not open: never posted, or completed already", l.op));
+  if (l.kind == ProfilerLineKind::op_peer && open_.contains(key))
+    throw core::InputError(s.where, s.line, fmt::format("operation {} has its peer already", l.op));
+  const auto comm = comms_.find(l.comm);
+  if (l.kind != ProfilerLineKind::op_peer && l.peer >= 0 && comm != comms_.end() && l.peer >= comm->second.ranks)
+    throw core::InputError(s.where, s.line, fmt::format("'{}' has {} members: no member {}", comm->second.name, comm->second.ranks, l.peer));
+  if (s.held.size() >= kHeldMax)
+    throw core::InputError(s.where, s.line, fmt::format("{} lines wait for a peer or a member that never came", kHeldMax));
+}
+
 void ProfilerJob::add_line(size_t source, const std::string& text) {
   PPSPEC_ASSERT(source < sources_.size());
   Source& s = sources_[source];
   ++s.line;
   const ProfilerLine l = parse_profiler_line(text, s.where, s.line);
-  if (s.ended) throw core::InputError(s.where, s.line, "a line after the trace's trailer");
-  if ((l.kind == ProfilerLineKind::header) == s.has_header)
-    throw core::InputError(s.where, s.line, s.has_header ? "a second header" : "the first line must be the plugin's header");
+  check_line(s, source, l);
   switch (l.kind) {
     case ProfilerLineKind::header: on_header(s, l); return;
     case ProfilerLineKind::comm_init: on_comm_init(source, l); return;
     case ProfilerLineKind::lost: {
-      const uint64_t before = lost_[{source, l.comm}];
-      if (l.lost < before) throw core::InputError(s.where, s.line, "the count of lost records went down");
+      uint64_t& before = lost_[{source, l.comm}];
       counts_.lost += l.lost - before;
-      lost_[{source, l.comm}] = l.lost;
+      before = l.lost;
       return;
     }
     case ProfilerLineKind::trailer:
@@ -58,26 +94,41 @@ void ProfilerJob::add_line(size_t source, const std::string& text) {
       ++counts_.ended;
       counts_.disabled += l.disabled;
       return;
-    default: on_op(source, l);
+    case ProfilerLineKind::op_peer: on_peer(s, l); break;
+    default:
+      if (l.kind == ProfilerLineKind::op_posted || l.kind == ProfilerLineKind::op_captured) known_.insert({source, l.comm, l.op});
+      if (l.kind == ProfilerLineKind::op_captured) captured_.insert({source, l.comm, l.op});
+      s.held.push_back(l);
+      ++counts_.held;
   }
+  release(source);
 }
 
 void ProfilerJob::on_header(Source& s, const ProfilerLine& l) {
-  s.has_header = true;
-  s.rank = l.rank;
-  if (s.rank < 0) {
+  int rank = l.rank;
+  if (rank < 0) {
     // No variable named the process's rank: the first job rank no trace has claimed.
-    s.rank = 0;
-    while (rank_source_.contains(s.rank)) ++s.rank;
+    rank = 0;
+    while (rank_source_.contains(rank)) ++rank;
   }
-  if (auto [at, fresh] = rank_source_.emplace(s.rank, &s - sources_.data()); !fresh)
-    throw core::InputError(s.where, s.line, fmt::format("rank {} is traced twice: here and in {}", s.rank, sources_[at->second].where));
+  if (auto at = rank_source_.find(rank); at != rank_source_.end())
+    throw core::InputError(s.where, s.line, fmt::format("rank {} is traced twice: here and in {}", rank, sources_[at->second].where));
+  s.has_header = true;
+  s.rank = rank;
+  rank_source_.emplace(rank, static_cast<size_t>(&s - sources_.data()));
 }
 
 void ProfilerJob::on_comm_init(size_t source, const ProfilerLine& l) {
   Source& s = sources_[source];
-  if (!s.comm_rank.emplace(l.comm, l.comm_rank).second)
-    throw core::InputError(s.where, s.line, fmt::format("communicator {:016x} initialised twice by this rank", l.comm));
+  if (s.comm_rank.contains(l.comm))
+    throw core::InputError(s.where, s.line, fmt::format("communicator {:016x} initialised twice by this rank (a process that drives "
+                                                        "several GPUs must name each thread's rank: ppspec_profiler_set_rank)", l.comm));
+  const auto known = comms_.find(l.comm);
+  if (known != comms_.end() && known->second.ranks != l.ranks)
+    throw core::InputError(s.where, s.line, fmt::format("communicator '{}' has {} members here and {} in another trace", known->second.name,
+                                                        l.ranks, known->second.ranks));
+  if (known != comms_.end() && known->second.members.contains(l.comm_rank))
+    throw core::InputError(s.where, s.line, fmt::format("communicator '{}': two ranks say they are its member {}", known->second.name, l.comm_rank));
   auto [it, fresh] = comms_.try_emplace(l.comm);
   Comm& c = it->second;
   if (fresh) {
@@ -87,11 +138,9 @@ void ProfilerJob::on_comm_init(size_t source, const ProfilerLine& l) {
     if (names_.contains(c.name)) c.name += fmt::format("#{:08x}", l.comm >> 32);
     names_.emplace(c.name, l.comm);
     ++counts_.comms;
-  } else if (c.ranks != l.ranks) {
-    throw core::InputError(s.where, s.line, fmt::format("communicator '{}' has {} members here and {} in another trace", c.name, l.ranks, c.ranks));
   }
-  if (!c.members.emplace(l.comm_rank, s.rank).second)
-    throw core::InputError(s.where, s.line, fmt::format("communicator '{}': two ranks say they are its member {}", c.name, l.comm_rank));
+  s.comm_rank.emplace(l.comm, l.comm_rank);
+  c.members.emplace(l.comm_rank, s.rank);
   core::Event e;
   e.t = rebase(l.t);
   e.kind = core::EventKind::comm_init;
@@ -101,112 +150,54 @@ void ProfilerJob::on_comm_init(size_t source, const ProfilerLine& l) {
   e.comm = c.name;
   e.value = c.ranks;
   publish(e);
-  if (static_cast<int>(c.members.size()) < c.ranks) return;
-  // Every member is known: what waited for the peers' job ranks goes out, in arrival order.
-  while (!c.waiting.empty()) {
-    auto [from, line] = std::move(c.waiting.front());
-    c.waiting.pop_front();
-    --counts_.waiting;
-    line.kind == ProfilerLineKind::op_posted ? post(sources_[from], from, c, line) : complete(sources_[from], from, line);
-  }
+  // A member is known: what waited for its job rank goes out.
+  release_all();
 }
 
-void ProfilerJob::on_op(size_t source, const ProfilerLine& l) {
+void ProfilerJob::on_peer(Source& s, const ProfilerLine& l) {
+  for (ProfilerLine& h : s.held)
+    if (h.kind == ProfilerLineKind::op_posted && h.comm == l.comm && h.op == l.op) {
+      if (h.peer >= 0) throw core::InputError(s.where, s.line, fmt::format("operation {} has its peer already", l.op));
+      h.peer = l.peer;
+      return;
+    }
+  // Not held and open (check_line): an operation of a kind ppspec does not model, whose peer is not checked.
+}
+
+// Whether a rank's next line can go out: a send or recv once its peer is known, and whatever names
+// another member (a peer, a root) once that member's comm_init told its job rank; the rest at once.
+bool ProfilerJob::ready(const ProfilerLine& l) const {
+  if (l.kind != ProfilerLineKind::op_posted) return true;
+  const bool p2p = l.kind_of_op && core::is_p2p(*l.kind_of_op);
+  if (p2p && l.peer < 0) return false;
+  if (l.peer < 0) return true;
+  const auto c = comms_.find(l.comm);
+  return c != comms_.end() && c->second.members.contains(l.peer);
+}
+
+void ProfilerJob::release(size_t source) {
   Source& s = sources_[source];
-  if (!s.comm_rank.contains(l.comm))
-    throw core::InputError(s.where, s.line, fmt::format("an operation on communicator {:016x} before its comm_init", l.comm));
-  if (l.kind == ProfilerLineKind::comm_finalized) return;
-  Comm& c = comms_.at(l.comm);
-  if (static_cast<int>(c.members.size()) < c.ranks) {
-    if (c.waiting.size() >= kWaitingMax)
-      throw core::InputError(s.where, s.line, fmt::format("communicator '{}': {} operations wait for members that never initialised it", c.name, kWaitingMax));
-    c.waiting.emplace_back(source, l);
-    ++counts_.waiting;
-    return;
+  while (!s.held.empty() && ready(s.held.front())) {
+    const ProfilerLine l = std::move(s.held.front());
+    s.held.pop_front();
+    --counts_.held;
+    apply(source, l);
   }
-  l.kind == ProfilerLineKind::op_posted ? post(s, source, c, l) : complete(s, source, l);
 }
 
-void ProfilerJob::post(Source& s, size_t source, Comm& c, const ProfilerLine& l) {
-  const auto key = std::make_tuple(source, l.comm, l.op);
-  if (open_.contains(key) || unmodelled_.contains(key))
-    throw core::InputError(s.where, s.line, fmt::format("operation {} on '{}' posted twice", l.op, c.name));
-  if (!l.kind_of_op) {
-    ++counts_.unmodelled;
-    unmodelled_.insert(key);
-    return;
-  }
-  core::OpDesc d;
-  d.kind = *l.kind_of_op;
-  d.dtype = l.dtype;
-  d.count = l.count;
-  d.captured = l.captured;
-  const bool p2p = core::is_p2p(d.kind);
-  if (p2p || core::has_root(d.kind)) {
-    if (l.peer < 0 || l.peer >= c.ranks)
-      throw core::InputError(s.where, s.line, fmt::format("'{}' has {} members: no member {} to be a peer or root", c.name, c.ranks, l.peer));
-    d.peer = c.members.at(l.peer);
-  }
-  int64_t cseq = 0;
-  if (!p2p) cseq = c.collectives[s.rank]++;
-  else if (d.kind == core::OpKind::send) cseq = c.sends[{s.rank, d.peer}]++;
-  else cseq = c.recvs[{d.peer, s.rank}]++;
-  Posted p{s.rank, l.comm, d, fmt::format("rank{}.stream{}", s.rank, l.stream), l.site, next_op_id_++, cseq, rebase(l.t)};
-  core::Event e;
-  e.t = p.t;
-  e.kind = core::EventKind::op_posted;
-  e.rank = p.rank;
-  e.actor = p.actor;
-  e.comm = c.name;
-  e.op_id = p.op_id;
-  e.cseq = p.cseq;
-  e.has_op = true;
-  e.op = p.desc;
-  e.text = p.site;
-  ++counts_.posted;
-  open_.emplace(key, std::move(p));
-  publish(e);
+void ProfilerJob::release_all() {
+  for (size_t i = 0; i < sources_.size(); ++i) release(i);
 }
 
-void ProfilerJob::complete(Source& s, size_t source, const ProfilerLine& l) {
-  const auto key = std::make_tuple(source, l.comm, l.op);
-  if (unmodelled_.erase(key) == 1) return;
-  const auto it = open_.find(key);
-  if (it == open_.end()) throw core::InputError(s.where, s.line, fmt::format("operation {} completed and was never posted", l.op));
-  const Posted& p = it->second;
-  core::Event e;
-  e.t = rebase(l.t);
-  e.kind = core::EventKind::op_completed;
-  e.rank = p.rank;
-  e.actor = p.actor;
-  e.comm = comms_.at(p.comm).name;
-  e.op_id = p.op_id;
-  e.cseq = p.cseq;
-  e.has_op = true;
-  e.op = p.desc;
-  ++counts_.completed;
-  publish(e);
-  open_.erase(it);
-}
-
-std::vector<ProfilerJob::Open> ProfilerJob::open_ops() const {
-  std::vector<Open> out;
-  for (const auto& [key, p] : open_)
-    out.push_back(Open{p.rank, comms_.at(p.comm).name, p.actor, core::describe(p.desc), p.site, p.op_id, p.cseq, p.t});
-  std::stable_sort(out.begin(), out.end(), [](const Open& a, const Open& b) { return a.op_id < b.op_id; });
-  return out;
-}
-
-std::vector<std::string> ProfilerJob::incomplete_comms() const {
-  std::vector<std::string> out;
-  for (const auto& [hash, c] : comms_) {
-    if (static_cast<int>(c.members.size()) >= c.ranks) continue;
-    std::string who;
-    for (const auto& [crank, rank] : c.members) who += fmt::format("{}rank{}", who.empty() ? "" : ", ", rank);
-    out.push_back(fmt::format("communicator '{}': {} of its {} members initialised it ({}); {} operations wait for the others", c.name,
-                              c.members.size(), c.ranks, who, c.waiting.size()));
+void ProfilerJob::apply(size_t source, const ProfilerLine& l) {
+  PPSPEC_ASSERT(is_operation(l.kind));
+  switch (l.kind) {
+    case ProfilerLineKind::op_posted: post(source, l); return;
+    case ProfilerLineKind::op_captured: ++counts_.captured; return;
+    case ProfilerLineKind::op_started:
+    case ProfilerLineKind::op_completed: progress(source, l); return;
+    default: return;  // comm_finalized: nothing to check
   }
-  return out;
 }
 
 }  // namespace ppspec::traces

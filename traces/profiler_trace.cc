@@ -47,6 +47,7 @@ class Fields {
     if (s.size() > max) fail(fmt::format("'{}' is longer than {} bytes", key, max));
     return s;
   }
+  bool has(const char* key) const { return j_.contains(key); }
   bool flag(const char* key) const {
     if (!j_.contains(key)) return false;
     if (!j_.at(key).is_boolean()) fail(fmt::format("'{}' must be true or false", key));
@@ -68,9 +69,9 @@ class Fields {
 constexpr int64_t kTimeMax = int64_t{1} << 62;
 constexpr int64_t kCountMax = int64_t{1} << 48;
 
-void read_op(const Fields& f, ProfilerLine& l) {
-  f.only({"ev", "t", "comm", "op", "func", "dtype", "count", "peer", "stream", "captured", "site"});
-  l.op = static_cast<uint64_t>(f.integer("op", 0, kTimeMax));
+// The fields of a call: op_posted, op_captured.
+void read_call(const Fields& f, ProfilerLine& l) {
+  f.only({"ev", "t", "comm", "op", "func", "dtype", "count", "peer", "root", "stream", "group", "replay_of", "site"});
   const std::string func = f.text("func", 32);
   l.kind_of_op = func == "other" ? std::nullopt : core::parse_op_kind(func);
   if (func != "other" && !l.kind_of_op) f.fail(fmt::format("'func' is '{}': not an operation the plugin names", core::printable(func, 32)));
@@ -80,44 +81,60 @@ void read_op(const Fields& f, ProfilerLine& l) {
   if (!dt && dtype != "f8e4m3" && dtype != "f8e5m2" && dtype != "unknown") f.fail(fmt::format("'dtype' is '{}'", core::printable(dtype, 16)));
   l.dtype = dt.value_or(core::Dtype::u8);
   l.count = f.integer("count", 0, kCountMax);
-  l.peer = static_cast<int>(f.integer("peer", 0, 1 << 20, -1));
+  const bool p2p = l.kind_of_op && core::is_p2p(*l.kind_of_op);
+  if (f.has(p2p ? "root" : "peer")) f.fail(fmt::format("a {} has no '{}'", func, p2p ? "root" : "peer"));
+  l.peer = static_cast<int>(f.integer(p2p ? "peer" : "root", 0, 1 << 20, -1));
   l.stream = static_cast<uint32_t>(f.integer("stream", 0, 1 << 20, 0));
-  l.captured = f.flag("captured");
+  l.group = f.integer("group", 0, int64_t{1} << 40, -1);
+  if (f.has("replay_of")) {
+    if (l.kind != ProfilerLineKind::op_posted) f.fail("only a replay's op_posted names 'replay_of'");
+    l.replay_of = static_cast<uint64_t>(f.integer("replay_of", 0, kTimeMax));
+  }
   l.site = f.text("site", 64, false);
 }
 
-ProfilerLine read_event(const Json& j, const Fields& f) {
+struct EventName {
+  const char* name;
+  ProfilerLineKind kind;
+};
+constexpr EventName kEvents[] = {{"comm_init", ProfilerLineKind::comm_init},       {"op_posted", ProfilerLineKind::op_posted},
+                                 {"op_peer", ProfilerLineKind::op_peer},           {"op_captured", ProfilerLineKind::op_captured},
+                                 {"op_started", ProfilerLineKind::op_started},     {"op_completed", ProfilerLineKind::op_completed},
+                                 {"comm_finalized", ProfilerLineKind::comm_finalized}, {"lost", ProfilerLineKind::lost}};
+
+ProfilerLine read_event(const Fields& f) {
   ProfilerLine l;
   const std::string ev = f.text("ev", 32);
-  if (ev == "lost") {
-    f.only({"ev", "comm", "records"});
-    l.kind = ProfilerLineKind::lost;
-    l.comm = f.hash("comm");
-    l.lost = static_cast<uint64_t>(f.integer("records", 0, kTimeMax));
-    return l;
+  const auto* e = std::find_if(std::begin(kEvents), std::end(kEvents), [&](const EventName& n) { return ev == n.name; });
+  if (e == std::end(kEvents))
+    f.fail(fmt::format("'ev' is '{}': expected comm_init, op_posted, op_peer, op_captured, op_started, op_completed, "
+                       "comm_finalized or lost", core::printable(ev, 32)));
+  l.kind = e->kind;
+  l.comm = f.hash("comm");
+  switch (l.kind) {
+    case ProfilerLineKind::lost:
+      f.only({"ev", "comm", "records"});
+      l.lost = static_cast<uint64_t>(f.integer("records", 0, kTimeMax));
+      return l;
+    case ProfilerLineKind::comm_init:
+      f.only({"ev", "t", "comm", "name", "ranks", "comm_rank", "interface"});
+      l.name = f.text("name", 64);
+      l.ranks = static_cast<int>(f.integer("ranks", 1, 1 << 20));
+      l.comm_rank = static_cast<int>(f.integer("comm_rank", 0, l.ranks - 1));
+      l.interface = static_cast<int>(f.integer("interface", 0, 1 << 10, 0));
+      break;
+    case ProfilerLineKind::comm_finalized: f.only({"ev", "t", "comm"}); break;
+    case ProfilerLineKind::op_posted:
+    case ProfilerLineKind::op_captured: read_call(f, l); break;
+    case ProfilerLineKind::op_peer:
+      f.only({"ev", "t", "comm", "op", "peer"});
+      l.peer = static_cast<int>(f.integer("peer", 0, 1 << 20));
+      break;
+    default: f.only({"ev", "t", "comm", "op"}); break;
   }
   l.t = f.integer("t", 0, kTimeMax);
-  l.comm = f.hash("comm");
-  if (ev == "comm_init") {
-    f.only({"ev", "t", "comm", "name", "ranks", "comm_rank"});
-    l.kind = ProfilerLineKind::comm_init;
-    l.name = f.text("name", 64);
-    l.ranks = static_cast<int>(f.integer("ranks", 1, 1 << 20));
-    l.comm_rank = static_cast<int>(f.integer("comm_rank", 0, l.ranks - 1));
-  } else if (ev == "op_posted") {
-    l.kind = ProfilerLineKind::op_posted;
-    read_op(f, l);
-  } else if (ev == "op_completed") {
-    f.only({"ev", "t", "comm", "op"});
-    l.kind = ProfilerLineKind::op_completed;
+  if (l.kind != ProfilerLineKind::comm_init && l.kind != ProfilerLineKind::comm_finalized)
     l.op = static_cast<uint64_t>(f.integer("op", 0, kTimeMax));
-  } else if (ev == "comm_finalized") {
-    f.only({"ev", "t", "comm"});
-    l.kind = ProfilerLineKind::comm_finalized;
-  } else {
-    f.fail(fmt::format("'ev' is '{}': expected comm_init, op_posted, op_completed, comm_finalized or lost", core::printable(ev, 32)));
-  }
-  (void)j;
   return l;
 }
 
@@ -155,7 +172,7 @@ ProfilerLine parse_profiler_line(const std::string& text, const std::string& whe
     l.harness_clock = clock == "harness";
     return l;
   }
-  return read_event(j, f);
+  return read_event(f);
 }
 
 bool is_profiler_trace(const std::string& path) {

@@ -1,9 +1,11 @@
-// The per-rank traces the NCCL profiler plugin writes (nccl_profiler/trace_lines.h), read one line
-// at a time, and a job's traces merged into one event stream of ppspec's schema: communicators
-// named once for the job, every rank by its job rank, a send's peer and a broadcast's root turned
-// from communicator ranks into job ranks (which needs every member's comm_init: the operations of
-// a communicator wait until its members are known), operations numbered for the job and placed
-// on their communicator (cseq). Then every checker of a recorded trace runs on a live job.
+// The per-rank traces the NCCL profiler plugin writes (nccl_profiler/README.md, "The trace"), read
+// one line at a time, and a job's traces merged into one event stream of ppspec's schema:
+// communicators named once for the job, every rank by its job rank, a send's peer and a
+// broadcast's root turned from communicator ranks into job ranks, operations numbered for the job
+// and placed on their communicator (cseq). A rank's lines go out in its own order; a line waits
+// while what it needs is unknown (every member of its communicator, a send's or recv's peer, which
+// NCCL names only at ncclGroupEnd), and the lines after it wait with it. Then every checker of a
+// recorded trace runs on a live job.
 #pragma once
 
 #include <cstdint>
@@ -11,8 +13,8 @@
 #include <map>
 #include <optional>
 #include <set>
-#include <tuple>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/event.h"
@@ -22,7 +24,9 @@ namespace ppspec::traces {
 
 inline constexpr int kProfilerTraceVersion = 1;  // nccl_profiler::kPluginVersion
 
-enum class ProfilerLineKind : uint8_t { header, comm_init, op_posted, op_completed, comm_finalized, lost, trailer };
+enum class ProfilerLineKind : uint8_t {
+  header, comm_init, op_posted, op_peer, op_captured, op_started, op_completed, comm_finalized, lost, trailer
+};
 
 struct ProfilerLine {
   ProfilerLineKind kind = ProfilerLineKind::header;
@@ -37,23 +41,26 @@ struct ProfilerLine {
   std::string name;
   int ranks = 0;
   int comm_rank = -1;
-  // op_posted, op_completed
+  int interface = 0;
+  // operations
   uint64_t op = 0;
-  std::optional<core::OpKind> kind_of_op;  // empty: an operation ppspec has no kind for (gather, scatter)
+  std::optional<core::OpKind> kind_of_op;  // empty: an operation ppspec has no kind for
   core::Dtype dtype = core::Dtype::u8;
   int64_t count = 0;
-  int peer = -1;  // communicator rank
+  int peer = -1;  // communicator rank: a p2p's peer, or a rooted collective's root
   uint32_t stream = 0;
-  bool captured = false;
+  int64_t group = -1;
+  std::optional<uint64_t> replay_of;  // op_posted of a graph replay: the op_captured it re-issues
   std::string site;
   // lost, trailer
   uint64_t lost = 0;
   bool disabled = false;
 };
 
-// One line of a per-rank trace. Throws core::InputError naming `where` and `line`.
+// One line of a per-rank trace. Throws core::InputError naming `where` and `line`; a header or a
+// trailer of another version says which, and that the ppspec that came with the plugin reads it.
 ProfilerLine parse_profiler_line(const std::string& text, const std::string& where, int line);
-// Whether a file's first line is a profiler trace's header.
+// Whether a file's first line is a profiler trace's header (of any version).
 bool is_profiler_trace(const std::string& path);
 
 class ProfilerJob {
@@ -63,27 +70,38 @@ class ProfilerJob {
   // A per-rank trace; its lines then come through add_line, the header first.
   size_t add_source(std::string where);
   // Throws core::InputError for a line that is not what the format says, or that contradicts the
-  // lines before it (an operation completed that was never posted, a rank traced twice, ...).
+  // lines before it (an operation completed that was never posted, a rank traced twice, ...); the
+  // job is as it was before the line then.
   void add_line(size_t source, const std::string& text);
+  const std::string& where(size_t source) const { return sources_.at(source).where; }
 
   struct Counts {
     uint64_t sources = 0, ended = 0, disabled = 0;  // traces; with their trailer; whose plugin turned itself off
-    uint64_t comms = 0, posted = 0, completed = 0, lost = 0;
-    uint64_t unmodelled = 0;    // operations of a kind ppspec does not model: counted, not checked
-    uint64_t waiting = 0;       // operations held until every member of their communicator is known
+    uint64_t comms = 0, posted = 0, completed = 0, captured = 0, lost = 0;
+    uint64_t unmodelled = 0;  // operations of a kind ppspec does not model: counted, not checked
+    uint64_t held = 0;        // lines waiting for a peer or a member (see held_lines)
   };
   const Counts& counts() const { return counts_; }
-  // Operations posted and not completed: (job rank, comm, description), oldest first.
+  // Operations posted and not completed, oldest first.
   struct Open {
     core::RankId rank;
     std::string comm, actor, what, site;
     int64_t op_id, cseq;
     core::Time posted;
+    bool started;
   };
   std::vector<Open> open_ops() const;
+  // Per rank whose lines wait: the first that waits and why (a send or recv NCCL never built, so
+  // its peer is unknown; a peer or root that never initialised the communicator).
+  struct Held {
+    core::RankId rank;
+    std::string comm, what, site, why;
+    size_t lines;  // that wait behind it too, itself included
+  };
+  std::vector<Held> held() const;
   core::Time last_time() const { return last_t_; }
-  // The communicators some member has not initialised yet, in words.
-  std::vector<std::string> incomplete_comms() const;
+  // Every rank traced: job rank -> where.
+  std::map<core::RankId, std::string> ranks() const;
 
  private:
   struct Source {
@@ -92,12 +110,12 @@ class ProfilerJob {
     int rank = -1;
     bool has_header = false, ended = false;
     std::map<uint64_t, int> comm_rank;  // hash -> this rank's place in it
+    std::deque<ProfilerLine> held;      // in the rank's order
   };
   struct Comm {
     std::string name;
     int ranks = 0;
     std::map<int, core::RankId> members;  // communicator rank -> job rank
-    std::deque<std::pair<size_t, ProfilerLine>> waiting;  // (source, line) until the members are known
     std::map<core::RankId, int64_t> collectives;                     // job rank -> collectives posted
     std::map<std::pair<core::RankId, core::RankId>, int64_t> sends;  // (src, dst) -> sends posted
     std::map<std::pair<core::RankId, core::RankId>, int64_t> recvs;  // (src, dst) -> recvs posted
@@ -109,12 +127,20 @@ class ProfilerJob {
     std::string actor, site;
     int64_t op_id, cseq;
     core::Time t;
+    bool started = false;
   };
+  using OpKey = std::tuple<size_t, uint64_t, uint64_t>;  // (source, comm, op)
+
+  void check_line(const Source& s, size_t source, const ProfilerLine& l) const;
   void on_header(Source& s, const ProfilerLine& l);
   void on_comm_init(size_t source, const ProfilerLine& l);
-  void on_op(size_t source, const ProfilerLine& l);
-  void post(Source& s, size_t source, Comm& c, const ProfilerLine& l);
-  void complete(Source& s, size_t source, const ProfilerLine& l);
+  void on_peer(Source& s, const ProfilerLine& l);
+  bool ready(const ProfilerLine& l) const;
+  void release(size_t source);
+  void release_all();
+  void apply(size_t source, const ProfilerLine& l);
+  void post(size_t source, const ProfilerLine& l);
+  void progress(size_t source, const ProfilerLine& l);
   core::Time rebase(int64_t t);
   void publish(core::Event& e);
 
@@ -122,9 +148,8 @@ class ProfilerJob {
   std::vector<Source> sources_;
   std::map<uint64_t, Comm> comms_;
   std::map<std::string, uint64_t> names_;  // display name -> hash
-  using OpKey = std::tuple<size_t, uint64_t, uint64_t>;  // (source, comm, op)
   std::map<OpKey, Posted> open_;
-  std::set<OpKey> unmodelled_;
+  std::set<OpKey> unmodelled_, captured_, known_;  // known_: every op number a source used, for duplicates
   std::map<std::pair<size_t, uint64_t>, uint64_t> lost_;  // (source, comm) -> records lost so far
   std::map<core::RankId, size_t> rank_source_;
   Counts counts_;

@@ -193,7 +193,8 @@ void TraceReader::read_header() {
   if (f.integer("ppspec_trace", 0, 1 << 30) != kTraceVersion)
     f.fail("ppspec_trace", fmt::format("unsupported trace version (this ppspec reads version {})", kTraceVersion));
   header_.backend = std::string(f.string("backend", 16).value_or("sim"));
-  if (header_.backend != "sim" && header_.backend != "gpu") f.fail("backend", "expected \"sim\" or \"gpu\"");
+  if (header_.backend != "sim" && header_.backend != "gpu" && header_.backend != "nccl-profiler")
+    f.fail("backend", "expected \"sim\", \"gpu\" or \"nccl-profiler\"");
   header_.scenario = std::string(f.string("scenario", kNameBytesMax).value_or(""));
   header_.file = std::string(f.string("file", kNameBytesMax).value_or(""));
   header_.seed = f.unsigned_integer("seed").value_or(0);

@@ -103,6 +103,9 @@ std::optional<size_t> WaitGraph::find(int rank, size_t order) const {
 
 void WaitGraph::partner(size_t i, int member, const FrOp* counterpart) {
   PPSPEC_ASSERT(i < stuck.size() && waits.size() == stuck.size());
+  // A send to oneself and its receive run together, as one copy (NCCL's own group, or the sends
+  // and receives an all_to_all becomes): neither waits for the other.
+  if (member == stuck[i].rank && counterpart != nullptr) return;
   if (!job.by_rank.count(member)) {
     waits[i].push_back(Wait{Wait::Kind::no_dump, kNoStuck, member});
   } else if (counterpart == nullptr) {

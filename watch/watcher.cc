@@ -1,0 +1,79 @@
+#include "watch/watcher.h"
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "core/printable.h"
+
+namespace ppspec::watch {
+namespace {
+
+traces::TraceHeader merged_header() {
+  traces::TraceHeader h;
+  h.scenario = "nccl-job";
+  h.backend = "nccl-profiler";
+  h.strategy = "hardware";
+  return h;
+}
+
+// Which communicator and position a mismatch is at: reported once while it is open.
+std::string place_of(const core::Finding& f) {
+  if (f.sites.empty()) return f.summary;
+  return fmt::format("{}#{}", f.sites.front().comm, f.sites.front().cseq);
+}
+
+}  // namespace
+
+Watcher::Watcher(const std::string& merged_trace, bool strict) : strict_(strict) {
+  if (!merged_trace.empty()) writer_ = std::make_unique<traces::JsonlWriter>(merged_trace, merged_header());
+}
+
+Watcher::~Watcher() = default;
+
+size_t Watcher::add_source(std::string where) { return job_.add_source(std::move(where)); }
+
+void Watcher::add_line(size_t source, std::string_view line) {
+  try {
+    job_.add_line(source, std::string(line));
+  } catch (const core::InputError& e) {
+    if (strict_) throw;
+    // A bad line from a writer (another version, a torn write, a stranger on the socket) costs
+    // that line only.
+    ++dropped_;
+    if (drop_reasons_.size() < kDropReasonsKept) drop_reasons_.push_back(e.what());
+  }
+}
+
+void Watcher::Fanout::on_event(const core::Event& e) {
+  if (e.kind == core::EventKind::op_posted || e.kind == core::EventKind::op_started || e.kind == core::EventKind::op_completed)
+    ++w_.progress_;
+  w_.pairing_.on_event(e);
+  w_.window_.on_event(e);
+  if (w_.writer_) w_.writer_->on_event(e);
+}
+
+std::vector<WatchReport> Watcher::take_reports() {
+  std::vector<WatchReport> out;
+  const auto& closed = pairing_.mismatches();
+  for (; closed_reported_ < closed.size(); ++closed_reported_) {
+    const core::Finding& f = closed[closed_reported_];
+    if (open_reported_.contains(place_of(f))) continue;  // reported while members were still to post
+    out.push_back(WatchReport{WatchReport::Kind::misalignment, f});
+  }
+  // A collective of three or more members whose second post already disagrees: said at once, not
+  // when the last member posts (which may be never).
+  for (core::Finding& f : pairing_.open_mismatches())
+    if (open_reported_.insert(place_of(f)).second) out.push_back(WatchReport{WatchReport::Kind::misalignment, std::move(f)});
+  return out;
+}
+
+uint64_t Watcher::progress() const { return progress_; }
+
+bool Watcher::all_ended() const { return job_.counts().sources > 0 && job_.counts().ended == job_.counts().sources; }
+
+void Watcher::finish(const core::RunResult& result) {
+  if (writer_) writer_->finish(result);
+  writer_.reset();
+}
+
+}  // namespace ppspec::watch

@@ -1,0 +1,108 @@
+// Watcher's verdicts: at a stall and at the end.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "core/finding_kinds.h"
+#include "watch/watcher.h"
+
+namespace ppspec::watch {
+namespace {
+
+bool is_mismatch(const core::Finding& f) { return f.kind == core::kKindCollectiveMismatch || f.kind == core::kKindP2pMismatch; }
+
+void decide(core::RunResult& r) { r.verdict = r.findings.empty() ? core::Verdict::pass : r.findings.front().verdict; }
+
+}  // namespace
+
+core::RunResult Watcher::result() const {
+  const traces::ProfilerJob::Counts& n = job_.counts();
+  if (n.posted == 0 && n.held == 0 && n.unmodelled == 0 && n.captured == 0)
+    throw core::InputError("", 0,
+                           "no NCCL operation was recorded: nothing to check (did NCCL load the plugin? NCCL_DEBUG=INFO says so; "
+                           "NCCL tells a profiler nothing of a one-rank communicator's collectives)");
+  core::RunResult fr;
+  if (!window_.empty()) fr = window_.analyse();
+  std::vector<core::Finding> paired = pairing_.mismatches();
+  for (core::Finding& f : pairing_.open_mismatches()) paired.push_back(std::move(f));
+  core::RunResult r;
+  // check's analysis names the root cause of a misalignment it can see (kind, dtype, count, peer);
+  // one only pairing sees (a root, a graph capture: no dump records them) comes from pairing.
+  if (!fr.findings.empty() && is_mismatch(fr.findings.front())) {
+    r = std::move(fr);
+  } else if (!paired.empty()) {
+    r.findings = std::move(paired);
+    r.notes = std::move(fr.notes);
+  } else {
+    r = std::move(fr);
+  }
+  decide(r);
+  never_launched(r);
+  incomplete(r);
+  r.stats.ops_posted = n.posted;
+  r.stats.pairs = pairing_.pairs();
+  r.stats.sim_time = job_.last_time();
+  return r;
+}
+
+// Calls NCCL never built into tasks: what waits for them waits forever. They are the job's cause
+// unless a misalignment or a cycle of waits among operations explains it: an operation check
+// would call never posted by a rank whose calls wait here, a frontier that stalls for no reason of
+// order, or a cycle that names no operation (check sees those ranks only up to their waiting
+// call) follows from calls NCCL never launched.
+void Watcher::never_launched(core::RunResult& r) const {
+  const std::vector<traces::ProfilerJob::Held> held = job_.held();
+  if (held.empty()) return;
+  bool first = r.findings.empty();
+  if (!first) {
+    const core::Finding& f = r.findings.front();
+    const bool holds_culprit = std::any_of(held.begin(), held.end(), [&](const auto& h) { return h.rank == f.culprit.rank; });
+    first = f.kind == core::kKindStalled || f.kind == core::kKindMissingDump || f.kind == core::kKindUncheckedRank ||
+            (f.kind == core::kKindUnmatched && holds_culprit) || (f.kind == core::kKindCycle && f.sites.empty());
+  }
+  core::Finding f;
+  f.verdict = core::Verdict::hang;
+  f.kind = std::string(core::kKindNeverLaunched);
+  f.time = job_.last_time();
+  std::string ranks;
+  for (const auto& h : held) {
+    ranks += fmt::format("{}{}", ranks.empty() ? "" : ", ", h.rank);
+    f.details.push_back(fmt::format("rank{}: {} on '{}'{} waits, and {} line(s) with it: {}", h.rank, h.what, h.comm,
+                                    h.site.empty() ? "" : fmt::format(" [{}]", h.site), h.lines, h.why));
+    f.sites.push_back(core::Site{h.rank, fmt::format("rank{}.host", h.rank), h.comm, -1, "called " + h.what + ", never launched", h.site});
+  }
+  f.summary = fmt::format("rank(s) {} made NCCL calls that NCCL never launched; everything each of them called after waits too", ranks);
+  if (first) {
+    for (core::Finding& earlier : r.findings) r.notes.push_back(std::move(earlier));
+    r.findings.assign(1, std::move(f));
+  } else {
+    r.notes.push_back(std::move(f));
+  }
+  decide(r);
+}
+
+// Records the plugin lost, or a plugin that turned itself off: the traces are not the whole job.
+void Watcher::incomplete(core::RunResult& r) const {
+  const traces::ProfilerJob::Counts& n = job_.counts();
+  if (n.lost == 0 && n.disabled == 0 && dropped_ == 0) return;
+  core::Finding f;
+  f.verdict = core::Verdict::hazard;
+  f.kind = std::string(core::kKindIncompleteTrace);
+  f.time = core::kNoTime;
+  f.summary = fmt::format("the traces are not the whole job: {} record(s) lost by the plugin (a ring or a pool overflowed), {} "
+                          "plugin(s) turned themselves off, {} line(s) dropped as unreadable; what they held is not checked",
+                          n.lost, n.disabled, dropped_);
+  f.details = drop_reasons_;
+  (r.verdict == core::Verdict::pass ? r.findings : r.notes).push_back(std::move(f));
+  decide(r);
+}
+
+std::optional<WatchReport> Watcher::stall() const {
+  if (job_.open_ops().empty() && job_.held().empty()) return std::nullopt;
+  core::RunResult r = result();
+  if (r.findings.empty()) return std::nullopt;
+  return WatchReport{WatchReport::Kind::stall, std::move(r.findings.front())};
+}
+
+}  // namespace ppspec::watch
