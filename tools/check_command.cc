@@ -82,9 +82,9 @@ report::RunRecord check_one(const std::string& path, const CheckArgs& args, std:
   if (std::filesystem::is_directory(path) && watch::is_plugin_trace_path(path)) return check_job(watch::plugin_trace_files({path}), path);
   if (std::filesystem::is_directory(path)) {
     if (!traces::is_fr_dir(path))
-      throw core::InputError(path, 0, "a folder that holds neither Flight Recorder dumps (files named PREFIX + rank: rank_0, "
-                                      "rank_0.json, nccl_trace_rank_0; or a json/ or pickle/ folder of them) nor NCCL profiler "
-                                      "plugin traces (rankN.HOST.PID.jsonl)");
+      throw core::InputError(path, 0, "a folder that holds no Flight Recorder dumps (files named PREFIX + rank: rank_0, "
+                                      "rank_0.json, nccl_trace_rank_0; or a json/ or pickle/ folder of them) and no NCCL "
+                                      "profiler plugin traces (rankN.HOST.PID.jsonl)");
     return check_dumps(traces::read_fr_dir(path, prefix_of(args)));
   }
   if (traces::is_fr_file(path)) {
