@@ -16,11 +16,9 @@ traces::TraceHeader merged_header() {
   return h;
 }
 
-// Which communicator and position a mismatch is at: reported once while it is open.
-std::string place_of(const core::Finding& f) {
-  if (f.sites.empty()) return f.summary;
-  return fmt::format("{}#{}", f.sites.front().comm, f.sites.front().cseq);
-}
+// Which communicator a mismatch is on: once one misaligned it, every later pairing there is shifted
+// by the same cause (check's rule: one finding per root cause), so it is reported once.
+std::string place_of(const core::Finding& f) { return f.sites.empty() ? f.summary : f.sites.front().comm; }
 
 }  // namespace
 
@@ -57,13 +55,13 @@ std::vector<WatchReport> Watcher::take_reports() {
   const auto& closed = pairing_.mismatches();
   for (; closed_reported_ < closed.size(); ++closed_reported_) {
     const core::Finding& f = closed[closed_reported_];
-    if (open_reported_.contains(place_of(f))) continue;  // reported while members were still to post
+    if (!reported_.insert(place_of(f)).second) continue;  // reported while open, or the same cause shifting later pairings
     out.push_back(WatchReport{WatchReport::Kind::misalignment, f});
   }
   // A collective of three or more members whose second post already disagrees: said at once, not
   // when the last member posts (which may be never).
   for (core::Finding& f : pairing_.open_mismatches())
-    if (open_reported_.insert(place_of(f)).second) out.push_back(WatchReport{WatchReport::Kind::misalignment, std::move(f)});
+    if (reported_.insert(place_of(f)).second) out.push_back(WatchReport{WatchReport::Kind::misalignment, std::move(f)});
   return out;
 }
 

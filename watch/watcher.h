@@ -90,7 +90,7 @@ class Watcher {
   uint64_t dropped_ = 0;
   std::vector<std::string> drop_reasons_;
   size_t closed_reported_ = 0;
-  std::set<std::string> open_reported_;
+  std::set<std::string> reported_;  // communicators a misalignment was reported on
 };
 
 }  // namespace ppspec::watch

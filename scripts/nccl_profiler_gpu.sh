@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# The NCCL profiler plugin and `ppspec watch` on one GPU (README, "Watching a live NCCL job"), from
+# the repository root of a GPU machine, with the binaries of the `gpu` preset built elsewhere:
+#   PPSPEC_BIN=build/gpu OUT=results scripts/nccl_profiler_gpu.sh
+# Writes $OUT/summary.txt and $OUT/results.tar.gz (every case's traces, watcher output, logs);
+# scripts/nccl_profiler_evidence.py turns them into docs/evidence/1xH200/issue26/.
+#
+# Several ranks share the one GPU: each process has its own NCCL_HOSTID, so NCCL takes them for
+# different hosts and connects them through its socket transport on loopback: a real multi-rank
+# NCCL job, with real positional matching, real hangs and real completions, on one GPU.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BIN=${PPSPEC_BIN:-build/gpu}
+OUT=${OUT:-nccl-profiler-gpu}
+WORK=$(mktemp -d)
+PLUGIN="$PWD/$BIN/nccl_profiler/libppspec_nccl_profiler.so"
+FUTURE="$PWD/$BIN/nccl_profiler/libppspec_nccl_profiler_future.so"
+JOB="$PWD/$BIN/nccl_profiler/ppspec_nccl_wire_job"
+PPSPEC="$PWD/$BIN/tools/ppspec"
+mkdir -p "$OUT"
+export NCCL_NVLS_ENABLE=0 NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1
+libdir() { python3 -c "import $1 as m, os; print(os.path.join(list(m.__path__)[0], 'lib'))" 2>/dev/null; }
+export LD_LIBRARY_PATH="$(libdir nvidia.nccl):/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+SUMMARY="$OUT/summary.txt"
+: > "$SUMMARY"
+say() { echo "$*" | tee -a "$SUMMARY"; }
+
+{
+  nvidia-smi -L
+  python3 -c "import torch; print('torch', torch.__version__, 'nccl', '.'.join(map(str, torch.cuda.nccl.version())))"
+  ls "$(libdir nvidia.nccl)"
+} > "$WORK/machine.txt" 2>&1
+say "== machine"; cat "$WORK/machine.txt" >> "$SUMMARY"
+
+# The ranks of one job, each its own process and NCCL_HOSTID, in the background; their pids in PIDS.
+launch() {  # dir ranks env... -- job args...
+  local dir=$1 ranks=$2; shift 2
+  local envs=()
+  while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+  shift
+  PIDS=()
+  for ((r = 0; r < ranks; r++)); do
+    env "${envs[@]}" NCCL_HOSTID="ppspec-host$r" PPSPEC_RANK="$r" PPSPEC_TRACE_DIR="$dir/traces" \
+      "$JOB" --rank "$r" --ranks "$ranks" --ids "$dir/ids" "$@" > "$dir/rank$r.log" 2>&1 &
+    PIDS+=($!)
+  done
+}
+
+wait_all() {  # seconds: waits for PIDS, kills what is left after that long; exit codes in CODES
+  local deadline=$((SECONDS + $1))
+  CODES=()
+  for p in "${PIDS[@]}"; do
+    while kill -0 "$p" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.2; done
+    kill -9 "$p" 2>/dev/null
+    wait "$p"; CODES+=($?)
+  done
+}
+
+# One case of the wire job with the watcher listening: NAME RANKS FAULT [job args...]
+PORT=29610
+watched() {
+  local name=$1 ranks=$2 fault=$3; shift 3
+  local d="$WORK/$name"; mkdir -p "$d"
+  PORT=$((PORT + 1))
+  "$PPSPEC" watch --listen "127.0.0.1:$PORT" --stall 5 --abort --ranks "$ranks" --timeout 90 --out "$d/watch" --json \
+    > "$d/watch.json" 2> "$d/watch.err" &
+  local watcher=$!
+  sleep 0.5
+  local t0=$(date +%s%N)
+  launch "$d" "$ranks" NCCL_PROFILER_PLUGIN="$PLUGIN" PPSPEC_WATCH="127.0.0.1:$PORT" -- --fault "$fault" "$@"
+  wait_all 60
+  local t1=$(date +%s%N)
+  wait "$watcher"; local wcode=$?
+  "$PPSPEC" check "$d/traces" > "$d/check.txt" 2>&1; local ccode=$?
+  say "case $name ranks=$ranks fault=$fault job_exit=${CODES[*]} job_s=$(( (t1 - t0) / 1000000 ))ms watch_exit=$wcode check_exit=$ccode"
+  grep -h "fault .* begins at" "$d"/rank*.log >> "$SUMMARY"
+  grep -h '"report"' "$d/watch.json" | head -3 >> "$SUMMARY"
+  head -3 "$d/check.txt" >> "$SUMMARY"
+}
+
+say "== the plugin loads (NCCL_DEBUG=INFO), one rank"
+d="$WORK/load"; mkdir -p "$d"
+launch "$d" 1 NCCL_PROFILER_PLUGIN="$PLUGIN" NCCL_DEBUG=INFO -- --steps 2
+wait_all 60
+grep -i "profiler" "$d/rank0.log" | head -5 >> "$SUMMARY"
+say "one-rank job exit=${CODES[*]}; its trace: $(cat "$d"/traces/*.jsonl 2>/dev/null | wc -l) lines"
+"$PPSPEC" check "$d/traces" >> "$SUMMARY" 2>&1; say "check exit=$?"
+
+say "== an interface NCCL does not know (ncclProfiler_v99 only): NCCL goes on without it"
+for ranks in 1 2; do
+  d="$WORK/future$ranks"; mkdir -p "$d"
+  launch "$d" "$ranks" NCCL_PROFILER_PLUGIN="$FUTURE" NCCL_DEBUG=INFO -- --steps 4
+  wait_all 60
+  grep -ih "profiler" "$d/rank0.log" | head -3 >> "$SUMMARY"
+  say "future plugin, $ranks rank(s): job exit=${CODES[*]}, trace files: $(ls "$d/traces" 2>/dev/null | wc -l)"
+done
+
+say "== ppspec's real backend, one-rank program scenarios, plugin loaded"
+for f in scenarios/programs/self_exchange.toml scenarios/programs/single_rank_graph.toml scenarios/programs/zero_sizes.toml; do
+  name=$(basename "$f" .toml); d="$WORK/backend-$name"; mkdir -p "$d"
+  NCCL_PROFILER_PLUGIN="$PLUGIN" PPSPEC_TRACE_DIR="$d/traces" PPSPEC_RANK=0 timeout 120 "$PPSPEC" run --backend gpu "$f" > "$d/run.txt" 2>&1
+  say "backend $name run exit=$? $(head -1 "$d/run.txt" | cut -c1-160)"
+  "$PPSPEC" check "$d/traces" > "$d/check.txt" 2>&1; say "  check exit=$? $(head -1 "$d/check.txt" | cut -c1-200)"
+done
+
+say "== the wire job on 2 and 3 ranks of one GPU, watched live"
+watched clean2 2 none --steps 6 --graph --split 4
+watched clean3 3 none --steps 6
+for fault in extra_broadcast skipped_collective size_mismatch dtype_mismatch inverted_order ungrouped_exchange; do
+  watched "$fault" 2 "$fault" --steps 6
+done
+watched wrong_peer 3 wrong_peer --steps 6
+
+say "== PyTorch (ProcessGroupNCCL), plugin loaded"
+for world in 1 2; do
+  d="$WORK/torch$world"; mkdir -p "$d"
+  NCCL_PROFILER_PLUGIN="$PLUGIN" PPSPEC_TRACE_DIR="$d/traces" timeout 180 python3 scripts/torch_plugin_job.py --world "$world" \
+    --store "$d/store" > "$d/log.txt" 2>&1
+  say "torch world=$world exit=$? $(grep -c done "$d/log.txt") ranks done"
+  "$PPSPEC" check "$d/traces" > "$d/check.txt" 2>&1; say "  check exit=$? $(head -2 "$d/check.txt" | cut -c1-240)"
+done
+d="$WORK/torch-fault"; mkdir -p "$d"
+"$PPSPEC" watch --listen 127.0.0.1:29700 --stall 5 --abort --ranks 2 --timeout 120 --out "$d/watch" --json > "$d/watch.json" 2> "$d/watch.err" &
+watcher=$!
+sleep 0.5
+NCCL_PROFILER_PLUGIN="$PLUGIN" PPSPEC_TRACE_DIR="$d/traces" PPSPEC_WATCH=127.0.0.1:29700 timeout 150 python3 scripts/torch_plugin_job.py \
+  --world 2 --fault extra_broadcast --store "$d/store" > "$d/log.txt" 2>&1
+say "torch extra_broadcast exit=$?"
+wait "$watcher"; say "  watch exit=$?"
+grep -h "fault extra_broadcast" "$d/log.txt" >> "$SUMMARY"
+grep -h '"report"' "$d/watch.json" | head -2 >> "$SUMMARY"
+
+say "== cost: the same loops with and without the plugin, alternating, three times each"
+for i in 1 2 3; do
+  for with in no yes; do
+    for ranks in 1 2; do
+      d="$WORK/bench-$ranks-$with-$i"; mkdir -p "$d"
+      if [ $with = yes ]; then envs=(NCCL_PROFILER_PLUGIN="$PLUGIN"); else envs=(PPSPEC_NONE=1); fi
+      launch "$d" "$ranks" "${envs[@]}" -- --bench 3000 --bytes 8
+      wait_all 120
+      say "bench ranks=$ranks plugin=$with run=$i: $(grep -h 'us per operation' "$d"/rank0.log)"
+    done
+    d="$WORK/torchbench-$with-$i"; mkdir -p "$d"
+    if [ $with = yes ]; then export NCCL_PROFILER_PLUGIN="$PLUGIN" PPSPEC_TRACE_DIR="$d/traces"; fi
+    timeout 180 python3 scripts/torch_plugin_job.py --world 2 --bench 2000 --store "$d/store" > "$d/log.txt" 2>&1
+    unset NCCL_PROFILER_PLUGIN PPSPEC_TRACE_DIR
+    say "torchbench ranks=2 plugin=$with run=$i: $(grep -h 'bench rank 0' "$d/log.txt")"
+  done
+done
+
+tar -czf "$OUT/results.tar.gz" -C "$WORK" .
+say "== done: $(du -sh "$OUT/results.tar.gz" | cut -f1) of results"
