@@ -67,6 +67,7 @@ nlohmann::json to_json(const PluginCase& c) {
           {"watcher_reported_ns", c.watch_reported},
           {"operations_nccl_told", c.sim_posted},
           {"operations_recorded", c.recorded},
+          {"operations_told", c.told},
           {"via_host_call", c.via_host_call},
           {"via_connect", c.via_connect},
           {"data_lost", c.data_lost},
@@ -167,7 +168,7 @@ int plugin_scenarios_main(const std::vector<std::string>& files, const std::stri
   md << "| scenario | simulator | watcher | operations told / recorded | simulator found | watcher reported | agree |\n";
   md << "|---|---|---|---:|---:|---:|---|\n";
   for (const PluginCase& c : cases)
-    md << fmt::format("| {} | {} | {} | {} / {} | {} | {} | {} |\n", c.name, c.sim_class, c.watch_class, c.sim_posted, c.recorded,
+    md << fmt::format("| {} | {} | {} | {} / {} | {} | {} | {} |\n", c.name, c.sim_class, c.watch_class, c.told, c.recorded,
                       time_text(c.sim_found), time_text(c.watch_reported), c.agree ? "yes" : "no: " + md_cell(c.why));
   md << "\n## Disagreements\n\n";
   write_disagreements(md, cases);

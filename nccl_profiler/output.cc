@@ -71,7 +71,8 @@ bool is_watch_address(const std::string& watch) {
   return watch.rfind("tcp://", 0) == 0 || (watch.find('/') == std::string::npos && split_address(watch, host, port));
 }
 
-Output* Output::open(const std::string& dir, int global_rank, bool harness_clock, const std::string& address, std::string& error) {
+Output* Output::open(const std::string& dir, int global_rank, bool harness_clock, bool completions, const std::string& address,
+                     std::string& error) {
   char host[128] = {};
   ::gethostname(host, sizeof host - 1);
   auto* o = new Output();
@@ -84,7 +85,7 @@ Output* Output::open(const std::string& dir, int global_rank, bool harness_clock
     delete o;
     return nullptr;
   }
-  o->buffer_ = header_line(global_rank, host, ::getpid(), harness_clock);
+  o->buffer_ = header_line(global_rank, host, ::getpid(), harness_clock, completions);
   if (!address.empty()) o->connect(address);
   return o;
 }

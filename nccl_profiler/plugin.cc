@@ -27,7 +27,7 @@ thread_local char tls_call_site[kCallSiteBytes] = {};
 constexpr int kRankFromEnvironment = -2;
 thread_local int tls_rank = kRankFromEnvironment;
 
-constexpr int kActivationMask = abi::kGroupApi | abi::kCollApi | abi::kP2pApi | abi::kColl | abi::kP2p | abi::kKernelCh;
+constexpr int kCallsMask = abi::kGroupApi | abi::kCollApi | abi::kP2pApi | abi::kColl | abi::kP2p;
 
 int rank_from_environment() {
   for (const char* name : {"PPSPEC_RANK", "RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"}) {
@@ -90,6 +90,13 @@ Handle* start_p2p_call(Comm& c, const abi::EventDescr& d) {
   return &s.api;
 }
 
+// A send to oneself and its receive run in NCCL's kernel with no proxy operation, so NCCL tells no
+// kernel channel of them (enqueue.cc: nProxyOps = 0; seen on H200, NCCL 2.28.9): their slot is free
+// once the task is built. The readers take them as completed with their group.
+void release_if_self(const Comm& c, OpSlot& s, const abi::EventDescr& d) {
+  if (d.type == abi::kP2p && d.p2p.peer == c.rank) s.open.store(false, std::memory_order_release);
+}
+
 // A replay of a captured call: an operation of its own, posted now with everything known.
 Handle* start_replay(Comm& c, const CapturedOp& captured, const abi::EventDescr& d) {
   Recorder& rec = Recorder::instance();
@@ -105,6 +112,7 @@ Handle* start_replay(Comm& c, const CapturedOp& captured, const abi::EventDescr&
   s.channels.store(d.type == abi::kP2p ? d.p2p.channels : d.coll.channels, std::memory_order_relaxed);
   Record line = s.posted;
   rec.append(c, line);
+  release_if_self(c, s, d);
   return &s.task;
 }
 
@@ -124,6 +132,7 @@ Handle* start_task(Comm& c, const abi::EventDescr& d) {
     r.peer = d.p2p.peer;
     Recorder::instance().append(c, r);
     s.channels.store(d.p2p.channels, std::memory_order_relaxed);
+    release_if_self(c, s, d);
   } else {
     s.channels.store(d.coll.channels, std::memory_order_relaxed);
   }
@@ -160,7 +169,7 @@ abi::Result init(int interface, void** context, uint64_t comm_id, int* activatio
     if (c == nullptr) return abi::kInternalError;
     c->interface = interface;
     *context = c;
-    *activation_mask = kActivationMask;
+    *activation_mask = rec.completions() ? kCallsMask | abi::kKernelCh : kCallsMask;
   } catch (const std::exception& e) {
     rec.disable(e.what());
     return abi::kInternalError;

@@ -133,6 +133,8 @@ uint32_t Recorder::stream_number(const void* stream) {
 // nothing writes nothing): where the traces go, the captured pool, the flusher.
 void Recorder::start() {
   captured_ = std::make_unique<CapturedOp[]>(kCapturedOps);
+  const char* events = std::getenv("PPSPEC_PROFILER_EVENTS");
+  completions_ = events == nullptr || std::strcmp(events, "calls") != 0;
   const char* watch = std::getenv("PPSPEC_WATCH");
   const char* local = std::getenv("PPSPEC_TRACE_DIR");
   const std::string fallback = local != nullptr && *local != '\0' ? local : "ppspec-nccl-traces";
@@ -182,7 +184,7 @@ Output* Recorder::output_for(int global_rank) {
     if (o->rank() == global_rank) return o;
   if (outputs_.size() >= kOutputsMax) return nullptr;
   std::string error;
-  Output* o = Output::open(dir_, global_rank, clock_.load() != nullptr, watch_address_, error);
+  Output* o = Output::open(dir_, global_rank, clock_.load() != nullptr, completions_, watch_address_, error);
   if (o == nullptr) {
     disable(error.c_str());
     return nullptr;

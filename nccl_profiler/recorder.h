@@ -87,6 +87,9 @@ class Recorder {
   static Recorder& instance();
 
   bool enabled() const { return enabled_.load(std::memory_order_relaxed); }
+  // Whether kernel channels are recorded: an operation's start and completion. PPSPEC_PROFILER_EVENTS=calls
+  // turns them off, and NCCL's own instrumentation of its kernels with them: misalignments only.
+  bool completions() const { return completions_; }
   // Turns the plugin off for the rest of the process, saying why on stderr once.
   void disable(const char* why);
 
@@ -122,6 +125,7 @@ class Recorder {
   void forget_comms();
 
   std::atomic<bool> enabled_{true};
+  bool completions_ = true;  // set once, at the first init, before any callback reads it
   std::atomic<bool> said_disabled_{false};
   std::atomic<int64_t (*)()> clock_{nullptr};
   std::atomic<uint64_t> next_sequence_{0};

@@ -4,14 +4,18 @@
 // thread's outermost group; a CollApi or P2pApi event per call (an all_to_all as NCCL splits it,
 // a send and a recv per member); at group end a Coll or P2p task per call, its parent the call's
 // handle (at each graph replay, the captured call's); KernelCh events as the kernel starts and
-// completes. What NCCL tells no profiler, the adapter does not: collectives of a one-member
-// communicator (NCCL copies them locally). The plugin writes its traces as in a real job, on the
-// simulator's clock; `ppspec watch` then reads them as it reads a real job's.
+// completes. What NCCL tells no profiler, the adapter does not (measured on H200, NCCL 2.28.9, and
+// read in its enqueue.cc): collectives of a one-member communicator (NCCL copies them locally); a
+// kernel channel of a send to oneself or its receive (no proxy operation, so no KernelCh event);
+// the replays of a captured group whose calls are all sends to oneself and their receives (a plan
+// without proxy operations has its tasks built once, at capture). The plugin writes its traces as
+// in a real job, on the simulator's clock; `ppspec watch` then reads them as it reads a real job's.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -56,6 +60,9 @@ class SimAdapter final : public sim::NcclObserver {
   SimAdapter(const SimAdapter&) = delete;
   SimAdapter& operator=(const SimAdapter&) = delete;
 
+  // The operations the plugin was told of as posted: calls outside a capture, and replays' tasks.
+  uint64_t posted() const { return posted_; }
+
   // The job is over: every communicator finalised, every trace given its trailer. The simulator
   // halts a run at its first mismatched pairing, which for a grouped send or recv is at the call,
   // while NCCL would go on: with `halted`, every group still open (a thread stopped before its
@@ -74,7 +81,7 @@ class SimAdapter final : public sim::NcclObserver {
   struct Task {
     void* context = nullptr;
     void* handle = nullptr;
-    int channels = 0;
+    int channels = 0;  // 0: NCCL tells no kernel channel of it (a send to oneself, its receive)
     std::vector<void*> running;  // its KernelCh handles, once started
   };
   void* context(core::RankId rank, std::string_view comm) const;
@@ -91,16 +98,21 @@ class SimAdapter final : public sim::NcclObserver {
   std::map<std::pair<core::RankId, std::string>, void*, std::less<>> contexts_;
   // A thread's open group: its GroupApi handle, its calls (owning what their views name: the
   // simulated runtime may be gone by finish()).
+  using OwnedCall = std::pair<sim::ObservedCall, std::pair<std::string, std::string>>;  // (call, (comm, origin))
   struct OpenGroup {
     void* handle = nullptr;
-    std::vector<std::pair<sim::ObservedCall, std::pair<std::string, std::string>>> calls;  // (call, (comm, origin))
+    std::vector<OwnedCall> calls;     // outside a capture
+    std::vector<OwnedCall> captured;  // under capture
   };
+  void build_at_capture(core::Time t, std::vector<OwnedCall>& captured);
   void end_halted_groups(core::Time t);
   std::map<const void*, OpenGroup> groups_;              // by host thread
   std::map<int64_t, std::vector<void*>> api_;            // posted op -> its API handles (an all_to_all has 2 per member)
   std::map<int64_t, std::vector<void*>> captured_;       // capture -> its API handles
   std::map<int64_t, std::vector<Task>> tasks_;           // posted op -> its tasks
   std::map<std::pair<void*, int>, uint64_t> coll_seq_;   // (context, func) -> NCCL's per-function sequence number
+  std::set<int64_t> built_at_capture_;                   // captures whose task NCCL built once, not at each replay
+  uint64_t posted_ = 0;
   bool finished_ = false;
 };
 

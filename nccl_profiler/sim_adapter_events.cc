@@ -12,8 +12,11 @@ namespace {
 bool told_to_profiler(const sim::ObservedCall& c) { return core::is_p2p(c.desc.kind) || c.comm_size > 1; }
 
 // The kernel channels a task runs on: NCCL's choice from sizes and topology; any fixed rule
-// exercises the plugin's counting, and two channels for a collective make it count.
-int channels_of(bool p2p) { return p2p ? 1 : 2; }
+// exercises the plugin's counting, and two channels for a collective make it count. A send to
+// oneself and its receive have none NCCL tells of: no proxy operation (enqueue.cc: nProxyOps = 0).
+int channels_of(bool p2p, bool self) { return !p2p ? 2 : self ? 0 : 1; }
+
+bool is_self_p2p(const sim::ObservedCall& c) { return core::is_p2p(c.desc.kind) && c.peer_comm_rank == c.comm_rank; }
 
 bool is_p2p_name(const char* func) { return func[0] == 'S' || func[0] == 'R'; }  // "Send", "Recv"
 
@@ -54,7 +57,9 @@ void SimAdapter::called(core::Time t, const sim::ObservedCall& call) {
   void* ctx = context(call.rank, call.comm);
   if (ctx == nullptr || !told_to_profiler(call)) return;
   void* parent = group(call);
-  if (call.capture_id < 0) groups_[call.host].calls.emplace_back(call, std::make_pair(std::string(call.comm), std::string(call.origin)));
+  (call.capture_id < 0 ? groups_[call.host].calls : groups_[call.host].captured)
+      .emplace_back(call, std::make_pair(std::string(call.comm), std::string(call.origin)));
+  if (call.capture_id < 0) posted_ += call.desc.kind == core::OpKind::all_to_all ? 2 * static_cast<uint64_t>(call.comm_size) : 1;
   const std::string site(call.origin);
   lib_.hooks().set_call_site(site.c_str());
   std::vector<void*>& handles = call.capture_id >= 0 ? captured_[call.capture_id] : api_[call.op_id];
@@ -79,7 +84,7 @@ void SimAdapter::build_task(const sim::ObservedCall& call, void* ctx, void* api_
   if (p2p) {
     d.type = abi::kP2p;
     d.p2p = abi::P2pDescr{func, nullptr, nccl_datatype_name(call.desc.dtype), static_cast<size_t>(call.desc.count), peer,
-                          static_cast<uint8_t>(channels_of(true)), nullptr};
+                          static_cast<uint8_t>(channels_of(true, false)), nullptr};
   } else {
     // NCCL's task of an all_gather or a broadcast counts bytes of int8 (collTaskAppend).
     const bool bytes = call.desc.kind == core::OpKind::all_gather || call.desc.kind == core::OpKind::broadcast;
@@ -87,12 +92,12 @@ void SimAdapter::build_task(const sim::ObservedCall& call, void* ctx, void* api_
     d.type = abi::kColl;
     d.coll = abi::CollDescr{coll_seq_[{ctx, static_cast<int>(call.desc.kind)}]++,
                             func, nullptr, nullptr, static_cast<size_t>(count), std::max(call.peer_comm_rank, 0),
-                            bytes ? "ncclInt8" : nccl_datatype_name(call.desc.dtype), static_cast<uint8_t>(channels_of(false)), 8, "RING",
+                            bytes ? "ncclInt8" : nccl_datatype_name(call.desc.dtype), static_cast<uint8_t>(channels_of(false, false)), 8, "RING",
                             "SIMPLE", nullptr};
   }
   void* h = start(ctx, d);
   table_.stop_event(h);  // NCCL stops a task event once its proxy work is queued, before its kernel runs
-  tasks.push_back(Task{ctx, h, channels_of(p2p), {}});
+  tasks.push_back(Task{ctx, h, channels_of(p2p, peer == call.comm_rank), {}});
 }
 
 void SimAdapter::task_built(core::Time t, const sim::ObservedCall& call) {
@@ -101,6 +106,8 @@ void SimAdapter::task_built(core::Time t, const sim::ObservedCall& call) {
   if (ctx == nullptr || !told_to_profiler(call)) return;
   // A replay's parents are the captured calls' handles, kept for every replay; a live call's are its own.
   const bool replay = call.capture_id >= 0;
+  if (replay && built_at_capture_.contains(call.capture_id)) return;  // NCCL tells no profiler of this replay
+  if (replay) posted_ += call.desc.kind == core::OpKind::all_to_all ? 2 * static_cast<uint64_t>(call.comm_size) : 1;
   std::vector<void*> handles = replay ? captured_[call.capture_id] : std::move(api_[call.op_id]);
   if (!replay) api_.erase(call.op_id);
   std::vector<Task>& tasks = tasks_[call.op_id];
@@ -117,10 +124,31 @@ void SimAdapter::task_built(core::Time t, const sim::ObservedCall& call) {
   flushed(t);
 }
 
+// A captured group's plan for one communicator has proxy operations (and a host node that builds
+// its tasks at every replay) unless every call in it is a send to oneself or its receive: then NCCL
+// builds its tasks once, at capture, and the replays run without a word to the profiler.
+void SimAdapter::build_at_capture(core::Time t, std::vector<OwnedCall>& captured) {
+  std::map<std::string, bool> all_self;  // by communicator
+  for (const auto& [call, owned] : captured) {
+    auto [it, fresh] = all_self.emplace(owned.first, true);
+    it->second = it->second && is_self_p2p(call);
+  }
+  for (auto& [call, owned] : captured) {
+    if (!all_self.at(owned.first)) continue;
+    call.comm = owned.first;
+    call.origin = owned.second;
+    sim::ObservedCall at_capture = call;
+    at_capture.op_id = -1 - call.capture_id;  // no kernel of it is ever told: a key of its own
+    task_built(t, at_capture);
+    built_at_capture_.insert(call.capture_id);
+  }
+}
+
 void SimAdapter::group_ended(core::Time t, const void* host) {
   set_time(t);
   const auto it = groups_.find(host);
   if (it == groups_.end()) return;
+  build_at_capture(t, it->second.captured);
   if (it->second.handle != nullptr) table_.stop_event(it->second.handle);
   groups_.erase(it);
   flushed(t);
@@ -146,7 +174,7 @@ void SimAdapter::kernel_started(core::Time t, int64_t op_id) {
   const auto it = tasks_.find(op_id);
   if (it == tasks_.end()) return;  // an operation NCCL tells no profiler of
   for (Task& task : it->second)
-    for (int ch = 0; ch < task.channels; ++ch) {
+    for (int ch = 0; ch < task.channels; ++ch) {  // none for a send to oneself: NCCL tells no kernel of it
       abi::EventDescr d{};
       d.type = abi::kKernelCh;
       d.parent = task.handle;

@@ -45,9 +45,10 @@ std::string trace_file_name(int global_rank, const char* host, int pid) {
   return who + "." + safe + "." + std::to_string(pid) + ".jsonl";
 }
 
-std::string header_line(int global_rank, const char* host, int pid, bool harness_clock) {
+std::string header_line(int global_rank, const char* host, int pid, bool harness_clock, bool completions) {
   return "{\"ppspec_nccl_profiler\":" + number(kPluginVersion) + ",\"rank\":" + number(global_rank) + ",\"host\":" + quoted(host) +
-         ",\"pid\":" + number(pid) + ",\"clock\":" + (harness_clock ? "\"harness\"" : "\"realtime\"") + "}\n";
+         ",\"pid\":" + number(pid) + ",\"clock\":" + (harness_clock ? "\"harness\"" : "\"realtime\"") +
+         (completions ? "" : ",\"completions\":false") + "}\n";
 }
 
 std::string comm_init_line(const Comm& c) {

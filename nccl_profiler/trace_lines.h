@@ -16,7 +16,8 @@ struct Comm;
 
 // "rank3.node7.4242.jsonl"; "proc.node7.4242.jsonl" when no variable names the process's rank.
 std::string trace_file_name(int global_rank, const char* host, int pid);
-std::string header_line(int global_rank, const char* host, int pid, bool harness_clock);
+// `completions`: whether kernel channels are recorded (PPSPEC_PROFILER_EVENTS=calls turns them off).
+std::string header_line(int global_rank, const char* host, int pid, bool harness_clock, bool completions);
 std::string comm_init_line(const Comm& c);
 std::string record_line(const Comm& c, const Record& r);
 std::string lost_line(const Comm& c, uint64_t lost);

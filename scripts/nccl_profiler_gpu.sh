@@ -24,6 +24,10 @@ export LD_LIBRARY_PATH="$(libdir nvidia.nccl):/usr/local/cuda/lib64:${LD_LIBRARY
 SUMMARY="$OUT/summary.txt"
 : > "$SUMMARY"
 say() { echo "$*" | tee -a "$SUMMARY"; }
+BUDGET=${BUDGET_S:-480}  # a device call ends at 600 s: what is not run by then is said, not lost
+time_left() { [ $SECONDS -lt "$BUDGET" ] || { say "skipped for time: $*"; return 1; }; }
+SECTIONS=${SECTIONS:-"load future backend wire calls torch bench cost"}
+section() { [[ " $SECTIONS " == *" $1 "* ]]; }
 
 {
   nvidia-smi -L
@@ -60,15 +64,16 @@ wait_all() {  # seconds: waits for PIDS, kills what is left after that long; exi
 PORT=29610
 watched() {
   local name=$1 ranks=$2 fault=$3; shift 3
+  time_left "$name" || return 0
   local d="$WORK/$name"; mkdir -p "$d"
   PORT=$((PORT + 1))
-  "$PPSPEC" watch --listen "127.0.0.1:$PORT" --stall 5 --abort --ranks "$ranks" --timeout 90 --out "$d/watch" --json \
+  "$PPSPEC" watch --listen "127.0.0.1:$PORT" --stall 5 --abort --ranks "$ranks" --timeout 45 --out "$d/watch" --json \
     > "$d/watch.json" 2> "$d/watch.err" &
   local watcher=$!
   sleep 0.5
   local t0=$(date +%s%N)
   launch "$d" "$ranks" NCCL_PROFILER_PLUGIN="$PLUGIN" PPSPEC_WATCH="127.0.0.1:$PORT" -- --fault "$fault" "$@"
-  wait_all 60
+  wait_all 40
   local t1=$(date +%s%N)
   wait "$watcher"; local wcode=$?
   "$PPSPEC" check "$d/traces" > "$d/check.txt" 2>&1; local ccode=$?
@@ -78,6 +83,7 @@ watched() {
   head -3 "$d/check.txt" >> "$SUMMARY"
 }
 
+if section load; then
 say "== the plugin loads (NCCL_DEBUG=INFO), one rank"
 d="$WORK/load"; mkdir -p "$d"
 launch "$d" 1 NCCL_PROFILER_PLUGIN="$PLUGIN" NCCL_DEBUG=INFO -- --steps 2
@@ -85,7 +91,9 @@ wait_all 60
 grep -i "profiler" "$d/rank0.log" | head -5 >> "$SUMMARY"
 say "one-rank job exit=${CODES[*]}; its trace: $(cat "$d"/traces/*.jsonl 2>/dev/null | wc -l) lines"
 "$PPSPEC" check "$d/traces" >> "$SUMMARY" 2>&1; say "check exit=$?"
+fi
 
+if section future; then
 say "== an interface NCCL does not know (ncclProfiler_v99 only): NCCL goes on without it"
 for ranks in 1 2; do
   d="$WORK/future$ranks"; mkdir -p "$d"
@@ -94,15 +102,19 @@ for ranks in 1 2; do
   grep -ih "profiler" "$d/rank0.log" | head -3 >> "$SUMMARY"
   say "future plugin, $ranks rank(s): job exit=${CODES[*]}, trace files: $(ls "$d/traces" 2>/dev/null | wc -l)"
 done
+fi
 
+if section backend; then
 say "== ppspec's real backend, one-rank program scenarios, plugin loaded"
-for f in scenarios/programs/self_exchange.toml scenarios/programs/single_rank_graph.toml scenarios/programs/zero_sizes.toml; do
+for f in scenarios/programs/single_rank_self_exchange_graph.toml scenarios/programs/single_rank_graph.toml; do
   name=$(basename "$f" .toml); d="$WORK/backend-$name"; mkdir -p "$d"
   NCCL_PROFILER_PLUGIN="$PLUGIN" PPSPEC_TRACE_DIR="$d/traces" PPSPEC_RANK=0 timeout 120 "$PPSPEC" run --backend gpu "$f" > "$d/run.txt" 2>&1
   say "backend $name run exit=$? $(head -1 "$d/run.txt" | cut -c1-160)"
   "$PPSPEC" check "$d/traces" > "$d/check.txt" 2>&1; say "  check exit=$? $(head -1 "$d/check.txt" | cut -c1-200)"
 done
+fi
 
+if section wire; then
 say "== the wire job on 2 and 3 ranks of one GPU, watched live"
 watched clean2 2 none --steps 6 --graph --split 4
 watched clean3 3 none --steps 6
@@ -110,7 +122,16 @@ for fault in extra_broadcast skipped_collective size_mismatch dtype_mismatch inv
   watched "$fault" 2 "$fault" --steps 6
 done
 watched wrong_peer 3 wrong_peer --steps 6
+fi
+if section calls; then
+say "== calls only (PPSPEC_PROFILER_EVENTS=calls): misalignments still, no completions"
+export PPSPEC_PROFILER_EVENTS=calls
+watched calls_clean2 2 none --steps 6 --graph
+watched calls_extra_broadcast 2 extra_broadcast --steps 6
+unset PPSPEC_PROFILER_EVENTS
+fi
 
+if section torch; then
 say "== PyTorch (ProcessGroupNCCL), plugin loaded"
 for world in 1 2; do
   d="$WORK/torch$world"; mkdir -p "$d"
@@ -129,24 +150,43 @@ say "torch extra_broadcast exit=$?"
 wait "$watcher"; say "  watch exit=$?"
 grep -h "fault extra_broadcast" "$d/log.txt" >> "$SUMMARY"
 grep -h '"report"' "$d/watch.json" | head -2 >> "$SUMMARY"
+fi
 
-say "== cost: the same loops with and without the plugin, alternating, three times each"
-for i in 1 2 3; do
-  for with in no yes; do
-    for ranks in 1 2; do
-      d="$WORK/bench-$ranks-$with-$i"; mkdir -p "$d"
-      if [ $with = yes ]; then envs=(NCCL_PROFILER_PLUGIN="$PLUGIN"); else envs=(PPSPEC_NONE=1); fi
-      launch "$d" "$ranks" "${envs[@]}" -- --bench 3000 --bytes 8
-      wait_all 120
-      say "bench ranks=$ranks plugin=$with run=$i: $(grep -h 'us per operation' "$d"/rank0.log)"
-    done
-    d="$WORK/torchbench-$with-$i"; mkdir -p "$d"
-    if [ $with = yes ]; then export NCCL_PROFILER_PLUGIN="$PLUGIN" PPSPEC_TRACE_DIR="$d/traces"; fi
-    timeout 180 python3 scripts/torch_plugin_job.py --world 2 --bench 2000 --store "$d/store" > "$d/log.txt" 2>&1
-    unset NCCL_PROFILER_PLUGIN PPSPEC_TRACE_DIR
-    say "torchbench ranks=2 plugin=$with run=$i: $(grep -h 'bench rank 0' "$d/log.txt")"
+if section bench; then
+say "== the same small all-reduce loop with and without the plugin, two ranks of one GPU (each operation waits for the GPU's"
+say "   time slice between the two processes' contexts: this says what a GPU shared by ranks costs, not what the plugin does)"
+for with in no yes; do
+  d="$WORK/bench-2-$with"; mkdir -p "$d"
+  if [ $with = yes ]; then envs=(NCCL_PROFILER_PLUGIN="$PLUGIN"); else envs=(PPSPEC_NONE=1); fi
+  launch "$d" 2 "${envs[@]}" -- --bench 500 --bytes 8
+  wait_all 120
+  say "bench ranks=2 plugin=$with: $(grep -h 'us per operation' "$d"/rank0.log)"
+  d="$WORK/torchbench-$with"; mkdir -p "$d"
+  if [ $with = yes ]; then export NCCL_PROFILER_PLUGIN="$PLUGIN" PPSPEC_TRACE_DIR="$d/traces"; fi
+  timeout 180 python3 scripts/torch_plugin_job.py --world 2 --bench 500 --store "$d/store" > "$d/log.txt" 2>&1
+  unset NCCL_PROFILER_PLUGIN PPSPEC_TRACE_DIR
+  say "torchbench ranks=2 plugin=$with: $(grep -h 'bench rank 0' "$d/log.txt")"
+done
+fi
+
+if section cost; then
+say "== cost on one rank: a send to itself and its receive in one group (NCCL instruments them; a one-rank all-reduce it does not)"
+say "   without the plugin, with it (all events), with it recording calls only (PPSPEC_PROFILER_EVENTS=calls); seven rounds, alternating"
+for i in 1 2 3 4 5 6 7; do
+  time_left "cost round $i" || break
+  for mode in none all calls; do
+    d="$WORK/cost-$mode-$i"; mkdir -p "$d"
+    case $mode in
+      none) envs=(PPSPEC_NONE=1) ;;
+      all) envs=(NCCL_PROFILER_PLUGIN="$PLUGIN") ;;
+      calls) envs=(NCCL_PROFILER_PLUGIN="$PLUGIN" PPSPEC_PROFILER_EVENTS=calls) ;;
+    esac
+    launch "$d" 1 "${envs[@]}" -- --bench 20000 --bytes 8
+    wait_all 120
+    say "cost mode=$mode run=$i: $(grep -h 'us per operation' "$d"/rank0.log)"
   done
 done
+fi
 
 tar -czf "$OUT/results.tar.gz" -C "$WORK" .
 say "== done: $(du -sh "$OUT/results.tar.gz" | cut -f1) of results"

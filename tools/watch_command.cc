@@ -30,7 +30,10 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 void say(std::ostream& out, bool json, double after_s, const watch::WatchReport& r) {
   const char* what = r.kind == watch::WatchReport::Kind::misalignment ? "misalignment" : "stall";
   if (json) {
-    out << report::dump_json({{"report", what}, {"after_s", after_s}, {"finding", report::to_json(r.finding)}}) << std::endl;
+    // unix_ns: when it was said, on the clock the plugins' traces use (CLOCK_REALTIME), to time it against the job.
+    const auto unix_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    out << report::dump_json({{"report", what}, {"after_s", after_s}, {"unix_ns", unix_ns}, {"finding", report::to_json(r.finding)}})
+        << std::endl;
     return;
   }
   std::string s = fmt::format("ppspec watch: [{:.1f} s] {}\n", after_s, r.kind == watch::WatchReport::Kind::misalignment

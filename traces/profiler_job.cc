@@ -115,6 +115,8 @@ void ProfilerJob::on_header(Source& s, const ProfilerLine& l) {
     throw core::InputError(s.where, s.line, fmt::format("rank {} is traced twice: here and in {}", rank, sources_[at->second].where));
   s.has_header = true;
   s.rank = rank;
+  s.completions = l.completions;
+  counts_.calls_only += !l.completions;
   rank_source_.emplace(rank, static_cast<size_t>(&s - sources_.data()));
 }
 

@@ -162,7 +162,8 @@ ProfilerLine parse_profiler_line(const std::string& text, const std::string& whe
       l.disabled = f.flag("disabled");
       return l;
     }
-    f.only({"ppspec_nccl_profiler", "rank", "host", "pid", "clock"});
+    f.only({"ppspec_nccl_profiler", "rank", "host", "pid", "clock", "completions"});
+    l.completions = !f.has("completions") || f.flag("completions");
     l.kind = ProfilerLineKind::header;
     l.rank = static_cast<int>(f.integer("rank", -1, 1 << 20));
     l.host = f.text("host", 128);

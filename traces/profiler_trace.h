@@ -37,6 +37,7 @@ struct ProfilerLine {
   std::string host;
   int64_t pid = 0;
   bool harness_clock = false;
+  bool completions = true;  // false: the plugin recorded calls only (PPSPEC_PROFILER_EVENTS=calls)
   // comm_init
   std::string name;
   int ranks = 0;
@@ -79,7 +80,9 @@ class ProfilerJob {
     uint64_t sources = 0, ended = 0, disabled = 0;  // traces; with their trailer; whose plugin turned itself off
     uint64_t comms = 0, posted = 0, completed = 0, captured = 0, lost = 0;
     uint64_t unmodelled = 0;  // operations of a kind ppspec does not model: counted, not checked
-    uint64_t held = 0;        // lines waiting for a peer or a member (see held_lines)
+    uint64_t held = 0;        // lines waiting for a peer or a member (see held())
+    uint64_t calls_only = 0;  // traces whose plugin recorded no completions: their operations are taken as completed
+    uint64_t self_exchanges = 0;  // sends to oneself and their receives: taken as completed (NCCL tells no kernel of them)
   };
   const Counts& counts() const { return counts_; }
   // Operations posted and not completed, oldest first.
@@ -109,6 +112,7 @@ class ProfilerJob {
     int line = 0;
     int rank = -1;
     bool has_header = false, ended = false;
+    bool completions = true;
     std::map<uint64_t, int> comm_rank;  // hash -> this rank's place in it
     std::deque<ProfilerLine> held;      // in the rank's order
   };

@@ -40,6 +40,16 @@ core::RunResult Watcher::result() const {
   decide(r);
   never_launched(r);
   incomplete(r);
+  if (n.calls_only > 0) {
+    core::Finding note;
+    note.verdict = core::Verdict::pass;
+    note.kind = "calls-only";
+    note.time = core::kNoTime;
+    note.summary = fmt::format("{} rank(s) recorded calls only (PPSPEC_PROFILER_EVENTS=calls): their operations were taken as completed, "
+                               "so a stall there cannot be told, only a misalignment",
+                               n.calls_only);
+    r.notes.push_back(std::move(note));
+  }
   r.stats.ops_posted = n.posted;
   r.stats.pairs = pairing_.pairs();
   r.stats.sim_time = job_.last_time();
