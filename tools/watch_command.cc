@@ -32,8 +32,8 @@ void say(std::ostream& out, bool json, double after_s, const watch::WatchReport&
   if (json) {
     // unix_ns: when it was said, on the clock the plugins' traces use (CLOCK_REALTIME), to time it against the job.
     const auto unix_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-    out << report::dump_json({{"report", what}, {"after_s", after_s}, {"unix_ns", unix_ns}, {"finding", report::to_json(r.finding)}})
-        << std::endl;
+    const nlohmann::json line{{"report", what}, {"after_s", after_s}, {"unix_ns", unix_ns}, {"finding", report::to_json(r.finding)}};
+    out << line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;  // JSON Lines: one report a line
     return;
   }
   std::string s = fmt::format("ppspec watch: [{:.1f} s] {}\n", after_s, r.kind == watch::WatchReport::Kind::misalignment
@@ -105,7 +105,8 @@ int summarise(const WatchArgs& args, const Loop& loop, watch::Watcher& w, const 
   rec.ok = result.verdict == core::Verdict::pass && loop.findings == 0;
   rec.reproduce = fmt::format("ppspec check {}", merged);
   if (args.json) {
-    out << report::dump_json({{"summary", report::to_json(rec)}, {"merged_trace", merged}, {"dropped_lines", w.dropped_lines()}}) << '\n';
+    const nlohmann::json line{{"summary", report::to_json(rec)}, {"merged_trace", merged}, {"dropped_lines", w.dropped_lines()}};
+    out << line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
   } else {
     out << report::format_text(rec);
     out << fmt::format("ppspec watch: {} ranks, {} operations posted, {} completed, {} line(s) dropped; the job's trace: {} "
