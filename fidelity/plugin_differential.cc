@@ -107,6 +107,21 @@ bool share_a_rank(const core::Finding& a, const core::Finding& b) {
   return a.culprit.rank >= 0 && b.involves_rank(a.culprit.rank);
 }
 
+// Whether the watcher tells of calls never launched on a rank the simulator's finding names.
+bool never_launched_there(const core::Finding& sim, const core::RunResult& watch) {
+  for (const auto* list : {&watch.findings, &watch.notes})
+    for (const core::Finding& f : *list)
+      if (f.kind == core::kKindNeverLaunched && share_a_rank(sim, f)) return true;
+  return false;
+}
+
+// A cycle check reads through an operation whose counterpart is not posted: a trace (or a dump)
+// cannot tell "not yet" from "never", and check takes it for "not yet".
+bool through_not_posted(const core::Finding& f) {
+  return f.kind == core::kKindCycle &&
+         std::any_of(f.details.begin(), f.details.end(), [](const std::string& d) { return d.find("has not posted its counterpart") != std::string::npos; });
+}
+
 std::string culprit_difference(const core::Culprit& sim, const core::Culprit& watch) {
   auto blames = [](const core::Culprit& x) { return x.rank >= 0 && x.what != "stalled" && x.what != "cycle"; };
   const bool s = blames(sim), w = blames(watch);
@@ -119,7 +134,8 @@ std::string culprit_difference(const core::Culprit& sim, const core::Culprit& wa
 }
 
 // The rules of agreement (plugin_differential.h), in order.
-void compare(PluginCase& c, const core::RunResult& sim, const core::Finding* w, const VisibleOps& visible, bool emulated) {
+void compare(PluginCase& c, const core::RunResult& sim, const core::RunResult& watch, const VisibleOps& visible, bool emulated) {
+  const core::Finding* w = watch.findings.empty() ? nullptr : &watch.findings.front();
   const core::Finding* s = sim.findings.empty() ? nullptr : &sim.findings.front();
   c.mismatch_unseen = s != nullptr && mismatch_unseen(*s);
   c.emulated = emulated;
@@ -154,12 +170,14 @@ void compare(PluginCase& c, const core::RunResult& sim, const core::Finding* w, 
                               c.watch_class));
   } else if (c.via_connect) {
     // The stuck threads' sends and receives have no peer the plugin knows: calls never launched.
-    if (!communication_class(c.watch_class) || w == nullptr || !share_a_rank(*s, *w))
+    if (!communication_class(c.watch_class) || w == nullptr || (!share_a_rank(*s, *w) && !never_launched_there(*s, watch)))
       return fail(fmt::format("the simulator's deadlock holds threads in first-contact setup; the watcher says {}{}", c.watch_class,
                               communication_class(c.watch_class) ? " about other ranks" : ""));
   } else if (c.via_host_call || c.data_lost) {
     if (!communication_class(c.watch_class))
       return fail(fmt::format("the simulator says {}{}; the watcher says {}", c.sim_class, c.via_host_call ? " through a host call" : "", c.watch_class));
+  } else if (c.sim_class == "unmatched" && w != nullptr && through_not_posted(*w)) {
+    c.not_yet_or_never = true;
   } else {
     if (c.sim_class != c.watch_class) return fail(fmt::format("the simulator says {}, the watcher {}", c.sim_class, c.watch_class));
     if (std::string d = culprit_difference(c.sim_culprit, c.watch_culprit); !d.empty()) return fail(std::move(d));
@@ -225,7 +243,7 @@ PluginCase compare_on_plugin(const std::string& file, const std::string& dir, in
   }
   const auto* program = std::get_if<program::Program>(&scenario);
   const bool emulated = program != nullptr && program->config.on_mismatch == core::OnMismatch::emulate;
-  compare(c, sim, w.findings.empty() ? nullptr : &w.findings.front(), visible, emulated);
+  compare(c, sim, w, visible, emulated);
   return c;
 }
 

@@ -38,6 +38,7 @@ struct PluginCase {
   bool via_host_call = false, via_connect = false, data_lost = false, not_visible = false;
   bool mismatch_unseen = false;  // of labels only, or an all_to_all against a collective: NCCL sees no pairing there
   bool emulated = false;         // on_mismatch = "emulate": the simulator reports what a mismatch leads to
+  bool not_yet_or_never = false; // the simulator's unmatched operation, seen as a cycle through a counterpart not (yet) posted
   bool agree = false;
   std::string why;
 };

@@ -18,7 +18,7 @@ std::string time_text(core::Time t) { return t < 0 ? "-" : fmt::format("{:.1f} u
 
 void write_by_kind(std::ostream& md, const std::vector<PluginCase>& cs) {
   struct Row {
-    size_t n = 0, agree = 0, named_sim = 0, named_both = 0, misaligned = 0, in_time = 0, host = 0, connect = 0, lost = 0, hidden = 0;
+    size_t n = 0, agree = 0, named_sim = 0, named_both = 0, misaligned = 0, in_time = 0, host = 0, connect = 0, lost = 0, hidden = 0, later = 0;
     std::map<std::string, size_t> sim;
   };
   std::map<std::string, Row> rows;
@@ -29,6 +29,7 @@ void write_by_kind(std::ostream& md, const std::vector<PluginCase>& cs) {
     r.host += c.via_host_call;
     r.connect += c.via_connect;
     r.hidden += c.not_visible;
+    r.later += c.not_yet_or_never;
     r.lost += c.data_lost;
     r.named_sim += c.sim_culprit.rank >= 0;
     r.named_both += c.sim_culprit.rank >= 0 && c.watch_culprit.rank >= 0 && c.agree;
@@ -39,13 +40,14 @@ void write_by_kind(std::ostream& md, const std::vector<PluginCase>& cs) {
   }
   md << "| disturbance | cases | the simulator's verdicts | culprit named by the simulator | ... and the same by the watcher | "
         "misalignments | ... reported no later than the simulator found them | deadlock through a host call | deadlock in "
-        "first-contact setup | data lost at first contact | not a communication verdict | agree |\n";
-  md << "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+        "first-contact setup | data lost at first contact | not a communication verdict | unmatched seen as a cycle through a "
+        "counterpart not posted | agree |\n";
+  md << "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const auto& [kind, r] : rows) {
     std::string classes;
     for (const auto& [k, n] : r.sim) classes += fmt::format("{}{} {}", classes.empty() ? "" : ", ", k, n);
-    md << fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", kind, r.n, classes, r.named_sim, r.named_both,
-                      r.misaligned, r.in_time, r.host, r.connect, r.lost, r.hidden, r.agree);
+    md << fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", kind, r.n, classes, r.named_sim,
+                      r.named_both, r.misaligned, r.in_time, r.host, r.connect, r.lost, r.hidden, r.later, r.agree);
   }
 }
 
@@ -72,6 +74,7 @@ nlohmann::json to_json(const PluginCase& c) {
           {"via_connect", c.via_connect},
           {"data_lost", c.data_lost},
           {"not_visible", c.not_visible},
+          {"not_yet_or_never", c.not_yet_or_never},
           {"agree", c.agree},
           {"why", c.why}};
 }
@@ -105,7 +108,9 @@ void write_table(const PluginDifferentialOptions& o, const std::vector<PluginCas
                     "load, a sync) need only be seen as communication stuck; a deadlock in first-contact connection setup holds "
                     "threads inside ncclGroupEnd before NCCL builds their tasks, so it must be seen as calls never launched on a "
                     "rank the simulator names; a verdict about memory or a call NCCL refuses with an error code (connect in "
-                    "capture) must get no communication finding beyond operations the simulator left in flight.\n\n",
+                    "capture) must get no communication finding beyond operations the simulator left in flight; an operation "
+                    "the simulator knows its partner never posts may be seen as a cycle through that counterpart, since a "
+                    "trace cannot tell \"not yet\" from \"never\".\n\n",
                     o.programs, o.seed, o.max_ranks, o.interface, o.max_ranks, o.interface);
   md << fmt::format("**{} of {} cases agree.**\n\n## By disturbance\n\n", agree, cs.size());
   write_by_kind(md, cs);

@@ -190,7 +190,7 @@ abi::Result start_event(void* context, void** handle, abi::EventDescr* d) noexce
   Comm& c = *static_cast<Comm*>(context);
   Handle* h = nullptr;
   switch (d->type) {
-    case abi::kGroupApi: h = Recorder::instance().take_group(d->group_api.group_depth > 1); break;
+    case abi::kGroupApi: h = Recorder::instance().take_group(c, d->group_api.group_depth > 1, d->group_api.graph_captured); break;
     case abi::kCollApi: h = start_collective_call(c, *d); break;
     case abi::kP2pApi: h = start_p2p_call(c, *d); break;
     case abi::kColl:
@@ -206,6 +206,12 @@ abi::Result stop_event(void* handle) noexcept {
   if (handle == nullptr || !Recorder::instance().enabled()) return abi::kSuccess;
   auto* h = static_cast<Handle*>(handle);
   if (h->kind == HandleKind::kernel_channel) stop_kernel_channel(*h->slot);
+  if (h->kind == HandleKind::group_api && h->capturing) {
+    Record r;
+    r.kind = RecordKind::group_ended;
+    r.group = h->group;
+    Recorder::instance().append(*h->comm, r);
+  }
   return abi::kSuccess;
 }
 

@@ -8,13 +8,15 @@
 //   op_captured   an API call under CUDA-graph capture: no position until a replay posts it
 //   op_started    the first kernel channel of the operation's task started on the GPU
 //   op_completed  the last of its task's kernel channels finished
+//   group_ended   the ncclGroupEnd of a group that captured calls returned: a capture connecting at
+//                 first contact can hang inside it, and nothing else tells that it did not
 #pragma once
 
 #include <cstdint>
 
 namespace ppspec::nccl_profiler {
 
-enum class RecordKind : uint8_t { comm_init, op_posted, op_peer, op_captured, op_started, op_completed, comm_finalized };
+enum class RecordKind : uint8_t { comm_init, op_posted, op_peer, op_captured, op_started, op_completed, comm_finalized, group_ended };
 
 // NCCL's operation names (ncclFuncToString) that the trace can hold; `other` keeps an operation
 // counted (and reported) when NCCL names one ppspec has no kind for. NCCL turns all_to_all,

@@ -100,11 +100,13 @@ CapturedOp* Recorder::take_captured(Comm& c) {
   return op;
 }
 
-Handle* Recorder::take_group(bool user_group) {
+Handle* Recorder::take_group(Comm& c, bool user_group, bool capturing) {
   const uint64_t n = group_count_.fetch_add(1, std::memory_order_relaxed);
   Handle& h = groups_[n % kGroupHandles];
   h.kind = HandleKind::group_api;
-  h.group = user_group ? static_cast<int32_t>(n % (uint64_t{1} << 30)) : -1;
+  h.group = user_group || capturing ? static_cast<int32_t>(n % (uint64_t{1} << 30)) : -1;
+  h.comm = &c;
+  h.capturing = capturing;
   return &h;
 }
 

@@ -43,7 +43,9 @@ struct Handle {
   HandleKind kind = HandleKind::coll_api;
   OpSlot* slot = nullptr;          // coll_api, p2p_api, task, kernel_channel
   CapturedOp* captured = nullptr;  // captured_api
-  int32_t group = -1;              // group_api: the user group's number; -1 for NCCL's implicit group of one call
+  int32_t group = -1;              // group_api: its number (a user group's or a capturing one's); -1 for NCCL's implicit group
+  Comm* comm = nullptr;            // group_api: the communicator of its first call
+  bool capturing = false;          // group_api: its calls are captured into a CUDA graph
 };
 
 // One operation between its API call and its completion. NCCL keeps the API handle after stopping
@@ -99,7 +101,7 @@ class Recorder {
   OpSlot& take_slot(Comm& c);
   // A captured operation's place; nullptr (and a lost record) when the process captured too many.
   CapturedOp* take_captured(Comm& c);
-  Handle* take_group(bool user_group);
+  Handle* take_group(Comm& c, bool user_group, bool capturing);
   // Numbers the record in process order and queues it for the flusher.
   void append(Comm& c, Record& r);
   uint32_t stream_number(const void* stream);

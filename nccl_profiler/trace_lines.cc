@@ -82,6 +82,7 @@ const char* event_name(RecordKind k) {
     case RecordKind::op_started: return "op_started";
     case RecordKind::op_completed: return "op_completed";
     case RecordKind::comm_finalized: return "comm_finalized";
+    case RecordKind::group_ended: return "group_ended";
   }
   return "?";
 }
@@ -92,6 +93,7 @@ std::string record_line(const Comm& c, const Record& r) {
   if (r.kind == RecordKind::comm_init) return "";  // written from the communicator itself, first
   std::string line = "{\"ev\":\"" + std::string(event_name(r.kind)) + "\",\"t\":" + number(r.time_ns) + ",\"comm\":" + hash_text(c.hash);
   if (r.kind == RecordKind::comm_finalized) return line + "}\n";
+  if (r.kind == RecordKind::group_ended) return line + ",\"group\":" + number(r.group) + "}\n";
   line += ",\"op\":" + number(static_cast<int64_t>(r.op));
   switch (r.kind) {
     case RecordKind::op_posted:

@@ -19,6 +19,8 @@
 
 #include "core/finding_kinds.h"
 #include "tests/scratch.h"
+#include "tools/export_command.h"
+#include "tools/show_command.h"
 #include "watch/job_files.h"
 #include "watch/line_sources.h"
 #include "watch/watcher.h"
@@ -98,6 +100,28 @@ TEST(NcclProfiler, ADoublePostedBroadcastIsNamedWithItsRank) {
   EXPECT_EQ(f.culprit.rank, 1) << f.summary;
   EXPECT_EQ(f.culprit.comm, "bcast");
   EXPECT_EQ(f.culprit.what, "extra") << f.summary;
+}
+
+// `show`, `export --perfetto` and `export --flight-recorder` read a job's plugin traces as `check`
+// does: the job merged, the double post the finding they centre on and mark.
+TEST(NcclProfiler, ShowAndExportReadAJobsTraces) {
+  const fs::path dir = job_dir("show");
+  two_ranks(dir, "extra 5");
+  std::ostringstream out, err;
+  tools::ShowArgs show;
+  show.input = dir.string();
+  EXPECT_EQ(tools::show_command(show, out, err), 0) << err.str();
+  EXPECT_NE(out.str().find("rank 1 posts an extra broadcast"), std::string::npos) << out.str();
+  tools::ExportArgs perfetto;
+  perfetto.input = dir.string();
+  perfetto.out = scratch_path("nccl_profiler_show.json").string();
+  EXPECT_EQ(tools::export_command(perfetto, out, err), 0) << err.str();
+  EXPECT_NE(read(perfetto.out).find("\"traceEvents\""), std::string::npos);
+  tools::ExportArgs dumps = perfetto;
+  dumps.flight_recorder = true;
+  dumps.out = scratch_path("nccl_profiler_show_dumps").string();
+  EXPECT_EQ(tools::export_command(dumps, out, err), 0) << err.str();
+  EXPECT_TRUE(fs::exists(fs::path(dumps.out) / "json" / "nccl_trace_rank_1.json"));
 }
 
 TEST(NcclProfiler, GraphReplaysArePostedOperationsOfTheirCapture) {

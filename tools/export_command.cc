@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/op.h"
 #include "tools/bad_input.h"
+#include "tools/job_trace_input.h"
 #include "tools/check_command.h"
 #include "traces/flight_recorder.h"
 #include "traces/fr_writer.h"
@@ -223,10 +224,12 @@ void export_flight_recorder(const std::string& dir, Timeline& tl) {
 
 int export_command(const ExportArgs& args, std::ostream& out, std::ostream& err) {
   return exit_2_on_bad_input(err, "ppspec", [&] {
+    const TraceInput input(args.input);  // a job's plugin traces: merged
     if (args.flight_recorder) {
-      if (std::filesystem::is_directory(args.input))
-        throw core::InputError(args.input, 0, "--flight-recorder exports a ppspec trace (JSON Lines), not a folder");
-      const traces::FrExport e = traces::flight_recorder_of(args.input);
+      if (!input.merged() && std::filesystem::is_directory(args.input))
+        throw core::InputError(args.input, 0, "--flight-recorder exports a ppspec trace (JSON Lines) or a job's NCCL profiler traces, "
+                                              "not a folder of dumps");
+      const traces::FrExport e = traces::flight_recorder_of(input.path());
       if (e.dumps.empty()) throw core::InputError(args.input, 0, "the trace holds no communicator: no dump to write");
       traces::write_flight_recorder(e, args.out);
       out << fmt::format("wrote {} Flight Recorder dumps to {}/json and {}/pickle: check them with `ppspec check {}`\n", e.dumps.size(),
@@ -234,11 +237,11 @@ int export_command(const ExportArgs& args, std::ostream& out, std::ostream& err)
       return 0;
     }
     Timeline tl;
-    const bool fr = std::filesystem::is_directory(args.input);
+    const bool fr = !input.merged() && std::filesystem::is_directory(args.input);
     if (fr)
       export_flight_recorder(args.input, tl);
     else
-      export_trace(args.input, tl);
+      export_trace(input.path(), tl);
     // Findings as instants: where the first wrong event was (imported dumps: at the start).
     const core::RunResult r = check_path(args.input, args.scenario, err);
     for (const core::Finding& f : r.findings) tl.finding(f, f.time == core::kNoTime ? 0.0 : us(f.time));

@@ -12,6 +12,7 @@
 #include "core/op.h"
 #include "core/printable.h"
 #include "tools/bad_input.h"
+#include "tools/job_trace_input.h"
 #include "tools/check_command.h"
 #include "traces/flight_recorder.h"
 #include "traces/trace_reader.h"
@@ -80,9 +81,10 @@ std::string fit(const std::string& s, size_t width) {
 
 int show_command(const ShowArgs& args, std::ostream& out, std::ostream& err) {
   return exit_2_on_bad_input(err, "ppspec", [&] {
-    const bool fr = std::filesystem::is_directory(args.input);
+    const TraceInput input(args.input);  // a job's plugin traces: merged
+    const bool fr = !input.merged() && std::filesystem::is_directory(args.input);
     const core::RunResult r = check_path(args.input, args.scenario, err);
-    std::vector<Row> rows = fr ? fr_rows(args.input, args.ranks) : trace_rows(args.input, args.ranks);
+    std::vector<Row> rows = fr ? fr_rows(args.input, args.ranks) : trace_rows(input.path(), args.ranks);
     if (rows.empty()) throw core::InputError(args.input, 0, "nothing to show for these ranks");
     if (args.around < 1 || (static_cast<size_t>(args.around) > r.findings.size() && !r.findings.empty()))
       throw core::InputError(args.input, 0, fmt::format("--around {}: the input has {} finding(s)", args.around, r.findings.size()));

@@ -14,9 +14,8 @@ namespace {
 // for a slow member or a group about to end; that member never came.
 constexpr size_t kHeldMax = size_t{1} << 20;
 
-bool is_operation(ProfilerLineKind k) {
-  return k == ProfilerLineKind::op_posted || k == ProfilerLineKind::op_captured || k == ProfilerLineKind::op_started ||
-         k == ProfilerLineKind::op_completed || k == ProfilerLineKind::comm_finalized;
+bool is_held_kind(ProfilerLineKind k) {
+  return k == ProfilerLineKind::op_posted || k == ProfilerLineKind::op_started || k == ProfilerLineKind::op_completed;
 }
 }  // namespace
 
@@ -95,9 +94,27 @@ void ProfilerJob::add_line(size_t source, const std::string& text) {
       counts_.disabled += l.disabled;
       return;
     case ProfilerLineKind::op_peer: on_peer(s, l); break;
+    case ProfilerLineKind::group_ended: s.capturing.erase(l.group); return;
+    case ProfilerLineKind::op_captured:
+      // A capture takes no place in the order (its replays do): nothing waits for it.
+      known_.insert({source, l.comm, l.op});
+      captured_.insert({source, l.comm, l.op});
+      if (l.group >= 0) s.capturing.emplace(l.group, l);
+      ++counts_.captured;
+      return;
+    case ProfilerLineKind::comm_finalized: return;
+    case ProfilerLineKind::op_started:
+    case ProfilerLineKind::op_completed:
+      // The progress of an operation that went out goes out at once: only posts keep the rank's order.
+      if (open_.contains({source, l.comm, l.op}) || unmodelled_.contains({source, l.comm, l.op})) {
+        progress(source, l);
+        return;
+      }
+      s.held.push_back(l);
+      ++counts_.held;
+      break;
     default:
-      if (l.kind == ProfilerLineKind::op_posted || l.kind == ProfilerLineKind::op_captured) known_.insert({source, l.comm, l.op});
-      if (l.kind == ProfilerLineKind::op_captured) captured_.insert({source, l.comm, l.op});
+      known_.insert({source, l.comm, l.op});
       s.held.push_back(l);
       ++counts_.held;
   }
@@ -192,14 +209,11 @@ void ProfilerJob::release_all() {
 }
 
 void ProfilerJob::apply(size_t source, const ProfilerLine& l) {
-  PPSPEC_ASSERT(is_operation(l.kind));
-  switch (l.kind) {
-    case ProfilerLineKind::op_posted: post(source, l); return;
-    case ProfilerLineKind::op_captured: ++counts_.captured; return;
-    case ProfilerLineKind::op_started:
-    case ProfilerLineKind::op_completed: progress(source, l); return;
-    default: return;  // comm_finalized: nothing to check
-  }
+  PPSPEC_ASSERT(is_held_kind(l.kind));
+  if (l.kind == ProfilerLineKind::op_posted)
+    post(source, l);
+  else
+    progress(source, l);
 }
 
 }  // namespace ppspec::traces

@@ -102,6 +102,18 @@ std::vector<ProfilerJob::Open> ProfilerJob::open_ops() const {
 std::vector<ProfilerJob::Held> ProfilerJob::held() const {
   std::vector<Held> out;
   for (const Source& s : sources_) {
+    // A capture whose ncclGroupEnd never returned: connecting at first contact inside it, say.
+    if (const auto c = s.capturing.begin(); c != s.capturing.end() && s.held.empty()) {
+      const ProfilerLine& l = c->second;
+      const auto comm = comms_.find(l.comm);
+      out.push_back(Held{s.rank, comm == comms_.end() ? fmt::format("{:016x}", l.comm) : comm->second.name,
+                         fmt::format("{} {}[{}] (operation {}), captured into a CUDA graph", l.kind_of_op ? core::to_string(*l.kind_of_op) : "operation",
+                                     core::to_string(l.dtype), l.count, l.op),
+                         l.site,
+                         "the ncclGroupEnd of its capture never returned (NCCL sets a connection up at first use, which a capture "
+                         "forbids: connect before capturing)",
+                         s.capturing.size()});
+    }
     if (s.held.empty()) continue;
     const ProfilerLine& l = s.held.front();
     const auto c = comms_.find(l.comm);

@@ -100,7 +100,8 @@ struct EventName {
 constexpr EventName kEvents[] = {{"comm_init", ProfilerLineKind::comm_init},       {"op_posted", ProfilerLineKind::op_posted},
                                  {"op_peer", ProfilerLineKind::op_peer},           {"op_captured", ProfilerLineKind::op_captured},
                                  {"op_started", ProfilerLineKind::op_started},     {"op_completed", ProfilerLineKind::op_completed},
-                                 {"comm_finalized", ProfilerLineKind::comm_finalized}, {"lost", ProfilerLineKind::lost}};
+                                 {"comm_finalized", ProfilerLineKind::comm_finalized}, {"group_ended", ProfilerLineKind::group_ended},
+                                 {"lost", ProfilerLineKind::lost}};
 
 ProfilerLine read_event(const Fields& f) {
   ProfilerLine l;
@@ -108,7 +109,7 @@ ProfilerLine read_event(const Fields& f) {
   const auto* e = std::find_if(std::begin(kEvents), std::end(kEvents), [&](const EventName& n) { return ev == n.name; });
   if (e == std::end(kEvents))
     f.fail(fmt::format("'ev' is '{}': expected comm_init, op_posted, op_peer, op_captured, op_started, op_completed, "
-                       "comm_finalized or lost", core::printable(ev, 32)));
+                       "comm_finalized, group_ended or lost", core::printable(ev, 32)));
   l.kind = e->kind;
   l.comm = f.hash("comm");
   switch (l.kind) {
@@ -124,6 +125,10 @@ ProfilerLine read_event(const Fields& f) {
       l.interface = static_cast<int>(f.integer("interface", 0, 1 << 10, 0));
       break;
     case ProfilerLineKind::comm_finalized: f.only({"ev", "t", "comm"}); break;
+    case ProfilerLineKind::group_ended:
+      f.only({"ev", "t", "comm", "group"});
+      l.group = f.integer("group", 0, int64_t{1} << 40);
+      break;
     case ProfilerLineKind::op_posted:
     case ProfilerLineKind::op_captured: read_call(f, l); break;
     case ProfilerLineKind::op_peer:
@@ -133,7 +138,7 @@ ProfilerLine read_event(const Fields& f) {
     default: f.only({"ev", "t", "comm", "op"}); break;
   }
   l.t = f.integer("t", 0, kTimeMax);
-  if (l.kind != ProfilerLineKind::comm_init && l.kind != ProfilerLineKind::comm_finalized)
+  if (l.kind != ProfilerLineKind::comm_init && l.kind != ProfilerLineKind::comm_finalized && l.kind != ProfilerLineKind::group_ended)
     l.op = static_cast<uint64_t>(f.integer("op", 0, kTimeMax));
   return l;
 }

@@ -25,7 +25,7 @@ namespace ppspec::traces {
 inline constexpr int kProfilerTraceVersion = 1;  // nccl_profiler::kPluginVersion
 
 enum class ProfilerLineKind : uint8_t {
-  header, comm_init, op_posted, op_peer, op_captured, op_started, op_completed, comm_finalized, lost, trailer
+  header, comm_init, op_posted, op_peer, op_captured, op_started, op_completed, comm_finalized, group_ended, lost, trailer
 };
 
 struct ProfilerLine {
@@ -115,6 +115,7 @@ class ProfilerJob {
     bool completions = true;
     std::map<uint64_t, int> comm_rank;  // hash -> this rank's place in it
     std::deque<ProfilerLine> held;      // in the rank's order
+    std::map<int64_t, ProfilerLine> capturing;  // groups that captured calls, until their ncclGroupEnd returns: the first call
   };
   struct Comm {
     std::string name;

@@ -27,13 +27,19 @@ core::RunResult Watcher::result() const {
   std::vector<core::Finding> paired = pairing_.mismatches();
   for (core::Finding& f : pairing_.open_mismatches()) paired.push_back(std::move(f));
   core::RunResult r;
-  // check's analysis names the root cause of a misalignment it can see (kind, dtype, count, peer);
-  // one only pairing sees (a root, a graph capture: no dump records them) comes from pairing.
-  if (!fr.findings.empty() && is_mismatch(fr.findings.front())) {
-    r = std::move(fr);
-  } else if (!paired.empty()) {
+  // A misalignment is what was reported as it was posted: pairing judged it on what the members had
+  // posted by then, as the simulator does, before a rank's later calls (or its stopping) could make a
+  // healthy operation look like the odd one. check's view of the whole window takes its place where
+  // both blame the same rank (its words say more: an extra call, a skipped one), else follows as a note.
+  if (!paired.empty()) {
+    const bool same_blame = !fr.findings.empty() && is_mismatch(fr.findings.front()) && paired.front().culprit.rank >= 0 &&
+                            fr.findings.front().culprit.rank == paired.front().culprit.rank &&
+                            fr.findings.front().culprit.comm == paired.front().culprit.comm;
+    if (same_blame) std::swap(paired.front(), fr.findings.front());
     r.findings = std::move(paired);
     r.notes = std::move(fr.notes);
+    for (core::Finding& f : fr.findings)
+      if (is_mismatch(f)) r.notes.push_back(std::move(f));
   } else {
     r = std::move(fr);
   }
