@@ -76,6 +76,15 @@ core::RunResult simulate(const Scenario& s, runs::RunChoices& choices) {
   return serving::run_on_sim(serving, runs::sim_options(serving, choices)).result;
 }
 
+// The simulator's finding at the first wrong step: the earliest (a mismatch of three members is
+// settled when the last posts, and may come in the list after a later one).
+const core::Finding* first_wrong_step(const core::RunResult& sim) {
+  const core::Finding* first = nullptr;
+  for (const core::Finding& f : sim.findings)
+    if (first == nullptr || f.time < first->time) first = &f;
+  return first;
+}
+
 // The verdicts about communication: what NCCL's calls and completions can show.
 bool communication_class(const std::string& c) { return c == "misaligned" || c == "unmatched" || c == "cycle" || c == "stall"; }
 
@@ -136,7 +145,7 @@ std::string culprit_difference(const core::Culprit& sim, const core::Culprit& wa
 // The rules of agreement (plugin_differential.h), in order.
 void compare(PluginCase& c, const core::RunResult& sim, const core::RunResult& watch, const VisibleOps& visible, bool emulated) {
   const core::Finding* w = watch.findings.empty() ? nullptr : &watch.findings.front();
-  const core::Finding* s = sim.findings.empty() ? nullptr : &sim.findings.front();
+  const core::Finding* s = first_wrong_step(sim);
   c.mismatch_unseen = s != nullptr && mismatch_unseen(*s);
   c.emulated = emulated;
   c.via_host_call = c.sim_class == "cycle" && s != nullptr && through_host_call(*s);
@@ -212,7 +221,7 @@ PluginCase compare_on_plugin(const std::string& file, const std::string& dir, in
     c.told = adapter.posted();
   }
   live.on_flush(sim.stats.sim_time);
-  const core::Finding* s = sim.findings.empty() ? nullptr : &sim.findings.front();
+  const core::Finding* s = first_wrong_step(sim);
   c.sim_class = fr_class(s, sim.verdict);
   // A monitor's disagreement (the gate, a decision) stops the run before any operation differs.
   if (s != nullptr && sim.verdict == core::Verdict::fifo_misalignment && s->kind != core::kKindCollectiveMismatch &&

@@ -107,6 +107,18 @@ TEST(NcclProfilerDifferential, EveryProgramScenarioAgrees) {
   }
 }
 
+// The generated programs the differential once disagreed on (tests/nccl_profiler_differential/README.md).
+TEST(NcclProfilerDifferential, ProgramsThatOnceDisagreedAgree) {
+  size_t n = 0;
+  for (const auto& f : fs::directory_iterator(kSource + "/tests/nccl_profiler_differential")) {
+    if (f.path().extension() != ".toml") continue;
+    ++n;
+    const fidelity::PluginCase c = fidelity::compare_on_plugin(f.path().string(), scratch_path("npd_kept_" + f.path().stem().string()).string());
+    EXPECT_TRUE(c.agree) << f.path() << ": " << c.why << "\n  simulator: " << c.sim_summary << "\n  watcher: " << c.watch_summary;
+  }
+  EXPECT_EQ(n, 11u);
+}
+
 // Generated programs of a seed the agreement rules were not written against, through both plugin
 // tables NCCL may load (v5 for NCCL 2.26-2.28, v6 from 2.29).
 TEST(NcclProfilerDifferential, GeneratedProgramsOfAFreshSeedAgreeThroughBothInterfaces) {

@@ -49,7 +49,7 @@ void ProfilerJob::post(size_t source, const ProfilerLine& l) {
   e.has_op = true;
   e.op = p.desc;
   e.text = p.site;
-  e.value = l.group;
+  e.value = l.replay_of ? replay_group(s, l) : l.group;
   ++counts_.posted;
   publish(e);
   // Completions no kernel event will tell: a plugin that records none (only a misalignment can be
@@ -62,6 +62,19 @@ void ProfilerJob::post(size_t source, const ProfilerLine& l) {
   ProfilerLine done = l;
   done.kind = ProfilerLineKind::op_completed;
   progress(source, done);
+}
+
+// Every replay of a captured group is a group of its own (NCCL launches the captured plan as one
+// kernel each time), though its calls carry the capture's group number: a replay begins where one
+// of the captured calls comes again.
+int64_t ProfilerJob::replay_group(Source& s, const ProfilerLine& l) {
+  if (l.group < 0) return -1;
+  Source::Replaying& r = s.replaying[{l.comm, l.group}];
+  if (r.number < 0 || !r.seen.insert(*l.replay_of).second) {
+    r.seen = {*l.replay_of};
+    r.number = kReplayGroups + next_replay_group_++;
+  }
+  return r.number;
 }
 
 void ProfilerJob::progress(size_t source, const ProfilerLine& l) {

@@ -116,6 +116,11 @@ class ProfilerJob {
     std::map<uint64_t, int> comm_rank;  // hash -> this rank's place in it
     std::deque<ProfilerLine> held;      // in the rank's order
     std::map<int64_t, ProfilerLine> capturing;  // groups that captured calls, until their ncclGroupEnd returns: the first call
+    struct Replaying {  // the replay of a captured group going out: its group number, the captured calls seen
+      int64_t number = -1;
+      std::set<uint64_t> seen;
+    };
+    std::map<std::pair<uint64_t, int64_t>, Replaying> replaying;  // (comm, captured group)
   };
   struct Comm {
     std::string name;
@@ -146,6 +151,8 @@ class ProfilerJob {
   void apply(size_t source, const ProfilerLine& l);
   void post(size_t source, const ProfilerLine& l);
   void progress(size_t source, const ProfilerLine& l);
+  int64_t replay_group(Source& s, const ProfilerLine& l);
+  static constexpr int64_t kReplayGroups = int64_t{1} << 40;  // replays' group numbers, apart from the plugin's
   core::Time rebase(int64_t t);
   void publish(core::Event& e);
 
@@ -159,6 +166,7 @@ class ProfilerJob {
   std::map<core::RankId, size_t> rank_source_;
   Counts counts_;
   int64_t next_op_id_ = 0;
+  int64_t next_replay_group_ = 0;
   uint64_t next_seq_ = 0;
   std::optional<int64_t> base_t_;
   core::Time last_t_ = 0;

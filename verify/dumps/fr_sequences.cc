@@ -128,9 +128,14 @@ core::Finding collective_finding(const FrJobGroup& g, const std::vector<Lane>& l
     posts.push_back(fmt::format("rank {} posts {}", lanes[i].rank, op_words(lanes[i], c.at[i])));
   PPSPEC_ASSERT(c.at.size() == lanes.size() && lanes.size() >= 2);
   if (c.kind == core::CauseKind::shifted) {
-    PPSPEC_ASSERT(lanes.size() == 2 && !c.ahead.empty() && c.ahead.front() < 2, "a shift across {} lanes", lanes.size());
+    // Two lanes one apart: of two members, or the two still going where the others' dumps ended.
+    PPSPEC_ASSERT(!c.ahead.empty() && c.ahead.front() < lanes.size(), "a shift ahead on lane {} of {}", c.ahead.front(), lanes.size());
+    size_t other = lanes.size();
+    for (size_t i = 0; i < lanes.size() && other == lanes.size(); ++i)
+      if (i != c.ahead.front() && lanes[i].at(c.at[i]) != nullptr) other = i;
+    PPSPEC_ASSERT(other < lanes.size(), "a shift with no second lane still going");
     const Lane& a = lanes[c.ahead.front()];
-    const Lane& b = lanes[1 - c.ahead.front()];
+    const Lane& b = lanes[other];
     const size_t k = c.at[c.ahead.front()];
     f.summary = fmt::format("{} collective_seq_id {}: rank {} posts one collective more than rank {} here ({}), or rank {} skipped "
                             "one: the sequences alone cannot tell which; every later collective of the group pairs with the wrong one",
