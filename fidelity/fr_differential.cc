@@ -1,5 +1,7 @@
 #include "fidelity/fr_differential.h"
 
+#include "fidelity/campaign.h"
+
 #include <algorithm>
 #include <filesystem>
 #include <fmt/format.h>
@@ -136,21 +138,13 @@ std::string fr_class(const core::Finding* f, core::Verdict v) {
 }
 
 FrCase run_fr_case(const FrDifferentialOptions& o, uint64_t index) {
-  const std::string name = fmt::format("frd-s{}-{:04}", o.seed, index);
-  constexpr auto kinds = std::size(generator::kHardwareDisturbances);
-  const generator::Disturbance kind = generator::kHardwareDisturbances[index % kinds];
-  const generator::GeneratorOptions g = generator::flight_recorder_options(o.max_ranks, kind);
-  generator::GeneratedProgram p = generator::generate_program(core::derive_seed(o.seed, index), name, g);
-  const fs::path dir = fs::path(o.out) / "cases" / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  const std::string file = (dir / (name + ".toml")).string();
-  p.program.file = file;
-  std::ofstream(file) << program::to_toml(p.program);
-  FrCase c = compare_on_dumps(file, dir.string());
+  const GeneratedCase g = generate_case(o.out, "frd", o.seed, index, [&](generator::Disturbance d) {
+    return generator::flight_recorder_options(o.max_ranks, d);
+  });
+  FrCase c = compare_on_dumps(g.file, fs::path(g.file).parent_path().string());
   c.index = index;
-  c.kind = std::string(generator::to_string(kind));
-  c.disturbance = p.disturbance;
+  c.kind = std::string(generator::to_string(g.kind));
+  c.disturbance = g.program.disturbance;
   return c;
 }
 

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/finding_kinds.h"
 #include "core/rng.h"
+#include "fidelity/campaign.h"
 #include "fidelity/fr_differential.h"
 #include "generator/seeded.h"
 #include "loader/program_loader.h"
@@ -257,21 +258,14 @@ PluginCase compare_on_plugin(const std::string& file, const std::string& dir, in
 }
 
 PluginCase run_plugin_case(const PluginDifferentialOptions& o, uint64_t index) {
-  const std::string name = fmt::format("npd-s{}-{:04}", o.seed, index);
-  constexpr auto kinds = std::size(generator::kHardwareDisturbances);
-  const generator::Disturbance kind = generator::kHardwareDisturbances[index % kinds];
-  const generator::GeneratorOptions g = generator::nccl_profiler_options(o.max_ranks, kind);
-  generator::GeneratedProgram p = generator::generate_program(core::derive_seed(o.seed, index), name, g);
-  const fs::path dir = fs::path(o.out) / "cases" / name;
-  fs::create_directories(dir);
-  const std::string file = (dir / (name + ".toml")).string();
-  p.program.file = file;
-  std::ofstream(file) << program::to_toml(p.program);
-  PluginCase c = compare_on_plugin(file, (dir / "run").string(), o.interface);
+  const GeneratedCase g = generate_case(o.out, "npd", o.seed, index, [&](generator::Disturbance d) {
+    return generator::nccl_profiler_options(o.max_ranks, d);
+  });
+  PluginCase c = compare_on_plugin(g.file, (fs::path(g.file).parent_path() / "run").string(), o.interface);
   c.index = index;
-  c.ranks = p.program.num_ranks;
-  c.kind = std::string(generator::to_string(kind));
-  c.disturbance = p.disturbance;
+  c.ranks = g.program.program.num_ranks;
+  c.kind = std::string(generator::to_string(g.kind));
+  c.disturbance = g.program.disturbance;
   return c;
 }
 

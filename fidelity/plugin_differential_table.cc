@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 
+#include "fidelity/campaign.h"
 #include "fidelity/markdown.h"
 #include "fidelity/plugin_differential.h"
 
@@ -124,30 +125,10 @@ void write_table(const PluginDifferentialOptions& o, const std::vector<PluginCas
 
 int plugin_differential_main(const PluginDifferentialOptions& o, std::ostream& out) {
   const fs::path dir(o.out);
-  fs::create_directories(dir / "disagreements");
-  fs::create_directories(dir / "programs");
-  std::vector<PluginCase> cases;
-  nlohmann::json all = nlohmann::json::array();
+  const std::vector<PluginCase> cases = run_cases<PluginCase>(
+      o.out, o.programs, [&](uint64_t i) { return run_plugin_case(o, i); }, [](const PluginCase& c) { return to_json(c); }, out);
   size_t agree = 0;
-  for (uint64_t i = 0; i < o.programs; ++i) {
-    PluginCase c = run_plugin_case(o, i);
-    const fs::path kept = dir / "cases" / c.name;
-    fs::copy_file(kept / (c.name + ".toml"), dir / "programs" / (c.name + ".toml"), fs::copy_options::overwrite_existing);
-    if (c.agree) {
-      ++agree;
-      fs::remove_all(kept);
-    } else {
-      fs::remove_all(dir / "disagreements" / c.name);
-      fs::rename(kept, dir / "disagreements" / c.name);
-      std::ofstream(dir / "disagreements" / c.name / "why.json") << to_json(c).dump(1) << '\n';
-      out << fmt::format("DISAGREE {}: {}\n", c.name, c.why);
-    }
-    all.push_back(to_json(c));
-    cases.push_back(std::move(c));
-    if ((i + 1) % 100 == 0 || i + 1 == o.programs) out << fmt::format("[{}/{}] {} agree\n", i + 1, o.programs, agree) << std::flush;
-  }
-  fs::remove_all(dir / "cases");
-  std::ofstream(dir / "summary.json") << all.dump(1) << '\n';
+  for (const PluginCase& c : cases) agree += c.agree;
   write_table(o, cases, dir / "nccl-profiler.md");
   out << fmt::format("nccl-profiler differential: {} of {} cases agree; table: {}\n", agree, cases.size(), (dir / "nccl-profiler.md").string());
   return agree == cases.size() ? 0 : 1;

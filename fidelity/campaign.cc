@@ -1,0 +1,25 @@
+#include "fidelity/campaign.h"
+
+#include "core/rng.h"
+#include "program/toml_writer.h"
+
+namespace ppspec::fidelity {
+
+GeneratedCase generate_case(const std::string& out, const std::string& prefix, uint64_t seed, uint64_t index,
+                            const std::function<generator::GeneratorOptions(generator::Disturbance)>& options) {
+  namespace fs = std::filesystem;
+  GeneratedCase c;
+  c.name = fmt::format("{}-s{}-{:04}", prefix, seed, index);
+  constexpr auto kinds = std::size(generator::kHardwareDisturbances);
+  c.kind = generator::kHardwareDisturbances[index % kinds];
+  c.program = generator::generate_program(core::derive_seed(seed, index), c.name, options(c.kind));
+  const fs::path dir = fs::path(out) / "cases" / c.name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  c.file = (dir / (c.name + ".toml")).string();
+  c.program.program.file = c.file;
+  std::ofstream(c.file) << program::to_toml(c.program.program);
+  return c;
+}
+
+}  // namespace ppspec::fidelity
