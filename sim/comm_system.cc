@@ -79,7 +79,7 @@ void CommSystem::post(PartSpec spec) {
   std::vector<PartSpec>& parts = host.scratch;
   parts.push_back(std::move(spec));
   // NCCL tells its profiler of the call before its group's end refuses an unmatched send to oneself.
-  if (pairing_.unmatched_self(parts) != nullptr) observe_call(parts.back(), pairing_.next_op_id());
+  if (rt_.nccl_observer() != nullptr && pairing_.unmatched_self(parts) != nullptr) observe_call(parts.back(), pairing_.next_op_id());
   pairing_.reject_unmatched_self(parts);  // an ungrouped call is a group of one
   register_observed(parts.back());
   launch_live(parts);
