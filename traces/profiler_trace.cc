@@ -22,9 +22,12 @@ class Fields {
   Fields(const Json& j, const std::string& where, int line) : j_(j), where_(where), line_(line) {}
   [[noreturn]] void fail(const std::string& what) const { throw core::InputError(where_, line_, what); }
   void only(std::initializer_list<const char*> keys) const {
-    for (const auto& [key, value] : j_.items())
+    // Not a structured binding: clang 14 (the fuzz preset's) cannot capture one in a lambda.
+    for (const auto& item : j_.items()) {
+      const std::string& key = item.key();
       if (std::none_of(keys.begin(), keys.end(), [&](const char* k) { return key == k; }))
         fail(fmt::format("unknown key '{}' in a profiler trace line", core::printable(key, 40)));
+    }
   }
   int64_t integer(const char* key, int64_t lo, int64_t hi, std::optional<int64_t> otherwise = std::nullopt) const {
     if (!j_.contains(key)) {
