@@ -3,6 +3,9 @@
 //   {send to next, recv from previous} of 64 floats, then synchronises its stream every `sync`
 //   steps. Counter `pairs/s`: positional pairings (one send matched with one recv) per second of
 //   wall time, on one core.
+//   BM_ShortRuns/R: a whole run of R ranks in a ring of 4 steps, start to finish: the cost of making
+//   and ending a world and its fibers, which the property tests and fuzzing pay thousands of times.
+//   Counter `runs/s`.
 //   BM_Serving/scenario/oracles: a serving scenario end to end (scenario 0: pp2 tp2 K5, 64 requests
 //   x 128 output tokens; 1: pp2 tp1 K5, 24 requests of up to 64 tokens); with oracles = 1 also the
 //   golden reference and the pp = 1 run of PP invariance. Counter `engine_steps/s`: the scenario's
@@ -79,6 +82,20 @@ void BM_RingPairs(benchmark::State& state) {
   state.counters["sched_steps/s"] = benchmark::Counter(static_cast<double>(sched), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_RingPairs)->Args({2, 1})->Args({8, 1})->Args({2, 16})->Args({8, 16})->Unit(benchmark::kMillisecond);
+
+void BM_ShortRuns(benchmark::State& state) {
+  const program::Program p = ring(static_cast<int>(state.range(0)), 4, 1);
+  uint64_t runs = 0;
+  for (auto _ : state) {
+    program::SimRunOptions o;
+    o.seed = 1;
+    o.record_decisions = false;
+    if (program::run_on_sim(p, o).verdict != core::Verdict::pass) state.SkipWithError("the ring did not pass");
+    ++runs;
+  }
+  state.counters["runs/s"] = benchmark::Counter(static_cast<double>(runs), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_ShortRuns)->Arg(2)->Arg(8)->Unit(benchmark::kMicrosecond);
 
 void BM_Serving(benchmark::State& state) {
   const char* name = state.range(0) == 0 ? "pp2_tp2_k5.toml" : "pp2_tp1_k5.toml";

@@ -4,8 +4,10 @@
 // In other builds these tests only check that exceptions on fiber stacks unwind as they should.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <stdexcept>
 
+#include "sim/fiber_stack.h"
 #include "sim/sanitizer.h"
 #include "tests/harness.h"
 
@@ -93,6 +95,40 @@ TEST(AsanFibers, UnwindingAStuckFiberUnpoisonsItsFrames) {
   ASSERT_EQ(h.run().verdict, core::Verdict::deadlock);
   EXPECT_TRUE(unwound);
   EXPECT_TRUE(clean);
+}
+
+// The address of a local of the only fiber of a passing run; 0 if the run did not pass.
+uintptr_t local_address_in_a_run_of_one_fiber() {
+  uintptr_t address = 0;
+  Harness h(1);
+  h.actor(0, [&] {
+    volatile char local = 1;
+    address = reinterpret_cast<uintptr_t>(&local);
+  });
+  return h.run().verdict == core::Verdict::pass ? address : 0;
+}
+
+// Fiber stacks are pooled per thread (sim/fiber_stack.h): a finished run's stacks serve the next
+// run's fibers, the pool never holds more than its bound, and under ASan a pooled stack is
+// poisoned until it is taken again.
+TEST(FiberStacks, AFinishedRunsStacksServeTheNextRunUpToThePoolsBound) {
+  const uintptr_t first_run_local = local_address_in_a_run_of_one_fiber();
+  ASSERT_NE(first_run_local, 0u);
+#if defined(PPSPEC_ASAN_ACTIVE)
+  EXPECT_TRUE(__asan_address_is_poisoned(reinterpret_cast<const void*>(first_run_local)))
+      << "a pooled stack must be poisoned while it waits";
+#endif
+  const size_t pooled_before = sim::pooled_fiber_stacks();
+  ASSERT_GE(pooled_before, 1u);
+  EXPECT_EQ(local_address_in_a_run_of_one_fiber(), first_run_local) << "the last stack returned is the first one taken";
+
+  const int many = static_cast<int>(sim::kPooledStacksPerThread) * 2;
+  {
+    Harness h(1);
+    for (int i = 0; i < many; ++i) h.actor(0, [&] { h.rt.sleep(core::kUs); }, fmt::format("rank0.a{}", i));
+    ASSERT_EQ(h.run().verdict, core::Verdict::pass);
+  }
+  EXPECT_EQ(sim::pooled_fiber_stacks(), sim::kPooledStacksPerThread);
 }
 
 }  // namespace
