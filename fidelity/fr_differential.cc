@@ -93,9 +93,11 @@ void compare(FrCase& c, const core::RunResult& sim, const core::RunResult& check
     return;
   }
   // A deadlock through a host call a dump does not record (a module load, a device sync, an event
-  // sync: R8) shows in the dumps as communication that waits on nothing posted: a stall, the part
-  // of the cycle that runs through communication, or the operation the blocked host never posted.
-  if (c.sim_class == "cycle" && s != nullptr && through_host_call(*s)) {
+  // sync: R8), or made only of hosts blocked in NCCL's first-contact setup (R1: each one's call is
+  // in its dump as posted), shows in the dumps as communication that waits on nothing posted: a
+  // stall, the part of the cycle that runs through communication, or the operation the blocked host
+  // never posted.
+  if (c.sim_class == "cycle" && s != nullptr && (through_host_call(*s) || (only_first_contacts(*s) && c.check_class != c.sim_class))) {
     c.via_host_call = true;
     c.agree = c.check_class == "cycle" || c.check_class == "stall" || c.check_class == "unmatched";
     if (!c.agree) c.why = fmt::format("the simulator's deadlock runs through a host call; check says {}", c.check_class);
@@ -123,6 +125,13 @@ bool through_host_call(const core::Finding& f) {
     if (blocked && !comm) return true;
   }
   return false;
+}
+
+bool only_first_contacts(const core::Finding& f) {
+  return !f.sites.empty() && std::all_of(f.sites.begin(), f.sites.end(), [](const core::Site& site) {
+    // A site without an actor is a rank the chain waits for that has nothing left to run.
+    return site.actor.empty() || (site.actor.ends_with(".host") && site.what.find("first-contact setup") != std::string::npos);
+  });
 }
 
 std::string fr_class(const core::Finding* f, core::Verdict v) {

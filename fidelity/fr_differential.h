@@ -44,6 +44,8 @@ std::string fr_class(const core::Finding* first, core::Verdict v);
 // Whether a deadlock's chain passes through a host thread blocked in something other than
 // communication (a module load, a sync: what neither a dump nor NCCL's profiler sees).
 bool through_host_call(const core::Finding& f);
+// Whether a deadlock's cycle is made only of host threads blocked in first-contact setup (R1).
+bool only_first_contacts(const core::Finding& f);
 
 struct FrDifferentialOptions {
   uint64_t programs = 2000;

@@ -65,6 +65,7 @@ struct ProgramOp {
   std::string flag;
   core::Time duration = -1;  // launch: fixed duration; sleep: how long
   std::string origin;        // "file.toml:12"
+  std::string note;          // written as a comment after the operation (import: its record and call site)
 };
 
 struct ThreadProgram {

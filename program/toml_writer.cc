@@ -1,5 +1,6 @@
 #include "program/toml_writer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
 
@@ -12,6 +13,14 @@ std::string quoted(std::string_view s) {
   std::string out;
   core::append_json_string(out, s);  // JSON string escapes are valid TOML basic strings
   return out;
+}
+
+// A TOML comment of one line, or nothing.
+std::string comment(const std::string& note) {
+  if (note.empty()) return "";
+  std::string line = note;
+  std::replace(line.begin(), line.end(), '\n', ' ');
+  return "  # " + line;
 }
 
 double us(core::Time t) { return static_cast<double>(t) / static_cast<double>(core::kUs); }
@@ -99,13 +108,14 @@ std::string to_toml(const Program& p) {
       s += single ? fmt::format("\n[rank.{}]\n", r) : fmt::format("\n[rank.{}.thread.{}]\n", r, t.name);
       if (t.repeat != 1) s += fmt::format("repeat = {}\n", t.repeat);
       s += "ops = [\n";
-      for (const ProgramOp& op : t.ops) s += "  " + op_line(op) + ",\n";
+      for (const ProgramOp& op : t.ops) s += "  " + op_line(op) + "," + comment(op.note) + "\n";
       s += "]\n";
     }
   }
   s += fmt::format("\n[explore]\nseed = {}\nseeds = {}\nstrategy = \"{}\"\n", p.explore.seed, p.explore.seeds,
                    p.explore.strategy.str());
   s += fmt::format("\n[expect]\nverdict = \"{}\"\n", core::to_string(p.expect.verdict));
+  if (p.expect.kind) s += fmt::format("kind = {}\n", quoted(*p.expect.kind));
   if (p.expect.gpu_verdict) s += fmt::format("gpu_verdict = \"{}\"\n", core::to_string(*p.expect.gpu_verdict));
   return s;
 }

@@ -40,6 +40,8 @@ class FrDumps {
     e["is_p2p"] = true;
     entries_[static_cast<size_t>(rank)].push_back(std::move(e));
   }
+  // `rank`'s `i`-th entry, to set a field the helpers above do not.
+  Json& entry(int rank, size_t i) { return entries_.at(static_cast<size_t>(rank)).at(i); }
   // Keep only each rank's last `keep` entries, as a wrapped ring buffer does.
   void wrap(int rank, size_t keep) {
     auto& v = entries_[static_cast<size_t>(rank)];

@@ -13,6 +13,7 @@
 #include "core/rng.h"
 #include "fidelity/fr_differential.h"
 #include "generator/seeded.h"
+#include "fidelity/import_differential.h"
 #include "fidelity/plugin_differential.h"
 #include "gpu_jobs/gpu_backend.h"
 #include "program/runner.h"
@@ -262,13 +263,13 @@ ProgramResult one_program(const FidelityArgs& args, uint64_t i, const fs::path& 
 }  // namespace
 
 int fidelity_main(const FidelityArgs& args, std::ostream& out, std::ostream& err) {
-  if (args.backend == "flight-recorder") {
+  if (args.backend == "flight-recorder" || args.backend == "import") {
     fidelity::FrDifferentialOptions o;
     o.programs = args.programs;
     o.seed = args.seed;
     o.out = args.out;
     o.max_ranks = args.max_ranks;
-    return fidelity::fr_differential_main(o, out);
+    return args.backend == "import" ? fidelity::import_differential_main(o, out) : fidelity::fr_differential_main(o, out);
   }
   if (args.backend == "nccl-profiler" && !args.scenario_files.empty()) {
     std::filesystem::create_directories(args.out);

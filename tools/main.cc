@@ -19,6 +19,7 @@
 #include "tools/export_command.h"
 #include "tools/fidelity_command.h"
 #include "tools/fuzz_command.h"
+#include "tools/import_command.h"
 #include "tools/replay_command.h"
 #include "tools/run_command.h"
 #include "tools/run_support.h"
@@ -60,6 +61,7 @@ struct CommandLine {
   } latency;
   FidelityArgs fidelity;
   WatchArgs watch;
+  ImportArgs import;
 };
 
 struct Command {
@@ -220,8 +222,9 @@ void fidelity_options(CLI::App& cmd, CommandLine& line) {
                  "flight-recorder (each program disturbed once and run on the simulator, its trace exported as Flight "
                  "Recorder dumps and checked by `ppspec check`: the checker against the simulator), or nccl-profiler (each "
                  "program disturbed once and run on the simulator while it drives the NCCL profiler plugin as NCCL would; "
-                 "`ppspec watch`'s verdict against the simulator's)")
-      ->check(CLI::IsMember({"sim", "both", "recorded", "flight-recorder", "nccl-profiler"}));
+                 "`ppspec watch`'s verdict against the simulator's), or import (the flight-recorder cases' dumps imported by "
+                 "`ppspec import` and the imported scenario run: its verdict against check's)")
+      ->check(CLI::IsMember({"sim", "both", "recorded", "flight-recorder", "nccl-profiler", "import"}));
   cmd.add_option("--scenario-files", fidelity.scenario_files,
                  "nccl-profiler: run these scenario files (programs or serving) through the plugin and the watcher instead of "
                  "generated programs; the table is OUT/scenarios.md")
@@ -255,6 +258,19 @@ void watch_options(CLI::App& cmd, CommandLine& line) {
 
 int watch_handler(CommandLine& line) { return watch_command(line.watch, std::cout, std::cerr); }
 
+void import_options(CLI::App& cmd, CommandLine& line) {
+  ImportArgs& a = line.import;
+  cmd.add_option("dumps", a.inputs, "a folder of a job's Flight Recorder dumps, or the dump files, one per rank")
+      ->required()
+      ->check(CLI::ExistingPath);
+  cmd.add_option("-o,--out", a.out, "the program scenario to write (TOML)")->required();
+  cmd.add_option("--name", a.name, "the scenario's name (default: the output file's name)");
+  cmd.add_option("--prefix", a.prefix, "the dumps' file-name prefix (default: inferred, as PyTorch's fr_trace does)");
+  cmd.add_flag("--force", a.force, "overwrite the output file");
+}
+
+int import_handler(CommandLine& line) { return import_command(line.import, std::cout, std::cerr); }
+
 // In the order `ppspec --help` lists them.
 constexpr std::array kCommands{
     Command{"run", "run scenario files and compare each verdict with its [expect]", run_options, run_handler},
@@ -274,6 +290,8 @@ constexpr std::array kCommands{
             fidelity_options, fidelity_handler},
     Command{"watch", "check a running NCCL job live, from its ranks' NCCL profiler plugin (misalignments as posted, stalls)",
             watch_options, watch_handler},
+    Command{"import", "turn a real job's Flight Recorder dumps into a program scenario that `run` replays and explores",
+            import_options, import_handler},
 };
 
 }  // namespace

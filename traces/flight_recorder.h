@@ -48,6 +48,9 @@ struct FrEntry {
   // Wall-clock nanoseconds (0: not recorded): enqueued, found started, found completed.
   int64_t created_ns = 0, started_ns = 0, completed_ns = 0;
   std::vector<FrFrame> frames;  // the Python stack at the call, innermost first (pickles only)
+  // The host thread that made the call, "name (id)" from `thread_name` and `thread_id` (PyTorch 2.5
+  // on); "" when the dump does not say.
+  std::string thread;
 };
 
 struct FrGroup {

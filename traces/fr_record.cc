@@ -111,6 +111,20 @@ const FrGroup& group_of(const Json& j, FrEntry& e, const FrDump& d, const FrPlac
   return g->second;
 }
 
+// `thread_id` is a decimal string in PyTorch's dumps (an integer is taken too); either field may be
+// absent in older ones.
+std::string read_thread(const Json& j, const FrPlace& at) {
+  if (!j.contains("thread_id") && !j.contains("thread_name")) return "";
+  std::string id;
+  if (j.contains("thread_id")) {
+    const Json& v = j.at("thread_id");
+    if (v.is_number_integer() || v.is_number_unsigned()) id = v.dump();
+    else id = at.text(j, "thread_id", 64);
+  }
+  const std::string name = j.contains("thread_name") ? at.text(j, "thread_name", kNameMax) : "";
+  return id.empty() ? name : fmt::format("{} ({})", name, id);
+}
+
 FrEntry read_entry(const Json& j, size_t index, const FrDump& d) {
   FrPlace at{d.file, fmt::format("entry {}", index)};
   if (!j.is_object()) at.fail("expected an object");
@@ -131,6 +145,7 @@ FrEntry read_entry(const Json& j, size_t index, const FrDump& d) {
   e.started_ns = at.optional_time(j, "time_discovered_started_ns");
   e.completed_ns = at.optional_time(j, "time_discovered_completed_ns");
   e.frames = read_frames(j, at);
+  e.thread = read_thread(j, at);
   parse_name(e, group_of(j, e, d, at), d, at);
   return e;
 }

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "traces/pickle_writer.h"
+#include "traces/torch_dtype.h"
 #include "traces/trace_reader.h"
 
 namespace ppspec::traces {
@@ -22,22 +23,6 @@ using Posted = FrPosted;
 struct Run : FrRun {
   std::map<int64_t, std::pair<int, size_t>> by_op;  // op id -> (rank, index)
 };
-
-const char* torch_dtype(core::Dtype d) {
-  switch (d) {
-    case core::Dtype::i8: return "Char";
-    case core::Dtype::u8: return "Byte";
-    case core::Dtype::i32: return "Int";
-    case core::Dtype::u32: return "UInt32";
-    case core::Dtype::i64: return "Long";
-    case core::Dtype::u64: return "UInt64";
-    case core::Dtype::f16: return "Half";
-    case core::Dtype::bf16: return "BFloat16";
-    case core::Dtype::f32: return "Float";
-    case core::Dtype::f64: return "Double";
-  }
-  return "?";
-}
 
 Run read_run(const std::string& trace) {
   TraceReader reader(trace, TraceReader::Options{.require_trailer = false});

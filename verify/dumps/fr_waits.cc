@@ -46,7 +46,11 @@ std::vector<size_t> successors(const WaitGraph& g, size_t i) {
   return out;
 }
 
-// The first cycle of waits, as stuck operations in order; empty when there is none.
+bool spans_ranks(const WaitGraph& g, const std::vector<size_t>& cycle) {
+  return std::any_of(cycle.begin(), cycle.end(), [&](size_t i) { return g.stuck[i].rank != g.stuck[cycle.front()].rank; });
+}
+
+// The first cycle of waits across ranks, as stuck operations in order; empty when there is none.
 std::vector<size_t> find_cycle(const WaitGraph& g) {
   std::vector<uint8_t> color(g.stuck.size(), 0);  // 0 unseen, 1 on the path, 2 done
   for (size_t root = 0; root < g.stuck.size(); ++root) {
@@ -69,7 +73,9 @@ std::vector<size_t> find_cycle(const WaitGraph& g) {
         while (k-- > 0 && path[k].first != next) {}
         PPSPEC_ASSERT(k < path.size(), "operation {} is on the path and not found there", next);
         for (size_t j = k; j < path.size(); ++j) cycle.push_back(path[j].first);
-        return cycle;
+        // Waits that close within one rank (a coalesced group's members) are no deadlock across ranks.
+        if (spans_ranks(g, cycle)) return cycle;
+        continue;
       }
       if (color[next] == 0) {
         color[next] = 1;

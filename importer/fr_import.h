@@ -1,0 +1,48 @@
+// A real job's Flight Recorder dumps as a program scenario (`ppspec import`): the job's ranks, its
+// process groups as communicators, and each rank's operations in its dump's record order, so that
+// `ppspec run` replays the job's communication on the simulator, `--seeds` explores its other
+// schedules, and the user can edit the file to try a fix.
+//
+// What a dump does not hold, the scenario assumes, and Imported::notes says so:
+// * threads: one per rank, calling in record order, which is the order NCCL received the calls
+//   whichever of the job's threads made them (separate threads would let the simulator reorder
+//   calls on a shared group); each operation's comment names the dump's thread.
+// * streams: ProcessGroupNCCL runs each group on a stream of its own, but a call without async_op
+//   makes the caller's stream wait for it, so the next call (on any group) starts after it. A call
+//   goes on the rank's first stream ("s0") unless the dumps show it did not wait: it began while an
+//   earlier call on that stream had not completed, or completed before one of them did (states and
+//   times); then on the next stream it did wait for, a new one if none.
+// * connections: made when a communicator is created (runtime_connect = false). A dump records a
+//   call before NCCL connects, so a host blocked at first contact (R1) and one that went on look
+//   alike; a rank that recorded calls past a first contact evidently went on.
+// * broadcast roots: every broadcast's root is its group's first member (pairing needs the members to
+//   agree on a root, not which one it is).
+// * labels: a collective is labelled with its call site only where every member's dump names the same
+//   one at that position (pickle dumps carry stacks, JSON dumps do not): labels take part in pairing,
+//   and NCCL never compares call sites. Every operation's record, state and call site is a comment
+//   beside it.
+// A dump whose ring buffer dropped records is refused: the scenario needs each rank's order from the
+// start. Operations without a counterpart in program scenarios (reduce_scatter, reduce, several
+// tensors in one call) are refused, naming the record.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "program/program.h"
+#include "traces/flight_recorder.h"
+
+namespace ppspec::importer {
+
+struct Imported {
+  program::Program program;        // expect: left as pass; the caller sets what the run gives
+  std::vector<std::string> notes;  // what the scenario assumes where the dumps are silent
+  size_t operations = 0;           // communication operations imported, over all ranks
+  size_t streams = 0;              // the most streams one rank needed
+};
+
+// `name` names the scenario; `where` (the folder or file the dumps came from) goes in its description.
+Imported import_flight_recorder(const traces::FrDumpSet& set, const std::string& name);
+
+}  // namespace ppspec::importer

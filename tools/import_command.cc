@@ -1,0 +1,90 @@
+#include "tools/import_command.h"
+
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <optional>
+#include <ostream>
+
+#include "core/error.h"
+#include "fidelity/fr_differential.h"
+#include "importer/fr_import.h"
+#include "loader/program_loader.h"
+#include "program/runner.h"
+#include "program/toml_writer.h"
+#include "tools/bad_input.h"
+#include "traces/flight_recorder.h"
+#include "verify/dumps/flight_recorder_check.h"
+
+namespace ppspec::tools {
+namespace {
+
+namespace fs = std::filesystem;
+
+traces::FrDumpSet read_dumps(const ImportArgs& args) {
+  const std::optional<std::string> prefix = args.prefix.empty() ? std::nullopt : std::optional(args.prefix);
+  if (args.inputs.size() == 1 && fs::is_directory(args.inputs[0])) {
+    if (!traces::is_fr_dir(args.inputs[0]))
+      throw core::InputError(args.inputs[0], 0, "no Flight Recorder dumps here (files named PREFIX + RANK, e.g. rank_0 or nccl_trace_rank_0.json)");
+    return traces::read_fr_dir(args.inputs[0], prefix);
+  }
+  for (const std::string& f : args.inputs)
+    if (!traces::is_fr_file(f)) throw core::InputError(f, 0, "not a Flight Recorder dump (a pickle, or the JSON of _dump_nccl_trace_json)");
+  return traces::read_fr_files(args.inputs, prefix);
+}
+
+// "fifo-misalignment (collective-mismatch): the first finding's line", or "pass".
+std::string verdict_line(const core::RunResult& r) {
+  if (r.findings.empty()) return std::string(core::to_string(r.verdict));
+  const core::Finding& f = r.findings.front();
+  return fmt::format("{} ({}): {}", core::to_string(r.verdict), f.kind, f.summary);
+}
+
+// The verdict in the vocabulary both sides share (fidelity/fr_differential.h): pass, misaligned,
+// unmatched (an operation whose partner never comes: a member that never posted), cycle, stall.
+std::string verdict_class(const core::RunResult& r) {
+  return fidelity::fr_class(r.findings.empty() ? nullptr : &r.findings.front(), r.verdict);
+}
+
+void write_scenario(const ImportArgs& args, const std::string& text) {
+  if (fs::exists(args.out) && !args.force) throw core::InputError(args.out, 0, "already exists (--force overwrites it)");
+  std::ofstream f(args.out, std::ios::trunc);
+  f << text;
+  f.close();
+  if (!f) throw core::InputError(args.out, 0, "cannot be written");
+}
+
+}  // namespace
+
+int import_command(const ImportArgs& args, std::ostream& out, std::ostream& err) {
+  return exit_2_on_bad_input(err, "ppspec import", [&] {
+    const traces::FrDumpSet set = read_dumps(args);
+    const core::RunResult checked = verify::check_flight_recorder(set.dumps);
+    const std::string name = args.name.empty() ? fs::path(args.out).stem().string() : args.name;
+    importer::Imported imported = importer::import_flight_recorder(set, name);
+    program::Program& p = imported.program;
+    const core::RunResult ran = program::run_on_sim(p, program::SimRunOptions{});
+    p.expect.verdict = ran.verdict;
+    if (!ran.findings.empty() && ran.verdict != core::Verdict::pass) p.expect.kind = ran.findings.front().kind;
+    const std::string text = program::to_toml(p);
+    (void)loader::parse_program(text, args.out);  // what is written reads back, or this is ppspec's bug
+    write_scenario(args, text);
+    const std::string check_class = verdict_class(checked), run_class = verdict_class(ran);
+    const bool same = check_class == run_class;
+    out << fmt::format("imported {}: {} ranks, {} communicators, {} operations -> {}\n", set.where, p.num_ranks, p.comms.size(),
+                       imported.operations, args.out);
+    out << fmt::format("  ppspec check of the dumps: {}\n", verdict_line(checked));
+    out << fmt::format("  ppspec run of the scenario (seed 1): {}\n", verdict_line(ran));
+    if (same) out << fmt::format("  the same verdict ({}): the scenario reproduces the job's communication order\n", run_class);
+    else
+      out << fmt::format("  the verdicts differ ({} in the dumps, {} in the scenario): what the dumps show does not follow from "
+                         "the order of the operations alone (a kernel or host that never progressed, or what the scenario "
+                         "assumes below)\n",
+                         check_class, run_class);
+    for (const std::string& n : imported.notes) out << "  assumed: " << n << '\n';
+    out << fmt::format("next: ppspec run {} --seeds 100   (other schedules of the same program)\n", args.out);
+    return same ? 0 : 1;
+  });
+}
+
+}  // namespace ppspec::tools
