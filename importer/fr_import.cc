@@ -20,6 +20,8 @@ using verify::FrJob;
 using verify::FrJobGroup;
 using verify::FrOp;
 
+constexpr size_t kStreamsMax = 64;  // a rank's streams in a scenario
+
 // A group as a communicator name: "pg1.pp_broadcast", or "pg1" where PyTorch gives no description.
 std::string comm_name(const FrJobGroup& g) {
   if (g.desc.empty() || g.desc == "undefined" || g.desc == g.name) return "pg" + g.name;
@@ -159,10 +161,11 @@ class StreamPlacer {
  public:
   explicit StreamPlacer(const std::string& file) : file_(file) {}
 
-  Placement place(const FrOp& op) {
+  // `recorded`: the stream the operation ran on, when the input says (an index of the rank's own).
+  Placement place(const FrOp& op, std::optional<size_t> recorded) {
     const Observed o = observed(op);
     if (op.coalesced != SIZE_MAX && op.coalesced == group_) return Placement{add(group_stream_, o), {}};
-    Placement p{pick(o, op), {}};
+    Placement p{recorded ? grow_to(*recorded) : pick(o, op), {}};
     for (size_t y = 0; y < streams_.size(); ++y) {
       if (y == p.stream || overlaps(streams_[y], o) || streams_[y].ops <= waited_[p.stream][y]) continue;
       p.waits_for.push_back(y);
@@ -176,7 +179,6 @@ class StreamPlacer {
   size_t streams() const { return streams_.size(); }
 
  private:
-  static constexpr size_t kStreamsMax = 64;
   struct Stream : StreamSoFar {
     size_t ops = 0;
     size_t last_use = 0;
@@ -191,10 +193,16 @@ class StreamPlacer {
       throw core::InputError(file_, 0, fmt::format("record {}: more than {} operations of this rank ran at once by its dump's "
                                                    "states and times; a scenario holds at most {} streams a rank",
                                                    op.entry->record_id, kStreamsMax, kStreamsMax));
-    streams_.emplace_back();
-    for (std::vector<size_t>& w : waited_) w.push_back(0);
-    waited_.emplace_back(streams_.size(), 0);
-    return streams_.size() - 1;
+    return grow_to(streams_.size());
+  }
+  size_t grow_to(size_t s) {
+    PPSPEC_ASSERT(s < kStreamsMax, "stream {} of a rank (at most {})", s, kStreamsMax);
+    while (streams_.size() <= s) {
+      streams_.emplace_back();
+      for (std::vector<size_t>& w : waited_) w.push_back(0);
+      waited_.emplace_back(streams_.size(), 0);
+    }
+    return s;
   }
   size_t add(size_t s, const Observed& o) {
     Stream& st = streams_[s];
@@ -211,17 +219,40 @@ class StreamPlacer {
   size_t group_ = SIZE_MAX, group_stream_ = 0;
 };
 
-std::string stream_name(size_t s) { return fmt::format("s{}", s); }
+// A rank's streams by name: "s0", "s1", ... as placed, or the names the input recorded.
+class StreamNames {
+ public:
+  explicit StreamNames(bool recorded) : recorded_(recorded) {}
+  // The recorded stream of an entry (a ppspec trace exported as dumps names the stream an operation
+  // ran on, "rank0.s1", as its thread), as an index of this rank's; nullopt when streams are placed.
+  std::optional<size_t> recorded(const FrEntry& e, const std::string& file) {
+    if (!recorded_) return std::nullopt;
+    const size_t dot = e.thread.find('.'), space = e.thread.find(' ');
+    const std::string name = dot == std::string::npos ? "" : e.thread.substr(dot + 1, space == std::string::npos ? std::string::npos : space - dot - 1);
+    if (name.empty()) throw core::InputError(file, 0, fmt::format("record {}: no stream recorded ('{}')", e.record_id, e.thread));
+    const auto it = std::find(names_.begin(), names_.end(), name);
+    if (it != names_.end()) return static_cast<size_t>(it - names_.begin());
+    if (names_.size() == kStreamsMax) throw core::InputError(file, 0, fmt::format("more than {} streams on one rank", kStreamsMax));
+    names_.push_back(name);
+    return names_.size() - 1;
+  }
+  std::string name(size_t s) const { return recorded_ ? names_.at(s) : fmt::format("s{}", s); }
+
+ private:
+  bool recorded_;
+  std::vector<std::string> names_;
+};
 
 // One rank's host thread: its operations in record order (the order NCCL received them, whichever
 // of the job's threads made them), a coalesced group between group_start and group_end, each
 // after the events it waits for, then a wait for every stream it used.
 program::ThreadProgram thread_of(const traces::FrDump& dump, const std::vector<const FrOp*>& ops, const FrJob& job,
-                                 Imported& out) {
+                                 bool recorded_streams, Imported& out) {
   program::ThreadProgram t;
   std::set<size_t> used;
   bool in_group = false;
   StreamPlacer placer(dump.file);
+  StreamNames names(recorded_streams);
   size_t events = 0;
   for (size_t i = 0; i < dump.entries.size(); ++i) {
     if (dump.entries[i].op == "coalesced") {
@@ -231,11 +262,11 @@ program::ThreadProgram thread_of(const traces::FrDump& dump, const std::vector<c
     }
     const FrOp* fr = ops[i];
     PPSPEC_ASSERT(fr != nullptr, "record {} of {} is in no group or channel", i, dump.file);
-    const Placement at = placer.place(*fr);
+    const Placement at = placer.place(*fr, names.recorded(*fr->entry, dump.file));
     for (const size_t y : at.waits_for) {
-      program::ProgramOp record = bare(program::OpType::record, stream_name(y));
+      program::ProgramOp record = bare(program::OpType::record, names.name(y));
       record.event = fmt::format("e{}", events++);
-      program::ProgramOp wait = bare(program::OpType::wait_event, stream_name(at.stream));
+      program::ProgramOp wait = bare(program::OpType::wait_event, names.name(at.stream));
       wait.event = record.event;
       t.ops.push_back(std::move(record));
       t.ops.push_back(std::move(wait));
@@ -243,23 +274,31 @@ program::ThreadProgram thread_of(const traces::FrDump& dump, const std::vector<c
     if (fr->coalesced != SIZE_MAX && !in_group) t.ops.push_back(bare(program::OpType::group_start));
     in_group = in_group || fr->coalesced != SIZE_MAX;
     program::ProgramOp op = op_of(*fr, job);
-    op.stream = stream_name(at.stream);
+    op.stream = names.name(at.stream);
     used.insert(at.stream);
     t.ops.push_back(std::move(op));
     ++out.operations;
   }
   if (in_group) t.ops.push_back(bare(program::OpType::group_end));
-  for (const size_t s : used) t.ops.push_back(bare(program::OpType::stream_sync, stream_name(s)));
-  out.streams = std::max(out.streams, placer.streams());
+  for (const size_t s : used) {
+    t.ops.push_back(bare(program::OpType::stream_sync, names.name(s)));
+    if (std::find(out.stream_names.begin(), out.stream_names.end(), names.name(s)) == out.stream_names.end())
+      out.stream_names.push_back(names.name(s));
+  }
   return t;
 }
 
 // What the scenario assumes where the dumps are silent, for the user to read and change.
-void add_assumptions(const OpIndex& index, Imported& out) {
+void add_assumptions(const OpIndex& index, const ImportOptions& options, Imported& out) {
   out.notes.push_back(
       "one host thread per rank, calling in record order: the order NCCL received the calls, whichever thread made them "
       "(each operation's comment names its thread)");
-  out.notes.push_back(
+  if (options.recorded_streams)
+    out.notes.push_back(
+        "streams: each call on the stream the trace recorded; it also waits for every call recorded before it on another "
+        "stream (as one without async_op does) except those the trace shows it overlapped, through an event");
+  else
+    out.notes.push_back(
       "streams: a call waits for every call recorded before it (as one without async_op does) except those the dumps' "
       "states and times show it overlapped (it began while one had not completed, or completed first): it goes on another "
       "stream than those, after an event of each other stream");
@@ -281,7 +320,7 @@ void refuse_dropped_records(const FrJob& job) {
 
 }  // namespace
 
-Imported import_flight_recorder(const traces::FrDumpSet& set, const std::string& name) {
+Imported import_flight_recorder(const traces::FrDumpSet& set, const std::string& name, const ImportOptions& options) {
   const FrJob job = verify::make_job(set.dumps);
   refuse_dropped_records(job);
   Imported out;
@@ -301,18 +340,20 @@ Imported import_flight_recorder(const traces::FrDumpSet& set, const std::string&
   for (int r = 0; r < ranks; ++r) {
     const auto it = job.by_rank.find(r);
     if (it != job.by_rank.end()) {
-      p.ranks[static_cast<size_t>(r)].push_back(thread_of(*it->second, index.at(r), job, out));
+      p.ranks[static_cast<size_t>(r)].push_back(thread_of(*it->second, index.at(r), job, options.recorded_streams, out));
       continue;
     }
     p.ranks[static_cast<size_t>(r)].push_back(program::ThreadProgram{});
     out.notes.push_back(fmt::format("rank {} left no dump: it posts nothing in the scenario", r));
   }
-  p.streams.clear();
-  for (size_t s = 0; s < std::max<size_t>(out.streams, 1); ++s) p.streams.push_back(stream_name(s));
+  p.streams = out.stream_names.empty() ? std::vector<std::string>{"s0"} : out.stream_names;
+  if (!options.recorded_streams) std::sort(p.streams.begin(), p.streams.end(), [](const std::string& a, const std::string& b) {
+    return a.size() != b.size() ? a.size() < b.size() : a < b;  // s0, s1, ..., s10
+  });
   // A dump records a call before NCCL connects its peers, so it cannot tell whether the host blocked
   // there (R1); connecting every communicator at creation keeps each host posting what it recorded.
   p.config.runtime_connect = false;
-  add_assumptions(index, out);
+  add_assumptions(index, options, out);
   p.description = fmt::format(
       "Imported by `ppspec import` from the Flight Recorder dumps {} ({} ranks, file prefix '{}'): each rank posts its "
       "operations in its dump's record order. Assumed where the dumps are silent: {}.",

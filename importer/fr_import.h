@@ -39,10 +39,17 @@ struct Imported {
   program::Program program;        // expect: left as pass; the caller sets what the run gives
   std::vector<std::string> notes;  // what the scenario assumes where the dumps are silent
   size_t operations = 0;           // communication operations imported, over all ranks
-  size_t streams = 0;              // the most streams one rank needed
+  std::vector<std::string> stream_names;  // every stream a rank used, in the order first used
 };
 
-// `name` names the scenario; `where` (the folder or file the dumps came from) goes in its description.
-Imported import_flight_recorder(const traces::FrDumpSet& set, const std::string& name);
+struct ImportOptions {
+  // The dumps were exported from a ppspec trace (`ppspec export --flight-recorder`, traces/fr_writer.h),
+  // whose thread names are the streams the operations ran on ("rank0.s1"): keep those streams.
+  bool recorded_streams = false;
+};
+
+// `name` names the scenario; `set.where` (the folder or file the dumps came from) goes in its
+// description.
+Imported import_flight_recorder(const traces::FrDumpSet& set, const std::string& name, const ImportOptions& options = {});
 
 }  // namespace ppspec::importer

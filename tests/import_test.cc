@@ -173,6 +173,31 @@ TEST(Import, BadInputIsExitTwoSayingWhy) {
   EXPECT_EQ((std::stringstream() << std::ifstream(there).rdbuf()).str(), "mine\n");
 }
 
+// A ppspec trace (here the simulator's; a GPU run's or a job's NCCL profiler traces alike) imports
+// through its Flight Recorder export with the streams it recorded, and runs to that export's verdict.
+TEST(Import, ATraceImportsWithItsRecordedStreams) {
+  const Case cases[] = {{"double_post_broadcast", "misaligned"},      {"first_contact_p2p_inverted", "cycle"},
+                        {"event_wait_deadlock", "cycle"},             {"comm_order_inversion_serial", "cycle"},
+                        {"comm_order_inversion_ok", "pass"},          {"ep_all_to_all", "pass"},
+                        {"size_mismatch_emulate_partial", "misaligned"}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.dumps);
+    const std::filesystem::path dir = scratch_path(std::string("import_trace_") + c.dumps);
+    std::filesystem::create_directories(dir);
+    (void)fidelity::compare_on_dumps(kScenarios + c.dumps + ".toml", dir.string());
+    const std::string file = (dir / "imported.toml").string();
+    const Out o = import({(dir / "trace.jsonl").string()}, file);
+    ASSERT_EQ(o.code, 0) << o.out << o.err;
+    EXPECT_NE(o.out.find(fmt::format("the same verdict ({})", c.verdict_class)), std::string::npos) << o.out;
+    const program::Program original = loader::load_program_file(kScenarios + c.dumps + ".toml");
+    const program::Program imported = loader::load_program_file(file);
+    for (const std::string& s : imported.streams)
+      EXPECT_NE(std::find(original.streams.begin(), original.streams.end(), s), original.streams.end()) << s;
+  }
+  const Out none = import({(scratch_path("import_trace_none.jsonl")).string()}, scenario_path("none"));
+  EXPECT_EQ(none.code, 2);
+}
+
 // Generated jobs (the Flight Recorder differential's: 2 to 8 ranks, several communicators, one
 // disturbance each), simulated, their dumps written as PyTorch writes them, then imported: where
 // `check` finds the failure in the communication order (a misalignment, an operation never matched,

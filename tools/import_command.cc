@@ -13,7 +13,11 @@
 #include "program/runner.h"
 #include "program/toml_writer.h"
 #include "tools/bad_input.h"
+#include "tools/job_trace_input.h"
 #include "traces/flight_recorder.h"
+#include "traces/fr_record.h"
+#include "traces/fr_writer.h"
+#include "watch/job_files.h"
 #include "verify/dumps/flight_recorder_check.h"
 
 namespace ppspec::tools {
@@ -21,16 +25,40 @@ namespace {
 
 namespace fs = std::filesystem;
 
-traces::FrDumpSet read_dumps(const ImportArgs& args) {
+// The input as Flight Recorder dumps: dumps as they are; a ppspec trace (simulated, GPU, or a job's
+// NCCL profiler plugin traces merged) exported as PyTorch would have dumped it, its streams kept.
+struct Input {
+  traces::FrDumpSet set;
+  bool from_trace = false;
+};
+
+bool is_trace(const ImportArgs& args) {
+  if (args.inputs.size() != 1) return false;
+  const std::string& in = args.inputs[0];
+  if (watch::is_plugin_trace_path(in)) return true;
+  return !fs::is_directory(in) && !traces::is_fr_file(in);
+}
+
+Input read_input(const ImportArgs& args) {
   const std::optional<std::string> prefix = args.prefix.empty() ? std::nullopt : std::optional(args.prefix);
+  if (is_trace(args)) {
+    const TraceInput trace(args.inputs[0]);
+    const traces::FrExport e = traces::flight_recorder_of(trace.path());
+    Input in{{}, true};
+    for (const auto& [rank, dump] : e.dumps) in.set.dumps.push_back(traces::fr_dump_from_json(dump, args.inputs[0], rank));
+    if (in.set.dumps.empty()) throw core::InputError(args.inputs[0], 0, "the trace holds no communication operation to import");
+    in.set.where = args.inputs[0];
+    return in;
+  }
   if (args.inputs.size() == 1 && fs::is_directory(args.inputs[0])) {
     if (!traces::is_fr_dir(args.inputs[0]))
-      throw core::InputError(args.inputs[0], 0, "no Flight Recorder dumps here (files named PREFIX + RANK, e.g. rank_0 or nccl_trace_rank_0.json)");
-    return traces::read_fr_dir(args.inputs[0], prefix);
+      throw core::InputError(args.inputs[0], 0, "no Flight Recorder dumps here (files named PREFIX + RANK, e.g. rank_0 or "
+                                                "nccl_trace_rank_0.json) and no NCCL profiler plugin traces");
+    return Input{traces::read_fr_dir(args.inputs[0], prefix), false};
   }
   for (const std::string& f : args.inputs)
     if (!traces::is_fr_file(f)) throw core::InputError(f, 0, "not a Flight Recorder dump (a pickle, or the JSON of _dump_nccl_trace_json)");
-  return traces::read_fr_files(args.inputs, prefix);
+  return Input{traces::read_fr_files(args.inputs, prefix), false};
 }
 
 // "fifo-misalignment (collective-mismatch): the first finding's line", or "pass".
@@ -58,10 +86,12 @@ void write_scenario(const ImportArgs& args, const std::string& text) {
 
 int import_command(const ImportArgs& args, std::ostream& out, std::ostream& err) {
   return exit_2_on_bad_input(err, "ppspec import", [&] {
-    const traces::FrDumpSet set = read_dumps(args);
+    const Input input = read_input(args);
+    const traces::FrDumpSet& set = input.set;
+    // A trace is checked as the dumps it exports, so that both sides speak of what the import holds.
     const core::RunResult checked = verify::check_flight_recorder(set.dumps);
     const std::string name = args.name.empty() ? fs::path(args.out).stem().string() : args.name;
-    importer::Imported imported = importer::import_flight_recorder(set, name);
+    importer::Imported imported = importer::import_flight_recorder(set, name, importer::ImportOptions{input.from_trace});
     program::Program& p = imported.program;
     const core::RunResult ran = program::run_on_sim(p, program::SimRunOptions{});
     p.expect.verdict = ran.verdict;
@@ -73,14 +103,15 @@ int import_command(const ImportArgs& args, std::ostream& out, std::ostream& err)
     const bool same = check_class == run_class;
     out << fmt::format("imported {}: {} ranks, {} communicators, {} operations -> {}\n", set.where, p.num_ranks, p.comms.size(),
                        imported.operations, args.out);
-    out << fmt::format("  ppspec check of the dumps: {}\n", verdict_line(checked));
+    const char* what = input.from_trace ? "trace's Flight Recorder export" : "dumps";
+    out << fmt::format("  ppspec check of the {}: {}\n", what, verdict_line(checked));
     out << fmt::format("  ppspec run of the scenario (seed 1): {}\n", verdict_line(ran));
     if (same) out << fmt::format("  the same verdict ({}): the scenario reproduces the job's communication order\n", run_class);
     else
-      out << fmt::format("  the verdicts differ ({} in the dumps, {} in the scenario): what the dumps show does not follow from "
+      out << fmt::format("  the verdicts differ ({} in the {}, {} in the scenario): what the {} holds does not follow from "
                          "the order of the operations alone (a kernel or host that never progressed, or what the scenario "
                          "assumes below)\n",
-                         check_class, run_class);
+                         check_class, what, run_class, what);
     for (const std::string& n : imported.notes) out << "  assumed: " << n << '\n';
     out << fmt::format("next: ppspec run {} --seeds 100   (other schedules of the same program)\n", args.out);
     return same ? 0 : 1;

@@ -1,7 +1,9 @@
 // `ppspec import`: a real job's Flight Recorder dumps as a program scenario (importer/fr_import.h),
 // with its [expect] set to what `ppspec run` gives on it, and the verdict `ppspec check` gives on the
 // dumps beside it: the same verdict means the scenario reproduces the job's failure, so its other
-// schedules (--seeds) and the user's edits can be tried on the simulator.
+// schedules (--seeds) and the user's edits can be tried on the simulator. A ppspec trace (a simulated
+// or GPU run's, or a job's NCCL profiler plugin traces) is imported through the Flight Recorder dumps
+// it exports (traces/fr_writer.h), keeping the streams it recorded, and checked as those dumps.
 #pragma once
 
 #include <iosfwd>
@@ -11,7 +13,7 @@
 namespace ppspec::tools {
 
 struct ImportArgs {
-  std::vector<std::string> inputs;  // a folder of dumps, or dump files one per rank
+  std::vector<std::string> inputs;  // a folder of dumps, or dump files one per rank; or one trace
   std::string out;                  // the scenario file to write
   std::string name;                 // the scenario's name (default: the output file's stem)
   std::string prefix;               // the dumps' file-name prefix (default: inferred)

@@ -260,7 +260,9 @@ int watch_handler(CommandLine& line) { return watch_command(line.watch, std::cou
 
 void import_options(CLI::App& cmd, CommandLine& line) {
   ImportArgs& a = line.import;
-  cmd.add_option("dumps", a.inputs, "a folder of a job's Flight Recorder dumps, or the dump files, one per rank")
+  cmd.add_option("input", a.inputs,
+                 "a folder of a job's Flight Recorder dumps, or the dump files, one per rank; or a ppspec trace (a simulated "
+                 "or GPU run's), or a job's NCCL profiler plugin traces (a folder or one file)")
       ->required()
       ->check(CLI::ExistingPath);
   cmd.add_option("-o,--out", a.out, "the program scenario to write (TOML)")->required();
@@ -290,7 +292,7 @@ constexpr std::array kCommands{
             fidelity_options, fidelity_handler},
     Command{"watch", "check a running NCCL job live, from its ranks' NCCL profiler plugin (misalignments as posted, stalls)",
             watch_options, watch_handler},
-    Command{"import", "turn a real job's Flight Recorder dumps into a program scenario that `run` replays and explores",
+    Command{"import", "turn a real job's Flight Recorder dumps (or a trace) into a program scenario that `run` replays and explores",
             import_options, import_handler},
 };
 
