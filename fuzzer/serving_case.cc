@@ -19,7 +19,8 @@ void append_engine(std::string& s, const ServingCase& c) {
   if (!c.recurrent_layers.empty()) s += fmt::format("recurrent_layers = [{}]\n", fmt::join(c.recurrent_layers, ", "));
   s += fmt::format("\n[spec]\nk = {}\nfeedback = \"{}\"\n", c.k, c.feedback);
   if (c.adaptive_budget) s += "adaptive_budget = true\n";
-  if (c.eagle) s += fmt::format("method = \"eagle\"\ntaps = [{}]\n", fmt::join(c.taps, ", "));
+  if (c.eagle) s += "method = \"eagle\"\n";
+  if (c.eagle && !c.taps.empty()) s += fmt::format("taps = [{}]\n", fmt::join(c.taps, ", "));  // none: EAGLE-3's default
   s += fmt::format("\n[serving]\ncapture_sizes = [{}]\nmax_num_seqs = {}\nmax_num_batched_tokens = {}\n"
                    "chunked_prefill = {}\nwarmup_steps = {}\n",
                    fmt::join(c.capture_sizes, ", "), c.max_num_seqs, c.max_num_batched_tokens, c.chunked_prefill,

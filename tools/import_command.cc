@@ -2,7 +2,6 @@
 
 #include <filesystem>
 #include <fmt/format.h>
-#include <fstream>
 #include <optional>
 #include <ostream>
 
@@ -13,6 +12,7 @@
 #include "program/runner.h"
 #include "program/toml_writer.h"
 #include "tools/bad_input.h"
+#include "tools/output_file.h"
 #include "tools/job_trace_input.h"
 #include "traces/flight_recorder.h"
 #include "traces/fr_record.h"
@@ -74,13 +74,6 @@ std::string verdict_class(const core::RunResult& r) {
   return fidelity::fr_class(r.findings.empty() ? nullptr : &r.findings.front(), r.verdict);
 }
 
-void write_scenario(const ImportArgs& args, const std::string& text) {
-  if (fs::exists(args.out) && !args.force) throw core::InputError(args.out, 0, "already exists (--force overwrites it)");
-  std::ofstream f(args.out, std::ios::trunc);
-  f << text;
-  f.close();
-  if (!f) throw core::InputError(args.out, 0, "cannot be written");
-}
 
 }  // namespace
 
@@ -98,7 +91,7 @@ int import_command(const ImportArgs& args, std::ostream& out, std::ostream& err)
     if (!ran.findings.empty() && ran.verdict != core::Verdict::pass) p.expect.kind = ran.findings.front().kind;
     const std::string text = program::to_toml(p);
     (void)loader::parse_program(text, args.out);  // what is written reads back, or this is ppspec's bug
-    write_scenario(args, text);
+    write_output_file(args.out, text, args.force);
     const std::string check_class = verdict_class(checked), run_class = verdict_class(ran);
     const bool same = check_class == run_class;
     out << fmt::format("imported {}: {} ranks, {} communicators, {} operations -> {}\n", set.where, p.num_ranks, p.comms.size(),

@@ -2,6 +2,7 @@
 // handler, and a dispatcher that runs the one the command line names.
 #include <CLI/CLI.hpp>
 #include <array>
+#include <filesystem>
 #include <charconv>
 #include <cstdint>
 #include <cstdio>
@@ -20,6 +21,7 @@
 #include "tools/fidelity_command.h"
 #include "tools/fuzz_command.h"
 #include "tools/import_command.h"
+#include "tools/from_vllm_command.h"
 #include "tools/replay_command.h"
 #include "tools/run_command.h"
 #include "tools/run_support.h"
@@ -62,6 +64,7 @@ struct CommandLine {
   FidelityArgs fidelity;
   WatchArgs watch;
   ImportArgs import;
+  FromVllmArgs from_vllm;
 };
 
 struct Command {
@@ -273,6 +276,32 @@ void import_options(CLI::App& cmd, CommandLine& line) {
 
 int import_handler(CommandLine& line) { return import_command(line.import, std::cout, std::cerr); }
 
+void from_vllm_options(CLI::App& cmd, CommandLine& line) {
+  FromVllmArgs& a = line.from_vllm;
+  cmd.add_option("args", a.vllm_args,
+                 "a vLLM config (JSON, or the flat YAML of `vllm serve --config`), and/or `vllm serve`'s flags after -- "
+                 "(e.g. -- --pipeline-parallel-size 2 --speculative-config '{\"method\": \"eagle3\", "
+                 "\"num_speculative_tokens\": 3}')");
+  cmd.add_option("-o,--out", a.out, "the serving scenario to write (TOML)")->required();
+  cmd.add_option("--name", a.name, "the scenario's name (default: the output file's name)");
+  cmd.add_option("--requests", a.requests, "the workload's requests (default: twice the request slots, at most 64)")
+      ->check(CLI::Range(1, 1 << 20));
+  cmd.add_flag("--force", a.force, "overwrite the output file");
+}
+
+int from_vllm_handler(CommandLine& line) {
+  FromVllmArgs& a = line.from_vllm;
+  // A config file may come first: `ppspec from-vllm config.yaml -o s.toml [-- flags]`.
+  if (!a.vllm_args.empty() && !a.vllm_args[0].starts_with("-") && std::filesystem::is_regular_file(a.vllm_args[0])) {
+    const std::string& f = a.vllm_args[0];
+    if (f.ends_with(".json") || f.ends_with(".yaml") || f.ends_with(".yml")) {
+      a.config = f;
+      a.vllm_args.erase(a.vllm_args.begin());
+    }
+  }
+  return from_vllm_command(a, std::cout, std::cerr);
+}
+
 // In the order `ppspec --help` lists them.
 constexpr std::array kCommands{
     Command{"run", "run scenario files and compare each verdict with its [expect]", run_options, run_handler},
@@ -294,6 +323,8 @@ constexpr std::array kCommands{
             watch_options, watch_handler},
     Command{"import", "turn a real job's Flight Recorder dumps (or a trace) into a program scenario that `run` replays and explores",
             import_options, import_handler},
+    Command{"from-vllm", "turn vLLM engine arguments (flags or a config) into a serving scenario of the same shape",
+            from_vllm_options, from_vllm_handler},
 };
 
 }  // namespace
