@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <cstring>
+
 
 #include "tools/replay_command.h"
 #include "tools/run_command.h"
@@ -91,14 +93,27 @@ TEST(Replay, AFindingTheReplayDoesNotGiveAgainIsNondeterminism) {
   EXPECT_NE(r.out.find("another verdict, schedule or findings"), std::string::npos) << r.out;
 }
 
+// A scenario named with --scenario must say what the recorded one said: comments and blank lines
+// aside (then the trace's own copy runs, so that every file:line is the run's), or it is refused.
 TEST(Replay, AChangedScenarioOrAGpuTraceIsExitTwo) {
   const fs::path copy = scratch_path("ppspec_replay_changed.toml");
-  fs::copy_file(kScenarioRoot + "serving/pp1_k5.toml", copy, fs::copy_options::overwrite_existing);
+  fs::copy_file(kScenarioRoot + "programs/double_post_broadcast.toml", copy, fs::copy_options::overwrite_existing);
   const fs::path trace = record(copy.string(), "changed");
-  std::ofstream(copy, std::ios::app) << "\n# edited after the recording\n";
-  const Out r = replay(trace.string());
+  {
+    std::ifstream in(copy);
+    std::stringstream text;
+    text << "# a comment of mine, shifting every line\n\n" << in.rdbuf();
+    in.close();
+    std::ofstream(copy) << text.str();
+  }
+  const Out commented = replay(trace.string(), copy.string());
+  EXPECT_EQ(commented.code, 0) << commented.out << commented.err;
+  EXPECT_NE(commented.err.find("only in comments and blank lines; using the scenario the trace embeds"), std::string::npos) << commented.err;
+  std::ofstream(copy, std::ios::app) << "\n[explore]\nseeds = 3\n";
+  const Out r = replay(trace.string(), copy.string());
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.err.find("changed since this trace was recorded"), std::string::npos) << r.err;
+  EXPECT_EQ(replay(trace.string()).code, 0);  // its own copy
   std::vector<std::string> l = lines(trace);
   const size_t at = l[0].find("\"backend\":\"sim\"");
   ASSERT_NE(at, std::string::npos) << l[0];
@@ -117,9 +132,16 @@ TEST(Replay, ATraceWithoutItsScenarioHashNeedsScenario) {
   const std::string scenario = kScenarioRoot + "regressions/pre_56956.toml";
   const fs::path trace = record(scenario, "nohash", "pct:3");
   std::vector<std::string> l = lines(trace);
-  const size_t at = l[0].find(",\"scenario_hash\":\"");
-  ASSERT_NE(at, std::string::npos) << l[0];
-  l[0].erase(at, l[0].find('"', at + 18) + 1 - at);
+  // The header as an older ppspec wrote it, its keys in their order (replay compares it too): the
+  // hashes are 16 hex digits; the embedded scenario is the header's last field.
+  for (const char* key : {"scenario_hash", "content_hash"}) {
+    const size_t at = l[0].find(fmt::format(",\"{}\":\"", key));
+    ASSERT_NE(at, std::string::npos) << key;
+    l[0].erase(at, std::strlen(key) + 5 + 16 + 1);
+  }
+  const size_t text = l[0].find(",\"scenario_text\":\"");
+  ASSERT_NE(text, std::string::npos);
+  l[0].erase(text, l[0].size() - 1 - text);
   std::ofstream o(trace);
   for (const std::string& x : l) o << x << '\n';
   o.close();

@@ -16,6 +16,7 @@
 #include "verify/monitors/pairing_checker.h"
 #include "tests/command_test.h"
 #include "tests/scratch.h"
+#include "tools/show_command.h"
 
 namespace ppspec::testing {
 namespace {
@@ -220,20 +221,44 @@ TEST_F(ServingTrace, ChecksAsOnlineWhereverTheScenarioIsFound) {
   EXPECT_NE(r.out.find("stale-draft (draft-freshness)"), std::string::npos) << r.out;
 }
 
-TEST_F(ServingTrace, AChangedOrMissingScenarioIsRefused) {
+// A trace carries its scenario: it is checked from anywhere, whatever became of the file. A trace
+// without it (an older ppspec's) is refused when its file is missing or changed.
+TEST_F(ServingTrace, ATraceCarriesItsScenarioAndAnOlderOneNeedsTheFileAsItWas) {
   {
-    std::ofstream(scenario_, std::ios::app) << "# edited after the run\n";
+    std::ofstream(scenario_, std::ios::app) << "[spec]\nk = 1\n";  // changed after the run
   }
+  // The run failed (stale drafts); what matters is that it is checked, with the embedded scenario.
   Out r = check({.traces = {trace_}});
-  EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find("has changed since"), std::string::npos) << r.err;
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("verdict stale-draft (recorded stale-draft)"), std::string::npos) << r.out;
   fs::remove(scenario_);
-  r = check({.traces = {trace_}});
+  const fs::path away = dir_ / "elsewhere";
+  fs::create_directories(away);
+  std::vector<std::string> lines = lines_of(trace_);
+  r = check({.traces = {write(away / "moved.jsonl", joined(lines))}});
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("verdict stale-draft (recorded stale-draft)"), std::string::npos) << r.out;
+  {
+    tools::ShowArgs show;  // `show` too, with no --scenario
+    show.input = (away / "moved.jsonl").string();
+    std::ostringstream out, err;
+    EXPECT_EQ(tools::show_command(show, out, err), 0) << err.str();
+    EXPECT_NE(out.str().find("stale-draft"), std::string::npos) << out.str();
+  }
+  auto header = nlohmann::json::parse(lines[0]);
+  header["scenario_text"] = header["scenario_text"].get<std::string>() + "\n";
+  lines[0] = header.dump();
+  r = check({.traces = {write(away / "edited.jsonl", joined(lines))}});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("the trace was edited"), std::string::npos) << r.err;
+
+  header.erase("scenario_text");
+  header.erase("content_hash");
+  lines[0] = header.dump();
+  r = check({.traces = {write(dir_ / "older.jsonl", joined(lines))}});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("cannot find the scenario"), std::string::npos) << r.err;
   // A header that names another serving scenario: its hash gives it away.
-  std::vector<std::string> lines = lines_of(trace_);
-  auto header = nlohmann::json::parse(lines[0]);
   header["file"] = kSource + "/scenarios/regressions/stale_drafts_off.toml";
   lines[0] = header.dump();
   r = check({.traces = {write(dir_ / "renamed.jsonl", joined(lines))}});
@@ -245,8 +270,13 @@ TEST_F(ServingTrace, AServingTraceWithoutItsScenarioHashIsRefused) {
   std::vector<std::string> lines = lines_of(trace_);
   auto header = nlohmann::json::parse(lines[0]);
   header.erase("scenario_hash");
+  Out r = check({.traces = {write(dir_ / "orphan.jsonl", joined({header.dump()}))}});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("an embedded scenario without its scenario_hash"), std::string::npos) << r.err;
+  header.erase("scenario_text");
+  header.erase("content_hash");
   lines[0] = header.dump();
-  Out r = check({.traces = {write(dir_ / "old.jsonl", joined(lines))}});
+  r = check({.traces = {write(dir_ / "old.jsonl", joined(lines))}});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("records no scenario hash"), std::string::npos) << r.err;
   header.erase("kind");

@@ -78,6 +78,8 @@ std::optional<report::RunRecord> run_seed(const Loaded& loaded, const Exploratio
     header.strategy = strategy.str();
     header.kind = loaded.kind;
     header.scenario_hash = loaded.hash;
+    header.content_hash = loaded.content_hash;
+    if (loaded.text.size() <= traces::kEmbeddedScenarioBytesMax) header.scenario_text = loaded.text;
     try {
       writer = std::make_unique<traces::JsonlWriter>(paths.next(x.name, seed), header);
     } catch (const std::exception& e) {

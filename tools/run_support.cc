@@ -7,7 +7,10 @@
 #include <filesystem>
 #include <fmt/format.h>
 
+#include "core/file_bytes.h"
+#include "core/hash.h"
 #include "loader/program_loader.h"
+#include "loader/toml_content.h"
 #include "loader/serving_loader.h"
 #include "loader/toml_reader.h"
 
@@ -30,22 +33,22 @@ Exploration exploration_of(const Scenario& sc) {
 
 namespace {
 
-Loaded loaded_of(const toml::table& root, const std::string& file, uint64_t hash) {
+Loaded loaded_of(const toml::table& root, const std::string& file, uint64_t hash, std::string_view text) {
   const std::string kind = loader::scenario_kind(root, file);
-  if (kind == "program") return {loader::read_program(root, file), hash, kind};
-  return {loader::read_serving(root, file), hash, kind};  // scenario_kind accepts no other kind
+  Loaded l{kind == "program" ? Scenario{loader::read_program(root, file)} : Scenario{loader::read_serving(root, file)}, hash, kind,
+           std::string(text), loader::toml_content_hash(text)};
+  return l;
 }
 
 }  // namespace
 
 Loaded load_scenario(const std::string& file) {
-  uint64_t hash = 0;
-  const toml::table root = loader::parse_toml_file(file, &hash);
-  return loaded_of(root, file, hash);
+  const std::string text = core::file_bytes_or_throw(file);
+  return scenario_of_text(text, file, core::fnv1a_bytes(text.data(), text.size()));
 }
 
 Loaded scenario_of_text(std::string_view text, const std::string& file, uint64_t hash) {
-  return loaded_of(loader::parse_toml_text(text, file), file, hash);
+  return loaded_of(loader::parse_toml_text(text, file), file, hash, text);
 }
 
 std::string file_safe(std::string_view name) {

@@ -30,6 +30,8 @@ struct Loaded {
   Scenario scenario;
   uint64_t hash = 0;  // of the file's bytes: traces record it, so `check` can prove it reads the same file
   std::string kind;
+  std::string text;           // the file's bytes: traces embed them, so that a trace travels alone
+  uint64_t content_hash = 0;  // loader::toml_content_hash: what the file says, comments aside
 };
 // Throws core::InputError (file, line, what was expected).
 Loaded load_scenario(const std::string& file);

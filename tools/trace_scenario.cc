@@ -10,6 +10,7 @@
 #include "core/file_bytes.h"
 #include "core/hash.h"
 #include "core/printable.h"
+#include "loader/toml_content.h"
 
 namespace ppspec::tools {
 namespace {
@@ -42,6 +43,17 @@ std::vector<std::string> candidates_of(const traces::TraceHeader& h, const std::
                                                core::printable(h.file, 200)));
 }
 
+// The scenario the trace carries, named as it was when recorded (so that every origin a report
+// cites, file:line, is the run's).
+Loaded embedded_scenario(const traces::TraceHeader& h, const std::string& trace) {
+  const uint64_t hash = core::fnv1a_bytes(h.scenario_text.data(), h.scenario_text.size());
+  if (hash != *h.scenario_hash)
+    throw core::InputError(trace, 1, fmt::format("the scenario embedded in the header hashes to {}, not to its recorded "
+                                                 "scenario_hash {}: the trace was edited",
+                                                 traces::hash_hex(hash), traces::hash_hex(*h.scenario_hash)));
+  return scenario_of_text(h.scenario_text, h.file.empty() ? trace : h.file, hash);
+}
+
 }  // namespace
 
 Loaded trace_scenario(const traces::TraceHeader& h, const std::string& trace, const std::string& cli_scenario,
@@ -50,12 +62,21 @@ Loaded trace_scenario(const traces::TraceHeader& h, const std::string& trace, co
     throw core::InputError(trace, 1,
                            "a trace whose header records no scenario hash (an older ppspec): its scenario cannot be "
                            "told from another file of that name; name it with --scenario FILE");
+  if (cli_scenario.empty() && !h.scenario_text.empty()) return embedded_scenario(h, trace);
   std::string changed;
   for (const std::string& path : candidates_of(h, trace, cli_scenario)) {
     const auto text = candidate_bytes(path);
     if (!text) continue;
     const uint64_t hash = core::fnv1a_bytes(text->data(), text->size());
     if (h.scenario_hash && hash != *h.scenario_hash) {
+      if (h.content_hash && loader::toml_content_hash(*text) == *h.content_hash) {
+        // What it says is the recording's; its lines may not be. The embedded text keeps every
+        // file:line a report cites (and a replay compares) as the run had it.
+        const bool embedded = !h.scenario_text.empty();
+        err << fmt::format("ppspec: {}: note: {} differs from the recorded scenario only in comments and blank lines{}\n", trace,
+                           path, embedded ? "; using the scenario the trace embeds" : "");
+        return embedded ? embedded_scenario(h, trace) : scenario_of_text(*text, path, hash);
+      }
       changed = fmt::format("{} has changed since this trace was recorded (hash {}, recorded {})", path, traces::hash_hex(hash),
                             traces::hash_hex(*h.scenario_hash));
       continue;

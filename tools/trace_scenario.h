@@ -12,10 +12,13 @@ namespace ppspec::tools {
 
 // Where it looks, in this order:
 //   1. `cli_scenario` (--scenario FILE) when given, and nothing else;
-//   2. else the file the header names (`file`), as named (from the working folder),
-//   3. then, when that name is relative, the same name beside the trace.
+//   2. else the scenario the header embeds (`scenario_text`), named as the header's `file`;
+//   3. else the file the header names (`file`), as named (from the working folder),
+//   4. then, when that name is relative, the same name beside the trace.
 // A candidate that cannot be read is passed over; so is one whose bytes do not hash to the
-// header's `scenario_hash` (the next may be the file as it was). The first that matches is loaded.
+// header's `scenario_hash` (the next may be the file as it was) unless what it says does
+// (`content_hash`: it differs only in comments and blank lines, noted on `err`). The first that
+// matches is loaded.
 // A header with no `scenario_hash` (an older ppspec) is trusted only with --scenario, with a note
 // on `err`.
 //

@@ -19,6 +19,11 @@ std::string header_json(const TraceHeader& h) {
     core::append_json_string(s, h.kind);
   }
   if (h.scenario_hash) s += fmt::format(",\"scenario_hash\":\"{}\"", hash_hex(*h.scenario_hash));
+  if (h.content_hash) s += fmt::format(",\"content_hash\":\"{}\"", hash_hex(*h.content_hash));
+  if (!h.scenario_text.empty()) {
+    s += ",\"scenario_text\":";
+    core::append_json_string(s, h.scenario_text);
+  }
   s += '}';
   return s;
 }

@@ -22,7 +22,15 @@ struct TraceHeader {
   std::string backend = "sim";  // "gpu": ppspec's real backend; "nccl-profiler": a job's plugin traces merged (ppspec watch)
   std::string kind{};                       // "program" or "serving"; empty in older traces
   std::optional<uint64_t> scenario_hash{};  // core::fnv1a_bytes of the scenario file; absent in older traces
+  // The scenario file itself, so that the trace travels alone (`check`, `show`, `export`, `replay`
+  // from any folder); empty in older traces and GPU children's. Its hash is `scenario_hash`.
+  std::string scenario_text{};
+  // loader::toml_content_hash of the file: what it says, comments and blank lines aside.
+  std::optional<uint64_t> content_hash{};
 };
+
+// The largest scenario a trace embeds: a scenario is a page or two; a larger file is named only.
+inline constexpr size_t kEmbeddedScenarioBytesMax = size_t{1} << 20;
 
 // A finding as the trailer records it: what replay compares (the events alone do not show a
 // finding of a post-run oracle, nor its words).

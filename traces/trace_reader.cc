@@ -36,7 +36,7 @@ constexpr int64_t kValueMax = int64_t{1} << 62;
 constexpr const char* kEventKeys =
     "seq, t, ev, rank, actor, comm, op_id, cseq, op, dtype, count, cols, peer, root, label, step, captured, kernel, "
     "spec, text, value, req, ints";
-constexpr const char* kHeaderKeys = "ppspec_trace, backend, scenario, file, seed, strategy, kind, scenario_hash";
+constexpr const char* kHeaderKeys = "ppspec_trace, backend, scenario, file, seed, strategy, kind, scenario_hash, content_hash, scenario_text";
 constexpr const char* kTrailerKeys = "ppspec_trace_end, verdict, steps, sim_time, events, decisions, findings";
 
 std::string_view type_of(const Json& v) {
@@ -88,15 +88,18 @@ class Fields {
       fail(key, fmt::format("expected a non-negative integer, found {}", v.is_number() ? shown(v) : std::string(type_of(v))));
     return v.get<uint64_t>();
   }
-  // A string with no control characters (it ends up in reports, where a newline forges lines).
-  std::optional<std::string_view> string(const char* key, size_t max_bytes) const {
+  // A string with no control characters (it ends up in reports, where a newline forges lines);
+  // `lines`: a file's text, whose newlines, tabs and carriage returns are its own.
+  std::optional<std::string_view> string(const char* key, size_t max_bytes, bool lines = false) const {
     if (!has(key)) return std::nullopt;
     const Json& v = obj_.at(key);
     if (!v.is_string()) fail(key, fmt::format("expected a string, found {}", type_of(v)));
     const std::string& s = v.get_ref<const std::string&>();
     if (s.size() > max_bytes) fail(key, fmt::format("a string of {} bytes (at most {})", s.size(), max_bytes));
-    for (char c : s)
-      if (static_cast<unsigned char>(c) < 0x20) fail(key, fmt::format("a string with control character 0x{:02x}", static_cast<int>(c)));
+    for (char c : s) {
+      if (static_cast<unsigned char>(c) >= 0x20 || (lines && (c == '\n' || c == '\t' || c == '\r'))) continue;
+      fail(key, fmt::format("a string with control character 0x{:02x}", static_cast<int>(c)));
+    }
     return std::string_view(s);
   }
   std::string_view required_string(const char* key, size_t max_bytes) const {
@@ -206,6 +209,12 @@ void TraceReader::read_header() {
     header_.scenario_hash = parse_hash_hex(std::string(*h));
     if (!header_.scenario_hash) f.fail("scenario_hash", "expected 16 lower-case hex digits");
   }
+  if (auto h = f.string("content_hash", 64)) {
+    header_.content_hash = parse_hash_hex(std::string(*h));
+    if (!header_.content_hash) f.fail("content_hash", "expected 16 lower-case hex digits");
+  }
+  header_.scenario_text = std::string(f.string("scenario_text", kEmbeddedScenarioBytesMax, /*lines=*/true).value_or(""));
+  if (!header_.scenario_text.empty() && !header_.scenario_hash) f.fail("scenario_text", "an embedded scenario without its scenario_hash");
 }
 
 namespace {
@@ -416,9 +425,29 @@ const core::Event* TraceReader::next() {
   ints_.clear();
   EventStorage store{strings_, ints_};
   read_event(f, j, event_, store, events_);
+  fill_position(event_);
   check_across_lines(event_);
   ++events_;
   return &event_;
+}
+
+// An operation's position on its communicator, as NCCL pairs by it: a rank's collectives counted
+// from 0, and a rank's sends to (receives from) one peer. Given, it is kept; left out (a trace a
+// user's tool wrote), it is counted here.
+void TraceReader::fill_position(core::Event& e) {
+  if (e.kind != core::EventKind::op_posted || !e.has_op) return;
+  constexpr size_t kPositionsMax = size_t{1} << 20;
+  const bool p2p = core::is_p2p(e.op.kind);
+  const auto key = std::make_tuple(std::string(e.comm), static_cast<int>(e.rank), p2p ? static_cast<int>(e.op.peer) : -1,
+                                   p2p ? static_cast<int>(e.op.kind == core::OpKind::send) : 0);
+  auto it = next_position_.find(key);
+  if (it == next_position_.end()) {
+    if (next_position_.size() >= kPositionsMax)
+      throw core::InputError(where_, line_, fmt::format("more than {} communicator positions to count", kPositionsMax));
+    it = next_position_.emplace(key, 0).first;
+  }
+  if (e.cseq < 0) e.cseq = it->second;
+  it->second = e.cseq + 1;
 }
 
 void TraceReader::check_across_lines(const core::Event& e) {

@@ -13,6 +13,7 @@
 #include <istream>
 #include <map>
 #include <set>
+#include <tuple>
 #include <memory>
 #include <optional>
 #include <string>
@@ -54,6 +55,7 @@ class TraceReader {
   void read_trailer(const std::string& text);
   void finish();
   void check_across_lines(const core::Event& e);
+  void fill_position(core::Event& e);
 
   std::unique_ptr<std::ifstream> file_;
   std::istream* in_ = nullptr;
@@ -69,6 +71,9 @@ class TraceReader {
   std::optional<uint64_t> last_seq_;
   std::map<int64_t, int> posted_at_;  // op id -> the line that posted it
   std::set<int64_t> completed_;
+  // The next position (cseq) of each (communicator, rank, peer, direction) — peer -1 and direction 0
+  // for collectives — for a hand-written trace that leaves cseq out of its op_posted lines.
+  std::map<std::tuple<std::string, int, int, int>, int64_t> next_position_;
   // The current event and the storage its views point into.
   core::Event event_;
   std::deque<std::string> strings_;
