@@ -1,6 +1,10 @@
 #include "report/report.h"
 
+#include <cctype>
+#include <set>
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/printable.h"
 #include "verify/monitors/model_reference.h"
@@ -86,6 +90,33 @@ std::string model_oracle_line(const verify::OnlineCoverage& c) {
   return s + "\n";
 }
 
+namespace {
+
+// The simulator's rules a report cites — "(R3, R5)", "(NCCL_RUNTIME_CONNECT, R1)", "(R4; ...)" —
+// in order, so that the report can say where they are written down.
+std::set<int> cited_rules(const core::RunResult& res) {
+  std::set<int> rules;
+  auto scan = [&rules](const std::string& text) {
+    for (size_t i = 1; i + 1 < text.size(); ++i) {
+      if (text[i] != 'R' || !(text[i - 1] == '(' || (i >= 2 && text[i - 1] == ' ' && text[i - 2] == ','))) continue;
+      size_t j = i + 1;
+      int n = 0;
+      while (j < text.size() && std::isdigit(static_cast<unsigned char>(text[j])) && n < 100) n = n * 10 + (text[j++] - '0');
+      if (j == i + 1 || j >= text.size() || (text[j] != ')' && text[j] != ',' && text[j] != ';')) continue;
+      if (n >= 1 && n <= 11) rules.insert(n);
+    }
+  };
+  for (const auto* list : {&res.findings, &res.notes})
+    for (const core::Finding& f : *list) {
+      scan(f.summary);
+      for (const std::string& d : f.details) scan(d);
+      for (const core::Site& site : f.sites) scan(site.what);
+    }
+  return rules;
+}
+
+}  // namespace
+
 std::string format_text(const RunRecord& r) {
   const core::RunResult& res = r.result;
   if (!r.internal_error.empty())
@@ -109,6 +140,11 @@ std::string format_text(const RunRecord& r) {
   }
   if ((!r.ok || res.verdict != core::Verdict::pass) && !r.reproduce.empty())
     s += fmt::format("    reproduce: {}\n", core::printable(r.reproduce));
+  if (const std::set<int> rules = cited_rules(res); !rules.empty()) {
+    std::vector<std::string> names;
+    for (const int n : rules) names.push_back(fmt::format("R{}", n));
+    s += fmt::format("    rules cited: {}: docs/rules.md\n", fmt::join(names, ", "));
+  }
   return s;
 }
 
