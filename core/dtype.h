@@ -28,6 +28,9 @@ constexpr size_t dtype_size(Dtype d) {
 
 std::string_view to_string(Dtype d);
 std::optional<Dtype> parse_dtype(std::string_view s);
+// The same, or torch's spelling of it ("float32", "torch.int64", "half"): what a scenario accepts.
+std::optional<Dtype> parse_dtype_or_torch(std::string_view s);
+std::string_view dtype_names_with_torch();
 // The accepted spellings, for error messages.
 std::string_view dtype_names();
 

@@ -10,6 +10,7 @@
 #include <map>
 #include <ostream>
 
+#include "core/plural.h"
 #include "core/assert.h"
 #include "core/error.h"
 #include "core/probes.h"
@@ -322,10 +323,11 @@ std::string format_report(const FuzzReport& r) {
                    c.abort_in_flight, c.preemptions, c.steps_ahead, c.prefix_hits, c.recurrent, c.budget_below_k,
                    c.eagle_taps_relayed, c.dummy_batches);
   for (const Found& f : r.found)
-    s += fmt::format("{} {} at case {} after {:.1f} s, shrunk after {:.1f} s{} ({} requests, {} ranks): {}\n  {}\n  {}\n",
+    s += fmt::format("{} {} at case {} after {:.1f} s, shrunk after {:.1f} s{} ({}, {}): {}\n  {}\n  {}\n",
                      f.internal ? "ERROR" : "FAIL", f.internal ? f.kind : fmt::format("{} / {}", core::to_string(f.verdict), f.kind),
                      f.case_index, f.found_after_s, f.shrunk_after_s,
-                     f.capped ? fmt::format(" (not minimal: stopped after {} runs)", f.shrink_runs) : "", f.requests, f.ranks,
+                     f.capped ? fmt::format(" (not minimal: stopped after {} runs)", f.shrink_runs) : "",
+                     core::count_of(f.requests, "request"), core::count_of(f.ranks, "rank"),
                      f.summary, f.shrunk, f.command);
   return s;
 }

@@ -1,5 +1,6 @@
 #include "report/report.h"
 
+#include <algorithm>
 #include <cctype>
 #include <set>
 
@@ -57,8 +58,9 @@ std::string headline(const RunRecord& r) {
     return s + fmt::format("verdict {}{}  [{} events, {} pairings, {} traced]\n", core::to_string(res.verdict),
                            r.recorded ? fmt::format(" (recorded {})", core::to_string(*r.recorded)) : "",
                            res.stats.events, res.stats.pairs, format_time(res.stats.sim_time));
-  s += fmt::format("verdict {} (expected {})  seed {}  {}  [", core::to_string(res.verdict), core::to_string(r.expected),
-                   r.seed, r.strategy);
+  const std::string expected = r.expectation_written ? fmt::format("expected {}", core::to_string(r.expected))
+                                                     : std::string("no [expect]: exploring, pass expected");
+  s += fmt::format("verdict {} ({})  seed {}  {}  [", core::to_string(res.verdict), expected, r.seed, r.strategy);
   if (r.serving) {
     const ServingFigures& f = *r.serving;
     s += fmt::format("{} requests, {} engine steps, {}{}{}{}acceptance {:.2f}, {:.1f} tokens/step, ", f.requests, f.engine_steps,
@@ -127,6 +129,10 @@ std::string format_text(const RunRecord& r) {
   if (r.serving) s += model_oracle_line(r.serving->model_oracle);
   for (const core::Finding& f : res.findings) append_finding(s, f, "");
   for (const core::Finding& f : res.notes) append_finding(s, f, "note: ");
+  const bool hazards = std::any_of(res.notes.begin(), res.notes.end(), [](const core::Finding& f) { return f.verdict == core::Verdict::hazard; });
+  if (res.verdict == core::Verdict::pass && hazards)
+    s += "    the hazards above are notes while [runtime] strict = false: set strict = true to make them fail the run "
+         "(on GPUs a hazard stalls or hangs)\n";
   for (const core::Finding& f : res.findings) {
     if (f.dot.empty()) continue;
     s += "    wait-for graph (Graphviz):\n";
@@ -157,6 +163,11 @@ void SeedSummary::add(const RunRecord& r) {
   }
   ++verdicts[r.result.verdict];
   wall_ms += r.wall_ms;
+  if (!first_finding_seed && !r.result.findings.empty()) {
+    const core::Finding& f = r.result.findings.front();
+    first_finding_seed = r.seed;
+    first_finding = fmt::format("{} ({}): {}", core::to_string(f.verdict), f.kind, core::printable(f.summary, 300));
+  }
   if (r.ok)
     ++as_expected;
   else if (!first_unexpected)
@@ -172,8 +183,10 @@ std::string format_summary(const SeedSummary& s) {
   for (const auto& [verdict, count] : s.verdicts)
     seen += fmt::format("{}{} {}", seen.empty() ? "" : ", ", core::to_string(verdict), count);
   if (s.internal_errors > 0) seen += fmt::format("{}internal error of ppspec {}", seen.empty() ? "" : ", ", s.internal_errors);
-  return line + fmt::format("  (verdicts: {}; expected {})  seeds {}..{}  {}  [{:.1f} ms wall]\n", seen,
-                            core::to_string(s.expected), s.first_seed, s.first_seed + s.seeds - 1, s.strategy, s.wall_ms);
+  line += fmt::format("  (verdicts: {}; expected {})  seeds {}..{}  {}  [{:.1f} ms wall]\n", seen, core::to_string(s.expected),
+                      s.first_seed, s.first_seed + s.seeds - 1, s.strategy, s.wall_ms);
+  if (s.first_finding_seed) line += fmt::format("    first finding (seed {}): {}\n", *s.first_finding_seed, s.first_finding);
+  return line;
 }
 
 nlohmann::json to_json(const core::Finding& f) {
@@ -188,14 +201,20 @@ nlohmann::json to_json(const core::Finding& f) {
     if (!site.origin.empty()) j["origin"] = site.origin;
     sites.push_back(std::move(j));
   }
-  nlohmann::json j = {{"verdict", core::to_string(f.verdict)}, {"kind", f.kind},       {"time_ns", f.time},
-                      {"step", f.sched_step},                  {"summary", f.summary}, {"details", f.details},
-                      {"sites", sites}};
-  if (f.engine_step >= 0) j["engine_step"] = f.engine_step;
+  // What is not known is null, never a sentinel: a time a dump does not record, a step of no engine,
+  // a culprit nobody can name.
+  using Json = nlohmann::json;
+  auto known = [](int64_t v) { return v >= 0 ? Json(v) : Json(nullptr); };
+  Json j = {{"verdict", core::to_string(f.verdict)}, {"kind", f.kind},       {"time_ns", known(f.time)},
+            {"step", f.sched_step},                  {"summary", f.summary}, {"details", f.details},
+            {"sites", sites},                        {"engine_step", known(f.engine_step)},
+            {"culprit_rank", known(f.culprit.rank)}, {"culprit", nullptr}};
   if (!f.dot.empty()) j["dot"] = f.dot;
   if (f.culprit.rank >= 0 || !f.culprit.what.empty()) {
     const core::Culprit& c = f.culprit;
-    j["culprit"] = {{"rank", c.rank}, {"comm", c.comm}, {"p2p", c.p2p}, {"peer", c.peer}, {"position", c.position}, {"what", c.what}};
+    j["culprit"] = {{"rank", known(c.rank)},         {"comm", c.comm.empty() ? Json(nullptr) : Json(c.comm)},
+                    {"p2p", c.p2p},                  {"peer", known(c.peer)},
+                    {"position", known(c.position)}, {"what", c.what}};
   }
   return j;
 }
@@ -212,7 +231,7 @@ nlohmann::json to_json(const RunRecord& r) {
       {"seed", r.seed},
       {"strategy", r.strategy},
       {"verdict", core::to_string(res.verdict)},
-      {"expected", core::to_string(r.expected)},
+      {"expected", r.has_expectation ? nlohmann::json(core::to_string(r.expected)) : nlohmann::json(nullptr)},
       {"ok", r.ok},
       {"first", res.findings.empty() ? nlohmann::json(nullptr) : to_json(res.findings.front())},
       {"findings", findings},
@@ -225,7 +244,7 @@ nlohmann::json to_json(const RunRecord& r) {
         {"events", res.stats.events},
         {"fibers", res.stats.fibers},
         {"wall_ms", r.wall_ms}}},
-      {"reproduce", r.reproduce},
+      {"reproduce", r.reproduce.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.reproduce)},
   };
   if (!r.internal_error.empty()) {
     j["verdict"] = nullptr;  // no verdict: ppspec itself failed on this run

@@ -35,6 +35,7 @@ struct RunRecord {
   std::string strategy;
   core::Verdict expected = core::Verdict::pass;
   bool has_expectation = true;  // false for `ppspec check`, which judges a trace on its own
+  bool expectation_written = true;  // false: the scenario has no [expect] (explore mode; pass expected)
   bool gpu = false;             // a run on real GPUs: times are wall-clock
   bool flight_recorder = false; // `ppspec check DIR`: PyTorch Flight Recorder dumps, no time of ours
   bool ok = false;
@@ -62,6 +63,9 @@ struct SeedSummary {
   std::map<core::Verdict, uint64_t> verdicts{};  // ordered: the line is the same on every machine
   uint64_t internal_errors = 0;                  // seeds that ended in a bug of ppspec: no verdict
   double wall_ms = 0;
+  // The first seed's first finding, in one line: what a person reads when every seed is as expected.
+  std::optional<uint64_t> first_finding_seed{};
+  std::string first_finding{};
 
   void add(const RunRecord& r);
 };

@@ -132,19 +132,26 @@ TEST(Cli, SeedsRunsEverySeedWhenAllMeetExpectationsAndSaysSoInOneLine) {
   const std::string file = kScenarios + "double_post_broadcast.toml";
   auto r = run({.files = {file}, .seeds = 20, .strategy = std::string("pct:2")});
   EXPECT_EQ(r.code, 0) << r.out;
-  EXPECT_EQ(r.out, fmt::format("ok   double-post-broadcast  {}  20 of 20 seeds as expected  (verdicts: fifo-misalignment 20; "
-                               "expected fifo-misalignment)  seeds 1..20  pct:2  [{}",
-                               file, r.out.substr(r.out.rfind('[') + 1)))
+  const std::string summary = r.out.substr(0, r.out.find('\n') + 1);
+  EXPECT_EQ(summary, fmt::format("ok   double-post-broadcast  {}  20 of 20 seeds as expected  (verdicts: fifo-misalignment 20; "
+                                 "expected fifo-misalignment)  seeds 1..20  pct:2  [{}",
+                                 file, summary.substr(summary.rfind('[') + 1)))
       << r.out;
-  EXPECT_EQ(count_of(r.out, "\n"), 1u) << r.out;
+  // Then the first finding in one line: what the seeds found, not only how many met their expectation.
+  EXPECT_EQ(r.out.substr(summary.size()).rfind("    first finding (seed 1): fifo-misalignment (collective-mismatch): ", 0), 0u) << r.out;
+  EXPECT_EQ(count_of(r.out, "\n"), 2u) << r.out;
 }
 
 TEST(Cli, VerboseSeedsPrintEverySeedsReportAndTheSummary) {
   const std::string file = kScenarios + "double_post_broadcast.toml";
   auto r = run({.files = {file}, .seeds = 20, .strategy = std::string("pct:2"), .verbose = true});
   EXPECT_EQ(r.code, 0) << r.out;
-  EXPECT_EQ(count_of(r.out, "ok   double-post-broadcast  " + file + "  verdict fifo-misalignment"), 20u) << r.out;
-  EXPECT_EQ(count_of(r.out, "reproduce: "), 20u) << r.out;
+  // Each seed's report, or a line saying it is the one before it but for the seed and its times.
+  const size_t full = count_of(r.out, "ok   double-post-broadcast  " + file + "  verdict fifo-misalignment");
+  const size_t same = count_of(r.out, ": the same report as seed ");
+  EXPECT_EQ(full + same, 20u) << r.out;
+  EXPECT_GT(same, 0u) << r.out;
+  EXPECT_EQ(count_of(r.out, "reproduce: "), full) << r.out;
   EXPECT_EQ(count_of(r.out, "20 of 20 seeds as expected"), 1u) << r.out;
 }
 

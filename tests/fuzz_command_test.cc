@@ -76,6 +76,22 @@ TEST(Fuzz, AFaultIsFoundAndShrunkToAFileThatReproducesIt) {
   EXPECT_TRUE(s.config.faults.stale_drafts);
 }
 
+// The output folder is said; one an earlier campaign used is refused (its found files would sit
+// beside the new summary), unless --force, which replaces them.
+TEST(Fuzz, TheOutputFolderIsSaidAndAUsedOneNeedsForce) {
+  const fs::path dir = fresh_dir("used");
+  Out r = fuzz({.cases = "20", .out = dir.string(), .faults = "stale_drafts"});
+  ASSERT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("found files and summary.json go to " + dir.string() + "/"), std::string::npos) << r.err;
+  r = fuzz({.cases = "5", .out = dir.string()});
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("holds an earlier campaign's files"), std::string::npos) << r.err;
+  EXPECT_TRUE(fs::exists(dir / "summary.json"));  // untouched
+  r = fuzz({.cases = "5", .out = dir.string(), .force = true});
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  for (const auto& e : fs::directory_iterator(dir)) EXPECT_FALSE(e.path().filename().string().starts_with("found-")) << e.path();
+}
+
 // The prefix-cache space draws cases that hit the cache; with full_prefix_hit on, a case stores
 // into a shared block, and the shrunk file says so with prefix caching on.
 TEST(Fuzz, ThePrefixCacheSpaceHitsTheCacheAndFindsAWholeHit) {

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/dtype.h"
 #include "loader/program_loader.h"
 #include "tests/test_util.h"
 
@@ -60,11 +61,11 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"unknown_stream", with("stream = \"side\", label", "stream = \"sidee\", label"), 14, "unknown stream 'sidee'"},
         Bad{"peer_out_of_range", with("peer = 1", "peer = 5"), 14, "out of range [0, 1]"},
         Bad{"comm_rank_out_of_range", with("ranks = [0, 1]", "ranks = [0, 7]"), 10, "ranks must be integers in [0, 1]"},
-        Bad{"bad_dtype", with("dtype = \"i32\"", "dtype = \"int\""), 14, "'int' is not one of: i8"},
+        Bad{"bad_dtype", with("dtype = \"i32\"", "dtype = \"integer\""), 14, "'integer' is not one of: i8"},
+        Bad{"peer_and_dst", with("peer = 1,", "peer = 1, dst = 1,"), 14, "'peer' and 'dst' name the same rank: give one"},
         Bad{"negative_count", with("count = 4", "count = -4"), 14, "out of range"},
         Bad{"missing_rank", with("ranks = 2", "ranks = 3"), 12, "rank 2 has no [rank.2] table"},
         Bad{"rank_out_of_range", with("[rank.1]", "[rank.9]"), 18, "expected a rank number in [0, 1]"},
-        Bad{"missing_expect", with("[expect]\nverdict = \"pass\"", ""), 1, "missing [expect]"},
         Bad{"bad_verdict", with("verdict = \"pass\"", "verdict = \"passed\""), 25, "'passed' is not one of: pass"},
         Bad{"missing_kind", with("kind = \"program\"", ""), 1, "'kind'"},
         Bad{"op_not_a_table", with("{ op = \"stream_sync\", stream = \"side\" },\n]\n\n[rank.1]", "\"stream_sync\",\n]\n\n[rank.1]"), 15,
@@ -89,6 +90,28 @@ TEST(Loader, GoodProgramLoads) {
   EXPECT_EQ(p.ranks[0][0].ops[0].origin, "good.toml:14");
   EXPECT_EQ(p.ranks[0][0].ops[0].peer, 1);
   EXPECT_EQ(p.config.module_loading, core::ModuleLoading::lazy);
+  EXPECT_EQ(p.expect.verdict, core::Verdict::pass);
+}
+
+// torch's spellings are aliases: dtypes (float32, torch.int64, half) and src / dst for peers and roots.
+TEST(Loader, TorchSpellingsAreAliases) {
+  const program::Program p = loader::parse_program(
+      replaced(replaced(kGood, "peer = 1, dtype = \"i32\"", "dst = 1, dtype = \"torch.int64\""), "peer = 0, dtype = \"i32\"",
+               "src = 0, dtype = \"int64\""),
+      "aliases.toml");
+  EXPECT_EQ(p.ranks[0][0].ops[0].peer, 1);
+  EXPECT_EQ(p.ranks[0][0].ops[0].dtype, core::Dtype::i64);
+  EXPECT_EQ(p.ranks[1][0].ops[0].peer, 0);
+  EXPECT_EQ(p.ranks[1][0].ops[0].dtype, core::Dtype::i64);
+  for (const char* name : {"float32", "float", "bfloat16", "half", "uint8"})
+    EXPECT_TRUE(core::parse_dtype_or_torch(name).has_value()) << name;
+  EXPECT_FALSE(core::parse_dtype_or_torch("complex64").has_value());
+}
+
+// No [expect]: explore mode. The scenario runs to show what it does; a pass is as expected.
+TEST(Loader, ANoExpectScenarioIsExploredAndAPassIsAsExpected) {
+  const program::Program p = loader::parse_program(replaced(kGood, "[expect]\nverdict = \"pass\"", ""), "explore.toml");
+  EXPECT_FALSE(p.expect.given);
   EXPECT_EQ(p.expect.verdict, core::Verdict::pass);
 }
 

@@ -137,7 +137,6 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"stop_token_outside_vocab", with("lanes = 8", "lanes = 8\nvocab = 64\nstop_token = 64"), 12,
             "64 is not a token of the vocabulary (64)"},
         Bad{"wrong_type", with("num_requests = 8", "num_requests = \"eight\""), 23, "expected an integer, found a string"},
-        Bad{"missing_expect", with("[expect]\nverdict = \"pass\"\n", ""), 1, "missing [expect]"},
         Bad{"hazards_not_strings", with("verdict = \"pass\"\n", "verdict = \"pass\"\nhazards = [3]\n"), 38,
             "[expect] 'hazards': expected hazard kinds as strings"},
         Bad{"delay_unknown_stream", with("module_loading = \"eager\"", "module_loading = \"eager\"\ndelay_stream = \"comm\""), 35,

@@ -44,5 +44,21 @@ TEST(Show, FlightRecorderDumpsAreShownAroundTheRootCause) {
   EXPECT_NE(bad.err.find("--around 2: the input has 1 finding(s)"), std::string::npos) << bad.err;
 }
 
+// --rows N shows N rows even when the finding is near the end; a cell shows its label first, and
+// the columns are as wide as the widest cell shown.
+TEST(Show, RowsAreAsManyAsAskedAndLabelsComeFirst) {
+  const std::string hang = kCorpus + "gpu/lazy_load_deadlock_hang_dump.jsonl";
+  const Out r = show({.input = hang, .rows = 10});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const size_t table = r.out.find("-\n") + 2;
+  const size_t end = r.out.find("\n\n(rows ");
+  size_t lines = 0;
+  for (size_t i = table; i < end; ++i) lines += r.out[i] == '\n';
+  EXPECT_EQ(lines + 1, 10u) << r.out;
+  EXPECT_NE(r.out.find("(rows "), std::string::npos);
+  EXPECT_NE(r.out.find("'feedback@step7' post recv i32[256] from rank1"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("~"), std::string::npos) << "nothing cut at the automatic width: " << r.out;
+}
+
 }  // namespace
 }  // namespace ppspec::testing

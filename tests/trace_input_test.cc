@@ -231,6 +231,10 @@ TEST_F(ServingTrace, ATraceCarriesItsScenarioAndAnOlderOneNeedsTheFileAsItWas) {
   Out r = check({.traces = {trace_}});
   EXPECT_EQ(r.code, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("verdict stale-draft (recorded stale-draft)"), std::string::npos) << r.out;
+  // The send the stopped run left unmatched is that stop's consequence: a note, not a second finding.
+  EXPECT_NE(r.out.find("note: fifo-misalignment (unmatched)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("left unmatched when the run stopped at its first failure"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("\n    fifo-misalignment (unmatched)"), std::string::npos) << r.out;
   fs::remove(scenario_);
   const fs::path away = dir_ / "elsewhere";
   fs::create_directories(away);

@@ -7,7 +7,9 @@
 #include <ostream>
 #include <variant>
 
+#include "core/plural.h"
 #include "core/error.h"
+#include "core/finding_kinds.h"
 #include "tools/bad_input.h"
 #include "report/report.h"
 #include "tools/trace_scenario.h"
@@ -46,11 +48,32 @@ void cross_check_trailer(const traces::TraceReader& reader, core::RunResult& res
   result.verdict = trailer->verdict;
 }
 
+// The simulator stops a run at its first failure: operations posted then and left unmatched are
+// that stop's consequence, not another bug. When the trace is such a run's and something else is
+// found, they are notes, said to follow from the stop.
+void demote_stop_consequences(const traces::TraceReader& reader, core::RunResult& result) {
+  const auto& trailer = reader.trailer();
+  if (reader.header().backend != "sim" || !trailer || !verify::is_failure(trailer->verdict)) return;
+  auto unmatched = [](const core::Finding& f) { return f.kind == core::kKindUnmatched; };
+  if (std::all_of(result.findings.begin(), result.findings.end(), unmatched)) return;
+  std::vector<core::Finding> kept;
+  for (core::Finding& f : result.findings) {
+    if (!unmatched(f)) {
+      kept.push_back(std::move(f));
+      continue;
+    }
+    f.summary = "left unmatched when the run stopped at its first failure: " + f.summary;
+    result.notes.push_back(std::move(f));
+  }
+  result.findings = std::move(kept);
+  result.verdict = result.findings.front().verdict;
+}
+
 // PyTorch Flight Recorder dumps, one per rank: checked for root causes.
 report::RunRecord check_dumps(const traces::FrDumpSet& set) {
   report::RunRecord rec;
   rec.file = set.where;
-  rec.scenario = fmt::format("flight-recorder ({} ranks, prefix '{}')", set.dumps.size(), set.prefix);
+  rec.scenario = fmt::format("flight-recorder ({}, prefix '{}')", core::count_of(static_cast<int64_t>(set.dumps.size()), "rank"), set.prefix);
   rec.strategy = "hardware";
   rec.flight_recorder = true;
   rec.has_expectation = false;
@@ -128,6 +151,7 @@ report::RunRecord check_one(const std::string& path, const CheckArgs& args, std:
     verify::settle_verdict(merged, std::move(recorded), scenario->runtime.strict);
     rec.result = std::move(merged);
   }
+  demote_stop_consequences(reader, rec.result);
   cross_check_trailer(reader, rec.result);
   rec.ok = rec.result.verdict == core::Verdict::pass;
   return rec;

@@ -81,6 +81,29 @@ pid_t spawn_worker(const std::vector<std::string>& argv, const std::string& dir)
   return pid;
 }
 
+// Whether a file or folder of `dir` is one a campaign writes.
+bool campaign_file(const std::filesystem::path& p) {
+  const std::string name = p.filename().string();
+  return name == "summary.json" || name.starts_with("current.") || name.starts_with("found-") ||
+         name.ends_with(".report.txt") || name.ends_with(".invalid.toml") || name.starts_with("job-");
+}
+
+// --out: refused when an earlier campaign's files are there (a new summary beside an old run's
+// found files reads as one campaign), unless --force, which removes those files (only those).
+void claim_out_dir(const std::string& dir, bool force) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) return;
+  std::vector<std::filesystem::path> earlier;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
+    if (campaign_file(entry.path())) earlier.push_back(entry.path());
+  if (earlier.empty()) return;
+  if (!force)
+    throw BadFlag{fmt::format("--out '{}' holds an earlier campaign's files ({}, ...): name another folder, or --force to "
+                              "replace them",
+                              core::printable(dir, 80), earlier.front().filename().string())};
+  for (const auto& p : earlier) std::filesystem::remove_all(p, ec);
+}
+
 fuzzer::FuzzOptions options(const FuzzArgs& a) {
   fuzzer::FuzzOptions o;
   if (!a.space.empty()) o.space = fuzzer::read_space(a.space);
@@ -108,6 +131,7 @@ fuzzer::FuzzOptions options(const FuzzArgs& a) {
                               "`ppspec run --backend gpu FILE`",
                               core::printable(a.backend, 40))};
   o.out_dir = a.out;
+  claim_out_dir(a.out, a.force);
   o.keep_going = a.keep_going;
   o.live_progress = isatty(fileno(stderr)) != 0;
   return o;
@@ -199,6 +223,7 @@ int fuzz_command(const FuzzArgs& args, std::ostream& out, std::ostream& err) {
       out << fuzzer::format_report(merged);
       return exit_status(merged);
     }
+    err << fmt::format("ppspec fuzz: found files and summary.json go to {}/\n", o.out_dir);
     return exit_status(fuzzer::run_campaign(o, out, err));
   } catch (const BadFlag& b) {
     err << "ppspec fuzz: " << b.message << '\n';

@@ -20,6 +20,7 @@ struct FuzzArgs {
   std::string out = "fuzz-out";
   std::string faults{};     // "stale_drafts,lazy_post_update"
   bool keep_going = false;
+  bool force = false;  // replace the campaign files an earlier run left in --out
   std::string backend = "sim";
   std::vector<std::string> merge{};  // --merge DIR...: the --out folders of shards run apart
 };

@@ -5,6 +5,7 @@
 #include <optional>
 #include <ostream>
 
+#include "core/plural.h"
 #include "core/error.h"
 #include "fidelity/fr_differential.h"
 #include "importer/fr_import.h"
@@ -94,8 +95,9 @@ int import_command(const ImportArgs& args, std::ostream& out, std::ostream& err)
     write_output_file(args.out, text, args.force);
     const std::string check_class = verdict_class(checked), run_class = verdict_class(ran);
     const bool same = check_class == run_class;
-    out << fmt::format("imported {}: {} ranks, {} communicators, {} operations -> {}\n", set.where, p.num_ranks, p.comms.size(),
-                       imported.operations, args.out);
+    out << fmt::format("imported {}: {}, {}, {} -> {}\n", set.where, core::count_of(p.num_ranks, "rank"),
+                       core::count_of(static_cast<int64_t>(p.comms.size()), "communicator"),
+                       core::count_of(static_cast<int64_t>(imported.operations), "operation"), args.out);
     const char* what = input.from_trace ? "trace's Flight Recorder export" : "dumps";
     out << fmt::format("  ppspec check of the {}: {}\n", what, verdict_line(checked));
     out << fmt::format("  ppspec run of the scenario (seed 1): {}\n", verdict_line(ran));

@@ -13,9 +13,11 @@
 #include <iostream>
 
 #include "core/printable.h"
+#include "ppspec_version.h"
 #include "gpu_jobs/gpu_backend.h"
 #include "gpu_jobs/gpu_latency.h"
 #include "tools/bad_input.h"
+#include "tools/cli_names.h"
 #include "tools/check_command.h"
 #include "tools/export_command.h"
 #include "tools/fidelity_command.h"
@@ -82,7 +84,9 @@ int bad_option(const char* option, const std::string& text, const char* expected
 
 void run_options(CLI::App& cmd, CommandLine& line) {
   CommandLine::Run& run = line.run;
-  cmd.add_option("files", run.args.files, "scenario files (TOML)")->required()->check(CLI::ExistingFile);
+  cmd.add_option("files", run.args.files, "scenario files (TOML), or folders: each folder's *.toml files")
+      ->required()
+      ->check(CLI::ExistingPath);
   run.seed_option = cmd.add_option("--seed", run.seed_text, "first seed, 0..2^63-1 (default: the scenario's [explore] seed, else 1)");
   run.seeds_option = cmd.add_option("--seeds", run.seeds_text,
                                     "run this many seeds, 1..2^40; print how many met the expectation and the report of the "
@@ -169,7 +173,8 @@ void show_options(CLI::App& cmd, CommandLine& line) {
   cmd.add_option("--around", show.around, "the finding to centre on, 1-based (default 1)")->check(CLI::Range(1, 1000000));
   cmd.add_option("--ranks", line.show.ranks, "only these ranks (comma-separated)")->delimiter(',')->check(CLI::Range(0, 1 << 20));
   cmd.add_option("--rows", show.rows, "rows to show (default 24)")->check(CLI::Range(1, 100000));
-  cmd.add_option("--width", show.width, "characters per column (default 30)")->check(CLI::Range(8, 200));
+  cmd.add_option("--width", show.width, "characters per column (default: as wide as the widest cell shown, at most 60)")
+      ->check(CLI::Range(8, 200));
   cmd.add_option("--scenario", show.scenario, "the scenario of a serving trace, as for check")->check(CLI::ExistingFile);
 }
 
@@ -186,9 +191,10 @@ void fuzz_options(CLI::App& cmd, CommandLine& line) {
   cmd.add_option("--seed", fuzz.seed, "the case stream's seed: case i is a function of (seed, i) (default 1)");
   cmd.add_option("--shard", fuzz.shard, "I/N: run the cases i with i mod N = I (a disjoint share, for clusters)");
   cmd.add_option("--jobs", fuzz.jobs, "worker processes (default 1)");
-  cmd.add_option("--out", fuzz.out, "folder for the shrunk scenario files (default fuzz-out)");
+  cmd.add_option("--out", fuzz.out, "folder for the shrunk scenario files and summary.json (default fuzz-out; one an earlier campaign used is refused without --force)");
   cmd.add_option("--faults", fuzz.faults, "switch these faults on in every case (comma-separated names)");
   cmd.add_flag("--keep-going", fuzz.keep_going, "shrink and keep every failure, not only the first");
+  cmd.add_flag("--force", fuzz.force, "replace the files an earlier campaign left in --out (otherwise refused)");
   cmd.add_option("--backend", fuzz.backend, "sim (the only one: shrinking reruns a case hundreds of times)");
   cmd.add_option("--merge", fuzz.merge, "merge the summaries of these --out folders (shards run apart) and exit")
       ->check(CLI::ExistingDirectory);
@@ -339,6 +345,11 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < commands.size(); ++i) {
     subcommands[i] = app.add_subcommand(commands[i].name, commands[i].help);
     commands[i].add_options(*subcommands[i], line);
+  }
+  app.set_version_flag("--version", std::string("ppspec ") + PPSPEC_VERSION, "print the commit ppspec was built from and exit");
+  if (const std::string unknown = ppspec::tools::unknown_name(app, std::vector<std::string>(argv + 1, argv + argc)); !unknown.empty()) {
+    std::cerr << "ppspec: " << unknown << '\n';
+    return ppspec::tools::kExitBadInput;
   }
   try {
     app.parse(argc, argv);

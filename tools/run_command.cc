@@ -6,9 +6,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <memory>
 #include <optional>
 #include <ostream>
+#include <regex>
 #include <variant>
 
 #include "core/assert.h"
@@ -68,6 +70,7 @@ std::optional<report::RunRecord> run_seed(const Loaded& loaded, const Exploratio
   rec.seed = seed;
   rec.strategy = strategy.str();
   rec.expected = x.expect;
+  rec.expectation_written = x.expect_given;
   rec.reproduce = fmt::format("ppspec run {} --seed {} --strategy {}", shell_word(x.file), seed, strategy.str());
   std::unique_ptr<traces::JsonlWriter> writer;
   if (!args.trace.empty()) {
@@ -107,6 +110,16 @@ std::optional<report::RunRecord> run_seed(const Loaded& loaded, const Exploratio
   return rec;
 }
 
+// A report with its seed's own words and its times taken out ("seed 3", "--seed 3", "129.4 us"), to
+// tell whether two seeds found the same thing.
+std::string report_shape(const std::string& report, uint64_t seed) {
+  static const std::regex kTime("[0-9]+(\\.[0-9]+)? (us|ms|s)\\b");
+  std::string s = std::regex_replace(report, kTime, "T");
+  for (const std::string& word : {fmt::format("--seed {} ", seed), fmt::format("seed {} ", seed)})
+    for (size_t at = s.find(word); at != std::string::npos; at = s.find(word, at)) s.erase(at, word.size());
+  return s;
+}
+
 // Every seed of one scenario. One seed prints its report; several print one summary line and the
 // report of the first unexpected seed only (a person reads the first failure, not a hundred
 // passes), or, with --verbose, every seed's report before the summary. A run that ends in an
@@ -121,7 +134,7 @@ int run_seeds(const Loaded& loaded, const RunArgs& args, const std::optional<sim
   PPSPEC_ASSERT(n >= 1 && first <= kSeedMax && n <= kSeedsMax, "seeds {} + {}", first, n);  // no wrap-around
   const bool summarise = n > 1 && !args.json;
   report::SeedSummary summary{x.file, x.name, strategy.str(), x.expect, first};
-  std::string first_unexpected;
+  std::string first_unexpected, previous;
   uint64_t internal_errors = 0;
   for (uint64_t i = 0; i < n; ++i) {
     std::optional<report::RunRecord> rec = run_seed(loaded, x, strategy, first + i, args, paths, err);
@@ -135,16 +148,53 @@ int run_seeds(const Loaded& loaded, const RunArgs& args, const std::optional<sim
         out << report::format_text(*rec) << std::flush;
       continue;
     }
-    if (args.json)
+    if (args.json) {
       all.push_back(to_json(*rec));
-    else if (!summarise || args.verbose)
-      out << report::format_text(*rec) << std::flush;
-    else if (!rec->ok && first_unexpected.empty())
+    } else if (!summarise || args.verbose) {
+      // --verbose: a seed whose report is the one before it, but for its seed and times, says so in a line.
+      std::string text = report::format_text(*rec);
+      const std::string shape = report_shape(text, rec->seed);
+      if (summarise && shape == previous)
+        text = fmt::format("     seed {}: the same report as seed {}, times aside\n", rec->seed, rec->seed - 1);
+      else
+        previous = shape;
+      out << text << std::flush;
+    } else if (!rec->ok && first_unexpected.empty()) {
       first_unexpected = report::format_text(*rec);
+    }
   }
   if (summarise) out << report::format_summary(summary) << first_unexpected << std::flush;
   if (internal_errors > 0) return 3;
   return summary.as_expected == summary.seeds ? 0 : 1;
+}
+
+}  // namespace
+
+namespace {
+
+// The files to run: each named file, and each named folder's *.toml (not its subfolders'), sorted.
+std::vector<std::string> scenario_files(const std::vector<std::string>& named) {
+  std::vector<std::string> files;
+  for (const std::string& n : named) {
+    if (!std::filesystem::is_directory(n)) {
+      files.push_back(n);
+      continue;
+    }
+    std::vector<std::string> in_folder;
+    for (const auto& entry : std::filesystem::directory_iterator(n))
+      if (entry.is_regular_file() && entry.path().extension() == ".toml") in_folder.push_back(entry.path().string());
+    if (in_folder.empty()) throw core::InputError(n, 0, "a folder with no scenario file (*.toml) in it");
+    std::sort(in_folder.begin(), in_folder.end());
+    files.insert(files.end(), in_folder.begin(), in_folder.end());
+  }
+  return files;
+}
+
+// After several scenario files: how many met their [expect], and which did not.
+std::string total_line(size_t files, const std::vector<std::string>& unexpected) {
+  std::string s = fmt::format("total: {} scenario files, {} as expected", files, files - unexpected.size());
+  if (!unexpected.empty()) s += fmt::format(", {} not: {}", unexpected.size(), fmt::join(unexpected, ", "));
+  return s + "\n";
 }
 
 }  // namespace
@@ -173,7 +223,13 @@ int run_command(const RunArgs& args, std::ostream& out, std::ostream& err) {
   // Read everything first: bad input anywhere stops before any run.
   std::vector<Loaded> scenarios;
   bool bad = false;
-  for (const std::string& file : args.files) {
+  std::vector<std::string> files;
+  try {
+    files = scenario_files(args.files);
+  } catch (const core::InputError& e) {
+    return report_bad_input(err, e);
+  }
+  for (const std::string& file : files) {
     try {
       scenarios.push_back(load_scenario(file));
     } catch (const core::InputError& e) {
@@ -195,12 +251,15 @@ int run_command(const RunArgs& args, std::ostream& out, std::ostream& err) {
   TracePaths paths(args.trace, total_runs > 1);
   nlohmann::json all = nlohmann::json::array();
   int code = 0;
+  std::vector<std::string> unexpected;
   for (const Loaded& loaded : scenarios) {
     const int c = run_seeds(loaded, args, cli_strategy, paths, all, out, err);
     if (c == kExitBadInput) return kExitBadInput;
     code = std::max(code, c);
+    if (c != 0) unexpected.push_back(exploration_of(loaded.scenario).file);
   }
   if (args.json) out << report::dump_json(all) << '\n';
+  if (!args.json && scenarios.size() > 1) out << total_line(scenarios.size(), unexpected);
   return code;
 }
 

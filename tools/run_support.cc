@@ -26,9 +26,9 @@ std::optional<uint64_t> parse_count(std::string_view text, uint64_t min, uint64_
 
 Exploration exploration_of(const Scenario& sc) {
   if (const auto* p = std::get_if<program::Program>(&sc))
-    return {p->name, p->file, p->explore.seed, p->explore.seeds, p->explore.strategy, p->expect.verdict};
+    return {p->name, p->file, p->explore.seed, p->explore.seeds, p->explore.strategy, p->expect.verdict, p->expect.given};
   const auto& s = std::get<serving::ServingScenario>(sc);
-  return {s.name, s.file, s.seed, s.seeds, s.strategy, s.expect.verdict};
+  return {s.name, s.file, s.seed, s.seeds, s.strategy, s.expect.verdict, s.expect.given};
 }
 
 namespace {

@@ -23,6 +23,7 @@ struct Exploration {
   uint64_t seed = 1, seeds = 1;
   sim::StrategySpec strategy;
   core::Verdict expect = core::Verdict::pass;
+  bool expect_given = true;  // false: no [expect] (explore mode)
 };
 Exploration exploration_of(const Scenario& sc);
 

@@ -30,7 +30,14 @@ struct Row {
 
 std::string cell_text(const core::Event& e) {
   switch (e.kind) {
-    case core::EventKind::op_posted: return "post " + core::describe(e.op);
+    case core::EventKind::op_posted: {
+      // The label first: it is what tells two operations of one size apart, and a narrow column
+      // cuts the end of a cell.
+      if (e.op.label.empty()) return "post " + core::describe(e.op);
+      core::OpDesc bare = e.op;
+      bare.label = {};
+      return fmt::format("'{}' post {}", e.op.label.str(), core::describe(bare));
+    }
     case core::EventKind::op_started: return fmt::format("start op {}", e.op_id);
     case core::EventKind::op_completed: return fmt::format("done op {}", e.op_id);
     case core::EventKind::op_pending: return fmt::format("PENDING op {} ({:.1f} s)", e.op_id, static_cast<double>(e.value) / 1e9);
@@ -102,14 +109,21 @@ int show_command(const ShowArgs& args, std::ostream& out, std::ostream& err) {
       for (size_t i = 0; i < rows.size(); ++i)
         if (rows[i].rank == f->sites.front().rank && rows[i].key == id) at = i;
     }
-    const size_t before = static_cast<size_t>(args.rows) * 2 / 3;
-    const size_t first = at > before ? at - before : 0;
-    const size_t last = std::min(rows.size(), first + static_cast<size_t>(args.rows));
+    // --rows of them, about two thirds before the finding's, fewer only when the input has fewer.
+    const size_t want = static_cast<size_t>(args.rows);
+    const size_t before = want * 2 / 3;
+    size_t first = at > before ? at - before : 0;
+    const size_t last = std::min(rows.size(), first + want);
+    first = last > want ? std::min(first, last - want) : 0;
     std::vector<std::string> columns;
     for (size_t i = first; i < last; ++i)
       if (std::find(columns.begin(), columns.end(), rows[i].column) == columns.end()) columns.push_back(rows[i].column);
     std::sort(columns.begin(), columns.end());
-    const size_t w = static_cast<size_t>(std::max(args.width, 8));
+    // --width, or as wide as the widest cell shown (at most kAutoWidthMax).
+    constexpr size_t kAutoWidthMax = 60;
+    size_t widest = 8;
+    for (size_t i = first; i < last; ++i) widest = std::max({widest, rows[i].text.size(), rows[i].column.size()});
+    const size_t w = args.width > 0 ? static_cast<size_t>(std::max(args.width, 8)) : std::min(widest, kAutoWidthMax);
     if (f != nullptr) out << fmt::format("{} ({}): {}\n\n", core::to_string(f->verdict), f->kind, f->summary);
     std::string head = fmt::format("   {:>12} ", fr ? "record" : "time (ms)");
     for (const std::string& c : columns) head += "| " + fit(c, w) + " ";

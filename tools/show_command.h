@@ -16,7 +16,7 @@ struct ShowArgs {
   int around = 1;           // which finding, 1-based
   std::set<int> ranks{};    // empty: every rank
   int rows = 24;            // rows shown, about two thirds before the finding
-  int width = 30;           // characters per column
+  int width = 0;            // characters per column; 0: as wide as the widest cell shown (at most 60)
 };
 
 // Exit status: 0 shown, 2 bad input (no such finding, a malformed trace).
