@@ -4,7 +4,9 @@
 
 #include <sstream>
 
+#include "tools/run_command.h"
 #include "tools/show_command.h"
+#include "tests/scratch.h"
 #include "tests/command_test.h"
 
 namespace ppspec::testing {
@@ -58,6 +60,23 @@ TEST(Show, RowsAreAsManyAsAskedAndLabelsComeFirst) {
   EXPECT_NE(r.out.find("(rows "), std::string::npos);
   EXPECT_NE(r.out.find("'feedback@step7' post recv i32[256] from rank1"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("~"), std::string::npos) << "nothing cut at the automatic width: " << r.out;
+}
+
+// A serving trace shows its engine's steps, not its kernels' copies, and --step N centres on step N.
+TEST(Show, AServingTraceShowsEngineStepsAndStepChoosesOne) {
+  const std::string trace = scratch_path("show_serving.jsonl").string();
+  std::ostringstream o, e;
+  ASSERT_EQ(tools::run_command({.files = {std::string(PPSPEC_SOURCE_DIR) + "/scenarios/serving/pp1_k5.toml"}, .trace = trace}, o, e), 0)
+      << o.str() << e.str();
+  const Out r = show({.input = trace, .rows = 10, .step = 3});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(marked_row(r.out).find("step 3: "), marked_row(r.out).find("step ")) << r.out;
+  EXPECT_NE(marked_row(r.out).find("step 3: "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("memcpy_d2h"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("engine"), std::string::npos) << r.out;
+  const Out none = show({.input = trace, .step = 100000});
+  EXPECT_EQ(none.code, 2);
+  EXPECT_NE(none.err.find("--step 100000: no row of that engine step here"), std::string::npos) << none.err;
 }
 
 }  // namespace

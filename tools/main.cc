@@ -173,6 +173,8 @@ void show_options(CLI::App& cmd, CommandLine& line) {
   cmd.add_option("--around", show.around, "the finding to centre on, 1-based (default 1)")->check(CLI::Range(1, 1000000));
   cmd.add_option("--ranks", line.show.ranks, "only these ranks (comma-separated)")->delimiter(',')->check(CLI::Range(0, 1 << 20));
   cmd.add_option("--rows", show.rows, "rows to show (default 24)")->check(CLI::Range(1, 100000));
+  cmd.add_option("--step", show.step, "centre on this engine step (a serving trace's) instead of a finding")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   cmd.add_option("--width", show.width, "characters per column (default: as wide as the widest cell shown, at most 60)")
       ->check(CLI::Range(8, 200));
   cmd.add_option("--scenario", show.scenario, "the scenario of a serving trace, as for check")->check(CLI::ExistingFile);

@@ -26,7 +26,26 @@ struct Row {
   std::string column;      // rank.actor, or rank / pg
   core::RankId rank = -1;
   std::string text;
+  int64_t step = -1;       // the engine step it belongs to, where it says
 };
+
+// A serving run's engine, in its own words: what each step scheduled, sampled, drafted and
+// adopted, and what it released. Empty for what a timeline does not need (rows, KV slots).
+std::string probe_text(const core::Event& e) {
+  switch (e.kind) {
+    case core::EventKind::batch_scheduled: return fmt::format("step {}: batch scheduled", e.step);
+    case core::EventKind::request_scheduled: return fmt::format("step {}: req {} scheduled", e.step, e.req);
+    case core::EventKind::tokens_sampled: return fmt::format("step {}: req {} sampled", e.step, e.req);
+    case core::EventKind::drafts_proposed: return fmt::format("step {}: req {} drafts proposed", e.step, e.req);
+    case core::EventKind::drafts_adopted: return fmt::format("step {}: req {} drafts adopted", e.step, e.req);
+    case core::EventKind::feedback_adopted: return fmt::format("step {}: req {} feedback adopted", e.step, e.req);
+    case core::EventKind::step_returned: return fmt::format("step {} returned", e.step);
+    case core::EventKind::request_released: return fmt::format("req {} released", e.req);
+    case core::EventKind::abort_arrived: return fmt::format("req {} abort arrives", e.req);
+    case core::EventKind::warmup_phase: return fmt::format("warmup: {}", core::text_of(e));
+    default: return "";
+  }
+}
 
 std::string cell_text(const core::Event& e) {
   switch (e.kind) {
@@ -50,15 +69,23 @@ std::string cell_text(const core::Event& e) {
   }
 }
 
+// A serving trace shows its engine's steps in place of its kernels (copies and host functions by
+// the thousand); a program trace its kernels.
 std::vector<Row> trace_rows(const std::string& path, const std::set<int>& ranks) {
   traces::TraceReader reader(path, traces::TraceReader::Options{.require_trailer = false});
+  const bool serving = reader.header().kind == "serving";
   std::vector<Row> rows;
   while (const core::Event* e = reader.next()) {
-    if (e->rank < 0 || (!ranks.empty() && !ranks.count(e->rank))) continue;
-    std::string text = cell_text(*e);
+    const bool probe = serving && core::is_engine_probe(e->kind);
+    const bool engine_core = probe && e->rank < 0;  // the engine core's own probes: a column of their own
+    if ((e->rank < 0 && !engine_core) || (!engine_core && !ranks.empty() && !ranks.count(e->rank))) continue;
+    if (serving && e->kind == core::EventKind::kernel_completed) continue;
+    std::string text = probe ? probe_text(*e) : cell_text(*e);
     if (text.empty()) continue;
-    rows.push_back(Row{static_cast<double>(e->t), fmt::format("{:.3f}", static_cast<double>(e->t) / 1e6), std::string(e->actor),
-                       e->rank, std::move(text)});
+    const int64_t step = e->step >= 0 ? e->step : e->has_op ? e->op.label.step : -1;
+    std::string column = engine_core ? "engine" : e->actor.empty() ? fmt::format("rank{}", e->rank) : std::string(e->actor);
+    rows.push_back(Row{static_cast<double>(e->t), fmt::format("{:.3f}", static_cast<double>(e->t) / 1e6), std::move(column),
+                       e->rank, std::move(text), step});
   }
   return rows;
 }
@@ -84,6 +111,31 @@ std::string fit(const std::string& s, size_t width) {
   return s.substr(0, width - 1) + "~";
 }
 
+// The row of a finding: its time; Flight Recorder dumps: the culprit's record; none: the last row.
+size_t finding_row(const std::vector<Row>& rows, const core::Finding* f, bool fr) {
+  size_t at = rows.size() - 1;
+  if (f != nullptr && f->time != core::kNoTime && !fr) {
+    at = static_cast<size_t>(std::lower_bound(rows.begin(), rows.end(), static_cast<double>(f->time),
+                                              [](const Row& row, double t) { return row.key < t; }) - rows.begin());
+    return std::min(at, rows.size() - 1);
+  }
+  if (f != nullptr && !f->sites.empty()) {
+    const std::string origin = f->sites.front().origin;  // "... record N"
+    const auto rec = origin.rfind("record ");
+    const double id = rec == std::string::npos ? 0 : std::stod(origin.substr(rec + 7));
+    for (size_t i = 0; i < rows.size(); ++i)
+      if (rows[i].rank == f->sites.front().rank && rows[i].key == id) at = i;
+  }
+  return at;
+}
+
+// --step N: the first row of engine step N.
+size_t step_row(const std::vector<Row>& rows, int64_t step, const std::string& input) {
+  for (size_t i = 0; i < rows.size(); ++i)
+    if (rows[i].step == step) return i;
+  throw core::InputError(input, 0, fmt::format("--step {}: no row of that engine step here (of these ranks)", step));
+}
+
 }  // namespace
 
 int show_command(const ShowArgs& args, std::ostream& out, std::ostream& err) {
@@ -96,19 +148,9 @@ int show_command(const ShowArgs& args, std::ostream& out, std::ostream& err) {
     if (args.around < 1 || (static_cast<size_t>(args.around) > r.findings.size() && !r.findings.empty()))
       throw core::InputError(args.input, 0, fmt::format("--around {}: the input has {} finding(s)", args.around, r.findings.size()));
     // The row of the finding: its time; imported dumps: the culprit's record.
-    size_t at = rows.size() - 1;
     const core::Finding* f = r.findings.empty() ? nullptr : &r.findings[static_cast<size_t>(args.around - 1)];
-    if (f != nullptr && f->time != core::kNoTime && !fr) {
-      at = static_cast<size_t>(std::lower_bound(rows.begin(), rows.end(), static_cast<double>(f->time),
-                                                [](const Row& row, double t) { return row.key < t; }) - rows.begin());
-      at = std::min(at, rows.size() - 1);
-    } else if (f != nullptr && !f->sites.empty()) {
-      const std::string origin = f->sites.front().origin;  // "... record N"
-      const auto rec = origin.rfind("record ");
-      const double id = rec == std::string::npos ? 0 : std::stod(origin.substr(rec + 7));
-      for (size_t i = 0; i < rows.size(); ++i)
-        if (rows[i].rank == f->sites.front().rank && rows[i].key == id) at = i;
-    }
+    const size_t at = args.step >= 0 ? step_row(rows, args.step, args.input) : finding_row(rows, f, fr);
+    const bool mark = args.step >= 0 || f != nullptr;
     // --rows of them, about two thirds before the finding's, fewer only when the input has fewer.
     const size_t want = static_cast<size_t>(args.rows);
     const size_t before = want * 2 / 3;
@@ -129,7 +171,7 @@ int show_command(const ShowArgs& args, std::ostream& out, std::ostream& err) {
     for (const std::string& c : columns) head += "| " + fit(c, w) + " ";
     out << head << "\n" << std::string(head.size(), '-') << "\n";
     for (size_t i = first; i < last; ++i) {
-      std::string line = fmt::format("{} {:>12} ", i == at && f != nullptr ? ">>" : "  ", rows[i].time);
+      std::string line = fmt::format("{} {:>12} ", i == at && mark ? ">>" : "  ", rows[i].time);
       for (const std::string& c : columns) line += "| " + fit(c == rows[i].column ? rows[i].text : "", w) + " ";
       out << line << "\n";
     }
