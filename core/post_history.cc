@@ -31,8 +31,9 @@ std::string words_of(const SequenceCause& c, const HistoryLanes& s, std::span<co
     const size_t who = c.culprits.front();
     const int64_t at = base + static_cast<int64_t>(c.at[who]);
     if (c.evidence == "the same operation twice in a row")
-      return fmt::format("root cause: rank{} posted {} twice in a row (#{} and #{}): a double post, so every later {} pairs with the "
-                         "wrong one", ranks[who], op(who), at - 1, at, unit);
+      // In the words `check` uses on the same bug's dumps: an extra operation, and which rank posted it.
+      return fmt::format("root cause: rank{} posted an extra {}, the same one twice in a row (#{} and #{}): a double post, so every "
+                         "later {} pairs with the wrong one", ranks[who], op(who), at - 1, at, unit);
     switch (c.kind) {
       case CauseKind::extra:
         return fmt::format("root cause: rank{} posted an extra {} (#{}){}; every later {} pairs with the wrong one", ranks[who], op(who), at, why, unit);

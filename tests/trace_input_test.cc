@@ -290,6 +290,21 @@ TEST_F(ServingTrace, AServingTraceWithoutItsScenarioHashIsRefused) {
   EXPECT_NE(r.err.find("a serving probe in a trace whose header does not say"), std::string::npos) << r.err;
 }
 
+// A simulated deadlock's trace: the operations the stopped run left unmatched are notes, and the
+// cycle the run recorded (which events alone do not show) is the finding, in the run's words.
+TEST(TraceInput, ARecordedDeadlockIsCheckedAsItsCycleNotAsWhatItLeftUnmatched) {
+  const std::string trace = scratch_path("recorded_deadlock.jsonl").string();
+  std::ostringstream o, e;
+  ASSERT_EQ(tools::run_command({.files = {kSource + "/scenarios/programs/lazy_load_deadlock.toml"}, .trace = trace}, o, e), 0) << o.str();
+  const Out r = check({.traces = {trace}});
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("verdict deadlock (recorded deadlock)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n    deadlock (cycle)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("as the run recorded it (trailer"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("note: fifo-misalignment (unmatched)"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("\n    fifo-misalignment (unmatched)"), std::string::npos) << r.out;
+}
+
 // Bounded memory: a collective every member posted is forgotten, however long the trace.
 TEST(TraceInput, ClosedCollectiveSlotsAreForgotten) {
   verify::PairingChecker pairing;

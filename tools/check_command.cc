@@ -49,14 +49,27 @@ void cross_check_trailer(const traces::TraceReader& reader, core::RunResult& res
 }
 
 // The simulator stops a run at its first failure: operations posted then and left unmatched are
-// that stop's consequence, not another bug. When the trace is such a run's and something else is
-// found, they are notes, said to follow from the stop.
+// that stop's consequence, not another bug. When the trace is such a run's, they are notes, said to
+// follow from the stop; and when they were all the events show, the failure the trailer recorded
+// (a deadlock's cycle, which events alone do not show) is the finding, in the run's own words.
 void demote_stop_consequences(const traces::TraceReader& reader, core::RunResult& result) {
   const auto& trailer = reader.trailer();
   if (reader.header().backend != "sim" || !trailer || !verify::is_failure(trailer->verdict)) return;
   auto unmatched = [](const core::Finding& f) { return f.kind == core::kKindUnmatched; };
-  if (std::all_of(result.findings.begin(), result.findings.end(), unmatched)) return;
+  const bool only_unmatched = std::all_of(result.findings.begin(), result.findings.end(), unmatched);
+  if (only_unmatched && (result.findings.empty() || trailer->findings.empty())) return;
   std::vector<core::Finding> kept;
+  if (only_unmatched)
+    for (const traces::RecordedFinding& r : trailer->findings) {
+      core::Finding f;
+      f.verdict = r.verdict;
+      f.kind = r.kind;
+      f.time = result.stats.sim_time;
+      f.summary = r.summary;
+      f.details = r.sites;
+      f.details.push_back(fmt::format("as the run recorded it (trailer, line {})", trailer->line));
+      kept.push_back(std::move(f));
+    }
   for (core::Finding& f : result.findings) {
     if (!unmatched(f)) {
       kept.push_back(std::move(f));

@@ -129,6 +129,20 @@ size_t finding_row(const std::vector<Row>& rows, const core::Finding* f, bool fr
   return at;
 }
 
+// The columns of the threads and streams the finding names (a deadlock's stuck ones) first, in its
+// order, then the others.
+std::vector<std::string> finding_columns_first(const std::vector<std::string>& columns, const core::Finding* f) {
+  if (f == nullptr) return columns;
+  std::vector<std::string> out;
+  for (const core::Site& site : f->sites)
+    if (std::find(columns.begin(), columns.end(), site.actor) != columns.end() &&
+        std::find(out.begin(), out.end(), site.actor) == out.end())
+      out.push_back(site.actor);
+  for (const std::string& c : columns)
+    if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+  return out;
+}
+
 // --step N: the first row of engine step N.
 size_t step_row(const std::vector<Row>& rows, int64_t step, const std::string& input) {
   for (size_t i = 0; i < rows.size(); ++i)
@@ -161,6 +175,7 @@ int show_command(const ShowArgs& args, std::ostream& out, std::ostream& err) {
     for (size_t i = first; i < last; ++i)
       if (std::find(columns.begin(), columns.end(), rows[i].column) == columns.end()) columns.push_back(rows[i].column);
     std::sort(columns.begin(), columns.end());
+    columns = finding_columns_first(columns, f);
     // --width, or as wide as the widest cell shown (at most kAutoWidthMax).
     constexpr size_t kAutoWidthMax = 60;
     size_t widest = 8;
