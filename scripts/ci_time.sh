@@ -24,5 +24,10 @@ phase() { grep -m1 -n -- "$1" "$log" | sed -E 's/^[0-9]+:([0-9]+) .*/\1/'; }
   echo "seconds from the start at which each phase began:"
   grep -n "Test project\|tests passed\|Total Test time\|== fuzz_scenario: replaying\|libfuzzer.sh: \|-- Configuring done" "$log" | sed -E 's/^[0-9]+:/  /'
 } > "$out"
+if [[ $status -ne 0 ]]; then
+  # What failed, so that a failing run is not only a number.
+  { echo "what failed:"; grep -E '\*\*\*Failed|FAILED|error:|Error ' "$log" | head -n 40 | sed 's/^/  /'; } >> "$out"
+  cp "$log" "${out%.txt}.log"
+fi
 cat "$out"
 exit "$status"
