@@ -72,6 +72,7 @@ struct Finding {
   Time time = 0;     // virtual time of the first bad event
   uint64_t sched_step = 0;
   int64_t engine_step = -1;     // the serving engine's step, for findings about serving (-1: none)
+  int64_t request = -1;         // the request it is about, for findings about one (-1: none, or not one)
   std::string summary;          // one line
   std::vector<Site> sites;      // every party involved, the first one first
   std::vector<std::string> details;  // further lines (the wait-for cycle, ...)

@@ -208,7 +208,8 @@ nlohmann::json to_json(const core::Finding& f) {
   Json j = {{"verdict", core::to_string(f.verdict)}, {"kind", f.kind},       {"time_ns", known(f.time)},
             {"step", f.sched_step},                  {"summary", f.summary}, {"details", f.details},
             {"sites", sites},                        {"engine_step", known(f.engine_step)},
-            {"culprit_rank", known(f.culprit.rank)}, {"culprit", nullptr}};
+            {"culprit_rank", known(f.culprit.rank)}, {"request", known(f.request)},
+            {"culprit", nullptr}};
   if (!f.dot.empty()) j["dot"] = f.dot;
   if (f.culprit.rank >= 0 || !f.culprit.what.empty()) {
     const core::Culprit& c = f.culprit;

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 namespace ppspec::testing {
@@ -158,6 +159,22 @@ TEST(CliHygiene, JsonSaysNullWhereNothingIsKnownAndNamesTheCulprit) {
   EXPECT_TRUE(f["engine_step"].is_null());
   EXPECT_EQ(f["culprit_rank"], 1);
   EXPECT_TRUE(f["culprit"]["peer"].is_null());
+}
+
+// A serving finding names its request and engine step as fields, not only inside its text.
+TEST(CliHygiene, JsonNamesTheRequestAndEngineStepOfAServingFinding) {
+  const Ran r = ppspec("run '" + std::string(PPSPEC_SOURCE_DIR) + "/scenarios/found/stale_drafts.toml' --json");
+  EXPECT_EQ(r.code, 0) << r.output;  // as expected: the scenario expects its stale draft
+  const nlohmann::json j = nlohmann::json::parse(r.output, nullptr, false);
+  ASSERT_TRUE(j.is_array() && !j.empty()) << r.output;
+  const nlohmann::json& f = j[0]["first"];
+  ASSERT_TRUE(f.is_object()) << r.output;
+  EXPECT_EQ(f["verdict"], "stale-draft") << r.output;
+  ASSERT_TRUE(f["request"].is_number_integer()) << r.output;
+  ASSERT_TRUE(f["engine_step"].is_number_integer()) << r.output;
+  const std::string summary = f["summary"];
+  EXPECT_NE(summary.find(fmt::format("request {}", f["request"].get<int64_t>())), std::string::npos) << summary;
+  EXPECT_NE(summary.find(fmt::format("engine step {}", f["engine_step"].get<int64_t>())), std::string::npos) << summary;
 }
 
 }  // namespace

@@ -18,6 +18,13 @@ std::string_view writer_words(core::KvWriter w) {
   return "a KV write";
 }
 
+// A store's finding is about the request of its row; the kernel's event names no request.
+core::Finding kv_finding(const core::Event& e, const core::KvSlotRow& row, std::string_view kind, std::string summary) {
+  core::Finding f = finding_at(e, core::Verdict::kv_violation, std::string(kind), std::move(summary));
+  f.request = row.request;
+  return f;
+}
+
 }  // namespace
 
 // The store a finding is about: the rank's main stream, at the kernel that computed the slot.
@@ -90,7 +97,7 @@ void KvOwnership::report_out_of_table(const core::Event& e, core::KvWriter write
                                       const std::vector<int64_t>* table) {
   const int64_t column = row.position / facts_.block_size;
   const size_t held = table == nullptr ? 0 : table->size();
-  core::Finding f = finding_at(e, core::Verdict::kv_violation, std::string(core::kKindKvOutOfTable),
+  core::Finding f = kv_finding(e, row, core::kKindKvOutOfTable,
                                fmt::format("{} has no KV slot: block-table column {} {}", where(e, writer, row), column,
                                            static_cast<size_t>(column) >= held ? fmt::format("is past the request's {} blocks", held)
                                                                                : std::string("holds the null block")));
@@ -104,7 +111,7 @@ void KvOwnership::report_not_held(const core::Event& e, core::KvWriter writer, c
                                   const std::vector<int64_t>* table) {
   const int64_t block = row.slot / facts_.block_size;
   const int64_t column = row.position / facts_.block_size;
-  core::Finding f = finding_at(e, core::Verdict::kv_violation, std::string(core::kKindKvOwnership),
+  core::Finding f = kv_finding(e, row, core::kKindKvOwnership,
                                fmt::format("{} stores into slot {} of block {}, which the request does not hold: {}", where(e, writer, row),
                                            row.slot, block, whose(now)));
   f.sites.push_back(store_site(e, writer, row));
@@ -134,7 +141,7 @@ std::string KvOwnership::sharing(int64_t block) const {
 void KvOwnership::report_shared(const core::Event& e, core::KvWriter writer, const core::KvSlotRow& row, int64_t hit_step) {
   const int64_t block = row.slot / facts_.block_size;
   const CachedBlock* c = blocks_.cached(block);
-  core::Finding f = finding_at(e, core::Verdict::kv_violation, std::string(core::kKindKvOwnership),
+  core::Finding f = kv_finding(e, row, core::kKindKvOwnership,
                                fmt::format("{} stores into slot {} of block {}, which the request holds read-only: it shares it "
                                            "through the prefix cache since step {} ({}{})",
                                            where(e, writer, row), row.slot, block, hit_step, sharing(block),
@@ -149,7 +156,7 @@ void KvOwnership::report_shared(const core::Event& e, core::KvWriter writer, con
 
 void KvOwnership::report_cached(const core::Event& e, core::KvWriter writer, const core::KvSlotRow& row, const CachedBlock& c) {
   const int64_t block = row.slot / facts_.block_size;
-  core::Finding f = finding_at(e, core::Verdict::kv_violation, std::string(core::kKindKvOwnership),
+  core::Finding f = kv_finding(e, row, core::kKindKvOwnership,
                                fmt::format("{} stores into slot {} of block {}, which entered the prefix cache at step {} ({}): its "
                                            "content was final",
                                            where(e, writer, row), row.slot, block, c.step, sharing(block)));
@@ -163,8 +170,8 @@ void KvOwnership::report_wrong_slot(const core::Event& e, core::KvWriter writer,
                                     const std::vector<int64_t>& table) {
   const int64_t bs = facts_.block_size;
   const auto column = static_cast<size_t>(row.position / bs);
-  core::Finding f = finding_at(
-      e, core::Verdict::kv_violation, std::string(core::kKindKvOwnership),
+  core::Finding f = kv_finding(
+      e, row, core::kKindKvOwnership,
       fmt::format("{} stores into slot {} (block {}, offset {}), but its block table puts position {} in {} at offset {}",
                   where(e, writer, row), row.slot, row.slot / bs, row.slot % bs, row.position,
                   column < table.size() ? fmt::format("block {}", table[column])

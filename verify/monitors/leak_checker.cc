@@ -11,6 +11,7 @@ namespace {
 
 // The engine core, which holds what leaked; and stage 0's first rank, which runs the request's steps.
 void leak_sites(core::Finding& f, int64_t req, int64_t step) {
+  f.request = req;
   f.sites.push_back(core::Site{0, "rank0.main", "", -1, fmt::format("request {} at engine step {}", req, step), ""});
   f.sites.push_back(core::Site{-1, "engine", "", -1, "the engine core's scheduler", ""});
 }

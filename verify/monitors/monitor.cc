@@ -11,6 +11,7 @@ core::Finding finding_at(const core::Event& e, core::Verdict v, std::string kind
   f.kind = std::move(kind);
   f.time = e.t;
   f.engine_step = e.step;
+  f.request = e.req;  // the probe's request is the one the finding is about; a caller names another
   f.summary = std::move(summary);
   return f;
 }

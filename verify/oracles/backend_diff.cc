@@ -50,6 +50,7 @@ std::optional<core::Finding> compare_one(const engine::RequestRecord& s, const e
   if (t < s.output.size() || t < g.output.size()) {
     auto step_of = [](const engine::RequestRecord& r, size_t i) { return i < r.output_step.size() ? r.output_step[i] : -1; };
     core::Finding f = divergence(fmt::format("request {}: output token {} differs between the simulator and the GPUs", id, t));
+    f.request = id;
     f.engine_step = step_of(s, t);
     f.details.push_back(fmt::format("simulator: {} (engine step {})", token_list(s.output), step_of(s, t)));
     f.details.push_back(fmt::format("GPUs:      {} (engine step {})", token_list(g.output), step_of(g, t)));
@@ -62,6 +63,7 @@ std::optional<core::Finding> compare_one(const engine::RequestRecord& s, const e
                                           : std::string("nothing");
     };
     core::Finding f = divergence(fmt::format("request {}: the drafts verified at its decode step {} differ", id, d));
+    f.request = id;
     f.engine_step = d < s.verified_step.size() ? s.verified_step[d] : -1;
     f.details.push_back("simulator: " + at(s, d));
     f.details.push_back("GPUs:      " + at(g, d));

@@ -19,6 +19,7 @@ const engine::RequestRecord* find(const std::vector<engine::RequestRecord>& rs, 
 // Where a request's output token #i came from: its engine step and time (the last token's when i
 // is past the end).
 void locate(core::Finding& f, const engine::RequestRecord& r, size_t i) {
+  f.request = r.spec.id;
   if (r.output_step.empty()) return;
   const size_t at = std::min(i, r.output_step.size() - 1);
   f.engine_step = r.output_step[at];
@@ -206,6 +207,7 @@ std::optional<core::Finding> invariance_oracle(const engine::EngineConfig& cfg, 
       const std::vector<int64_t>* match = drafts_at(*ref, d, position);
       if (match == nullptr || a.size() != match->size() || a == *match) continue;
       const auto& b = *match;
+      f.request = r.spec.id;
       if (d < r.verified_step.size()) {
         f.engine_step = r.verified_step[d];
         for (size_t t = 0; t < r.output_step.size(); ++t)
