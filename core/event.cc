@@ -45,6 +45,7 @@ std::string_view to_string(EventKind k) {
     case EventKind::blocks_cached: return "blocks_cached";
     case EventKind::draft_budget: return "draft_budget";
     case EventKind::accepted_readback: return "accepted_readback";
+    case EventKind::table_updated: return "table_updated";
     case EventKind::verdict: return "verdict";
   }
   return "?";
@@ -75,7 +76,8 @@ bool is_engine_probe(EventKind k) {
     case EventKind::blocks_shared:
     case EventKind::blocks_cached:
     case EventKind::draft_budget: return true;
-    case EventKind::accepted_readback: return true;
+    case EventKind::accepted_readback:
+    case EventKind::table_updated: return true;
     case EventKind::actor_start:
     case EventKind::actor_end:
     case EventKind::comm_init:

@@ -59,6 +59,7 @@ enum class EventKind : uint8_t {
   blocks_cached,      // engine core: a request's full KV blocks entered the prefix cache
   draft_budget,       // last stage: the draft budget a rank's drafter ran the step with (adaptive budget)
   accepted_readback,  // last stage, tp rank 0: the host read a step's accepted counts from pinned memory
+  table_updated,      // earlier stage: every row of last_sampled after its deferred update of a step
   verdict,          // the run ended (text = verdict)
 };
 

@@ -11,6 +11,42 @@ constexpr std::string_view kNcclMatchesByPosition =
     "NCCL matches operations by position only (no tags, no size check): from here on data goes to the wrong "
     "operation, or a receiver waits for units that never come (R3, R5)";
 
+constexpr std::string_view kSameMessageOtherSize =
+    "the ranks post this message at the same place in their order: they agree on which operation it is, not on its "
+    "size (a row dropped or added, a dimension sized differently on one side). NCCL checks no size: a receiver expecting "
+    "more than is sent waits for units that never come; one expecting less keeps stale data and the surplus shifts into "
+    "the next operation (R3, R5)";
+
+// Two posts of one message in two sizes: alike in label (its purpose and step), kind, root and
+// capture, apart only in count or dtype. Nothing is out of order, so the report names the size,
+// not a shift; R5 still calls it a fifo-misalignment, since NCCL pairs the two by position.
+bool same_message_other_size(const OpDesc& a, const OpDesc& b) {
+  if (a.label.empty() || !(a.label == b.label) || a.captured != b.captured) return false;
+  const bool p2p = is_p2p(a.kind) && is_p2p(b.kind);
+  if (!p2p && (a.kind != b.kind || (has_root(a.kind) && a.peer != b.peer))) return false;
+  return a.count != b.count || a.dtype != b.dtype;
+}
+
+int64_t rows_of(const OpDesc& d) { return d.cols > 0 && d.count % d.cols == 0 ? d.count / d.cols : d.count; }
+
+// " (2 rows vs 1)", " (6 columns per row vs 1)": which dimension of a matrix differs, where only
+// one does (a count of a vector says it already).
+std::string dimension_apart(const OpDesc& a, const OpDesc& b) {
+  if (a.dtype != b.dtype) return "";
+  if (a.cols == b.cols && a.cols > 1 && rows_of(a) != rows_of(b))
+    return fmt::format(" ({} row{} vs {})", rows_of(a), rows_of(a) == 1 ? "" : "s", rows_of(b));
+  if (a.cols != b.cols && rows_of(a) == rows_of(b)) return fmt::format(" ({} column{} per row vs {})", a.cols, a.cols == 1 ? "" : "s", b.cols);
+  return "";
+}
+
+// Which side of the data a party is on: a broadcast's root sends, every other member receives.
+std::string_view role_of(const PostedOp& p) {
+  const OpDesc& d = p.desc;
+  if (d.kind == OpKind::send || (d.kind == OpKind::broadcast && d.peer == p.rank)) return "sends";
+  if (d.kind == OpKind::recv || (d.kind == OpKind::broadcast && d.peer != p.rank)) return "receives";
+  return "posts";
+}
+
 Site site_of(const PostedOp& p, std::string_view comm, int64_t cseq) {
   return Site{p.rank, std::string(p.actor), std::string(comm), cseq, describe(p.desc), std::string(p.origin)};
 }
@@ -113,17 +149,23 @@ std::optional<Finding> misalignment(const PostedOp& a, const PostedOp& b, std::s
   f.verdict = Verdict::fifo_misalignment;
   f.kind = p2p ? "p2p-mismatch" : "collective-mismatch";
   const std::string where = p2p ? fmt::format("send #{} rank{}->rank{}", cseq, a.rank, b.rank) : fmt::format("collective #{}", cseq);
-  f.summary = fmt::format("{} on '{}' pairs mismatched operations: {}", where, comm, why);
+  const bool one_message = same_message_other_size(a.desc, b.desc);
+  // The sender first: "rank1 sends i64[1, 6], rank0 receives i64[2, 6] (1 row vs 2)".
+  const PostedOp& first = role_of(b) == "sends" ? b : a;
+  const PostedOp& second = &first == &a ? b : a;
+  f.summary = one_message ? fmt::format("{} on '{}': the same message '{}' in two sizes: {}{} — rank{} {} {}, rank{} {} {}", where,
+                                        comm, a.desc.label.str(), mismatch_reason(first.desc, second.desc),
+                                        dimension_apart(first.desc, second.desc), first.rank, role_of(first),
+                                        shape_of(first.desc), second.rank, role_of(second), shape_of(second.desc))
+                          : fmt::format("{} on '{}' pairs mismatched operations: {}", where, comm, why);
   for (const PostedOp* r : {&a, &b}) {
     f.sites.push_back(site_of(*r, comm, cseq));
-    // Which side of the data each party is on: a broadcast's root sends, every other member receives.
-    const bool sends = r->desc.kind == OpKind::send || (r->desc.kind == OpKind::broadcast && r->desc.peer == r->rank);
-    const bool receives = r->desc.kind == OpKind::recv || (r->desc.kind == OpKind::broadcast && r->desc.peer != r->rank);
-    const char* role = sends ? "sends:" : receives ? "receives:" : "posted";
-    f.details.push_back(fmt::format("rank{} {} {} {} (op {}){}", r->rank, r->actor, role, describe(r->desc), r->op_id, at_origin(*r)));
+    const std::string_view role = role_of(*r);
+    f.details.push_back(fmt::format("rank{} {} {}{} {} (op {}){}", r->rank, r->actor, role == "posts" ? "posted" : role,
+                                    role == "posts" ? "" : ":", describe(r->desc), r->op_id, at_origin(*r)));
     note_step(f, *r);
   }
-  f.details.emplace_back(kNcclMatchesByPosition);
+  f.details.emplace_back(one_message ? kSameMessageOtherSize : kNcclMatchesByPosition);
   return f;
 }
 
@@ -136,9 +178,12 @@ std::optional<Finding> collective_misalignment(std::span<const PostedOp> posts, 
   Finding f;
   f.verdict = Verdict::fifo_misalignment;
   f.kind = "collective-mismatch";
-  f.summary = fmt::format("collective #{} on '{}' pairs mismatched operations: {} — {}", cseq, comm,
-                          why_apart(classes[0], classes[1]),
-                          who_posted_what(classes, missing, cseq));
+  const bool one_message = classes.size() == 2 && same_message_other_size(claim(classes[0]), claim(classes[1]));
+  const std::string what = one_message ? fmt::format(": the same message '{}' in two sizes: {}{}", claim(classes[0]).label.str(),
+                                                     why_apart(classes[0], classes[1]),
+                                                     dimension_apart(claim(classes[0]), claim(classes[1])))
+                                       : " pairs mismatched operations: " + why_apart(classes[0], classes[1]);
+  f.summary = fmt::format("collective #{} on '{}'{} — {}", cseq, comm, what, who_posted_what(classes, missing, cseq));
   // Every post, by class, a few per class: the minorities' are the ones to read, so their sites
   // come first (the odd one out is the first site).
   constexpr size_t kPerClass = 4;
@@ -158,7 +203,7 @@ std::optional<Finding> collective_misalignment(std::span<const PostedOp> posts, 
   for (RankId r : missing)
     if (f.sites.size() < kFindingListMax)
       f.sites.push_back(Site{r, "", std::string(comm), cseq, fmt::format("has not posted collective #{}", cseq), ""});
-  f.details.emplace_back(kNcclMatchesByPosition);
+  f.details.emplace_back(one_message ? kSameMessageOtherSize : kNcclMatchesByPosition);
   return f;
 }
 

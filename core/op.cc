@@ -20,10 +20,13 @@ constexpr EnumNames<OpKind, 8> kOpKindNames{{{{"send", OpKind::send},
 std::string_view to_string(OpKind k) { return kOpKindNames.name(k); }
 std::optional<OpKind> parse_op_kind(std::string_view s) { return kOpKindNames.parse(s); }
 
+std::string shape_of(const OpDesc& d) {
+  return d.cols > 1 && d.count % d.cols == 0 ? fmt::format("{}[{}, {}]", to_string(d.dtype), d.count / d.cols, d.cols)
+                                             : fmt::format("{}[{}]", to_string(d.dtype), d.count);
+}
+
 std::string describe(const OpDesc& d) {
-  std::string s = d.cols > 1 && d.count % d.cols == 0
-                      ? fmt::format("{} {}[{}, {}]", to_string(d.kind), to_string(d.dtype), d.count / d.cols, d.cols)
-                      : fmt::format("{} {}[{}]", to_string(d.kind), to_string(d.dtype), d.count);
+  std::string s = fmt::format("{} {}", to_string(d.kind), shape_of(d));
   switch (d.kind) {
     case OpKind::send: s += fmt::format(" to rank{}", d.peer); break;
     case OpKind::recv: s += fmt::format(" from rank{}", d.peer); break;

@@ -38,6 +38,10 @@ struct OpDesc {
   size_t bytes() const { return static_cast<size_t>(count) * dtype_size(dtype); }
 };
 
+// "i64[2, 6]", "f32[1024]": the dtype and the rows and columns of the buffer (one dimension when
+// it has one column, or its count is not a whole number of rows).
+std::string shape_of(const OpDesc& d);
+
 // "recv i32[256] from rank1 'feedback@step7'" — the words reports use for one operation.
 std::string describe(const OpDesc& d);
 

@@ -49,6 +49,7 @@ constexpr std::array kKindLayouts{
     KindLayout{EventKind::draft_budget, 1, 0, false, "[the rank's own confidence estimate, in 1/65536ths]"},
     KindLayout{EventKind::accepted_readback, 0, AcceptedReadbackProbe::kFields, false,
                "[per row of the copied step: request id, tokens it accepted]"},
+    KindLayout{EventKind::table_updated, 0, 1, false, "[last_sampled of every table row, by req-state index...]"},
 };
 
 const KindLayout* kind_layout(EventKind k) {
@@ -335,6 +336,13 @@ BonusAdoptedProbe BonusAdoptedProbe::decode(const Event& e) {
   const auto v = checked_ints(e, kKind);
   return {e.value, v[0]};
 }
+
+void TableUpdatedProbe::encode(ProbeData& out) const {
+  PPSPEC_ASSERT(!last_sampled.empty(), "a table of no rows");
+  append_span(out.ints, last_sampled);
+}
+
+TableUpdatedProbe TableUpdatedProbe::decode(const Event& e) { return {checked_ints(e, kKind)}; }
 
 void DraftBudgetProbe::encode(ProbeData& out) const {
   PPSPEC_ASSERT(budget >= 1, "a draft budget of {}", budget);

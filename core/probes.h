@@ -287,6 +287,17 @@ struct BonusAdoptedProbe {
   static BonusAdoptedProbe decode(const Event& e);
 };
 
+// table_updated: every row of an earlier stage's last_sampled table after its deferred update of
+// step `step`, read back with the rows' bonus_adopted: where the update's writes landed, so that a
+// scatter through another batch's row mapping shows as the rows it wrote, not only as the rows
+// it missed.
+struct TableUpdatedProbe {
+  static constexpr EventKind kKind = EventKind::table_updated;
+  std::span<const int64_t> last_sampled;  // by req-state index
+  void encode(ProbeData& out) const;
+  static TableUpdatedProbe decode(const Event& e);
+};
+
 // draft_budget: the drafts per request a last-stage rank's drafter ran step `step` with (the query
 // rows per request of the prepare_dflash_inputs it launched), and the rank's own estimate of the
 // confidence it would decide from: every TP rank of the stage must run with one budget.

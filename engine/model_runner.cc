@@ -131,6 +131,8 @@ void Worker::probe_adopted(PrevOutputs p) {
   std::vector<core::Buffer> read = {slot.sampled.rows(0, n), counts_view(slot, n), tables_.last_sampled};
   if (p.has_drafts) read.push_back(tables_.draft_tokens);
   read_back(ctx_.dev, ctx_.main, read, [&rt = ctx_.rt, rank = ctx_.rank, k = ctx_.k, p = std::move(p)](const HostRows& h) {
+    // The whole table first: where the writes landed, for a row that did not get its own.
+    publish(rt, Probe{rank, p.step, -1}, core::TableUpdatedProbe{h.get<int64_t>(2)});
     for (int32_t r = 0; r < p.rows; ++r) {
       const int32_t idx = p.idx_mapping[static_cast<size_t>(r)];
       if (idx < 0) continue;

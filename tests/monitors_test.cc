@@ -451,6 +451,35 @@ TEST(StageAgreement, ABonusTokenLandedInTheWrongRowIsNamedFromTheRowItselfEvenWh
   }
 }
 
+// The update of step 3 (batch [7, 8] in rows 2, 3) scattered through the row mapping of step 4's
+// batch ([9] in row 5): request 7's last token is in row 5, its own row kept an old value. The
+// cause is read from the whole table after the kernel (table_updated), not from the row alone;
+// where no batch's mapping explains the table, the row's own hint stays.
+TEST(StageAgreement, AnUpdateScatteredThroughAnotherBatchsRowMappingIsNamedFromTheTable) {
+  for (int64_t row5 : {22, 0}) {
+    Fixture<verify::StageAgreement> fx;
+    fx.phase(0, core::WarmupPhase::serving);
+    fx.send(EventKind::batch_scheduled, -1, 3, -1, {7, 8});
+    fx.send(EventKind::request_scheduled, -1, 3, 7, {4, 6, 2}, 10);
+    fx.send(EventKind::request_scheduled, -1, 3, 8, {4, 6, 3}, 10);
+    fx.send(EventKind::tokens_sampled, 2, 3, 7, {21, 22}, 2);
+    fx.send(EventKind::tokens_sampled, 2, 3, 8, {31, 32}, 2);
+    fx.send(EventKind::step_returned, -1, 3, -1, {}, 0);
+    fx.send(EventKind::batch_scheduled, -1, 4, -1, {9});
+    fx.send(EventKind::request_scheduled, -1, 4, 9, {4, 6, 5}, 10);
+    fx.send(EventKind::inputs_built, 0, 4, -1, {0, 0}, 0);  // rank 0 built step 4: its mapping is [5]
+    fx.send(EventKind::table_updated, 0, 3, -1, {0, 0, 20, 32, 0, row5});
+    fx.send(EventKind::bonus_adopted, 0, 3, 7, {20}, 2);  // row 2 kept request 7's old token
+    ASSERT_EQ(fx.found.size(), 1u);
+    const core::Finding& f = fx.found.front();
+    EXPECT_EQ(f.kind, "stage-adoption");
+    EXPECT_EQ(f.request, 7);
+    const bool named = f.details.front().find("through the row mapping of engine step 4's batch: the tokens of batch position 0 "
+                                              "(request 7) landed in row 5, request 9's at step 4") != std::string::npos;
+    EXPECT_EQ(named, row5 == 22) << f.details.front();
+  }
+}
+
 TEST(StageAgreement, ASampledRowTheGateLeavesOutIsDroppedFeedback) {
   for (int64_t mask : {1, 0}) {
     Fixture<verify::StageAgreement> fx;

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <string>
 
+#include "core/misalignment.h"
 #include "tests/test_util.h"
 #include "verify/dumps/trace_check.h"
 #include "tests/command_test.h"
@@ -107,6 +108,37 @@ TEST(Reports, TheSameOrderOnEveryRankGivesNoCrossCommunicatorNote) {
   const auto r = run_toml(replaced(scenario_text("comm_order_inversion_ok.toml"), kRank1Order, same));
   EXPECT_EQ(r.verdict, Verdict::pass);
   EXPECT_FALSE(has_note(r, "cross-communicator-order"));
+}
+
+// ---- the same message in two sizes is named as such, not as a shift ----
+
+core::PostedOp broadcast_post(core::RankId rank, int64_t rows, int64_t cols, std::string_view label, int64_t step) {
+  core::OpDesc d{core::OpKind::broadcast, core::Dtype::i64, rows * cols, cols, 1, core::Label{label, step}, false};
+  return core::PostedOp{rank + 10, d, rank, rank == 0 ? "rank0.side" : "rank1.side", ""};
+}
+
+// A row the sender dropped: both ranks post step 2's 'feedback.sampled' in order, with different
+// rows. The report says so (the sender first) instead of "pairs mismatched operations"; two
+// different messages of one size still read as a shift.
+TEST(Reports, TheSameMessageInTwoSizesIsNamedAsASizeMismatchNotAShift) {
+  const auto f = core::misalignment(broadcast_post(0, 2, 6, "feedback.sampled", 2), broadcast_post(1, 1, 6, "feedback.sampled", 2),
+                                    "pp_broadcast0", 0, false);
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(f->verdict, Verdict::fifo_misalignment) << "R5: still a misalignment to NCCL";
+  EXPECT_EQ(f->summary, "collective #0 on 'pp_broadcast0': the same message 'feedback.sampled@step2' in two sizes: count 6 vs 12 "
+                        "(1 row vs 2) — rank1 sends i64[1, 6], rank0 receives i64[2, 6]");
+  EXPECT_TRUE(has(all_text(*f), "agree on which operation it is, not on its size")) << all_text(*f);
+  const auto narrow = core::misalignment(broadcast_post(0, 2, 6, "feedback.sampled", 2),
+                                         broadcast_post(1, 2, 1, "feedback.sampled", 2), "pp_broadcast0", 0, false);
+  ASSERT_TRUE(narrow.has_value());
+  EXPECT_TRUE(has(narrow->summary, "in two sizes: count 2 vs 12 (1 column per row vs 6)")) << narrow->summary;
+  const auto shifted = core::misalignment(broadcast_post(0, 2, 6, "feedback.sampled", 3),
+                                          broadcast_post(1, 1, 6, "feedback.sampled", 2), "pp_broadcast0", 0, false);
+  ASSERT_TRUE(shifted.has_value());
+  EXPECT_TRUE(has(shifted->summary, "pairs mismatched operations: count 12 vs 6; label 'feedback.sampled@step3' vs "
+                                    "'feedback.sampled@step2'"))
+      << shifted->summary;
+  EXPECT_FALSE(has(all_text(*shifted), "not on its size")) << all_text(*shifted);
 }
 
 // ---- 3. a collective mismatch among three or more ranks names the odd one out ----

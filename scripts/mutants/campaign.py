@@ -314,7 +314,7 @@ def patch_info(path):
             if not line.startswith("#"):
                 break
             text = line[1:].strip()
-            for k in ("family", "what", "analogue", "equivalent"):
+            for k in ("family", "what", "analogue", "equivalent", "cause"):
                 if text.startswith(k + ":"):
                     field = k
                     info[k] = text[len(k) + 1:].strip()

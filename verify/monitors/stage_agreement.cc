@@ -51,6 +51,13 @@ void StageAgreement::on_event(const core::Event& e) {
         check_adoption(e, adopted);
       }
       return;
+    case core::EventKind::table_updated:
+      if (serving_[e.rank]) {
+        const auto t = core::TableUpdatedProbe::decode(e);
+        const auto built = built_through_.find(e.rank);
+        updated_[e.rank] = Updated{e.step, {t.last_sampled.begin(), t.last_sampled.end()}, built == built_through_.end() ? -1 : built->second};
+      }
+      return;
     case core::EventKind::bonus_adopted:
       if (e.req >= 0 && serving_[e.rank]) check_bonus(e, core::BonusAdoptedProbe::decode(e));
       return;
@@ -59,7 +66,8 @@ void StageAgreement::on_event(const core::Event& e) {
 }
 
 void StageAgreement::on_scheduled(const core::Event& e, const core::RequestScheduledProbe& p) {
-  scheduled_[{e.step, e.req}] = Scheduled{static_cast<int32_t>(p.num_computed), static_cast<int32_t>(p.num_scheduled), ahead_of(e, p)};
+  scheduled_[{e.step, e.req}] =
+      Scheduled{static_cast<int32_t>(p.num_computed), static_cast<int32_t>(p.num_scheduled), ahead_of(e, p), p.state_index};
   if (!p.prompt.empty() && prompts_.count(e.req)) {  // resumed after a preemption: prompt and output so far
     prompts_[e.req].assign(p.prompt.begin(), p.prompt.end());
   } else if (!p.prompt.empty()) {  // a new request: its prompt
@@ -91,6 +99,7 @@ void StageAgreement::on_sampled(const core::Event& e, const core::TokensSampledP
 }
 
 void StageAgreement::on_inputs(const core::Event& e, const core::InputsBuiltProbe& p) {
+  built_through_[e.rank] = std::max(built_through_[e.rank], e.step);  // its mapping buffer holds this batch
   if (e.req == -1) return;
   // Positions are exact in every phase: warmup's steps run one at a time and draft nothing, so
   // no stage has a correction pending. The bonus token is relayed only once feedback is on.
@@ -339,8 +348,63 @@ void StageAgreement::check_bonus(const core::Event& e, const core::BonusAdoptedP
                                            token_list(s->tokens), s->tokens.back()));
   f.sites.push_back(core::Site{e.rank, fmt::format("rank{}.main", e.rank), "", -1,
                                fmt::format("post_update[deferred]: last_sampled[{}]", p.state_index), ""});
-  f.details.push_back(bonus_hint(e.req, e.step, p.token));
+  const std::string mapping = mapping_hint(e.rank, e.step);
+  f.details.push_back(mapping.empty() ? bonus_hint(e.req, e.step, p.token) : mapping);
   report(std::move(f));
+}
+
+bool StageAgreement::written_later(int64_t token, int64_t step, const std::vector<int64_t>& batch, size_t position) const {
+  for (size_t j = position + 1; j < batch.size(); ++j)
+    if (const Sampled* s = sampled_at(batch[j], step); s != nullptr && !s->tokens.empty() && s->tokens.back() == token) return true;
+  return false;
+}
+
+std::optional<StageAgreement::MappingMatch> StageAgreement::mapping_of(const std::vector<int64_t>& table, int64_t step,
+                                                                       const std::vector<int64_t>& batch, int64_t other,
+                                                                       const std::vector<int64_t>& other_batch) const {
+  MappingMatch m{other, 0, 0, -1};
+  for (size_t i = 0; i < batch.size() && i < other_batch.size(); ++i) {
+    const Sampled* s = sampled_at(batch[i], step);
+    const auto there = scheduled_.find({other, other_batch[i]});
+    const auto own = scheduled_.find({step, batch[i]});
+    if (s == nullptr || s->tokens.empty() || there == scheduled_.end() || own == scheduled_.end()) continue;
+    const int64_t row = there->second.state_index;
+    // A position kept in its own row says nothing about which mapping the writes followed.
+    if (row < 0 || static_cast<size_t>(row) >= table.size() || row == own->second.state_index) continue;
+    if (table[static_cast<size_t>(row)] != s->tokens.back()) {
+      // A later position's write to the same row wins (a stale tail of the mapping can repeat a
+      // row); anything else in the row says the writes did not follow this mapping.
+      if (!written_later(table[static_cast<size_t>(row)], step, batch, i)) return std::nullopt;
+      continue;
+    }
+    if (m.matched++ == 0) {
+      m.position = i;
+      m.row = row;
+    }
+  }
+  if (m.matched == 0) return std::nullopt;
+  return m;
+}
+
+std::string StageAgreement::mapping_hint(core::RankId rank, int64_t step) const {
+  const auto u = updated_.find(rank);
+  const auto batch = batches_.find(step);
+  if (u == updated_.end() || u->second.step != step || batch == batches_.end()) return "";
+  // The mapping buffer can hold only a batch this rank prepared: the latest that explains the table.
+  std::optional<MappingMatch> best;
+  for (const auto& [other, other_batch] : batches_) {
+    if (other == step || other > u->second.built_through) continue;
+    if (const auto m = mapping_of(u->second.last_sampled, step, batch->second, other, other_batch)) best = m;
+  }
+  if (!best) return "";
+  const int64_t req = batch->second[best->position];
+  const int64_t holder = batches_.at(best->step)[best->position];
+  return fmt::format("the update wrote engine step {}'s feedback through the row mapping of engine step {}'s batch: the "
+                     "tokens of batch position {} (request {}) landed in row {}, request {}'s at step {} ({} position{} "
+                     "alike); a deferred update must scatter through the mapping saved with its step's receive (vLLM: "
+                     "the idx_mapping of the batch the feedback belongs to), not the current batch's",
+                     step, best->step, best->position, req, best->row, holder, best->step, best->matched,
+                     best->matched == 1 ? "" : "s");
 }
 
 std::string StageAgreement::bonus_hint(int64_t req, int64_t step, int64_t token) const {

@@ -49,6 +49,7 @@ class StageAgreement final : public Monitor {
     int32_t num_computed = 0;
     int32_t num_tokens = 0;
     int64_t placeholders_of = -1;  // the step in flight whose drafts num_computed counts as accepted
+    int64_t state_index = -1;      // the request's table row at the step
   };
   struct Sampled {
     int64_t step = -1;
@@ -71,6 +72,19 @@ class StageAgreement final : public Monitor {
   void check_bonus(const core::Event& e, const core::BonusAdoptedProbe& p);
   // Whose sample `token` is: the request's at another step, or another request's at `step`.
   std::string bonus_hint(int64_t req, int64_t step, int64_t token) const;
+  // Whether `rank`'s update of `step` wrote the step's tokens through another batch's row mapping
+  // (table_updated): what it says, or empty.
+  std::string mapping_hint(core::RankId rank, int64_t step) const;
+  struct MappingMatch {
+    int64_t step = -1;     // the batch whose row mapping the writes followed
+    size_t matched = 0;    // positions whose token landed in that batch's row for the position
+    size_t position = 0;   // the first of them
+    int64_t row = -1;      // where its token landed
+  };
+  // Whether a position after `position` of the batch wrote `token` (its step's last token).
+  bool written_later(int64_t token, int64_t step, const std::vector<int64_t>& batch, size_t position) const;
+  std::optional<MappingMatch> mapping_of(const std::vector<int64_t>& table, int64_t step, const std::vector<int64_t>& batch,
+                                         int64_t other, const std::vector<int64_t>& other_batch) const;
   const Sampled* sampled_before(int64_t req, int64_t step) const;
   const Sampled* sampled_at(int64_t req, int64_t step) const;
   std::string position_hint(int64_t req, int64_t step, int64_t delta) const;
@@ -100,6 +114,13 @@ class StageAgreement final : public Monitor {
   std::map<int64_t, std::deque<Owner>> owners_;
   std::map<int64_t, std::deque<Sampled>> sampled_;              // by request, latest last
   std::map<core::RankId, bool> serving_;
+  struct Updated {
+    int64_t step = -1;
+    std::vector<int64_t> last_sampled;  // by req-state index
+    int64_t built_through = -1;         // the latest step whose inputs the rank had built by then
+  };
+  std::map<core::RankId, Updated> updated_;  // by rank: its latest deferred update's table
+  std::map<core::RankId, int64_t> built_through_;  // by rank: the latest step it built inputs for
   std::map<int64_t, std::vector<int64_t>> prompts_;  // by request, while its prefill may run
   std::deque<int64_t> prompt_order_;                 // admission order, to forget the oldest
 };
