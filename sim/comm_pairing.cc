@@ -13,7 +13,9 @@ namespace ppspec::sim {
 
 namespace {
 
-OrderInversions::Participant participant(const PostRecord& r) { return {r.rank, r.issue_idx, r.actor, r.origin}; }
+OrderInversions::Participant participant(const PostRecord& r) {
+  return {r.rank, r.issue_idx, r.actor, r.origin, r.desc};
+}
 
 }  // namespace
 
@@ -152,11 +154,12 @@ void PostPairing::on_pair(const PostRecord& send, const PostRecord& recv, SimCom
     emit_record(core::EventKind::op_paired, send, comm, cseq, recv.op_id);
     emit_record(core::EventKind::op_paired, recv, comm, cseq, send.op_id);
   }
-  if (inversions_.enabled()) {
-    const OrderInversions::Participant parts[2] = {participant(send), participant(recv)};
-    inversions_.on_matched(comm.index, cseq, core::describe(send.desc), parts);
-  }
   findings_.judge_pair(send, recv, comm, cseq);
+  // After a mismatch every later pairing may be shifted: its order says nothing of the program's.
+  if (inversions_.enabled() && !findings_.mismatch_seen()) {
+    const OrderInversions::Participant parts[2] = {participant(send), participant(recv)};
+    inversions_.on_matched(comm.index, cseq, parts);
+  }
 }
 
 // A member posts its collective: a disagreement with the first poster is found here, and reported
@@ -180,10 +183,10 @@ void PostPairing::on_slot_posted(const PostRecord& last, SimComm& comm, int64_t 
   // bogus pairing reaches neither the pair count nor the cross-communicator order check.
   findings_.report_collective(last, comm, cseq, slot);
   ++pairs_;
-  if (inversions_.enabled()) {
+  if (inversions_.enabled() && !findings_.mismatch_seen()) {
     std::vector<OrderInversions::Participant> parts;
     for (const PostRecord& r : slot.posts) parts.push_back(participant(r));
-    inversions_.on_matched(comm.index, cseq, core::describe(slot.posts[static_cast<size_t>(slot.first)].desc), parts);
+    inversions_.on_matched(comm.index, cseq, parts);
   }
 }
 

@@ -30,7 +30,7 @@ void OrderInversions::set_membership(int num_ranks, const std::vector<std::vecto
   entries_.clear();
 }
 
-void OrderInversions::on_matched(int comm, int64_t cseq, std::string_view what, std::span<const Participant> parts) {
+void OrderInversions::on_matched(int comm, int64_t cseq, std::span<const Participant> parts) {
   if (!enabled_) return;
   const auto n = static_cast<size_t>(num_ranks_);
   for (const Participant& p : parts) {
@@ -39,14 +39,14 @@ void OrderInversions::on_matched(int comm, int64_t cseq, std::string_view what, 
       const size_t key = static_cast<size_t>(p.rank) * n + static_cast<size_t>(q.rank);
       if (!share_two_[key]) continue;
       entries_[{static_cast<size_t>(p.rank), static_cast<size_t>(q.rank)}].push_back(
-          Entry{p.issue_idx, q.issue_idx, comm, cseq, std::string(what), {p.actor, p.origin}, {q.actor, q.origin}});
+          Entry{p.issue_idx, q.issue_idx, comm, cseq, {p.actor, p.origin, p.op}, {q.actor, q.origin, q.op}});
     }
   }
 }
 
 core::Site OrderInversions::site(size_t rank, const Entry& e, const Where& at) const {
   return core::Site{static_cast<core::RankId>(rank), std::string(at.actor), comm_names_[static_cast<size_t>(e.comm)],
-                    e.cseq, e.what, std::string(at.origin)};
+                    e.cseq, core::describe(at.op), std::string(at.origin)};
 }
 
 // Rank a issued `first` before `second`, rank b the other way round: the report names all four
@@ -62,7 +62,7 @@ core::Finding OrderInversions::inversion(size_t a, size_t b, const Entry& first,
       "{} #{}, rank{} the other way round (deadlocks when the kernels cannot be resident together, R7)",
       a, b, c1, c2, a, c1, first.cseq, c2, second.cseq, b);
   auto words = [this](const Entry& e, const Where& at) {
-    return fmt::format("'{}' #{} ({}) on {}{}", comm_names_[static_cast<size_t>(e.comm)], e.cseq, e.what, at.actor,
+    return fmt::format("'{}' #{} ({}) on {}{}", comm_names_[static_cast<size_t>(e.comm)], e.cseq, core::describe(at.op), at.actor,
                        at.origin.empty() ? "" : fmt::format(" at {}", at.origin));
   };
   f.details.push_back(fmt::format("rank{} issues {}, then {}", a, words(first, first.at_a), words(second, second.at_a)));

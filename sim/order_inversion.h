@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/op.h"
 #include "core/types.h"
 #include "core/verdict.h"
 
@@ -24,6 +25,7 @@ class OrderInversions {
     uint64_t issue_idx;       // the rank's communication-kernel issue order
     std::string_view actor;   // the stream it was issued to ("rank0.side")
     std::string_view origin;  // where the program issued it ("file.toml:12"), if known
+    core::OpDesc op;          // its own operation: a recv is not its send (in words only if reported)
   };
 
   // Which rank pairs share two or more communicators; others are never recorded.
@@ -31,8 +33,9 @@ class OrderInversions {
                       std::vector<std::string> comm_names);
   bool enabled() const { return enabled_; }
 
-  // A positional group (p2p pair or collective slot) on communicator `comm` is fully posted.
-  void on_matched(int comm, int64_t cseq, std::string_view what, std::span<const Participant> parts);
+  // A positional group (p2p pair or collective slot) on communicator `comm` is fully posted, and
+  // its members agree: a mismatched pairing is a shift already reported, not an order of the program.
+  void on_matched(int comm, int64_t cseq, std::span<const Participant> parts);
 
   // The first inversion, if any, as a hazard finding.
   std::optional<core::Finding> analyze() const;
@@ -42,13 +45,13 @@ class OrderInversions {
   struct Where {
     std::string_view actor;
     std::string_view origin;
+    core::OpDesc op;
   };
   struct Entry {
     uint64_t idx_a;
     uint64_t idx_b;
     int comm;
     int64_t cseq;
-    std::string what;
     Where at_a;
     Where at_b;
   };

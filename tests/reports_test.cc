@@ -141,6 +141,77 @@ TEST(Reports, TheSameMessageInTwoSizesIsNamedAsASizeMismatchNotAShift) {
   EXPECT_FALSE(has(all_text(*shifted), "not on its size")) << all_text(*shifted);
 }
 
+// ---- the cross-communicator order check: each side's own operation, and no cascade ----
+
+constexpr std::string_view kSendThenReduce = R"(kind = "program"
+name = "p2p-inversion"
+ranks = 2
+streams = ["s1", "s2"]
+[runtime]
+runtime_connect = false
+concurrency = "ok"
+[[communicator]]
+name = "A"
+ranks = [0, 1]
+[[communicator]]
+name = "B"
+ranks = [0, 1]
+[rank.0]
+ops = [
+  { op = "send", comm = "A", peer = 1, dtype = "f32", count = 64, stream = "s1" },
+  { op = "all_reduce", comm = "B", dtype = "f32", count = 8, stream = "s2" },
+]
+[rank.1]
+ops = [
+  { op = "all_reduce", comm = "B", dtype = "f32", count = 8, stream = "s2" },
+  { op = "recv", comm = "A", peer = 0, dtype = "f32", count = 64, stream = "s1" },
+]
+)";
+
+// Rank 1 receives on A: the note says "recv ... from rank0" for rank 1, never rank 0's send.
+TEST(Reports, AnOrderInversionDescribesEachRanksOwnOperation) {
+  const auto r = run_toml(kSendThenReduce);
+  const core::Finding* note = nullptr;
+  for (const auto& n : r.notes)
+    if (n.kind == "cross-communicator-order") note = &n;
+  ASSERT_NE(note, nullptr);
+  const std::string text = all_text(*note);
+  EXPECT_TRUE(has(text, "rank0 issues 'A' #0 (send f32[64] to rank1)")) << text;
+  EXPECT_TRUE(has(text, "then 'A' #0 (recv f32[64] from rank0)")) << text;
+  EXPECT_FALSE(has(text, "then 'A' #0 (send")) << text;
+}
+
+// An unlabelled double post run on as NCCL would (emulate): once the broadcasts are shifted, their
+// pairings say nothing of the program's order, so no cross-communicator note follows from them.
+TEST(Reports, AShiftAlreadyReportedAddsNoCrossCommunicatorNote) {
+  std::string text = std::string(kSendThenReduce.substr(0, kSendThenReduce.find("[rank.0]")));
+  text.replace(text.find("concurrency"), 0, "on_mismatch = \"emulate\"\n");
+  text += R"(
+[rank.0]
+repeat = 3
+ops = [
+  { op = "send", comm = "A", peer = 1, dtype = "f32", count = 64, stream = "s1" },
+  { op = "broadcast", comm = "B", root = 1, dtype = "i64", count = 12, stream = "s2" },
+  { op = "broadcast", comm = "B", root = 1, dtype = "i64", count = 10, stream = "s2" },
+  { op = "stream_sync", stream = "s2" },
+]
+[rank.1]
+repeat = 3
+ops = [
+  { op = "recv", comm = "A", peer = 0, dtype = "f32", count = 64, stream = "s1" },
+  { op = "broadcast", comm = "B", root = 1, dtype = "i64", count = 12, stream = "s2" },
+  { op = "broadcast", comm = "B", root = 1, dtype = "i64", count = 10, stream = "s2" },
+  { op = "broadcast", comm = "B", root = 1, dtype = "i64", count = 10, stream = "s2" },
+  { op = "stream_sync", stream = "s2" },
+]
+)";
+  for (uint64_t seed = 1; seed <= 10; ++seed) {
+    const auto r = run_toml(text, seed);
+    EXPECT_TRUE(has_note(r, "collective-mismatch")) << "seed " << seed << ": the double post is reported";
+    EXPECT_FALSE(has_note(r, "cross-communicator-order")) << "seed " << seed;
+  }
+}
+
 // ---- 3. a collective mismatch among three or more ranks names the odd one out ----
 
 // One all_reduce per rank with these counts (a negative count: the rank posts nothing), labelled
