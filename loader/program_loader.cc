@@ -652,15 +652,17 @@ using V = core::Verdict;
 constexpr V kProgramVerdicts[] = {V::pass, V::fifo_misalignment, V::deadlock, V::hazard, V::step_limit, V::invalid_usage};
 constexpr V kProgramGpuVerdicts[] = {V::pass, V::fifo_misalignment, V::hang, V::invalid_usage, V::device_fault};
 // On GPUs the serving monitors run online and the trace checker over what the GPUs posted; a
-// deadlock is a hang there (the watchdog's), and nothing is simulated (no step limit).
+// deadlock is a hang there (the watchdog's), and nothing is simulated (no step limit). A kernel
+// that indexes outside its buffer is a device fault on both: the simulator's kernels check every
+// index a GPU would fault on (a fuzz case that shrinks to one must be able to say so).
 constexpr V kServingGpuVerdicts[] = {V::pass, V::fifo_misalignment, V::hang, V::stale_draft, V::padding_violation,
                                      V::embedding_violation, V::output_divergence, V::hazard, V::stage_divergence,
-                                     V::kv_violation,  V::leak,              V::pipeline_bubble};
+                                     V::kv_violation,  V::leak,              V::pipeline_bubble, V::device_fault};
 constexpr V kServingVerdicts[] = {V::pass,          V::fifo_misalignment,   V::deadlock,          V::hazard,
                                   V::stale_draft,   V::padding_violation,   V::embedding_violation,
                                   V::output_divergence, V::step_limit,     V::invalid_usage,
                                   V::race,          V::stage_divergence,    V::kv_violation,
-                                  V::leak,          V::pipeline_bubble};
+                                  V::leak,          V::pipeline_bubble,     V::device_fault};
 
 std::string names_of(std::span<const V> vs) {
   std::string s;

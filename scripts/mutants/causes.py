@@ -64,8 +64,8 @@ def scenario_runs(binary, src, seeds, pats):
             continue
         for rec in records:
             f = rec.get("first")
-            if not f:
-                counts["no finding"] += 1
+            if rec.get("verdict") == "pass" or not f:
+                counts["passes (the mutant does not reach it)"] += 1
                 continue
             text = " ".join([f["summary"]] + f["details"])
             counts[f"{f['verdict']} / {f['kind']}: " + classify(text, pats)] += 1
@@ -76,13 +76,15 @@ def fuzz_runs(binary, seed, cases, pats):
     counts = collections.Counter()
     out = tempfile.mkdtemp(prefix="ppspec-causes-")
     try:
-        subprocess.run([binary, "fuzz", "--seed", str(seed), "--cases", str(cases), "--keep-going", "--out", out, "--force"],
-                       capture_output=True, text=True)
+        r = subprocess.run([binary, "fuzz", "--seed", str(seed), "--cases", str(cases), "--keep-going", "--out", out, "--force"],
+                           capture_output=True, text=True)
+        if r.returncode not in (0, 1):
+            counts[f"fuzz ended with exit {r.returncode}: " + first_words(r.stderr.strip().splitlines()[-1] if r.stderr.strip() else "", 20)] += 1
         for report in sorted(glob.glob(os.path.join(out, "*.report.txt"))):
             with open(report) as fh:
                 text = fh.read()
-            # The first finding: its header line and the detail lines under it.
-            m = re.search(r"^    (\S+) \(([^)]+)\)[^\n]*\n((?:      [^\n]*\n)*)", text, re.M)
+            # The finding: its header line ("verdict (kind), engine step N: summary") and the lines under it.
+            m = re.search(r"^(\S+) \(([^)]+)\)[^\n]*\n((?:  [^\n]*\n)*)", text, re.M)
             if not m:
                 counts["no finding in " + os.path.basename(report)] += 1
                 continue
@@ -94,7 +96,8 @@ def fuzz_runs(binary, seed, cases, pats):
 
 def table(title, counts):
     total = sum(counts.values())
-    lines = [f"{title}: {total} failing runs"]
+    failing = total - counts.get("passes (the mutant does not reach it)", 0)
+    lines = [f"{title}: {total} runs, {failing} failing"]
     for cause, n in counts.most_common():
         lines.append(f"  {n:4d}  {cause}")
     return "\n".join(lines)
