@@ -46,11 +46,13 @@ def first_words(text, n=9):
     return " ".join(text.split()[:n]) + " …"
 
 
-def classify(finding_text, pats):
+def classify(summary, details, pats):
+    """The mechanism's words anywhere in the finding; else its cause line (the first detail, which
+    says why; the summary only says what) by its first words."""
     for p in pats:
-        if p.search(finding_text):
+        if p.search(" ".join([summary] + details)):
             return "names the mechanism"
-    return "other: " + first_words(finding_text)
+    return "other: " + first_words(details[0] if details else summary, 14)
 
 
 def scenario_runs(binary, src, seeds, pats):
@@ -67,8 +69,7 @@ def scenario_runs(binary, src, seeds, pats):
             if rec.get("verdict") == "pass" or not f:
                 counts["passes (the mutant does not reach it)"] += 1
                 continue
-            text = " ".join([f["summary"]] + f["details"])
-            counts[f"{f['verdict']} / {f['kind']}: " + classify(text, pats)] += 1
+            counts[f"{f['verdict']} / {f['kind']}: " + classify(f["summary"], f["details"], pats)] += 1
     return counts
 
 
@@ -88,7 +89,8 @@ def fuzz_runs(binary, seed, cases, pats):
             if not m:
                 counts["no finding in " + os.path.basename(report)] += 1
                 continue
-            counts[f"{m.group(1)} / {m.group(2)}: " + classify(m.group(0), pats)] += 1
+            details = [line.strip() for line in m.group(3).splitlines() if line.strip()]
+            counts[f"{m.group(1)} / {m.group(2)}: " + classify(m.group(0).splitlines()[0], details, pats)] += 1
     finally:
         shutil.rmtree(out, ignore_errors=True)
     return counts
