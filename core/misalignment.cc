@@ -40,12 +40,16 @@ std::string dimension_apart(const OpDesc& a, const OpDesc& b) {
 }
 
 // Which side of the data a party is on: a broadcast's root sends, every other member receives.
-std::string_view role_of(const PostedOp& p) {
+enum class Side : uint8_t { sender, receiver, member };
+
+Side side_of(const PostedOp& p) {
   const OpDesc& d = p.desc;
-  if (d.kind == OpKind::send || (d.kind == OpKind::broadcast && d.peer == p.rank)) return "sends";
-  if (d.kind == OpKind::recv || (d.kind == OpKind::broadcast && d.peer != p.rank)) return "receives";
-  return "posts";
+  if (d.kind == OpKind::send || (d.kind == OpKind::broadcast && d.peer == p.rank)) return Side::sender;
+  if (d.kind == OpKind::recv || d.kind == OpKind::broadcast) return Side::receiver;
+  return Side::member;
 }
+
+std::string_view verb_of(Side s) { return s == Side::sender ? "sends" : s == Side::receiver ? "receives" : "posts"; }
 
 Site site_of(const PostedOp& p, std::string_view comm, int64_t cseq) {
   return Site{p.rank, std::string(p.actor), std::string(comm), cseq, describe(p.desc), std::string(p.origin)};
@@ -151,18 +155,19 @@ std::optional<Finding> misalignment(const PostedOp& a, const PostedOp& b, std::s
   const std::string where = p2p ? fmt::format("send #{} rank{}->rank{}", cseq, a.rank, b.rank) : fmt::format("collective #{}", cseq);
   const bool one_message = same_message_other_size(a.desc, b.desc);
   // The sender first: "rank1 sends i64[1, 6], rank0 receives i64[2, 6] (1 row vs 2)".
-  const PostedOp& first = role_of(b) == "sends" ? b : a;
+  const PostedOp& first = side_of(b) == Side::sender ? b : a;
   const PostedOp& second = &first == &a ? b : a;
   f.summary = one_message ? fmt::format("{} on '{}': the same message '{}' in two sizes: {}{} — rank{} {} {}, rank{} {} {}", where,
                                         comm, a.desc.label.str(), mismatch_reason(first.desc, second.desc),
-                                        dimension_apart(first.desc, second.desc), first.rank, role_of(first),
-                                        shape_of(first.desc), second.rank, role_of(second), shape_of(second.desc))
+                                        dimension_apart(first.desc, second.desc), first.rank, verb_of(side_of(first)),
+                                        shape_of(first.desc), second.rank, verb_of(side_of(second)), shape_of(second.desc))
                           : fmt::format("{} on '{}' pairs mismatched operations: {}", where, comm, why);
   for (const PostedOp* r : {&a, &b}) {
     f.sites.push_back(site_of(*r, comm, cseq));
-    const std::string_view role = role_of(*r);
-    f.details.push_back(fmt::format("rank{} {} {}{} {} (op {}){}", r->rank, r->actor, role == "posts" ? "posted" : role,
-                                    role == "posts" ? "" : ":", describe(r->desc), r->op_id, at_origin(*r)));
+    const Side side = side_of(*r);
+    f.details.push_back(fmt::format("rank{} {} {} {} (op {}){}", r->rank, r->actor,
+                                    side == Side::member ? std::string("posted") : fmt::format("{}:", verb_of(side)),
+                                    describe(r->desc), r->op_id, at_origin(*r)));
     note_step(f, *r);
   }
   f.details.emplace_back(one_message ? kSameMessageOtherSize : kNcclMatchesByPosition);

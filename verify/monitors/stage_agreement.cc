@@ -53,9 +53,13 @@ void StageAgreement::on_event(const core::Event& e) {
       return;
     case core::EventKind::table_updated:
       if (serving_[e.rank]) {
+        // One table per rank, overwritten in place: kept only until the update's bonus rows are checked.
         const auto t = core::TableUpdatedProbe::decode(e);
         const auto built = built_through_.find(e.rank);
-        updated_[e.rank] = Updated{e.step, {t.last_sampled.begin(), t.last_sampled.end()}, built == built_through_.end() ? -1 : built->second};
+        Updated& u = updated_[e.rank];
+        u.step = e.step;
+        u.last_sampled.assign(t.last_sampled.begin(), t.last_sampled.end());
+        u.built_through = built == built_through_.end() ? -1 : built->second;
       }
       return;
     case core::EventKind::bonus_adopted:
