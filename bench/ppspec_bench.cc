@@ -8,8 +8,9 @@
 //   Counter `runs/s`.
 //   BM_Serving/scenario/oracles: a serving scenario end to end (scenario 0: pp2 tp2 K5, 64 requests
 //   x 128 output tokens; 1: pp2 tp1 K5, 24 requests of up to 64 tokens); with oracles = 1 also the
-//   golden reference and the pp = 1 run of PP invariance. Counter `engine_steps/s`: the scenario's
-//   engine steps (batches) per second of wall time.
+//   golden reference and the pp = 1 run of PP invariance; with races = 1 the race detector on (as a
+//   serving run has it unless `[runtime] race_detection = false`). Counter `engine_steps/s`: the
+//   scenario's engine steps (batches) per second of wall time.
 #include <benchmark/benchmark.h>
 
 #include <fmt/format.h>
@@ -102,6 +103,7 @@ void BM_Serving(benchmark::State& state) {
   const std::string file = std::string(PPSPEC_SOURCE_DIR) + "/scenarios/serving/" + name;
   serving::ServingScenario s = loader::read_serving(loader::parse_toml_file(file), file);
   s.runtime.record_decisions = false;
+  s.runtime.detect_races = state.range(2) != 0;
   serving::RunOptions o;
   o.oracles = state.range(1) != 0;
   int64_t steps = 0, tokens = 0;
@@ -114,7 +116,10 @@ void BM_Serving(benchmark::State& state) {
   state.counters["engine_steps/s"] = benchmark::Counter(static_cast<double>(steps), benchmark::Counter::kIsRate);
   state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(tokens), benchmark::Counter::kIsRate);
 }
-BENCHMARK(BM_Serving)->ArgNames({"scenario", "oracles"})->Args({0, 1})->Args({0, 0})->Args({1, 1})->Args({1, 0})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Serving)
+    ->ArgNames({"scenario", "oracles", "races"})
+    ->ArgsProduct({{0, 1}, {1, 0}, {1, 0}})
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace ppspec

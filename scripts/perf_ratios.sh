@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# The performance goals of issue 28 as ratios, each measured side by side in one run, on this
+# machine (docs/performance.md):
+#   1. scheduler:      BM_RingPairs/2/1 pairs/s ÷ BM_FiberRoundTrips round_trips/s (one benchmark run)
+#   2. race detection: a whole `ppspec run` (oracles included) of serving scenarios with race detection
+#                      ÷ the same run without ([runtime] race_detection = false), medians of 3,
+#                      and BM_Serving with and without it (one benchmark run)
+#   3. fuzzing:        clean cases/s of `ppspec fuzz` on scenarios/spaces/pp2.toml, seed 1, this binary
+#                      ÷ BEFORE's (the landed binary), one process each, alternated
+#
+#   scripts/perf_ratios.sh [--before BEFORE_PPSPEC] [--out FILE] [--cases N]
+# Without --before the fuzzing ratio is left out. Writes FILE (default docs/evidence/perf/ratios.txt).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+before=""
+out=docs/evidence/perf/ratios.txt
+cases=60
+while (($#)); do
+  case "$1" in
+    --before) before=$2; shift ;;
+    --out) out=$2; shift ;;
+    --cases) cases=$2; shift ;;
+    *) echo "scripts/perf_ratios.sh: unknown argument '$1'" >&2; exit 2 ;;
+  esac
+  shift
+done
+ppspec=./build/default/tools/ppspec
+bench=./build/default/bench/ppspec_bench
+[[ -x $ppspec && -x $bench ]] || { echo "scripts/perf_ratios.sh: build the default preset first" >&2; exit 2; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$(dirname "$out")"
+
+# The median wall time in seconds of 3 runs of a command (its output discarded).
+median3() {
+  python3 - "$@" <<'EOF'
+import subprocess, sys, time
+times = []
+for _ in range(3):
+    t0 = time.monotonic()
+    subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    times.append(time.monotonic() - t0)
+print(f"{sorted(times)[1]:.3f}")
+EOF
+}
+
+# A serving scenario with race detection off: its [runtime] table gets the key, or a table is added.
+without_races() {
+  if grep -q '^\[runtime\]' "$1"; then
+    sed 's/^\[runtime\]$/[runtime]\nrace_detection = false/' "$1"
+  else
+    cat "$1"
+    printf '\n[runtime]\nrace_detection = false\n'
+  fi
+}
+
+{
+  echo "# scripts/perf_ratios.sh on $(hostname -s): $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+  echo "date: $(date -u +%Y-%m-%dT%H:%MZ); ppspec $(git rev-parse --short HEAD)$(git diff --quiet || echo ' (tree modified)')"
+  echo
+  echo "## 1. scheduler (goal: ratio >= 0.5)"
+  "$bench" --benchmark_filter='BM_FiberRoundTrips|BM_RingPairs' --benchmark_repetitions=3 \
+    --benchmark_report_aggregates_only=true --benchmark_format=json > "$work/sched.json" 2> /dev/null
+  python3 - "$work/sched.json" <<'EOF'
+import json, sys
+rows = {b["run_name"].replace("/real_time", ""): b for b in json.load(open(sys.argv[1]))["benchmarks"] if b.get("aggregate_name") == "median"}
+fiber = rows["BM_FiberRoundTrips"]["round_trips/s"]
+print(f"BM_FiberRoundTrips: {fiber/1e6:.2f} M round trips/s (median of 3)")
+for name in ("BM_RingPairs/2/1", "BM_RingPairs/8/1", "BM_RingPairs/2/16", "BM_RingPairs/8/16"):
+    b = rows[name]
+    print(f"{name}: {b['pairs/s']/1e6:.3f} M pairs/s, {b['sched_steps/s']/1e6:.2f} M scheduling steps/s, "
+          f"ratio pairs/s / round trips/s = {b['pairs/s']/fiber:.3f}")
+EOF
+  echo
+  echo "## 2. race detection (goal: whole run with / without <= 1.25)"
+  for s in pp2_tp2_k5 pp2_tp1_k5 pp4_prefix_cache pp2_preempt pp3_lookahead_batch pp2_tp2_eagle; do
+    f=scenarios/serving/$s.toml
+    without_races "$f" > "$work/$s-norace.toml"
+    with=$(median3 "$ppspec" run "$f")
+    wo=$(median3 "$ppspec" run "$work/$s-norace.toml")
+    python3 -c "import sys; w, o = float(sys.argv[2]), float(sys.argv[3]); print(f'{sys.argv[1]:<22} with {w:.3f} s, without {o:.3f} s: {w / o:.2f}x')" "$s" "$with" "$wo"
+  done
+  "$bench" --benchmark_filter='BM_Serving' --benchmark_format=json > "$work/serving.json" 2> /dev/null
+  python3 - "$work/serving.json" <<'EOF'
+import json, sys
+rows = {b["name"]: b for b in json.load(open(sys.argv[1]))["benchmarks"]}
+for sc in (0, 1):
+    for oracles in (1, 0):
+        on = rows[f"BM_Serving/scenario:{sc}/oracles:{oracles}/races:1"]["real_time"]
+        off = rows[f"BM_Serving/scenario:{sc}/oracles:{oracles}/races:0"]["real_time"]
+        print(f"BM_Serving scenario {sc} oracles {oracles}: races on {on:.1f} ms, off {off:.1f} ms: {on/off:.2f}x")
+EOF
+  echo
+  echo "## memory: peak resident set of one process"
+  python3 - "$ppspec" "$work" <<'EOF'
+import resource, subprocess, sys
+ppspec, work = sys.argv[1], sys.argv[2]
+def peak(cmd):
+    # A child of its own per command, so that RUSAGE_CHILDREN's maximum is this command's.
+    code = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, "
+            "stderr=subprocess.DEVNULL); print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    return int(subprocess.run([sys.executable, "-c", code] + cmd, capture_output=True, text=True).stdout) / 1024
+print(f"ppspec run scenarios/serving/pp2_tp2_k5.toml: {peak([ppspec, 'run', 'scenarios/serving/pp2_tp2_k5.toml']):.1f} MiB")
+print(f"ppspec run scenarios/serving/*.toml (36 scenarios, one process): "
+      f"{peak(['sh', '-c', ppspec + ' run scenarios/serving/*.toml']):.1f} MiB")
+print(f"ppspec fuzz scenarios/spaces/pp2.toml --cases 200: "
+      f"{peak([ppspec, 'fuzz', 'scenarios/spaces/pp2.toml', '--cases', '200', '--seed', '1', '--force', '--out', work + '/fuzz-rss']):.1f} MiB")
+EOF
+  if [[ -n $before ]]; then
+    echo
+    echo "## 3. fuzzing (goal: this binary's clean cases/s >= 3x the landed one's)"
+    python3 - "$before" "$ppspec" "$cases" "$work" <<'EOF'
+import re, shutil, subprocess, sys
+before, after, cases, work = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+rate = {before: [], after: []}
+for round in range(3):
+    for b in (before, after):
+        shutil.rmtree(work + "/fuzz", ignore_errors=True)
+        out = subprocess.run([b, "fuzz", "scenarios/spaces/pp2.toml", "--cases", cases, "--seed", "1", "--out", work + "/fuzz"],
+                             capture_output=True, text=True).stdout
+        m = re.search(r"(\d+) failures? in (\d+) cases \(([0-9.]+) s, ([0-9.]+) cases/s\)", out)
+        if not m or m.group(1) != "0":
+            sys.exit(f"{b}: no clean campaign summary in its output:\n{out[-2000:]}")
+        rate[b].append(float(m.group(4)))
+        print(f"round {round + 1}, {b}: {m.group(2)} cases, {m.group(4)} cases/s")
+med = {b: sorted(r)[1] for b, r in rate.items()}
+print(f"median cases/s: landed {med[before]:.1f}, this {med[after]:.1f}: ratio {med[after] / med[before]:.2f}")
+EOF
+  fi
+} | tee "$out"
