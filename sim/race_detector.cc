@@ -37,9 +37,12 @@ void RaceDetector::begin(uint32_t actor, uint32_t tick, const VectorClock& clock
   rows_.fill(RecentRow{});
   clock_ = &clock;
   if (items_.size() <= actor) items_.resize(actor + 1);
+  // The ring grows to its bound as the stream's items come: most streams of a short run (a fuzz
+  // case, a property test) run a few dozen, and a full ring per stream cost more than the run.
   auto& ring = items_[actor];
-  if (ring.empty()) ring.resize(kItemsRemembered);
-  ring[tick % kItemsRemembered] = ItemRecord{tick, item};
+  const size_t slot = tick % kItemsRemembered;
+  if (slot >= ring.size()) ring.resize(slot + 1);
+  ring[slot] = ItemRecord{tick, item};
   kernels::t_access_observer = this;
 }
 
@@ -148,8 +151,9 @@ void RaceDetector::check_cell(Allocation& a, size_t index, bool write) {
 }
 
 const AccessItem* RaceDetector::item_of(uint32_t actor, uint32_t tick) const {
-  if (actor >= items_.size() || items_[actor].empty()) return nullptr;
-  const ItemRecord& rec = items_[actor][tick % kItemsRemembered];
+  const size_t slot = tick % kItemsRemembered;
+  if (actor >= items_.size() || slot >= items_[actor].size()) return nullptr;
+  const ItemRecord& rec = items_[actor][slot];
   return rec.tick == tick ? &rec.item : nullptr;
 }
 
