@@ -144,16 +144,16 @@ fuzz() {
     local u
     for u in "${units[@]}"; do
       echo "  reproducer: $u" >&2
-      failed+=("$t: $u")
+      echo "$t: $u" >> "$work/$t/failed.txt"
     done
-    ((${#units[@]})) || failed+=("$t: see $log")
+    ((${#units[@]})) || echo "$t: see $log" >> "$work/$t/failed.txt"
     echo "  replay one:   $bin/$t REPRODUCER" >&2
     echo "  minimise one: $bin/$t -minimize_crash=1 -max_total_time=60 -artifact_prefix=$work/$t/min- REPRODUCER" >&2
   fi
   if ((merge)); then
     echo "== $t: merging new coverage into libfuzzer/corpus/$t"
     "$bin/$t" "${common[@]}" -max_len="$(max_len_of "$t")" -merge=1 libfuzzer/corpus/"$t" "$corpus" >"$work/$t/merge.log" 2>&1 ||
-      { echo "FAIL $t: merge (log $work/$t/merge.log)" >&2; failed+=("$t merge"); }
+      { echo "FAIL $t: merge (log $work/$t/merge.log)" >&2; echo "$t merge" >> "$work/$t/failed.txt"; }
   fi
 }
 
@@ -162,7 +162,27 @@ if ((!skip_findings)); then
   for t in "${targets[@]}"; do replay_findings "$t"; done
 fi
 if ((!replay_only && seconds > 0)); then
-  for t in "${targets[@]}"; do fuzz "$t"; done
+  # One libFuzzer process per core at a time (each is single-threaded): CI's 2 cores fuzz two readers
+  # at once. Each target's lines are printed together once it ends; its failures go to a file,
+  # since a background job cannot add to this shell's list.
+  parallel=$(nproc)
+  running=0
+  for t in "${targets[@]}"; do
+    mkdir -p "$work/$t"
+    rm -f "$work/$t/failed.txt"
+    fuzz "$t" > "$work/$t/summary.txt" 2>&1 &
+    if ((++running >= parallel)); then
+      wait -n || true
+      ((running--))
+    fi
+  done
+  wait || true
+  for t in "${targets[@]}"; do
+    cat "$work/$t/summary.txt"
+    if [[ -f $work/$t/failed.txt ]]; then
+      while IFS= read -r line; do failed+=("$line"); done < "$work/$t/failed.txt"
+    fi
+  done
 fi
 
 if ((${#failed[@]})); then
