@@ -6,7 +6,9 @@
 #                      ÷ the same run without ([runtime] race_detection = false), medians of 3,
 #                      and BM_Serving with and without it (one benchmark run)
 #   3. fuzzing:        clean cases/s of `ppspec fuzz` on scenarios/spaces/pp2.toml, seed 1, this binary
-#                      ÷ BEFORE's (the landed binary), one process each, alternated
+#                      ÷ BEFORE's (the landed binary), one process each, alternated, medians of 3
+#   and the peak resident set of a serving run, of every serving scenario in one process and of a fuzz
+#   campaign (this binary's, and BEFORE's)
 #
 #   scripts/perf_ratios.sh [--before BEFORE_PPSPEC] [--out FILE] [--cases N]
 # Without --before the fuzzing ratio is left out. Writes FILE (default docs/evidence/perf/ratios.txt).
@@ -92,19 +94,22 @@ for sc in (0, 1):
 EOF
   echo
   echo "## memory: peak resident set of one process"
-  python3 - "$ppspec" "$work" <<'EOF'
+  python3 - "$work" "$ppspec" $before <<'EOF'
 import resource, subprocess, sys
-ppspec, work = sys.argv[1], sys.argv[2]
+work = sys.argv[1]
 def peak(cmd):
     # A child of its own per command, so that RUSAGE_CHILDREN's maximum is this command's.
     code = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, "
             "stderr=subprocess.DEVNULL); print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
     return int(subprocess.run([sys.executable, "-c", code] + cmd, capture_output=True, text=True).stdout) / 1024
-print(f"ppspec run scenarios/serving/pp2_tp2_k5.toml: {peak([ppspec, 'run', 'scenarios/serving/pp2_tp2_k5.toml']):.1f} MiB")
-print(f"ppspec run scenarios/serving/*.toml (36 scenarios, one process): "
-      f"{peak(['sh', '-c', ppspec + ' run scenarios/serving/*.toml']):.1f} MiB")
-print(f"ppspec fuzz scenarios/spaces/pp2.toml --cases 200: "
-      f"{peak([ppspec, 'fuzz', 'scenarios/spaces/pp2.toml', '--cases', '200', '--seed', '1', '--force', '--out', work + '/fuzz-rss']):.1f} MiB")
+for ppspec in sys.argv[2:]:
+    print(f"{ppspec}:")
+    print(f"  run scenarios/serving/pp2_tp2_k5.toml: {peak([ppspec, 'run', 'scenarios/serving/pp2_tp2_k5.toml']):.1f} MiB")
+    print(f"  run scenarios/serving/pp4_prefix_cache.toml: {peak([ppspec, 'run', 'scenarios/serving/pp4_prefix_cache.toml']):.1f} MiB")
+    print(f"  run scenarios/serving/*.toml (every serving scenario, one process): "
+          f"{peak(['sh', '-c', ppspec + ' run scenarios/serving/*.toml']):.1f} MiB")
+    print(f"  fuzz scenarios/spaces/pp2.toml --cases 200: "
+          f"{peak([ppspec, 'fuzz', 'scenarios/spaces/pp2.toml', '--cases', '200', '--seed', '1', '--force', '--out', work + '/fuzz-rss']):.1f} MiB")
 EOF
   if [[ -n $before ]]; then
     echo
