@@ -88,14 +88,8 @@ void BM_CheckTrace(benchmark::State& state) {
   uint64_t events = 0;
   for (auto _ : state) {
     traces::TraceReader reader(trace, traces::TraceReader::Options{});
-    uint64_t n = 0;
-    verify::TraceChecker checker;
-    while (const core::Event* e = reader.next()) {
-      checker.on_event(*e);
-      ++n;
-    }
-    if (checker.result().verdict != core::Verdict::pass) state.SkipWithError("the trace did not check clean");
-    events += n;
+    if (verify::check_trace(reader).verdict != core::Verdict::pass) state.SkipWithError("the trace did not check clean");
+    events += reader.events_read();
   }
   std::remove(trace.c_str());
   state.counters["events/s"] = benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
