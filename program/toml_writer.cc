@@ -9,7 +9,7 @@
 namespace ppspec::program {
 namespace {
 
-std::string quoted(std::string_view s) {
+std::string toml_string(std::string_view s) {
   std::string out;
   core::append_json_string(out, s);  // JSON string escapes are valid TOML basic strings
   return out;
@@ -29,43 +29,43 @@ std::string op_line(const ProgramOp& op) {
   std::string s = fmt::format("{{ op = \"{}\"", to_string(op.type));
   auto add = [&s](std::string_view key, const std::string& value) { s += fmt::format(", {} = {}", key, value); };
   if (is_comm_op(op.type)) {
-    add("comm", quoted(op.comm));
+    add("comm", toml_string(op.comm));
     if (is_p2p_op(op.type)) add("peer", std::to_string(op.peer));
     if (op.type == OpType::broadcast) add("root", std::to_string(op.peer));
-    add("dtype", quoted(core::to_string(op.dtype)));
+    add("dtype", toml_string(core::to_string(op.dtype)));
     add("count", std::to_string(op.count));
-    add("stream", quoted(op.stream));
-    if (!op.label.empty()) add("label", quoted(op.label));
+    add("stream", toml_string(op.stream));
+    if (!op.label.empty()) add("label", toml_string(op.label));
     if (op.step >= 0) add("step", std::to_string(op.step));
   } else {
     switch (op.type) {
       case OpType::launch:
       case OpType::preload:
-        add("kernel", quoted(op.kernel));
-        if (!op.spec.empty()) add("spec", quoted(op.spec));
+        add("kernel", toml_string(op.kernel));
+        if (!op.spec.empty()) add("spec", toml_string(op.spec));
         if (op.type == OpType::launch) {
-          add("stream", quoted(op.stream));
+          add("stream", toml_string(op.stream));
           if (op.duration >= 0) add("duration_us", fmt::format("{}", us(op.duration)));
         }
         break;
       case OpType::record:
       case OpType::wait_event:
-        add("event", quoted(op.event));
-        add("stream", quoted(op.stream));
+        add("event", toml_string(op.event));
+        add("stream", toml_string(op.stream));
         break;
-      case OpType::event_sync: add("event", quoted(op.event)); break;
+      case OpType::event_sync: add("event", toml_string(op.event)); break;
       case OpType::stream_sync:
-      case OpType::capture_begin: add("stream", quoted(op.stream)); break;
+      case OpType::capture_begin: add("stream", toml_string(op.stream)); break;
       case OpType::capture_end:
       case OpType::graph_launch:
-        add("stream", quoted(op.stream));
-        add("graph", quoted(op.graph));
+        add("stream", toml_string(op.stream));
+        add("graph", toml_string(op.graph));
         break;
       case OpType::malloc: add("bytes", std::to_string(op.count)); break;
       case OpType::wait_flag:
       case OpType::set_flag:
-        add("flag", quoted(op.flag));
-        add("stream", quoted(op.stream));
+        add("flag", toml_string(op.flag));
+        add("stream", toml_string(op.stream));
         break;
       case OpType::sleep: add("us", fmt::format("{}", us(op.duration))); break;
       default: break;
@@ -78,10 +78,10 @@ std::string op_line(const ProgramOp& op) {
 
 std::string to_toml(const Program& p) {
   const sim::SimConfig& c = p.config;
-  std::string s = fmt::format("kind = \"program\"\nname = {}\n", quoted(p.name));
-  if (!p.description.empty()) s += fmt::format("description = {}\n", quoted(p.description));
+  std::string s = fmt::format("kind = \"program\"\nname = {}\n", toml_string(p.name));
+  if (!p.description.empty()) s += fmt::format("description = {}\n", toml_string(p.description));
   s += fmt::format("ranks = {}\nstreams = [", p.num_ranks);
-  for (size_t i = 0; i < p.streams.size(); ++i) s += (i ? ", " : "") + quoted(p.streams[i]);
+  for (size_t i = 0; i < p.streams.size(); ++i) s += (i ? ", " : "") + toml_string(p.streams[i]);
   s += "]\n\n[runtime]\n";
   s += fmt::format("module_loading = \"{}\"\nconcurrency = \"{}\"\non_mismatch = \"{}\"\nstrict = {}\n",
                    core::to_string(c.module_loading), core::to_string(c.concurrency), core::to_string(c.on_mismatch),
@@ -97,7 +97,7 @@ std::string to_toml(const Program& p) {
       static_cast<double>(m.comm_bytes_per_us) / 1000.0, us(m.module_load), us(m.jit_compile), us(m.comm_init),
       us(m.connect), us(m.memcpy));
   for (const CommDecl& d : p.comms) {
-    s += fmt::format("\n[[communicator]]\nname = {}\nranks = [", quoted(d.name));
+    s += fmt::format("\n[[communicator]]\nname = {}\nranks = [", toml_string(d.name));
     for (size_t i = 0; i < d.ranks.size(); ++i) s += fmt::format("{}{}", i ? ", " : "", d.ranks[i]);
     s += "]\n";
   }
@@ -115,7 +115,7 @@ std::string to_toml(const Program& p) {
   s += fmt::format("\n[explore]\nseed = {}\nseeds = {}\nstrategy = \"{}\"\n", p.explore.seed, p.explore.seeds,
                    p.explore.strategy.str());
   s += fmt::format("\n[expect]\nverdict = \"{}\"\n", core::to_string(p.expect.verdict));
-  if (p.expect.kind) s += fmt::format("kind = {}\n", quoted(*p.expect.kind));
+  if (p.expect.kind) s += fmt::format("kind = {}\n", toml_string(*p.expect.kind));
   if (p.expect.gpu_verdict) s += fmt::format("gpu_verdict = \"{}\"\n", core::to_string(*p.expect.gpu_verdict));
   return s;
 }
