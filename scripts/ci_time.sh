@@ -22,7 +22,7 @@ phase() { grep -m1 -n -- "$1" "$log" | sed -E 's/^[0-9]+:([0-9]+) .*/\1/'; }
   echo "exit status of scripts/test.sh: $status"
   echo "total: ${total} s"
   echo "seconds from the start at which each phase began:"
-  grep -n "Test project\|tests passed\|Total Test time\|== fuzz_scenario: replaying\|libfuzzer.sh: \|-- Configuring done" "$log" | sed -E 's/^[0-9]+:/  /'
+  grep -n "Test project\|tests passed\|Total Test time\|== fuzz_scenario: replaying\|libfuzzer.sh: \|-- Configuring done\|libfuzzer_replay_.*Passed" "$log" | sed -E 's/^[0-9]+:/  /'
 } > "$out"
 if [[ $status -ne 0 ]]; then
   # What failed, so that a failing run is not only a number.

@@ -5,7 +5,8 @@
 #                                                    inputs, then fuzz each target (default 600 s)
 #   scripts/libfuzzer.sh --merge [SECONDS] [TARGET...]      the same, then add the inputs that bring new coverage
 #                                                    to libfuzzer/corpus/<target> (the only mode that writes there)
-#   scripts/libfuzzer.sh --ci                               what scripts/test.sh runs: replay, then 15 s per target
+#   scripts/libfuzzer.sh --ci                               replay, then 15 s per target: a quick check of a change
+#                                                    (CI replays the corpus in the asan preset's ctest instead)
 #   scripts/libfuzzer.sh --replay                           replay libfuzzer/corpus and libfuzzer/findings only
 #   --skip-findings                                  leave libfuzzer/findings out of the replay (see below)
 #   --keep-going                                     fuzz on past crashes (libFuzzer's -fork=1
@@ -33,7 +34,7 @@ build=1
 targets=()
 while (($#)); do
   case "$1" in
-    --ci) seconds=15 ;;  # CI keeps within its time budget; long fuzzing is the default mode
+    --ci) seconds=15 ;;  # a quick check; long fuzzing is the default mode
     --merge) merge=1 ;;
     --replay) replay_only=1 ;;
     --skip-findings) skip_findings=1 ;;
