@@ -3,8 +3,9 @@
 # commands there, one after the other, each under /usr/bin/time -v; writes the wall time, CPU time
 # and peak memory of each to OUT (default docs/evidence/perf/newcomer-<commit>.txt).
 #
-#   scripts/newcomer_time.sh [--remove-packages] [--commit REV] [OUT]
+#   scripts/newcomer_time.sh [--remove-packages] [--commit REV] [--first-only] [OUT]
 # --commit REV measures that commit instead of HEAD (a before-and-after on one machine).
+# --first-only times the first command alone (the second, standalone, is what scripts/ci_time.sh times).
 # --remove-packages first removes (apt-get remove + autoremove) the Debian packages that
 # scripts/install_deps.sh installs and a stock Debian 12 image with g++ and cmake lacks, so that the
 # first command installs them again, as on a fresh machine. Run as root.
@@ -12,9 +13,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 remove=0
 rev=HEAD
+first_only=0
 while (($#)); do
   case "$1" in
     --remove-packages) remove=1 ;;
+    --first-only) first_only=1 ;;
     --commit) rev=$2; shift ;;
     *) break ;;
   esac
@@ -57,5 +60,5 @@ timed() {
   fi
   echo "CUDA toolkit on this machine: $([[ -x /usr/local/cuda/bin/nvcc ]] && echo "yes (the default preset also compiles the real backend's kernels)" || echo no)"
   timed setup ./scripts/setup.sh
-  timed test ./scripts/test.sh
+  ((first_only)) || timed test ./scripts/test.sh
 } | tee "$out"
