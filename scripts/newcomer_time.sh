@@ -51,7 +51,7 @@ timed() {
   return "$status"
 }
 {
-  echo "# scripts/newcomer_time.sh: the README's two commands from a fresh clone of $rev"
+  echo "# scripts/newcomer_time.sh: the README's $( ((first_only)) && echo "first command" || echo "two commands") from a fresh clone of $rev"
   echo "date: $(date -u +%Y-%m-%dT%H:%MZ); $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
   if ((remove)); then
     echo "packages: removed first, so the first command installs them"
