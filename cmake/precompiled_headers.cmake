@@ -7,8 +7,9 @@
 # another -O level, which gcc's precompiled headers must match), owned by ppspec_test_pch, which adds
 # GoogleTest. gcc also refuses a precompiled header built with a macro defined that a translation
 # unit does not define, so each owner defines only what every user defines: ppspec_core links fmt
-# alone, ppspec_test_pch fmt and GoogleTest, and neither has definitions of its own. nlohmann/json is left out: it would cost each translation unit that does not use it
-# more to load than the few that do save.
+# alone, ppspec_test_pch fmt and GoogleTest, and neither has definitions of its own. nlohmann/json
+# is left out: it would cost each translation unit that does not use it more to load than the few
+# that do save.
 #
 # clang (the fuzz preset) is left alone: it refuses, rather than ignores, a precompiled header built
 # with other flags. Shared libraries (the NCCL profiler plugin, position-independent code) and
