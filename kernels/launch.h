@@ -23,6 +23,9 @@ __global__ void row_kernel(K k, int64_t rows) {
 
 template <typename K>
 void run_on_gpu(const K& k, int64_t rows, void* stream) {
+  // A kernel's arguments travel by value, within CUDA's classic 4 KiB of parameters (a Span is 48
+  // bytes: its host-only memo of checked accesses, kernels/span.h, keeps one layout everywhere).
+  static_assert(sizeof(K) <= 4096, "a kernel's arguments exceed 4 KiB");
   if (rows <= 0) return;
   const int threads = 128;
   const auto blocks = static_cast<unsigned>((rows + threads - 1) / threads);

@@ -33,8 +33,9 @@ struct ToyConsts {
 };
 
 // The slot of position `pos` of the request whose block table row is `blocks`; PAD when the block
-// is the null block or the position has no block.
-PPSPEC_HD inline int64_t slot_of(Span<const int32_t> blocks, int32_t max_blocks, int32_t block_size, int64_t pos) {
+// is the null block or the position has no block. Views are passed by reference here and below:
+// what a view remembers of the accesses it has told (kernels/span.h) stays with the caller's.
+PPSPEC_HD inline int64_t slot_of(const Span<const int32_t>& blocks, int32_t max_blocks, int32_t block_size, int64_t pos) {
   const int64_t b = pos / block_size;
   if (b >= max_blocks) return kPadSlot;
   const int32_t block = blocks[b];
@@ -45,8 +46,8 @@ PPSPEC_HD inline int64_t slot_of(Span<const int32_t> blocks, int32_t max_blocks,
 // Adds, for positions 0..last of a request, the KV values of lanes [j0, j0+nj) into sum[0..nj):
 // `kv` is [slots, stride]. Walks the block table a block at a time (attention over the paged cache);
 // wrapping sums are order-independent, so this equals the position-by-position sum through slot_of.
-PPSPEC_HD inline void sum_context(Span<const int32_t> blocks, int32_t max_blocks, int32_t block_size, int64_t last,
-                                  Span<const uint32_t> kv, int32_t stride, int32_t j0, int32_t nj, uint32_t* sum) {
+PPSPEC_HD inline void sum_context(const Span<const int32_t>& blocks, int32_t max_blocks, int32_t block_size, int64_t last,
+                                  const Span<const uint32_t>& kv, int32_t stride, int32_t j0, int32_t nj, uint32_t* sum) {
   if (j0 < 0 || nj < 0 || j0 + nj > stride) out_of_bounds(j0, nj, stride);
   int64_t q0 = 0;
   for (int32_t b = 0; b < max_blocks && q0 <= last; ++b, q0 += block_size) {

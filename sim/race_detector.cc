@@ -1,6 +1,7 @@
 #include "sim/race_detector.h"
 
 #include <algorithm>
+#include <bit>
 #include <fmt/format.h>
 
 #include "core/assert.h"
@@ -20,11 +21,13 @@ void RaceDetector::on_alloc(core::RankId rank, const core::Buffer& b, std::strin
   a.rank = rank;
   a.pinned = pinned;
   a.name = std::string(name);
+  if ((a.row_bytes & (a.row_bytes - 1)) == 0) a.row_shift = std::countr_zero(a.row_bytes);
   a.cells.resize((a.bytes + a.row_bytes - 1) / a.row_bytes);
   // Sorted by base so that an address finds its allocation by bisection; only the lookup depends
   // on addresses, never what is reported.
   const auto at = std::upper_bound(allocations_.begin(), allocations_.end(), a.base,
                                    [](const uint8_t* p, const Allocation& x) { return p < x.base; });
+  if (active_) check_runs();  // before the insertion moves the allocations they point to
   allocations_.insert(at, std::move(a));
   recent_.fill(nullptr);  // the insertion moved them
 }
@@ -33,8 +36,12 @@ void RaceDetector::begin(uint32_t actor, uint32_t tick, const VectorClock& clock
   PPSPEC_ASSERT(!active_, "a race-checked item began inside another");
   PPSPEC_ASSERT(actor < Epoch::kNone, "fiber {} is past the race detector's {} actors", actor, Epoch::kNone);
   active_ = true;
+  checking_ = !race_;
   current_ = Epoch{tick, static_cast<uint16_t>(actor), 0};
-  rows_.fill(RecentRow{});
+  PPSPEC_ASSERT(pending_.empty(), "runs of an earlier item left unchecked");
+  runs_.fill(kernels::AccessRun{});
+  run_info_.fill(RunInfo{});
+  next_run_ = 0;
   clock_ = &clock;
   if (items_.size() <= actor) items_.resize(actor + 1);
   // The ring grows to its bound as the stream's items come: most streams of a short run (a fuzz
@@ -44,13 +51,18 @@ void RaceDetector::begin(uint32_t actor, uint32_t tick, const VectorClock& clock
   if (slot >= ring.size()) ring.resize(slot + 1);
   ring[slot] = ItemRecord{tick, item};
   kernels::t_access_observer = this;
+  kernels::t_access_runs = runs_.data();
+  ++kernels::t_access_item;
 }
 
 void RaceDetector::end() {
   PPSPEC_ASSERT(active_, "a race-checked item ended twice");
+  check_runs();
   active_ = false;
+  checking_ = false;
   clock_ = nullptr;
   kernels::t_access_observer = nullptr;
+  kernels::t_access_runs = nullptr;
   if (race_ && !reported_) {
     reported_ = true;
     world_.request_stop(*race_);
@@ -93,26 +105,77 @@ void RaceDetector::access_buffer(const core::Buffer& b, bool write) {
   if (b.backed()) on_access(b.data(), b.bytes(), write);
 }
 
-void RaceDetector::on_access(const void* first, size_t bytes, bool write) {
-  if (!active_ || race_) return;
+kernels::CheckedBytes RaceDetector::on_access(const void* first, size_t bytes, bool write, uint32_t hint) {
+  if (!checking_) return {};
   const auto* b = static_cast<const uint8_t*>(first);
-  for (const RecentRow& r : rows_)
-    if (b >= r.begin && b + bytes <= r.end && (r.write || !write)) return;
+  const uint8_t* e = b + bytes;
+  // The bytes right after a run, the same way (a kernel's loop over rows): the view's own run
+  // first, else the first run that they continue, whatever the addresses.
+  const auto continues = [&](size_t i) { return runs_[i].end == b && runs_[i].write == write && e <= runs_[i].limit; };
+  size_t run = kRuns;
+  if (hint != 0) {
+    PPSPEC_ASSERT(hint <= kRuns, "run hint {} past the {} runs", hint, kRuns);
+    if (continues(hint - 1)) run = hint - 1;
+  }
+  for (size_t i = 0; i < kRuns && run == kRuns; ++i) {
+    const kernels::AccessRun& r = runs_[i];
+    if (b >= r.begin && e <= r.end && (r.write || !write)) return answer(i);
+    if (continues(i)) run = i;
+  }
+  if (run != kRuns) {
+    runs_[run].end = e;
+    return answer(run);
+  }
   Seen& seen = seen_slot(first, bytes, write);
-  if (seen.first == first && seen.bytes == bytes && seen.write == write && seen.epoch.same(current_)) return;
-  seen = Seen{first, bytes, current_, write};
+  if (seen.first == first && seen.bytes == bytes && seen.write == write && seen.epoch.same(current_)) return {b, e};
+  // Field by field: a whole-struct copy went through the stack and stalled on store forwarding.
+  seen.first = first;
+  seen.bytes = bytes;
+  seen.epoch = current_;
+  seen.write = write;
   Allocation* a = allocation_of(first);
-  if (a == nullptr) return;
-  const size_t offset = static_cast<size_t>(static_cast<const uint8_t*>(first) - a->base);
-  PPSPEC_ASSERT(offset + bytes <= a->bytes, "an access of {} bytes at {} runs past {} ({} bytes)", bytes, offset, a->name,
+  if (a == nullptr) return {};
+  PPSPEC_ASSERT(e <= a->base + a->bytes, "an access of {} bytes at {} runs past {} ({} bytes)", bytes, b - a->base, a->name,
                 a->bytes);
-  const size_t first_row = offset / a->row_bytes;
-  const size_t last_row = (offset + bytes - 1) / a->row_bytes;
-  for (size_t i = first_row; i <= last_row && !race_; ++i) check_cell(*a, i, write);
-  if (first_row != last_row) return;
-  const uint8_t* row = a->base + first_row * a->row_bytes;
-  rows_[next_row_] = RecentRow{row, std::min(row + a->row_bytes, a->base + a->bytes), write};
-  next_row_ = (next_row_ + 1) % rows_.size();
+  return start_run(*a, b, e, write);
+}
+
+// A run of its own, in place of the one started longest ago, which waits to be checked. (A seen
+// slot lost to another access may start a second run over bytes a run holds: checked later, its
+// rows find this item's epoch and change nothing.)
+kernels::CheckedBytes RaceDetector::start_run(Allocation& a, const uint8_t* first, const uint8_t* end, bool write) {
+  if (pending_.size() >= kPendingRuns) check_runs();
+  if (!checking_) return {};
+  const size_t run = next_run_;
+  next_run_ = (next_run_ + 1) % kRuns;
+  put_aside(run);
+  runs_[run] = kernels::AccessRun{first, end, a.base + a.bytes, write};
+  run_info_[run].allocation = &a;
+  return answer(run);
+}
+
+void RaceDetector::put_aside(size_t run) {
+  kernels::AccessRun& r = runs_[run];
+  if (r.begin != r.end) pending_.push_back(PendingRun{run_info_[run].allocation, r.begin, r.end, r.write});
+  r = kernels::AccessRun{};  // empty, and no view can extend it: its end is nowhere
+}
+
+void RaceDetector::check_runs() {
+  for (size_t i = 0; i < kRuns; ++i) put_aside((next_run_ + i) % kRuns);
+  next_run_ = 0;
+  for (const PendingRun& run : pending_) {
+    if (!checking_) break;
+    check_rows(run);
+  }
+  pending_.clear();
+}
+
+void RaceDetector::check_rows(const PendingRun& run) {
+  Allocation& a = *run.allocation;
+  PPSPEC_ASSERT(run.begin >= a.base && run.begin < run.end && run.end <= a.base + a.bytes, "a run outside {}", a.name);
+  const size_t last_row = row_of(a, static_cast<size_t>(run.end - a.base) - 1);
+  for (size_t i = row_of(a, static_cast<size_t>(run.begin - a.base)); i <= last_row && checking_; ++i)
+    if (!check_cell_own(a.cells[i], run.write)) check_cell(a, i, run.write);
 }
 
 bool RaceDetector::ordered(const Epoch& e) const {
@@ -178,6 +241,7 @@ core::Site RaceDetector::site_of(uint32_t actor, uint32_t tick, bool write, cons
 }
 
 void RaceDetector::report(const Allocation& a, size_t index, const Epoch& earlier, bool write) {
+  checking_ = false;  // the first race ends the checks: the run stops as this item ends
   core::Finding f;
   f.verdict = core::Verdict::race;
   const core::Site now = site_of(current_.actor, current_.tick, write, a, index);

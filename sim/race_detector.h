@@ -84,7 +84,7 @@ class RaceDetector final : public kernels::AccessObserver {
   // A communication kernel's buffer, checked against the kernel's start clock.
   void access_buffer(const core::Buffer& b, bool write);
 
-  void on_access(const void* first, size_t bytes, bool write) override;
+  kernels::CheckedBytes on_access(const void* first, size_t bytes, bool write, uint32_t hint = 0) override;
 
   // The host thread `actor` touches pinned buffer `b` now; `clock` is its clock, already advanced
   // in its own component for this access.
@@ -112,6 +112,7 @@ class RaceDetector final : public kernels::AccessObserver {
     const uint8_t* base = nullptr;
     size_t bytes = 0;
     size_t row_bytes = 1;
+    int row_shift = -1;  // log2(row_bytes) when it is a power of two: no division on the hot path
     core::RankId rank = -1;
     bool pinned = false;  // host memory (alloc_host)
     std::string name;
@@ -125,6 +126,23 @@ class RaceDetector final : public kernels::AccessObserver {
   Allocation* allocation_of(const void* p);
   bool ordered(const Epoch& e) const;  // e happens-before the current item
   void check_cell(Allocation& a, size_t index, bool write);
+  // check_cell's common cases, where every earlier access is this stream's: nothing to compare
+  // against another stream's clock. False when the general check is needed.
+  bool check_cell_own(Cell& c, bool write) const {
+    const auto own = [this](const Epoch& e) { return e.none() || e.actor == current_.actor; };
+    if (c.write.same(current_)) return true;
+    if (!own(c.write)) return false;
+    if (!write) {
+      // Reads fill the slots from the first, so an empty first slot means no reads (check_cell).
+      if (!own(c.reads[0])) return false;
+      c.reads[0] = current_;
+      return true;
+    }
+    if (!own(c.reads[0]) || !own(c.reads[1]) || !own(c.reads[2])) return false;
+    c.write = Epoch{current_.tick, current_.actor, 1};
+    c.reads.fill(Epoch{});
+    return true;
+  }
   void report(const Allocation& a, size_t index, const Epoch& earlier, bool write);
   const AccessItem* item_of(uint32_t actor, uint32_t tick) const;
   void report_host(const Allocation& a, const core::Site& now, const core::Site& before, bool now_is_host, bool write,
@@ -145,15 +163,36 @@ class RaceDetector final : public kernels::AccessObserver {
   std::vector<Allocation> allocations_;  // sorted by base
   std::array<Allocation*, 4> recent_{};  // the last ones hit, most recent first: kernels walk a few buffers at a time
   std::vector<Seen> seen_ = std::vector<Seen>(kSeenSlots);
-  // The rows this item touched last, and how: a kernel's loop touches a row's elements in turn,
-  // interleaving a few buffers. Cleared at each item.
-  struct RecentRow {
+  // The runs of bytes this item has accessed (kernels/access.h: AccessRun): a kernel's loop walks
+  // a few buffers row after row and element by element, so most accesses extend a run, many
+  // without a call. The cells are checked when the item ends, run after run in the order the runs
+  // were started (a run put aside for a new one waits in `pending_`): within an item nothing else
+  // touches the cells, so checking later finds what checking at once would have found, and the
+  // order depends on the item's accesses only, never on addresses (which race is reported first).
+  struct RunInfo {
+    Allocation* allocation = nullptr;
+  };
+  struct PendingRun {
+    Allocation* allocation = nullptr;
     const uint8_t* begin = nullptr;
     const uint8_t* end = nullptr;
     bool write = false;
   };
-  std::array<RecentRow, 4> rows_{};
-  size_t next_row_ = 0;
+  static constexpr size_t kRuns = 16;
+  static constexpr size_t kPendingRuns = 1 << 16;  // at this many, an item's runs so far are checked
+  kernels::CheckedBytes start_run(Allocation& a, const uint8_t* first, const uint8_t* end, bool write);
+  void put_aside(size_t run);
+  void check_runs();  // every run of the item so far, in the order they were started
+  void check_rows(const PendingRun& run);
+  kernels::CheckedBytes answer(size_t run) const { return {runs_[run].begin, runs_[run].end, static_cast<uint32_t>(run + 1)}; }
+  size_t row_of(const Allocation& a, size_t offset) const {
+    return a.row_shift >= 0 ? offset >> a.row_shift : offset / a.row_bytes;
+  }
+  std::array<kernels::AccessRun, kRuns> runs_{};
+  std::array<RunInfo, kRuns> run_info_{};
+  size_t next_run_ = 0;  // the run started longest ago: the next to be put aside
+  std::vector<PendingRun> pending_;
+  bool checking_ = false;  // an item is active and no race has been seen
   std::vector<std::vector<ItemRecord>> items_;  // per actor, a ring of kItemsRemembered
   bool active_ = false;
   Epoch current_;
