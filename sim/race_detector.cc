@@ -73,7 +73,7 @@ RaceDetector::Allocation* RaceDetector::allocation_of(const void* p) {
   const auto* b = static_cast<const uint8_t*>(p);
   for (size_t i = 0; i < recent_.size() && recent_[i] != nullptr; ++i) {
     Allocation* a = recent_[i];
-    if (b < a->base || b >= a->base + a->bytes) continue;
+    if (!a->holds(b)) continue;
     if (i > 0) std::rotate(recent_.begin(), recent_.begin() + static_cast<std::ptrdiff_t>(i), recent_.begin() + static_cast<std::ptrdiff_t>(i) + 1);
     return a;
   }
@@ -109,34 +109,33 @@ kernels::CheckedBytes RaceDetector::on_access(const void* first, size_t bytes, b
   if (!checking_) return {};
   const auto* b = static_cast<const uint8_t*>(first);
   const uint8_t* e = b + bytes;
-  // The bytes right after a run, the same way (a kernel's loop over rows): the view's own run
-  // first, else the first run that they continue, whatever the addresses.
-  const auto continues = [&](size_t i) { return runs_[i].end == b && runs_[i].write == write && e <= runs_[i].limit; };
-  size_t run = kRuns;
-  if (hint != 0) {
-    PPSPEC_ASSERT(hint <= kRuns, "run hint {} past the {} runs", hint, kRuns);
-    if (continues(hint - 1)) run = hint - 1;
-  }
-  for (size_t i = 0; i < kRuns && run == kRuns; ++i) {
-    const kernels::AccessRun& r = runs_[i];
-    if (b >= r.begin && e <= r.end && (r.write || !write)) return answer(i);
-    if (continues(i)) run = i;
-  }
-  if (run != kRuns) {
-    runs_[run].end = e;
-    return answer(run);
-  }
+  PPSPEC_ASSERT(hint <= kRuns, "run hint {} past the {} runs", hint, kRuns);
+  // The bytes right after the view's own run, the same way (a kernel's loop over rows).
+  if (hint != 0 && runs_[hint - 1].end == b && continues(runs_[hint - 1], b, e, write)) return extend(hint - 1, e);
+  // An exact repeat of an access that started a run (a KV block each of a request's rows sums):
+  // recorded already, found without looking any further.
   Seen& seen = seen_slot(first, bytes, write);
   if (seen.first == first && seen.bytes == bytes && seen.write == write && seen.epoch.same(current_)) return {b, e};
+  Allocation* a = hint != 0 && run_info_[hint - 1].allocation != nullptr && run_info_[hint - 1].allocation->holds(b)
+                      ? run_info_[hint - 1].allocation
+                      : allocation_of(first);
+  if (a == nullptr) return {};  // host memory, or a buffer modelled by size only
+  PPSPEC_ASSERT(e <= a->base + a->bytes, "an access of {} bytes at {} runs past {} ({} bytes)", bytes, b - a->base, a->name,
+                a->bytes);
+  // Only a run of the same allocation can hold the bytes or be continued by them (a run never
+  // crosses an allocation's end): the first of them in index order that does, a run holding them
+  // before one they continue. Which run takes them is decided by the item's accesses alone.
+  for (uint32_t live = a->live_runs; live != 0; live &= live - 1) {
+    const auto i = static_cast<size_t>(std::countr_zero(live));
+    const kernels::AccessRun& r = runs_[i];
+    if (b >= r.begin && e <= r.end && (r.write || !write)) return answer(i);
+    if (continues(r, b, e, write)) return extend(i, e);
+  }
   // Field by field: a whole-struct copy went through the stack and stalled on store forwarding.
   seen.first = first;
   seen.bytes = bytes;
   seen.epoch = current_;
   seen.write = write;
-  Allocation* a = allocation_of(first);
-  if (a == nullptr) return {};
-  PPSPEC_ASSERT(e <= a->base + a->bytes, "an access of {} bytes at {} runs past {} ({} bytes)", bytes, b - a->base, a->name,
-                a->bytes);
   return start_run(*a, b, e, write);
 }
 
@@ -151,12 +150,17 @@ kernels::CheckedBytes RaceDetector::start_run(Allocation& a, const uint8_t* firs
   put_aside(run);
   runs_[run] = kernels::AccessRun{first, end, a.base + a.bytes, write};
   run_info_[run].allocation = &a;
+  a.live_runs |= 1U << run;
   return answer(run);
 }
 
 void RaceDetector::put_aside(size_t run) {
   kernels::AccessRun& r = runs_[run];
-  if (r.begin != r.end) pending_.push_back(PendingRun{run_info_[run].allocation, r.begin, r.end, r.write});
+  Allocation* a = run_info_[run].allocation;
+  if (a == nullptr) return;  // never started, or put aside already
+  if (r.begin != r.end) pending_.push_back(PendingRun{a, r.begin, r.end, r.write});
+  a->live_runs &= ~(1U << run);
+  run_info_[run].allocation = nullptr;
   r = kernels::AccessRun{};  // empty, and no view can extend it: its end is nowhere
 }
 

@@ -117,6 +117,8 @@ class RaceDetector final : public kernels::AccessObserver {
     bool pinned = false;  // host memory (alloc_host)
     std::string name;
     std::vector<Cell> cells;
+    uint32_t live_runs = 0;  // a bit per run of the running item that lies in this allocation
+    bool holds(const uint8_t* p) const { return p >= base && p < base + bytes; }
   };
   struct ItemRecord {
     uint32_t tick = 0;
@@ -170,7 +172,7 @@ class RaceDetector final : public kernels::AccessObserver {
   // touches the cells, so checking later finds what checking at once would have found, and the
   // order depends on the item's accesses only, never on addresses (which race is reported first).
   struct RunInfo {
-    Allocation* allocation = nullptr;
+    Allocation* allocation = nullptr;  // null: not started, or put aside
   };
   struct PendingRun {
     Allocation* allocation = nullptr;
@@ -179,12 +181,23 @@ class RaceDetector final : public kernels::AccessObserver {
     bool write = false;
   };
   static constexpr size_t kRuns = 16;
+  static_assert(kRuns <= 32, "Allocation::live_runs holds a bit per run");
   static constexpr size_t kPendingRuns = 1 << 16;  // at this many, an item's runs so far are checked
   kernels::CheckedBytes start_run(Allocation& a, const uint8_t* first, const uint8_t* end, bool write);
   void put_aside(size_t run);
   void check_runs();  // every run of the item so far, in the order they were started
   void check_rows(const PendingRun& run);
   kernels::CheckedBytes answer(size_t run) const { return {runs_[run].begin, runs_[run].end, static_cast<uint32_t>(run + 1)}; }
+  // The bytes [b, e), accessed `write`, start inside run `r` or right after it and go on past its
+  // end, the same way, inside its allocation (the next rows of a loop; a request's last KV block,
+  // one slot longer in each of its rows): the run grows to hold them.
+  static bool continues(const kernels::AccessRun& r, const uint8_t* b, const uint8_t* e, bool write) {
+    return b >= r.begin && b <= r.end && r.write == write && e <= r.limit;
+  }
+  kernels::CheckedBytes extend(size_t run, const uint8_t* e) {
+    runs_[run].end = e;
+    return answer(run);
+  }
   size_t row_of(const Allocation& a, size_t offset) const {
     return a.row_shift >= 0 ? offset >> a.row_shift : offset / a.row_bytes;
   }

@@ -178,6 +178,42 @@ TEST(SpanRuns, ARunPutAsideMidItemIsCheckedThen) {
   }
 }
 
+TEST(SpanRuns, ARangeThatStartsInsideARunAndGoesPastItGrowsTheRunWhoseTailStillRaces) {
+  // The reader reads elements [0, 4), then [2, 8) (a request's last KV block, one slot longer in
+  // its next row): the detector grows the first run to [0, 8) and answers with all of it, and
+  // the writer's element 6, reached only by the second range, races unless an event orders them.
+  for (const bool ordered : {false, true}) {
+    Harness h(1, race_config());
+    const core::Buffer b = h.buffer(0, 8, core::Dtype::i64);
+    int64_t memo_first = -1, memo_end = -1;
+    h.actor(0, [&] {
+      auto& d = h.rt.device(0);
+      const core::Stream main = d.stream("main"), side = d.stream("side");
+      launch(h, main, "writer", [b] { kernels::Span<int64_t>(static_cast<int64_t*>(b.data()), b.count())[6] = 1; });
+      if (ordered) {
+        const core::DeviceEvent e = d.event("written");
+        d.record(e, main);
+        d.stream_wait(side, e);
+      }
+      launch(h, side, "reader", [b, &memo_first, &memo_end] {
+        const kernels::Span<const int64_t> view(static_cast<const int64_t*>(b.data()), b.count());
+        (void)view.read_range(0, 4);
+        (void)view.read_range(2, 6);
+        memo_first = view.memo_first;
+        memo_end = view.memo_end;
+      });
+      d.device_sync();
+    });
+    const auto r = h.run();
+    EXPECT_EQ(memo_first, 0);
+    EXPECT_EQ(memo_end, 8) << "one run of [0, 8)";
+    ASSERT_EQ(r.verdict, ordered ? Verdict::pass : Verdict::race);
+    if (ordered) continue;
+    std::set<std::string> what{r.findings.front().sites[0].what, r.findings.front().sites[1].what};
+    EXPECT_EQ(what, (std::set<std::string>{"writer writes test row 6", "reader reads test row 6"}));
+  }
+}
+
 TEST(SpanRuns, AViewKeptAcrossItemsIsToldAgainInEach) {
   // One view object serves a writer on main and then a reader on side: the reader's access must
   // be told in its own item, not taken for the writer's.
