@@ -177,9 +177,24 @@ void RaceDetector::check_runs() {
 void RaceDetector::check_rows(const PendingRun& run) {
   Allocation& a = *run.allocation;
   PPSPEC_ASSERT(run.begin >= a.base && run.begin < run.end && run.end <= a.base + a.bytes, "a run outside {}", a.name);
+  const size_t first_row = row_of(a, static_cast<size_t>(run.begin - a.base));
   const size_t last_row = row_of(a, static_cast<size_t>(run.end - a.base) - 1);
-  for (size_t i = row_of(a, static_cast<size_t>(run.begin - a.base)); i <= last_row && checking_; ++i)
-    if (!check_cell_own(a.cells[i], run.write)) check_cell(a, i, run.write);
+  if (run.write)
+    check_rows_as<true>(a, first_row, last_row);
+  else
+    check_rows_as<false>(a, first_row, last_row);
+}
+
+template <bool kWrite>
+void RaceDetector::check_rows_as(Allocation& a, size_t first_row, size_t last_row) {
+  PPSPEC_ASSERT(first_row <= last_row && last_row < a.cells.size(), "rows [{}, {}] outside {}", first_row, last_row, a.name);
+  Cell* cells = a.cells.data();
+  const Epoch now = current_;
+  for (size_t i = first_row; i <= last_row; ++i) {
+    if (check_cell_own<kWrite>(cells[i], now)) continue;
+    check_cell(a, i, kWrite);
+    if (!checking_) return;  // a race: the first one ends the checks
+  }
 }
 
 bool RaceDetector::ordered(const Epoch& e) const {

@@ -129,22 +129,27 @@ class RaceDetector final : public kernels::AccessObserver {
   bool ordered(const Epoch& e) const;  // e happens-before the current item
   void check_cell(Allocation& a, size_t index, bool write);
   // check_cell's common cases, where every earlier access is this stream's: nothing to compare
-  // against another stream's clock. False when the general check is needed.
-  bool check_cell_own(Cell& c, bool write) const {
-    const auto own = [this](const Epoch& e) { return e.none() || e.actor == current_.actor; };
-    if (c.write.same(current_)) return true;
+  // against another stream's clock. False when the general check is needed. `now` is current_,
+  // passed by value so that it stays in registers while the cells are written.
+  template <bool kWrite>
+  static bool check_cell_own(Cell& c, Epoch now) {
+    const auto own = [now](const Epoch& e) { return e.none() || e.actor == now.actor; };
+    if (c.write.same(now)) return true;
     if (!own(c.write)) return false;
-    if (!write) {
+    if constexpr (!kWrite) {
       // Reads fill the slots from the first, so an empty first slot means no reads (check_cell).
       if (!own(c.reads[0])) return false;
-      c.reads[0] = current_;
+      c.reads[0] = now;
+      return true;
+    } else {
+      if (!own(c.reads[0]) || !own(c.reads[1]) || !own(c.reads[2])) return false;
+      c.write = Epoch{now.tick, now.actor, 1};
+      c.reads.fill(Epoch{});
       return true;
     }
-    if (!own(c.reads[0]) || !own(c.reads[1]) || !own(c.reads[2])) return false;
-    c.write = Epoch{current_.tick, current_.actor, 1};
-    c.reads.fill(Epoch{});
-    return true;
   }
+  template <bool kWrite>
+  void check_rows_as(Allocation& a, size_t first_row, size_t last_row);
   void report(const Allocation& a, size_t index, const Epoch& earlier, bool write);
   const AccessItem* item_of(uint32_t actor, uint32_t tick) const;
   void report_host(const Allocation& a, const core::Site& now, const core::Site& before, bool now_is_host, bool write,
