@@ -71,20 +71,17 @@ void RaceDetector::end() {
 
 RaceDetector::Allocation* RaceDetector::allocation_of(const void* p) {
   const auto* b = static_cast<const uint8_t*>(p);
-  for (size_t i = 0; i < recent_.size() && recent_[i] != nullptr; ++i) {
-    Allocation* a = recent_[i];
-    if (!a->holds(b)) continue;
-    if (i > 0) std::rotate(recent_.begin(), recent_.begin() + static_cast<std::ptrdiff_t>(i), recent_.begin() + static_cast<std::ptrdiff_t>(i) + 1);
-    return a;
-  }
+  for (Allocation* a : recent_)
+    if (a != nullptr && a->holds(b)) return a;
   auto at = std::upper_bound(allocations_.begin(), allocations_.end(), b,
                              [](const uint8_t* q, const Allocation& x) { return q < x.base; });
   if (at == allocations_.begin()) return nullptr;
   --at;
-  if (b >= at->base + at->bytes) return nullptr;  // host memory, or a buffer modelled by size only
-  std::rotate(recent_.begin(), recent_.end() - 1, recent_.end());
-  recent_[0] = &*at;
-  return recent_[0];
+  if (!at->holds(b)) return nullptr;  // host memory, or a buffer modelled by size only
+  // In place of the one found longest ago: no reordering on a hit.
+  recent_[next_recent_] = &*at;
+  next_recent_ = (next_recent_ + 1) % recent_.size();
+  return &*at;
 }
 
 RaceDetector::Seen& RaceDetector::seen_slot(const void* first, size_t bytes, bool write) {
