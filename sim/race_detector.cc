@@ -202,31 +202,56 @@ bool RaceDetector::ordered(const Epoch& e) const {
 void RaceDetector::check_cell(Allocation& a, size_t index, bool write) {
   Cell& c = a.cells[index];
   // This item touched the element already (a kernel's rows re-read the same KV): nothing new.
-  if (c.write.same(current_) || (!write && c.reads[0].same(current_))) return;
+  if (c.write.same(current_) || (!write && c.read.same(current_))) return;
   if (!ordered(c.write)) return report(a, index, c.write, write);
+  Reads reads = reads_of(a, index);
   if (write) {
-    for (const Epoch& r : c.reads)
+    for (const Epoch& r : reads)
       if (!ordered(r)) return report(a, index, r, write);
     c.write = Epoch{current_.tick, current_.actor, 1};
-    c.reads.fill(Epoch{});
+    set_reads(a, index, Reads{});
     return;
   }
   // A read: keep it unless an earlier read of this stream, or one ordered before it, is replaced.
   Epoch* slot = nullptr;
-  for (Epoch& r : c.reads) {
+  for (Epoch& r : reads) {
     if (r.actor == current_.actor || r.none() || ordered(r)) {
       slot = &r;
       if (r.actor == current_.actor) break;
     }
   }
   if (slot == nullptr) {  // three concurrent readers already: the oldest goes (see the header)
-    slot = &c.reads[0];
-    for (Epoch& r : c.reads)
+    slot = &reads[0];
+    for (Epoch& r : reads)
       if (r.tick < slot->tick) slot = &r;
   }
   *slot = current_;
-  // The latest read first: the next access of this item finds it at once.
-  if (slot != &c.reads[0]) std::swap(*slot, c.reads[0]);
+  // The latest read first: the next access of this item finds it in the cell.
+  if (slot != &reads[0]) std::swap(*slot, reads[0]);
+  set_reads(a, index, reads);
+}
+
+RaceDetector::Reads RaceDetector::reads_of(const Allocation& a, size_t index) const {
+  const Cell& c = a.cells[index];
+  Reads reads{Epoch{c.read.tick, c.read.actor, 0}, Epoch{}, Epoch{}};
+  if (c.read.write == kMoreReads) {
+    const auto more = a.more_reads.find(index);
+    PPSPEC_ASSERT(more != a.more_reads.end(), "{} row {}: its cell names more reads that are not kept", a.name, index);
+    reads[1] = more->second[0];
+    reads[2] = more->second[1];
+  }
+  return reads;
+}
+
+void RaceDetector::set_reads(Allocation& a, size_t index, const Reads& reads) {
+  Cell& c = a.cells[index];
+  const bool more = !reads[1].none() || !reads[2].none();
+  PPSPEC_ASSERT(!more || !reads[0].none(), "{} row {}: reads kept without a latest one", a.name, index);
+  if (more)
+    a.more_reads[index] = {reads[1], reads[2]};
+  else if (c.read.write == kMoreReads)
+    a.more_reads.erase(index);
+  c.read = Epoch{reads[0].tick, reads[0].actor, more ? kMoreReads : uint16_t{0}};
 }
 
 const AccessItem* RaceDetector::item_of(uint32_t actor, uint32_t tick) const {

@@ -15,7 +15,8 @@
 // Shadow state is FastTrack's: per row of each backed allocation, the last write's epoch (stream,
 // tick) and the epochs of the reads since that neither happened before another. A fourth
 // concurrent reader replaces the oldest (no engine buffer has more than three readers at once;
-// a dropped read can only hide a race, never invent one).
+// a dropped read can only hide a race, never invent one). A row's cell holds the write and the
+// latest read; the other concurrent reads, rare, wait in a table of the allocation's.
 //
 // Granularity is the allocation's row: an element of the engine's [N, 1] buffers, a request's row
 // of its [N, K] tables, a KV slot's lanes. Two streams touching different columns of one row
@@ -40,6 +41,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "core/buffer.h"
@@ -94,7 +96,9 @@ class RaceDetector final : public kernels::AccessObserver {
   const std::optional<core::Finding>& race() const { return race_; }
 
  private:
-  // 8 bytes: a cell is 32, and the engine's KV caches hold hundreds of thousands of them.
+  // 8 bytes: a cell is 16, and the engine's KV caches hold hundreds of thousands of them, whose
+  // checks miss the cache (cachegrind: a third of the detector's misses were the cells' first
+  // loads with 32-byte cells).
   struct Epoch {
     uint32_t tick = 0;
     uint16_t actor = kNone;
@@ -105,9 +109,14 @@ class RaceDetector final : public kernels::AccessObserver {
   };
   struct Cell {
     Epoch write;
-    std::array<Epoch, 3> reads;
+    // The latest read since the write; its `write` field, which a read does not need, says that
+    // earlier reads concurrent with it wait in the allocation's `more_reads` (kMoreReads).
+    Epoch read;
   };
-  static_assert(sizeof(Cell) == 32);
+  static_assert(sizeof(Cell) == 16);
+  static constexpr uint16_t kMoreReads = 1;
+  // The reads of a row, latest first, as FastTrack keeps them: a none ends them.
+  using Reads = std::array<Epoch, 3>;
   struct Allocation {
     const uint8_t* base = nullptr;
     size_t bytes = 0;
@@ -117,6 +126,9 @@ class RaceDetector final : public kernels::AccessObserver {
     bool pinned = false;  // host memory (alloc_host)
     std::string name;
     std::vector<Cell> cells;
+    // Per row whose cell says so, the reads concurrent with its latest, beyond it (looked up,
+    // never walked: its order never matters).
+    std::unordered_map<size_t, std::array<Epoch, 2>> more_reads;
     uint32_t live_runs = 0;  // a bit per run of the running item that lies in this allocation
     bool holds(const uint8_t* p) const { return p >= base && p < base + bytes; }
   };
@@ -137,17 +149,20 @@ class RaceDetector final : public kernels::AccessObserver {
     if (c.write.same(now)) return true;
     if (!own(c.write)) return false;
     if constexpr (!kWrite) {
-      // Reads fill the slots from the first, so an empty first slot means no reads (check_cell).
-      if (!own(c.reads[0])) return false;
-      c.reads[0] = now;
+      // Reads are kept latest first, so no latest read means no reads (check_cell); the reads
+      // of other streams beyond it stay.
+      if (!own(c.read)) return false;
+      c.read = Epoch{now.tick, now.actor, c.read.write};
       return true;
     } else {
-      if (!own(c.reads[0]) || !own(c.reads[1]) || !own(c.reads[2])) return false;
+      if (!own(c.read) || c.read.write == kMoreReads) return false;
       c.write = Epoch{now.tick, now.actor, 1};
-      c.reads.fill(Epoch{});
+      c.read = Epoch{};
       return true;
     }
   }
+  Reads reads_of(const Allocation& a, size_t index) const;
+  void set_reads(Allocation& a, size_t index, const Reads& reads);
   template <bool kWrite>
   void check_rows_as(Allocation& a, size_t first_row, size_t last_row);
   void report(const Allocation& a, size_t index, const Epoch& earlier, bool write);

@@ -3,6 +3,11 @@
 // communication) removes the race.
 #include <gtest/gtest.h>
 
+#include <array>
+#include <set>
+#include <string>
+#include <vector>
+
 #include "kernels/span.h"
 #include "tests/harness.h"
 
@@ -176,6 +181,43 @@ TEST(RaceDetector, ASendBufferRewrittenBeforeTheSendIsOrderedRaces) {
         },
         [](Harness&, core::Communicator& c, TwoStreams s, const core::Buffer& y) { c.recv(y, 0, s.main, Label{"x"}); });
     EXPECT_EQ(r.verdict, ordered ? Verdict::pass : Verdict::race) << "ordered " << ordered;
+  }
+}
+
+// Readers on streams a, b and c read row 0 concurrently (none orders another); then a writer on
+// main waits for the readers in `waited` only. The detector keeps all three reads: the write races
+// with the first reader it does not wait for, and with none once it waits for all three.
+core::RunResult three_readers_then_write(const std::vector<int>& waited, bool reread_on_a) {
+  Harness h(1, race_config());
+  const core::Buffer b = h.buffer(0, 4, core::Dtype::i64);
+  h.actor(0, [&] {
+    auto& d = h.rt.device(0);
+    const std::array<core::Stream, 3> readers{d.stream("a"), d.stream("b"), d.stream("c")};
+    const core::Stream main = d.stream("main");
+    const char* names[] = {"reader_a", "reader_b", "reader_c"};
+    for (int i = 0; i < 3; ++i) touch(h, 0, readers[i], b, 0, false, names[i]);
+    // A second read on a, after the others: the latest read is a's again, the others stay.
+    if (reread_on_a) touch(h, 0, readers[0], b, 0, false, "reader_a");
+    for (int i : waited) order(h, 0, readers[static_cast<size_t>(i)], main);
+    touch(h, 0, main, b, 0, true, "writer");
+    d.device_sync();
+  });
+  return h.run();
+}
+
+TEST(RaceDetector, AWriteRacesWithEachOfThreeConcurrentReadsItDoesNotWaitFor) {
+  for (const bool reread : {false, true}) {
+    EXPECT_EQ(three_readers_then_write({0, 1, 2}, reread).verdict, Verdict::pass) << "reread " << reread;
+    for (int missing = 0; missing < 3; ++missing) {
+      std::vector<int> waited;
+      for (int i = 0; i < 3; ++i)
+        if (i != missing) waited.push_back(i);
+      const auto r = three_readers_then_write(waited, reread);
+      ASSERT_EQ(r.verdict, Verdict::race) << "missing " << missing << ", reread " << reread;
+      const std::string reader = std::string("reader_") + static_cast<char>('a' + missing) + " reads test row 0";
+      std::set<std::string> what{r.findings.front().sites[0].what, r.findings.front().sites[1].what};
+      EXPECT_EQ(what, (std::set<std::string>{"writer writes test row 0", reader})) << "missing " << missing;
+    }
   }
 }
 
