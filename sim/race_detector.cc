@@ -29,7 +29,7 @@ void RaceDetector::on_alloc(core::RankId rank, const core::Buffer& b, std::strin
                                    [](const uint8_t* p, const Allocation& x) { return p < x.base; });
   if (active_) check_runs();  // before the insertion moves the allocations they point to
   allocations_.insert(at, std::move(a));
-  recent_.fill(nullptr);  // the insertion moved them
+  found_.fill(nullptr);  // the insertion moved them
 }
 
 void RaceDetector::begin(uint32_t actor, uint32_t tick, const VectorClock& clock, const AccessItem& item) {
@@ -71,17 +71,16 @@ void RaceDetector::end() {
 
 RaceDetector::Allocation* RaceDetector::allocation_of(const void* p) {
   const auto* b = static_cast<const uint8_t*>(p);
-  for (Allocation* a : recent_)
-    if (a != nullptr && a->holds(b)) return a;
+  // Addresses only pick a cache entry: which allocation holds `p` does not depend on it.
+  Allocation*& cached = found_[(reinterpret_cast<uintptr_t>(p) >> kFoundGranule) & (kFound - 1)];
+  if (cached != nullptr && cached->holds(b)) return cached;
   auto at = std::upper_bound(allocations_.begin(), allocations_.end(), b,
                              [](const uint8_t* q, const Allocation& x) { return q < x.base; });
   if (at == allocations_.begin()) return nullptr;
   --at;
   if (!at->holds(b)) return nullptr;  // host memory, or a buffer modelled by size only
-  // In place of the one found longest ago: no reordering on a hit.
-  recent_[next_recent_] = &*at;
-  next_recent_ = (next_recent_ + 1) % recent_.size();
-  return &*at;
+  cached = &*at;
+  return cached;
 }
 
 RaceDetector::Seen& RaceDetector::seen_slot(const void* first, size_t bytes, bool write) {

@@ -183,10 +183,11 @@ class RaceDetector final : public kernels::AccessObserver {
   Seen& seen_slot(const void* first, size_t bytes, bool write);
 
   std::vector<Allocation> allocations_;  // sorted by base
-  // The last allocations looked up: kernels walk a few buffers at a time. A cache only: which
-  // allocation holds an address does not depend on it.
-  std::array<Allocation*, 4> recent_{};
-  size_t next_recent_ = 0;
+  // Allocations found, by the address bits above a 256-byte granule: a kernel's buffers, each in
+  // entries of its own unless two small ones share a granule.
+  static constexpr size_t kFound = 256;
+  static constexpr int kFoundGranule = 8;
+  std::array<Allocation*, kFound> found_{};
   std::vector<Seen> seen_ = std::vector<Seen>(kSeenSlots);
   // The runs of bytes this item has accessed (kernels/access.h: AccessRun): a kernel's loop walks
   // a few buffers row after row and element by element, so most accesses extend a run, many
