@@ -40,9 +40,8 @@ class AccessObserver {
  public:
   virtual ~AccessObserver() = default;
   // Records [first, first + bytes) and returns the bytes around it that further accesses of the
-  // same item, in the same mode, need not be told (a Span remembers them: kernels/span.h). `hint`
-  // is the `run` of the last answer to the same view in this item, if any.
-  virtual CheckedBytes on_access(const void* first, size_t bytes, bool write, uint32_t hint = 0) = 0;
+  // same item, in the same mode, need not be told (a Span remembers them: kernels/span.h).
+  virtual CheckedBytes on_access(const void* first, size_t bytes, bool write) = 0;
 };
 
 // The observer of the work item running on this OS thread (the simulator runs every fiber of a

@@ -112,8 +112,7 @@ struct Span {
   // whole elements of this view: those it need not tell again during this item. A read of a
   // Span<T> (read_range) is told but not remembered: this view's memo stands for writes.
   [[gnu::noinline]] void observe(int64_t first, int64_t n, bool write) const {
-    const uint32_t hint = memo_item == t_access_item ? memo_run : 0;
-    const CheckedBytes checked = t_access_observer->on_access(data + first, static_cast<size_t>(n) * sizeof(T), write, hint);
+    const CheckedBytes checked = t_access_observer->on_access(data + first, static_cast<size_t>(n) * sizeof(T), write);
     if (write != !std::is_const_v<T>) return;
     memo_item = 0;
     const auto base = reinterpret_cast<uintptr_t>(data);

@@ -69,11 +69,7 @@ void RaceDetector::end() {
   }
 }
 
-RaceDetector::Allocation* RaceDetector::allocation_of(const void* p) {
-  const auto* b = static_cast<const uint8_t*>(p);
-  // Addresses only pick a cache entry: which allocation holds `p` does not depend on it.
-  Allocation*& cached = found_[(reinterpret_cast<uintptr_t>(p) >> kFoundGranule) & (kFound - 1)];
-  if (cached != nullptr && cached->holds(b)) return cached;
+RaceDetector::Allocation* RaceDetector::find_allocation(const uint8_t* b, Allocation*& cached) {
   auto at = std::upper_bound(allocations_.begin(), allocations_.end(), b,
                              [](const uint8_t* q, const Allocation& x) { return q < x.base; });
   if (at == allocations_.begin()) return nullptr;
@@ -101,44 +97,40 @@ void RaceDetector::access_buffer(const core::Buffer& b, bool write) {
   if (b.backed()) on_access(b.data(), b.bytes(), write);
 }
 
-kernels::CheckedBytes RaceDetector::on_access(const void* first, size_t bytes, bool write, uint32_t hint) {
+kernels::CheckedBytes RaceDetector::on_access(const void* first, size_t bytes, bool write) {
   if (!checking_) return {};
   const auto* b = static_cast<const uint8_t*>(first);
   const uint8_t* e = b + bytes;
-  PPSPEC_ASSERT(hint <= kRuns, "run hint {} past the {} runs", hint, kRuns);
-  // The bytes right after the view's own run, the same way (a kernel's loop over rows).
-  if (hint != 0 && runs_[hint - 1].end == b && continues(runs_[hint - 1], b, e, write)) return extend(hint - 1, e);
   // An exact repeat of an access that started a run (a KV block each of a request's rows sums):
   // recorded already, found without looking any further.
   Seen& seen = seen_slot(first, bytes, write);
   if (seen.first == first && seen.bytes == bytes && seen.write == write && seen.epoch.same(current_)) return {b, e};
-  Allocation* a = hint != 0 && run_info_[hint - 1].allocation != nullptr && run_info_[hint - 1].allocation->holds(b)
-                      ? run_info_[hint - 1].allocation
-                      : allocation_of(first);
+  Allocation* a = allocation_of(first);
   if (a == nullptr) return {};  // host memory, or a buffer modelled by size only
   PPSPEC_ASSERT(e <= a->base + a->bytes, "an access of {} bytes at {} runs past {} ({} bytes)", bytes, b - a->base, a->name,
                 a->bytes);
   // Only a run of the same allocation can hold the bytes or be continued by them (a run never
   // crosses an allocation's end): the first of them in index order that does, a run holding them
-  // before one they continue. Which run takes them is decided by the item's accesses alone.
+  // before one they continue. Which run takes them is decided by the item's accesses alone. (The
+  // bytes right after the run a view's memo ends with never come here: the view extends it.)
   for (uint32_t live = a->live_runs; live != 0; live &= live - 1) {
     const auto i = static_cast<size_t>(std::countr_zero(live));
     const kernels::AccessRun& r = runs_[i];
     if (b >= r.begin && e <= r.end && (r.write || !write)) return answer(i);
     if (continues(r, b, e, write)) return extend(i, e);
   }
-  // Field by field: a whole-struct copy went through the stack and stalled on store forwarding.
-  seen.first = first;
-  seen.bytes = bytes;
-  seen.epoch = current_;
-  seen.write = write;
-  return start_run(*a, b, e, write);
+  return start_run(seen, *a, b, e, write);
 }
 
 // A run of its own, in place of the one started longest ago, which waits to be checked. (A seen
 // slot lost to another access may start a second run over bytes a run holds: checked later, its
 // rows find this item's epoch and change nothing.)
-kernels::CheckedBytes RaceDetector::start_run(Allocation& a, const uint8_t* first, const uint8_t* end, bool write) {
+kernels::CheckedBytes RaceDetector::start_run(Seen& seen, Allocation& a, const uint8_t* first, const uint8_t* end, bool write) {
+  // Field by field: a whole-struct copy went through the stack and stalled on store forwarding.
+  seen.first = first;
+  seen.bytes = static_cast<size_t>(end - first);
+  seen.epoch = current_;
+  seen.write = write;
   if (pending_.size() >= kPendingRuns) check_runs();
   if (!checking_) return {};
   const size_t run = next_run_;

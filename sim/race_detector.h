@@ -86,7 +86,7 @@ class RaceDetector final : public kernels::AccessObserver {
   // A communication kernel's buffer, checked against the kernel's start clock.
   void access_buffer(const core::Buffer& b, bool write);
 
-  kernels::CheckedBytes on_access(const void* first, size_t bytes, bool write, uint32_t hint = 0) override;
+  kernels::CheckedBytes on_access(const void* first, size_t bytes, bool write) override;
 
   // The host thread `actor` touches pinned buffer `b` now; `clock` is its clock, already advanced
   // in its own component for this access.
@@ -137,7 +137,15 @@ class RaceDetector final : public kernels::AccessObserver {
     AccessItem item;
   };
 
-  Allocation* allocation_of(const void* p);
+  // The allocation that holds `p`, if any.
+  Allocation* allocation_of(const void* p) {
+    const auto* b = static_cast<const uint8_t*>(p);
+    // Addresses only pick a cache entry: which allocation holds `p` does not depend on it.
+    Allocation*& cached = found_[(reinterpret_cast<uintptr_t>(p) >> kFoundGranule) & (kFound - 1)];
+    if (cached != nullptr && cached->holds(b)) return cached;
+    return find_allocation(b, cached);
+  }
+  [[gnu::noinline]] Allocation* find_allocation(const uint8_t* b, Allocation*& cached);
   bool ordered(const Epoch& e) const;  // e happens-before the current item
   void check_cell(Allocation& a, size_t index, bool write);
   // check_cell's common cases, where every earlier access is this stream's: nothing to compare
@@ -207,7 +215,8 @@ class RaceDetector final : public kernels::AccessObserver {
   static constexpr size_t kRuns = 16;
   static_assert(kRuns <= 32, "Allocation::live_runs holds a bit per run");
   static constexpr size_t kPendingRuns = 1 << 16;  // at this many, an item's runs so far are checked
-  kernels::CheckedBytes start_run(Allocation& a, const uint8_t* first, const uint8_t* end, bool write);
+  // A new run of [first, end) in `a`, remembered in `seen` as an exact access of this item.
+  [[gnu::noinline]] kernels::CheckedBytes start_run(Seen& seen, Allocation& a, const uint8_t* first, const uint8_t* end, bool write);
   void put_aside(size_t run);
   void check_runs();  // every run of the item so far, in the order they were started
   void check_rows(const PendingRun& run);

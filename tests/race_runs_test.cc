@@ -34,7 +34,7 @@ class FakeObserver final : public kernels::AccessObserver {
     kernels::t_access_observer = nullptr;
     kernels::t_access_runs = nullptr;
   }
-  kernels::CheckedBytes on_access(const void* first, size_t bytes, bool write, uint32_t) override {
+  kernels::CheckedBytes on_access(const void* first, size_t bytes, bool write) override {
     told.push_back({first, bytes, write});
     const auto* b = static_cast<const unsigned char*>(first);
     runs_[0] = kernels::AccessRun{b, b + bytes, limit_, write};
