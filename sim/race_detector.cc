@@ -117,7 +117,7 @@ kernels::CheckedBytes RaceDetector::on_access(const void* first, size_t bytes, b
     const auto i = static_cast<size_t>(std::countr_zero(live));
     const kernels::AccessRun& r = runs_[i];
     if (b >= r.begin && e <= r.end && (r.write || !write)) return answer(i);
-    if (continues(r, b, e, write)) return extend(i, e);
+    if (continues(*a, r, b, e, write)) return extend(i, e);
   }
   return start_run(seen, *a, b, e, write);
 }

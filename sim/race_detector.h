@@ -221,11 +221,14 @@ class RaceDetector final : public kernels::AccessObserver {
   void check_runs();  // every run of the item so far, in the order they were started
   void check_rows(const PendingRun& run);
   kernels::CheckedBytes answer(size_t run) const { return {runs_[run].begin, runs_[run].end, static_cast<uint32_t>(run + 1)}; }
-  // The bytes [b, e), accessed `write`, start inside run `r` or right after it and go on past its
-  // end, the same way, inside its allocation (the next rows of a loop; a request's last KV block,
-  // one slot longer in each of its rows): the run grows to hold them.
-  static bool continues(const kernels::AccessRun& r, const uint8_t* b, const uint8_t* e, bool write) {
-    return b >= r.begin && b <= r.end && r.write == write && e <= r.limit;
+  // The bytes [b, e) of `a`, accessed `write`, start at or after run `r`'s start, in its last row
+  // or the row after, and go on past its end, the same way, inside the allocation (the next rows
+  // of a loop; a request's last KV block, one slot longer in each of its rows; this TP rank's
+  // lanes of one row after another): the run grows to hold them. Cells are rows, so the run's
+  // rows are then exactly those of both, and the bytes in between that nobody touched add none.
+  bool continues(const Allocation& a, const kernels::AccessRun& r, const uint8_t* b, const uint8_t* e, bool write) const {
+    return b >= r.begin && r.write == write && e <= r.limit &&
+           row_of(a, static_cast<size_t>(b - a.base)) <= row_of(a, static_cast<size_t>(r.end - a.base) - 1) + 1;
   }
   kernels::CheckedBytes extend(size_t run, const uint8_t* e) {
     runs_[run].end = e;

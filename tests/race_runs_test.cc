@@ -214,6 +214,68 @@ TEST(SpanRuns, ARangeThatStartsInsideARunAndGoesPastItGrowsTheRunWhoseTailStillR
   }
 }
 
+TEST(SpanRuns, HalfRowsOfOneRowAfterAnotherGrowOneRunAndTheLaterRowsStillRace) {
+  // A [4, 4] buffer whose rows the reader reads half of, row after row (a TP rank's lanes): the
+  // detector grows one run over rows 0..3 (cells are rows) and answers with it; the writer's
+  // element in row 2, lanes the reader did not touch, is the row the reader read: a race unless an
+  // event orders them, and never one when the writer's row is one the reader did not read.
+  for (const bool ordered : {false, true}) {
+    for (const int64_t written_row : {2, 5}) {
+      Harness h(1, race_config());
+      core::Buffer b = h.rt.device(0).alloc(core::Dtype::i64, core::Shape{6, 4}, "test");
+      b.mark_all_written();
+      int64_t memo_first = -1, memo_end = -1;
+      h.actor(0, [&] {
+        auto& d = h.rt.device(0);
+        const core::Stream main = d.stream("main"), side = d.stream("side");
+        launch(h, main, "writer", [b, written_row] {
+          kernels::Span<int64_t>(static_cast<int64_t*>(b.data()), b.count())[written_row * 4 + 3] = 1;
+        });
+        if (ordered) {
+          const core::DeviceEvent e = d.event("written");
+          d.record(e, main);
+          d.stream_wait(side, e);
+        }
+        launch(h, side, "reader", [b, &memo_first, &memo_end] {
+          const kernels::Span<const int64_t> view(static_cast<const int64_t*>(b.data()), b.count());
+          for (int64_t row = 0; row < 4; ++row) (void)view.read_range(row * 4, 2);
+          memo_first = view.memo_first;
+          memo_end = view.memo_end;
+        });
+        d.device_sync();
+      });
+      const auto r = h.run();
+      EXPECT_EQ(memo_first, 0);
+      EXPECT_EQ(memo_end, 14) << "one run from row 0's first element to row 3's second";
+      const bool race = !ordered && written_row < 4;
+      ASSERT_EQ(r.verdict, race ? Verdict::race : Verdict::pass) << "ordered " << ordered << ", row " << written_row;
+      if (!race) continue;
+      std::set<std::string> what{r.findings.front().sites[0].what, r.findings.front().sites[1].what};
+      EXPECT_EQ(what, (std::set<std::string>{"writer writes test row 2", "reader reads test row 2"}));
+    }
+  }
+}
+
+TEST(SpanRuns, ARowSkippedBetweenTwoHalfRowsIsNotTakenIntoTheRun) {
+  // The reader reads half of rows 0 and 2 of a [4, 4] buffer: row 1 lies between them, untouched,
+  // so the writer's row 1 on another stream, unordered, does not race.
+  Harness h(1, race_config());
+  core::Buffer b = h.rt.device(0).alloc(core::Dtype::i64, core::Shape{4, 4}, "test");
+  b.mark_all_written();
+  h.actor(0, [&] {
+    auto& d = h.rt.device(0);
+    const core::Stream main = d.stream("main"), side = d.stream("side");
+    launch(h, main, "writer", [b] { kernels::Span<int64_t>(static_cast<int64_t*>(b.data()), b.count())[4] = 1; });
+    launch(h, side, "reader", [b] {
+      const kernels::Span<const int64_t> view(static_cast<const int64_t*>(b.data()), b.count());
+      (void)view.read_range(0, 2);
+      (void)view.read_range(8, 2);
+    });
+    d.device_sync();
+  });
+  EXPECT_EQ(h.run().verdict, Verdict::pass);
+}
+
 TEST(SpanRuns, AViewKeptAcrossItemsIsToldAgainInEach) {
   // One view object serves a writer on main and then a reader on side: the reader's access must
   // be told in its own item, not taken for the writer's.
