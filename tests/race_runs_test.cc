@@ -4,9 +4,14 @@
 // check that protocol against a fake observer; the rest check, both ways, that a race whose
 // access was never told (a run's element the Span added itself, a run put aside mid-item, a view
 // kept across items) is still found.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <array>
+#include <functional>
+#include <set>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/span.h"
@@ -129,42 +134,57 @@ void launch(Harness& h, core::Stream s, const char* name, std::function<void()> 
   h.rt.device(0).launch(s, l);
 }
 
-// `writer` on main writes buffers[0..n) whole, element by element (all but each buffer's first
-// element extend runs without a call, and past 16 buffers runs are put aside mid-item); `reader`
-// on side then reads element `row` of buffer `which`, after an event that orders it or not.
-core::RunResult write_many_then_read(int buffers, int which, int64_t row, bool ordered, uint64_t seed) {
-  Harness h(1, race_config(), seed);
-  std::vector<core::Buffer> bs;
-  for (int i = 0; i < buffers; ++i) bs.push_back(h.buffer(0, 8, core::Dtype::i64));
+// On rank 0 of `h`: `writer` on stream main, then `reader` on side, after an event that orders
+// them or not.
+core::RunResult writer_then_reader(Harness& h, bool ordered, std::function<void()> writer, std::function<void()> reader) {
   h.actor(0, [&] {
     auto& d = h.rt.device(0);
     const core::Stream main = d.stream("main"), side = d.stream("side");
-    launch(h, main, "writer", [&bs] {
-      for (const core::Buffer& b : bs) {
-        const kernels::Span<int64_t> s(static_cast<int64_t*>(b.data()), b.count());
-        for (int64_t i = 0; i < s.size; ++i) s[i] = i;
-      }
-    });
+    launch(h, main, "writer", std::move(writer));
     if (ordered) {
       const core::DeviceEvent e = d.event("written");
       d.record(e, main);
       d.stream_wait(side, e);
     }
-    const core::Buffer target = bs[static_cast<size_t>(which)];
-    launch(h, side, "reader", [target, row] {
-      (void)kernels::Span<const int64_t>(static_cast<const int64_t*>(target.data()), target.count())[row];
-    });
+    launch(h, side, "reader", std::move(reader));
     d.device_sync();
   });
   return h.run();
+}
+
+// What the first finding's two sites did ("writer writes test row 6").
+std::set<std::string> race_sites(const core::RunResult& r) {
+  return {r.findings.front().sites[0].what, r.findings.front().sites[1].what};
+}
+
+std::set<std::string> row_race(int64_t row) {
+  return {fmt::format("writer writes test row {}", row), fmt::format("reader reads test row {}", row)};
+}
+
+// `writer` writes buffers[0..n) whole, element by element (all but each buffer's first element
+// extend runs without a call, and past 16 buffers runs are put aside mid-item); `reader` then
+// reads element `row` of buffer `which`.
+core::RunResult write_many_then_read(int buffers, int which, int64_t row, bool ordered, uint64_t seed) {
+  Harness h(1, race_config(), seed);
+  std::vector<core::Buffer> bs;
+  for (int i = 0; i < buffers; ++i) bs.push_back(h.buffer(0, 8, core::Dtype::i64));
+  const core::Buffer target = bs[static_cast<size_t>(which)];
+  return writer_then_reader(
+      h, ordered,
+      [bs] {
+        for (const core::Buffer& b : bs) {
+          const kernels::Span<int64_t> s(static_cast<int64_t*>(b.data()), b.count());
+          for (int64_t i = 0; i < s.size; ++i) s[i] = i;
+        }
+      },
+      [target, row] { (void)kernels::Span<const int64_t>(static_cast<const int64_t*>(target.data()), target.count())[row]; });
 }
 
 TEST(SpanRuns, AnElementOnlyARunReachedRacesAndIsNamed) {
   for (uint64_t seed = 1; seed <= 4; ++seed) {
     const auto r = write_many_then_read(1, 0, 6, false, seed);
     ASSERT_EQ(r.verdict, Verdict::race) << "seed " << seed;
-    std::set<std::string> what{r.findings.front().sites[0].what, r.findings.front().sites[1].what};
-    EXPECT_EQ(what, (std::set<std::string>{"writer writes test row 6", "reader reads test row 6"}));
+    EXPECT_EQ(race_sites(r), row_race(6));
     EXPECT_EQ(write_many_then_read(1, 0, 6, true, seed).verdict, Verdict::pass) << "seed " << seed;
   }
 }
@@ -178,80 +198,60 @@ TEST(SpanRuns, ARunPutAsideMidItemIsCheckedThen) {
   }
 }
 
+// A buffer of `rows` x `cols` i64 on rank 0, all written (nothing reads uninitialised memory).
+core::Buffer table(Harness& h, int64_t rows, int64_t cols) {
+  core::Buffer b = h.rt.device(0).alloc(core::Dtype::i64, core::Shape{rows, cols}, "test");
+  b.mark_all_written();
+  return b;
+}
+
+// The writer writes element `element` of `b`; the reader reads the element ranges `reads` (first,
+// count) through one view and leaves that view's memo in `memo` (first, end).
+core::RunResult write_then_read_ranges(Harness& h, const core::Buffer& b, int64_t element,
+                                       std::vector<std::pair<int64_t, int64_t>> reads, bool ordered,
+                                       std::pair<int64_t, int64_t>& memo) {
+  return writer_then_reader(
+      h, ordered, [b, element] { kernels::Span<int64_t>(static_cast<int64_t*>(b.data()), b.count())[element] = 1; },
+      [b, reads, &memo] {
+        const kernels::Span<const int64_t> view(static_cast<const int64_t*>(b.data()), b.count());
+        for (const auto& [first, count] : reads) (void)view.read_range(first, count);
+        memo = {view.memo_first, view.memo_end};
+      });
+}
+
 TEST(SpanRuns, ARangeThatStartsInsideARunAndGoesPastItGrowsTheRunWhoseTailStillRaces) {
   // The reader reads elements [0, 4), then [2, 8) (a request's last KV block, one slot longer in
   // its next row): the detector grows the first run to [0, 8) and answers with all of it, and
   // the writer's element 6, reached only by the second range, races unless an event orders them.
   for (const bool ordered : {false, true}) {
     Harness h(1, race_config());
-    const core::Buffer b = h.buffer(0, 8, core::Dtype::i64);
-    int64_t memo_first = -1, memo_end = -1;
-    h.actor(0, [&] {
-      auto& d = h.rt.device(0);
-      const core::Stream main = d.stream("main"), side = d.stream("side");
-      launch(h, main, "writer", [b] { kernels::Span<int64_t>(static_cast<int64_t*>(b.data()), b.count())[6] = 1; });
-      if (ordered) {
-        const core::DeviceEvent e = d.event("written");
-        d.record(e, main);
-        d.stream_wait(side, e);
-      }
-      launch(h, side, "reader", [b, &memo_first, &memo_end] {
-        const kernels::Span<const int64_t> view(static_cast<const int64_t*>(b.data()), b.count());
-        (void)view.read_range(0, 4);
-        (void)view.read_range(2, 6);
-        memo_first = view.memo_first;
-        memo_end = view.memo_end;
-      });
-      d.device_sync();
-    });
-    const auto r = h.run();
-    EXPECT_EQ(memo_first, 0);
-    EXPECT_EQ(memo_end, 8) << "one run of [0, 8)";
+    std::pair<int64_t, int64_t> memo{-1, -1};
+    const auto r = write_then_read_ranges(h, table(h, 8, 1), 6, {{0, 4}, {2, 6}}, ordered, memo);
+    EXPECT_EQ(memo, (std::pair<int64_t, int64_t>{0, 8})) << "one run of [0, 8)";
     ASSERT_EQ(r.verdict, ordered ? Verdict::pass : Verdict::race);
-    if (ordered) continue;
-    std::set<std::string> what{r.findings.front().sites[0].what, r.findings.front().sites[1].what};
-    EXPECT_EQ(what, (std::set<std::string>{"writer writes test row 6", "reader reads test row 6"}));
+    if (!ordered) {
+      EXPECT_EQ(race_sites(r), row_race(6));
+    }
   }
 }
 
 TEST(SpanRuns, HalfRowsOfOneRowAfterAnotherGrowOneRunAndTheLaterRowsStillRace) {
-  // A [4, 4] buffer whose rows the reader reads half of, row after row (a TP rank's lanes): the
-  // detector grows one run over rows 0..3 (cells are rows) and answers with it; the writer's
-  // element in row 2, lanes the reader did not touch, is the row the reader read: a race unless an
-  // event orders them, and never one when the writer's row is one the reader did not read.
+  // A [6, 4] buffer whose rows 0..3 the reader reads half of, row after row (a TP rank's lanes):
+  // the detector grows one run over rows 0..3 (cells are rows) and answers with it. The writer's
+  // element in row 2, a lane the reader did not touch, is in a row the reader read: a race unless
+  // an event orders them; row 5, which the reader did not read, never races.
   for (const bool ordered : {false, true}) {
     for (const int64_t written_row : {2, 5}) {
       Harness h(1, race_config());
-      core::Buffer b = h.rt.device(0).alloc(core::Dtype::i64, core::Shape{6, 4}, "test");
-      b.mark_all_written();
-      int64_t memo_first = -1, memo_end = -1;
-      h.actor(0, [&] {
-        auto& d = h.rt.device(0);
-        const core::Stream main = d.stream("main"), side = d.stream("side");
-        launch(h, main, "writer", [b, written_row] {
-          kernels::Span<int64_t>(static_cast<int64_t*>(b.data()), b.count())[written_row * 4 + 3] = 1;
-        });
-        if (ordered) {
-          const core::DeviceEvent e = d.event("written");
-          d.record(e, main);
-          d.stream_wait(side, e);
-        }
-        launch(h, side, "reader", [b, &memo_first, &memo_end] {
-          const kernels::Span<const int64_t> view(static_cast<const int64_t*>(b.data()), b.count());
-          for (int64_t row = 0; row < 4; ++row) (void)view.read_range(row * 4, 2);
-          memo_first = view.memo_first;
-          memo_end = view.memo_end;
-        });
-        d.device_sync();
-      });
-      const auto r = h.run();
-      EXPECT_EQ(memo_first, 0);
-      EXPECT_EQ(memo_end, 14) << "one run from row 0's first element to row 3's second";
+      std::pair<int64_t, int64_t> memo{-1, -1};
+      const auto r = write_then_read_ranges(h, table(h, 6, 4), written_row * 4 + 3, {{0, 2}, {4, 2}, {8, 2}, {12, 2}},
+                                            ordered, memo);
+      EXPECT_EQ(memo, (std::pair<int64_t, int64_t>{0, 14})) << "one run from row 0's first element to row 3's second";
       const bool race = !ordered && written_row < 4;
       ASSERT_EQ(r.verdict, race ? Verdict::race : Verdict::pass) << "ordered " << ordered << ", row " << written_row;
-      if (!race) continue;
-      std::set<std::string> what{r.findings.front().sites[0].what, r.findings.front().sites[1].what};
-      EXPECT_EQ(what, (std::set<std::string>{"writer writes test row 2", "reader reads test row 2"}));
+      if (race) {
+        EXPECT_EQ(race_sites(r), row_race(2));
+      }
     }
   }
 }
@@ -260,20 +260,9 @@ TEST(SpanRuns, ARowSkippedBetweenTwoHalfRowsIsNotTakenIntoTheRun) {
   // The reader reads half of rows 0 and 2 of a [4, 4] buffer: row 1 lies between them, untouched,
   // so the writer's row 1 on another stream, unordered, does not race.
   Harness h(1, race_config());
-  core::Buffer b = h.rt.device(0).alloc(core::Dtype::i64, core::Shape{4, 4}, "test");
-  b.mark_all_written();
-  h.actor(0, [&] {
-    auto& d = h.rt.device(0);
-    const core::Stream main = d.stream("main"), side = d.stream("side");
-    launch(h, main, "writer", [b] { kernels::Span<int64_t>(static_cast<int64_t*>(b.data()), b.count())[4] = 1; });
-    launch(h, side, "reader", [b] {
-      const kernels::Span<const int64_t> view(static_cast<const int64_t*>(b.data()), b.count());
-      (void)view.read_range(0, 2);
-      (void)view.read_range(8, 2);
-    });
-    d.device_sync();
-  });
-  EXPECT_EQ(h.run().verdict, Verdict::pass);
+  std::pair<int64_t, int64_t> memo{-1, -1};
+  EXPECT_EQ(write_then_read_ranges(h, table(h, 4, 4), 4, {{0, 2}, {8, 2}}, false, memo).verdict, Verdict::pass);
+  EXPECT_EQ(memo, (std::pair<int64_t, int64_t>{8, 10})) << "a run of its own for row 2";
 }
 
 TEST(SpanRuns, AViewKeptAcrossItemsIsToldAgainInEach) {
@@ -283,19 +272,9 @@ TEST(SpanRuns, AViewKeptAcrossItemsIsToldAgainInEach) {
     Harness h(1, race_config());
     const core::Buffer b = h.buffer(0, 4, core::Dtype::i64);
     const kernels::Span<int64_t> view(static_cast<int64_t*>(b.data()), b.count());
-    h.actor(0, [&] {
-      auto& d = h.rt.device(0);
-      const core::Stream main = d.stream("main"), side = d.stream("side");
-      launch(h, main, "writer", [&view] { view[1] = 3; });
-      if (ordered) {
-        const core::DeviceEvent e = d.event("written");
-        d.record(e, main);
-        d.stream_wait(side, e);
-      }
-      launch(h, side, "reader", [&view] { (void)kernels::Span<const int64_t>(view)[1]; });
-      d.device_sync();
-    });
-    EXPECT_EQ(h.run().verdict, ordered ? Verdict::pass : Verdict::race);
+    const auto r = writer_then_reader(
+        h, ordered, [&view] { view[1] = 3; }, [&view] { (void)kernels::Span<const int64_t>(view)[1]; });
+    EXPECT_EQ(r.verdict, ordered ? Verdict::pass : Verdict::race);
   }
 }
 
