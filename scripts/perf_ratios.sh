@@ -3,8 +3,9 @@
 # machine (docs/performance.md):
 #   1. scheduler:      BM_RingPairs/2/1 pairs/s ÷ BM_FiberRoundTrips round_trips/s (one benchmark run)
 #   2. race detection: a whole `ppspec run` (oracles included) of serving scenarios with race detection
-#                      ÷ the same run without ([runtime] race_detection = false), medians of 3,
-#                      and BM_Serving with and without it (one benchmark run)
+#                      ÷ the same run without ([runtime] race_detection = false), medians of 7
+#                      run alternately,
+#                      and BM_Serving with and without it (one benchmark run, medians of 5)
 #   3. fuzzing:        clean cases/s of `ppspec fuzz` on scenarios/spaces/pp2.toml, seed 1, this binary
 #                      ÷ BEFORE's (the landed binary), one process each, alternated, medians of 3
 #   and the peak resident set of a serving run, of every serving scenario in one process and of a fuzz
@@ -33,16 +34,21 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$(dirname "$out")"
 
-# The median wall time in seconds of 3 runs of a command (its output discarded).
-median3() {
+# The median wall times in seconds of two commands (their output discarded), run alternately 7
+# times each: this VM's speed drifts by tens of percent over a minute, and a drift then reaches
+# both sides alike. Prints "WITH WITHOUT"; the two commands are separated by "--".
+median_pair() {
   python3 - "$@" <<'EOF'
 import subprocess, sys, time
-times = []
-for _ in range(3):
-    t0 = time.monotonic()
-    subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    times.append(time.monotonic() - t0)
-print(f"{sorted(times)[1]:.3f}")
+cut = sys.argv.index("--")
+cmds = (sys.argv[1:cut], sys.argv[cut + 1:])
+times = ([], [])
+for _ in range(7):
+    for side in (0, 1):
+        t0 = time.monotonic()
+        subprocess.run(cmds[side], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        times[side].append(time.monotonic() - t0)
+print(" ".join(f"{sorted(t)[3]:.3f}" for t in times))
 EOF
 }
 
@@ -78,14 +84,15 @@ EOF
   for s in pp2_tp2_k5 pp2_tp1_k5 pp4_prefix_cache pp2_preempt pp3_lookahead_batch pp2_tp2_eagle; do
     f=scenarios/serving/$s.toml
     without_races "$f" > "$work/$s-norace.toml"
-    with=$(median3 "$ppspec" run "$f")
-    wo=$(median3 "$ppspec" run "$work/$s-norace.toml")
+    read -r with wo < <(median_pair "$ppspec" run "$f" -- "$ppspec" run "$work/$s-norace.toml")
     python3 -c "import sys; w, o = float(sys.argv[2]), float(sys.argv[3]); print(f'{sys.argv[1]:<22} with {w:.3f} s, without {o:.3f} s: {w / o:.2f}x')" "$s" "$with" "$wo"
   done
-  "$bench" --benchmark_filter='BM_Serving' --benchmark_format=json > "$work/serving.json" 2> /dev/null
+  # Medians of 5 repetitions, interleaved at random with the other benchmarks (the VM's drift again).
+  "$bench" --benchmark_filter='BM_Serving' --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true \
+    --benchmark_report_aggregates_only=true --benchmark_format=json > "$work/serving.json" 2> /dev/null
   python3 - "$work/serving.json" <<'EOF'
 import json, sys
-rows = {b["name"]: b for b in json.load(open(sys.argv[1]))["benchmarks"]}
+rows = {b["run_name"]: b for b in json.load(open(sys.argv[1]))["benchmarks"] if b.get("aggregate_name") == "median"}
 for sc in (0, 1):
     for oracles in (1, 0):
         on = rows[f"BM_Serving/scenario:{sc}/oracles:{oracles}/races:1"]["real_time"]
