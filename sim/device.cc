@@ -33,8 +33,10 @@ core::Stream SimDevice::stream(std::string_view name) {
 std::string_view SimDevice::stream_name(core::Stream s) const { return stream_impl(s).name(); }
 
 SimStream& SimDevice::stream_impl(core::Stream s) const {
-  if (s.id < 0 || static_cast<size_t>(s.id) >= streams_.size())
-    throw std::invalid_argument(fmt::format("rank{}: no stream with id {}", rank_, s.id));
+  if (s.id < 0 || static_cast<size_t>(s.id) >= streams_.size()) [[unlikely]]
+    [&]() __attribute__((noinline, cold, noreturn)) {
+      throw std::invalid_argument(fmt::format("rank{}: no stream with id {}", rank_, s.id));
+    }();
   return *streams_[static_cast<size_t>(s.id)];
 }
 

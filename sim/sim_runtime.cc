@@ -18,8 +18,10 @@ SimRuntime::SimRuntime(int num_ranks, const SimConfig& config, std::unique_ptr<S
 SimRuntime::~SimRuntime() = default;
 
 SimDevice& SimRuntime::device_impl(core::RankId r) const {
-  if (r < 0 || static_cast<size_t>(r) >= devices_.size())
-    throw std::invalid_argument(fmt::format("no rank {} (the runtime has {})", r, devices_.size()));
+  if (r < 0 || static_cast<size_t>(r) >= devices_.size()) [[unlikely]]
+    [&]() __attribute__((noinline, cold, noreturn)) {
+      throw std::invalid_argument(fmt::format("no rank {} (the runtime has {})", r, devices_.size()));
+    }();
   return *devices_[static_cast<size_t>(r)];
 }
 
@@ -35,7 +37,8 @@ void SimRuntime::take_memory(size_t bytes, core::RankId rank, std::string_view w
 
 HostState& SimRuntime::host_state() {
   Fiber& f = world_.current();
-  if (f.host == nullptr) throw std::logic_error(fmt::format("{} is not a host thread", f.name));
+  if (f.host == nullptr) [[unlikely]]
+    [&]() __attribute__((noinline, cold, noreturn)) { throw std::logic_error(fmt::format("{} is not a host thread", f.name)); }();
   return *f.host;
 }
 

@@ -52,8 +52,9 @@ class SimRuntime final : public core::Runtime {
   core::RunResult run() override;
 
   void set_call_site(std::string_view where, int64_t engine_step) override {
-    host_state().call_site = where;
-    host_state().call_step = engine_step;
+    HostState& h = host_state();
+    h.call_site = where;
+    h.call_step = engine_step;
   }
 
   // What NCCL's profiler interface would be told (sim/nccl_observer.h); null: nobody listens.
