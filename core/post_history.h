@@ -4,11 +4,14 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
+#include <set>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
+#include <vector>
 
+#include "core/assert.h"
 #include "core/op.h"
 #include "core/sequence_cause.h"
 
@@ -19,28 +22,48 @@ inline constexpr size_t kPostHistoryMax = 4 * kCauseWindow;
 
 class PostHistory {
  public:
+  // Movable, not copyable: the posts' labels point into this history's own names.
+  PostHistory() = default;
+  PostHistory(PostHistory&&) = default;
+  PostHistory& operator=(PostHistory&&) = default;
+  PostHistory(const PostHistory&) = delete;
+  PostHistory& operator=(const PostHistory&) = delete;
+
   // Keeps its own copy of the label's name: an event's label may point into storage that lives
-  // only as long as the event (a trace reader's line buffers).
+  // only as long as the event (a trace reader's line buffers). Names are kept once each (a
+  // communicator's lanes carry a handful), so a post allocates nothing in the steady state.
   void push(const OpDesc& d) {
-    posts_.emplace_back(d, std::string(d.label.name));  // a deque never moves its elements on push_back or pop_front
-    if (posts_.size() > kPostHistoryMax) {
-      posts_.pop_front();
-      ++first_;
+    const std::string& name = intern(d.label.name);
+    // A ring: position p sits at p % kPostHistoryMax, so the oldest's slot takes the newest.
+    if (posts_.size() < kPostHistoryMax) {
+      posts_.push_back(d);
+      posts_.back().label.name = name;
+      return;
     }
+    OpDesc& slot = posts_[static_cast<size_t>(end()) % kPostHistoryMax];
+    slot = d;
+    slot.label.name = name;
+    ++first_;
   }
   int64_t first() const { return first_; }  // the position of the oldest kept
   int64_t end() const { return first_ + static_cast<int64_t>(posts_.size()); }
-  const OpDesc& at(int64_t position) const { return posts_[static_cast<size_t>(position - first_)].desc; }
+  const OpDesc& at(int64_t position) const {
+    PPSPEC_ASSERT(position >= first_ && position < end(), "position {} outside [{}, {})", position, first_, end());
+    return posts_[static_cast<size_t>(position) % kPostHistoryMax];
+  }
 
  private:
-  struct Post {
-    Post(const OpDesc& d, std::string name) : desc(d), label(std::move(name)) { desc.label.name = label; }
-    Post(const Post& o) : Post(o.desc, o.label) {}  // desc.label points into its own label
-    Post& operator=(const Post&) = delete;
-    OpDesc desc;
-    std::string label;
-  };
-  std::deque<Post> posts_;
+  const std::string& intern(std::string_view name) {
+    if (last_name_ != nullptr && *last_name_ == name) return *last_name_;
+    auto it = names_.find(name);
+    if (it == names_.end()) it = names_.emplace(name).first;
+    last_name_ = &*it;
+    return *it;
+  }
+
+  std::vector<OpDesc> posts_;  // the ring; each label points into names_
+  std::set<std::string, std::less<>> names_;  // a node never moves: the labels' views stay valid
+  const std::string* last_name_ = nullptr;
   int64_t first_ = 0;
 };
 

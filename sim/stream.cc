@@ -52,8 +52,10 @@ std::shared_ptr<const VectorClock> SimStream::clock_at_end() {
 }
 
 const WorkItem* SimStream::queued_set_of(const SimFlag* flag) const {
-  for (const WorkItem& item : queue_)
+  for (size_t i = 0; i < queue_.size(); ++i) {
+    const WorkItem& item = queue_.at(i);
     if (item.type == WorkItem::Type::set_flag && item.flag == flag) return &item;
+  }
   return nullptr;
 }
 
@@ -61,7 +63,7 @@ void SimStream::serve() {
   World& w = device_.world();
   for (;;) {
     while (queue_.empty()) work_.wait(w, WaitInfo{.kind = WaitKind::idle, .what = "idle", .stream = this});
-    // Deque references stay valid while the host appends behind us.
+    // The head keeps its address while the host pushes behind it (sim/work_queue.h).
     execute(queue_.front());
     queue_.pop_front();
     ++completed_;

@@ -11,6 +11,7 @@
 
 #include "core/types.h"
 #include "sim/vector_clock.h"
+#include "sim/work_queue.h"
 #include "sim/world.h"
 
 namespace ppspec::core {
@@ -106,7 +107,7 @@ class SimStream {
   std::string name_;
   std::string full_name_;
   Fiber* fiber_ = nullptr;
-  std::deque<WorkItem> queue_;
+  WorkQueue<WorkItem> queue_;
   uint64_t enqueued_ = 0;
   uint64_t completed_ = 0;
   WaitList work_;      // the stream fiber, waiting for work
