@@ -54,7 +54,8 @@ void KernelExecution::execute(CommKernel& k, SimStream& s) {
   k.state = CommKernel::State::started;
   start_clock(k, s);
   check_races(k, s);
-  std::vector<CommOp*> satisfied;
+  std::vector<CommOp*> satisfied = std::move(satisfied_scratch_);
+  satisfied.clear();
   for (CommOp& op : k.parts) {
     op.started = true;
     if (w.bus().active()) emit(core::EventKind::op_started, op, s.full_name());
@@ -64,6 +65,7 @@ void KernelExecution::execute(CommKernel& k, SimStream& s) {
   for (CommOp* op : satisfied) {
     if (--op->kernel->unsatisfied == 0) on_satisfied(*op->kernel);
   }
+  satisfied_scratch_ = std::move(satisfied);
   while (k.unsatisfied > 0)
     k.waiters.wait(w, WaitInfo{.kind = WaitKind::peer, .what = "partner", .stream = &s, .kernel = &k});
   w.sleep(w.jittered(kernel_cost(k)));
@@ -122,11 +124,11 @@ void KernelExecution::start_op(CommOp& op, std::vector<CommOp*>& satisfied) {
   switch (op.spec.desc.kind) {
     case core::OpKind::send:
       op.spec.receiver_ready = setup_.wired(comm, op.spec.crank, op.spec.peer);
-      comm.channel(op.spec.crank, op.spec.peer).start_send(op, cfg.unit_bytes, cfg.eager_bytes, satisfied);
+      p2p_channel(op).start_send(op, cfg.unit_bytes, cfg.eager_bytes, satisfied);
       if (op.lost) findings_.note_lost_send(op);
       return;
     case core::OpKind::recv:
-      comm.channel(op.spec.peer, op.spec.crank).start_recv(op, cfg.unit_bytes, cfg.eager_bytes, satisfied);
+      p2p_channel(op).start_recv(op, cfg.unit_bytes, cfg.eager_bytes, satisfied);
       return;
     default:
       start_collective(op, satisfied);
@@ -169,8 +171,7 @@ void KernelExecution::complete(CommKernel& k) {
     if (w.bus().active()) emit(core::EventKind::op_completed, op, k.primary()->full_name());
     if (NcclObserver* o = rt_.nccl_observer()) o->kernel_completed(w.now(), op.spec.id);
     if (core::is_p2p(op.spec.desc.kind)) {
-      const bool is_send = op.spec.desc.kind == core::OpKind::send;
-      (is_send ? comm.channel(k.crank, op.spec.peer) : comm.channel(op.spec.peer, k.crank)).retire(op);
+      p2p_channel(op).retire(op);
     } else if (CollSlot* slot = comm.slot(op.spec.cseq)) {
       slot->ops[static_cast<size_t>(k.crank)] = nullptr;
       slot->done[static_cast<size_t>(k.crank)] = 1;

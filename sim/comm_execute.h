@@ -1,7 +1,8 @@
 // Execution: a stream fiber reached a communication kernel. It starts in communicator order (R2)
 // and, under serial concurrency, device order (R7); its parts meet their partners (R4, R5); it
-// costs time and touches its buffers (race checks); it completes. Holds no state of its own: the
-// kernels belong to the KernelLauncher, the positional state to the communicators.
+// costs time and touches its buffers (race checks); it completes. Holds no state of its own (but a
+// reused scratch list): the kernels belong to the KernelLauncher, the positional state to the
+// communicators.
 #pragma once
 
 #include <string_view>
@@ -41,6 +42,9 @@ class KernelExecution {
   ConnectionSetup& setup_;
   CommFindings& findings_;
   KernelLauncher& launcher_;
+  // The parts a kernel's start satisfied, kept between kernels for its capacity: a kernel takes it
+  // (moved out, so a nested start could not share it) and gives it back.
+  std::vector<CommOp*> satisfied_scratch_;
 };
 
 }  // namespace ppspec::sim

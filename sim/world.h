@@ -3,13 +3,13 @@
 // timer when nothing is ready. Nothing here reads the wall clock or depends on addresses.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <exception>
 #include <functional>
 #include <memory>
-#include <queue>
 #include <string>
 #include <vector>
 
@@ -125,6 +125,22 @@ class World {
     Fiber* fiber;
     bool operator>(const Timer& o) const { return at != o.at ? at > o.at : seq > o.seq; }
   };
+  // The sleeping fibers, earliest (time, then sequence) first out. A sorted array, latest first:
+  // a world holds a few dozen fibers at most, and at that size an insertion's move is cheaper than
+  // a heap's sift on every pop.
+  class TimerQueue {
+   public:
+    bool empty() const { return sorted_.empty(); }
+    const Timer& top() const { return sorted_.back(); }
+    void pop() { sorted_.pop_back(); }
+    void push(const Timer& t) {
+      const auto at = std::lower_bound(sorted_.begin(), sorted_.end(), t, [](const Timer& e, const Timer& v) { return e > v; });
+      sorted_.insert(at, t);
+    }
+
+   private:
+    std::vector<Timer> sorted_;
+  };
 
   [[noreturn]] void throw_unwind();
   void request_stop_stamped(core::Finding f);
@@ -142,7 +158,7 @@ class World {
 
   std::vector<std::unique_ptr<Fiber>> fibers_;
   std::vector<Fiber*> ready_;
-  std::priority_queue<Timer, std::vector<Timer>, std::greater<Timer>> timers_;
+  TimerQueue timers_;
   uint64_t timer_seq_ = 0;
   Fiber* current_ = nullptr;
   Fiber* pending_spawn_ = nullptr;

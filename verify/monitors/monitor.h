@@ -72,13 +72,15 @@ class Monitor : public core::EventSink {
     if (!reported_.insert(f.kind).second) return;
     sink_(std::move(f));
   }
-  bool reported(const std::string& kind) const { return reported_.count(kind) > 0; }
+  // Asked on every event by some monitors: no string is built for it, and none is looked up
+  // before the first report.
+  bool reported(std::string_view kind) const { return !reported_.empty() && reported_.find(kind) != reported_.end(); }
 
   const ServingFacts facts_;
 
  private:
   Sink sink_;
-  std::set<std::string> reported_;
+  std::set<std::string, std::less<>> reported_;
 };
 
 // A finding stamped with the event that shows it: its time, engine step and rank.
