@@ -15,6 +15,7 @@ namespace ppspec::sim {
 
 class SimStream;
 struct SimComm;
+class P2PChannel;
 struct CommKernel;
 
 // What a host asked for: one operation before it is launched.
@@ -34,6 +35,7 @@ struct PartSpec {
   uint64_t issue_idx = 0;   // the rank's communication-kernel issue order (a group shares one)
   bool receiver_ready = false;  // send: its direction is wired right when it starts (R4, PairSetup)
   int64_t capture_id = -1;      // a part captured into a graph (and each of its replays): its capture's number
+  P2PChannel* channel = nullptr;  // send, recv: its direction's channel (a std::map node: it never moves)
 };
 
 struct CommOp {

@@ -67,9 +67,8 @@ void KernelLauncher::launch(std::vector<PartSpec>& parts) {
       if (std::find(k.streams.begin(), k.streams.end(), op.spec.stream) == k.streams.end())
         k.streams.push_back(op.spec.stream);
       if (core::is_p2p(op.spec.desc.kind)) {
-        const bool is_send = op.spec.desc.kind == core::OpKind::send;
-        P2PChannel& ch = is_send ? comm->channel(crank, op.spec.peer) : comm->channel(op.spec.peer, crank);
-        (is_send ? ch.live_sends : ch.live_recvs).push_back(&op);
+        P2PChannel& ch = p2p_channel(op);
+        (op.spec.desc.kind == core::OpKind::send ? ch.live_sends : ch.live_recvs).push_back(&op);
       } else if (CollSlot* slot = comm->slot(op.spec.cseq)) {
         slot->ops[static_cast<size_t>(crank)] = &op;
         slot->launched[static_cast<size_t>(crank)] = 1;

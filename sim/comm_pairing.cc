@@ -115,6 +115,7 @@ void PostPairing::register_p2p(PartSpec& spec, const PostRecord& rec) {
   const int src = is_send ? spec.crank : spec.peer;
   const int dst = is_send ? spec.peer : spec.crank;
   P2PChannel& ch = comm.channel(src, dst);
+  spec.channel = &ch;
   spec.cseq = is_send ? ch.sends_posted++ : ch.recvs_posted++;
   (is_send ? ch.send_history : ch.recv_history).push(spec.desc);
   if (rt_.world().bus().active()) emit_record(core::EventKind::op_posted, rec, comm, spec.cseq, rec.group);

@@ -8,6 +8,7 @@
 #include <deque>
 #include <vector>
 
+#include "core/assert.h"
 #include "core/op.h"
 #include "sim/comm_kernel.h"
 #include "core/post_history.h"
@@ -68,6 +69,12 @@ class P2PChannel {
   std::deque<CommOp*> running_recvs_;
   int64_t buffered_bytes_ = 0;
 };
+
+// A posted send's or recv's channel: posting found it (sim/comm_pairing.cc).
+inline P2PChannel& p2p_channel(const CommOp& op) {
+  PPSPEC_ASSERT(op.spec.channel != nullptr, "a p2p part launched without being posted");
+  return *op.spec.channel;
+}
 
 inline int64_t units_of(size_t bytes, int64_t unit_bytes) {
   // A zero-byte operation still runs one (empty) protocol step and needs its partner.
