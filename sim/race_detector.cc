@@ -39,9 +39,8 @@ void RaceDetector::begin(uint32_t actor, uint32_t tick, const VectorClock& clock
   checking_ = !race_;
   current_ = Epoch{tick, static_cast<uint16_t>(actor), 0};
   PPSPEC_ASSERT(pending_.empty(), "runs of an earlier item left unchecked");
-  runs_.fill(kernels::AccessRun{});
-  run_info_.fill(RunInfo{});
-  next_run_ = 0;
+  // The previous item's end put every run aside: each is empty, and no view can extend it.
+  PPSPEC_ASSERT(started_runs_ == 0 && next_run_ == 0, "runs of an earlier item are still open");
   clock_ = &clock;
   if (items_.size() <= actor) items_.resize(actor + 1);
   // The ring grows to its bound as the stream's items come: most streams of a short run (a fuzz
@@ -139,6 +138,7 @@ kernels::CheckedBytes RaceDetector::start_run(Seen& seen, Allocation& a, const u
   runs_[run] = kernels::AccessRun{first, end, a.base + a.bytes, write};
   run_info_[run].allocation = &a;
   a.live_runs |= 1U << run;
+  started_runs_ |= 1U << run;
   return answer(run);
 }
 
@@ -148,12 +148,22 @@ void RaceDetector::put_aside(size_t run) {
   if (a == nullptr) return;  // never started, or put aside already
   if (r.begin != r.end) pending_.push_back(PendingRun{a, r.begin, r.end, r.write});
   a->live_runs &= ~(1U << run);
+  started_runs_ &= ~(1U << run);
   run_info_[run].allocation = nullptr;
   r = kernels::AccessRun{};  // empty, and no view can extend it: its end is nowhere
 }
 
 void RaceDetector::check_runs() {
-  for (size_t i = 0; i < kRuns; ++i) put_aside((next_run_ + i) % kRuns);
+  // The started runs, oldest first: bit i of `rotated` is run (next_run_ + i) % kRuns. Most items
+  // start a few of the kRuns, and the others need no visit.
+  const uint32_t mask = (1U << kRuns) - 1;
+  uint32_t rotated = ((started_runs_ >> next_run_) | (started_runs_ << (kRuns - next_run_))) & mask;
+  while (rotated != 0) {
+    const auto i = static_cast<size_t>(__builtin_ctz(rotated));
+    rotated &= rotated - 1;
+    put_aside((next_run_ + i) % kRuns);
+  }
+  PPSPEC_ASSERT(started_runs_ == 0, "a started run was not put aside");
   next_run_ = 0;
   for (const PendingRun& run : pending_) {
     if (!checking_) break;

@@ -213,7 +213,7 @@ class RaceDetector final : public kernels::AccessObserver {
     bool write = false;
   };
   static constexpr size_t kRuns = 16;
-  static_assert(kRuns <= 32, "Allocation::live_runs holds a bit per run");
+  static_assert(kRuns < 32, "Allocation::live_runs and started_runs_ hold a bit per run");
   static constexpr size_t kPendingRuns = 1 << 16;  // at this many, an item's runs so far are checked
   // A new run of [first, end) in `a`, remembered in `seen` as an exact access of this item.
   [[gnu::noinline]] kernels::CheckedBytes start_run(Seen& seen, Allocation& a, const uint8_t* first, const uint8_t* end, bool write);
@@ -240,6 +240,7 @@ class RaceDetector final : public kernels::AccessObserver {
   std::array<kernels::AccessRun, kRuns> runs_{};
   std::array<RunInfo, kRuns> run_info_{};
   size_t next_run_ = 0;  // the run started longest ago: the next to be put aside
+  uint32_t started_runs_ = 0;  // bit r: run r holds an allocation's accesses (not put aside yet)
   std::vector<PendingRun> pending_;
   bool checking_ = false;  // an item is active and no race has been seen
   std::vector<std::vector<ItemRecord>> items_;  // per actor, a ring of kItemsRemembered
