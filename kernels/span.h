@@ -81,6 +81,10 @@ struct Span {
 #endif
     return s.data;
   }
+  // The same elements again, in the same item, after read_range(first, n) read them through this
+  // view: bounds-checked, not told again (the observer recorded exactly these bytes the first
+  // time; a loop that walks a range once per chunk of its columns reads it this way after the first).
+  PPSPEC_HD const T* reread_range(int64_t first, int64_t n) const { return sub(first, n).data; }
   // Elements [first, first + n), checked once here; what this view remembers comes along.
   PPSPEC_HD Span sub(int64_t first, int64_t n) const {
     if (first < 0 || n < 0 || first + n > size) out_of_bounds(first, n, size);

@@ -46,6 +46,7 @@ PPSPEC_HD inline int64_t slot_of(const Span<const int32_t>& blocks, int32_t max_
 // Adds, for positions 0..last of a request, the KV values of lanes [j0, j0+nj) into sum[0..nj):
 // `kv` is [slots, stride]. Walks the block table a block at a time (attention over the paged cache);
 // wrapping sums are order-independent, so this equals the position-by-position sum through slot_of.
+// A row's chunks of lanes come in order, j0 = 0 first, through the same `kv` and `blocks`.
 PPSPEC_HD inline void sum_context(const Span<const int32_t>& blocks, int32_t max_blocks, int32_t block_size, int64_t last,
                                   const Span<const uint32_t>& kv, int32_t stride, int32_t j0, int32_t nj, uint32_t* sum) {
   if (j0 < 0 || nj < 0 || j0 + nj > stride) out_of_bounds(j0, nj, stride);
@@ -55,8 +56,10 @@ PPSPEC_HD inline void sum_context(const Span<const int32_t>& blocks, int32_t max
     if (block <= 0) continue;  // the null block: PAD, never written
     const int64_t n = last - q0 + 1 < block_size ? last - q0 + 1 : block_size;
     // The hottest loop of the simulator: the block's rows are checked once here, and with
-    // j0 + nj <= stride every index below lies inside them.
-    const uint32_t* base = kv.read_range(static_cast<int64_t>(block) * block_size * stride, n * stride);
+    // j0 + nj <= stride every index below lies inside them. A later chunk of lanes (j0 > 0) reads
+    // the very rows the first chunk read, in the same item: they were told then.
+    const int64_t first = static_cast<int64_t>(block) * block_size * stride;
+    const uint32_t* base = j0 == 0 ? kv.read_range(first, n * stride) : kv.reread_range(first, n * stride);
     for (int64_t o = 0; o < n; ++o)
       for (int32_t j = 0; j < nj; ++j) sum[j] += base[o * stride + j0 + j];
   }
