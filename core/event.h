@@ -3,6 +3,7 @@
 // on a recorded trace. One fixed struct keeps the hot path allocation-free.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <span>
@@ -62,6 +63,9 @@ enum class EventKind : uint8_t {
   table_updated,      // earlier stage: every row of last_sampled after its deferred update of a step
   verdict,          // the run ended (text = verdict)
 };
+
+// How many kinds there are: `verdict` stays the last.
+inline constexpr size_t kEventKinds = static_cast<size_t>(EventKind::verdict) + 1;
 
 std::string_view to_string(EventKind k);
 // Whether the serving engine publishes events of this kind (its probes), not the runtime.

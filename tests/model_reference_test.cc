@@ -61,7 +61,7 @@ struct OracleFixture {
     oracle = std::make_unique<verify::ModelReference>(facts, [this](core::Finding f) { found.push_back(std::move(f)); });
   }
   void send(EventKind kind, core::RankId rank, int64_t step, int64_t req, std::vector<int64_t> ints, int64_t value = -1) {
-    oracle->on_event(events.make(kind, rank, step, req, std::move(ints), value));
+    verify::deliver(*oracle, events.make(kind, rank, step, req, std::move(ints), value));
   }
   // What `rank` computes for the rows at positions [first, first + n), per the model.
   std::vector<int64_t> output(core::RankId rank, size_t first, size_t n) {

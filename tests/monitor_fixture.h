@@ -38,7 +38,7 @@ struct Fixture {
             core::ProbeSubject subject = {}, std::string_view comm = {}) {
     core::Event e = events.make(kind, rank, step, req, std::move(ints), value, subject, comm);
     e.seq = next_seq++;  // as the bus numbers them
-    monitor->on_event(e);
+    verify::deliver(*monitor, e);  // as a serving run delivers it
   }
   void phase(core::RankId rank, core::WarmupPhase phase) {
     send(core::EventKind::warmup_phase, rank, -1, -1, {}, -1, {.phase = phase});

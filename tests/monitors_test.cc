@@ -200,7 +200,7 @@ TEST(WarmupDiscipline, FeedbackDuringWarmupAndALoadWhileServingAreHazards) {
   load.spec = "deferred";
   load.text = "execute_model step 12";
   load.step = 12;
-  fx.monitor->on_event(load);
+  verify::deliver(*fx.monitor, load);
   ASSERT_EQ(fx.found.size(), 2u) << "one finding per rule";
   EXPECT_EQ(fx.found[0].verdict, Verdict::hazard);
   EXPECT_EQ(fx.found[0].kind, "feedback-during-warmup");

@@ -42,7 +42,7 @@ struct BubbleFixture : Fixture<verify::PipelineBubble> {
     e.op = core::OpDesc{kind, core::Dtype::i64, 8, 4, kind == core::OpKind::broadcast ? 2 : 1, core::Label{"feedback.sampled", step}};
     e.cseq = step;
     e.seq = next_seq++;
-    monitor->on_event(e);
+    verify::deliver(*monitor, e);
   }
 };
 
@@ -132,12 +132,12 @@ TEST(PipelineBubble, AtPp1ThereIsNoFeedbackCommunicator) {
   std::vector<core::Finding> found;
   verify::PipelineBubble monitor(facts, [&found](core::Finding f) { found.push_back(std::move(f)); });
   ProbeEvents events;
-  monitor.on_event(events.make(EventKind::batch_scheduled, -1, 4, -1, {3}, 32, {.step_kind = core::StepKind::serving}));
-  monitor.on_event(events.make(EventKind::request_scheduled, -1, 4, 3, {32, 120, 0}, 0));
+  verify::deliver(monitor, events.make(EventKind::batch_scheduled, -1, 4, -1, {3}, 32, {.step_kind = core::StepKind::serving}));
+  verify::deliver(monitor, events.make(EventKind::request_scheduled, -1, 4, 3, {32, 120, 0}, 0));
   core::Event e = events.make(EventKind::op_posted, 0, 4, -1, {}, -1, {}, "tp0");
   e.has_op = true;
   e.op = core::OpDesc{core::OpKind::all_reduce, core::Dtype::u32, 64, 8, -1, core::Label{"tp.layer0", 4}};
-  monitor.on_event(e);
+  verify::deliver(monitor, e);
   EXPECT_TRUE(found.empty()) << found.front().summary;
 }
 

@@ -9,7 +9,7 @@
 namespace ppspec::verify {
 
 void DecisionAgreement::on_event(const core::Event& e) {
-  if (reported(std::string(core::kKindDecisionDisagreement)) || e.kind != core::EventKind::draft_budget) return;
+  if (reported(core::kKindDecisionDisagreement) || e.kind != core::EventKind::draft_budget) return;
   const auto probe = core::DraftBudgetProbe::decode(e);
   PPSPEC_ASSERT(facts_.last_stage(e.rank), "rank{} (stage {}) reported a draft budget: only the last stage drafts", e.rank,
                 facts_.stage_of(e.rank));

@@ -17,6 +17,8 @@ class DecisionAgreement final : public Monitor {
  public:
   using Monitor::Monitor;
   void on_event(const core::Event& e) override;
+  // The kinds on_event acts on; it returns at once on any other.
+  KindSet kinds() const override { return kind_set({core::EventKind::draft_budget}); }
 
  private:
   struct Decision {

@@ -19,6 +19,11 @@ class DraftFreshness final : public Monitor {
  public:
   using Monitor::Monitor;
   void on_event(const core::Event& e) override;
+  // The kinds on_event acts on; it returns at once on any other.
+  KindSet kinds() const override {
+    return kind_set({core::EventKind::warmup_phase, core::EventKind::drafts_proposed, core::EventKind::drafts_adopted,
+                     core::EventKind::inputs_built});
+  }
 
  private:
   void check_embedded(const core::Event& e, const core::InputsBuiltProbe& row);

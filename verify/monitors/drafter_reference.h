@@ -33,6 +33,10 @@ class DrafterReference final : public Monitor {
  public:
   using Monitor::Monitor;
   void on_event(const core::Event& e) override;
+  // The kinds on_event acts on; it returns at once on any other.
+  KindSet kinds() const override {
+    return kind_set({core::EventKind::request_scheduled, core::EventKind::tokens_sampled, core::EventKind::drafts_proposed});
+  }
   // Proposals compared with the reference.
   uint64_t proposals_checked() const { return proposals_checked_; }
 

@@ -11,6 +11,8 @@ class EmbeddingChecker final : public Monitor {
  public:
   using Monitor::Monitor;
   void on_event(const core::Event& e) override;
+  // The kinds on_event acts on; it returns at once on any other.
+  KindSet kinds() const override { return kind_set({core::EventKind::table_bound}); }
 };
 
 }  // namespace ppspec::verify

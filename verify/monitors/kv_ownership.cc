@@ -43,7 +43,7 @@ void KvOwnership::on_event(const core::Event& e) {
       report(finding_at(e, core::Verdict::kv_violation, std::string(core::kKindKvOwnership), "the KV block ledger is inconsistent: " + wrong));
     return;
   }
-  if (e.kind != core::EventKind::kv_slots || reported(std::string(core::kKindKvOwnership))) return;
+  if (e.kind != core::EventKind::kv_slots || reported(core::kKindKvOwnership)) return;
   const auto p = core::KvSlotsProbe::decode(e);
   for (size_t i = 0; i < p.row_count(); ++i) check_row(e, p.writer, p.row(i));
 }

@@ -33,7 +33,7 @@ void LeakChecker::on_event(const core::Event& e) {
 }
 
 void LeakChecker::check_batch(const core::Event& e) {
-  if (aborted_at_.empty() || reported(std::string(core::kKindAbortIgnored))) return;
+  if (aborted_at_.empty() || reported(core::kKindAbortIgnored)) return;
   for (int64_t req : core::BatchScheduledProbe::decode(e).request_ids) {
     const auto it = aborted_at_.find(req);
     if (it == aborted_at_.end()) continue;

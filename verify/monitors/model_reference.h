@@ -28,6 +28,11 @@ class ModelReference final : public Monitor {
  public:
   using Monitor::Monitor;
   void on_event(const core::Event& e) override;
+  // The kinds on_event acts on; it returns at once on any other.
+  KindSet kinds() const override {
+    return kind_set({core::EventKind::request_scheduled, core::EventKind::inputs_built, core::EventKind::stage_output,
+                     core::EventKind::tokens_sampled});
+  }
 
   // Requests modelled at once; the one embedded longest ago is forgotten first. A request no stage
   // 0 rank embedded for kStepsIdle steps has finished (a running one is scheduled every pp steps or

@@ -3,8 +3,10 @@
 // finding stops the run at the first wrong step) and offline (over a recorded trace).
 #pragma once
 
+#include <bitset>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <set>
@@ -64,6 +66,17 @@ class Monitor : public core::EventSink {
     PPSPEC_ASSERT(facts_.pp >= 1 && facts_.tp >= 1, "a monitor of pp={} tp={}", facts_.pp, facts_.tp);
   }
 
+  // The event kinds this monitor's on_event can act on: ServingMonitors delivers only those (a
+  // serving run publishes an event per kernel, and most monitors ignore most kinds). A monitor
+  // that names none sees every event.
+  using KindSet = std::bitset<core::kEventKinds>;
+  virtual KindSet kinds() const { return KindSet().set(); }
+  static KindSet kind_set(std::initializer_list<core::EventKind> kinds) {
+    KindSet s;
+    for (core::EventKind k : kinds) s.set(static_cast<size_t>(k));
+    return s;
+  }
+
  protected:
   // Reports a violation. A monitor reports the first violation of each kind only: later ones are
   // usually its consequences, and the first is the one to act on.
@@ -82,6 +95,12 @@ class Monitor : public core::EventSink {
   Sink sink_;
   std::set<std::string, std::less<>> reported_;
 };
+
+// Delivers `e` to `m` as ServingMonitors does: only when `m` acts on its kind. (ServingMonitors
+// looks the kinds up once, in its own table; the monitor tests feed their events through this.)
+inline void deliver(Monitor& m, const core::Event& e) {
+  if (m.kinds().test(static_cast<size_t>(e.kind))) m.on_event(e);
+}
 
 // A finding stamped with the event that shows it: its time, engine step and rank.
 core::Finding finding_at(const core::Event& e, core::Verdict v, std::string kind, std::string summary);

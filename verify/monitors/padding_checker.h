@@ -13,6 +13,8 @@ class PaddingChecker final : public Monitor {
  public:
   using Monitor::Monitor;
   void on_event(const core::Event& e) override;
+  // The kinds on_event acts on; it returns at once on any other.
+  KindSet kinds() const override { return kind_set({core::EventKind::padding_rows}); }
 
  private:
   void check_inputs(const core::Event& e, const core::PaddingRowsProbe& padding);

@@ -36,6 +36,10 @@ class PipelineBubble final : public Monitor {
  public:
   using Monitor::Monitor;
   void on_event(const core::Event& e) override;
+  // The kinds on_event acts on; it returns at once on any other.
+  KindSet kinds() const override {
+    return kind_set({core::EventKind::batch_scheduled, core::EventKind::request_scheduled, core::EventKind::op_posted});
+  }
 
  private:
   // A row of a step as the engine core scheduled it.

@@ -20,6 +20,8 @@ class SchedulingCadence final : public Monitor {
  public:
   using Monitor::Monitor;
   void on_event(const core::Event& e) override;
+  // The kinds on_event acts on; it returns at once on any other.
+  KindSet kinds() const override { return kind_set({core::EventKind::request_scheduled}); }
 
  private:
   static constexpr size_t kRequestsKept = 4096;  // the oldest is forgotten past it

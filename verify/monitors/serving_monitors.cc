@@ -63,6 +63,11 @@ ServingMonitors::Replica ServingMonitors::make_replica(const ServingFacts& facts
   m.push_back(std::make_unique<SchedulingCadence>(facts, sink));
   m.push_back(std::make_unique<PipelineBubble>(facts, sink));
   PPSPEC_ASSERT(r.model_reference != nullptr && m.size() == 13);
+  for (const auto& monitor : m) {
+    const Monitor::KindSet kinds = monitor->kinds();
+    for (size_t k = 0; k < core::kEventKinds; ++k)
+      if (kinds.test(k)) r.by_kind[k].push_back(monitor.get());
+  }
   return r;
 }
 
@@ -111,7 +116,7 @@ int ServingMonitors::replica_of(const core::Event& e) const {
 }
 
 void ServingMonitors::deliver(Replica& r, const core::Event& e) {
-  for (const auto& m : r.monitors) m->on_event(e);
+  for (Monitor* m : r.by_kind[static_cast<size_t>(e.kind)]) m->on_event(e);
 }
 
 void ServingMonitors::on_event(const core::Event& e) {

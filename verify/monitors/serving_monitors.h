@@ -6,6 +6,7 @@
 // engine probes by the replica's engine actor); the events of no replica reach every replica's.
 #pragma once
 
+#include <array>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,6 +30,8 @@ class ServingMonitors final : public core::EventSink {
  private:
   struct Replica {
     std::vector<std::unique_ptr<Monitor>> monitors;
+    // Per event kind, the monitors that act on it, in the order of `monitors`.
+    std::array<std::vector<Monitor*>, core::kEventKinds> by_kind;
     const class ModelReference* model_reference = nullptr;
     std::string engine_actor;
   };

@@ -37,6 +37,13 @@ class StageAgreement final : public Monitor {
  public:
   using Monitor::Monitor;
   void on_event(const core::Event& e) override;
+  // The kinds on_event acts on; it returns at once on any other.
+  KindSet kinds() const override {
+    return kind_set({core::EventKind::warmup_phase, core::EventKind::request_scheduled, core::EventKind::step_returned,
+                     core::EventKind::tokens_sampled, core::EventKind::batch_scheduled, core::EventKind::gate,
+                     core::EventKind::inputs_built, core::EventKind::feedback_adopted, core::EventKind::table_updated,
+                     core::EventKind::bonus_adopted});
+  }
 
   // Steps of sampling results remembered per request, and steps of schedules remembered.
   static constexpr size_t kSampledKept = 4;

@@ -14,6 +14,10 @@ class WarmupDiscipline final : public Monitor {
  public:
   using Monitor::Monitor;
   void on_event(const core::Event& e) override;
+  // The kinds on_event acts on; it returns at once on any other.
+  KindSet kinds() const override {
+    return kind_set({core::EventKind::warmup_phase, core::EventKind::op_posted, core::EventKind::module_load});
+  }
 
  private:
   enum class Phase : uint8_t { init, disabled, warmup, feedback_warmup, serving };
