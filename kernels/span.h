@@ -81,6 +81,16 @@ struct Span {
 #endif
     return s.data;
   }
+  // Elements [first, first + n) as one write (a view of writable elements), for loops that walk
+  // raw pointers: told once, and remembered like any write through this view.
+  PPSPEC_HD T* write_range(int64_t first, int64_t n) const {
+    static_assert(!std::is_const_v<T>, "a view of const elements cannot write");
+    const Span s = sub(first, n);
+#if !defined(__CUDA_ARCH__)
+    if (t_access_observer != nullptr && n > 0 && !remembered(first, n, true)) observe(first, n, true);
+#endif
+    return s.data;
+  }
   // The same elements again, in the same item, after read_range(first, n) read them through this
   // view: bounds-checked, not told again (the observer recorded exactly these bytes the first
   // time; a loop that walks a range once per chunk of its columns reads it this way after the first).

@@ -42,9 +42,14 @@ struct SaveAndPoisonKernel {
   Span<uint8_t> saved[kCheckBandsMax];
   PPSPEC_HD void row(int64_t b) const {
     if (b < 0 || b >= bands) out_of_bounds(b, 1, bands);
-    for (int64_t i = 0; i < data[b].size; ++i) {
-      saved[b][i] = data[b][i];
-      data[b][i] = kPoisonByte;
+    // Whole ranges, in the order the element loop touched them (an assignment evaluates its right
+    // side first: the band, then its copy), both writes through their writable views.
+    const int64_t n = data[b].size;
+    uint8_t* band = data[b].write_range(0, n);
+    uint8_t* copy = saved[b].write_range(0, n);
+    for (int64_t i = 0; i < n; ++i) {
+      copy[i] = band[i];
+      band[i] = kPoisonByte;
     }
   }
 };

@@ -91,6 +91,28 @@ TEST(SpanRuns, AReadThroughAWriteViewIsToldButNeverExtendsOrFillsItsMemo) {
   EXPECT_FALSE(obs.told[2].write);
 }
 
+TEST(SpanRuns, AWriteRangeIsToldOnceAsOneWriteAndItsElementsAreRemembered) {
+  std::array<uint8_t, 16> buffer{};
+  FakeObserver obs(bytes_at(buffer.data() + 16));
+  const kernels::Span<uint8_t> s(buffer.data(), 16);
+  uint8_t* p = s.write_range(4, 8);
+  EXPECT_EQ(p, buffer.data() + 4);
+  ASSERT_EQ(obs.told.size(), 1u);
+  EXPECT_EQ(obs.told[0].first, buffer.data() + 4);
+  EXPECT_EQ(obs.told[0].bytes, 8u);
+  EXPECT_TRUE(obs.told[0].write);
+  s[4] = 1;
+  s[11] = 1;
+  (void)s.write_range(5, 3);
+  EXPECT_EQ(obs.told.size(), 1u) << "inside what the range told";
+  s[12] = 1;  // right after the run: the view extends it without telling
+  EXPECT_EQ(obs.told.size(), 1u);
+  s[2] = 1;  // before it: told
+  EXPECT_EQ(obs.told.size(), 2u);
+  (void)s.write_range(0, 0);  // nothing: nothing told
+  EXPECT_EQ(obs.told.size(), 2u);
+}
+
 TEST(SpanRuns, WhatAViewRemembersIsForgottenWhenTheNextItemBegins) {
   std::array<int64_t, 4> buffer{};
   const kernels::Span<const int64_t> s(buffer.data(), 4);
