@@ -193,7 +193,12 @@ void KernelExecution::complete(CommKernel& k) {
     rs.done_clock = k.done_clock;
     dev.comm_done_clock = k.done_clock;
   }
-  dev.comm_live.erase(std::find(dev.comm_live.begin(), dev.comm_live.end(), &k));
+  // Usually the oldest live kernel: its removal is a pop, not a deque erase.
+  PPSPEC_ASSERT(!dev.comm_live.empty(), "a completing kernel is live on its device");
+  if (dev.comm_live.front() == &k)
+    dev.comm_live.pop_front();
+  else
+    dev.comm_live.erase(std::find(dev.comm_live.begin(), dev.comm_live.end(), &k));
   ++dev.comm_completed;
   k.state = CommKernel::State::done;
   k.waiters.wake_all(w);

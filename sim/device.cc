@@ -11,10 +11,9 @@
 
 namespace ppspec::sim {
 
-SimDevice::SimDevice(SimRuntime& rt, core::RankId rank) : rt_(rt), rank_(rank) {}
+SimDevice::SimDevice(SimRuntime& rt, core::RankId rank) : rt_(rt), world_(rt.world()), rank_(rank) {}
 SimDevice::~SimDevice() = default;
 
-World& SimDevice::world() const { return rt_.world(); }
 CommSystem& SimDevice::comms() const { return rt_.comms(); }
 core::ModuleLoading SimDevice::module_loading() const { return rt_.world().config().module_loading; }
 

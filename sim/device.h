@@ -78,7 +78,7 @@ class SimDevice final : public core::Device {
   void graph_launch(core::Graph g, core::Stream s) override;
 
   // ---- simulator internals ----
-  World& world() const;
+  World& world() const { return world_; }  // inline: asked on every runtime call
   CommSystem& comms() const;
   SimStream& stream_impl(core::Stream s) const;
   const std::vector<std::unique_ptr<SimStream>>& streams() const { return streams_; }
@@ -128,6 +128,7 @@ class SimDevice final : public core::Device {
   void reject_during_capture(std::string_view call, const SimStream* only);
 
   SimRuntime& rt_;
+  World& world_;  // rt_'s, which outlives the device
   core::RankId rank_;
   std::vector<std::unique_ptr<SimStream>> streams_;
   std::deque<SimEvent> events_;  // a deque: reports hold views of event names

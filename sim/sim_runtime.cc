@@ -17,12 +17,8 @@ SimRuntime::SimRuntime(int num_ranks, const SimConfig& config, std::unique_ptr<S
 
 SimRuntime::~SimRuntime() = default;
 
-SimDevice& SimRuntime::device_impl(core::RankId r) const {
-  if (r < 0 || static_cast<size_t>(r) >= devices_.size()) [[unlikely]]
-    [&]() __attribute__((noinline, cold, noreturn)) {
-      throw std::invalid_argument(fmt::format("no rank {} (the runtime has {})", r, devices_.size()));
-    }();
-  return *devices_[static_cast<size_t>(r)];
+void SimRuntime::no_such_rank(core::RankId r) const {
+  throw std::invalid_argument(fmt::format("no rank {} (the runtime has {})", r, devices_.size()));
 }
 
 void SimRuntime::take_memory(size_t bytes, core::RankId rank, std::string_view what) {

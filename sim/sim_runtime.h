@@ -65,7 +65,11 @@ class SimRuntime final : public core::Runtime {
   const World& world() const { return world_; }
   CommSystem& comms() { return comms_; }
   const CommSystem& comms() const { return comms_; }
-  SimDevice& device_impl(core::RankId r) const;
+  // Inline: every runtime call and kernel looks its device up.
+  SimDevice& device_impl(core::RankId r) const {
+    if (r < 0 || static_cast<size_t>(r) >= devices_.size()) [[unlikely]] no_such_rank(r);
+    return *devices_[static_cast<size_t>(r)];
+  }
   const std::vector<std::unique_ptr<SimDevice>>& devices() const { return devices_; }
   HostState& host_state();
   // The race detector, when the configuration turns it on; null otherwise.
@@ -79,6 +83,7 @@ class SimRuntime final : public core::Runtime {
   core::EventBus bus_;
   World world_;
   CommSystem comms_;
+  [[noreturn, gnu::cold, gnu::noinline]] void no_such_rank(core::RankId r) const;
   std::vector<std::unique_ptr<SimDevice>> devices_;
   std::unique_ptr<RaceDetector> races_;
   std::deque<HostState> hosts_;
