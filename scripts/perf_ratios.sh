@@ -11,18 +11,26 @@
 #   and the peak resident set of a serving run, of every serving scenario in one process and of a fuzz
 #   campaign (this binary's, and BEFORE's)
 #
-#   scripts/perf_ratios.sh [--before BEFORE_PPSPEC] [--out FILE] [--cases N]
+#   scripts/perf_ratios.sh [--before BEFORE_PPSPEC] [--out FILE] [--cases N] [--space SPACE] [--seed N] [--fuzz-only]
 # Without --before the fuzzing ratio is left out. Writes FILE (default docs/evidence/perf/ratios.txt).
+# --space and --seed pick another fuzzing campaign (a held-out one beside the default pp2.toml, seed
+# 1, that the work was tuned against); --fuzz-only measures the fuzzing ratio alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 before=""
 out=docs/evidence/perf/ratios.txt
 cases=60
+space=scenarios/spaces/pp2.toml
+seed=1
+fuzz_only=0
 while (($#)); do
   case "$1" in
     --before) before=$2; shift ;;
     --out) out=$2; shift ;;
     --cases) cases=$2; shift ;;
+    --space) space=$2; shift ;;
+    --seed) seed=$2; shift ;;
+    --fuzz-only) fuzz_only=1 ;;
     *) echo "scripts/perf_ratios.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
   shift
@@ -40,6 +48,7 @@ source scripts/race_cost_lib.sh
 {
   echo "# scripts/perf_ratios.sh on $(hostname -s): $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
   echo "date: $(date -u +%Y-%m-%dT%H:%MZ); ppspec $(git rev-parse --short HEAD)$(git diff --quiet || echo ' (tree modified)')"
+  if ((fuzz_only == 0)); then
   echo
   echo "## 1. scheduler (goal: ratio >= 0.5)"
   "$bench" --benchmark_filter='BM_FiberRoundTrips|BM_RingPairs' --benchmark_repetitions=3 \
@@ -93,17 +102,19 @@ for ppspec in sys.argv[2:]:
     print(f"  fuzz scenarios/spaces/pp2.toml --cases 200: "
           f"{peak([ppspec, 'fuzz', 'scenarios/spaces/pp2.toml', '--cases', '200', '--seed', '1', '--force', '--out', work + '/fuzz-rss']):.1f} MiB")
 EOF
+  fi
   if [[ -n $before ]]; then
     echo
     echo "## 3. fuzzing (goal: this binary's clean cases/s >= 3x the landed one's)"
-    python3 - "$before" "$ppspec" "$cases" "$work" <<'EOF'
+    python3 - "$before" "$ppspec" "$cases" "$work" "$space" "$seed" <<'EOF'
 import re, shutil, subprocess, sys
-before, after, cases, work = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+before, after, cases, work, space, seed = sys.argv[1:7]
+print(f"ppspec fuzz {space} --seed {seed} --cases {cases}")
 rate = {before: [], after: []}
 for round in range(3):
     for b in (before, after):
         shutil.rmtree(work + "/fuzz", ignore_errors=True)
-        out = subprocess.run([b, "fuzz", "scenarios/spaces/pp2.toml", "--cases", cases, "--seed", "1", "--out", work + "/fuzz"],
+        out = subprocess.run([b, "fuzz", space, "--cases", cases, "--seed", seed, "--out", work + "/fuzz"],
                              capture_output=True, text=True).stdout
         m = re.search(r"(\d+) failures? in (\d+) cases \(([0-9.]+) s, ([0-9.]+) cases/s\)", out)
         if not m or m.group(1) != "0":
