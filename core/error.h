@@ -1,8 +1,10 @@
 // Bad input is reported with the file, the line and what was expected; never a crash.
 #pragma once
 
+#include <fmt/format.h>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace ppspec::core {
 
@@ -28,5 +30,12 @@ class CapacityError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+
+// Throws E with a formatted message from a function of its own, out of line and cold: a hot
+// look-up that rejects a bad argument keeps the formatting out of its own frame.
+template <typename E, typename... Args>
+[[noreturn, gnu::cold, gnu::noinline]] void throw_formatted(fmt::format_string<Args...> f, Args&&... args) {
+  throw E(fmt::format(f, std::forward<Args>(args)...));
+}
 
 }  // namespace ppspec::core

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "core/assert.h"
+#include "core/error.h"
 #include "core/hazard_kinds.h"
 #include "sim/comm_system.h"
 #include "sim/sim_runtime.h"
@@ -33,9 +34,7 @@ std::string_view SimDevice::stream_name(core::Stream s) const { return stream_im
 
 SimStream& SimDevice::stream_impl(core::Stream s) const {
   if (s.id < 0 || static_cast<size_t>(s.id) >= streams_.size()) [[unlikely]]
-    [&]() __attribute__((noinline, cold, noreturn)) {
-      throw std::invalid_argument(fmt::format("rank{}: no stream with id {}", rank_, s.id));
-    }();
+    core::throw_formatted<std::invalid_argument>("rank{}: no stream with id {}", rank_, s.id);
   return *streams_[static_cast<size_t>(s.id)];
 }
 

@@ -17,10 +17,6 @@ SimRuntime::SimRuntime(int num_ranks, const SimConfig& config, std::unique_ptr<S
 
 SimRuntime::~SimRuntime() = default;
 
-void SimRuntime::no_such_rank(core::RankId r) const {
-  throw std::invalid_argument(fmt::format("no rank {} (the runtime has {})", r, devices_.size()));
-}
-
 void SimRuntime::take_memory(size_t bytes, core::RankId rank, std::string_view what) {
   const auto budget = static_cast<size_t>(world_.config().memory_budget_bytes);
   if (bytes > budget || memory_taken_ > budget - bytes)
@@ -33,8 +29,7 @@ void SimRuntime::take_memory(size_t bytes, core::RankId rank, std::string_view w
 
 HostState& SimRuntime::host_state() {
   Fiber& f = world_.current();
-  if (f.host == nullptr) [[unlikely]]
-    [&]() __attribute__((noinline, cold, noreturn)) { throw std::logic_error(fmt::format("{} is not a host thread", f.name)); }();
+  if (f.host == nullptr) [[unlikely]] core::throw_formatted<std::logic_error>("{} is not a host thread", f.name);
   return *f.host;
 }
 

@@ -5,10 +5,12 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "core/error.h"
 #include "core/runtime.h"
 #include "sim/comm_system.h"
 #include "sim/config.h"
@@ -67,7 +69,8 @@ class SimRuntime final : public core::Runtime {
   const CommSystem& comms() const { return comms_; }
   // Inline: every runtime call and kernel looks its device up.
   SimDevice& device_impl(core::RankId r) const {
-    if (r < 0 || static_cast<size_t>(r) >= devices_.size()) [[unlikely]] no_such_rank(r);
+    if (r < 0 || static_cast<size_t>(r) >= devices_.size()) [[unlikely]]
+      core::throw_formatted<std::invalid_argument>("no rank {} (the runtime has {})", r, devices_.size());
     return *devices_[static_cast<size_t>(r)];
   }
   const std::vector<std::unique_ptr<SimDevice>>& devices() const { return devices_; }
@@ -83,7 +86,6 @@ class SimRuntime final : public core::Runtime {
   core::EventBus bus_;
   World world_;
   CommSystem comms_;
-  [[noreturn, gnu::cold, gnu::noinline]] void no_such_rank(core::RankId r) const;
   std::vector<std::unique_ptr<SimDevice>> devices_;
   std::unique_ptr<RaceDetector> races_;
   std::deque<HostState> hosts_;
