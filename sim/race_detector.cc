@@ -159,7 +159,7 @@ void RaceDetector::check_runs() {
   const uint32_t mask = (1U << kRuns) - 1;
   uint32_t rotated = ((started_runs_ >> next_run_) | (started_runs_ << (kRuns - next_run_))) & mask;
   while (rotated != 0) {
-    const auto i = static_cast<size_t>(__builtin_ctz(rotated));
+    const auto i = static_cast<size_t>(std::countr_zero(rotated));
     rotated &= rotated - 1;
     put_aside((next_run_ + i) % kRuns);
   }
