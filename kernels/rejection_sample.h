@@ -79,15 +79,22 @@ struct RejectionSampleKernel {
       if (spread[r] == 0) {
         tok = greedy[row];
         accepted = has_draft && draft == tok;
-      } else if (has_draft) {
-        uint64_t total = 0;
-        for (int64_t v = 0; v < vocab; ++v) total += target_weight(h[row], greedy[row], v, spread[r]);
-        const uint64_t u = uniform(seeds[r], j, 0) & ((1ULL << kUniformBits) - 1);
-        accepted = u * total < static_cast<uint64_t>(target_weight(h[row], greedy[row], draft, spread[r])) << kUniformBits;
-        tok = accepted ? draft : sample_target(h[row], greedy[row], spread[r], vocab, draft, uniform(seeds[r], j, 1));
       } else {
-        accepted = false;
-        tok = sample_target(h[row], greedy[row], spread[r], vocab, -1, uniform(seeds[r], j, 2));
+        // Read once, not once per token of the vocabulary: each view access is bounds-checked
+        // (and, under race detection, checked against what the item has recorded).
+        const uint32_t row_h = h[row];
+        const int64_t row_greedy = greedy[row];
+        const uint32_t row_spread = spread[r];
+        if (has_draft) {
+          uint64_t total = 0;
+          for (int64_t v = 0; v < vocab; ++v) total += target_weight(row_h, row_greedy, v, row_spread);
+          const uint64_t u = uniform(seeds[r], j, 0) & ((1ULL << kUniformBits) - 1);
+          accepted = u * total < static_cast<uint64_t>(target_weight(row_h, row_greedy, draft, row_spread)) << kUniformBits;
+          tok = accepted ? draft : sample_target(row_h, row_greedy, row_spread, vocab, draft, uniform(seeds[r], j, 1));
+        } else {
+          accepted = false;
+          tok = sample_target(row_h, row_greedy, row_spread, vocab, -1, uniform(seeds[r], j, 2));
+        }
       }
       out[emitted++] = tok;
       if (!accepted) break;
