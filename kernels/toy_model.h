@@ -43,15 +43,35 @@ PPSPEC_HD inline int64_t slot_of(const Span<const int32_t>& blocks, int32_t max_
   return static_cast<int64_t>(block) * block_size + pos % block_size;
 }
 
-// Adds, for positions 0..last of a request, the KV values of lanes [j0, j0+nj) into sum[0..nj):
+// Adds `count` consecutive elements into 16 accumulators, element e into acc[e % 16]: for a
+// power-of-two stride of at most 16, acc[k] then holds part of lane k % stride's sum. The full
+// groups of 16 are a fixed-width loop the compiler turns into vector adds.
+PPSPEC_HD inline void add_by_16(const uint32_t* p, int64_t count, uint32_t* acc) {
+  int64_t e = 0;
+  for (; e + 16 <= count; e += 16)
+    for (int32_t k = 0; k < 16; ++k) acc[k] += p[e + k];
+  for (; e < count; ++e) acc[e & 15] += p[e];
+}
+
+// Adds, for positions from..last of a request, the KV values of lanes [j0, j0+nj) into sum[0..nj):
 // `kv` is [slots, stride]. Walks the block table a block at a time (attention over the paged cache);
 // wrapping sums are order-independent, so this equals the position-by-position sum through slot_of.
 // A row's chunks of lanes come in order, j0 = 0 first, through the same `kv` and `blocks`.
+// With `from` > 0 the blocks wholly before position `from` are not visited: the same execution's
+// previous row read them exactly so, block table entries and KV rows (ContextCarry); the block
+// holding `from` is read whole again (told: it is longer now, or new).
 PPSPEC_HD inline void sum_context(const Span<const int32_t>& blocks, int32_t max_blocks, int32_t block_size, int64_t last,
-                                  const Span<const uint32_t>& kv, int32_t stride, int32_t j0, int32_t nj, uint32_t* sum) {
+                                  const Span<const uint32_t>& kv, int32_t stride, int32_t j0, int32_t nj, uint32_t* sum,
+                                  int64_t from = 0) {
   if (j0 < 0 || nj < 0 || j0 + nj > stride) out_of_bounds(j0, nj, stride);
-  int64_t q0 = 0;
-  for (int32_t b = 0; b < max_blocks && q0 <= last; ++b, q0 += block_size) {
+  // Every lane of a power-of-two stride up to 16 (the toy model's shapes): a block's rows are one
+  // contiguous range, summed 16 elements at a time and folded into the lanes at the end.
+  const bool whole_rows = j0 == 0 && nj == stride && stride >= 1 && stride <= 16 && (stride & (stride - 1)) == 0;
+  uint32_t acc[16] = {};
+  int64_t widest = 0;  // acc[k] for k >= widest is still 0
+  const int64_t b0 = from > 0 && block_size > 0 ? from / block_size : 0;
+  int64_t q0 = b0 * block_size;
+  for (int64_t b = b0; b < max_blocks && q0 <= last; ++b, q0 += block_size) {
     const int32_t block = blocks[b];
     if (block <= 0) continue;  // the null block: PAD, never written
     const int64_t n = last - q0 + 1 < block_size ? last - q0 + 1 : block_size;
@@ -59,10 +79,72 @@ PPSPEC_HD inline void sum_context(const Span<const int32_t>& blocks, int32_t max
     // j0 + nj <= stride every index below lies inside them. A later chunk of lanes (j0 > 0) reads
     // the very rows the first chunk read, in the same item: they were told then.
     const int64_t first = static_cast<int64_t>(block) * block_size * stride;
-    const uint32_t* base = j0 == 0 ? kv.read_range(first, n * stride) : kv.reread_range(first, n * stride);
-    for (int64_t o = 0; o < n; ++o)
+    const uint32_t* base = j0 > 0 ? kv.reread_range(first, n * stride) : kv.read_range(first, n * stride);
+    const int64_t skip = from > q0 ? from - q0 : 0;  // positions of this block summed already
+    if (skip >= n) continue;
+    if (whole_rows) {
+      add_by_16(base + skip * stride, (n - skip) * stride, acc);
+      widest = (n - skip) * stride > widest ? (n - skip) * stride : widest;
+      continue;
+    }
+    for (int64_t o = skip; o < n; ++o)
       for (int32_t j = 0; j < nj; ++j) sum[j] += base[o * stride + j0 + j];
   }
+  if (!whole_rows) return;
+  for (int32_t half = 8; half >= stride; half /= 2)  // fold the 16 classes down to the stride's
+    if (widest > half)
+      for (int32_t k = 0; k < half; ++k) acc[k] += acc[k + half];
+  for (int32_t j = 0; j < stride; ++j) sum[j] += acc[j];
+}
+
+// The context sum a kernel's previous row left (host only). On the simulator a kernel's rows run
+// one after another in one execution, in which nothing else touches memory, and a request's rows
+// come in order of position (decode rows, a prefill chunk): the next row of the same request adds
+// only its new positions to the previous row's sum, and does not visit again the blocks the
+// previous row read whole (their reads in this item would be exact repeats: told, checked, and
+// bounds-checked then). The same sums as row by row from scratch, as a GPU thread computes
+// them; tests/context_carry_test.cc compares the two.
+struct ContextCarry {
+  int64_t row = -1;   // the row it holds, -1: none
+  int64_t last = -1;  // that row's last position
+  int32_t req = -1;
+  uint32_t sum[16] = {};
+};
+
+// The bytes of two views do not overlap: a row's writes through `out` cannot change what the next
+// row reads through `in`.
+template <typename A, typename B>
+PPSPEC_HD inline bool disjoint(const Span<A>& out, const Span<B>& in) {
+  const auto* o = reinterpret_cast<const unsigned char*>(out.data);
+  const auto* i = reinterpret_cast<const unsigned char*>(in.data);
+  return o + out.size * static_cast<int64_t>(sizeof(A)) <= i || i + in.size * static_cast<int64_t>(sizeof(B)) <= o;
+}
+
+// The context sum of row `row` (request `req`, positions 0..last, `nj` = `stride` <= 16 lanes) into
+// ctx[0..nj), through `carry` where the previous row was the same request's (`carry_ok`: the kernel
+// writes nothing the sum reads).
+PPSPEC_HD inline void context_of_row(ContextCarry& carry, bool carry_ok, int64_t row, int32_t req,
+                                     const Span<const int32_t>& blocks, int32_t max_blocks, int32_t block_size,
+                                     int64_t last, const Span<const uint32_t>& kv, int32_t stride, uint32_t* ctx) {
+  for (int32_t j = 0; j < stride; ++j) ctx[j] = 0;
+#if defined(__CUDA_ARCH__)
+  (void)carry;
+  (void)carry_ok;
+  (void)row;
+  (void)req;
+  sum_context(blocks, max_blocks, block_size, last, kv, stride, 0, stride, ctx);
+#else
+  if (!carry_ok || row == 0 || carry.row != row - 1 || carry.req != req || last < carry.last) {
+    sum_context(blocks, max_blocks, block_size, last, kv, stride, 0, stride, ctx);
+  } else {
+    for (int32_t j = 0; j < stride; ++j) ctx[j] = carry.sum[j];
+    sum_context(blocks, max_blocks, block_size, last, kv, stride, 0, stride, ctx, carry.last + 1);
+  }
+  carry.row = row;
+  carry.req = req;
+  carry.last = last;
+  for (int32_t j = 0; j < stride; ++j) carry.sum[j] = ctx[j];
+#endif
 }
 
 // Per-row inputs every model kernel reads; padded rows have row_req = -1.
@@ -114,9 +196,11 @@ struct ContextSumKernel {
     }
     const Span<const int32_t> blocks = in.block_table.sub(static_cast<int64_t>(req) * in.max_blocks, in.max_blocks);
     uint32_t sum = 0;
-    sum_context(blocks, in.max_blocks, in.block_size, in.positions[i], ctx_kv, 1, 0, 1, &sum);
+    const bool carry_ok = disjoint(c, ctx_kv) && disjoint(c, in.block_table);
+    context_of_row(carry, carry_ok, i, req, blocks, in.max_blocks, in.block_size, in.positions[i], ctx_kv, 1, &sum);
     c[i] = sum;
   }
+  mutable ContextCarry carry{};  // host only
 };
 
 // Layer l, step 1: this rank's contribution to y for every lane (summed across TP afterwards).
@@ -177,6 +261,16 @@ struct LayerOutKernel {
     }
     const Span<const int32_t> blocks = in.block_table.sub(static_cast<int64_t>(req) * in.max_blocks, in.max_blocks);
     constexpr int32_t kChunk = 16;  // lanes summed per pass: registers on a GPU, no heap
+    if (lane_count >= 1 && lane_count <= kChunk && (lane_count & (lane_count - 1)) == 0) {
+      // One pass over the context, its sum carried from the request's previous row.
+      uint32_t sum[kChunk];
+      for (int32_t j = 0; j < lane_count; ++j) sum[j] = y[i * lanes + lane_begin + j];
+      uint32_t ctx[kChunk];
+      const bool carry_ok = disjoint(x, kv) && disjoint(x, in.block_table);
+      context_of_row(carry, carry_ok, i, req, blocks, in.max_blocks, in.block_size, in.positions[i], kv, lane_count, ctx);
+      for (int32_t j = 0; j < lane_count; ++j) xr[j] = mix32(sum[j] + ctx[j]);
+      return;
+    }
     for (int32_t j0 = 0; j0 < lane_count; j0 += kChunk) {
       const int32_t nj = lane_count - j0 < kChunk ? lane_count - j0 : kChunk;
       uint32_t sum[kChunk];
@@ -185,6 +279,7 @@ struct LayerOutKernel {
       for (int32_t j = 0; j < nj; ++j) xr[j0 + j] = mix32(sum[j]);
     }
   }
+  mutable ContextCarry carry{};  // host only
 };
 
 // Head, step 1: this rank's part of the deep-lane hash (summed across TP afterwards).
