@@ -95,9 +95,15 @@ struct Span {
   // view: bounds-checked, not told again (the observer recorded exactly these bytes the first
   // time; a loop that walks a range once per chunk of its columns reads it this way after the first).
   PPSPEC_HD const T* reread_range(int64_t first, int64_t n) const { return sub(first, n).data; }
+  // Elements [first, first + n) lie inside this view. A kernel that walks a row of a buffer through
+  // the buffer's own view (not a sub-view) checks the row's bounds this way first: the view's memo
+  // then carries from one row to the next, so the race detector is not told of each row afresh.
+  PPSPEC_HD void check_range(int64_t first, int64_t n) const {
+    if (first < 0 || n < 0 || first + n > size) out_of_bounds(first, n, size);
+  }
   // Elements [first, first + n), checked once here; what this view remembers comes along.
   PPSPEC_HD Span sub(int64_t first, int64_t n) const {
-    if (first < 0 || n < 0 || first + n > size) out_of_bounds(first, n, size);
+    check_range(first, n);
     Span s(data + first, n);
     s.memo_first = memo_first - first;
     s.memo_end = memo_end - first;

@@ -53,14 +53,26 @@ PPSPEC_HD inline void add_by_16(const uint32_t* p, int64_t count, uint32_t* acc)
   for (; e < count; ++e) acc[e & 15] += p[e];
 }
 
+// A request's row of the block table, read through the table's own view: its memo carries from one
+// kernel row to the next, so the entries a request's rows share are told once, not once per row.
+struct BlockRow {
+  PPSPEC_HD BlockRow(const Span<const int32_t>& t, int64_t req, int32_t max_blocks)
+      : table(t), first(req * max_blocks) {
+    table.check_range(first, max_blocks);
+  }
+  PPSPEC_HD int32_t operator[](int64_t b) const { return table[first + b]; }
+  const Span<const int32_t>& table;
+  int64_t first;
+};
+
 // Adds, for positions from..last of a request, the KV values of lanes [j0, j0+nj) into sum[0..nj):
 // `kv` is [slots, stride]. Walks the block table a block at a time (attention over the paged cache);
 // wrapping sums are order-independent, so this equals the position-by-position sum through slot_of.
 // A row's chunks of lanes come in order, j0 = 0 first, through the same `kv` and `blocks`.
-// With `from` > 0 the blocks wholly before position `from` are not visited: the same execution's
-// previous row read them exactly so, block table entries and KV rows (ContextCarry); the block
-// holding `from` is read whole again (told: it is longer now, or new).
-PPSPEC_HD inline void sum_context(const Span<const int32_t>& blocks, int32_t max_blocks, int32_t block_size, int64_t last,
+// With `from` > 0 positions before `from` are not read again: the same execution's previous row
+// read them, block table entries and KV rows (ContextCarry); the block holding `from` is read from
+// there on, the rows right after those the previous row read (the view's memo extends its run).
+PPSPEC_HD inline void sum_context(const BlockRow& blocks, int32_t max_blocks, int32_t block_size, int64_t last,
                                   const Span<const uint32_t>& kv, int32_t stride, int32_t j0, int32_t nj, uint32_t* sum,
                                   int64_t from = 0) {
   if (j0 < 0 || nj < 0 || j0 + nj > stride) out_of_bounds(j0, nj, stride);
@@ -78,16 +90,17 @@ PPSPEC_HD inline void sum_context(const Span<const int32_t>& blocks, int32_t max
     // The hottest loop of the simulator: the block's rows are checked once here, and with
     // j0 + nj <= stride every index below lies inside them. A later chunk of lanes (j0 > 0) reads
     // the very rows the first chunk read, in the same item: they were told then.
-    const int64_t first = static_cast<int64_t>(block) * block_size * stride;
-    const uint32_t* base = j0 > 0 ? kv.reread_range(first, n * stride) : kv.read_range(first, n * stride);
-    const int64_t skip = from > q0 ? from - q0 : 0;  // positions of this block summed already
+    const int64_t skip = from > q0 ? from - q0 : 0;  // positions of this block summed (and read) already
     if (skip >= n) continue;
+    const int64_t first = (static_cast<int64_t>(block) * block_size + skip) * stride;
+    const int64_t count = (n - skip) * stride;
+    const uint32_t* base = j0 > 0 ? kv.reread_range(first, count) : kv.read_range(first, count);
     if (whole_rows) {
-      add_by_16(base + skip * stride, (n - skip) * stride, acc);
-      widest = (n - skip) * stride > widest ? (n - skip) * stride : widest;
+      add_by_16(base, count, acc);
+      widest = count > widest ? count : widest;
       continue;
     }
-    for (int64_t o = skip; o < n; ++o)
+    for (int64_t o = 0; o < n - skip; ++o)
       for (int32_t j = 0; j < nj; ++j) sum[j] += base[o * stride + j0 + j];
   }
   if (!whole_rows) return;
@@ -124,7 +137,7 @@ PPSPEC_HD inline bool disjoint(const Span<A>& out, const Span<B>& in) {
 // ctx[0..nj), through `carry` where the previous row was the same request's (`carry_ok`: the kernel
 // writes nothing the sum reads).
 PPSPEC_HD inline void context_of_row(ContextCarry& carry, bool carry_ok, int64_t row, int32_t req,
-                                     const Span<const int32_t>& blocks, int32_t max_blocks, int32_t block_size,
+                                     const BlockRow& blocks, int32_t max_blocks, int32_t block_size,
                                      int64_t last, const Span<const uint32_t>& kv, int32_t stride, uint32_t* ctx) {
   for (int32_t j = 0; j < stride; ++j) ctx[j] = 0;
 #if defined(__CUDA_ARCH__)
@@ -170,16 +183,17 @@ struct EmbedKernel {
   Span<uint32_t> ctx_kv;            // [slots]
   Span<uint32_t> x;                 // [rows, lane_count]
   PPSPEC_HD void row(int64_t i) const {
-    const Span<uint32_t> xr = x.sub(i * lane_count, lane_count);
+    const int64_t x0 = i * lane_count;  // the row, through `x` itself (Span::check_range)
+    x.check_range(x0, lane_count);
     if (in.row_req[i] < 0) {
-      for (int32_t j = 0; j < lane_count; ++j) xr[j] = 0;
+      for (int32_t j = 0; j < lane_count; ++j) x[x0 + j] = 0;
       return;
     }
     const int32_t tok = in.input_ids[i];
     const int64_t pos = in.positions[i];
     if (in.slots[i] != kPadSlot) ctx_kv[in.slots[i]] = embed_ctx[tok] * pow32(r, static_cast<uint64_t>(pos));
     for (int32_t j = 0; j < lane_count; ++j)
-      xr[j] = embed_deep[static_cast<int64_t>(tok) * lanes + lane_begin + j] ^ mix32(static_cast<uint32_t>(pos) + 1U);
+      x[x0 + j] = embed_deep[static_cast<int64_t>(tok) * lanes + lane_begin + j] ^ mix32(static_cast<uint32_t>(pos) + 1U);
   }
 };
 
@@ -194,7 +208,7 @@ struct ContextSumKernel {
       c[i] = 0;
       return;
     }
-    const Span<const int32_t> blocks = in.block_table.sub(static_cast<int64_t>(req) * in.max_blocks, in.max_blocks);
+    const BlockRow blocks(in.block_table, req, in.max_blocks);
     uint32_t sum = 0;
     const bool carry_ok = disjoint(c, ctx_kv) && disjoint(c, in.block_table);
     context_of_row(carry, carry_ok, i, req, blocks, in.max_blocks, in.block_size, in.positions[i], ctx_kv, 1, &sum);
@@ -214,15 +228,17 @@ struct LayerPartialKernel {
   int32_t lane_count;
   Span<uint32_t> y;  // [rows, D]
   PPSPEC_HD void row(int64_t i) const {
-    const Span<uint32_t> yr = y.sub(i * lanes, lanes);
-    for (int32_t j = 0; j < lanes; ++j) yr[j] = 0;
+    const int64_t y0 = i * lanes;  // the rows, through `y` and `x` themselves (Span::check_range)
+    y.check_range(y0, lanes);
+    for (int32_t j = 0; j < lanes; ++j) y[y0 + j] = 0;
     if (row_req[i] < 0) return;
-    const Span<const uint32_t> xr = x.sub(i * lane_count, lane_count);
+    const int64_t x0 = i * lane_count;
+    x.check_range(x0, lane_count);
     for (int32_t jl = 0; jl < lane_count; ++jl) {
       const int32_t j = lane_begin + jl;
-      yr[j] += xr[jl] * w[j];
+      y[y0 + j] += x[x0 + jl] * w[j];
       const int32_t prev = (j + lanes - 1) % lanes;  // lane j feeds lane j-1 through the rotation
-      yr[prev] += ((xr[jl] << 7) | (xr[jl] >> 25)) * u[prev];
+      y[y0 + prev] += ((x[x0 + jl] << 7) | (x[x0 + jl] >> 25)) * u[prev];
     }
   }
 };
@@ -238,8 +254,9 @@ struct LayerKvWriteKernel {
   Span<uint32_t> kv;  // [slots, lane_count]
   PPSPEC_HD void row(int64_t i) const {
     if (in.row_req[i] < 0 || in.slots[i] == kPadSlot) return;
-    const Span<uint32_t> kr = kv.sub(in.slots[i] * lane_count, lane_count);
-    for (int32_t jl = 0; jl < lane_count; ++jl) kr[jl] = mix32(y[i * lanes + lane_begin + jl] ^ v[lane_begin + jl]);
+    const int64_t k0 = in.slots[i] * lane_count;  // the slot's row, through `kv` itself (Span::check_range)
+    kv.check_range(k0, lane_count);
+    for (int32_t jl = 0; jl < lane_count; ++jl) kv[k0 + jl] = mix32(y[i * lanes + lane_begin + jl] ^ v[lane_begin + jl]);
   }
 };
 
@@ -253,13 +270,14 @@ struct LayerOutKernel {
   int32_t lane_count;
   Span<uint32_t> x;  // [rows, lane_count]
   PPSPEC_HD void row(int64_t i) const {
-    const Span<uint32_t> xr = x.sub(i * lane_count, lane_count);
+    const int64_t x0 = i * lane_count;  // the row, through `x` itself (Span::check_range)
+    x.check_range(x0, lane_count);
     const int32_t req = in.row_req[i];
     if (req < 0) {
-      for (int32_t jl = 0; jl < lane_count; ++jl) xr[jl] = 0;
+      for (int32_t jl = 0; jl < lane_count; ++jl) x[x0 + jl] = 0;
       return;
     }
-    const Span<const int32_t> blocks = in.block_table.sub(static_cast<int64_t>(req) * in.max_blocks, in.max_blocks);
+    const BlockRow blocks(in.block_table, req, in.max_blocks);
     constexpr int32_t kChunk = 16;  // lanes summed per pass: registers on a GPU, no heap
     if (lane_count >= 1 && lane_count <= kChunk && (lane_count & (lane_count - 1)) == 0) {
       // One pass over the context, its sum carried from the request's previous row.
@@ -268,7 +286,7 @@ struct LayerOutKernel {
       uint32_t ctx[kChunk];
       const bool carry_ok = disjoint(x, kv) && disjoint(x, in.block_table);
       context_of_row(carry, carry_ok, i, req, blocks, in.max_blocks, in.block_size, in.positions[i], kv, lane_count, ctx);
-      for (int32_t j = 0; j < lane_count; ++j) xr[j] = mix32(sum[j] + ctx[j]);
+      for (int32_t j = 0; j < lane_count; ++j) x[x0 + j] = mix32(sum[j] + ctx[j]);
       return;
     }
     for (int32_t j0 = 0; j0 < lane_count; j0 += kChunk) {
@@ -276,7 +294,7 @@ struct LayerOutKernel {
       uint32_t sum[kChunk];
       for (int32_t j = 0; j < nj; ++j) sum[j] = y[i * lanes + lane_begin + j0 + j];
       sum_context(blocks, in.max_blocks, in.block_size, in.positions[i], kv, lane_count, j0, nj, sum);
-      for (int32_t j = 0; j < nj; ++j) xr[j0 + j] = mix32(sum[j]);
+      for (int32_t j = 0; j < nj; ++j) x[x0 + j0 + j] = mix32(sum[j]);
     }
   }
   mutable ContextCarry carry{};  // host only
