@@ -396,7 +396,7 @@ void SimDevice::stream_wait(core::Stream s, core::DeviceEvent e) {
     item.name = "wait_event";
     item.wait_stream = ev.stream;
     item.wait_target = ev.target;
-    if (ev.clock) item.clocks = std::make_shared<ItemClocks>(ItemClocks{{}, ev.clock});
+    item.clocks.awaited = ev.clock;
     item.event = EventWaitSite{ev.name, ev.origin, rt_.host_state().call_site};
     if (GraphRec* g = st.capture())
       g->items.push_back(GraphItem{false, std::move(item), {}});

@@ -27,10 +27,8 @@ void SimStream::enqueue(WorkItem item) {
       progress_.wait(w, WaitInfo{.kind = WaitKind::launch_queue, .what = "launch queue full", .stream = this});
   PPSPEC_ASSERT(queue_.size() < kStreamQueueMax + 64, "{} holds {} work items", full_name_, queue_.size());
   if (const VectorClock* c = w.host_clock()) {
-    // A copy: a graph's captured items are enqueued again at every replay.
-    auto clocks = item.clocks ? std::make_shared<ItemClocks>(*item.clocks) : std::make_shared<ItemClocks>();
-    clocks->enqueued = *c;
-    item.clocks = std::move(clocks);
+    // The item is a copy: a graph's captured items are enqueued again at every replay.
+    item.clocks.enqueued = *c;
   }
   if (item.type == WorkItem::Type::wait_flag) device_.on_wait_flag_issued(item, *this);
   item.call_site = device_.caller_site();  // a graph's items: the replay's site
@@ -169,7 +167,7 @@ void SimStream::execute(WorkItem& item) {
       auto* src = const_cast<SimStream*>(item.wait_stream);
       src->wait_completed(item.wait_target, WaitInfo{.kind = WaitKind::event_wait, .what = "stream_wait_event",
                                                      .stream = src, .event = &item.event});
-      if (item.clocks && item.clocks->awaited) clock_.join(*item.clocks->awaited);
+      if (item.clocks.awaited) clock_.join(*item.clocks.awaited);
       return;
     }
   }

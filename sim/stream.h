@@ -26,7 +26,8 @@ struct GraphRec;
 
 // Happens-before for one work item, kept only while World::clocks_on (sim/blocking_hazards.h):
 // the enqueuing thread's clock, and for wait_event the recording stream's clock at the awaited
-// position (filled when it gets there). Behind a pointer: work items are moved on the hot path.
+// position (filled when it gets there). In the item itself: a move of it is a few pointers, and
+// race-checked runs enqueue every item with clocks (a heap block each cost more than the moves).
 struct ItemClocks {
   VectorClock enqueued;
   std::shared_ptr<const VectorClock> awaited;
@@ -44,14 +45,11 @@ struct WorkItem {
   uint64_t wait_target = 0;                // ... and the position it must reach
   EventWaitSite event{};                   // wait_event: the event, for reports
   SimFlag* flag = nullptr;                 // wait_flag, set_flag
-  std::shared_ptr<ItemClocks> clocks;  // null while clocks are off
+  ItemClocks clocks;                   // empty while clocks are off
   std::string_view call_site;          // where the host enqueued it, for race reports
   int64_t engine_step = -1;            // kernel: the engine step its host was executing (-1: none)
 
-  const VectorClock& enqueue_clock() const {
-    static const VectorClock kNone;
-    return clocks ? clocks->enqueued : kNone;
-  }
+  const VectorClock& enqueue_clock() const { return clocks.enqueued; }
 };
 
 class SimStream {
