@@ -23,13 +23,10 @@ void RaceDetector::on_alloc(core::RankId rank, const core::Buffer& b, std::strin
   a.name = std::string(name);
   if ((a.row_bytes & (a.row_bytes - 1)) == 0) a.row_shift = std::countr_zero(a.row_bytes);
   a.cells.resize((a.bytes + a.row_bytes - 1) / a.row_bytes);
-  // Sorted by base so that an address finds its allocation by bisection; only the lookup depends
-  // on addresses, never what is reported.
-  const auto at = std::upper_bound(allocations_.begin(), allocations_.end(), a.base,
-                                   [](const uint8_t* p, const Allocation& x) { return p < x.base; });
-  if (active_) check_runs();  // before the insertion moves the allocations they point to
-  allocations_.insert(at, std::move(a));
-  found_.fill(nullptr);  // the insertion moved them
+  Allocation& kept = allocations_.emplace_back(std::move(a));
+  const auto at = std::upper_bound(by_base_.begin(), by_base_.end(), kept.base,
+                                   [](const uint8_t* p, const ByBase& x) { return p < x.base; });
+  by_base_.insert(at, ByBase{kept.base, &kept});
 }
 
 void RaceDetector::begin(uint32_t actor, uint32_t tick, const VectorClock& clock, const AccessItem& item) {
@@ -69,12 +66,11 @@ void RaceDetector::end() {
 }
 
 RaceDetector::Allocation* RaceDetector::find_allocation(const uint8_t* b, Allocation*& cached) {
-  auto at = std::upper_bound(allocations_.begin(), allocations_.end(), b,
-                             [](const uint8_t* q, const Allocation& x) { return q < x.base; });
-  if (at == allocations_.begin()) return nullptr;
+  auto at = std::upper_bound(by_base_.begin(), by_base_.end(), b, [](const uint8_t* q, const ByBase& x) { return q < x.base; });
+  if (at == by_base_.begin()) return nullptr;
   --at;
-  if (!at->holds(b)) return nullptr;  // host memory, or a buffer modelled by size only
-  cached = &*at;
+  if (!at->allocation->holds(b)) return nullptr;  // host memory, or a buffer modelled by size only
+  cached = at->allocation;
   return cached;
 }
 

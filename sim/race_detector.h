@@ -38,6 +38,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -190,7 +191,15 @@ class RaceDetector final : public kernels::AccessObserver {
   static constexpr size_t kSeenSlots = 512;
   Seen& seen_slot(const void* first, size_t bytes, bool write);
 
-  std::vector<Allocation> allocations_;  // sorted by base
+  // Allocations where they stay (a run, a pending run and the cache below point at them), and in
+  // order of base: an address finds its allocation by bisection (which one holds it never depends
+  // on addresses, only the search).
+  std::deque<Allocation> allocations_;
+  struct ByBase {
+    const uint8_t* base;
+    Allocation* allocation;
+  };
+  std::vector<ByBase> by_base_;
   // Allocations found, by the address bits above a 256-byte granule: a kernel's buffers, each in
   // entries of its own unless two small ones share a granule.
   static constexpr size_t kFound = 256;
