@@ -236,9 +236,10 @@ struct LayerPartialKernel {
     x.check_range(x0, lane_count);
     for (int32_t jl = 0; jl < lane_count; ++jl) {
       const int32_t j = lane_begin + jl;
-      y[y0 + j] += x[x0 + jl] * w[j];
+      const uint32_t xj = x[x0 + jl];  // read once: every view access is checked
+      y[y0 + j] += xj * w[j];
       const int32_t prev = (j + lanes - 1) % lanes;  // lane j feeds lane j-1 through the rotation
-      y[y0 + prev] += ((x[x0 + jl] << 7) | (x[x0 + jl] >> 25)) * u[prev];
+      y[y0 + prev] += ((xj << 7) | (xj >> 25)) * u[prev];
     }
   }
 };
