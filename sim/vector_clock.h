@@ -1,88 +1,143 @@
-// Happens-before for the R8 hazard rule (sim/blocking_hazards.h): a sparse vector clock over the
-// host threads that own a component. Only the threads of ranks with two or more host threads own
-// one (the only threads a module load's context lock can hold back, besides the caller itself), so
-// in the usual world of one thread per rank every clock stays empty and costs nothing.
+// Happens-before, a sparse vector clock over the fibers that own a component: for the R8 hazard
+// rule (sim/blocking_hazards.h) the host threads of ranks with two or more, and with race
+// detection (sim/race_detector.h) every stream and host thread. Without either, every clock stays
+// empty and costs nothing. With race detection a clock has about ten components, and every work
+// item carries a copy of its enqueuer's: up to kInline components live in the clock itself, so a
+// copy is a few cache lines, not a heap block.
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
-#include <utility>
+#include <span>
 #include <vector>
 
 namespace ppspec::sim {
 
 class VectorClock {
  public:
-  // The component of host thread `thread` (a fiber id): how far this clock knows that thread.
+  VectorClock() = default;
+  VectorClock(const VectorClock& o) { assign(o.view()); }
+  VectorClock& operator=(const VectorClock& o) {
+    if (&o != this) assign(o.view());
+    return *this;
+  }
+  // A move copies inline components (as cheap as moving them) and takes spilled ones.
+  VectorClock(VectorClock&& o) noexcept { take(o); }
+  VectorClock& operator=(VectorClock&& o) noexcept {
+    if (&o != this) take(o);
+    return *this;
+  }
+  ~VectorClock() = default;
+
+  // The component of fiber `thread`: how far this clock knows that thread.
   uint32_t get(uint32_t thread) const {
-    for (const auto& [t, v] : entries_)
-      if (t == thread) return v;
+    for (const Entry& e : view())
+      if (e.thread == thread) return e.value;
     return 0;
   }
   // The thread's own component moves on: it makes a runtime call.
   void bump(uint32_t thread) {
-    for (auto& [t, v] : entries_)
-      if (t == thread) {
-        ++v;
+    for (Entry& e : view())
+      if (e.thread == thread) {
+        ++e.value;
         return;
       }
     insert(thread, 1);
   }
   void join(const VectorClock& o) {
-    if (o.entries_.empty() || &o == this) return;
-    if (entries_.empty()) {
-      entries_ = o.entries_;
+    if (o.size_ == 0 || &o == this) return;
+    if (size_ == 0) {
+      assign(o.view());
       return;
     }
-    if (o.entries_.size() <= 2) {  // the usual case: a thread or two to raise in place
-      for (const auto& [t, v] : o.entries_) raise(t, v);
+    if (o.size_ <= 2) {  // the usual case: a thread or two to raise in place
+      for (const Entry& e : o.view()) raise(e.thread, e.value);
       return;
     }
     merge(o);
   }
-  bool empty() const { return entries_.empty(); }
-  void clear() { entries_.clear(); }
-  const std::vector<std::pair<uint32_t, uint32_t>>& entries() const { return entries_; }
+  bool empty() const { return size_ == 0; }
+  size_t size() const { return size_; }
+  void clear() { size_ = 0; }
 
  private:
+  struct Entry {
+    uint32_t thread;
+    uint32_t value;
+  };
+  static constexpr uint32_t kInline = 12;
+
+  // The components, sorted by thread (equal clocks compare equal entry by entry; a handful of
+  // entries, so a linear scan beats a search): inline while they fit, else all in spill_.
+  bool spilled() const { return size_ > kInline; }
+  std::span<Entry> view() { return {spilled() ? spill_.data() : inline_.data(), size_}; }
+  std::span<const Entry> view() const { return {spilled() ? spill_.data() : inline_.data(), size_}; }
+
+  // (spill_ may keep stale entries while size_ <= kInline: they are never read.)
+  void assign(std::span<const Entry> from) {
+    size_ = static_cast<uint32_t>(from.size());
+    if (!spilled())
+      std::copy(from.begin(), from.end(), inline_.begin());
+    else
+      spill_.assign(from.begin(), from.end());
+  }
+  void take(VectorClock& o) {
+    size_ = o.size_;
+    if (!o.spilled())
+      std::copy_n(o.inline_.begin(), size_, inline_.begin());
+    else
+      spill_ = std::move(o.spill_);
+    o.size_ = 0;
+  }
   void raise(uint32_t thread, uint32_t value) {
-    for (auto& [t, v] : entries_)
-      if (t == thread) {
-        if (v < value) v = value;
+    for (Entry& e : view())
+      if (e.thread == thread) {
+        if (e.value < value) e.value = value;
         return;
       }
     insert(thread, value);
   }
   // Linear in both sizes however many threads own components.
   void merge(const VectorClock& o) {
-    // Merged into a scratch list that is then swapped in: the list given back keeps its capacity
-    // for the next merge on this thread, so merging clocks of steady sizes allocates nothing.
-    static thread_local std::vector<std::pair<uint32_t, uint32_t>> out;
+    // Merged into a scratch list on this thread, which keeps its capacity: merging allocates
+    // nothing once the clocks' sizes are steady.
+    static thread_local std::vector<Entry> out;
     out.clear();
-    out.reserve(entries_.size() + o.entries_.size());
+    const std::span<const Entry> a = view();
+    const std::span<const Entry> b = o.view();
     size_t i = 0, j = 0;
-    while (i < entries_.size() || j < o.entries_.size()) {
-      if (j == o.entries_.size() || (i < entries_.size() && entries_[i].first < o.entries_[j].first)) {
-        out.push_back(entries_[i++]);
-      } else if (i == entries_.size() || o.entries_[j].first < entries_[i].first) {
-        out.push_back(o.entries_[j++]);
+    while (i < a.size() || j < b.size()) {
+      if (j == b.size() || (i < a.size() && a[i].thread < b[j].thread)) {
+        out.push_back(a[i++]);
+      } else if (i == a.size() || b[j].thread < a[i].thread) {
+        out.push_back(b[j++]);
       } else {
-        out.emplace_back(entries_[i].first, std::max(entries_[i].second, o.entries_[j].second));
+        out.push_back(Entry{a[i].thread, std::max(a[i].value, b[j].value)});
         ++i;
         ++j;
       }
     }
-    entries_.swap(out);
+    assign(out);
   }
   void insert(uint32_t thread, uint32_t value) {
-    auto it = entries_.begin();
-    while (it != entries_.end() && it->first < thread) ++it;
-    entries_.insert(it, {thread, value});
+    const std::span<Entry> v = view();
+    const size_t at = static_cast<size_t>(
+        std::find_if(v.begin(), v.end(), [thread](const Entry& e) { return e.thread >= thread; }) - v.begin());
+    if (size_ < kInline) {
+      std::copy_backward(inline_.begin() + at, inline_.begin() + size_, inline_.begin() + size_ + 1);
+      inline_[at] = Entry{thread, value};
+    } else {
+      if (!spilled()) spill_.assign(inline_.begin(), inline_.begin() + size_);
+      spill_.insert(spill_.begin() + static_cast<std::ptrdiff_t>(at), Entry{thread, value});
+    }
+    ++size_;
   }
-  // Sorted by thread: equal clocks compare equal entry by entry. A handful of entries (the
-  // threads of the ranks that have several), so a linear scan beats a search.
-  std::vector<std::pair<uint32_t, uint32_t>> entries_;
+
+  uint32_t size_ = 0;
+  std::array<Entry, kInline> inline_;  // components 0..size_ while size_ <= kInline
+  std::vector<Entry> spill_;           // every component once there are more
 };
 
 }  // namespace ppspec::sim
