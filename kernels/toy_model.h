@@ -228,18 +228,26 @@ struct LayerPartialKernel {
   int32_t lane_count;
   Span<uint32_t> y;  // [rows, D]
   PPSPEC_HD void row(int64_t i) const {
-    const int64_t y0 = i * lanes;  // the rows, through `y` and `x` themselves (Span::check_range)
-    y.check_range(y0, lanes);
-    for (int32_t j = 0; j < lanes; ++j) y[y0 + j] = 0;
+    // The row's lanes are told as ranges, in the order a lane-by-lane loop first touches them (y's
+    // row, written whole; x's row; w's lanes; u's, which wrap to lane D-1 on the first TP rank),
+    // then read and written through pointers: the same bytes, each access not checked again.
+    uint32_t* yr = y.write_range(i * lanes, lanes);
+    for (int32_t j = 0; j < lanes; ++j) yr[j] = 0;
     if (row_req[i] < 0) return;
-    const int64_t x0 = i * lane_count;
-    x.check_range(x0, lane_count);
+    if (lane_count <= 0) return;
+    const uint32_t* xr = x.read_range(i * lane_count, lane_count);
+    const uint32_t* wr = w.read_range(lane_begin, lane_count);
+    // u[(j + D - 1) % D] for the lanes j of this rank: from lane_begin - 1, wrapping once.
+    const int32_t u_first = (lane_begin + lanes - 1) % lanes;
+    const int32_t before_wrap = lanes - u_first < lane_count ? lanes - u_first : lane_count;
+    const uint32_t* ua = u.read_range(u_first, before_wrap);
+    const uint32_t* ub = before_wrap < lane_count ? u.read_range(0, lane_count - before_wrap) : ua;
     for (int32_t jl = 0; jl < lane_count; ++jl) {
       const int32_t j = lane_begin + jl;
-      const uint32_t xj = x[x0 + jl];  // read once: every view access is checked
-      y[y0 + j] += xj * w[j];
+      const uint32_t xj = xr[jl];
+      yr[j] += xj * wr[jl];
       const int32_t prev = (j + lanes - 1) % lanes;  // lane j feeds lane j-1 through the rotation
-      y[y0 + prev] += ((xj << 7) | (xj >> 25)) * u[prev];
+      yr[prev] += ((xj << 7) | (xj >> 25)) * (jl < before_wrap ? ua[jl] : ub[jl - before_wrap]);
     }
   }
 };
@@ -255,9 +263,15 @@ struct LayerKvWriteKernel {
   Span<uint32_t> kv;  // [slots, lane_count]
   PPSPEC_HD void row(int64_t i) const {
     if (in.row_req[i] < 0 || in.slots[i] == kPadSlot) return;
-    const int64_t k0 = in.slots[i] * lane_count;  // the slot's row, through `kv` itself (Span::check_range)
-    kv.check_range(k0, lane_count);
-    for (int32_t jl = 0; jl < lane_count; ++jl) kv[k0 + jl] = mix32(y[i * lanes + lane_begin + jl] ^ v[lane_begin + jl]);
+    if (lane_count <= 0) return;
+    // Told as ranges in the order the lane-by-lane loop first touches them (y's lanes, v's, the
+    // slot's row of kv), then through pointers: the same bytes, each access not checked again.
+    const int64_t slot = in.slots[i];
+    kv.check_range(slot * lane_count, lane_count);  // a bad slot faults before anything is read
+    const uint32_t* yr = y.read_range(i * lanes + lane_begin, lane_count);
+    const uint32_t* vr = v.read_range(lane_begin, lane_count);
+    uint32_t* kr = kv.write_range(slot * lane_count, lane_count);
+    for (int32_t jl = 0; jl < lane_count; ++jl) kr[jl] = mix32(yr[jl] ^ vr[jl]);
   }
 };
 
