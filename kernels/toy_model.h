@@ -65,6 +65,10 @@ struct BlockRow {
   int64_t first;
 };
 
+// A power-of-two count of lanes up to 16 (every shape the toy model has): a row of them fills the
+// 16 accumulators of add_by_16 evenly, so a block's rows are summed as one contiguous range.
+PPSPEC_HD inline bool fills_accumulators(int32_t lanes) { return lanes >= 1 && lanes <= 16 && (lanes & (lanes - 1)) == 0; }
+
 // Adds, for positions from..last of a request, the KV values of lanes [j0, j0+nj) into sum[0..nj):
 // `kv` is [slots, stride]. Walks the block table a block at a time (attention over the paged cache);
 // wrapping sums are order-independent, so this equals the position-by-position sum through slot_of.
@@ -78,7 +82,7 @@ PPSPEC_HD inline void sum_context(const BlockRow& blocks, int32_t max_blocks, in
   if (j0 < 0 || nj < 0 || j0 + nj > stride) out_of_bounds(j0, nj, stride);
   // Every lane of a power-of-two stride up to 16 (the toy model's shapes): a block's rows are one
   // contiguous range, summed 16 elements at a time and folded into the lanes at the end.
-  const bool whole_rows = j0 == 0 && nj == stride && stride >= 1 && stride <= 16 && (stride & (stride - 1)) == 0;
+  const bool whole_rows = j0 == 0 && nj == stride && fills_accumulators(stride);
   uint32_t acc[16] = {};
   int64_t widest = 0;  // acc[k] for k >= widest is still 0
   const int64_t b0 = from > 0 && block_size > 0 ? from / block_size : 0;
@@ -294,7 +298,7 @@ struct LayerOutKernel {
     }
     const BlockRow blocks(in.block_table, req, in.max_blocks);
     constexpr int32_t kChunk = 16;  // lanes summed per pass: registers on a GPU, no heap
-    if (lane_count >= 1 && lane_count <= kChunk && (lane_count & (lane_count - 1)) == 0) {
+    if (fills_accumulators(lane_count)) {
       // One pass over the context, its sum carried from the request's previous row.
       uint32_t sum[kChunk];
       for (int32_t j = 0; j < lane_count; ++j) sum[j] = y[i * lanes + lane_begin + j];
