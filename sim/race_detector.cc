@@ -40,12 +40,7 @@ void RaceDetector::begin(uint32_t actor, uint32_t tick, const VectorClock& clock
   PPSPEC_ASSERT(started_runs_ == 0 && next_run_ == 0, "runs of an earlier item are still open");
   clock_ = &clock;
   if (items_.size() <= actor) items_.resize(actor + 1);
-  // The ring grows to its bound as the stream's items come: most streams of a short run (a fuzz
-  // case, a property test) run a few dozen, and a full ring per stream cost more than the run.
-  auto& ring = items_[actor];
-  const size_t slot = tick % kItemsRemembered;
-  if (slot >= ring.size()) ring.resize(slot + 1);
-  ring[slot] = ItemRecord{tick, item};
+  items_[actor].slot(tick) = ItemRecord{tick, item};
   kernels::t_access_observer = this;
   kernels::t_access_runs = runs_.data();
   ++kernels::t_access_item;
@@ -252,10 +247,9 @@ void RaceDetector::set_reads(Allocation& a, size_t index, const Reads& reads) {
 }
 
 const AccessItem* RaceDetector::item_of(uint32_t actor, uint32_t tick) const {
-  const size_t slot = tick % kItemsRemembered;
-  if (actor >= items_.size() || slot >= items_[actor].size()) return nullptr;
-  const ItemRecord& rec = items_[actor][slot];
-  return rec.tick == tick ? &rec.item : nullptr;
+  if (actor >= items_.size()) return nullptr;
+  const ItemRecord* rec = items_[actor].find(tick, [](const ItemRecord& r) { return r.tick; });
+  return rec != nullptr ? &rec->item : nullptr;
 }
 
 core::Site RaceDetector::site_of(uint32_t actor, uint32_t tick, bool write, const Allocation& a, size_t index) const {

@@ -49,6 +49,7 @@
 #include "core/op.h"
 #include "core/verdict.h"
 #include "kernels/access.h"
+#include "sim/item_ring.h"
 #include "sim/vector_clock.h"
 
 namespace ppspec::sim {
@@ -252,7 +253,8 @@ class RaceDetector final : public kernels::AccessObserver {
   uint32_t started_runs_ = 0;  // bit r: run r holds an allocation's accesses (not put aside yet)
   std::vector<PendingRun> pending_;
   bool checking_ = false;  // an item is active and no race has been seen
-  std::vector<std::vector<ItemRecord>> items_;  // per actor, a ring of kItemsRemembered
+  // Per actor, its last kItemsRemembered items, grown 64 at a time.
+  std::vector<ItemRing<ItemRecord, kItemsRemembered, 64>> items_;
   bool active_ = false;
   Epoch current_;
   const VectorClock* clock_ = nullptr;
