@@ -39,6 +39,9 @@ struct PartSpec {
 };
 
 struct CommOp {
+  // Provided, not defaulted: a launch's `parts.emplace_back()` would otherwise zero the whole
+  // operation, its clock's unused inline components included, before setting every field.
+  CommOp() {}  // NOLINT(modernize-use-equals-default)
   PartSpec spec;
   CommKernel* kernel = nullptr;
   bool started = false;

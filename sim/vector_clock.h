@@ -17,7 +17,9 @@ namespace ppspec::sim {
 
 class VectorClock {
  public:
-  VectorClock() = default;
+  // Provided, not defaulted: a defaulted one would let value-initialisation (a work queue's
+  // `T{}`, a vector's `emplace_back()`) zero the inline components, which size_ says are unused.
+  VectorClock() {}  // NOLINT(modernize-use-equals-default)
   VectorClock(const VectorClock& o) { assign(o.view()); }
   VectorClock& operator=(const VectorClock& o) {
     if (&o != this) assign(o.view());
