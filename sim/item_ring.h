@@ -26,6 +26,7 @@ class ItemRing {
     const size_t at = tick % kCapacity;
     const size_t chunk = at / kChunk;
     while (chunks_.size() <= chunk) chunks_.push_back(std::make_unique<Chunk>());
+    PPSPEC_ASSERT(chunks_.size() <= kCapacity / kChunk, "an item ring grew past its {} chunks", kCapacity / kChunk);
     return (*chunks_[chunk])[at % kChunk];
   }
   // The record written for `tick`, or null when its slot was never written or holds a later tick.

@@ -253,7 +253,8 @@ class RaceDetector final : public kernels::AccessObserver {
   uint32_t started_runs_ = 0;  // bit r: run r holds an allocation's accesses (not put aside yet)
   std::vector<PendingRun> pending_;
   bool checking_ = false;  // an item is active and no race has been seen
-  // Per actor, its last kItemsRemembered items, grown 16 at a time (most streams of a fuzz case run a few dozen).
+  // Per actor, its last kItemsRemembered items, grown 16 at a time (a fuzz case's streams run a
+  // few dozen).
   std::vector<ItemRing<ItemRecord, kItemsRemembered, 16>> items_;
   bool active_ = false;
   Epoch current_;
