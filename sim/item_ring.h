@@ -21,7 +21,8 @@ class ItemRing {
   static_assert(kCapacity % kChunk == 0, "a ring holds whole chunks");
 
  public:
-  // The record for `tick`, which takes the slot of tick - kCapacity: written in full by the caller.
+  // The record for `tick`, which takes the slot of tick - kCapacity: written in full by the caller,
+  // its `tick` included.
   Record& slot(uint32_t tick) {
     const size_t at = tick % kCapacity;
     const size_t chunk = at / kChunk;
@@ -29,15 +30,14 @@ class ItemRing {
     PPSPEC_ASSERT(chunks_.size() <= kCapacity / kChunk, "an item ring grew past its {} chunks", kCapacity / kChunk);
     return (*chunks_[chunk])[at % kChunk];
   }
-  // The record written for `tick`, or null when its slot was never written or holds a later tick.
-  // `tick_of` reads a record's tick.
-  template <typename TickOf>
-  const Record* find(uint32_t tick, TickOf tick_of) const {
+  // The record written for `tick` (Record::tick says which it holds), or null when its slot was
+  // never written or holds a later tick.
+  const Record* find(uint32_t tick) const {
     const size_t at = tick % kCapacity;
     const size_t chunk = at / kChunk;
     if (chunk >= chunks_.size()) return nullptr;
     const Record& r = (*chunks_[chunk])[at % kChunk];
-    return tick_of(r) == tick ? &r : nullptr;
+    return r.tick == tick ? &r : nullptr;
   }
   size_t chunks() const { return chunks_.size(); }
 

@@ -248,7 +248,7 @@ void RaceDetector::set_reads(Allocation& a, size_t index, const Reads& reads) {
 
 const AccessItem* RaceDetector::item_of(uint32_t actor, uint32_t tick) const {
   if (actor >= items_.size()) return nullptr;
-  const ItemRecord* rec = items_[actor].find(tick, [](const ItemRecord& r) { return r.tick; });
+  const ItemRecord* rec = items_[actor].find(tick);
   return rec != nullptr ? &rec->item : nullptr;
 }
 

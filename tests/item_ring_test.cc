@@ -21,11 +21,9 @@ constexpr size_t kCapacity = 256;
 constexpr size_t kChunk = 16;
 using Ring = sim::ItemRing<Record, kCapacity, kChunk>;
 
-uint32_t tick_of(const Record& r) { return r.tick; }
-
 void expect_like_model(const Ring& ring, const std::map<size_t, Record>& model, uint32_t last) {
   for (uint32_t t = 1; t <= last + kCapacity; ++t) {
-    const Record* got = ring.find(t, tick_of);
+    const Record* got = ring.find(t);
     const auto slot = model.find(t % kCapacity);
     const bool kept = slot != model.end() && slot->second.tick == t;
     ASSERT_EQ(got != nullptr, kept) << "tick " << t << " after tick " << last;
@@ -55,7 +53,7 @@ TEST(ItemRing, RemembersTheLastRecordOfEachSlotAndForgetsOlderTicks) {
 TEST(ItemRing, GrowsAChunkAtATimeUpToItsCapacity) {
   Ring ring;
   EXPECT_EQ(ring.chunks(), 0U);
-  EXPECT_EQ(ring.find(1, tick_of), nullptr);  // nothing written: no chunk to look in
+  EXPECT_EQ(ring.find(1), nullptr);  // nothing written: no chunk to look in
   for (uint32_t t = 1; t <= 3 * kCapacity; ++t) {
     ring.slot(t) = Record{t, t};
     const size_t expected = t < kCapacity ? t / kChunk + 1 : kCapacity / kChunk;
@@ -64,10 +62,10 @@ TEST(ItemRing, GrowsAChunkAtATimeUpToItsCapacity) {
   // A chunk's records that were never written read as tick 0, which no item has.
   Ring fresh;
   fresh.slot(kChunk + 1) = Record{kChunk + 1, 7};
-  EXPECT_EQ(fresh.find(1, tick_of), nullptr);
-  EXPECT_EQ(fresh.find(kChunk, tick_of), nullptr);
-  ASSERT_NE(fresh.find(kChunk + 1, tick_of), nullptr);
-  EXPECT_EQ(fresh.find(kChunk + 1, tick_of)->payload, 7U);
+  EXPECT_EQ(fresh.find(1), nullptr);
+  EXPECT_EQ(fresh.find(kChunk), nullptr);
+  ASSERT_NE(fresh.find(kChunk + 1), nullptr);
+  EXPECT_EQ(fresh.find(kChunk + 1)->payload, 7U);
 }
 
 }  // namespace
