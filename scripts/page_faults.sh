@@ -16,7 +16,7 @@ out=${3:-docs/evidence/perf/page-faults.txt}
 [[ -x /usr/bin/time ]] || { echo "scripts/page_faults.sh: needs /usr/bin/time (Debian package time)" >&2; exit 2; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-# without_races
+# without_races, RACE_IN_SAMPLE
 source scripts/race_cost_lib.sh
 faults() {  # binary scenario -> median minor faults of 3 runs
   for _ in 1 2 3; do
@@ -30,8 +30,8 @@ for f in scenarios/serving/*.toml; do
   echo "$s $(faults "$before" "$f") $(faults "$before" "$work/$s-norace.toml") $(faults "$after" "$f") $(faults "$after" "$work/$s-norace.toml")"
 done > "$work/faults.txt"
 python3 - "$work/faults.txt" "$before" "$after" "$(git rev-parse --short HEAD)$(git diff --quiet || echo ' (tree modified)')" > "$out" <<'PYEOF'
-import statistics, sys
-in_sample = {"pp2_tp2_k5", "pp2_tp1_k5", "pp2_tp2_eagle", "pp3_lookahead_batch", "pp4_prefix_cache", "pp2_preempt"}
+import os, statistics, sys
+in_sample = set(os.environ["RACE_IN_SAMPLE"].split())
 rows = [l.split() for l in open(sys.argv[1])]
 print(f"# scripts/page_faults.sh: minor page faults of a whole `ppspec run`, median of 3; tree {sys.argv[4]}")
 print(f"# before = {sys.argv[2]}, after = {sys.argv[3]}; 'races' = with race detection, 'off' = without")

@@ -42,7 +42,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$(dirname "$out")"
 
-# median_pair, without_races
+# median_pair, without_races, RACE_IN_SAMPLE
 source scripts/race_cost_lib.sh
 
 {
@@ -65,7 +65,7 @@ for name in ("BM_RingPairs/2/1", "BM_RingPairs/8/1", "BM_RingPairs/2/16", "BM_Ri
 EOF
   echo
   echo "## 2. race detection (goal: whole run with / without <= 1.25)"
-  for s in pp2_tp2_k5 pp2_tp1_k5 pp4_prefix_cache pp2_preempt pp3_lookahead_batch pp2_tp2_eagle; do
+  for s in $RACE_IN_SAMPLE; do
     f=scenarios/serving/$s.toml
     without_races "$f" > "$work/$s-norace.toml"
     read -r with wo < <(median_pair "$ppspec" run "$f" -- "$ppspec" run "$work/$s-norace.toml")

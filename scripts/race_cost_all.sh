@@ -24,7 +24,7 @@ ppspec=./build/default/tools/ppspec
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$(dirname "$out")"
-# median_pair, without_races
+# median_pair, without_races, RACE_IN_SAMPLE
 source scripts/race_cost_lib.sh
 
 binaries=("$ppspec")
@@ -42,7 +42,7 @@ done > "$work/times.txt"
 python3 - "$work/times.txt" "$(git rev-parse --short HEAD)" "${binaries[@]}" > "$out" <<'EOF'
 import os, statistics, sys
 times, head, binaries = sys.argv[1], sys.argv[2], sys.argv[3:]
-in_sample = {"pp2_tp2_k5", "pp2_tp1_k5", "pp4_prefix_cache", "pp2_preempt", "pp3_lookahead_batch", "pp2_tp2_eagle"}
+in_sample = set(os.environ["RACE_IN_SAMPLE"].split())
 cpu = next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name"))
 print(f"# scripts/race_cost_all.sh: {os.cpu_count()} cores, {cpu}; ppspec {head}")
 print("# whole `ppspec run` with race detection / without, medians of 7 run alternately")

@@ -1,5 +1,10 @@
-# Shell functions shared by scripts/perf_ratios.sh and scripts/race_cost_all.sh (sourced, not run):
-# how a serving run with race detection is compared with the same run without it.
+# Shell functions shared by scripts/perf_ratios.sh, scripts/race_cost_all.sh and
+# scripts/page_faults.sh (sourced, not run): how a serving run with race detection is compared with
+# the same run without it.
+
+# The six serving scenarios race detection was tuned against ("in-sample"; perf_ratios.sh times
+# them): every other serving scenario is held out. Exported for the scripts' Python reports.
+export RACE_IN_SAMPLE="pp2_tp2_k5 pp2_tp1_k5 pp4_prefix_cache pp2_preempt pp3_lookahead_batch pp2_tp2_eagle"
 
 # The median wall times in seconds of two commands (their output discarded), run alternately 7
 # times each: this VM's speed drifts by tens of percent over a minute, and a drift then reaches
