@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# What goals 2 and 3 of issue 28 are up against, in instructions (callgrind; they do not drift):
+#   goal 3: where a clean fuzz campaign's instructions go (BM_FuzzCases: 20 cases of pp2.toml): the
+#           case's own run and the two reference runs of its invariance oracles (pp = 1, eager);
+#   goal 2: a whole `ppspec run` of pp2_tp2_k5 (oracles on) with race detection and without, and
+#           the detector's own functions (self) in the checked run.
+#   scripts/goal_budgets.sh [OUT]   (default docs/evidence/perf/goal-budgets.txt)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-docs/evidence/perf/goal-budgets.txt}
+ppspec=./build/default/tools/ppspec
+bench=./build/default/bench/ppspec_bench
+[[ -x $ppspec && -x $bench ]] || { echo "scripts/goal_budgets.sh: build the default preset first" >&2; exit 2; }
+# shellcheck source=scripts/race_cost_lib.sh
+source scripts/race_cost_lib.sh
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+scenario=scenarios/serving/pp2_tp2_k5.toml
+without_races "$scenario" > "$work/pp2_tp2_k5.toml"
+{
+  echo "# scripts/goal_budgets.sh (tree $(git rev-parse --short HEAD)$(git diff --quiet || echo ', modified'))"
+  echo "## goal 3: a clean fuzz campaign"
+  scripts/instruction_shares.sh ppspec::serving::run_on_sim ppspec::serving::check_oracles \
+    "ppspec::serving::(anonymous namespace)::compare_with" ppspec::sim::RaceDetector::on_access \
+    ppspec::sim::RaceDetector::check_rows \
+    -- "$bench" --benchmark_filter='^BM_FuzzCases$' --benchmark_min_time=0
+  echo
+  echo "## goal 2: ppspec run $scenario, with race detection"
+  scripts/instruction_shares.sh ppspec::sim::RaceDetector::on_access ppspec::sim::RaceDetector::check_rows \
+    ppspec::sim::RaceDetector::check_cell \
+    ppspec::sim::RaceDetector::start_run ppspec::sim::RaceDetector::put_aside \
+    ppspec::sim::RaceDetector::find_allocation ppspec::sim::RaceDetector::end \
+    -- "$ppspec" run "$scenario"
+  echo
+  echo "## goal 2: the same run without ([runtime] race_detection = false)"
+  scripts/instruction_shares.sh -- "$ppspec" run "$work/pp2_tp2_k5.toml"
+} | sed "s|$work/|<a temporary folder>/|" > "$out"
+python3 - "$out" <<'PYEOF'
+import re, sys
+text = open(sys.argv[1]).read()
+totals = [int(t.replace(",", "")) for t in re.findall(r"total: ([\d,]+)", text)]
+with open(sys.argv[1], "a") as fh:
+    print(f"\nwith / without race detection, in instructions: {totals[1] / totals[2]:.3f} "
+          f"(goal 2: <= 1.25, i.e. at most {int(totals[2] * 0.25):,} instructions of detection; now {totals[1] - totals[2]:,})", file=fh)
+PYEOF
+cat "$out"
