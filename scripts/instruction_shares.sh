@@ -6,7 +6,8 @@
 #   scripts/instruction_shares.sh FUNCTION... -- COMMAND...
 # Inclusive counts hold as long as the function's calls return on the stack that made them: the
 # simulator's fibers switch stacks below World::run, so name functions above it (the run, an
-# oracle's reference run) or leaves (a detector's own work), not the frames a switch crosses.
+# oracle's reference run) or functions that never switch fibers (the race detector's), not the
+# frames a switch crosses. A FUNCTION that matches nothing is an error (a misspelt name).
 set -euo pipefail
 functions=()
 while (($#)) && [[ $1 != -- ]]; do functions+=("$1"); shift; done
@@ -18,7 +19,8 @@ valgrind --tool=callgrind --callgrind-out-file="$work/out" "$@" > /dev/null 2> "
   echo "scripts/instruction_shares.sh: the command failed under callgrind:" >&2; tail -5 "$work/log" >&2; exit 1; }
 callgrind_annotate --inclusive=yes --auto=no --threshold=100 "$work/out" > "$work/inclusive.txt"
 callgrind_annotate --auto=no --threshold=100 "$work/out" > "$work/self.txt"
-python3 - "$work/inclusive.txt" "$work/self.txt" "$*" "${functions[@]}" <<'PYEOF'
+python3 - "$work/inclusive.txt" "$work/self.txt" "$*" \
+  ${functions[@]+"${functions[@]}"} <<'PYEOF'
 import re, sys
 inclusive_path, self_path, command, names = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
 def load(path):
@@ -41,6 +43,9 @@ def of(rows, name, combine):
     return out
 print(f"# scripts/instruction_shares.sh: {command}")
 print(f"total: {total:,} instructions")
+missing = [n for n in names if not any(fn.startswith(n + "(") for fn, _ in inclusive)]
+if missing:
+    sys.exit("scripts/instruction_shares.sh: no function named " + ", ".join(missing))
 for n in names:
     incl, mine = of(inclusive, n, max), of(own, n, lambda a, b: a + b)
     print(f"{n}: inclusive {incl:,} ({100 * incl / total:.1f} %), self {mine:,} ({100 * mine / total:.1f} %)")
