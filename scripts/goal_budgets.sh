@@ -20,8 +20,9 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 scenario=scenarios/serving/pp2_tp2_k5.toml
 without_races "$scenario" > "$work/pp2_tp2_k5.toml"
+# Before OUT exists: a tree with any change, untracked files too, is "modified".
+modified=$([[ -z $(git status --porcelain) ]] || echo ', modified')
 {
-  modified=$([[ -z $(git status --porcelain) ]] || echo ', modified')
   echo "# scripts/goal_budgets.sh (tree $(git rev-parse --short HEAD)$modified)"
   echo "## goal 3: a clean fuzz campaign"
   scripts/instruction_shares.sh ppspec::serving::run_on_sim ppspec::serving::check_oracles \
