@@ -201,12 +201,10 @@ class RaceDetector final : public kernels::AccessObserver {
     Allocation* allocation;
   };
   std::vector<ByBase> by_base_;
-  // Allocations found, by the address bits above a 2 KiB granule: a kernel's buffers, each in
-  // entries of its own unless two small ones share a granule. 1,024 entries span 2 MiB, a large
-  // buffer's rows (a KV cache's) included: 256 entries of 256 bytes kept missing them (the search
-  // below, 34 M instructions of pp2_tp2_k5's race-checked run then, 5 M now: scripts/goal_budgets.sh).
-  static constexpr size_t kFound = 1024;
-  static constexpr int kFoundGranule = 11;
+  // Allocations found, by the address bits above a 256-byte granule: a kernel's buffers, each in
+  // entries of its own unless two small ones share a granule.
+  static constexpr size_t kFound = 256;
+  static constexpr int kFoundGranule = 8;
   std::array<Allocation*, kFound> found_{};
   std::vector<Seen> seen_ = std::vector<Seen>(kSeenSlots);
   // The runs of bytes this item has accessed (kernels/access.h: AccessRun): a kernel's loop walks
