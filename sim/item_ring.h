@@ -26,8 +26,10 @@ class ItemRing {
   Record& slot(uint32_t tick) {
     const size_t at = tick % kCapacity;
     const size_t chunk = at / kChunk;
-    while (chunks_.size() <= chunk) chunks_.push_back(std::make_unique<Chunk>());
-    PPSPEC_ASSERT(chunks_.size() <= kCapacity / kChunk, "an item ring grew past its {} chunks", kCapacity / kChunk);
+    while (chunks_.size() <= chunk) {  // checked only as it grows: every item takes a slot
+      PPSPEC_ASSERT(chunks_.size() < kCapacity / kChunk, "an item ring grew past its {} chunks", kCapacity / kChunk);
+      chunks_.push_back(std::make_unique<Chunk>());
+    }
     return (*chunks_[chunk])[at % kChunk];
   }
   // The record written for `tick` (Record::tick says which it holds), or null when its slot was
