@@ -4,20 +4,32 @@
 # shared 2-core machine vary by +-30% between rounds (scripts/bench_interleaved.py says how much).
 # The count includes the benchmark program's start and the scenario's loading, the same in both.
 #   scripts/bench_instructions.sh BENCH_BEFORE BENCH_AFTER BENCHMARK...    (exact names)
+# With --run, the binaries are two `ppspec` and each item a scenario file: a whole `ppspec run` of it
+# (scripts/run_instructions.sh).
+#   scripts/bench_instructions.sh --run PPSPEC_BEFORE PPSPEC_AFTER SCENARIO...
 set -euo pipefail
-(($# >= 3)) || { echo "usage: scripts/bench_instructions.sh BENCH_BEFORE BENCH_AFTER BENCHMARK..." >&2; exit 2; }
+run=0
+[[ ${1:-} == --run ]] && { run=1; shift; }
+(($# >= 3)) || { echo "usage: scripts/bench_instructions.sh [--run] BEFORE AFTER ITEM..." >&2; exit 2; }
 before=$1 after=$2
 shift 2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-count() {  # binary benchmark -> instructions
-  valgrind --tool=callgrind --callgrind-out-file="$work/out" "$1" --benchmark_filter="^$2\$" --benchmark_min_time=0 \
-    > /dev/null 2> "$work/log"
+count() {  # binary item -> instructions
+  if ((run)); then
+    valgrind --tool=callgrind --callgrind-out-file="$work/out" "$1" run "$2" > /dev/null 2> "$work/log" || true
+  else
+    valgrind --tool=callgrind --callgrind-out-file="$work/out" "$1" --benchmark_filter="^$2\$" --benchmark_min_time=0 \
+      > /dev/null 2> "$work/log"
+  fi
   grep -m1 -E '^==[0-9]+== Collected : ' "$work/log" | awk '{print $4}'
 }
-printf '%-44s %16s %16s %8s\n' benchmark before after after/before
-for b in "$@"; do
-  x=$(count "$before" "$b")
-  y=$(count "$after" "$b")
-  printf '%-44s %16s %16s %8.4f\n' "$b" "$x" "$y" "$(echo "$y / $x" | bc -l)"
+# The two modes keep the columns their earlier outputs (docs/evidence/perf/) have.
+if ((run)); then label=scenario width=48 number=15 ratio=''; else label=benchmark width=44 number=16 ratio=8; fi
+printf "%-${width}s %${number}s %${number}s %${ratio}s\n" "$label" before after after/before
+for item in "$@"; do
+  x=$(count "$before" "$item")
+  y=$(count "$after" "$item")
+  [[ -n $x && -n $y ]] || { echo "scripts/bench_instructions.sh: callgrind counted nothing for $item" >&2; exit 1; }
+  printf "%-${width}s %${number}s %${number}s %${ratio}.4f\n" "$item" "$x" "$y" "$(python3 -c "print($y / $x)")"
 done
