@@ -101,8 +101,22 @@ class VectorClock {
       }
     insert(thread, value);
   }
-  // Linear in both sizes however many threads own components.
+  // Linear in both sizes however many threads own components. Usually every component of `o` is
+  // one of this clock's already (the same streams and threads, met again): raised in place, no copy.
   void merge(const VectorClock& o) {
+    const std::span<Entry> mine = view();
+    size_t at = 0;
+    for (const Entry& e : o.view()) {
+      while (at < mine.size() && mine[at].thread < e.thread) ++at;
+      // A thread this clock lacks: the general merge (raising is idempotent, so what was raised
+      // here already comes out the same).
+      if (at == mine.size() || mine[at].thread != e.thread) return merge_new(o);
+      mine[at].value = std::max(mine[at].value, e.value);
+      ++at;
+    }
+  }
+  // The merge where `o` names threads this clock does not.
+  void merge_new(const VectorClock& o) {
     // Merged into a scratch list on this thread, which keeps its capacity: merging allocates
     // nothing once the clocks' sizes are steady.
     static thread_local std::vector<Entry> out;

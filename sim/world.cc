@@ -1,6 +1,7 @@
 #include "sim/world.h"
 
 #include "core/assert.h"
+#include "core/rounding.h"
 #include "sim/sanitizer.h"
 
 #include <algorithm>
@@ -257,7 +258,9 @@ void World::yield() {
 Time World::jittered(Time d) {
   if (d <= 0 || config_.jitter <= 0) return d;
   const double factor = 1.0 + config_.jitter * jitter_rng_.symmetric_unit();
-  return std::max<Time>(1, static_cast<Time>(std::llround(static_cast<double>(d) * factor)));
+  const double scaled = static_cast<double>(d) * factor;
+  PPSPEC_ASSERT(std::fabs(scaled) < 0x1p62, "a jittered duration of {} ns", scaled);
+  return std::max<Time>(1, static_cast<Time>(core::round_half_away(scaled)));
 }
 
 core::Finding World::limit_finding(std::string kind, std::string summary) const {

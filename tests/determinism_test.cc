@@ -2,6 +2,10 @@
 // byte; a recorded schedule replays exactly.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
+#include "core/rng.h"
+#include "core/rounding.h"
 #include "loader/program_loader.h"
 #include "program/runner.h"
 #include "tests/test_util.h"
@@ -73,6 +77,22 @@ TEST(Determinism, StrategyParsing) {
   EXPECT_FALSE(sim::parse_strategy("pct:"));
   EXPECT_FALSE(sim::parse_strategy("pct:0"));
   EXPECT_FALSE(sim::parse_strategy("dfs"));
+}
+
+// Jittered durations are rounded by core::round_half_away, as std::llround rounds them: the same
+// durations, so the same traces, as before it replaced the call.
+TEST(Determinism, RoundingHalfAwayIsLlround) {
+  const double edges[] = {0.0, 0.49999999999999994, 0.5, 1.5, 2.5, -0.5, -1.5, -2.4999999999999996, 0x1p52 - 0.5,
+                          0x1p52 + 1, -0x1p52 + 0.5, 0x1p61, 123456789.5, 1e-300, -1e-300};
+  for (const double x : edges) EXPECT_EQ(core::round_half_away(x), std::llround(x)) << x;
+  core::Rng rng(28);
+  for (int i = 0; i < 200000; ++i) {
+    // Every magnitude up to 2^61, halves and near-halves among them.
+    const double x = std::ldexp(rng.symmetric_unit(), static_cast<int>(rng.below(62)));
+    const double half = std::floor(x) + 0.5;
+    for (const double y : {x, half, std::nextafter(half, 0.0), std::nextafter(half, 1e300)})
+      ASSERT_EQ(core::round_half_away(y), std::llround(y)) << y;
+  }
 }
 
 }  // namespace

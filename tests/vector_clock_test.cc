@@ -70,6 +70,33 @@ TEST(VectorClock, BehavesAsAMapOfComponentsAcrossItsInlineCapacity) {
   }
 }
 
+// A join raises in place when every thread of the other clock is one of this clock's, and merges
+// when one is not: after a partial raise too, each component is the larger of the two.
+TEST(VectorClock, AJoinRaisesInPlaceOrMergesNewThreads) {
+  for (const uint32_t threads : {6U, 30U}) {  // inline and spilled
+    sim::VectorClock mine, other;
+    Model model;
+    for (uint32_t t = 0; t < threads; t += 2)
+      for (uint32_t k = 0; k <= t % 5; ++k) {
+        mine.bump(t);
+        ++model[t];
+      }
+    for (uint32_t t = 0; t < threads; t += 2)  // the same threads, some further along
+      for (uint32_t k = 0; k <= (t * 7) % 9; ++k) other.bump(t);
+    for (uint32_t t = 0; t < threads; t += 2) model[t] = std::max(model[t], other.get(t));
+    mine.join(other);
+    expect_same(mine, model, threads, 0);
+    // Then threads this clock lacks, between and after its own, beside larger values of its own.
+    sim::VectorClock more;
+    for (uint32_t t = 0; t < threads; ++t)
+      for (uint32_t k = 0; k < 12; ++k) more.bump(t);
+    for (uint32_t t = 0; t < threads; ++t) model[t] = std::max(model[t], 12U);
+    mine.join(more);
+    expect_same(mine, model, threads, 1);
+    EXPECT_EQ(mine.size(), threads);
+  }
+}
+
 TEST(VectorClock, ACopyIsIndependentOfItsSourceWhetherInlineOrSpilled) {
   for (const uint32_t threads : {5U, 30U}) {
     sim::VectorClock c;

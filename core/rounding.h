@@ -1,0 +1,17 @@
+// Rounding a double to an integer as std::llround does (halves away from zero), without libm's
+// call: the simulator rounds every jittered kernel duration, and the call was most of the cost.
+#pragma once
+
+#include <cstdint>
+
+namespace ppspec::core {
+
+// For |x| < 2^62. Below 2^52 a double's fraction x - trunc(x) is exact; at and above it a double
+// is an integer already, and its fraction is zero.
+inline int64_t round_half_away(double x) {
+  const auto whole = static_cast<int64_t>(x);  // toward zero
+  const double fraction = x - static_cast<double>(whole);
+  return fraction >= 0.5 ? whole + 1 : fraction <= -0.5 ? whole - 1 : whole;
+}
+
+}  // namespace ppspec::core
