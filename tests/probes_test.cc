@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "core/assert.h"
 #include "core/probes.h"
 
 namespace ppspec::testing {
