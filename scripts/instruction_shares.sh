@@ -25,7 +25,9 @@ callgrind_annotate --inclusive=yes --auto=no --threshold=100 "$work/out" > "$wor
 inclusive_valid=1
 program=$1
 [[ $program == */* ]] || program=$(command -v "$program")
-ldd "$program" 2> /dev/null | grep -q libmimalloc && inclusive_valid=0
+# (grep reads all of ldd's output: with -q it would stop early, and pipefail would take ldd's SIGPIPE
+# for "not linked".)
+if ldd "$program" 2> /dev/null | grep libmimalloc > /dev/null; then inclusive_valid=0; fi
 callgrind_annotate --auto=no --threshold=100 "$work/out" > "$work/self.txt"
 python3 - "$work/inclusive.txt" "$work/self.txt" "$inclusive_valid" "$*" \
   ${functions[@]+"${functions[@]}"} <<'PYEOF'
