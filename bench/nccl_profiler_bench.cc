@@ -5,6 +5,9 @@
 //   (KIND 1); the flusher's draining runs outside the timing, as it runs on its own thread.
 // * BM_PluginFlusher: the flusher's share per operation (formatting and writing three lines),
 //   on the thread of its own, to say what the plugin costs the whole process.
+// The plugin allocates with the allocator of the process that loads it: here ppspec_bench's (mimalloc
+// by default, PPSPEC_ALLOCATOR), in a user's job the job's own. For figures under glibc's allocator,
+// as most jobs run, configure with -DPPSPEC_ALLOCATOR=system.
 #include <benchmark/benchmark.h>
 
 #include <filesystem>

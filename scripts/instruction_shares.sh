@@ -22,12 +22,9 @@ trap 'rm -rf "$work"' EXIT
 valgrind --tool=callgrind --callgrind-out-file="$work/out" "$@" > /dev/null 2> "$work/log" || {
   echo "scripts/instruction_shares.sh: the command failed under callgrind:" >&2; tail -5 "$work/log" >&2; exit 1; }
 callgrind_annotate --inclusive=yes --auto=no --threshold=100 "$work/out" > "$work/inclusive.txt"
+# The profile itself says whether mimalloc ran (linked, preloaded, or behind a wrapper command).
 inclusive_valid=1
-program=$1
-[[ $program == */* ]] || program=$(command -v "$program")
-# (grep reads all of ldd's output: with -q it would stop early, and pipefail would take ldd's SIGPIPE
-# for "not linked".)
-if ldd "$program" 2> /dev/null | grep libmimalloc > /dev/null; then inclusive_valid=0; fi
+if grep -q libmimalloc "$work/self.txt"; then inclusive_valid=0; fi
 callgrind_annotate --auto=no --threshold=100 "$work/out" > "$work/self.txt"
 python3 - "$work/inclusive.txt" "$work/self.txt" "$inclusive_valid" "$*" \
   ${functions[@]+"${functions[@]}"} <<'PYEOF'

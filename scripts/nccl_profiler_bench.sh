@@ -5,7 +5,9 @@
 # Writes docs/evidence/issue26/plugin_bench.txt (BM_PluginCallbacks, BM_PluginFlusher: five
 # repetitions, medians) and, given the benchmark binary of the commit before the plugin's
 # observer hooks, docs/evidence/issue26/sim_instructions.txt (callgrind instruction counts of the
-# simulator's benchmarks, before and after).
+# simulator's benchmarks, before and after). The plugin allocates with ppspec_bench's allocator
+# (mimalloc unless the build says PPSPEC_ALLOCATOR=system; bench/nccl_profiler_bench.cc): compare
+# figures only between builds with the same one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bench=${PPSPEC_BENCH:-./build/default/bench/ppspec_bench}
