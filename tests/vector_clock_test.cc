@@ -94,6 +94,18 @@ TEST(VectorClock, AJoinRaisesInPlaceOrMergesNewThreads) {
     mine.join(more);
     expect_same(mine, model, threads, 1);
     EXPECT_EQ(mine.size(), threads);
+    // A clock of the odd threads joining one whose first thread (0) comes before all of its own.
+    sim::VectorClock odd, first;
+    Model odd_model;
+    for (uint32_t t = 1; t < threads; t += 2) {
+      odd.bump(t);
+      odd_model[t] = 1;
+    }
+    for (uint32_t t = 0; t < threads; t += 3)
+      for (uint32_t k = 0; k < 2; ++k) first.bump(t);
+    for (uint32_t t = 0; t < threads; t += 3) odd_model[t] = 2;
+    odd.join(first);
+    expect_same(odd, odd_model, threads, 2);
   }
 }
 
