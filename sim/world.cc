@@ -258,9 +258,7 @@ void World::yield() {
 Time World::jittered(Time d) {
   if (d <= 0 || config_.jitter <= 0) return d;
   const double factor = 1.0 + config_.jitter * jitter_rng_.symmetric_unit();
-  const double scaled = static_cast<double>(d) * factor;
-  PPSPEC_ASSERT(std::fabs(scaled) < 0x1p62, "a jittered duration of {} ns", scaled);
-  return std::max<Time>(1, static_cast<Time>(core::round_half_away(scaled)));
+  return std::max<Time>(1, static_cast<Time>(core::round_half_away(static_cast<double>(d) * factor)));
 }
 
 core::Finding World::limit_finding(std::string kind, std::string summary) const {
