@@ -4,9 +4,9 @@
     NCCL_PROFILER_PLUGIN=/path/libppspec_nccl_profiler.so PPSPEC_TRACE_DIR=traces \
         python3 scripts/torch_plugin_job.py --world 2 [--fault extra_broadcast] [--bench N]
 
-One process per rank, every rank on GPU 0: each process gets its own NCCL_HOSTID, so NCCL takes
-the ranks for different hosts and connects them through its socket transport (a multi-rank job on
-a one-GPU machine). The patterns ProcessGroupNCCL offers: all_reduce, broadcast, all_gather,
+One process per rank, rank r on GPU r % --gpus (1 by default). Where ranks share a GPU each process
+gets its own NCCL_HOSTID, so NCCL takes the ranks for different hosts and connects them through its
+socket transport (a multi-rank job on a one-GPU machine). The patterns ProcessGroupNCCL offers: all_reduce, broadcast, all_gather,
 reduce_scatter, send/recv, batch_isend_irecv, several process groups (new_group), and a CUDA
 graph of all-reduces replayed. Each call names its site to the plugin through ctypes
 (ppspec_profiler_set_call_site), so the watcher's reports say where in this file it was made.
@@ -101,11 +101,13 @@ def bench(iterations, lib):
 
 
 def worker(rank, args):
-    os.environ["NCCL_HOSTID"] = f"ppspec-torch-rank{rank}"
+    gpu = rank % args.gpus
+    if args.world > args.gpus:  # ranks share a GPU: NCCL must take them for different hosts
+        os.environ["NCCL_HOSTID"] = f"ppspec-torch-rank{rank}"
     os.environ["RANK"] = str(rank)
-    torch.cuda.set_device(0)
+    torch.cuda.set_device(gpu)
     dist.init_process_group("nccl", init_method=f"file://{args.store}", rank=rank, world_size=args.world,
-                            device_id=torch.device("cuda:0"))
+                            device_id=torch.device("cuda", gpu))
     lib = plugin()
     if args.bench:
         print(f"bench rank {rank} of {args.world}: {args.bench} all_reduce of 8 bytes: {bench(args.bench, lib):.3f} us per operation",
@@ -121,6 +123,7 @@ def main():
     p.add_argument("--world", type=int, default=2)
     p.add_argument("--fault", default="none")
     p.add_argument("--bench", type=int, default=0)
+    p.add_argument("--gpus", type=int, default=1, help="rank r runs on GPU r %% gpus")
     p.add_argument("--store", default=f"/tmp/ppspec-torch-store-{os.getpid()}")
     args = p.parse_args()
     if os.path.exists(args.store):
