@@ -39,7 +39,7 @@ PPSPEC="$PWD/$BIN/tools/ppspec"
 
 if section tools; then
   python3 scripts/three_tools.py --ppspec "$PPSPEC" --plugin "$PLUGIN" --gpus "$gpus" --out "$OUT/three-tools" \
-    --watchdog "${WATCHDOG:-15}" --stall "${STALL:-5}" ${CASES:+--cases "$CASES"} > "$OUT/three_tools.log" 2>&1
+    --watchdog "${WATCHDOG:-15}" --stall "${STALL:-5}" --grace "${GRACE:-40}" ${CASES:+--cases "$CASES"} > "$OUT/three_tools.log" 2>&1
   python3 scripts/three_tools_table.py "$OUT/three-tools" > "$OUT/three_tools.md" 2>> "$OUT/three_tools.log"
 fi
 
