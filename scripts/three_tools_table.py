@@ -61,6 +61,29 @@ def ppspec_answer(case_dir):
     return None
 
 
+def ppspec_end(case_dir):
+    """What the watcher said at the end when it reported nothing while the job ran."""
+    for line in reversed(read(case_dir, "watch.jsonl").splitlines()):
+        try:
+            summary = json.loads(line).get("summary")
+        except ValueError:
+            continue
+        if summary:
+            return f"no report; at the end: {summary['verdict']} ({summary['stats']['ops_posted']} operations)"
+    err = read(case_dir, "watch.err").strip().splitlines()
+    return f"no report; at the end: {err[-1][:120] if err else 'no summary'}"
+
+
+def silence(tool, case_dir, result):
+    """Why a tool has no answer: it looked and saw nothing wrong, or it had nothing to look at."""
+    if tool == "ppspec watch":
+        return ppspec_end(case_dir)
+    if tool == "NCCL RAS":
+        answered = result["ras"]["answered"]
+        return f"nothing stuck in {answered} answered polls" if answered else f"never answered ({result['ras']['polls']} polls)"
+    return "no dump (the watchdog did not fire)" if not result["flight_recorder"]["dumps"] else "nothing"
+
+
 def ras_answer(result):
     f = result["ras"]["finding"]
     if f is None:
@@ -137,8 +160,11 @@ def rows(root):
                  ("Flight Recorder + fr_trace", fr_trace_answer(case_dir, result)),
                  ("Flight Recorder + ppspec check", check_answer(case_dir, result))]
         for tool, answer in tools:
-            verdict = "nothing" if answer is None else answer["verdict"].replace("|", "/")
-            yield (name, tool, verdict, grade(TRUTH[name], answer), seconds(answer, t0), result)
+            verdict = silence(tool, case_dir, result) if answer is None else answer["verdict"]
+            graded = grade(TRUTH[name], answer)
+            if graded == "-" and result["exit"] != 0:
+                graded = "**the clean job failed**: no evidence either way"
+            yield (name, tool, verdict.replace("|", "/"), graded, seconds(answer, t0), result)
 
 
 def main():

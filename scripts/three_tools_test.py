@@ -128,7 +128,7 @@ def test_table_reads_a_case():
                           "culprit": {"rank": 1}, "sites": [{"rank": 1}, {"rank": 0}]}}
     open(os.path.join(case, "watch.jsonl"), "w").write(json.dumps(report) + "\n")
     open(os.path.join(case, "fr_trace.txt"), "w").write("error msg: Culprit rank 0; Error type: SIZE_OR_SYNTAX_MISMATCH\n")
-    result = {"ranks": 2, "exit": 1, "ras": {"finding": None},
+    result = {"ranks": 2, "exit": 1, "ras": {"finding": None, "polls": 30, "answered": 0},
               "flight_recorder": {"dumps": ["rank_0", "rank_1"], "dump_mtimes_ns": [16000000000, 17000000000],
                                   "fr_trace_s": 2.0}}
     json.dump(result, open(os.path.join(case, "result.json"), "w"))
@@ -136,6 +136,13 @@ def test_table_reads_a_case():
     check(rows["ppspec watch"] == ("right", "0.25"), f"ppspec's row {rows['ppspec watch']}")
     check(rows["NCCL RAS"] == ("missed", "-"), f"RAS's row {rows['NCCL RAS']}")
     check(rows["Flight Recorder + fr_trace"] == ("wrong (rank 0)", "18.00"), f"fr_trace's row {rows}")
+    verdicts = {tool: verdict for _, tool, verdict, _, _, _ in table.rows(root)}
+    check(verdicts["NCCL RAS"] == "never answered (30 polls)", "a RAS that never answered is said, not 'nothing'")
+    clean = os.path.join(root, "clean")
+    os.makedirs(clean)
+    json.dump(dict(result, flight_recorder={"dumps": [], "dump_mtimes_ns": []}), open(os.path.join(clean, "result.json"), "w"))
+    graded = {g for name, _, _, g, _, _ in table.rows(root) if name == "clean"}
+    check(graded == {"**the clean job failed**: no evidence either way"}, f"a clean job that failed is no pass: {graded}")
 
 
 if __name__ == "__main__":
