@@ -15,10 +15,7 @@ TESTS=${PPSPEC_TESTS:-${PPSPEC_BIN:-build/gpu/tests}}
 OUT=${OUT:-gpu-results}
 HANG=${HANG_TIMEOUT:-5}
 mkdir -p "$OUT/traces"
-export NCCL_NVLS_ENABLE=0  # never NVLink multicast on shared GPUs
-# nvidia.nccl is a namespace package there: its folder is __path__[0], not dirname(__file__).
-libdir() { python3 -c "import $1 as m, os; print(os.path.join(list(m.__path__)[0], 'lib'))" 2>/dev/null; }
-export LD_LIBRARY_PATH="$(libdir nvidia.nccl):/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+source scripts/gpu_env.sh
 export PPSPEC_EXE="$PWD/$BIN/ppspec" PPSPEC_SOURCE_DIR="$PWD"
 
 {

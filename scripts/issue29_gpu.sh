@@ -20,9 +20,7 @@ BIN=${PPSPEC_BIN:-build/gpu}
 OUT=${OUT:-issue29-results}
 SECTIONS=${SECTIONS:-"tools cost fidelity regressions"}
 mkdir -p "$OUT"
-export NCCL_NVLS_ENABLE=0  # never NVLink multicast on shared GPUs
-libdir() { python3 -c "import $1 as m, os; print(os.path.join(list(m.__path__)[0], 'lib'))" 2>/dev/null; }
-export LD_LIBRARY_PATH="$(libdir nvidia.nccl):/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+source scripts/gpu_env.sh
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 if [ "$gpus" -lt 2 ]; then export NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1; fi
 section() { [[ " $SECTIONS " == *" $1 "* ]]; }

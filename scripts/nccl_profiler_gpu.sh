@@ -18,9 +18,8 @@ FUTURE="$PWD/$BIN/nccl_profiler/libppspec_nccl_profiler_future.so"
 JOB="$PWD/$BIN/nccl_profiler/ppspec_nccl_wire_job"
 PPSPEC="$PWD/$BIN/tools/ppspec"
 mkdir -p "$OUT"
-export NCCL_NVLS_ENABLE=0 NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1
-libdir() { python3 -c "import $1 as m, os; print(os.path.join(list(m.__path__)[0], 'lib'))" 2>/dev/null; }
-export LD_LIBRARY_PATH="$(libdir nvidia.nccl):/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+source scripts/gpu_env.sh
+export NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1
 SUMMARY="$OUT/summary.txt"
 : > "$SUMMARY"
 say() { echo "$*" | tee -a "$SUMMARY"; }

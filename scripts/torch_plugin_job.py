@@ -100,14 +100,21 @@ def bench(iterations, lib):
     return (time.perf_counter() - start) * 1e6 / iterations
 
 
-def worker(rank, args):
-    gpu = rank % args.gpus
-    if args.world > args.gpus:  # ranks share a GPU: NCCL must take them for different hosts
+def join_job(rank, world, gpus, store, timeout=None):
+    """This process as rank `rank` of a ProcessGroupNCCL job, on GPU rank % gpus; where ranks share a
+    GPU, NCCL must take them for different hosts (NCCL_HOSTID: its socket transport)."""
+    gpu = rank % gpus
+    if world > gpus:
         os.environ["NCCL_HOSTID"] = f"ppspec-torch-rank{rank}"
     os.environ["RANK"] = str(rank)
     torch.cuda.set_device(gpu)
-    dist.init_process_group("nccl", init_method=f"file://{args.store}", rank=rank, world_size=args.world,
-                            device_id=torch.device("cuda", gpu))
+    extra = {"timeout": timeout} if timeout is not None else {}
+    dist.init_process_group("nccl", init_method=f"file://{store}", rank=rank, world_size=world,
+                            device_id=torch.device("cuda", gpu), **extra)
+
+
+def worker(rank, args):
+    join_job(rank, args.world, args.gpus, args.store)
     lib = plugin()
     if args.bench:
         print(f"bench rank {rank} of {args.world}: {args.bench} all_reduce of 8 bytes: {bench(args.bench, lib):.3f} us per operation",

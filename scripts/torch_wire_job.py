@@ -28,7 +28,6 @@ watcher's reports) just before its faulty call, and `rank R: done` at the end. E
 site to ppspec's NCCL profiler plugin when NCCL loaded it (ppspec_profiler_set_call_site, ctypes).
 """
 import argparse
-import ctypes
 import datetime
 import os
 import sys
@@ -38,23 +37,21 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
+from torch_plugin_job import join_job, plugin, site
+
 FAULTS = ("none", "skipped_collective", "extra_broadcast", "size_mismatch", "dtype_mismatch", "wrong_peer",
           "inverted_order", "ungrouped_exchange")
 N, K, HIDDEN = 4, 5, 1024  # requests per step, drafts per request, activation width (f16)
 
 
 class Sites:
-    """The plugin's call-site hook: the same library instance NCCL loaded (dlopen returns it)."""
+    """Names each call's site to the plugin (torch_plugin_job.py's hook), prefixed with this file."""
 
     def __init__(self):
-        path = os.environ.get("NCCL_PROFILER_PLUGIN")
-        self.lib = ctypes.CDLL(path) if path else None
-        if self.lib is not None:
-            self.lib.ppspec_profiler_set_call_site.argtypes = [ctypes.c_char_p]
+        self.lib = plugin()
 
     def at(self, where):
-        if self.lib is not None:
-            self.lib.ppspec_profiler_set_call_site(f"torch_wire_job.py: {where}".encode())
+        site(self.lib, f"torch_wire_job.py: {where}")
 
 
 class Job:
@@ -125,12 +122,7 @@ class Job:
 
 
 def worker(rank, args):
-    gpu = rank % args.gpus
-    if args.world > args.gpus:
-        os.environ["NCCL_HOSTID"] = f"ppspec-wire-rank{rank}"
-    torch.cuda.set_device(gpu)
-    dist.init_process_group("nccl", init_method=f"file://{args.store}", rank=rank, world_size=args.world,
-                            timeout=datetime.timedelta(seconds=args.watchdog), device_id=torch.device("cuda", gpu))
+    join_job(rank, args.world, args.gpus, args.store, datetime.timedelta(seconds=args.watchdog))
     feedback = dist.new_group(list(range(args.world)))
     job = Job(rank, args, feedback)
     for s in range(args.steps):
