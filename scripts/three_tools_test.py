@@ -86,6 +86,8 @@ def test_ras():
     check(first["text"] == CLEAN and first["json"] == {"communicators": []}, "a poll reads STATUS and the JSON")
     check(ras_poll.problem(first["text"]) is None, "a clean status is no problem")
     check(ras_poll.problem(second["text"]) is not None, "a MISMATCH is a problem")
+    row_only = HEADER + "    0         1         1         2         2         2   RUNNING  INCOMPLETE\n"
+    check(ras_poll.problem(row_only) is not None, "a communicator whose errors are not OK, with no section")
     polls = [{"unix_ns": i, "text": t} for i, t in enumerate([CLEAN, MISMATCH.format(13), MISMATCH.format(14),
                                                                MISMATCH.format(15), CLEAN])]
     check(ras_poll.judge(polls) is None, "counts that keep moving are not a finding")
