@@ -177,8 +177,8 @@ FrCase compare_on_dumps(const std::string& file, const std::string& dir) {
   const fs::path dumps = fs::path(dir) / "dumps";
   traces::write_flight_recorder(e, dumps.string());
   // Both formats, read as `ppspec check` reads them; they must agree with each other too.
-  const core::RunResult json = verify::check_flight_recorder(traces::read_fr_dir((dumps / "json").string()).dumps);
-  const core::RunResult pickle = verify::check_flight_recorder(traces::read_fr_dir((dumps / "pickle").string()).dumps);
+  const core::RunResult json = verify::check_flight_recorder(traces::read_fr_dir((dumps / "json").string()).dumps, {verify::FrCalls::async});
+  const core::RunResult pickle = verify::check_flight_recorder(traces::read_fr_dir((dumps / "pickle").string()).dumps, {verify::FrCalls::async});
   compare(c, sim, json, e);
   if (json.verdict != pickle.verdict) {
     c.agree = false;

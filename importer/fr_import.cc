@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "traces/torch_dtype.h"
 #include "verify/dumps/fr_job.h"
+#include "verify/dumps/fr_streams.h"
 
 namespace ppspec::importer {
 namespace {
@@ -20,7 +21,6 @@ using verify::FrJob;
 using verify::FrJobGroup;
 using verify::FrOp;
 
-constexpr size_t kStreamsMax = 64;  // a rank's streams in a scenario
 
 // A group as a communicator name: "pg1.pp_broadcast", or "pg1" where PyTorch gives no description.
 std::string comm_name(const FrJobGroup& g) {
@@ -28,18 +28,24 @@ std::string comm_name(const FrJobGroup& g) {
   return fmt::format("pg{}.{}", g.name, g.desc);
 }
 
-std::optional<program::OpType> op_type(const std::string& op) {
-  static const std::map<std::string, program::OpType> types = {
-      {"send", program::OpType::send},           {"recv", program::OpType::recv},
-      {"broadcast", program::OpType::broadcast}, {"all_reduce", program::OpType::all_reduce},
-      {"allreduce", program::OpType::all_reduce}, {"barrier", program::OpType::all_reduce},
-      {"all_gather", program::OpType::all_gather}, {"allgather", program::OpType::all_gather},
-      {"_allgather_base", program::OpType::all_gather}, {"all_gather_into_tensor", program::OpType::all_gather},
-      {"all_to_all", program::OpType::all_to_all}, {"alltoall", program::OpType::all_to_all},
-      {"alltoall_base", program::OpType::all_to_all}};
-  const auto it = types.find(op);
-  if (it == types.end()) return std::nullopt;
-  return it->second;
+// The program operation a record becomes; nullopt for those programs have no counterpart of.
+std::optional<program::OpType> op_type(traces::FrKind k) {
+  using traces::FrKind;
+  switch (k) {
+    case FrKind::send: return program::OpType::send;
+    case FrKind::recv: return program::OpType::recv;
+    case FrKind::broadcast:
+    case FrKind::broadcast_oop: return program::OpType::broadcast;
+    case FrKind::all_reduce:
+    case FrKind::all_reduce_barrier:
+    case FrKind::allreduce_coalesced:
+    case FrKind::barrier: return program::OpType::all_reduce;
+    case FrKind::all_gather:
+    case FrKind::all_gather_base:
+    case FrKind::all_gather_into_tensor_coalesced: return program::OpType::all_gather;
+    case FrKind::all_to_all: return program::OpType::all_to_all;
+    default: return std::nullopt;
+  }
 }
 
 // Every FrOp of the job by its rank and its place in that rank's record order.
@@ -78,19 +84,26 @@ std::string agreed_call_site(const FrJobGroup& g, int64_t seq) {
   return site.value_or("");
 }
 
-int64_t elements(const FrEntry& e, const std::string& file) {
-  if (e.input_sizes.size() > 1)
+// The records that coalesce several tensors of one kind into one call (_coalescing_manager's fast
+// path): one program operation per tensor, in a group.
+bool fused(const FrEntry& e) {
+  return e.kind == traces::FrKind::allreduce_coalesced || e.kind == traces::FrKind::all_gather_into_tensor_coalesced;
+}
+
+int64_t elements(const FrEntry& e, size_t tensor, const std::string& file) {
+  if (e.input_sizes.size() > 1 && !fused(e))
     throw core::InputError(file, 0, fmt::format("record {}: {} carries {} tensors; a program scenario's operation carries one",
                                                 e.record_id, e.profiling_name, e.input_sizes.size()));
   int64_t n = 1;
-  for (const int64_t d : e.input_sizes.empty() ? std::vector<int64_t>{0} : e.input_sizes[0]) n *= d;
+  for (const int64_t d : tensor < e.input_sizes.size() ? e.input_sizes[tensor] : std::vector<int64_t>{0}) n *= d;
   return n;
 }
 
-program::ProgramOp op_of(const FrOp& fr, const FrJob& job) {
-  const FrEntry& e = *fr.entry;
+// One record of a call as a program operation: the call's own, or a member of its coalesced group
+// (`member`: its place in the group, the root of an uneven all_gather's broadcast).
+program::ProgramOp op_of(const FrOp& fr, const FrEntry& e, size_t member, const FrJob& job, size_t tensor = 0) {
   const std::string& file = fr.dump->file;
-  const std::optional<program::OpType> type = op_type(e.op);
+  const std::optional<program::OpType> type = op_type(e.kind);
   if (!type)
     throw core::InputError(file, 0, fmt::format("record {}: {} has no counterpart in program scenarios (they have send, recv, "
                                                 "broadcast, all_reduce, all_gather, all_to_all)", e.record_id, e.profiling_name));
@@ -98,18 +111,35 @@ program::ProgramOp op_of(const FrOp& fr, const FrJob& job) {
   program::ProgramOp op;
   op.type = *type;
   op.comm = comm_name(g);
-  const std::string torch = e.input_dtypes.empty() ? "Byte" : e.input_dtypes[0];
+  const std::string torch = tensor < e.input_dtypes.size() ? e.input_dtypes[tensor] : "Byte";
   const std::optional<core::Dtype> dtype = traces::parse_torch_dtype(torch);
   if (!dtype) throw core::InputError(file, 0, fmt::format("record {}: dtype {} has no counterpart in ppspec", e.record_id, torch));
   op.dtype = *dtype;
-  op.count = elements(e, file);
+  op.count = elements(e, tensor, file);
   if (program::is_p2p_op(op.type)) op.peer = e.peer;
-  if (op.type == program::OpType::broadcast) op.peer = g.ranks.front();
-  if (!program::is_p2p_op(op.type)) op.label = agreed_call_site(g, e.collective_seq_id);
+  if (op.type == program::OpType::broadcast)
+    op.peer = e.kind == traces::FrKind::broadcast_oop && member < g.ranks.size() ? g.ranks[member] : g.ranks.front();
+  if (!program::is_p2p_op(op.type) && !fr.composite()) op.label = agreed_call_site(g, e.collective_seq_id);
   op.origin = fmt::format("{} record {}", file, e.record_id);
   op.note = fmt::format("{}: {} ({}{}{})", verify::origin_of(fr), verify::describe(e), traces::to_string(fr.state),
                         e.thread.empty() ? "" : ", thread ", e.thread);
   return op;
+}
+
+// An all_to_all of uneven splits: its members' totals differ, and a program's all_to_all moves one
+// count between every pair.
+void refuse_uneven_all_to_all(const FrOp& fr, const FrJob& job) {
+  if (fr.entry->kind != traces::FrKind::all_to_all) return;
+  const FrJobGroup& g = job.groups[fr.group];
+  const auto mine = verify::all_to_all_totals(*fr.entry);
+  for (const auto& lane : g.lanes)
+    for (const FrOp& other : lane)
+      if (other.entry->collective_seq_id == fr.entry->collective_seq_id && verify::all_to_all_totals(*other.entry) != mine)
+        throw core::InputError(fr.dump->file, 0, fmt::format("record {}: an all_to_all of uneven splits (rank {} sends {}, rank {} {}): its "
+                                                             "per-peer sizes are not in the dumps, and a program's all_to_all moves one "
+                                                             "count between every pair",
+                                                             fr.entry->record_id, fr.dump->rank, mine.first, other.dump->rank,
+                                                             verify::all_to_all_totals(*other.entry).first));
 }
 
 program::ProgramOp bare(program::OpType type, const std::string& stream = "") {
@@ -118,106 +148,6 @@ program::ProgramOp bare(program::OpType type, const std::string& stream = "") {
   op.stream = stream;
   return op;
 }
-
-// When an operation of a rank ended, as far as its dump says (a coalesced member's times are its
-// closing record's).
-struct Observed {
-  bool began = false, done = false;
-  int64_t started_ns = 0, completed_ns = 0;  // 0: not recorded
-};
-
-Observed observed(const FrOp& op) {
-  const FrEntry& e = op.coalesced == SIZE_MAX ? *op.entry : op.dump->entries[op.coalesced];
-  return Observed{op.state != traces::FrState::scheduled, op.state == traces::FrState::completed, e.started_ns, e.completed_ns};
-}
-
-// A stream of the scenario: the operations placed on it so far, summed up as what a later one
-// must not contradict to run after them.
-struct StreamSoFar {
-  bool all_done = true;
-  int64_t last_completed_ns = 0;
-};
-
-// Whether the dumps show `op` did not wait for everything already on `s`: it began while one of
-// them had not completed, or began or completed before one of them completed.
-bool overlaps(const StreamSoFar& s, const Observed& op) {
-  if (op.began && !s.all_done) return true;
-  if (op.done && op.completed_ns > 0 && op.completed_ns < s.last_completed_ns) return true;
-  return op.started_ns > 0 && op.started_ns < s.last_completed_ns;
-}
-
-// Where an operation goes: its stream, and the streams whose operations so far it must wait for
-// first (an event recorded on each, waited on by its stream).
-struct Placement {
-  size_t stream = 0;
-  std::vector<size_t> waits_for;
-};
-
-// The operations of one rank placed on streams "s0", "s1", ... in record order, so that each waits
-// for every operation recorded before it that the dumps do not show it overlapped: on the stream
-// used last that it did not overlap (a new one when there is none), after an event of every other
-// such stream. A coalesced group goes whole on one stream.
-class StreamPlacer {
- public:
-  explicit StreamPlacer(const std::string& file) : file_(file) {}
-
-  // `recorded`: the stream the operation ran on, when the input says (an index of the rank's own).
-  Placement place(const FrOp& op, std::optional<size_t> recorded) {
-    const Observed o = observed(op);
-    if (op.coalesced != SIZE_MAX && op.coalesced == group_) return Placement{add(group_stream_, o), {}};
-    Placement p{recorded ? grow_to(*recorded) : pick(o, op), {}};
-    for (size_t y = 0; y < streams_.size(); ++y) {
-      if (y == p.stream || overlaps(streams_[y], o) || streams_[y].ops <= waited_[p.stream][y]) continue;
-      p.waits_for.push_back(y);
-      waited_[p.stream][y] = streams_[y].ops;
-    }
-    group_ = op.coalesced;
-    group_stream_ = p.stream;
-    add(p.stream, o);
-    return p;
-  }
-  size_t streams() const { return streams_.size(); }
-
- private:
-  struct Stream : StreamSoFar {
-    size_t ops = 0;
-    size_t last_use = 0;
-  };
-  // The stream used last among those `o` did not overlap; a new one when it overlapped them all.
-  size_t pick(const Observed& o, const FrOp& op) {
-    size_t best = SIZE_MAX;
-    for (size_t s = 0; s < streams_.size(); ++s)
-      if (!overlaps(streams_[s], o) && (best == SIZE_MAX || streams_[s].last_use > streams_[best].last_use)) best = s;
-    if (best != SIZE_MAX) return best;
-    if (streams_.size() == kStreamsMax)
-      throw core::InputError(file_, 0, fmt::format("record {}: more than {} operations of this rank ran at once by its dump's "
-                                                   "states and times; a scenario holds at most {} streams a rank",
-                                                   op.entry->record_id, kStreamsMax, kStreamsMax));
-    return grow_to(streams_.size());
-  }
-  size_t grow_to(size_t s) {
-    PPSPEC_ASSERT(s < kStreamsMax, "stream {} of a rank (at most {})", s, kStreamsMax);
-    while (streams_.size() <= s) {
-      streams_.emplace_back();
-      for (std::vector<size_t>& w : waited_) w.push_back(0);
-      waited_.emplace_back(streams_.size(), 0);
-    }
-    return s;
-  }
-  size_t add(size_t s, const Observed& o) {
-    Stream& st = streams_[s];
-    st.all_done = st.all_done && o.done;
-    st.last_completed_ns = std::max(st.last_completed_ns, o.completed_ns);
-    ++st.ops;
-    st.last_use = ++uses_;
-    return s;
-  }
-  const std::string& file_;
-  std::vector<Stream> streams_;
-  std::vector<std::vector<size_t>> waited_;  // [x][y]: how many of y's operations x has waited for
-  size_t uses_ = 0;
-  size_t group_ = SIZE_MAX, group_stream_ = 0;
-};
 
 // A rank's streams by name: "s0", "s1", ... as placed, or the names the input recorded.
 class StreamNames {
@@ -232,7 +162,7 @@ class StreamNames {
     if (name.empty()) throw core::InputError(file, 0, fmt::format("record {}: no stream recorded ('{}')", e.record_id, e.thread));
     const auto it = std::find(names_.begin(), names_.end(), name);
     if (it != names_.end()) return static_cast<size_t>(it - names_.begin());
-    if (names_.size() == kStreamsMax) throw core::InputError(file, 0, fmt::format("more than {} streams on one rank", kStreamsMax));
+    if (names_.size() == verify::kFrStreamsMax) throw core::InputError(file, 0, fmt::format("more than {} streams on one rank", verify::kFrStreamsMax));
     names_.push_back(name);
     return names_.size() - 1;
   }
@@ -247,22 +177,24 @@ class StreamNames {
 // of the job's threads made them), a coalesced group between group_start and group_end, each
 // after the events it waits for, then a wait for every stream it used.
 program::ThreadProgram thread_of(const traces::FrDump& dump, const std::vector<const FrOp*>& ops, const FrJob& job,
-                                 bool recorded_streams, Imported& out) {
+                                 const ImportOptions& options, Imported& out) {
   program::ThreadProgram t;
   std::set<size_t> used;
   bool in_group = false;
-  StreamPlacer placer(dump.file);
-  StreamNames names(recorded_streams);
+  verify::FrStreams streams(options.calls, dump.file);
+  StreamNames names(options.recorded_streams);
   size_t events = 0;
   for (size_t i = 0; i < dump.entries.size(); ++i) {
-    if (dump.entries[i].op == "coalesced") {
-      if (in_group) t.ops.push_back(bare(program::OpType::group_end));
-      in_group = false;
+    const FrOp* fr = ops[i];
+    if (fr == nullptr) {
+      // A closer of p2p ends the group its members opened; a coalesced collective's member is
+      // posted with its closer's call, below.
+      if (traces::is_closer(dump.entries[i].kind) && in_group) t.ops.push_back(bare(program::OpType::group_end));
+      if (traces::is_closer(dump.entries[i].kind)) in_group = false;
       continue;
     }
-    const FrOp* fr = ops[i];
-    PPSPEC_ASSERT(fr != nullptr, "record {} of {} is in no group or channel", i, dump.file);
-    const Placement at = placer.place(*fr, names.recorded(*fr->entry, dump.file));
+    refuse_uneven_all_to_all(*fr, job);
+    const verify::FrPlacement at = streams.place(*fr, names.recorded(*fr->entry, dump.file));
     for (const size_t y : at.waits_for) {
       program::ProgramOp record = bare(program::OpType::record, names.name(y));
       record.event = fmt::format("e{}", events++);
@@ -273,11 +205,29 @@ program::ThreadProgram thread_of(const traces::FrDump& dump, const std::vector<c
     }
     if (fr->coalesced != SIZE_MAX && !in_group) t.ops.push_back(bare(program::OpType::group_start));
     in_group = in_group || fr->coalesced != SIZE_MAX;
-    program::ProgramOp op = op_of(*fr, job);
-    op.stream = names.name(at.stream);
+    const std::vector<const FrEntry*> records = fr->composite() ? std::vector<const FrEntry*>{} : std::vector<const FrEntry*>{fr->entry};
+    for (size_t m : fr->members) {
+      program::ProgramOp op = op_of(*fr, dump.entries.at(m), static_cast<size_t>(&m - fr->members.data()), job);
+      op.stream = names.name(at.stream);
+      t.ops.push_back(std::move(op));
+      ++out.operations;
+    }
+    for (const FrEntry* e : records) {
+      const size_t tensors = fused(*e) ? e->input_sizes.size() : 1;
+      if (tensors > 1 && !in_group) t.ops.push_back(bare(program::OpType::group_start));
+      for (size_t k = 0; k < tensors; ++k) {
+        program::ProgramOp op = op_of(*fr, *e, 0, job, k);
+        op.stream = names.name(at.stream);
+        t.ops.push_back(std::move(op));
+        ++out.operations;
+      }
+      if (tensors > 1 && !in_group) t.ops.push_back(bare(program::OpType::group_end));
+    }
     used.insert(at.stream);
-    t.ops.push_back(std::move(op));
-    ++out.operations;
+    if (fr->composite()) {  // its members are one call: closed here
+      t.ops.push_back(bare(program::OpType::group_end));
+      in_group = false;
+    }
   }
   if (in_group) t.ops.push_back(bare(program::OpType::group_end));
   for (const size_t s : used) {
@@ -298,13 +248,13 @@ void add_assumptions(const OpIndex& index, const ImportOptions& options, Importe
         "streams: each call on the stream the trace recorded; it also waits for every call recorded before it on another "
         "stream (as one without async_op does) except those the trace shows it overlapped, through an event");
   else
-    out.notes.push_back(
-      "streams: a call waits for every call recorded before it (as one without async_op does) except those the dumps' "
-      "states and times show it overlapped (it began while one had not completed, or completed first): it goes on another "
-      "stream than those, after an event of each other stream");
+    out.notes.push_back("streams: " + verify::fr_calls_words(options.calls) +
+                        "; a call that did not wait goes on another stream, after an event of each stream it did wait for");
   out.notes.push_back("every communicator connects its members when it is created (runtime_connect = false)");
   const bool broadcasts = std::any_of(index.begin(), index.end(), [](const auto& kv) {
-    return std::any_of(kv.second.begin(), kv.second.end(), [](const FrOp* op) { return op != nullptr && op->entry->op == "broadcast"; });
+    return std::any_of(kv.second.begin(), kv.second.end(), [](const FrOp* op) {
+      return op != nullptr && (op->entry->kind == traces::FrKind::broadcast || op->composite());
+    });
   });
   if (broadcasts) out.notes.push_back("broadcast roots are not in Flight Recorder dumps: each broadcast's root is its group's first member");
 }
@@ -314,7 +264,7 @@ void refuse_dropped_records(const FrJob& job) {
     if (dropped <= 0) continue;
     throw core::InputError(job.by_rank.at(rank)->file, 0,
                            fmt::format("rank {}'s ring buffer dropped its first {} records: a scenario needs every operation "
-                                       "from the start (raise TORCH_NCCL_TRACE_BUFFER_SIZE and dump again)", rank, dropped));
+                                       "from the start (raise TORCH_FR_BUFFER_SIZE and dump again)", rank, dropped));
   }
 }
 
@@ -340,7 +290,7 @@ Imported import_flight_recorder(const traces::FrDumpSet& set, const std::string&
   for (int r = 0; r < ranks; ++r) {
     const auto it = job.by_rank.find(r);
     if (it != job.by_rank.end()) {
-      p.ranks[static_cast<size_t>(r)].push_back(thread_of(*it->second, index.at(r), job, options.recorded_streams, out));
+      p.ranks[static_cast<size_t>(r)].push_back(thread_of(*it->second, index.at(r), job, options, out));
       continue;
     }
     p.ranks[static_cast<size_t>(r)].push_back(program::ThreadProgram{});

@@ -7,11 +7,9 @@
 // * threads: one per rank, calling in record order, which is the order NCCL received the calls
 //   whichever of the job's threads made them (separate threads would let the simulator reorder
 //   calls on a shared group); each operation's comment names the dump's thread.
-// * streams: ProcessGroupNCCL runs each group on a stream of its own, but a call without async_op
-//   makes the caller's stream wait for it, so the next call (on any group) starts after it. A call
-//   goes on the rank's first stream ("s0") unless the dumps show it did not wait: it began while an
-//   earlier call on that stream had not completed, or completed before one of them did (states and
-//   times); then on the next stream it did wait for, a new one if none.
+// * streams: the execution model `ppspec check` assumes (verify/dumps/fr_streams.h): by default
+//   PyTorch's synchronous calls, each waiting for the ones before it unless the dumps' states and
+//   times show it did not (then on another stream, after an event of each stream it did wait for).
 // * connections: made when a communicator is created (runtime_connect = false). A dump records a
 //   call before NCCL connects, so a host blocked at first contact (R1) and one that went on look
 //   alike; a rank that recorded calls past a first contact evidently went on.
@@ -23,7 +21,8 @@
 //   beside it.
 // A dump whose ring buffer dropped records is refused: the scenario needs each rank's order from the
 // start. Operations without a counterpart in program scenarios (reduce_scatter, reduce, several
-// tensors in one call) are refused, naming the record.
+// tensors in one call, an all_to_all of uneven splits) are refused, naming the record. A coalesced
+// group of collectives (an uneven all_gather's broadcasts) is a group of them.
 #pragma once
 
 #include <cstddef>
@@ -32,6 +31,7 @@
 
 #include "program/program.h"
 #include "traces/flight_recorder.h"
+#include "verify/dumps/fr_streams.h"
 
 namespace ppspec::importer {
 
@@ -46,6 +46,8 @@ struct ImportOptions {
   // The dumps were exported from a ppspec trace (`ppspec export --flight-recorder`, traces/fr_writer.h),
   // whose thread names are the streams the operations ran on ("rank0.s1"): keep those streams.
   bool recorded_streams = false;
+  // How the job made its calls (verify/dumps/fr_streams.h): the model `ppspec check` assumes too.
+  verify::FrCalls calls = verify::FrCalls::synchronous;
 };
 
 // `name` names the scenario; `set.where` (the folder or file the dumps came from) goes in its

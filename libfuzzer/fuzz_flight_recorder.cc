@@ -33,6 +33,7 @@ void check(std::string_view input) {
     if (end == std::string_view::npos) break;
     begin = end + kSeparator.size();
   }
+  traces::resolve_inferred_groups(dumps);
   traces::check_fr_one_run(dumps);
   (void)verify::check_flight_recorder(dumps);
 }

@@ -7,6 +7,7 @@
 #include <ostream>
 #include <variant>
 
+#include "core/assert.h"
 #include "core/plural.h"
 #include "core/error.h"
 #include "core/finding_kinds.h"
@@ -83,14 +84,16 @@ void demote_stop_consequences(const traces::TraceReader& reader, core::RunResult
 }
 
 // PyTorch Flight Recorder dumps, one per rank: checked for root causes.
-report::RunRecord check_dumps(const traces::FrDumpSet& set) {
+report::RunRecord check_dumps(const traces::FrDumpSet& set, const std::string& calls) {
   report::RunRecord rec;
   rec.file = set.where;
   rec.scenario = fmt::format("flight-recorder ({}, prefix '{}')", core::count_of(static_cast<int64_t>(set.dumps.size()), "rank"), set.prefix);
   rec.strategy = "hardware";
   rec.flight_recorder = true;
   rec.has_expectation = false;
-  rec.result = verify::check_flight_recorder(set.dumps);
+  const std::optional<verify::FrCalls> model = verify::parse_fr_calls(calls);
+  PPSPEC_ASSERT(model.has_value(), "--calls '{}' passed the option's check", calls);
+  rec.result = verify::check_flight_recorder(set.dumps, verify::FrCheckOptions{*model});
   rec.ok = rec.result.verdict == core::Verdict::pass;
   return rec;
 }
@@ -121,10 +124,10 @@ report::RunRecord check_one(const std::string& path, const CheckArgs& args, std:
       throw core::InputError(path, 0, "a folder that holds no Flight Recorder dumps (files named PREFIX + rank: rank_0, "
                                       "rank_0.json, nccl_trace_rank_0; or a json/ or pickle/ folder of them) and no NCCL "
                                       "profiler plugin traces (rankN.HOST.PID.jsonl)");
-    return check_dumps(traces::read_fr_dir(path, prefix_of(args)));
+    return check_dumps(traces::read_fr_dir(path, prefix_of(args)), args.calls);
   }
   if (traces::is_fr_file(path)) {
-    return check_dumps(traces::read_fr_files({path}, prefix_of(args)));
+    return check_dumps(traces::read_fr_files({path}, prefix_of(args)), args.calls);
   }
   traces::TraceReader reader(path, traces::TraceReader::Options{});
   const traces::TraceHeader& h = reader.header();
@@ -198,7 +201,7 @@ int check_command(const CheckArgs& args, std::ostream& out, std::ostream& err) {
     const bool plugin_file = std::find(plugin_files.begin(), plugin_files.end(), path) != plugin_files.end();
     if ((dump_file && dumps_done) || (plugin_file && plugin_done)) continue;
     try {
-      const report::RunRecord rec = dump_file     ? check_dumps(traces::read_fr_files(dump_files, prefix_of(args)))
+      const report::RunRecord rec = dump_file     ? check_dumps(traces::read_fr_files(dump_files, prefix_of(args)), args.calls)
                                     : plugin_file ? check_job(plugin_files, path)
                                                   : check_one(path, args, err);
       dumps_done = dumps_done || dump_file;

@@ -83,9 +83,14 @@ int import_command(const ImportArgs& args, std::ostream& out, std::ostream& err)
     const Input input = read_input(args);
     const traces::FrDumpSet& set = input.set;
     // A trace is checked as the dumps it exports, so that both sides speak of what the import holds.
-    const core::RunResult checked = verify::check_flight_recorder(set.dumps);
+    // The streams a trace recorded are its own; dumps take the model asked for.
+    const verify::FrCalls calls = input.from_trace ? verify::FrCalls::async : verify::parse_fr_calls(args.calls).value_or(verify::FrCalls::synchronous);
+    const core::RunResult checked = verify::check_flight_recorder(set.dumps, verify::FrCheckOptions{calls});
     const std::string name = args.name.empty() ? fs::path(args.out).stem().string() : args.name;
-    importer::Imported imported = importer::import_flight_recorder(set, name, importer::ImportOptions{input.from_trace});
+    // A trace's recorded streams wait across streams as a synchronous job's do, where the trace does
+    // not show them overlap.
+    const verify::FrCalls placed = input.from_trace ? verify::FrCalls::synchronous : calls;
+    importer::Imported imported = importer::import_flight_recorder(set, name, importer::ImportOptions{input.from_trace, placed});
     program::Program& p = imported.program;
     const core::RunResult ran = program::run_on_sim(p, program::SimRunOptions{});
     p.expect.verdict = ran.verdict;

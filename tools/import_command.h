@@ -17,6 +17,7 @@ struct ImportArgs {
   std::string out;                  // the scenario file to write
   std::string name;                 // the scenario's name (default: the output file's stem)
   std::string prefix;               // the dumps' file-name prefix (default: inferred)
+  std::string calls = "sync";       // the execution model, as for check (verify/dumps/fr_streams.h)
   bool force = false;               // overwrite `out`
 };
 

@@ -135,6 +135,10 @@ void check_options(CLI::App& cmd, CommandLine& line) {
   cmd.add_option("--prefix", check.prefix,
                  "Flight Recorder dumps: the file-name prefix before the rank (default: inferred, as PyTorch's fr_trace "
                  "does; e.g. nccl_trace_rank_)");
+  cmd.add_option("--calls", check.calls,
+                 "Flight Recorder dumps: how the job made its calls: sync (PyTorch's default: each call waits for the ones before it) "
+                 "or async (async_op=True, never waited for: each group on its own stream)")
+      ->check(CLI::IsMember({"sync", "async"}));
   cmd.add_flag("--json", check.json, "print results as JSON");
 }
 
@@ -279,6 +283,8 @@ void import_options(CLI::App& cmd, CommandLine& line) {
   cmd.add_option("-o,--out", a.out, "the program scenario to write (TOML)")->required();
   cmd.add_option("--name", a.name, "the scenario's name (default: the output file's name)");
   cmd.add_option("--prefix", a.prefix, "the dumps' file-name prefix (default: inferred, as PyTorch's fr_trace does)");
+  cmd.add_option("--calls", a.calls, "how the job made its calls, as for check: sync (default) or async")
+      ->check(CLI::IsMember({"sync", "async"}));
   cmd.add_flag("--force", a.force, "overwrite the output file");
 }
 

@@ -5,7 +5,9 @@
 //
 // What the reader guarantees, so that the checker never judges what it misread:
 // * every number is an integer of the expected range (1.5, 1e300, 2^64 - 1, -3 are refused);
-// * every entry names a process group of its dump's `pg_config` (by name, as PyTorch keys it);
+// * every entry names a process group of its dump's `pg_config` (by name, as PyTorch keys it), but
+//   where the table is Gloo's placeholder (one group named "" with no ranks: ProcessGroupGloo records
+//   its group before Python names it), whose members are then the ranks whose dumps name the group;
 // * a p2p name `send A->B` / `recv A<-B` carries group-local ranks (PyTorch writes them so): they
 //   are resolved through the group's member list to global ranks, and A must be the dump's own rank.
 // Bad input is a core::InputError naming the file, the record and the field.
@@ -15,12 +17,48 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ppspec::traces {
 
 enum class FrState : uint8_t { scheduled, started, completed };
 const char* to_string(FrState s);
+
+// What a record is, by its profiling name ("nccl:_broadcast_oop": broadcast_oop), as ProcessGroupNCCL
+// and ProcessGroupGloo name their calls. Three names close a coalesced group: `coalesced`
+// (batch_isend_irecv, _coalescing_manager with a device), `ALLGATHER_coalesced` (an all_gather of
+// uneven sizes: a _broadcast_oop per member) and `REDUCE_SCATTER_coalesced` (a reduce_scatter of
+// uneven sizes: a _reduce_oop per member); they carry the group's state and no sizes.
+enum class FrKind : uint8_t {
+  send,
+  recv,
+  broadcast,
+  broadcast_oop,
+  reduce,
+  reduce_oop,
+  all_reduce,
+  all_reduce_barrier,
+  allreduce_coalesced,
+  all_gather,
+  all_gather_base,
+  all_gather_into_tensor_coalesced,
+  reduce_scatter,
+  reduce_scatter_base,
+  reduce_scatter_tensor_coalesced,
+  all_to_all,
+  gather,
+  scatter,
+  barrier,
+  coalesced,
+  allgather_coalesced,
+  reduce_scatter_coalesced,
+  other,  // a name of no call above: compared whole, sizes included
+};
+FrKind fr_kind(std::string_view op);
+constexpr bool is_closer(FrKind k) {
+  return k == FrKind::coalesced || k == FrKind::allgather_coalesced || k == FrKind::reduce_scatter_coalesced;
+}
 
 struct FrFrame {
   std::string name;  // the function
@@ -44,9 +82,15 @@ struct FrEntry {
   std::vector<std::string> input_dtypes;
   std::vector<std::vector<int64_t>> output_sizes;
   std::vector<std::string> output_dtypes;
+  FrKind kind = FrKind::other;
   FrState state = FrState::scheduled;
   // Wall-clock nanoseconds (0: not recorded): enqueued, found started, found completed.
   int64_t created_ns = 0, started_ns = 0, completed_ns = 0;
+  int64_t op_id = -1;       // the group's count of logical operations (-1: not recorded)
+  int64_t timeout_ms = 0;   // the group's watchdog timeout (0: not recorded)
+  // The watchdog is done with it: NCCL retires a work once it completed or timed out (so retired
+  // and not completed is a timeout); Gloo retires what it ran, and records no state.
+  bool retired = false;
   std::vector<FrFrame> frames;  // the Python stack at the call, innermost first (pickles only)
   // The host thread that made the call, "name (id)" from `thread_name` and `thread_id` (PyTorch 2.5
   // on); "" when the dump does not say.
@@ -57,14 +101,23 @@ struct FrGroup {
   std::string name;
   std::string desc;        // "default_pg", "pp_broadcast", "undefined", ...
   std::vector<int> ranks;  // global ranks, in group-rank order
+  // Not in the dump's group table (Gloo's placeholder): its members are the ranks whose dumps name
+  // it (resolve_inferred_groups), in rank order; a member that never called on it is not seen.
+  bool inferred = false;
 };
 
 struct FrDump {
   int rank = -1;
   std::string file;
   std::string version;
+  std::string comm_lib_version;           // NCCL's version ("2.28.9"); "" for Gloo
   std::map<std::string, FrGroup> groups;  // by name
   std::vector<FrEntry> entries;           // in record order
+  // The group table is Gloo's placeholder ({"": {"name": "", "ranks": "[]"}}): groups come from the
+  // entries.
+  bool placeholder_table = false;
+  // Whether its states say what progressed: NCCL's do; Gloo's never leave `scheduled`.
+  bool progress_recorded = true;
 };
 
 // Bounds on what a dump may hold (PyTorch's default ring buffer is 2,000 entries).
@@ -79,8 +132,12 @@ inline constexpr int64_t kFrSizeMax = int64_t{1} << 48;  // one dimension of a t
 FrDump read_fr_dump(const std::string& file, int rank);
 // The same from the dump's bytes; `file` names it in errors.
 FrDump parse_fr_dump(const std::string& bytes, const std::string& file, int rank);
-// Throws unless the dumps are of one run: one format version, and every group two of them both
-// belong to with the same members (read_fr_dir and read_fr_files check it).
+// Gives the groups a placeholder table left without members (Gloo) the ranks whose dumps name them.
+void resolve_inferred_groups(std::vector<FrDump>& dumps);
+// Throws unless the dumps are of one run: one format and communication library version, every group
+// two of them both belong to with the same members and description, and records that overlap in
+// time (a job's ranks record side by side; two runs hours apart do not). read_fr_dir and
+// read_fr_files check it.
 void check_fr_one_run(const std::vector<FrDump>& dumps);
 
 // Where dumps were found and under which file-name prefix (`rank_`, PyTorch's `nccl_trace_rank_`,

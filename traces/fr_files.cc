@@ -107,6 +107,7 @@ FrDumpSet read_candidates(std::vector<Candidate> files, const std::string& prefi
       throw core::InputError(c.path, 0, fmt::format("a second dump of rank {} (also {}): mixed runs or formats?", c.name.rank, files[i - 1].path));
     set.dumps.push_back(read_fr_dump(c.path, static_cast<int>(c.name.rank)));
   }
+  resolve_inferred_groups(set.dumps);
   check_fr_one_run(set.dumps);
   return set;
 }
@@ -152,6 +153,67 @@ FrDump parse_fr_dump(const std::string& bytes, const std::string& file, int rank
   throw core::InputError(file, 0, "neither a JSON nor a pickled Flight Recorder dump (its first byte is neither '{' nor a pickle's 0x80)");
 }
 
+void resolve_inferred_groups(std::vector<FrDump>& dumps) {
+  std::map<std::string, std::vector<int>> members;  // an inferred group's name -> the ranks naming it
+  for (const FrDump& d : dumps)
+    for (const auto& [name, g] : d.groups)
+      if (g.inferred) members[name].push_back(d.rank);
+  for (FrDump& d : dumps)
+    for (auto& [name, g] : d.groups)
+      if (g.inferred) {
+        g.ranks = members.at(name);
+        std::sort(g.ranks.begin(), g.ranks.end());
+      }
+}
+
+namespace {
+
+std::string clock_words(int64_t ns) {
+  const int64_t s = ns / 1000000000;
+  return s >= 3600 ? fmt::format("{} h {} min", s / 3600, s % 3600 / 60) : fmt::format("{} min {} s", s / 60, s % 60);
+}
+
+// The span of a dump's records in wall-clock time ({0, 0}: no record is dated), and its largest timeout.
+struct Span {
+  int64_t first = 0, last = 0, timeout_ms = 0;
+};
+
+Span span_of(const FrDump& d) {
+  Span s;
+  for (const FrEntry& e : d.entries) {
+    s.timeout_ms = std::max(s.timeout_ms, e.timeout_ms);
+    if (e.created_ns <= 0) continue;
+    s.first = s.first == 0 ? e.created_ns : std::min(s.first, e.created_ns);
+    s.last = std::max({s.last, e.created_ns, e.completed_ns});
+  }
+  return s;
+}
+
+// The ranks of one job record side by side: a rank silent for longer than a watchdog timeout while
+// another records is ended by its watchdog. Dumps whose records lie an hour (or two timeouts) apart
+// are of two runs.
+void check_one_time(const std::vector<FrDump>& dumps) {
+  const FrDump* early = nullptr;  // the dump whose records end first
+  const FrDump* late = nullptr;   // the dump whose records begin last
+  int64_t timeout_ms = 0;
+  for (const FrDump& d : dumps) {
+    const Span s = span_of(d);
+    timeout_ms = std::max(timeout_ms, s.timeout_ms);
+    if (s.first == 0) continue;
+    if (early == nullptr || s.last < span_of(*early).last) early = &d;
+    if (late == nullptr || s.first > span_of(*late).first) late = &d;
+  }
+  if (early == nullptr || late == nullptr || early == late) return;
+  const int64_t gap = span_of(*late).first - span_of(*early).last;
+  const int64_t limit = std::max<int64_t>(int64_t{3600} * 1000000000, 2 * timeout_ms * 1000000);
+  if (gap > limit)
+    throw core::InputError(late->file, 0, fmt::format("mixed runs in one folder? its records begin {} after the last record of {} (rank {}): "
+                                                      "the ranks of one job record side by side; check one run's dumps at a time",
+                                                      clock_words(gap), early->file, early->rank));
+}
+
+}  // namespace
+
 void check_fr_one_run(const std::vector<FrDump>& dumps) {
   std::map<int, const FrDump*> by_rank;
   for (const FrDump& d : dumps) by_rank[d.rank] = &d;
@@ -159,12 +221,21 @@ void check_fr_one_run(const std::vector<FrDump>& dumps) {
     const FrDump& a = dumps.front();
     if (a.version != b.version)
       throw core::InputError(b.file, 0, fmt::format("mixed runs in one folder? format version {} here, {} in {}", b.version, a.version, a.file));
+    if (!a.comm_lib_version.empty() && !b.comm_lib_version.empty() && a.comm_lib_version != b.comm_lib_version)
+      throw core::InputError(b.file, 0, fmt::format("mixed runs in one folder? NCCL {} here, {} in {}", b.comm_lib_version, a.comm_lib_version, a.file));
     for (const auto& [name, g] : b.groups)
       for (int member : g.ranks) {
         const auto m = by_rank.find(member);
         if (m == by_rank.end() || m->second == &b) continue;
         const auto theirs = m->second->groups.find(name);
-        if (theirs == m->second->groups.end() || theirs->second.ranks == g.ranks) continue;
+        if (theirs == m->second->groups.end()) continue;
+        if (theirs->second.ranks == g.ranks) {
+          const std::string& other = theirs->second.desc;
+          if (g.desc != other && !g.inferred && !theirs->second.inferred)
+            throw core::InputError(b.file, 0, fmt::format("mixed runs in one folder? group '{}' is '{}' here, '{}' in {}", name,
+                                                          core::printable(g.desc, 40), core::printable(other, 40), m->second->file));
+          continue;
+        }
         const auto& other = theirs->second.ranks;
         // Two groups may share a name (split_group); they may not both hold these two ranks.
         if (std::find(other.begin(), other.end(), b.rank) != other.end() &&
@@ -173,6 +244,7 @@ void check_fr_one_run(const std::vector<FrDump>& dumps) {
                                                         fmt::join(g.ranks, ", "), fmt::join(other, ", "), m->second->file));
       }
   }
+  check_one_time(dumps);
 }
 
 FrDumpSet read_fr_dir(const std::string& dir, const std::optional<std::string>& prefix) {

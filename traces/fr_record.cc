@@ -37,9 +37,15 @@ void read_groups(const Json& j, FrDump& d) {
   if (!it->is_object() || it->size() > kFrGroupsMax) top.fail(fmt::format("'pg_config' is not a table of at most {} groups", kFrGroupsMax));
   for (const auto& [key, g] : it->items()) {
     const FrPlace at{d.file, fmt::format("pg_config '{}'", core::printable(key, 40))};
-    FrGroup group{at.text(g, "name", kNameMax), at.text(g, "desc", kNameMax), parse_ranks(at.text(g, "ranks", 1 << 20), at)};
+    FrGroup group{at.text(g, "name", kNameMax), at.text(g, "desc", kNameMax), parse_ranks(at.text(g, "ranks", 1 << 20), at), false};
     // PyTorch keys the table by the group's name; entries name their group the same way.
     if (group.name != key) at.fail(fmt::format("its name is '{}': a group is keyed by its name", core::printable(group.name, 40)));
+    // ProcessGroupGloo records its group in its constructor, before Python names it: every Gloo group
+    // lands in this one nameless slot, and the entries name groups the table does not list.
+    if (key.empty()) {
+      d.placeholder_table = true;
+      continue;
+    }
     d.groups.emplace(key, std::move(group));
   }
 }
@@ -54,9 +60,14 @@ void parse_name(FrEntry& e, const FrGroup& g, const FrDump& d, const FrPlace& at
   const auto space = name.find(' ');
   e.op = name.substr(0, space);
   if (e.op.empty()) at.fail(fmt::format("'profiling_name' '{}' names no operation", core::printable(e.profiling_name, 60)));
-  const bool send = e.op == "send", recv = e.op == "recv";
+  e.kind = fr_kind(e.op);
+  const bool send = e.kind == FrKind::send, recv = e.kind == FrKind::recv;
   if (send || recv) e.is_p2p = true;
   if (!send && !recv) return;
+  if (g.inferred)
+    at.fail(fmt::format("'{}': a p2p record on group '{}', which the dump's table does not list: its members, and so the peer, are "
+                        "unknown",
+                        core::printable(e.profiling_name, 60), core::printable(g.name, 40)));
   const std::string rest = space == std::string::npos ? "" : name.substr(space + 1);
   const auto arrow = rest.find(send ? "->" : "<-");
   int64_t self = -1, peer = -1;
@@ -93,19 +104,24 @@ std::vector<FrFrame> read_frames(const Json& j, const FrPlace& at) {
   return frames;
 }
 
-// The group an entry names: `process_group` [name, desc] where present, else its pg_id as a name.
-const FrGroup& group_of(const Json& j, FrEntry& e, const FrDump& d, const FrPlace& at) {
+// The group an entry names: `process_group` [name, desc] where present, else its pg_id as a name. A
+// group the table does not list is one of its entries' own where the table is Gloo's placeholder.
+const FrGroup& group_of(const Json& j, FrEntry& e, FrDump& d, const FrPlace& at) {
   const auto pg = j.find("process_group");
+  std::string desc;
   if (pg != j.end()) {
     if (!pg->is_array() || pg->size() != 2 || !(*pg)[0].is_string())
       at.fail(fmt::format("'process_group' is {}: expected [name, desc]", core::printable(pg->dump(), 60)));
     e.group = (*pg)[0].get<std::string>();
+    if ((*pg)[1].is_string()) desc = (*pg)[1].get<std::string>();
   } else {
     e.group = std::to_string(e.pg_id);
   }
-  const auto g = d.groups.find(e.group);
+  auto g = d.groups.find(e.group);
+  if (g == d.groups.end() && d.placeholder_table && !e.group.empty() && e.group.size() <= kNameMax && d.groups.size() < kFrGroupsMax)
+    g = d.groups.emplace(e.group, FrGroup{e.group, desc, {}, true}).first;
   if (g == d.groups.end()) at.fail(fmt::format("names process group '{}', which pg_config does not list", core::printable(e.group, 40)));
-  if (std::find(g->second.ranks.begin(), g->second.ranks.end(), d.rank) == g->second.ranks.end())
+  if (!g->second.inferred && std::find(g->second.ranks.begin(), g->second.ranks.end(), d.rank) == g->second.ranks.end())
     at.fail(fmt::format("is on group '{}', whose members [{}] do not include this dump's rank {}", e.group,
                         fmt::join(g->second.ranks, ", "), d.rank));
   return g->second;
@@ -125,7 +141,7 @@ std::string read_thread(const Json& j, const FrPlace& at) {
   return id.empty() ? name : fmt::format("{} ({})", name, id);
 }
 
-FrEntry read_entry(const Json& j, size_t index, const FrDump& d) {
+FrEntry read_entry(const Json& j, size_t index, FrDump& d) {
   FrPlace at{d.file, fmt::format("entry {}", index)};
   if (!j.is_object()) at.fail("expected an object");
   FrEntry e;
@@ -146,6 +162,9 @@ FrEntry read_entry(const Json& j, size_t index, const FrDump& d) {
   e.completed_ns = at.optional_time(j, "time_discovered_completed_ns");
   e.frames = read_frames(j, at);
   e.thread = read_thread(j, at);
+  if (j.contains("op_id")) e.op_id = at.integer(j, "op_id", 0, INT64_MAX);
+  if (j.contains("timeout_ms")) e.timeout_ms = at.integer(j, "timeout_ms", 0, INT64_MAX);
+  if (j.contains("retired")) e.retired = at.boolean(j, "retired");
   parse_name(e, group_of(j, e, d, at), d, at);
   return e;
 }
@@ -160,6 +179,7 @@ FrDump fr_dump_from_json(const Json& j, const std::string& file, int rank) {
   d.rank = rank;
   d.file = file;
   d.version = top.text(j, "version", 64);
+  if (j.contains("comm_lib_version")) d.comm_lib_version = top.text(j, "comm_lib_version", 64);
   if (!d.version.starts_with("2."))
     top.fail(fmt::format("Flight Recorder format version '{}' is not supported (2.x is)", core::printable(d.version, 20)));
   read_groups(j, d);
@@ -170,6 +190,8 @@ FrDump fr_dump_from_json(const Json& j, const std::string& file, int rank) {
     top.fail(fmt::format("'entries': expected a list of at most {} records", kFrEntriesMax));
   d.entries.reserve(entries->size());
   for (size_t i = 0; i < entries->size(); ++i) d.entries.push_back(read_entry((*entries)[i], i, d));
+  // Gloo never records a state past `scheduled`: its states say nothing of progress.
+  d.progress_recorded = std::none_of(d.entries.begin(), d.entries.end(), [](const FrEntry& e) { return e.backend == "gloo"; });
   return d;
 }
 

@@ -5,8 +5,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <fstream>
-#include <set>
 
+#include "core/assert.h"
 #include "core/error.h"
 #include "traces/pickle_writer.h"
 #include "traces/torch_dtype.h"
@@ -18,40 +18,16 @@ namespace {
 using Json = nlohmann::json;
 namespace fs = std::filesystem;
 
-using Posted = FrPosted;
+// Times in a dump are wall-clock nanoseconds: a trace's start is placed at this one (2026-12).
+constexpr int64_t kEpochNs = 1796000000000000000;
+constexpr int64_t kNever = INT64_MAX;
 
-struct Run : FrRun {
-  std::map<int64_t, std::pair<int, size_t>> by_op;  // op id -> (rank, index)
+struct Group {
+  std::string name;
+  std::string desc;
+  std::vector<int> ranks;
+  int64_t id = 0;
 };
-
-Run read_run(const std::string& trace) {
-  TraceReader reader(trace, TraceReader::Options{.require_trailer = false});
-  Run run;
-  while (const core::Event* e = reader.next()) {
-    if (e->kind == core::EventKind::comm_init) run.members[std::string(e->comm)].insert(e->rank);
-    if (e->kind == core::EventKind::op_posted && e->has_op) {
-      auto& mine = run.posts[e->rank];
-      run.by_op[e->op_id] = {e->rank, mine.size()};
-      mine.push_back(Posted{std::string(e->comm), e->op, e->op_id, e->t, -1, -1, std::string(e->actor), std::string(e->text), e->value});
-      // A peer (or a member) that never initialised still belongs to the communicator.
-      run.members[std::string(e->comm)].insert(e->rank);
-    }
-    if (e->kind != core::EventKind::op_started && e->kind != core::EventKind::op_completed) continue;
-    const auto it = run.by_op.find(e->op_id);
-    if (it == run.by_op.end()) continue;
-    Posted& p = run.posts[it->second.first][it->second.second];
-    (e->kind == core::EventKind::op_started ? p.started : p.completed) = e->t;
-  }
-  for (const auto& [rank, posts] : run.posts)
-    for (const Posted& p : posts)
-      if (core::is_p2p(p.desc.kind) && p.desc.peer >= 0) run.members[p.comm].insert(p.desc.peer);
-  return run;
-}
-
-Json sizes_of(const core::OpDesc& d, int64_t times) {
-  if (d.cols > 1 && d.count % d.cols == 0) return Json::array({Json::array({times * (d.count / d.cols), d.cols})});
-  return Json::array({Json::array({times * d.count})});
-}
 
 int local_of(const std::vector<int>& ranks, int global) {
   const auto it = std::find(ranks.begin(), ranks.end(), global);
@@ -59,7 +35,7 @@ int local_of(const std::vector<int>& ranks, int global) {
 }
 
 // "file.toml:31" as the frame PyTorch would record at the call.
-Json frames_of(const Posted& p) {
+Json frames_of(const FrPosted& p) {
   Json frames = Json::array();
   const auto colon = p.origin.rfind(':');
   int64_t line = 0;
@@ -71,148 +47,189 @@ Json frames_of(const Posted& p) {
   return frames;
 }
 
-struct Group {
-  std::string name;
-  std::string desc;
-  std::vector<int> ranks;
-  int64_t id = 0;
+// What a dump written at `at` can know of the operations a record stands for.
+struct Seen {
+  int64_t created = 0;
+  bool began = false, done = false, retired = false;
+  int64_t started = 0, completed = 0;  // when the watchdog (or the dump) found it; 0: not found
 };
 
-Json entry_of(const Posted& p, const Group& g, int rank, int64_t record, int64_t coll_seq, int64_t p2p_seq) {
-  const bool p2p = core::is_p2p(p.desc.kind);
-  std::string name = fmt::format("nccl:{}", core::to_string(p.desc.kind));
-  if (p2p)
-    name += p.desc.kind == core::OpKind::send ? fmt::format(" {}->{}", local_of(g.ranks, rank), local_of(g.ranks, p.desc.peer))
-                                              : fmt::format(" {}<-{}", local_of(g.ranks, rank), local_of(g.ranks, p.desc.peer));
-  const int64_t gathered = p.desc.kind == core::OpKind::all_gather ? static_cast<int64_t>(g.ranks.size()) : 1;
-  const std::string dtype = torch_dtype(p.desc.dtype);
-  const char* state = p.completed >= 0 ? "completed" : p.started >= 0 ? "started" : "scheduled";
-  // Times from the run's start: PyTorch's are wall-clock nanoseconds, never 0 when recorded.
-  auto time = [](int64_t t) { return t >= 0 ? Json(t + 1) : Json(nullptr); };
-  return Json{{"record_id", record},
-              {"pg_id", g.id},
-              {"process_group", Json::array({g.name, g.desc})},
-              {"collective_seq_id", coll_seq},
-              {"p2p_seq_id", p2p_seq},
-              {"op_id", record + 1},
-              {"profiling_name", name},
-              {"time_created_ns", p.posted + 1},
-              {"input_sizes", sizes_of(p.desc, 1)},
-              {"input_dtypes", Json::array({dtype})},
-              {"output_sizes", sizes_of(p.desc, gathered)},
-              {"output_dtypes", Json::array({dtype})},
-              {"state", state},
-              {"time_discovered_started_ns", time(p.started)},
-              {"time_discovered_completed_ns", time(p.completed)},
-              {"retired", p.completed >= 0},
-              {"timeout_ms", 600000},
-              {"is_p2p", p2p},
-              {"thread_name", p.actor},
-              {"thread_id", std::to_string(rank)},
-              {"frames", frames_of(p)}};
-}
-
-// The record closing a coalesced p2p group, as ProcessGroupNCCL::endCoalescing writes it: the
-// group's state (its members', which PyTorch records without events, stay `scheduled`).
-Json coalesced_of(const std::vector<const Posted*>& members, const Json& last, int64_t record) {
-  bool all_done = true, any_started = false;
-  int64_t started = -1, completed = -1;
-  for (const Posted* p : members) {
-    all_done = all_done && p->completed >= 0;
-    any_started = any_started || p->started >= 0 || p->completed >= 0;
-    if (p->started >= 0) started = started < 0 ? p->started : std::min(started, p->started);
-    completed = std::max(completed, p->completed);
+// Completions are found at the watchdog's next poll, and it retires what it finds; the dump itself
+// updates what is not retired yet (at `at`).
+Seen seen(const std::vector<FrPosted>& posts, int64_t at, const FrWriteOptions& o) {
+  Seen s;
+  s.created = posts.front().posted;
+  bool done = true;
+  int64_t started = kNever, completed = 0;
+  for (const FrPosted& p : posts) {
+    done = done && p.completed >= 0 && p.completed <= at;
+    completed = std::max(completed, p.completed);
+    const int64_t began = p.started >= 0 ? p.started : p.completed;
+    if (began >= 0 && began <= at) started = std::min(started, began);
   }
-  Json m = last;
-  m["record_id"] = record;
-  m["op_id"] = record + 1;
-  m["profiling_name"] = "nccl:coalesced";
-  for (const char* key : {"input_sizes", "input_dtypes", "output_sizes", "output_dtypes"}) m[key] = Json::array();
-  m["state"] = all_done ? "completed" : any_started ? "started" : "scheduled";
-  m["time_discovered_started_ns"] = any_started ? Json((started >= 0 ? started : completed) + 1) : Json(nullptr);
-  m["time_discovered_completed_ns"] = all_done ? Json(completed + 1) : Json(nullptr);
-  m["retired"] = all_done;
-  return m;
+  const auto found = [&](int64_t t) { return o.poll > 0 ? (t + o.poll - 1) / o.poll * o.poll : t; };
+  s.done = done;
+  s.began = started != kNever && o.timing;
+  if (s.began) s.started = std::min(found(started), at);
+  if (done) {
+    s.retired = found(completed) <= at;
+    s.completed = s.retired ? found(completed) : at;
+  }
+  return s;
 }
 
-// A rank's records: one per operation in posting order, a group's p2p operations sharing one
-// p2p_seq_id and closed by a `coalesced` record; numbered on from `numbering`.
-Json entries_of(const std::deque<Posted>& posts, const std::map<std::string, Group>& groups, int rank, FrNumbering numbering) {
+Json times(int64_t t) { return Json(kEpochNs + t); }
+
+Json dtypes_of(const FrRecordPlan& r, bool out) {
+  Json d = Json::array();
+  if (r.role == FrRecordPlan::Role::closer) return d;
+  const size_t n = out ? r.outputs.size() : r.inputs.size();
+  for (size_t i = 0; i < n; ++i) d.push_back(torch_dtype(r.posts[std::min(i, r.posts.size() - 1)].desc.dtype));
+  return d;
+}
+
+std::string profiling_name(const FrRecordPlan& r, const Group& g, int rank, FrBackend backend) {
+  std::string name = fmt::format("{}:{}", backend == FrBackend::gloo ? "gloo" : "nccl", r.name);
+  if (r.is_p2p) {
+    const core::OpDesc& d = r.posts.front().desc;
+    const int me = local_of(g.ranks, rank), them = local_of(g.ranks, d.peer);
+    name += d.kind == core::OpKind::send ? fmt::format(" {}->{}", me, them) : fmt::format(" {}<-{}", me, them);
+  }
+  return name;
+}
+
+Json entry_of(const FrRecordPlan& r, const Group& g, int rank, int64_t at, const FrWriteOptions& o) {
+  const bool gloo = o.backend == FrBackend::gloo;
+  const bool member = r.role == FrRecordPlan::Role::member;
+  Seen s = seen(r.posts, at, o);
+  if (member || gloo) s = Seen{s.created, false, false, gloo, 0, 0};  // members have no events; Gloo records no state
+  Json e{{"record_id", r.record},
+         {"pg_id", g.id},
+         {"process_group", Json::array({g.name, g.desc})},
+         {"collective_seq_id", r.coll},
+         {"p2p_seq_id", r.p2p},
+         {"op_id", r.op},
+         {"profiling_name", profiling_name(r, g, rank, o.backend)},
+         {"time_created_ns", kEpochNs + s.created},
+         {"input_sizes", r.role == FrRecordPlan::Role::closer ? Json::array() : Json(r.inputs)},
+         {"input_dtypes", dtypes_of(r, false)},
+         {"output_sizes", r.role == FrRecordPlan::Role::closer ? Json::array() : Json(r.outputs)},
+         {"output_dtypes", dtypes_of(r, true)},
+         {"state", s.done ? "completed" : s.began ? "started" : "scheduled"},
+         {"time_discovered_started_ns", s.began ? times(s.started) : Json(nullptr)},
+         {"time_discovered_completed_ns", s.done ? times(s.completed) : Json(nullptr)},
+         {"retired", s.retired},
+         {"timeout_ms", gloo ? 1800000 : 600000},
+         {"is_p2p", r.is_p2p},
+         {"thread_name", r.posts.front().actor},
+         {"thread_id", std::to_string(rank)},
+         {"frames", frames_of(r.posts.front())}};
+  if (o.timing && s.done && !gloo) e["duration_ms"] = static_cast<double>(std::max<int64_t>(0, s.completed - s.started)) / 1e6;
+  return e;
+}
+
+// When rank `rank`'s dump is written: after the run, or at its moment of a dump taken while it runs.
+int64_t dumped_at(const FrWriteOptions& o, int rank) { return o.at ? *o.at + rank * o.skew : kNever; }
+
+// A rank's records, planned from its operations posted by the time of its dump, numbered on from
+// `numbering`, and what the ring still holds of them.
+Json entries_of(const std::deque<FrPosted>& posts, const std::map<std::string, Group>& groups, int rank, FrNumbering numbering,
+                const FrWriteOptions& o) {
+  const int64_t at = dumped_at(o, rank);
+  std::vector<FrRecordPlan> plans;
+  for (const FrPosted& p : posts) {
+    if (p.posted > at) break;
+    for (FrRecordPlan& r : numbering.next(p)) plans.push_back(std::move(r));
+  }
+  for (FrRecordPlan& r : numbering.close()) plans.push_back(std::move(r));
   Json entries = Json::array();
-  std::vector<const Posted*> open;  // the p2p operations of the coalesced group being written
-  auto close = [&](std::optional<int64_t> record) {
-    // A group whose members all left the window before it closed leaves no record to write.
-    if (record && !open.empty()) entries.push_back(coalesced_of(open, entries.back(), *record));
-    open.clear();
-  };
-  for (const Posted& p : posts) {
-    const FrNumbering::Ids id = numbering.next(p);
-    close(id.coalesced);
-    Json e = entry_of(p, groups.at(p.comm), rank, id.record, id.coll, id.p2p);
-    if (core::is_p2p(p.desc.kind) && p.group >= 0) {
-      e["state"] = "scheduled";
-      e["time_discovered_started_ns"] = nullptr;
-      e["time_discovered_completed_ns"] = nullptr;
-      e["retired"] = false;
-      open.push_back(&p);
-    }
-    entries.push_back(std::move(e));
-  }
-  close(numbering.close());
+  const size_t keep = o.buffer == 0 ? plans.size() : std::min(plans.size(), o.buffer);
+  for (size_t i = plans.size() - keep; i < plans.size(); ++i) entries.push_back(entry_of(plans[i], groups.at(plans[i].comm), rank, at, o));
+  PPSPEC_ASSERT(entries.size() == keep);
   return entries;
+}
+
+// pg_status as PyTorch keeps it: per group id, the last call enqueued, started and completed.
+Json status_of(const Json& entries, const std::map<std::string, Group>& groups, const FrWriteOptions& o) {
+  Json status = Json::object();
+  for (const auto& [comm, g] : groups) {
+    int64_t enqueued = -1, started = -1, completed = -1;
+    for (const Json& e : entries) {
+      if (e["process_group"][0] != g.name) continue;
+      const int64_t seq = e["is_p2p"].get<bool>() ? e["p2p_seq_id"].get<int64_t>() : e["collective_seq_id"].get<int64_t>();
+      enqueued = std::max(enqueued, seq);
+      if (e["state"] != "scheduled" && o.timing) started = std::max(started, seq);
+      if (e["state"] == "completed") completed = std::max(completed, seq);
+    }
+    status[std::to_string(g.id)] = {{"last_enqueued_collective", enqueued}, {"last_started_collective", started},
+                                    {"last_completed_collective", completed}};
+  }
+  return status;
+}
+
+Json config_of(const std::map<std::string, Group>& groups, int rank, const FrWriteOptions& o) {
+  // ProcessGroupGloo records its group before Python names it: one nameless slot.
+  if (o.backend == FrBackend::gloo) return Json{{"", {{"name", ""}, {"desc", ""}, {"ranks", "[]"}}}};
+  Json cfg = Json::object();
+  for (const auto& [comm, g] : groups)
+    if (local_of(g.ranks, rank) >= 0) cfg[g.name] = {{"name", g.name}, {"desc", g.desc}, {"ranks", fmt::format("[{}]", fmt::join(g.ranks, ", "))}};
+  return cfg;
 }
 
 }  // namespace
 
-FrNumbering::Ids FrNumbering::next(const FrPosted& p) {
-  Ids id;
-  const bool is_p2p = core::is_p2p(p.desc.kind);
-  const bool grouped = is_p2p && p.group >= 0;
-  const bool joins = open_ && grouped && open_group_ == p.group && open_comm_ == p.comm;
-  if (open_ && !joins) id.coalesced = close();
-  id.coll = is_p2p ? coll_[p.comm] : ++coll_[p.comm];
-  id.p2p = !is_p2p ? 0 : joins ? p2p_[p.comm] : ++p2p_[p.comm];
-  id.record = records_++;
-  if (grouped && !joins) {
-    open_ = true;
-    open_group_ = p.group;
-    open_comm_ = p.comm;
+FrRun read_fr_run(const std::string& trace) {
+  TraceReader reader(trace, TraceReader::Options{.require_trailer = false});
+  FrRun run;
+  std::map<int64_t, std::pair<int, size_t>> by_op;  // op id -> (rank, index)
+  while (const core::Event* e = reader.next()) {
+    if (e->kind == core::EventKind::comm_init) run.members[std::string(e->comm)].insert(e->rank);
+    if (e->kind == core::EventKind::op_posted && e->has_op) {
+      auto& mine = run.posts[e->rank];
+      by_op[e->op_id] = {e->rank, mine.size()};
+      mine.push_back(FrPosted{std::string(e->comm), e->op, e->op_id, e->t, -1, -1, std::string(e->actor), std::string(e->text), e->value});
+      // A peer (or a member) that never initialised still belongs to the communicator.
+      run.members[std::string(e->comm)].insert(e->rank);
+    }
+    if (e->kind != core::EventKind::op_started && e->kind != core::EventKind::op_completed) continue;
+    const auto it = by_op.find(e->op_id);
+    if (it == by_op.end()) continue;
+    FrPosted& p = run.posts[it->second.first][it->second.second];
+    (e->kind == core::EventKind::op_started ? p.started : p.completed) = e->t;
   }
-  return id;
+  for (const auto& [rank, posts] : run.posts)
+    for (const FrPosted& p : posts)
+      if (core::is_p2p(p.desc.kind) && p.desc.peer >= 0) run.members[p.comm].insert(p.desc.peer);
+  return run;
 }
 
-std::optional<int64_t> FrNumbering::close() {
-  if (!open_) return std::nullopt;
-  open_ = false;
-  return records_++;
-}
+FrExport flight_recorder_of(const std::string& trace, const FrWriteOptions& o) { return flight_recorder_of(read_fr_run(trace), o); }
 
-FrExport flight_recorder_of(const std::string& trace) { return flight_recorder_of(read_run(trace)); }
-
-FrExport flight_recorder_of(const FrRun& run) {
+FrExport flight_recorder_of(const FrRun& run, const FrWriteOptions& o) {
   FrExport out;
   std::map<std::string, Group> groups;
+  std::map<std::string, std::vector<int>> members;
   int64_t id = 0;
-  for (const auto& [comm, members] : run.members) {
-    Group g{std::to_string(id), comm, std::vector<int>(members.begin(), members.end()), id};
+  for (const auto& [comm, ranks] : run.members) {
+    Group g{std::to_string(id), comm, std::vector<int>(ranks.begin(), ranks.end()), id};
     out.group_of[comm] = g.name;
+    members[comm] = g.ranks;
     groups.emplace(comm, std::move(g));
     ++id;
   }
   std::set<int> ranks;
-  for (const auto& [comm, members] : run.members) ranks.insert(members.begin(), members.end());
+  for (const auto& [comm, m] : run.members) ranks.insert(m.begin(), m.end());
   for (int rank : ranks) {
-    Json cfg = Json::object(), status = Json::object();
-    for (const auto& [comm, g] : groups)
-      if (local_of(g.ranks, rank) >= 0) {
-        cfg[g.name] = {{"name", g.name}, {"desc", g.desc}, {"ranks", fmt::format("[{}]", fmt::join(g.ranks, ", "))}};
-        status[std::to_string(g.id)] = {{"last_enqueued_collective", -1}, {"last_started_collective", -1}, {"last_completed_collective", -1}};
-      }
     const auto it = run.posts.find(rank);
     const auto before = run.before.find(rank);
-    const Json entries = it == run.posts.end() ? Json::array()
-                                               : entries_of(it->second, groups, rank, before == run.before.end() ? FrNumbering{} : before->second);
-    out.dumps[rank] = Json{{"version", "2.10"}, {"comm_lib_version", "ppspec"}, {"pg_config", cfg}, {"pg_status", status}, {"entries", entries}};
+    FrNumbering numbering = before == run.before.end() ? FrNumbering(o, members) : before->second;
+    numbering.configure(o, members);
+    const Json entries = it == run.posts.end() ? Json::array() : entries_of(it->second, groups, rank, numbering, o);
+    out.dumps[rank] = Json{{"version", "2.10"},
+                           {"comm_lib_version", o.backend == FrBackend::gloo ? "" : "2.28.9"},
+                           {"pg_config", config_of(groups, rank, o)},
+                           {"pg_status", status_of(entries, groups, o)},
+                           {"entries", entries}};
   }
   return out;
 }
@@ -223,14 +240,16 @@ void write_flight_recorder(const FrExport& e, const std::string& dir) {
   fs::create_directories(fs::path(dir) / "pickle", ec);
   if (ec) throw core::InputError(dir, 0, "cannot make the output folders json/ and pickle/");
   for (const auto& [rank, dump] : e.dumps) {
-    // The JSON dump as `_dump_nccl_trace_json` writes it: no frames, 0 for a time not recorded, no
-    // 'entries' when there is none.
+    // The JSON dump as `_dump_nccl_trace_json` writes it: no frames, 0 for a time not recorded,
+    // pg_status as strings, no 'entries' when there is none.
     Json j = dump;
     for (Json& entry : j["entries"]) {
       entry.erase("frames");
       for (const char* key : {"time_discovered_started_ns", "time_discovered_completed_ns"})
         if (entry[key].is_null()) entry[key] = 0;
     }
+    for (auto& [pg, fields] : j["pg_status"].items())
+      for (auto& [k, v] : fields.items()) v = std::to_string(v.get<int64_t>());
     if (j["entries"].empty()) j.erase("entries");
     const fs::path json = fs::path(dir) / "json" / fmt::format("nccl_trace_rank_{}.json", rank);
     const fs::path pkl = fs::path(dir) / "pickle" / fmt::format("nccl_trace_rank_{}", rank);

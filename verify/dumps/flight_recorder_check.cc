@@ -9,6 +9,7 @@
 #include "core/finding_kinds.h"
 #include "core/misalignment.h"
 #include "verify/dumps/fr_job.h"
+#include "verify/dumps/fr_streams.h"
 #include "verify/dumps/fr_sequences.h"
 #include "verify/dumps/fr_waits.h"
 
@@ -37,15 +38,54 @@ core::Finding dropped_records(const FrJob& job) {
   for (const auto& [rank, dropped] : job.dropped)
     if (dropped > 0) parts.push_back(fmt::format("rank {} dropped its first {}", rank, dropped));
   n.summary = fmt::format("ring buffers wrapped ({}): what they dropped completed long before and is not compared; "
-                          "TORCH_NCCL_TRACE_BUFFER_SIZE keeps more",
+                          "TORCH_FR_BUFFER_SIZE keeps more",
                           fmt::join(parts, ", "));
   PPSPEC_ASSERT(!parts.empty(), "a note of wrapped ring buffers where none wrapped");
   return n;
 }
 
+core::Finding note(std::string kind, std::string summary) {
+  core::Finding n;
+  n.verdict = core::Verdict::pass;
+  n.kind = std::move(kind);
+  n.time = core::kNoTime;
+  n.summary = std::move(summary);
+  return n;
+}
+
+// Where p2p places came from a wrapped ring's pattern, or could not.
+void placing_notes(const FrJob& job, std::vector<core::Finding>& notes) {
+  for (const FrP2pPlacing& p : job.placings) {
+    const std::string group = job.groups[p.group].label();
+    if (p.period == 0)
+      notes.push_back(note("p2p-not-aligned", fmt::format("rank {}'s ring dropped its p2p calls on {} before p2p_seq_id {}, and the calls "
+                                                          "it holds repeat no pattern: how many of the dropped ones went to each peer is "
+                                                          "unknown, so its p2p there is not compared",
+                                                          p.rank, group, p.first_seq)));
+    else
+      notes.push_back(note("p2p-aligned-by-pattern", fmt::format("rank {}'s ring dropped its p2p calls on {} before p2p_seq_id {}: its "
+                                                                 "calls there repeat every {} call(s), taken to have done so from the first",
+                                                                 p.rank, group, p.first_seq, p.period)));
+  }
+}
+
+// What dumps that record no progress, or groups read from the entries, leave unjudged.
+void gloo_notes(const FrJob& job, std::vector<core::Finding>& notes) {
+  if (!job.progress)
+    notes.push_back(note("no-progress-recorded", "the dumps record no progress (Gloo leaves every entry `scheduled`) and no p2p: the "
+                                                 "order, sizes and dtypes of the collectives are judged; a hang, and any p2p, cannot be"));
+  std::vector<std::string> inferred;
+  for (const FrJobGroup& g : job.groups)
+    if (g.inferred) inferred.push_back(fmt::format("{} [{}]", g.label(), fmt::join(g.ranks, ", ")));
+  if (!inferred.empty())
+    notes.push_back(note("groups-from-entries", fmt::format("the dumps' group tables list no members (Gloo's): each group's members are "
+                                                            "the ranks whose dumps name it ({}); a member that never called on it is not seen",
+                                                            fmt::join(inferred, ", "))));
+}
+
 }  // namespace
 
-core::RunResult check_flight_recorder(const std::vector<traces::FrDump>& dumps) {
+core::RunResult check_flight_recorder(const std::vector<traces::FrDump>& dumps, const FrCheckOptions& options) {
   core::RunResult r;
   for (const traces::FrDump& d : dumps) r.stats.events += d.entries.size();
   if (r.stats.events == 0)
@@ -54,7 +94,7 @@ core::RunResult check_flight_recorder(const std::vector<traces::FrDump>& dumps) 
   r.stats.ops_posted = r.stats.events;
   const FrJob job = make_job(dumps);
   FrSequenceFindings seq = check_sequences(job);
-  FrWaitFindings waits = check_waits(job);
+  FrWaitFindings waits = check_waits(job, options.calls);
   r.stats.pairs = seq.p2p_pairs;
   r.stats.collective_slots = seq.collectives_compared;
   // A misalignment explains what is left stuck after it; otherwise the waits name the cause.
@@ -62,6 +102,10 @@ core::RunResult check_flight_recorder(const std::vector<traces::FrDump>& dumps) 
   for (auto& p : seq.unmatched_completed) r.findings.push_back(std::move(p.finding));
   for (core::Finding& f : r.findings) f.details.insert(f.details.end(), waits.frontiers.begin(), waits.frontiers.end());
   r.notes = std::move(seq.notes);
+  for (core::Finding& n : waits.notes) r.notes.push_back(std::move(n));
+  placing_notes(job, r.notes);
+  gloo_notes(job, r.notes);
+  if (job.progress) r.notes.push_back(note("execution-model", "assumed: " + fr_calls_words(options.calls)));
   if (std::any_of(job.dropped.begin(), job.dropped.end(), [](const auto& d) { return d.second > 0; })) r.notes.push_back(dropped_records(job));
   if (!job.missing.empty()) {
     core::Finding n = unchecked_ranks(job);

@@ -63,4 +63,27 @@ std::optional<std::string> locate_skipped_p2p(const FrJob& job, const FrChannel&
   return std::nullopt;
 }
 
+std::optional<std::string> locate_skipped_collective(const FrJob& job, size_t group, int short_rank, int long_rank) {
+  PPSPEC_ASSERT(group < job.groups.size());
+  const FrJobGroup& g = job.groups[group];
+  const std::vector<size_t> mine = orders_of(g, short_rank), theirs = orders_of(g, long_rank);
+  if (mine.empty() || mine.size() >= theirs.size()) return std::nullopt;
+  for (size_t h = 0; h < job.groups.size(); ++h) {
+    if (h == group) continue;
+    const std::vector<size_t> a = orders_of(job.groups[h], short_rank), b = orders_of(job.groups[h], long_rank);
+    if (a.empty() || b.empty()) continue;
+    size_t k = 0;
+    while (k < mine.size() && before(a, mine[k]) == before(b, theirs[k])) ++k;
+    if (k == mine.size()) continue;  // they part only at the end, or this group does not tell
+    bool shifted = true;
+    for (size_t j = k; j < mine.size() && shifted; ++j) shifted = before(a, mine[j]) == before(b, theirs[j + 1]);
+    if (!shifted) continue;
+    const std::string label = job.groups[h].label();
+    return fmt::format("the skipped one is most likely rank {}'s collective #{} on {}: from there on each of its collectives there "
+                       "comes where rank {}'s next one does (its #{} follows {} collective(s) of {}, rank {}'s #{} follows {})",
+                       short_rank, k + 1, g.label(), long_rank, k + 1, before(a, mine[k]), label, long_rank, k + 1, before(b, theirs[k]));
+  }
+  return std::nullopt;
+}
+
 }  // namespace ppspec::verify

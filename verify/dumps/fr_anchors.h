@@ -12,5 +12,8 @@
 namespace ppspec::verify {
 
 std::optional<std::string> locate_skipped_p2p(const FrJob& job, const FrChannel& channel);
+// The same for a group's collectives, where member `short_rank` posted fewer than `long_rank`, all
+// alike: anchored by the collectives of the other groups both belong to.
+std::optional<std::string> locate_skipped_collective(const FrJob& job, size_t group, int short_rank, int long_rank);
 
 }  // namespace ppspec::verify

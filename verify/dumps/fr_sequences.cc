@@ -4,12 +4,14 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <map>
+#include <optional>
 #include <span>
 
 #include "core/assert.h"
 #include "core/finding_kinds.h"
 #include "core/misalignment.h"
 #include "core/sequence_cause.h"
+#include "verify/dumps/fr_anchors.h"
 
 namespace ppspec::verify {
 namespace {
@@ -43,12 +45,18 @@ core::Site site_of(const Lane& lane, size_t k, const std::string& comm, bool p2p
   if (op == nullptr) return core::Site{lane.rank, fmt::format("rank{}", lane.rank), comm, -1, none, ""};
   const traces::FrEntry& e = *op->entry;
   return core::Site{lane.rank, fmt::format("rank{}", lane.rank), comm, p2p ? e.p2p_seq_id : e.collective_seq_id,
-                    fmt::format("{} ({})", describe(e), to_string(op->state)), origin_of(*op)};
+                    fmt::format("{} ({})", describe(*op), to_string(op->state)), origin_of(*op)};
 }
 
 std::string op_words(const Lane& lane, size_t k) {
   const FrOp* op = lane.at(k);
-  return op == nullptr ? "nothing" : describe(*op->entry);
+  return op == nullptr ? "nothing" : describe(*op);
+}
+
+// The 1-based place on its channel of a lane's k-th operation (the next after its last, past the end).
+int64_t place(const Lane& lane, size_t k) {
+  if (lane.ops.empty()) return static_cast<int64_t>(k) + 1;
+  return lane.ops.front().position + static_cast<int64_t>(k) + 1;
 }
 
 // Later positions where the members differ when read by position alone: what PyTorch's analyzer
@@ -86,7 +94,8 @@ core::Culprit culprit_at(const std::vector<Lane>& lanes, const core::SequenceCau
 void add_caller(core::Finding& f, const Lane& lane, size_t k) {
   const FrOp* op = lane.at(k);
   if (op == nullptr) return;
-  const std::vector<std::string> frames = user_frames(*op->entry, 3);
+  const traces::FrEntry& first = op->composite() ? op->dump->entries.at(op->members.front()) : *op->entry;
+  const std::vector<std::string> frames = user_frames(first, 3);
   if (!frames.empty()) f.details.push_back(fmt::format("rank {}'s call: {} from {}", lane.rank, op->entry->op, fmt::join(frames, ", from ")));
 }
 
@@ -164,7 +173,68 @@ core::Finding collective_finding(const FrJobGroup& g, const std::vector<Lane>& l
   return f;
 }
 
-void check_group(const FrJobGroup& g, FrSequenceFindings& out) {
+// An all_to_all hands every element a rank sends to the rank it is for: each rank records its own
+// totals of uneven splits, which may differ, but over the members what is sent is what is received.
+// Checked at the positions every member holds, before `upto` (where the members still agree).
+std::optional<core::Finding> unbalanced_all_to_all(const FrJobGroup& g, const std::vector<Lane>& lanes, size_t upto) {
+  if (lanes.size() != g.ranks.size()) return std::nullopt;  // a member without a dump: its totals are unknown
+  for (size_t k = 0; k < upto; ++k) {
+    int64_t sent = 0, received = 0;
+    std::vector<std::string> parts;
+    for (const Lane& l : lanes) {
+      const FrOp* op = l.at(k);
+      if (op == nullptr || op->entry->kind != traces::FrKind::all_to_all) return std::nullopt;
+      const auto [in, out] = all_to_all_totals(*op->entry);
+      sent += in;
+      received += out;
+      if (parts.size() < core::kFindingListMax) parts.push_back(fmt::format("rank {} sends {} and receives {}", l.rank, in, out));
+    }
+    if (sent == received) continue;
+    core::Finding f;
+    f.verdict = core::Verdict::fifo_misalignment;
+    f.kind = std::string(core::kKindCollectiveMismatch);
+    f.time = core::kNoTime;
+    const int64_t seq = lanes.front().at(k)->entry->collective_seq_id;
+    f.summary = fmt::format("{} collective_seq_id {}: the members' all_to_all send {} elements in all and receive {}: some rank's split "
+                            "sizes disagree with its peers' ({}); the totals cannot tell which rank's (each records only its own)",
+                            g.label(), seq, sent, received, fmt::join(parts, ", "));
+    for (const Lane& l : lanes)
+      if (f.sites.size() < core::kFindingListMax) f.sites.push_back(site_of(l, k, g.label(), false, ""));
+    f.culprit = core::Culprit{-1, g.name, false, -1, lanes.front().at(k)->position, "unbalanced"};
+    return f;
+  }
+  return std::nullopt;
+}
+
+// Where dumps record no progress (Gloo), an operation one member posted more than another cannot be
+// found waiting: the counts themselves are the finding.
+core::Finding surplus_finding(const FrJob& job, size_t group, const std::vector<Lane>& lanes, const core::SequenceCause& c) {
+  const FrJobGroup& g = job.groups[group];
+  PPSPEC_ASSERT(!c.ahead.empty() && c.ahead.front() < lanes.size());
+  const Lane& more = lanes[c.ahead.front()];
+  size_t fewer = 0;
+  for (size_t i = 0; i < lanes.size(); ++i)
+    if (lanes[i].ops.size() < lanes[fewer].ops.size()) fewer = i;
+  const Lane& less = lanes[fewer];
+  core::Finding f;
+  f.verdict = core::Verdict::fifo_misalignment;
+  f.kind = std::string(core::kKindUnmatched);
+  f.time = core::kNoTime;
+  const size_t k = less.ops.size();
+  f.summary = fmt::format("{}: rank {} posted {} collective(s) from collective_seq_id {}, rank {} {}: rank {} skipped one, or rank {} "
+                          "posted one too many (equal operations cannot tell which); its collective_seq_id {} ({}) has no partner on "
+                          "rank {}",
+                          g.label(), less.rank, less.ops.size(), g.first_common_seq, more.rank, more.ops.size(), less.rank, more.rank,
+                          more.at(k)->entry->collective_seq_id, describe(*more.at(k)), less.rank);
+  f.sites.push_back(core::Site{less.rank, fmt::format("rank{}", less.rank), g.label(), -1, "never posts the counterpart", ""});
+  f.sites.push_back(site_of(more, k, g.label(), false, ""));
+  f.culprit = core::Culprit{less.rank, g.name, false, -1, more.at(k)->position, "never-posted"};
+  if (const auto where = locate_skipped_collective(job, group, less.rank, more.rank)) f.details.push_back(*where);
+  return f;
+}
+
+void check_group(const FrJob& job, size_t group, FrSequenceFindings& out) {
+  const FrJobGroup& g = job.groups[group];
   std::vector<Lane> lanes;
   for (size_t m = 0; m < g.ranks.size(); ++m) {
     if (!g.dumped[m]) continue;
@@ -187,16 +257,22 @@ void check_group(const FrJobGroup& g, FrSequenceFindings& out) {
   Interner names;
   for (const Lane& l : lanes) {
     ids.ids.emplace_back();
-    for (const FrOp& op : l.ops) ids.ids.back().push_back(names.of(match_key(*op.entry)));
+    for (const FrOp& op : l.ops) ids.ids.back().push_back(names.of(match_key(op)));
   }
   std::vector<size_t> from(lanes.size(), 0);
   for (size_t n = 0; n < kFrCausesPerSequence; ++n) {
     const core::SequenceCause c = core::first_cause(ids, from);
     PPSPEC_ASSERT(c.at.size() == lanes.size());
+    if (n == 0) {
+      size_t upto = SIZE_MAX;
+      for (size_t i = 0; i < lanes.size(); ++i) upto = std::min(upto, c.kind == core::CauseKind::none ? lanes[i].ops.size() : c.at[i]);
+      if (auto f = unbalanced_all_to_all(g, lanes, upto)) out.findings.push_back(std::move(*f));
+    }
     size_t agreed = SIZE_MAX;
     for (size_t i = 0; i < lanes.size(); ++i) PPSPEC_ASSERT(c.at[i] >= from[i], "a cause before where it was looked for");
     for (size_t i = 0; i < lanes.size(); ++i) agreed = std::min(agreed, c.at[i] - from[i]);
     out.collectives_compared += agreed;
+    if (c.kind == core::CauseKind::surplus && !job.progress) return out.findings.push_back(surplus_finding(job, group, lanes, c));
     if (c.kind == core::CauseKind::none || c.kind == core::CauseKind::surplus) return;  // a surplus waits: verify/dumps/fr_waits.cc
     out.findings.push_back(collective_finding(g, lanes, ids, c));
     if (c.kind == core::CauseKind::unresolved) return;
@@ -208,12 +284,13 @@ void check_group(const FrJobGroup& g, FrSequenceFindings& out) {
 std::string p2p_summary(const FrChannel& ch, const std::string& group, const core::SequenceCause& c, const std::vector<Lane>& lanes) {
   PPSPEC_ASSERT(lanes.size() == 2 && c.at.size() == 2, "a p2p channel of {} lanes", lanes.size());
   const size_t k0 = c.at[0], k1 = c.at[1];
+  const int64_t n0 = place(lanes[0], k0), n1 = place(lanes[1], k1);
   const std::string send = op_words(lanes[0], k0), recv = op_words(lanes[1], k1);
   const std::string why = c.evidence.empty() ? "" : fmt::format(" — {}", c.evidence);
   const bool sender = !c.culprits.empty() && c.culprits.front() == 0;
   switch (c.kind) {
     case core::CauseKind::differs:
-      return fmt::format("{}: rank {}'s send #{} to rank {} is {}, the receive it pairs with is {}{}", group, ch.src, k0 + 1, ch.dst, send,
+      return fmt::format("{}: rank {}'s send #{} to rank {} is {}, the receive it pairs with is {}{}", group, ch.src, n0, ch.dst, send,
                          recv,
                          c.culprits.empty() ? "; nothing tells which side is wrong"
                                             : fmt::format(": rank {}'s {} is the wrong one{}", sender ? ch.src : ch.dst,
@@ -221,16 +298,16 @@ std::string p2p_summary(const FrChannel& ch, const std::string& group, const cor
     case core::CauseKind::extra:
       return fmt::format("{}: rank {} posts an extra {} (#{}: {}){}: every later one pairs with the wrong {}", group, sender ? ch.src : ch.dst,
                          sender ? fmt::format("send to rank {}", ch.dst) : fmt::format("receive from rank {}", ch.src),
-                         (sender ? k0 : k1) + 1, sender ? send : recv, why, sender ? "receive" : "send");
+                         sender ? n0 : n1, sender ? send : recv, why, sender ? "receive" : "send");
     case core::CauseKind::missing:
       return fmt::format("{}: rank {} skipped a {} at #{}{}: every later one pairs with the wrong {}", group, sender ? ch.src : ch.dst,
                          sender ? fmt::format("send to rank {}", ch.dst) : fmt::format("receive from rank {}", ch.src),
-                         (sender ? k0 : k1) + 1, why, sender ? "receive" : "send");
+                         sender ? n0 : n1, why, sender ? "receive" : "send");
     case core::CauseKind::shifted: {
       const bool sends_ahead = c.ahead.front() == 0;
       return fmt::format("{}: from send #{} on, rank {}'s sends to rank {} and rank {}'s receives from it are one apart: {}; the "
                          "sequences alone cannot tell which",
-                         group, k0 + 1, ch.src, ch.dst, ch.dst, ch.src,
+                         group, n0, ch.src, ch.dst, ch.dst, ch.src,
                          sends_ahead ? fmt::format("rank {} posts one send more ({}), or rank {} skipped a receive", ch.src, send, ch.dst)
                                      : fmt::format("rank {} posts one receive more ({}), or rank {} skipped a send", ch.dst, recv, ch.src));
     }
@@ -258,25 +335,39 @@ void completed_surplus(const FrChannel& ch, const FrJobGroup& g, const std::vect
   f.time = core::kNoTime;
   f.summary = fmt::format("{}: rank {}'s {} #{} {} rank {} ({}) completed, and rank {} never posted the {} it pairs with: {} ({} posted "
                           "{}, rank {} {}); its data waits in the connection buffer for the next one",
-                          g.label(), waiting, sends ? "send" : "receive", c.at[ahead] + 1, sends ? "to" : "from", absent,
-                          describe(*op->entry, false), absent, sends ? "receive" : "send",
+                          g.label(), waiting, sends ? "send" : "receive", place(lanes[ahead], c.at[ahead]), sends ? "to" : "from", absent,
+                          describe(*op, false), absent, sends ? "receive" : "send",
                           sends ? "small enough to be sent eagerly" : "a receive with no send", waiting, lanes[ahead].ops.size(),
                           absent, lanes[1 - ahead].ops.size());
   f.sites.push_back(site_of(lanes[ahead], c.at[ahead], g.label(), true, ""));
   f.sites.push_back(core::Site{absent, fmt::format("rank{}", absent), g.label(), -1, sends ? "never posts the receive" : "never posts the send", ""});
-  f.culprit = core::Culprit{absent, g.name, true, waiting, static_cast<int64_t>(c.at[ahead]), "never-posted"};
+  f.culprit = core::Culprit{absent, g.name, true, waiting, place(lanes[ahead], c.at[ahead]) - 1, "never-posted"};
   out.unmatched_completed.push_back({op->entry->created_ns, std::move(f)});
+}
+
+// A channel's operations from the first place both sides hold: a ring that wrapped dropped the rest.
+std::vector<Lane> channel_lanes(const FrChannel& ch) {
+  const auto from = [](const std::vector<FrOp>& ops, int64_t start) {
+    const int64_t skip = ops.empty() ? 0 : std::clamp<int64_t>(start - ops.front().position, 0, static_cast<int64_t>(ops.size()));
+    return std::span<const FrOp>(ops).subspan(static_cast<size_t>(skip));
+  };
+  const int64_t start = std::max(ch.sends.empty() ? 0 : ch.sends.front().position, ch.recvs.empty() ? 0 : ch.recvs.front().position);
+  return {Lane{ch.src, from(ch.sends, start)}, Lane{ch.dst, from(ch.recvs, start)}};
 }
 
 void check_channel(const FrJob& job, const FrChannel& ch, FrSequenceFindings& out) {
   out.p2p_pairs += std::min(ch.sends.size(), ch.recvs.size());
   if (!job.by_rank.count(ch.src) || !job.by_rank.count(ch.dst)) return;  // one side's dump is missing: verify/dumps/fr_waits.cc
-  const std::vector<Lane> lanes = {Lane{ch.src, ch.sends}, Lane{ch.dst, ch.recvs}};
+  if (!ch.aligned) return;  // the places of a wrapped ring's operations are unknown: a note says so
+  // A side that holds nothing of the channel while its ring dropped records may have dropped all of it.
+  for (const auto& [side, rank] : {std::pair{&ch.sends, ch.src}, std::pair{&ch.recvs, ch.dst}})
+    if (side->empty() && job.dropped.at(rank) > 0) return;
+  const std::vector<Lane> lanes = channel_lanes(ch);
   IdLanes ids;
   Interner data;
   for (const Lane& l : lanes) {
     ids.ids.emplace_back();
-    for (const FrOp& op : l.ops) ids.ids.back().push_back(data.of(match_key(*op.entry, false)));
+    for (const FrOp& op : l.ops) ids.ids.back().push_back(data.of(match_key(op, false)));
   }
   PPSPEC_ASSERT(ch.group < job.groups.size(), "channel of group {} of {}", ch.group, job.groups.size());
   const FrJobGroup& g = job.groups[ch.group];
@@ -306,7 +397,7 @@ void check_channel(const FrJob& job, const FrChannel& ch, FrSequenceFindings& ou
 
 FrSequenceFindings check_sequences(const FrJob& job) {
   FrSequenceFindings out;
-  for (const FrJobGroup& g : job.groups) check_group(g, out);
+  for (size_t g = 0; g < job.groups.size(); ++g) check_group(job, g, out);
   for (const FrChannel& ch : job.channels) check_channel(job, ch, out);
   std::stable_sort(out.unmatched_completed.begin(), out.unmatched_completed.end(),
                    [](const auto& a, const auto& b) { return a.created_ns < b.created_ns; });

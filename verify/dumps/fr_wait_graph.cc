@@ -11,15 +11,6 @@ using traces::FrState;
 
 namespace {
 
-// The stream an operation runs on, as PyTorch lays them out: a group's collectives share one, each
-// p2p pair of a group has its own, a batch (coalesced p2p) uses one for the group.
-std::tuple<size_t, int, int> stream_of(const FrOp& op) {
-  const traces::FrEntry& e = *op.entry;
-  if (!e.is_p2p) return {op.group, -1, -1};
-  if (op.coalesced != SIZE_MAX) return {op.group, -2, -2};  // batched p2p runs on the group's batch stream
-  return {op.group, std::min(op.dump->rank, e.peer), std::max(op.dump->rank, e.peer)};
-}
-
 // Whether every record of `d` from `order` on is neither started nor completed: the calls the host
 // was making when it stopped.
 bool unstarted_from(const std::vector<FrState>& states, size_t order) {
@@ -27,6 +18,8 @@ bool unstarted_from(const std::vector<FrState>& states, size_t order) {
     if (states[i] != FrState::scheduled) return false;
   return true;
 }
+
+}  // namespace
 
 // Whether the operation belongs to its rank's last call: the last record, or the coalesced group
 // the last record closes. Its host may still be inside that call.
@@ -36,9 +29,7 @@ bool in_last_call(const FrOp& op) {
   return op.order == last || op.coalesced == last;
 }
 
-}  // namespace
-
-WaitGraph::WaitGraph(const FrJob& j) : job(j) {
+WaitGraph::WaitGraph(const FrJob& j, FrCalls c) : job(j), calls(c) {
   collect();
   classify();
   link();
@@ -46,6 +37,7 @@ WaitGraph::WaitGraph(const FrJob& j) : job(j) {
 
 void WaitGraph::collect() {
   auto add = [&](const FrOp& op) {
+    calls_[op.dump->rank].push_back(&op);
     if (op.state != FrState::completed) stuck.push_back(Stuck{&op, op.dump->rank, false, false, kNoStuck});
   };
   for (const FrJobGroup& g : job.groups)
@@ -55,6 +47,8 @@ void WaitGraph::collect() {
     for (const FrOp& op : c.sends) add(op);
     for (const FrOp& op : c.recvs) add(op);
   }
+  for (auto& [rank, ops] : calls_)
+    std::sort(ops.begin(), ops.end(), [](const FrOp* a, const FrOp* b) { return a->order < b->order; });
   std::sort(stuck.begin(), stuck.end(), [](const Stuck& a, const Stuck& b) { return std::tie(a.rank, a.op->order) < std::tie(b.rank, b.op->order); });
   for (size_t i = 0; i < stuck.size(); ++i) {
     index_[{stuck[i].rank, stuck[i].op->order}] = i;
@@ -63,35 +57,43 @@ void WaitGraph::collect() {
   }
 }
 
-
 void WaitGraph::classify() {
-  for (const auto& [rank, ops] : by_rank) {
-    const bool timing = job.timing.at(rank);
-    std::map<std::tuple<size_t, int, int>, size_t> last_on_stream;
-    std::map<size_t, const Stuck*> first_of_group;  // coalesced groups run as one: the first member decides
-    size_t last_running = kNoStuck;
-    for (size_t i : ops) {
-      Stuck& s = stuck[i];
-      const auto stream = stream_of(*s.op);
-      if (const auto g = first_of_group.find(s.op->coalesced); s.op->coalesced != SIZE_MAX && g != first_of_group.end()) {
-        s.running = g->second->running;
-        s.in_call = g->second->in_call;
-        s.blocker = g->second->blocker;
-        continue;
-      }
-      const auto before = last_on_stream.find(stream);
-      s.running = timing ? s.op->state == FrState::started : before == last_on_stream.end();
-      if (!s.running) s.blocker = before != last_on_stream.end() ? before->second : timing ? last_running : kNoStuck;
-      // Not started, behind nothing, and nothing after it on the rank started or completed: its host
-      // is inside the call that posted it (NCCL's first-contact connection, or a group's end, blocks
-      // until the peers call too), and it waits as if it ran.
-      s.in_call = in_last_call(*s.op) && (!timing || unstarted_from(job.states.at(rank), s.op->order));
-      if (!s.running && s.blocker == kNoStuck && s.in_call) s.running = true;
-      last_on_stream[stream] = i;
-      if (s.running) last_running = i;
-      if (s.op->coalesced != SIZE_MAX) first_of_group[s.op->coalesced] = &s;
-      PPSPEC_ASSERT(s.blocker == kNoStuck || s.blocker < i, "operation {} blocked by a later one ({})", i, s.blocker);
+  for (const auto& [rank, ops] : calls_)
+    if (by_rank.count(rank)) classify_rank(rank, ops);
+}
+
+// A rank's calls placed by the execution model (verify/dumps/fr_streams.h): a stuck call runs when
+// nothing it waits for is stuck (with TORCH_NCCL_ENABLE_TIMING: when its dump says it started), else
+// it is queued behind the earliest stuck call it waits for.
+void WaitGraph::classify_rank(int rank, const std::vector<const FrOp*>& ops) {
+  const bool timing = job.timing.at(rank);
+  FrStreams streams(calls, job.by_rank.at(rank)->file);
+  std::map<size_t, const Stuck*> first_of_group;  // coalesced groups run as one: the first member decides
+  size_t last_running = kNoStuck;
+  for (const FrOp* op : ops) {
+    const FrPlacement at = streams.place(*op);
+    const std::optional<size_t> me = find(rank, op->order);
+    if (!me) continue;
+    Stuck& s = stuck[*me];
+    if (const auto g = first_of_group.find(op->coalesced); op->coalesced != SIZE_MAX && g != first_of_group.end()) {
+      s.running = g->second->running;
+      s.in_call = g->second->in_call;
+      s.blocker = g->second->blocker;
+      continue;
     }
+    const std::optional<size_t> blocker = at.blocker == SIZE_MAX ? std::nullopt : find(rank, at.blocker);
+    s.blocker = blocker.value_or(kNoStuck);
+    s.running = timing ? op->state == FrState::started : !blocker;
+    if (timing && !s.running && s.blocker == kNoStuck) s.blocker = last_running;
+    // Not started, behind nothing, and nothing after it on the rank started or completed: its host
+    // is inside the call that posted it (NCCL's first-contact connection, or a group's end, blocks
+    // until the peers call too), and it waits as if it ran.
+    s.in_call = in_last_call(*op) && (!timing || unstarted_from(job.states.at(rank), op->order));
+    if (!s.running && s.blocker == kNoStuck && s.in_call) s.running = true;
+    if (s.running) s.blocker = kNoStuck;
+    if (s.running) last_running = *me;
+    if (op->coalesced != SIZE_MAX) first_of_group[op->coalesced] = &s;
+    PPSPEC_ASSERT(s.blocker == kNoStuck || s.blocker < *me, "operation {} blocked by a later one ({})", *me, s.blocker);
   }
 }
 
@@ -142,12 +144,19 @@ void WaitGraph::link() {
     const FrOp& op = *stuck[i].op;
     const traces::FrEntry& e = *op.entry;
     if (e.is_p2p) {
-      const bool send = e.op == "send";
+      const bool send = e.kind == traces::FrKind::send;
       const FrChannel* c = channels.at({op.group, send ? op.dump->rank : e.peer, send ? e.peer : op.dump->rank});
-      const auto& theirs = send ? c->recvs : c->sends;
       PPSPEC_ASSERT(op.position >= 0 && c != nullptr, "a p2p operation without its place on its channel");
-      const size_t k = static_cast<size_t>(op.position);
-      partner(i, e.peer, k < theirs.size() ? &theirs[k] : nullptr);
+      if (!c->aligned) {
+        waits[i].push_back(Wait{Wait::Kind::unplaced, kNoStuck, e.peer});
+        continue;
+      }
+      const auto& theirs = send ? c->recvs : c->sends;
+      const int64_t first = theirs.empty() ? 0 : theirs.front().position;
+      // A counterpart before the first the peer's ring holds completed long before: no partner to wait for.
+      if (!theirs.empty() && op.position < first && job.by_rank.count(e.peer)) continue;
+      const int64_t k = op.position - first;
+      partner(i, e.peer, k >= 0 && k < static_cast<int64_t>(theirs.size()) ? &theirs[static_cast<size_t>(k)] : nullptr);
       continue;
     }
     const FrJobGroup& g = job.groups[op.group];
@@ -178,9 +187,9 @@ std::string WaitGraph::op_words(size_t i) const {
   const traces::FrEntry& e = *op.entry;
   const std::string group = job.groups[op.group].label();
   if (e.is_p2p)
-    return fmt::format("{} #{} {} rank {} on {} ({}, p2p_seq_id {})", e.op, op.position + 1, e.op == "send" ? "to" : "from", e.peer, group,
-                       describe(e, false), e.p2p_seq_id);
-  return fmt::format("{} collective_seq_id {} ({})", group, e.collective_seq_id, describe(e));
+    return fmt::format("{} #{} {} rank {} on {} ({}, p2p_seq_id {})", e.op, op.position + 1, e.kind == traces::FrKind::send ? "to" : "from",
+                       e.peer, group, describe(e, false), e.p2p_seq_id);
+  return fmt::format("{} collective_seq_id {} ({})", group, e.collective_seq_id, describe(op));
 }
 
 

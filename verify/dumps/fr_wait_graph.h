@@ -11,10 +11,15 @@
 #include <vector>
 
 #include "verify/dumps/fr_job.h"
+#include "verify/dumps/fr_streams.h"
 
 namespace ppspec::verify {
 
 inline constexpr size_t kNoStuck = SIZE_MAX;
+
+// Whether the operation belongs to its rank's last call: the last record, or the coalesced group
+// the last record closes. Its host may still be inside that call.
+bool in_last_call(const FrOp& op);
 
 // One operation not completed.
 struct Stuck {
@@ -28,16 +33,18 @@ struct Stuck {
 // What a running operation waits for.
 struct Wait {
   // paired_elsewhere: the counterpart completed, paired with another operation (a mismatch): no wait;
-  // group_mate: the counterpart completed and the operation waits for the rest of its coalesced group
-  enum class Kind : uint8_t { queued, not_posted, no_dump, paired_elsewhere, group_mate } kind;
+  // group_mate: the counterpart completed and the operation waits for the rest of its coalesced group;
+  // unplaced: the channel's sides could not be aligned (a wrapped ring): the counterpart is unknown
+  enum class Kind : uint8_t { queued, not_posted, no_dump, paired_elsewhere, group_mate, unplaced } kind;
   size_t target = kNoStuck;  // queued: the partner's stuck operation
   int rank = -1;          // the partner
 };
 
 class WaitGraph {
  public:
-  explicit WaitGraph(const FrJob& job);
+  WaitGraph(const FrJob& job, FrCalls calls);
   const FrJob& job;
+  const FrCalls calls;
   std::vector<Stuck> stuck;  // by (rank, record order)
   std::vector<std::vector<Wait>> waits;  // by stuck operation
   std::map<int, std::vector<size_t>> by_rank;
@@ -52,7 +59,9 @@ class WaitGraph {
   void link();
   std::optional<size_t> find(int rank, size_t order) const;
   void partner(size_t i, int member, const FrOp* counterpart);
+  void classify_rank(int rank, const std::vector<const FrOp*>& ops);
   std::map<std::pair<int, size_t>, size_t> index_;  // (rank, order) -> stuck
+  std::map<int, std::vector<const FrOp*>> calls_;   // every call of each rank, in record order
 };
 
 }  // namespace ppspec::verify

@@ -10,6 +10,7 @@
 #include "core/finding_kinds.h"
 #include "core/misalignment.h"
 #include "verify/dumps/fr_anchors.h"
+#include "verify/dumps/fr_dating.h"
 #include "verify/dumps/fr_wait_graph.h"
 
 namespace ppspec::verify {
@@ -19,8 +20,8 @@ using traces::FrState;
 
 // Where a path of waits ends.
 struct Sink {
-  enum class Kind : uint8_t { idle, no_dump, lost, aligned, outside } kind = Kind::aligned;
-  int rank = -1;         // idle, no_dump: the rank waited for; outside: the rank stuck
+  enum class Kind : uint8_t { idle, no_dump, lost, unplaced, aligned, outside } kind = Kind::aligned;
+  int rank = -1;         // idle, no_dump, unplaced: the rank waited for; outside: the rank stuck
   size_t op = kNoStuck;  // the last stuck operation on the path
 };
 
@@ -32,15 +33,30 @@ std::tuple<int, int, size_t, int64_t, int> key_of(const WaitGraph& g, const Sink
   return {static_cast<int>(s.kind), s.kind == Sink::Kind::aligned ? -1 : s.rank, op.group, op.position, peer};
 }
 
+// Where a rank's host may have stopped: its last call, when that call is stuck (the host may be
+// inside it: NCCL blocks a host at a first contact or a group's end until its peers call too; or in
+// a sync right after it). Empty when its host went on past its stuck calls, or completed all.
+std::vector<size_t> host_blocked(const WaitGraph& g, int rank) {
+  std::vector<size_t> out;
+  const auto it = g.by_rank.find(rank);
+  if (it == g.by_rank.end()) return out;
+  for (size_t j : it->second)
+    if (in_last_call(*g.stuck[j].op)) out.push_back(j);
+  return out;
+}
+
 // The operations a stuck one waits on, in the graph: its blocker, or its partners' stuck operations.
 std::vector<size_t> successors(const WaitGraph& g, size_t i) {
   const Stuck& s = g.stuck[i];
   if (!s.running) return s.blocker == kNoStuck ? std::vector<size_t>{} : std::vector<size_t>{s.blocker};
   std::vector<size_t> out;
+  // Waits for a counterpart that was posted, or for a rank whose host may still be inside its last
+  // call (blocked there: it could not post the counterpart). A rank whose host went on and never
+  // posted the counterpart is where the waits end (an unmatched operation), not a link of a cycle.
   for (const Wait& w : g.waits[i]) {
     if (w.kind == Wait::Kind::queued || w.kind == Wait::Kind::group_mate) out.push_back(w.target);
-    if (w.kind == Wait::Kind::not_posted && g.by_rank.count(w.rank))
-      for (size_t j : g.where(w.rank)) out.push_back(j);
+    if (w.kind == Wait::Kind::not_posted)
+      for (size_t j : host_blocked(g, w.rank)) out.push_back(j);
   }
   PPSPEC_ASSERT(std::all_of(out.begin(), out.end(), [&g](size_t j) { return j < g.stuck.size(); }));
   return out;
@@ -98,10 +114,12 @@ Sink follow(const WaitGraph& g, size_t i) {
       continue;
     }
     for (const Wait& w : g.waits[i]) {
-      if (w.kind == Wait::Kind::not_posted && !g.by_rank.count(w.rank)) return Sink{Sink::Kind::idle, w.rank, i};
+      if (w.kind == Wait::Kind::not_posted && host_blocked(g, w.rank).empty()) return Sink{Sink::Kind::idle, w.rank, i};
       if (w.kind == Wait::Kind::no_dump) return Sink{Sink::Kind::no_dump, w.rank, i};
-      // A receive whose send completed: the data did not come.
-      if (w.kind == Wait::Kind::paired_elsewhere && s.op->entry->op == "recv") return Sink{Sink::Kind::lost, w.rank, i};
+      if (w.kind == Wait::Kind::unplaced) return Sink{Sink::Kind::unplaced, w.rank, i};
+      // A receive whose send completed at the pair's first contact: the data did not come.
+      if (w.kind == Wait::Kind::paired_elsewhere && s.op->entry->kind == traces::FrKind::recv && s.op->position == 0)
+        return Sink{Sink::Kind::lost, w.rank, i};
     }
     const std::vector<size_t> next = successors(g, i);
     if (next.empty()) return Sink{Sink::Kind::aligned, s.rank, i};
@@ -134,15 +152,23 @@ core::Finding cycle_finding(const WaitGraph& g, const std::vector<size_t>& cycle
     if (t.rank == s.rank) continue;  // within its own coalesced group
     steps.push_back(fmt::format("rank {} waits at {} for rank {}", s.rank, g.op_words(i), t.rank));
     f.sites.push_back(site_of(g, i));
-    const std::string held = t.running ? "has not posted its counterpart"
-                                       : fmt::format("posted its counterpart, queued behind its {}",
-                                                     t.blocker == kNoStuck ? "earlier work" : g.op_words(t.blocker));
+    const bool unposted = std::any_of(g.waits[i].begin(), g.waits[i].end(),
+                                      [&](const Wait& w) { return w.kind == Wait::Kind::not_posted && w.rank == t.rank; });
+    const std::string held = unposted ? fmt::format("has not posted its counterpart: its host stopped at its last call, {} (blocked in "
+                                                    "it, or in a sync after it; or the call was skipped)",
+                                                    g.op_words(next))
+                             : t.running ? "has not posted its counterpart"
+                                         : fmt::format("posted its counterpart, queued behind its {}",
+                                                       t.blocker == kNoStuck ? "earlier work" : g.op_words(t.blocker));
     f.details.push_back(fmt::format("rank {}'s {} ({}) waits for rank {}, which {}", s.rank, g.op_words(i), to_string(s.op->state),
                                     t.rank, held));
   }
-  f.summary = fmt::format("a deadlock across process groups: {}: each group's own sequence agrees, but the ranks post them in "
-                          "orders that wait for each other in a cycle",
-                          fmt::join(steps, ", "));
+  const bool all_posted = std::none_of(cycle.begin(), cycle.end(), [&](size_t i) {
+    return std::any_of(g.waits[i].begin(), g.waits[i].end(), [](const Wait& w) { return w.kind == Wait::Kind::not_posted; });
+  });
+  f.summary = fmt::format("a deadlock across process groups: {}: no group's or channel's sequence disagrees{}, but the ranks wait for "
+                          "each other in a cycle",
+                          fmt::join(steps, ", "), all_posted ? " and every counterpart was posted" : "");
   return f;
 }
 
@@ -155,31 +181,39 @@ std::string awaited(const WaitGraph& g, size_t waiting) {
   const traces::FrEntry& e = *op.entry;
   const std::string group = g.job.groups[op.group].label();
   if (e.is_p2p)
-    return fmt::format("the {} that pairs with rank {}'s {} #{} on {} ({}, p2p_seq_id {})", e.op == "send" ? "receive" : "send",
+    return fmt::format("the {} that pairs with rank {}'s {} #{} on {} ({}, p2p_seq_id {})", e.kind == traces::FrKind::send ? "receive" : "send",
                        op.dump->rank, e.op, op.position + 1, group, describe(e, false), e.p2p_seq_id);
-  return fmt::format("{} collective_seq_id {} ({})", group, e.collective_seq_id, describe(e));
+  return fmt::format("{} collective_seq_id {} ({})", group, e.collective_seq_id, describe(op));
 }
+
+// What the counterpart of a p2p operation is: "receive" for a send.
+const char* send_or_receive(const traces::FrEntry& e) { return e.kind == traces::FrKind::send ? "receive" : "send"; }
 
 // What the idle rank did post where the others wait: how many, and whether all completed.
 std::string posted_there(const WaitGraph& g, int rank, size_t waiting) {
   const FrOp& op = *g.stuck[waiting].op;
   const traces::FrEntry& e = *op.entry;
+  const auto stuck = g.by_rank.find(rank);
+  const std::string where = stuck == g.by_rank.end() ? "all of its completed"
+                                                     : fmt::format("and it is itself stuck at {}", g.op_words(g.where(rank).front()));
   if (e.is_p2p) {
     for (const FrChannel& c : g.job.channels) {
-      const bool send = e.op == "send";
+      const bool send = e.kind == traces::FrKind::send;
       if (c.group != op.group || c.src != (send ? op.dump->rank : e.peer) || c.dst != (send ? e.peer : op.dump->rank)) continue;
       const size_t theirs = send ? c.recvs.size() : c.sends.size(), mine = send ? c.sends.size() : c.recvs.size();
-      return fmt::format("rank {} posted {} {} {} rank {} where rank {} posted {}, all of its completed", rank, theirs,
-                         send ? "receives" : "sends", send ? "from" : "to", op.dump->rank, op.dump->rank, mine);
+      return fmt::format("rank {} posted {} {} {} rank {} where rank {} posted {}, {}", rank, theirs, send ? "receives" : "sends",
+                         send ? "from" : "to", op.dump->rank, op.dump->rank, mine, where);
     }
+    return fmt::format("rank {} never posted a {} {} rank {} on {}, {}", rank, send_or_receive(e), e.kind == traces::FrKind::send ? "from" : "to",
+                       op.dump->rank, g.job.groups[op.group].label(), where);
   }
   const FrJobGroup& grp = g.job.groups[op.group];
   const size_t m = static_cast<size_t>(std::find(grp.ranks.begin(), grp.ranks.end(), rank) - grp.ranks.begin());
   PPSPEC_ASSERT(m < grp.lanes.size(), "rank {} waited for on {}, not a member", rank, grp.label());
   const size_t n = grp.lanes[m].size();
   if (n == 0) return fmt::format("rank {} never posted on {}, of which it is a member by the group table", rank, grp.label());
-  return fmt::format("rank {} posted {} collective(s) on {} (the last collective_seq_id {}), all completed", rank, n, grp.label(),
-                     grp.lanes[m].back().entry->collective_seq_id);
+  return fmt::format("rank {} posted {} collective(s) on {} (the last collective_seq_id {}), {}", rank, n, grp.label(),
+                     grp.lanes[m].back().entry->collective_seq_id, stuck == g.by_rank.end() ? "all completed" : where);
 }
 
 // Whether rank `r` has a stuck operation at the same place as `op` (its group and position, or its
@@ -241,6 +275,12 @@ core::Finding sink_finding(const WaitGraph& g, const Sink& s, const std::vector<
                             "carried fewer elements than the receive expects",
                             g.stuck[s.op].rank, g.op_words(s.op), s.rank);
     f.culprit = core::Culprit{g.stuck[s.op].rank, g.job.groups[op.group].name, true, s.rank, op.position, "stalled"};
+  } else if (s.kind == Sink::Kind::unplaced) {
+    f.kind = std::string(core::kKindStalled);
+    f.summary = fmt::format("{}'s {} does not complete, and where its counterpart stands on rank {}'s side is unknown: a ring that "
+                            "wrapped dropped p2p calls that follow no pattern, so the channel's sides cannot be aligned; whether rank "
+                            "{} posted the counterpart, the dumps cannot say",
+                            rank_words(ranks), g.op_words(s.op), s.rank, s.rank);
   } else if (s.kind == Sink::Kind::outside) {
     f.kind = std::string(core::kKindStalled);
     f.summary = fmt::format("rank {}'s {} never started, and none of its communication before it is stuck: its stream waits for "
@@ -265,6 +305,47 @@ core::Finding sink_finding(const WaitGraph& g, const Sink& s, const std::vector<
   }
   PPSPEC_ASSERT(!f.kind.empty() && !f.summary.empty());
   return f;
+}
+
+// How old the stuck operations are where a stall's waits end (the sink's and each waiting rank's
+// first), as the dumps date them: any past its timeout is a stall; all young is a job in flight.
+FrAge stall_age(const WaitGraph& g, const Sink& s, const std::vector<int>& ranks, const FrDating& dating) {
+  std::vector<size_t> ops{s.op};
+  for (int r : ranks) ops.push_back(g.where(r).front());
+  bool all_young = true;
+  for (size_t i : ops) {
+    const FrAge a = dating.age(*g.stuck[i].op);
+    if (a == FrAge::timed_out) return FrAge::timed_out;
+    all_young = all_young && a == FrAge::young;
+  }
+  return all_young ? FrAge::young : FrAge::undated;
+}
+
+bool is_stall(Sink::Kind k) { return k == Sink::Kind::aligned || k == Sink::Kind::outside || k == Sink::Kind::lost; }
+
+// A stall's finding dated: certain when an operation is past its timeout; otherwise it says the
+// dumps cannot tell a slow job from a stalled one.
+void date_stall(core::Finding& f, const WaitGraph& g, const Sink& s, FrAge age, const FrDating& dating) {
+  const std::string words = dating.words(*g.stuck[s.op].op);
+  if (age == FrAge::timed_out) {
+    f.details.insert(f.details.begin(), fmt::format("stalled, not slow: {}", words));
+    return;
+  }
+  f.summary += "; or the job was still running: the dumps cannot tell a slow job from a stalled one here";
+  f.details.insert(f.details.begin(), fmt::format("not dated: {}", words));
+}
+
+// A job in flight where a stall's waits end: every operation there younger than its timeout in a
+// dump that says when it was written. No fault: a note.
+core::Finding in_flight_note(const WaitGraph& g, const Sink& s, const std::vector<int>& ranks, const FrDating& dating) {
+  core::Finding n;
+  n.verdict = core::Verdict::pass;
+  n.kind = "in-flight";
+  n.time = core::kNoTime;
+  n.summary = fmt::format("in flight, no fault found: {} {} at {}, which every member posted, when the dumps were taken — {}; whether "
+                          "it completed, the dumps cannot say",
+                          rank_words(ranks), ranks.size() == 1 ? "was" : "were", g.op_words(s.op), dating.words(*g.stuck[s.op].op));
+  return n;
 }
 
 std::string wait_words(const WaitGraph& g, size_t i) {
@@ -303,9 +384,10 @@ std::vector<std::string> frontier_lines(const WaitGraph& g) {
 
 }  // namespace
 
-FrWaitFindings check_waits(const FrJob& job) {
-  const WaitGraph g(job);
+FrWaitFindings check_waits(const FrJob& job, FrCalls calls) {
   FrWaitFindings out;
+  if (!job.progress) return out;  // states that never change tell no hang (Gloo): the caller says so
+  const WaitGraph g(job, calls);
   out.frontiers = frontier_lines(g);
   out.stuck_ranks = g.by_rank.size();
   if (g.stuck.empty()) return out;
@@ -321,15 +403,37 @@ FrWaitFindings check_waits(const FrJob& job) {
       auto& [sink, ranks] = sinks.try_emplace(key_of(g, s), s, std::vector<int>{}).first->second;
       if (std::find(ranks.begin(), ranks.end(), rank) == ranks.end()) ranks.push_back(rank);
     }
+  // Stalls the dumps date as a job in flight are no fault.
+  const FrDating dating(job);
+  std::map<std::tuple<int, int, size_t, int64_t, int>, FrAge> ages;
+  for (auto it = sinks.begin(); it != sinks.end();) {
+    const auto& [sink, ranks] = it->second;
+    if (!is_stall(sink.kind)) {
+      ++it;
+      continue;
+    }
+    const FrAge age = stall_age(g, sink, ranks, dating);
+    if (age != FrAge::young) {
+      ages[it->first] = age;
+      ++it;
+      continue;
+    }
+    out.notes.push_back(in_flight_note(g, sink, ranks, dating));
+    it = sinks.erase(it);
+  }
+  if (sinks.empty()) return out;
   // A missing send first: a receive cannot complete without it, where a small send may complete
   // without its receive (eagerly) and wait only for the rest of its group.
   std::vector<const std::pair<Sink, std::vector<int>>*> ordered;
   for (const auto& [key, value] : sinks) ordered.push_back(&value);
   std::stable_sort(ordered.begin(), ordered.end(), [&](const auto* a, const auto* b) {
-    auto rank = [&](const Sink& s) { return std::pair{static_cast<int>(s.kind), g.stuck[s.op].op->entry->op == "send"}; };
+    auto rank = [&](const Sink& s) { return std::pair{static_cast<int>(s.kind), g.stuck[s.op].op->entry->kind == traces::FrKind::send}; };
     return rank(a->first) < rank(b->first);
   });
-  for (const auto* value : ordered) out.findings.push_back(sink_finding(g, value->first, value->second));
+  for (const auto* value : ordered) {
+    out.findings.push_back(sink_finding(g, value->first, value->second));
+    if (is_stall(value->first.kind)) date_stall(out.findings.back(), g, value->first, ages.at(key_of(g, value->first)), dating);
+  }
   // A cause that explains every stuck rank is the one to read first.
   if (out.findings.size() > 1)
     std::stable_sort(out.findings.begin(), out.findings.end(), [](const core::Finding& a, const core::Finding& b) {

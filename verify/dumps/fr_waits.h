@@ -18,6 +18,7 @@
 
 #include "core/verdict.h"
 #include "verify/dumps/fr_job.h"
+#include "verify/dumps/fr_streams.h"
 
 namespace ppspec::verify {
 
@@ -25,10 +26,12 @@ struct FrWaitFindings {
   // In order: a deadlock (cycle), a skipped or missing operation (fifo-misalignment, unmatched),
   // ranks waiting for one that did not dump (hang, missing-dump), a stall (hang, stalled).
   std::vector<core::Finding> findings;
+  std::vector<core::Finding> notes;    // operations in flight when the dumps were taken (no fault)
   std::vector<std::string> frontiers;  // per rank: how much completed, where it stopped, whom it waits for
   size_t stuck_ranks = 0;              // ranks with an operation not completed
 };
 
-FrWaitFindings check_waits(const FrJob& job);
+// Nothing when the dumps record no progress (Gloo): the caller says so.
+FrWaitFindings check_waits(const FrJob& job, FrCalls calls);
 
 }  // namespace ppspec::verify
