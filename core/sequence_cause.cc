@@ -70,6 +70,15 @@ size_t local_period(const Sequences& s, size_t lane, size_t from, size_t p) {
   return 0;
 }
 
+// Whether the lane posted one operation twice in a row anywhere in the window before `p`: where it
+// does, a repetition at `p` is its habit, not a double post.
+bool repeats_before(const Sequences& s, size_t lane, size_t from, size_t p) {
+  const size_t lo = std::max(from + 1, p >= kCauseWindow ? p - kCauseWindow : 0);
+  for (size_t i = lo; i < p; ++i)
+    if (s.same(lane, i, lane, i - 1)) return true;
+  return false;
+}
+
 bool occurs_elsewhere(const Sequences& s, size_t lane, size_t p, size_t from) {
   for (size_t j = 0; j < s.lanes(); ++j) {
     const size_t lo = std::max(from, p >= kCauseWindow ? p - kCauseWindow : 0);
@@ -118,12 +127,17 @@ std::pair<std::vector<size_t>, std::string> wrong_lanes(const Sequences& s, cons
     return {broken, period == 1 ? std::string("breaks the pattern the other side keeps: all its operations alike")
                                 : fmt::format("breaks the repeating pattern the other side keeps (every {} operations)", period)};
   // An operation posted twice in a row (a double post), where the other side did not repeat: the
-  // extra one of a shift, or the odd one at a position.
+  // extra one of a shift. (At a position where two lanes differ, a lane repeating its previous
+  // operation is consistent, not suspect: it tells nothing.)
   std::vector<size_t> repeated;
   for (const Hypothesis& h : best)
-    if ((h.kind == CauseKind::extra || h.kind == CauseKind::differs) && h.culprits.size() == 1) {
+    if (h.kind == CauseKind::extra && h.culprits.size() == 1) {
       const size_t a = h.culprits.front();
-      if (p[a] > from[a] && s.same(a, p[a], a, p[a] - 1) && std::find(repeated.begin(), repeated.end(), a) == repeated.end())
+      bool others_repeat = false;
+      for (size_t b = 0; b < s.lanes(); ++b)
+        others_repeat = others_repeat || (b != a && p[b] > from[b] && p[b] < s.length(b) && s.same(b, p[b], b, p[b] - 1));
+      if (p[a] > from[a] && s.same(a, p[a], a, p[a] - 1) && !others_repeat && !repeats_before(s, a, from[a], p[a] - 1) &&
+          std::find(repeated.begin(), repeated.end(), a) == repeated.end())
         repeated.push_back(a);
     }
   if (repeated.size() == 1) return {repeated, "the same operation twice in a row"};

@@ -22,4 +22,19 @@ GeneratedCase generate_case(const std::string& out, const std::string& prefix, u
   return c;
 }
 
+GeneratedCase generate_shape_case(const std::string& out, const std::string& prefix, uint64_t seed, uint64_t index,
+                                  const std::function<generator::GeneratedProgram(uint64_t, const std::string&)>& make) {
+  namespace fs = std::filesystem;
+  GeneratedCase c;
+  c.name = fmt::format("{}-s{}-{:04}", prefix, seed, index);
+  c.program = make(core::derive_seed(seed, index), c.name);
+  const fs::path dir = fs::path(out) / "cases" / c.name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  c.file = (dir / (c.name + ".toml")).string();
+  c.program.program.file = c.file;
+  std::ofstream(c.file) << program::to_toml(c.program.program);
+  return c;
+}
+
 }  // namespace ppspec::fidelity

@@ -20,7 +20,8 @@ namespace ppspec::fidelity {
 
 struct GeneratedCase {
   std::string name, file;  // file: OUT/cases/NAME/NAME.toml
-  generator::Disturbance kind;
+  generator::Disturbance kind = generator::Disturbance::drop;
+  std::string kind_name;   // where a family names its own ("none" for an undisturbed program)
   generator::GeneratedProgram program;
 };
 
@@ -28,6 +29,11 @@ struct GeneratedCase {
 // generated with `options(kind)` and written as a scenario file.
 GeneratedCase generate_case(const std::string& out, const std::string& prefix, uint64_t seed, uint64_t index,
                             const std::function<generator::GeneratorOptions(generator::Disturbance)>& options);
+
+// Case `index` of `seed` made by `make(seed of the case, name)`: named PREFIX-sSEED-INDEX and written
+// as a scenario file.
+GeneratedCase generate_shape_case(const std::string& out, const std::string& prefix, uint64_t seed, uint64_t index,
+                                  const std::function<generator::GeneratedProgram(uint64_t, const std::string&)>& make);
 
 // Runs cases 0..count-1 (`run(i)`; a Case has `name`, `agree`, `why`): keeps each program under
 // OUT/programs/, moves each disagreement's folder to OUT/disagreements/NAME/ with why.json,

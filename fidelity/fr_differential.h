@@ -17,22 +17,33 @@
 #include <vector>
 
 #include "core/verdict.h"
+#include "generator/fr_shapes.h"
+#include "traces/fr_writer.h"
+#include "verify/dumps/fr_streams.h"
 
 namespace ppspec::fidelity {
 
 struct FrCase {
   uint64_t index = 0;
+  generator::FrShape shape = generator::FrShape::async;
   std::string name;
   std::string file;  // the program, kept under OUT/programs/
   int ranks = 0;
   std::string disturbance;
-  std::string kind;  // the disturbance's kind: drop, double, count, dtype, root, peer, invert
+  std::string kind;  // the disturbance's kind: none, drop, double, count, dtype, root, peer, invert
+  core::RankId disturbed_rank = -1;
   std::string sim_class, check_class;
+  std::string sim_end_class;  // where the simulated run ended (past an emulated mismatch: what it caused)
   core::Culprit sim_culprit, check_culprit;
   std::string sim_summary, check_summary;
   bool invisible = false;  // the simulator's finding is of what a dump does not record (root, capture)
   bool via_host_call = false;
   bool data_lost = false;  // the simulator noted data lost to a connection wired wrongly at first contact  // the simulator's deadlock runs through a host call a dump does not record
+  // Agreement short of the simulator's whole answer, but honest: check named no culprit where the
+  // simulator named one (cannot_tell), or passed, saw operations in flight or a stall it could not
+  // date, where the dumps cannot show the simulator's failure (unseen: Gloo's, a snapshot's, a
+  // wrapped ring's).
+  bool cannot_tell = false, unseen = false;
   bool agree = false;
   std::string why;  // a disagreement, in words
 };
@@ -52,13 +63,21 @@ struct FrDifferentialOptions {
   uint64_t seed = 1;
   std::string out;  // OUT/programs/, OUT/disagreements/, OUT/flight-recorder.md
   int max_ranks = 8;
+  generator::FrShape shape = generator::FrShape::async;  // the family of programs and of dumps
 };
+
+// How case `index` of a family has its dumps written (PyTorch's defaults, but for what the family
+// is about: a small ring, Gloo's form, a dump while running, started states for async), and read.
+traces::FrWriteOptions fr_write_options(generator::FrShape shape, uint64_t index, int64_t end_ns);
+verify::FrCalls fr_read_calls(generator::FrShape shape);
 
 // One program: generate, simulate, export, check, compare.
 FrCase run_fr_case(const FrDifferentialOptions& o, uint64_t index);
-// A program scenario file: simulate it (seed 1) with its trace in `dir`, export the dumps there, check
-// them and compare. tests/fr_differential/ keeps the cases that once disagreed.
-FrCase compare_on_dumps(const std::string& file, const std::string& dir);
+// A program scenario file: simulate it (seed 1) with its trace in `dir`, export the dumps there as the
+// family writes them, check them and compare. tests/fr_differential/ keeps the cases that once
+// disagreed.
+FrCase compare_on_dumps(const std::string& file, const std::string& dir, generator::FrShape shape = generator::FrShape::async,
+                        uint64_t index = 0);
 
 }  // namespace ppspec::fidelity
 
@@ -69,5 +88,7 @@ namespace ppspec::fidelity {
 // reports under OUT/disagreements/NAME/, and writes OUT/flight-recorder.md and OUT/summary.json.
 // Exit status: 0 when every case agreed, 1 when one did not.
 int fr_differential_main(const FrDifferentialOptions& o, std::ostream& out);
+// Every family in turn, each into OUT/FAMILY/, and OUT/flight-recorder.md: the families side by side.
+int fr_differential_all_main(const FrDifferentialOptions& o, std::ostream& out);
 
 }  // namespace ppspec::fidelity

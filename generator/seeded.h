@@ -51,6 +51,7 @@ struct GeneratedProgram {
   program::Program program;
   std::vector<std::string> features;  // what the program exercises, sorted: "graph", "zero-count", ...
   std::string disturbance;            // what was done to the well-matched program, in words; empty: nothing
+  core::RankId disturbed_rank = -1;   // the rank it was done to; -1: none
 };
 
 // The program for `seed`; its name is `name`, its [expect] verdict `pass` (the caller replaces it

@@ -73,6 +73,7 @@ void Generator::invert() {
   const std::string said = invert_order(RankUnits{draft_.units(r), r, out_.program});
   if (said.empty()) return;
   out_.disturbance = said;
+  out_.disturbed_rank = r;
   feature("inverted order");
 }
 
@@ -94,6 +95,7 @@ void Generator::mutate(std::optional<Disturbance> kind) {
   if (!kind) kind = kRandomMutations[below(std::size(kRandomMutations))];
   out_.disturbance = generator::disturb(RankUnits{draft_.units(r), r, out_.program}, at, *kind,
                                         [this](size_t k) { return static_cast<size_t>(below(k)); });
+  out_.disturbed_rank = r;
   feature("mutated");
 }
 

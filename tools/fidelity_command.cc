@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "fidelity/fr_differential.h"
+#include "generator/fr_shapes.h"
 #include "generator/seeded.h"
 #include "fidelity/import_differential.h"
 #include "fidelity/plugin_differential.h"
@@ -269,6 +270,15 @@ int fidelity_main(const FidelityArgs& args, std::ostream& out, std::ostream& err
     o.seed = args.seed;
     o.out = args.out;
     o.max_ranks = args.max_ranks;
+    if (args.shape == "all" && args.backend == "flight-recorder") return fidelity::fr_differential_all_main(o, out);
+    const std::optional<generator::FrShape> shape = generator::parse_fr_shape(args.shape);
+    if (!shape) {
+      err << fmt::format("ppspec: --shape {} is none of the families (async, sync, coalesced, batched, all_to_all, wrapped, gloo, "
+                         "snapshot, or all)\n",
+                         args.shape);
+      return kExitBadInput;
+    }
+    o.shape = *shape;
     return args.backend == "import" ? fidelity::import_differential_main(o, out) : fidelity::fr_differential_main(o, out);
   }
   if (args.backend == "nccl-profiler" && !args.scenario_files.empty()) {

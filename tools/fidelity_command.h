@@ -29,6 +29,7 @@ struct FidelityArgs {
   bool rerun_gpu = false;       // run the GPU again even where a result is kept
   int interface = 5;            // nccl-profiler: the plugin table driven (NCCL's profiler interface v5 or v6)
   std::vector<std::string> scenario_files;  // nccl-profiler: these committed scenarios instead of generated programs
+  std::string shape = "async";  // flight-recorder: the family of programs and dumps (generator/fr_shapes.h), or "all"
 };
 
 // What the two backends are compared on: the simulator's deadlock is the hardware's hang, a

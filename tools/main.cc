@@ -252,6 +252,9 @@ void fidelity_options(CLI::App& cmd, CommandLine& line) {
   cmd.add_option("--gpus", fidelity.gpus, "GPUs on this machine: programs with more ranks run on the simulator only")
       ->check(CLI::Range(1, 8));
   cmd.add_option("--max-ranks", fidelity.max_ranks, "largest generated program")->check(CLI::Range(2, 8));
+  cmd.add_option("--shape", fidelity.shape,
+                 "flight-recorder, import: the family of programs and of their dumps: async (the default), sync, coalesced, batched, "
+                 "all_to_all, wrapped, gloo, snapshot; flight-recorder: all runs each into OUT/FAMILY/");
   cmd.add_flag("--rerun-gpu", fidelity.rerun_gpu, "run on GPUs again where an earlier run's result is kept");
 }
 

@@ -131,20 +131,33 @@ Json entry_of(const FrRecordPlan& r, const Group& g, int rank, int64_t at, const
 // When rank `rank`'s dump is written: after the run, or at its moment of a dump taken while it runs.
 int64_t dumped_at(const FrWriteOptions& o, int rank) { return o.at ? *o.at + rank * o.skew : kNever; }
 
+FrPlaceKey key_of(int rank, const FrPosted& p) {
+  const bool p2p = core::is_p2p(p.desc.kind);
+  return {rank, p.comm, p2p, p2p ? p.desc.peer : -1, p.cseq};
+}
+
 // A rank's records, planned from its operations posted by the time of its dump, numbered on from
-// `numbering`, and what the ring still holds of them.
+// `numbering`, and what the ring still holds of them; where each operation landed goes to `placed`.
 Json entries_of(const std::deque<FrPosted>& posts, const std::map<std::string, Group>& groups, int rank, FrNumbering numbering,
-                const FrWriteOptions& o) {
+                const FrWriteOptions& o, std::map<FrPlaceKey, FrPlaced>& placed) {
   const int64_t at = dumped_at(o, rank);
   std::vector<FrRecordPlan> plans;
   for (const FrPosted& p : posts) {
-    if (p.posted > at) break;
+    placed[key_of(rank, p)] = FrPlaced{p.cseq, false, false};  // until a record holds it
+    if (p.posted > at) continue;
     for (FrRecordPlan& r : numbering.next(p)) plans.push_back(std::move(r));
   }
   for (FrRecordPlan& r : numbering.close()) plans.push_back(std::move(r));
   Json entries = Json::array();
   const size_t keep = o.buffer == 0 ? plans.size() : std::min(plans.size(), o.buffer);
-  for (size_t i = plans.size() - keep; i < plans.size(); ++i) entries.push_back(entry_of(plans[i], groups.at(plans[i].comm), rank, at, o));
+  for (size_t i = 0; i < plans.size(); ++i) {
+    const FrRecordPlan& r = plans[i];
+    const bool collective = !r.is_p2p && r.role != FrRecordPlan::Role::closer;
+    for (const FrPosted& p : r.posts)
+      if (r.role != FrRecordPlan::Role::closer || r.name != "coalesced")
+        placed[key_of(rank, p)] = FrPlaced{collective ? r.coll - 1 : p.cseq, i >= plans.size() - keep, collective && core::is_p2p(p.desc.kind)};
+    if (i >= plans.size() - keep) entries.push_back(entry_of(r, groups.at(r.comm), rank, at, o));
+  }
   PPSPEC_ASSERT(entries.size() == keep);
   return entries;
 }
@@ -187,7 +200,7 @@ FrRun read_fr_run(const std::string& trace) {
     if (e->kind == core::EventKind::op_posted && e->has_op) {
       auto& mine = run.posts[e->rank];
       by_op[e->op_id] = {e->rank, mine.size()};
-      mine.push_back(FrPosted{std::string(e->comm), e->op, e->op_id, e->t, -1, -1, std::string(e->actor), std::string(e->text), e->value});
+      mine.push_back(FrPosted{std::string(e->comm), e->op, e->op_id, e->t, -1, -1, std::string(e->actor), std::string(e->text), e->value, e->cseq});
       // A peer (or a member) that never initialised still belongs to the communicator.
       run.members[std::string(e->comm)].insert(e->rank);
     }
@@ -224,7 +237,7 @@ FrExport flight_recorder_of(const FrRun& run, const FrWriteOptions& o) {
     const auto before = run.before.find(rank);
     FrNumbering numbering = before == run.before.end() ? FrNumbering(o, members) : before->second;
     numbering.configure(o, members);
-    const Json entries = it == run.posts.end() ? Json::array() : entries_of(it->second, groups, rank, numbering, o);
+    const Json entries = it == run.posts.end() ? Json::array() : entries_of(it->second, groups, rank, numbering, o, out.placed);
     out.dumps[rank] = Json{{"version", "2.10"},
                            {"comm_lib_version", o.backend == FrBackend::gloo ? "" : "2.28.9"},
                            {"pg_config", config_of(groups, rank, o)},

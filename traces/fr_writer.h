@@ -43,6 +43,7 @@ struct FrPosted {
   int64_t posted = 0, started = -1, completed = -1;  // ns; -1: not (yet)
   std::string actor, origin;
   int64_t group = -1;  // the host thread's ncclGroupStart..End (op_posted's value); -1: none
+  int64_t cseq = -1;   // its place on its communicator's collectives or its p2p channel, as the trace numbers it
 };
 
 enum class FrBackend : uint8_t { nccl, gloo };
@@ -111,9 +112,23 @@ struct FrRun {
   std::map<int, FrNumbering> before;
 };
 
+// Where an operation of the trace stands in the dumps: its place there (a collective call's
+// collective_seq_id - 1, which counts PyTorch's calls, not NCCL's operations; a p2p operation's place
+// on its channel; a p2p operation fused into an all_to_all: that call's) and whether its rank's dump
+// holds it (not when its ring dropped it, when it was posted after a dump taken while running, or
+// when Gloo records no p2p).
+struct FrPlaced {
+  int64_t position = -1;
+  bool recorded = false;
+  bool fused = false;  // a p2p operation of an all_to_all: a collective in the dumps
+};
+// (rank, communicator, p2p, peer (-1 for a collective), the trace's place: OpDesc cseq)
+using FrPlaceKey = std::tuple<int, std::string, bool, int, int64_t>;
+
 struct FrExport {
   std::map<int, nlohmann::json> dumps;           // by rank: the dump as PyTorch's pickle holds it (with frames)
   std::map<std::string, std::string> group_of;  // communicator name -> process group name
+  std::map<FrPlaceKey, FrPlaced> placed;        // every operation of the run
 };
 
 // Reads a ppspec trace into a run; throws core::InputError for a trace that cannot be read.

@@ -181,9 +181,12 @@ std::optional<core::Finding> unbalanced_all_to_all(const FrJobGroup& g, const st
   for (size_t k = 0; k < upto; ++k) {
     int64_t sent = 0, received = 0;
     std::vector<std::string> parts;
+    const bool all = std::all_of(lanes.begin(), lanes.end(), [k](const Lane& l) {
+      return l.at(k) != nullptr && l.at(k)->entry->kind == traces::FrKind::all_to_all;
+    });
+    if (!all) continue;
     for (const Lane& l : lanes) {
       const FrOp* op = l.at(k);
-      if (op == nullptr || op->entry->kind != traces::FrKind::all_to_all) return std::nullopt;
       const auto [in, out] = all_to_all_totals(*op->entry);
       sent += in;
       received += out;
@@ -345,6 +348,19 @@ void completed_surplus(const FrChannel& ch, const FrJobGroup& g, const std::vect
   out.unmatched_completed.push_back({op->entry->created_ns, std::move(f)});
 }
 
+// On a channel one side's extra operation and the other's skipped one look alike (and a repeated
+// operation is the rule in a pipeline): the anchors of the ranks' other groups tell which side broke
+// its own step, where they can.
+void blame_by_anchors(const FrJob& job, const FrChannel& ch, const std::vector<Lane>& lanes, core::SequenceCause& c) {
+  const bool one_apart = c.kind == core::CauseKind::extra || c.kind == core::CauseKind::missing || c.kind == core::CauseKind::shifted;
+  if (!one_apart) return;
+  const std::optional<FrChannelBlame> b = anchored_blame(job, ch, lanes[0].ops, lanes[1].ops);
+  if (!b) return;
+  c.kind = b->extra ? core::CauseKind::extra : core::CauseKind::missing;
+  c.culprits = {b->sender ? size_t{0} : size_t{1}};
+  c.evidence = b->words;
+}
+
 // A channel's operations from the first place both sides hold: a ring that wrapped dropped the rest.
 std::vector<Lane> channel_lanes(const FrChannel& ch) {
   const auto from = [](const std::vector<FrOp>& ops, int64_t start) {
@@ -373,7 +389,8 @@ void check_channel(const FrJob& job, const FrChannel& ch, FrSequenceFindings& ou
   const FrJobGroup& g = job.groups[ch.group];
   std::vector<size_t> from(2, 0);
   for (size_t n = 0; n < kFrCausesPerSequence; ++n) {
-    const core::SequenceCause c = core::first_cause(ids, from);
+    core::SequenceCause c = core::first_cause(ids, from);
+    if (n == 0) blame_by_anchors(job, ch, lanes, c);
     if (c.kind == core::CauseKind::surplus) return completed_surplus(ch, g, lanes, c, out);
     if (c.kind == core::CauseKind::none) return;
     core::Finding f;

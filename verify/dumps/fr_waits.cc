@@ -332,6 +332,7 @@ void date_stall(core::Finding& f, const WaitGraph& g, const Sink& s, FrAge age, 
     return;
   }
   f.summary += "; or the job was still running: the dumps cannot tell a slow job from a stalled one here";
+  f.culprit.what = "undated";
   f.details.insert(f.details.begin(), fmt::format("not dated: {}", words));
 }
 
