@@ -24,6 +24,13 @@ namespace {
 
 using Positions = std::vector<size_t>;
 
+// Operations of a lane before a position needed to call a repetition there unusual for it.
+constexpr size_t kHabitMin = 1;
+// Lanes split evenly at a position: one side's operation seen nowhere else is the odd one only
+// where the others' recurs this often elsewhere. Between two lanes it tells nothing: a wrong dtype
+// or size is as often a common one, which leaves the right operation the unique one.
+constexpr size_t kRecurMin = 3;
+
 // How far the lanes agree from `pos` (at most the window), and whether they all end there at once.
 struct Run {
   size_t agree = 0;
@@ -70,24 +77,28 @@ size_t local_period(const Sequences& s, size_t lane, size_t from, size_t p) {
   return 0;
 }
 
-// Whether the lane posted one operation twice in a row anywhere in the window before `p`: where it
-// does, a repetition at `p` is its habit, not a double post.
+// Whether the lane may repeat itself at `p` by habit: it posted one operation twice in a row
+// somewhere in the window before `p`, or the window holds too little of it to say it does not.
 bool repeats_before(const Sequences& s, size_t lane, size_t from, size_t p) {
   const size_t lo = std::max(from + 1, p >= kCauseWindow ? p - kCauseWindow : 0);
+  if (p < lo + kHabitMin) return true;
   for (size_t i = lo; i < p; ++i)
     if (s.same(lane, i, lane, i - 1)) return true;
   return false;
 }
 
-bool occurs_elsewhere(const Sequences& s, size_t lane, size_t p, size_t from) {
+// How often, in the window around `p`, the lane's operation at `p` occurs elsewhere on any lane.
+size_t occurrences_elsewhere(const Sequences& s, size_t lane, size_t p, size_t from) {
+  size_t n = 0;
   for (size_t j = 0; j < s.lanes(); ++j) {
     const size_t lo = std::max(from, p >= kCauseWindow ? p - kCauseWindow : 0);
     const size_t hi = std::min(s.length(j), p + kCauseWindow);
     for (size_t i = lo; i < hi; ++i)
-      if (!(j == lane && i == p) && s.same(lane, p, j, i)) return true;
+      if (!(j == lane && i == p) && s.same(lane, p, j, i)) ++n;
   }
-  return false;
+  return n;
 }
+
 
 struct Hypothesis {
   CauseKind kind;
@@ -145,9 +156,13 @@ std::pair<std::vector<size_t>, std::string> wrong_lanes(const Sequences& s, cons
   // tells nothing between an extra and a skipped one: the operation in question is unique either way).
   const bool all_differ = std::all_of(best.begin(), best.end(), [](const Hypothesis& h) { return h.kind == CauseKind::differs; });
   std::vector<size_t> unique;
-  for (size_t i = 0; i < s.lanes() && all_differ; ++i)
-    if (!occurs_elsewhere(s, i, p[i], from[i])) unique.push_back(i);
-  if (unique.size() == 1) return {unique, "posts what occurs nowhere else on the communicator"};
+  bool others_recur = true;
+  for (size_t i = 0; i < s.lanes() && all_differ; ++i) {
+    const size_t n = occurrences_elsewhere(s, i, p[i], from[i]);
+    if (n == 0) unique.push_back(i);
+    else others_recur = others_recur && n >= kRecurMin;
+  }
+  if (unique.size() == 1 && s.lanes() > 2 && others_recur) return {unique, "posts what occurs nowhere else on the communicator"};
   return {{}, ""};
 }
 

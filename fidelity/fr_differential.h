@@ -68,7 +68,8 @@ struct FrDifferentialOptions {
 
 // How case `index` of a family has its dumps written (PyTorch's defaults, but for what the family
 // is about: a small ring, Gloo's form, a dump while running, started states for async), and read.
-traces::FrWriteOptions fr_write_options(generator::FrShape shape, uint64_t index, int64_t end_ns);
+// `start_ns`: when the last rank made its first call; `end_ns`: when the run ended.
+traces::FrWriteOptions fr_write_options(generator::FrShape shape, uint64_t index, int64_t start_ns, int64_t end_ns);
 verify::FrCalls fr_read_calls(generator::FrShape shape);
 
 // One program: generate, simulate, export, check, compare.

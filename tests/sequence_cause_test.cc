@@ -63,14 +63,17 @@ TEST(SequenceCause, AShiftNothingExplainsIsSaidToBeAmbiguous) {
   EXPECT_EQ(c.resume, (std::vector<size_t>{3, 2}));
 }
 
-TEST(SequenceCause, ADifferentOperationIsToldByThePatternOrByBeingUnique) {
+TEST(SequenceCause, ADifferentOperationIsToldByThePatternOrByBeingUniqueAmongFour) {
   auto c = cause({"abcabcabcabc", "abcbbcabcabc"});  // b occurs elsewhere: the pattern tells
   EXPECT_EQ(c.kind, core::CauseKind::differs);
   EXPECT_EQ(c.culprits, std::vector<size_t>{1});
-  c = cause({"pqrstur", "pqzstur"});  // no pattern: z occurs nowhere else, r does
+  c = cause({"pqrsrtrur", "pqzsrtrur", "pqrsrtrur", "pqysrtrur"});  // z and y: neither a majority; y and z unique, r recurs
+  EXPECT_TRUE(c.culprits.empty() || c.culprits.size() == 2) << c.evidence;
+  // Between two lanes a value seen nowhere else tells nothing: a wrong dtype or size is as often a
+  // common one, which leaves the right operation the unique one.
+  c = cause({"pqrsrtrur", "pqzsrtrur"});
   EXPECT_EQ(c.kind, core::CauseKind::differs);
-  EXPECT_EQ(c.culprits, std::vector<size_t>{1});
-  EXPECT_EQ(c.evidence, "posts what occurs nowhere else on the communicator");
+  EXPECT_TRUE(c.culprits.empty()) << c.evidence;
   c = cause({"pqrstr", "pqtstr"});  // r and t both occur elsewhere: nothing tells
   EXPECT_EQ(c.kind, core::CauseKind::differs);
   EXPECT_TRUE(c.culprits.empty());

@@ -37,6 +37,18 @@ FrAge FrDating::age(const FrOp& op) const {
   return w != written_.end() ? FrAge::young : FrAge::undated;
 }
 
+bool FrDating::taken_before(int rank, const FrOp& op) const {
+  const traces::FrEntry& e = op.coalesced == SIZE_MAX ? *op.entry : op.dump->entries.at(op.coalesced);
+  if (e.created_ns <= 0) return false;
+  const auto w = written_.find(rank);
+  if (w != written_.end()) return w->second < e.created_ns;
+  // A dump that records nothing at all was taken before its rank called anything, or it never did:
+  // the first where the waiting dump looks like one of a job in flight.
+  const auto n = newest_.find(rank);
+  if (n == newest_.end()) return age(op) == FrAge::young;
+  return n->second < e.created_ns;
+}
+
 std::string FrDating::words(const FrOp& op) const {
   const traces::FrEntry& closer = op.coalesced == SIZE_MAX ? *op.entry : op.dump->entries.at(op.coalesced);
   const int rank = op.dump->rank;

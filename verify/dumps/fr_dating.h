@@ -30,6 +30,11 @@ class FrDating {
   FrAge age(const FrOp& op) const;
   // "rank 0's dump was written 22 ms after it was posted, of a 600000 ms timeout" (or why nothing dates it).
   std::string words(const FrOp& op) const;
+  // Whether rank `rank`'s dump may have been taken before `op` was posted on another rank: it records
+  // nothing after (or was written before) the time `op` was posted, or nothing at all while `op`'s
+  // dump says it was taken soon after (a job in flight). Clocks of one job's hosts agree to well
+  // within the steps of a job.
+  bool taken_before(int rank, const FrOp& op) const;
 
  private:
   std::map<int, int64_t> written_;  // rank -> when its dump was written (ns), where it shows

@@ -231,13 +231,47 @@ core::Finding surplus_finding(const FrJob& job, size_t group, const std::vector<
                           more.at(k)->entry->collective_seq_id, describe(*more.at(k)), less.rank);
   f.sites.push_back(core::Site{less.rank, fmt::format("rank{}", less.rank), g.label(), -1, "never posts the counterpart", ""});
   f.sites.push_back(site_of(more, k, g.label(), false, ""));
-  f.culprit = core::Culprit{less.rank, g.name, false, -1, more.at(k)->position, "never-posted"};
+  // Equal operations cannot tell a skipped one from one too many: no culprit, only where.
+  f.culprit = core::Culprit{-1, g.name, false, -1, more.at(k)->position, "count"};
   if (const auto where = locate_skipped_collective(job, group, less.rank, more.rank)) f.details.push_back(*where);
   return f;
 }
 
+// Before the first collective every dumped member still holds, the members whose rings do hold one
+// can still be compared: the first that differs among them is a finding, its culprit the one odd
+// among three or more, none between two.
+std::optional<core::Finding> early_mismatch(const FrJobGroup& g) {
+  std::map<int64_t, std::vector<std::pair<int, const FrOp*>>> by_seq;
+  for (size_t m = 0; m < g.ranks.size(); ++m)
+    for (const FrOp& op : g.lanes[m])
+      if (op.entry->collective_seq_id < g.first_common_seq) by_seq[op.entry->collective_seq_id].emplace_back(g.ranks[m], &op);
+  for (const auto& [seq, held] : by_seq) {
+    if (held.size() < 2) continue;
+    std::map<std::string, std::vector<size_t>> keys;
+    for (size_t i = 0; i < held.size(); ++i) keys[match_key(*held[i].second)].push_back(i);
+    if (keys.size() == 1) continue;
+    core::Finding f;
+    f.verdict = core::Verdict::fifo_misalignment;
+    f.kind = std::string(core::kKindCollectiveMismatch);
+    f.time = core::kNoTime;
+    std::vector<std::string> posts;
+    for (const auto& [rank, op] : held)
+      if (posts.size() < core::kFindingListMax) posts.push_back(fmt::format("rank {} posts {}", rank, describe(*op)));
+    f.summary = fmt::format("{} collective_seq_id {}, which only some members' rings still hold: {}", g.label(), seq, fmt::join(posts, ", "));
+    f.culprit = core::Culprit{-1, g.name, false, -1, held.front().second->position, "differs"};
+    for (const auto& [key, at] : keys)
+      if (at.size() == 1 && held.size() >= 3 && keys.size() == 2) f.culprit.rank = held[at.front()].first;
+    for (const auto& [rank, op] : held)
+      if (f.sites.size() < core::kFindingListMax)
+        f.sites.push_back(core::Site{rank, fmt::format("rank{}", rank), g.label(), seq, describe(*op), origin_of(*op)});
+    return f;
+  }
+  return std::nullopt;
+}
+
 void check_group(const FrJob& job, size_t group, FrSequenceFindings& out) {
   const FrJobGroup& g = job.groups[group];
+  if (auto early = early_mismatch(g)) out.findings.push_back(std::move(*early));
   std::vector<Lane> lanes;
   for (size_t m = 0; m < g.ranks.size(); ++m) {
     if (!g.dumped[m]) continue;

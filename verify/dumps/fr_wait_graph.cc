@@ -70,9 +70,11 @@ void WaitGraph::classify_rank(int rank, const std::vector<const FrOp*>& ops) {
   FrStreams streams(calls, job.by_rank.at(rank)->file);
   std::map<size_t, const Stuck*> first_of_group;  // coalesced groups run as one: the first member decides
   size_t last_running = kNoStuck;
+  bool completed_held = job.dropped.at(rank) == 0;  // a completed call held before: the ring reaches back past the stuck ones
   for (const FrOp* op : ops) {
     const FrPlacement at = streams.place(*op);
     const std::optional<size_t> me = find(rank, op->order);
+    completed_held = completed_held || op->state == FrState::completed;
     if (!me) continue;
     Stuck& s = stuck[*me];
     if (const auto g = first_of_group.find(op->coalesced); op->coalesced != SIZE_MAX && g != first_of_group.end()) {
@@ -90,6 +92,10 @@ void WaitGraph::classify_rank(int rank, const std::vector<const FrOp*>& ops) {
     // until the peers call too), and it waits as if it ran.
     s.in_call = in_last_call(*op) && (!timing || unstarted_from(job.states.at(rank), op->order));
     if (!s.running && s.blocker == kNoStuck && s.in_call) s.running = true;
+    if (s.blocker == kNoStuck && !completed_held) {
+      s.behind_dropped = true;
+      s.running = false;
+    }
     if (s.running) s.blocker = kNoStuck;
     if (s.running) last_running = *me;
     if (op->coalesced != SIZE_MAX) first_of_group[op->coalesced] = &s;

@@ -20,7 +20,7 @@ using traces::FrState;
 
 // Where a path of waits ends.
 struct Sink {
-  enum class Kind : uint8_t { idle, no_dump, lost, unplaced, aligned, outside } kind = Kind::aligned;
+  enum class Kind : uint8_t { idle, no_dump, lost, unplaced, dropped, aligned, outside } kind = Kind::aligned;
   int rank = -1;         // idle, no_dump, unplaced: the rank waited for; outside: the rank stuck
   size_t op = kNoStuck;  // the last stuck operation on the path
 };
@@ -109,6 +109,7 @@ Sink follow(const WaitGraph& g, size_t i) {
   for (size_t steps = 0; steps <= g.stuck.size(); ++steps) {
     const Stuck& s = g.stuck[i];
     if (!s.running) {
+      if (s.behind_dropped) return Sink{Sink::Kind::dropped, s.rank, i};
       if (s.blocker == kNoStuck) return Sink{Sink::Kind::outside, s.rank, i};
       i = s.blocker;
       continue;
@@ -231,7 +232,7 @@ bool stuck_at_same(const WaitGraph& g, int r, const FrOp& op) {
   return false;
 }
 
-core::Finding idle_finding(const WaitGraph& g, const Sink& s, const std::vector<int>& waiting_ranks) {
+core::Finding idle_finding(const WaitGraph& g, const Sink& s, const std::vector<int>& waiting_ranks, const FrDating& dating) {
   core::Finding f;
   f.verdict = core::Verdict::fifo_misalignment;
   f.kind = std::string(core::kKindUnmatched);
@@ -246,6 +247,14 @@ core::Finding idle_finding(const WaitGraph& g, const Sink& s, const std::vector<
   f.sites.push_back(core::Site{s.rank, fmt::format("rank{}", s.rank), g.job.groups[op.group].label(), -1, "never posts the counterpart", ""});
   f.sites.push_back(site_of(g, s.op));
   f.culprit = core::Culprit{s.rank, g.job.groups[op.group].name, p2p, p2p ? op.dump->rank : -1, op.position, "never-posted"};
+  // A dump of the idle rank that ends before the wait began cannot show a call made since: taken
+  // moments apart while the job ran, the dumps look so too.
+  if (g.job.by_rank.count(s.rank) && dating.taken_before(s.rank, op)) {
+    f.summary += fmt::format("; or not yet: rank {}'s dump records nothing after rank {} posted this, so it may have been taken before "
+                             "rank {} got there",
+                             s.rank, op.dump->rank, s.rank);
+    f.culprit.rank = -1;
+  }
   if (p2p) {
     for (const FrChannel& c : g.job.channels)
       if (c.group == op.group && (c.src == op.dump->rank || c.dst == op.dump->rank) && (c.src == s.rank || c.dst == s.rank))
@@ -254,8 +263,8 @@ core::Finding idle_finding(const WaitGraph& g, const Sink& s, const std::vector<
   return f;
 }
 
-core::Finding sink_finding(const WaitGraph& g, const Sink& s, const std::vector<int>& ranks) {
-  if (s.kind == Sink::Kind::idle) return idle_finding(g, s, ranks);
+core::Finding sink_finding(const WaitGraph& g, const Sink& s, const std::vector<int>& ranks, const FrDating& dating) {
+  if (s.kind == Sink::Kind::idle) return idle_finding(g, s, ranks, dating);
   core::Finding f;
   f.verdict = core::Verdict::hang;
   f.time = core::kNoTime;
@@ -281,6 +290,12 @@ core::Finding sink_finding(const WaitGraph& g, const Sink& s, const std::vector<
                             "wrapped dropped p2p calls that follow no pattern, so the channel's sides cannot be aligned; whether rank "
                             "{} posted the counterpart, the dumps cannot say",
                             rank_words(ranks), g.op_words(s.op), s.rank, s.rank);
+  } else if (s.kind == Sink::Kind::dropped) {
+    f.kind = std::string(core::kKindStalled);
+    f.summary = fmt::format("rank {}'s ring holds none of its completed calls: what its first call held, {}, waits behind was dropped "
+                            "(TORCH_FR_BUFFER_SIZE keeps more), so where rank {} is stuck the dumps cannot say; {} wait{} on it",
+                            s.rank, g.op_words(s.op), s.rank, rank_words(ranks), ranks.size() == 1 ? "s" : "");
+    f.culprit = core::Culprit{-1, g.job.groups[op.group].name, op.entry->is_p2p, -1, op.position, "dropped"};
   } else if (s.kind == Sink::Kind::outside) {
     f.kind = std::string(core::kKindStalled);
     f.summary = fmt::format("rank {}'s {} never started, and none of its communication before it is stuck: its stream waits for "
@@ -343,14 +358,17 @@ core::Finding in_flight_note(const WaitGraph& g, const Sink& s, const std::vecto
   n.verdict = core::Verdict::pass;
   n.kind = "in-flight";
   n.time = core::kNoTime;
-  n.summary = fmt::format("in flight, no fault found: {} {} at {}, which every member posted, when the dumps were taken — {}; whether "
-                          "it completed, the dumps cannot say",
-                          rank_words(ranks), ranks.size() == 1 ? "was" : "were", g.op_words(s.op), dating.words(*g.stuck[s.op].op));
+  const std::string posted = s.kind == Sink::Kind::idle ? fmt::format(", whose counterpart rank {} had not posted yet", s.rank)
+                                                       : ", which every member posted";
+  n.summary = fmt::format("in flight, no fault found: {} {} at {}{} when the dumps were taken — {}; whether it completed, the dumps "
+                          "cannot say",
+                          rank_words(ranks), ranks.size() == 1 ? "was" : "were", g.op_words(s.op), posted, dating.words(*g.stuck[s.op].op));
   return n;
 }
 
 std::string wait_words(const WaitGraph& g, size_t i) {
   const Stuck& s = g.stuck[i];
+  if (s.behind_dropped) return "behind what its ring dropped (it holds none of its completed calls)";
   if (!s.running) return s.blocker == kNoStuck ? "not started, behind no stuck communication" : "queued behind " + g.op_words(s.blocker);
   std::vector<std::string> parts;
   for (const Wait& w : g.waits[i]) {
@@ -409,7 +427,9 @@ FrWaitFindings check_waits(const FrJob& job, FrCalls calls) {
   std::map<std::tuple<int, int, size_t, int64_t, int>, FrAge> ages;
   for (auto it = sinks.begin(); it != sinks.end();) {
     const auto& [sink, ranks] = it->second;
-    if (!is_stall(sink.kind)) {
+    // A counterpart not posted yet, in dumps that say they were taken soon after the wait began, is
+    // a job in flight too (its ranks' dumps are taken moments apart).
+    if (!is_stall(sink.kind) && !(sink.kind == Sink::Kind::idle && stall_age(g, sink, ranks, dating) == FrAge::young)) {
       ++it;
       continue;
     }
@@ -432,7 +452,7 @@ FrWaitFindings check_waits(const FrJob& job, FrCalls calls) {
     return rank(a->first) < rank(b->first);
   });
   for (const auto* value : ordered) {
-    out.findings.push_back(sink_finding(g, value->first, value->second));
+    out.findings.push_back(sink_finding(g, value->first, value->second, dating));
     if (is_stall(value->first.kind)) date_stall(out.findings.back(), g, value->first, ages.at(key_of(g, value->first)), dating);
   }
   // A cause that explains every stuck rank is the one to read first.
