@@ -79,6 +79,16 @@ size_t cascade(const IdLanes& s, const std::vector<size_t>& at) {
   }
 }
 
+// Without labels, an operation posted twice in a row is as often a skipped one on the other side (a
+// job repeats its shapes step after step): where nothing else tells, it is no culprit.
+void distrust_repeat(core::SequenceCause& c) {
+  if (c.evidence != "the same operation twice in a row" || c.kind != core::CauseKind::extra || c.culprits.size() != 1) return;
+  c.kind = core::CauseKind::shifted;
+  c.ahead = c.culprits;
+  c.culprits.clear();
+  c.evidence.clear();
+}
+
 // What the cause blames, in the communicator's numbering.
 core::Culprit culprit_at(const std::vector<Lane>& lanes, const core::SequenceCause& c, const std::string& comm, bool p2p) {
   std::vector<core::RankId> ranks;
@@ -298,8 +308,9 @@ void check_group(const FrJob& job, size_t group, FrSequenceFindings& out) {
   }
   std::vector<size_t> from(lanes.size(), 0);
   for (size_t n = 0; n < kFrCausesPerSequence; ++n) {
-    const core::SequenceCause c = core::first_cause(ids, from);
+    core::SequenceCause c = core::first_cause(ids, from);
     PPSPEC_ASSERT(c.at.size() == lanes.size());
+    if (lanes.size() == 2) distrust_repeat(c);
     if (n == 0) {
       size_t upto = SIZE_MAX;
       for (size_t i = 0; i < lanes.size(); ++i) upto = std::min(upto, c.kind == core::CauseKind::none ? lanes[i].ops.size() : c.at[i]);
@@ -385,14 +396,15 @@ void completed_surplus(const FrChannel& ch, const FrJobGroup& g, const std::vect
 // On a channel one side's extra operation and the other's skipped one look alike (and a repeated
 // operation is the rule in a pipeline): the anchors of the ranks' other groups tell which side broke
 // its own step, where they can.
-void blame_by_anchors(const FrJob& job, const FrChannel& ch, const std::vector<Lane>& lanes, core::SequenceCause& c) {
+bool blame_by_anchors(const FrJob& job, const FrChannel& ch, const std::vector<Lane>& lanes, core::SequenceCause& c) {
   const bool one_apart = c.kind == core::CauseKind::extra || c.kind == core::CauseKind::missing || c.kind == core::CauseKind::shifted;
-  if (!one_apart) return;
+  if (!one_apart) return false;
   const std::optional<FrChannelBlame> b = anchored_blame(job, ch, lanes[0].ops, lanes[1].ops);
-  if (!b) return;
+  if (!b) return false;
   c.kind = b->extra ? core::CauseKind::extra : core::CauseKind::missing;
   c.culprits = {b->sender ? size_t{0} : size_t{1}};
   c.evidence = b->words;
+  return true;
 }
 
 // A channel's operations from the first place both sides hold: a ring that wrapped dropped the rest.
@@ -424,7 +436,7 @@ void check_channel(const FrJob& job, const FrChannel& ch, FrSequenceFindings& ou
   std::vector<size_t> from(2, 0);
   for (size_t n = 0; n < kFrCausesPerSequence; ++n) {
     core::SequenceCause c = core::first_cause(ids, from);
-    if (n == 0) blame_by_anchors(job, ch, lanes, c);
+    if (n == 0 && !blame_by_anchors(job, ch, lanes, c)) distrust_repeat(c);
     if (c.kind == core::CauseKind::surplus) return completed_surplus(ch, g, lanes, c, out);
     if (c.kind == core::CauseKind::none) return;
     core::Finding f;
