@@ -18,6 +18,7 @@ traces::FrEntry entry(int64_t record, const std::string& group, const std::strin
   e.record_id = record;
   e.group = group;
   e.op = op;
+  e.kind = traces::fr_kind(op);
   e.profiling_name = "nccl:" + op;
   e.collective_seq_id = seq;
   e.p2p_seq_id = p2p;
@@ -64,7 +65,7 @@ void BM_FlightRecorderCheck(benchmark::State& state) {
   }
   state.counters["entries/s"] = benchmark::Counter(static_cast<double>(n) * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
-BENCHMARK(BM_FlightRecorderCheck)->Args({2, 2000})->Args({8, 2000})->Args({8, 20000})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlightRecorderCheck)->Args({2, 2000})->Args({8, 2000})->Args({8, 20000})->Args({64, 2000})->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace ppspec

@@ -63,13 +63,18 @@ std::vector<std::vector<size_t>> classes_at(const Sequences& s, const Positions&
   return classes;
 }
 
+// Whole repeats of a pattern the lanes shared before the place they part, for a lane that leaves it
+// there to be the one that deviates: a pattern read off a short history is as often a coincidence
+// (two lanes, one skips the odd operation: the other seems to break the pattern).
+constexpr size_t kPatternRepeatsBefore = 3;
+
 // The smallest period (at most kCausePeriodMax) with which `lane` repeats itself around `p`, with
-// at least two whole repeats in the window; 0 when it does not repeat.
+// at least two whole repeats in the window and kPatternRepeatsBefore before `p`; 0 when it does not.
 size_t local_period(const Sequences& s, size_t lane, size_t from, size_t p) {
   const size_t reach = 3 * kCausePeriodMax;
   const size_t lo = std::max(from, p >= reach ? p - reach : 0);
   const size_t hi = std::min(s.length(lane), p + reach + 1);
-  for (size_t period = 1; period <= kCausePeriodMax && 2 * period + 1 <= hi - lo; ++period) {
+  for (size_t period = 1; period <= kCausePeriodMax && 2 * period + 1 <= hi - lo && kPatternRepeatsBefore * period <= p - lo; ++period) {
     bool repeats = true;
     for (size_t i = lo + period; i < hi && repeats; ++i) repeats = s.same(lane, i, lane, i - period);
     if (repeats) return period;
@@ -81,8 +86,8 @@ size_t local_period(const Sequences& s, size_t lane, size_t from, size_t p) {
 // somewhere in the window before `p`, or the window holds too little of it to say it does not.
 bool repeats_before(const Sequences& s, size_t lane, size_t from, size_t p) {
   const size_t lo = std::max(from + 1, p >= kCauseWindow ? p - kCauseWindow : 0);
-  if (p < lo + kHabitMin) return true;
-  for (size_t i = lo; i < p; ++i)
+  if (p + 1 < lo + kHabitMin) return true;
+  for (size_t i = lo; i <= p; ++i)
     if (s.same(lane, i, lane, i - 1)) return true;
   return false;
 }
@@ -138,11 +143,11 @@ std::pair<std::vector<size_t>, std::string> wrong_lanes(const Sequences& s, cons
     return {broken, period == 1 ? std::string("breaks the pattern the other side keeps: all its operations alike")
                                 : fmt::format("breaks the repeating pattern the other side keeps (every {} operations)", period)};
   // An operation posted twice in a row (a double post), where the other side did not repeat: the
-  // extra one of a shift. (At a position where two lanes differ, a lane repeating its previous
-  // operation is consistent, not suspect: it tells nothing.)
+  // extra one of a shift, or the odd one at a position — unless repeating is the lane's habit or
+  // another lane repeats there too (then a repetition is consistent, not suspect).
   std::vector<size_t> repeated;
   for (const Hypothesis& h : best)
-    if (h.kind == CauseKind::extra && h.culprits.size() == 1) {
+    if ((h.kind == CauseKind::extra || h.kind == CauseKind::differs) && h.culprits.size() == 1) {
       const size_t a = h.culprits.front();
       bool others_repeat = false;
       for (size_t b = 0; b < s.lanes(); ++b)

@@ -82,6 +82,9 @@ struct Finding {
   bool involves_rank(RankId r) const;
 };
 
+// A note (verdict pass) of a reader that has no time of its own to give (dumps, merged traces).
+Finding untimed_note(std::string kind, std::string summary);
+
 struct RunStats {
   uint64_t sched_steps = 0;  // scheduling decisions
   Time sim_time = 0;         // virtual time at the end

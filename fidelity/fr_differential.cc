@@ -167,6 +167,32 @@ void compare_culprits(FrCase& c, const traces::FrExport& e) {
   c.agree = c.why.empty();
 }
 
+// What the family's dumps cannot show, decided before the cause is compared: the failure not in
+// them, rings that dropped where the ranks are stuck, a deadlock through a host call. True when
+// decided (c.agree says how).
+bool decided_by_what_dumps_omit(FrCase& c, const core::Finding* s, const core::Finding* k, const core::RunResult& check) {
+  if (c.sim_class != c.check_class && unseen_allowed(c.shape, check, c.check_class)) {
+    c.unseen = true;
+    c.agree = true;
+    return true;
+  }
+  // A hang whose stuck ranks' rings dropped every completed call: check says it cannot tell where
+  // they are stuck, which is honest wherever the run did hang.
+  const bool hung = c.sim_end_class == "cycle" || c.sim_end_class == "stall" || c.sim_end_class == "unmatched";
+  if (k != nullptr && k->culprit.what == "dropped" && hung) {
+    c.cannot_tell = true;
+    c.agree = true;
+    return true;
+  }
+  // A deadlock through a host call the dumps cannot show, whatever their rings kept (below).
+  if (c.sim_class == "cycle" && s != nullptr && through_host_call(*s) && dumps_see_host_cycle(*s, c.sim_class, c.check_class)) {
+    c.via_host_call = true;
+    c.agree = true;
+    return true;
+  }
+  return false;
+}
+
 void compare(FrCase& c, const core::RunResult& sim, const core::RunResult& check, const traces::FrExport& e) {
   const core::Finding* s = sim.findings.empty() ? nullptr : &sim.findings.front();
   const core::Finding* k = check.findings.empty() ? nullptr : &check.findings.front();
@@ -185,11 +211,7 @@ void compare(FrCase& c, const core::RunResult& sim, const core::RunResult& check
     if (!c.agree) c.why = "check passes a run the simulator stopped at a mismatch of what dumps do not record";
     return;
   }
-  if (c.sim_class != c.check_class && unseen_allowed(c.shape, check, c.check_class)) {
-    c.unseen = true;
-    c.agree = true;
-    return;
-  }
+  if (decided_by_what_dumps_omit(c, s, k, check)) return;
   // The cause is not in the dumps (a ring dropped it, a snapshot came before it): check tells what
   // they show — but no pass on a run that hung, and no culprit of its own.
   if (const auto at = s != nullptr ? placed_culprit(s->culprit, e) : std::nullopt;
@@ -215,15 +237,17 @@ void compare(FrCase& c, const core::RunResult& sim, const core::RunResult& check
   // never posted.
   if (c.sim_class == "cycle" && s != nullptr && (through_host_call(*s) || (only_first_contacts(*s) && c.check_class != c.sim_class))) {
     c.via_host_call = true;
-    c.agree = c.check_class == "cycle" || c.check_class == "stall" || c.check_class == "unmatched" ||
+    c.agree = dumps_see_host_cycle(*s, c.sim_class, c.check_class) ||
               (c.check_class == "misaligned" && (c.check_culprit.rank < 0 || c.check_culprit.rank == c.disturbed_rank));
     if (!c.agree) c.why = fmt::format("the simulator's deadlock runs through a host call; check says {}", c.check_class);
     return;
   }
-  // Check names the cause of what the simulator ended in: a misplaced operation of the rank the
-  // program was disturbed on, where the simulator reports the hang it led to.
+  // Check names the cause of what the simulator ended in: a misplaced operation (of the rank the
+  // program was disturbed on, or of a rank it cannot tell), where the simulator reports the hang it
+  // led to.
   const bool hang = c.sim_class == "cycle" || c.sim_class == "stall" || c.sim_class == "unmatched";
-  if (hang && c.check_class == "misaligned" && c.check_culprit.rank >= 0 && c.check_culprit.rank == c.disturbed_rank) {
+  if (hang && c.check_class == "misaligned" && (c.check_culprit.rank < 0 || c.check_culprit.rank == c.disturbed_rank)) {
+    c.cannot_tell = c.check_culprit.rank < 0;
     c.agree = true;
     return;
   }
@@ -245,6 +269,11 @@ bool through_host_call(const core::Finding& f) {
     if (blocked && !comm) return true;
   }
   return false;
+}
+
+bool dumps_see_host_cycle(const core::Finding& sim, const std::string& sim_class, const std::string& dumps_class) {
+  return sim_class == "cycle" && (through_host_call(sim) || only_first_contacts(sim)) &&
+         (dumps_class == "cycle" || dumps_class == "stall" || dumps_class == "unmatched");
 }
 
 bool only_first_contacts(const core::Finding& f) {

@@ -57,6 +57,10 @@ std::string fr_class(const core::Finding* first, core::Verdict v);
 bool through_host_call(const core::Finding& f);
 // Whether a deadlock's cycle is made only of host threads blocked in first-contact setup (R1).
 bool only_first_contacts(const core::Finding& f);
+// Whether dumps' class `dumps_class` is what a simulated deadlock (`sim`, its first finding) looks
+// like from the dumps: a cycle through a host wait no dump records shows as its communication part,
+// which waits on nothing posted (a stall, an unmatched operation, or a cycle).
+bool dumps_see_host_cycle(const core::Finding& sim, const std::string& sim_class, const std::string& dumps_class);
 
 struct FrDifferentialOptions {
   uint64_t programs = 2000;

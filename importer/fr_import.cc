@@ -39,7 +39,17 @@ std::optional<program::OpType> op_type(traces::FrKind k) {
     case FrKind::all_reduce:
     case FrKind::all_reduce_barrier:
     case FrKind::allreduce_coalesced:
-    case FrKind::barrier: return program::OpType::all_reduce;
+    case FrKind::barrier:
+    // Programs have no reduce_scatter, reduce, gather or scatter: each runs as an all_reduce of what
+    // every member holds alike (a scatter's output, the others' input), which pairs with its
+    // members' in the same order and compares the same size (add_assumptions says so).
+    case FrKind::gather:
+    case FrKind::scatter:
+    case FrKind::reduce:
+    case FrKind::reduce_oop:
+    case FrKind::reduce_scatter:
+    case FrKind::reduce_scatter_base:
+    case FrKind::reduce_scatter_tensor_coalesced: return program::OpType::all_reduce;
     case FrKind::all_gather:
     case FrKind::all_gather_base:
     case FrKind::all_gather_into_tensor_coalesced: return program::OpType::all_gather;
@@ -87,16 +97,40 @@ std::string agreed_call_site(const FrJobGroup& g, int64_t seq) {
 // The records that coalesce several tensors of one kind into one call (_coalescing_manager's fast
 // path): one program operation per tensor, in a group.
 bool fused(const FrEntry& e) {
-  return e.kind == traces::FrKind::allreduce_coalesced || e.kind == traces::FrKind::all_gather_into_tensor_coalesced;
+  return e.kind == traces::FrKind::allreduce_coalesced || e.kind == traces::FrKind::all_gather_into_tensor_coalesced ||
+         e.kind == traces::FrKind::reduce_scatter_tensor_coalesced;
+}
+
+// A kind programs have no counterpart of, which runs as an all_reduce of its input.
+bool runs_as_all_reduce(traces::FrKind k) {
+  using traces::FrKind;
+  return k == FrKind::reduce || k == FrKind::reduce_oop || k == FrKind::reduce_scatter || k == FrKind::reduce_scatter_base ||
+         k == FrKind::reduce_scatter_tensor_coalesced || k == FrKind::gather || k == FrKind::scatter;
+}
+
+int64_t numel(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (const int64_t d : dims) n *= d;
+  return n;
 }
 
 int64_t elements(const FrEntry& e, size_t tensor, const std::string& file) {
+  // all_to_all's list form records a tensor per peer: the program's all_to_all moves their total,
+  // in equal chunks.
+  if (e.kind == traces::FrKind::all_to_all && e.input_sizes.size() > 1) {
+    for (const auto& t : e.input_sizes)
+      if (t != e.input_sizes.front())
+        throw core::InputError(file, 0, fmt::format("record {}: an all_to_all of uneven splits (a tensor per peer, of different sizes): a "
+                                                    "program's all_to_all moves one count between every pair",
+                                                    e.record_id));
+    return verify::all_to_all_totals(e).first;
+  }
+  // A scatter's input is the root's list; what every member holds alike is its output.
+  if (e.kind == traces::FrKind::scatter && e.output_sizes.size() == 1) return numel(e.output_sizes.front());
   if (e.input_sizes.size() > 1 && !fused(e))
     throw core::InputError(file, 0, fmt::format("record {}: {} carries {} tensors; a program scenario's operation carries one",
                                                 e.record_id, e.profiling_name, e.input_sizes.size()));
-  int64_t n = 1;
-  for (const int64_t d : tensor < e.input_sizes.size() ? e.input_sizes[tensor] : std::vector<int64_t>{0}) n *= d;
-  return n;
+  return tensor < e.input_sizes.size() ? numel(e.input_sizes[tensor]) : 0;
 }
 
 // One record of a call as a program operation: the call's own, or a member of its coalesced group
@@ -106,7 +140,7 @@ program::ProgramOp op_of(const FrOp& fr, const FrEntry& e, size_t member, const 
   const std::optional<program::OpType> type = op_type(e.kind);
   if (!type)
     throw core::InputError(file, 0, fmt::format("record {}: {} has no counterpart in program scenarios (they have send, recv, "
-                                                "broadcast, all_reduce, all_gather, all_to_all)", e.record_id, e.profiling_name));
+                                                "broadcast, all_reduce, all_gather, all_to_all; reduce, reduce_scatter, gather, scatter as an all_reduce)", e.record_id, e.profiling_name));
   const FrJobGroup& g = job.groups[fr.group];
   program::ProgramOp op;
   op.type = *type;
@@ -257,6 +291,12 @@ void add_assumptions(const OpIndex& index, const ImportOptions& options, Importe
     });
   });
   if (broadcasts) out.notes.push_back("broadcast roots are not in Flight Recorder dumps: each broadcast's root is its group's first member");
+  const bool reductions = std::any_of(index.begin(), index.end(), [](const auto& kv) {
+    return std::any_of(kv.second.begin(), kv.second.end(), [](const FrOp* op) { return op != nullptr && runs_as_all_reduce(op->entry->kind); });
+  });
+  if (reductions)
+    out.notes.push_back("each reduce_scatter, reduce, gather and scatter runs as an all_reduce of what every member holds alike "
+                        "(programs have none of them; it pairs and compares sizes alike)");
 }
 
 void refuse_dropped_records(const FrJob& job) {

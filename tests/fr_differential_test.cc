@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "fidelity/fr_differential.h"
+#include "generator/fr_shapes.h"
 #include "tests/scratch.h"
 
 namespace ppspec::testing {
@@ -56,6 +57,21 @@ TEST(FrDifferential, ProgramsOfAFreshSeedAgree) {
     EXPECT_TRUE(c.agree) << c.name << ": " << c.why;
   }
   fs::remove_all(o.out);
+}
+
+// Every family of dumps (generator/fr_shapes.h), on a seed of its own.
+TEST(FrDifferential, EveryFamilyAgreesOnAFreshSeed) {
+  for (const generator::FrShape shape : generator::kFrShapes) {
+    fidelity::FrDifferentialOptions o;
+    o.seed = 20270101;
+    o.shape = shape;
+    o.out = scratch_path(std::string("ppspec_frdiff_family_") + std::string(generator::to_string(shape))).string();
+    for (uint64_t i = 0; i < 40; ++i) {
+      const fidelity::FrCase c = fidelity::run_fr_case(o, i);
+      EXPECT_TRUE(c.agree) << generator::to_string(shape) << " " << c.name << ": " << c.why;
+    }
+    fs::remove_all(o.out);
+  }
 }
 
 }  // namespace

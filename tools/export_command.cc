@@ -220,6 +220,22 @@ void export_flight_recorder(const std::string& dir, Timeline& tl) {
     }
 }
 
+void check_fr_options(const traces::FrWriteOptions& o) {
+  if (o.skew < 0 || o.poll < 0 || (o.at && *o.at < 0))
+    throw core::InputError("--fr-at/--fr-skew/--fr-poll", 0, "a time of the trace: at least 0 us");
+  if (o.skew > 0 && !o.at) throw core::InputError("--fr-skew", 0, "needs --fr-at (when the dumps are taken)");
+}
+
+// Whether a rank posted communication from more than one stream.
+bool own_streams(const traces::FrRun& run) {
+  for (const auto& [rank, posts] : run.posts) {
+    std::set<std::string> actors;
+    for (const traces::FrPosted& p : posts) actors.insert(p.actor);
+    if (actors.size() > 1) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 int export_command(const ExportArgs& args, std::ostream& out, std::ostream& err) {
@@ -229,11 +245,14 @@ int export_command(const ExportArgs& args, std::ostream& out, std::ostream& err)
       if (!input.merged() && std::filesystem::is_directory(args.input))
         throw core::InputError(args.input, 0, "--flight-recorder exports a ppspec trace (JSON Lines) or a job's NCCL profiler traces, "
                                               "not a folder of dumps");
-      const traces::FrExport e = traces::flight_recorder_of(input.path());
+      check_fr_options(args.fr);
+      const traces::FrRun run = traces::read_fr_run(input.path());
+      const traces::FrExport e = traces::flight_recorder_of(run, args.fr);
       if (e.dumps.empty()) throw core::InputError(args.input, 0, "the trace holds no communicator: no dump to write");
       traces::write_flight_recorder(e, args.out);
-      out << fmt::format("wrote {} Flight Recorder dumps to {}/json and {}/pickle: check them with `ppspec check {}`\n", e.dumps.size(),
-                         args.out, args.out, args.out);
+      // Operations a rank ran on streams of their own are async calls to PyTorch (check's model).
+      out << fmt::format("wrote {} Flight Recorder dumps to {}/json and {}/pickle: check them with `ppspec check {}{}`\n", e.dumps.size(),
+                         args.out, args.out, args.out, own_streams(run) ? " --calls async" : "");
       return 0;
     }
     Timeline tl;

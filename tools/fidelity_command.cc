@@ -261,26 +261,29 @@ ProgramResult one_program(const FidelityArgs& args, uint64_t i, const fs::path& 
   return r;
 }
 
+// The Flight Recorder and import differentials, over one family of dumps or every one.
+int dumps_differential(const FidelityArgs& args, std::ostream& out, std::ostream& err) {
+  fidelity::FrDifferentialOptions o;
+  o.programs = args.programs;
+  o.seed = args.seed;
+  o.out = args.out;
+  o.max_ranks = args.max_ranks;
+  if (args.shape == "all" && args.backend == "flight-recorder") return fidelity::fr_differential_all_main(o, out);
+  const std::optional<generator::FrShape> shape = generator::parse_fr_shape(args.shape);
+  if (!shape) {
+    err << fmt::format("ppspec: --shape {} is none of the families (async, sync, coalesced, batched, all_to_all, wrapped, gloo, "
+                       "snapshot, or all)\n",
+                       args.shape);
+    return kExitBadInput;
+  }
+  o.shape = *shape;
+  return args.backend == "import" ? fidelity::import_differential_main(o, out) : fidelity::fr_differential_main(o, out);
+}
+
 }  // namespace
 
 int fidelity_main(const FidelityArgs& args, std::ostream& out, std::ostream& err) {
-  if (args.backend == "flight-recorder" || args.backend == "import") {
-    fidelity::FrDifferentialOptions o;
-    o.programs = args.programs;
-    o.seed = args.seed;
-    o.out = args.out;
-    o.max_ranks = args.max_ranks;
-    if (args.shape == "all" && args.backend == "flight-recorder") return fidelity::fr_differential_all_main(o, out);
-    const std::optional<generator::FrShape> shape = generator::parse_fr_shape(args.shape);
-    if (!shape) {
-      err << fmt::format("ppspec: --shape {} is none of the families (async, sync, coalesced, batched, all_to_all, wrapped, gloo, "
-                         "snapshot, or all)\n",
-                         args.shape);
-      return kExitBadInput;
-    }
-    o.shape = *shape;
-    return args.backend == "import" ? fidelity::import_differential_main(o, out) : fidelity::fr_differential_main(o, out);
-  }
+  if (args.backend == "flight-recorder" || args.backend == "import") return dumps_differential(args, out, err);
   if (args.backend == "nccl-profiler" && !args.scenario_files.empty()) {
     std::filesystem::create_directories(args.out);
     return fidelity::plugin_scenarios_main(args.scenario_files, (std::filesystem::path(args.out) / "runs").string(),

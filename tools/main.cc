@@ -161,6 +161,21 @@ void export_options(CLI::App& cmd, CommandLine& line) {
   cmd.add_option("input", exp.input, "a trace (JSON Lines) or a folder of Flight Recorder dumps")->required()->check(CLI::ExistingPath);
   cmd.add_option("-o,--out", exp.out, "the JSON file to write (--flight-recorder: the folder)")->required();
   cmd.add_option("--scenario", exp.scenario, "the scenario of a serving trace, as for check")->check(CLI::ExistingFile);
+  traces::FrWriteOptions& fr = exp.fr;
+  std::vector<CLI::Option*> fr_options{
+      cmd.add_option("--fr-buffer", fr.buffer, "TORCH_FR_BUFFER_SIZE: each rank's ring keeps its last N records (0: all)")
+          ->capture_default_str(),
+      cmd.add_flag("--fr-timing", fr.timing, "TORCH_NCCL_ENABLE_TIMING=1: `started` states and times"),
+      cmd.add_flag_callback("--fr-coalesced-members", [&fr] { fr.fast_coalescing = false; },
+                            "coalesced all_reduces and all_gathers as members closed by `coalesced`, not one fused record"),
+      cmd.add_flag_callback("--fr-gloo", [&fr] { fr.backend = traces::FrBackend::gloo; }, "the Gloo form: no p2p, no states"),
+      cmd.add_option_function<double>("--fr-at", [&fr](double us) { fr.at = static_cast<int64_t>(us * 1000); },
+                                      "a dump taken while the job runs: rank 0's at this time of the trace (us)"),
+      cmd.add_option_function<double>("--fr-skew", [&fr](double us) { fr.skew = static_cast<int64_t>(us * 1000); },
+                                      "with --fr-at: each next rank's dump this much later (us)"),
+      cmd.add_option_function<double>("--fr-poll", [&fr](double us) { fr.poll = static_cast<int64_t>(us * 1000); },
+                                      "the watchdog's polling period: a completion is found at its next poll (us)")};
+  for (CLI::Option* o : fr_options) o->needs(fr_flag);
 }
 
 int export_handler(CommandLine& line) {
@@ -326,7 +341,8 @@ constexpr std::array kCommands{
             check_handler},
     Command{"replay", "re-execute a recorded simulated run from its trace and prove the event stream byte-identical",
             replay_options, replay_handler},
-    Command{"export", "write a trace, a GPU hang dump or Flight Recorder dumps as a timeline for Perfetto or chrome://tracing",
+    Command{"export", "write a trace, a GPU hang dump or Flight Recorder dumps as a timeline for Perfetto or chrome://tracing, "
+                      "or a trace as the Flight Recorder dumps PyTorch would write of it",
             export_options, export_handler},
     Command{"show", "a text timeline, one column per rank's thread and stream, around a finding", show_options, show_handler},
     Command{"fuzz", "generate serving scenarios, run each with every monitor and oracle, shrink a failure to a minimal file",

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -56,6 +57,10 @@ enum class FrKind : uint8_t {
   other,  // a name of no call above: compared whole, sizes included
 };
 FrKind fr_kind(std::string_view op);
+// Whether no member completes the call before every member called it (an all_reduce, all_gather,
+// reduce_scatter, all_to_all, barrier, and the closers of coalesced all_gathers and
+// reduce_scatters); not so for a broadcast's root or a small send, which may finish first.
+bool needs_every_member(FrKind k);
 constexpr bool is_closer(FrKind k) {
   return k == FrKind::coalesced || k == FrKind::allgather_coalesced || k == FrKind::reduce_scatter_coalesced;
 }
@@ -64,7 +69,11 @@ struct FrFrame {
   std::string name;  // the function
   std::string file;
   int64_t line = 0;
+  auto operator<=>(const FrFrame&) const = default;
 };
+// A Python stack, innermost first. A job calls from few places: entries of one dump with the same
+// stack share one (a dump's memory grows with its call sites, not its entries times their depth).
+using FrStack = std::vector<FrFrame>;
 
 struct FrEntry {
   int64_t record_id = -1;
@@ -91,7 +100,11 @@ struct FrEntry {
   // The watchdog is done with it: NCCL retires a work once it completed or timed out (so retired
   // and not completed is a timeout); Gloo retires what it ran, and records no state.
   bool retired = false;
-  std::vector<FrFrame> frames;  // the Python stack at the call, innermost first (pickles only)
+  std::shared_ptr<const FrStack> stack;  // the Python stack at the call (pickles only; null: none)
+  const FrStack& frames() const {
+    static const FrStack kNone;
+    return stack ? *stack : kNone;
+  }
   // The host thread that made the call, "name (id)" from `thread_name` and `thread_id` (PyTorch 2.5
   // on); "" when the dump does not say.
   std::string thread;

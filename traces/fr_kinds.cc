@@ -43,4 +43,25 @@ FrKind fr_kind(std::string_view op) {
   return FrKind::other;
 }
 
+// Collectives whose every member's output depends on every member's input: none completes before
+// each member has called it (a broadcast's root, or a small send, may finish before its peers do).
+bool needs_every_member(FrKind k) {
+  switch (k) {
+    case FrKind::all_reduce:
+    case FrKind::allreduce_coalesced:
+    case FrKind::all_reduce_barrier:
+    case FrKind::all_gather:
+    case FrKind::all_gather_base:
+    case FrKind::all_gather_into_tensor_coalesced:
+    case FrKind::reduce_scatter:
+    case FrKind::reduce_scatter_base:
+    case FrKind::reduce_scatter_tensor_coalesced:
+    case FrKind::allgather_coalesced:  // the closers of coalesced all_gathers and reduce_scatters
+    case FrKind::reduce_scatter_coalesced:
+    case FrKind::all_to_all:
+    case FrKind::barrier: return true;
+    default: return false;
+  }
+}
+
 }  // namespace ppspec::traces

@@ -98,10 +98,16 @@ FrRecordPlan FrNumbering::fused(const std::vector<FrPosted>& call, std::string n
   r.posts = call;
   const size_t world = members_[r.comm].size();
   if (r.name == "all_to_all") {
+    // all_to_all_single records each rank's whole input and output tensor: rows of one width.
     int64_t sent = 0, received = 0;
-    for (const FrPosted& p : call) (p.desc.kind == OpKind::send ? sent : received) += p.desc.count;
-    r.inputs = {{sent}};
-    r.outputs = {{received}};
+    const int64_t cols = call.front().desc.cols;
+    bool rows = cols > 1;
+    for (const FrPosted& p : call) {
+      (p.desc.kind == OpKind::send ? sent : received) += p.desc.count;
+      rows = rows && p.desc.cols == cols && p.desc.count % cols == 0;
+    }
+    r.inputs = {rows ? std::vector<int64_t>{sent / cols, cols} : std::vector<int64_t>{sent}};
+    r.outputs = {rows ? std::vector<int64_t>{received / cols, cols} : std::vector<int64_t>{received}};
   } else {
     for (const FrPosted& p : call) size_single(r, p, world);
   }

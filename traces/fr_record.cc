@@ -95,13 +95,19 @@ FrState parse_state(const std::string& s, const FrPlace& at) {
   at.fail(fmt::format("state '{}' is not scheduled, started or completed", core::printable(s, 40)));
 }
 
-std::vector<FrFrame> read_frames(const Json& j, const FrPlace& at) {
-  std::vector<FrFrame> frames;
+// The stacks of one dump's entries, each kept once.
+using Stacks = std::map<FrStack, std::shared_ptr<const FrStack>>;
+
+std::shared_ptr<const FrStack> read_frames(const Json& j, const FrPlace& at, Stacks& stacks) {
   const auto it = j.find("frames");
-  if (it == j.end() || it->is_null()) return frames;
+  if (it == j.end() || it->is_null()) return nullptr;
   if (!it->is_array() || it->size() > kFrFramesMax) at.fail(fmt::format("'frames' is not a list of at most {} frames", kFrFramesMax));
+  FrStack frames;
+  frames.reserve(it->size());
   for (const Json& f : *it) frames.push_back({at.text(f, "name", kNameMax), at.text(f, "filename", kNameMax), at.integer(f, "line", 0, INT32_MAX)});
-  return frames;
+  auto [kept, fresh] = stacks.try_emplace(std::move(frames), nullptr);
+  if (fresh) kept->second = std::make_shared<const FrStack>(kept->first);
+  return kept->second;
 }
 
 // The group an entry names: `process_group` [name, desc] where present, else its pg_id as a name. A
@@ -141,7 +147,7 @@ std::string read_thread(const Json& j, const FrPlace& at) {
   return id.empty() ? name : fmt::format("{} ({})", name, id);
 }
 
-FrEntry read_entry(const Json& j, size_t index, FrDump& d) {
+FrEntry read_entry(const Json& j, size_t index, FrDump& d, Stacks& stacks) {
   FrPlace at{d.file, fmt::format("entry {}", index)};
   if (!j.is_object()) at.fail("expected an object");
   FrEntry e;
@@ -160,7 +166,7 @@ FrEntry read_entry(const Json& j, size_t index, FrDump& d) {
   e.created_ns = at.optional_time(j, "time_created_ns");
   e.started_ns = at.optional_time(j, "time_discovered_started_ns");
   e.completed_ns = at.optional_time(j, "time_discovered_completed_ns");
-  e.frames = read_frames(j, at);
+  e.stack = read_frames(j, at, stacks);
   e.thread = read_thread(j, at);
   if (j.contains("op_id")) e.op_id = at.integer(j, "op_id", 0, INT64_MAX);
   if (j.contains("timeout_ms")) e.timeout_ms = at.integer(j, "timeout_ms", 0, INT64_MAX);
@@ -189,7 +195,8 @@ FrDump fr_dump_from_json(const Json& j, const std::string& file, int rank) {
   if (!entries->is_array() || entries->size() > kFrEntriesMax)
     top.fail(fmt::format("'entries': expected a list of at most {} records", kFrEntriesMax));
   d.entries.reserve(entries->size());
-  for (size_t i = 0; i < entries->size(); ++i) d.entries.push_back(read_entry((*entries)[i], i, d));
+  Stacks stacks;
+  for (size_t i = 0; i < entries->size(); ++i) d.entries.push_back(read_entry((*entries)[i], i, d, stacks));
   // Gloo never records a state past `scheduled`: its states say nothing of progress.
   d.progress_recorded = std::none_of(d.entries.begin(), d.entries.end(), [](const FrEntry& e) { return e.backend == "gloo"; });
   return d;

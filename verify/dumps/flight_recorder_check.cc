@@ -37,21 +37,14 @@ core::Finding dropped_records(const FrJob& job) {
   std::vector<std::string> parts;
   for (const auto& [rank, dropped] : job.dropped)
     if (dropped > 0) parts.push_back(fmt::format("rank {} dropped its first {}", rank, dropped));
-  n.summary = fmt::format("ring buffers wrapped ({}): what they dropped completed long before and is not compared; "
-                          "TORCH_FR_BUFFER_SIZE keeps more",
+  n.summary = fmt::format("ring buffers wrapped ({}): what they dropped is not compared (where a ring still holds a "
+                          "completed call, what it dropped before completed long before); TORCH_FR_BUFFER_SIZE keeps more",
                           fmt::join(parts, ", "));
   PPSPEC_ASSERT(!parts.empty(), "a note of wrapped ring buffers where none wrapped");
   return n;
 }
 
-core::Finding note(std::string kind, std::string summary) {
-  core::Finding n;
-  n.verdict = core::Verdict::pass;
-  n.kind = std::move(kind);
-  n.time = core::kNoTime;
-  n.summary = std::move(summary);
-  return n;
-}
+core::Finding note(std::string kind, std::string summary) { return core::untimed_note(std::move(kind), std::move(summary)); }
 
 // Where p2p places came from a wrapped ring's pattern, or could not.
 void placing_notes(const FrJob& job, std::vector<core::Finding>& notes) {

@@ -40,13 +40,17 @@ FrAge FrDating::age(const FrOp& op) const {
 bool FrDating::taken_before(int rank, const FrOp& op) const {
   const traces::FrEntry& e = op.coalesced == SIZE_MAX ? *op.entry : op.dump->entries.at(op.coalesced);
   if (e.created_ns <= 0) return false;
-  const auto w = written_.find(rank);
-  if (w != written_.end()) return w->second < e.created_ns;
   // A dump that records nothing at all was taken before its rank called anything, or it never did:
   // the first where the waiting dump looks like one of a job in flight.
+  if (!written_.count(rank) && !newest_.count(rank)) return age(op) == FrAge::young;
+  return taken_before(rank, e.created_ns);
+}
+
+bool FrDating::taken_before(int rank, int64_t ns) const {
+  const auto w = written_.find(rank);
+  if (w != written_.end()) return w->second < ns;
   const auto n = newest_.find(rank);
-  if (n == newest_.end()) return age(op) == FrAge::young;
-  return n->second < e.created_ns;
+  return n == newest_.end() || n->second < ns;
 }
 
 std::string FrDating::words(const FrOp& op) const {

@@ -35,6 +35,8 @@ class FrDating {
   // dump says it was taken soon after (a job in flight). Clocks of one job's hosts agree to well
   // within the steps of a job.
   bool taken_before(int rank, const FrOp& op) const;
+  // Whether rank `rank`'s dump may have been taken before wall-clock time `ns`.
+  bool taken_before(int rank, int64_t ns) const;
 
  private:
   std::map<int, int64_t> written_;  // rank -> when its dump was written (ns), where it shows

@@ -1,6 +1,7 @@
 #include "verify/dumps/fr_job.h"
 
 #include <algorithm>
+#include <iterator>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <set>
@@ -171,7 +172,8 @@ int64_t elements(const std::vector<int64_t>& dims) {
 }
 
 void add_tensors(std::string& key, const std::vector<std::vector<int64_t>>& sizes, const std::vector<std::string>& dtypes) {
-  for (size_t i = 0; i < sizes.size(); ++i) key += fmt::format(" {}:{}", i < dtypes.size() ? dtypes[i] : "?", elements(sizes[i]));
+  for (size_t i = 0; i < sizes.size(); ++i)
+    fmt::format_to(std::back_inserter(key), " {}:{}", i < dtypes.size() ? std::string_view(dtypes[i]) : std::string_view("?"), elements(sizes[i]));
   key += " |";
 }
 
@@ -215,7 +217,7 @@ std::pair<int64_t, int64_t> all_to_all_totals(const FrEntry& e) {
 
 std::vector<std::string> user_frames(const FrEntry& e, size_t max) {
   std::vector<std::string> out;
-  for (const traces::FrFrame& f : e.frames) {
+  for (const traces::FrFrame& f : e.frames()) {
     if (out.size() == max) break;
     // The library's own frames say nothing about the caller's code.
     if (f.file.find("torch/distributed/") != std::string::npos || f.file.find("multiprocessing/") != std::string::npos ||

@@ -1,5 +1,7 @@
 #include "verify/dumps/fr_sequences.h"
 
+#include "verify/dumps/fr_dating.h"
+
 #include <algorithm>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -12,6 +14,7 @@
 #include "core/misalignment.h"
 #include "core/sequence_cause.h"
 #include "verify/dumps/fr_anchors.h"
+#include "verify/dumps/fr_dating.h"
 
 namespace ppspec::verify {
 namespace {
@@ -82,7 +85,13 @@ size_t cascade(const IdLanes& s, const std::vector<size_t>& at) {
 // Without labels, an operation posted twice in a row is as often a skipped one on the other side (a
 // job repeats its shapes step after step): where nothing else tells, it is no culprit.
 void distrust_repeat(core::SequenceCause& c) {
-  if (c.evidence != "the same operation twice in a row" || c.kind != core::CauseKind::extra || c.culprits.size() != 1) return;
+  if (c.evidence != "the same operation twice in a row" || c.culprits.size() != 1) return;
+  if (c.kind == core::CauseKind::differs) {  // two operations at one place: which is wrong, nothing tells
+    c.culprits.clear();
+    c.evidence.clear();
+    return;
+  }
+  if (c.kind != core::CauseKind::extra) return;
   c.kind = core::CauseKind::shifted;
   c.ahead = c.culprits;
   c.culprits.clear();
@@ -247,6 +256,51 @@ core::Finding surplus_finding(const FrJob& job, size_t group, const std::vector<
   return f;
 }
 
+// A surplus collective that completed, of a kind no member completes before every member called it:
+// a member whose dump without it records times after it completed, and whose ring holds what it
+// posted there since its previous collective of the group (a ring keeps the newest), never called
+// it (proven); a dump that may predate the completion (taken while the job ran), or a ring that
+// holds none of the group's collectives and dropped records, tells nothing (maybe).
+enum class CompletedSurplus : uint8_t { none, proven, maybe };
+
+CompletedSurplus completed_without_members(const FrJob& job, const FrJobGroup& g, const std::vector<Lane>& lanes,
+                                           const core::SequenceCause& c) {
+  PPSPEC_ASSERT(!c.ahead.empty() && c.ahead.front() < lanes.size());
+  const Lane& more = lanes[c.ahead.front()];
+  const FrDating dating(job);
+  CompletedSurplus out = CompletedSurplus::none;
+  for (const Lane& less : lanes) {
+    if (less.ops.size() >= more.ops.size()) continue;
+    const FrOp& op = *more.at(less.ops.size());
+    const traces::FrEntry& e = op.coalesced == SIZE_MAX ? *op.entry : op.dump->entries.at(op.coalesced);
+    if (op.state != traces::FrState::completed || !traces::needs_every_member(e.kind) || e.completed_ns <= 0) continue;
+    const size_t m = static_cast<size_t>(std::find(g.ranks.begin(), g.ranks.end(), less.rank) - g.ranks.begin());
+    PPSPEC_ASSERT(m < g.lanes.size(), "rank {} is no member of {}", less.rank, g.label());
+    const bool ring_covers = job.dropped.at(less.rank) == 0 || !g.lanes[m].empty();
+    if (ring_covers && !dating.taken_before(less.rank, e.completed_ns)) return CompletedSurplus::proven;
+    out = CompletedSurplus::maybe;
+  }
+  return out;
+}
+
+void judge_completed_surplus(const FrJob& job, size_t group, const std::vector<Lane>& lanes, const core::SequenceCause& c,
+                             FrSequenceFindings& out) {
+  const CompletedSurplus s = completed_without_members(job, job.groups[group], lanes, c);
+  if (s == CompletedSurplus::none) return;
+  core::Finding f = surplus_finding(job, group, lanes, c);
+  if (s == CompletedSurplus::proven) {
+    f.details.push_back("it completed, which no member does before every member called it, and the dumps without it record times "
+                        "after that: they never called it, not merely not yet");
+    out.findings.push_back(std::move(f));
+    return;
+  }
+  out.notes.push_back(core::untimed_note(
+      "in-flight", fmt::format("{}: a collective completed on some members that others' dumps do not hold, and those dumps may have "
+                               "been taken before it completed (while the job ran), or their rings dropped it: not yet called, or "
+                               "never — the dumps cannot tell ({})",
+                               job.groups[group].label(), f.summary)));
+}
+
 // Before the first collective every dumped member still holds, the members whose rings do hold one
 // can still be compared: the first that differs among them is a finding, its culprit the one odd
 // among three or more, none between two.
@@ -289,14 +343,10 @@ void check_group(const FrJob& job, size_t group, FrSequenceFindings& out) {
     const auto first = std::find_if(all.begin(), all.end(), [&](const FrOp& op) { return op.entry->collective_seq_id >= g.first_common_seq; });
     lanes.push_back(Lane{g.ranks[m], std::span<const FrOp>(all).subspan(static_cast<size_t>(first - all.begin()))});
     if (first != all.begin()) {
-      core::Finding n;
-      n.verdict = core::Verdict::pass;
-      n.kind = "ring-buffer-wrapped";
-      n.time = core::kNoTime;
-      n.summary = fmt::format("{}: compared from collective_seq_id {}, the first every dumped member still holds; rank {}'s {} earlier "
-                              "collective(s) there are not compared",
-                              g.label(), g.first_common_seq, g.ranks[m], first - all.begin());
-      out.notes.push_back(std::move(n));
+      out.notes.push_back(core::untimed_note(
+          "ring-buffer-wrapped", fmt::format("{}: compared from collective_seq_id {}, the first every dumped member still holds; rank "
+                                             "{}'s {} earlier collective(s) there are not compared",
+                                             g.label(), g.first_common_seq, g.ranks[m], first - all.begin())));
     }
   }
   if (lanes.size() < 2) return;
@@ -321,6 +371,7 @@ void check_group(const FrJob& job, size_t group, FrSequenceFindings& out) {
     for (size_t i = 0; i < lanes.size(); ++i) agreed = std::min(agreed, c.at[i] - from[i]);
     out.collectives_compared += agreed;
     if (c.kind == core::CauseKind::surplus && !job.progress) return out.findings.push_back(surplus_finding(job, group, lanes, c));
+    if (c.kind == core::CauseKind::surplus) judge_completed_surplus(job, group, lanes, c, out);
     if (c.kind == core::CauseKind::none || c.kind == core::CauseKind::surplus) return;  // a surplus waits: verify/dumps/fr_waits.cc
     out.findings.push_back(collective_finding(g, lanes, ids, c));
     if (c.kind == core::CauseKind::unresolved) return;

@@ -29,6 +29,11 @@ bool in_last_call(const FrOp& op) {
   return op.order == last || op.coalesced == last;
 }
 
+// Whether NCCL can keep a host inside the call: where a communicator is made or connected — a
+// group's first collective (PyTorch creates its communicator there unless told otherwise), and p2p,
+// whose pair NCCL connects at its first contact (which the dumps do not show).
+bool may_block_host(const FrOp& op) { return op.entry->is_p2p || op.entry->collective_seq_id <= 1; }
+
 WaitGraph::WaitGraph(const FrJob& j, FrCalls c) : job(j), calls(c) {
   collect();
   classify();
@@ -90,7 +95,7 @@ void WaitGraph::classify_rank(int rank, const std::vector<const FrOp*>& ops) {
     // Not started, behind nothing, and nothing after it on the rank started or completed: its host
     // is inside the call that posted it (NCCL's first-contact connection, or a group's end, blocks
     // until the peers call too), and it waits as if it ran.
-    s.in_call = in_last_call(*op) && (!timing || unstarted_from(job.states.at(rank), op->order));
+    s.in_call = in_last_call(*op) && may_block_host(*op) && (!timing || unstarted_from(job.states.at(rank), op->order));
     if (!s.running && s.blocker == kNoStuck && s.in_call) s.running = true;
     if (s.blocker == kNoStuck && !completed_held) {
       s.behind_dropped = true;
@@ -141,6 +146,16 @@ void WaitGraph::partner(size_t i, int member, const FrOp* counterpart) {
   // by verify/dumps/fr_sequences.cc) and is no partner to wait for.
 }
 
+// A counterpart the member's ring dropped: it completed long before where the ring holds a completed
+// call of the member's (no partner to wait for); where it holds none, it may be stuck, as unknown as
+// where the member is (its first stuck operation, behind what was dropped).
+bool WaitGraph::dropped_counterpart(size_t i, int member) {
+  const auto it = by_rank.find(member);
+  if (it == by_rank.end() || it->second.empty() || !stuck[it->second.front()].behind_dropped) return false;
+  waits[i].push_back(Wait{Wait::Kind::queued, it->second.front(), member});
+  return true;
+}
+
 void WaitGraph::link() {
   waits.resize(stuck.size());
   std::map<std::tuple<size_t, int, int>, const FrChannel*> channels;
@@ -159,16 +174,38 @@ void WaitGraph::link() {
       }
       const auto& theirs = send ? c->recvs : c->sends;
       const int64_t first = theirs.empty() ? 0 : theirs.front().position;
-      // A counterpart before the first the peer's ring holds completed long before: no partner to wait for.
-      if (!theirs.empty() && op.position < first && job.by_rank.count(e.peer)) continue;
+      if (!theirs.empty() && op.position < first && job.by_rank.count(e.peer)) {
+        dropped_counterpart(i, e.peer);
+        continue;
+      }
       const int64_t k = op.position - first;
-      partner(i, e.peer, k >= 0 && k < static_cast<int64_t>(theirs.size()) ? &theirs[static_cast<size_t>(k)] : nullptr);
+      const FrOp* counterpart = k >= 0 && k < static_cast<int64_t>(theirs.size()) ? &theirs[static_cast<size_t>(k)] : nullptr;
+      // None held: a peer whose ring dropped records and holds none of its completed calls may have
+      // posted it before what its ring holds (a send is often posted long before its receive).
+      if (counterpart == nullptr && job.by_rank.count(e.peer) && job.dropped.at(e.peer) > 0) {
+        if (dropped_counterpart(i, e.peer)) continue;
+        if (theirs.empty()) {
+          waits[i].push_back(Wait{Wait::Kind::unheld, kNoStuck, e.peer});
+          continue;
+        }
+      }
+      partner(i, e.peer, counterpart);
       continue;
     }
     const FrJobGroup& g = job.groups[op.group];
     for (size_t m = 0; m < g.ranks.size(); ++m) {
       if (g.ranks[m] == op.dump->rank) continue;
       const auto& lane = g.lanes[m];
+      // A member's later collectives there say it posted this one: its ring dropped it.
+      if (!lane.empty() && lane.front().entry->collective_seq_id > e.collective_seq_id && job.by_rank.count(g.ranks[m])) {
+        dropped_counterpart(i, g.ranks[m]);
+        continue;
+      }
+      // A ring that dropped records and holds none of the member's collectives there says nothing.
+      if (lane.empty() && job.by_rank.count(g.ranks[m]) && job.dropped.at(g.ranks[m]) > 0) {
+        if (!dropped_counterpart(i, g.ranks[m])) waits[i].push_back(Wait{Wait::Kind::unheld, kNoStuck, g.ranks[m]});
+        continue;
+      }
       const auto it = std::lower_bound(lane.begin(), lane.end(), e.collective_seq_id,
                                        [](const FrOp& o, int64_t seq) { return o.entry->collective_seq_id < seq; });
       partner(i, g.ranks[m], it != lane.end() && it->entry->collective_seq_id == e.collective_seq_id ? &*it : nullptr);

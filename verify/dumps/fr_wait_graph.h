@@ -37,8 +37,10 @@ struct Stuck {
 struct Wait {
   // paired_elsewhere: the counterpart completed, paired with another operation (a mismatch): no wait;
   // group_mate: the counterpart completed and the operation waits for the rest of its coalesced group;
-  // unplaced: the channel's sides could not be aligned (a wrapped ring): the counterpart is unknown
-  enum class Kind : uint8_t { queued, not_posted, no_dump, paired_elsewhere, group_mate, unplaced } kind;
+  // unplaced: the channel's sides could not be aligned (a wrapped ring): the counterpart is unknown;
+  // unheld: the partner's ring dropped records and holds none of its calls there: whether it posted
+  // the counterpart is unknown
+  enum class Kind : uint8_t { queued, not_posted, no_dump, paired_elsewhere, group_mate, unplaced, unheld } kind;
   size_t target = kNoStuck;  // queued: the partner's stuck operation
   int rank = -1;          // the partner
 };
@@ -62,6 +64,8 @@ class WaitGraph {
   void link();
   std::optional<size_t> find(int rank, size_t order) const;
   void partner(size_t i, int member, const FrOp* counterpart);
+  // A counterpart the member's ring may have dropped: waits on where the member is, if unknown.
+  bool dropped_counterpart(size_t i, int member);
   void classify_rank(int rank, const std::vector<const FrOp*>& ops);
   std::map<std::pair<int, size_t>, size_t> index_;  // (rank, order) -> stuck
   std::map<int, std::vector<const FrOp*>> calls_;   // every call of each rank, in record order

@@ -20,28 +20,31 @@ using traces::FrState;
 
 // Where a path of waits ends.
 struct Sink {
-  enum class Kind : uint8_t { idle, no_dump, lost, unplaced, dropped, aligned, outside } kind = Kind::aligned;
-  int rank = -1;         // idle, no_dump, unplaced: the rank waited for; outside: the rank stuck
+  enum class Kind : uint8_t { idle, no_dump, lost, unplaced, dropped, unheld, aligned, outside } kind = Kind::aligned;
+  int rank = -1;         // idle, no_dump, unplaced, unheld: the rank waited for; outside: the rank stuck
   size_t op = kNoStuck;  // the last stuck operation on the path
 };
 
-// What identifies the cause: the kind, the rank, and the operation awaited or stuck at.
+// What identifies the cause: the kind, the rank, and the operation awaited or stuck at (a rank
+// without a dump is one cause however many of its calls are awaited).
 std::tuple<int, int, size_t, int64_t, int> key_of(const WaitGraph& g, const Sink& s) {
   PPSPEC_ASSERT(s.op < g.stuck.size(), "a sink at operation {} of {}", s.op, g.stuck.size());
+  if (s.kind == Sink::Kind::no_dump) return {static_cast<int>(s.kind), s.rank, 0, 0, -1};
+  if (s.kind == Sink::Kind::dropped) return {static_cast<int>(s.kind), -1, 0, 0, -1};  // one unknown, however many rings
   const FrOp& op = *g.stuck[s.op].op;
   const int peer = op.entry->is_p2p ? std::min(op.dump->rank, op.entry->peer) : -1;
   return {static_cast<int>(s.kind), s.kind == Sink::Kind::aligned ? -1 : s.rank, op.group, op.position, peer};
 }
 
-// Where a rank's host may have stopped: its last call, when that call is stuck (the host may be
-// inside it: NCCL blocks a host at a first contact or a group's end until its peers call too; or in
-// a sync right after it). Empty when its host went on past its stuck calls, or completed all.
+// Where a rank's host may be blocked inside a call (NCCL keeps it there while a communicator is made
+// or first connected, until its peers call too): its last call, at such a place. Empty otherwise: a
+// rank that never posted a counterpart and could have is where waits end, not a link of a cycle.
 std::vector<size_t> host_blocked(const WaitGraph& g, int rank) {
   std::vector<size_t> out;
   const auto it = g.by_rank.find(rank);
   if (it == g.by_rank.end()) return out;
   for (size_t j : it->second)
-    if (in_last_call(*g.stuck[j].op)) out.push_back(j);
+    if (g.stuck[j].in_call) out.push_back(j);
   return out;
 }
 
@@ -118,6 +121,7 @@ Sink follow(const WaitGraph& g, size_t i) {
       if (w.kind == Wait::Kind::not_posted && host_blocked(g, w.rank).empty()) return Sink{Sink::Kind::idle, w.rank, i};
       if (w.kind == Wait::Kind::no_dump) return Sink{Sink::Kind::no_dump, w.rank, i};
       if (w.kind == Wait::Kind::unplaced) return Sink{Sink::Kind::unplaced, w.rank, i};
+      if (w.kind == Wait::Kind::unheld) return Sink{Sink::Kind::unheld, w.rank, i};
       // A receive whose send completed at the pair's first contact: the data did not come.
       if (w.kind == Wait::Kind::paired_elsewhere && s.op->entry->kind == traces::FrKind::recv && s.op->position == 0)
         return Sink{Sink::Kind::lost, w.rank, i};
@@ -155,8 +159,8 @@ core::Finding cycle_finding(const WaitGraph& g, const std::vector<size_t>& cycle
     f.sites.push_back(site_of(g, i));
     const bool unposted = std::any_of(g.waits[i].begin(), g.waits[i].end(),
                                       [&](const Wait& w) { return w.kind == Wait::Kind::not_posted && w.rank == t.rank; });
-    const std::string held = unposted ? fmt::format("has not posted its counterpart: its host stopped at its last call, {} (blocked in "
-                                                    "it, or in a sync after it; or the call was skipped)",
+    const std::string held = unposted ? fmt::format("has not posted its counterpart: its host is still inside its last call, {}, "
+                                                    "where NCCL makes or connects a communicator",
                                                     g.op_words(next))
                              : t.running ? "has not posted its counterpart"
                                          : fmt::format("posted its counterpart, queued behind its {}",
@@ -263,6 +267,41 @@ core::Finding idle_finding(const WaitGraph& g, const Sink& s, const std::vector<
   return f;
 }
 
+// Where a wrapped ring leaves the dumps without an answer: a channel's sides not aligned, rings that
+// hold none of their ranks' completed calls, a partner's ring that holds none of its calls there.
+void ring_words(const WaitGraph& g, const Sink& s, const std::vector<int>& ranks, core::Finding& f) {
+  const FrOp& op = *g.stuck[s.op].op;
+  const char* verb = ranks.size() == 1 ? "s" : "";
+  f.kind = std::string(core::kKindStalled);
+  if (s.kind == Sink::Kind::unplaced) {
+    f.summary = fmt::format("{}'s {} does not complete, and where its counterpart stands on rank {}'s side is unknown: a ring that "
+                            "wrapped dropped p2p calls that follow no pattern, so the channel's sides cannot be aligned; whether rank "
+                            "{} posted the counterpart, the dumps cannot say",
+                            rank_words(ranks), g.op_words(s.op), s.rank, s.rank);
+    return;
+  }
+  f.culprit = core::Culprit{-1, g.job.groups[op.group].name, op.entry->is_p2p, -1, op.position, "dropped"};
+  if (s.kind == Sink::Kind::unheld) {
+    f.summary = fmt::format("{} wait{} at {} for rank {}, whose ring dropped its first {} records and holds none of its calls there "
+                            "(TORCH_FR_BUFFER_SIZE keeps more): whether rank {} posted the counterpart, the dumps cannot say",
+                            rank_words(ranks), verb, g.op_words(s.op), s.rank, g.job.dropped.at(s.rank), s.rank);
+    return;
+  }
+  PPSPEC_ASSERT(s.kind == Sink::Kind::dropped);
+  std::vector<int> blind;  // every rank whose ring holds none of its completed calls
+  for (const auto& [rank, ops] : g.by_rank)
+    if (!ops.empty() && g.stuck[ops.front()].behind_dropped) blind.push_back(rank);
+  if (blind.size() <= 1)
+    f.summary = fmt::format("rank {}'s ring holds none of its completed calls: what its first call held, {}, waits behind was dropped "
+                            "(TORCH_FR_BUFFER_SIZE keeps more), so where rank {} is stuck the dumps cannot say; {} wait{} on it",
+                            s.rank, g.op_words(s.op), s.rank, rank_words(ranks), verb);
+  else
+    f.summary = fmt::format("the rings of {} hold none of their completed calls (rank {}'s first held: {}): what their first calls "
+                            "wait behind was dropped (TORCH_FR_BUFFER_SIZE keeps more), so where they are stuck the dumps cannot say; "
+                            "{} wait{} on them",
+                            rank_words(blind), s.rank, g.op_words(s.op), rank_words(ranks), verb);
+}
+
 core::Finding sink_finding(const WaitGraph& g, const Sink& s, const std::vector<int>& ranks, const FrDating& dating) {
   if (s.kind == Sink::Kind::idle) return idle_finding(g, s, ranks, dating);
   core::Finding f;
@@ -284,18 +323,8 @@ core::Finding sink_finding(const WaitGraph& g, const Sink& s, const std::vector<
                             "carried fewer elements than the receive expects",
                             g.stuck[s.op].rank, g.op_words(s.op), s.rank);
     f.culprit = core::Culprit{g.stuck[s.op].rank, g.job.groups[op.group].name, true, s.rank, op.position, "stalled"};
-  } else if (s.kind == Sink::Kind::unplaced) {
-    f.kind = std::string(core::kKindStalled);
-    f.summary = fmt::format("{}'s {} does not complete, and where its counterpart stands on rank {}'s side is unknown: a ring that "
-                            "wrapped dropped p2p calls that follow no pattern, so the channel's sides cannot be aligned; whether rank "
-                            "{} posted the counterpart, the dumps cannot say",
-                            rank_words(ranks), g.op_words(s.op), s.rank, s.rank);
-  } else if (s.kind == Sink::Kind::dropped) {
-    f.kind = std::string(core::kKindStalled);
-    f.summary = fmt::format("rank {}'s ring holds none of its completed calls: what its first call held, {}, waits behind was dropped "
-                            "(TORCH_FR_BUFFER_SIZE keeps more), so where rank {} is stuck the dumps cannot say; {} wait{} on it",
-                            s.rank, g.op_words(s.op), s.rank, rank_words(ranks), ranks.size() == 1 ? "s" : "");
-    f.culprit = core::Culprit{-1, g.job.groups[op.group].name, op.entry->is_p2p, -1, op.position, "dropped"};
+  } else if (s.kind == Sink::Kind::unplaced || s.kind == Sink::Kind::dropped || s.kind == Sink::Kind::unheld) {
+    ring_words(g, s, ranks, f);
   } else if (s.kind == Sink::Kind::outside) {
     f.kind = std::string(core::kKindStalled);
     f.summary = fmt::format("rank {}'s {} never started, and none of its communication before it is stuck: its stream waits for "
