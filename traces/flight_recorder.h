@@ -131,6 +131,9 @@ struct FrDump {
   bool placeholder_table = false;
   // Whether its states say what progressed: NCCL's do; Gloo's never leave `scheduled`.
   bool progress_recorded = true;
+  // Taken at one moment with every other rank's, after all it records (a live view of the job, as
+  // `ppspec watch` has): no dump predates what another records. Files never say so.
+  bool same_moment = false;
 };
 
 // Bounds on what a dump may hold (PyTorch's default ring buffer is 2,000 entries).

@@ -53,7 +53,10 @@ void name_communicators(std::vector<core::Finding>& findings, const std::map<std
 core::RunResult OpWindow::analyse() const {
   const traces::FrExport dumps = traces::flight_recorder_of(run_);
   std::vector<traces::FrDump> parsed;
-  for (const auto& [rank, json] : dumps.dumps) parsed.push_back(traces::fr_dump_from_json(json, fmt::format("rank{}", rank), rank));
+  for (const auto& [rank, json] : dumps.dumps) {
+    parsed.push_back(traces::fr_dump_from_json(json, fmt::format("rank{}", rank), rank));
+    parsed.back().same_moment = true;  // every rank's window, as it stands now
+  }
   core::RunResult r = verify::check_flight_recorder(parsed, verify::FrCheckOptions{verify::FrCalls::async});
   std::map<std::string, std::string> comm_of;
   for (const auto& [comm, group] : dumps.group_of) comm_of.emplace(group, comm);

@@ -13,6 +13,7 @@ std::string ms(int64_t ns) { return fmt::format("{:.1f} ms", static_cast<double>
 }  // namespace
 
 FrDating::FrDating(const FrJob& job) {
+  same_moment_ = !job.dumps.empty() && std::all_of(job.dumps.begin(), job.dumps.end(), [](const traces::FrDump* d) { return d->same_moment; });
   for (const traces::FrDump* d : job.dumps) {
     int64_t newest = 0, written = 0;
     for (const traces::FrEntry& e : d->entries) {
@@ -39,7 +40,7 @@ FrAge FrDating::age(const FrOp& op) const {
 
 bool FrDating::taken_before(int rank, const FrOp& op) const {
   const traces::FrEntry& e = op.coalesced == SIZE_MAX ? *op.entry : op.dump->entries.at(op.coalesced);
-  if (e.created_ns <= 0) return false;
+  if (e.created_ns <= 0 || same_moment_) return false;
   // A dump that records nothing at all was taken before its rank called anything, or it never did:
   // the first where the waiting dump looks like one of a job in flight.
   if (!written_.count(rank) && !newest_.count(rank)) return age(op) == FrAge::young;
@@ -47,6 +48,7 @@ bool FrDating::taken_before(int rank, const FrOp& op) const {
 }
 
 bool FrDating::taken_before(int rank, int64_t ns) const {
+  if (same_moment_) return false;
   const auto w = written_.find(rank);
   if (w != written_.end()) return w->second < ns;
   const auto n = newest_.find(rank);

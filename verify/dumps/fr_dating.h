@@ -41,6 +41,7 @@ class FrDating {
  private:
   std::map<int, int64_t> written_;  // rank -> when its dump was written (ns), where it shows
   std::map<int, int64_t> newest_;   // rank -> the newest time its dump records (ns)
+  bool same_moment_ = false;        // every dump taken at one moment, after all they record
 };
 
 }  // namespace ppspec::verify
