@@ -18,7 +18,7 @@ class InputError : public std::runtime_error {
  private:
   static std::string format(const std::string& file, int line, const std::string& message) {
     if (line > 0) return file + ":" + std::to_string(line) + ": " + message;
-    return file + ": " + message;
+    return file.empty() ? message : file + ": " + message;  // input of no file (a job as a whole)
   }
   std::string file_;
   int line_;

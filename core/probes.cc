@@ -9,47 +9,54 @@ namespace ppspec::core {
 
 namespace {
 
+// What a kind's value may be: anything (a hash, a row of device memory), 0 or 1, or a count the
+// monitors do arithmetic on (then its header integers are counts too, -1 allowed for "none").
+enum class ProbeValue { any, flag, count };
+
 // Where a kind's integers are: `header` fixed ones, then rows of `row` each (0: no rows). The
 // rows of padding_rows are as wide as their kernel's fields (row_width below).
 struct KindLayout {
   EventKind kind;
   size_t header;
   size_t row;
-  bool value_is_flag;  // the value is 0 or 1
+  ProbeValue value;
   std::string_view words;
 };
+
+// The largest count a probe carries: far past any run, small enough that sums of a few never overflow.
+constexpr int64_t kProbeCountMax = int64_t{1} << 40;
 
 constexpr size_t kRowByKernel = SIZE_MAX;
 
 // The trace format's layouts, written by the engine since its probes existed.
 constexpr std::array kKindLayouts{
-    KindLayout{EventKind::batch_scheduled, 0, 1, false, "[request ids in batch order...]"},
-    KindLayout{EventKind::request_scheduled, 3, 1, false, "[tokens scheduled, prefill length, req-state index, the prompt if new...]"},
-    KindLayout{EventKind::inputs_built, 1, 1, true, "[first position, input ids...]"},
-    KindLayout{EventKind::tokens_sampled, 0, 1, false, "[sampled tokens...]"},
-    KindLayout{EventKind::drafts_proposed, 0, 1, false, "[drafts...]"},
-    KindLayout{EventKind::drafts_adopted, 0, 1, false, "[drafts...]"},
-    KindLayout{EventKind::warmup_phase, 0, 0, false, ""},
-    KindLayout{EventKind::padding_rows, 0, kRowByKernel, false, "[per padding row the kernel's fields...]"},
-    KindLayout{EventKind::gate, 0, 1, true, "[per batch row 1 when it needs its sample...]"},
-    KindLayout{EventKind::table_bound, 2, 0, false, "[entries, entries never written]"},
-    KindLayout{EventKind::feedback_adopted, 2, 1, false, "[num_sampled, num_rejected, sampled tokens...]"},
-    KindLayout{EventKind::stage_output, 3, StageOutputRow::kFields, false,
+    KindLayout{EventKind::batch_scheduled, 0, 1, ProbeValue::any, "[request ids in batch order...]"},
+    KindLayout{EventKind::request_scheduled, 3, 1, ProbeValue::count, "[tokens scheduled, prefill length, req-state index, the prompt if new...]"},
+    KindLayout{EventKind::inputs_built, 1, 1, ProbeValue::flag, "[first position, input ids...]"},
+    KindLayout{EventKind::tokens_sampled, 0, 1, ProbeValue::any, "[sampled tokens...]"},
+    KindLayout{EventKind::drafts_proposed, 0, 1, ProbeValue::any, "[drafts...]"},
+    KindLayout{EventKind::drafts_adopted, 0, 1, ProbeValue::any, "[drafts...]"},
+    KindLayout{EventKind::warmup_phase, 0, 0, ProbeValue::any, ""},
+    KindLayout{EventKind::padding_rows, 0, kRowByKernel, ProbeValue::any, "[per padding row the kernel's fields...]"},
+    KindLayout{EventKind::gate, 0, 1, ProbeValue::flag, "[per batch row 1 when it needs its sample...]"},
+    KindLayout{EventKind::table_bound, 2, 0, ProbeValue::any, "[entries, entries never written]"},
+    KindLayout{EventKind::feedback_adopted, 2, 1, ProbeValue::any, "[num_sampled, num_rejected, sampled tokens...]"},
+    KindLayout{EventKind::stage_output, 3, StageOutputRow::kFields, ProbeValue::any,
            "[layers done, first lane, lanes, then per row: position, context lane, hash of the deep lanes]"},
-    KindLayout{EventKind::blocks_allocated, 0, 1, false, "[block ids in block-table order...]"},
-    KindLayout{EventKind::blocks_freed, 0, 1, false, "[block ids...]"},
-    KindLayout{EventKind::request_released, 0, 1, false, "[block ids held until its step in flight returns...]"},
-    KindLayout{EventKind::kv_slots, 0, KvSlotRow::kFields, false, "[per row: request, position, KV slot]"},
-    KindLayout{EventKind::serving_ended, 0, 0, false, ""},
-    KindLayout{EventKind::abort_arrived, 0, 0, false, ""},
-    KindLayout{EventKind::step_returned, 0, 0, false, ""},
-    KindLayout{EventKind::bonus_adopted, 1, 0, false, "[the token in the row's last_sampled]"},
-    KindLayout{EventKind::blocks_shared, 0, 1, false, "[block ids in block-table order...]"},
-    KindLayout{EventKind::blocks_cached, 0, 1, false, "[block ids...]"},
-    KindLayout{EventKind::draft_budget, 1, 0, false, "[the rank's own confidence estimate, in 1/65536ths]"},
-    KindLayout{EventKind::accepted_readback, 0, AcceptedReadbackProbe::kFields, false,
+    KindLayout{EventKind::blocks_allocated, 0, 1, ProbeValue::any, "[block ids in block-table order...]"},
+    KindLayout{EventKind::blocks_freed, 0, 1, ProbeValue::any, "[block ids...]"},
+    KindLayout{EventKind::request_released, 0, 1, ProbeValue::any, "[block ids held until its step in flight returns...]"},
+    KindLayout{EventKind::kv_slots, 0, KvSlotRow::kFields, ProbeValue::any, "[per row: request, position, KV slot]"},
+    KindLayout{EventKind::serving_ended, 0, 0, ProbeValue::any, ""},
+    KindLayout{EventKind::abort_arrived, 0, 0, ProbeValue::any, ""},
+    KindLayout{EventKind::step_returned, 0, 0, ProbeValue::any, ""},
+    KindLayout{EventKind::bonus_adopted, 1, 0, ProbeValue::any, "[the token in the row's last_sampled]"},
+    KindLayout{EventKind::blocks_shared, 0, 1, ProbeValue::any, "[block ids in block-table order...]"},
+    KindLayout{EventKind::blocks_cached, 0, 1, ProbeValue::any, "[block ids...]"},
+    KindLayout{EventKind::draft_budget, 1, 0, ProbeValue::any, "[the rank's own confidence estimate, in 1/65536ths]"},
+    KindLayout{EventKind::accepted_readback, 0, AcceptedReadbackProbe::kFields, ProbeValue::any,
                "[per row of the copied step: request id, tokens it accepted]"},
-    KindLayout{EventKind::table_updated, 0, 1, false, "[last_sampled of every table row, by req-state index...]"},
+    KindLayout{EventKind::table_updated, 0, 1, ProbeValue::any, "[last_sampled of every table row, by req-state index...]"},
 };
 
 const KindLayout* kind_layout(EventKind k) {
@@ -81,7 +88,20 @@ bool ints_fit(const KindLayout& l, const Event& e) {
   return width == 0 ? n == l.header : n >= l.header && (n - l.header) % width == 0;
 }
 
-bool value_fits(const KindLayout& l, const Event& e) { return !l.value_is_flag || e.value == 0 || e.value == 1; }
+bool is_count(int64_t v) { return v >= -1 && v <= kProbeCountMax; }
+
+bool value_fits(const KindLayout& l, const Event& e) {
+  switch (l.value) {
+    case ProbeValue::any: return true;
+    case ProbeValue::flag: return e.value == 0 || e.value == 1;
+    case ProbeValue::count:
+      if (!is_count(e.value)) return false;
+      for (size_t i = 0; i < l.header && i < e.ints.size(); ++i)
+        if (!is_count(e.ints[i])) return false;
+      return true;
+  }
+  return false;
+}
 
 }  // namespace
 
@@ -107,7 +127,9 @@ std::string probe_layout_error(const Event& e) {
 std::string probe_value_error(const Event& e) {
   const KindLayout* l = kind_layout(e.kind);
   if (l == nullptr || value_fits(*l, e)) return "";
-  return fmt::format("this {} event's value is {}; expected 0 or 1", to_string(e.kind), e.value);
+  if (l->value == ProbeValue::flag) return fmt::format("this {} event's value is {}; expected 0 or 1", to_string(e.kind), e.value);
+  return fmt::format("this {} event's value and its first {} integers are counts, each in [-1, {}]", to_string(e.kind), l->header,
+                     kProbeCountMax);
 }
 
 void BatchScheduledProbe::encode(ProbeData& out) const {

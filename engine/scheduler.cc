@@ -72,7 +72,10 @@ class Scheduler::StepBuilder {
   bool add_running(RequestRecord& r, int tokens) {
     for (;;) {
       if (add(r, tokens)) return true;
-      if (s_.missing_blocks(r, r.computed_if_accepted() + tokens) <= s_.pool_.free_count() + s_.fenced_blocks()) return false;
+      if (s_.missing_blocks(r, r.computed_if_accepted() + tokens) <= s_.pool_.free_count() + s_.fenced_blocks()) {
+        waits_for_fence = true;
+        return false;
+      }
       PPSPEC_ASSERT(!s_.running_.empty());
       RequestRecord& victim = s_.records_[s_.running_.back()];
       preempted = true;
@@ -83,6 +86,10 @@ class Scheduler::StepBuilder {
   }
 
   bool preempted = false;
+  // A running request waits for blocks that steps in flight still fence: in vLLM it would have
+  // preempted, so the step admits nothing (a waiting request would take the blocks it waits for,
+  // be preempted for them at the next step, and take them again, for ever).
+  bool waits_for_fence = false;
 
  private:
   // The victim may already be in this step's batch (decode rows are scheduled before prefill
@@ -198,7 +205,7 @@ std::shared_ptr<SchedulerOutput> Scheduler::schedule(int64_t step) {
     out_of_blocks = !b.add_running(r, std::min(remaining, b.budget));
   }
   if (pool_.caching()) cache_rows(*b.so);  // before admission: a new request may hit the blocks this step computes
-  if (!b.preempted) admit_waiting(b);  // vLLM admits nothing in a step that preempted
+  if (!b.preempted && !b.waits_for_fence) admit_waiting(b);  // vLLM admits nothing in a step that preempted
   // Nothing running: wait for arrivals (after a preemption, the next step resumes the request).
   if (b.so->requests.empty() && running_.empty() && !b.preempted) return nullptr;
   b.so->finished.swap(finished_idx_);

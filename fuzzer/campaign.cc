@@ -161,12 +161,14 @@ void crash_hook(uint64_t index) {
 }  // namespace
 
 rc::Shrinkable<FuzzCase> shrink_while(rc::Shrinkable<FuzzCase> failing, const std::function<bool(const FuzzCase&)>& still_fails, int runs_max,
-                                      Found& found) {
-  for (bool progressed = true; progressed && found.shrink_runs < runs_max;) {
+                                      Found& found, const std::function<bool()>& out_of_time) {
+  bool late = false;
+  for (bool progressed = true; progressed && found.shrink_runs < runs_max && !late;) {
     progressed = false;
     auto candidates = failing.shrinks();
     while (auto candidate = candidates.next()) {
-      if (found.shrink_runs >= runs_max) break;
+      late = out_of_time && out_of_time();
+      if (found.shrink_runs >= runs_max || late) break;
       ++found.shrink_runs;
       if (!still_fails(candidate->value())) continue;
       failing = std::move(*candidate);
@@ -175,7 +177,7 @@ rc::Shrinkable<FuzzCase> shrink_while(rc::Shrinkable<FuzzCase> failing, const st
       break;
     }
   }
-  found.capped = found.shrink_runs >= runs_max;
+  found.capped = found.shrink_runs >= runs_max || late;
   return failing;
 }
 
@@ -197,10 +199,12 @@ std::string case_text(const FuzzCase& c, const std::string& name, const Outcome&
 // Greedy descent over RapidCheck's shrinks: take the first smaller case that fails the same way,
 // until none does or `runs_max` candidates ran. Scenario and schedule shrink together: the seed and
 // the policy are picks of the case like any knob.
-rc::Shrinkable<FuzzCase> shrink(rc::Shrinkable<FuzzCase> failing, const Outcome& target, Found& found) {
+// With --time the shrink ends with the campaign: the smallest failing case by then is kept.
+rc::Shrinkable<FuzzCase> shrink(rc::Shrinkable<FuzzCase> failing, const Outcome& target, Found& found, const FuzzOptions& opts,
+                                Clock::time_point t0) {
   return shrink_while(std::move(failing), [&](const FuzzCase& c) {
     return run_guarded(case_text(c, "shrinking", target, ""), "<shrinking>", c, nullptr).same_as(target);
-  }, kShrinkRunsMax, found);
+  }, kShrinkRunsMax, found, [&] { return opts.time_s > 0 && since(t0) >= opts.time_s; });
 }
 
 std::string file_name(const FuzzOptions& opts, const Found& f) {
@@ -219,7 +223,7 @@ Found settle(const FuzzOptions& opts, const rc::Shrinkable<FuzzCase>& failing, c
   f.found_after_s = since(t0);
   const FuzzCase original = failing.value();
   f.original = case_summary(original);
-  const FuzzCase shrunk = shrink(failing, outcome, f).value();
+  const FuzzCase shrunk = shrink(failing, outcome, f, opts, t0).value();
   f.shrunk = case_summary(shrunk);
   f.requests = shrunk.is_program ? 0 : shrunk.serving.num_requests;
   f.ranks = shrunk.is_program ? shrunk.program.shape.ranks : shrunk.serving.dp * shrunk.serving.pp * shrunk.serving.tp;

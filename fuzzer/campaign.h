@@ -90,9 +90,10 @@ FuzzReport run_campaign(const FuzzOptions& opts, std::ostream& out, std::ostream
 std::string format_report(const FuzzReport& r);
 
 // Greedy descent over a failing case's shrinks: the first smaller one that `still_fails` is taken,
-// until none is or `runs_max` candidates ran (counted in `found`, `capped` when the limit stopped it).
+// until none is, `runs_max` candidates ran, or `out_of_time` says so before a candidate runs
+// (counted in `found`, `capped` when a limit stopped it).
 rc::Shrinkable<FuzzCase> shrink_while(rc::Shrinkable<FuzzCase> failing, const std::function<bool(const FuzzCase&)>& still_fails, int runs_max,
-                                      Found& found);
+                                      Found& found, const std::function<bool()>& out_of_time = {});
 
 // The case stream: case i of a campaign is drawn from its own seed, whatever ran before it.
 rc::Shrinkable<FuzzCase> draw(const FuzzOptions& opts, uint64_t index);

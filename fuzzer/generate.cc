@@ -128,6 +128,8 @@ rc::Gen<ServingCase> gen_serving_case(const Space& space, const std::vector<std:
     c.faults = faults;
     c.seed = *rc::gen::inRange<uint64_t>(1, 1u << 20);
     c.pct_depth = pick(space.pct_depth);
+    // Drawn last, and only from a list of several, so that every earlier draw stays what it was.
+    c.jitter = space.jitter.size() > 1 ? *rc::gen::elementOf(space.jitter) : space.jitter.front();
     return c;
   });
 }

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "sim/config.h"
+
 namespace ppspec::fuzzer {
 
 std::string ServingCase::strategy() const { return pct_depth == 0 ? "random" : fmt::format("pct:{}", pct_depth); }
@@ -14,6 +16,8 @@ void append_engine(std::string& s, const ServingCase& c) {
   if (c.dp > 1) s += fmt::format("dp = {}\n", c.dp);  // dp = 1 cases keep the text they always had
   s += fmt::format("pp = {}\ntp = {}\n", c.pp, c.tp);
   s += fmt::format("\n[model]\nstop_token = {}\nmax_model_len = {}\n", c.stop_token, c.max_model_len);
+  if (c.layers > 0) s += fmt::format("layers = {}\n", c.layers);
+  if (c.lanes > 0) s += fmt::format("lanes = {}\n", c.lanes);
   if (c.num_blocks > 0) s += fmt::format("num_blocks = {}\n", c.num_blocks);
   if (c.block_size != 16) s += fmt::format("block_size = {}\n", c.block_size);
   if (!c.recurrent_layers.empty()) s += fmt::format("recurrent_layers = [{}]\n", fmt::join(c.recurrent_layers, ", "));
@@ -36,6 +40,7 @@ void append_engine(std::string& s, const ServingCase& c) {
   // Strict: a hazard (a module load while serving, a device sync behind a spinning receive) is a
   // failure too; on GPUs it stalls or hangs.
   s += fmt::format("\n[runtime]\nmodule_loading = \"{}\"\nstrict = true\n", c.module_loading);
+  if (c.jitter != sim::SimConfig{}.jitter) s += fmt::format("jitter = {}\n", c.jitter);
   if (!c.faults.empty()) {
     s += "\n[faults]\n";
     for (const std::string& f : c.faults) s += f + " = true\n";
@@ -74,6 +79,7 @@ std::string summary(const ServingCase& c) {
   if (c.max_concurrent_batches > 0) s += fmt::format(" batches {}", c.max_concurrent_batches);
   if (c.poisson) s += fmt::format(" poisson {} us", c.mean_gap_us);
   if (c.module_loading != "eager") s += " " + c.module_loading;
+  if (c.jitter != sim::SimConfig{}.jitter) s += fmt::format(" jitter {}", c.jitter);
   return s + fmt::format(" seed {} {}", c.seed, c.strategy());
 }
 

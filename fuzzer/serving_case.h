@@ -21,6 +21,7 @@ struct ServingCase {
   // [model]
   int stop_token = -1;
   int max_model_len = 2048;
+  int layers = 0, lanes = 0;  // 0: the model's default (4 layers, 8 lanes); from-vllm sizes them to pp and tp
   int num_blocks = 0;  // 0: enough; fewer than the workload can fill: preemption
   int block_size = 16;
   // [serving]
@@ -41,6 +42,7 @@ struct ServingCase {
   int shared_prefix = 0, prefix_groups = 1;
   // [runtime], [faults]
   std::string module_loading = "eager";
+  double jitter = 0.1;  // sim::SimConfig's default: no line written
   std::vector<std::string> faults;
   // [explore]: the schedule
   uint64_t seed = 1;

@@ -7,6 +7,7 @@
 #include "core/file_bytes.h"
 #include "loader/program_loader.h"
 #include "loader/toml_reader.h"
+#include "sim/config.h"
 
 namespace ppspec::fuzzer {
 
@@ -55,16 +56,17 @@ void read_names(loader::TableReader& r, const char* key, std::vector<std::string
   out = names;
 }
 
-void read_temperatures(loader::TableReader& r, std::vector<double>& out) {
-  const toml::array* a = r.array("temperature");
+// A list of numbers to draw from, each in [lo, hi].
+void read_numbers(loader::TableReader& r, const char* key, std::vector<double>& out, double lo, double hi) {
+  const toml::array* a = r.array(key);
   if (a == nullptr) return;
   std::vector<double> v;
   for (const toml::node& n : *a) {
     const auto x = n.value<double>();
-    if (!x || *x < 0 || *x > 2) r.fail("temperature", "expected a list of numbers in [0, 2]");
+    if (!x || *x < lo || *x > hi) r.fail(key, fmt::format("expected a list of numbers in [{}, {}]", lo, hi));
     v.push_back(*x);
   }
-  if (v.empty()) r.fail("temperature", "an empty list: nothing to draw from");
+  if (v.empty()) r.fail(key, "an empty list: nothing to draw from");
   out = v;
 }
 
@@ -79,7 +81,7 @@ Space parse_space(const std::string& text, const std::string& file) {
   if (t == nullptr) top.fail_here("expected a [space] table");
   loader::TableReader r(*t, file, "[space]");
   r.only("kinds, dp, pp, tp, k, requests, prompt, output, max_num_seqs, max_num_batched_tokens, warmup_steps, pct_depth, "
-         "feedback, module_loading, temperature, graphs, chunked_prefill, aborts, stop_token, length_cap, poisson, preemption, "
+         "feedback, module_loading, temperature, jitter, graphs, chunked_prefill, aborts, stop_token, length_cap, poisson, preemption, "
          "lookahead, prefix_caching, adaptive_budget, recurrent, eagle");
   const Space lim = space_limits();
   read_range(r, "dp", s.dp, lim.dp);
@@ -95,7 +97,8 @@ Space parse_space(const std::string& text, const std::string& file) {
   read_range(r, "pct_depth", s.pct_depth, lim.pct_depth);
   read_names(r, "feedback", s.feedback, {"three-message", "single-payload"});
   read_names(r, "module_loading", s.module_loading, {"eager", "lazy", "jit"});
-  read_temperatures(r, s.temperature);
+  read_numbers(r, "temperature", s.temperature, 0, 2);
+  read_numbers(r, "jitter", s.jitter, 0, sim::kMaxJitter);
   if (const toml::array* kinds = r.array("kinds")) {
     s.servings = s.programs = false;
     for (const toml::node& n : *kinds) {
@@ -112,7 +115,7 @@ Space parse_space(const std::string& text, const std::string& file) {
     if (auto b = r.boolean(key)) *flag = *b;
   top.finish("space");
   r.finish("kinds, dp, pp, tp, k, requests, prompt, output, max_num_seqs, max_num_batched_tokens, warmup_steps, pct_depth, "
-           "feedback, module_loading, temperature, graphs, chunked_prefill, aborts, stop_token, length_cap, poisson, preemption, "
+           "feedback, module_loading, temperature, jitter, graphs, chunked_prefill, aborts, stop_token, length_cap, poisson, preemption, "
          "lookahead, prefix_caching, adaptive_budget, recurrent, eagle");
   // A budget must hold one verification block of the largest K.
   if (s.max_num_batched_tokens.hi < s.k.hi + 1)

@@ -35,6 +35,9 @@ struct Space {
   std::vector<std::string> feedback{"three-message", "single-payload"};
   std::vector<std::string> module_loading{"eager", "lazy", "jit"};
   std::vector<double> temperature{0.0, 0.8};
+  // [runtime] jitter: how much each simulated duration varies (seeded). The runtime's default only,
+  // unless a space lists more, so that the cases every earlier campaign drew stay the cases it draws.
+  std::vector<double> jitter{0.1};
   // Whether a case may use each edge: CUDA graphs, chunked prefill, aborts, a stop token, a
   // max_model_len close to prompt + output, poisson arrivals, a KV cache small enough to preempt.
   bool graphs = true, chunked_prefill = true, aborts = true, stop_token = true, length_cap = true, poisson = true;

@@ -5,6 +5,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/file_bytes.h"
+#include "core/json_depth.h"
+#include "core/printable.h"
 #include "fuzzer/campaign.h"
 
 namespace ppspec::fuzzer {
@@ -31,6 +34,15 @@ Json to_json(const Found& f) {
               {"shrunk_after_s", f.shrunk_after_s}, {"shrink_steps", f.shrink_steps}, {"shrink_runs", f.shrink_runs},
               {"original", f.original}, {"shrunk", f.shrunk}, {"requests", f.requests}, {"ranks", f.ranks},
               {"internal", f.internal}, {"capped", f.capped}};
+}
+
+// A count the summary holds: an integer from 0 to 2^53 (exact in a double), never a negative one
+// read as unsigned.
+uint64_t count_of(const Json& j, const std::string& key) {
+  const Json& v = j.at(key);
+  if (!v.is_number_unsigned() || v.get<uint64_t>() > (uint64_t{1} << 53))
+    throw std::runtime_error(fmt::format("'{}' is {}: expected a count (an integer from 0)", key, core::printable(v.dump(), 40)));
+  return v.get<uint64_t>();
 }
 
 Found found_of(const Json& j) {
@@ -71,18 +83,25 @@ void write_summary(const FuzzReport& r, const FuzzOptions& opts) {
 
 FuzzReport read_summary(const std::string& dir) {
   const std::string file = dir + "/summary.json";
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw core::InputError(file, 0, "no summary here: is this the --out folder of a finished `ppspec fuzz`?");
-  const Json j = Json::parse(in, nullptr, false);
+  const core::FileBytes bytes = core::read_file_bytes(file);
+  if (!bytes.ok()) throw core::InputError(file, 0, "no summary here: is this the --out folder of a finished `ppspec fuzz`?");
+  if (core::json_too_deep(bytes.bytes, 4)) throw core::InputError(file, 0, "a malformed fuzzing summary: nested too deeply");
+  const Json j = Json::parse(bytes.bytes, nullptr, false);
   FuzzReport r;
   try {
-    if (j.is_discarded() || !j.contains("ppspec_fuzz")) throw std::runtime_error("not a fuzzing summary");
-    r.cases = j.at("cases").get<uint64_t>();
-    r.failures = j.at("failures").get<uint64_t>();
+    if (j.is_discarded() || !j.is_object() || !j.contains("ppspec_fuzz")) throw std::runtime_error("not a fuzzing summary");
+    r.cases = count_of(j, "cases");
+    r.failures = count_of(j, "failures");
     r.seconds = j.at("seconds").get<double>();
+    if (!(r.seconds >= 0)) throw std::runtime_error("'seconds' is negative");
     // A summary written before a path was counted reads 0 for it (prefix_hits came with prefix caching).
-    for (const auto& [name, field] : kPaths) r.coverage.*field = j.at("paths").value(name, uint64_t{0});
+    for (const auto& [name, field] : kPaths) r.coverage.*field = j.at("paths").contains(name) ? count_of(j.at("paths"), name) : 0;
     for (const Json& f : j.at("found")) r.found.push_back(found_of(f));
+    // Every failure is shrunk and listed (the campaign stops at the first without --keep-going).
+    if (r.failures != r.found.size() || r.failures > r.cases)
+      throw std::runtime_error(fmt::format("{} failures in {} cases with {} listed under 'found': a campaign lists every failure "
+                                           "it counts, and counts no more failures than cases",
+                                           r.failures, r.cases, r.found.size()));
   } catch (const std::exception& e) {
     throw core::InputError(file, 0, fmt::format("a malformed fuzzing summary: {}", e.what()));
   }

@@ -434,7 +434,7 @@ void read_runtime(TableReader& r, sim::SimConfig& cfg, core::Time* hang_timeout)
   cfg.unit_bytes = r.integer("unit_bytes", 1, 1 << 20).value_or(cfg.unit_bytes);
   cfg.max_steps = static_cast<uint64_t>(r.integer("max_steps", 1, int64_t{1} << 50).value_or(static_cast<int64_t>(cfg.max_steps)));
   if (auto ms = r.number("max_time_ms", 0.001, 1e12)) cfg.max_time = static_cast<core::Time>(*ms * core::kMs);
-  cfg.jitter = r.number("jitter", 0, 0.9).value_or(cfg.jitter);
+  cfg.jitter = r.number("jitter", 0, sim::kMaxJitter).value_or(cfg.jitter);
   // Keys that mean something for one kind of scenario only: the watchdog of real GPUs (programs),
   // the memory the simulator's backed buffers may take (serving; programs' buffers take none).
   const bool program = hang_timeout != nullptr;

@@ -88,7 +88,7 @@ void read_model_table(TableReader& r, engine::ModelConfig& m) {
   m.layers = to_int(r.integer("layers", 1, 256).value_or(m.layers));
   m.lanes = to_int(r.integer("lanes", 1, 1024).value_or(m.lanes));
   m.block_size = to_int(r.integer("block_size", 1, 1024).value_or(m.block_size));
-  m.num_blocks = to_int(r.integer("num_blocks", 2, 1 << 24).value_or(0));
+  m.num_blocks = to_int(r.integer("num_blocks", 0, 1 << 24).value_or(0));  // 0: enough
   m.alpha = r.number("alpha", 0, 1).value_or(m.alpha);
   m.stop_token = r.integer("stop_token", -1, 1 << 16).value_or(m.stop_token);
   m.max_model_len = to_int(r.integer("max_model_len", 8, 1 << 20).value_or(m.max_model_len));
@@ -126,7 +126,7 @@ void read_serving_table(TableReader& r, engine::ServingConfig& v) {
   v.max_num_batched_tokens = to_int(r.integer("max_num_batched_tokens", 1, 1 << 20).value_or(v.max_num_batched_tokens));
   v.chunked_prefill = r.boolean("chunked_prefill").value_or(v.chunked_prefill);
   v.warmup_steps = to_int(r.integer("warmup_steps", 1, 64).value_or(v.warmup_steps));
-  v.max_concurrent_batches = to_int(r.integer("max_concurrent_batches", 1, 65).value_or(0));
+  v.max_concurrent_batches = to_int(r.integer("max_concurrent_batches", 0, 65).value_or(0));  // 0: pp
   v.enable_prefix_caching = r.boolean("enable_prefix_caching").value_or(false);
   if (const toml::array* sizes = r.array("capture_sizes")) {
     for (const auto& n : *sizes) {
@@ -247,6 +247,11 @@ void check_data_parallel(TableReader& top, const engine::EngineConfig& c) {
 // Whole-scenario checks, across tables: each names the line of the key that decides it.
 void check_serving_config(TableReader& top, const engine::EngineConfig& c) {
   const engine::ModelConfig& m = c.model;
+  if (c.topology.ranks() > engine::kRanksMax)
+    fail_serving_check(top, "topology", c.topology.tp > 1 ? "tp" : c.topology.pp > 1 ? "pp" : "dp",
+                       fmt::format("dp x pp x tp = {} x {} x {} = {} ranks: the simulator runs at most {} (its happens-before "
+                                   "state grows with the ranks squared: 512 ranks take about a minute and 1.5 GB)",
+                                   c.topology.dp, c.topology.pp, c.topology.tp, c.topology.ranks(), engine::kRanksMax));
   if (c.topology.pp > m.layers)
     fail_serving_check(top, "topology", "pp", fmt::format("pp = {} has more stages than the model has layers ({})", c.topology.pp, m.layers));
   if (m.lanes % c.topology.tp != 0)
@@ -270,8 +275,8 @@ void check_serving_config(TableReader& top, const engine::EngineConfig& c) {
   const int batches = c.serving.max_concurrent_batches;
   if (batches != 0 && (batches < c.topology.pp || batches > c.topology.pp + 1))
     fail_serving_check(top, "serving", "max_concurrent_batches",
-                       fmt::format("{} batches in flight with pp = {}: valid {} (one per stage) or {} (async scheduling's lookahead "
-                                   "batch, as vLLM allows)",
+                       fmt::format("{} batches in flight with pp = {}: valid {} (one per stage; 0 says the same) or {} (async "
+                                   "scheduling's lookahead batch, as vLLM allows)",
                                    batches, c.topology.pp, c.topology.pp, c.topology.pp + 1));
   check_adaptive_budget(top, c);
   check_draft_method(top, c);

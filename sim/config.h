@@ -10,6 +10,10 @@
 
 namespace ppspec::sim {
 
+// The most a simulated duration may vary (the loader's bound on [runtime] jitter): below 1, so that
+// no duration jitters to zero or below.
+inline constexpr double kMaxJitter = 0.9;
+
 using core::Time;
 
 struct CostModel {

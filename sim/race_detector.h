@@ -74,7 +74,7 @@ class RaceDetector final : public kernels::AccessObserver {
   // Items remembered per stream for reports; older ones are named by their stream only.
   static constexpr uint32_t kItemsRemembered = 4096;
   // Allocations per world (the engine makes ~60 per rank).
-  static constexpr size_t kAllocationsMax = 1 << 16;
+  static constexpr size_t kAllocationsMax = 1 << 17;  // engine::kRanksMax ranks, with room
 
   // The first race stops `world`'s run (World::request_stop) as the item that saw it ends.
   explicit RaceDetector(World& world) : world_(world) {}

@@ -13,26 +13,14 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/ppspec_child.h"
+
 namespace ppspec::testing {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Ran {
-  int code;
-  std::string output;  // stdout and stderr
-};
-
-Ran ppspec(const std::string& args) {
-  const std::string command = std::string(PPSPEC_BINARY) + " " + args + " 2>&1";
-  FILE* p = popen(command.c_str(), "r");
-  if (p == nullptr) return {-1, "popen failed"};
-  std::string out;
-  std::array<char, 4096> buf{};
-  for (size_t n; (n = fread(buf.data(), 1, buf.size(), p)) > 0;) out.append(buf.data(), n);
-  const int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+Ran ppspec(const std::string& args) { return run_ppspec(args); }
 
 std::string fmt_args(const std::string& file, const std::string& more) { return "run '" + file + "' " + more; }
 

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "tests/ppspec_child.h"
 #include "fuzzer/campaign.h"
 #include "loader/serving_loader.h"
 #include "loader/program_loader.h"
@@ -175,13 +176,9 @@ namespace {
 
 // The ppspec binary in a child process, its output captured; the exit status.
 int ppspec_child(const std::string& env, const std::string& args, std::string& output) {
-  const std::string cmd = fmt::format("{} {} {} 2>&1", env, PPSPEC_BINARY, args);
-  FILE* p = popen(cmd.c_str(), "r");
-  char buf[4096];
-  output.clear();
-  while (size_t n = fread(buf, 1, sizeof buf, p)) output.append(buf, n);
-  const int status = pclose(p);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+  const Ran r = run_ppspec(args, env);
+  output = r.output;
+  return r.code < 0 ? 128 : r.code;
 }
 
 // ppspec failing on a case (the test hook makes every serving case of 2 stages fail as a bug

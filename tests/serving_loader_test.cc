@@ -107,7 +107,7 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"prompt_never_fits_budget", with("max_num_batched_tokens = 64", "max_num_batched_tokens = 12"), 19,
             "without chunked prefill a 16-token prompt never fits a 12-token budget"},
         Bad{"too_many_batches_in_flight", with("max_num_seqs = 4", "max_num_seqs = 4\nmax_concurrent_batches = 4"), 19,
-            "4 batches in flight with pp = 2: valid 2 (one per stage) or 3 (async scheduling's lookahead batch, as vLLM allows)"},
+            "4 batches in flight with pp = 2: valid 2 (one per stage; 0 says the same) or 3 (async scheduling's lookahead batch, as vLLM allows)"},
         Bad{"too_few_batches_in_flight", with("max_num_seqs = 4", "max_num_seqs = 4\nmax_concurrent_batches = 1"), 19,
             "1 batches in flight with pp = 2: valid 2"},
         Bad{"adaptive_budget_with_k1", replaced(with("k = 5", "k = 1\nadaptive_budget = true"), "[6, 12, 24]", "[6, 12]"), 14,

@@ -130,9 +130,13 @@ report::RunRecord check_one(const std::string& path, const CheckArgs& args, std:
     return check_dumps(traces::read_fr_files({path}, prefix_of(args)), args.calls);
   }
   traces::TraceReader reader(path, traces::TraceReader::Options{});
+  limit_to_embedded_ranks(reader);
   const traces::TraceHeader& h = reader.header();
   std::optional<serving::ServingScenario> scenario;
   if (h.kind == "serving" || (h.kind.empty() && !args.scenario.empty())) scenario = serving_scenario_of(reader, args.scenario, err);
+  if (scenario)  // the monitors keep state per rank of the scenario: a rank outside it is refused first
+    reader.limit_ranks(scenario->config.topology.ranks(), fmt::format("the {}-rank scenario '{}'", scenario->config.topology.ranks(),
+                                                                      core::printable(scenario->name, 80)));
   std::vector<core::Finding> found;
   std::unique_ptr<verify::ServingMonitors> monitors;
   if (scenario)

@@ -15,6 +15,7 @@
 #include "tools/bad_input.h"
 #include "tools/job_trace_input.h"
 #include "tools/check_command.h"
+#include "tools/trace_scenario.h"
 #include "traces/flight_recorder.h"
 #include "traces/fr_writer.h"
 #include "traces/trace_reader.h"
@@ -191,6 +192,7 @@ class TraceSlices {
 
 void export_trace(const std::string& path, Timeline& tl) {
   traces::TraceReader reader(path, traces::TraceReader::Options{.require_trailer = false});
+  limit_to_embedded_ranks(reader);
   TraceSlices slices(tl);
   while (const core::Event* e = reader.next()) slices.add(*e);
   slices.finish();

@@ -1,11 +1,13 @@
 #include "tools/from_vllm_command.h"
 
 #include <filesystem>
+#include <sstream>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <ostream>
 
 #include "core/error.h"
+#include "core/printable.h"
 #include "fuzzer/serving_case.h"
 #include "loader/serving_loader.h"
 #include "serving/runner.h"
@@ -21,19 +23,31 @@ namespace fs = std::filesystem;
 vllm_config::EngineArgs read_args(const FromVllmArgs& a) {
   if (a.config.empty() && a.vllm_args.empty())
     throw core::InputError("ppspec from-vllm", 0, "no vLLM arguments: give a config file, or `vllm serve`'s flags after --");
+  std::error_code ec;
+  if (!a.config.empty() && !fs::is_regular_file(a.config, ec))
+    throw core::InputError(a.config, 0, "no such file: before --, from-vllm takes a vLLM config file (JSON or flat YAML); a model "
+                                        "name and `vllm serve`'s flags go after --");
   vllm_config::EngineArgs args = a.config.empty() ? vllm_config::EngineArgs{} : vllm_config::parse_config_file(a.config);
   vllm_config::merge(args, vllm_config::parse_cli(a.vllm_args));
   return args;
 }
 
 // The mapping as the scenario's description: what each vLLM argument became, and what has none.
+// Everything echoed is printable (a control character is refused in TOML) and short: the file's
+// description stays far below the loader's bound however long the command line was.
 std::string description_of(const FromVllmArgs& a, const vllm_config::Serving& s) {
-  std::string d = fmt::format("Made by `ppspec from-vllm` from {}{}{}.\nvLLM -> ppspec:\n", a.config.empty() ? "" : a.config,
+  constexpr size_t kArgBytesShown = 200, kArgsBytesShown = 4096;
+  std::string args;
+  for (const std::string& arg : a.vllm_args) args += (args.empty() ? "" : " ") + core::printable(arg, kArgBytesShown);
+  std::string d = fmt::format("Made by `ppspec from-vllm` from {}{}{}.\nvLLM -> ppspec:\n",
+                              a.config.empty() ? "" : core::printable(a.config, kArgBytesShown),
                               a.config.empty() || a.vllm_args.empty() ? "" : " and ",
-                              a.vllm_args.empty() ? "" : fmt::format("`{}`", fmt::join(a.vllm_args, " ")));
-  for (const vllm_config::Mapping& m : s.mapped) d += m.vllm.empty() ? fmt::format("    {}\n", m.scenario) : fmt::format("  {} -> {}\n", m.vllm, m.scenario);
+                              a.vllm_args.empty() ? "" : fmt::format("`{}`", core::printable(args, kArgsBytesShown)));
+  for (const vllm_config::Mapping& m : s.mapped)
+    d += m.vllm.empty() ? fmt::format("    {}\n", core::printable(m.scenario))
+                        : fmt::format("  {} -> {}\n", core::printable(m.vllm, kArgBytesShown), core::printable(m.scenario));
   if (!s.no_counterpart.empty()) d += "No counterpart:\n";
-  for (const std::string& n : s.no_counterpart) d += fmt::format("  {}\n", n);
+  for (const std::string& n : s.no_counterpart) d += fmt::format("  {}\n", core::printable(n, kArgBytesShown));
   d += "[workload] is ppspec's: requests enough to fill the batch, Poisson arrivals, temperature sampling.\n";
   // A TOML multi-line basic string: backslashes and triple quotes escaped.
   std::string escaped;
@@ -45,6 +59,30 @@ std::string description_of(const FromVllmArgs& a, const vllm_config::Serving& s)
   return escaped;
 }
 
+// "[table] key" of line `line` (from 1) of a scenario's text, or "" when it is no `key = value` line.
+std::string key_at(const std::string& text, int line) {
+  std::istringstream in(text);
+  std::string l, table;
+  for (int n = 1; std::getline(in, l); ++n) {
+    if (l.starts_with("[")) table = l;
+    if (n == line) return l.find(" = ") == std::string::npos ? "" : table + " " + l.substr(0, l.find(" = "));
+  }
+  return "";
+}
+
+// The scenario made of the arguments is refused by the loader (a combination ppspec cannot run):
+// said of the vLLM argument that made the refused key, not of a line of a file never written.
+[[noreturn]] void refused(const core::InputError& e, const std::string& text, const FromVllmArgs& a, const vllm_config::Serving& s) {
+  const std::string where = e.line() > 0 ? fmt::format("{}:{}: ", a.out, e.line()) : a.out + ": ";
+  const std::string message = std::string(e.what()).starts_with(where) ? std::string(e.what()).substr(where.size()) : e.what();
+  const std::string key = key_at(text, e.line());
+  for (const vllm_config::Mapping& m : s.mapped) {
+    if (key.empty() || !m.scenario.starts_with(key + " ")) continue;
+    throw core::InputError(m.origin.empty() ? "vLLM's default" : m.origin, 0,
+                           fmt::format("{} makes {}, which ppspec cannot run: {}", m.vllm, key, message));
+  }
+  throw core::InputError("vLLM arguments", 0, fmt::format("the scenario they make is refused{}: {}", key.empty() ? "" : " at " + key, message));
+}
 
 }  // namespace
 
@@ -53,12 +91,19 @@ int from_vllm_command(const FromVllmArgs& a, std::ostream& out, std::ostream& er
     const vllm_config::Serving s = vllm_config::to_serving(read_args(a), vllm_config::WorkloadChoice{a.requests});
     const std::string name = a.name.empty() ? fs::path(a.out).stem().string() : a.name;
     const std::string text = fuzzer::to_toml(s.scenario, name, description_of(a, s), fuzzer::Expectation{});
-    const serving::ServingScenario scenario = loader::parse_serving(text, a.out);  // what is written reads back
+    const serving::ServingScenario scenario = [&] {  // what is written reads back
+      try {
+        return loader::parse_serving(text, a.out);
+      } catch (const core::InputError& e) {
+        refused(e, text, a, s);
+      }
+    }();
     write_output_file(a.out, text, a.force);
     out << fmt::format("wrote {}: {}\n", a.out, fuzzer::summary(s.scenario));
     for (const vllm_config::Mapping& m : s.mapped)
-      out << (m.vllm.empty() ? fmt::format("      {}\n", m.scenario) : fmt::format("  {} -> {}\n", m.vllm, m.scenario));
-    for (const std::string& n : s.no_counterpart) out << fmt::format("  no counterpart: {}\n", n);
+      out << (m.vllm.empty() ? fmt::format("      {}\n", core::printable(m.scenario))
+                             : fmt::format("  {} -> {}\n", core::printable(m.vllm), core::printable(m.scenario)));
+    for (const std::string& n : s.no_counterpart) out << fmt::format("  no counterpart: {}\n", core::printable(n));
     const serving::ServingRun run = serving::run_on_sim(scenario, serving::RunOptions{});
     const core::Finding* first = run.result.findings.empty() ? nullptr : &run.result.findings.front();
     out << fmt::format("  ppspec run of the scenario (seed 1): {}{}\n", core::to_string(run.result.verdict),

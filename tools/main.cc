@@ -1,16 +1,26 @@
 // The ppspec command-line program: a table of commands (kCommands), each with its options and its
 // handler, and a dispatcher that runs the one the command line names.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <array>
 #include <filesystem>
 #include <charconv>
 #include <cstdint>
 #include <cstdio>
 #include <optional>
+#include <string_view>
 #include <string>
 #include <vector>
 #include <exception>
+#include <cerrno>
 #include <iostream>
+#include <new>
+#include <unistd.h>
+#if defined(PPSPEC_ALLOCATOR_MIMALLOC)
+#include <mimalloc.h>
+#endif
+
+#include <fmt/format.h>
 
 #include "core/printable.h"
 #include "ppspec_version.h"
@@ -310,10 +320,10 @@ int import_handler(CommandLine& line) { return import_command(line.import, std::
 
 void from_vllm_options(CLI::App& cmd, CommandLine& line) {
   FromVllmArgs& a = line.from_vllm;
-  cmd.add_option("args", a.vllm_args,
-                 "a vLLM config (JSON, or the flat YAML of `vllm serve --config`), and/or `vllm serve`'s flags after -- "
-                 "(e.g. -- --pipeline-parallel-size 2 --speculative-config '{\"method\": \"eagle3\", "
-                 "\"num_speculative_tokens\": 3}')");
+  cmd.add_option("config", a.config,
+                 "a vLLM config (JSON, or the flat YAML of `vllm serve --config`); and/or, after --, `vllm serve`'s command "
+                 "line as written (e.g. -- vllm serve MODEL --pipeline-parallel-size 2 --speculative-config "
+                 "'{\"method\": \"eagle3\", \"num_speculative_tokens\": 3}')");
   cmd.add_option("-o,--out", a.out, "the serving scenario to write (TOML)")->required();
   cmd.add_option("--name", a.name, "the scenario's name (default: the output file's name)");
   cmd.add_option("--requests", a.requests, "the workload's requests (default: twice the request slots, at most 64)")
@@ -321,17 +331,20 @@ void from_vllm_options(CLI::App& cmd, CommandLine& line) {
   cmd.add_flag("--force", a.force, "overwrite the output file");
 }
 
-int from_vllm_handler(CommandLine& line) {
-  FromVllmArgs& a = line.from_vllm;
-  // A config file may come first: `ppspec from-vllm config.yaml -o s.toml [-- flags]`.
-  if (!a.vllm_args.empty() && !a.vllm_args[0].starts_with("-") && std::filesystem::is_regular_file(a.vllm_args[0])) {
-    const std::string& f = a.vllm_args[0];
-    if (f.ends_with(".json") || f.ends_with(".yaml") || f.ends_with(".yml")) {
-      a.config = f;
-      a.vllm_args.erase(a.vllm_args.begin());
-    }
+int from_vllm_handler(CommandLine& line) { return from_vllm_command(line.from_vllm, std::cout, std::cerr); }
+
+// `ppspec from-vllm [CONFIG] -o FILE -- VLLM ARGS`: what follows the first lone `--` is vLLM's
+// command line, handed over token by token as written (CLI11 would split a bracketed value, `[1,2]`,
+// into several, at a cost quadratic in its nesting). Returns them; `argc` then ends before `--`.
+std::vector<std::string> take_vllm_command_line(int& argc, char** argv) {
+  if (argc < 2 || std::string_view(argv[1]) != "from-vllm") return {};
+  for (int i = 2; i < argc; ++i) {
+    if (std::string_view(argv[i]) != "--") continue;
+    std::vector<std::string> rest(argv + i + 1, argv + argc);
+    argc = i;
+    return rest;
   }
-  return from_vllm_command(a, std::cout, std::cerr);
+  return {};
 }
 
 // In the order `ppspec --help` lists them.
@@ -363,7 +376,48 @@ constexpr std::array kCommands{
 }  // namespace
 }  // namespace ppspec::tools
 
+// Memory ran out (an allocation failed, with nothing left to free): said, rather than the
+// allocator's abort or a bad_alloc thrown inside a simulated fiber's stack. No allocation here.
+[[noreturn]] void out_of_memory() {
+  static constexpr char kMessage[] =
+      "ppspec: out of memory: an allocation failed (the machine's memory, or `ulimit -v`, is spent); a serving scenario's host "
+      "memory grows with [model] vocab x lanes x layers and with its ranks: run a smaller one, or on a larger machine\n";
+  (void)!::write(STDERR_FILENO, kMessage, sizeof kMessage - 1);
+  ::_exit(3);
+}
+
+// CLI11 splits a bracketed value ("[a,b]") of a list option into its items, recursively, copying
+// the rest of the value at each level: an argument nested thousands deep costs memory quadratic in
+// its depth. No value ppspec takes nests; from-vllm's vLLM command line (after --) never reaches CLI11.
+std::optional<std::string> too_deep_argument(int argc, char** argv) {
+  constexpr int kBracketsMax = 16;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    int depth = 0, deepest = 0;
+    for (char c : a) {
+      depth += c == '[' ? 1 : c == ']' ? -1 : 0;
+      deepest = std::max(deepest, depth);
+    }
+    if (deepest > kBracketsMax)
+      return fmt::format("ppspec: command-line argument {} opens {} brackets in one another, more than {}: not a value ppspec takes",
+                         i, deepest, kBracketsMax);
+  }
+  return std::nullopt;
+}
+
+#if defined(PPSPEC_ALLOCATOR_MIMALLOC)
+// mimalloc's operator new aborts on failure without asking the new-handler: it tells its error
+// callback first.
+void mimalloc_error(int err, void*) {
+  if (err == ENOMEM) out_of_memory();
+}
+#endif
+
 int main(int argc, char** argv) {
+  std::set_new_handler(out_of_memory);
+#if defined(PPSPEC_ALLOCATOR_MIMALLOC)
+  mi_register_error(mimalloc_error, nullptr);
+#endif
   CLI::App app{"ppspec: finds the bugs of pipeline-parallel speculative-decoding serving before they reach a GPU cluster"};
   app.require_subcommand(1);
   const auto& commands = ppspec::tools::kCommands;
@@ -374,6 +428,11 @@ int main(int argc, char** argv) {
     commands[i].add_options(*subcommands[i], line);
   }
   app.set_version_flag("--version", std::string("ppspec ") + PPSPEC_VERSION, "print the commit ppspec was built from and exit");
+  line.from_vllm.vllm_args = ppspec::tools::take_vllm_command_line(argc, argv);
+  if (const auto deep = too_deep_argument(argc, argv)) {
+    std::cerr << *deep << '\n';
+    return ppspec::tools::kExitBadInput;
+  }
   if (const std::string unknown = ppspec::tools::unknown_name(app, std::vector<std::string>(argv + 1, argv + argc)); !unknown.empty()) {
     std::cerr << "ppspec: " << unknown << '\n';
     return ppspec::tools::kExitBadInput;

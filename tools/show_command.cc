@@ -14,6 +14,7 @@
 #include "tools/bad_input.h"
 #include "tools/job_trace_input.h"
 #include "tools/check_command.h"
+#include "tools/trace_scenario.h"
 #include "traces/flight_recorder.h"
 #include "traces/trace_reader.h"
 
@@ -73,6 +74,7 @@ std::string cell_text(const core::Event& e) {
 // the thousand); a program trace its kernels.
 std::vector<Row> trace_rows(const std::string& path, const std::set<int>& ranks) {
   traces::TraceReader reader(path, traces::TraceReader::Options{.require_trailer = false});
+  limit_to_embedded_ranks(reader);
   const bool serving = reader.header().kind == "serving";
   std::vector<Row> rows;
   while (const core::Event* e = reader.next()) {

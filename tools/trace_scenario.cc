@@ -91,4 +91,19 @@ Loaded trace_scenario(const traces::TraceHeader& h, const std::string& trace, co
   not_found(h, trace, cli_scenario);
 }
 
+void limit_to_embedded_ranks(traces::TraceReader& reader) {
+  const traces::TraceHeader& h = reader.header();
+  if (h.scenario_text.empty() || !h.scenario_hash) return;
+  std::optional<Loaded> l;
+  try {
+    l = embedded_scenario(h, reader.where());
+  } catch (const core::InputError&) {
+    return;
+  }
+  const int ranks = std::holds_alternative<program::Program>(l->scenario)
+                        ? std::get<program::Program>(l->scenario).num_ranks
+                        : std::get<serving::ServingScenario>(l->scenario).config.topology.ranks();
+  if (ranks > 0) reader.limit_ranks(ranks, fmt::format("the {}-rank scenario '{}'", ranks, core::printable(h.scenario, 80)));
+}
+
 }  // namespace ppspec::tools

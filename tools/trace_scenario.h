@@ -7,6 +7,7 @@
 
 #include "tools/run_support.h"
 #include "traces/trace_format.h"
+#include "traces/trace_reader.h"
 
 namespace ppspec::tools {
 
@@ -32,5 +33,10 @@ namespace ppspec::tools {
 // expected).
 Loaded trace_scenario(const traces::TraceHeader& h, const std::string& trace, const std::string& cli_scenario,
                       std::ostream& err);
+
+// Bounds the reader's ranks by the scenario its header embeds (its ranks, all data-parallel
+// replicas'), where it embeds one that loads; else leaves them unbounded (a command that needs the
+// scenario finds it with trace_scenario, and says why it cannot).
+void limit_to_embedded_ranks(traces::TraceReader& reader);
 
 }  // namespace ppspec::tools

@@ -6,7 +6,7 @@
 #include "core/error.h"
 #include "core/printable.h"
 #include "traces/flight_recorder.h"
-#include "traces/json_shown.h"
+#include "core/json_shown.h"
 
 namespace ppspec::traces {
 
@@ -26,10 +26,10 @@ int64_t FrPlace::integer_value(const Json& v, const std::string& what, int64_t l
   // exponent as a double: only the first two are integers here.
   if (v.is_number_unsigned()) {
     const uint64_t u = v.get<uint64_t>();
-    if (u > static_cast<uint64_t>(hi)) fail(fmt::format("{} is {}: out of [{}, {}]", what, shown(v), lo, hi));
+    if (u > static_cast<uint64_t>(hi)) fail(fmt::format("{} is {}: out of [{}, {}]", what, core::shown(v), lo, hi));
     return static_cast<int64_t>(u);
   }
-  if (!v.is_number_integer()) fail(fmt::format("{} is {} ({}): expected an integer in [{}, {}]", what, shown(v), v.type_name(), lo, hi));
+  if (!v.is_number_integer()) fail(fmt::format("{} is {} ({}): expected an integer in [{}, {}]", what, core::shown(v), v.type_name(), lo, hi));
   const int64_t i = v.get<int64_t>();
   if (i < lo || i > hi) fail(fmt::format("{} is {}: out of [{}, {}]", what, i, lo, hi));
   return i;
@@ -47,7 +47,7 @@ int64_t FrPlace::optional_time(const Json& j, const char* key) const {
 
 std::string FrPlace::text(const Json& j, const char* key, size_t max) const {
   const Json& v = at(j, key);
-  if (!v.is_string()) fail(fmt::format("'{}' is {} ({}): expected a string", key, shown(v), v.type_name()));
+  if (!v.is_string()) fail(fmt::format("'{}' is {} ({}): expected a string", key, core::shown(v), v.type_name()));
   std::string s = v.get<std::string>();
   if (s.size() > max) fail(fmt::format("'{}' is longer than {} characters", key, max));
   return s;
@@ -55,7 +55,7 @@ std::string FrPlace::text(const Json& j, const char* key, size_t max) const {
 
 bool FrPlace::boolean(const Json& j, const char* key) const {
   const Json& v = at(j, key);
-  if (!v.is_boolean()) fail(fmt::format("'{}' is {} ({}): expected true or false", key, shown(v), v.type_name()));
+  if (!v.is_boolean()) fail(fmt::format("'{}' is {} ({}): expected true or false", key, core::shown(v), v.type_name()));
   return v.get<bool>();
 }
 
@@ -65,7 +65,7 @@ std::vector<std::vector<int64_t>> FrPlace::sizes(const Json& j, const char* key)
   std::vector<std::vector<int64_t>> out;
   for (size_t t = 0; t < v.size(); ++t) {
     const Json& dims = v[t];
-    if (!dims.is_array() || dims.size() > kFrTensorsMax) fail(fmt::format("'{}'[{}] is {}: expected a list of dimensions", key, t, shown(dims)));
+    if (!dims.is_array() || dims.size() > kFrTensorsMax) fail(fmt::format("'{}'[{}] is {}: expected a list of dimensions", key, t, core::shown(dims)));
     std::vector<int64_t> d;
     for (size_t i = 0; i < dims.size(); ++i) d.push_back(integer_value(dims[i], fmt::format("'{}'[{}][{}]", key, t, i), 0, kFrSizeMax));
     out.push_back(std::move(d));
@@ -79,7 +79,7 @@ std::vector<std::string> FrPlace::texts(const Json& j, const char* key) const {
   std::vector<std::string> out;
   for (size_t i = 0; i < v.size(); ++i) {
     if (!v[i].is_string() || v[i].get_ref<const std::string&>().size() > 64)
-      fail(fmt::format("'{}'[{}] is {}: expected a dtype name", key, i, shown(v[i])));
+      fail(fmt::format("'{}'[{}] is {}: expected a dtype name", key, i, core::shown(v[i])));
     out.push_back(v[i].get<std::string>());
   }
   return out;

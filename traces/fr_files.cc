@@ -11,6 +11,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/json_depth.h"
 #include "core/printable.h"
 #include "traces/flight_recorder.h"
 #include "traces/fr_fields.h"
@@ -139,6 +140,9 @@ FrDump read_fr_dump(const std::string& file, int rank) { return parse_fr_dump(re
 FrDump parse_fr_dump(const std::string& bytes, const std::string& file, int rank) {
   const char first = first_byte(bytes);
   if (first == '{') {
+    if (const auto deep = core::json_too_deep(bytes))
+      throw core::InputError(file, 0, fmt::format("{}: nested more than {} deep (byte {}): not a Flight Recorder dump", deep->path,
+                                                  core::kJsonDepthMax, deep->byte));
     Json j;
     try {
       j = Json::parse(bytes);

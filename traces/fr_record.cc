@@ -3,9 +3,11 @@
 #include "traces/fr_record.h"
 
 #include <algorithm>
+#include <map>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "core/json_depth.h"
 #include "core/printable.h"
 #include "traces/fr_fields.h"
 
@@ -17,7 +19,7 @@ using Json = nlohmann::json;
 constexpr size_t kNameMax = 4096;
 
 std::vector<int> parse_ranks(const std::string& text, const FrPlace& at) {
-  const Json j = Json::parse(text, nullptr, false);  // "[0, 1]"
+  const Json j = core::json_too_deep(text, 1) ? Json(Json::value_t::discarded) : Json::parse(text, nullptr, false);  // "[0, 1]"
   if (j.is_discarded() || !j.is_array() || j.size() > static_cast<size_t>(kFrRanksMax))
     at.fail(fmt::format("ranks '{}' are not a list of at most {} ranks", core::printable(text, 60), kFrRanksMax));
   std::vector<int> ranks;
@@ -196,7 +198,14 @@ FrDump fr_dump_from_json(const Json& j, const std::string& file, int rank) {
     top.fail(fmt::format("'entries': expected a list of at most {} records", kFrEntriesMax));
   d.entries.reserve(entries->size());
   Stacks stacks;
-  for (size_t i = 0; i < entries->size(); ++i) d.entries.push_back(read_entry((*entries)[i], i, d, stacks));
+  std::map<int64_t, size_t> seen;  // record_id -> its entry: PyTorch numbers every record once
+  for (size_t i = 0; i < entries->size(); ++i) {
+    d.entries.push_back(read_entry((*entries)[i], i, d, stacks));
+    const auto [it, fresh] = seen.emplace(d.entries.back().record_id, i);
+    if (!fresh)
+      top.fail(fmt::format("entry {} repeats record_id {} of entry {}: one record written twice (a corrupt dump)", i,
+                           d.entries.back().record_id, it->second));
+  }
   // Gloo never records a state past `scheduled`: its states say nothing of progress.
   d.progress_recorded = std::none_of(d.entries.begin(), d.entries.end(), [](const FrEntry& e) { return e.backend == "gloo"; });
   return d;

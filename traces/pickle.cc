@@ -5,6 +5,7 @@
 #include <map>
 #include <vector>
 
+#include "core/utf8.h"
 #include "core/error.h"
 
 namespace ppspec::traces {
@@ -49,6 +50,15 @@ class Unpickler {
     const std::string_view s = b_.substr(pos_, n);
     pos_ += n;
     return s;
+  }
+  // A unicode opcode's string, just taken: Python decodes it as UTF-8 and refuses a pickle whose
+  // string is not (so does every JSON and TOML this value may travel into).
+  std::string text(std::string_view s) const {
+    if (const size_t at = core::invalid_utf8_at(s); at != std::string_view::npos)
+      throw core::InputError(file_, 0, fmt::format("pickle byte {}: a string that is not UTF-8 (its byte {} is 0x{:02x}); Python's "
+                                                   "pickle cannot load it either",
+                                                   pos_ - s.size() + at, at, static_cast<unsigned char>(s[at])));
+    return std::string(s);
   }
   uint64_t uint(size_t n) {
     const std::string_view s = take(n);
@@ -203,9 +213,9 @@ void Unpickler::step(unsigned char op) {
       if (marks_.size() >= kPickleDepthMax) fail("nested too deeply");
       marks_.push_back(stack_.size());
       return;
-    case 'X': push(std::string(take(uint(4)))); return;     // BINUNICODE
-    case 0x8c: push(std::string(take(uint(1)))); return;    // SHORT_BINUNICODE
-    case 0x8d: push(std::string(take(uint(8)))); return;    // BINUNICODE8
+    case 'X': push(text(take(uint(4)))); return;     // BINUNICODE
+    case 0x8c: push(text(take(uint(1)))); return;    // SHORT_BINUNICODE
+    case 0x8d: push(text(take(uint(8)))); return;    // BINUNICODE8
     case 's': {                                             // SETITEM
       const uint32_t v = pop();
       const uint32_t k = pop();

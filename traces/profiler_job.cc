@@ -55,12 +55,19 @@ void ProfilerJob::check_line(const Source& s, size_t source, const ProfilerLine&
   }
   const OpKey key{source, l.comm, l.op};
   const bool fresh = l.kind == ProfilerLineKind::op_posted || l.kind == ProfilerLineKind::op_captured;
-  if (fresh && known_.contains(key)) throw core::InputError(s.where, s.line, fmt::format("operation {} is posted twice", l.op));
+  if (fresh && numbers_.contains({source, l.comm}) && numbers_.at({source, l.comm}).used(l.op)) throw core::InputError(s.where, s.line, fmt::format("operation {} is posted twice", l.op));
   if (l.replay_of && !captured_.contains({source, l.comm, *l.replay_of}))
     throw core::InputError(s.where, s.line, fmt::format("a replay of operation {}, which was never captured", *l.replay_of));
-  const bool held = std::any_of(s.held.begin(), s.held.end(), [&](const ProfilerLine& h) {
-    return h.kind == ProfilerLineKind::op_posted && h.comm == l.comm && h.op == l.op;
-  });
+  const auto waiting = s.held_ops.find({l.comm, l.op});
+  const bool held = waiting != s.held_ops.end() && waiting->second.posted.has_value();
+  // An operation's lines wait in order behind its post: nothing of it may follow its completion,
+  // and it starts once (a line repeated or reordered by a writer, or by hand).
+  const bool progresses = l.kind == ProfilerLineKind::op_started || l.kind == ProfilerLineKind::op_completed;
+  if (progresses && waiting != s.held_ops.end() && waiting->second.completed)
+    throw core::InputError(s.where, s.line, fmt::format("operation {} {} after its completion: a line repeated or out of order", l.op,
+                                                        l.kind == ProfilerLineKind::op_started ? "starts" : "completes again"));
+  if (l.kind == ProfilerLineKind::op_started && waiting != s.held_ops.end() && waiting->second.started)
+    throw core::InputError(s.where, s.line, fmt::format("operation {} starts twice", l.op));
   if ((l.kind == ProfilerLineKind::op_peer || l.kind == ProfilerLineKind::op_started || l.kind == ProfilerLineKind::op_completed) &&
       !held && !open_.contains(key) && !unmodelled_.contains(key))
     throw core::InputError(s.where, s.line, fmt::format("operation {} is not open: never posted, or completed already", l.op));
@@ -97,7 +104,7 @@ void ProfilerJob::add_line(size_t source, const std::string& text) {
     case ProfilerLineKind::group_ended: s.capturing.erase(l.group); return;
     case ProfilerLineKind::op_captured:
       // A capture takes no place in the order (its replays do): nothing waits for it.
-      known_.insert({source, l.comm, l.op});
+      numbers_[{source, l.comm}].use(l.op);
       captured_.insert({source, l.comm, l.op});
       if (l.group >= 0) s.capturing.emplace(l.group, l);
       ++counts_.captured;
@@ -110,13 +117,11 @@ void ProfilerJob::add_line(size_t source, const std::string& text) {
         progress(source, l);
         return;
       }
-      s.held.push_back(l);
-      ++counts_.held;
+      hold(s, l);
       break;
     default:
-      known_.insert({source, l.comm, l.op});
-      s.held.push_back(l);
-      ++counts_.held;
+      numbers_[{source, l.comm}].use(l.op);
+      hold(s, l);
   }
   release(source);
 }
@@ -174,13 +179,24 @@ void ProfilerJob::on_comm_init(size_t source, const ProfilerLine& l) {
 }
 
 void ProfilerJob::on_peer(Source& s, const ProfilerLine& l) {
-  for (ProfilerLine& h : s.held)
-    if (h.kind == ProfilerLineKind::op_posted && h.comm == l.comm && h.op == l.op) {
-      if (h.peer >= 0) throw core::InputError(s.where, s.line, fmt::format("operation {} has its peer already", l.op));
-      h.peer = l.peer;
-      return;
-    }
+  const auto it = s.held_ops.find({l.comm, l.op});
+  if (it != s.held_ops.end() && it->second.posted) {
+    ProfilerLine& posted = s.held.at(*it->second.posted - s.held_released);
+    if (posted.peer >= 0) throw core::InputError(s.where, s.line, fmt::format("operation {} has its peer already", l.op));
+    posted.peer = l.peer;
+    return;
+  }
   // Not held and open (check_line): an operation of a kind ppspec does not model, whose peer is not checked.
+}
+
+void ProfilerJob::hold(Source& s, const ProfilerLine& l) {
+  s.held.push_back(l);
+  ++counts_.held;
+  Source::HeldOp& op = s.held_ops[{l.comm, l.op}];
+  ++op.lines;
+  if (l.kind == ProfilerLineKind::op_posted) op.posted = s.held_released + s.held.size() - 1;
+  op.started |= l.kind == ProfilerLineKind::op_started;
+  op.completed |= l.kind == ProfilerLineKind::op_completed;
 }
 
 // Whether a rank's next line can go out: a send or recv once its peer is known, and whatever names
@@ -199,7 +215,12 @@ void ProfilerJob::release(size_t source) {
   while (!s.held.empty() && ready(s.held.front())) {
     const ProfilerLine l = std::move(s.held.front());
     s.held.pop_front();
+    ++s.held_released;
     --counts_.held;
+    const auto op = s.held_ops.find({l.comm, l.op});
+    PPSPEC_ASSERT(op != s.held_ops.end() && op->second.lines > 0, "a held line of operation {} unindexed", l.op);
+    if (l.kind == ProfilerLineKind::op_posted) op->second.posted.reset();
+    if (--op->second.lines == 0) s.held_ops.erase(op);
     apply(source, l);
   }
 }

@@ -152,4 +152,11 @@ std::map<core::RankId, std::string> ProfilerJob::ranks() const {
   return out;
 }
 
+std::vector<core::RankId> ProfilerJob::ranks_without_trailer() const {
+  std::vector<core::RankId> out;
+  for (const auto& [rank, source] : rank_source_)
+    if (!sources_[source].ended) out.push_back(rank);
+  return out;
+}
+
 }  // namespace ppspec::traces

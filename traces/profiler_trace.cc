@@ -9,6 +9,7 @@
 
 #include "core/assert.h"
 #include "core/error.h"
+#include "core/json_depth.h"
 #include "core/printable.h"
 
 namespace ppspec::traces {
@@ -149,6 +150,8 @@ ProfilerLine read_event(const Fields& f) {
 }  // namespace
 
 ProfilerLine parse_profiler_line(const std::string& text, const std::string& where, int line) {
+  // A line is one flat object (a site's frames at most one level more).
+  if (core::json_too_deep(text, 3)) throw core::InputError(where, line, "nested too deeply for a line of an NCCL profiler trace");
   Json j;
   try {
     j = Json::parse(text);

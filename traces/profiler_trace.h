@@ -19,6 +19,7 @@
 
 #include "core/event.h"
 #include "core/op.h"
+#include "traces/op_numbers.h"
 
 namespace ppspec::traces {
 
@@ -105,6 +106,9 @@ class ProfilerJob {
   core::Time last_time() const { return last_t_; }
   // Every rank traced: job rank -> where.
   std::map<core::RankId, std::string> ranks() const;
+  // Ranks whose trace has not (yet) ended with its trailer, ascending: a process killed, a file cut,
+  // or, while a job runs, a rank still running.
+  std::vector<core::RankId> ranks_without_trailer() const;
 
  private:
   struct Source {
@@ -115,6 +119,15 @@ class ProfilerJob {
     bool completions = true;
     std::map<uint64_t, int> comm_rank;  // hash -> this rank's place in it
     std::deque<ProfilerLine> held;      // in the rank's order
+    uint64_t held_released = 0;         // lines that left `held`: the front is line number held_released
+    // The operations with lines in `held`, by (comm, op): each line's lookup is one search, not a
+    // scan of every line that waits (a job whose sends NCCL never built holds millions).
+    struct HeldOp {
+      std::optional<uint64_t> posted;  // its op_posted line's number while held (see held_released)
+      int lines = 0;                   // its lines in `held`
+      bool started = false, completed = false;  // a start or a completion among them
+    };
+    std::map<std::pair<uint64_t, uint64_t>, HeldOp> held_ops;
     std::map<int64_t, ProfilerLine> capturing;  // groups that captured calls, until their ncclGroupEnd returns: the first call
     struct Replaying {  // the replay of a captured group going out: its group number, the captured calls seen
       int64_t number = -1;
@@ -146,6 +159,7 @@ class ProfilerJob {
   void on_comm_init(size_t source, const ProfilerLine& l);
   void on_peer(Source& s, const ProfilerLine& l);
   bool ready(const ProfilerLine& l) const;
+  void hold(Source& s, const ProfilerLine& l);
   void release(size_t source);
   void release_all();
   void apply(size_t source, const ProfilerLine& l);
@@ -161,7 +175,8 @@ class ProfilerJob {
   std::map<uint64_t, Comm> comms_;
   std::map<std::string, uint64_t> names_;  // display name -> hash
   std::map<OpKey, Posted> open_;
-  std::set<OpKey> unmodelled_, captured_, known_;  // known_: every op number a source used, for duplicates
+  std::set<OpKey> unmodelled_, captured_;
+  std::map<std::pair<size_t, uint64_t>, OpNumbers> numbers_;  // (source, comm): the op numbers used, for duplicates
   std::map<std::pair<size_t, uint64_t>, uint64_t> lost_;  // (source, comm) -> records lost so far
   std::map<core::RankId, size_t> rank_source_;
   Counts counts_;

@@ -10,9 +10,11 @@
 #include <cstring>
 
 #include "core/call_site.h"
+#include "core/assert.h"
+#include "core/json_depth.h"
 #include "core/error.h"
 #include "core/printable.h"
-#include "traces/json_shown.h"
+#include "core/json_shown.h"
 
 namespace ppspec::traces {
 
@@ -76,7 +78,7 @@ class Fields {
     const std::string range = fmt::format("an integer in [{}, {}]", min, max);
     if (!v.is_number_integer()) fail(key, fmt::format("expected {}, found {}", range, type_of(v)));
     if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(max))
-      fail(key, fmt::format("expected {}, found {}", range, shown(v)));
+      fail(key, fmt::format("expected {}, found {}", range, core::shown(v)));
     const int64_t x = v.get<int64_t>();
     if (x < min || x > max) fail(key, fmt::format("expected {}, found {}", range, x));
     return x;
@@ -85,7 +87,7 @@ class Fields {
     if (!has(key)) return std::nullopt;
     const Json& v = obj_.at(key);
     if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<int64_t>() >= 0))
-      fail(key, fmt::format("expected a non-negative integer, found {}", v.is_number() ? shown(v) : std::string(type_of(v))));
+      fail(key, fmt::format("expected a non-negative integer, found {}", v.is_number() ? core::shown(v) : std::string(type_of(v))));
     return v.get<uint64_t>();
   }
   // A string with no control characters (it ends up in reports, where a newline forges lines);
@@ -126,24 +128,6 @@ class Fields {
   const std::string& where_;
   int line_;
 };
-
-// The nesting depth of a JSON text, outside strings: a guard against stack-deep inputs.
-int nesting_depth(const std::string& text) {
-  int depth = 0, worst = 0;
-  bool in_string = false, escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
-      continue;
-    }
-    if (c == '"') in_string = true;
-    if (c == '[' || c == '{') worst = std::max(worst, ++depth);
-    if (c == ']' || c == '}') --depth;
-  }
-  return worst;
-}
 
 std::optional<core::EventKind> parse_kind(std::string_view s) {
   for (int k = 0; k <= static_cast<int>(core::EventKind::verdict); ++k)
@@ -188,6 +172,7 @@ void TraceReader::read_header() {
   while (read_line(text) && text.empty()) {
   }
   if (text.empty()) throw core::InputError(where_, 1, "empty trace: no header line");
+  if (core::json_too_deep(text, kDepthMax)) throw core::InputError(where_, line_, "nested too deeply for a trace header");
   Json j = Json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object() || !j.contains("ppspec_trace"))
     throw core::InputError(where_, line_, "the first line must be the trace header {\"ppspec_trace\":1,...}");
@@ -317,7 +302,7 @@ void read_ints(const Fields& f, const Json& j, core::Event& e, EventStorage& sto
   // Probes report device memory as it is: any 64-bit word (an unstored one holds the poison).
   for (const Json& x : a) {
     if (!x.is_number_integer() || (x.is_number_unsigned() && x.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)))
-      f.fail("ints", fmt::format("expected 64-bit signed integers, found {}", shown(x)));
+      f.fail("ints", fmt::format("expected 64-bit signed integers, found {}", core::shown(x)));
     store.ints.push_back(x.get<int64_t>());
   }
   e.ints = store.ints;
@@ -396,6 +381,12 @@ void read_event(const Fields& f, const Json& j, core::Event& e, EventStorage& st
 
 }  // namespace
 
+void TraceReader::limit_ranks(int ranks, std::string what) {
+  PPSPEC_ASSERT(ranks > 0, "a scenario of {} ranks", ranks);
+  ranks_ = ranks;
+  ranks_of_ = std::move(what);
+}
+
 const core::Event* TraceReader::next() {
   if (done_) return nullptr;
   std::string text;
@@ -409,7 +400,7 @@ const core::Event* TraceReader::next() {
       return nullptr;
     }
   } while (text.empty());
-  if (nesting_depth(text) > kDepthMax) throw core::InputError(where_, line_, "nested too deeply for a trace record");
+  if (core::json_too_deep(text, kDepthMax)) throw core::InputError(where_, line_, "nested too deeply for a trace record");
   Json j = Json::parse(text, nullptr, false);
   if (j.is_discarded()) throw core::InputError(where_, line_, "not JSON");
   if (!j.is_object()) throw core::InputError(where_, line_, "expected a JSON object per line");
@@ -425,6 +416,8 @@ const core::Event* TraceReader::next() {
   ints_.clear();
   EventStorage store{strings_, ints_};
   read_event(f, j, event_, store, events_);
+  if (ranks_ > 0 && event_.rank >= ranks_)
+    throw core::InputError(where_, line_, fmt::format("rank {} is not a rank of {} (ranks 0..{})", event_.rank, ranks_of_, ranks_ - 1));
   fill_position(event_);
   check_across_lines(event_);
   ++events_;

@@ -47,6 +47,9 @@ class TraceReader {
   const std::optional<TraceTrailer>& trailer() const { return trailer_; }
   const std::string& where() const { return where_; }
   int line() const { return line_; }
+  // Events from here on must be of ranks 0..ranks-1 (the scenario's; `what` names it in the error):
+  // an event of another rank is refused at its line, not checked as the rank it is not.
+  void limit_ranks(int ranks, std::string what);
   uint64_t events_read() const { return events_; }
 
  private:
@@ -61,6 +64,8 @@ class TraceReader {
   std::istream* in_ = nullptr;
   std::string where_;
   Options options_;
+  int ranks_ = 0;  // 0: not known
+  std::string ranks_of_;
   int line_ = 0;
   uint64_t events_ = 0;
   bool done_ = false;

@@ -7,6 +7,8 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/json_depth.h"
+#include "core/utf8.h"
 #include "core/printable.h"
 
 namespace ppspec::vllm_config {
@@ -36,9 +38,21 @@ std::string python_name(std::string name) {
   return name;
 }
 
+// Refuses a JSON text nested too deeply for any recursion over its value (core/json_depth.h).
+// `key` names the value's setting, where the text is one setting's value.
+void refuse_deep(const std::string& text, const std::string& origin, const std::string& key = "") {
+  const auto deep = core::json_too_deep(text);
+  if (!deep) return;
+  std::string at = deep->path;
+  if (!key.empty()) at = key + (at == "the top level" ? "" : at.starts_with("[") ? at : "." + at);
+  throw core::InputError(origin, 0, fmt::format("a value nested more than {} deep at {} (byte {}): not a vLLM setting",
+                                                core::kJsonDepthMax, core::printable(at, 120), deep->byte));
+}
+
 // A value as vLLM's argparse types would read it: JSON where it parses (numbers, booleans, the JSON
 // of --speculative-config), the text otherwise.
-Json value_of(const std::string& text) {
+Json value_of(const std::string& text, const std::string& origin, const std::string& key) {
+  refuse_deep(text, origin, key);
   Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return Json(text);
   return j;
@@ -76,7 +90,7 @@ size_t read_option(const std::vector<std::string>& argv, size_t i, EngineArgs& a
   name = python_name(name);
   if (name.empty()) throw core::InputError(origin, 0, "an option without a name");
   if (inline_value) {
-    put(args, name, value_of(*inline_value), origin);
+    put(args, name, value_of(*inline_value, origin, name), origin);
     return i + 1;
   }
   if (name.starts_with("no_") && boolean_flags().count(name.substr(3))) {
@@ -90,12 +104,19 @@ size_t read_option(const std::vector<std::string>& argv, size_t i, EngineArgs& a
   if (name == "cuda_graph_sizes") {  // nargs="+"
     Json list = Json::array();
     size_t j = i + 1;
-    for (; j < argv.size() && !is_option(argv[j]); ++j) list.push_back(value_of(argv[j]));
+    for (; j < argv.size() && !is_option(argv[j]); ++j) list.push_back(value_of(argv[j], origin, name));
     put(args, name, list, origin);
     return j;
   }
-  put(args, name, value_of(argv[i + 1]), origin);
+  put(args, name, value_of(argv[i + 1], origin, name), origin);
   return i + 2;
+}
+
+// vLLM reads its command line and configs as text: a byte of no UTF-8 sequence is refused where it is.
+void refuse_non_utf8(std::string_view text, const std::string& origin) {
+  const size_t at = core::invalid_utf8_at(text);
+  if (at == std::string_view::npos) return;
+  throw core::InputError(origin, 0, fmt::format("not UTF-8 text: byte {} is 0x{:02x}", at, static_cast<unsigned char>(text[at])));
 }
 
 std::string read_bounded(const std::string& path) {
@@ -105,6 +126,7 @@ std::string read_bounded(const std::string& path) {
   f.read(text.data(), static_cast<std::streamsize>(text.size()));
   text.resize(static_cast<size_t>(f.gcount()));
   if (text.size() > kConfigBytesMax) throw core::InputError(path, 0, fmt::format("larger than {} bytes: not a vLLM config", kConfigBytesMax));
+  refuse_non_utf8(text, path);
   return text;
 }
 
@@ -131,7 +153,9 @@ EngineArgs parse_flat_yaml(const std::string& text, const std::string& path) {
     if (value.empty()) throw core::InputError(path, n, "a key without a value (a nested block?): write the value inline as JSON");
     if (value[0] != '"' && value[0] != '\'' && value.find(" #") != std::string::npos) value = trim(value.substr(0, value.find(" #")));
     if (value.size() >= 2 && value.front() == '\'' && value.back() == '\'') value = '"' + value.substr(1, value.size() - 2) + '"';
-    put(args, python_name(trim(t.substr(0, colon))), value_of(value), fmt::format("{}:{}", path, n));
+    const std::string origin = fmt::format("{}:{}", path, n);
+    const std::string key = python_name(trim(t.substr(0, colon)));
+    put(args, key, value_of(value, origin, key), origin);
   }
   return args;
 }
@@ -140,6 +164,7 @@ EngineArgs parse_flat_yaml(const std::string& text, const std::string& path) {
 
 EngineArgs parse_cli(const std::vector<std::string>& argv) {
   if (argv.size() > kArgsMax) throw core::InputError("vLLM arguments", 0, fmt::format("more than {} of them", kArgsMax));
+  for (size_t i = 0; i < argv.size(); ++i) refuse_non_utf8(argv[i], fmt::format("vLLM argument {}", i + 1));
   EngineArgs args;
   size_t i = 0;
   if (i < argv.size() && (argv[i] == "vllm" || argv[i].ends_with("/vllm"))) ++i;
@@ -170,6 +195,7 @@ EngineArgs parse_config_file(const std::string& path) {
   const std::string text = read_bounded(path);
   const std::string t = trim(text);
   if (!t.starts_with("{")) return parse_flat_yaml(text, path);
+  refuse_deep(text, path);
   const Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) throw core::InputError(path, 0, "not a JSON object of vLLM engine arguments");
   EngineArgs args;

@@ -4,12 +4,15 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <set>
 
 #include "core/did_you_mean.h"
 #include "core/error.h"
+#include "core/json_shown.h"
 #include "core/printable.h"
+#include "engine/config.h"
 #include "vllm_config/capture_sizes.h"
 
 namespace ppspec::vllm_config {
@@ -79,11 +82,17 @@ class Reader {
     if (!a->value.is_boolean()) throw core::InputError(a->origin, 0, fmt::format("{}: expected true or false, got {}", name, shown(a->value)));
     return a->value.get<bool>();
   }
-  void map(std::string vllm, std::string scenario) { out_.mapped.push_back(Mapping{std::move(vllm), std::move(scenario)}); }
+  // The argument is the name `vllm` starts with ("speculative_config.method = ..." is speculative_config's).
+  void map(std::string vllm, std::string scenario) {
+    const std::string name = vllm.substr(0, vllm.find_first_of(" .="));
+    const auto it = args_.values.find(name);
+    std::string origin = it == args_.values.end() ? "" : it->second.origin;
+    out_.mapped.push_back(Mapping{std::move(vllm), std::move(scenario), std::move(origin)});
+  }
   void unmapped(std::string what) { out_.no_counterpart.push_back(std::move(what)); }
   bool used(const std::string& name) const { return used_.count(name) > 0; }
 
-  static std::string shown(const Json& v) { return core::printable(v.dump(), 60); }
+  static std::string shown(const Json& v) { return core::shown(v, 60); }
   static int64_t checked_integer(const Json& v, const std::string& origin, const std::string& name, int64_t lo, int64_t hi) {
     if (!v.is_number_integer() || v.get<int64_t>() < lo || v.get<int64_t>() > hi)
       throw core::InputError(origin, 0, fmt::format("{}: expected an integer in [{}, {}], got {}", name, lo, hi, shown(v)));
@@ -103,6 +112,17 @@ void read_topology(Reader& r, fuzzer::ServingCase& c) {
   r.map(fmt::format("pipeline_parallel_size = {}", c.pp), fmt::format("[topology] pp = {}", c.pp));
   r.map(fmt::format("tensor_parallel_size = {}", c.tp), fmt::format("[topology] tp = {}", c.tp));
   r.map(fmt::format("data_parallel_size = {}", c.dp), fmt::format("[topology] dp = {}", c.dp));
+  // ppspec's model is sized to the layout asked for: a layer per stage at least, lanes that the TP
+  // ranks split evenly (its default, 4 layers of 8 lanes, where they do).
+  const engine::ModelConfig model;
+  if (c.pp > model.layers) {
+    c.layers = c.pp;
+    r.map(fmt::format("pipeline_parallel_size = {}", c.pp), fmt::format("[model] layers = {} (a layer per stage)", c.layers));
+  }
+  if (model.lanes % c.tp != 0) {
+    c.lanes = std::lcm(model.lanes, c.tp);
+    r.map(fmt::format("tensor_parallel_size = {}", c.tp), fmt::format("[model] lanes = {} (split evenly over the TP ranks)", c.lanes));
+  }
 }
 
 // vLLM's proposer methods: EAGLE and EAGLE-3 are ppspec's EAGLE, DFlash its DSpark; the others

@@ -17,6 +17,7 @@ namespace ppspec::vllm_config {
 struct Mapping {
   std::string vllm;      // "pipeline_parallel_size = 2", or "(default) enable_prefix_caching = true"
   std::string scenario;  // "[topology] pp = 2"
+  std::string origin;    // where the argument was given ("vLLM argument 3 ('-pp')", "config.yaml:4"); "" for a default
 };
 
 struct Serving {

@@ -58,18 +58,15 @@ FolderInbox::FolderInbox(std::string dir) : dir_(std::move(dir)) {
   if (!fs::is_directory(dir_, ec)) throw core::InputError(dir_, 0, "not a folder: --dir names the folder PPSPEC_WATCH names to the job");
 }
 
-void FolderInbox::read_new(Watcher& w, const std::string& path, File& f) {
+size_t FolderInbox::read_new(Watcher& w, const std::string& path, File& f) {
   std::ifstream in(path, std::ios::binary);
   in.seekg(static_cast<std::streamoff>(f.offset));
-  char buf[1 << 16];
-  bool oversized = false;
-  while (in) {
-    in.read(buf, sizeof buf);
-    const auto n = static_cast<size_t>(in.gcount());
-    if (n == 0) break;
-    f.offset += n;
-    split_lines(w, f.source, f.partial, oversized, buf, n);
-  }
+  char buf[kReadBytes];
+  in.read(buf, sizeof buf);
+  const auto n = static_cast<size_t>(in.gcount());
+  f.offset += n;
+  if (n > 0) split_lines(w, f.source, f.partial, f.oversized, buf, n);
+  return n;
 }
 
 void FolderInbox::poll(Watcher& w, int wait_ms) {
@@ -79,13 +76,26 @@ void FolderInbox::poll(Watcher& w, int wait_ms) {
     if (entry.is_regular_file(ec) && entry.path().extension() == ".jsonl") found.push_back(entry.path().string());
   std::sort(found.begin(), found.end());  // a fixed order, whatever the folder's
   const uint64_t before = w.progress() + w.dropped_lines();
+  std::vector<std::pair<const std::string*, File*>> open;
   for (const std::string& path : found) {
     auto it = files_.find(path);
     if (it == files_.end()) {
       if (!is_plugin_trace(path)) continue;  // not (yet) a plugin's: looked at again next time
-      it = files_.emplace(path, File{w.add_source(path), 0, {}}).first;
+      it = files_.emplace(path, File{w.add_source(path), 0, {}, false}).first;
     }
-    read_new(w, path, it->second);
+    open.emplace_back(&it->first, &it->second);
+  }
+  // The files in turn, a block each, as a live job's ranks write them: a trace written long ago is
+  // read with its ranks side by side, so what waits for a member's post (a collective's slot) waits
+  // a block, not the whole file. A poll reads kPollBytes at most, then lets the caller look up.
+  size_t read = 0;
+  for (bool more = true; more && read < kPollBytes;) {
+    more = false;
+    for (const auto& [path, file] : open) {
+      const size_t n = read_new(w, *path, *file);
+      read += n;
+      more = more || n > 0;
+    }
   }
   if (w.progress() + w.dropped_lines() == before) std::this_thread::sleep_for(std::chrono::milliseconds(wait_ms));
 }

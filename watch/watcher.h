@@ -77,7 +77,9 @@ class Watcher {
    private:
     Watcher& w_;
   };
-  void incomplete(core::RunResult& r) const;
+  // `live`: the job still runs (a stall's report), so a trace without its trailer yet is no gap.
+  core::RunResult judge(bool live) const;
+  void incomplete(core::RunResult& r, bool live) const;
   void never_launched(core::RunResult& r) const;
 
   Fanout fanout_{*this};

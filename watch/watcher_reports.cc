@@ -1,5 +1,6 @@
 // Watcher's verdicts: at a stall and at the end.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -16,12 +17,20 @@ void decide(core::RunResult& r) { r.verdict = r.findings.empty() ? core::Verdict
 
 }  // namespace
 
-core::RunResult Watcher::result() const {
+core::RunResult Watcher::result() const { return judge(/*live=*/false); }
+
+core::RunResult Watcher::judge(bool live) const {
   const traces::ProfilerJob::Counts& n = job_.counts();
-  if (n.posted == 0 && n.held == 0 && n.unmodelled == 0 && n.captured == 0)
+  if (n.posted == 0 && n.held == 0 && n.unmodelled == 0 && n.captured == 0) {
+    // Lines came and none could be read: what they were is the answer, not the plugin's loading.
+    if (dropped_ > 0)
+      throw core::InputError("", 0, fmt::format("no NCCL operation could be read: {} line(s) dropped, nothing to check; the first "
+                                                "reason: {}",
+                                                dropped_, drop_reasons_.front()));
     throw core::InputError("", 0,
                            "no NCCL operation was recorded: nothing to check (did NCCL load the plugin? NCCL_DEBUG=INFO says so; "
                            "NCCL tells a profiler nothing of a one-rank communicator's collectives)");
+  }
   core::RunResult fr;
   if (!window_.empty()) fr = window_.analyse();
   std::vector<core::Finding> paired = pairing_.mismatches();
@@ -45,7 +54,7 @@ core::RunResult Watcher::result() const {
   }
   decide(r);
   never_launched(r);
-  incomplete(r);
+  incomplete(r, live);
   if (n.calls_only > 0) {
     core::Finding note;
     note.verdict = core::Verdict::pass;
@@ -98,25 +107,48 @@ void Watcher::never_launched(core::RunResult& r) const {
   decide(r);
 }
 
-// Records the plugin lost, or a plugin that turned itself off: the traces are not the whole job.
-void Watcher::incomplete(core::RunResult& r) const {
+// Records the plugin lost, a plugin that turned itself off, or a trace without its trailer: the
+// traces are not the whole job, so a clean reading of them is no pass.
+void Watcher::incomplete(core::RunResult& r, bool live) const {
   const traces::ProfilerJob::Counts& n = job_.counts();
-  if (n.lost == 0 && n.disabled == 0 && dropped_ == 0) return;
+  const std::vector<core::RankId> unended = live ? std::vector<core::RankId>{} : job_.ranks_without_trailer();
+  if (n.lost == 0 && n.disabled == 0 && dropped_ == 0 && unended.empty()) return;
   core::Finding f;
   f.verdict = core::Verdict::hazard;
   f.kind = std::string(core::kKindIncompleteTrace);
   f.time = core::kNoTime;
-  f.summary = fmt::format("the traces are not the whole job: {} record(s) lost by the plugin (a ring or a pool overflowed), {} "
-                          "plugin(s) turned themselves off, {} line(s) dropped as unreadable; what they held is not checked",
-                          n.lost, n.disabled, dropped_);
-  f.details = drop_reasons_;
-  (r.verdict == core::Verdict::pass ? r.findings : r.notes).push_back(std::move(f));
+  if (n.lost == 0 && n.disabled == 0 && dropped_ == 0) {
+    f.summary = fmt::format("the traces are not the whole job: the trace of rank(s) {} ends without its trailer (the process was "
+                            "killed, its file was cut, or it was still running): what it did after its last line is not checked",
+                            fmt::join(unended, ", "));
+  } else {
+    f.summary = fmt::format("the traces are not the whole job: {} record(s) lost by the plugin (a ring or a pool overflowed), {} "
+                            "plugin(s) turned themselves off, {} line(s) dropped as unreadable; what they held is not checked",
+                            n.lost, n.disabled, dropped_);
+    if (!unended.empty())
+      f.details.push_back(fmt::format("the trace of rank(s) {} ends without its trailer", fmt::join(unended, ", ")));
+  }
+  f.details.insert(f.details.end(), drop_reasons_.begin(), drop_reasons_.end());
+  // A finding that blames a rank whose trace was cut may be blaming the cut (a collective its peer
+  // completed, which it must have called, is missing from it): the cut comes first.
+  const auto cut = [&](core::RankId rank) { return std::find(unended.begin(), unended.end(), rank) != unended.end(); };
+  const bool blames_cut = !r.findings.empty() &&
+                          (cut(r.findings.front().culprit.rank) ||
+                           std::any_of(r.findings.front().sites.begin(), r.findings.front().sites.end(),
+                                       [&](const core::Site& s) { return cut(s.rank); }));
+  if (blames_cut) {
+    f.details.push_back("a note below that names that rank may come from lines its trace lost");
+    for (core::Finding& earlier : r.findings) r.notes.push_back(std::move(earlier));
+    r.findings.assign(1, std::move(f));
+  } else {
+    (r.verdict == core::Verdict::pass ? r.findings : r.notes).push_back(std::move(f));
+  }
   decide(r);
 }
 
 std::optional<WatchReport> Watcher::stall() const {
   if (job_.open_ops().empty() && job_.held().empty()) return std::nullopt;
-  core::RunResult r = result();
+  core::RunResult r = judge(/*live=*/true);
   if (r.findings.empty()) return std::nullopt;
   return WatchReport{WatchReport::Kind::stall, std::move(r.findings.front())};
 }

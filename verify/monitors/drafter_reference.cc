@@ -78,6 +78,7 @@ void DrafterReference::on_event(const core::Event& e) {
         Request& r = requests_[e.req];
         r.context.assign(p.prompt.begin(), p.prompt.end());
         r.started_step = e.step;
+        r.last_sampled_step = -1;  // a step from before the resumption proposes for a context now gone
       }
       return;
     }
@@ -97,7 +98,9 @@ void DrafterReference::on_event(const core::Event& e) {
 
 void DrafterReference::check(const core::Event& e, const core::DraftsProbe& p) {
   const auto it = requests_.find(e.req);
-  if (it == requests_.end() || it->second.last_sampled_step != e.step) return;
+  // A TP rank that lags may propose for a step the engine has since preempted the request out of:
+  // that step's context is gone, and its drafts are discarded with its samples.
+  if (it == requests_.end() || it->second.last_sampled_step != e.step || e.step < it->second.started_step) return;
   for (int64_t t : it->second.context)
     if (t < 0 || t >= facts_.vocab) return;  // a wrong token is the golden oracle's to report
   // An adaptive draft budget proposes the first 1..K of the reference's K drafts (the budget's

@@ -1,0 +1,81 @@
+#include "core/json_depth.h"
+
+#include <fmt/format.h>
+#include <vector>
+
+#include "core/printable.h"
+
+namespace ppspec::core {
+namespace {
+
+constexpr size_t kKeyBytesShown = 40;
+constexpr size_t kPathFramesShown = 8;  // the outermost ones: where in the document it is
+
+struct Frame {
+  bool array = false;
+  size_t index = 0;   // an array's element
+  std::string key;    // an object's current key
+  bool in_key = false;  // the string being read is a key
+};
+
+std::string path_of(const std::vector<Frame>& frames) {
+  std::string out;
+  for (size_t i = 0; i < frames.size() && i < kPathFramesShown; ++i) {
+    const Frame& f = frames[i];
+    if (f.array)
+      out += fmt::format("[{}]", f.index);
+    else if (!f.key.empty())
+      out += fmt::format("{}{}", out.empty() ? "" : ".", printable(f.key, kKeyBytesShown));
+  }
+  if (frames.size() > kPathFramesShown) out += "...";
+  return out.empty() ? "the top level" : out;
+}
+
+}  // namespace
+
+std::optional<JsonTooDeep> json_too_deep(std::string_view text, int max) {
+  std::vector<Frame> frames;  // bounded by `max` + 1
+  bool in_string = false, escaped = false, expect_key = false;
+  for (size_t b = 0; b < text.size(); ++b) {
+    const char c = text[b];
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+      else if (!frames.empty() && frames.back().in_key && frames.back().key.size() < kKeyBytesShown + 1) frames.back().key += c;
+      continue;
+    }
+    switch (c) {
+      case '"':
+        in_string = true;
+        if (!frames.empty() && !frames.back().array && expect_key) {
+          frames.back().key.clear();
+          frames.back().in_key = true;
+        }
+        break;
+      case ':':
+        if (!frames.empty()) frames.back().in_key = false;
+        expect_key = false;
+        break;
+      case ',':
+        if (!frames.empty() && frames.back().array) ++frames.back().index;
+        expect_key = !frames.empty() && !frames.back().array;
+        break;
+      case '[':
+      case '{':
+        if (static_cast<int>(frames.size()) >= max) return JsonTooDeep{b, path_of(frames)};
+        frames.push_back(Frame{c == '[', 0, "", false});
+        expect_key = c == '{';
+        break;
+      case ']':
+      case '}':
+        if (!frames.empty()) frames.pop_back();
+        expect_key = false;
+        break;
+      default: break;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace ppspec::core
