@@ -7,7 +7,7 @@
 #include "core/error.h"
 #include "core/file_bytes.h"
 #include "core/json_depth.h"
-#include "core/printable.h"
+#include "core/json_shown.h"
 #include "fuzzer/campaign.h"
 
 namespace ppspec::fuzzer {
@@ -41,7 +41,7 @@ Json to_json(const Found& f) {
 uint64_t count_of(const Json& j, const std::string& key) {
   const Json& v = j.at(key);
   if (!v.is_number_unsigned() || v.get<uint64_t>() > (uint64_t{1} << 53))
-    throw std::runtime_error(fmt::format("'{}' is {}: expected a count (an integer from 0)", key, core::printable(v.dump(), 40)));
+    throw std::runtime_error(fmt::format("'{}' is {}: expected a count (an integer from 0)", key, core::shown(v)));
   return v.get<uint64_t>();
 }
 
