@@ -31,9 +31,29 @@ std::string path_of(const std::vector<Frame>& frames) {
   return out.empty() ? "the top level" : out;
 }
 
+// Whether `text` opens a container more than `max` deep: the one pass every line of a trace pays
+// (the path of json_too_deep is found only for a text that does).
+bool deeper_than(std::string_view text, int max) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    if ((c == '[' || c == '{') && ++depth > max) return true;
+    if (c == ']' || c == '}') --depth;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::optional<JsonTooDeep> json_too_deep(std::string_view text, int max) {
+  if (!deeper_than(text, max)) return std::nullopt;
   std::vector<Frame> frames;  // bounded by `max` + 1
   bool in_string = false, escaped = false, expect_key = false;
   for (size_t b = 0; b < text.size(); ++b) {

@@ -19,7 +19,7 @@ measure() {  # measure LABEL COMMAND...: "LABEL: S s, M MB"
   local label=$1
   shift
   one_core /usr/bin/time -f "%e %M" -o "$work/time" "$@" > /dev/null 2>&1 || true
-  read -r seconds kb < "$work/time"
+  read -r seconds kb < <(tail -1 "$work/time")
   echo "  $label: $seconds s, $((kb / 1024)) MB"
 }
 {
