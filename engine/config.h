@@ -13,8 +13,8 @@
 namespace ppspec::engine {
 
 // The most ranks (dp x pp x tp) a serving scenario may have: the simulator's happens-before state
-// grows with ranks squared (measured on one core: 256 ranks 10 s and 350 MB for one request, 512
-// ranks 49 s and 1.5 GB, 2,048 ranks over 16 GB).
+// grows with ranks squared (one request, one core: 256 ranks 4 s and 340 MB, 512 ranks 15 s and
+// 1.4 GB; docs/evidence/serving-rank-costs/).
 inline constexpr int kRanksMax = 1024;
 
 // dp replicas of a pp x tp engine (vLLM's data_parallel_size): replica r holds the global ranks
