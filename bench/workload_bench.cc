@@ -1,7 +1,7 @@
 // What users run, beside the simulator's own benchmarks (ppspec_bench.cc):
 //   BM_FiberRoundTrips: two bare Boost.Fiber fibers on their own OS thread (Boost's round-robin
 //   scheduler, nothing of ppspec) hand control back and forth. Counter `round_trips/s`: the limit a
-//   fiber simulator is measured against; scripts/perf_ratios.sh divides BM_RingPairs's pairs/s by it.
+//   fiber simulator is measured against; scripts/dev/perf_ratios.sh divides BM_RingPairs's pairs/s by it.
 //   BM_FuzzCases: `ppspec fuzz` over scenarios/spaces/pp2.toml without faults (every case clean:
 //   engine, monitors, race detection, oracles), 20 cases from seed 1. Counter `cases/s`.
 //   BM_CheckTrace: `ppspec check` of a JSON Lines trace written once from pp2_tp2_k5 (about 160 k

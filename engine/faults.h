@@ -1,7 +1,7 @@
 // Historical bugs put back (DESIGN §6.6); all off by default. Each restores the code path the bug
 // lived in (scenarios/regressions/<fault>.toml shows the verdict it earns). kFaultSwitches is the
 // one list of them: the scenario loader and `ppspec fuzz --faults` use it, and the scripts
-// (scripts/fuzz_table.py, libfuzzer/make_seed_corpus.sh) read the names from this file.
+// (scripts/dev/fuzz_table.py, libfuzzer/make_seed_corpus.sh) read the names from this file.
 #pragma once
 
 #include <array>

@@ -146,7 +146,7 @@ int plugin_scenarios_main(const std::vector<std::string>& files, const std::stri
   }
   std::ofstream md(table);
   md << "# Committed scenarios through the NCCL profiler plugin and `ppspec watch`\n\n";
-  md << "Written by `scripts/nccl_profiler_differential.sh`. Each scenario runs on the simulator (seed 1) while the adapter drives "
+  md << "Written by `scripts/dev/nccl_profiler_differential.sh`. Each scenario runs on the simulator (seed 1) while the adapter drives "
         "the plugin library as NCCL would; the watcher follows the per-rank traces. Columns: the simulator's verdict class; the "
         "watcher's; the operations NCCL is told of and the operations the plugin recorded; when the simulator found its first "
         "finding and when the watcher first reported a misalignment (simulated time).\n\n";

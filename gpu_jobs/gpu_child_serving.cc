@@ -34,7 +34,7 @@ constexpr core::Time kServingHangTimeout = 20 * core::kSec;
 
 // PPSPEC_GPU_PROFILE=FILE: where each rank's engine steps spent their time (real/step_profiler.h),
 // as JSON lines {"rank", "step", "kernels_us", "graphs_us", "communication_us", "copies_us",
-// "host_us", "timed"}; scripts/gpu_perf.py reads them beside the trace.
+// "host_us", "timed"}; scripts/dev/gpu_perf.py reads them beside the trace.
 std::string profile_path() {
   const char* p = std::getenv("PPSPEC_GPU_PROFILE");
   return p != nullptr ? std::string(p) : std::string();

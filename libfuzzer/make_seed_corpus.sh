@@ -10,7 +10,7 @@
 #                      probes of traces/corpus (JSON and pickle), the simulator's export of one
 #                      case of each kind of tests/fr_differential/*.toml
 # Needs a built ppspec (PPSPEC, default build/default/tools/ppspec). Replaces the four folders;
-# what scripts/libfuzzer.sh --merge added to them is lost, so merge again afterwards.
+# what scripts/dev/libfuzzer.sh --merge added to them is lost, so merge again afterwards.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ppspec=${PPSPEC:-build/default/tools/ppspec}

@@ -1,7 +1,7 @@
 // Replays inputs through a fuzz target without libFuzzer. gcc has no libFuzzer, so the ASan preset
 // links each target with this main instead, and ctest replays the checked-in corpus and findings
 // under ASan and UBSan (libfuzzer/CMakeLists.txt): the regression half of fuzzing, on every CI run.
-// Fuzzing proper (new inputs, coverage-guided) is scripts/libfuzzer.sh with the fuzz preset (clang).
+// Fuzzing proper (new inputs, coverage-guided) is scripts/dev/libfuzzer.sh with the fuzz preset (clang).
 // Each input once, in order, as libFuzzer replays files: "Running: FILE" names the input before it
 // runs, so a crash or a sanitizer report that ends the process is attributed.
 #include <cstddef>

@@ -17,7 +17,7 @@ if ((${#missing[@]})); then
   apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 # Node.js and npm run the test that opens `ppspec export --perfetto` files with the trace engine of
-# Chrome's DevTools (scripts/trace_loader_test.sh); Debian's, where the machine has none.
+# Chrome's DevTools (scripts/dev/trace_loader_test.sh); Debian's, where the machine has none.
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   echo "ppspec: installing nodejs npm"
   export DEBIAN_FRONTEND=noninteractive
