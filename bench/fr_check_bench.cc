@@ -13,7 +13,8 @@
 namespace ppspec {
 namespace {
 
-traces::FrEntry entry(int64_t record, const std::string& group, const std::string& op, int64_t seq, int64_t p2p, int peer, int64_t size) {
+traces::FrEntry entry(int64_t record, const std::string& group, const std::string& op, int64_t seq, int64_t p2p,
+                      int peer, int64_t size) {
   traces::FrEntry e;
   e.record_id = record;
   e.group = group;
@@ -46,9 +47,12 @@ std::vector<traces::FrDump> dumps(int ranks, int entries) {
     int64_t seq_world = 0, seq_pair = 0, p2p = 0;
     for (int step = 0; static_cast<int>(d.entries.size()) < entries; ++step) {
       d.entries.push_back(entry(static_cast<int64_t>(d.entries.size()), "0", "all_reduce", ++seq_world, 0, -1, 64));
-      d.entries.push_back(entry(static_cast<int64_t>(d.entries.size()), pair, "broadcast", ++seq_pair, 0, -1, step % 3 + 4));
-      if (r == 1 && step == entries / 6) d.entries.push_back(entry(static_cast<int64_t>(d.entries.size()), pair, "broadcast", ++seq_pair, 0, -1, 9));
-      d.entries.push_back(entry(static_cast<int64_t>(d.entries.size()), pair, r % 2 == 0 ? "send" : "recv", seq_pair, ++p2p, r ^ 1, 32));
+      d.entries.push_back(
+          entry(static_cast<int64_t>(d.entries.size()), pair, "broadcast", ++seq_pair, 0, -1, step % 3 + 4));
+      if (r == 1 && step == entries / 6)
+        d.entries.push_back(entry(static_cast<int64_t>(d.entries.size()), pair, "broadcast", ++seq_pair, 0, -1, 9));
+      d.entries.push_back(entry(static_cast<int64_t>(d.entries.size()), pair, r % 2 == 0 ? "send" : "recv", seq_pair,
+                                ++p2p, r ^ 1, 32));
     }
   }
   return out;
@@ -63,9 +67,15 @@ void BM_FlightRecorderCheck(benchmark::State& state) {
     benchmark::DoNotOptimize(r.findings.size());
     if (r.verdict != core::Verdict::fifo_misalignment) state.SkipWithError("the extra broadcast was not found");
   }
-  state.counters["entries/s"] = benchmark::Counter(static_cast<double>(n) * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  state.counters["entries/s"] =
+      benchmark::Counter(static_cast<double>(n) * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
-BENCHMARK(BM_FlightRecorderCheck)->Args({2, 2000})->Args({8, 2000})->Args({8, 20000})->Args({64, 2000})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlightRecorderCheck)
+    ->Args({2, 2000})
+    ->Args({8, 2000})
+    ->Args({8, 20000})
+    ->Args({64, 2000})
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace ppspec

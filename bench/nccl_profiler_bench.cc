@@ -123,7 +123,8 @@ void BM_PluginCallbacks(benchmark::State& state) {
       state.ResumeTiming();
     }
   }
-  state.SetItemsProcessed(state.iterations() * (p2p ? 2 : 1));  // operations: 1e9 / items_per_second is ns per operation
+  state.SetItemsProcessed(state.iterations() *
+                          (p2p ? 2 : 1));  // operations: 1e9 / items_per_second is ns per operation
 }
 BENCHMARK(BM_PluginCallbacks)->Arg(0)->Arg(1);
 

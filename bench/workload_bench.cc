@@ -88,7 +88,8 @@ void BM_CheckTrace(benchmark::State& state) {
   uint64_t events = 0;
   for (auto _ : state) {
     traces::TraceReader reader(trace, traces::TraceReader::Options{});
-    if (verify::check_trace(reader).verdict != core::Verdict::pass) state.SkipWithError("the trace did not check clean");
+    if (verify::check_trace(reader).verdict != core::Verdict::pass)
+      state.SkipWithError("the trace did not check clean");
     events += reader.events_read();
   }
   std::remove(trace.c_str());

@@ -23,7 +23,8 @@ Buffer Buffer::slice(int64_t row, int64_t first, int64_t n) const {
 
 void Buffer::mark_written(int64_t first_elem, int64_t n) const {
   if (!shadow_ || n <= 0) return;
-  PPSPEC_ASSERT(first_elem >= 0 && first_elem + n <= count(), "elements [{}, {}) of {}", first_elem, first_elem + n, count());
+  PPSPEC_ASSERT(first_elem >= 0 && first_elem + n <= count(), "elements [{}, {}) of {}", first_elem, first_elem + n,
+                count());
   const size_t es = dtype_size(dtype_);
   std::memset(shadow_ + first_elem * es, 1, static_cast<size_t>(n) * es);
 }

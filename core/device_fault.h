@@ -16,8 +16,12 @@ namespace ppspec::core {
 class DeviceFault : public std::runtime_error {
  public:
   DeviceFault(RankId rank, std::string kernel, int64_t row, std::string access)
-      : std::runtime_error("rank" + std::to_string(rank) + " kernel " + kernel + ", row " + std::to_string(row) + ": " + access),
-        rank_(rank), kernel_(std::move(kernel)), row_(row), access_(std::move(access)) {}
+      : std::runtime_error("rank" + std::to_string(rank) + " kernel " + kernel + ", row " + std::to_string(row) + ": " +
+                           access),
+        rank_(rank),
+        kernel_(std::move(kernel)),
+        row_(row),
+        access_(std::move(access)) {}
   RankId rank() const { return rank_; }
   const std::string& kernel() const { return kernel_; }
   int64_t row() const { return row_; }

@@ -14,9 +14,21 @@ constexpr EnumNames<Dtype, 10> kDtypeNames{{{
 const std::string kList = kDtypeNames.list();
 // torch's spellings of the same types (torch.float32, "int64", ...), accepted where a user writes one.
 constexpr EnumNames<Dtype, 15> kTorchNames{{{
-    {"int8", Dtype::i8}, {"uint8", Dtype::u8}, {"int32", Dtype::i32}, {"int", Dtype::i32}, {"uint32", Dtype::u32},
-    {"int64", Dtype::i64}, {"long", Dtype::i64}, {"uint64", Dtype::u64}, {"float16", Dtype::f16}, {"half", Dtype::f16},
-    {"bfloat16", Dtype::bf16}, {"float32", Dtype::f32}, {"float", Dtype::f32}, {"float64", Dtype::f64}, {"double", Dtype::f64},
+    {"int8", Dtype::i8},
+    {"uint8", Dtype::u8},
+    {"int32", Dtype::i32},
+    {"int", Dtype::i32},
+    {"uint32", Dtype::u32},
+    {"int64", Dtype::i64},
+    {"long", Dtype::i64},
+    {"uint64", Dtype::u64},
+    {"float16", Dtype::f16},
+    {"half", Dtype::f16},
+    {"bfloat16", Dtype::bf16},
+    {"float32", Dtype::f32},
+    {"float", Dtype::f32},
+    {"float64", Dtype::f64},
+    {"double", Dtype::f64},
 }}};
 const std::string kListWithTorch = kList + " (or torch's: float32, bfloat16, int64, ...)";
 }  // namespace

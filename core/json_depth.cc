@@ -62,7 +62,8 @@ std::optional<JsonTooDeep> json_too_deep(std::string_view text, int max) {
       if (escaped) escaped = false;
       else if (c == '\\') escaped = true;
       else if (c == '"') in_string = false;
-      else if (!frames.empty() && frames.back().in_key && frames.back().key.size() < kKeyBytesShown + 1) frames.back().key += c;
+      else if (!frames.empty() && frames.back().in_key && frames.back().key.size() < kKeyBytesShown + 1)
+        frames.back().key += c;
       continue;
     }
     switch (c) {

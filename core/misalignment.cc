@@ -35,7 +35,8 @@ std::string dimension_apart(const OpDesc& a, const OpDesc& b) {
   if (a.dtype != b.dtype) return "";
   if (a.cols == b.cols && a.cols > 1 && rows_of(a) != rows_of(b))
     return fmt::format(" ({} row{} vs {})", rows_of(a), rows_of(a) == 1 ? "" : "s", rows_of(b));
-  if (a.cols != b.cols && rows_of(a) == rows_of(b)) return fmt::format(" ({} column{} per row vs {})", a.cols, a.cols == 1 ? "" : "s", b.cols);
+  if (a.cols != b.cols && rows_of(a) == rows_of(b))
+    return fmt::format(" ({} column{} per row vs {})", a.cols, a.cols == 1 ? "" : "s", b.cols);
   return "";
 }
 
@@ -59,7 +60,8 @@ std::string at_origin(const PostedOp& p) { return p.origin.empty() ? "" : fmt::f
 
 // The earliest step any of the operations was posted for: where the sequences parted.
 void note_step(Finding& f, const PostedOp& p) {
-  if (p.desc.label.step >= 0 && (f.engine_step < 0 || p.desc.label.step < f.engine_step)) f.engine_step = p.desc.label.step;
+  if (p.desc.label.step >= 0 && (f.engine_step < 0 || p.desc.label.step < f.engine_step))
+    f.engine_step = p.desc.label.step;
 }
 
 // Posts that agree with each other, by rank.
@@ -72,7 +74,8 @@ struct Agreeing {
 std::vector<Agreeing> agreeing_classes(std::span<const PostedOp> posts) {
   std::vector<const PostedOp*> by_rank;
   for (const PostedOp& p : posts) by_rank.push_back(&p);
-  std::stable_sort(by_rank.begin(), by_rank.end(), [](const PostedOp* a, const PostedOp* b) { return a->rank < b->rank; });
+  std::stable_sort(by_rank.begin(), by_rank.end(),
+                   [](const PostedOp* a, const PostedOp* b) { return a->rank < b->rank; });
   std::vector<Agreeing> classes;
   for (const PostedOp* p : by_rank) {
     auto same = std::find_if(classes.begin(), classes.end(),
@@ -125,7 +128,8 @@ std::string who_posted_what(const std::vector<Agreeing>& classes, std::span<cons
 }  // namespace
 
 bool disagrees(const OpDesc& first, const OpDesc* first_labelled, const OpDesc& next) {
-  return !mismatch_reason(first, next).empty() || (first_labelled != nullptr && !mismatch_reason(*first_labelled, next).empty());
+  return !mismatch_reason(first, next).empty() ||
+         (first_labelled != nullptr && !mismatch_reason(*first_labelled, next).empty());
 }
 
 std::string rank_list(std::vector<RankId> ranks) {
@@ -146,22 +150,25 @@ std::string rank_list(std::vector<RankId> ranks) {
   return s;
 }
 
-std::optional<Finding> misalignment(const PostedOp& a, const PostedOp& b, std::string_view comm, int64_t cseq, bool p2p) {
+std::optional<Finding> misalignment(const PostedOp& a, const PostedOp& b, std::string_view comm, int64_t cseq,
+                                    bool p2p) {
   const std::string why = mismatch_reason(a.desc, b.desc);
   if (why.empty()) return std::nullopt;
   Finding f;
   f.verdict = Verdict::fifo_misalignment;
   f.kind = p2p ? "p2p-mismatch" : "collective-mismatch";
-  const std::string where = p2p ? fmt::format("send #{} rank{}->rank{}", cseq, a.rank, b.rank) : fmt::format("collective #{}", cseq);
+  const std::string where =
+      p2p ? fmt::format("send #{} rank{}->rank{}", cseq, a.rank, b.rank) : fmt::format("collective #{}", cseq);
   const bool one_message = same_message_other_size(a.desc, b.desc);
   // The sender first: "rank1 sends i64[1, 6], rank0 receives i64[2, 6] (1 row vs 2)".
   const PostedOp& first = side_of(b) == Side::sender ? b : a;
   const PostedOp& second = &first == &a ? b : a;
-  f.summary = one_message ? fmt::format("{} on '{}': the same message '{}' in two sizes: {}{} — rank{} {} {}, rank{} {} {}", where,
-                                        comm, a.desc.label.str(), mismatch_reason(first.desc, second.desc),
-                                        dimension_apart(first.desc, second.desc), first.rank, verb_of(side_of(first)),
-                                        shape_of(first.desc), second.rank, verb_of(side_of(second)), shape_of(second.desc))
-                          : fmt::format("{} on '{}' pairs mismatched operations: {}", where, comm, why);
+  f.summary = one_message
+                  ? fmt::format("{} on '{}': the same message '{}' in two sizes: {}{} — rank{} {} {}, rank{} {} {}",
+                                where, comm, a.desc.label.str(), mismatch_reason(first.desc, second.desc),
+                                dimension_apart(first.desc, second.desc), first.rank, verb_of(side_of(first)),
+                                shape_of(first.desc), second.rank, verb_of(side_of(second)), shape_of(second.desc))
+                  : fmt::format("{} on '{}' pairs mismatched operations: {}", where, comm, why);
   for (const PostedOp* r : {&a, &b}) {
     f.sites.push_back(site_of(*r, comm, cseq));
     const Side side = side_of(*r);
@@ -184,8 +191,8 @@ std::optional<Finding> collective_misalignment(std::span<const PostedOp> posts, 
   f.verdict = Verdict::fifo_misalignment;
   f.kind = "collective-mismatch";
   const bool one_message = classes.size() == 2 && same_message_other_size(claim(classes[0]), claim(classes[1]));
-  const std::string what = one_message ? fmt::format(": the same message '{}' in two sizes: {}{}", claim(classes[0]).label.str(),
-                                                     why_apart(classes[0], classes[1]),
+  const std::string what = one_message ? fmt::format(": the same message '{}' in two sizes: {}{}",
+                                                     claim(classes[0]).label.str(), why_apart(classes[0], classes[1]),
                                                      dimension_apart(claim(classes[0]), claim(classes[1])))
                                        : " pairs mismatched operations: " + why_apart(classes[0], classes[1]);
   f.summary = fmt::format("collective #{} on '{}'{} — {}", cseq, comm, what, who_posted_what(classes, missing, cseq));
@@ -196,7 +203,8 @@ std::optional<Finding> collective_misalignment(std::span<const PostedOp> posts, 
     const Agreeing& c = classes[i];
     for (size_t k = 0; k < c.posts.size() && k < kPerClass; ++k) {
       const PostedOp& p = *c.posts[k];
-      f.details.push_back(fmt::format("rank{} {} posted {} (op {}){}", p.rank, p.actor, describe(p.desc), p.op_id, at_origin(p)));
+      f.details.push_back(
+          fmt::format("rank{} {} posted {} (op {}){}", p.rank, p.actor, describe(p.desc), p.op_id, at_origin(p)));
       note_step(f, p);
     }
     if (c.posts.size() > kPerClass)
@@ -204,7 +212,8 @@ std::optional<Finding> collective_misalignment(std::span<const PostedOp> posts, 
   }
   for (size_t i = classes.size(); i-- > 0;)
     for (const PostedOp* p : classes[i].posts)
-      if (f.sites.size() < kFindingListMax && (i > 0 || p == classes[0].posts.front())) f.sites.push_back(site_of(*p, comm, cseq));
+      if (f.sites.size() < kFindingListMax && (i > 0 || p == classes[0].posts.front()))
+        f.sites.push_back(site_of(*p, comm, cseq));
   for (RankId r : missing)
     if (f.sites.size() < kFindingListMax)
       f.sites.push_back(Site{r, "", std::string(comm), cseq, fmt::format("has not posted collective #{}", cseq), ""});

@@ -24,7 +24,8 @@ struct PostedOp {
 
 // nullopt when the two agree. For p2p pairs `a` is the send and `b` the recv; for a collective `a`
 // is the slot's first poster and `b` a later one.
-std::optional<Finding> misalignment(const PostedOp& a, const PostedOp& b, std::string_view comm, int64_t cseq, bool p2p);
+std::optional<Finding> misalignment(const PostedOp& a, const PostedOp& b, std::string_view comm, int64_t cseq,
+                                    bool p2p);
 
 // Whether a post of a collective slot disagrees with the posts before it, knowing only the slot's
 // first post and its first post that carries a label (null: none yet). The fields compared exactly

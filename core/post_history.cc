@@ -21,7 +21,8 @@ class HistoryLanes final : public Sequences {
   int64_t base_;
 };
 
-std::string words_of(const SequenceCause& c, const HistoryLanes& s, std::span<const RankId> ranks, int64_t base, bool p2p) {
+std::string words_of(const SequenceCause& c, const HistoryLanes& s, std::span<const RankId> ranks, int64_t base,
+                     bool p2p) {
   auto op = [&](size_t lane) {
     return c.at[lane] < s.length(lane) ? describe(s.desc(lane, c.at[lane])) : std::string("nothing");
   };
@@ -44,9 +45,11 @@ std::string words_of(const SequenceCause& c, const HistoryLanes& s, std::span<co
     }
   }
   if (c.kind == CauseKind::shifted)
-    return fmt::format("rank{} posted one {} more than rank{} at #{} ({}), or rank{} skipped one: what was posted so far cannot tell which",
-                       ranks[c.ahead.front()], unit, ranks[1 - c.ahead.front()], base + static_cast<int64_t>(c.at[c.ahead.front()]),
-                       op(c.ahead.front()), ranks[1 - c.ahead.front()]);
+    return fmt::format(
+        "rank{} posted one {} more than rank{} at #{} ({}), or rank{} skipped one: what was posted so far cannot tell "
+        "which",
+        ranks[c.ahead.front()], unit, ranks[1 - c.ahead.front()], base + static_cast<int64_t>(c.at[c.ahead.front()]),
+        op(c.ahead.front()), ranks[1 - c.ahead.front()]);
   return "";
 }
 
@@ -71,7 +74,8 @@ MismatchCause mismatch_cause(std::span<const PostHistory* const> lanes, std::spa
   const HistoryLanes s(have, base);
   const SequenceCause c = first_cause(s, std::vector<size_t>(have.size(), 0));
   std::vector<int64_t> positions;
-  for (size_t i = 0; i < have.size(); ++i) positions.push_back(c.at[i] < s.length(i) ? base + static_cast<int64_t>(c.at[i]) : -1);
+  for (size_t i = 0; i < have.size(); ++i)
+    positions.push_back(c.at[i] < s.length(i) ? base + static_cast<int64_t>(c.at[i]) : -1);
   out.culprit = culprit_of(c, who, positions, comm, p2p);
   out.words = words_of(c, s, who, base, p2p);
   return out;

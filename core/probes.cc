@@ -31,7 +31,8 @@ constexpr size_t kRowByKernel = SIZE_MAX;
 // The trace format's layouts, written by the engine since its probes existed.
 constexpr std::array kKindLayouts{
     KindLayout{EventKind::batch_scheduled, 0, 1, ProbeValue::any, "[request ids in batch order...]"},
-    KindLayout{EventKind::request_scheduled, 3, 1, ProbeValue::count, "[tokens scheduled, prefill length, req-state index, the prompt if new...]"},
+    KindLayout{EventKind::request_scheduled, 3, 1, ProbeValue::count,
+               "[tokens scheduled, prefill length, req-state index, the prompt if new...]"},
     KindLayout{EventKind::inputs_built, 1, 1, ProbeValue::flag, "[first position, input ids...]"},
     KindLayout{EventKind::tokens_sampled, 0, 1, ProbeValue::any, "[sampled tokens...]"},
     KindLayout{EventKind::drafts_proposed, 0, 1, ProbeValue::any, "[drafts...]"},
@@ -42,10 +43,11 @@ constexpr std::array kKindLayouts{
     KindLayout{EventKind::table_bound, 2, 0, ProbeValue::any, "[entries, entries never written]"},
     KindLayout{EventKind::feedback_adopted, 2, 1, ProbeValue::any, "[num_sampled, num_rejected, sampled tokens...]"},
     KindLayout{EventKind::stage_output, 3, StageOutputRow::kFields, ProbeValue::any,
-           "[layers done, first lane, lanes, then per row: position, context lane, hash of the deep lanes]"},
+               "[layers done, first lane, lanes, then per row: position, context lane, hash of the deep lanes]"},
     KindLayout{EventKind::blocks_allocated, 0, 1, ProbeValue::any, "[block ids in block-table order...]"},
     KindLayout{EventKind::blocks_freed, 0, 1, ProbeValue::any, "[block ids...]"},
-    KindLayout{EventKind::request_released, 0, 1, ProbeValue::any, "[block ids held until its step in flight returns...]"},
+    KindLayout{EventKind::request_released, 0, 1, ProbeValue::any,
+               "[block ids held until its step in flight returns...]"},
     KindLayout{EventKind::kv_slots, 0, KvSlotRow::kFields, ProbeValue::any, "[per row: request, position, KV slot]"},
     KindLayout{EventKind::serving_ended, 0, 0, ProbeValue::any, ""},
     KindLayout{EventKind::abort_arrived, 0, 0, ProbeValue::any, ""},
@@ -56,7 +58,8 @@ constexpr std::array kKindLayouts{
     KindLayout{EventKind::draft_budget, 1, 0, ProbeValue::any, "[the rank's own confidence estimate, in 1/65536ths]"},
     KindLayout{EventKind::accepted_readback, 0, AcceptedReadbackProbe::kFields, ProbeValue::any,
                "[per row of the copied step: request id, tokens it accepted]"},
-    KindLayout{EventKind::table_updated, 0, 1, ProbeValue::any, "[last_sampled of every table row, by req-state index...]"},
+    KindLayout{EventKind::table_updated, 0, 1, ProbeValue::any,
+               "[last_sampled of every table row, by req-state index...]"},
 };
 
 const KindLayout* kind_layout(EventKind k) {
@@ -79,8 +82,9 @@ std::span<const int64_t> checked_ints(const Event& e, EventKind kind) {
   return e.ints;
 }
 
-void append_span(std::vector<int64_t>& out, std::span<const int64_t> more) { out.insert(out.end(), more.begin(), more.end()); }
-
+void append_span(std::vector<int64_t>& out, std::span<const int64_t> more) {
+  out.insert(out.end(), more.begin(), more.end());
+}
 
 bool ints_fit(const KindLayout& l, const Event& e) {
   const size_t n = e.ints.size();
@@ -114,7 +118,9 @@ bool probe_layout_ok(const Event& e) {
 std::string probe_layout_error(const Event& e) {
   const KindLayout* l = kind_layout(e.kind);
   if (l == nullptr)
-    return e.ints.empty() ? "" : fmt::format("this {} event carries integers ({}); only engine probes do", to_string(e.kind), e.ints.size());
+    return e.ints.empty() ? ""
+                          : fmt::format("this {} event carries integers ({}); only engine probes do", to_string(e.kind),
+                                        e.ints.size());
   const size_t n = e.ints.size();
   const size_t width = row_width(*l, e);
   if (!ints_fit(*l, e))
@@ -127,7 +133,8 @@ std::string probe_layout_error(const Event& e) {
 std::string probe_value_error(const Event& e) {
   const KindLayout* l = kind_layout(e.kind);
   if (l == nullptr || value_fits(*l, e)) return "";
-  if (l->value == ProbeValue::flag) return fmt::format("this {} event's value is {}; expected 0 or 1", to_string(e.kind), e.value);
+  if (l->value == ProbeValue::flag)
+    return fmt::format("this {} event's value is {}; expected 0 or 1", to_string(e.kind), e.value);
   return fmt::format("this {} event's value and its first {} integers are counts, each in [-1, {}]", to_string(e.kind), l->header,
                      kProbeCountMax);
 }

@@ -55,7 +55,9 @@ Run agree_run(const Sequences& s, const Positions& pos) {
 std::vector<std::vector<size_t>> classes_at(const Sequences& s, const Positions& pos) {
   std::vector<std::vector<size_t>> classes;
   for (size_t i = 0; i < s.lanes(); ++i) {
-    auto same = std::find_if(classes.begin(), classes.end(), [&](const std::vector<size_t>& c) { return s.same(c.front(), pos[c.front()], i, pos[i]); });
+    auto same = std::find_if(classes.begin(), classes.end(), [&](const std::vector<size_t>& c) {
+      return s.same(c.front(), pos[c.front()], i, pos[i]);
+    });
     if (same == classes.end()) same = classes.insert(classes.end(), std::vector<size_t>{});
     same->push_back(i);
   }
@@ -74,7 +76,8 @@ size_t local_period(const Sequences& s, size_t lane, size_t from, size_t p) {
   const size_t reach = 3 * kCausePeriodMax;
   const size_t lo = std::max(from, p >= reach ? p - reach : 0);
   const size_t hi = std::min(s.length(lane), p + reach + 1);
-  for (size_t period = 1; period <= kCausePeriodMax && 2 * period + 1 <= hi - lo && kPatternRepeatsBefore * period <= p - lo; ++period) {
+  for (size_t period = 1;
+       period <= kCausePeriodMax && 2 * period + 1 <= hi - lo && kPatternRepeatsBefore * period <= p - lo; ++period) {
     bool repeats = true;
     for (size_t i = lo + period; i < hi && repeats; ++i) repeats = s.same(lane, i, lane, i - period);
     if (repeats) return period;
@@ -112,7 +115,8 @@ struct Hypothesis {
   Run run;
 };
 
-std::vector<Hypothesis> hypotheses(const Sequences& s, const Positions& p, const std::vector<std::vector<size_t>>& classes) {
+std::vector<Hypothesis> hypotheses(const Sequences& s, const Positions& p,
+                                   const std::vector<std::vector<size_t>>& classes) {
   std::vector<Hypothesis> out;
   const size_t n = s.lanes();
   for (const std::vector<size_t>& c : classes) {
@@ -130,7 +134,8 @@ std::vector<Hypothesis> hypotheses(const Sequences& s, const Positions& p, const
 }
 
 // The lanes that are wrong by the evidence around `p`, and the words for it; empty when nothing tells.
-std::pair<std::vector<size_t>, std::string> wrong_lanes(const Sequences& s, const Positions& p, std::span<const size_t> from,
+std::pair<std::vector<size_t>, std::string> wrong_lanes(const Sequences& s, const Positions& p,
+                                                        std::span<const size_t> from,
                                                         const std::vector<Hypothesis>& best) {
   std::vector<size_t> periodic, broken;
   size_t period = 0;
@@ -151,15 +156,17 @@ std::pair<std::vector<size_t>, std::string> wrong_lanes(const Sequences& s, cons
       const size_t a = h.culprits.front();
       bool others_repeat = false;
       for (size_t b = 0; b < s.lanes(); ++b)
-        others_repeat = others_repeat || (b != a && p[b] > from[b] && p[b] < s.length(b) && s.same(b, p[b], b, p[b] - 1));
-      if (p[a] > from[a] && s.same(a, p[a], a, p[a] - 1) && !others_repeat && !repeats_before(s, a, from[a], p[a] - 1) &&
-          std::find(repeated.begin(), repeated.end(), a) == repeated.end())
+        others_repeat =
+            others_repeat || (b != a && p[b] > from[b] && p[b] < s.length(b) && s.same(b, p[b], b, p[b] - 1));
+      if (p[a] > from[a] && s.same(a, p[a], a, p[a] - 1) && !others_repeat &&
+          !repeats_before(s, a, from[a], p[a] - 1) && std::find(repeated.begin(), repeated.end(), a) == repeated.end())
         repeated.push_back(a);
     }
   if (repeated.size() == 1) return {repeated, "the same operation twice in a row"};
   // Between two different operations at one position, the one seen nowhere else is the odd one (it
   // tells nothing between an extra and a skipped one: the operation in question is unique either way).
-  const bool all_differ = std::all_of(best.begin(), best.end(), [](const Hypothesis& h) { return h.kind == CauseKind::differs; });
+  const bool all_differ =
+      std::all_of(best.begin(), best.end(), [](const Hypothesis& h) { return h.kind == CauseKind::differs; });
   std::vector<size_t> unique;
   bool others_recur = true;
   for (size_t i = 0; i < s.lanes() && all_differ; ++i) {
@@ -167,7 +174,8 @@ std::pair<std::vector<size_t>, std::string> wrong_lanes(const Sequences& s, cons
     if (n == 0) unique.push_back(i);
     else others_recur = others_recur && n >= kRecurMin;
   }
-  if (unique.size() == 1 && s.lanes() > 2 && others_recur) return {unique, "posts what occurs nowhere else on the communicator"};
+  if (unique.size() == 1 && s.lanes() > 2 && others_recur)
+    return {unique, "posts what occurs nowhere else on the communicator"};
   return {{}, ""};
 }
 
@@ -190,16 +198,20 @@ SequenceCause at_disagreement(const Sequences& s, const Positions& p, std::span<
     std::vector<Hypothesis> told;
     for (const Hypothesis& h : best)
       if (!wrong.empty() && h.culprits == wrong) told.push_back(h);
-    if (told.size() == 1 || (!told.empty() && std::all_of(told.begin(), told.end(), [&](const Hypothesis& h) { return h.resume == told[0].resume; }))) {
+    if (told.size() == 1 || (!told.empty() && std::all_of(told.begin(), told.end(), [&](const Hypothesis& h) {
+          return h.resume == told[0].resume;
+        }))) {
       best = {told.front()};
       c.evidence = why;
     }
   }
   // The same lanes blamed by every explanation left: the simplest of them (a different operation,
   // then an extra one, then a skipped one).
-  if (best.size() > 1 && std::all_of(best.begin(), best.end(), [&](const Hypothesis& h) { return h.culprits == best[0].culprits; })) {
+  if (best.size() > 1 &&
+      std::all_of(best.begin(), best.end(), [&](const Hypothesis& h) { return h.culprits == best[0].culprits; })) {
     const auto rank = [](CauseKind k) { return k == CauseKind::differs ? 0 : k == CauseKind::extra ? 1 : 2; };
-    std::stable_sort(best.begin(), best.end(), [&](const Hypothesis& a, const Hypothesis& b) { return rank(a.kind) < rank(b.kind); });
+    std::stable_sort(best.begin(), best.end(),
+                     [&](const Hypothesis& a, const Hypothesis& b) { return rank(a.kind) < rank(b.kind); });
     best.resize(1);
   }
   if (c.evidence.empty() && fewest == 1 && n >= 3) c.evidence = "the odd one out: every other member agrees";
@@ -246,7 +258,8 @@ class Going final : public Sequences {
 
 // Some lanes ended and the others disagree: the cause among those still going (the ended ones
 // agreed as far as they went), its lanes mapped back; the ended ones resume where they ended.
-SequenceCause among_going(const Sequences& s, const Positions& p, std::span<const size_t> from, const std::vector<size_t>& going) {
+SequenceCause among_going(const Sequences& s, const Positions& p, std::span<const size_t> from,
+                          const std::vector<size_t>& going) {
   SequenceCause c;
   c.at = p;
   c.resume = p;
@@ -275,7 +288,8 @@ SequenceCause first_cause(const Sequences& s, std::span<const size_t> from) {
   const size_t n = s.lanes();
   PPSPEC_ASSERT(n >= 2 && from.size() == n, "first_cause of {} lanes with {} start positions", n, from.size());
   Positions p(from.begin(), from.end());
-  for (size_t i = 0; i < n; ++i) PPSPEC_ASSERT(p[i] <= s.length(i), "lane {} starts at {} past its length {}", i, p[i], s.length(i));
+  for (size_t i = 0; i < n; ++i)
+    PPSPEC_ASSERT(p[i] <= s.length(i), "lane {} starts at {} past its length {}", i, p[i], s.length(i));
   for (;;) {
     std::vector<size_t> going;
     for (size_t i = 0; i < n; ++i)
@@ -309,8 +323,8 @@ SequenceCause first_cause(const Sequences& s, std::span<const size_t> from) {
   }
 }
 
-Culprit culprit_of(const SequenceCause& c, std::span<const RankId> ranks, std::span<const int64_t> positions, const std::string& comm,
-                   bool p2p) {
+Culprit culprit_of(const SequenceCause& c, std::span<const RankId> ranks, std::span<const int64_t> positions,
+                   const std::string& comm, bool p2p) {
   Culprit out;
   if (c.culprits.size() != 1) return out;
   const size_t who = c.culprits.front();

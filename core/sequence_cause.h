@@ -64,6 +64,7 @@ SequenceCause first_cause(const Sequences& s, std::span<const size_t> from);
 // The cause as a Culprit, where it names one lane: `ranks[i]` is lane i's rank and `positions[i]`
 // the position (the communicator's numbering) of lane i's operation at `c.at[i]`, -1 if it has none.
 // A skipped operation is where the others' is. For p2p, lane 0 holds the sends and lane 1 the receives.
-Culprit culprit_of(const SequenceCause& c, std::span<const RankId> ranks, std::span<const int64_t> positions, const std::string& comm, bool p2p);
+Culprit culprit_of(const SequenceCause& c, std::span<const RankId> ranks, std::span<const int64_t> positions,
+                   const std::string& comm, bool p2p);
 
 }  // namespace ppspec::core

@@ -4,7 +4,8 @@
 
 namespace ppspec::core {
 namespace {
-constexpr EnumNames<ModuleLoading, 3> kLoading{{{{"eager", ModuleLoading::eager}, {"lazy", ModuleLoading::lazy}, {"jit", ModuleLoading::jit}}}};
+constexpr EnumNames<ModuleLoading, 3> kLoading{
+    {{{"eager", ModuleLoading::eager}, {"lazy", ModuleLoading::lazy}, {"jit", ModuleLoading::jit}}}};
 constexpr EnumNames<Concurrency, 2> kConcurrency{{{{"ok", Concurrency::ok}, {"serial", Concurrency::serial}}}};
 constexpr EnumNames<OnMismatch, 2> kMismatch{{{{"report", OnMismatch::report}, {"emulate", OnMismatch::emulate}}}};
 }  // namespace

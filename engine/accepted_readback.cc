@@ -35,11 +35,12 @@ void AcceptedReadback::read(int64_t step) {
   const auto counts = ctx_.dev.host_read<int32_t>(pinned_.rows(0, n));
   last_ = std::move(copying_);
   last_.accepted.assign(counts.begin(), counts.end());
-  PPSPEC_ASSERT(last_.accepted.size() == last_.req_ids.size(), "{} accepted counts read for {} rows", last_.accepted.size(),
-                last_.req_ids.size());
+  PPSPEC_ASSERT(last_.accepted.size() == last_.req_ids.size(), "{} accepted counts read for {} rows",
+                last_.accepted.size(), last_.req_ids.size());
   if (!ctx_.observed()) return;
   std::vector<int64_t> rows;
-  for (size_t i = 0; i < last_.req_ids.size(); ++i) rows.insert(rows.end(), {last_.req_ids[i], int64_t{last_.accepted[i]}});
+  for (size_t i = 0; i < last_.req_ids.size(); ++i)
+    rows.insert(rows.end(), {last_.req_ids[i], int64_t{last_.accepted[i]}});
   publish(ctx_.rt, Probe{ctx_.rank, last_.step, -1}, core::AcceptedReadbackProbe{step, rows});
 }
 

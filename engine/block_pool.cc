@@ -6,7 +6,8 @@
 namespace ppspec::engine {
 
 BlockPool::BlockPool(int num_blocks, bool caching) : caching_(caching) {
-  PPSPEC_ASSERT(num_blocks >= 2 && num_blocks <= (1 << 24), "{} KV blocks (2 to 2^24: the null block and one more)", num_blocks);
+  PPSPEC_ASSERT(num_blocks >= 2 && num_blocks <= (1 << 24), "{} KV blocks (2 to 2^24: the null block and one more)",
+                num_blocks);
   const auto n = static_cast<size_t>(num_blocks);
   ref_.assign(n, 0);
   hash_.assign(n, kNoHash);
@@ -21,7 +22,8 @@ BlockPool::BlockPool(int num_blocks, bool caching) : caching_(caching) {
 }
 
 size_t BlockPool::checked(int32_t block) const {
-  PPSPEC_ASSERT(block >= 1 && static_cast<size_t>(block) < ref_.size(), "block {} outside the pool's 1..{}", block, ref_.size() - 1);
+  PPSPEC_ASSERT(block >= 1 && static_cast<size_t>(block) < ref_.size(), "block {} outside the pool's 1..{}", block,
+                ref_.size() - 1);
   return static_cast<size_t>(block);
 }
 
@@ -113,8 +115,8 @@ void BlockPool::release(std::span<const int32_t> blocks) {
 
 bool BlockPool::cache(int32_t block, uint64_t hash) {
   const size_t at = checked(block);
-  PPSPEC_ASSERT(caching_ && hash != kNoHash && ref_[at] > 0 && hash_[at] == kNoHash, "block {} cached (holders {}, hash {})", block,
-                ref_[at], hash_[at]);
+  PPSPEC_ASSERT(caching_ && hash != kNoHash && ref_[at] > 0 && hash_[at] == kNoHash,
+                "block {} cached (holders {}, hash {})", block, ref_[at], hash_[at]);
   if (!table_.emplace(hash, block).second) return false;
   hash_[at] = hash;
   PPSPEC_ASSERT(table_.size() < ref_.size(), "{} cached blocks in a pool of {}", table_.size(), ref_.size());
@@ -122,7 +124,8 @@ bool BlockPool::cache(int32_t block, uint64_t hash) {
 }
 
 uint64_t BlockPool::block_hash(uint64_t parent, int64_t index, std::span<const int32_t> tokens) {
-  std::vector<uint32_t> words{static_cast<uint32_t>(parent), static_cast<uint32_t>(parent >> 32), static_cast<uint32_t>(index)};
+  std::vector<uint32_t> words{static_cast<uint32_t>(parent), static_cast<uint32_t>(parent >> 32),
+                              static_cast<uint32_t>(index)};
   for (int32_t t : tokens) words.push_back(static_cast<uint32_t>(t));
   const uint64_t h = core::fnv1a_words(words.data(), words.size());
   return h == kNoHash ? 1 : h;  // kNoHash marks "not cached"

@@ -22,7 +22,8 @@ void append_replica(const Topology& t, int replica, std::vector<CommunicatorSpec
       out.push_back({fmt::format("{}tp{}", prefix, s), CommRole::tensor_parallel, s, m});
     }
   if (t.pp > 1) {
-    for (int r = 0; r < t.tp; ++r) out.push_back({fmt::format("{}pp{}", prefix, r), CommRole::pipeline, r, column_of(t, r, replica)});
+    for (int r = 0; r < t.tp; ++r)
+      out.push_back({fmt::format("{}pp{}", prefix, r), CommRole::pipeline, r, column_of(t, r, replica)});
     // Its own communicator, so that the feedback does not serialise with the activations (R2).
     for (int r = 0; r < t.tp; ++r)
       out.push_back({fmt::format("{}pp_broadcast{}", prefix, r), CommRole::feedback, r, column_of(t, r, replica)});

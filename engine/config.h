@@ -145,7 +145,9 @@ struct EngineConfig {
     return (workload.prompt_max + workload.output_max + slack + model.block_size - 1) / model.block_size + 1;
   }
   int max_rows() const;  // rows of a step: the token budget, or the largest capture size
-  int batches_in_flight() const { return serving.max_concurrent_batches > 0 ? serving.max_concurrent_batches : topology.pp; }
+  int batches_in_flight() const {
+    return serving.max_concurrent_batches > 0 ? serving.max_concurrent_batches : topology.pp;
+  }
   // Whether a request's step may be scheduled while its previous one is in flight.
   bool schedules_ahead() const { return batches_in_flight() > topology.pp; }
   bool eagle() const { return spec.k > 0 && spec.method == DraftMethod::eagle; }

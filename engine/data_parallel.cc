@@ -8,7 +8,9 @@
 namespace ppspec::engine {
 
 DataParallel::DataParallel(RankContext& ctx, core::Communicator& group)
-    : ctx_(ctx), group_(group), counts_(ctx.alloc(core::Dtype::i32, ctx.cfg.topology.dp, 1, "dp.num_tokens_across_dp")) {
+    : ctx_(ctx),
+      group_(group),
+      counts_(ctx.alloc(core::Dtype::i32, ctx.cfg.topology.dp, 1, "dp.num_tokens_across_dp")) {
   PPSPEC_ASSERT(group.size() == ctx.cfg.topology.dp, "a DP group of {} for dp = {}", group.size(), ctx.cfg.topology.dp);
   PPSPEC_ASSERT(group.rank() == ctx.cfg.topology.replica_of(ctx.rank), "replica {} is member {} of its DP group",
                 ctx.cfg.topology.replica_of(ctx.rank), group.rank());

@@ -33,10 +33,11 @@ void DraftBudget::observe(const core::Buffer& confidence, int32_t drafted, int32
 void DraftBudget::fold(int64_t step) {
   if (observed_requests_ == 0) return;
   int64_t sum = 0;
-  for (int32_t r = 0; r < observed_requests_; ++r) sum += observed_[static_cast<size_t>(r) * static_cast<size_t>(observed_stride_)];
+  for (int32_t r = 0; r < observed_requests_; ++r)
+    sum += observed_[static_cast<size_t>(r) * static_cast<size_t>(observed_stride_)];
   const int64_t mean = sum / observed_requests_;
-  const uint64_t z = kernels::mix64(ctx_.cfg.model.checkpoint_seed * 0x9E3779B97F4A7C15ULL ^ static_cast<uint64_t>(ctx_.rank) << 40U ^
-                                    static_cast<uint64_t>(step));
+  const uint64_t z = kernels::mix64(ctx_.cfg.model.checkpoint_seed * 0x9E3779B97F4A7C15ULL ^
+                                    static_cast<uint64_t>(ctx_.rank) << 40U ^ static_cast<uint64_t>(step));
   const int64_t drift = static_cast<int64_t>(z % 4097U) - 2048;
   estimate_ = std::clamp<int64_t>((3 * estimate_ + mean + drift) / 4, 0, kOne - 1);
   observed_requests_ = 0;
@@ -52,7 +53,8 @@ int32_t DraftBudget::decide(int64_t step, core::Communicator* tp) {
   ctx_.dev.download(ctx_.main, host_budget_.data(), budget_);
   ctx_.dev.stream_sync(ctx_.main);
   const int32_t agreed = host_budget_[0];
-  PPSPEC_ASSERT(agreed >= 1 && agreed <= ctx_.k, "rank{} received a draft budget of {} (K = {})", ctx_.rank, agreed, ctx_.k);
+  PPSPEC_ASSERT(agreed >= 1 && agreed <= ctx_.k, "rank{} received a draft budget of {} (K = {})", ctx_.rank, agreed,
+                ctx_.k);
   return agreed;
 }
 

@@ -77,7 +77,9 @@ void Drafter::dummy_propose(int64_t step, int forwards) {
     // Every replica drafts nothing this forward: no MoE layer runs anywhere.
     if (rows == 0) continue;
     ctx_.run("dummy_query_rows", "",
-             kn::DummyQueryRowsKernel{span_of<int32_t>(input_ids_), span_of<int64_t>(positions_), span_of<bool>(is_padding_)}, rows);
+             kn::DummyQueryRowsKernel{span_of<int32_t>(input_ids_), span_of<int64_t>(positions_),
+                                      span_of<bool>(is_padding_)},
+             rows);
     route(step, 0, rows, false);
   }
 }
@@ -105,7 +107,8 @@ int Drafter::propose(const SchedulerOutput& so, const std::vector<int32_t>& samp
   if (nd == 0) return 0;
   const auto n = static_cast<int32_t>(so.requests.size());
   const int k = ctx_.k;
-  PPSPEC_ASSERT(budget >= 1 && budget <= k && (budget == k || ctx_.cfg.spec.adaptive_budget), "a draft budget of {} with K = {}", budget, k);
+  PPSPEC_ASSERT(budget >= 1 && budget <= k && (budget == k || ctx_.cfg.spec.adaptive_budget),
+                "a draft budget of {} with K = {}", budget, k);
   // The draft batch: the rows that sampled, compacted; their target rows are the context.
   std::vector<int32_t> idx, cs, ce, brow;
   std::vector<int64_t> ids;
@@ -128,9 +131,9 @@ int Drafter::propose(const SchedulerOutput& so, const std::vector<int32_t>& samp
   ctx_.upload(ctx_end_, ce);
   ctx_.upload(batch_row_, brow);
   ctx_.run("dflash_gather", "",
-           kn::DflashGatherKernel{n, span_of<int32_t>(slot.counts), span_of<int32_t>(batch_row_), span_of<int32_t>(ctx_end_),
-                                  span_of<int32_t>(num_sampled_), span_of<int32_t>(num_rejected_), span_of<int32_t>(anchor_)},
-           nd);
+           kn::DflashGatherKernel{n, span_of<int32_t>(slot.counts), span_of<int32_t>(batch_row_),
+                                  span_of<int32_t>(ctx_end_), span_of<int32_t>(num_sampled_),
+                                  span_of<int32_t>(num_rejected_), span_of<int32_t>(anchor_)}, nd);
   ctx_.run("gather_block_rows", "",
            kn::GatherBlockRowsKernel{span_of<int32_t>(idx_), span_of<int32_t>(tables.block_table), ctx_.max_blocks,
                                      span_of<int32_t>(block_rows_)},
@@ -140,10 +143,9 @@ int Drafter::propose(const SchedulerOutput& so, const std::vector<int32_t>& samp
   prepare_inputs(so.step, nd, q_rows, budget, tables, in, check);
   if (ctx_.observed()) probe_kv_slots(so.step, ids, cs, ce, budget);
   ctx_.run("draft_context_kv", "",
-           kn::DraftContextKvRangesKernel{{span_of<int64_t>(ctx_slots_), span_of<uint32_t>(model.ctx), span_of<uint32_t>(kv_)},
-                                          span_of<int32_t>(ctx_start_),
-                                          span_of<int32_t>(ctx_end_)},
-           nd);
+           kn::DraftContextKvRangesKernel{
+               {span_of<int64_t>(ctx_slots_), span_of<uint32_t>(model.ctx), span_of<uint32_t>(kv_)},
+               span_of<int32_t>(ctx_start_), span_of<int32_t>(ctx_end_)}, nd);
   if (ctx_.cfg.eagle()) {
     eagle_forwards(so.step, nd, q_rows, model);
   } else {
@@ -151,10 +153,10 @@ int Drafter::propose(const SchedulerOutput& so, const std::vector<int32_t>& samp
     route(so.step, nd * budget, q_rows);
   }
   if (ctx_.cfg.spec.adaptive_budget) sum_confidence(so.step, q_rows);
-  // req_states.draft_tokens[idx_mapping] = draft_tokens; then the batch's rows for the relay,
-  // gathered on the main stream (#55745).
+  // req_states.draft_tokens[idx_mapping] = draft_tokens; the batch's rows for the relay gathered on main (#55745).
   ctx_.run("set_draft_tokens", "",
-           kn::SetDraftTokensKernel{k, span_of<int32_t>(idx_), span_of<int64_t>(drafts_), span_of<int64_t>(tables.draft_tokens)}, nd);
+           kn::SetDraftTokensKernel{k, span_of<int32_t>(idx_), span_of<int64_t>(drafts_),
+                                    span_of<int64_t>(tables.draft_tokens)}, nd);
   if (ctx_.observed()) probe_proposed(so.step, ids, budget);
   const kn::GatherDraftsKernel gather{k, span_of<int32_t>(in.idx_mapping), span_of<int64_t>(tables.draft_tokens),
                                       span_of<int64_t>(slot.drafts)};
@@ -171,13 +173,14 @@ int Drafter::propose(const SchedulerOutput& so, const std::vector<int32_t>& samp
 
 void Drafter::probe_proposed(int64_t step, const std::vector<int64_t>& ids, int32_t budget) {
   const auto nd = static_cast<int64_t>(ids.size());
-  read_back(ctx_.dev, ctx_.main, {drafts_.rows(0, nd)}, [&rt = ctx_.rt, rank = ctx_.rank, step, ids, k = ctx_.k, budget](const HostRows& h) {
-    // The drafts proposed are the budget's; the columns past it hold the MASK id, verified by no step.
-    for (size_t d = 0; d < ids.size(); ++d) {
-      const auto drafts = h.get<int64_t>(0).subspan(d * static_cast<size_t>(k), static_cast<size_t>(budget));
-      publish(rt, Probe{rank, step, ids[d]}, core::DraftsProbe{core::EventKind::drafts_proposed, drafts});
-    }
-  });
+  read_back(ctx_.dev, ctx_.main, {drafts_.rows(0, nd)},
+            [&rt = ctx_.rt, rank = ctx_.rank, step, ids, k = ctx_.k, budget](const HostRows& h) {
+              // The drafts proposed are the budget's; the columns past it hold the MASK id, verified by no step.
+              for (size_t d = 0; d < ids.size(); ++d) {
+                const auto drafts = h.get<int64_t>(0).subspan(d * static_cast<size_t>(k), static_cast<size_t>(budget));
+                publish(rt, Probe{rank, step, ids[d]}, core::DraftsProbe{core::EventKind::drafts_proposed, drafts});
+              }
+            });
 }
 
 void Drafter::prepare_inputs(int64_t step, int32_t nd, int32_t q_rows, int32_t budget, const RequestTables& tables,
@@ -236,7 +239,8 @@ void Drafter::prepare_inputs(int64_t step, int32_t nd, int32_t q_rows, int32_t b
                 core::PreparedPaddingRow{h.at<int32_t>(0, i), h.at<int64_t>(1, i), h.at<uint8_t>(2, i) != 0 ? 1 : 0,
                                          h.at<int64_t>(3, i), unwritten_at(h, 4, 3, stride, i)}
                     .append_to(pad);
-              publish(rt, Probe{rank, step, -1}, core::PaddingRowsProbe{core::PaddingKernel::prepare_dflash_inputs, used, pad});
+              publish(rt, Probe{rank, step, -1},
+                      core::PaddingRowsProbe{core::PaddingKernel::prepare_dflash_inputs, used, pad});
             });
 }
 
@@ -245,7 +249,8 @@ void Drafter::probe_kv_slots(int64_t step, const std::vector<int64_t>& ids, cons
   const int64_t queries = static_cast<int64_t>(ids.size()) * budget;
   const int64_t context = ctx_end.back();
   read_back(ctx_.dev, ctx_.main,
-            {positions_.rows(0, queries), query_slots_.rows(0, queries), ctx_positions_.rows(0, context), ctx_slots_.rows(0, context)},
+            {positions_.rows(0, queries), query_slots_.rows(0, queries), ctx_positions_.rows(0, context),
+             ctx_slots_.rows(0, context)},
             [&rt = ctx_.rt, rank = ctx_.rank, step, ids, ctx_start, ctx_end, k = budget](const HostRows& h) {
               std::vector<int64_t> query_rows, context_rows;
               for (size_t d = 0; d < ids.size(); ++d) {
@@ -262,8 +267,16 @@ void Drafter::probe_kv_slots(int64_t step, const std::vector<int64_t>& ids, cons
 
 void Drafter::forward(int64_t step, int32_t nd, int32_t budget, const TargetModel& model) {
   const core::Buffer& table = embedding(model);
-  kn::DraftForwardKernel fw{budget, span_of<int32_t>(anchor_), span_of<uint32_t>(model.ctx), span_of<int32_t>(input_ids_), span_of<int64_t>(positions_),
-                            span_of<uint32_t>(table), ctx_.ckpt.consts.r, ctx_.cfg.model.vocab, span_of<int64_t>(drafts_), ctx_.k};
+  kn::DraftForwardKernel fw{budget,
+                            span_of<int32_t>(anchor_),
+                            span_of<uint32_t>(model.ctx),
+                            span_of<int32_t>(input_ids_),
+                            span_of<int64_t>(positions_),
+                            span_of<uint32_t>(table),
+                            ctx_.ckpt.consts.r,
+                            ctx_.cfg.model.vocab,
+                            span_of<int64_t>(drafts_),
+                            ctx_.k};
   ctx_.run("draft_forward", "", fw, nd);
   probe_table(step, fw.draft_embed);
 }
@@ -316,7 +329,8 @@ void Drafter::probe_table(int64_t step, kn::Span<const uint32_t> table) {
     for (uint32_t w : words) poisoned += w == kn::kPoisonWord ? 1 : 0;
     const auto hash = static_cast<int64_t>(core::fnv1a_words(words.data(), words.size()));
     publish(rt, Probe{rank, step, -1},
-            core::TableBoundProbe{core::WeightTable::draft_embed_tokens, hash, static_cast<int64_t>(words.size()), poisoned});
+            core::TableBoundProbe{core::WeightTable::draft_embed_tokens, hash, static_cast<int64_t>(words.size()),
+                                  poisoned});
   });
 }
 
@@ -324,14 +338,23 @@ void Drafter::route(int64_t step, int32_t used_rows, int32_t q_rows, bool probe)
   // The MoE layer over every query row of the graph, padding included.
   const int E = ctx_.cfg.model.experts;
   const int top = ctx_.cfg.model.topk;
-  ctx_.run("draft_gate", "", kn::DraftGateKernel{span_of<int32_t>(input_ids_), span_of<int64_t>(positions_), E, span_of<float>(gating_)},
-      q_rows);
-  kn::TopkSoftplusSqrtKernel router{span_of<float>(gating_), span_of<float>(router_bias_), span_of<bool>(is_padding_), E, top,
-                                    true, 1.0f, !ctx_.cfg.faults.router_ignores_padding, span_of<int32_t>(topk_ids_),
+  ctx_.run("draft_gate", "",
+           kn::DraftGateKernel{span_of<int32_t>(input_ids_), span_of<int64_t>(positions_), E, span_of<float>(gating_)},
+           q_rows);
+  kn::TopkSoftplusSqrtKernel router{span_of<float>(gating_),
+                                    span_of<float>(router_bias_),
+                                    span_of<bool>(is_padding_),
+                                    E,
+                                    top,
+                                    true,
+                                    1.0f,
+                                    !ctx_.cfg.faults.router_ignores_padding,
+                                    span_of<int32_t>(topk_ids_),
                                     span_of<float>(topk_weights_)};
   ctx_.run("topk_softplus_sqrt", "", router, q_rows);
   if (probe && ctx_.observed() && used_rows < q_rows)
-    read_back(ctx_.dev, ctx_.main, {topk_ids_.rows(used_rows, q_rows - used_rows), topk_weights_.rows(used_rows, q_rows - used_rows)},
+    read_back(ctx_.dev, ctx_.main,
+              {topk_ids_.rows(used_rows, q_rows - used_rows), topk_weights_.rows(used_rows, q_rows - used_rows)},
               [&rt = ctx_.rt, rank = ctx_.rank, step, used_rows, q_rows, top](const HostRows& h) {
                 // Per padding row: the expert ids it selected, then how many of its weights are non-zero.
                 std::vector<int64_t> pad;
@@ -343,25 +366,28 @@ void Drafter::route(int64_t step, int32_t used_rows, int32_t q_rows, bool probe)
                   }
                   pad.push_back(nonzero);
                 }
-                publish(rt, Probe{rank, step, -1}, core::PaddingRowsProbe{core::PaddingKernel::topk_softplus_sqrt, used_rows, pad});
+                publish(rt, Probe{rank, step, -1},
+                        core::PaddingRowsProbe{core::PaddingKernel::topk_softplus_sqrt, used_rows, pad});
               });
   if (experts_) {
     experts_->run(step, q_rows, topk_ids_, topk_weights_, confidence_);
     return;
   }
   ctx_.run("draft_experts", "",
-      kn::DraftExpertsKernel{span_of<int32_t>(topk_ids_), span_of<float>(topk_weights_), top, span_of<float>(expert_scale_),
-                             span_of<float>(confidence_)},
-      q_rows);
+           kn::DraftExpertsKernel{span_of<int32_t>(topk_ids_), span_of<float>(topk_weights_), top,
+                                  span_of<float>(expert_scale_), span_of<float>(confidence_)},
+           q_rows);
 }
 
 // The confidence head's output in fixed point, summed over the TP ranks' expert shards: the
 // all-reduce runs over the draft block's graph rows, so ranks that drafted blocks of different sizes
 // post it with different counts.
 void Drafter::sum_confidence(int64_t step, int32_t q_rows) {
-  ctx_.run("confidence_to_fixed", "", kn::ConfidenceToFixedKernel{span_of<float>(confidence_), span_of<int32_t>(confidence_fixed_)},
-           q_rows);
-  if (tp_ != nullptr) tp_->all_reduce(confidence_fixed_.rows(0, q_rows), core::ReduceOp::sum, ctx_.main, core::Label{"tp.draft_confidence", step});
+  ctx_.run("confidence_to_fixed", "",
+           kn::ConfidenceToFixedKernel{span_of<float>(confidence_), span_of<int32_t>(confidence_fixed_)}, q_rows);
+  if (tp_ != nullptr)
+    tp_->all_reduce(confidence_fixed_.rows(0, q_rows), core::ReduceOp::sum, ctx_.main,
+                    core::Label{"tp.draft_confidence", step});
 }
 
 }  // namespace ppspec::engine

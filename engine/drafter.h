@@ -40,8 +40,9 @@ class Drafter {
   // Drafts for the rows that sampled (`sampled`, batch order), `budget` (1..K) per request; the
   // columns past the budget hold the MASK id. Returns how many requests drafted. `query_rows` is the
   // graph size of the query block.
-  int propose(const SchedulerOutput& so, const std::vector<int32_t>& sampled, FeedbackBuffers& slot, RequestTables& tables,
-              const StepInputs& in, const TargetModel& model, WriteCheck& check, int32_t query_rows, int32_t budget);
+  int propose(const SchedulerOutput& so, const std::vector<int32_t>& sampled, FeedbackBuffers& slot,
+              RequestTables& tables, const StepInputs& in, const TargetModel& model, WriteCheck& check,
+              int32_t query_rows, int32_t budget);
   // [query rows] i32: the confidence head's output of the last propose, fixed point (adaptive budget).
   const core::Buffer& confidence_fixed() const { return confidence_fixed_; }
   // [drafted requests, K] i64: the drafts of the last propose, in batch order.

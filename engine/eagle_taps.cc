@@ -13,7 +13,8 @@ namespace kn = ppspec::kernels;
 static_assert(kMaxTaps == kn::kMaxEagleTaps, "the configuration and the kernel agree on the taps' bound");
 
 EagleTaps::EagleTaps(RankContext& c) : ctx_(c), layers_(eagle_taps(c.cfg)) {
-  PPSPEC_ASSERT(c.cfg.eagle() && !layers_.empty() && layers_.size() <= static_cast<size_t>(kMaxTaps), "{} EAGLE taps", layers_.size());
+  PPSPEC_ASSERT(c.cfg.eagle() && !layers_.empty() && layers_.size() <= static_cast<size_t>(kMaxTaps), "{} EAGLE taps",
+                layers_.size());
   for (int l : layers_) {
     int s = 0;
     while (stage_layers(c.cfg.model, c.pp, s).last <= l) ++s;
@@ -22,7 +23,8 @@ EagleTaps::EagleTaps(RankContext& c) : ctx_(c), layers_(eagle_taps(c.cfg)) {
   }
   for (size_t t = 0; t < layers_.size(); ++t) {
     const bool here = stage_of_[t] == c.stage;
-    buffers_.push_back(here || c.last ? c.alloc(core::Dtype::u32, c.max_rows, kn::kTapWords, "eagle.aux_hidden") : core::Buffer{});
+    buffers_.push_back(here || c.last ? c.alloc(core::Dtype::u32, c.max_rows, kn::kTapWords, "eagle.aux_hidden")
+                                      : core::Buffer{});
     weights_.push_back(here ? c.alloc(core::Dtype::u32, c.cfg.model.lanes, 1, "eagle.tap_weights") : core::Buffer{});
   }
 }
@@ -40,8 +42,8 @@ void EagleTaps::preload() {
   if (!taps_of(ctx_.stage).empty()) preload_kernel<kn::TapKernel>(ctx_.dev, core::KernelRef{"eagle_tap", ""});
 }
 
-void EagleTaps::produce(int layer, int32_t rows, const core::Buffer& row_req, const core::Buffer& context, const core::Buffer& lanes,
-                        core::Communicator* tp) {
+void EagleTaps::produce(int layer, int32_t rows, const core::Buffer& row_req, const core::Buffer& context,
+                        const core::Buffer& lanes, core::Communicator* tp) {
   for (size_t t = 0; t < layers_.size(); ++t) {
     if (layers_[t] != layer) continue;
     PPSPEC_ASSERT(stage_of_[t] == ctx_.stage, "layer {} tapped on stage {}, which does not hold it", layer, ctx_.stage);
@@ -50,11 +52,14 @@ void EagleTaps::produce(int layer, int32_t rows, const core::Buffer& row_req, co
                            span_of<uint32_t>(weights_[t]), ctx_.lane_begin, ctx_.lane_count, ctx_.tp_rank == 0,
                            span_of<uint32_t>(buffers_[t])},
              rows);
-    if (tp != nullptr) tp->all_reduce(buffers_[t].rows(0, rows), core::ReduceOp::sum, ctx_.main, core::Label{"tp.eagle_tap", layer});
+    if (tp != nullptr)
+      tp->all_reduce(buffers_[t].rows(0, rows), core::ReduceOp::sum, ctx_.main, core::Label{"tp.eagle_tap", layer});
   }
 }
 
-bool EagleTaps::rides_activations(int stage) const { return stage == ctx_.pp - 2 && !ctx_.cfg.faults.untagged_aux_relay; }
+bool EagleTaps::rides_activations(int stage) const {
+  return stage == ctx_.pp - 2 && !ctx_.cfg.faults.untagged_aux_relay;
+}
 
 std::vector<size_t> EagleTaps::taps_of(int stage) const {
   std::vector<size_t> out;
@@ -65,12 +70,14 @@ std::vector<size_t> EagleTaps::taps_of(int stage) const {
 
 void EagleTaps::send_with_activations(core::Communicator& pp, int64_t step, int32_t rows) {
   if (!rides_activations(ctx_.stage)) return;
-  for (size_t t : taps_of(ctx_.stage)) pp.send(buffers_[t].rows(0, rows), ctx_.stage + 1, ctx_.main, core::Label{"act.aux", step});
+  for (size_t t : taps_of(ctx_.stage))
+    pp.send(buffers_[t].rows(0, rows), ctx_.stage + 1, ctx_.main, core::Label{"act.aux", step});
 }
 
 void EagleTaps::recv_with_activations(core::Communicator& pp, int64_t step, int32_t rows) {
   if (!rides_activations(ctx_.stage - 1)) return;
-  for (size_t t : taps_of(ctx_.stage - 1)) pp.recv(buffers_[t].rows(0, rows), ctx_.stage - 1, ctx_.main, core::Label{"act.aux", step});
+  for (size_t t : taps_of(ctx_.stage - 1))
+    pp.recv(buffers_[t].rows(0, rows), ctx_.stage - 1, ctx_.main, core::Label{"act.aux", step});
 }
 
 // The far stages' taps, straight to the last stage, after their activations: a p2p pair's first
@@ -82,7 +89,8 @@ void EagleTaps::exchange_far(core::Communicator& pp, int64_t step, int32_t rows,
   if (ctx_.stage != last) {
     const bool adjacent = ctx_.stage == last - 1;
     if (rides_activations(ctx_.stage) || before_activations != adjacent) return;
-    for (size_t t : taps_of(ctx_.stage)) pp.send(buffers_[t].rows(0, rows), last, ctx_.main, core::Label{"aux.direct", step});
+    for (size_t t : taps_of(ctx_.stage))
+      pp.send(buffers_[t].rows(0, rows), last, ctx_.main, core::Label{"aux.direct", step});
     return;
   }
   if (before_activations) return;

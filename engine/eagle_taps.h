@@ -26,8 +26,8 @@ class EagleTaps {
   void preload();
   // After target layer `layer` (a no-op unless it is tapped): this rank's part of its tap over
   // `rows` rows, summed over the stage's TP ranks (`tp`, null at tp = 1).
-  void produce(int layer, int32_t rows, const core::Buffer& row_req, const core::Buffer& context, const core::Buffer& lanes,
-               core::Communicator* tp);
+  void produce(int layer, int32_t rows, const core::Buffer& row_req, const core::Buffer& context,
+               const core::Buffer& lanes, core::Communicator* tp);
   // Inside the activation group of the stage before the last and of the last stage.
   void send_with_activations(core::Communicator& pp, int64_t step, int32_t rows);
   void recv_with_activations(core::Communicator& pp, int64_t step, int32_t rows);

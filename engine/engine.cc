@@ -15,7 +15,8 @@ namespace ppspec::engine {
 
 Engine::Engine(const EngineConfig& cfg, core::Runtime& rt) : cfg_(cfg), rt_(rt), ckpt_(make_checkpoint(cfg.model)) {
   const int dp = cfg.topology.dp;
-  PPSPEC_ASSERT(dp >= 1 && cfg.serving.max_num_seqs % dp == 0, "dp = {} over {} request slots", dp, cfg.serving.max_num_seqs);
+  PPSPEC_ASSERT(dp >= 1 && cfg.serving.max_num_seqs % dp == 0, "dp = {} over {} request slots", dp,
+                cfg.serving.max_num_seqs);
   for (int r = 0; r < dp; ++r) {
     Replica& rep = replicas_.emplace_back();
     rep.cfg = std::make_unique<EngineConfig>(replica_config(cfg));
@@ -35,17 +36,20 @@ void Engine::install() {
   }
   rt_.spawn(core::ActorSpec{"engine", -1}, [this] { engine_core(); });
   for (core::RankId r = 0; r < cfg_.topology.ranks(); ++r)
-    rt_.spawn(core::ActorSpec{fmt::format("rank{}.host", r), r}, [this, r] { workers_[static_cast<size_t>(r)]->run(); });
+    rt_.spawn(core::ActorSpec{fmt::format("rank{}.host", r), r},
+              [this, r] { workers_[static_cast<size_t>(r)]->run(); });
 }
 
 void Engine::broadcast(Command c) {
-  for (core::RankId r = 0; r < cfg_.topology.ranks(); ++r) rt_.channel(fmt::format("worker{}", r)).send(WorkerCommand{c, nullptr});
+  for (core::RankId r = 0; r < cfg_.topology.ranks(); ++r)
+    rt_.channel(fmt::format("worker{}", r)).send(WorkerCommand{c, nullptr});
 }
 
 void Engine::broadcast_wave(const Wave& wave) {
   PPSPEC_ASSERT(wave.size() == replicas_.size());
   for (core::RankId r = 0; r < cfg_.topology.ranks(); ++r)
-    rt_.channel(fmt::format("worker{}", r)).send(WorkerCommand{Command::step, wave[static_cast<size_t>(cfg_.topology.replica_of(r))]});
+    rt_.channel(fmt::format("worker{}", r))
+        .send(WorkerCommand{Command::step, wave[static_cast<size_t>(cfg_.topology.replica_of(r))]});
 }
 
 void Engine::publish_batch(const Replica& rep, const SchedulerOutput& so, bool warmup) {
@@ -75,7 +79,9 @@ void Engine::publish_ledger(Replica& rep) {
     switch (e.what) {
       case LedgerEntry::What::allocated: publish(rt_, at, core::BlocksAllocatedProbe{e.first_index, blocks}); break;
       case LedgerEntry::What::freed: publish(rt_, at, core::BlocksFreedProbe{e.reason, blocks}); break;
-      case LedgerEntry::What::released: publish(rt_, at, core::RequestReleasedProbe{e.reason, e.state_index, blocks}); break;
+      case LedgerEntry::What::released:
+        publish(rt_, at, core::RequestReleasedProbe{e.reason, e.state_index, blocks});
+        break;
       case LedgerEntry::What::abort_arrived: publish(rt_, at, core::AbortArrivedProbe{}); break;
       case LedgerEntry::What::shared: publish(rt_, at, core::BlocksSharedProbe{e.first_index, blocks}); break;
       case LedgerEntry::What::cached: publish(rt_, at, core::BlocksCachedProbe{blocks}); break;
@@ -113,7 +119,8 @@ Engine::Wave Engine::schedule(bool warmup) {
 }
 
 void Engine::update(Replica& rep, const SchedulerOutput& so, const ModelOutput& out) {
-  if (out.step != so.step) throw std::logic_error(fmt::format("output of step {} while step {} was expected", out.step, so.step));
+  if (out.step != so.step)
+    throw std::logic_error(fmt::format("output of step {} while step {} was expected", out.step, so.step));
   if (so.synthesized) return;
   rep.scheduler->update(so, out);
   if (rt_.events().active()) publish(rt_, Probe{-1, so.step, -1, rep.actor}, core::StepReturnedProbe{});
@@ -147,7 +154,8 @@ void Engine::warmup() {
   auto keep_dummies = [&] {
     for (Replica& rep : replicas_)
       if (!rep.scheduler->dummies_live())
-        rep.scheduler->add_dummies(std::min(2, rep.cfg->serving.max_num_seqs), cfg_.warmup_prompt_len(), cfg_.warmup_max_tokens());
+        rep.scheduler->add_dummies(std::min(2, rep.cfg->serving.max_num_seqs), cfg_.warmup_prompt_len(),
+                                   cfg_.warmup_max_tokens());
   };
   for (int i = 0; i < cfg_.serving.warmup_steps; ++i) {
     keep_dummies();

@@ -28,8 +28,12 @@ struct ServingStats {
   int64_t prefix_evictions = 0;   // cached blocks given for new content
   int64_t budget_below_k = 0;     // steps whose adaptive draft budget was below K
   int64_t dummy_batches = 0;      // dp > 1: serving steps a replica ran as a dummy batch
-  double acceptance_rate() const { return drafts_verified == 0 ? 0 : static_cast<double>(drafts_accepted) / static_cast<double>(drafts_verified); }
-  double tokens_per_step() const { return steps == 0 ? 0 : static_cast<double>(output_tokens) / static_cast<double>(steps); }
+  double acceptance_rate() const {
+    return drafts_verified == 0 ? 0 : static_cast<double>(drafts_accepted) / static_cast<double>(drafts_verified);
+  }
+  double tokens_per_step() const {
+    return steps == 0 ? 0 : static_cast<double>(output_tokens) / static_cast<double>(steps);
+  }
 };
 
 class Engine {

@@ -40,8 +40,10 @@ void ExpertDispatch::run(int64_t step, int32_t rows, const core::Buffer& topk_id
                                     span_of<int32_t>(send_ids_), span_of<float>(send_weights_)},
            rows);
   // Dispatch: chunk p of each buffer goes to replica p; chunk p received came from replica p.
-  group_.all_to_all(send_ids_.rows(0, entries), recv_ids_.rows(0, entries), ctx_.main, core::Label{"ep.dispatch_ids", step});
-  group_.all_to_all(send_weights_.rows(0, entries), recv_weights_.rows(0, entries), ctx_.main, core::Label{"ep.dispatch_weights", step});
+  group_.all_to_all(send_ids_.rows(0, entries), recv_ids_.rows(0, entries), ctx_.main,
+                    core::Label{"ep.dispatch_ids", step});
+  group_.all_to_all(send_weights_.rows(0, entries), recv_weights_.rows(0, entries), ctx_.main,
+                    core::Label{"ep.dispatch_weights", step});
   ctx_.run("ep_experts", "",
            kn::EpExpertsKernel{top_, span_of<int32_t>(recv_ids_), span_of<float>(recv_weights_), span_of<float>(scale_),
                                span_of<int32_t>(partial_)},
@@ -49,7 +51,8 @@ void ExpertDispatch::run(int64_t step, int32_t rows, const core::Buffer& topk_id
   // Combine: each received chunk's outputs go back to the replica it came from.
   const int64_t outputs = static_cast<int64_t>(dp_) * rows;
   group_.all_to_all(partial_.rows(0, outputs), returned_.rows(0, outputs), ctx_.main, core::Label{"ep.combine", step});
-  ctx_.run("ep_combine", "", kn::EpCombineKernel{rows, dp_, span_of<int32_t>(returned_), span_of<float>(confidence)}, rows);
+  ctx_.run("ep_combine", "", kn::EpCombineKernel{rows, dp_, span_of<int32_t>(returned_), span_of<float>(confidence)},
+           rows);
 }
 
 }  // namespace ppspec::engine

@@ -18,7 +18,8 @@ class ExpertDispatch {
   // This replica's experts: the checkpoint's scales of the experts it owns, 0 for the others.
   void load_checkpoint();
   // The experts' output (the confidence head) for `rows` rows routed by topk_ids / topk_weights.
-  void run(int64_t step, int32_t rows, const core::Buffer& topk_ids, const core::Buffer& topk_weights, const core::Buffer& confidence);
+  void run(int64_t step, int32_t rows, const core::Buffer& topk_ids, const core::Buffer& topk_weights,
+           const core::Buffer& confidence);
 
  private:
   RankContext& ctx_;

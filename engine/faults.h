@@ -107,7 +107,8 @@ inline constexpr std::array kFaultSwitches{
     FaultSwitch{"dummy_run_skips_drafter", &Faults::dummy_run_skips_drafter},
 };
 // A switch added to Faults but not to the table could be set by no scenario.
-static_assert(sizeof(Faults) == kFaultSwitches.size() * sizeof(bool), "every field of Faults needs its row in kFaultSwitches");
+static_assert(sizeof(Faults) == kFaultSwitches.size() * sizeof(bool),
+              "every field of Faults needs its row in kFaultSwitches");
 
 // The names, in the table's order, joined by ", ".
 inline std::string fault_names() {

@@ -90,8 +90,8 @@ void ReferenceSequence::compute(size_t p) {
   }
 }
 
-std::vector<int64_t> golden_continuation(const Checkpoint& ckpt, const ModelConfig& m, const std::vector<int32_t>& prompt,
-                                         int max_tokens) {
+std::vector<int64_t> golden_continuation(const Checkpoint& ckpt, const ModelConfig& m,
+                                         const std::vector<int32_t>& prompt, int max_tokens) {
   ReferenceSequence seq(ckpt, m);
   for (int32_t t : prompt) seq.set(seq.size(), t);
   std::vector<int64_t> out;

@@ -50,7 +50,7 @@ class ReferenceSequence {
   std::vector<uint32_t> lanes_;       // [pos][layers + 1][lane]
 };
 
-std::vector<int64_t> golden_continuation(const Checkpoint& ckpt, const ModelConfig& m, const std::vector<int32_t>& prompt,
-                                         int max_tokens);
+std::vector<int64_t> golden_continuation(const Checkpoint& ckpt, const ModelConfig& m,
+                                         const std::vector<int32_t>& prompt, int max_tokens);
 
 }  // namespace ppspec::engine

@@ -85,7 +85,8 @@ void Worker::dummy_batch(const SchedulerOutput& so, int32_t padded) {
   const Faults& f = ctx_.cfg.faults;
   // vLLM's _dummy_run calls the speculator's propose in its dummy mode (#35294), with as many
   // forwards as propose runs (#26217).
-  if (drafter_ && !so.dummy && !f.dummy_run_skips_drafter) drafter_->dummy_propose(so.step, f.dummy_run_one_forward ? 1 : ctx_.cfg.draft_forwards());
+  if (drafter_ && !so.dummy && !f.dummy_run_skips_drafter)
+    drafter_->dummy_propose(so.step, f.dummy_run_one_forward ? 1 : ctx_.cfg.draft_forwards());
   if (ctx_.last && ctx_.tp_rank != 0) ctx_.dev.stream_sync(ctx_.main);
   return_idle_output(so);
 }
@@ -130,23 +131,25 @@ void Worker::probe_adopted(PrevOutputs p) {
   const FeedbackBuffers& slot = *p.slot;
   std::vector<core::Buffer> read = {slot.sampled.rows(0, n), counts_view(slot, n), tables_.last_sampled};
   if (p.has_drafts) read.push_back(tables_.draft_tokens);
-  read_back(ctx_.dev, ctx_.main, read, [&rt = ctx_.rt, rank = ctx_.rank, k = ctx_.k, p = std::move(p)](const HostRows& h) {
-    // The whole table first: where the writes landed, for a row that did not get its own.
-    publish(rt, Probe{rank, p.step, -1}, core::TableUpdatedProbe{h.get<int64_t>(2)});
-    for (int32_t r = 0; r < p.rows; ++r) {
-      const int32_t idx = p.idx_mapping[static_cast<size_t>(r)];
-      if (idx < 0) continue;
-      const int64_t req = p.req_ids[static_cast<size_t>(r)];
-      const int32_t sampled = std::clamp(h.at<int32_t>(1, r), 0, k + 1);
-      const auto tokens = h.get<int64_t>(0).subspan(static_cast<size_t>(r * (k + 1)), static_cast<size_t>(sampled));
-      const Probe at{rank, p.step, req};
-      publish(rt, at, core::FeedbackAdoptedProbe{idx, h.at<int32_t>(1, r), h.at<int32_t>(1, p.rows + r), tokens});
-      publish(rt, at, core::BonusAdoptedProbe{idx, h.at<int64_t>(2, idx)});
-      if (!p.has_drafts) continue;
-      const auto d = h.get<int64_t>(3).subspan(static_cast<size_t>(idx) * static_cast<size_t>(k), static_cast<size_t>(k));
-      publish(rt, at, core::DraftsProbe{core::EventKind::drafts_adopted, d});
-    }
-  });
+  read_back(
+      ctx_.dev, ctx_.main, read, [&rt = ctx_.rt, rank = ctx_.rank, k = ctx_.k, p = std::move(p)](const HostRows& h) {
+        // The whole table first: where the writes landed, for a row that did not get its own.
+        publish(rt, Probe{rank, p.step, -1}, core::TableUpdatedProbe{h.get<int64_t>(2)});
+        for (int32_t r = 0; r < p.rows; ++r) {
+          const int32_t idx = p.idx_mapping[static_cast<size_t>(r)];
+          if (idx < 0) continue;
+          const int64_t req = p.req_ids[static_cast<size_t>(r)];
+          const int32_t sampled = std::clamp(h.at<int32_t>(1, r), 0, k + 1);
+          const auto tokens = h.get<int64_t>(0).subspan(static_cast<size_t>(r * (k + 1)), static_cast<size_t>(sampled));
+          const Probe at{rank, p.step, req};
+          publish(rt, at, core::FeedbackAdoptedProbe{idx, h.at<int32_t>(1, r), h.at<int32_t>(1, p.rows + r), tokens});
+          publish(rt, at, core::BonusAdoptedProbe{idx, h.at<int64_t>(2, idx)});
+          if (!p.has_drafts) continue;
+          const auto d =
+              h.get<int64_t>(3).subspan(static_cast<size_t>(idx) * static_cast<size_t>(k), static_cast<size_t>(k));
+          publish(rt, at, core::DraftsProbe{core::EventKind::drafts_adopted, d});
+        }
+      });
 }
 
 void Worker::probe_stage_output(const SchedulerOutput& so) {
@@ -160,9 +163,10 @@ void Worker::probe_stage_output(const SchedulerOutput& so) {
     starts.push_back(starts.back() + r.num_tokens);
   }
   const int64_t layers_done = model_.layers().last;
-  read_back(ctx_.dev, ctx_.main, {inputs_.positions.rows(0, used), model_.ctx.rows(0, used), model_.hidden.rows(0, used)},
-            [&rt = ctx_.rt, rank = ctx_.rank, step = so.step, ids = std::move(ids), starts = std::move(starts), layers_done,
-             lane_begin = ctx_.lane_begin, lanes = ctx_.lane_count](const HostRows& h) {
+  read_back(ctx_.dev, ctx_.main,
+            {inputs_.positions.rows(0, used), model_.ctx.rows(0, used), model_.hidden.rows(0, used)},
+            [&rt = ctx_.rt, rank = ctx_.rank, step = so.step, ids = std::move(ids), starts = std::move(starts),
+             layers_done, lane_begin = ctx_.lane_begin, lanes = ctx_.lane_count](const HostRows& h) {
               const auto hidden = h.get<uint32_t>(2);
               for (size_t r = 0; r < ids.size(); ++r) {
                 std::vector<int64_t> rows;
@@ -240,8 +244,9 @@ void Worker::relay_drafts(const SchedulerOutput& so, FeedbackBuffers& slot, int 
   if (drafted > 0 || single || ctx_.k == 0 || pp_handler_->posts_without_samples(so)) {
     if (single)
       ctx_.run("pack_payload", "",
-               kn::PackPayloadKernel{static_cast<int32_t>(so.requests.size()), ctx_.k, drafted > 0, span_of<int64_t>(slot.sampled),
-                                     span_of<int32_t>(slot.counts), span_of<int64_t>(slot.drafts), span_of<int64_t>(slot.payload)},
+               kn::PackPayloadKernel{static_cast<int32_t>(so.requests.size()), ctx_.k, drafted > 0,
+                                     span_of<int64_t>(slot.sampled), span_of<int32_t>(slot.counts),
+                                     span_of<int64_t>(slot.drafts), span_of<int64_t>(slot.payload)},
                static_cast<int64_t>(so.requests.size()));
     pp_handler_->broadcast_drafts(so, slot);
   }
@@ -252,7 +257,8 @@ void Worker::relay_drafts(const SchedulerOutput& so, FeedbackBuffers& slot, int 
   if (speculator_ran && ctx_.cfg.faults.double_post_drafts) pp_handler_->broadcast_drafts(so, slot);
 }
 
-void Worker::send_output(const SchedulerOutput& so, FeedbackBuffers& slot, const std::vector<int32_t>& draft_rows, int32_t budget) {
+void Worker::send_output(const SchedulerOutput& so, FeedbackBuffers& slot, const std::vector<int32_t>& draft_rows,
+                         int32_t budget) {
   if (ctx_.tp_rank != 0) {
     ctx_.dev.stream_sync(ctx_.main);
     return;
@@ -268,7 +274,8 @@ void Worker::send_output(const SchedulerOutput& so, FeedbackBuffers& slot, const
   const bool drafted = ctx_.k > 0 && !so.dummy && !draft_rows.empty();
   if (drafted) {
     host_drafts_.resize(static_cast<size_t>(draft_rows.size()) * static_cast<size_t>(ctx_.k));
-    ctx_.dev.download(ctx_.main, host_drafts_.data(), drafter_->drafts().rows(0, static_cast<int64_t>(draft_rows.size())));
+    ctx_.dev.download(ctx_.main, host_drafts_.data(),
+                      drafter_->drafts().rows(0, static_cast<int64_t>(draft_rows.size())));
   }
   ctx_.dev.stream_sync(ctx_.main);
   ModelOutput out;
@@ -286,7 +293,8 @@ void Worker::send_output(const SchedulerOutput& so, FeedbackBuffers& slot, const
     o.num_rejected = host_counts_[static_cast<size_t>(n + i)];
     for (int j = 0; j < o.num_sampled; ++j) o.tokens.push_back(host_sampled_[static_cast<size_t>(i * width + j)]);
     if (r.decode())
-      for (int32_t t = row + 1; t < row + r.num_tokens; ++t) o.drafts_verified.push_back(host_inputs_[static_cast<size_t>(t)]);
+      for (int32_t t = row + 1; t < row + r.num_tokens; ++t)
+        o.drafts_verified.push_back(host_inputs_[static_cast<size_t>(t)]);
     if (drafted && next_draft < draft_rows.size() && draft_rows[next_draft] == static_cast<int32_t>(i)) {
       for (int j = 0; j < budget; ++j)
         o.drafts_proposed.push_back(host_drafts_[next_draft * static_cast<size_t>(ctx_.k) + static_cast<size_t>(j)]);

@@ -88,7 +88,9 @@ class PPHandler {
   std::optional<std::vector<bool>> posted_mask(const SchedulerOutput& so) const;
   // Tells the checkers what this rank's gate decided for a step (verify/monitors/gate_agreement.h).
   void publish_gate(const SchedulerOutput& so, const std::optional<std::vector<bool>>& mask);
-  FeedbackBuffers& slot_for(int64_t step) { return slots_[static_cast<size_t>(step % static_cast<int64_t>(slots_.size()))]; }
+  FeedbackBuffers& slot_for(int64_t step) {
+    return slots_[static_cast<size_t>(step % static_cast<int64_t>(slots_.size()))];
+  }
 
   core::Runtime& rt_;
   core::Device& dev_;

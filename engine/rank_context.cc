@@ -5,8 +5,8 @@
 
 namespace ppspec::engine {
 
-RankContext::RankContext(core::Runtime& runtime, core::RankId r, const EngineConfig& config, const Checkpoint& checkpoint,
-                         std::string outputs_channel)
+RankContext::RankContext(core::Runtime& runtime, core::RankId r, const EngineConfig& config,
+                         const Checkpoint& checkpoint, std::string outputs_channel)
     : rt(runtime), dev(runtime.device(r)), cfg(config), ckpt(checkpoint), rank(r), outputs(std::move(outputs_channel)) {
   const Topology& t = cfg.topology;
   stage = t.stage_of(rank);
@@ -36,7 +36,8 @@ core::Buffer RankContext::alloc(core::Dtype d, int64_t rows, int64_t cols, const
 }
 
 int64_t RankContext::draft_query_rows() const {
-  return std::max<int64_t>(static_cast<int64_t>(max_reqs) * k, cfg.serving.capture_sizes.empty() ? 0 : cfg.serving.capture_sizes.back());
+  return std::max<int64_t>(static_cast<int64_t>(max_reqs) * k,
+                           cfg.serving.capture_sizes.empty() ? 0 : cfg.serving.capture_sizes.back());
 }
 
 }  // namespace ppspec::engine

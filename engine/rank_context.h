@@ -19,7 +19,8 @@ namespace ppspec::engine {
 struct RankContext {
   // `config` is the rank's replica's (engine::replica_config); `outputs` the channel its replica's
   // last stage returns step outputs on.
-  RankContext(core::Runtime& runtime, core::RankId r, const EngineConfig& config, const Checkpoint& checkpoint, std::string outputs);
+  RankContext(core::Runtime& runtime, core::RankId r, const EngineConfig& config, const Checkpoint& checkpoint,
+              std::string outputs);
 
   core::Runtime& rt;
   core::Device& dev;

@@ -29,7 +29,8 @@ class HostRows {
   template <typename T>
   T at(size_t i, int64_t element) const {
     const auto s = get<T>(i);
-    PPSPEC_ASSERT(element >= 0 && static_cast<size_t>(element) < s.size(), "element {} of {} read back", element, s.size());
+    PPSPEC_ASSERT(element >= 0 && static_cast<size_t>(element) < s.size(), "element {} of {} read back", element,
+                  s.size());
     return s[static_cast<size_t>(element)];
   }
 

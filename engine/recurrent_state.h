@@ -22,8 +22,8 @@ class RecurrentState {
   bool any() const { return !layers_.empty(); }
   void load_checkpoint();
   // The layer's output rows from its mixed input `y` ([rows, D]) into `x` ([rows, lane_count]).
-  void forward(int layer, int32_t rows, const core::Buffer& row_req, const core::Buffer& positions, const core::Buffer& y,
-               const core::Buffer& v, const core::Buffer& x);
+  void forward(int layer, int32_t rows, const core::Buffer& row_req, const core::Buffer& positions,
+               const core::Buffer& y, const core::Buffer& v, const core::Buffer& x);
   // Zero states for the requests the step admits (new, or resumed: recomputed).
   void reset(const SchedulerOutput& so);
   // The state after num_computed[idx] tokens, for the `entries` req-state indices in `idx`

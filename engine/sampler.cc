@@ -45,12 +45,21 @@ SampledRows Sampler::sample(const SchedulerOutput& so, FeedbackBuffers& slot, co
            kn::GatherSamplingParamsKernel{span_of<int32_t>(in.idx_mapping), span_of<int64_t>(tables.seeds),
                                           span_of<uint32_t>(tables.spread), span_of<int32_t>(tables.output_base),
                                           span_of<int32_t>(tables.total_len), span_of<int32_t>(tables.prefill_len),
-                                          span_of<int64_t>(seeds_), span_of<uint32_t>(spread_), span_of<int64_t>(out_index_)},
+                                          span_of<int64_t>(seeds_), span_of<uint32_t>(spread_),
+                                          span_of<int64_t>(out_index_)},
            n);
-  kn::RejectionSampleKernel rs{span_of<int32_t>(logit_start_), span_of<int32_t>(num_logits_), span_of<int32_t>(in.input_ids),
-                               span_of<int64_t>(model.greedy),  span_of<uint32_t>(model.head_out), span_of<int64_t>(seeds_),
-                               span_of<int64_t>(out_index_),    span_of<uint32_t>(spread_),      ctx_.cfg.model.vocab,
-                               ctx_.k + 1,                      span_of<int64_t>(slot.sampled),  span_of<int32_t>(slot.counts),
+  kn::RejectionSampleKernel rs{span_of<int32_t>(logit_start_),
+                               span_of<int32_t>(num_logits_),
+                               span_of<int32_t>(in.input_ids),
+                               span_of<int64_t>(model.greedy),
+                               span_of<uint32_t>(model.head_out),
+                               span_of<int64_t>(seeds_),
+                               span_of<int64_t>(out_index_),
+                               span_of<uint32_t>(spread_),
+                               ctx_.cfg.model.vocab,
+                               ctx_.k + 1,
+                               span_of<int64_t>(slot.sampled),
+                               span_of<int32_t>(slot.counts),
                                span_of<int32_t>(slot.counts).sub(n, n)};
   ctx_.run("rejection_sample", "", rs, n);
   if (ctx_.observed()) probe_sampled(so, slot);
@@ -68,17 +77,27 @@ void Sampler::probe_sampled(const SchedulerOutput& so, const FeedbackBuffers& sl
                 const int32_t sampled = h.at<int32_t>(1, r);
                 if (sampled == 0) continue;
                 const auto t = h.get<int64_t>(0).subspan(static_cast<size_t>(r * width), static_cast<size_t>(sampled));
-                publish(rt, Probe{rank, step, ids[static_cast<size_t>(r)]}, core::TokensSampledProbe{t, h.at<int32_t>(1, rows + r)});
+                publish(rt, Probe{rank, step, ids[static_cast<size_t>(r)]},
+                        core::TokensSampledProbe{t, h.at<int32_t>(1, rows + r)});
               }
             });
 }
 
-void Sampler::post_update(const SchedulerOutput& so, FeedbackBuffers& slot, RequestTables& tables, const StepInputs& in) {
+void Sampler::post_update(const SchedulerOutput& so, FeedbackBuffers& slot, RequestTables& tables,
+                          const StepInputs& in) {
   const auto n = static_cast<int32_t>(so.requests.size());
-  kn::PostUpdateKernel pk{span_of<int32_t>(in.idx_mapping),        span_of<int64_t>(slot.sampled),   span_of<int32_t>(slot.counts),
-                          span_of<int32_t>(slot.counts).sub(n, n), span_of<int32_t>(in.query_len),   {},
-                          ctx_.k,                                  false,                            span_of<int64_t>(tables.last_sampled),
-                          span_of<int32_t>(tables.num_computed),   span_of<int32_t>(tables.total_len), span_of<int64_t>(tables.draft_tokens)};
+  kn::PostUpdateKernel pk{span_of<int32_t>(in.idx_mapping),
+                          span_of<int64_t>(slot.sampled),
+                          span_of<int32_t>(slot.counts),
+                          span_of<int32_t>(slot.counts).sub(n, n),
+                          span_of<int32_t>(in.query_len),
+                          {},
+                          ctx_.k,
+                          false,
+                          span_of<int64_t>(tables.last_sampled),
+                          span_of<int32_t>(tables.num_computed),
+                          span_of<int32_t>(tables.total_len),
+                          span_of<int64_t>(tables.draft_tokens)};
   ctx_.run("post_update", "last", pk, n);
 }
 

@@ -23,8 +23,8 @@ class Sampler {
  public:
   explicit Sampler(RankContext& ctx);
   // Rejection sampling into `slot` (sampled [N, K+1], counts [2, N]) and the tokens_sampled probes.
-  SampledRows sample(const SchedulerOutput& so, FeedbackBuffers& slot, const RequestTables& tables, const StepInputs& in,
-                     const TargetModel& model);
+  SampledRows sample(const SchedulerOutput& so, FeedbackBuffers& slot, const RequestTables& tables,
+                     const StepInputs& in, const TargetModel& model);
   // postprocess_sampled: the last stage's own post_update, at the step itself.
   void post_update(const SchedulerOutput& so, FeedbackBuffers& slot, RequestTables& tables, const StepInputs& in);
 

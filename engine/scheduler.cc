@@ -28,7 +28,8 @@ NewRequest new_request_of(const RequestRecord& r) {
   n.idx = r.idx;
   n.id = r.spec.id;
   n.prompt = r.spec.prompt;
-  for (size_t i = 0; n.prompt.size() < static_cast<size_t>(r.prefill_len()); ++i) n.prompt.push_back(static_cast<int32_t>(r.output[i]));
+  for (size_t i = 0; n.prompt.size() < static_cast<size_t>(r.prefill_len()); ++i)
+    n.prompt.push_back(static_cast<int32_t>(r.output[i]));
   n.num_output = static_cast<int32_t>(r.output.size());
   n.num_computed = r.num_computed;  // a prefix-cache hit: the prefill starts after it
   n.seed = r.spec.seed;
@@ -95,7 +96,8 @@ class Scheduler::StepBuilder {
   // The victim may already be in this step's batch (decode rows are scheduled before prefill
   // chunks): its row comes out again, and its budget back (vLLM #28558).
   void unschedule(RequestRecord& victim) {
-    auto row = std::find_if(so->requests.begin(), so->requests.end(), [&](const ScheduledRequest& x) { return x.id == victim.spec.id; });
+    auto row = std::find_if(so->requests.begin(), so->requests.end(),
+                            [&](const ScheduledRequest& x) { return x.id == victim.spec.id; });
     if (row == so->requests.end()) return;
     // This step's blocks were never stored through: only an earlier step in flight fences them.
     victim.steps_in_flight.pop_back();
@@ -114,7 +116,8 @@ class Scheduler::StepBuilder {
 };
 
 Scheduler::Scheduler(const EngineConfig& cfg, std::vector<RequestSpec> workload)
-    : cfg_(cfg), pool_(cfg.model.num_blocks > 0 ? cfg.model.num_blocks : blocks_needed(cfg), cfg.serving.enable_prefix_caching) {
+    : cfg_(cfg),
+      pool_(cfg.model.num_blocks > 0 ? cfg.model.num_blocks : blocks_needed(cfg), cfg.serving.enable_prefix_caching) {
   workload_size_ = static_cast<int>(workload.size());
   std::stable_sort(workload.begin(), workload.end(),
                    [](const RequestSpec& a, const RequestSpec& b) { return a.arrival < b.arrival; });
@@ -126,8 +129,8 @@ Scheduler::Scheduler(const EngineConfig& cfg, std::vector<RequestSpec> workload)
   }
   for (int32_t i = cfg.serving.max_num_seqs - 1; i >= 0; --i) free_idx_.push_back(i);
   slot_owner_.assign(static_cast<size_t>(cfg.serving.max_num_seqs), kNoOwner);
-  PPSPEC_ASSERT(pool_.num_blocks() >= blocks_minimum(cfg), "{} KV blocks cannot hold one request at its longest ({})", pool_.num_blocks(),
-                blocks_minimum(cfg));
+  PPSPEC_ASSERT(pool_.num_blocks() >= blocks_minimum(cfg), "{} KV blocks cannot hold one request at its longest ({})",
+                pool_.num_blocks(), blocks_minimum(cfg));
 }
 
 void Scheduler::admit_until(core::Time now) {
@@ -155,7 +158,8 @@ int32_t Scheduler::lookahead() const { return cfg_.faults.no_draft_lookahead_slo
 int Scheduler::missing_blocks(const RequestRecord& r, int upto_tokens) const {
   const int slots = std::max(upto_tokens, std::min(upto_tokens + lookahead(), cfg_.model.max_model_len));
   const int need = (slots + cfg_.model.block_size - 1) / cfg_.model.block_size;
-  PPSPEC_ASSERT(need <= cfg_.max_blocks_per_req(), "request {} needs {} blocks, its table has {}", r.spec.id, need, cfg_.max_blocks_per_req());
+  PPSPEC_ASSERT(need <= cfg_.max_blocks_per_req(), "request {} needs {} blocks, its table has {}", r.spec.id, need,
+                cfg_.max_blocks_per_req());
   return need - static_cast<int>(r.blocks.size());
 }
 
@@ -169,7 +173,8 @@ bool Scheduler::allocate_blocks(RequestRecord& r, int upto_tokens, int64_t step,
   const int missing = missing_blocks(r, upto_tokens);
   if (missing <= 0) return true;
   if (pool_.free_count() < missing) return false;
-  LedgerEntry e{LedgerEntry::What::allocated, r.spec.id, step, core::Release::none, r.idx, static_cast<int32_t>(r.blocks.size()), {}};
+  LedgerEntry e{LedgerEntry::What::allocated,          r.spec.id, step, core::Release::none, r.idx,
+                static_cast<int32_t>(r.blocks.size()), {}};
   pool_.allocate(missing, e.blocks);
   fresh.insert(fresh.end(), e.blocks.begin(), e.blocks.end());
   r.blocks.insert(r.blocks.end(), e.blocks.begin(), e.blocks.end());

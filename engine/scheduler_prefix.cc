@@ -19,7 +19,8 @@ namespace ppspec::engine {
 int32_t RequestRecord::token_at(int pos) const {
   const auto prompt_len = static_cast<int>(spec.prompt.size());
   PPSPEC_ASSERT(pos >= 0 && pos < known_tokens(), "request {}: token {} of {} known", spec.id, pos, known_tokens());
-  return pos < prompt_len ? spec.prompt[static_cast<size_t>(pos)] : static_cast<int32_t>(output[static_cast<size_t>(pos - prompt_len)]);
+  return pos < prompt_len ? spec.prompt[static_cast<size_t>(pos)]
+                          : static_cast<int32_t>(output[static_cast<size_t>(pos - prompt_len)]);
 }
 
 // The chained hashes of `r`'s first `n` full blocks (its known tokens must fill them).
@@ -98,7 +99,8 @@ void Scheduler::cache_rows(const SchedulerOutput& so) {
 void Scheduler::cache_full_blocks(RequestRecord& r, int upto_tokens, int64_t step) {
   const int full = std::min(upto_tokens, r.known_tokens()) / cfg_.model.block_size;
   if (full <= r.cached_blocks) return;
-  PPSPEC_ASSERT(full <= static_cast<int>(r.blocks.size()), "request {} caches {} blocks of its {}", r.spec.id, full, r.blocks.size());
+  PPSPEC_ASSERT(full <= static_cast<int>(r.blocks.size()), "request {} caches {} blocks of its {}", r.spec.id, full,
+                r.blocks.size());
   hash_blocks(r, full);
   LedgerEntry e{LedgerEntry::What::cached, r.spec.id, step, core::Release::none, r.idx, r.cached_blocks, {}};
   for (auto i = static_cast<size_t>(r.cached_blocks); i < static_cast<size_t>(full); ++i)

@@ -18,8 +18,8 @@ void Scheduler::free_blocks(int64_t req, int64_t step, core::Release reason, std
 // blocks of a request with a step in flight stay fenced until that step returns (vLLM #45357),
 // except under `late_output_after_preempt`, which frees a preempted request's blocks at once.
 void Scheduler::release(RequestRecord& r, core::Release reason, int64_t step) {
-  PPSPEC_ASSERT(r.idx >= 0 && slot_owner_[static_cast<size_t>(r.idx)] == index_of(r), "request {} releases a slot it does not own",
-                r.spec.id);
+  PPSPEC_ASSERT(r.idx >= 0 && slot_owner_[static_cast<size_t>(r.idx)] == index_of(r),
+                "request {} releases a slot it does not own", r.spec.id);
   slot_owner_[static_cast<size_t>(r.idx)] = kNoOwner;
   finished_idx_.push_back(r.idx);
   free_idx_.push_back(r.idx);
@@ -29,7 +29,8 @@ void Scheduler::release(RequestRecord& r, core::Release reason, int64_t step) {
   r.cached_blocks = 0;
   const bool unfenced = reason == core::Release::preempted && cfg_.faults.late_output_after_preempt;
   const bool fence = r.in_flight() && !unfenced && !blocks.empty();
-  ledger_.push_back(LedgerEntry{LedgerEntry::What::released, r.spec.id, step, reason, r.idx, 0, fence ? blocks : std::vector<int32_t>{}});
+  ledger_.push_back(LedgerEntry{LedgerEntry::What::released, r.spec.id, step, reason, r.idx, 0,
+                                fence ? blocks : std::vector<int32_t>{}});
   if (fence)  // until its newest step in flight returns
     fences_.push_back(Fence{r.steps_in_flight.back(), r.spec.id, reason, std::move(blocks)});
   else
@@ -81,7 +82,8 @@ void Scheduler::abort_in_flight(int64_t step) {
     if (!r.in_flight() || r.steps_in_flight.front() > oldest) continue;
     if (!r.spec.abort || r.abort_arrived || static_cast<int>(r.output.size()) < cfg_.workload.abort_after) continue;
     r.abort_arrived = true;
-    ledger_.push_back(LedgerEntry{LedgerEntry::What::abort_arrived, r.spec.id, step, core::Release::aborted, r.idx, 0, {}});
+    ledger_.push_back(
+        LedgerEntry{LedgerEntry::What::abort_arrived, r.spec.id, step, core::Release::aborted, r.idx, 0, {}});
     if (abort_scan_reaches(r, step)) finish(r, true, step);
   }
 }
@@ -159,9 +161,11 @@ void Scheduler::update(const SchedulerOutput& so, const ModelOutput& out) {
     }
     if (kept.reason != FinishReason::none || r->num_computed + cfg_.spec.k + 1 >= cfg_.model.max_model_len) {
       finish(*r, false, so.step);
-    } else if (r->spec.abort && !cfg_.workload.abort_in_flight && static_cast<int>(r->output.size()) >= cfg_.workload.abort_after) {
+    } else if (r->spec.abort && !cfg_.workload.abort_in_flight &&
+               static_cast<int>(r->output.size()) >= cfg_.workload.abort_after) {
       r->abort_arrived = true;
-      ledger_.push_back(LedgerEntry{LedgerEntry::What::abort_arrived, r->spec.id, so.step, core::Release::aborted, r->idx, 0, {}});
+      ledger_.push_back(
+          LedgerEntry{LedgerEntry::What::abort_arrived, r->spec.id, so.step, core::Release::aborted, r->idx, 0, {}});
       finish(*r, true, so.step);
     }
   }

@@ -10,7 +10,8 @@ namespace ppspec::engine {
 
 template <typename T>
 kernels::Span<T> span_of(const core::Buffer& b) {
-  PPSPEC_ASSERT(b.bytes() % sizeof(T) == 0, "a buffer of {} bytes viewed as elements of {} bytes", b.bytes(), sizeof(T));
+  PPSPEC_ASSERT(b.bytes() % sizeof(T) == 0, "a buffer of {} bytes viewed as elements of {} bytes", b.bytes(),
+                sizeof(T));
   return kernels::Span<T>(static_cast<T*>(b.data()), static_cast<int64_t>(b.bytes() / sizeof(T)));
 }
 

@@ -40,7 +40,8 @@ kn::RowInputs StepInputs::row_inputs(const RequestTables& tables) const {
                        ctx_.max_blocks,                     ctx_.cfg.model.block_size};
 }
 
-void StepInputs::prepare(const SchedulerOutput& so, int32_t padded_rows, const RequestTables& tables, WriteCheck& check) {
+void StepInputs::prepare(const SchedulerOutput& so, int32_t padded_rows, const RequestTables& tables,
+                         WriteCheck& check) {
   const auto n = static_cast<int32_t>(so.requests.size());
   kn::PrepareInputsKernel k{n,
                             so.num_tokens,
@@ -95,7 +96,8 @@ void StepInputs::probe_rows(const SchedulerOutput& so, int32_t padded_rows, cons
                   row_ids.push_back(h.at<int32_t>(0, i));
                   core::KvSlotRow{ids[r], h.at<int64_t>(1, i), h.at<int64_t>(3, i)}.append_to(slot_rows);
                 }
-                publish(rt, Probe{rank, step, ids[r]}, core::InputsBuiltProbe{decode[r] != 0, h.at<int64_t>(1, qs[r]), row_ids});
+                publish(rt, Probe{rank, step, ids[r]},
+                        core::InputsBuiltProbe{decode[r] != 0, h.at<int64_t>(1, qs[r]), row_ids});
               }
               publish(rt, Probe{rank, step, -1}, core::KvSlotsProbe{core::KvWriter::target, slot_rows});
               if (padded_rows == used) return;
@@ -104,7 +106,8 @@ void StepInputs::probe_rows(const SchedulerOutput& so, int32_t padded_rows, cons
                 core::PreparedPaddingRow{h.at<int32_t>(0, i), h.at<int64_t>(1, i), h.at<uint8_t>(2, i) != 0 ? 1 : 0,
                                          h.at<int64_t>(3, i), unwritten_at(h, 4, 3, stride, i - used)}
                     .append_to(pad);
-              publish(rt, Probe{rank, step, -1}, core::PaddingRowsProbe{core::PaddingKernel::prepare_inputs, used, pad});
+              publish(rt, Probe{rank, step, -1},
+                      core::PaddingRowsProbe{core::PaddingKernel::prepare_inputs, used, pad});
             });
 }
 

@@ -58,30 +58,34 @@ void TargetModel::forward(int32_t rows, const StepInputs& inputs, const RequestT
     const size_t li = static_cast<size_t>(l - layers_.first);
     if (l == 0) {
       ctx_.run("embed", "",
-               kn::EmbedKernel{in, span_of<uint32_t>(embed_tokens), span_of<uint32_t>(embed_deep_), D, lb, lc, ctx_.ckpt.consts.r,
-                               span_of<uint32_t>(ctx_kv_), span_of<uint32_t>(hidden)},
+               kn::EmbedKernel{in, span_of<uint32_t>(embed_tokens), span_of<uint32_t>(embed_deep_), D, lb, lc,
+                               ctx_.ckpt.consts.r, span_of<uint32_t>(ctx_kv_), span_of<uint32_t>(hidden)},
                rows);
       ctx_.run("context_sum", "", kn::ContextSumKernel{in, span_of<uint32_t>(ctx_kv_), span_of<uint32_t>(ctx)}, rows);
     }
     ctx_.run("layer_partial", "",
-             kn::LayerPartialKernel{row_req, span_of<uint32_t>(hidden), span_of<uint32_t>(w_[li]), span_of<uint32_t>(u_[li]), D, lb,
-                                    lc, span_of<uint32_t>(mix)},
+             kn::LayerPartialKernel{row_req, span_of<uint32_t>(hidden), span_of<uint32_t>(w_[li]),
+                                    span_of<uint32_t>(u_[li]), D, lb, lc, span_of<uint32_t>(mix)},
              rows);
     if (tp != nullptr) tp->all_reduce(mix.rows(0, rows), core::ReduceOp::sum, ctx_.main, core::Label{"tp.layer", l});
     if (ctx_.cfg.model.is_recurrent(l)) {
       recurrent_.forward(l, rows, inputs.row_req, inputs.positions, mix, v_[li], hidden);
     } else {
       ctx_.run("layer_kv_write", "",
-               kn::LayerKvWriteKernel{in, span_of<uint32_t>(mix), span_of<uint32_t>(v_[li]), D, lb, lc, span_of<uint32_t>(kv_[li])},
+               kn::LayerKvWriteKernel{in, span_of<uint32_t>(mix), span_of<uint32_t>(v_[li]), D, lb, lc,
+                                      span_of<uint32_t>(kv_[li])},
                rows);
       ctx_.run("layer_out", "",
-               kn::LayerOutKernel{in, span_of<uint32_t>(mix), span_of<uint32_t>(kv_[li]), D, lb, lc, span_of<uint32_t>(hidden)}, rows);
+               kn::LayerOutKernel{in, span_of<uint32_t>(mix), span_of<uint32_t>(kv_[li]), D, lb, lc,
+                                  span_of<uint32_t>(hidden)},
+               rows);
     }
     if (taps_ != nullptr) taps_->produce(l, rows, inputs.row_req, ctx, hidden, tp);
   }
   if (!ctx_.last) return;
   ctx_.run("head_partial", "",
-           kn::HeadPartialKernel{row_req, span_of<uint32_t>(hidden), span_of<uint32_t>(lm_head_), lb, lc, span_of<uint32_t>(head_out)},
+           kn::HeadPartialKernel{row_req, span_of<uint32_t>(hidden), span_of<uint32_t>(lm_head_), lb, lc,
+                                 span_of<uint32_t>(head_out)},
            rows);
   if (tp != nullptr) tp->all_reduce(head_out.rows(0, rows), core::ReduceOp::sum, ctx_.main, core::Label{"tp.head", -1});
   ctx_.run("logits", "",

@@ -28,8 +28,8 @@ namespace ppspec::engine {
 
 namespace kn = ppspec::kernels;
 
-
-Worker::Worker(core::Runtime& rt, core::RankId rank, const EngineConfig& cfg, const Checkpoint& ckpt, std::string outputs)
+Worker::Worker(core::Runtime& rt, core::RankId rank, const EngineConfig& cfg, const Checkpoint& ckpt,
+               std::string outputs)
     : ctx_(rt, rank, cfg, ckpt, std::move(outputs)),
       tables_(ctx_),
       inputs_(ctx_),
@@ -80,8 +80,8 @@ void Worker::init_communicators() {
       case CommRole::feedback: bcast_comm_ = &c; break;
       case CommRole::data_parallel: dp_comm_ = &c; break;
     }
-    PPSPEC_ASSERT(spec.index == index_in_role(ctx_.cfg.topology, spec.role, ctx_.rank), "communicator {} (index {}) on rank {}",
-                  spec.name, spec.index, ctx_.rank);
+    PPSPEC_ASSERT(spec.index == index_in_role(ctx_.cfg.topology, spec.role, ctx_.rank),
+                  "communicator {} (index {}) on rank {}", spec.name, spec.index, ctx_.rank);
   }
   if (drafter_) drafter_->bind_tp(tp());
   if (dp_comm_ == nullptr) return;
@@ -159,7 +159,8 @@ void Worker::preload() {
   if (taps_) taps_->preload();
   if (!ctx_.last) {
     load("advance_num_computed", "", static_cast<kn::AdvanceNumComputedKernel*>(nullptr));
-    if (ctx_.cfg.spec.feedback == Feedback::single_payload) load("unpack_payload", "", static_cast<kn::UnpackPayloadKernel*>(nullptr));
+    if (ctx_.cfg.spec.feedback == Feedback::single_payload)
+      load("unpack_payload", "", static_cast<kn::UnpackPayloadKernel*>(nullptr));
     // post_update's deferred specialization is not registered: warmup_pp_decode_update loads it.
     return;
   }
@@ -187,7 +188,8 @@ void Worker::preload() {
   } else {
     load("draft_experts", "", static_cast<kn::DraftExpertsKernel*>(nullptr));
   }
-  if (ctx_.cfg.spec.adaptive_budget) load("confidence_to_fixed", "", static_cast<kn::ConfidenceToFixedKernel*>(nullptr));
+  if (ctx_.cfg.spec.adaptive_budget)
+    load("confidence_to_fixed", "", static_cast<kn::ConfidenceToFixedKernel*>(nullptr));
   load("set_draft_tokens", "", static_cast<kn::SetDraftTokensKernel*>(nullptr));
   load("gather_drafts", "", static_cast<kn::GatherDraftsKernel*>(nullptr));
   load("pack_payload", "", static_cast<kn::PackPayloadKernel*>(nullptr));

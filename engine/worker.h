@@ -74,7 +74,8 @@ class Worker {
   void return_idle_output(const SchedulerOutput& so);
   void sample_last_stage(const SchedulerOutput& so);
   void relay_drafts(const SchedulerOutput& so, FeedbackBuffers& slot, int drafted);
-  void send_output(const SchedulerOutput& so, FeedbackBuffers& slot, const std::vector<int32_t>& draft_rows, int32_t budget);
+  void send_output(const SchedulerOutput& so, FeedbackBuffers& slot, const std::vector<int32_t>& draft_rows,
+                   int32_t budget);
   int32_t decide_draft_budget(const SchedulerOutput& so, bool drafts);
 
   int32_t graph_size(int32_t tokens) const;

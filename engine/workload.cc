@@ -40,7 +40,9 @@ std::vector<std::vector<int32_t>> shared_prefixes(const EngineConfig& cfg) {
 std::vector<RequestSpec> make_workload(const EngineConfig& cfg) {
   const WorkloadConfig& w = cfg.workload;
   core::Rng rng(core::derive_seed(w.seed, 21));
-  auto in_range = [&rng](int lo, int hi) { return lo + static_cast<int>(rng.below(static_cast<uint64_t>(hi - lo + 1))); };
+  auto in_range = [&rng](int lo, int hi) {
+    return lo + static_cast<int>(rng.below(static_cast<uint64_t>(hi - lo + 1)));
+  };
   const std::vector<std::vector<int32_t>> prefixes = shared_prefixes(cfg);
   std::vector<RequestSpec> reqs;
   core::Time t = 0;

@@ -35,9 +35,10 @@ void WriteCheck::restore(const std::vector<core::Buffer>& bufs, int64_t first, i
     const core::Buffer range = bufs[b].rows(first, last - first);
     const core::Buffer bytes = range.as_bytes();
     const auto band = static_cast<int64_t>(b);
-    k.band[b] = kn::RestoreUnwrittenKernel{static_cast<int32_t>(core::dtype_size(range.dtype()) * static_cast<size_t>(range.shape().cols)),
-                                           span_of<uint8_t>(bytes), span_of<uint8_t>(saved_.slice(band, 0, bytes.count())),
-                                           span_of<uint8_t>(unwritten_.slice(band, 0, last - first))};
+    k.band[b] = kn::RestoreUnwrittenKernel{
+        static_cast<int32_t>(core::dtype_size(range.dtype()) * static_cast<size_t>(range.shape().cols)),
+        span_of<uint8_t>(bytes), span_of<uint8_t>(saved_.slice(band, 0, bytes.count())),
+        span_of<uint8_t>(unwritten_.slice(band, 0, last - first))};
   }
   ctx_.run("restore_unwritten", "", k, static_cast<int64_t>(k.bands) * k.elements);
 }

@@ -5,8 +5,9 @@
 
 namespace ppspec::fidelity {
 
-GeneratedCase generate_shape_case(const std::string& out, const std::string& prefix, uint64_t seed, uint64_t index,
-                                  const std::function<generator::GeneratedProgram(uint64_t, const std::string&)>& make) {
+GeneratedCase generate_shape_case(
+    const std::string& out, const std::string& prefix, uint64_t seed, uint64_t index,
+    const std::function<generator::GeneratedProgram(uint64_t, const std::string&)>& make) {
   namespace fs = std::filesystem;
   GeneratedCase c;
   c.name = fmt::format("{}-s{}-{:04}", prefix, seed, index);

@@ -51,7 +51,8 @@ std::vector<Case> run_cases(const std::string& out_dir, uint64_t count, const st
   for (uint64_t i = 0; i < count; ++i) {
     Case c = run(i);
     const fs::path kept = dir / "cases" / c.name;
-    fs::copy_file(kept / (c.name + ".toml"), dir / "programs" / (c.name + ".toml"), fs::copy_options::overwrite_existing);
+    fs::copy_file(kept / (c.name + ".toml"), dir / "programs" / (c.name + ".toml"),
+                  fs::copy_options::overwrite_existing);
     if (c.agree) {
       ++agree;
       fs::remove_all(kept);
@@ -63,7 +64,8 @@ std::vector<Case> run_cases(const std::string& out_dir, uint64_t count, const st
     }
     all.push_back(to_json(c));
     cases.push_back(std::move(c));
-    if ((i + 1) % 100 == 0 || i + 1 == count) out << fmt::format("[{}/{}] {} agree\n", i + 1, count, agree) << std::flush;
+    if ((i + 1) % 100 == 0 || i + 1 == count)
+      out << fmt::format("[{}/{}] {} agree\n", i + 1, count, agree) << std::flush;
   }
   fs::remove_all(dir / "cases");
   std::ofstream(dir / "summary.json") << all.dump(1) << '\n';

@@ -32,7 +32,8 @@ bool of_what_dumps_omit(const core::Finding& f) {
   const auto at = f.summary.find("pairs mismatched operations: ");
   if (at == std::string::npos) return false;
   const std::string why = f.summary.substr(at);
-  const bool visible = why.find("kind ") != std::string::npos || why.find("dtype ") != std::string::npos || why.find("count ") != std::string::npos;
+  const bool visible = why.find("kind ") != std::string::npos || why.find("dtype ") != std::string::npos ||
+                       why.find("count ") != std::string::npos;
   return !visible;
 }
 
@@ -68,7 +69,8 @@ std::optional<traces::FrPlaced> placed_culprit(const core::Culprit& c, const tra
     const auto it = e.placed.find(k);
     return it == e.placed.end() ? std::nullopt : std::optional<traces::FrPlaced>(it->second);
   }
-  if (const auto it = e.placed.find({c.rank, c.comm, false, -1, c.position}); it != e.placed.end() && !never) return it->second;
+  if (const auto it = e.placed.find({c.rank, c.comm, false, -1, c.position}); it != e.placed.end() && !never)
+    return it->second;
   for (const auto& [k, placed] : e.placed)  // never posted by the culprit: another member's
     if (std::get<1>(k) == c.comm && !std::get<2>(k) && std::get<4>(k) == c.position && placed.recorded) return placed;
   return std::nullopt;
@@ -80,7 +82,9 @@ bool pairing_recorded(const core::Finding& f, const traces::FrExport& e) {
   // A collective's pairing is every member's operation at that place, listed in the sites or not.
   if (f.kind == core::kKindCollectiveMismatch && !f.sites.empty() && f.sites.front().cseq >= 0)
     for (const auto& [k, placed] : e.placed)
-      if (std::get<1>(k) == f.sites.front().comm && !std::get<2>(k) && std::get<4>(k) == f.sites.front().cseq && !placed.recorded) return false;
+      if (std::get<1>(k) == f.sites.front().comm && !std::get<2>(k) && std::get<4>(k) == f.sites.front().cseq &&
+          !placed.recorded)
+        return false;
   for (const core::Site& site : f.sites) {
     if (site.rank < 0 || site.cseq < 0) continue;
     for (auto it = e.placed.lower_bound({site.rank, site.comm, false, INT_MIN, INT64_MIN});
@@ -99,9 +103,11 @@ std::string culprit_difference(const core::Culprit& sim, const core::Culprit& ch
   const int64_t position = at ? at->position : sim.position;
   const bool p2p = sim.p2p && !(at && at->fused);
   if (sim.rank != check.rank || comm != check.comm || p2p != check.p2p || position != check.position)
-    return fmt::format("the simulator blames rank {} on '{}' (pg {}) {} #{} (#{} in the dumps; {}), check rank {} on pg {} {} #{} ({})", sim.rank,
-                       sim.comm, comm, sim.p2p ? "p2p" : "collective", sim.position, position, sim.what, check.rank, check.comm,
-                       check.p2p ? "p2p" : "collective", check.position, check.what);
+    return fmt::format(
+        "the simulator blames rank {} on '{}' (pg {}) {} #{} (#{} in the dumps; {}), check rank {} on pg {} {} #{} "
+        "({})",
+        sim.rank, sim.comm, comm, sim.p2p ? "p2p" : "collective", sim.position, position, sim.what, check.rank,
+        check.comm, check.p2p ? "p2p" : "collective", check.position, check.what);
   return "";
 }
 
@@ -109,7 +115,8 @@ std::string culprit_difference(const core::Culprit& sim, const core::Culprit& ch
 // (on_mismatch = "emulate") notes the mismatched pairing and ends later, in what it caused (a
 // hang, a cycle); the first mismatched pairing is the cause.
 core::RunResult root_first(core::RunResult r) {
-  const auto first = std::find_if(r.notes.begin(), r.notes.end(), [](const core::Finding& n) { return n.verdict == core::Verdict::fifo_misalignment; });
+  const auto first = std::find_if(r.notes.begin(), r.notes.end(),
+                                  [](const core::Finding& n) { return n.verdict == core::Verdict::fifo_misalignment; });
   if (first == r.notes.end()) return r;
   r.findings.insert(r.findings.begin(), *first);
   r.verdict = core::Verdict::fifo_misalignment;
@@ -124,7 +131,8 @@ core::RankId disturbed_rank_of(const program::Program& p) {
   int r = 0;
   size_t i = at + key.size();
   if (i >= p.description.size() || !std::isdigit(static_cast<unsigned char>(p.description[i]))) return -1;
-  for (; i < p.description.size() && std::isdigit(static_cast<unsigned char>(p.description[i])); ++i) r = r * 10 + (p.description[i] - '0');
+  for (; i < p.description.size() && std::isdigit(static_cast<unsigned char>(p.description[i])); ++i)
+    r = r * 10 + (p.description[i] - '0');
   return r;
 }
 
@@ -142,7 +150,8 @@ bool unseen_allowed(generator::FrShape shape, const core::RunResult& check, cons
   switch (shape) {
     case generator::FrShape::gloo: return check_class == "pass";
     case generator::FrShape::snapshot: return check_class == "pass" || undated || (f != nullptr && f->culprit.rank < 0);
-    case generator::FrShape::wrapped: return has_note(check, "p2p-not-aligned") && (check_class == "pass" || check_class == "stall");
+    case generator::FrShape::wrapped:
+      return has_note(check, "p2p-not-aligned") && (check_class == "pass" || check_class == "stall");
     default: return false;
   }
 }
@@ -150,7 +159,9 @@ bool unseen_allowed(generator::FrShape shape, const core::RunResult& check, cons
 // The same culprit, or none named by check (an honest "cannot tell"). A culprit check names must be
 // the simulator's (rank, communicator, position), or the rank the program was disturbed on.
 void compare_culprits(FrCase& c, const traces::FrExport& e) {
-  auto blames = [](const core::Culprit& x) { return x.rank >= 0 && x.what != "stalled" && x.what != "cycle" && x.what != "undated"; };
+  auto blames = [](const core::Culprit& x) {
+    return x.rank >= 0 && x.what != "stalled" && x.what != "cycle" && x.what != "undated";
+  };
   const bool sim_names = blames(c.sim_culprit), check_names = blames(c.check_culprit);
   if (!check_names) {
     c.cannot_tell = sim_names;
@@ -170,7 +181,8 @@ void compare_culprits(FrCase& c, const traces::FrExport& e) {
 // What the family's dumps cannot show, decided before the cause is compared: the failure not in
 // them, rings that dropped where the ranks are stuck, a deadlock through a host call. True when
 // decided (c.agree says how).
-bool decided_by_what_dumps_omit(FrCase& c, const core::Finding* s, const core::Finding* k, const core::RunResult& check) {
+bool decided_by_what_dumps_omit(FrCase& c, const core::Finding* s, const core::Finding* k,
+                                const core::RunResult& check) {
   if (c.sim_class != c.check_class && unseen_allowed(c.shape, check, c.check_class)) {
     c.unseen = true;
     c.agree = true;
@@ -185,7 +197,8 @@ bool decided_by_what_dumps_omit(FrCase& c, const core::Finding* s, const core::F
     return true;
   }
   // A deadlock through a host call the dumps cannot show, whatever their rings kept (below).
-  if (c.sim_class == "cycle" && s != nullptr && through_host_call(*s) && dumps_see_host_cycle(*s, c.sim_class, c.check_class)) {
+  if (c.sim_class == "cycle" && s != nullptr && through_host_call(*s) &&
+      dumps_see_host_cycle(*s, c.sim_class, c.check_class)) {
     c.via_host_call = true;
     c.agree = true;
     return true;
@@ -224,7 +237,8 @@ void compare(FrCase& c, const core::RunResult& sim, const core::RunResult& check
   }
   // Data a send delivered into a connection NCCL wired wrongly at first contact (the simulator
   // notes it, R1/R4): the dumps show a receive that waits for a send that completed.
-  c.data_lost = std::any_of(sim.notes.begin(), sim.notes.end(), [](const core::Finding& n) { return n.kind == "p2p-data-lost"; });
+  c.data_lost =
+      std::any_of(sim.notes.begin(), sim.notes.end(), [](const core::Finding& n) { return n.kind == "p2p-data-lost"; });
   if (c.data_lost && (c.sim_class == "stall" || c.sim_class == "unmatched" || c.sim_class == "cycle")) {
     c.agree = c.check_class == "stall" || c.check_class == "unmatched" || c.check_class == "cycle";
     if (!c.agree) c.why = fmt::format("the simulator's run lost data at first contact; check says {}", c.check_class);
@@ -235,7 +249,8 @@ void compare(FrCase& c, const core::RunResult& sim, const core::RunResult& check
   // in its dump as posted), shows in the dumps as communication that waits on nothing posted: a
   // stall, the part of the cycle that runs through communication, or the operation the blocked host
   // never posted.
-  if (c.sim_class == "cycle" && s != nullptr && (through_host_call(*s) || (only_first_contacts(*s) && c.check_class != c.sim_class))) {
+  if (c.sim_class == "cycle" && s != nullptr &&
+      (through_host_call(*s) || (only_first_contacts(*s) && c.check_class != c.sim_class))) {
     c.via_host_call = true;
     c.agree = dumps_see_host_cycle(*s, c.sim_class, c.check_class) ||
               (c.check_class == "misaligned" && (c.check_culprit.rank < 0 || c.check_culprit.rank == c.disturbed_rank));
@@ -264,8 +279,8 @@ bool through_host_call(const core::Finding& f) {
   for (const core::Site& site : f.sites) {
     if (!site.actor.ends_with(".host") && site.actor.find(".helper") == std::string::npos) continue;
     const bool blocked = site.what.starts_with("blocked in") || site.what.starts_with("blocked on");
-    const bool comm = site.what.find("first-contact setup") != std::string::npos || site.what.find("comm init") != std::string::npos ||
-                      site.what.find("group") != std::string::npos;
+    const bool comm = site.what.find("first-contact setup") != std::string::npos ||
+                      site.what.find("comm init") != std::string::npos || site.what.find("group") != std::string::npos;
     if (blocked && !comm) return true;
   }
   return false;
@@ -279,14 +294,16 @@ bool dumps_see_host_cycle(const core::Finding& sim, const std::string& sim_class
 bool only_first_contacts(const core::Finding& f) {
   return !f.sites.empty() && std::all_of(f.sites.begin(), f.sites.end(), [](const core::Site& site) {
     // A site without an actor is a rank the chain waits for that has nothing left to run.
-    return site.actor.empty() || (site.actor.ends_with(".host") && site.what.find("first-contact setup") != std::string::npos);
+    return site.actor.empty() ||
+           (site.actor.ends_with(".host") && site.what.find("first-contact setup") != std::string::npos);
   });
 }
 
 std::string fr_class(const core::Finding* f, core::Verdict v) {
   switch (v) {
     case core::Verdict::pass: return "pass";
-    case core::Verdict::fifo_misalignment: return f != nullptr && f->kind == core::kKindUnmatched ? "unmatched" : "misaligned";
+    case core::Verdict::fifo_misalignment:
+      return f != nullptr && f->kind == core::kKindUnmatched ? "unmatched" : "misaligned";
     case core::Verdict::deadlock:
       if (f != nullptr && f->culprit.what == "never-posted") return "unmatched";
       return f != nullptr && f->culprit.what == "cycle" ? "cycle" : "stall";
@@ -318,20 +335,23 @@ verify::FrCalls fr_read_calls(generator::FrShape shape) {
 FrCase run_fr_case(const FrDifferentialOptions& o, uint64_t index) {
   GeneratedCase g;
   if (o.shape == generator::FrShape::async) {
-    g = generate_case(o.out, "frd", o.seed, index, [&](generator::Disturbance d) { return generator::flight_recorder_options(o.max_ranks, d); });
+    g = generate_case(o.out, "frd", o.seed, index,
+                      [&](generator::Disturbance d) { return generator::flight_recorder_options(o.max_ranks, d); });
   } else {
     const std::optional<generator::Disturbance> d = generator::fr_shape_disturbance(index);
-    g = generate_shape_case(o.out, fmt::format("frd-{}", generator::to_string(o.shape)), o.seed, index, [&](uint64_t seed, const std::string& name) {
-      return generator::generate_fr_shape(o.shape, seed, name, d, o.max_ranks);
-    });
+    g = generate_shape_case(o.out, fmt::format("frd-{}", generator::to_string(o.shape)), o.seed, index,
+                            [&](uint64_t seed, const std::string& name) {
+                              return generator::generate_fr_shape(o.shape, seed, name, d, o.max_ranks);
+                            });
     g.kind_name = d ? std::string(generator::to_string(*d)) : "none";
   }
   FrCase c = compare_on_dumps(g.file, fs::path(g.file).parent_path().string(), o.shape, index);
   c.index = index;
   c.kind = g.kind_name.empty() ? std::string(generator::to_string(g.kind)) : g.kind_name;
   c.disturbance = g.program.disturbance;
-  PPSPEC_ASSERT(c.disturbed_rank == g.program.disturbed_rank, "case {}: the description names rank {}, the generator {}", c.name,
-                c.disturbed_rank, g.program.disturbed_rank);
+  PPSPEC_ASSERT(c.disturbed_rank == g.program.disturbed_rank,
+                "case {}: the description names rank {}, the generator {}", c.name, c.disturbed_rank,
+                g.program.disturbed_rank);
   return c;
 }
 
@@ -346,7 +366,8 @@ FrCase compare_on_dumps(const std::string& file, const std::string& dir, generat
   const std::string trace = (fs::path(dir) / "trace.jsonl").string();
   const core::RunResult ran = simulate(file, trace);
   // How the run ended, past the mismatches it went on through: stuck somewhere, or at its end.
-  const auto stuck = std::find_if(ran.findings.begin(), ran.findings.end(), [](const core::Finding& f) { return f.verdict != core::Verdict::fifo_misalignment; });
+  const auto stuck = std::find_if(ran.findings.begin(), ran.findings.end(),
+                                  [](const core::Finding& f) { return f.verdict != core::Verdict::fifo_misalignment; });
   c.sim_end_class = stuck == ran.findings.end() ? "pass" : fr_class(&*stuck, stuck->verdict);
   const core::RunResult sim = root_first(ran);
   // A live dump is taken while every rank is at work: after each has made its first call.
@@ -354,8 +375,10 @@ FrCase compare_on_dumps(const std::string& file, const std::string& dir, generat
   int64_t started = 0;
   for (const auto& [rank, posts] : run.posts)
     if (!posts.empty()) started = std::max(started, posts.front().posted);
-  const traces::FrExport e = traces::flight_recorder_of(run, fr_write_options(shape, index, started, sim.stats.sim_time));
-  const bool recorded = std::any_of(e.dumps.begin(), e.dumps.end(), [](const auto& d) { return !d.second.at("entries").empty(); });
+  const traces::FrExport e =
+      traces::flight_recorder_of(run, fr_write_options(shape, index, started, sim.stats.sim_time));
+  const bool recorded =
+      std::any_of(e.dumps.begin(), e.dumps.end(), [](const auto& d) { return !d.second.at("entries").empty(); });
   if (!recorded) {
     // No communication was ever posted: a dump holds nothing, and check refuses it (never a pass).
     c.sim_class = fr_class(sim.findings.empty() ? nullptr : &sim.findings.front(), sim.verdict);
@@ -367,12 +390,15 @@ FrCase compare_on_dumps(const std::string& file, const std::string& dir, generat
   traces::write_flight_recorder(e, dumps.string());
   // Both formats, read as `ppspec check` reads them; they must agree with each other too.
   const verify::FrCheckOptions read{fr_read_calls(shape)};
-  const core::RunResult json = verify::check_flight_recorder(traces::read_fr_dir((dumps / "json").string()).dumps, read);
-  const core::RunResult pickle = verify::check_flight_recorder(traces::read_fr_dir((dumps / "pickle").string()).dumps, read);
+  const core::RunResult json =
+      verify::check_flight_recorder(traces::read_fr_dir((dumps / "json").string()).dumps, read);
+  const core::RunResult pickle =
+      verify::check_flight_recorder(traces::read_fr_dir((dumps / "pickle").string()).dumps, read);
   compare(c, sim, json, e);
   if (json.verdict != pickle.verdict) {
     c.agree = false;
-    c.why = fmt::format("the JSON dumps give {}, the pickles {}", core::to_string(json.verdict), core::to_string(pickle.verdict));
+    c.why = fmt::format("the JSON dumps give {}, the pickles {}", core::to_string(json.verdict),
+                        core::to_string(pickle.verdict));
   }
   return c;
 }

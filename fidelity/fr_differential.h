@@ -38,7 +38,8 @@ struct FrCase {
   std::string sim_summary, check_summary;
   bool invisible = false;  // the simulator's finding is of what a dump does not record (root, capture)
   bool via_host_call = false;
-  bool data_lost = false;  // the simulator noted data lost to a connection wired wrongly at first contact  // the simulator's deadlock runs through a host call a dump does not record
+  bool data_lost = false;  // the simulator noted data lost to a connection wired wrongly at first contact  // the
+                           // simulator's deadlock runs through a host call a dump does not record
   // Agreement short of the simulator's whole answer, but honest: check named no culprit where the
   // simulator named one (cannot_tell), or passed, saw operations in flight or a stall it could not
   // date, where the dumps cannot show the simulator's failure (unseen: Gloo's, a snapshot's, a
@@ -81,8 +82,8 @@ FrCase run_fr_case(const FrDifferentialOptions& o, uint64_t index);
 // A program scenario file: simulate it (seed 1) with its trace in `dir`, export the dumps there as the
 // family writes them, check them and compare. tests/fr_differential/ keeps the cases that once
 // disagreed.
-FrCase compare_on_dumps(const std::string& file, const std::string& dir, generator::FrShape shape = generator::FrShape::async,
-                        uint64_t index = 0);
+FrCase compare_on_dumps(const std::string& file, const std::string& dir,
+                        generator::FrShape shape = generator::FrShape::async, uint64_t index = 0);
 
 }  // namespace ppspec::fidelity
 

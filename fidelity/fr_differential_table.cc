@@ -17,7 +17,8 @@ namespace fs = std::filesystem;
 
 void write_by_kind(std::ostream& md, const std::vector<FrCase>& cs) {
   struct Row {
-    size_t n = 0, agree = 0, named_sim = 0, named_both = 0, invisible = 0, host = 0, lost = 0, cannot_tell = 0, unseen = 0;
+    size_t n = 0, agree = 0, named_sim = 0, named_both = 0, invisible = 0, host = 0, lost = 0, cannot_tell = 0,
+           unseen = 0;
     std::map<std::string, size_t> sim;
   };
   std::map<std::string, Row> rows;
@@ -40,21 +41,35 @@ void write_by_kind(std::ostream& md, const std::vector<FrCase>& cs) {
   for (const auto& [kind, r] : rows) {
     std::string classes;
     for (const auto& [k, n] : r.sim) classes += fmt::format("{}{} {}", classes.empty() ? "" : ", ", k, n);
-    md << fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", kind, r.n, classes, r.named_sim, r.named_both, r.cannot_tell,
-                      r.unseen, r.invisible, r.host, r.lost, r.agree);
+    md << fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", kind, r.n, classes, r.named_sim,
+                      r.named_both, r.cannot_tell, r.unseen, r.invisible, r.host, r.lost, r.agree);
   }
 }
 
 nlohmann::json to_json(const FrCase& c) {
   auto culprit = [](const core::Culprit& x) {
-    return nlohmann::json{{"rank", x.rank}, {"comm", x.comm}, {"p2p", x.p2p}, {"peer", x.peer}, {"position", x.position}, {"what", x.what}};
+    return nlohmann::json{{"rank", x.rank}, {"comm", x.comm},         {"p2p", x.p2p},
+                          {"peer", x.peer}, {"position", x.position}, {"what", x.what}};
   };
-  return {{"name", c.name},           {"ranks", c.ranks},          {"kind", c.kind}, {"shape", generator::to_string(c.shape)},
-          {"disturbed_rank", c.disturbed_rank}, {"cannot_tell", c.cannot_tell}, {"unseen", c.unseen},
-          {"disturbance", c.disturbance}, {"simulator", c.sim_class}, {"check", c.check_class},
-          {"simulator_culprit", culprit(c.sim_culprit)}, {"check_culprit", culprit(c.check_culprit)},
-          {"simulator_summary", c.sim_summary}, {"check_summary", c.check_summary}, {"invisible", c.invisible}, {"via_host_call", c.via_host_call}, {"data_lost", c.data_lost},
-          {"agree", c.agree},         {"why", c.why}};
+  return {{"name", c.name},
+          {"ranks", c.ranks},
+          {"kind", c.kind},
+          {"shape", generator::to_string(c.shape)},
+          {"disturbed_rank", c.disturbed_rank},
+          {"cannot_tell", c.cannot_tell},
+          {"unseen", c.unseen},
+          {"disturbance", c.disturbance},
+          {"simulator", c.sim_class},
+          {"check", c.check_class},
+          {"simulator_culprit", culprit(c.sim_culprit)},
+          {"check_culprit", culprit(c.check_culprit)},
+          {"simulator_summary", c.sim_summary},
+          {"check_summary", c.check_summary},
+          {"invisible", c.invisible},
+          {"via_host_call", c.via_host_call},
+          {"data_lost", c.data_lost},
+          {"agree", c.agree},
+          {"why", c.why}};
 }
 
 void write_table(const FrDifferentialOptions& o, const std::vector<FrCase>& cs, const fs::path& path) {
@@ -62,16 +77,18 @@ void write_table(const FrDifferentialOptions& o, const std::vector<FrCase>& cs, 
   for (const FrCase& c : cs) agree += c.agree;
   std::ofstream md(path);
   md << "# `ppspec check` against the simulator, on the simulator's runs exported as Flight Recorder dumps\n\n";
-  md << fmt::format("Written by `ppspec fidelity --backend flight-recorder --shape {} --programs {} --seed {} --max-ranks {} --out OUT`. "
-                    "Each case: a generated program of the family, with one disturbance or none, run on the simulator (seed 1) "
-                    "with a trace, exported as PyTorch writes the family's dumps (traces/fr_writer.h), both formats (JSON, pickle) "
-                    "read back and checked with `--calls {}`. Agreement: the same verdict class and the same culprit (rank, "
-                    "communicator, position) — or check names none (it cannot tell), or, where the simulator names none, the "
-                    "rank the program was disturbed on; a confident wrong culprit disagrees. For a mismatch only of what a dump "
-                    "does not record (a broadcast's root), check must not pass; where the family's dumps cannot show the failure "
-                    "(Gloo's, a snapshot taken before it, a wrapped ring's unaligned channel), check may say so but claim no "
-                    "other cause.\n\n",
-                    generator::to_string(o.shape), o.programs, o.seed, o.max_ranks, verify::to_string(fr_read_calls(o.shape)));
+  md << fmt::format(
+      "Written by `ppspec fidelity --backend flight-recorder --shape {} --programs {} --seed {} --max-ranks {} --out "
+      "OUT`. "
+      "Each case: a generated program of the family, with one disturbance or none, run on the simulator (seed 1) "
+      "with a trace, exported as PyTorch writes the family's dumps (traces/fr_writer.h), both formats (JSON, pickle) "
+      "read back and checked with `--calls {}`. Agreement: the same verdict class and the same culprit (rank, "
+      "communicator, position) — or check names none (it cannot tell), or, where the simulator names none, the "
+      "rank the program was disturbed on; a confident wrong culprit disagrees. For a mismatch only of what a dump "
+      "does not record (a broadcast's root), check must not pass; where the family's dumps cannot show the failure "
+      "(Gloo's, a snapshot taken before it, a wrapped ring's unaligned channel), check may say so but claim no "
+      "other cause.\n\n",
+      generator::to_string(o.shape), o.programs, o.seed, o.max_ranks, verify::to_string(fr_read_calls(o.shape)));
   md << fmt::format("**{} of {} cases agree.**\n\n", agree, cs.size());
   md << "## By disturbance\n\n";
   write_by_kind(md, cs);
@@ -83,8 +100,8 @@ void write_table(const FrDifferentialOptions& o, const std::vector<FrCase>& cs, 
   if (agree == cs.size()) md << "None.\n";
   for (const FrCase& c : cs)
     if (!c.agree)
-      md << fmt::format("* `{}` ({} ranks; {}): {}. Simulator: {}. Check: {}.\n", c.name, c.ranks, md_cell(c.disturbance), md_cell(c.why),
-                        md_cell(c.sim_summary), md_cell(c.check_summary));
+      md << fmt::format("* `{}` ({} ranks; {}): {}. Simulator: {}. Check: {}.\n", c.name, c.ranks,
+                        md_cell(c.disturbance), md_cell(c.why), md_cell(c.sim_summary), md_cell(c.check_summary));
 }
 
 }  // namespace
@@ -114,7 +131,8 @@ int fr_differential_all_main(const FrDifferentialOptions& o, std::ostream& out) 
       unseen += c["unseen"].get<bool>();
       same += c["agree"].get<bool>() && !c["cannot_tell"].get<bool>() && c["check_culprit"]["rank"].get<int>() >= 0;
     }
-    md << fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", generator::to_string(shape), all.size(), agree, same, cannot, unseen, all.size() - agree);
+    md << fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", generator::to_string(shape), all.size(), agree, same,
+                      cannot, unseen, all.size() - agree);
   }
   out << fmt::format("flight-recorder differential, every family: table {}\n", (dir / "flight-recorder.md").string());
   return status;
@@ -123,7 +141,8 @@ int fr_differential_all_main(const FrDifferentialOptions& o, std::ostream& out) 
 int fr_differential_main(const FrDifferentialOptions& o, std::ostream& out) {
   const fs::path dir(o.out);
   const std::vector<FrCase> cases = run_cases<FrCase>(
-      o.out, o.programs, [&](uint64_t i) { return run_fr_case(o, i); }, [](const FrCase& c) { return to_json(c); }, out);
+      o.out, o.programs, [&](uint64_t i) { return run_fr_case(o, i); }, [](const FrCase& c) { return to_json(c); },
+      out);
   size_t agree = 0;
   for (const FrCase& c : cases) agree += c.agree;
   write_table(o, cases, dir / "flight-recorder.md");

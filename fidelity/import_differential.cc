@@ -19,10 +19,20 @@ namespace {
 namespace fs = std::filesystem;
 
 nlohmann::json to_json(const ImportCase& c) {
-  return {{"name", c.name},          {"ranks", c.dumps.ranks},       {"kind", c.dumps.kind},
-          {"disturbance", c.dumps.disturbance}, {"simulator", c.dumps.sim_class}, {"check", c.dumps.check_class},
-          {"import", c.import_class}, {"check_summary", c.dumps.check_summary}, {"import_summary", c.import_summary},
-          {"operations", c.operations}, {"in_scope", c.in_scope}, {"as_job", c.as_job}, {"agree", c.agree}, {"why", c.why}};
+  return {{"name", c.name},
+          {"ranks", c.dumps.ranks},
+          {"kind", c.dumps.kind},
+          {"disturbance", c.dumps.disturbance},
+          {"simulator", c.dumps.sim_class},
+          {"check", c.dumps.check_class},
+          {"import", c.import_class},
+          {"check_summary", c.dumps.check_summary},
+          {"import_summary", c.import_summary},
+          {"operations", c.operations},
+          {"in_scope", c.in_scope},
+          {"as_job", c.as_job},
+          {"agree", c.agree},
+          {"why", c.why}};
 }
 
 void write_table(const FrDifferentialOptions& o, const std::vector<ImportCase>& cs, const fs::path& path) {
@@ -59,8 +69,9 @@ void write_table(const FrDifferentialOptions& o, const std::vector<ImportCase>& 
   if (agree == in_scope) md << "None.\n";
   for (const ImportCase& c : cs)
     if (!c.agree)
-      md << fmt::format("* `{}` ({} ranks; {}): {}. Check: {}. Import: {}.\n", c.name, c.dumps.ranks, md_cell(c.dumps.disturbance),
-                        md_cell(c.why), md_cell(c.dumps.check_summary), md_cell(c.import_summary));
+      md << fmt::format("* `{}` ({} ranks; {}): {}. Check: {}. Import: {}.\n", c.name, c.dumps.ranks,
+                        md_cell(c.dumps.disturbance), md_cell(c.why), md_cell(c.dumps.check_summary),
+                        md_cell(c.import_summary));
 }
 
 }  // namespace
@@ -91,14 +102,16 @@ ImportCase run_import_case(const FrDifferentialOptions& o, uint64_t index) {
   // give the job's own class instead.
   c.as_job = c.dumps.agree && c.dumps.check_class != c.dumps.sim_class && c.import_class == c.dumps.sim_class;
   c.agree = !c.in_scope || c.import_class == c.dumps.check_class || c.as_job;
-  if (!c.agree) c.why = fmt::format("check of the dumps: {}; run of the import: {}", c.dumps.check_class, c.import_class);
+  if (!c.agree)
+    c.why = fmt::format("check of the dumps: {}; run of the import: {}", c.dumps.check_class, c.import_class);
   return c;
 }
 
 int import_differential_main(const FrDifferentialOptions& o, std::ostream& out) {
   const fs::path dir(o.out);
   const std::vector<ImportCase> cases = run_cases<ImportCase>(
-      o.out, o.programs, [&](uint64_t i) { return run_import_case(o, i); }, [](const ImportCase& c) { return to_json(c); }, out);
+      o.out, o.programs, [&](uint64_t i) { return run_import_case(o, i); },
+      [](const ImportCase& c) { return to_json(c); }, out);
   size_t in_scope = 0, agree = 0;
   for (const ImportCase& c : cases) {
     in_scope += c.in_scope;

@@ -11,7 +11,8 @@ std::string md_cell(std::string s) {
   return s.size() > 160 ? s.substr(0, 157) + "..." : s;
 }
 
-void write_class_matrix(std::ostream& md, const std::string& corner, const std::vector<std::pair<std::string, std::string>>& pairs) {
+void write_class_matrix(std::ostream& md, const std::string& corner,
+                        const std::vector<std::pair<std::string, std::string>>& pairs) {
   std::map<std::string, std::map<std::string, size_t>> m;
   std::map<std::string, size_t> cols;
   for (const auto& [row, col] : pairs) {

@@ -12,6 +12,7 @@ namespace ppspec::fidelity {
 // One line, no '|', at most 160 characters.
 std::string md_cell(std::string s);
 // Rows: the first of each pair; columns: the second; cells: how many pairs.
-void write_class_matrix(std::ostream& md, const std::string& corner, const std::vector<std::pair<std::string, std::string>>& pairs);
+void write_class_matrix(std::ostream& md, const std::string& corner,
+                        const std::vector<std::pair<std::string, std::string>>& pairs);
 
 }  // namespace ppspec::fidelity

@@ -87,7 +87,9 @@ const core::Finding* first_wrong_step(const core::RunResult& sim) {
 }
 
 // The verdicts about communication: what NCCL's calls and completions can show.
-bool communication_class(const std::string& c) { return c == "misaligned" || c == "unmatched" || c == "cycle" || c == "stall"; }
+bool communication_class(const std::string& c) {
+  return c == "misaligned" || c == "unmatched" || c == "cycle" || c == "stall";
+}
 
 // Whether a deadlock holds a host thread in a connection's first-contact setup: inside
 // ncclGroupEnd (or an ungrouped call) before NCCL builds the tasks, so the plugin never learns
@@ -128,36 +130,42 @@ bool never_launched_there(const core::Finding& sim, const core::RunResult& watch
 // A cycle check reads through an operation whose counterpart is not posted: a trace (or a dump)
 // cannot tell "not yet" from "never", and check takes it for "not yet".
 bool through_not_posted(const core::Finding& f) {
-  return f.kind == core::kKindCycle &&
-         std::any_of(f.details.begin(), f.details.end(), [](const std::string& d) { return d.find("has not posted its counterpart") != std::string::npos; });
+  return f.kind == core::kKindCycle && std::any_of(f.details.begin(), f.details.end(), [](const std::string& d) {
+           return d.find("has not posted its counterpart") != std::string::npos;
+         });
 }
 
 std::string culprit_difference(const core::Culprit& sim, const core::Culprit& watch) {
   auto blames = [](const core::Culprit& x) { return x.rank >= 0 && x.what != "stalled" && x.what != "cycle"; };
   const bool s = blames(sim), w = blames(watch);
   if (!s && !w) return "";
-  if (s != w) return fmt::format("only {} blames a rank ({})", s ? "the simulator" : "the watcher", s ? sim.rank : watch.rank);
-  if (sim.rank == watch.rank && sim.comm == watch.comm && sim.p2p == watch.p2p && sim.position == watch.position) return "";
+  if (s != w)
+    return fmt::format("only {} blames a rank ({})", s ? "the simulator" : "the watcher", s ? sim.rank : watch.rank);
+  if (sim.rank == watch.rank && sim.comm == watch.comm && sim.p2p == watch.p2p && sim.position == watch.position)
+    return "";
   return fmt::format("the simulator blames rank {} on '{}' {} #{} ({}), the watcher rank {} on '{}' {} #{} ({})", sim.rank, sim.comm,
                      sim.p2p ? "p2p" : "collective", sim.position, sim.what, watch.rank, watch.comm, watch.p2p ? "p2p" : "collective",
                      watch.position, watch.what);
 }
 
 // The rules of agreement (plugin_differential.h), in order.
-void compare(PluginCase& c, const core::RunResult& sim, const core::RunResult& watch, const VisibleOps& visible, bool emulated) {
+void compare(PluginCase& c, const core::RunResult& sim, const core::RunResult& watch, const VisibleOps& visible,
+             bool emulated) {
   const core::Finding* w = watch.findings.empty() ? nullptr : &watch.findings.front();
   const core::Finding* s = first_wrong_step(sim);
   c.mismatch_unseen = s != nullptr && mismatch_unseen(*s);
   c.emulated = emulated;
   c.via_host_call = c.sim_class == "cycle" && s != nullptr && through_host_call(*s);
   c.via_connect = communication_class(c.sim_class) && s != nullptr && through_connect(*s);
-  c.data_lost = std::any_of(sim.notes.begin(), sim.notes.end(), [](const core::Finding& n) { return n.kind == "p2p-data-lost"; });
+  c.data_lost =
+      std::any_of(sim.notes.begin(), sim.notes.end(), [](const core::Finding& n) { return n.kind == "p2p-data-lost"; });
   c.in_time = emulated || c.sim_class != "misaligned" || c.watch_class != "misaligned" ||
               (c.watch_reported >= 0 && c.watch_reported <= c.sim_found);
   auto fail = [&](std::string why) { c.why = std::move(why); };
   if (c.sim_class == "pass") {
     if (c.watch_class != "pass") return fail(fmt::format("the simulator passes; the watcher says {}", c.watch_class));
-    if (c.recorded != c.told) return fail(fmt::format("the plugin recorded {} operations of the {} it was told of", c.recorded, c.told));
+    if (c.recorded != c.told)
+      return fail(fmt::format("the plugin recorded {} operations of the {} it was told of", c.recorded, c.told));
   } else if (emulated) {
     // The simulator emulates NCCL past a mismatch and reports what it leads to; the watcher reports
     // the mismatched operations themselves, as they are posted (or, equal in shape, what follows).
@@ -175,21 +183,24 @@ void compare(PluginCase& c, const core::RunResult& sim, const core::RunResult& w
     const bool refused = c.sim_class == "invalid-usage" && c.watch_class == "stall";
     const bool fits = all_done ? c.watch_class == "pass" || refused : communication_class(c.watch_class) && c.watch_class != "misaligned";
     if (!fits)
-      return fail(fmt::format("the simulator says {} ({} of {} operations completed): the watcher should {}, says {}", c.sim_class,
-                              visible.completed, visible.posted, all_done ? "pass" : "see them stuck, misaligned with nothing",
-                              c.watch_class));
+      return fail(fmt::format("the simulator says {} ({} of {} operations completed): the watcher should {}, says {}",
+                              c.sim_class, visible.completed, visible.posted,
+                              all_done ? "pass" : "see them stuck, misaligned with nothing", c.watch_class));
   } else if (c.via_connect) {
     // The stuck threads' sends and receives have no peer the plugin knows: calls never launched.
-    if (!communication_class(c.watch_class) || w == nullptr || (!share_a_rank(*s, *w) && !never_launched_there(*s, watch)))
+    if (!communication_class(c.watch_class) || w == nullptr ||
+        (!share_a_rank(*s, *w) && !never_launched_there(*s, watch)))
       return fail(fmt::format("the simulator's deadlock holds threads in first-contact setup; the watcher says {}{}", c.watch_class,
                               communication_class(c.watch_class) ? " about other ranks" : ""));
   } else if (c.via_host_call || c.data_lost) {
     if (!communication_class(c.watch_class))
-      return fail(fmt::format("the simulator says {}{}; the watcher says {}", c.sim_class, c.via_host_call ? " through a host call" : "", c.watch_class));
+      return fail(fmt::format("the simulator says {}{}; the watcher says {}", c.sim_class,
+                              c.via_host_call ? " through a host call" : "", c.watch_class));
   } else if (c.sim_class == "unmatched" && w != nullptr && through_not_posted(*w)) {
     c.not_yet_or_never = true;
   } else {
-    if (c.sim_class != c.watch_class) return fail(fmt::format("the simulator says {}, the watcher {}", c.sim_class, c.watch_class));
+    if (c.sim_class != c.watch_class)
+      return fail(fmt::format("the simulator says {}, the watcher {}", c.sim_class, c.watch_class));
     if (std::string d = culprit_difference(c.sim_culprit, c.watch_culprit); !d.empty()) return fail(std::move(d));
   }
   if (!c.in_time) return fail(fmt::format("the watcher reported the misalignment at {} ns, after the simulator found it ({} ns)", c.watch_reported, c.sim_found));

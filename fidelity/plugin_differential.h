@@ -32,13 +32,14 @@ struct PluginCase {
   core::Culprit sim_culprit, watch_culprit;
   std::string sim_summary, watch_summary;
   core::Time sim_found = -1, watch_reported = -1;  // the simulator's finding; the watcher's first misalignment report
-  uint64_t sim_posted = 0, recorded = 0;           // operations the simulator posted (NCCL-visible), the plugin recorded
+  uint64_t sim_posted = 0, recorded = 0;  // operations the simulator posted (NCCL-visible), the plugin recorded
   uint64_t told = 0;                               // operations the adapter told the plugin of as posted
   bool in_time = true;                             // a misalignment reported no later than the simulator's finding
   bool via_host_call = false, via_connect = false, data_lost = false, not_visible = false;
   bool mismatch_unseen = false;  // of labels only, or an all_to_all against a collective: NCCL sees no pairing there
   bool emulated = false;         // on_mismatch = "emulate": the simulator reports what a mismatch leads to
-  bool not_yet_or_never = false; // the simulator's unmatched operation, seen as a cycle through a counterpart not (yet) posted
+  bool not_yet_or_never =
+      false;  // the simulator's unmatched operation, seen as a cycle through a counterpart not (yet) posted
   bool agree = false;
   std::string why;
 };
@@ -59,6 +60,7 @@ PluginCase run_plugin_case(const PluginDifferentialOptions& o, uint64_t index);
 // Every case, a progress line per hundred, the table OUT/nccl-profiler.md. Exit 0 when all agree.
 int plugin_differential_main(const PluginDifferentialOptions& o, std::ostream& out);
 // The committed scenarios named, one table row each, into `table` (markdown). Exit 0 when all agree.
-int plugin_scenarios_main(const std::vector<std::string>& files, const std::string& out_dir, const std::string& table, std::ostream& out);
+int plugin_scenarios_main(const std::vector<std::string>& files, const std::string& out_dir, const std::string& table,
+                          std::ostream& out);
 
 }  // namespace ppspec::fidelity

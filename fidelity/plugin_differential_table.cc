@@ -19,7 +19,8 @@ std::string time_text(core::Time t) { return t < 0 ? "-" : fmt::format("{:.1f} u
 
 void write_by_kind(std::ostream& md, const std::vector<PluginCase>& cs) {
   struct Row {
-    size_t n = 0, agree = 0, named_sim = 0, named_both = 0, misaligned = 0, in_time = 0, host = 0, connect = 0, lost = 0, hidden = 0, later = 0;
+    size_t n = 0, agree = 0, named_sim = 0, named_both = 0, misaligned = 0, in_time = 0, host = 0, connect = 0,
+           lost = 0, hidden = 0, later = 0;
     std::map<std::string, size_t> sim;
   };
   std::map<std::string, Row> rows;
@@ -54,7 +55,8 @@ void write_by_kind(std::ostream& md, const std::vector<PluginCase>& cs) {
 
 nlohmann::json to_json(const PluginCase& c) {
   auto culprit = [](const core::Culprit& x) {
-    return nlohmann::json{{"rank", x.rank}, {"comm", x.comm}, {"p2p", x.p2p}, {"peer", x.peer}, {"position", x.position}, {"what", x.what}};
+    return nlohmann::json{{"rank", x.rank}, {"comm", x.comm},         {"p2p", x.p2p},
+                          {"peer", x.peer}, {"position", x.position}, {"what", x.what}};
   };
   return {{"name", c.name},
           {"ranks", c.ranks},
@@ -86,8 +88,9 @@ void write_disagreements(std::ostream& md, const std::vector<PluginCase>& cs) {
   if (agree == cs.size()) md << "None.\n";
   for (const PluginCase& c : cs)
     if (!c.agree)
-      md << fmt::format("* `{}` ({}): {}. Simulator: {}. Watcher: {}.\n", c.name, md_cell(c.disturbance.empty() ? c.file : c.disturbance),
-                        md_cell(c.why), md_cell(c.sim_summary), md_cell(c.watch_summary));
+      md << fmt::format("* `{}` ({}): {}. Simulator: {}. Watcher: {}.\n", c.name,
+                        md_cell(c.disturbance.empty() ? c.file : c.disturbance), md_cell(c.why), md_cell(c.sim_summary),
+                        md_cell(c.watch_summary));
 }
 
 void write_table(const PluginDifferentialOptions& o, const std::vector<PluginCase>& cs, const fs::path& path) {
@@ -126,7 +129,8 @@ void write_table(const PluginDifferentialOptions& o, const std::vector<PluginCas
 int plugin_differential_main(const PluginDifferentialOptions& o, std::ostream& out) {
   const fs::path dir(o.out);
   const std::vector<PluginCase> cases = run_cases<PluginCase>(
-      o.out, o.programs, [&](uint64_t i) { return run_plugin_case(o, i); }, [](const PluginCase& c) { return to_json(c); }, out);
+      o.out, o.programs, [&](uint64_t i) { return run_plugin_case(o, i); },
+      [](const PluginCase& c) { return to_json(c); }, out);
   size_t agree = 0;
   for (const PluginCase& c : cases) agree += c.agree;
   write_table(o, cases, dir / "nccl-profiler.md");
@@ -134,14 +138,15 @@ int plugin_differential_main(const PluginDifferentialOptions& o, std::ostream& o
   return agree == cases.size() ? 0 : 1;
 }
 
-int plugin_scenarios_main(const std::vector<std::string>& files, const std::string& out_dir, const std::string& table, std::ostream& out) {
+int plugin_scenarios_main(const std::vector<std::string>& files, const std::string& out_dir, const std::string& table,
+                          std::ostream& out) {
   std::vector<PluginCase> cases;
   size_t agree = 0;
   for (const std::string& file : files) {
     PluginCase c = compare_on_plugin(file, (fs::path(out_dir) / fs::path(file).stem()).string());
     agree += c.agree;
-    out << fmt::format("{} {}: simulator {}, watcher {}{}\n", c.agree ? "agree   " : "DISAGREE", c.name, c.sim_class, c.watch_class,
-                       c.agree ? "" : ": " + c.why);
+    out << fmt::format("{} {}: simulator {}, watcher {}{}\n", c.agree ? "agree   " : "DISAGREE", c.name, c.sim_class,
+                       c.watch_class, c.agree ? "" : ": " + c.why);
     cases.push_back(std::move(c));
   }
   std::ofstream md(table);
@@ -154,8 +159,9 @@ int plugin_scenarios_main(const std::vector<std::string>& files, const std::stri
   md << "| scenario | simulator | watcher | operations told / recorded | simulator found | watcher reported | agree |\n";
   md << "|---|---|---|---:|---:|---:|---|\n";
   for (const PluginCase& c : cases)
-    md << fmt::format("| {} | {} | {} | {} / {} | {} | {} | {} |\n", c.name, c.sim_class, c.watch_class, c.told, c.recorded,
-                      time_text(c.sim_found), time_text(c.watch_reported), c.agree ? "yes" : "no: " + md_cell(c.why));
+    md << fmt::format("| {} | {} | {} | {} / {} | {} | {} | {} |\n", c.name, c.sim_class, c.watch_class, c.told,
+                      c.recorded, time_text(c.sim_found), time_text(c.watch_reported),
+                      c.agree ? "yes" : "no: " + md_cell(c.why));
   md << "\n## Disagreements\n\n";
   write_disagreements(md, cases);
   out << fmt::format("{} of {} scenarios agree; table: {}\n", agree, cases.size(), table);

@@ -63,7 +63,8 @@ struct Outcome {
   bool same_as(const Outcome& o) const { return internal == o.internal && verdict == o.verdict && kind == o.kind; }
 };
 
-serving::ServingRun run_serving(const std::string& text, const std::string& file, const ServingCase& c, PathSink* paths) {
+serving::ServingRun run_serving(const std::string& text, const std::string& file, const ServingCase& c,
+                                PathSink* paths) {
   const serving::ServingScenario s = loader::parse_serving(text, file);
   runs::RunChoices choices;
   choices.seed = c.seed;
@@ -80,7 +81,8 @@ Outcome outcome_of(const core::RunResult& result) {
     const core::Finding& f = result.findings.front();
     o.kind = f.kind;
     o.summary = f.summary;
-    o.report.push_back(fmt::format("{} ({}), engine step {}: {}", core::to_string(f.verdict), f.kind, f.engine_step, f.summary));
+    o.report.push_back(
+        fmt::format("{} ({}), engine step {}: {}", core::to_string(f.verdict), f.kind, f.engine_step, f.summary));
     for (const std::string& d : f.details) o.report.push_back("  " + d);
     for (const core::Site& site : f.sites)
       o.report.push_back(fmt::format("  where: rank{} {} {}{}", site.rank, site.actor, site.what,
@@ -136,7 +138,8 @@ Outcome run_guarded(const std::string& text, const std::string& file, const Fuzz
   try {
     // Test hook: PPSPEC_FUZZ_TEST_THROW_IF_PP=P fails every serving case of P stages as a bug would.
     const char* pp = std::getenv("PPSPEC_FUZZ_TEST_THROW_IF_PP");
-    if (pp != nullptr && !c.is_program && c.serving.pp == std::atoi(pp)) throw core::InternalError("test hook: a serving case of " + std::string(pp) + " stages");
+    if (pp != nullptr && !c.is_program && c.serving.pp == std::atoi(pp))
+      throw core::InternalError("test hook: a serving case of " + std::string(pp) + " stages");
     return run_case(text, file, c, cov);
   } catch (const core::InputError&) {
     throw;
@@ -160,7 +163,8 @@ void crash_hook(uint64_t index) {
 
 }  // namespace
 
-rc::Shrinkable<FuzzCase> shrink_while(rc::Shrinkable<FuzzCase> failing, const std::function<bool(const FuzzCase&)>& still_fails, int runs_max,
+rc::Shrinkable<FuzzCase> shrink_while(rc::Shrinkable<FuzzCase> failing,
+                                      const std::function<bool(const FuzzCase&)>& still_fails, int runs_max,
                                       Found& found, const std::function<bool()>& out_of_time) {
   bool late = false;
   for (bool progressed = true; progressed && found.shrink_runs < runs_max && !late;) {
@@ -200,8 +204,8 @@ std::string case_text(const FuzzCase& c, const std::string& name, const Outcome&
 // until none does or `runs_max` candidates ran. Scenario and schedule shrink together: the seed and
 // the policy are picks of the case like any knob.
 // With --time the shrink ends with the campaign: the smallest failing case by then is kept.
-rc::Shrinkable<FuzzCase> shrink(rc::Shrinkable<FuzzCase> failing, const Outcome& target, Found& found, const FuzzOptions& opts,
-                                Clock::time_point t0) {
+rc::Shrinkable<FuzzCase> shrink(rc::Shrinkable<FuzzCase> failing, const Outcome& target, Found& found,
+                                const FuzzOptions& opts, Clock::time_point t0) {
   return shrink_while(std::move(failing), [&](const FuzzCase& c) {
     return run_guarded(case_text(c, "shrinking", target, ""), "<shrinking>", c, nullptr).same_as(target);
   }, kShrinkRunsMax, found, [&] { return opts.time_s > 0 && since(t0) >= opts.time_s; });
@@ -228,11 +232,13 @@ Found settle(const FuzzOptions& opts, const rc::Shrinkable<FuzzCase>& failing, c
   f.requests = shrunk.is_program ? 0 : shrunk.serving.num_requests;
   f.ranks = shrunk.is_program ? shrunk.program.shape.ranks : shrunk.serving.dp * shrunk.serving.pp * shrunk.serving.tp;
   f.file = file_name(opts, f);
-  const std::string why = fmt::format("Found by `ppspec fuzz --seed {}` (case {}{}), shrunk in {} steps from:\n  {}\n",
-                                      opts.seed, index, opts.faults.empty() ? "" : ", faults " + fmt::format("{}", fmt::join(opts.faults, ",")),
-                                      f.shrink_steps, f.original);
+  const std::string why =
+      fmt::format("Found by `ppspec fuzz --seed {}` (case {}{}), shrunk in {} steps from:\n  {}\n", opts.seed, index,
+                  opts.faults.empty() ? "" : ", faults " + fmt::format("{}", fmt::join(opts.faults, ",")),
+                  f.shrink_steps, f.original);
   std::filesystem::create_directories(opts.out_dir);
-  std::ofstream(f.file, std::ios::binary) << case_text(shrunk, std::filesystem::path(f.file).stem().string(), outcome, why);
+  std::ofstream(f.file, std::ios::binary)
+      << case_text(shrunk, std::filesystem::path(f.file).stem().string(), outcome, why);
   f.command = "ppspec run " + f.file;
   // The file is the reproducer: it must fail the same way when loaded as a user would load it.
   const auto text = [&] {
@@ -246,20 +252,24 @@ Found settle(const FuzzOptions& opts, const rc::Shrinkable<FuzzCase>& failing, c
                                           outcome.kind));
   f.summary = again.summary;
   std::ofstream report(std::filesystem::path(f.file).replace_extension(".report.txt"), std::ios::binary);
-  report << f.command << "\n\n" << fmt::format("{}", fmt::join(again.report, "\n")) << "\n\nshrunk from: " << f.original
-         << "\nto: " << f.shrunk << "\n" << (f.capped ? fmt::format("not minimal: the shrink stopped after {} runs\n", f.shrink_runs) : "");
+  report << f.command << "\n\n"
+         << fmt::format("{}", fmt::join(again.report, "\n")) << "\n\nshrunk from: " << f.original
+         << "\nto: " << f.shrunk << "\n"
+         << (f.capped ? fmt::format("not minimal: the shrink stopped after {} runs\n", f.shrink_runs) : "");
   f.shrunk_after_s = since(t0);
   return f;
 }
 
 void print_progress(const FuzzOptions& opts, const FuzzReport& r, double elapsed, std::ostream& progress) {
   const Coverage& c = r.coverage;
-  const std::string line =
-      fmt::format("{} cases, {:.0f}/s, {:.0f} s, {} failures | programs {} | pp>1 {} drafts {} graphs {} chunked {} slot-reuse {} "
-                  "length-cap {} aborts {} (in flight {}) preempted {} ahead {} prefix-hits {} recurrent {} budget<K {} eagle {} dummy {}",
-                  r.cases, elapsed > 0 ? static_cast<double>(r.cases) / elapsed : 0.0, elapsed, r.failures, c.programs, c.pp_gt1,
-                  c.drafts, c.graph_padding, c.chunked_prefill, c.slot_reuse, c.length_cap, c.aborts, c.abort_in_flight,
-                  c.preemptions, c.steps_ahead, c.prefix_hits, c.recurrent, c.budget_below_k, c.eagle_taps_relayed, c.dummy_batches);
+  const std::string line = fmt::format(
+      "{} cases, {:.0f}/s, {:.0f} s, {} failures | programs {} | pp>1 {} drafts {} graphs {} chunked {} slot-reuse {} "
+      "length-cap {} aborts {} (in flight {}) preempted {} ahead {} prefix-hits {} recurrent {} budget<K {} eagle {} "
+      "dummy {}",
+      r.cases, elapsed > 0 ? static_cast<double>(r.cases) / elapsed : 0.0, elapsed, r.failures, c.programs, c.pp_gt1,
+      c.drafts, c.graph_padding, c.chunked_prefill, c.slot_reuse, c.length_cap, c.aborts, c.abort_in_flight,
+      c.preemptions, c.steps_ahead, c.prefix_hits, c.recurrent, c.budget_below_k, c.eagle_taps_relayed,
+      c.dummy_batches);
   progress << (opts.live_progress ? "\r" + line + "\x1b[K" : line + "\n") << std::flush;
 }
 
@@ -299,8 +309,10 @@ FuzzReport run_campaign(const FuzzOptions& opts, std::ostream& out, std::ostream
       progress << fmt::format("case {} fails: {} / {}: {}\n  {}\n  shrinking...\n", index, core::to_string(o.verdict),
                               o.kind, o.summary, case_summary(c));
       r.found.push_back(settle(opts, drawn, o, index, t0));
-      progress << fmt::format("  shrunk in {} steps ({} runs{}) to {}\n  {}\n", r.found.back().shrink_steps, r.found.back().shrink_runs,
-                              r.found.back().capped ? ", stopped at the limit: not minimal" : "", r.found.back().file, r.found.back().shrunk);
+      progress << fmt::format("  shrunk in {} steps ({} runs{}) to {}\n  {}\n", r.found.back().shrink_steps,
+                              r.found.back().shrink_runs,
+                              r.found.back().capped ? ", stopped at the limit: not minimal" : "", r.found.back().file,
+                              r.found.back().shrunk);
       if (!opts.keep_going) break;
     }
     if (since(t0) >= next_progress) {
@@ -317,22 +329,24 @@ FuzzReport run_campaign(const FuzzOptions& opts, std::ostream& out, std::ostream
 }
 
 std::string format_report(const FuzzReport& r) {
-  std::string s = fmt::format("{} failure{} in {} cases ({:.1f} s, {:.1f} cases/s)\n", r.failures, r.failures == 1 ? "" : "s",
-                              r.cases, r.seconds, r.seconds > 0 ? static_cast<double>(r.cases) / r.seconds : 0.0);
+  std::string s =
+      fmt::format("{} failure{} in {} cases ({:.1f} s, {:.1f} cases/s)\n", r.failures, r.failures == 1 ? "" : "s",
+                  r.cases, r.seconds, r.seconds > 0 ? static_cast<double>(r.cases) / r.seconds : 0.0);
   const Coverage& c = r.coverage;
-  s += fmt::format("paths reached (cases): programs {}, pp>1 {}, drafts {}, graph padding {}, chunked prefill {}, slot reuse {}, "
-                   "length cap {}, aborts {} (in flight {}), preemptions {}, steps scheduled ahead {}, prefix-cache hits {}, "
-                   "recurrent {}, adaptive budget below K {}, EAGLE taps relayed {}, dummy steps {}\n",
-                   c.programs, c.pp_gt1, c.drafts, c.graph_padding, c.chunked_prefill, c.slot_reuse, c.length_cap, c.aborts,
-                   c.abort_in_flight, c.preemptions, c.steps_ahead, c.prefix_hits, c.recurrent, c.budget_below_k,
-                   c.eagle_taps_relayed, c.dummy_batches);
+  s += fmt::format(
+      "paths reached (cases): programs {}, pp>1 {}, drafts {}, graph padding {}, chunked prefill {}, slot reuse {}, "
+      "length cap {}, aborts {} (in flight {}), preemptions {}, steps scheduled ahead {}, prefix-cache hits {}, "
+      "recurrent {}, adaptive budget below K {}, EAGLE taps relayed {}, dummy steps {}\n",
+      c.programs, c.pp_gt1, c.drafts, c.graph_padding, c.chunked_prefill, c.slot_reuse, c.length_cap, c.aborts,
+      c.abort_in_flight, c.preemptions, c.steps_ahead, c.prefix_hits, c.recurrent, c.budget_below_k,
+      c.eagle_taps_relayed, c.dummy_batches);
   for (const Found& f : r.found)
-    s += fmt::format("{} {} at case {} after {:.1f} s, shrunk after {:.1f} s{} ({}, {}): {}\n  {}\n  {}\n",
-                     f.internal ? "ERROR" : "FAIL", f.internal ? f.kind : fmt::format("{} / {}", core::to_string(f.verdict), f.kind),
-                     f.case_index, f.found_after_s, f.shrunk_after_s,
-                     f.capped ? fmt::format(" (not minimal: stopped after {} runs)", f.shrink_runs) : "",
-                     core::count_of(f.requests, "request"), core::count_of(f.ranks, "rank"),
-                     f.summary, f.shrunk, f.command);
+    s += fmt::format(
+        "{} {} at case {} after {:.1f} s, shrunk after {:.1f} s{} ({}, {}): {}\n  {}\n  {}\n",
+        f.internal ? "ERROR" : "FAIL", f.internal ? f.kind : fmt::format("{} / {}", core::to_string(f.verdict), f.kind),
+        f.case_index, f.found_after_s, f.shrunk_after_s,
+        f.capped ? fmt::format(" (not minimal: stopped after {} runs)", f.shrink_runs) : "",
+        core::count_of(f.requests, "request"), core::count_of(f.ranks, "rank"), f.summary, f.shrunk, f.command);
   return s;
 }
 

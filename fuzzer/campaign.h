@@ -92,7 +92,8 @@ std::string format_report(const FuzzReport& r);
 // Greedy descent over a failing case's shrinks: the first smaller one that `still_fails` is taken,
 // until none is, `runs_max` candidates ran, or `out_of_time` says so before a candidate runs
 // (counted in `found`, `capped` when a limit stopped it).
-rc::Shrinkable<FuzzCase> shrink_while(rc::Shrinkable<FuzzCase> failing, const std::function<bool(const FuzzCase&)>& still_fails, int runs_max,
+rc::Shrinkable<FuzzCase> shrink_while(rc::Shrinkable<FuzzCase> failing,
+                                      const std::function<bool(const FuzzCase&)>& still_fails, int runs_max,
                                       Found& found, const std::function<bool()>& out_of_time = {});
 
 // The case stream: case i of a campaign is drawn from its own seed, whatever ran before it.
@@ -100,7 +101,8 @@ rc::Shrinkable<FuzzCase> draw(const FuzzOptions& opts, uint64_t index);
 
 // A case that crashed a worker process (--jobs): its file kept, shrunk by rerunning candidates in
 // child processes (`PPSPEC run FILE`) while they die the same death, at most `runs_max` of them.
-Found settle_crash(const FuzzOptions& opts, uint64_t index, const Death& death, const std::string& ppspec, int runs_max);
+Found settle_crash(const FuzzOptions& opts, uint64_t index, const Death& death, const std::string& ppspec,
+                   int runs_max);
 
 // OUT/summary.json of a campaign, and the merge of several (`ppspec fuzz --merge DIR...`, the shards
 // of one campaign run apart): counts and paths add up, the time is the longest shard's. Throws

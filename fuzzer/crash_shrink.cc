@@ -42,7 +42,8 @@ std::string text_of(const FuzzCase& c, const std::string& name, const std::strin
 
 }  // namespace
 
-Found settle_crash(const FuzzOptions& opts, uint64_t index, const Death& death, const std::string& ppspec, int runs_max) {
+Found settle_crash(const FuzzOptions& opts, uint64_t index, const Death& death, const std::string& ppspec,
+                   int runs_max) {
   Found f;
   f.internal = true;
   f.kind = kCrashClass;
@@ -63,9 +64,9 @@ Found settle_crash(const FuzzOptions& opts, uint64_t index, const Death& death, 
   f.requests = shrunk.is_program ? 0 : shrunk.serving.num_requests;
   f.ranks = shrunk.is_program ? shrunk.program.shape.ranks : shrunk.serving.dp * shrunk.serving.pp * shrunk.serving.tp;
   f.file = fmt::format("{}/found-seed{}-case{}-crash.toml", opts.out_dir, opts.seed, index);
-  const std::string why = fmt::format("Crashed a `ppspec fuzz --seed {}` worker (case {}: it {}){}, shrunk in {} steps from:\n  {}\n",
-                                      opts.seed, index, describe(death), again ? "" : " — and did not crash again alone",
-                                      f.shrink_steps, f.original);
+  const std::string why = fmt::format(
+      "Crashed a `ppspec fuzz --seed {}` worker (case {}: it {}){}, shrunk in {} steps from:\n  {}\n", opts.seed, index,
+      describe(death), again ? "" : " — and did not crash again alone", f.shrink_steps, f.original);
   std::ofstream(f.file, std::ios::binary) << text_of(shrunk, std::filesystem::path(f.file).stem().string(), why);
   f.command = "ppspec run " + f.file;
   f.summary = fmt::format("ppspec crashed on the case (it {}){}", describe(death),

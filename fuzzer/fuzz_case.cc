@@ -31,7 +31,8 @@ rc::Gen<FuzzCase> gen_fuzz_case(const Space& space, const std::vector<std::strin
   });
 }
 
-std::string case_toml(const FuzzCase& c, const std::string& name, const std::string& description, const Expectation& expect) {
+std::string case_toml(const FuzzCase& c, const std::string& name, const std::string& description,
+                      const Expectation& expect) {
   if (!c.is_program) return to_toml(c.serving, name, description, expect);
   program::Program p = generator::build(c.program.shape);
   p.name = name;

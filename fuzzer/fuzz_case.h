@@ -33,7 +33,8 @@ struct FuzzCase {
 rc::Gen<FuzzCase> gen_fuzz_case(const Space& space, const std::vector<std::string>& faults);
 
 // The scenario file of a case (what runs), and one line of what it is.
-std::string case_toml(const FuzzCase& c, const std::string& name, const std::string& description, const Expectation& expect);
+std::string case_toml(const FuzzCase& c, const std::string& name, const std::string& description,
+                      const Expectation& expect);
 std::string case_summary(const FuzzCase& c);
 
 }  // namespace ppspec::fuzzer

@@ -105,7 +105,8 @@ void pick_workload(ServingCase& c, const Space& s) {
   }
   if (maybe(s.stop_token)) c.stop_token = *rc::gen::inRange(0, 512);
   // A cap close to the longest request: some requests end at max_model_len.
-  if (maybe(s.length_cap)) c.max_model_len = std::max(8, c.prompt_max + c.k + 2 + *rc::gen::inRange(0, c.output_max + 1));
+  if (maybe(s.length_cap))
+    c.max_model_len = std::max(8, c.prompt_max + c.k + 2 + *rc::gen::inRange(0, c.output_max + 1));
   if (maybe(s.prefix_caching)) pick_prefix_cache(c);
   if (!c.enable_prefix_caching && maybe(s.recurrent)) pick_recurrent(c);
   if (maybe(s.lookahead)) c.max_concurrent_batches = c.pp + 1;  // before the cache: it needs K more slots

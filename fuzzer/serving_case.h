@@ -60,7 +60,8 @@ struct Expectation {
 };
 
 // The scenario file of a case; `description` says where it came from.
-std::string to_toml(const ServingCase& c, const std::string& name, const std::string& description, const Expectation& expect);
+std::string to_toml(const ServingCase& c, const std::string& name, const std::string& description,
+                    const Expectation& expect);
 
 // One line: the knobs that make this case what it is.
 std::string summary(const ServingCase& c);

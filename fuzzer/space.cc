@@ -38,11 +38,13 @@ void read_range(loader::TableReader& r, const char* key, Range& out, Range limit
   if (!lo || !hi) r.fail(key, fmt::format("expected [lo, hi], two integers in [{}, {}]", limit.lo, limit.hi));
   if (*lo > *hi) r.fail(key, fmt::format("an empty range: {} > {}", *lo, *hi));
   if (*lo < limit.lo || *hi > limit.hi)
-    r.fail(key, fmt::format("[{}, {}] leaves [{}, {}], the range a fuzzing case supports", *lo, *hi, limit.lo, limit.hi));
+    r.fail(key,
+           fmt::format("[{}, {}] leaves [{}, {}], the range a fuzzing case supports", *lo, *hi, limit.lo, limit.hi));
   out = Range{static_cast<int>(*lo), static_cast<int>(*hi)};
 }
 
-void read_names(loader::TableReader& r, const char* key, std::vector<std::string>& out, const std::vector<std::string>& allowed) {
+void read_names(loader::TableReader& r, const char* key, std::vector<std::string>& out,
+                const std::vector<std::string>& allowed) {
   const toml::array* a = r.array(key);
   if (a == nullptr) return;
   std::vector<std::string> names;
@@ -108,10 +110,18 @@ Space parse_space(const std::string& text, const std::string& file) {
     }
     if (!s.servings && !s.programs) r.fail("kinds", "an empty list: nothing to generate");
   }
-  for (auto [key, flag] : {std::pair{"graphs", &s.graphs}, {"chunked_prefill", &s.chunked_prefill}, {"aborts", &s.aborts},
-                           {"stop_token", &s.stop_token}, {"length_cap", &s.length_cap}, {"poisson", &s.poisson},
-                           {"preemption", &s.preemption}, {"lookahead", &s.lookahead}, {"prefix_caching", &s.prefix_caching},
-                           {"adaptive_budget", &s.adaptive_budget}, {"recurrent", &s.recurrent}, {"eagle", &s.eagle}})
+  for (auto [key, flag] : {std::pair{"graphs", &s.graphs},
+                           {"chunked_prefill", &s.chunked_prefill},
+                           {"aborts", &s.aborts},
+                           {"stop_token", &s.stop_token},
+                           {"length_cap", &s.length_cap},
+                           {"poisson", &s.poisson},
+                           {"preemption", &s.preemption},
+                           {"lookahead", &s.lookahead},
+                           {"prefix_caching", &s.prefix_caching},
+                           {"adaptive_budget", &s.adaptive_budget},
+                           {"recurrent", &s.recurrent},
+                           {"eagle", &s.eagle}})
     if (auto b = r.boolean(key)) *flag = *b;
   top.finish("space");
   r.finish("kinds, dp, pp, tp, k, requests, prompt, output, max_num_seqs, max_num_batched_tokens, warmup_steps, pct_depth, "

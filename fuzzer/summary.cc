@@ -75,8 +75,9 @@ void write_summary(const FuzzReport& r, const FuzzOptions& opts) {
   for (const auto& [name, field] : kPaths) paths[name] = r.coverage.*field;
   Json found = Json::array();
   for (const Found& f : r.found) found.push_back(to_json(f));
-  const Json j{{"ppspec_fuzz", 1}, {"seed", opts.seed}, {"shard", opts.shard}, {"shards", opts.shards},
-               {"cases", r.cases}, {"failures", r.failures}, {"seconds", r.seconds}, {"paths", paths}, {"found", found}};
+  const Json j{{"ppspec_fuzz", 1},      {"seed", opts.seed}, {"shard", opts.shard},
+               {"shards", opts.shards}, {"cases", r.cases},  {"failures", r.failures},
+               {"seconds", r.seconds},  {"paths", paths},    {"found", found}};
   std::filesystem::create_directories(opts.out_dir);
   std::ofstream(opts.out_dir + "/summary.json", std::ios::binary) << j.dump(1) << '\n';
 }
@@ -85,17 +86,20 @@ FuzzReport read_summary(const std::string& dir) {
   const std::string file = dir + "/summary.json";
   const core::FileBytes bytes = core::read_file_bytes(file);
   if (!bytes.ok()) throw core::InputError(file, 0, "no summary here: is this the --out folder of a finished `ppspec fuzz`?");
-  if (core::json_too_deep(bytes.bytes, 4)) throw core::InputError(file, 0, "a malformed fuzzing summary: nested too deeply");
+  if (core::json_too_deep(bytes.bytes, 4))
+    throw core::InputError(file, 0, "a malformed fuzzing summary: nested too deeply");
   const Json j = Json::parse(bytes.bytes, nullptr, false);
   FuzzReport r;
   try {
-    if (j.is_discarded() || !j.is_object() || !j.contains("ppspec_fuzz")) throw std::runtime_error("not a fuzzing summary");
+    if (j.is_discarded() || !j.is_object() || !j.contains("ppspec_fuzz"))
+      throw std::runtime_error("not a fuzzing summary");
     r.cases = count_of(j, "cases");
     r.failures = count_of(j, "failures");
     r.seconds = j.at("seconds").get<double>();
     if (!(r.seconds >= 0)) throw std::runtime_error("'seconds' is negative");
     // A summary written before a path was counted reads 0 for it (prefix_hits came with prefix caching).
-    for (const auto& [name, field] : kPaths) r.coverage.*field = j.at("paths").contains(name) ? count_of(j.at("paths"), name) : 0;
+    for (const auto& [name, field] : kPaths)
+      r.coverage.*field = j.at("paths").contains(name) ? count_of(j.at("paths"), name) : 0;
     for (const Json& f : j.at("found")) r.found.push_back(found_of(f));
     // Every failure is shrunk and listed (the campaign stops at the first without --keep-going).
     if (r.failures != r.found.size() || r.failures > r.cases)
@@ -117,7 +121,8 @@ FuzzReport merge(const std::vector<FuzzReport>& parts) {
     for (const auto& [name, field] : kPaths) m.coverage.*field += p.coverage.*field;
     m.found.insert(m.found.end(), p.found.begin(), p.found.end());
   }
-  std::sort(m.found.begin(), m.found.end(), [](const Found& a, const Found& b) { return a.found_after_s < b.found_after_s; });
+  std::sort(m.found.begin(), m.found.end(),
+            [](const Found& a, const Found& b) { return a.found_after_s < b.found_after_s; });
   return m;
 }
 

@@ -25,13 +25,15 @@ const ProgramOp* first_comm_op(const Unit& u) {
 bool same_channel(const Unit& x, const Unit& y) {
   const ProgramOp* a = first_comm_op(x);
   const ProgramOp* b = first_comm_op(y);
-  if (a == nullptr || b == nullptr || a->comm != b->comm || program::is_p2p_op(a->type) != program::is_p2p_op(b->type)) return false;
+  if (a == nullptr || b == nullptr || a->comm != b->comm || program::is_p2p_op(a->type) != program::is_p2p_op(b->type))
+    return false;
   if (!program::is_p2p_op(a->type)) return true;  // collectives share one sequence
   return a->type == b->type && a->peer == b->peer;
 }
 
 const program::CommDecl& comm_named(const program::Program& p, const std::string& name) {
-  const auto it = std::find_if(p.comms.begin(), p.comms.end(), [&](const program::CommDecl& c) { return c.name == name; });
+  const auto it =
+      std::find_if(p.comms.begin(), p.comms.end(), [&](const program::CommDecl& c) { return c.name == name; });
   PPSPEC_ASSERT(it != p.comms.end(), "a unit on an undeclared communicator '{}'", name);
   return *it;
 }

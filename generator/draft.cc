@@ -97,7 +97,8 @@ void RoundBuilder::operator()(const Ring& g) {
   const auto shift = static_cast<size_t>(g.shift);
   for (size_t m = 0; m < n; ++m) {
     const ProgramOp send = comm_op_of(OpType::send, g.comm, g.payload, g.members[(m + shift) % n], g.send_streams[m]);
-    const ProgramOp recv = comm_op_of(OpType::recv, g.comm, g.payload, g.members[(m + n - shift) % n], g.recv_streams[m]);
+    const ProgramOp recv =
+        comm_op_of(OpType::recv, g.comm, g.payload, g.members[(m + n - shift) % n], g.recv_streams[m]);
     push(g.members[m], Unit{{op_of(OpType::group_start), send, recv, op_of(OpType::group_end)}, g.comm});
   }
 }

@@ -101,7 +101,8 @@ void ShapeBuilder::add_comm(const std::string& name, std::vector<core::RankId> r
   out_.program.comms.push_back(program::CommDecl{name, std::move(ranks)});
 }
 
-ProgramOp ShapeBuilder::comm_op(OpType t, const std::string& comm, int64_t count, core::Dtype dtype, core::RankId peer) const {
+ProgramOp ShapeBuilder::comm_op(OpType t, const std::string& comm, int64_t count, core::Dtype dtype,
+                                core::RankId peer) const {
   ProgramOp op;
   op.type = t;
   op.comm = comm;
@@ -122,7 +123,8 @@ ProgramOp group_op(OpType t) {
   return op;
 }
 
-void ShapeBuilder::collective(OpType t, const std::string& comm, const std::vector<core::RankId>& members, core::RankId root) {
+void ShapeBuilder::collective(OpType t, const std::string& comm, const std::vector<core::RankId>& members,
+                              core::RankId root) {
   const int64_t count = kCounts[below(std::size(kCounts))];
   const core::Dtype dtype = kDtypes[below(std::size(kDtypes))];
   for (core::RankId r : members) unit(r, {comm_op(t, comm, count, dtype, t == OpType::broadcast ? root : -1)}, comm);
@@ -169,7 +171,8 @@ void ShapeBuilder::uneven_all_gather(const std::string& comm, const std::vector<
   for (size_t i = 0; i < members.size(); ++i) rows.push_back(16 * static_cast<int64_t>(1 + below(8)));
   for (core::RankId r : members) {
     std::vector<ProgramOp> ops{group_op(OpType::group_start)};
-    for (size_t i = 0; i < members.size(); ++i) ops.push_back(comm_op(OpType::broadcast, comm, rows[i], core::Dtype::f32, members[i]));
+    for (size_t i = 0; i < members.size(); ++i)
+      ops.push_back(comm_op(OpType::broadcast, comm, rows[i], core::Dtype::f32, members[i]));
     ops.push_back(group_op(OpType::group_end));
     unit(r, std::move(ops), comm);
   }
@@ -200,8 +203,10 @@ void ShapeBuilder::all_to_all() {
   for (core::RankId r = 0; r < n; ++r) {
     std::vector<ProgramOp> ops{group_op(OpType::group_start)};
     for (core::RankId j = 0; j < n; ++j) {
-      ops.push_back(comm_op(OpType::send, "world", rows[static_cast<size_t>(r)][static_cast<size_t>(j)], core::Dtype::bf16, j));
-      ops.push_back(comm_op(OpType::recv, "world", rows[static_cast<size_t>(j)][static_cast<size_t>(r)], core::Dtype::bf16, j));
+      ops.push_back(
+          comm_op(OpType::send, "world", rows[static_cast<size_t>(r)][static_cast<size_t>(j)], core::Dtype::bf16, j));
+      ops.push_back(
+          comm_op(OpType::recv, "world", rows[static_cast<size_t>(j)][static_cast<size_t>(r)], core::Dtype::bf16, j));
     }
     ops.push_back(group_op(OpType::group_end));
     unit(r, std::move(ops), "world");
@@ -218,7 +223,8 @@ void ShapeBuilder::step() {
     draft_.units(r).push_back(Unit{{k}, ""});
   }
   if (shape_ == FrShape::all_to_all) all_to_all();
-  for (int s = 0; s < pp_ && tp_ > 1; ++s) collective(OpType::all_reduce, fmt::format("tp{}", s), stages_[static_cast<size_t>(s)], -1);
+  for (int s = 0; s < pp_ && tp_ > 1; ++s)
+    collective(OpType::all_reduce, fmt::format("tp{}", s), stages_[static_cast<size_t>(s)], -1);
   if (shape_ == FrShape::coalesced) {
     const bool world = tp_ == 1 || percent(40);
     const size_t stage = below(static_cast<uint64_t>(pp_));
@@ -262,7 +268,8 @@ std::string ShapeBuilder::disturb(Disturbance kind, core::RankId r) {
     return fmt::format("rank {} posts one {} of its group on '{}' with {}", r, program::to_string(op.type), u.comm,
                        kind == Disturbance::count ? "twice the count" : "another dtype");
   }
-  return generator::disturb(RankUnits{units, r, out_.program}, at, kind, [this](size_t k) { return static_cast<size_t>(below(k)); });
+  return generator::disturb(RankUnits{units, r, out_.program}, at, kind,
+                            [this](size_t k) { return static_cast<size_t>(below(k)); });
 }
 
 GeneratedProgram ShapeBuilder::run(std::optional<Disturbance> d) {
@@ -306,7 +313,8 @@ std::optional<Disturbance> fr_shape_disturbance(uint64_t index) {
   return kHardwareDisturbances[k - 1];
 }
 
-GeneratedProgram generate_fr_shape(FrShape shape, uint64_t seed, const std::string& name, std::optional<Disturbance> d, int max_ranks) {
+GeneratedProgram generate_fr_shape(FrShape shape, uint64_t seed, const std::string& name, std::optional<Disturbance> d,
+                                   int max_ranks) {
   PPSPEC_ASSERT(shape != FrShape::async, "the async family's programs are the seeded generator's");
   return ShapeBuilder(shape, seed, name, max_ranks).run(d);
 }

@@ -39,6 +39,7 @@ std::optional<FrShape> parse_fr_shape(std::string_view s);
 std::optional<Disturbance> fr_shape_disturbance(uint64_t index);
 
 // A program of the family (not async: the seeded generator's own), named `name`, its [expect] pass.
-GeneratedProgram generate_fr_shape(FrShape shape, uint64_t seed, const std::string& name, std::optional<Disturbance> d, int max_ranks);
+GeneratedProgram generate_fr_shape(FrShape shape, uint64_t seed, const std::string& name, std::optional<Disturbance> d,
+                                   int max_ranks);
 
 }  // namespace ppspec::generator

@@ -170,8 +170,10 @@ enum class RoundKind : uint8_t {
   loader_race,
 };
 static_assert(std::variant_size_v<RoundBody> == static_cast<size_t>(RoundKind::loader_race) + 1);
-static_assert(std::is_same_v<std::variant_alternative_t<static_cast<size_t>(RoundKind::self_exchange), RoundBody>, SelfExchange>);
-static_assert(std::is_same_v<std::variant_alternative_t<static_cast<size_t>(RoundKind::loader_race), RoundBody>, LoaderRace>);
+static_assert(
+    std::is_same_v<std::variant_alternative_t<static_cast<size_t>(RoundKind::self_exchange), RoundBody>, SelfExchange>);
+static_assert(
+    std::is_same_v<std::variant_alternative_t<static_cast<size_t>(RoundKind::loader_race), RoundBody>, LoaderRace>);
 
 // Which host thread of its rank issues a round: the main one, or a second one (the seeded
 // generator's "helper", the RapidCheck side's "loader").

@@ -32,7 +32,8 @@ void Generator::declare() {
   if (percent(20)) {
     p.streams.push_back("aux");  // the second thread's own stream: it never meets a capture
     feature("two host threads");
-    for (core::RankId r = 0; r < p.num_ranks; ++r) draft_.ranks[static_cast<size_t>(r)].has_second = r == 0 || percent(50);
+    for (core::RankId r = 0; r < p.num_ranks; ++r)
+      draft_.ranks[static_cast<size_t>(r)].has_second = r == 0 || percent(50);
   }
 }
 
@@ -60,7 +61,8 @@ void Generator::configure() {
   // Only what the real backend applies varies; the simulator-only knobs keep their defaults, which
   // are today's hardware (DESIGN §3), so that a disagreement is the simulator's, not a knob's.
   const uint64_t loading = below(10);
-  c.module_loading = loading < 5 ? core::ModuleLoading::lazy : (loading < 8 ? core::ModuleLoading::eager : core::ModuleLoading::jit);
+  c.module_loading =
+      loading < 5 ? core::ModuleLoading::lazy : (loading < 8 ? core::ModuleLoading::eager : core::ModuleLoading::jit);
   feature(fmt::format("{} loading", core::to_string(c.module_loading)));
   c.runtime_connect = !percent(15);
   if (!c.runtime_connect) feature("runtime_connect = false");

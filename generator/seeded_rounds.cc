@@ -184,7 +184,8 @@ void Generator::push(RoundBody body, const std::string& label, Thread t) {
 void Generator::add_round(int index) {
   const std::string label = fmt::format("r{}", index);
   const program::CommDecl& c = pick_comm();
-  const auto any_second = std::any_of(draft_.ranks.begin(), draft_.ranks.end(), [](const RankDraft& d) { return d.has_second; });
+  const auto any_second =
+      std::any_of(draft_.ranks.begin(), draft_.ranks.end(), [](const RankDraft& d) { return d.has_second; });
   const uint64_t k = below(100);
   if (k < 22) return push(collective(c), label);
   if (k < 31) return push(transfer(c), label);

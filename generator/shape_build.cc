@@ -57,8 +57,9 @@ program::Program skeleton(const Shape& s) {
   cfg.concurrency = s.config.concurrency == 0 ? core::Concurrency::ok : core::Concurrency::serial;
   cfg.eager_bytes = s.config.eager == 0 ? 0 : (s.config.eager == 1 ? 64 : 1 << 20);
   cfg.runtime_connect = s.config.runtime_connect;
-  cfg.module_loading = s.config.loading == 0 ? core::ModuleLoading::eager
-                                              : (s.config.loading == 1 ? core::ModuleLoading::lazy : core::ModuleLoading::jit);
+  cfg.module_loading = s.config.loading == 0
+                           ? core::ModuleLoading::eager
+                           : (s.config.loading == 1 ? core::ModuleLoading::lazy : core::ModuleLoading::jit);
   cfg.jitter = s.config.jitter_pct / 100.0;
   cfg.max_steps = 2'000'000;
   return p;
@@ -94,7 +95,8 @@ std::optional<RoundBody> Resolver::resolve(const RoundSpec& rs, size_t round) {
   const Payload pl{rs.count, kShapeDtypes[rs.dtype % 5]};
   const auto members = comm.ranks.size();
   switch (rs.kind) {
-    case RoundKind::collective: return Collective{rs.collective, comm.name, comm.ranks, a, pl, streams(rs.stream_a, members)};
+    case RoundKind::collective:
+      return Collective{rs.collective, comm.name, comm.ranks, a, pl, streams(rs.stream_a, members)};
     case RoundKind::transfer: return Transfer{comm.name, a, b, pl, stream(rs.stream_a), stream(rs.stream_b)};
     case RoundKind::ring:
       return Ring{comm.name, comm.ranks, 1 + rs.b % std::max(1, n - 1), pl, streams(rs.stream_a, members),
@@ -103,10 +105,12 @@ std::optional<RoundBody> Resolver::resolve(const RoundSpec& rs, size_t round) {
       return Launch{a, stream(rs.stream_a), fmt::format("k{}", rs.b % 3), fmt::format("v{}", rs.count % 2),
                     rs.duration * core::kUs};
     case RoundKind::event_handoff:
-      return EventHandoff{a, fmt::format("e{}", events_++), stream(rs.stream_a), OpType::wait_event, stream(rs.stream_b)};
+      return EventHandoff{a, fmt::format("e{}", events_++), stream(rs.stream_a), OpType::wait_event,
+                          stream(rs.stream_b)};
     case RoundKind::host_call: {
       // A host synchronisation, or a cudaMalloc (an implicit device synchronisation, R8).
-      const OpType t = rs.count % 3 == 0 ? OpType::stream_sync : (rs.count % 3 == 1 ? OpType::device_sync : OpType::malloc);
+      const OpType t =
+          rs.count % 3 == 0 ? OpType::stream_sync : (rs.count % 3 == 1 ? OpType::device_sync : OpType::malloc);
       return HostCall{a, t, stream(rs.stream_a), t == OpType::malloc ? 4096 : 1};
     }
     case RoundKind::sleep: return Sleep{a, rs.duration * core::kUs};

@@ -60,7 +60,8 @@ rc::Gen<Shape> gen_shape() {
     Shape s;
     s.ranks = *rc::gen::inRange(2, 9);
     s.streams = *rc::gen::inRange(1, 4);
-    s.comm_masks = *rc::gen::container<std::vector<uint32_t>>(*rc::gen::inRange(0, 3), rc::gen::inRange<uint32_t>(0, 256));
+    s.comm_masks =
+        *rc::gen::container<std::vector<uint32_t>>(*rc::gen::inRange(0, 3), rc::gen::inRange<uint32_t>(0, 256));
     const int n = *rc::gen::inRange(1, 30);
     for (int i = 0; i < n; ++i) s.rounds.push_back(gen_well_matched_round());
     s.config.concurrency = *rc::gen::inRange(0, 2);

@@ -32,7 +32,8 @@ core::Finding finding_from_json(const nlohmann::json& j) {
   for (const auto& d : j.value("details", nlohmann::json::array())) f.details.push_back(d.get<std::string>());
   for (const auto& s : j.value("sites", nlohmann::json::array()))
     f.sites.push_back(core::Site{s.value("rank", -1), s.value("actor", std::string()), s.value("comm", std::string()),
-                                 s.value("cseq", int64_t{-1}), s.value("what", std::string()), s.value("origin", std::string())});
+                                 s.value("cseq", int64_t{-1}), s.value("what", std::string()),
+                                 s.value("origin", std::string())});
   return f;
 }
 
@@ -85,10 +86,7 @@ GpuOutcome run_on_gpu(const GpuJob& job, const GpuRunOptions& opts, report::RunR
   const core::Time timeout = opts.hang_timeout.value_or(job.hang_timeout);
   std::vector<std::string> args = {self_exe(), "gpu-child", job.file, "--result", result_path,
                                    "--hang-timeout", fmt::format("{}", static_cast<double>(timeout) / core::kSec)};
-  if (!opts.trace.empty()) {
-    args.push_back("--trace");
-    args.push_back(opts.trace);
-  }
+  if (!opts.trace.empty()) args.insert(args.end(), {"--trace", opts.trace});
   // CUDA reads CUDA_MODULE_LOADING once, when it starts: hence a child per scenario.
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
@@ -98,7 +96,8 @@ GpuOutcome run_on_gpu(const GpuJob& job, const GpuRunOptions& opts, report::RunR
       continue;
     env.emplace_back(kv);
   }
-  env.push_back(fmt::format("CUDA_MODULE_LOADING={}", job.module_loading == core::ModuleLoading::eager ? "EAGER" : "LAZY"));
+  env.push_back(
+      fmt::format("CUDA_MODULE_LOADING={}", job.module_loading == core::ModuleLoading::eager ? "EAGER" : "LAZY"));
   env.push_back("NCCL_NVLS_ENABLE=0");  // NVLink multicast can take shared GPUs out of service
   // runtime_connect = false: NCCL connects collectives' channels at init; p2p peers are connected at
   // first contact whatever this says (NCCL's p2pTaskAppend marks them for a preconnect).
@@ -136,7 +135,8 @@ GpuOutcome run_on_gpu(const GpuJob& job, const GpuRunOptions& opts, report::RunR
   try {
     in >> out.result;
   } catch (const nlohmann::json::exception& e) {
-    return failed(GpuFailure::failed, fmt::format("the GPU run ended ({}) with an unreadable result: {}", ended, e.what()));
+    return failed(GpuFailure::failed,
+                  fmt::format("the GPU run ended ({}) with an unreadable result: {}", ended, e.what()));
   }
   std::filesystem::remove(result_path);
   if (out.result.contains("error")) {

@@ -66,7 +66,8 @@ core::RunResult ended_by(core::RunResult r, core::Finding f, core::Time now) {
   // The earliest failure decides (verify/findings.h): a misalignment the checker found before
   // NCCL rejected a call comes first.
   f.time = now;
-  const auto at = std::find_if(r.findings.begin(), r.findings.end(), [&](const core::Finding& g) { return g.time > f.time; });
+  const auto at =
+      std::find_if(r.findings.begin(), r.findings.end(), [&](const core::Finding& g) { return g.time > f.time; });
   r.findings.insert(at, std::move(f));
   r.verdict = r.findings.front().verdict;
   return r;
@@ -100,7 +101,8 @@ int gpu_child_main(const GpuChildArgs& args) {
 
   real::RealConfig cfg;
   cfg.module_loading = p.config.module_loading;
-  cfg.hang_timeout = args.hang_timeout_s > 0 ? static_cast<core::Time>(args.hang_timeout_s * core::kSec) : p.hang_timeout;
+  cfg.hang_timeout =
+      args.hang_timeout_s > 0 ? static_cast<core::Time>(args.hang_timeout_s * core::kSec) : p.hang_timeout;
   std::unique_ptr<real::RealRuntime> rt;
   cfg.on_hang = [&](const std::vector<core::Event>&) {
     std::lock_guard<std::mutex> lock(finish_mu);

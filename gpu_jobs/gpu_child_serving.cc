@@ -76,7 +76,8 @@ int gpu_child_serving(const GpuChildArgs& args, const toml::table& root, uint64_
 
   real::RealConfig cfg;
   cfg.module_loading = runtime.module_loading;
-  cfg.hang_timeout = args.hang_timeout_s > 0 ? static_cast<core::Time>(args.hang_timeout_s * core::kSec) : kServingHangTimeout;
+  cfg.hang_timeout =
+      args.hang_timeout_s > 0 ? static_cast<core::Time>(args.hang_timeout_s * core::kSec) : kServingHangTimeout;
   std::unique_ptr<real::RealRuntime> rt;
   cfg.on_hang = [&](const std::vector<core::Event>&) {
     // The event bus is held: nothing else publishes while the result is written.

@@ -66,7 +66,8 @@ OpIndex index_ops(const FrJob& job) {
   for (const auto& [rank, dump] : job.by_rank) index[rank].assign(dump->entries.size(), nullptr);
   auto add = [&index](const FrOp& op) {
     std::vector<const FrOp*>& ops = index.at(op.dump->rank);
-    PPSPEC_ASSERT(op.order < ops.size() && ops[op.order] == nullptr, "record {} of rank {} indexed twice", op.order, op.dump->rank);
+    PPSPEC_ASSERT(op.order < ops.size() && ops[op.order] == nullptr, "record {} of rank {} indexed twice", op.order,
+                  op.dump->rank);
     ops[op.order] = &op;
   };
   for (const FrJobGroup& g : job.groups)
@@ -85,7 +86,8 @@ std::string agreed_call_site(const FrJobGroup& g, int64_t seq) {
   std::optional<std::string> site;
   for (size_t m = 0; m < g.lanes.size(); ++m) {
     if (!g.dumped[m]) continue;
-    const auto it = std::find_if(g.lanes[m].begin(), g.lanes[m].end(), [seq](const FrOp& op) { return op.entry->collective_seq_id == seq; });
+    const auto it = std::find_if(g.lanes[m].begin(), g.lanes[m].end(),
+                                 [seq](const FrOp& op) { return op.entry->collective_seq_id == seq; });
     if (it == g.lanes[m].end()) return "";
     const std::vector<std::string> frames = verify::user_frames(*it->entry, 1);
     if (frames.empty() || (site && *site != frames[0])) return "";
@@ -104,8 +106,9 @@ bool fused(const FrEntry& e) {
 // A kind programs have no counterpart of, which runs as an all_reduce of its input.
 bool runs_as_all_reduce(traces::FrKind k) {
   using traces::FrKind;
-  return k == FrKind::reduce || k == FrKind::reduce_oop || k == FrKind::reduce_scatter || k == FrKind::reduce_scatter_base ||
-         k == FrKind::reduce_scatter_tensor_coalesced || k == FrKind::gather || k == FrKind::scatter;
+  return k == FrKind::reduce || k == FrKind::reduce_oop || k == FrKind::reduce_scatter ||
+         k == FrKind::reduce_scatter_base || k == FrKind::reduce_scatter_tensor_coalesced || k == FrKind::gather ||
+         k == FrKind::scatter;
 }
 
 int64_t numel(const std::vector<int64_t>& dims) {
@@ -147,7 +150,9 @@ program::ProgramOp op_of(const FrOp& fr, const FrEntry& e, size_t member, const 
   op.comm = comm_name(g);
   const std::string torch = tensor < e.input_dtypes.size() ? e.input_dtypes[tensor] : "Byte";
   const std::optional<core::Dtype> dtype = traces::parse_torch_dtype(torch);
-  if (!dtype) throw core::InputError(file, 0, fmt::format("record {}: dtype {} has no counterpart in ppspec", e.record_id, torch));
+  if (!dtype)
+    throw core::InputError(file, 0,
+                           fmt::format("record {}: dtype {} has no counterpart in ppspec", e.record_id, torch));
   op.dtype = *dtype;
   op.count = elements(e, tensor, file);
   if (program::is_p2p_op(op.type)) op.peer = e.peer;
@@ -168,12 +173,15 @@ void refuse_uneven_all_to_all(const FrOp& fr, const FrJob& job) {
   const auto mine = verify::all_to_all_totals(*fr.entry);
   for (const auto& lane : g.lanes)
     for (const FrOp& other : lane)
-      if (other.entry->collective_seq_id == fr.entry->collective_seq_id && verify::all_to_all_totals(*other.entry) != mine)
-        throw core::InputError(fr.dump->file, 0, fmt::format("record {}: an all_to_all of uneven splits (rank {} sends {}, rank {} {}): its "
-                                                             "per-peer sizes are not in the dumps, and a program's all_to_all moves one "
-                                                             "count between every pair",
-                                                             fr.entry->record_id, fr.dump->rank, mine.first, other.dump->rank,
-                                                             verify::all_to_all_totals(*other.entry).first));
+      if (other.entry->collective_seq_id == fr.entry->collective_seq_id &&
+          verify::all_to_all_totals(*other.entry) != mine)
+        throw core::InputError(
+            fr.dump->file, 0,
+            fmt::format("record {}: an all_to_all of uneven splits (rank {} sends {}, rank {} {}): its "
+                        "per-peer sizes are not in the dumps, and a program's all_to_all moves one "
+                        "count between every pair",
+                        fr.entry->record_id, fr.dump->rank, mine.first, other.dump->rank,
+                        verify::all_to_all_totals(*other.entry).first));
 }
 
 program::ProgramOp bare(program::OpType type, const std::string& stream = "") {
@@ -192,11 +200,16 @@ class StreamNames {
   std::optional<size_t> recorded(const FrEntry& e, const std::string& file) {
     if (!recorded_) return std::nullopt;
     const size_t dot = e.thread.find('.'), space = e.thread.find(' ');
-    const std::string name = dot == std::string::npos ? "" : e.thread.substr(dot + 1, space == std::string::npos ? std::string::npos : space - dot - 1);
-    if (name.empty()) throw core::InputError(file, 0, fmt::format("record {}: no stream recorded ('{}')", e.record_id, e.thread));
+    const std::string name =
+        dot == std::string::npos
+            ? ""
+            : e.thread.substr(dot + 1, space == std::string::npos ? std::string::npos : space - dot - 1);
+    if (name.empty())
+      throw core::InputError(file, 0, fmt::format("record {}: no stream recorded ('{}')", e.record_id, e.thread));
     const auto it = std::find(names_.begin(), names_.end(), name);
     if (it != names_.end()) return static_cast<size_t>(it - names_.begin());
-    if (names_.size() == verify::kFrStreamsMax) throw core::InputError(file, 0, fmt::format("more than {} streams on one rank", verify::kFrStreamsMax));
+    if (names_.size() == verify::kFrStreamsMax)
+      throw core::InputError(file, 0, fmt::format("more than {} streams on one rank", verify::kFrStreamsMax));
     names_.push_back(name);
     return names_.size() - 1;
   }
@@ -239,7 +252,8 @@ program::ThreadProgram thread_of(const traces::FrDump& dump, const std::vector<c
     }
     if (fr->coalesced != SIZE_MAX && !in_group) t.ops.push_back(bare(program::OpType::group_start));
     in_group = in_group || fr->coalesced != SIZE_MAX;
-    const std::vector<const FrEntry*> records = fr->composite() ? std::vector<const FrEntry*>{} : std::vector<const FrEntry*>{fr->entry};
+    const std::vector<const FrEntry*> records =
+        fr->composite() ? std::vector<const FrEntry*>{} : std::vector<const FrEntry*>{fr->entry};
     for (size_t m : fr->members) {
       program::ProgramOp op = op_of(*fr, dump.entries.at(m), static_cast<size_t>(&m - fr->members.data()), job);
       op.stream = names.name(at.stream);
@@ -292,7 +306,8 @@ void add_assumptions(const OpIndex& index, const ImportOptions& options, Importe
   });
   if (broadcasts) out.notes.push_back("broadcast roots are not in Flight Recorder dumps: each broadcast's root is its group's first member");
   const bool reductions = std::any_of(index.begin(), index.end(), [](const auto& kv) {
-    return std::any_of(kv.second.begin(), kv.second.end(), [](const FrOp* op) { return op != nullptr && runs_as_all_reduce(op->entry->kind); });
+    return std::any_of(kv.second.begin(), kv.second.end(),
+                       [](const FrOp* op) { return op != nullptr && runs_as_all_reduce(op->entry->kind); });
   });
   if (reductions)
     out.notes.push_back("each reduce_scatter, reduce, gather and scatter runs as an all_reduce of what every member holds alike "
@@ -319,7 +334,8 @@ Imported import_flight_recorder(const traces::FrDumpSet& set, const std::string&
   int ranks = job.by_rank.empty() ? 0 : job.by_rank.rbegin()->first + 1;
   for (const FrJobGroup& g : job.groups) {
     const bool used = std::any_of(g.lanes.begin(), g.lanes.end(), [](const auto& lane) { return !lane.empty(); }) ||
-                      std::any_of(job.channels.begin(), job.channels.end(), [&](const verify::FrChannel& c) { return &job.groups[c.group] == &g; });
+                      std::any_of(job.channels.begin(), job.channels.end(),
+                                  [&](const verify::FrChannel& c) { return &job.groups[c.group] == &g; });
     if (!used) continue;
     p.comms.push_back(program::CommDecl{comm_name(g), std::vector<core::RankId>(g.ranks.begin(), g.ranks.end())});
     for (const int r : g.ranks) ranks = std::max(ranks, r + 1);
@@ -337,9 +353,10 @@ Imported import_flight_recorder(const traces::FrDumpSet& set, const std::string&
     out.notes.push_back(fmt::format("rank {} left no dump: it posts nothing in the scenario", r));
   }
   p.streams = out.stream_names.empty() ? std::vector<std::string>{"s0"} : out.stream_names;
-  if (!options.recorded_streams) std::sort(p.streams.begin(), p.streams.end(), [](const std::string& a, const std::string& b) {
-    return a.size() != b.size() ? a.size() < b.size() : a < b;  // s0, s1, ..., s10
-  });
+  if (!options.recorded_streams)
+    std::sort(p.streams.begin(), p.streams.end(), [](const std::string& a, const std::string& b) {
+      return a.size() != b.size() ? a.size() < b.size() : a < b;  // s0, s1, ..., s10
+    });
   // A dump records a call before NCCL connects its peers, so it cannot tell whether the host blocked
   // there (R1); connecting every communicator at creation keeps each host posting what it recorded.
   p.config.runtime_connect = false;

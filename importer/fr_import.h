@@ -52,6 +52,7 @@ struct ImportOptions {
 
 // `name` names the scenario; `set.where` (the folder or file the dumps came from) goes in its
 // description.
-Imported import_flight_recorder(const traces::FrDumpSet& set, const std::string& name, const ImportOptions& options = {});
+Imported import_flight_recorder(const traces::FrDumpSet& set, const std::string& name,
+                                const ImportOptions& options = {});
 
 }  // namespace ppspec::importer

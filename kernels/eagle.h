@@ -44,8 +44,8 @@ PPSPEC_HD inline EagleState eagle_fuse(int32_t num_taps, const uint32_t (*words)
 }
 
 // One autoregressive forward: the draft after `tok` at `pos`.
-PPSPEC_HD inline int64_t eagle_step(EagleState& s, int64_t tok, int64_t pos, Span<const uint32_t> draft_embed, uint32_t r,
-                                    int32_t vocab) {
+PPSPEC_HD inline int64_t eagle_step(EagleState& s, int64_t tok, int64_t pos, Span<const uint32_t> draft_embed,
+                                    uint32_t r, int32_t vocab) {
   const uint32_t e = draft_embed[tok];
   s.h += e * pow32(r, static_cast<uint64_t>(pos));
   s.d = mix32(s.d ^ e);

@@ -24,8 +24,8 @@ PPSPEC_HD inline uint32_t target_weight(uint32_t h, int64_t greedy, int64_t v, u
 }
 
 PPSPEC_HD inline uint64_t uniform(int64_t seed, int64_t out_index, uint32_t purpose) {
-  return mix64(static_cast<uint64_t>(seed) * 0x100000001B3ULL ^ static_cast<uint64_t>(out_index) * 0x9E3779B97F4A7C15ULL ^
-               purpose);
+  return mix64(static_cast<uint64_t>(seed) * 0x100000001B3ULL ^
+               static_cast<uint64_t>(out_index) * 0x9E3779B97F4A7C15ULL ^ purpose);
 }
 
 // Samples from the target weights, excluding `skip` (or none with skip = -1).
@@ -89,7 +89,8 @@ struct RejectionSampleKernel {
           uint64_t total = 0;
           for (int64_t v = 0; v < vocab; ++v) total += target_weight(row_h, row_greedy, v, row_spread);
           const uint64_t u = uniform(seeds[r], j, 0) & ((1ULL << kUniformBits) - 1);
-          accepted = u * total < static_cast<uint64_t>(target_weight(row_h, row_greedy, draft, row_spread)) << kUniformBits;
+          accepted = u * total < static_cast<uint64_t>(target_weight(row_h, row_greedy, draft, row_spread))
+                                     << kUniformBits;
           tok = accepted ? draft : sample_target(row_h, row_greedy, row_spread, vocab, draft, uniform(seeds[r], j, 1));
         } else {
           accepted = false;

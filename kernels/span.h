@@ -55,7 +55,11 @@ struct Span {
   // A Span<T> is a Span<const T> (what was checked as a write is checked for reads).
   template <typename U, typename = std::enable_if_t<std::is_same_v<const U, T> && !std::is_same_v<U, T>>>
   PPSPEC_HD Span(const Span<U>& other)
-      : data(other.data), size(other.size), memo_first(other.memo_first), memo_end(other.memo_end), memo_item(other.memo_item),
+      : data(other.data),
+        size(other.size),
+        memo_first(other.memo_first),
+        memo_end(other.memo_end),
+        memo_item(other.memo_item),
         memo_run(other.memo_run) {}
 #if !defined(__CUDACC__)
   // Host code and tests: a view of a whole container (std::vector, std::array).
@@ -139,9 +143,12 @@ struct Span {
     const auto begin = reinterpret_cast<uintptr_t>(checked.begin);
     const auto end = reinterpret_cast<uintptr_t>(checked.end);
     const auto element = static_cast<uintptr_t>(sizeof(T));
-    if (begin > base + static_cast<uintptr_t>(first) * element || end < base + static_cast<uintptr_t>(first + n) * element) return;
+    if (begin > base + static_cast<uintptr_t>(first) * element ||
+        end < base + static_cast<uintptr_t>(first + n) * element)
+      return;
     memo_first = begin <= base ? 0 : static_cast<int64_t>((begin - base + element - 1) / element);
-    memo_end = end >= base + static_cast<uintptr_t>(size) * element ? size : static_cast<int64_t>((end - base) / element);
+    memo_end =
+        end >= base + static_cast<uintptr_t>(size) * element ? size : static_cast<int64_t>((end - base) / element);
     memo_item = t_access_item;
     // The run continues past this view's memo only if the memo reaches the run's end exactly.
     memo_run = end == base + static_cast<uintptr_t>(memo_end) * element ? checked.run : 0;

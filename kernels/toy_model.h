@@ -35,7 +35,8 @@ struct ToyConsts {
 // The slot of position `pos` of the request whose block table row is `blocks`; PAD when the block
 // is the null block or the position has no block. Views are passed by reference here and below:
 // what a view remembers of the accesses it has told (kernels/span.h) stays with the caller's.
-PPSPEC_HD inline int64_t slot_of(const Span<const int32_t>& blocks, int32_t max_blocks, int32_t block_size, int64_t pos) {
+PPSPEC_HD inline int64_t slot_of(const Span<const int32_t>& blocks, int32_t max_blocks, int32_t block_size,
+                                 int64_t pos) {
   const int64_t b = pos / block_size;
   if (b >= max_blocks) return kPadSlot;
   const int32_t block = blocks[b];
@@ -67,7 +68,9 @@ struct BlockRow {
 
 // A power-of-two count of lanes up to 16 (every shape the toy model has): a row of them fills the
 // 16 accumulators of add_by_16 evenly, so a block's rows are summed as one contiguous range.
-PPSPEC_HD inline bool fills_accumulators(int32_t lanes) { return lanes >= 1 && lanes <= 16 && (lanes & (lanes - 1)) == 0; }
+PPSPEC_HD inline bool fills_accumulators(int32_t lanes) {
+  return lanes >= 1 && lanes <= 16 && (lanes & (lanes - 1)) == 0;
+}
 
 // Adds, for positions from..last of a request, the KV values of lanes [j0, j0+nj) into sum[0..nj):
 // `kv` is [slots, stride]. Walks the block table a block at a time (attention over the paged cache);
@@ -197,7 +200,8 @@ struct EmbedKernel {
     const int64_t pos = in.positions[i];
     if (in.slots[i] != kPadSlot) ctx_kv[in.slots[i]] = embed_ctx[tok] * pow32(r, static_cast<uint64_t>(pos));
     for (int32_t j = 0; j < lane_count; ++j)
-      x[x0 + j] = embed_deep[static_cast<int64_t>(tok) * lanes + lane_begin + j] ^ mix32(static_cast<uint32_t>(pos) + 1U);
+      x[x0 + j] =
+          embed_deep[static_cast<int64_t>(tok) * lanes + lane_begin + j] ^ mix32(static_cast<uint32_t>(pos) + 1U);
   }
 };
 
@@ -304,7 +308,8 @@ struct LayerOutKernel {
       for (int32_t j = 0; j < lane_count; ++j) sum[j] = y[i * lanes + lane_begin + j];
       uint32_t ctx[kChunk];
       const bool carry_ok = disjoint(x, kv) && disjoint(x, in.block_table);
-      context_of_row(carry, carry_ok, i, req, blocks, in.max_blocks, in.block_size, in.positions[i], kv, lane_count, ctx);
+      context_of_row(carry, carry_ok, i, req, blocks, in.max_blocks, in.block_size, in.positions[i], kv, lane_count,
+                     ctx);
       for (int32_t j = 0; j < lane_count; ++j) x[x0 + j] = mix32(sum[j] + ctx[j]);
       return;
     }
@@ -336,7 +341,9 @@ struct HeadPartialKernel {
 };
 
 // The greedy next token of a row from its context lane and its deep-lane hash.
-PPSPEC_HD inline int64_t ctx_token(uint32_t c, int32_t vocab) { return mix32(c ^ 0x01234567U) % static_cast<uint32_t>(vocab); }
+PPSPEC_HD inline int64_t ctx_token(uint32_t c, int32_t vocab) {
+  return mix32(c ^ 0x01234567U) % static_cast<uint32_t>(vocab);
+}
 PPSPEC_HD inline int64_t greedy_token(uint32_t c, uint32_t h, int32_t vocab, uint32_t accept_1024) {
   const uint32_t g = mix32(h);
   if (mix32(g ^ 0xA5A5A5A5U) % 1024U < accept_1024) return ctx_token(c, vocab);

@@ -27,7 +27,8 @@ void check(std::string_view input) {
   size_t begin = 0;
   while (dumps.size() < kDumpsMax) {
     const size_t end = input.find(kSeparator, begin);
-    const std::string_view part = input.substr(begin, end == std::string_view::npos ? std::string_view::npos : end - begin);
+    const std::string_view part =
+        input.substr(begin, end == std::string_view::npos ? std::string_view::npos : end - begin);
     const int rank = static_cast<int>(dumps.size());
     dumps.push_back(traces::parse_fr_dump(std::string(part), "rank_" + std::to_string(rank), rank));
     if (end == std::string_view::npos) break;

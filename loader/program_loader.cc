@@ -99,7 +99,8 @@ std::string join(const std::vector<std::string>& v) {
 void read_op_stream(TableReader& r, const Program& p, ProgramOp& op, bool required) {
   auto s = r.string("stream");
   if (!s) {
-    if (required) r.fail_here(fmt::format("'{}' needs a 'stream' (one of: {})", program::to_string(op.type), join(p.streams)));
+    if (required)
+      r.fail_here(fmt::format("'{}' needs a 'stream' (one of: {})", program::to_string(op.type), join(p.streams)));
     op.stream = p.streams.front();
     return;
   }
@@ -111,7 +112,8 @@ void read_op_stream(TableReader& r, const Program& p, ProgramOp& op, bool requir
 // A name the operation cannot go without: its kernel, event, flag or graph (`article` for the message).
 std::string read_required_name(TableReader& r, OpType type, const char* key, const char* article) {
   auto name = r.string(key);
-  if (!name || name->empty()) r.fail_here(fmt::format("'{}' needs {} '{}' name", program::to_string(type), article, key));
+  if (!name || name->empty())
+    r.fail_here(fmt::format("'{}' needs {} '{}' name", program::to_string(type), article, key));
   return *name;
 }
 
@@ -132,14 +134,16 @@ void read_comm_op(TableReader& r, const Program& p, core::RankId rank, ProgramOp
     // torch's names are aliases: dst (a send's peer), src (a receive's peer, a broadcast's root).
     const char* own = op.type == OpType::broadcast ? "root" : "peer";
     const char* torch = op.type == OpType::send ? "dst" : "src";
-    if (r.has(own) && r.has(torch)) r.fail(torch, fmt::format("'{}' and '{}' name the same rank: give one", own, torch));
+    if (r.has(own) && r.has(torch))
+      r.fail(torch, fmt::format("'{}' and '{}' name the same rank: give one", own, torch));
     const char* key = r.has(torch) ? torch : own;
     auto peer = r.integer(key, 0, p.num_ranks - 1);
     if (!peer) r.fail_here(fmt::format("'{}' needs a '{}' (a global rank)", program::to_string(op.type), key));
     op.peer = static_cast<core::RankId>(*peer);
     if (!member(*c, op.peer)) r.fail(key, fmt::format("rank {} is not a member of communicator '{}'", op.peer, *comm));
   }
-  op.dtype = r.choice<core::Dtype>("dtype", core::parse_dtype_or_torch, core::dtype_names_with_torch()).value_or(core::Dtype::f32);
+  op.dtype = r.choice<core::Dtype>("dtype", core::parse_dtype_or_torch, core::dtype_names_with_torch())
+                 .value_or(core::Dtype::f32);
   op.count = r.integer("count", 0, int64_t{1} << 32).value_or(1);
   op.label = r.string_or("label", "");
   op.step = r.integer("step", 0, int64_t{1} << 40).value_or(-1);
@@ -252,7 +256,8 @@ void check_thread(const std::string& file, const program::ThreadProgram& tp, cor
                                program::to_string(op.type)));
         const bool begin = op.type == OpType::capture_begin;
         if (begin && capturing[op.stream]) fail(op, fmt::format("stream '{}' is already capturing", op.stream));
-        if (!begin && !capturing[op.stream]) fail(op, fmt::format("capture_end on stream '{}', which is not capturing", op.stream));
+        if (!begin && !capturing[op.stream])
+          fail(op, fmt::format("capture_end on stream '{}', which is not capturing", op.stream));
         if (!begin && graphs.count(op.graph) > 0) fail(op, fmt::format("graph '{}' is captured twice", op.graph));
         capturing[op.stream] = begin;
         captures += begin ? 1 : -1;
@@ -260,7 +265,8 @@ void check_thread(const std::string& file, const program::ThreadProgram& tp, cor
         break;
       }
       case OpType::graph_launch:
-        if (!graphs.count(op.graph)) fail(op, fmt::format("graph '{}' is launched before any capture_end names it", op.graph));
+        if (!graphs.count(op.graph))
+          fail(op, fmt::format("graph '{}' is launched before any capture_end names it", op.graph));
         if (capturing[op.stream])
           fail(op, fmt::format("graph_launch into stream '{}' while it is capturing: CUDA rejects it (\"operation not "
                                "permitted when stream is capturing\", measured on H200 with CUDA 13.0)",
@@ -268,7 +274,8 @@ void check_thread(const std::string& file, const program::ThreadProgram& tp, cor
         break;
       case OpType::wait_event:
       case OpType::event_sync:
-        if (!recorded_events.count(op.event)) fail(op, fmt::format("event '{}' is never recorded on rank {}", op.event, rank));
+        if (!recorded_events.count(op.event))
+          fail(op, fmt::format("event '{}' is never recorded on rank {}", op.event, rank));
         break;
       case OpType::record:
         if (capturing[op.stream]) fail(op, "recording events inside a graph capture is not simulated");
@@ -282,9 +289,13 @@ void check_thread(const std::string& file, const program::ThreadProgram& tp, cor
       default: break;
     }
   }
-  if (group != 0) throw core::InputError(file, line, fmt::format("rank {} thread '{}': group_start without group_end", rank, tp.name));
+  if (group != 0)
+    throw core::InputError(file, line,
+                           fmt::format("rank {} thread '{}': group_start without group_end", rank, tp.name));
   for (const auto& [s, on] : capturing)
-    if (on) throw core::InputError(file, line, fmt::format("rank {} thread '{}': stream '{}' never ends its capture", rank, tp.name, s));
+    if (on)
+      throw core::InputError(file, line,
+                             fmt::format("rank {} thread '{}': stream '{}' never ends its capture", rank, tp.name, s));
 }
 
 // Captures across the threads of one rank. A stream one thread captures is that thread's alone:
@@ -298,7 +309,8 @@ void check_rank_captures(const std::string& file, const std::vector<program::Thr
   for (size_t t = 0; t < threads.size(); ++t)
     for (const ProgramOp& op : threads[t].ops) {
       auto fail = [&](const std::string& msg) {
-        throw core::InputError(file, line_of_op(op, line), fmt::format("rank {} thread '{}': {}", rank, threads[t].name, msg));
+        throw core::InputError(file, line_of_op(op, line),
+                               fmt::format("rank {} thread '{}': {}", rank, threads[t].name, msg));
       };
       if (op.type == OpType::capture_begin) {
         const auto [it, fresh] = capturer.emplace(op.stream, t);
@@ -309,7 +321,8 @@ void check_rank_captures(const std::string& file, const std::vector<program::Thr
       }
       if (op.type == OpType::capture_end) {
         const auto [it, fresh] = graph_owner.emplace(op.graph, t);
-        if (!fresh && it->second != t) fail(fmt::format("graph '{}' is captured by thread '{}' too", op.graph, threads[it->second].name));
+        if (!fresh && it->second != t)
+          fail(fmt::format("graph '{}' is captured by thread '{}' too", op.graph, threads[it->second].name));
       }
     }
   for (size_t t = 0; t < threads.size(); ++t)
@@ -382,9 +395,11 @@ void check_key_depth(std::string_view text, const std::string& file) {
 
 // A host thread is named rank<N>.<thread> in reports, as a stream is rank<N>.<stream>: the two
 // must not collide, and the name must print on one line.
-void check_thread_name(const std::string& file, const Program& p, std::string_view name, int line, const std::string& where) {
-  const bool printable = !name.empty() && name.size() <= kNameBytesMax &&
-                         std::all_of(name.begin(), name.end(), [](char c) { return static_cast<unsigned char>(c) >= 0x20 && c != 0x7f; });
+void check_thread_name(const std::string& file, const Program& p, std::string_view name, int line,
+                       const std::string& where) {
+  const bool printable =
+      !name.empty() && name.size() <= kNameBytesMax &&
+      std::all_of(name.begin(), name.end(), [](char c) { return static_cast<unsigned char>(c) >= 0x20 && c != 0x7f; });
   if (!printable)
     throw core::InputError(file, line, fmt::format("{}.thread.'{}': a thread name is 1..{} printable characters", where,
                                                    core::printable(name, 60), kNameBytesMax));
@@ -401,7 +416,8 @@ toml::table parse_toml_text(std::string_view text, const std::string& file) {
   try {
     return toml::parse(text, file);
   } catch (const toml::parse_error& e) {
-    throw core::InputError(file, static_cast<int>(e.source().begin.line), fmt::format("TOML syntax: {}", e.description()));
+    throw core::InputError(file, static_cast<int>(e.source().begin.line),
+                           fmt::format("TOML syntax: {}", e.description()));
   }
 }
 
@@ -415,7 +431,8 @@ std::string scenario_kind(const toml::table& root, const std::string& file) {
   const toml::node* k = root.get("kind");
   if (k == nullptr) throw core::InputError(file, 1, "missing top-level key 'kind' (\"program\" or \"serving\")");
   if (!k->is_string())
-    throw core::InputError(file, line_of(*k), fmt::format("'kind': expected \"program\" or \"serving\", found {}", type_name(*k)));
+    throw core::InputError(file, line_of(*k),
+                           fmt::format("'kind': expected \"program\" or \"serving\", found {}", type_name(*k)));
   const std::string& kind = k->as_string()->get();
   if (kind != "program" && kind != "serving")
     throw core::InputError(file, line_of(*k),
@@ -426,13 +443,16 @@ std::string scenario_kind(const toml::table& root, const std::string& file) {
 void read_runtime(TableReader& r, sim::SimConfig& cfg, core::Time* hang_timeout) {
   cfg.module_loading = r.choice<core::ModuleLoading>("module_loading", core::parse_module_loading, "eager, lazy, jit")
                            .value_or(cfg.module_loading);
-  cfg.concurrency = r.choice<core::Concurrency>("concurrency", core::parse_concurrency, "ok, serial").value_or(cfg.concurrency);
-  cfg.on_mismatch = r.choice<core::OnMismatch>("on_mismatch", core::parse_on_mismatch, "report, emulate").value_or(cfg.on_mismatch);
+  cfg.concurrency =
+      r.choice<core::Concurrency>("concurrency", core::parse_concurrency, "ok, serial").value_or(cfg.concurrency);
+  cfg.on_mismatch =
+      r.choice<core::OnMismatch>("on_mismatch", core::parse_on_mismatch, "report, emulate").value_or(cfg.on_mismatch);
   cfg.strict = r.boolean("strict").value_or(cfg.strict);
   cfg.runtime_connect = r.boolean("runtime_connect").value_or(cfg.runtime_connect);
   cfg.eager_bytes = r.integer("eager_bytes", 0, int64_t{1} << 40).value_or(cfg.eager_bytes);
   cfg.unit_bytes = r.integer("unit_bytes", 1, 1 << 20).value_or(cfg.unit_bytes);
-  cfg.max_steps = static_cast<uint64_t>(r.integer("max_steps", 1, int64_t{1} << 50).value_or(static_cast<int64_t>(cfg.max_steps)));
+  cfg.max_steps =
+      static_cast<uint64_t>(r.integer("max_steps", 1, int64_t{1} << 50).value_or(static_cast<int64_t>(cfg.max_steps)));
   if (auto ms = r.number("max_time_ms", 0.001, 1e12)) cfg.max_time = static_cast<core::Time>(*ms * core::kMs);
   cfg.jitter = r.number("jitter", 0, sim::kMaxJitter).value_or(cfg.jitter);
   // Keys that mean something for one kind of scenario only: the watchdog of real GPUs (programs),
@@ -440,7 +460,8 @@ void read_runtime(TableReader& r, sim::SimConfig& cfg, core::Time* hang_timeout)
   const bool program = hang_timeout != nullptr;
   if (program && r.has("memory_budget_mb"))
     r.fail("memory_budget_mb", "program scenarios' buffers are modelled by size only and take no memory");
-  if (!program && r.has("hang_timeout_s")) r.fail("hang_timeout_s", "serving scenarios run on the simulator only (no watchdog)");
+  if (!program && r.has("hang_timeout_s"))
+    r.fail("hang_timeout_s", "serving scenarios run on the simulator only (no watchdog)");
   if (auto mb = r.integer("memory_budget_mb", 1, int64_t{1} << 30)) cfg.memory_budget_bytes = *mb << 20;
   // The race detector watches backed buffers, which only serving runs have; a delayed stream
   // makes a race show in the outputs too (sim/race_detector.h).
@@ -449,7 +470,8 @@ void read_runtime(TableReader& r, sim::SimConfig& cfg, core::Time* hang_timeout)
   cfg.detect_races = r.boolean("race_detection").value_or(cfg.detect_races);
   if (auto name = r.string("delay_stream")) {
     if (*name != "main" && *name != "side")
-      r.fail("delay_stream", fmt::format("'{}' is not a stream of the engine (main, side)", core::printable(*name, 60)));
+      r.fail("delay_stream",
+             fmt::format("'{}' is not a stream of the engine (main, side)", core::printable(*name, 60)));
     cfg.delayed_stream = *name;
     cfg.stream_delay = 50 * core::kUs;
   }
@@ -469,7 +491,8 @@ void read_runtime(TableReader& r, sim::SimConfig& cfg, core::Time* hang_timeout)
     us("kernel_us", m.kernel);
     us("kernel_per_kwork_us", m.kernel_per_kwork);
     us("comm_latency_us", m.comm_latency);
-    if (auto g = c.number("comm_gbps", 0.001, 1e6)) m.comm_bytes_per_us = std::max<int64_t>(1, std::llround(*g * 1000.0));
+    if (auto g = c.number("comm_gbps", 0.001, 1e6))
+      m.comm_bytes_per_us = std::max<int64_t>(1, std::llround(*g * 1000.0));
     us("module_load_us", m.module_load);
     us("jit_compile_us", m.jit_compile);
     us("comm_init_us", m.comm_init);
@@ -508,13 +531,16 @@ program::CommDecl read_communicator(TableReader& c, const Program& p) {
   if (find_comm(p, *name) != nullptr) c.fail("name", fmt::format("communicator '{}' declared twice", *name));
   d.name = *name;
   const toml::array* members = c.array("ranks");
-  if (members == nullptr || members->empty()) c.fail_here("missing 'ranks' (the global ranks of its members, in order)");
+  if (members == nullptr || members->empty())
+    c.fail_here("missing 'ranks' (the global ranks of its members, in order)");
   for (const auto& m : *members) {
     if (!m.is_integer() || m.as_integer()->get() < 0 || m.as_integer()->get() >= p.num_ranks)
-      throw core::InputError(c.file(), line_of(m),
-                             fmt::format("communicator '{}': ranks must be integers in [0, {}]", d.name, p.num_ranks - 1));
+      throw core::InputError(
+          c.file(), line_of(m),
+          fmt::format("communicator '{}': ranks must be integers in [0, {}]", d.name, p.num_ranks - 1));
     const auto r = static_cast<core::RankId>(m.as_integer()->get());
-    if (member(d, r)) throw core::InputError(c.file(), line_of(m), fmt::format("communicator '{}': rank {} listed twice", d.name, r));
+    if (member(d, r))
+      throw core::InputError(c.file(), line_of(m), fmt::format("communicator '{}': rank {} listed twice", d.name, r));
     d.ranks.push_back(r);
   }
   c.finish("name, ranks");
@@ -559,8 +585,10 @@ std::vector<program::ThreadProgram> read_rank_threads(Context& ctx, const toml::
   if (th->empty()) rr.fail("thread", "declare at least one thread");
   for (const auto& [tk, tn] : *th) {
     check_thread_name(ctx.file, ctx.p, tk.str(), line_of(tn), where);
-    if (!tn.is_table()) throw core::InputError(ctx.file, line_of(tn), fmt::format("{}.thread.{}: expected a table", where, tk.str()));
-    threads.push_back(read_thread(ctx, *tn.as_table(), r, fmt::format("[rank.{}.thread.{}]", r, tk.str()), std::string(tk.str())));
+    if (!tn.is_table())
+      throw core::InputError(ctx.file, line_of(tn), fmt::format("{}.thread.{}: expected a table", where, tk.str()));
+    threads.push_back(
+        read_thread(ctx, *tn.as_table(), r, fmt::format("[rank.{}.thread.{}]", r, tk.str()), std::string(tk.str())));
   }
   return threads;
 }
@@ -577,7 +605,8 @@ void read_rank_tables(Context& ctx, TableReader& top) {
     const core::RankId r = rank_of_table(ctx.file, p, k, node);
     if (seen[static_cast<size_t>(r)])
       throw core::InputError(ctx.file, line_of(node), fmt::format("[rank.{}]: rank {} is described twice", k, r));
-    if (!node.is_table()) throw core::InputError(ctx.file, line_of(node), fmt::format("[rank.{}]: expected a table", k));
+    if (!node.is_table())
+      throw core::InputError(ctx.file, line_of(node), fmt::format("[rank.{}]: expected a table", k));
     seen[static_cast<size_t>(r)] = true;
     p.ranks[static_cast<size_t>(r)] = read_rank_threads(ctx, *node.as_table(), r);
   }
@@ -641,7 +670,9 @@ Program read_program(const toml::table& root, const std::string& file) {
   return p;
 }
 
-Program parse_program(std::string_view text, const std::string& file) { return read_program(parse_toml_text(text, file), file); }
+Program parse_program(std::string_view text, const std::string& file) {
+  return read_program(parse_toml_text(text, file), file);
+}
 
 Program load_program_file(const std::string& path) { return read_program(parse_toml_file(path), path); }
 
@@ -649,7 +680,8 @@ namespace {
 
 // The verdicts each kind of scenario can produce, on the simulator and (programs) on GPUs.
 using V = core::Verdict;
-constexpr V kProgramVerdicts[] = {V::pass, V::fifo_misalignment, V::deadlock, V::hazard, V::step_limit, V::invalid_usage};
+constexpr V kProgramVerdicts[] = {V::pass,   V::fifo_misalignment, V::deadlock,
+                                  V::hazard, V::step_limit,        V::invalid_usage};
 constexpr V kProgramGpuVerdicts[] = {V::pass, V::fifo_misalignment, V::hang, V::invalid_usage, V::device_fault};
 // On GPUs the serving monitors run online and the trace checker over what the GPUs posted; a
 // deadlock is a hang there (the watchdog's), and nothing is simulated (no step limit). A kernel
@@ -670,10 +702,12 @@ std::string names_of(std::span<const V> vs) {
   return s;
 }
 
-std::optional<V> read_verdict(TableReader& e, std::string_view key, std::span<const V> allowed, std::string_view whose) {
+std::optional<V> read_verdict(TableReader& e, std::string_view key, std::span<const V> allowed,
+                              std::string_view whose) {
   auto v = e.choice<V>(key, core::parse_verdict, core::verdict_names());
   if (v && std::find(allowed.begin(), allowed.end(), *v) == allowed.end())
-    e.fail(key, fmt::format("{} scenarios never give '{}' (they give: {})", whose, core::to_string(*v), names_of(allowed)));
+    e.fail(key,
+           fmt::format("{} scenarios never give '{}' (they give: {})", whose, core::to_string(*v), names_of(allowed)));
   return v;
 }
 
@@ -683,11 +717,12 @@ std::vector<std::string> read_hazards(const toml::array& hz, const std::string& 
   for (const auto& h : core::kHazardKinds)
     if (kind == "serving" || !h.serving_only) known += fmt::format("{}{}", known.empty() ? "" : ", ", h.name);
   for (const auto& n : hz) {
-    if (!n.is_string()) throw core::InputError(file, line_of(n), "[expect] 'hazards': expected hazard kinds as strings");
+    if (!n.is_string())
+      throw core::InputError(file, line_of(n), "[expect] 'hazards': expected hazard kinds as strings");
     const std::string& name = n.as_string()->get();
-    const bool ok = std::any_of(core::kHazardKinds.begin(), core::kHazardKinds.end(), [&](const core::HazardKindName& h) {
-      return h.name == name && (kind == "serving" || !h.serving_only);
-    });
+    const bool ok = std::any_of(
+        core::kHazardKinds.begin(), core::kHazardKinds.end(),
+        [&](const core::HazardKindName& h) { return h.name == name && (kind == "serving" || !h.serving_only); });
     if (!ok)
       throw core::InputError(file, line_of(n), fmt::format("[expect] 'hazards': '{}' is not a hazard {} scenarios note (one of: {})",
                                                            core::printable(name, 60), kind, known));
@@ -723,7 +758,8 @@ std::optional<std::string> read_finding_kind(TableReader& e, V verdict) {
     if (k.name == *name) return name;
     known += fmt::format("{}{}", known.empty() ? "" : ", ", k.name);
   }
-  e.fail("kind", fmt::format("'{}' is not a kind of '{}' (one of: {})", core::printable(*name, 60), core::to_string(verdict), known));
+  e.fail("kind", fmt::format("'{}' is not a kind of '{}' (one of: {})", core::printable(*name, 60),
+                             core::to_string(verdict), known));
 }
 
 }  // namespace
@@ -738,7 +774,8 @@ core::Expect read_expect(TableReader& top, const std::string& file, std::string_
   TableReader e(*expect, file, "[expect]");
   e.only("verdict, gpu_verdict, hazards, kind, acceptance");
   const bool serving = kind == "serving";
-  const std::span<const V> verdicts = serving ? std::span<const V>(kServingVerdicts) : std::span<const V>(kProgramVerdicts);
+  const std::span<const V> verdicts =
+      serving ? std::span<const V>(kServingVerdicts) : std::span<const V>(kProgramVerdicts);
   auto v = read_verdict(e, "verdict", verdicts, serving ? "serving" : "program");
   if (!v) e.fail_here(fmt::format("missing 'verdict' (one of: {})", names_of(verdicts)));
   x.verdict = *v;

@@ -77,7 +77,8 @@ void read_recurrent_layers(TableReader& r, engine::ModelConfig& m) {
                              fmt::format("[model] 'recurrent_layers': expected layer indices of the model's {} layers, valid 0 to {}",
                                          m.layers, m.layers - 1));
     if (m.is_recurrent(static_cast<int>(l)))
-      throw core::InputError(r.file(), line_of(n), fmt::format("[model] 'recurrent_layers': layer {} is listed twice", l));
+      throw core::InputError(r.file(), line_of(n),
+                             fmt::format("[model] 'recurrent_layers': layer {} is listed twice", l));
     m.recurrent_layers.push_back(static_cast<int>(l));
   }
   std::sort(m.recurrent_layers.begin(), m.recurrent_layers.end());
@@ -96,7 +97,8 @@ void read_model_table(TableReader& r, engine::ModelConfig& m) {
   m.experts = to_int(r.integer("experts", 1, 64).value_or(m.experts));
   m.topk = to_int(r.integer("topk", 1, 64).value_or(m.topk));
   if (m.topk > m.experts) r.fail("topk", fmt::format("{} exceeds the {} experts", m.topk, m.experts));
-  if (m.stop_token >= m.vocab) r.fail("stop_token", fmt::format("{} is not a token of the vocabulary ({})", m.stop_token, m.vocab));
+  if (m.stop_token >= m.vocab)
+    r.fail("stop_token", fmt::format("{} is not a token of the vocabulary ({})", m.stop_token, m.vocab));
   read_recurrent_layers(r, m);
 }
 
@@ -105,7 +107,8 @@ void read_spec_table(TableReader& r, engine::SpecConfig& spec) {
   read_one_of_two(r, "feedback", spec.feedback, {"three-message", engine::Feedback::three_message},
                   {"single-payload", engine::Feedback::single_payload});
   spec.adaptive_budget = r.boolean("adaptive_budget").value_or(false);
-  read_one_of_two(r, "method", spec.method, {"dspark", engine::DraftMethod::dspark}, {"eagle", engine::DraftMethod::eagle});
+  read_one_of_two(r, "method", spec.method, {"dspark", engine::DraftMethod::dspark},
+                  {"eagle", engine::DraftMethod::eagle});
   const toml::array* taps = r.array("taps");
   if (taps == nullptr) return;
   for (const auto& n : *taps) {
@@ -147,8 +150,10 @@ void read_workload_table(TableReader& r, engine::WorkloadConfig& w) {
   w.prompt_max = to_int(r.integer("prompt_max", 1, 1 << 16).value_or(w.prompt_max));
   w.output_min = to_int(r.integer("output_min", 1, 1 << 16).value_or(w.output_min));
   w.output_max = to_int(r.integer("output_max", 1, 1 << 16).value_or(w.output_max));
-  if (w.prompt_min > w.prompt_max) r.fail("prompt_min", fmt::format("{} exceeds prompt_max {}", w.prompt_min, w.prompt_max));
-  if (w.output_min > w.output_max) r.fail("output_min", fmt::format("{} exceeds output_max {}", w.output_min, w.output_max));
+  if (w.prompt_min > w.prompt_max)
+    r.fail("prompt_min", fmt::format("{} exceeds prompt_max {}", w.prompt_min, w.prompt_max));
+  if (w.output_min > w.output_max)
+    r.fail("output_min", fmt::format("{} exceeds output_max {}", w.output_min, w.output_max));
   read_one_of_two(r, "arrival", w.arrival, {"burst", engine::Arrival::burst}, {"poisson", engine::Arrival::poisson});
   w.mean_gap_us = r.number("mean_gap_us", 0, 1e9).value_or(w.mean_gap_us);
   w.temperature = r.number("temperature", 0, 16).value_or(w.temperature);
@@ -165,7 +170,8 @@ void read_workload_table(TableReader& r, engine::WorkloadConfig& w) {
 
 // The one list of faults (engine/faults.h) says which keys there are.
 void read_faults_table(TableReader& r, engine::Faults& f) {
-  for (const engine::FaultSwitch& fault : engine::kFaultSwitches) f.*fault.field = r.boolean(fault.name).value_or(false);
+  for (const engine::FaultSwitch& fault : engine::kFaultSwitches)
+    f.*fault.field = r.boolean(fault.name).value_or(false);
 }
 
 void read_oracles_table(TableReader& r, serving::Oracles& o) {
@@ -174,7 +180,9 @@ void read_oracles_table(TableReader& r, serving::Oracles& o) {
   o.padding_invariance = r.boolean("padding_invariance").value_or(true);
 }
 
-void read_serving_explore_table(TableReader& r, serving::ServingScenario& s) { read_explore(r, s.seed, s.seeds, s.strategy); }
+void read_serving_explore_table(TableReader& r, serving::ServingScenario& s) {
+  read_explore(r, s.seed, s.seeds, s.strategy);
+}
 
 // The line of `key` in the scenario's table `where` (the table's own line without the key): the
 // line of what decides a whole-scenario check.
@@ -186,7 +194,8 @@ int serving_line_of_key(TableReader& top, std::string_view where, std::string_vi
   return 1;
 }
 
-[[noreturn]] void fail_serving_check(TableReader& top, std::string_view where, std::string_view key, const std::string& msg) {
+[[noreturn]] void fail_serving_check(TableReader& top, std::string_view where, std::string_view key,
+                                     const std::string& msg) {
   throw core::InputError(top.file(), serving_line_of_key(top, where, key), fmt::format("[{}] {}", where, msg));
 }
 
@@ -245,42 +254,10 @@ void check_data_parallel(TableReader& top, const engine::EngineConfig& c) {
 }
 
 // Whole-scenario checks, across tables: each names the line of the key that decides it.
-void check_serving_config(TableReader& top, const engine::EngineConfig& c) {
+// The workload against the model's length, the KV pool and the token budget.
+void check_budgets(TableReader& top, const engine::EngineConfig& c) {
   const engine::ModelConfig& m = c.model;
-  if (c.topology.ranks() > engine::kRanksMax)
-    fail_serving_check(top, "topology", c.topology.tp > 1 ? "tp" : c.topology.pp > 1 ? "pp" : "dp",
-                       fmt::format("dp x pp x tp = {} x {} x {} = {} ranks: the simulator runs at most {} (its happens-before "
-                                   "state grows with the ranks squared: 512 ranks take 15 s and 1.4 GB for one request)",
-                                   c.topology.dp, c.topology.pp, c.topology.tp, c.topology.ranks(), engine::kRanksMax));
-  if (c.topology.pp > m.layers)
-    fail_serving_check(top, "topology", "pp", fmt::format("pp = {} has more stages than the model has layers ({})", c.topology.pp, m.layers));
-  if (m.lanes % c.topology.tp != 0)
-    fail_serving_check(top, "topology", "tp", fmt::format("tp = {} does not divide the model's {} lanes", c.topology.tp, m.lanes));
   const int k = c.spec.k;
-  for (int size : c.serving.capture_sizes)
-    if (k > 0 && size % (k + 1) != 0)
-      fail_serving_check(top, "serving", "capture_sizes",
-                         fmt::format("capture size {} is not a multiple of K+1 = {}: decode graphs replay whole verification blocks "
-                                     "(vLLM adjust_cudagraph_sizes_for_spec_decode)",
-                                     size, k + 1));
-  // A prefix-cache hit reuses KV blocks, but a recurrent layer's state at the hit's end is in no
-  // block: vLLM caches hybrid models only in a mode of its own (mamba_cache_mode "align"), which
-  // ppspec does not model.
-  if (c.serving.enable_prefix_caching && !m.recurrent_layers.empty())
-    fail_serving_check(top, "serving", "enable_prefix_caching",
-                       fmt::format("prefix caching with recurrent layers ({}): a cached prefix holds no recurrent state (vLLM "
-                                   "needs a special cache mode for hybrid models, not modelled); valid: enable_prefix_caching = "
-                                   "false, or recurrent_layers = []",
-                                   fmt::join(m.recurrent_layers, ", ")));
-  const int batches = c.serving.max_concurrent_batches;
-  if (batches != 0 && (batches < c.topology.pp || batches > c.topology.pp + 1))
-    fail_serving_check(top, "serving", "max_concurrent_batches",
-                       fmt::format("{} batches in flight with pp = {}: valid {} (one per stage; 0 says the same) or {} (async "
-                                   "scheduling's lookahead batch, as vLLM allows)",
-                                   batches, c.topology.pp, c.topology.pp, c.topology.pp + 1));
-  check_adaptive_budget(top, c);
-  check_draft_method(top, c);
-  check_data_parallel(top, c);
   const engine::WorkloadConfig& w = c.workload;
   // A request whose output would pass max_model_len ends at the cap (the engine core finishes it
   // when its next verification block no longer fits); its prompt must leave room for one.
@@ -312,6 +289,47 @@ void check_serving_config(TableReader& top, const engine::EngineConfig& c) {
     fail_serving_check(top, "serving", "max_num_batched_tokens",
                        fmt::format("a budget of {} tokens cannot hold one verification block of K+1 = {}",
                                    c.serving.max_num_batched_tokens, k + 1));
+}
+
+void check_serving_config(TableReader& top, const engine::EngineConfig& c) {
+  const engine::ModelConfig& m = c.model;
+  if (c.topology.ranks() > engine::kRanksMax)
+    fail_serving_check(top, "topology", c.topology.tp > 1 ? "tp" : c.topology.pp > 1 ? "pp" : "dp",
+                       fmt::format("dp x pp x tp = {} x {} x {} = {} ranks: the simulator runs at most {} (its happens-before "
+                                   "state grows with the ranks squared: 512 ranks take 15 s and 1.4 GB for one request)",
+                                   c.topology.dp, c.topology.pp, c.topology.tp, c.topology.ranks(), engine::kRanksMax));
+  if (c.topology.pp > m.layers)
+    fail_serving_check(top, "topology", "pp",
+                       fmt::format("pp = {} has more stages than the model has layers ({})", c.topology.pp, m.layers));
+  if (m.lanes % c.topology.tp != 0)
+    fail_serving_check(top, "topology", "tp",
+                       fmt::format("tp = {} does not divide the model's {} lanes", c.topology.tp, m.lanes));
+  const int k = c.spec.k;
+  for (int size : c.serving.capture_sizes)
+    if (k > 0 && size % (k + 1) != 0)
+      fail_serving_check(top, "serving", "capture_sizes",
+                         fmt::format("capture size {} is not a multiple of K+1 = {}: decode graphs replay whole verification blocks "
+                                     "(vLLM adjust_cudagraph_sizes_for_spec_decode)",
+                                     size, k + 1));
+  // A prefix-cache hit reuses KV blocks, but a recurrent layer's state at the hit's end is in no
+  // block: vLLM caches hybrid models only in a mode of its own (mamba_cache_mode "align"), which
+  // ppspec does not model.
+  if (c.serving.enable_prefix_caching && !m.recurrent_layers.empty())
+    fail_serving_check(top, "serving", "enable_prefix_caching",
+                       fmt::format("prefix caching with recurrent layers ({}): a cached prefix holds no recurrent state (vLLM "
+                                   "needs a special cache mode for hybrid models, not modelled); valid: enable_prefix_caching = "
+                                   "false, or recurrent_layers = []",
+                                   fmt::join(m.recurrent_layers, ", ")));
+  const int batches = c.serving.max_concurrent_batches;
+  if (batches != 0 && (batches < c.topology.pp || batches > c.topology.pp + 1))
+    fail_serving_check(top, "serving", "max_concurrent_batches",
+                       fmt::format("{} batches in flight with pp = {}: valid {} (one per stage; 0 says the same) or {} (async "
+                                   "scheduling's lookahead batch, as vLLM allows)",
+                                   batches, c.topology.pp, c.topology.pp, c.topology.pp + 1));
+  check_adaptive_budget(top, c);
+  check_draft_method(top, c);
+  check_data_parallel(top, c);
+  check_budgets(top, c);
 }
 
 }  // namespace

@@ -128,16 +128,18 @@ void TableReader::only(std::string_view known) const {
     }
   }
   if (worst != nullptr)
-    throw core::InputError(file_, line_of(*worst),
-                           fmt::format("{}: unknown key '{}' (expected one of: {})", where_, core::printable(worst_key, 60), known));
+    throw core::InputError(
+        file_, line_of(*worst),
+        fmt::format("{}: unknown key '{}' (expected one of: {})", where_, core::printable(worst_key, 60), known));
 }
 
 void TableReader::finish(std::string_view known) {
   for (const auto& [k, v] : table_) {
     const std::string_view key = k.str();
     if (std::find(used_.begin(), used_.end(), key) != used_.end()) continue;
-    throw core::InputError(file_, line_of(v),
-                           fmt::format("{}: unknown key '{}' (expected one of: {})", where_, core::printable(key, 60), known));
+    throw core::InputError(
+        file_, line_of(v),
+        fmt::format("{}: unknown key '{}' (expected one of: {})", where_, core::printable(key, 60), known));
   }
 }
 

@@ -46,7 +46,9 @@ class TableReader {
     return v;
   }
 
-  std::string string_or(std::string_view key, std::string fallback) { return string(key).value_or(std::move(fallback)); }
+  std::string string_or(std::string_view key, std::string fallback) {
+    return string(key).value_or(std::move(fallback));
+  }
 
   // Throws for the first key nobody asked for; `known` lists the accepted keys for the message.
   void finish(std::string_view known);

@@ -176,8 +176,8 @@ union EventStateArgs {
 // larger union above, which is passed by pointer).
 struct ProfilerTable {
   const char* name;
-  Result (*init)(void** context, uint64_t comm_id, int* activation_mask, const char* comm_name, int nodes, int ranks, int rank,
-                 Logger log);
+  Result (*init)(void** context, uint64_t comm_id, int* activation_mask, const char* comm_name, int nodes, int ranks,
+                 int rank, Logger log);
   Result (*start_event)(void* context, void** handle, EventDescr* descr);
   Result (*stop_event)(void* handle);
   Result (*record_event_state)(void* handle, int state, EventStateArgs* args);
@@ -186,10 +186,13 @@ struct ProfilerTable {
 
 // The offsets NCCL's headers give (checked at compile time, x86-64 and aarch64 alike).
 static_assert(offsetof(EventDescr, coll_api) == 24);
-static_assert(offsetof(CollApiDescr, root) == 24 && offsetof(CollApiDescr, stream) == 32 && offsetof(CollApiDescr, graph_captured) == 40);
+static_assert(offsetof(CollApiDescr, root) == 24 && offsetof(CollApiDescr, stream) == 32 &&
+              offsetof(CollApiDescr, graph_captured) == 40);
 static_assert(offsetof(P2pApiDescr, stream) == 24 && offsetof(P2pApiDescr, graph_captured) == 32);
-static_assert(offsetof(CollDescr, count) == 32 && offsetof(CollDescr, channels) == 56 && offsetof(CollDescr, parent_group) == 80);
-static_assert(offsetof(P2pDescr, peer) == 32 && offsetof(P2pDescr, channels) == 36 && offsetof(P2pDescr, parent_group) == 40);
+static_assert(offsetof(CollDescr, count) == 32 && offsetof(CollDescr, channels) == 56 &&
+              offsetof(CollDescr, parent_group) == 80);
+static_assert(offsetof(P2pDescr, peer) == 32 && offsetof(P2pDescr, channels) == 36 &&
+              offsetof(P2pDescr, parent_group) == 40);
 static_assert(offsetof(KernelChDescr, gpu_timer) == 8);
 static_assert(sizeof(CeCollDescr) == 88);
 

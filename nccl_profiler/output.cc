@@ -49,7 +49,10 @@ int connect_to(const std::string& host, const std::string& port) {
       pollfd p{fd, POLLOUT, 0};
       int soerr = 0;
       socklen_t len = sizeof soerr;
-      rc = ::poll(&p, 1, kConnectTimeoutMs) == 1 && ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len) == 0 && soerr == 0 ? 0 : -1;
+      rc = ::poll(&p, 1, kConnectTimeoutMs) == 1 && ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len) == 0 &&
+                   soerr == 0
+               ? 0
+               : -1;
     }
     if (rc != 0) {
       ::close(fd);
@@ -71,8 +74,8 @@ bool is_watch_address(const std::string& watch) {
   return watch.rfind("tcp://", 0) == 0 || (watch.find('/') == std::string::npos && split_address(watch, host, port));
 }
 
-Output* Output::open(const std::string& dir, int global_rank, bool harness_clock, bool completions, const std::string& address,
-                     std::string& error) {
+Output* Output::open(const std::string& dir, int global_rank, bool harness_clock, bool completions,
+                     const std::string& address, std::string& error) {
   char host[128] = {};
   ::gethostname(host, sizeof host - 1);
   auto* o = new Output();

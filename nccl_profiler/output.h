@@ -16,8 +16,8 @@ class Output {
   // Opens DIR/rankN.HOST.PID.jsonl and, for a non-empty `address`, connects to the watcher; a
   // watcher that cannot be reached leaves the file alone, saying so once on stderr. nullptr (with
   // `error` set) when the file cannot be made.
-  static Output* open(const std::string& dir, int global_rank, bool harness_clock, bool completions, const std::string& address,
-                      std::string& error);
+  static Output* open(const std::string& dir, int global_rank, bool harness_clock, bool completions,
+                      const std::string& address, std::string& error);
   ~Output();
   Output(const Output&) = delete;
   Output& operator=(const Output&) = delete;

@@ -45,7 +45,8 @@ int32_t group_of(const void* parent) {
   return h != nullptr && h->kind == HandleKind::group_api ? h->group : -1;
 }
 
-void fill_call(Record& r, RecordKind kind, const char* func, size_t count, const char* datatype, const void* stream, const void* parent) {
+void fill_call(Record& r, RecordKind kind, const char* func, size_t count, const char* datatype, const void* stream,
+               const void* parent) {
   Recorder& rec = Recorder::instance();
   r.kind = kind;
   r.func = func_of(func);
@@ -57,7 +58,8 @@ void fill_call(Record& r, RecordKind kind, const char* func, size_t count, const
 }
 
 // A call under capture takes no place in the order: each replay of the graph posts it anew.
-Handle* capture_call(Comm& c, const char* func, size_t count, const char* datatype, int root, const void* stream, const void* parent) {
+Handle* capture_call(Comm& c, const char* func, size_t count, const char* datatype, int root, const void* stream,
+                     const void* parent) {
   CapturedOp* op = Recorder::instance().take_captured(c);
   if (op == nullptr) return nullptr;
   fill_call(op->captured, RecordKind::op_captured, func, count, datatype, stream, parent);
@@ -160,12 +162,14 @@ void stop_kernel_channel(OpSlot& s) {
   progress_record(s, RecordKind::op_completed);
 }
 
-abi::Result init(int interface, void** context, uint64_t comm_id, int* activation_mask, const char* comm_name, int ranks, int rank) noexcept {
+abi::Result init(int interface, void** context, uint64_t comm_id, int* activation_mask, const char* comm_name,
+                 int ranks, int rank) noexcept {
   *context = nullptr;
   Recorder& rec = Recorder::instance();
   if (!rec.enabled()) return abi::kInternalError;  // NCCL goes on without the plugin for this communicator
   try {
-    Comm* c = rec.init_comm(comm_id, comm_name, ranks, rank, tls_rank != kRankFromEnvironment ? tls_rank : rank_from_environment());
+    Comm* c = rec.init_comm(comm_id, comm_name, ranks, rank,
+                            tls_rank != kRankFromEnvironment ? tls_rank : rank_from_environment());
     if (c == nullptr) return abi::kInternalError;
     c->interface = interface;
     *context = c;
@@ -177,10 +181,12 @@ abi::Result init(int interface, void** context, uint64_t comm_id, int* activatio
   return abi::kSuccess;
 }
 
-[[maybe_unused]] abi::Result init_v5(void** context, uint64_t comm_id, int* mask, const char* name, int, int ranks, int rank, abi::Logger) noexcept {
+[[maybe_unused]] abi::Result init_v5(void** context, uint64_t comm_id, int* mask, const char* name, int, int ranks,
+                                     int rank, abi::Logger) noexcept {
   return init(5, context, comm_id, mask, name, ranks, rank);
 }
-abi::Result init_v6(void** context, uint64_t comm_id, int* mask, const char* name, int, int ranks, int rank, abi::Logger) noexcept {
+abi::Result init_v6(void** context, uint64_t comm_id, int* mask, const char* name, int, int ranks, int rank,
+                    abi::Logger) noexcept {
   return init(6, context, comm_id, mask, name, ranks, rank);
 }
 
@@ -190,7 +196,9 @@ abi::Result start_event(void* context, void** handle, abi::EventDescr* d) noexce
   Comm& c = *static_cast<Comm*>(context);
   Handle* h = nullptr;
   switch (d->type) {
-    case abi::kGroupApi: h = Recorder::instance().take_group(c, d->group_api.group_depth > 1, d->group_api.graph_captured); break;
+    case abi::kGroupApi:
+      h = Recorder::instance().take_group(c, d->group_api.group_depth > 1, d->group_api.graph_captured);
+      break;
     case abi::kCollApi: h = start_collective_call(c, *d); break;
     case abi::kP2pApi: h = start_p2p_call(c, *d); break;
     case abi::kColl:
@@ -218,7 +226,8 @@ abi::Result stop_event(void* handle) noexcept {
 abi::Result record_event_state(void*, int, abi::EventStateArgs*) noexcept { return abi::kSuccess; }
 
 abi::Result finalize(void* context) noexcept {
-  if (context != nullptr && Recorder::instance().enabled()) Recorder::instance().finalize_comm(*static_cast<Comm*>(context));
+  if (context != nullptr && Recorder::instance().enabled())
+    Recorder::instance().finalize_comm(*static_cast<Comm*>(context));
   return abi::kSuccess;
 }
 
@@ -249,18 +258,19 @@ __attribute__((visibility("default"))) void ppspec_profiler_set_rank(int rank) {
 // A plugin built for an interface this NCCL does not know (the version-mismatch proof): NCCL finds
 // no table it can load and goes on without a profiler.
 __attribute__((visibility("default"))) extern const npp::abi::ProfilerTable ncclProfiler_v99;
-const npp::abi::ProfilerTable ncclProfiler_v99 = {"ppspec", npp::init_v6, npp::start_event, npp::stop_event, npp::record_event_state,
-                                                  npp::finalize};
+const npp::abi::ProfilerTable ncclProfiler_v99 = {
+    "ppspec", npp::init_v6, npp::start_event, npp::stop_event, npp::record_event_state, npp::finalize};
 #else
 __attribute__((visibility("default"))) extern const npp::abi::ProfilerTable ncclProfiler_v5;
 __attribute__((visibility("default"))) extern const npp::abi::ProfilerTable ncclProfiler_v6;
-const npp::abi::ProfilerTable ncclProfiler_v5 = {"ppspec", npp::init_v5, npp::start_event, npp::stop_event, npp::record_event_state,
-                                                 npp::finalize};
-const npp::abi::ProfilerTable ncclProfiler_v6 = {"ppspec", npp::init_v6, npp::start_event, npp::stop_event, npp::record_event_state,
-                                                 npp::finalize};
+const npp::abi::ProfilerTable ncclProfiler_v5 = {
+    "ppspec", npp::init_v5, npp::start_event, npp::stop_event, npp::record_event_state, npp::finalize};
+const npp::abi::ProfilerTable ncclProfiler_v6 = {
+    "ppspec", npp::init_v6, npp::start_event, npp::stop_event, npp::record_event_state, npp::finalize};
 #endif
 
 __attribute__((visibility("default"))) extern const npp::HooksTable ppspecProfilerHooks_v1;
-const npp::HooksTable ppspecProfilerHooks_v1 = {npp::kHooksVersion, npp::set_clock, ppspec_profiler_set_call_site, ppspec_profiler_set_rank,
-                                                npp::flush, npp::begin_job, npp::end_job};
+const npp::HooksTable ppspecProfilerHooks_v1 = {
+    npp::kHooksVersion, npp::set_clock, ppspec_profiler_set_call_site, ppspec_profiler_set_rank, npp::flush,
+    npp::begin_job,     npp::end_job};
 }

@@ -16,7 +16,16 @@
 
 namespace ppspec::nccl_profiler {
 
-enum class RecordKind : uint8_t { comm_init, op_posted, op_peer, op_captured, op_started, op_completed, comm_finalized, group_ended };
+enum class RecordKind : uint8_t {
+  comm_init,
+  op_posted,
+  op_peer,
+  op_captured,
+  op_started,
+  op_completed,
+  comm_finalized,
+  group_ended
+};
 
 // NCCL's operation names (ncclFuncToString) that the trace can hold; `other` keeps an operation
 // counted (and reported) when NCCL names one ppspec has no kind for. NCCL turns all_to_all,
@@ -24,7 +33,21 @@ enum class RecordKind : uint8_t { comm_init, op_posted, op_peer, op_captured, op
 enum class Func : uint8_t { send, recv, broadcast, all_reduce, all_gather, all_to_all, reduce, reduce_scatter, other };
 
 // NCCL's datatype names (ncclDatatypeToString). NCCL 2.28 names uint8 "Unknown".
-enum class Datatype : uint8_t { int8, uint8, int32, uint32, int64, uint64, float16, float32, float64, bfloat16, float8e4m3, float8e5m2, unknown };
+enum class Datatype : uint8_t {
+  int8,
+  uint8,
+  int32,
+  uint32,
+  int64,
+  uint64,
+  float16,
+  float32,
+  float64,
+  bfloat16,
+  float8e4m3,
+  float8e5m2,
+  unknown
+};
 
 inline constexpr int kCallSiteBytes = 48;
 
@@ -41,7 +64,8 @@ struct Record {
   uint64_t replay_of = 0; // op_posted of a replay: the op_captured it re-issues
   int64_t time_ns = 0;
   int64_t count = 0;      // elements, as the user passed them to NCCL
-  char call_site[kCallSiteBytes] = {};  // what the host program said of the call (ppspec_profiler_set_call_site), or empty
+  char call_site[kCallSiteBytes] =
+      {};  // what the host program said of the call (ppspec_profiler_set_call_site), or empty
 };
 
 Func func_of(const char* nccl_name);

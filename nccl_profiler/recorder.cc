@@ -125,7 +125,8 @@ uint32_t Recorder::stream_number(const void* stream) {
     if (seen == stream) return static_cast<uint32_t>(at + 1);
     if (seen == nullptr) {
       const void* expected = nullptr;
-      if (streams_[at].compare_exchange_strong(expected, stream) || expected == stream) return static_cast<uint32_t>(at + 1);
+      if (streams_[at].compare_exchange_strong(expected, stream) || expected == stream)
+        return static_cast<uint32_t>(at + 1);
     }
   }
   return 0;  // the table is full: the operation is recorded without its stream

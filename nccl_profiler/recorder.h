@@ -28,7 +28,7 @@ inline constexpr size_t kCapturedOps = 1 << 16;  // per process: operations capt
 inline constexpr size_t kGroupHandles = 1024;    // per process: ncclGroupStart..End open at once, on all threads
 inline constexpr size_t kCommsMax = 256;
 inline constexpr size_t kStreamsMax = 1024;
-inline constexpr size_t kOutputsMax = 64;        // ranks one process records (more than one only when a harness drives it)
+inline constexpr size_t kOutputsMax = 64;  // ranks one process records (more than one only when a harness drives it)
 inline constexpr int kCommNameBytes = 64;
 inline constexpr int kPluginVersion = 1;         // of the per-rank trace format (nccl_profiler/README.md)
 
@@ -43,7 +43,7 @@ struct Handle {
   HandleKind kind = HandleKind::coll_api;
   OpSlot* slot = nullptr;          // coll_api, p2p_api, task, kernel_channel
   CapturedOp* captured = nullptr;  // captured_api
-  int32_t group = -1;              // group_api: its number (a user group's or a capturing one's); -1 for NCCL's implicit group
+  int32_t group = -1;  // group_api: its number (a user group's or a capturing one's); -1 for NCCL's implicit group
   Comm* comm = nullptr;            // group_api: the communicator of its first call
   bool capturing = false;          // group_api: its calls are captured into a CUDA graph
 };

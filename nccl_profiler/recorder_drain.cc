@@ -81,7 +81,9 @@ void Recorder::forget_comms() {
 }
 
 void Recorder::begin_job(const std::string& dir) {
-  std::call_once(started_, [this] { captured_ = std::make_unique<CapturedOp[]>(kCapturedOps); });  // no flusher: the harness flushes
+  std::call_once(started_, [this] {
+    captured_ = std::make_unique<CapturedOp[]>(kCapturedOps);
+  });  // no flusher: the harness flushes
   std::lock_guard<std::mutex> lock(flush_mutex_);
   end_outputs();
   forget_comms();

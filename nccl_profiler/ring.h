@@ -46,7 +46,8 @@ class Ring {
   bool try_pop(T& out) {
     Cell& cell = cells_[head_ & (Capacity - 1)];
     const size_t seq = cell.sequence.load(std::memory_order_acquire);
-    if (static_cast<std::ptrdiff_t>(seq) - static_cast<std::ptrdiff_t>(head_ + 1) < 0) return false;  // empty, or being written
+    if (static_cast<std::ptrdiff_t>(seq) - static_cast<std::ptrdiff_t>(head_ + 1) < 0)
+      return false;  // empty, or being written
     out = cell.value;
     cell.sequence.store(head_ + Capacity, std::memory_order_release);
     ++head_;

@@ -54,10 +54,12 @@ const char* nccl_datatype_name(core::Dtype d) {
 
 
 const PluginLibrary& PluginLibrary::open(const std::string& path) {
-  static std::map<std::string, std::unique_ptr<PluginLibrary>> opened;  // dlopen'd once, never closed (as NCCL keeps it)
+  static std::map<std::string, std::unique_ptr<PluginLibrary>>
+      opened;  // dlopen'd once, never closed (as NCCL keeps it)
   if (auto it = opened.find(path); it != opened.end()) return *it->second;
   void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (h == nullptr) throw std::runtime_error(fmt::format("cannot load the NCCL profiler plugin {}: {}", path, ::dlerror()));
+  if (h == nullptr)
+    throw std::runtime_error(fmt::format("cannot load the NCCL profiler plugin {}: {}", path, ::dlerror()));
   auto lib = std::make_unique<PluginLibrary>();
   lib->path_ = path;
   lib->v5_ = static_cast<const abi::ProfilerTable*>(::dlsym(h, "ncclProfiler_v5"));
@@ -68,14 +70,17 @@ const PluginLibrary& PluginLibrary::open(const std::string& path) {
   return *opened.emplace(path, std::move(lib)).first->second;
 }
 
-const abi::ProfilerTable* PluginLibrary::table(int interface) const { return interface == 5 ? v5_ : interface == 6 ? v6_ : nullptr; }
+const abi::ProfilerTable* PluginLibrary::table(int interface) const {
+  return interface == 5 ? v5_ : interface == 6 ? v6_ : nullptr;
+}
 
 std::string built_plugin_path() {
   if (const char* p = std::getenv("PPSPEC_NCCL_PROFILER"); p != nullptr && *p != '\0') return p;
   return PPSPEC_NCCL_PROFILER_PATH;
 }
 
-SimAdapter::SimAdapter(const PluginLibrary& lib, int interface, const std::string& dir, std::function<void(core::Time)> flushed)
+SimAdapter::SimAdapter(const PluginLibrary& lib, int interface, const std::string& dir,
+                       std::function<void(core::Time)> flushed)
     : lib_(lib), table_(*lib.table(interface)), on_flush_(std::move(flushed)) {
   PPSPEC_ASSERT(lib.table(interface) != nullptr, "the plugin {} has no table for interface {}", lib.path(), interface);
   PPSPEC_ASSERT(!g_adapter_alive, "one simulated job records through the plugin at a time");
@@ -122,7 +127,8 @@ void* SimAdapter::start(void* ctx, abi::EventDescr& d) {
   return handle;
 }
 
-void SimAdapter::comm_initialised(core::Time t, core::RankId rank, std::string_view comm, int comm_rank, int comm_size) {
+void SimAdapter::comm_initialised(core::Time t, core::RankId rank, std::string_view comm, int comm_rank,
+                                  int comm_size) {
   set_time(t);
   lib_.hooks().set_rank(rank);
   void* ctx = nullptr;

@@ -55,7 +55,8 @@ class SimAdapter final : public sim::NcclObserver {
  public:
   // Records into `dir` (begin_job) through interface `interface` (5 or 6). `flushed`, if set, is
   // called after every flush: the lines a watcher reads are in the files then.
-  SimAdapter(const PluginLibrary& lib, int interface, const std::string& dir, std::function<void(core::Time)> flushed = {});
+  SimAdapter(const PluginLibrary& lib, int interface, const std::string& dir,
+             std::function<void(core::Time)> flushed = {});
   ~SimAdapter() override;
   SimAdapter(const SimAdapter&) = delete;
   SimAdapter& operator=(const SimAdapter&) = delete;
@@ -87,8 +88,10 @@ class SimAdapter final : public sim::NcclObserver {
   void* context(core::RankId rank, std::string_view comm) const;
   void* start(void* context, abi::EventDescr& d);
   void* group(const sim::ObservedCall& call);
-  void call_api(const sim::ObservedCall& call, void* ctx, const char* func, int64_t count, void* parent, std::vector<void*>& handles);
-  void build_task(const sim::ObservedCall& call, void* ctx, void* api_handle, const char* func, int peer, std::vector<Task>& tasks);
+  void call_api(const sim::ObservedCall& call, void* ctx, const char* func, int64_t count, void* parent,
+                std::vector<void*>& handles);
+  void build_task(const sim::ObservedCall& call, void* ctx, void* api_handle, const char* func, int peer,
+                  std::vector<Task>& tasks);
   void flushed(core::Time t);
   static void set_time(core::Time t);  // what the plugin's clock reads until the next call
 
@@ -107,7 +110,7 @@ class SimAdapter final : public sim::NcclObserver {
   void build_at_capture(core::Time t, std::vector<OwnedCall>& captured);
   void end_halted_groups(core::Time t);
   std::map<const void*, OpenGroup> groups_;              // by host thread
-  std::map<int64_t, std::vector<void*>> api_;            // posted op -> its API handles (an all_to_all has 2 per member)
+  std::map<int64_t, std::vector<void*>> api_;  // posted op -> its API handles (an all_to_all has 2 per member)
   std::map<int64_t, std::vector<void*>> captured_;       // capture -> its API handles
   std::map<int64_t, std::vector<Task>> tasks_;           // posted op -> its tasks
   std::map<std::pair<void*, int>, uint64_t> coll_seq_;   // (context, func) -> NCCL's per-function sequence number

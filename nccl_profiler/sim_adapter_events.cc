@@ -41,11 +41,16 @@ void SimAdapter::call_api(const sim::ObservedCall& call, void* ctx, const char* 
   const bool captured = call.capture_id >= 0;
   if (is_p2p_name(func)) {
     d.type = abi::kP2pApi;
-    d.p2p_api = abi::P2pApiDescr{func, static_cast<size_t>(count), nccl_datatype_name(call.desc.dtype), stream, captured};
+    d.p2p_api =
+        abi::P2pApiDescr{func, static_cast<size_t>(count), nccl_datatype_name(call.desc.dtype), stream, captured};
   } else {
     d.type = abi::kCollApi;
-    d.coll_api = abi::CollApiDescr{func, static_cast<size_t>(count), nccl_datatype_name(call.desc.dtype), std::max(call.peer_comm_rank, 0),
-                                   stream, captured};
+    d.coll_api = abi::CollApiDescr{func,
+                                   static_cast<size_t>(count),
+                                   nccl_datatype_name(call.desc.dtype),
+                                   std::max(call.peer_comm_rank, 0),
+                                   stream,
+                                   captured};
   }
   void* h = start(ctx, d);
   table_.stop_event(h);  // NCCL stops an API event once the call is queued: the task's parent lives on
@@ -59,7 +64,8 @@ void SimAdapter::called(core::Time t, const sim::ObservedCall& call) {
   void* parent = group(call);
   (call.capture_id < 0 ? groups_[call.host].calls : groups_[call.host].captured)
       .emplace_back(call, std::make_pair(std::string(call.comm), std::string(call.origin)));
-  if (call.capture_id < 0) posted_ += call.desc.kind == core::OpKind::all_to_all ? 2 * static_cast<uint64_t>(call.comm_size) : 1;
+  if (call.capture_id < 0)
+    posted_ += call.desc.kind == core::OpKind::all_to_all ? 2 * static_cast<uint64_t>(call.comm_size) : 1;
   const std::string site(call.origin);
   lib_.hooks().set_call_site(site.c_str());
   std::vector<void*>& handles = call.capture_id >= 0 ? captured_[call.capture_id] : api_[call.op_id];
@@ -76,19 +82,26 @@ void SimAdapter::called(core::Time t, const sim::ObservedCall& call) {
   flushed(t);
 }
 
-void SimAdapter::build_task(const sim::ObservedCall& call, void* ctx, void* api_handle, const char* func, int peer, std::vector<Task>& tasks) {
+void SimAdapter::build_task(const sim::ObservedCall& call, void* ctx, void* api_handle, const char* func, int peer,
+                            std::vector<Task>& tasks) {
   abi::EventDescr d{};
   d.parent = api_handle;
   d.rank = call.comm_rank;
   const bool p2p = is_p2p_name(func);
   if (p2p) {
     d.type = abi::kP2p;
-    d.p2p = abi::P2pDescr{func, nullptr, nccl_datatype_name(call.desc.dtype), static_cast<size_t>(call.desc.count), peer,
-                          static_cast<uint8_t>(channels_of(true, false)), nullptr};
+    d.p2p = abi::P2pDescr{func,
+                          nullptr,
+                          nccl_datatype_name(call.desc.dtype),
+                          static_cast<size_t>(call.desc.count),
+                          peer,
+                          static_cast<uint8_t>(channels_of(true, false)),
+                          nullptr};
   } else {
     // NCCL's task of an all_gather or a broadcast counts bytes of int8 (collTaskAppend).
     const bool bytes = call.desc.kind == core::OpKind::all_gather || call.desc.kind == core::OpKind::broadcast;
-    const int64_t count = bytes ? call.desc.count * static_cast<int64_t>(core::dtype_size(call.desc.dtype)) : call.desc.count;
+    const int64_t count =
+        bytes ? call.desc.count * static_cast<int64_t>(core::dtype_size(call.desc.dtype)) : call.desc.count;
     d.type = abi::kColl;
     d.coll = abi::CollDescr{coll_seq_[{ctx, static_cast<int>(call.desc.kind)}]++,
                             func, nullptr, nullptr, static_cast<size_t>(count), std::max(call.peer_comm_rank, 0),
@@ -112,7 +125,8 @@ void SimAdapter::task_built(core::Time t, const sim::ObservedCall& call) {
   if (!replay) api_.erase(call.op_id);
   std::vector<Task>& tasks = tasks_[call.op_id];
   if (call.desc.kind == core::OpKind::all_to_all) {
-    PPSPEC_ASSERT(handles.size() == 2 * static_cast<size_t>(call.comm_size), "an all_to_all's calls: a send and a recv per member");
+    PPSPEC_ASSERT(handles.size() == 2 * static_cast<size_t>(call.comm_size),
+                  "an all_to_all's calls: a send and a recv per member");
     for (int r = 0; r < call.comm_size; ++r) {
       build_task(call, ctx, handles[2 * static_cast<size_t>(r)], "Send", r, tasks);
       build_task(call, ctx, handles[2 * static_cast<size_t>(r) + 1], "Recv", r, tasks);

@@ -40,20 +40,23 @@ std::string number(int64_t v) { return std::to_string(v); }
 
 std::string trace_file_name(int global_rank, const char* host, int pid) {
   std::string safe;
-  for (const char* p = host; *p != '\0' && safe.size() < 64; ++p) safe += std::isalnum(static_cast<unsigned char>(*p)) || *p == '-' ? *p : '_';
+  for (const char* p = host; *p != '\0' && safe.size() < 64; ++p)
+    safe += std::isalnum(static_cast<unsigned char>(*p)) || *p == '-' ? *p : '_';
   const std::string who = global_rank >= 0 ? "rank" + std::to_string(global_rank) : std::string("proc");
   return who + "." + safe + "." + std::to_string(pid) + ".jsonl";
 }
 
 std::string header_line(int global_rank, const char* host, int pid, bool harness_clock, bool completions) {
-  return "{\"ppspec_nccl_profiler\":" + number(kPluginVersion) + ",\"rank\":" + number(global_rank) + ",\"host\":" + quoted(host) +
-         ",\"pid\":" + number(pid) + ",\"clock\":" + (harness_clock ? "\"harness\"" : "\"realtime\"") +
+  return "{\"ppspec_nccl_profiler\":" + number(kPluginVersion) + ",\"rank\":" + number(global_rank) +
+         ",\"host\":" + quoted(host) + ",\"pid\":" + number(pid) +
+         ",\"clock\":" + (harness_clock ? "\"harness\"" : "\"realtime\"") +
          (completions ? "" : ",\"completions\":false") + "}\n";
 }
 
 std::string comm_init_line(const Comm& c) {
-  return "{\"ev\":\"comm_init\",\"t\":" + number(c.init_ns) + ",\"comm\":" + hash_text(c.hash) + ",\"name\":" + quoted(c.name) +
-         ",\"ranks\":" + number(c.ranks) + ",\"comm_rank\":" + number(c.rank) + ",\"interface\":" + number(c.interface) + "}\n";
+  return "{\"ev\":\"comm_init\",\"t\":" + number(c.init_ns) + ",\"comm\":" + hash_text(c.hash) +
+         ",\"name\":" + quoted(c.name) + ",\"ranks\":" + number(c.ranks) + ",\"comm_rank\":" + number(c.rank) +
+         ",\"interface\":" + number(c.interface) + "}\n";
 }
 
 namespace {
@@ -91,7 +94,8 @@ const char* event_name(RecordKind k) {
 
 std::string record_line(const Comm& c, const Record& r) {
   if (r.kind == RecordKind::comm_init) return "";  // written from the communicator itself, first
-  std::string line = "{\"ev\":\"" + std::string(event_name(r.kind)) + "\",\"t\":" + number(r.time_ns) + ",\"comm\":" + hash_text(c.hash);
+  std::string line = "{\"ev\":\"" + std::string(event_name(r.kind)) + "\",\"t\":" + number(r.time_ns) +
+                     ",\"comm\":" + hash_text(c.hash);
   if (r.kind == RecordKind::comm_finalized) return line + "}\n";
   if (r.kind == RecordKind::group_ended) return line + ",\"group\":" + number(r.group) + "}\n";
   line += ",\"op\":" + number(static_cast<int64_t>(r.op));
@@ -108,11 +112,13 @@ std::string record_line(const Comm& c, const Record& r) {
 }
 
 std::string lost_line(const Comm& c, uint64_t lost) {
-  return "{\"ev\":\"lost\",\"comm\":" + hash_text(c.hash) + ",\"records\":" + number(static_cast<int64_t>(lost)) + "}\n";
+  return "{\"ev\":\"lost\",\"comm\":" + hash_text(c.hash) + ",\"records\":" + number(static_cast<int64_t>(lost)) +
+         "}\n";
 }
 
 std::string trailer_line(bool disabled) {
-  return std::string("{\"ppspec_nccl_profiler_end\":") + number(kPluginVersion) + ",\"disabled\":" + (disabled ? "true" : "false") + "}\n";
+  return std::string("{\"ppspec_nccl_profiler_end\":") + number(kPluginVersion) +
+         ",\"disabled\":" + (disabled ? "true" : "false") + "}\n";
 }
 
 }  // namespace ppspec::nccl_profiler

@@ -106,7 +106,8 @@ void install(const Program& p, core::Runtime& rt) {
           if (op.peer >= 0) res.peer = comm_rank(decl, op.peer);
           // all_to_all's `count` is per peer, as all_gather's is per rank: both buffers hold one chunk per member.
           const int64_t members = static_cast<int64_t>(decl.ranks.size());
-          res.buf = dev.alloc(op.dtype, core::Shape{op.type == OpType::all_to_all ? op.count * members : op.count, 1}, op.label);
+          res.buf = dev.alloc(op.dtype, core::Shape{op.type == OpType::all_to_all ? op.count * members : op.count, 1},
+                              op.label);
           res.buf.mark_all_written();
           if (op.type == OpType::all_gather || op.type == OpType::all_to_all)
             res.buf2 = dev.alloc(op.dtype, core::Shape{op.count * members, 1}, op.label);

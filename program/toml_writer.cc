@@ -88,7 +88,8 @@ std::string to_toml(const Program& p) {
                    c.strict);
   s += fmt::format("runtime_connect = {}\neager_bytes = {}\nunit_bytes = {}\nmax_steps = {}\njitter = {}\n",
                    c.runtime_connect, c.eager_bytes, c.unit_bytes, c.max_steps, c.jitter);
-  if (p.hang_timeout != Program{}.hang_timeout) s += fmt::format("hang_timeout_s = {}\n", static_cast<double>(p.hang_timeout) / core::kSec);
+  if (p.hang_timeout != Program{}.hang_timeout)
+    s += fmt::format("hang_timeout_s = {}\n", static_cast<double>(p.hang_timeout) / core::kSec);
   const sim::CostModel& m = c.cost;
   s += fmt::format(
       "\n[runtime.cost]\nhost_call_us = {}\nkernel_us = {}\nkernel_per_kwork_us = {}\ncomm_latency_us = {}\n"

@@ -50,7 +50,8 @@ std::vector<Outcome> under_16_schedules(const program::Program& p) {
       o.strategy = strategy;
       o.record_decisions = false;
       const core::RunResult r = program::run_on_sim(p, o);
-      out.push_back(Outcome{fmt::format("--seed {} --strategy {}", seed, strategy.str()), r.verdict, testing::hazard_kinds(r)});
+      out.push_back(
+          Outcome{fmt::format("--seed {} --strategy {}", seed, strategy.str()), r.verdict, testing::hazard_kinds(r)});
     }
   }
   return out;
@@ -81,7 +82,8 @@ RC_GTEST_PROP(Hazards, HazardRoundsGiveTheSameVerdictAndHazardsUnderEverySchedul
 RC_GTEST_PROP(Hazards, ALoaderThreadGivesTheSameHazardsWhicheverThreadWinsTheRace, ()) {
   const Shape shape = *gen_race_shape();
   const program::Program p = build(shape);
-  const bool race_round = std::any_of(shape.rounds.begin(), shape.rounds.end(), [](const RoundSpec& r) { return r.kind == RoundKind::loader_race; });
+  const bool race_round = std::any_of(shape.rounds.begin(), shape.rounds.end(),
+                                      [](const RoundSpec& r) { return r.kind == RoundKind::loader_race; });
   const std::vector<Outcome> runs = under_16_schedules(p);
   std::set<core::Verdict> verdicts;
   for (const Outcome& o : runs) verdicts.insert(o.verdict);

@@ -70,7 +70,8 @@ TEST(ServingRegressions, EveryFaultHasATwin) {
   for (const std::string& f : faults) EXPECT_TRUE(scenarios().count(f + "_off")) << f << " has no fault-off twin";
   for (const std::string& t : names(false)) EXPECT_EQ(scenarios().at(t).expect.verdict, core::Verdict::pass) << t;
   // The right verdict for the wrong reason must not pass: every fault pins its finding's kind.
-  for (const std::string& f : faults) EXPECT_TRUE(scenarios().at(f).expect.kind.has_value()) << f << " does not pin [expect] kind";
+  for (const std::string& f : faults)
+    EXPECT_TRUE(scenarios().at(f).expect.kind.has_value()) << f << " does not pin [expect] kind";
 }
 
 RC_GTEST_PROP(ServingFaultsOff, AnySeedAndPolicyPasses, ()) {

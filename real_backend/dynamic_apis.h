@@ -16,7 +16,8 @@ struct DriverApi {
 };
 
 struct NvrtcApi {
-  nvrtcResult (*CreateProgram)(nvrtcProgram*, const char*, const char*, int, const char* const*, const char* const*) = nullptr;
+  nvrtcResult (*CreateProgram)(nvrtcProgram*, const char*, const char*, int, const char* const*,
+                               const char* const*) = nullptr;
   nvrtcResult (*CompileProgram)(nvrtcProgram, int, const char* const*) = nullptr;
   nvrtcResult (*GetPTXSize)(nvrtcProgram, size_t*) = nullptr;
   nvrtcResult (*GetPTX)(nvrtcProgram, char*) = nullptr;

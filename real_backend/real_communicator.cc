@@ -36,8 +36,8 @@ std::atomic<int64_t> g_next_op_id{0};
 
 }  // namespace
 
-RealCommunicator::RealCommunicator(RealRuntime& rt, RealDevice& dev, std::string name, std::vector<core::RankId> members,
-                                   int crank, void* nccl_comm)
+RealCommunicator::RealCommunicator(RealRuntime& rt, RealDevice& dev, std::string name,
+                                   std::vector<core::RankId> members, int crank, void* nccl_comm)
     : rt_(rt), dev_(dev), name_(std::move(name)), members_(std::move(members)), crank_(crank), comm_(nccl_comm) {}
 
 // Communicators are not destroyed: ncclCommDestroy waits for outstanding work, and a run that
@@ -49,7 +49,8 @@ int64_t RealCommunicator::next_cseq(core::OpKind kind, int peer) {
   return p2p_[{peer, kind == core::OpKind::send ? 0 : 1}]++;
 }
 
-TrackedOp* RealCommunicator::track(core::OpKind kind, const core::Buffer& buf, int peer, core::Stream s, core::Label label) {
+TrackedOp* RealCommunicator::track(core::OpKind kind, const core::Buffer& buf, int peer, core::Stream s,
+                                   core::Label label) {
   // NCCL discards a collective of no elements before it takes a place in the communicator's order:
   // it is not an operation to pair, and nothing waits for it.
   if (!core::is_p2p(kind) && buf.count() == 0) return nullptr;
@@ -162,7 +163,8 @@ void RealCommunicator::all_reduce(const core::Buffer& buf, core::ReduceOp, core:
   finish(op, s, timed);
 }
 
-void RealCommunicator::all_gather(const core::Buffer& send, const core::Buffer& recv, core::Stream s, core::Label label) {
+void RealCommunicator::all_gather(const core::Buffer& send, const core::Buffer& recv, core::Stream s,
+                                  core::Label label) {
   if (recv.count() < send.count() * size())
     throw std::invalid_argument(fmt::format("all_gather on '{}': receive buffer holds {} elements, needs {}", name_,
                                             recv.count(), send.count() * size()));
@@ -178,8 +180,10 @@ void RealCommunicator::all_gather(const core::Buffer& send, const core::Buffer& 
 // torch::cuda::nccl::all2all_single_equal_split) posts one ncclSend and one ncclRecv per peer,
 // itself included, inside ncclGroupStart/End on the stream. Nested in a caller's group, the
 // inner group only joins it, as NCCL's groups nest.
-void RealCommunicator::all_to_all(const core::Buffer& send, const core::Buffer& recv, core::Stream s, core::Label label) {
-  if (std::string why = core::all_to_all_error(name_, send, recv, size()); !why.empty()) throw std::invalid_argument(why);
+void RealCommunicator::all_to_all(const core::Buffer& send, const core::Buffer& recv, core::Stream s,
+                                  core::Label label) {
+  if (std::string why = core::all_to_all_error(name_, send, recv, size()); !why.empty())
+    throw std::invalid_argument(why);
   RealRuntime::CallScope scope(rt_, fmt::format("all_to_all (grouped ncclSend/ncclRecv) on '{}'", name_));
   TrackedOp* op = track(core::OpKind::all_to_all, send, -1, s, label);
   // Of no elements it takes no place in the order (as track() decides for every collective, and

@@ -171,8 +171,8 @@ void RealDevice::launch(core::Stream s, const core::KernelLaunch& k) {
     const JitKernel& jk = jit_kernel(k.kernel);
     unsigned long long arg = ns;
     void* args[] = {&arg};
-    PPSPEC_CU(driver().LaunchKernel(static_cast<CUfunction>(jk.function), 1, 1, 1, 1, 1, 1, 0, static_cast<CUstream>(st),
-                                    args, nullptr));
+    PPSPEC_CU(driver().LaunchKernel(static_cast<CUfunction>(jk.function), 1, 1, 1, 1, 1, 1, 0,
+                                    static_cast<CUstream>(st), args, nullptr));
     return;
   }
   kernels::launch_busy(busy_slot(k.kernel), ns, st);
@@ -196,23 +196,29 @@ void RealDevice::preload(core::KernelRef k, std::function<void()> device_load) {
 
 void RealDevice::memcpy(core::Stream s, const core::Buffer& dst, const core::Buffer& src) {
   if (dst.bytes() != src.bytes())
-    throw std::invalid_argument(fmt::format("rank{}: memcpy of {} bytes into {} bytes", rank_, src.bytes(), dst.bytes()));
+    throw std::invalid_argument(
+        fmt::format("rank{}: memcpy of {} bytes into {} bytes", rank_, src.bytes(), dst.bytes()));
   RealRuntime::CallScope scope(rt_, fmt::format("cudaMemcpyAsync on {}", full_name(s)));
-  StepProfiler::Timed timed(rt_.profiler(), rank_, rt_.current_step(), cuda_stream(s), StepPart::copies, stream_rec(s).capturing);
-  PPSPEC_CUDA(cudaMemcpyAsync(dst.data(), src.data(), src.bytes(), cudaMemcpyDeviceToDevice, as_stream(cuda_stream(s))));
+  StepProfiler::Timed timed(rt_.profiler(), rank_, rt_.current_step(), cuda_stream(s), StepPart::copies,
+                            stream_rec(s).capturing);
+  PPSPEC_CUDA(
+      cudaMemcpyAsync(dst.data(), src.data(), src.bytes(), cudaMemcpyDeviceToDevice, as_stream(cuda_stream(s))));
 }
 
 void RealDevice::memset(core::Stream s, const core::Buffer& dst, uint8_t value) {
   RealRuntime::CallScope scope(rt_, fmt::format("cudaMemsetAsync on {}", full_name(s)));
-  StepProfiler::Timed timed(rt_.profiler(), rank_, rt_.current_step(), cuda_stream(s), StepPart::copies, stream_rec(s).capturing);
+  StepProfiler::Timed timed(rt_.profiler(), rank_, rt_.current_step(), cuda_stream(s), StepPart::copies,
+                            stream_rec(s).capturing);
   PPSPEC_CUDA(cudaMemsetAsync(dst.data(), value, dst.bytes(), as_stream(cuda_stream(s))));
 }
 
 void RealDevice::upload(core::Stream s, const core::Buffer& dst, std::vector<uint8_t> bytes) {
   RealRuntime::CallScope scope(rt_, fmt::format("cudaMemcpyAsync H2D on {}", full_name(s)));
-  StepProfiler::Timed timed(rt_.profiler(), rank_, rt_.current_step(), cuda_stream(s), StepPart::copies, stream_rec(s).capturing);
+  StepProfiler::Timed timed(rt_.profiler(), rank_, rt_.current_step(), cuda_stream(s), StepPart::copies,
+                            stream_rec(s).capturing);
   // From pageable memory the driver stages the bytes before the call returns, so `bytes` may go.
-  PPSPEC_CUDA(cudaMemcpyAsync(dst.data(), bytes.data(), bytes.size(), cudaMemcpyHostToDevice, as_stream(cuda_stream(s))));
+  PPSPEC_CUDA(
+      cudaMemcpyAsync(dst.data(), bytes.data(), bytes.size(), cudaMemcpyHostToDevice, as_stream(cuda_stream(s))));
 }
 
 // Pinned host memory (core/runtime.h): cudaHostAlloc'd, so that cudaMemcpyAsync to and from it
@@ -243,12 +249,15 @@ void RealDevice::require_pinned(const core::Buffer& b, std::string_view what) co
 void RealDevice::pinned_copy(core::Stream s, const core::Buffer& dst, const core::Buffer& src, bool to_host) {
   const char* what = to_host ? "copy_to_host" : "copy_to_device";
   if (dst.bytes() != src.bytes())
-    throw std::invalid_argument(fmt::format("rank{}: {} of {} bytes into {} bytes", rank_, what, src.bytes(), dst.bytes()));
+    throw std::invalid_argument(
+        fmt::format("rank{}: {} of {} bytes into {} bytes", rank_, what, src.bytes(), dst.bytes()));
   require_pinned(to_host ? dst : src, what);
-  RealRuntime::CallScope scope(rt_, fmt::format("cudaMemcpyAsync {} (pinned) on {}", to_host ? "D2H" : "H2D", full_name(s)));
-  StepProfiler::Timed timed(rt_.profiler(), rank_, rt_.current_step(), cuda_stream(s), StepPart::copies, stream_rec(s).capturing);
-  PPSPEC_CUDA(cudaMemcpyAsync(dst.data(), src.data(), src.bytes(), to_host ? cudaMemcpyDeviceToHost : cudaMemcpyHostToDevice,
-                              as_stream(cuda_stream(s))));
+  RealRuntime::CallScope scope(rt_,
+                               fmt::format("cudaMemcpyAsync {} (pinned) on {}", to_host ? "D2H" : "H2D", full_name(s)));
+  StepProfiler::Timed timed(rt_.profiler(), rank_, rt_.current_step(), cuda_stream(s), StepPart::copies,
+                            stream_rec(s).capturing);
+  PPSPEC_CUDA(cudaMemcpyAsync(dst.data(), src.data(), src.bytes(),
+                              to_host ? cudaMemcpyDeviceToHost : cudaMemcpyHostToDevice, as_stream(cuda_stream(s))));
 }
 
 void RealDevice::copy_to_host(core::Stream s, const core::Buffer& host_dst, const core::Buffer& src) {
@@ -295,7 +304,8 @@ void* RealDevice::take_staging(size_t bytes, size_t& size_class) {
       return p;
     }
     if (staging_bytes_ + size_class > kStagingMax)
-      throw std::runtime_error(fmt::format("rank{}: more than {} MiB of device-to-host copies in flight", rank_, kStagingMax >> 20));
+      throw std::runtime_error(
+          fmt::format("rank{}: more than {} MiB of device-to-host copies in flight", rank_, kStagingMax >> 20));
     staging_bytes_ += size_class;
   }
   void* p = nullptr;
@@ -346,7 +356,8 @@ void RealDevice::copy_out(std::vector<PendingCopy> copies) {
 
 void RealDevice::host_func(core::Stream s, std::function<void()> fn) {
   RealRuntime::CallScope scope(rt_, fmt::format("cudaLaunchHostFunc on {}", full_name(s)));
-  if (stream_rec(s).capturing) throw std::logic_error(fmt::format("rank{}: a host function inside a graph capture", rank_));
+  if (stream_rec(s).capturing)
+    throw std::logic_error(fmt::format("rank{}: a host function inside a graph capture", rank_));
   // The stream's staged downloads first: the function may read them.
   auto job = [this, copies = take_copies(s), fn = std::move(fn)]() mutable {
     copy_out(std::move(copies));

@@ -113,7 +113,8 @@ class RealDevice final : public core::Device {
   std::vector<GraphRec> graphs_;
   std::map<std::string, JitKernel> jit_;
   std::vector<void*> allocations_;
-  std::vector<std::pair<const uint8_t*, size_t>> pinned_;  // alloc_host's blocks: checked, never freed (as allocations_)
+  std::vector<std::pair<const uint8_t*, size_t>>
+      pinned_;  // alloc_host's blocks: checked, never freed (as allocations_)
   void require_pinned(const core::Buffer& b, std::string_view what) const;
   void pinned_copy(core::Stream s, const core::Buffer& dst, const core::Buffer& src, bool to_host);
   // Pinned staging of downloads, by power-of-two size class; a block returns to its list when the

@@ -210,7 +210,8 @@ void RealRuntime::group_end() {
     if (std::find(streams.begin(), streams.end(), s) == streams.end()) streams.push_back(s);
   for (void* s : streams) {
     for (auto& [stream, start] : t_group.timed)
-      if (stream == s) profiler_.end(t_actor != nullptr ? t_actor->rank : -1, t_step, s, StepPart::communication, start);
+      if (stream == s)
+        profiler_.end(t_actor != nullptr ? t_actor->rank : -1, t_step, s, StepPart::communication, start);
     auto done = std::make_shared<CompletionEvent>();
     cudaEvent_t ev;
     PPSPEC_CUDA(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
@@ -228,12 +229,14 @@ void RealRuntime::group_end() {
 core::HostChannel& RealRuntime::channel(std::string_view name) {
   std::lock_guard<std::mutex> lock(channels_mu_);
   auto it = channels_.find(name);
-  if (it == channels_.end()) it = channels_.emplace(std::string(name), std::make_unique<Channel>(*this, std::string(name))).first;
+  if (it == channels_.end())
+    it = channels_.emplace(std::string(name), std::make_unique<Channel>(*this, std::string(name))).first;
   return *it->second;
 }
 
 void RealRuntime::spawn(core::ActorSpec spec, std::function<void()> body) {
-  if (spec.rank >= num_ranks()) throw std::invalid_argument(fmt::format("actor {} names rank {}", spec.name, spec.rank));
+  if (spec.rank >= num_ranks())
+    throw std::invalid_argument(fmt::format("actor {} names rank {}", spec.name, spec.rank));
   Actor& a = actors_.emplace_back();
   a.state.name = spec.name;
   a.state.rank = spec.rank;
@@ -322,7 +325,8 @@ void RealRuntime::fail(const std::string& error) {
   _exit(3);
 }
 
-void RealRuntime::end_with(const ActorState& actor, core::Verdict verdict, std::string_view kind, const std::string& summary) {
+void RealRuntime::end_with(const ActorState& actor, core::Verdict verdict, std::string_view kind,
+                           const std::string& summary) {
   {
     std::lock_guard<std::mutex> lock(fail_mu_);  // one report, even when several threads end so
     core::Finding f;

@@ -94,7 +94,8 @@ class RealRuntime final : public core::Runtime {
   void progress();               // something completed: the watchdog's clock restarts
   // An error off the actors' threads (a host function): reported as an actor's would be, then _exit(3).
   [[noreturn]] void fail(const std::string& error);
-  [[noreturn]] void end_with(const ActorState& actor, core::Verdict verdict, std::string_view kind, const std::string& summary);
+  [[noreturn]] void end_with(const ActorState& actor, core::Verdict verdict, std::string_view kind,
+                             const std::string& summary);
   std::string_view call_site() const;
 
   // RAII: the calling actor is inside `what` (shown in the hang dump); its end is progress.

@@ -18,7 +18,8 @@ void* record_timing_event(void* stream) {
 
 }  // namespace
 
-StepProfiler::Timed::Timed(StepProfiler& p, core::RankId rank, int64_t step, void* stream, StepPart part, bool capturing)
+StepProfiler::Timed::Timed(StepProfiler& p, core::RankId rank, int64_t step, void* stream, StepPart part,
+                           bool capturing)
     : rank_(rank), step_(step), stream_(stream), part_(part) {
   if (!p.on() || step < 0 || capturing) return;
   profiler_ = &p;

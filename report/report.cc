@@ -18,13 +18,16 @@ std::string format_time(core::Time t) {
   return fmt::format("{:.3f} s", static_cast<double>(t) / core::kSec);
 }
 
-std::string dump_json(const nlohmann::json& j) { return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace); }
+std::string dump_json(const nlohmann::json& j) {
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+}
 
 void append_finding(std::string& s, const core::Finding& f, std::string_view prefix) {
   // A finding from imported dumps has no time of ours (core::kNoTime): its sites say where.
   const std::string when = f.time == core::kNoTime ? ""
-                           : f.engine_step >= 0    ? fmt::format(" at {}, engine step {}", format_time(f.time), f.engine_step)
-                                                   : fmt::format(" at {}, step {}", format_time(f.time), f.sched_step);
+                           : f.engine_step >= 0
+                               ? fmt::format(" at {}, engine step {}", format_time(f.time), f.engine_step)
+                               : fmt::format(" at {}, step {}", format_time(f.time), f.sched_step);
   s += fmt::format("    {}{} ({}){}: {}\n", prefix, core::to_string(f.verdict), f.kind, when, f.summary);
   for (const std::string& d : f.details) s += fmt::format("      {}\n", d);
   // A deadlock's cycle already walks its sites, one line each.
@@ -34,7 +37,8 @@ void append_finding(std::string& s, const core::Finding& f, std::string_view pre
     if (site.actor.empty()) continue;
     where += where.empty() ? "" : "; ";
     where += site.actor;
-    if (!site.comm.empty()) where += site.cseq >= 0 ? fmt::format(" on {} #{}", site.comm, site.cseq) : fmt::format(" on {}", site.comm);
+    if (!site.comm.empty())
+      where += site.cseq >= 0 ? fmt::format(" on {} #{}", site.comm, site.cseq) : fmt::format(" on {}", site.comm);
     if (site.comm.empty() && !site.what.empty()) where += fmt::format(" ({})", site.what);
     if (!site.origin.empty()) where += fmt::format(" [{}]", site.origin);
   }
@@ -46,10 +50,12 @@ namespace {
 // The first line of a run's report: verdict against expectation, then what the run did.
 std::string headline(const RunRecord& r) {
   const core::RunResult& res = r.result;
-  std::string s = fmt::format("{} {}  {}  ", r.ok ? "ok  " : "FAIL", core::printable(r.scenario), core::printable(r.file));
+  std::string s =
+      fmt::format("{} {}  {}  ", r.ok ? "ok  " : "FAIL", core::printable(r.scenario), core::printable(r.file));
   if (r.flight_recorder)
-    return s + fmt::format("verdict {}  [{} operations in the dumps; compared: {} collective positions, {} p2p pairs]\n",
-                           core::to_string(res.verdict), res.stats.ops_posted, res.stats.collective_slots, res.stats.pairs);
+    return s +
+           fmt::format("verdict {}  [{} operations in the dumps; compared: {} collective positions, {} p2p pairs]\n",
+                       core::to_string(res.verdict), res.stats.ops_posted, res.stats.collective_slots, res.stats.pairs);
   if (r.gpu)
     return s + fmt::format("GPU verdict {} (expected {})  [{} ops posted, {} pairings, {:.1f} ms wall]\n",
                            core::to_string(res.verdict), core::to_string(r.expected), res.stats.ops_posted,
@@ -63,14 +69,15 @@ std::string headline(const RunRecord& r) {
   s += fmt::format("verdict {} ({})  seed {}  {}  [", core::to_string(res.verdict), expected, r.seed, r.strategy);
   if (r.serving) {
     const ServingFigures& f = *r.serving;
-    s += fmt::format("{} requests, {} engine steps, {}{}{}{}acceptance {:.2f}, {:.1f} tokens/step, ", f.requests, f.engine_steps,
-                     f.dummy_batches > 0 ? fmt::format("{} dummy batches, ", f.dummy_batches) : std::string(),
-                     f.preemptions > 0 ? fmt::format("{} preemptions, ", f.preemptions) : std::string(),
-                     f.steps_ahead > 0 ? fmt::format("{} steps scheduled ahead, ", f.steps_ahead) : std::string(),
-                     f.prefix_hit_blocks > 0 || f.prefix_evictions > 0
-                         ? fmt::format("{} prefix-cache blocks reused, {} evicted, ", f.prefix_hit_blocks, f.prefix_evictions)
-                         : std::string(),
-                     f.acceptance_rate, f.tokens_per_step);
+    s += fmt::format(
+        "{} requests, {} engine steps, {}{}{}{}acceptance {:.2f}, {:.1f} tokens/step, ", f.requests, f.engine_steps,
+        f.dummy_batches > 0 ? fmt::format("{} dummy batches, ", f.dummy_batches) : std::string(),
+        f.preemptions > 0 ? fmt::format("{} preemptions, ", f.preemptions) : std::string(),
+        f.steps_ahead > 0 ? fmt::format("{} steps scheduled ahead, ", f.steps_ahead) : std::string(),
+        f.prefix_hit_blocks > 0 || f.prefix_evictions > 0
+            ? fmt::format("{} prefix-cache blocks reused, {} evicted, ", f.prefix_hit_blocks, f.prefix_evictions)
+            : std::string(),
+        f.acceptance_rate, f.tokens_per_step);
   } else {
     s += fmt::format("{} steps, ", res.stats.sched_steps);
   }
@@ -86,9 +93,10 @@ std::string model_oracle_line(const verify::OnlineCoverage& c) {
   std::string s = fmt::format("    model oracle: {} activation rows and {} greedy samples checked over {} requests", c.rows_checked,
                               c.samples_checked, c.requests_followed);
   if (stopped > 0)
-    s += fmt::format("; it stopped following {} ({} embedded what it cannot model, {} idle for {} steps, {} for room past {})", stopped,
-                     c.requests_unfollowable, c.requests_forgotten_idle, verify::ModelReference::kStepsIdle, c.requests_forgotten_for_room,
-                     verify::ModelReference::kRequestsKept);
+    s += fmt::format(
+        "; it stopped following {} ({} embedded what it cannot model, {} idle for {} steps, {} for room past {})",
+        stopped, c.requests_unfollowable, c.requests_forgotten_idle, verify::ModelReference::kStepsIdle,
+        c.requests_forgotten_for_room, verify::ModelReference::kRequestsKept);
   return s + "\n";
 }
 
@@ -103,7 +111,8 @@ std::set<int> cited_rules(const core::RunResult& res) {
       if (text[i] != 'R' || !(text[i - 1] == '(' || (i >= 2 && text[i - 1] == ' ' && text[i - 2] == ','))) continue;
       size_t j = i + 1;
       int n = 0;
-      while (j < text.size() && std::isdigit(static_cast<unsigned char>(text[j])) && n < 100) n = n * 10 + (text[j++] - '0');
+      while (j < text.size() && std::isdigit(static_cast<unsigned char>(text[j])) && n < 100)
+        n = n * 10 + (text[j++] - '0');
       if (j == i + 1 || j >= text.size() || (text[j] != ')' && text[j] != ',' && text[j] != ';')) continue;
       if (n >= 1 && n <= 11) rules.insert(n);
     }
@@ -129,7 +138,8 @@ std::string format_text(const RunRecord& r) {
   if (r.serving) s += model_oracle_line(r.serving->model_oracle);
   for (const core::Finding& f : res.findings) append_finding(s, f, "");
   for (const core::Finding& f : res.notes) append_finding(s, f, "note: ");
-  const bool hazards = std::any_of(res.notes.begin(), res.notes.end(), [](const core::Finding& f) { return f.verdict == core::Verdict::hazard; });
+  const bool hazards = std::any_of(res.notes.begin(), res.notes.end(),
+                                   [](const core::Finding& f) { return f.verdict == core::Verdict::hazard; });
   if (res.verdict == core::Verdict::pass && hazards)
     s += "    the hazards above are notes while [runtime] strict = false: set strict = true to make them fail the run "
          "(on GPUs a hazard stalls or hangs)\n";
@@ -176,16 +186,18 @@ void SeedSummary::add(const RunRecord& r) {
 
 std::string format_summary(const SeedSummary& s) {
   const bool ok = s.as_expected == s.seeds;
-  std::string line = fmt::format("{} {}  {}  {} of {} seeds as expected", ok ? "ok  " : "FAIL", core::printable(s.scenario),
-                                 core::printable(s.file), s.as_expected, s.seeds);
+  std::string line = fmt::format("{} {}  {}  {} of {} seeds as expected", ok ? "ok  " : "FAIL",
+                                 core::printable(s.scenario), core::printable(s.file), s.as_expected, s.seeds);
   if (s.first_unexpected) line += fmt::format("; first unexpected: seed {}", *s.first_unexpected);
   std::string seen;
   for (const auto& [verdict, count] : s.verdicts)
     seen += fmt::format("{}{} {}", seen.empty() ? "" : ", ", core::to_string(verdict), count);
-  if (s.internal_errors > 0) seen += fmt::format("{}internal error of ppspec {}", seen.empty() ? "" : ", ", s.internal_errors);
+  if (s.internal_errors > 0)
+    seen += fmt::format("{}internal error of ppspec {}", seen.empty() ? "" : ", ", s.internal_errors);
   line += fmt::format("  (verdicts: {}; expected {})  seeds {}..{}  {}  [{:.1f} ms wall]\n", seen, core::to_string(s.expected),
                       s.first_seed, s.first_seed + s.seeds - 1, s.strategy, s.wall_ms);
-  if (s.first_finding_seed) line += fmt::format("    first finding (seed {}): {}\n", *s.first_finding_seed, s.first_finding);
+  if (s.first_finding_seed)
+    line += fmt::format("    first finding (seed {}): {}\n", *s.first_finding_seed, s.first_finding);
   return line;
 }
 

@@ -26,7 +26,8 @@ struct RunChoices {
   // Programs only: keep the schedule, which a trace's trailer and `replay` need; a command that
   // writes no trace and runs many seeds (fuzz, fidelity) saves the memory.
   bool record_decisions = true;
-  sim::NcclObserver* nccl_observer = nullptr;  // what NCCL's profiler interface would be told (the adapter of nccl_profiler/)
+  sim::NcclObserver* nccl_observer =
+      nullptr;  // what NCCL's profiler interface would be told (the adapter of nccl_profiler/)
 };
 
 program::SimRunOptions sim_options(const program::Program& p, const RunChoices& c);

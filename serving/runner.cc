@@ -141,7 +141,8 @@ std::optional<core::Finding> compare_with(const ServingScenario& s, const RunOpt
   f.verdict = core::Verdict::output_divergence;
   f.kind = kind;
   f.time = run.result.stats.sim_time;
-  f.summary = fmt::format("the reference run ({}) did not complete (verdict {})", name, core::to_string(reference.result.verdict));
+  f.summary = fmt::format("the reference run ({}) did not complete (verdict {})", name,
+                          core::to_string(reference.result.verdict));
   for (const core::Finding& g : reference.result.findings) f.details.push_back(name + ": " + g.summary);
   return f;
 }

@@ -54,8 +54,10 @@ void BlockingHazards::check(const Call& c, const Wait& w) {
 void BlockingHazards::on_stuck(WaitGraph& graph, const SimDevice& dev) {
   if (!active()) return;
   for (const Wait& w : waits_) {
-    if (w.released || std::none_of(calls_.begin(), calls_.end(), [&](const Call& c) { return can_hold_up(c, w); })) continue;
-    PPSPEC_ASSERT((w.kernel != nullptr) != (w.flag != nullptr), "waiting item {} is neither a kernel nor a flag wait", w.id);
+    if (w.released || std::none_of(calls_.begin(), calls_.end(), [&](const Call& c) { return can_hold_up(c, w); }))
+      continue;
+    PPSPEC_ASSERT((w.kernel != nullptr) != (w.flag != nullptr), "waiting item {} is neither a kernel nor a flag wait",
+                  w.id);
     const StuckFrontier waits = w.kernel != nullptr ? graph.release_of(*w.kernel) : graph.release_of(*w.flag, dev);
     for (const Call& c : calls_)
       if (can_hold_up(c, w))
@@ -119,7 +121,8 @@ void BlockingHazards::prune() {
   // hold up.
   auto live = [](const Fiber* f) { return f->state != FiberState::finished; };
   auto all_know = [&](uint32_t thread, uint32_t index) {
-    return std::all_of(hosts_.begin(), hosts_.end(), [&](const Fiber* f) { return !live(f) || f->clock.get(thread) >= index; });
+    return std::all_of(hosts_.begin(), hosts_.end(),
+                       [&](const Fiber* f) { return !live(f) || f->clock.get(thread) >= index; });
   };
   // Only the components of this rank's threads decide held_back().
   std::erase_if(waits_, [&](const Wait& w) {

@@ -79,7 +79,8 @@ void move_collective_data(const std::vector<CommOp*>& ops) {
           break;
       }
       // Mismatched dtypes (on_mismatch = "emulate"): the byte prefix moved, counted in each buffer's own bytes.
-      for (const CommOp* op : ops) op->spec.buf.mark_bytes_written(0, static_cast<size_t>(n) * core::dtype_size(d.dtype));
+      for (const CommOp* op : ops)
+        op->spec.buf.mark_bytes_written(0, static_cast<size_t>(n) * core::dtype_size(d.dtype));
       return;
     }
     case core::OpKind::all_gather: {

@@ -59,10 +59,11 @@ void CaptureRules::reject_connect_in_capture(const std::vector<PartSpec>& parts)
       "use with device allocations, which the capture forbids (ncclInternalError on H200, NCCL 2.28.9); communicate "
       "once in each direction before capturing, as a warmup step does",
       w.current().name, core::to_string(first->desc.kind), first->comm->name,
-      core::is_p2p(first->desc.kind) ? fmt::format("that direction with rank{}", first->comm->members[static_cast<size_t>(first->peer)])
-                                     : std::string("that communicator's collectives"));
-  f.sites.push_back(core::Site{rank, w.current().name, first->comm->name, -1, std::string(core::to_string(first->desc.kind)),
-                               std::string(first->origin)});
+      core::is_p2p(first->desc.kind)
+          ? fmt::format("that direction with rank{}", first->comm->members[static_cast<size_t>(first->peer)])
+          : std::string("that communicator's collectives"));
+  f.sites.push_back(core::Site{rank, w.current().name, first->comm->name, -1,
+                               std::string(core::to_string(first->desc.kind)), std::string(first->origin)});
   w.stop(std::move(f));
 }
 

@@ -52,7 +52,8 @@ void ConnectionSetup::init(SimComm& comm, int crank) {
   if (VectorClock* c = w.host_clock()) c->join(init.clock);
   // NCCL initialises its profiler once every member's information has arrived (initTransportsRank,
   // after its AllGather3), before the rest of the setup: every member's init is told before any posts.
-  if (NcclObserver* o = rt_.nccl_observer()) o->comm_initialised(w.now(), me, comm.name, crank, static_cast<int>(comm.size()));
+  if (NcclObserver* o = rt_.nccl_observer())
+    o->comm_initialised(w.now(), me, comm.name, crank, static_cast<int>(comm.size()));
   comm.ranks[static_cast<size_t>(crank)].initialised = true;
   w.sleep(w.jittered(w.config().cost.comm_init));
   if (w.bus().active()) {
@@ -73,8 +74,9 @@ Connection& ConnectionSetup::setup_round(const SimComm& comm, int a, int b, int6
   PPSPEC_ASSERT(k >= 0 && k < PairSetup::kRoundsMax, "round {} of a pair: each side sets two ends up once", k);
   while (static_cast<int64_t>(ps.rounds.size()) <= k) {
     Connection& c = ps.rounds.emplace_back();
-    c.what = fmt::format("p2p connection rank{}<->rank{} on '{}' (setup round {})", comm.members[static_cast<size_t>(a)],
-                         comm.members[static_cast<size_t>(b)], comm.name, ps.rounds.size());
+    c.what =
+        fmt::format("p2p connection rank{}<->rank{} on '{}' (setup round {})", comm.members[static_cast<size_t>(a)],
+                    comm.members[static_cast<size_t>(b)], comm.name, ps.rounds.size());
     c.parties = {comm.members[static_cast<size_t>(a)], comm.members[static_cast<size_t>(b)]};
     c.arrived.assign(2, false);
     c.comm = &comm;

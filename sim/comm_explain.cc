@@ -82,7 +82,11 @@ Blocker CommExplainer::p2p_blocker(const CommKernel& k, const CommOp& op) const 
             fmt::format("its partner {} is queued behind other work", describe(*other)), &other->kernel->issue_clock};
   const std::string partner = fmt::format("{} #{} rank{}->rank{} on '{}'", is_send ? "recv" : "send", op.spec.cseq,
                                           is_send ? k.rank : peer_rank, is_send ? peer_rank : k.rank, comm.name);
-  return {Blocker::Kind::rank_host, nullptr, peer_rank, fmt::format("rank{} has not posted {}", peer_rank, partner), nullptr,
+  return {Blocker::Kind::rank_host,
+          nullptr,
+          peer_rank,
+          fmt::format("rank{} has not posted {}", peer_rank, partner),
+          nullptr,
           core::Culprit{peer_rank, comm.name, true, k.rank, op.spec.cseq, "never-posted"}};
 }
 
@@ -112,7 +116,8 @@ std::vector<Blocker> CommExplainer::release_blockers(const CommKernel& k) const 
     if (core::is_p2p(op.spec.desc.kind)) {
       const bool is_send = op.spec.desc.kind == core::OpKind::send;
       const core::RankId peer_rank = comm.members[static_cast<size_t>(op.spec.peer)];
-      const P2PChannel& ch = is_send ? posted_channel(comm, k.crank, op.spec.peer) : posted_channel(comm, op.spec.peer, k.crank);
+      const P2PChannel& ch =
+          is_send ? posted_channel(comm, k.crank, op.spec.peer) : posted_channel(comm, op.spec.peer, k.crank);
       if (const CommOp* other = at_position(is_send ? ch.live_recvs : ch.live_sends, op.spec.cseq)) {
         out.push_back(partner_blocker(*other, peer_rank, describe(*other)));
         continue;
@@ -123,7 +128,8 @@ std::vector<Blocker> CommExplainer::release_blockers(const CommKernel& k) const 
       if (buffered != nullptr)
         out.push_back({Blocker::Kind::none, nullptr, peer_rank, "buffered", &buffered->start});
       else
-        out.push_back({Blocker::Kind::rank_host, nullptr, peer_rank, fmt::format("rank{} has not launched the partner", peer_rank)});
+        out.push_back({Blocker::Kind::rank_host, nullptr, peer_rank,
+                       fmt::format("rank{} has not launched the partner", peer_rank)});
       continue;
     }
     const CollSlot* slot = comm.find_slot(op.spec.cseq);
@@ -149,8 +155,9 @@ CollectiveHold CommExplainer::collective_hold(const SimComm& comm, int64_t cseq)
     const core::RankId r = comm.members[m];
     const CommOp* other = slot.ops[m];
     if (other == nullptr && slot.units[m] < 0)
-      h.members.push_back({Blocker::Kind::rank_host, nullptr, r, fmt::format("rank{} has not posted collective #{} on '{}'", r, cseq, comm.name),
-                           nullptr, core::Culprit{r, comm.name, false, -1, cseq, "never-posted"}});
+      h.members.push_back({Blocker::Kind::rank_host, nullptr, r,
+                           fmt::format("rank{} has not posted collective #{} on '{}'", r, cseq, comm.name), nullptr,
+                           core::Culprit{r, comm.name, false, -1, cseq, "never-posted"}});
     else if (other == nullptr && !slot.launched[m])
       h.members.push_back({Blocker::Kind::rank_host, nullptr, r,
                            fmt::format("rank{} posted collective #{} on '{}' but has not launched it", r, cseq, comm.name)});
@@ -166,15 +173,17 @@ CollectiveHold CommExplainer::collective_hold(const SimComm& comm, int64_t cseq)
 Blocker CommExplainer::size_mismatch(const CollectiveHold& hold, int crank) const {
   PPSPEC_ASSERT(hold.slot != nullptr && hold.members.empty());
   PPSPEC_ASSERT(crank >= 0 && static_cast<size_t>(crank) < hold.slot->units.size());
-  return {Blocker::Kind::none, nullptr, -1,
-          fmt::format("expects {} units but its peers provide {}: it spins forever (size mismatch, R5)",
-                      hold.slot->units[static_cast<size_t>(crank)], hold.others.for_member(static_cast<size_t>(crank)))};
+  return {
+      Blocker::Kind::none, nullptr, -1,
+      fmt::format("expects {} units but its peers provide {}: it spins forever (size mismatch, R5)",
+                  hold.slot->units[static_cast<size_t>(crank)], hold.others.for_member(static_cast<size_t>(crank)))};
 }
 
 core::Culprit CommExplainer::never_connected(const Connection& c, core::RankId absent) const {
   const SimComm& comm = *c.comm;
   const int a = comm.crank_of(absent);
-  if (!c.p2p) return core::Culprit{absent, comm.name, false, -1, comm.ranks[static_cast<size_t>(a)].coll_posted, "never-posted"};
+  if (!c.p2p)
+    return core::Culprit{absent, comm.name, false, -1, comm.ranks[static_cast<size_t>(a)].coll_posted, "never-posted"};
   const core::RankId waiter = c.parties[0] == absent ? c.parties[1] : c.parties[0];
   const int w = comm.crank_of(waiter);
   // What the absent rank never posted: the send a receive of the waiter needs first (a receive

@@ -141,7 +141,8 @@ std::optional<core::Finding> CommFindings::unmatched(const std::vector<std::uniq
         first = &q->front();
         where = c.get();
         const bool is_send = q == &ch.unpaired_sends;
-        cseq = is_send ? ch.sends_posted - static_cast<int64_t>(q->size()) : ch.recvs_posted - static_cast<int64_t>(q->size());
+        cseq = is_send ? ch.sends_posted - static_cast<int64_t>(q->size())
+                       : ch.recvs_posted - static_cast<int64_t>(q->size());
         partner = c->members[static_cast<size_t>(is_send ? dst : src)];
       }
     }
@@ -158,7 +159,8 @@ std::optional<core::Finding> CommFindings::unmatched(const std::vector<std::uniq
       is_send ? "recv" : "send", first->rank);
   f.sites.push_back(core::Site{first->rank, std::string(first->actor), where->name, cseq, core::describe(first->desc),
                                std::string(first->origin)});
-  f.sites.push_back(core::Site{partner, "", where->name, cseq, fmt::format("never posts the matching {}", is_send ? "recv" : "send"), ""});
+  f.sites.push_back(core::Site{partner, "", where->name, cseq,
+                               fmt::format("never posts the matching {}", is_send ? "recv" : "send"), ""});
   f.culprit = core::Culprit{partner, where->name, true, first->rank, cseq, "never-posted"};
   return f;
 }

@@ -44,7 +44,8 @@ class CommFindings {
 
  private:
   core::Finding collective_finding(const SimComm& comm, int64_t cseq, const CollSlot& slot) const;
-  void publish_mismatch(const core::Finding& f, core::RankId rank, std::string_view actor, const SimComm& comm, int64_t cseq);
+  void publish_mismatch(const core::Finding& f, core::RankId rank, std::string_view actor, const SimComm& comm,
+                        int64_t cseq);
 
   SimRuntime& rt_;
   bool mismatch_seen_ = false;

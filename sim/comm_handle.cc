@@ -42,7 +42,8 @@ void SimCommHandle::recv(const core::Buffer& buf, int peer, core::Stream s, core
 }
 
 void SimCommHandle::broadcast(const core::Buffer& buf, int root, core::Stream s, core::Label label) {
-  if (root < 0 || root >= size()) throw std::invalid_argument(fmt::format("broadcast on '{}': bad root {}", comm_.name, root));
+  if (root < 0 || root >= size())
+    throw std::invalid_argument(fmt::format("broadcast on '{}': bad root {}", comm_.name, root));
   post(core::OpKind::broadcast, buf, {}, root, s, label);
 }
 
@@ -58,7 +59,8 @@ void SimCommHandle::all_gather(const core::Buffer& send, const core::Buffer& rec
 }
 
 void SimCommHandle::all_to_all(const core::Buffer& send, const core::Buffer& recv, core::Stream s, core::Label label) {
-  if (std::string why = core::all_to_all_error(comm_.name, send, recv, size()); !why.empty()) throw std::invalid_argument(why);
+  if (std::string why = core::all_to_all_error(comm_.name, send, recv, size()); !why.empty())
+    throw std::invalid_argument(why);
   post(core::OpKind::all_to_all, send, recv, -1, s, label);
 }
 

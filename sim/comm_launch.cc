@@ -36,7 +36,8 @@ void KernelLauncher::launch(std::vector<PartSpec>& parts) {
   // One kernel per (communicator, rank), in order of first appearance; usually there is one.
   std::vector<uint8_t> taken;
   bool one_kernel = true;
-  for (const PartSpec& p : parts) one_kernel = one_kernel && p.comm == parts.front().comm && p.crank == parts.front().crank;
+  for (const PartSpec& p : parts)
+    one_kernel = one_kernel && p.comm == parts.front().comm && p.crank == parts.front().crank;
   if (!one_kernel) taken.assign(parts.size(), 0);
   for (size_t first = 0; first < parts.size(); ++first) {
     if (!one_kernel && taken[first]) continue;
@@ -99,7 +100,8 @@ void KernelLauncher::watch_if_waiting(CommKernel& k) {
   });
   // The words are built only where hazards are tracked: this runs on every launch.
   if (waits && dev.blocking().active())
-    k.wait_id = dev.blocking().on_wait_issued(k.issue_clock, explain_.describe_kernel(k), k.primary()->full_name(), &k, nullptr);
+    k.wait_id = dev.blocking().on_wait_issued(k.issue_clock, explain_.describe_kernel(k), k.primary()->full_name(), &k,
+                                              nullptr);
 }
 
 void KernelLauncher::depart(CommKernel& k) {

@@ -37,7 +37,8 @@ namespace {
 std::pair<int64_t, int64_t> self_exchanges(const std::vector<PartSpec>& parts, const PartSpec& p) {
   int64_t sends = 0, recvs = 0;
   for (const PartSpec& q : parts)
-    if (q.comm == p.comm && q.crank == q.peer && core::is_p2p(q.desc.kind)) (q.desc.kind == core::OpKind::send ? sends : recvs) += 1;
+    if (q.comm == p.comm && q.crank == q.peer && core::is_p2p(q.desc.kind))
+      (q.desc.kind == core::OpKind::send ? sends : recvs) += 1;
   return {sends, recvs};
 }
 }  // namespace
@@ -63,7 +64,8 @@ void PostPairing::reject_unmatched_self(const std::vector<PartSpec>& parts) {
         "{} {} on '{}' posts {} send(s) to itself and {} receive(s) from itself: NCCL fails {} with ncclInvalidUsage "
         "(\"Trying to {} to self without a matching {}\")",
         w.current().name, parts.size() == 1 ? "in an ungrouped call" : "in one group", p.comm->name, sends, recvs,
-        parts.size() == 1 ? "the call" : "ncclGroupEnd", sends > recvs ? "send" : "recv", sends > recvs ? "recv" : "send");
+        parts.size() == 1 ? "the call" : "ncclGroupEnd", sends > recvs ? "send" : "recv",
+        sends > recvs ? "recv" : "send");
     f.sites.push_back(core::Site{rank, w.current().name, p.comm->name, -1, std::string(core::to_string(p.desc.kind)),
                                  std::string(p.origin)});
     w.stop(std::move(f));
@@ -72,7 +74,8 @@ void PostPairing::reject_unmatched_self(const std::vector<PartSpec>& parts) {
 
 // The rank's next issue index; the parts of one group share one (the group is one kernel per rank).
 uint64_t PostPairing::issue_index(core::RankId rank) {
-  if (rank_issue_.size() < static_cast<size_t>(rt_.num_ranks())) rank_issue_.resize(static_cast<size_t>(rt_.num_ranks()), 0);
+  if (rank_issue_.size() < static_cast<size_t>(rt_.num_ranks()))
+    rank_issue_.resize(static_cast<size_t>(rt_.num_ranks()), 0);
   PPSPEC_ASSERT(rank >= 0 && static_cast<size_t>(rank) < rank_issue_.size());
   HostState& host = rt_.host_state();
   if (host.group_depth == 0) return rank_issue_[static_cast<size_t>(rank)]++;
@@ -168,7 +171,8 @@ void PostPairing::on_pair(const PostRecord& send, const PostRecord& recv, SimCom
 void PostPairing::on_collective_post(const PostRecord& rec, int crank, SimComm& comm, int64_t cseq, CollSlot& slot) {
   const auto m = static_cast<size_t>(crank);
   ++slot.posted;
-  PPSPEC_ASSERT(slot.posted <= comm.size() && slot.posts[m].op_id < 0, "member {} posts collective #{} twice", crank, cseq);
+  PPSPEC_ASSERT(slot.posted <= comm.size() && slot.posts[m].op_id < 0, "member {} posts collective #{} twice", crank,
+                cseq);
   slot.posts[m] = rec;
   if (slot.first < 0)
     slot.first = static_cast<int>(m);

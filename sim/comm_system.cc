@@ -26,7 +26,8 @@ SimComm& CommSystem::declare(std::string_view name, std::span<const core::RankId
   std::sort(c->crank_index.begin(), c->crank_index.end());
   for (size_t i = 1; i < n; ++i)
     if (c->crank_index[i].first == c->crank_index[i - 1].first)
-      throw std::invalid_argument(fmt::format("communicator '{}': rank {} listed twice", name, c->crank_index[i].first));
+      throw std::invalid_argument(
+          fmt::format("communicator '{}': rank {} listed twice", name, c->crank_index[i].first));
   c->ranks.resize(n);
   c->channels.reset(n);
   for (size_t i = 0; i < n; ++i) c->handles.push_back(std::make_unique<SimCommHandle>(*this, *c, static_cast<int>(i)));
@@ -79,7 +80,8 @@ void CommSystem::post(PartSpec spec) {
   std::vector<PartSpec>& parts = host.scratch;
   parts.push_back(std::move(spec));
   // NCCL tells its profiler of the call before its group's end refuses an unmatched send to oneself.
-  if (rt_.nccl_observer() != nullptr && pairing_.unmatched_self(parts) != nullptr) observe_call(parts.back(), pairing_.next_op_id());
+  if (rt_.nccl_observer() != nullptr && pairing_.unmatched_self(parts) != nullptr)
+    observe_call(parts.back(), pairing_.next_op_id());
   pairing_.reject_unmatched_self(parts);  // an ungrouped call is a group of one
   register_observed(parts.back());
   launch_live(parts);

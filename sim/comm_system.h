@@ -60,11 +60,15 @@ class CommSystem {
 
   // Explanations (CommExplainer).
   Blocker p2p_blocker(const CommKernel& k, const CommOp& op) const { return explain_.p2p_blocker(k, op); }
-  CollectiveHold collective_hold(const SimComm& comm, int64_t cseq) const { return explain_.collective_hold(comm, cseq); }
+  CollectiveHold collective_hold(const SimComm& comm, int64_t cseq) const {
+    return explain_.collective_hold(comm, cseq);
+  }
   Blocker size_mismatch(const CollectiveHold& hold, int crank) const { return explain_.size_mismatch(hold, crank); }
   const CommKernel* order_blocker(const CommKernel& k) const { return explain_.order_blocker(k); }
   std::vector<Blocker> release_blockers(const CommKernel& k) const { return explain_.release_blockers(k); }
-  core::Culprit never_connected(const Connection& c, core::RankId absent) const { return explain_.never_connected(c, absent); }
+  core::Culprit never_connected(const Connection& c, core::RankId absent) const {
+    return explain_.never_connected(c, absent);
+  }
   std::string describe(const CommOp& op) const { return explain_.describe(op); }
   std::string describe_kernel(const CommKernel& k) const { return explain_.describe_kernel(k); }
 

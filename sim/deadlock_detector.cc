@@ -97,7 +97,8 @@ class Explainer {
   // Where the waits from `starts` lead (sim/wait_graph.h).
   StuckFrontier frontier(const std::vector<Link>& starts) const;
   void add_blocker(std::vector<Link>& links, Blocker b);
-  void to_rank_hosts(std::vector<Link>& links, core::RankId r, std::string_view why, const core::Culprit* culprit = nullptr);
+  void to_rank_hosts(std::vector<Link>& links, core::RankId r, std::string_view why,
+                     const core::Culprit* culprit = nullptr);
 
  private:
   Node explain_one(const Fiber& f);
@@ -209,7 +210,8 @@ class StuckGraph final : public WaitGraph {
   StuckFrontier release_of(const SimFlag& flag, const SimDevice& dev) override {
     std::vector<Link> starts;
     for (const auto& st : dev.streams())
-      if (const WorkItem* set = st->queued_set_of(&flag)) starts.push_back(Link{st->fiber(), -1, {}, &set->enqueue_clock()});
+      if (const WorkItem* set = st->queued_set_of(&flag))
+        starts.push_back(Link{st->fiber(), -1, {}, &set->enqueue_clock()});
     if (starts.empty()) ex_.to_rank_hosts(starts, dev.rank(), "has not issued set_flag");
     return ex_.frontier(starts);
   }
@@ -235,13 +237,15 @@ int Explainer::rank_group(core::RankId r) {
   return g;
 }
 
-void Explainer::to_rank_hosts(std::vector<Link>& links, core::RankId r, std::string_view why, const core::Culprit* culprit) {
+void Explainer::to_rank_hosts(std::vector<Link>& links, core::RankId r, std::string_view why,
+                              const core::Culprit* culprit) {
   PPSPEC_ASSERT(r >= 0 && static_cast<size_t>(r) < hosts_by_rank_.size());
   if (!hosts_by_rank_[static_cast<size_t>(r)].empty()) {
     links.push_back({nullptr, rank_group(r), why});
     return;
   }
-  links.push_back({nullptr, -1, word(fmt::format("{}, and rank{} has no running host thread left to do it", why, r)), nullptr, culprit});
+  links.push_back({nullptr, -1, word(fmt::format("{}, and rank{} has no running host thread left to do it", why, r)),
+                   nullptr, culprit});
   if (!absent_seen_[static_cast<size_t>(r)]) {
     absent_seen_[static_cast<size_t>(r)] = 1;
     absent_ranks_.push_back(r);
@@ -263,8 +267,10 @@ const std::vector<Link>& Explainer::connect_links(const Connection& c) {
   if (made) {
     for (size_t i = 0; i < c.parties.size(); ++i)
       if (!c.arrived[i])
-        to_rank_hosts(it->second, c.parties[i], word(fmt::format("rank{} has not reached its side of the connection", c.parties[i])),
-                      c.comm == nullptr ? nullptr : &culprits_.emplace_back(rt_.comms().never_connected(c, c.parties[i])));
+        to_rank_hosts(
+            it->second, c.parties[i],
+            word(fmt::format("rank{} has not reached its side of the connection", c.parties[i])),
+            c.comm == nullptr ? nullptr : &culprits_.emplace_back(rt_.comms().never_connected(c, c.parties[i])));
   }
   return it->second;
 }
@@ -326,7 +332,8 @@ void Explainer::explain_host(const Fiber& f, const WaitInfo& w, Node& n) {
       // The host's own call site is this node's origin: the line of the wait.
       n.state = fmt::format("blocked in event_sync of {}", event_words(w));
       n.short_ = "event_sync";
-      n.links.push_back({w.stream->fiber(), -1, word(fmt::format("has not reached the record of event '{}'", w.event->event))});
+      n.links.push_back(
+          {w.stream->fiber(), -1, word(fmt::format("has not reached the record of event '{}'", w.event->event))});
       return;
     case WaitKind::device_drain: {
       const SimDevice& dev = *w.device;
@@ -426,7 +433,8 @@ void Explainer::explain_stream(const WaitInfo& w, Node& n) {
       n.state = fmt::format("holds {}, which must wait for an earlier communication kernel (R2/R7)",
                             comms.describe_kernel(k));
       if (const CommKernel* b = comms.order_blocker(k))
-        n.links.push_back({b->primary()->fiber(), -1, word(fmt::format("{} must finish first", comms.describe_kernel(*b)))});
+        n.links.push_back(
+            {b->primary()->fiber(), -1, word(fmt::format("{} must finish first", comms.describe_kernel(*b)))});
       return;
     }
     case WaitKind::group_join: {
@@ -448,7 +456,8 @@ void Explainer::explain_stream(const WaitInfo& w, Node& n) {
       n.state = fmt::format("waits (wait_event) for {}", event_words(w));
       n.short_ = "event wait";
       n.site.origin = std::string(w.event->waited_at);
-      n.links.push_back({w.stream->fiber(), -1, word(fmt::format("has not reached the record of event '{}'", w.event->event))});
+      n.links.push_back(
+          {w.stream->fiber(), -1, word(fmt::format("has not reached the record of event '{}'", w.event->event))});
       return;
     default:
       n.state = fmt::format("waiting ({})", w.what);
@@ -497,12 +506,14 @@ void Explainer::explain_flag(const WaitInfo& w, Node& n) {
   bool queued = false;
   for (const auto& st : dev.streams()) {
     if (st->queues_set_of(w.flag)) {
-      n.links.push_back({st->fiber(), -1, word(fmt::format("its set_flag('{}') is queued behind other work", w.flag->name))});
+      n.links.push_back(
+          {st->fiber(), -1, word(fmt::format("its set_flag('{}') is queued behind other work", w.flag->name))});
       queued = true;
     }
   }
   if (!queued)
-    to_rank_hosts(n.links, dev.rank(), word(fmt::format("rank{} has not issued set_flag('{}')", dev.rank(), w.flag->name)));
+    to_rank_hosts(n.links, dev.rank(),
+                  word(fmt::format("rank{} has not issued set_flag('{}')", dev.rank(), w.flag->name)));
 }
 
 // Depth-first search for a cycle in the wait-for graph, iterative and deterministic. Linear in

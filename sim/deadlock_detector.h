@@ -15,6 +15,7 @@ class SimRuntime;
 
 // nullopt when every host finished and every stream drained (a clean end). When the world is
 // stuck, `on_stuck` (if any) reads the wait-for graph before the report is written.
-std::optional<core::Finding> explain_deadlock(const SimRuntime& rt, const std::function<void(WaitGraph&)>& on_stuck = {});
+std::optional<core::Finding> explain_deadlock(const SimRuntime& rt,
+                                              const std::function<void(WaitGraph&)>& on_stuck = {});
 
 }  // namespace ppspec::sim

@@ -101,16 +101,16 @@ void SimDevice::watch_blocking(std::vector<const Fiber*> hosts) {
 void SimDevice::on_wait_flag_issued(const WorkItem& item, const SimStream& st) {
   if (!blocking_.active()) return;
   const int64_t id = blocking_.on_wait_issued(
-      item.enqueue_clock(), fmt::format("a persistent kernel spinning until flag '{}' is set", item.flag->name), st.full_name(), nullptr,
-      item.flag);
+      item.enqueue_clock(), fmt::format("a persistent kernel spinning until flag '{}' is set", item.flag->name),
+      st.full_name(), nullptr, item.flag);
   if (item.flag->set) blocking_.on_released(id, item.flag->clock);
 }
 
 void SimDevice::on_flag_set(const SimFlag& flag) { blocking_.on_flag_set(&flag, flag.clock); }
 
 void SimDevice::note_if_stuck_in_call(const Fiber& host, WaitGraph& graph) {
-  PPSPEC_ASSERT(host.wait.kind == WaitKind::device_drain && host.wait.device == this, "{} is not blocked in a drain of rank{}",
-                host.name, rank_);
+  PPSPEC_ASSERT(host.wait.kind == WaitKind::device_drain && host.wait.device == this,
+                "{} is not blocked in a drain of rank{}", host.name, rank_);
   // The call is a hazard when the waits of the work its drain waits for lead back to the caller
   // (itself, or a thread waiting for its context lock: that wait leads to the caller too).
   const SimStream* through = nullptr;
@@ -169,7 +169,8 @@ void SimDevice::ensure_loaded(core::KernelRef k, bool preload) {
   // is a blocking call from its start (sim/blocking_hazards.h): a load that waits for the lock
   // behind another load in this schedule takes it first in another.
   begin_call();
-  blocking_.on_call(w.current(), BlockingKind::module_load, fmt::format("loads module {}{}", key, preload ? " (preload)" : ""),
+  blocking_.on_call(w.current(), BlockingKind::module_load,
+                    fmt::format("loads module {}{}", key, preload ? " (preload)" : ""),
                     std::string(rt_.host_state().call_site));
   wait_for_lock();
   if (loaded_.count(key)) return;  // another thread of this device loaded it meanwhile
@@ -199,7 +200,8 @@ core::Buffer SimDevice::alloc(core::Dtype dtype, core::Shape shape, std::string_
     // cudaMalloc from a running thread: an implicit device synchronisation (R8).
     enter();
     reject_during_capture("cudaMalloc", nullptr);
-    blocking_.on_call(w.current(), BlockingKind::malloc, "allocates device memory", std::string(rt_.host_state().call_site));
+    blocking_.on_call(w.current(), BlockingKind::malloc, "allocates device memory",
+                      std::string(rt_.host_state().call_site));
     drain(WaitInfo{.kind = WaitKind::device_drain, .what = "malloc", .device = this});
     leave();
   }
@@ -282,7 +284,8 @@ void SimDevice::enqueue_builtin(SimStream& st, std::string_view name, std::funct
 
 void SimDevice::memcpy(core::Stream s, const core::Buffer& dst, const core::Buffer& src) {
   if (dst.bytes() != src.bytes())
-    throw std::invalid_argument(fmt::format("rank{}: memcpy of {} bytes into {} bytes", rank_, src.bytes(), dst.bytes()));
+    throw std::invalid_argument(
+        fmt::format("rank{}: memcpy of {} bytes into {} bytes", rank_, src.bytes(), dst.bytes()));
   enqueue_builtin(stream_impl(s), "memcpy", [dst, src] {
     if (src.bytes() == 0 || !dst.backed() || !src.backed()) return;
     kernels::note_access(src.data(), src.bytes(), false);
@@ -308,7 +311,8 @@ void SimDevice::memset(core::Stream s, const core::Buffer& dst, uint8_t value) {
 
 void SimDevice::upload(core::Stream s, const core::Buffer& dst, std::vector<uint8_t> bytes) {
   if (bytes.size() > dst.bytes())
-    throw std::invalid_argument(fmt::format("rank{}: upload of {} bytes into {} bytes", rank_, bytes.size(), dst.bytes()));
+    throw std::invalid_argument(
+        fmt::format("rank{}: upload of {} bytes into {} bytes", rank_, bytes.size(), dst.bytes()));
   enqueue_builtin(stream_impl(s), "memcpy_h2d", [dst, data = std::move(bytes)] {
     if (data.empty() || !dst.backed()) return;
     kernels::note_access(dst.data(), data.size(), true);
@@ -414,8 +418,9 @@ void SimDevice::event_sync(core::DeviceEvent e) {
     auto* st = const_cast<SimStream*>(ev.stream);
     const std::shared_ptr<const VectorClock> seen = ev.clock;  // the event may be recorded again meanwhile
     const EventWaitSite site{ev.name, ev.origin, rt_.host_state().call_site};  // lives while this thread waits
-    st->wait_completed(ev.target,
-                       WaitInfo{.kind = WaitKind::event_sync, .what = "event_sync", .stream = st, .device = this, .event = &site});
+    st->wait_completed(
+        ev.target,
+        WaitInfo{.kind = WaitKind::event_sync, .what = "event_sync", .stream = st, .device = this, .event = &site});
     if (VectorClock* mine = world().host_clock(); mine != nullptr && seen) mine->join(*seen);
   }
   leave();
@@ -454,7 +459,8 @@ void SimDevice::reject_during_capture(std::string_view call, const SimStream* on
                                   "capture mode CUDA rejects it and invalidates the capture "
                                   "(cudaErrorStreamCaptureUnsupported)",
                                   w.current().name, call, st->full_name());
-    f.sites.push_back(core::Site{rank_, w.current().name, "", -1, std::string(call), std::string(rt_.host_state().call_site)});
+    f.sites.push_back(
+        core::Site{rank_, w.current().name, "", -1, std::string(call), std::string(rt_.host_state().call_site)});
     f.sites.push_back(core::Site{rank_, st->full_name(), "", -1, "capturing", ""});
     w.stop(std::move(f));
   }

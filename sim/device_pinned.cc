@@ -52,7 +52,8 @@ void dma_copy(const core::Buffer& dst, const core::Buffer& src, bool dst_is_pinn
 
 void require_same_size(core::RankId rank, std::string_view what, const core::Buffer& dst, const core::Buffer& src) {
   if (dst.bytes() != src.bytes())
-    throw std::invalid_argument(fmt::format("rank{}: {} of {} bytes into {} bytes", rank, what, src.bytes(), dst.bytes()));
+    throw std::invalid_argument(
+        fmt::format("rank{}: {} of {} bytes into {} bytes", rank, what, src.bytes(), dst.bytes()));
 }
 
 }  // namespace
@@ -87,7 +88,8 @@ void SimDevice::host_access(const core::Buffer& pinned, bool write) {
     Fiber& self = w.current();
     self.clock.bump(self.id);
     races->host_access(self.id, self.clock,
-                       AccessItem{nullptr, write ? "host_write" : "host_read", "", caller_site(), {}, 0, self.name}, pinned, write);
+                       AccessItem{nullptr, write ? "host_write" : "host_read", "", caller_site(), {}, 0, self.name},
+                       pinned, write);
   }
   w.yield();  // a host memory access: an interleaving point, no CUDA call (no context lock, no cost)
 }

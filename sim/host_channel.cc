@@ -22,7 +22,8 @@ void SimHostChannel::send(std::any message) {
 }
 
 std::any SimHostChannel::recv() {
-  while (queue_.empty()) waiters_.wait(world_, WaitInfo{.kind = WaitKind::channel, .what = "channel recv", .channel = this});
+  while (queue_.empty())
+    waiters_.wait(world_, WaitInfo{.kind = WaitKind::channel, .what = "channel recv", .channel = this});
   std::any m = std::move(queue_.front());
   queue_.pop_front();
   PPSPEC_ASSERT(clocks_.size() == queue_.size() + 1);

@@ -33,7 +33,8 @@ struct ObservedCall {
 class NcclObserver {
  public:
   virtual ~NcclObserver() = default;
-  virtual void comm_initialised(core::Time t, core::RankId rank, std::string_view comm, int comm_rank, int comm_size) = 0;
+  virtual void comm_initialised(core::Time t, core::RankId rank, std::string_view comm, int comm_rank,
+                                int comm_size) = 0;
   virtual void called(core::Time t, const ObservedCall& call) = 0;
   virtual void task_built(core::Time t, const ObservedCall& call) = 0;
   // The host thread's outermost ncclGroupEnd returned: the group's tasks are built and launched.

@@ -62,11 +62,13 @@ core::Finding OrderInversions::inversion(size_t a, size_t b, const Entry& first,
       "{} #{}, rank{} the other way round (deadlocks when the kernels cannot be resident together, R7)",
       a, b, c1, c2, a, c1, first.cseq, c2, second.cseq, b);
   auto words = [this](const Entry& e, const Where& at) {
-    return fmt::format("'{}' #{} ({}) on {}{}", comm_names_[static_cast<size_t>(e.comm)], e.cseq, core::describe(at.op), at.actor,
-                       at.origin.empty() ? "" : fmt::format(" at {}", at.origin));
+    return fmt::format("'{}' #{} ({}) on {}{}", comm_names_[static_cast<size_t>(e.comm)], e.cseq, core::describe(at.op),
+                       at.actor, at.origin.empty() ? "" : fmt::format(" at {}", at.origin));
   };
-  f.details.push_back(fmt::format("rank{} issues {}, then {}", a, words(first, first.at_a), words(second, second.at_a)));
-  f.details.push_back(fmt::format("rank{} issues {}, then {}", b, words(second, second.at_b), words(first, first.at_b)));
+  f.details.push_back(
+      fmt::format("rank{} issues {}, then {}", a, words(first, first.at_a), words(second, second.at_a)));
+  f.details.push_back(
+      fmt::format("rank{} issues {}, then {}", b, words(second, second.at_b), words(first, first.at_b)));
   f.sites = {site(a, first, first.at_a), site(a, second, second.at_a), site(b, second, second.at_b),
              site(b, first, first.at_b)};
   return f;

@@ -61,7 +61,8 @@ void RaceDetector::end() {
 }
 
 RaceDetector::Allocation* RaceDetector::find_allocation(const uint8_t* b, Allocation*& cached) {
-  auto at = std::upper_bound(by_base_.begin(), by_base_.end(), b, [](const uint8_t* q, const ByBase& x) { return q < x.base; });
+  auto at = std::upper_bound(by_base_.begin(), by_base_.end(), b,
+                             [](const uint8_t* q, const ByBase& x) { return q < x.base; });
   if (at == by_base_.begin()) return nullptr;
   --at;
   if (!at->allocation->holds(b)) return nullptr;  // host memory, or a buffer modelled by size only
@@ -97,8 +98,8 @@ kernels::CheckedBytes RaceDetector::on_access(const void* first, size_t bytes, b
   if (seen.first == first && seen.bytes == bytes && seen.write == write && seen.epoch.same(current_)) return {b, e};
   Allocation* a = allocation_of(first);
   if (a == nullptr) return {};  // host memory, or a buffer modelled by size only
-  PPSPEC_ASSERT(e <= a->base + a->bytes, "an access of {} bytes at {} runs past {} ({} bytes)", bytes, b - a->base, a->name,
-                a->bytes);
+  PPSPEC_ASSERT(e <= a->base + a->bytes, "an access of {} bytes at {} runs past {} ({} bytes)", bytes, b - a->base,
+                a->name, a->bytes);
   // Only a run of the same allocation can hold the bytes or be continued by them (a run never
   // crosses an allocation's end): the first of them in index order that does, a run holding them
   // before one they continue. Which run takes them is decided by the item's accesses alone. (The
@@ -115,7 +116,8 @@ kernels::CheckedBytes RaceDetector::on_access(const void* first, size_t bytes, b
 // A run of its own, in place of the one started longest ago, which waits to be checked. (A seen
 // slot lost to another access may start a second run over bytes a run holds: checked later, its
 // rows find this item's epoch and change nothing.)
-kernels::CheckedBytes RaceDetector::start_run(Seen& seen, Allocation& a, const uint8_t* first, const uint8_t* end, bool write) {
+kernels::CheckedBytes RaceDetector::start_run(Seen& seen, Allocation& a, const uint8_t* first, const uint8_t* end,
+                                              bool write) {
   // Field by field: a whole-struct copy went through the stack and stalled on store forwarding.
   seen.first = first;
   seen.bytes = static_cast<size_t>(end - first);
@@ -176,7 +178,8 @@ void RaceDetector::check_rows(const PendingRun& run) {
 
 template <bool kWrite>
 void RaceDetector::check_rows_as(Allocation& a, size_t first_row, size_t last_row) {
-  PPSPEC_ASSERT(first_row <= last_row && last_row < a.cells.size(), "rows [{}, {}] outside {}", first_row, last_row, a.name);
+  PPSPEC_ASSERT(first_row <= last_row && last_row < a.cells.size(), "rows [{}, {}] outside {}", first_row, last_row,
+                a.name);
   Cell* cells = a.cells.data();
   const Epoch now = current_;
   for (size_t i = first_row; i <= last_row; ++i) {
@@ -258,7 +261,8 @@ core::Site RaceDetector::site_of(uint32_t actor, uint32_t tick, bool write, cons
   const auto row = static_cast<int64_t>(index);
   const AccessItem* found = item_of(actor, tick);
   if (found == nullptr) {
-    s.what = fmt::format("{} {} row {} (an earlier item, no longer remembered)", write ? "writes" : "reads", a.name, row);
+    s.what =
+        fmt::format("{} {} row {} (an earlier item, no longer remembered)", write ? "writes" : "reads", a.name, row);
     return s;
   }
   const AccessItem& item = *found;
@@ -292,8 +296,9 @@ void RaceDetector::report(const Allocation& a, size_t index, const Epoch& earlie
   f.summary = fmt::format("rank{}: {} on {} and {} on {}, with no happens-before between them", a.rank, before.what,
                           before.actor.empty() ? "another stream" : before.actor, now.what, now.actor);
   f.details.push_back(fmt::format("{} (at {}) and {} (at {}) touch the same element of {}; {} a write", before.what,
-                                  before.origin.empty() ? "?" : before.origin, now.what, now.origin.empty() ? "?" : now.origin,
-                                  a.name, write && earlier.write ? "both are" : "one is"));
+                                  before.origin.empty() ? "?" : before.origin, now.what,
+                                  now.origin.empty() ? "?" : now.origin, a.name,
+                                  write && earlier.write ? "both are" : "one is"));
   f.details.push_back("order them: record an event after the first on its stream and make the second's stream wait it "
                       "(or synchronise the host between them); the race exists whether or not this schedule changed the data");
   race_ = std::move(f);
@@ -302,8 +307,8 @@ void RaceDetector::report(const Allocation& a, size_t index, const Epoch& earlie
 // A race one end of which is the host touching pinned memory (the other: a copy's DMA, a kernel,
 // or another host thread). Named from the host's side: what it did, what the stream may still be
 // doing, and the edge CUDA asks for (core/runtime.h).
-void RaceDetector::report_host(const Allocation& a, const core::Site& now, const core::Site& before, bool now_is_host, bool write,
-                               bool earlier_write, core::Finding& f) const {
+void RaceDetector::report_host(const Allocation& a, const core::Site& now, const core::Site& before, bool now_is_host,
+                               bool write, bool earlier_write, core::Finding& f) const {
   const core::Site& host = now_is_host ? now : before;
   const core::Site& other = now_is_host ? before : now;
   const bool host_writes = now_is_host ? write : earlier_write;
@@ -324,10 +329,11 @@ void RaceDetector::report_host(const Allocation& a, const core::Site& now, const
                                     "enqueued after it on {0} (vLLM #36013)",
                                     other_actor));
   else
-    f.details.push_back(fmt::format("missing edge: the host may {} pinned memory that {} {} only once that has run: event_sync "
-                                    "of an event recorded after it on {}, stream_sync of that stream or device_sync first "
-                                    "(vLLM #32799)",
-                                    host_writes ? "rewrite" : "read", other_actor, other_writes ? "writes" : "reads", other_actor));
+    f.details.push_back(
+        fmt::format("missing edge: the host may {} pinned memory that {} {} only once that has run: event_sync "
+                    "of an event recorded after it on {}, stream_sync of that stream or device_sync first "
+                    "(vLLM #32799)",
+                    host_writes ? "rewrite" : "read", other_actor, other_writes ? "writes" : "reads", other_actor));
 }
 
 }  // namespace ppspec::sim

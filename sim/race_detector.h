@@ -226,17 +226,21 @@ class RaceDetector final : public kernels::AccessObserver {
   static_assert(kRuns < 32, "Allocation::live_runs and started_runs_ hold a bit per run");
   static constexpr size_t kPendingRuns = 1 << 16;  // at this many, an item's runs so far are checked
   // A new run of [first, end) in `a`, remembered in `seen` as an exact access of this item.
-  [[gnu::noinline]] kernels::CheckedBytes start_run(Seen& seen, Allocation& a, const uint8_t* first, const uint8_t* end, bool write);
+  [[gnu::noinline]] kernels::CheckedBytes start_run(Seen& seen, Allocation& a, const uint8_t* first, const uint8_t* end,
+                                                    bool write);
   void put_aside(size_t run);
   void check_runs();  // every run of the item so far, in the order they were started
   void check_rows(const PendingRun& run);
-  kernels::CheckedBytes answer(size_t run) const { return {runs_[run].begin, runs_[run].end, static_cast<uint32_t>(run + 1)}; }
+  kernels::CheckedBytes answer(size_t run) const {
+    return {runs_[run].begin, runs_[run].end, static_cast<uint32_t>(run + 1)};
+  }
   // The bytes [b, e) of `a`, accessed `write`, start at or after run `r`'s start, in its last row
   // or the row after, and go on past its end, the same way, inside the allocation (the next rows
   // of a loop; a request's last KV block, one slot longer in each of its rows; this TP rank's
   // lanes of one row after another): the run grows to hold them. Cells are rows, so the run's
   // rows are then exactly those of both, and the bytes in between that nobody touched add none.
-  bool continues(const Allocation& a, const kernels::AccessRun& r, const uint8_t* b, const uint8_t* e, bool write) const {
+  bool continues(const Allocation& a, const kernels::AccessRun& r, const uint8_t* b, const uint8_t* e,
+                 bool write) const {
     return b >= r.begin && r.write == write && e <= r.limit &&
            row_of(a, static_cast<size_t>(b - a.base)) <= row_of(a, static_cast<size_t>(r.end - a.base) - 1) + 1;
   }

@@ -69,7 +69,8 @@ core::HostChannel& SimRuntime::channel(std::string_view name) {
 }
 
 void SimRuntime::spawn(core::ActorSpec spec, std::function<void()> body) {
-  if (spec.rank >= num_ranks()) throw std::invalid_argument(fmt::format("actor {} names rank {}", spec.name, spec.rank));
+  if (spec.rank >= num_ranks())
+    throw std::invalid_argument(fmt::format("actor {} names rank {}", spec.name, spec.rank));
   HostState* hs = &hosts_.emplace_back();
   Fiber& f = world_.spawn(spec.name, FiberKind::host, spec.rank, [this, body = std::move(body)] {
     Fiber& self = world_.current();

@@ -45,7 +45,8 @@ void SimStream::wait_completed(uint64_t target, const WaitInfo& info) {
 std::shared_ptr<const VectorClock> SimStream::clock_at_end() {
   if (!device_.world().clocks_on()) return nullptr;
   if (idle()) return std::make_shared<const VectorClock>(clock_);
-  if (marks_.empty() || marks_.back().first != enqueued_) marks_.emplace_back(enqueued_, std::make_shared<VectorClock>());
+  if (marks_.empty() || marks_.back().first != enqueued_)
+    marks_.emplace_back(enqueued_, std::make_shared<VectorClock>());
   return marks_.back().second;
 }
 
@@ -113,10 +114,12 @@ void SimStream::fault(const WorkItem& item, const core::DeviceFault& e) {
   f.verdict = core::Verdict::device_fault;
   f.kind = std::string(core::kKindDeviceFault);
   f.engine_step = item.engine_step;
-  f.summary = fmt::format("rank{} kernel {}{} on {}{}: {} (row {}) — on a GPU an illegal memory access, whose sticky error ends the job",
-                          e.rank(), item.name, item.spec.empty() ? "" : fmt::format("[{}]", item.spec), full_name_,
-                          item.engine_step >= 0 ? fmt::format(" at engine step {}", item.engine_step) : "", e.access(), e.row());
-  f.sites.push_back(core::Site{e.rank(), full_name_, "", -1, fmt::format("kernel {}, row {}: {}", item.name, e.row(), e.access()),
+  f.summary = fmt::format(
+      "rank{} kernel {}{} on {}{}: {} (row {}) — on a GPU an illegal memory access, whose sticky error ends the job",
+      e.rank(), item.name, item.spec.empty() ? "" : fmt::format("[{}]", item.spec), full_name_,
+      item.engine_step >= 0 ? fmt::format(" at engine step {}", item.engine_step) : "", e.access(), e.row());
+  f.sites.push_back(core::Site{e.rank(), full_name_, "", -1,
+                               fmt::format("kernel {}, row {}: {}", item.name, e.row(), e.access()),
                                std::string(item.call_site)});
   f.details.push_back("the kernel read an index from memory (a block table, a request index, a token id) that its buffer does not "
                       "hold: a data bug upstream of the kernel, or a buffer sized for fewer rows than the batch");
@@ -149,7 +152,8 @@ void SimStream::execute(WorkItem& item) {
     case WorkItem::Type::wait_flag: {
       clock_.join(item.enqueue_clock());
       while (!item.flag->set)
-        item.flag->waiters.wait(w, WaitInfo{.kind = WaitKind::flag_wait, .what = "wait_flag", .stream = this, .flag = item.flag});
+        item.flag->waiters.wait(
+            w, WaitInfo{.kind = WaitKind::flag_wait, .what = "wait_flag", .stream = this, .flag = item.flag});
       clock_.join(item.flag->clock);
       return;
     }

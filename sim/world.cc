@@ -175,8 +175,8 @@ boost::fibers::context* World::pick_next() {
   }
   ++steps_;
   if (steps_ > config_.max_steps && !stop_requested_) {
-    request_stop(
-        limit_finding("step-limit", fmt::format("the run exceeded its budget of {} scheduling steps", config_.max_steps)));
+    request_stop(limit_finding("step-limit",
+                               fmt::format("the run exceeded its budget of {} scheduling steps", config_.max_steps)));
     return nullptr;
   }
   const size_t i = policy_->pick(ready_, steps_);

@@ -134,7 +134,8 @@ class World {
     const Timer& top() const { return sorted_.back(); }
     void pop() { sorted_.pop_back(); }
     void push(const Timer& t) {
-      const auto at = std::lower_bound(sorted_.begin(), sorted_.end(), t, [](const Timer& e, const Timer& v) { return e > v; });
+      const auto at =
+          std::lower_bound(sorted_.begin(), sorted_.end(), t, [](const Timer& e, const Timer& v) { return e > v; });
       sorted_.insert(at, t);
     }
 

@@ -38,9 +38,12 @@ TEST(BlockPool, WithoutCachingTheBlockFreedLastIsGivenFirst) {
 
 TEST(BlockPool, TheHashChainsContentAndPosition) {
   const std::vector<int32_t> a{5, 6, 7, 8}, b{5, 6, 7, 9};
-  EXPECT_EQ(BlockPool::block_hash(BlockPool::kNoHash, 0, a), BlockPool::block_hash(BlockPool::kNoHash, 0, a)) << "deterministic";
-  EXPECT_NE(BlockPool::block_hash(BlockPool::kNoHash, 0, a), BlockPool::block_hash(BlockPool::kNoHash, 0, b)) << "content";
-  EXPECT_NE(BlockPool::block_hash(BlockPool::kNoHash, 0, a), BlockPool::block_hash(BlockPool::kNoHash, 1, a)) << "position";
+  EXPECT_EQ(BlockPool::block_hash(BlockPool::kNoHash, 0, a), BlockPool::block_hash(BlockPool::kNoHash, 0, a))
+      << "deterministic";
+  EXPECT_NE(BlockPool::block_hash(BlockPool::kNoHash, 0, a), BlockPool::block_hash(BlockPool::kNoHash, 0, b))
+      << "content";
+  EXPECT_NE(BlockPool::block_hash(BlockPool::kNoHash, 0, a), BlockPool::block_hash(BlockPool::kNoHash, 1, a))
+      << "position";
   // The same block after another first block: another hash, so no hit past a difference.
   EXPECT_NE(chain_of({a, a})[1], chain_of({b, a})[1]);
 }
@@ -185,7 +188,8 @@ TEST(PrefixCache, AResumedRequestHitsItsOwnFreedBlocks) {
   for (int64_t step = 0; step < 60 && !s.done(); ++step) {
     const auto so = s.schedule(step);
     if (!so) break;
-    for (const NewRequest& n : so->new_requests) resumed_with_hit = resumed_with_hit || (n.id == 1 && n.num_computed > 0);
+    for (const NewRequest& n : so->new_requests)
+      resumed_with_hit = resumed_with_hit || (n.id == 1 && n.num_computed > 0);
     ModelOutput out;
     out.step = step;
     for (const ScheduledRequest& r : so->requests) {
@@ -228,7 +232,8 @@ TEST(PrefixCache, ScenariosGiveTheTokensTheyGiveWithoutTheCache) {
     EXPECT_GT(with.stats.prefix_evictions, 0) << name;
     EXPECT_EQ(without.stats.prefix_hit_blocks, 0) << name;
     ASSERT_EQ(with.requests.size(), without.requests.size()) << name;
-    for (size_t i = 0; i < with.requests.size(); ++i) EXPECT_EQ(with.requests[i].output, without.requests[i].output) << name << " " << i;
+    for (size_t i = 0; i < with.requests.size(); ++i)
+      EXPECT_EQ(with.requests[i].output, without.requests[i].output) << name << " " << i;
   }
 }
 

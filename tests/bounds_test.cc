@@ -49,7 +49,8 @@ TEST(Bounds, SpanChecksEveryIndexAndSubrange) {
 
 // prepare_inputs of a 3-token prefill row over prompt rows of `max_prompt` tokens.
 struct PrefillRow {
-  std::vector<int32_t> qs{0, 3}, idx{1}, num_computed{0, 0}, prefill_len{0, 3}, prompt, table = std::vector<int32_t>(2 * 4, 1);
+  std::vector<int32_t> qs{0, 3}, idx{1}, num_computed{0, 0}, prefill_len{0, 3}, prompt,
+      table = std::vector<int32_t>(2 * 4, 1);
   std::vector<int64_t> last_sampled{0, 0}, drafts{0, 0};
   std::vector<int32_t> ids = std::vector<int32_t>(4, -1), row_req = std::vector<int32_t>(4, -9);
   std::vector<int64_t> pos = std::vector<int64_t>(4, -1), slots = std::vector<int64_t>(4, -9);
@@ -58,8 +59,9 @@ struct PrefillRow {
   explicit PrefillRow(int32_t m) : prompt(static_cast<size_t>(2 * m), 7), max_prompt(m) {}
   kernels::PrepareInputsKernel kernel() {
     const Span<bool> is_padding(reinterpret_cast<bool*>(pad.data()), 4);
-    return kernels::PrepareInputsKernel{1, 3, qs, idx, num_computed, prefill_len, prompt, max_prompt, last_sampled, drafts,
-                                        1, table, 4, 16, true, ids, pos, slots, is_padding, row_req, 4};
+    return kernels::PrepareInputsKernel{
+        1,     3, qs, idx,  num_computed, prefill_len, prompt, max_prompt, last_sampled, drafts, 1,
+        table, 4, 16, true, ids,          pos,         slots,  is_padding, row_req,      4};
   }
 };
 
@@ -186,7 +188,8 @@ verdict = "pass"
   std::ofstream(path) << replaced(text, "BUDGET", "1");
   std::ostringstream out, err;
   EXPECT_EQ(tools::run_command({.files = {path.string()}}, out, err), 2);
-  EXPECT_NE(err.str().find("more than its budget of 1 MiB ([runtime] memory_budget_mb)"), std::string::npos) << err.str();
+  EXPECT_NE(err.str().find("more than its budget of 1 MiB ([runtime] memory_budget_mb)"), std::string::npos)
+      << err.str();
   EXPECT_TRUE(out.str().empty()) << out.str();
   std::ofstream(path) << replaced(text, "BUDGET", "8192");
   std::ostringstream out2, err2;

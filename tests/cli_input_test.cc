@@ -93,8 +93,9 @@ TEST(CliHygiene, AFolderRunsItsScenariosAndManyEndWithATotal) {
   EXPECT_EQ(r.code, 0) << r.output;
   size_t files = 0;
   for (const auto& e : fs::directory_iterator(kScenarioDir)) files += e.path().extension() == ".toml";
-  EXPECT_NE(r.output.find("total: " + std::to_string(files) + " scenario files, " + std::to_string(files) + " as expected"),
-            std::string::npos)
+  EXPECT_NE(
+      r.output.find("total: " + std::to_string(files) + " scenario files, " + std::to_string(files) + " as expected"),
+      std::string::npos)
       << r.output;
 }
 
@@ -137,7 +138,8 @@ TEST(CliHygiene, AScenarioWithoutExpectIsExplored) {
 // --json says null where nothing is known (a dump records no time; check has no expectation), and
 // the culprit's rank as a field of its own.
 TEST(CliHygiene, JsonSaysNullWhereNothingIsKnownAndNamesTheCulprit) {
-  const Ran r = ppspec("check '" + std::string(PPSPEC_SOURCE_DIR) + "/traces/corpus/flight-recorder/double_post/pickle' --json");
+  const Ran r =
+      ppspec("check '" + std::string(PPSPEC_SOURCE_DIR) + "/traces/corpus/flight-recorder/double_post/pickle' --json");
   EXPECT_EQ(r.code, 1) << r.output;
   const nlohmann::json j = nlohmann::json::parse(r.output, nullptr, false);
   ASSERT_TRUE(j.is_array() && !j.empty()) << r.output;

@@ -103,9 +103,11 @@ TEST(Cli, SeedsPrintOneSummaryLineAndTheReportOfTheFirstUnexpectedSeedOnly) {
   EXPECT_NE(r.out.find(fmt::format("\nFAIL ppspec_test_race  {}  verdict ", file)), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(fmt::format("seed {}  random  [", first_unexpected)), std::string::npos) << r.out;
   size_t reports = 0;
-  for (size_t at = r.out.find("reproduce: "); at != std::string::npos; at = r.out.find("reproduce: ", at + 1)) ++reports;
+  for (size_t at = r.out.find("reproduce: "); at != std::string::npos; at = r.out.find("reproduce: ", at + 1))
+    ++reports;
   EXPECT_EQ(reports, 1u) << r.out;
-  EXPECT_EQ(r.out.find("ok   ppspec_test_race"), std::string::npos) << "no report of a seed that met the expectation" << r.out;
+  EXPECT_EQ(r.out.find("ok   ppspec_test_race"), std::string::npos)
+      << "no report of a seed that met the expectation" << r.out;
 }
 
 TEST(Cli, BadInputExitsTwoWithFileAndLine) {
@@ -244,7 +246,8 @@ TEST(Cli, ServingOnAMachineWithoutGpusIsBadInputNamingWhatIsMissing) {
 }
 
 TEST(Cli, BothBackendsCompareServingScenariosOnly) {
-  auto r = run({.files = {std::string(PPSPEC_SOURCE_DIR) + "/scenarios/programs/lazy_load_deadlock.toml"}, .backend = "both"});
+  auto r = run(
+      {.files = {std::string(PPSPEC_SOURCE_DIR) + "/scenarios/programs/lazy_load_deadlock.toml"}, .backend = "both"});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("compares serving scenarios"), std::string::npos) << r.err;
 }
@@ -401,7 +404,8 @@ TEST(Cli, TheModelOraclesCoverageIsInTheReportAndTheJson) {
   EXPECT_GT(m.at("rows_checked").get<uint64_t>(), 0u);
   EXPECT_GT(m.at("samples_checked").get<uint64_t>(), 0u);
   EXPECT_GT(m.at("requests_followed").get<uint64_t>(), 0u);
-  for (const char* k : {"requests_unfollowable", "requests_forgotten_idle", "requests_forgotten_for_room"}) EXPECT_TRUE(m.contains(k)) << k;
+  for (const char* k : {"requests_unfollowable", "requests_forgotten_idle", "requests_forgotten_for_room"})
+    EXPECT_TRUE(m.contains(k)) << k;
 }
 
 }  // namespace

@@ -63,7 +63,8 @@ void check_dispatch(int dp, int rows, int top, int experts, uint64_t seed) {
   const size_t chunk = entries / static_cast<size_t>(dp);
   for (size_t p = 0; p < static_cast<size_t>(dp); ++p) {
     for (int i = 0; i < rows * top; ++i) {
-      ids[p].push_back(rng.below(5) == 0 ? -1 : static_cast<int32_t>(rng.below(static_cast<uint64_t>(experts))));  // -1: padding
+      ids[p].push_back(
+          rng.below(5) == 0 ? -1 : static_cast<int32_t>(rng.below(static_cast<uint64_t>(experts))));  // -1: padding
       weights[p].push_back(static_cast<float>(rng.below(4096)) / 4096.0f);
     }
     send_ids[p].resize(entries);
@@ -82,7 +83,8 @@ void check_dispatch(int dp, int rows, int top, int experts, uint64_t seed) {
         }
       }
   }
-  std::vector<std::vector<int32_t>> partial(static_cast<size_t>(dp), std::vector<int32_t>(static_cast<size_t>(dp * rows)));
+  std::vector<std::vector<int32_t>> partial(static_cast<size_t>(dp),
+                                            std::vector<int32_t>(static_cast<size_t>(dp * rows)));
   for (size_t p = 0; p < static_cast<size_t>(dp); ++p) {
     std::vector<float> mine = scale;
     for (size_t e = 0; e < mine.size(); ++e)
@@ -93,7 +95,8 @@ void check_dispatch(int dp, int rows, int top, int experts, uint64_t seed) {
   for (size_t p = 0; p < static_cast<size_t>(dp); ++p) {
     std::vector<int32_t> returned;
     for (size_t owner = 0; owner < static_cast<size_t>(dp); ++owner)
-      for (int i = 0; i < rows; ++i) returned.push_back(partial[owner][p * static_cast<size_t>(rows) + static_cast<size_t>(i)]);
+      for (int i = 0; i < rows; ++i)
+        returned.push_back(partial[owner][p * static_cast<size_t>(rows) + static_cast<size_t>(i)]);
     std::vector<float> confidence(static_cast<size_t>(rows));
     const kn::EpCombineKernel combine{rows, dp, returned, confidence};
     for (int i = 0; i < rows; ++i) combine.row(i);
@@ -103,11 +106,13 @@ void check_dispatch(int dp, int rows, int top, int experts, uint64_t seed) {
         float s = 0.0f;
         for (int j = 0; j < top; ++j) {
           const int32_t e = ids[p][static_cast<size_t>(i * top + j)];
-          if (e >= 0 && e % dp == owner) s += weights[p][static_cast<size_t>(i * top + j)] * scale[static_cast<size_t>(e)];
+          if (e >= 0 && e % dp == owner)
+            s += weights[p][static_cast<size_t>(i * top + j)] * scale[static_cast<size_t>(e)];
         }
         want += static_cast<int32_t>(s * kn::kConfidenceOne);
       }
-      EXPECT_EQ(confidence[static_cast<size_t>(i)], static_cast<float>(want) / kn::kConfidenceOne) << "replica " << p << " row " << i;
+      EXPECT_EQ(confidence[static_cast<size_t>(i)], static_cast<float>(want) / kn::kConfidenceOne)
+          << "replica " << p << " row " << i;
     }
   }
 }
@@ -149,7 +154,8 @@ TEST(DataParallelServing, EveryRequestsOutputIsTheOneEngineOnesAndTheReplicasCol
     if (comm.rfind("dp_group.", 0) != 0) continue;
     ++groups;
     ASSERT_EQ(ranks.size(), 2u) << comm;
-    EXPECT_EQ(ranks.begin()->second, ranks.rbegin()->second) << comm << ": the replicas posted different numbers of collectives";
+    EXPECT_EQ(ranks.begin()->second, ranks.rbegin()->second)
+        << comm << ": the replicas posted different numbers of collectives";
     EXPECT_GT(ranks.begin()->second, 0) << comm;
   }
   EXPECT_EQ(groups, 2);  // one per TP rank of the one stage

@@ -64,17 +64,18 @@ verdict = "pass"
 
 TEST(Detectors, ABlockingCallWhosePartnerIsQueuedBehindWorkThatNeedsTheCallerIsAHazardUnderEverySchedule) {
   for (const BlockingCall& call : kBlockingCalls) {
-    under_every_schedule(partner_queued_behind_the_caller(call.op), [&](const core::RunResult& r, const std::string& where) {
-      ASSERT_EQ(r.verdict, Verdict::deadlock) << call.kind << " " << where;
-      EXPECT_EQ(hazard_kinds(r), std::set<std::string>{call.kind}) << where;
-      ASSERT_FALSE(r.notes.empty());
-      const core::Finding& n = r.notes.front();
-      EXPECT_NE(n.summary.find("rank0"), std::string::npos) << n.summary;
-      EXPECT_NE(n.summary.find("recv f32[1] from rank1 'x' on 'c' #0"), std::string::npos) << n.summary;
-      ASSERT_EQ(n.sites.size(), 2u);
-      EXPECT_EQ(n.sites[0].actor, "rank0.host");
-      EXPECT_EQ(n.sites[1].actor, "rank0.side");
-    });
+    under_every_schedule(
+        partner_queued_behind_the_caller(call.op), [&](const core::RunResult& r, const std::string& where) {
+          ASSERT_EQ(r.verdict, Verdict::deadlock) << call.kind << " " << where;
+          EXPECT_EQ(hazard_kinds(r), std::set<std::string>{call.kind}) << where;
+          ASSERT_FALSE(r.notes.empty());
+          const core::Finding& n = r.notes.front();
+          EXPECT_NE(n.summary.find("rank0"), std::string::npos) << n.summary;
+          EXPECT_NE(n.summary.find("recv f32[1] from rank1 'x' on 'c' #0"), std::string::npos) << n.summary;
+          ASSERT_EQ(n.sites.size(), 2u);
+          EXPECT_EQ(n.sites[0].actor, "rank0.host");
+          EXPECT_EQ(n.sites[1].actor, "rank0.side");
+        });
   }
 }
 

@@ -30,8 +30,8 @@ std::vector<std::string> trace_of(const program::Program& p, uint64_t seed, sim:
 }
 
 TEST(Determinism, SameSeedSameTraceForEveryScenario) {
-  for (const char* name : {"lazy_load_deadlock.toml", "comm_order_inversion_ok.toml", "double_post_broadcast_emulate.toml",
-                           "send_before_recv_eager.toml"}) {
+  for (const char* name : {"lazy_load_deadlock.toml", "comm_order_inversion_ok.toml",
+                           "double_post_broadcast_emulate.toml", "send_before_recv_eager.toml"}) {
     const auto p = loader::load_program_file(kScenarios + name);
     for (const auto& strategy : {*sim::parse_strategy("random"), *sim::parse_strategy("pct:3")}) {
       for (uint64_t seed : {1u, 2u, 99u}) {

@@ -38,7 +38,8 @@ TEST(EagleTaps, TheDefaultIsTheLowMiddleAndHighLayer) {
 struct ReferenceAt {
   verify::DrafterReference monitor;
   std::vector<core::Finding> found;
-  explicit ReferenceAt(const verify::ServingFacts& facts) : monitor(facts, [this](core::Finding f) { found.push_back(std::move(f)); }) {}
+  explicit ReferenceAt(const verify::ServingFacts& facts)
+      : monitor(facts, [this](core::Finding f) { found.push_back(std::move(f)); }) {}
 };
 
 TEST(EagleDrafterReference, TheEnginesTapsPassAnotherLayersTapIsNamed) {
@@ -62,7 +63,8 @@ TEST(EagleDrafterReference, TheEnginesTapsPassAnotherLayersTapIsNamed) {
   EXPECT_EQ(named.found[0].kind, "drafter-oracle");
   // Every tap carries the same context lane: a tap of another layer differs in its digest, which
   // steers one forward in 16, so the chain goes wrong at the first steered draft.
-  EXPECT_NE(named.found[0].details[0].find("a tap of another layer or row"), std::string::npos) << named.found[0].details[0];
+  EXPECT_NE(named.found[0].details[0].find("a tap of another layer or row"), std::string::npos)
+      << named.found[0].details[0];
   EXPECT_GT(run.stats.acceptance_rate(), 0.3);  // right taps draft the context lane's tokens
 }
 

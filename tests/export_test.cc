@@ -91,7 +91,8 @@ TEST(Export, FlightRecorderDumpsWithTheirRootCauseAsAnInstant) {
     if (e.at("ph") == "i") {
       ++instants;
       EXPECT_EQ(e.at("name"), "fifo-misalignment (collective-mismatch)");
-      EXPECT_NE(e.at("args").at("summary").get<std::string>().find("rank 1 posts an extra broadcast"), std::string::npos);
+      EXPECT_NE(e.at("args").at("summary").get<std::string>().find("rank 1 posts an extra broadcast"),
+                std::string::npos);
     }
   EXPECT_EQ(instants, 1);
 }
@@ -141,7 +142,8 @@ TEST(ExportFlightRecorder, ADoublePostRunBecomesDumpsWhoseCheckNamesTheSimulator
   x.out = dir.string();
   x.flight_recorder = true;
   ASSERT_EQ(tools::export_command(x, o2, e2), 0) << e2.str();
-  for (const char* sub : {"json/nccl_trace_rank_0.json", "json/nccl_trace_rank_1.json", "pickle/nccl_trace_rank_0", "pickle/nccl_trace_rank_1"})
+  for (const char* sub : {"json/nccl_trace_rank_0.json", "json/nccl_trace_rank_1.json", "pickle/nccl_trace_rank_0",
+                          "pickle/nccl_trace_rank_1"})
     EXPECT_TRUE(fs::is_regular_file(dir / sub)) << sub;
   const auto json = traces::read_fr_dir((dir / "json").string()).dumps;
   const auto pickle = traces::read_fr_dir((dir / "pickle").string()).dumps;
@@ -179,7 +181,8 @@ TEST(ExportFlightRecorder, PyTorchsSettingsShapeTheDumps) {
   };
   const auto all = written([](traces::FrWriteOptions&) {});
   ASSERT_EQ(all.size(), 2u);
-  EXPECT_EQ(all[1].entries.front().state, traces::FrState::completed) << "no `started` without TORCH_NCCL_ENABLE_TIMING";
+  EXPECT_EQ(all[1].entries.front().state, traces::FrState::completed)
+      << "no `started` without TORCH_NCCL_ENABLE_TIMING";
   const auto ring = written([](traces::FrWriteOptions& f) { f.buffer = 2; });
   EXPECT_EQ(ring[1].entries.size(), 2u);
   EXPECT_EQ(ring[1].entries.back().record_id, all[1].entries.back().record_id) << "a ring keeps the last records";
@@ -187,7 +190,8 @@ TEST(ExportFlightRecorder, PyTorchsSettingsShapeTheDumps) {
   EXPECT_TRUE(gloo[0].placeholder_table);
   EXPECT_FALSE(gloo[0].progress_recorded);
   const auto early = written([](traces::FrWriteOptions& f) { f.at = 1; });
-  EXPECT_LT(early[1].entries.size(), all[1].entries.size()) << "a dump taken at the start holds what was posted by then";
+  EXPECT_LT(early[1].entries.size(), all[1].entries.size())
+      << "a dump taken at the start holds what was posted by then";
   tools::ExportArgs bad;
   bad.input = trace.string();
   bad.out = scratch_path("ppspec_export_fr_bad").string();

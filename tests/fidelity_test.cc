@@ -65,11 +65,34 @@ TEST(Fidelity, ThreeHundredProgramsCoverWhatRealProgramsDo) {
     two_ranks += g.program.num_ranks == 2;
     disturbed += !g.disturbance.empty();
   }
-  for (const char* f : {"all_reduce", "broadcast", "all_gather", "zero-count", "large (>= 4 MiB)", "grouped p2p",
-                        "ungrouped p2p", "ungrouped exchange", "self p2p", "unmatched self p2p", "several communicators",
-                        "several streams", "events", "device sync", "malloc", "two host threads", "lazy loading",
-                        "eager loading", "jit loading", "graph", "inverted order", "mutated", "runtime_connect = false",
-                        "kernels", "preload", "stream sync", "3 ranks", "8 ranks"})
+  for (const char* f : {"all_reduce",
+                        "broadcast",
+                        "all_gather",
+                        "zero-count",
+                        "large (>= 4 MiB)",
+                        "grouped p2p",
+                        "ungrouped p2p",
+                        "ungrouped exchange",
+                        "self p2p",
+                        "unmatched self p2p",
+                        "several communicators",
+                        "several streams",
+                        "events",
+                        "device sync",
+                        "malloc",
+                        "two host threads",
+                        "lazy loading",
+                        "eager loading",
+                        "jit loading",
+                        "graph",
+                        "inverted order",
+                        "mutated",
+                        "runtime_connect = false",
+                        "kernels",
+                        "preload",
+                        "stream sync",
+                        "3 ranks",
+                        "8 ranks"})
     EXPECT_GE(seen[f], 3) << f;
   EXPECT_GT(two_ranks, 220) << "most programs fit two GPUs";
   EXPECT_GT(disturbed, 60);

@@ -58,7 +58,9 @@ TEST_P(CorpusCase, GivesTheAnswerItsReadmeStates) {
     if (r.verdict == core::Verdict::pass) {
       EXPECT_TRUE(r.findings.empty());
       if (*e.summary != '\0') {
-        EXPECT_TRUE(std::any_of(r.notes.begin(), r.notes.end(), [&](const core::Finding& n) { return has(n.summary, e.summary); })) << e.name;
+        EXPECT_TRUE(std::any_of(r.notes.begin(), r.notes.end(), [&](const core::Finding& n) {
+          return has(n.summary, e.summary);
+        })) << e.name;
       }
       continue;
     }
@@ -71,7 +73,8 @@ const Expected kCases[] = {
     {"a2a_uneven_clean", core::Verdict::pass, "", ""},
     {"a2a_uneven_total", core::Verdict::fifo_misalignment, core::kKindCollectiveMismatch,
      "pg 5 collective_seq_id 4: the members' all_to_all send 1024 elements in all and receive 1040"},
-    {"a2a_skip", core::Verdict::fifo_misalignment, core::kKindUnmatched, "rank 3 never posted pg 5 collective_seq_id 6"},
+    {"a2a_skip", core::Verdict::fifo_misalignment, core::kKindUnmatched,
+     "rank 3 never posted pg 5 collective_seq_id 6"},
     {"allgather_uneven_clean", core::Verdict::pass, "", ""},
     {"allgather_uneven_size", core::Verdict::fifo_misalignment, core::kKindCollectiveMismatch,
      "rank 1 posts ALLGATHER_coalesced of 4 (_broadcast_oop f32 [1, 16]; _broadcast_oop f32 [3, 16]"},
@@ -85,21 +88,27 @@ const Expected kCases[] = {
      "rank 2 never posted the receive that pairs with rank 0's send #6"},
     {"batch_skip_recv_timing", core::Verdict::fifo_misalignment, core::kKindUnmatched,
      "rank 2 never posted the receive that pairs with rank 0's send #6"},
-    {"sync_skip_recv", core::Verdict::fifo_misalignment, core::kKindUnmatched, "rank 2 never posted the receive that pairs with rank 0's send #6"},
+    {"sync_skip_recv", core::Verdict::fifo_misalignment, core::kKindUnmatched,
+     "rank 2 never posted the receive that pairs with rank 0's send #6"},
     {"sync_all_skip_recv", core::Verdict::fifo_misalignment, core::kKindUnmatched,
      "rank 2 never posted the receive that pairs with rank 0's send #6"},
     {"kernel_stall", core::Verdict::hang, core::kKindStalled, "ranks 0,1 are at pg 1 collective_seq_id 4"},
     {"kernel_stall_timing", core::Verdict::hang, core::kKindStalled,
-     "rank 1's pg 1 collective_seq_id 4 (all_reduce f32 [8, 64]) never started, and none of its communication before it is stuck"},
+     "rank 1's pg 1 collective_seq_id 4 (all_reduce f32 [8, 64]) never started, and none of its communication before "
+     "it is stuck"},
     {"wrapped_clean", core::Verdict::pass, "", "ring buffers wrapped"},
     {"wrapped_uneven_clean", core::Verdict::pass, "", "its calls there repeat every 1 call(s)"},
     {"pipeline8_clean", core::Verdict::hang, core::kKindStalled, "the dumps cannot tell a slow job from a stalled one"},
     {"healthy_snapshot", core::Verdict::pass, "", "in flight, no fault found"},
-    {"healthy_inflight", core::Verdict::hang, core::kKindStalled, "the dumps cannot tell a slow job from a stalled one"},
-    {"gloo_clean", core::Verdict::pass, "", "the dumps record no progress (Gloo leaves every entry `scheduled`) and no p2p"},
-    {"gloo_tp_skip", core::Verdict::fifo_misalignment, core::kKindUnmatched, "pg 2: rank 3 posted 5 collective(s) from collective_seq_id 1, rank 2 6"},
+    {"healthy_inflight", core::Verdict::hang, core::kKindStalled,
+     "the dumps cannot tell a slow job from a stalled one"},
+    {"gloo_clean", core::Verdict::pass, "",
+     "the dumps record no progress (Gloo leaves every entry `scheduled`) and no p2p"},
+    {"gloo_tp_skip", core::Verdict::fifo_misalignment, core::kKindUnmatched,
+     "pg 2: rank 3 posted 5 collective(s) from collective_seq_id 1, rank 2 6"},
     {"g_clean", core::Verdict::pass, "", "a hang, and any p2p, cannot be"},
-    {"g_tp_skip", core::Verdict::fifo_misalignment, core::kKindUnmatched, "pg 2: rank 3 posted 11 collective(s) from collective_seq_id 1, rank 2 12"},
+    {"g_tp_skip", core::Verdict::fifo_misalignment, core::kKindUnmatched,
+     "pg 2: rank 3 posted 11 collective(s) from collective_seq_id 1, rank 2 12"},
 };
 INSTANTIATE_TEST_SUITE_P(FlightRecorderCorpus, CorpusCase, ::testing::ValuesIn(kCases),
                          [](const ::testing::TestParamInfo<Expected>& i) { return std::string(i.param.name); });
@@ -107,9 +116,11 @@ INSTANTIATE_TEST_SUITE_P(FlightRecorderCorpus, CorpusCase, ::testing::ValuesIn(k
 // A skipped receive of a synchronous job is located from each rank's record order.
 TEST(FlightRecorderCorpus, ASynchronousJobsSkippedReceiveIsLocated) {
   for (const core::RunResult& r : check_both("sync_skip_recv"))
-    EXPECT_TRUE(std::any_of(r.findings.front().details.begin(), r.findings.front().details.end(), [](const std::string& d) {
-      return has(d, "the skipped one is most likely rank 2's receive for rank 0's send #4");
-    })) << r.findings.front().summary;
+    EXPECT_TRUE(std::any_of(r.findings.front().details.begin(), r.findings.front().details.end(),
+                            [](const std::string& d) {
+                              return has(d, "the skipped one is most likely rank 2's receive for rank 0's send #4");
+                            }))
+        << r.findings.front().summary;
 }
 
 // Gloo's table lists no group: members come from the entries, and the report says so; no state

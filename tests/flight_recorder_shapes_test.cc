@@ -69,7 +69,8 @@ TEST(FlightRecorderShapes, RingsWrappedAtDifferentPointsStillShowASkippedBatch) 
   o.buffer = 90;
   const core::RunResult r = pipeline(8, 60, 4, 55, 55).check(o);  // rank 4 skips its batch of step 55
   ASSERT_NE(r.verdict, core::Verdict::pass);
-  EXPECT_TRUE(r.findings.front().involves_rank(4) || r.findings.front().culprit.rank == 4 || has(r.findings.front().summary, "rank 4"))
+  EXPECT_TRUE(r.findings.front().involves_rank(4) || r.findings.front().culprit.rank == 4 ||
+              has(r.findings.front().summary, "rank 4"))
       << r.findings.front().summary;
 }
 
@@ -104,8 +105,11 @@ FrJobBuilder pp2_tp2(int steps, int skip_recv_rank, int skip_step, int dead = -1
         if (m != dead || s < die_step) post(m, !waits);
       if (waits) stuck.insert(members.begin(), members.end());
     };
-    for (int t = 0; t < 2; ++t) call({2 * t, 2 * t + 1}, [&](int r, bool done) { b.post(r, t == 0 ? "tp0" : "tp1", OpKind::all_reduce, 512, -1, done); });
-    for (int c = 0; c < 2; ++c) call({c, c + 2}, [&](int r, bool done) { b.post(r, c == 0 ? "pp0" : "pp1", OpKind::broadcast, 8, c + 2, done); });
+    for (int t = 0; t < 2; ++t)
+      call({2 * t, 2 * t + 1},
+           [&](int r, bool done) { b.post(r, t == 0 ? "tp0" : "tp1", OpKind::all_reduce, 512, -1, done); });
+    for (int c = 0; c < 2; ++c)
+      call({c, c + 2}, [&](int r, bool done) { b.post(r, c == 0 ? "pp0" : "pp1", OpKind::broadcast, 8, c + 2, done); });
     for (int c = 0; c < 2; ++c)
       call({c, c + 2}, [&](int r, bool done) {
         if (r == skip_recv_rank && s == skip_step) return;
@@ -122,7 +126,8 @@ TEST(FlightRecorderShapes, SynchronousCallsQueueBehindTheFirstStuckOneOneFinding
   const core::RunResult r = verify::check_flight_recorder(dumps);
   ASSERT_EQ(r.verdict, core::Verdict::hang) << r.findings.front().summary;
   EXPECT_EQ(r.findings.front().kind, core::kKindMissingDump);
-  EXPECT_EQ(r.findings.size(), 1u) << r.findings.back().summary;  // every later call is queued behind, not a stall of its own
+  EXPECT_EQ(r.findings.size(), 1u)
+      << r.findings.back().summary;  // every later call is queued behind, not a stall of its own
 }
 
 TEST(FlightRecorderShapes, ASkippedReceiveInABatchIsTheCauseNotALaterStall) {
@@ -159,7 +164,8 @@ TEST(FlightRecorderShapes, UnevenAllToAllIsCleanAndItsTotalsMustBalance) {
   EXPECT_EQ(moe(4, 4, 0).check(pytorch()).verdict, core::Verdict::pass);
   const core::RunResult r = moe(4, 4, 16).check(pytorch());
   ASSERT_EQ(r.verdict, core::Verdict::fifo_misalignment);
-  EXPECT_TRUE(has(r.findings.front().summary, "send 1024 elements in all and receive 1040")) << r.findings.front().summary;
+  EXPECT_TRUE(has(r.findings.front().summary, "send 1024 elements in all and receive 1040"))
+      << r.findings.front().summary;
 }
 
 // An all_gather of uneven sizes (a broadcast from each member in turn: `_broadcast_oop` members
@@ -170,7 +176,8 @@ FrJobBuilder gathers(int n, int steps, int odd_rank) {
   int64_t group = 0;
   for (int s = 0; s < steps; ++s)
     for (int r = 0; r < n; ++r) {
-      for (int j = 0; j < n; ++j) b.post(r, "ep", OpKind::broadcast, 16 * (j + 1) + (r == odd_rank && j == 1 && s == 2 ? 16 : 0), j, true, group);
+      for (int j = 0; j < n; ++j)
+        b.post(r, "ep", OpKind::broadcast, 16 * (j + 1) + (r == odd_rank && j == 1 && s == 2 ? 16 : 0), j, true, group);
       ++group;
       for (int k = 0; k < 2; ++k) b.post(r, "ep", OpKind::all_reduce, 64 * (k + 1), -1, true, group);
       ++group;
@@ -209,7 +216,8 @@ TEST(FlightRecorderShapes, AnUnmatchedOperationComesBeforeAnyCycle) {
   const core::RunResult r = b.check(pytorch());
   ASSERT_EQ(r.verdict, core::Verdict::fifo_misalignment) << r.findings.front().summary;
   EXPECT_EQ(r.findings.front().kind, core::kKindUnmatched);
-  EXPECT_TRUE(has(r.findings.front().summary, "rank 1 posted 3 receives from rank 0 where rank 0 posted 4")) << r.findings.front().summary;
+  EXPECT_TRUE(has(r.findings.front().summary, "rank 1 posted 3 receives from rank 0 where rank 0 posted 4"))
+      << r.findings.front().summary;
 }
 
 // A send to the wrong member of a group (named by group-local ranks): the receive it was for never
@@ -300,8 +308,12 @@ TEST(FlightRecorderShapes, DumpsOfTwoRunsAreToldApartAndRefused) {
   const fs::path dir = scratch_path("ppspec_fr_mixed");
   fs::remove_all(dir);
   fs::create_directories(dir);
-  for (int r : {0, 1}) fs::copy_file(corpus / "a2a_uneven_clean/json" / fmt::format("rank_{}.json", r), dir / fmt::format("rank_{}.json", r));
-  for (int r : {2, 3}) fs::copy_file(corpus / "allgather_uneven_clean/json" / fmt::format("rank_{}.json", r), dir / fmt::format("rank_{}.json", r));
+  for (int r : {0, 1})
+    fs::copy_file(corpus / "a2a_uneven_clean/json" / fmt::format("rank_{}.json", r),
+                  dir / fmt::format("rank_{}.json", r));
+  for (int r : {2, 3})
+    fs::copy_file(corpus / "allgather_uneven_clean/json" / fmt::format("rank_{}.json", r),
+                  dir / fmt::format("rank_{}.json", r));
   EXPECT_NO_THROW(traces::read_fr_dir((corpus / "a2a_uneven_clean/json").string()));
   try {
     (void)traces::read_fr_dir(dir.string());
@@ -312,7 +324,8 @@ TEST(FlightRecorderShapes, DumpsOfTwoRunsAreToldApartAndRefused) {
   // The same job, half of it two hours later: refused by time alone.
   FrJobBuilder b = pipeline(4, 3);
   for (int r : {2, 3})
-    for (traces::FrPosted& p : b.run.posts[r]) p.posted += int64_t{7200} * 1000000000, p.completed += int64_t{7200} * 1000000000;
+    for (traces::FrPosted& p : b.run.posts[r])
+      p.posted += int64_t{7200} * 1000000000, p.completed += int64_t{7200} * 1000000000;
   EXPECT_THROW((void)b.dumps(pytorch()), core::InputError);
   fs::remove_all(dir);
 }
@@ -334,7 +347,8 @@ TEST(FlightRecorderShapes, ADumpTakenWhileRunningIsInFlightNotAHang) {
   const core::RunResult undated = b.check(o);
   if (undated.verdict != core::Verdict::pass) {
     EXPECT_EQ(undated.verdict, core::Verdict::hang);
-    EXPECT_TRUE(has(undated.findings.front().summary, "cannot tell a slow job from a stalled one")) << undated.findings.front().summary;
+    EXPECT_TRUE(has(undated.findings.front().summary, "cannot tell a slow job from a stalled one"))
+        << undated.findings.front().summary;
   }
 }
 
@@ -368,23 +382,27 @@ TEST(FlightRecorderShapes, FrWriterAsPyTorch) {
       }
       ++group;
       b.post(r, r % 2 == 0 ? "d_pp0" : "e_pp1", OpKind::broadcast, 8, (r % 2) + 2, true, -1, core::Dtype::i64, 1);
-      b.post(r, "a_world", r < 2 ? OpKind::send : OpKind::recv, 512, r < 2 ? r + 2 : r - 2, true, group++, core::Dtype::f32, 1);
+      b.post(r, "a_world", r < 2 ? OpKind::send : OpKind::recv, 512, r < 2 ? r + 2 : r - 2, true, group++,
+             core::Dtype::f32, 1);
     }
   const traces::FrExport e = traces::flight_recorder_of(b.run, pytorch());
   for (int r = 0; r < 4; ++r) {
-    std::ifstream in(fs::path(PPSPEC_SOURCE_DIR) / "traces/corpus/flight-recorder/a2a_uneven_clean/json" / fmt::format("rank_{}.json", r));
+    std::ifstream in(fs::path(PPSPEC_SOURCE_DIR) / "traces/corpus/flight-recorder/a2a_uneven_clean/json" /
+                     fmt::format("rank_{}.json", r));
     const Json real = Json::parse(in);
     const Json& mine = e.dumps.at(r);
     ASSERT_EQ(real["entries"].size(), mine["entries"].size()) << "rank " << r;
     for (size_t i = 0; i < real["entries"].size(); ++i) {
       const Json& x = real["entries"][i];
       const Json& y = mine["entries"][i];
-      for (const char* key : {"record_id", "collective_seq_id", "p2p_seq_id", "op_id", "profiling_name", "input_dtypes", "output_dtypes",
-                              "state", "retired", "is_p2p"})
-        EXPECT_EQ(x[key], y[key]) << "rank " << r << " record " << i << " " << key << ": PyTorch " << x[key] << ", ppspec " << y[key];
+      for (const char* key : {"record_id", "collective_seq_id", "p2p_seq_id", "op_id", "profiling_name", "input_dtypes",
+                              "output_dtypes", "state", "retired", "is_p2p"})
+        EXPECT_EQ(x[key], y[key]) << "rank " << r << " record " << i << " " << key << ": PyTorch " << x[key]
+                                  << ", ppspec " << y[key];
       // A program's buffer has rows and columns; PyTorch records the tensor's shape ([8, 1]): the
       // elements of each tensor agree.
-      for (const char* key : {"input_sizes", "output_sizes"}) EXPECT_EQ(numels(x[key]), numels(y[key])) << "rank " << r << " record " << i << " " << key;
+      for (const char* key : {"input_sizes", "output_sizes"})
+        EXPECT_EQ(numels(x[key]), numels(y[key])) << "rank " << r << " record " << i << " " << key;
     }
   }
 }

@@ -28,7 +28,9 @@ using Json = nlohmann::json;
 const std::string kCorpus = std::string(PPSPEC_SOURCE_DIR) + "/traces/corpus/flight-recorder/";
 const std::string kProbes = std::string(PPSPEC_SOURCE_DIR) + "/traces/corpus/flight-recorder-probes/";
 
-core::RunResult check_dir(const std::string& dir) { return verify::check_flight_recorder(traces::read_fr_dir(dir).dumps); }
+core::RunResult check_dir(const std::string& dir) {
+  return verify::check_flight_recorder(traces::read_fr_dir(dir).dumps);
+}
 core::RunResult check_case(const std::string& name) { return check_dir(kCorpus + name); }
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
@@ -90,8 +92,10 @@ TEST(FlightRecorder, ThePickleDumpsReadAsTheJsonOnesAndGiveTheSameAnswers) {
       for (size_t i = 0; i < json[r].entries.size(); ++i) {
         const auto& a = json[r].entries[i];
         const auto& b = pickle[r].entries[i];
-        EXPECT_EQ(std::tie(a.record_id, a.group, a.collective_seq_id, a.p2p_seq_id, a.profiling_name, a.peer, a.input_sizes, a.input_dtypes, a.state),
-                  std::tie(b.record_id, b.group, b.collective_seq_id, b.p2p_seq_id, b.profiling_name, b.peer, b.input_sizes, b.input_dtypes, b.state));
+        EXPECT_EQ(std::tie(a.record_id, a.group, a.collective_seq_id, a.p2p_seq_id, a.profiling_name, a.peer,
+                           a.input_sizes, a.input_dtypes, a.state),
+                  std::tie(b.record_id, b.group, b.collective_seq_id, b.p2p_seq_id, b.profiling_name, b.peer,
+                           b.input_sizes, b.input_dtypes, b.state));
       }
       EXPECT_EQ(json[r].groups.size(), pickle[r].groups.size());
     }
@@ -248,7 +252,8 @@ TEST(FlightRecorderGeneral, AnOddOneOutAmongFourIsNamedByTheMajority) {
   FrDumps d(4);
   d.group("0", "world", {0, 1, 2, 3});
   for (int s = 0; s < 6; ++s)
-    for (int r = 0; r < 4; ++r) d.collective(r, "0", "all_reduce", {r == 2 && s == 3 ? 8 : 16}, "Float", s < 3 ? "completed" : "scheduled");
+    for (int r = 0; r < 4; ++r)
+      d.collective(r, "0", "all_reduce", {r == 2 && s == 3 ? 8 : 16}, "Float", s < 3 ? "completed" : "scheduled");
   const core::RunResult r = check_dir(d.write("odd_one").string());
   ASSERT_EQ(r.findings.size(), 1u);
   EXPECT_EQ(r.findings[0].culprit.rank, 2);
@@ -265,7 +270,8 @@ TEST(FlightRecorderGeneral, AWrappedRingBufferIsComparedFromTheFirstIdEveryMembe
   EXPECT_EQ(r.verdict, core::Verdict::pass);
   EXPECT_EQ(r.stats.collective_slots, 25u);
   bool said = false;
-  for (const core::Finding& n : r.notes) said = said || (n.kind == "ring-buffer-wrapped" && has(n.summary, "rank 0 dropped its first 15"));
+  for (const core::Finding& n : r.notes)
+    said = said || (n.kind == "ring-buffer-wrapped" && has(n.summary, "rank 0 dropped its first 15"));
   EXPECT_TRUE(said) << "what was dropped is said";
 }
 
@@ -303,8 +309,9 @@ TEST(FlightRecorderGeneral, DumpFilesNamedOneByOneAreOneJobAndAPrefixPicksTheirs
   EXPECT_TRUE(has(out.str(), "flight-recorder (4 ranks, prefix 'nccl_trace_rank_')")) << out.str();
   // Two jobs' names in one folder: the prefix says which.
   pp2_tp2(2).write("files_other", "x_");
-  for (int r = 0; r < 4; ++r) fs::copy_file(scratch_path("ppspec_frd_files_other") / ("x_" + std::to_string(r) + ".json"),
-                                            dir / ("x_" + std::to_string(r) + ".json"));
+  for (int r = 0; r < 4; ++r)
+    fs::copy_file(scratch_path("ppspec_frd_files_other") / ("x_" + std::to_string(r) + ".json"),
+                  dir / ("x_" + std::to_string(r) + ".json"));
   std::ostringstream out2, err2;
   EXPECT_EQ(tools::check_command({.traces = {dir.string()}}, out2, err2), 2);
   EXPECT_TRUE(has(err2.str(), "dumps under several file-name prefixes: 'nccl_trace_rank_' (4 files), 'x_' (4 files)")) << err2.str();
@@ -356,7 +363,9 @@ fs::path edited(const std::string& name, int rank, const std::function<void(Json
 }
 
 TEST(FlightRecorder, AReceiveOfAnotherSizeIsAP2pMismatch) {
-  const fs::path dir = edited("p2p", 1, [](Json& j) { j["entries"][4]["input_sizes"] = Json::array({Json::array({4, 32})}); });
+  const fs::path dir = edited("p2p", 1, [](Json& j) {
+    j["entries"][4]["input_sizes"] = Json::array({Json::array({4, 32})});
+  });
   const core::RunResult r = check_dir(dir.string());
   ASSERT_EQ(r.findings.size(), 1u);
   EXPECT_EQ(r.findings[0].kind, "p2p-mismatch");
@@ -391,19 +400,35 @@ TEST(FlightRecorder, BadDumpsAreExitTwoWithTheFileRecordAndField) {
   const std::vector<Bad> cases = {
       {"version", [](Json& j) { j["version"] = "3.0"; }, "Flight Recorder format version '3.0' is not supported"},
       {"entries", [](Json& j) { j["entries"] = 5; }, "'entries': expected a list"},
-      {"state", [](Json& j) { j["entries"][2]["state"] = "lost"; }, "entry 2 (record 2): state 'lost' is not scheduled"},
-      {"sizes", [](Json& j) { j["entries"][1]["input_sizes"] = "big"; }, "entry 1 (record 1): 'input_sizes' is not a list"},
-      {"peers", [](Json& j) { j["entries"][0]["profiling_name"] = "nccl:recv"; }, "a p2p operation 'nccl:recv' without its peers"},
-      {"peer_range", [](Json& j) { j["entries"][0]["profiling_name"] = "nccl:recv 1<-2"; }, "names group-local rank 2, but group '0' has 2 members"},
-      {"self", [](Json& j) { j["entries"][0]["profiling_name"] = "nccl:recv 0<-1"; }, "group-local rank 0 of group '0' is global rank 0 (pg_config), but this is rank 1's dump"},
-      {"ranks", [](Json& j) { j["pg_config"]["1"]["ranks"] = "[0, x]"; }, "pg_config '1': ranks '[0, x]' are not a list"},
-      {"twice", [](Json& j) { j["pg_config"]["1"]["ranks"] = "[1, 1]"; }, "pg_config '1': ranks '[1, 1]' name a rank twice"},
-      {"group", [](Json& j) { j["entries"][1]["process_group"] = Json::array({"7", "x"}); }, "names process group '7', which pg_config does not list"},
-      {"float", [](Json& j) { j["entries"][1]["record_id"] = 1.0; }, "entry 1: 'record_id' is 1.0 (number): expected an integer"},
-      {"huge", [](Json& j) { j["entries"][1]["p2p_seq_id"] = 1e300; }, "'p2p_seq_id' is 1e+300 (number): expected an integer"},
-      {"u64", [](Json& j) { j["entries"][1]["pg_id"] = UINT64_MAX; }, "'pg_id' is 18446744073709551615: out of [0, 9223372036854775807]"},
-      {"dim", [](Json& j) { j["entries"][1]["input_sizes"] = Json::parse("[[4, 6.7]]"); }, "'input_sizes'[0][1] is 6.7 (number): expected an integer"},
-      {"mixed", [](Json& j) { j["pg_config"]["1"]["ranks"] = "[0, 1, 2]"; }, "mixed runs in one folder? group '1' has members"},
+      {"state", [](Json& j) { j["entries"][2]["state"] = "lost"; },
+       "entry 2 (record 2): state 'lost' is not scheduled"},
+      {"sizes", [](Json& j) { j["entries"][1]["input_sizes"] = "big"; },
+       "entry 1 (record 1): 'input_sizes' is not a list"},
+      {"peers", [](Json& j) { j["entries"][0]["profiling_name"] = "nccl:recv"; },
+       "a p2p operation 'nccl:recv' without its peers"},
+      {"peer_range", [](Json& j) { j["entries"][0]["profiling_name"] = "nccl:recv 1<-2"; },
+       "names group-local rank 2, but group '0' has 2 members"},
+      {"self", [](Json& j) { j["entries"][0]["profiling_name"] = "nccl:recv 0<-1"; },
+       "group-local rank 0 of group '0' is global rank 0 (pg_config), but this is rank 1's dump"},
+      {"ranks", [](Json& j) { j["pg_config"]["1"]["ranks"] = "[0, x]"; },
+       "pg_config '1': ranks '[0, x]' are not a list"},
+      {"twice", [](Json& j) { j["pg_config"]["1"]["ranks"] = "[1, 1]"; },
+       "pg_config '1': ranks '[1, 1]' name a rank twice"},
+      {"group",
+       [](Json& j) {
+         j["entries"][1]["process_group"] = Json::array({"7", "x"});
+       },
+       "names process group '7', which pg_config does not list"},
+      {"float", [](Json& j) { j["entries"][1]["record_id"] = 1.0; },
+       "entry 1: 'record_id' is 1.0 (number): expected an integer"},
+      {"huge", [](Json& j) { j["entries"][1]["p2p_seq_id"] = 1e300; },
+       "'p2p_seq_id' is 1e+300 (number): expected an integer"},
+      {"u64", [](Json& j) { j["entries"][1]["pg_id"] = UINT64_MAX; },
+       "'pg_id' is 18446744073709551615: out of [0, 9223372036854775807]"},
+      {"dim", [](Json& j) { j["entries"][1]["input_sizes"] = Json::parse("[[4, 6.7]]"); },
+       "'input_sizes'[0][1] is 6.7 (number): expected an integer"},
+      {"mixed", [](Json& j) { j["pg_config"]["1"]["ranks"] = "[0, 1, 2]"; },
+       "mixed runs in one folder? group '1' has members"},
   };
   for (const Bad& b : cases) {
     SCOPED_TRACE(b.name);

@@ -15,13 +15,16 @@ namespace ppspec::testing {
 class FrDumps {
  public:
   using Json = nlohmann::json;
-  FrDumps(int ranks, std::string backend = "nccl") : ranks_(ranks), backend_(std::move(backend)), entries_(static_cast<size_t>(ranks)) {}
+  FrDumps(int ranks, std::string backend = "nccl")
+      : ranks_(ranks), backend_(std::move(backend)), entries_(static_cast<size_t>(ranks)) {}
 
-  void group(const std::string& name, const std::string& desc, const std::vector<int>& members) { groups_[name] = {desc, members}; }
+  void group(const std::string& name, const std::string& desc, const std::vector<int>& members) {
+    groups_[name] = {desc, members};
+  }
 
   // A collective of `rank` on `group` (its next collective_seq_id there).
-  void collective(int rank, const std::string& group, const std::string& op, std::vector<int64_t> sizes, const std::string& dtype,
-                  const std::string& state) {
+  void collective(int rank, const std::string& group, const std::string& op, std::vector<int64_t> sizes,
+                  const std::string& dtype, const std::string& state) {
     Json e = base(rank, group, fmt(op), sizes, dtype, state);
     e["collective_seq_id"] = ++coll_seq_[{rank, group}];
     e["p2p_seq_id"] = 0;
@@ -29,8 +32,8 @@ class FrDumps {
     entries_[static_cast<size_t>(rank)].push_back(std::move(e));
   }
   // A send (to global `peer`) or receive (from it) on `group`, named by group-local ranks as PyTorch does.
-  void p2p(int rank, const std::string& group, bool send, int peer, std::vector<int64_t> sizes, const std::string& dtype,
-           const std::string& state) {
+  void p2p(int rank, const std::string& group, bool send, int peer, std::vector<int64_t> sizes,
+           const std::string& dtype, const std::string& state) {
     const int me = local(group, rank), them = local(group, peer);
     const std::string name = send ? fmt(std::string("send ") + std::to_string(me) + "->" + std::to_string(them))
                                   : fmt(std::string("recv ") + std::to_string(me) + "<-" + std::to_string(them));
@@ -76,8 +79,8 @@ class FrDumps {
       if (m[i] == rank) return static_cast<int>(i);
     return -1;
   }
-  Json base(int rank, const std::string& group, const std::string& name, const std::vector<int64_t>& sizes, const std::string& dtype,
-            const std::string& state) {
+  Json base(int rank, const std::string& group, const std::string& name, const std::vector<int64_t>& sizes,
+            const std::string& dtype, const std::string& state) {
     const int64_t id = record_[rank]++;
     return Json{{"record_id", id},
                 {"pg_id", std::distance(groups_.begin(), groups_.find(group))},

@@ -15,15 +15,17 @@ namespace ppspec::testing {
 
 class FrJobBuilder {
  public:
-  void comm(const std::string& name, const std::vector<int>& ranks) { run.members[name].insert(ranks.begin(), ranks.end()); }
+  void comm(const std::string& name, const std::vector<int>& ranks) {
+    run.members[name].insert(ranks.begin(), ranks.end());
+  }
   // A communicator of ranks 0 .. n - 1.
   void comm_of_all(const std::string& name, int n) {
     for (int r = 0; r < n; ++r) run.members[name].insert(r);
   }
   // One operation of `rank`, posted now; completed unless `done` is false. `group` >= 0 joins the
   // rank's ncclGroupStart..End of that number.
-  void post(int rank, const std::string& comm, core::OpKind kind, int64_t count, int peer = -1, bool done = true, int64_t group = -1,
-            core::Dtype dtype = core::Dtype::f32, int64_t cols = 1) {
+  void post(int rank, const std::string& comm, core::OpKind kind, int64_t count, int peer = -1, bool done = true,
+            int64_t group = -1, core::Dtype dtype = core::Dtype::f32, int64_t cols = 1) {
     traces::FrPosted p;
     p.comm = comm;
     p.desc.kind = kind;
@@ -44,12 +46,14 @@ class FrJobBuilder {
   std::vector<traces::FrDump> dumps(const traces::FrWriteOptions& o = {}) const {
     const traces::FrExport e = traces::flight_recorder_of(run, o);
     std::vector<traces::FrDump> out;
-    for (const auto& [rank, json] : e.dumps) out.push_back(traces::fr_dump_from_json(json, "rank_" + std::to_string(rank), rank));
+    for (const auto& [rank, json] : e.dumps)
+      out.push_back(traces::fr_dump_from_json(json, "rank_" + std::to_string(rank), rank));
     traces::resolve_inferred_groups(out);
     traces::check_fr_one_run(out);
     return out;
   }
-  core::RunResult check(const traces::FrWriteOptions& o = {}, verify::FrCalls calls = verify::FrCalls::synchronous) const {
+  core::RunResult check(const traces::FrWriteOptions& o = {},
+                        verify::FrCalls calls = verify::FrCalls::synchronous) const {
     return verify::check_flight_recorder(dumps(o), verify::FrCheckOptions{calls});
   }
 

@@ -18,7 +18,8 @@ namespace {
 
 using vllm_config::EngineArgs;
 
-Out from_vllm(const std::string& config, const std::vector<std::string>& flags, const std::string& out_file, bool force = true) {
+Out from_vllm(const std::string& config, const std::vector<std::string>& flags, const std::string& out_file,
+              bool force = true) {
   tools::FromVllmArgs a;
   a.config = config;
   a.vllm_args = flags;

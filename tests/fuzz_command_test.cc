@@ -48,8 +48,8 @@ TEST(Fuzz, ACleanCampaignFindsNothingAndReachesTheEdges) {
   EXPECT_EQ(r.failures, 0u) << out.str();
   EXPECT_EQ(r.cases, 150u);
   const fuzzer::Coverage& c = r.coverage;
-  for (uint64_t reached : {c.programs, c.pp_gt1, c.drafts, c.graph_padding, c.chunked_prefill, c.slot_reuse, c.length_cap,
-                           c.aborts, c.abort_in_flight})
+  for (uint64_t reached : {c.programs, c.pp_gt1, c.drafts, c.graph_padding, c.chunked_prefill, c.slot_reuse,
+                           c.length_cap, c.aborts, c.abort_in_flight})
     EXPECT_GT(reached, 0u) << out.str();
 }
 
@@ -90,7 +90,8 @@ TEST(Fuzz, TheOutputFolderIsSaidAndAUsedOneNeedsForce) {
   EXPECT_TRUE(fs::exists(dir / "summary.json"));  // untouched
   r = fuzz({.cases = "5", .out = dir.string(), .force = true});
   EXPECT_EQ(r.code, 0) << r.out << r.err;
-  for (const auto& e : fs::directory_iterator(dir)) EXPECT_FALSE(e.path().filename().string().starts_with("found-")) << e.path();
+  for (const auto& e : fs::directory_iterator(dir))
+    EXPECT_FALSE(e.path().filename().string().starts_with("found-")) << e.path();
 }
 
 // The prefix-cache space draws cases that hit the cache; with full_prefix_hit on, a case stores
@@ -188,7 +189,8 @@ TEST(FuzzInternalErrors, AreFindingsKeptAndShrunkAndExitThreeWithAndWithoutJobs)
     SCOPED_TRACE(jobs);
     const fs::path dir = fresh_dir(std::string("internal_") + jobs);
     std::string out;
-    const int code = ppspec_child("PPSPEC_FUZZ_TEST_THROW_IF_PP=2", fmt::format("fuzz --cases 80 --seed 1 --jobs {} --out {}", jobs, dir.string()), out);
+    const int code = ppspec_child("PPSPEC_FUZZ_TEST_THROW_IF_PP=2",
+                                  fmt::format("fuzz --cases 80 --seed 1 --jobs {} --out {}", jobs, dir.string()), out);
     EXPECT_EQ(code, 3) << out;
     EXPECT_NE(out.find("ERROR internal-error at case"), std::string::npos) << out;
     const fuzzer::FuzzReport r = fuzzer::read_summary(dir.string());
@@ -206,7 +208,8 @@ TEST(FuzzInternalErrors, AreFindingsKeptAndShrunkAndExitThreeWithAndWithoutJobs)
 TEST(FuzzInternalErrors, AWorkerThatCrashesLeavesItsCaseKeptAndExitThree) {
   const fs::path dir = fresh_dir("crash");
   std::string out;
-  const int code = ppspec_child("PPSPEC_FUZZ_TEST_CRASH_AT_CASE=1", fmt::format("fuzz --cases 6 --seed 1 --jobs 2 --out {}", dir.string()), out);
+  const int code = ppspec_child("PPSPEC_FUZZ_TEST_CRASH_AT_CASE=1",
+                                fmt::format("fuzz --cases 6 --seed 1 --jobs 2 --out {}", dir.string()), out);
   EXPECT_EQ(code, 3) << out;
   EXPECT_TRUE(out.find("died of signal 11 (Segmentation fault) at case 1") != std::string::npos ||
               out.find("exited with status 86 (a sanitizer's report) at case 1") != std::string::npos)
@@ -231,7 +234,9 @@ FakeCrash fake_crash(const std::string& name, const std::string& crash, const st
   fs::permissions(c.fake, fs::perms::owner_all);
   c.options.seed = 1;
   c.options.out_dir = dir.string();
-  while (fuzzer::draw(c.options, c.index).value().is_program || fuzzer::draw(c.options, c.index).value().serving.pp != 2) ++c.index;
+  while (fuzzer::draw(c.options, c.index).value().is_program ||
+         fuzzer::draw(c.options, c.index).value().serving.pp != 2)
+    ++c.index;
   return c;
 }
 
@@ -252,7 +257,8 @@ TEST(FuzzInternalErrors, ACrashIsShrunkInChildProcessesAndACappedShrinkIsNotCall
   EXPECT_TRUE(capped.capped);
   fuzzer::FuzzReport r;
   r.found.push_back(capped);
-  EXPECT_NE(fuzzer::format_report(r).find("(not minimal: stopped after 2 runs)"), std::string::npos) << fuzzer::format_report(r);
+  EXPECT_NE(fuzzer::format_report(r).find("(not minimal: stopped after 2 runs)"), std::string::npos)
+      << fuzzer::format_report(r);
 }
 
 // How a child ended: ppspec's own exits (0 to 3) are not deaths; a signal or a sanitizer's status is.
@@ -282,7 +288,8 @@ TEST(FuzzInternalErrors, OnlyASignalOrAStatusPpspecNeverUsesIsADeath) {
 // 2 stages is shrunk within them, and the file says how it died.
 TEST(FuzzInternalErrors, ASanitizersExitIsShrunkLikeASignal) {
   const FakeCrash c = fake_crash("sanitizer_shrink", "exit 86", "exit 1");
-  const fuzzer::Found f = fuzzer::settle_crash(c.options, c.index, fuzzer::Death{0, fuzzer::kSanitizerExitStatus}, c.fake.string(), 200);
+  const fuzzer::Found f =
+      fuzzer::settle_crash(c.options, c.index, fuzzer::Death{0, fuzzer::kSanitizerExitStatus}, c.fake.string(), 200);
   EXPECT_GT(f.shrink_steps, 0);
   EXPECT_NE(f.shrunk.find("pp2"), std::string::npos) << f.shrunk;
   EXPECT_NE(f.summary.find("exited with status 86 (a sanitizer's report)"), std::string::npos) << f.summary;

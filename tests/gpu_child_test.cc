@@ -34,7 +34,8 @@ gpu_jobs::GpuOutcome run_with(const std::string& child) {
   report::RunRecord rec;
   gpu_jobs::GpuRunOptions opts;
   opts.hang_timeout = core::kSec;
-  const gpu_jobs::GpuOutcome o = gpu_jobs::run_on_gpu(gpu_jobs::GpuJob{"scenario.toml", "fake", core::ModuleLoading::lazy, core::kSec}, opts, rec);
+  const gpu_jobs::GpuOutcome o =
+      gpu_jobs::run_on_gpu(gpu_jobs::GpuJob{"scenario.toml", "fake", core::ModuleLoading::lazy, core::kSec}, opts, rec);
   unsetenv("PPSPEC_EXE");
   return o;
 }

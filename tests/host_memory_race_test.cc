@@ -58,7 +58,9 @@ void pinned_sync_on_event(core::Device& d, core::Stream copy) {
   d.event_sync(e);
 }
 
-std::string pinned_first_summary(const core::RunResult& r) { return r.findings.empty() ? "" : r.findings.front().summary; }
+std::string pinned_first_summary(const core::RunResult& r) {
+  return r.findings.empty() ? "" : r.findings.front().summary;
+}
 
 TEST(HostMemoryRace, AHostReadOfAD2HDestinationWithoutSyncRacesInEverySchedule) {
   for (uint64_t seed = 1; seed <= 16; ++seed) {
@@ -145,12 +147,14 @@ TEST(HostMemoryRace, AHostFunctionAfterTheCopyOnItsStreamMayReadIt) {
       d.device_sync();
     });
     const auto r = w.h.run();
-    EXPECT_EQ(r.verdict, same_stream ? Verdict::pass : Verdict::race) << "same stream " << same_stream << ": " << pinned_first_summary(r);
+    EXPECT_EQ(r.verdict, same_stream ? Verdict::pass : Verdict::race)
+        << "same stream " << same_stream << ": " << pinned_first_summary(r);
   }
 }
 
 // The host fills the pinned buffer, uploads it on `upload`, runs `between`, then rewrites it.
-core::RunResult pinned_write_upload_rewrite(uint64_t seed, const std::function<void(core::Device&, core::Stream)>& between) {
+core::RunResult pinned_write_upload_rewrite(uint64_t seed,
+                                            const std::function<void(core::Device&, core::Stream)>& between) {
   PinnedWorld w(seed);
   w.h.actor(0, [&] {
     auto& d = w.h.rt.device(0);

@@ -128,7 +128,8 @@ TEST(Import, ACallTheDumpsShowDidNotWaitGoesOnAStreamOfItsOwn) {
   d.entry(1, 1)["time_discovered_completed_ns"] = 2000;
   d.entry(0, 1)["time_discovered_completed_ns"] = 1000;  // tp, both ranks
   d.entry(1, 0)["time_discovered_completed_ns"] = 1000;
-  const importer::Imported im = importer::import_flight_recorder(traces::read_fr_dir(d.write("import_streams").string()), "streams");
+  const importer::Imported im =
+      importer::import_flight_recorder(traces::read_fr_dir(d.write("import_streams").string()), "streams");
   EXPECT_EQ(im.program.streams, (std::vector<std::string>{"s0", "s1"}));
   EXPECT_EQ(im.program.ranks[0][0].ops[0].stream, "s0");
   EXPECT_EQ(im.program.ranks[0][0].ops[1].stream, "s1");
@@ -138,7 +139,8 @@ TEST(Import, ACallTheDumpsShowDidNotWaitGoesOnAStreamOfItsOwn) {
 
   // The same calls, where rank 0's tp call completed after its pp call: nothing says it did not wait.
   d.entry(0, 1)["time_discovered_completed_ns"] = 3000;
-  const importer::Imported serial = importer::import_flight_recorder(traces::read_fr_dir(d.write("import_serial").string()), "serial");
+  const importer::Imported serial =
+      importer::import_flight_recorder(traces::read_fr_dir(d.write("import_serial").string()), "serial");
   EXPECT_EQ(serial.program.streams, (std::vector<std::string>{"s0"}));
 }
 
@@ -229,7 +231,8 @@ TEST(Import, GeneratedJobsDumpsImportToTheirCheckVerdict) {
   size_t in_scope = 0;
   for (uint64_t i = 0; i < 40; ++i) {
     const fidelity::ImportCase c = fidelity::run_import_case(o, i);
-    EXPECT_TRUE(c.agree) << c.dumps.file << ": " << c.why << "; check: " << c.dumps.check_summary << "; import: " << c.import_summary;
+    EXPECT_TRUE(c.agree) << c.dumps.file << ": " << c.why << "; check: " << c.dumps.check_summary
+                         << "; import: " << c.import_summary;
     in_scope += c.in_scope;
   }
   EXPECT_GE(in_scope, 30u);

@@ -196,8 +196,15 @@ struct Router {
   std::vector<int32_t> ids;
   std::vector<float> weights;
   bool honor = true;
-  Router(int r, int e, int kk) : rows(r), experts(e), k(kk), gating(static_cast<size_t>(r * e)), bias(static_cast<size_t>(e), 0.0f),
-                                 padding(static_cast<size_t>(r), 0), ids(static_cast<size_t>(r * kk)), weights(static_cast<size_t>(r * kk)) {}
+  Router(int r, int e, int kk)
+      : rows(r),
+        experts(e),
+        k(kk),
+        gating(static_cast<size_t>(r * e)),
+        bias(static_cast<size_t>(e), 0.0f),
+        padding(static_cast<size_t>(r), 0),
+        ids(static_cast<size_t>(r * kk)),
+        weights(static_cast<size_t>(r * kk)) {}
   void run(float scale = 1.0f) {
     TopkSoftplusSqrtKernel t{gating, bias, as_bools<const bool>(padding), experts, k, true, scale,
                              honor, ids, weights};
@@ -208,14 +215,19 @@ struct Router {
 // The torch reference of the vLLM test, in plain loops (double precision for the weights).
 void reference(const Router& r, int row, std::vector<int32_t>& ids, std::vector<double>& w, double scale) {
   std::vector<double> scores(static_cast<size_t>(r.experts));
-  for (int e = 0; e < r.experts; ++e) scores[static_cast<size_t>(e)] = std::sqrt(std::log1p(std::exp(static_cast<double>(r.gating[static_cast<size_t>(row * r.experts + e)]))));
+  for (int e = 0; e < r.experts; ++e)
+    scores[static_cast<size_t>(e)] =
+        std::sqrt(std::log1p(std::exp(static_cast<double>(r.gating[static_cast<size_t>(row * r.experts + e)]))));
   std::vector<bool> taken(static_cast<size_t>(r.experts), false);
   ids.clear();
   w.clear();
   for (int j = 0; j < r.k; ++j) {
     int best = -1;
     for (int e = 0; e < r.experts; ++e)
-      if (!taken[static_cast<size_t>(e)] && (best < 0 || scores[static_cast<size_t>(e)] + r.bias[static_cast<size_t>(e)] > scores[static_cast<size_t>(best)] + r.bias[static_cast<size_t>(best)])) best = e;
+      if (!taken[static_cast<size_t>(e)] &&
+          (best < 0 || scores[static_cast<size_t>(e)] + r.bias[static_cast<size_t>(e)] >
+                           scores[static_cast<size_t>(best)] + r.bias[static_cast<size_t>(best)]))
+        best = e;
     taken[static_cast<size_t>(best)] = true;
     ids.push_back(best);
     w.push_back(scores[static_cast<size_t>(best)]);
@@ -227,7 +239,8 @@ void reference(const Router& r, int row, std::vector<int32_t>& ids, std::vector<
 
 TEST(TopkSoftplusSqrt, RealRowsMatchTheReference) {
   Router r(8, 16, 4);
-  for (size_t i = 0; i < r.gating.size(); ++i) r.gating[i] = static_cast<float>(mix32(static_cast<uint32_t>(i)) % 1000) / 100.0f - 5.0f;
+  for (size_t i = 0; i < r.gating.size(); ++i)
+    r.gating[i] = static_cast<float>(mix32(static_cast<uint32_t>(i)) % 1000) / 100.0f - 5.0f;
   for (size_t e = 0; e < r.bias.size(); ++e) r.bias[e] = static_cast<float>(e % 3) * 0.01f;
   r.run(2.5f);
   for (int row = 0; row < 8; ++row) {
@@ -376,7 +389,8 @@ TEST(ToyModel, TensorParallelShardsSumToTheWholeLayer) {
     for (int t = 0; t < tp; ++t) {
       std::vector<uint32_t> shard(static_cast<size_t>(rows * per)), part(static_cast<size_t>(rows * lanes));
       for (int r = 0; r < rows; ++r)
-        for (int j = 0; j < per; ++j) shard[static_cast<size_t>(r * per + j)] = x[static_cast<size_t>(r * lanes + t * per + j)];
+        for (int j = 0; j < per; ++j)
+          shard[static_cast<size_t>(r * per + j)] = x[static_cast<size_t>(r * lanes + t * per + j)];
       run_on_cpu(LayerPartialKernel{req, shard, w, u, lanes, t * per, per, part}, rows);
       for (size_t i = 0; i < sum.size(); ++i) sum[i] += part[i];
     }

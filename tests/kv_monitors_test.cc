@@ -32,14 +32,17 @@ struct Ledger : Fixture<M> {
   void share(int64_t req, int64_t step, std::vector<int64_t> blocks) {
     this->send(EventKind::blocks_shared, -1, step, req, std::move(blocks), 0);
   }
-  void cache(int64_t req, int64_t step, std::vector<int64_t> blocks) { this->send(EventKind::blocks_cached, -1, step, req, std::move(blocks)); }
+  void cache(int64_t req, int64_t step, std::vector<int64_t> blocks) {
+    this->send(EventKind::blocks_cached, -1, step, req, std::move(blocks));
+  }
   // Exactly one finding, whose summary says `text`.
   void expect_one(std::string_view text) {
     ASSERT_EQ(this->found.size(), 1u);
     EXPECT_NE(this->found[0].summary.find(text), std::string::npos) << this->found[0].summary;
   }
   // One row (position, slot) stored by `rank` for `req` at `step`.
-  void store(core::RankId rank, int64_t step, int64_t req, int64_t position, int64_t slot, KvWriter w = KvWriter::target) {
+  void store(core::RankId rank, int64_t step, int64_t req, int64_t position, int64_t slot,
+             KvWriter w = KvWriter::target) {
     this->send(EventKind::kv_slots, rank, step, -1, {req, position, slot}, -1, {.kv_writer = w});
   }
 };
@@ -75,7 +78,8 @@ TEST(KvOwnership, AStoreAtTheWrongColumnOfItsOwnTableIsReported) {
   fx.allocate(7, 1, 0, {3, 4});
   fx.store(0, 1, 7, 2, 66);  // position 2 belongs in block 3, not 4
   ASSERT_EQ(fx.found.size(), 1u);
-  EXPECT_NE(fx.found[0].summary.find("its block table puts position 2 in block 3 at offset 2"), std::string::npos) << fx.found[0].summary;
+  EXPECT_NE(fx.found[0].summary.find("its block table puts position 2 in block 3 at offset 2"), std::string::npos)
+      << fx.found[0].summary;
 }
 
 // A request preempted while step 1 of it is in flight: fenced, its blocks stay its own until the
@@ -110,7 +114,8 @@ TEST(KvOwnership, ARowWithNoSlotIsOutOfTheTable) {
   fx.store(2, 1, 7, 16, -1, KvWriter::draft_query);  // column 1: past its one block
   ASSERT_EQ(fx.found.size(), 1u);
   EXPECT_EQ(fx.found[0].kind, "kv-out-of-table");
-  EXPECT_NE(fx.found[0].summary.find("block-table column 1 is past the request's 1 blocks"), std::string::npos) << fx.found[0].summary;
+  EXPECT_NE(fx.found[0].summary.find("block-table column 1 is past the request's 1 blocks"), std::string::npos)
+      << fx.found[0].summary;
 }
 
 TEST(KvOwnership, ALedgerThatGivesAHeldBlockIsInconsistent) {

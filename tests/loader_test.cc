@@ -58,27 +58,32 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"unknown_op", with("op = \"send\"", "op = \"sned\""), 14, "'sned' is not one of"},
         Bad{"unknown_op_key", with("label = \"x\" },", "label = \"x\", peers = 2 },"), 14, "unknown key 'peers'"},
         Bad{"unknown_comm", with("comm = \"c\", peer = 1", "comm = \"d\", peer = 1"), 14, "unknown communicator 'd'"},
-        Bad{"unknown_stream", with("stream = \"side\", label", "stream = \"sidee\", label"), 14, "unknown stream 'sidee'"},
+        Bad{"unknown_stream", with("stream = \"side\", label", "stream = \"sidee\", label"), 14,
+            "unknown stream 'sidee'"},
         Bad{"peer_out_of_range", with("peer = 1", "peer = 5"), 14, "out of range [0, 1]"},
         Bad{"comm_rank_out_of_range", with("ranks = [0, 1]", "ranks = [0, 7]"), 10, "ranks must be integers in [0, 1]"},
         Bad{"bad_dtype", with("dtype = \"i32\"", "dtype = \"integer\""), 14, "'integer' is not one of: i8"},
-        Bad{"peer_and_dst", with("peer = 1,", "peer = 1, dst = 1,"), 14, "'peer' and 'dst' name the same rank: give one"},
+        Bad{"peer_and_dst", with("peer = 1,", "peer = 1, dst = 1,"), 14,
+            "'peer' and 'dst' name the same rank: give one"},
         Bad{"negative_count", with("count = 4", "count = -4"), 14, "out of range"},
         Bad{"missing_rank", with("ranks = 2", "ranks = 3"), 12, "rank 2 has no [rank.2] table"},
         Bad{"rank_out_of_range", with("[rank.1]", "[rank.9]"), 18, "expected a rank number in [0, 1]"},
         Bad{"bad_verdict", with("verdict = \"pass\"", "verdict = \"passed\""), 25, "'passed' is not one of: pass"},
         Bad{"missing_kind", with("kind = \"program\"", ""), 1, "'kind'"},
-        Bad{"op_not_a_table", with("{ op = \"stream_sync\", stream = \"side\" },\n]\n\n[rank.1]", "\"stream_sync\",\n]\n\n[rank.1]"), 15,
+        Bad{"op_not_a_table",
+            with("{ op = \"stream_sync\", stream = \"side\" },\n]\n\n[rank.1]", "\"stream_sync\",\n]\n\n[rank.1]"), 15,
             "expected an inline table"},
-        Bad{"unrecorded_event", with("{ op = \"stream_sync\", stream = \"side\" },", "{ op = \"event_sync\", event = \"e\" },"), 15,
+        Bad{"unrecorded_event",
+            with("{ op = \"stream_sync\", stream = \"side\" },", "{ op = \"event_sync\", event = \"e\" },"), 15,
             "event 'e' is never recorded"},
         Bad{"unbalanced_group", with("{ op = \"stream_sync\", stream = \"side\" },", "{ op = \"group_start\" },"), 12,
             "group_start without group_end"},
         Bad{"sync_inside_group", with("  { op = \"send\"", "  { op = \"group_start\" },\n  { op = \"send\""), 16,
             "inside a group"},
-        Bad{"bad_strategy", with("[expect]", "[explore]\nstrategy = \"dfs\"\n[expect]"), 25, "'dfs' is not \"random\" or \"pct:DEPTH\" (DEPTH 1..64; optionally pct:DEPTH:HORIZON"},
-        Bad{"duplicate_comm", with("[[communicator]]", "[[communicator]]\nname = \"c\"\nranks = [0]\n[[communicator]]"), 12,
-            "declared twice"}),
+        Bad{"bad_strategy", with("[expect]", "[explore]\nstrategy = \"dfs\"\n[expect]"), 25,
+            "'dfs' is not \"random\" or \"pct:DEPTH\" (DEPTH 1..64; optionally pct:DEPTH:HORIZON"},
+        Bad{"duplicate_comm", with("[[communicator]]", "[[communicator]]\nname = \"c\"\nranks = [0]\n[[communicator]]"),
+            12, "declared twice"}),
     [](const ::testing::TestParamInfo<Bad>& param_info) { return param_info.param.name; });
 
 TEST(Loader, GoodProgramLoads) {
@@ -95,10 +100,10 @@ TEST(Loader, GoodProgramLoads) {
 
 // torch's spellings are aliases: dtypes (float32, torch.int64, half) and src / dst for peers and roots.
 TEST(Loader, TorchSpellingsAreAliases) {
-  const program::Program p = loader::parse_program(
-      replaced(replaced(kGood, "peer = 1, dtype = \"i32\"", "dst = 1, dtype = \"torch.int64\""), "peer = 0, dtype = \"i32\"",
-               "src = 0, dtype = \"int64\""),
-      "aliases.toml");
+  const program::Program p =
+      loader::parse_program(replaced(replaced(kGood, "peer = 1, dtype = \"i32\"", "dst = 1, dtype = \"torch.int64\""),
+                                     "peer = 0, dtype = \"i32\"", "src = 0, dtype = \"int64\""),
+                            "aliases.toml");
   EXPECT_EQ(p.ranks[0][0].ops[0].peer, 1);
   EXPECT_EQ(p.ranks[0][0].ops[0].dtype, core::Dtype::i64);
   EXPECT_EQ(p.ranks[1][0].ops[0].peer, 0);

@@ -43,7 +43,8 @@ TEST(ReferenceSequence, AChangedTokenRecomputesFromItsPositionAndTruncateForgets
 // pp 2, tp 1: rank 0 embeds and runs the first half of the layers, rank 1 the rest and samples.
 struct OracleFixture {
   engine::ModelConfig model;
-  std::shared_ptr<const engine::Checkpoint> ckpt = std::make_shared<const engine::Checkpoint>(engine::make_checkpoint(model));
+  std::shared_ptr<const engine::Checkpoint> ckpt =
+      std::make_shared<const engine::Checkpoint>(engine::make_checkpoint(model));
   std::vector<core::Finding> found;
   ProbeEvents events;
   std::unique_ptr<verify::ModelReference> oracle;
@@ -58,9 +59,11 @@ struct OracleFixture {
     facts.checkpoint = ckpt;
     facts.model = std::make_shared<const engine::ModelConfig>(model);
     facts.temperature_requests = {9};
-    oracle = std::make_unique<verify::ModelReference>(facts, [this](core::Finding f) { found.push_back(std::move(f)); });
+    oracle =
+        std::make_unique<verify::ModelReference>(facts, [this](core::Finding f) { found.push_back(std::move(f)); });
   }
-  void send(EventKind kind, core::RankId rank, int64_t step, int64_t req, std::vector<int64_t> ints, int64_t value = -1) {
+  void send(EventKind kind, core::RankId rank, int64_t step, int64_t req, std::vector<int64_t> ints,
+            int64_t value = -1) {
     verify::deliver(*oracle, events.make(kind, rank, step, req, std::move(ints), value));
   }
   // What `rank` computes for the rows at positions [first, first + n), per the model.
@@ -69,12 +72,14 @@ struct OracleFixture {
     std::vector<int64_t> v{layers, 0, model.lanes};
     for (size_t p = first; p < first + n; ++p) {
       const auto x = truth.lanes(p, layers);
-      v.insert(v.end(), {static_cast<int64_t>(p), truth.context(p), static_cast<int64_t>(core::fnv1a_words(x.data(), x.size()))});
+      v.insert(v.end(), {static_cast<int64_t>(p), truth.context(p),
+                         static_cast<int64_t>(core::fnv1a_words(x.data(), x.size()))});
     }
     return v;
   }
   // A step of request `req`: both stages embed `ids` from `first`; both compute; rank 1 samples.
-  void step(int64_t s, int64_t req, size_t first, const std::vector<int64_t>& ids, const std::vector<int64_t>& sampled) {
+  void step(int64_t s, int64_t req, size_t first, const std::vector<int64_t>& ids,
+            const std::vector<int64_t>& sampled) {
     std::vector<int64_t> in{static_cast<int64_t>(first)};
     in.insert(in.end(), ids.begin(), ids.end());
     for (size_t i = 0; i < ids.size(); ++i) truth.set(first + i, static_cast<int32_t>(ids[i]));
@@ -121,7 +126,8 @@ TEST(ModelReference, AWrongDeepLaneOnTheLastStageIsBlamedOnItsOwnLayers) {
   EXPECT_NE(f.summary.find("rank1 (stage 1) computes request -2 at position 1 (engine step 0)"), std::string::npos) << f.summary;
   EXPECT_NE(f.summary.find("deep lanes 0..7 after layer 4 differ"), std::string::npos) << f.summary;
   ASSERT_GE(f.details.size(), 2u);
-  EXPECT_NE(f.details[0].find("positions 0..0 agree: position 1 is the first that differs"), std::string::npos) << f.details[0];
+  EXPECT_NE(f.details[0].find("positions 0..0 agree: position 1 is the first that differs"), std::string::npos)
+      << f.details[0];
   EXPECT_NE(f.details[1].find("stage 0 sent activations that agree with the model at this step (after layer 2): the "
                               "difference arose on stage 1"),
             std::string::npos)

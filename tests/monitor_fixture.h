@@ -34,8 +34,8 @@ struct Fixture {
     for (const engine::CommunicatorSpec& c : engine::communicators(topology)) facts.comm_roles.emplace(c.name, c.role);
     monitor = std::make_unique<M>(facts, [this](core::Finding f) { found.push_back(std::move(f)); });
   }
-  void send(core::EventKind kind, core::RankId rank, int64_t step, int64_t req, std::vector<int64_t> ints, int64_t value = -1,
-            core::ProbeSubject subject = {}, std::string_view comm = {}) {
+  void send(core::EventKind kind, core::RankId rank, int64_t step, int64_t req, std::vector<int64_t> ints,
+            int64_t value = -1, core::ProbeSubject subject = {}, std::string_view comm = {}) {
     core::Event e = events.make(kind, rank, step, req, std::move(ints), value, subject, comm);
     e.seq = next_seq++;  // as the bus numbers them
     verify::deliver(*monitor, e);  // as a serving run delivers it

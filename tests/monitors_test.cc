@@ -76,7 +76,8 @@ std::vector<int64_t> inert_rows(int n) {
 TEST(PaddingChecker, InertPaddingRowsPass) {
   Fixture<verify::PaddingChecker> fx;
   fx.send(EventKind::padding_rows, 0, 4, -1, inert_rows(3), 9, {.padding_kernel = core::PaddingKernel::prepare_inputs});
-  fx.send(EventKind::padding_rows, 2, 4, -1, {-1, -1, 0, -1, -1, 0}, 10, {.padding_kernel = core::PaddingKernel::topk_softplus_sqrt});
+  fx.send(EventKind::padding_rows, 2, 4, -1, {-1, -1, 0, -1, -1, 0}, 10,
+          {.padding_kernel = core::PaddingKernel::topk_softplus_sqrt});
   EXPECT_TRUE(fx.found.empty());
 }
 
@@ -130,20 +131,24 @@ TEST(PaddingChecker, TheHintSaysWhatTheWrongRowsShow) {
 
 TEST(PaddingChecker, ARouterThatSelectsExpertsForPaddingIsAViolation) {
   Fixture<verify::PaddingChecker> fx;
-  fx.send(EventKind::padding_rows, 2, 4, -1, {-1, -1, 0, 3, 5, 2}, 10, {.padding_kernel = core::PaddingKernel::topk_softplus_sqrt});
+  fx.send(EventKind::padding_rows, 2, 4, -1, {-1, -1, 0, 3, 5, 2}, 10,
+          {.padding_kernel = core::PaddingKernel::topk_softplus_sqrt});
   ASSERT_EQ(fx.found.size(), 1u);
   EXPECT_EQ(fx.found[0].verdict, Verdict::padding_violation);
-  EXPECT_NE(fx.found[0].summary.find("padding row 11 selects experts [3, 5]"), std::string::npos) << fx.found[0].summary;
+  EXPECT_NE(fx.found[0].summary.find("padding row 11 selects experts [3, 5]"), std::string::npos)
+      << fx.found[0].summary;
 }
 
 // The probe does not carry topk, so only the checker can see a router row cut short: it is reported,
 // never dropped (whole inert rows pass, above).
 TEST(PaddingChecker, ARouterRowCutShortIsAViolationNotDropped) {
   Fixture<verify::PaddingChecker> fx;
-  fx.send(EventKind::padding_rows, 2, 4, -1, {-1, -1, 0, -1, -1}, 10, {.padding_kernel = core::PaddingKernel::topk_softplus_sqrt});
+  fx.send(EventKind::padding_rows, 2, 4, -1, {-1, -1, 0, -1, -1}, 10,
+          {.padding_kernel = core::PaddingKernel::topk_softplus_sqrt});
   ASSERT_EQ(fx.found.size(), 1u);
   EXPECT_EQ(fx.found[0].verdict, Verdict::padding_violation);
-  EXPECT_NE(fx.found[0].summary.find("hold 5 fields, not whole rows of topk + 1 = 3"), std::string::npos) << fx.found[0].summary;
+  EXPECT_NE(fx.found[0].summary.find("hold 5 fields, not whole rows of topk + 1 = 3"), std::string::npos)
+      << fx.found[0].summary;
 }
 
 TEST(EmbeddingChecker, TheCheckpointsTablePassesAnyOtherIsAViolation) {
@@ -238,7 +243,8 @@ TEST(VerdictPrecedence, TheEarliestFailureDecidesTheRestFollowInTimeOrder) {
   core::RunResult r;
   r.findings.push_back(at(Verdict::fifo_misalignment, 30, "collective-mismatch"));
   r.notes.push_back(at(Verdict::hazard, 5, "module-load-in-flight"));
-  verify::settle_verdict(r, {at(Verdict::stale_draft, 20, "draft-freshness"), at(Verdict::output_divergence, 40, "golden")}, true);
+  verify::settle_verdict(
+      r, {at(Verdict::stale_draft, 20, "draft-freshness"), at(Verdict::output_divergence, 40, "golden")}, true);
   EXPECT_EQ(r.verdict, Verdict::stale_draft);
   ASSERT_EQ(r.findings.size(), 3u);
   EXPECT_EQ(r.findings[1].kind, "collective-mismatch");
@@ -280,12 +286,14 @@ TEST(PpInvariance, APreemptedRequestIsComparedOverWhatBothRunsDrawAlike) {
     std::vector<engine::RequestRecord> run{record(0, {5, 6, 7, 8}, {})}, ref{record(0, {5, 6, 7}, {})};
     run[0].spec.prompt = ref[0].spec.prompt = {1, 2, 3, 4};
     run[0].preemptions = preempted ? 1 : 0;
-    EXPECT_EQ(verify::pp_invariance_oracle(cfg, run, ref).has_value(), !preempted) << "at the cap, preempted " << preempted;
+    EXPECT_EQ(verify::pp_invariance_oracle(cfg, run, ref).has_value(), !preempted)
+        << "at the cap, preempted " << preempted;
     run[0].spec.spread = ref[0].spec.spread = 8;  // with temperature, preempted after its second token
     run[0].output = {5, 6, 9, 9};
     run[0].first_preempted_at = preempted ? 2 : -1;
     cfg.model.max_model_len = 2048;
-    EXPECT_EQ(verify::pp_invariance_oracle(cfg, run, ref).has_value(), !preempted) << "temperature, preempted " << preempted;
+    EXPECT_EQ(verify::pp_invariance_oracle(cfg, run, ref).has_value(), !preempted)
+        << "temperature, preempted " << preempted;
     cfg.model.max_model_len = 8;
   }
 }
@@ -311,7 +319,8 @@ TEST(DraftFreshness, TheHintSaysWhatTheStaleDraftsAre) {
     fx.phase(0, core::WarmupPhase::serving);
     fx.send(EventKind::drafts_proposed, 2, 1, 7, {1, 2, 3});
     fx.send(EventKind::drafts_proposed, 2, 3, 7, {4, 5, 6});
-    fx.send(EventKind::inputs_built, 0, 5, 7, zeros ? std::vector<int64_t>{9, 8, 0, 0, 0} : std::vector<int64_t>{9, 8, 1, 2, 3}, 1);
+    fx.send(EventKind::inputs_built, 0, 5, 7,
+            zeros ? std::vector<int64_t>{9, 8, 0, 0, 0} : std::vector<int64_t>{9, 8, 1, 2, 3}, 1);
     ASSERT_EQ(fx.found.size(), 1u);
     const std::string& hint = fx.found.front().details.back();
     EXPECT_NE(hint.find(zeros ? "the zeros the table row holds from the request's admission"
@@ -377,7 +386,8 @@ TEST(StageAgreement, AMissingRejectedCorrectionIsAPositionDivergenceThatSaysSo) 
   EXPECT_EQ(f.sites.front().rank, 0);
   EXPECT_NE(f.summary.find("embeds request 7 at position 14 at engine step 5, but the engine core has computed 12"),
             std::string::npos) << f.summary;
-  EXPECT_NE(f.details.front().find("rejected 2 drafts and the position is 2 ahead"), std::string::npos) << f.details.front();
+  EXPECT_NE(f.details.front().find("rejected 2 drafts and the position is 2 ahead"), std::string::npos)
+      << f.details.front();
 }
 
 TEST(StageAgreement, ANegativePositionIsReportedEvenWhereNothingElseIsKnown) {
@@ -424,7 +434,8 @@ TEST(StageAgreement, AdoptingIntoARowAnotherRequestHoldsIsAnAdoptionDivergence) 
     }
     ASSERT_EQ(fx.found.size(), 1u);
     EXPECT_EQ(fx.found.front().kind, "stage-adoption");
-    EXPECT_NE(fx.found.front().summary.find("into table row 2, which request 8 holds since engine step 4"), std::string::npos)
+    EXPECT_NE(fx.found.front().summary.find("into table row 2, which request 8 holds since engine step 4"),
+              std::string::npos)
         << fx.found.front().summary;
   }
 }
@@ -447,7 +458,8 @@ TEST(StageAgreement, ABonusTokenLandedInTheWrongRowIsNamedFromTheRowItselfEvenWh
     EXPECT_EQ(f.kind, "stage-adoption");
     EXPECT_NE(f.summary.find("leaves token 41 as request 7's bonus token in row 2 after adopting the feedback of engine step 3"),
               std::string::npos) << f.summary;
-    EXPECT_NE(f.details.front().find("it is request 9's last token at the same step"), std::string::npos) << f.details.front();
+    EXPECT_NE(f.details.front().find("it is request 9's last token at the same step"), std::string::npos)
+        << f.details.front();
   }
 }
 
@@ -474,8 +486,9 @@ TEST(StageAgreement, AnUpdateScatteredThroughAnotherBatchsRowMappingIsNamedFromT
     const core::Finding& f = fx.found.front();
     EXPECT_EQ(f.kind, "stage-adoption");
     EXPECT_EQ(f.request, 7);
-    const bool named = f.details.front().find("through the row mapping of engine step 4's batch: the tokens of batch position 0 "
-                                              "(request 7) landed in row 5, request 9's at step 4") != std::string::npos;
+    const bool named = f.details.front().find(
+                           "through the row mapping of engine step 4's batch: the tokens of batch position 0 "
+                           "(request 7) landed in row 5, request 9's at step 4") != std::string::npos;
     EXPECT_EQ(named, row5 == 22) << f.details.front();
   }
 }
@@ -494,7 +507,8 @@ TEST(StageAgreement, ASampledRowTheGateLeavesOutIsDroppedFeedback) {
     EXPECT_EQ(fx.found.front().verdict, Verdict::stage_divergence);
     EXPECT_EQ(fx.found.front().kind, "feedback-dropped");
     EXPECT_EQ(fx.found.front().engine_step, 3);
-    EXPECT_NE(fx.found.front().summary.find("leaves the request's row out"), std::string::npos) << fx.found.front().summary;
+    EXPECT_NE(fx.found.front().summary.find("leaves the request's row out"), std::string::npos)
+        << fx.found.front().summary;
   }
 }
 
@@ -527,7 +541,8 @@ TEST(StageAgreement, APrefillChunkFromAnotherOffsetOfThePromptIsNamed) {
     fx.send(EventKind::request_scheduled, -1, 1, 7, {3, 6, 0, 40, 41, 42, 43, 44, 45}, 0);
     fx.send(EventKind::inputs_built, 0, 1, 7, {0, 40, 41, 42}, 0);
     fx.send(EventKind::request_scheduled, -1, 3, 7, {3, 6, 0}, 3);
-    fx.send(EventKind::inputs_built, 0, 3, 7, shifted ? std::vector<int64_t>{3, 42, 43, 44} : std::vector<int64_t>{3, 43, 44, 45}, 0);
+    fx.send(EventKind::inputs_built, 0, 3, 7,
+            shifted ? std::vector<int64_t>{3, 42, 43, 44} : std::vector<int64_t>{3, 43, 44, 45}, 0);
     if (!shifted) {
       EXPECT_TRUE(fx.found.empty());
       continue;
@@ -551,7 +566,8 @@ TEST(DrafterReference, ProposalsOfTheReferenceDrafterPassAndOthersNameTheFirstWr
     Fixture<verify::DrafterReference> fx;
     fx.facts.vocab = m.vocab;
     fx.facts.checkpoint = ckpt;
-    fx.monitor = std::make_unique<verify::DrafterReference>(fx.facts, [&fx](core::Finding f) { fx.found.push_back(std::move(f)); });
+    fx.monitor = std::make_unique<verify::DrafterReference>(
+        fx.facts, [&fx](core::Finding f) { fx.found.push_back(std::move(f)); });
     const std::vector<int64_t> prompt{5, 9, 14, 3};
     std::vector<int64_t> scheduled{4, 4, 0};
     scheduled.insert(scheduled.end(), prompt.begin(), prompt.end());

@@ -121,7 +121,8 @@ int main(int argc, char** argv) {
   nccl.t = static_cast<const abi::ProfilerTable*>(::dlsym(lib, "ncclProfiler_v6"));
   if (nccl.t == nullptr) nccl.t = static_cast<const abi::ProfilerTable*>(::dlsym(lib, "ncclProfiler_v5"));
   if (script == "v99") {
-    std::printf("driver: %s\n", nccl.t == nullptr ? "no ncclProfiler_v6 or _v5: NCCL goes on without this plugin" : "a table NCCL loads");
+    std::printf("driver: %s\n", nccl.t == nullptr ? "no ncclProfiler_v6 or _v5: NCCL goes on without this plugin"
+                                                  : "a table NCCL loads");
     return 0;
   }
   const char* rank = std::getenv("PPSPEC_RANK");

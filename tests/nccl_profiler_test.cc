@@ -36,7 +36,8 @@ struct Ran {
 };
 
 // Runs the driver as rank `rank` of a job with `env`, waiting for it.
-Ran drive(const std::string& env, int rank, const std::string& script, const std::string& plugin = PPSPEC_NCCL_PROFILER_PATH) {
+Ran drive(const std::string& env, int rank, const std::string& script,
+          const std::string& plugin = PPSPEC_NCCL_PROFILER_PATH) {
   const std::string cmd = fmt::format("{} PPSPEC_RANK={} {} {} {} 2>&1", env, rank, PPSPEC_DRIVER, plugin, script);
   FILE* p = ::popen(cmd.c_str(), "r");
   std::string out;
@@ -86,8 +87,10 @@ TEST(NcclProfiler, AJobOfTwoRanksWritesATracePerRankThatChecksClean) {
   size_t traces = 0;
   for (const auto& f : fs::directory_iterator(dir)) {
     const std::string text = read(f.path());
-    EXPECT_NE(text.find("\"interface\":6"), std::string::npos) << "the driver loads ncclProfiler_v6 first, as NCCL 2.29 does";
-    EXPECT_NE(text.find("{\"ppspec_nccl_profiler_end\":1,\"disabled\":false}"), std::string::npos) << "the exit handler's trailer";
+    EXPECT_NE(text.find("\"interface\":6"), std::string::npos)
+        << "the driver loads ncclProfiler_v6 first, as NCCL 2.29 does";
+    EXPECT_NE(text.find("{\"ppspec_nccl_profiler_end\":1,\"disabled\":false}"), std::string::npos)
+        << "the exit handler's trailer";
     ++traces;
   }
   EXPECT_EQ(traces, 2u);

@@ -35,11 +35,13 @@ struct BubbleFixture : Fixture<verify::PipelineBubble> {
       send(EventKind::request_scheduled, -1, step, r.req, {r.num_scheduled, r.prefill_len, r.req}, r.num_computed);
   }
   // `rank` posts the feedback broadcast of `step` on its column's communicator (root: the last stage).
-  void post(core::RankId rank, int64_t step, std::string_view comm = "pp_broadcast0", core::OpKind kind = core::OpKind::broadcast) {
+  void post(core::RankId rank, int64_t step, std::string_view comm = "pp_broadcast0",
+            core::OpKind kind = core::OpKind::broadcast) {
     core::Event e = events.make(EventKind::op_posted, rank, step, -1, {}, -1, {}, comm);
     e.actor = rank == 0 ? "rank0.side" : "rank2.side";
     e.has_op = true;
-    e.op = core::OpDesc{kind, core::Dtype::i64, 8, 4, kind == core::OpKind::broadcast ? 2 : 1, core::Label{"feedback.sampled", step}};
+    e.op = core::OpDesc{
+        kind, core::Dtype::i64, 8, 4, kind == core::OpKind::broadcast ? 2 : 1, core::Label{"feedback.sampled", step}};
     e.cseq = step;
     e.seq = next_seq++;
     verify::deliver(*monitor, e);
@@ -79,7 +81,8 @@ TEST(PipelineBubble, TheLastStagesBroadcastIsNamedAsTheSender) {
   ASSERT_EQ(fx.found.size(), 1u);
   EXPECT_NE(fx.found[0].summary.find("rank2 (stage 1, the last) sends feedback of engine step 7"), std::string::npos)
       << fx.found[0].summary;
-  EXPECT_NE(fx.found[0].summary.find("the step's only request, 9, is a non-final prefill chunk"), std::string::npos) << fx.found[0].summary;
+  EXPECT_NE(fx.found[0].summary.find("the step's only request, 9, is a non-final prefill chunk"), std::string::npos)
+      << fx.found[0].summary;
 }
 
 TEST(PipelineBubble, AStepWithAFinalChunkOrADecodeRowNeedsItsFeedback) {
@@ -109,7 +112,8 @@ TEST(PipelineBubble, AnIdleStepPostsNothingAndAPostForItIsABubble) {
   posting.batch(8, {});
   posting.post(0, 8);
   ASSERT_EQ(posting.found.size(), 1u);
-  EXPECT_NE(posting.found[0].summary.find("the step schedules no request"), std::string::npos) << posting.found[0].summary;
+  EXPECT_NE(posting.found[0].summary.find("the step schedules no request"), std::string::npos)
+      << posting.found[0].summary;
 }
 
 TEST(PipelineBubble, AStepNotWhollySeenIsNotJudged) {
@@ -132,7 +136,8 @@ TEST(PipelineBubble, AtPp1ThereIsNoFeedbackCommunicator) {
   std::vector<core::Finding> found;
   verify::PipelineBubble monitor(facts, [&found](core::Finding f) { found.push_back(std::move(f)); });
   ProbeEvents events;
-  verify::deliver(monitor, events.make(EventKind::batch_scheduled, -1, 4, -1, {3}, 32, {.step_kind = core::StepKind::serving}));
+  verify::deliver(monitor,
+                  events.make(EventKind::batch_scheduled, -1, 4, -1, {3}, 32, {.step_kind = core::StepKind::serving}));
   verify::deliver(monitor, events.make(EventKind::request_scheduled, -1, 4, 3, {32, 120, 0}, 0));
   core::Event e = events.make(EventKind::op_posted, 0, 4, -1, {}, -1, {}, "tp0");
   e.has_op = true;

@@ -96,8 +96,8 @@ TEST(Probes, FeedbackProbesRoundTripThroughTheirLayout) {
   const auto gate = core::GateProbe::decode(encoded(core::GateProbe{true, mask}, gate_data));
   EXPECT_TRUE(gate.posts_feedback);
   EXPECT_EQ(list(gate.rows), mask);
-  const auto drafts = core::DraftsProbe::decode(
-      encoded(core::DraftsProbe{core::EventKind::drafts_adopted, tokens}, drafts_data, core::EventKind::drafts_adopted));
+  const auto drafts = core::DraftsProbe::decode(encoded(core::DraftsProbe{core::EventKind::drafts_adopted, tokens},
+                                                        drafts_data, core::EventKind::drafts_adopted));
   EXPECT_EQ(drafts.kind, core::EventKind::drafts_adopted);
   EXPECT_EQ(list(drafts.drafts), tokens);
   const auto table = core::TableBoundProbe::decode(
@@ -132,7 +132,8 @@ TEST(Probes, LedgerProbesRoundTripThroughTheirLayout) {
   EXPECT_EQ(list(alloc.blocks), blocks);
   EXPECT_EQ(core::BlocksFreedProbe::decode(encoded(core::BlocksFreedProbe{core::Release::preempted, blocks}, f)).reason,
             core::Release::preempted);
-  const auto released = core::RequestReleasedProbe::decode(encoded(core::RequestReleasedProbe{core::Release::aborted, 4, blocks}, r));
+  const auto released =
+      core::RequestReleasedProbe::decode(encoded(core::RequestReleasedProbe{core::Release::aborted, 4, blocks}, r));
   EXPECT_EQ(released.state_index, 4);
   EXPECT_EQ(list(released.fenced_blocks), blocks);
   const auto slots = core::KvSlotsProbe::decode(encoded(core::KvSlotsProbe{core::KvWriter::draft_context, rows}, s));

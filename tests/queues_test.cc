@@ -66,7 +66,8 @@ core::OpDesc post(const std::string& label, int64_t count) {
 TEST(PostHistory, KeepsTheLastPostsByPositionOnceTheRingWraps) {
   core::PostHistory h;
   const auto total = static_cast<int64_t>(core::kPostHistoryMax) * 2 + 3;
-  for (int64_t i = 0; i < total; ++i) h.push(post(i % 2 == 0 ? "pp_broadcast_sampled_tokens" : "pp_send_hidden_states", i));
+  for (int64_t i = 0; i < total; ++i)
+    h.push(post(i % 2 == 0 ? "pp_broadcast_sampled_tokens" : "pp_send_hidden_states", i));
   EXPECT_EQ(h.end(), total);
   EXPECT_EQ(h.first(), total - static_cast<int64_t>(core::kPostHistoryMax));
   for (int64_t p = h.first(); p < h.end(); ++p) {

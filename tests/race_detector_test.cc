@@ -28,7 +28,8 @@ sim::SimConfig race_config() {
 
 // A kernel on `s` that reads or writes element `row` of an i64 buffer through a Span, as engine
 // kernels do.
-void touch(Harness& h, core::RankId r, core::Stream s, const core::Buffer& b, int64_t row, bool write, const char* name) {
+void touch(Harness& h, core::RankId r, core::Stream s, const core::Buffer& b, int64_t row, bool write,
+           const char* name) {
   core::KernelLaunch l;
   l.kernel = core::KernelRef{name, ""};
   l.work = 1;
@@ -47,7 +48,9 @@ struct TwoStreams {
   core::Stream main, side;
 };
 
-TwoStreams streams(Harness& h, core::RankId r) { return {h.rt.device(r).stream("main"), h.rt.device(r).stream("side")}; }
+TwoStreams streams(Harness& h, core::RankId r) {
+  return {h.rt.device(r).stream("main"), h.rt.device(r).stream("side")};
+}
 
 // Makes `to` wait for everything enqueued on `from` so far.
 void order(Harness& h, core::RankId r, core::Stream from, core::Stream to) {
@@ -58,7 +61,8 @@ void order(Harness& h, core::RankId r, core::Stream from, core::Stream to) {
 }
 
 // One rank: `between` runs after the write on main is enqueued and before the read on side is.
-core::RunResult write_then_read(uint64_t seed, const std::function<void(Harness&, TwoStreams)>& between, int64_t read_row = 0) {
+core::RunResult write_then_read(uint64_t seed, const std::function<void(Harness&, TwoStreams)>& between,
+                                int64_t read_row = 0) {
   Harness h(1, race_config(), seed);
   const core::Buffer b = h.buffer(0, 4, core::Dtype::i64);
   h.actor(0, [&] {
@@ -89,13 +93,15 @@ TEST(RaceDetector, UnorderedWriteAndReadOnTwoStreamsRaceInEverySchedule) {
 TEST(RaceDetector, AnEventOrdersTheStreams) {
   for (uint64_t seed = 1; seed <= 8; ++seed) {
     const auto r = write_then_read(seed, [](Harness& h, TwoStreams s) { order(h, 0, s.main, s.side); });
-    EXPECT_EQ(r.verdict, Verdict::pass) << "seed " << seed << ": " << (r.findings.empty() ? "" : r.findings.front().summary);
+    EXPECT_EQ(r.verdict, Verdict::pass) << "seed " << seed << ": "
+                                        << (r.findings.empty() ? "" : r.findings.front().summary);
   }
 }
 
 TEST(RaceDetector, AHostSyncOrdersTheStreams) {
   for (uint64_t seed = 1; seed <= 8; ++seed)
-    EXPECT_EQ(write_then_read(seed, [](Harness& h, TwoStreams s) { h.rt.device(0).stream_sync(s.main); }).verdict, Verdict::pass);
+    EXPECT_EQ(write_then_read(seed, [](Harness& h, TwoStreams s) { h.rt.device(0).stream_sync(s.main); }).verdict,
+              Verdict::pass);
 }
 
 TEST(RaceDetector, AnEventRecordedBeforeTheWriteDoesNotOrderIt) {

@@ -158,7 +158,8 @@ void launch(Harness& h, core::Stream s, const char* name, std::function<void()> 
 
 // On rank 0 of `h`: `writer` on stream main, then `reader` on side, after an event that orders
 // them or not.
-core::RunResult writer_then_reader(Harness& h, bool ordered, std::function<void()> writer, std::function<void()> reader) {
+core::RunResult writer_then_reader(Harness& h, bool ordered, std::function<void()> writer,
+                                   std::function<void()> reader) {
   h.actor(0, [&] {
     auto& d = h.rt.device(0);
     const core::Stream main = d.stream("main"), side = d.stream("side");
@@ -199,7 +200,9 @@ core::RunResult write_many_then_read(int buffers, int which, int64_t row, bool o
           for (int64_t i = 0; i < s.size; ++i) s[i] = i;
         }
       },
-      [target, row] { (void)kernels::Span<const int64_t>(static_cast<const int64_t*>(target.data()), target.count())[row]; });
+      [target, row] {
+        (void)kernels::Span<const int64_t>(static_cast<const int64_t*>(target.data()), target.count())[row];
+      });
 }
 
 TEST(SpanRuns, AnElementOnlyARunReachedRacesAndIsNamed) {

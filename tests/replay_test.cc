@@ -29,7 +29,8 @@ Out replay(const std::string& trace, const std::string& scenario = {}) {
   return {code, out.str(), err.str()};
 }
 
-fs::path record(const std::string& scenario, const std::string& name, std::optional<std::string> strategy = std::nullopt) {
+fs::path record(const std::string& scenario, const std::string& name,
+                std::optional<std::string> strategy = std::nullopt) {
   const fs::path trace = scratch_path("ppspec_replay_" + name + ".jsonl");
   std::ostringstream out, err;
   tools::RunArgs a;

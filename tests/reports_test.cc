@@ -88,7 +88,8 @@ TEST(Reports, ACrossCommunicatorOrderNoteNamesTheLinesOfBothOrders) {
   ASSERT_NE(note, nullptr) << "rank 1 issues B before A";
   const std::string report = all_text(*note);
   const std::string r0a = line_of(text, "label = \"grad.A\""), r0b = line_of(text, "label = \"grad.B\"");
-  const std::string r1b = line_of(text, "label = \"grad.B\"", "[rank.1]"), r1a = line_of(text, "label = \"grad.A\"", "[rank.1]");
+  const std::string r1b = line_of(text, "label = \"grad.B\"", "[rank.1]"),
+                    r1a = line_of(text, "label = \"grad.A\"", "[rank.1]");
   EXPECT_TRUE(has(report, fmt::format("rank0 issues 'A' #1 (all_reduce f32[1024] 'grad.A') on rank0.s1 at {}, then 'B' #1 "
                                       "(all_reduce f32[1024] 'grad.B') on rank0.s2 at {}",
                                       r0a, r0b)))
@@ -121,8 +122,8 @@ core::PostedOp broadcast_post(core::RankId rank, int64_t rows, int64_t cols, std
 // rows. The report says so (the sender first) instead of "pairs mismatched operations"; two
 // different messages of one size still read as a shift.
 TEST(Reports, TheSameMessageInTwoSizesIsNamedAsASizeMismatchNotAShift) {
-  const auto f = core::misalignment(broadcast_post(0, 2, 6, "feedback.sampled", 2), broadcast_post(1, 1, 6, "feedback.sampled", 2),
-                                    "pp_broadcast0", 0, false);
+  const auto f = core::misalignment(broadcast_post(0, 2, 6, "feedback.sampled", 2),
+                                    broadcast_post(1, 1, 6, "feedback.sampled", 2), "pp_broadcast0", 0, false);
   ASSERT_TRUE(f.has_value());
   EXPECT_EQ(f->verdict, Verdict::fifo_misalignment) << "R5: still a misalignment to NCCL";
   EXPECT_EQ(f->summary, "collective #0 on 'pp_broadcast0': the same message 'feedback.sampled@step2' in two sizes: count 6 vs 12 "

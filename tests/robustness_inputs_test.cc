@@ -71,13 +71,17 @@ TEST(RobustnessInputs, DeepOrNonUtf8InputIsExitTwoWhereItIs) {
        "fv_crash_deep_config.yaml:1: a value nested more than 64 deep at hf_overrides[0][0]"},
       {"check fr_crash_deep_input_sizes", 2, "rank_0.json: entries[0].input_sizes[0][0]"},
       {"check fr_pickle_exit3_invalid_utf8_process_group", 2,
-       "pickle/rank_0: pickle byte 1058: a string that is not UTF-8 (its byte 0 is 0xff); Python's pickle cannot load it either"},
-      {"export fr_pickle_exit3_export_invalid_utf8_name --perfetto -o " + scratch_out("utf8.json"), 2, "pickle byte 1216"},
+       "pickle/rank_0: pickle byte 1058: a string that is not UTF-8 (its byte 0 is 0xff); Python's pickle cannot load "
+       "it either"},
+      {"export fr_pickle_exit3_export_invalid_utf8_name --perfetto -o " + scratch_out("utf8.json"), 2,
+       "pickle byte 1216"},
       {"check fr_pickle_exit3_export_invalid_utf8_name", 2, "pickle byte 1216"},
       {"import fr_pickle_unclear_import_invalid_utf8_thread -o " + scratch_out("utf8.toml"), 2,
        "pickle/rank_0: pickle byte 1079: a string that is not UTF-8"},
-      {"from-vllm -o " + scratch_out("utf8.toml") + " -- vllm serve m --foo \"$(printf '\\377')\"", 2, "vLLM argument 5: not UTF-8 text: byte 0 is 0xff"},
-      {"from-vllm -o " + scratch_out("deep_arg.toml") + " -- --foo \"$(printf '%.0s[' $(seq 60000))$(printf '%.0s]' $(seq 60000))\"",
+      {"from-vllm -o " + scratch_out("utf8.toml") + " -- vllm serve m --foo \"$(printf '\\377')\"", 2,
+       "vLLM argument 5: not UTF-8 text: byte 0 is 0xff"},
+      {"from-vllm -o " + scratch_out("deep_arg.toml") +
+           " -- --foo \"$(printf '%.0s[' $(seq 60000))$(printf '%.0s]' $(seq 60000))\"",
        2, "vLLM argument 1 ('--foo'): a value nested more than 64 deep at foo[0]"},
       // CLI11 would split it level by level, at a cost quadratic in its depth.
       {"check \"$(printf '%.0s[' $(seq 20000))\"", 2, "command-line argument 2 opens 20000 brackets in one another"},
@@ -122,14 +126,20 @@ TEST(RobustnessInputs, ServingSettingsTheDocsNameAreTakenAndTheLargestJobIsSaid)
 // takes vLLM's command line after -- as written, and sizes its model to the pp and tp asked for.
 TEST(RobustnessInputs, FromVllmSpeaksOfVllmArguments) {
   expect_all({
-      {"from-vllm fv_config.yaml -o " + scratch_out("config_tp.toml") + " -- -tp 2", 0, "tensor_parallel_size = 2 -> [topology] tp = 2"},
-      {"from-vllm -o " + scratch_out("pp8.toml") + " -- -pp 8", 0, "pipeline_parallel_size = 8 -> [model] layers = 8 (a layer per stage)"},
+      {"from-vllm fv_config.yaml -o " + scratch_out("config_tp.toml") + " -- -tp 2", 0,
+       "tensor_parallel_size = 2 -> [topology] tp = 2"},
+      {"from-vllm -o " + scratch_out("pp8.toml") + " -- -pp 8", 0,
+       "pipeline_parallel_size = 8 -> [model] layers = 8 (a layer per stage)"},
       {"from-vllm -o " + scratch_out("tp16.toml") + " -- -tp 16", 0, "tensor_parallel_size = 16 -> [model] lanes = 16"},
       {"from-vllm -o " + scratch_out("blocks.toml") + " -- --num-gpu-blocks-override 2", 2,
-       "vLLM argument 1 ('--num-gpu-blocks-override'): num_gpu_blocks_override = 2 makes [model] num_blocks, which ppspec cannot run"},
-      {"from-vllm -o " + scratch_out("bracket.toml") + " -- vllm serve m --foo '[1,2]'", 0, "foo = [1,2]: not an engine argument"},
-      {"from-vllm -o " + scratch_out("bracket_seqs.toml") + " -- --max-num-seqs '[8]'", 2, "max_num_seqs: expected an integer"},
-      {"from-vllm -o " + scratch_out("control.toml") + " -- vllm serve \"$(printf 'm\\001odel')\"", 0, "model = m\\x01odel"},
+       "vLLM argument 1 ('--num-gpu-blocks-override'): num_gpu_blocks_override = 2 makes [model] num_blocks, which "
+       "ppspec cannot run"},
+      {"from-vllm -o " + scratch_out("bracket.toml") + " -- vllm serve m --foo '[1,2]'", 0,
+       "foo = [1,2]: not an engine argument"},
+      {"from-vllm -o " + scratch_out("bracket_seqs.toml") + " -- --max-num-seqs '[8]'", 2,
+       "max_num_seqs: expected an integer"},
+      {"from-vllm -o " + scratch_out("control.toml") + " -- vllm serve \"$(printf 'm\\001odel')\"", 0,
+       "model = m\\x01odel"},
       {"from-vllm -o " + scratch_out("long_model.toml") + " -- $(printf 'x%.0s' $(seq 300))", 0, "wrote "},
       {"from-vllm -o " + scratch_out("long_flags.toml") + " -- --foo $(printf 'x%.0s' $(seq 70000))", 0, "wrote "},
   });
@@ -198,7 +208,8 @@ TEST(RobustnessInputs, TheFuzzingSpaceDrawsJitterAndTheShrinkStopsInTime) {
   EXPECT_THROW(fuzzer::parse_space("[space]\njitter = [1.5]\n", "space.toml"), core::InputError);
   fuzzer::Found found;
   int runs = 0;
-  fuzzer::shrink_while(fuzzer::draw(o, 0), [&](const fuzzer::FuzzCase&) { return ++runs > 0; }, 4000, found, [] { return true; });
+  fuzzer::shrink_while(
+      fuzzer::draw(o, 0), [&](const fuzzer::FuzzCase&) { return ++runs > 0; }, 4000, found, [] { return true; });
   EXPECT_EQ(runs, 0) << "out of time before the first candidate: nothing more runs";
   EXPECT_TRUE(found.capped);
 }

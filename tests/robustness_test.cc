@@ -190,15 +190,21 @@ const std::string kEnd = "  { op = \"capture_end\", stream = \"main\", graph = \
 INSTANTIATE_TEST_SUITE_P(
     Loader, CaptureRules,
     ::testing::Values(
-        Bad{"device_sync_in_capture", one_thread(kBegin + "  { op = \"device_sync\" },\n" + kEnd), 9, "'device_sync' inside a graph capture"},
-        Bad{"stream_sync_in_capture", one_thread(kBegin + "  { op = \"stream_sync\", stream = \"main\" },\n" + kEnd), 9, "'stream_sync' inside a graph capture"},
-        Bad{"malloc_in_capture", one_thread(kBegin + "  { op = \"malloc\", bytes = 8 },\n" + kEnd), 9, "'malloc' inside a graph capture"},
+        Bad{"device_sync_in_capture", one_thread(kBegin + "  { op = \"device_sync\" },\n" + kEnd), 9,
+            "'device_sync' inside a graph capture"},
+        Bad{"stream_sync_in_capture", one_thread(kBegin + "  { op = \"stream_sync\", stream = \"main\" },\n" + kEnd), 9,
+            "'stream_sync' inside a graph capture"},
+        Bad{"malloc_in_capture", one_thread(kBegin + "  { op = \"malloc\", bytes = 8 },\n" + kEnd), 9,
+            "'malloc' inside a graph capture"},
         Bad{"event_sync_in_capture",
-            one_thread("  { op = \"record\", event = \"e\", stream = \"main\" },\n" + kBegin + "  { op = \"event_sync\", event = \"e\" },\n" + kEnd),
+            one_thread("  { op = \"record\", event = \"e\", stream = \"main\" },\n" + kBegin +
+                       "  { op = \"event_sync\", event = \"e\" },\n" + kEnd),
             10, "'event_sync' inside a graph capture"},
-        Bad{"group_around_capture", one_thread("  { op = \"group_start\" },\n" + kBegin + kEnd + "  { op = \"group_end\" },\n"), 9,
+        Bad{"group_around_capture",
+            one_thread("  { op = \"group_start\" },\n" + kBegin + kEnd + "  { op = \"group_end\" },\n"), 9,
             "'capture_begin' inside a group"},
-        Bad{"group_across_capture_end", one_thread(kBegin + "  { op = \"group_start\" },\n" + kEnd + "  { op = \"group_end\" },\n"), 10,
+        Bad{"group_across_capture_end",
+            one_thread(kBegin + "  { op = \"group_start\" },\n" + kEnd + "  { op = \"group_end\" },\n"), 10,
             "'capture_end' inside a group"},
         Bad{"graph_name_twice", one_thread(kBegin + kEnd + kBegin + kEnd), 11, "graph 'g' is captured twice"},
         Bad{"graph_launch_into_its_own_capture",
@@ -253,33 +259,40 @@ TEST_P(Strictness, ProgramsSayWhatWasExpected) { expect_rejected(GetParam(), loa
 INSTANTIATE_TEST_SUITE_P(
     Loader, Strictness,
     ::testing::Values(
-        Bad{"rank_twice", replaced(kProgram, "ranks = 1", "ranks = 2") + "[rank.1]\nops = []\n[rank.01]\nops = []\n", 10,
-            "[rank.01]: expected a rank number in [0, 1], without leading zeros"},
+        Bad{"rank_twice", replaced(kProgram, "ranks = 1", "ranks = 2") + "[rank.1]\nops = []\n[rank.01]\nops = []\n",
+            10, "[rank.01]: expected a rank number in [0, 1], without leading zeros"},
         Bad{"a_verdict_programs_never_give", replaced(kProgram, "\"pass\"", "\"stale-draft\""), 7,
-            "program scenarios never give 'stale-draft' (they give: pass, fifo-misalignment, deadlock, hazard, step-limit, invalid-usage)"},
-        Bad{"a_gpu_verdict_programs_never_give", replaced(kProgram, "verdict = \"pass\"", "verdict = \"pass\"\ngpu_verdict = \"deadlock\""), 8,
+            "program scenarios never give 'stale-draft' (they give: pass, fifo-misalignment, deadlock, hazard, "
+            "step-limit, invalid-usage)"},
+        Bad{"a_gpu_verdict_programs_never_give",
+            replaced(kProgram, "verdict = \"pass\"", "verdict = \"pass\"\ngpu_verdict = \"deadlock\""), 8,
             "on GPUs, program scenarios never give 'deadlock'"},
-        Bad{"a_serving_hazard_in_a_program", replaced(kProgram, "verdict = \"pass\"", "verdict = \"pass\"\nhazards = [\"feedback-during-warmup\"]"), 8,
+        Bad{"a_serving_hazard_in_a_program",
+            replaced(kProgram, "verdict = \"pass\"", "verdict = \"pass\"\nhazards = [\"feedback-during-warmup\"]"), 8,
             "'feedback-during-warmup' is not a hazard program scenarios note"},
-        Bad{"a_newline_in_the_name", replaced(kProgram, "name = \"p\"", "name = \"p\\nFAIL q\""), 2, "'name': a string with control character 0x0a"},
-        Bad{"a_nul_in_a_label", replaced(kProgram, "us = 1 }", "us = 1 }, { op = \"launch\", kernel = \"a\\u0000b\" }"), 5,
-            "'kernel': a string with control character 0x00"},
+        Bad{"a_newline_in_the_name", replaced(kProgram, "name = \"p\"", "name = \"p\\nFAIL q\""), 2,
+            "'name': a string with control character 0x0a"},
+        Bad{"a_nul_in_a_label", replaced(kProgram, "us = 1 }", "us = 1 }, { op = \"launch\", kernel = \"a\\u0000b\" }"),
+            5, "'kernel': a string with control character 0x00"},
         Bad{"a_huge_label", replaced(kProgram, "name = \"p\"", "name = \"" + std::string(100000, 'x') + "\""), 2,
             "'name': a string of 100000 bytes (at most 256)"},
-        Bad{"a_long_unknown_value", replaced(kProgram, "verdict = \"pass\"", "verdict = \"" + std::string(200, 'y') + "\""), 7,
+        Bad{"a_long_unknown_value",
+            replaced(kProgram, "verdict = \"pass\"", "verdict = \"" + std::string(200, 'y') + "\""), 7,
             "'yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy...' is not one of"},
-        Bad{"a_huge_value", replaced(kProgram, "verdict = \"pass\"", "verdict = \"" + std::string(100000, 'y') + "\""), 7,
-            "'verdict': a string of 100000 bytes (at most 256)"},
+        Bad{"a_huge_value", replaced(kProgram, "verdict = \"pass\"", "verdict = \"" + std::string(100000, 'y') + "\""),
+            7, "'verdict': a string of 100000 bytes (at most 256)"},
         Bad{"a_bad_strategy", kProgram + std::string("[explore]\nstrategy = \"pct:0\"\n"), 9,
             "'pct:0' is not \"random\" or \"pct:DEPTH\" (DEPTH 1..64; optionally pct:DEPTH:HORIZON"},
-        Bad{"a_memory_budget_for_a_program", replaced(kProgram, "[rank.0]", "[runtime]\nmemory_budget_mb = 16\n[rank.0]"), 5,
+        Bad{"a_memory_budget_for_a_program",
+            replaced(kProgram, "[rank.0]", "[runtime]\nmemory_budget_mb = 16\n[rank.0]"), 5,
             "program scenarios' buffers are modelled by size only"},
         Bad{"an_unknown_kind", replaced(kProgram, "\"program\"", "\"replay\""), 1,
             "kind \"replay\" is not supported (expected \"program\" or \"serving\")"}));
 
 TEST(Strictness, MessagesNeverEchoLongValues) {
   try {
-    (void)loader::parse_program(replaced(kProgram, "verdict = \"pass\"", "verdict = \"" + std::string(100000, 'y') + "\""), "x.toml");
+    (void)loader::parse_program(
+        replaced(kProgram, "verdict = \"pass\"", "verdict = \"" + std::string(100000, 'y') + "\""), "x.toml");
     FAIL();
   } catch (const core::InputError& e) {
     EXPECT_LT(std::string(e.what()).size(), 600u);
@@ -292,25 +305,29 @@ TEST(Strictness, ServingScenariosTakeOnlyWhatTheyCanUse) {
   std::stringstream ss;
   ss << in.rdbuf();
   const std::string text = ss.str();
-  expect_rejected(Bad{"gpu_verdict", replaced(text, "verdict = \"pass\"", "verdict = \"pass\"\ngpu_verdict = \"deadlock\""),
-                      0, "on GPUs, serving scenarios never give 'deadlock'"},
-                  [&](std::string_view t, const std::string& f) {
-                    try {
-                      return loader::parse_serving(t, f);
-                    } catch (core::InputError& e) {
-                      // the line depends on the file: check the message only
-                      throw core::InputError(e.file(), 0, e.what());
-                    }
-                  });
-  EXPECT_NO_THROW(
-      (void)loader::parse_serving(replaced(text, "verdict = \"pass\"", "verdict = \"pass\"\nhazards = [\"feedback-during-warmup\"]"), "s.toml"));
+  expect_rejected(
+      Bad{"gpu_verdict", replaced(text, "verdict = \"pass\"", "verdict = \"pass\"\ngpu_verdict = \"deadlock\""), 0,
+          "on GPUs, serving scenarios never give 'deadlock'"},
+      [&](std::string_view t, const std::string& f) {
+        try {
+          return loader::parse_serving(t, f);
+        } catch (core::InputError& e) {
+          // the line depends on the file: check the message only
+          throw core::InputError(e.file(), 0, e.what());
+        }
+      });
+  EXPECT_NO_THROW((void)loader::parse_serving(
+      replaced(text, "verdict = \"pass\"", "verdict = \"pass\"\nhazards = [\"feedback-during-warmup\"]"), "s.toml"));
   // The simulator's kernels fault where a GPU would: a shrunk fuzz case expects it.
-  EXPECT_NO_THROW((void)loader::parse_serving(replaced(text, "verdict = \"pass\"", "verdict = \"device-fault\""), "s.toml"));
+  EXPECT_NO_THROW(
+      (void)loader::parse_serving(replaced(text, "verdict = \"pass\"", "verdict = \"device-fault\""), "s.toml"));
   try {
     (void)loader::parse_serving(text + "[runtime]\nhang_timeout_s = 5\n", "s.toml");
     ADD_FAILURE() << "a watchdog limit for the simulator";
   } catch (const core::InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("serving scenarios run on the simulator only (no watchdog)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("serving scenarios run on the simulator only (no watchdog)"),
+              std::string::npos)
+        << e.what();
   }
 }
 
@@ -341,8 +358,10 @@ TEST(Invariants, NoSourceUsesAPlainAssert) {
   namespace fs = std::filesystem;
   const std::regex plain(R"((^|[^A-Za-z_])assert\s*\()");
   std::vector<std::string> found;
-  for (const char* folder : {"core", "sim", "engine", "verify", "traces", "tools", "report", "gpu_jobs", "runs", "generator", "fuzzer", "fidelity", "program", "loader", "serving",
-                             "real_backend", "kernels", "bench", "libfuzzer", "tests", "property_tests"}) {
+  for (const char* folder :
+       {"core",     "sim",          "engine",    "verify", "traces",    "tools",   "report",
+        "gpu_jobs", "runs",         "generator", "fuzzer", "fidelity",  "program", "loader",
+        "serving",  "real_backend", "kernels",   "bench",  "libfuzzer", "tests",   "property_tests"}) {
     const fs::path root = fs::path(PPSPEC_SOURCE_DIR) / folder;
     if (!fs::exists(root)) continue;
     for (const auto& f : fs::recursive_directory_iterator(root)) {

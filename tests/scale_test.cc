@@ -52,7 +52,8 @@ ScaleRun run_program(const std::string& toml, sim::StrategySpec strategy = {}) {
 
 std::string threads_on_one_rank(int threads) {
   std::string s = "kind = \"program\"\nranks = 1\n";
-  for (int t = 0; t < threads; ++t) s += fmt::format("[rank.0.thread.t{}]\nops = [ {{ op = \"sleep\", us = 1 }} ]\n", t);
+  for (int t = 0; t < threads; ++t)
+    s += fmt::format("[rank.0.thread.t{}]\nops = [ {{ op = \"sleep\", us = 1 }} ]\n", t);
   return s + "[expect]\nverdict = \"pass\"\n";
 }
 
@@ -69,7 +70,8 @@ std::string one_communicator(int ranks, std::string_view runtime, std::string_vi
 
 std::string all_reduce_unless(int ranks, int silent_rank, std::string_view runtime = "") {
   return one_communicator(ranks, runtime, silent_rank < 0 ? "pass" : "deadlock", [silent_rank](int r) {
-    return r == silent_rank ? std::string("{ op = \"sleep\", us = 1 }") : std::string("{ op = \"all_reduce\", comm = \"w\" }");
+    return r == silent_rank ? std::string("{ op = \"sleep\", us = 1 }")
+                            : std::string("{ op = \"all_reduce\", comm = \"w\" }");
   });
 }
 
@@ -157,7 +159,8 @@ TEST(Scale, OneSilentRankAmongAThousandGivesABoundedReport) {
 TEST(Scale, HalfTheRanksSilentGivesABoundedReport) {
   // 512 waiters x 512 silent ranks: the old report listed every pair (525,323 lines, 43 MB).
   const ScaleRun r = run_program(one_communicator(kRanks, "", "deadlock", [](int rank) {
-    return rank % 2 == 0 ? std::string("{ op = \"sleep\", us = 1 }") : std::string("{ op = \"all_reduce\", comm = \"w\" }");
+    return rank % 2 == 0 ? std::string("{ op = \"sleep\", us = 1 }")
+                         : std::string("{ op = \"all_reduce\", comm = \"w\" }");
   }));
   ASSERT_EQ(r.result.verdict, Verdict::deadlock);
   const core::Finding& f = r.result.findings.front();

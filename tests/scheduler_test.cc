@@ -286,7 +286,8 @@ TEST(Scheduler, APreemptedRequestsBlocksStayFencedUntilItsStepInFlightReturns) {
     EXPECT_EQ(s2->requests.size(), fault ? 1u : 0u);
     s.update(*s1, output_for(*s1, 7));  // request 1's late output
     const auto at_return = s.take_ledger();
-    EXPECT_EQ(entries(at_return, LedgerEntry::What::freed, 1).size(), fault ? 0u : 1u) << "the fence opens with the step";
+    EXPECT_EQ(entries(at_return, LedgerEntry::What::freed, 1).size(), fault ? 0u : 1u)
+        << "the fence opens with the step";
     const RequestRecord& r1 = s.records()[1];
     // The late output is dropped; the fault adopts it into the reset request (vLLM #49620).
     EXPECT_EQ(r1.output.size(), fault ? 1u : 0u);

@@ -74,7 +74,8 @@ TEST(SequenceCause, ADifferentOperationIsToldByThePatternOrByBeingUniqueAmongFou
   auto c = cause({"abcabcabcabcabc", "abcabcabcbbcabc"});  // b occurs elsewhere: the pattern tells
   EXPECT_EQ(c.kind, core::CauseKind::differs);
   EXPECT_EQ(c.culprits, std::vector<size_t>{1});
-  c = cause({"pqrsrtrur", "pqzsrtrur", "pqrsrtrur", "pqysrtrur"});  // z and y: neither a majority; y and z unique, r recurs
+  c = cause(
+      {"pqrsrtrur", "pqzsrtrur", "pqrsrtrur", "pqysrtrur"});  // z and y: neither a majority; y and z unique, r recurs
   EXPECT_TRUE(c.culprits.empty() || c.culprits.size() == 2) << c.evidence;
   // Between two lanes a value seen nowhere else tells nothing: a wrong dtype or size is as often a
   // common one, which leaves the right operation the unique one.

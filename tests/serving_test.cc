@@ -78,7 +78,8 @@ class Probes final : public core::EventSink {
       case core::EventKind::batch_scheduled:
       case core::EventKind::feedback_adopted:
       case core::EventKind::gate:
-        all.push_back(P{e.kind, e.rank, e.step, e.req, {e.ints.begin(), e.ints.end()}, std::string(e.text), e.value, e.subject});
+        all.push_back(
+            P{e.kind, e.rank, e.step, e.req, {e.ints.begin(), e.ints.end()}, std::string(e.text), e.value, e.subject});
         break;
       default: break;
     }
@@ -104,7 +105,8 @@ TEST(Serving, TheModelReferenceChecksEveryStagesRowsAndEveryGreedySample) {
     const serving::ServingScenario s = scenario(fmt::format("{}.toml", name));
     const engine::Checkpoint ckpt = engine::make_checkpoint(s.config.model);
     std::vector<core::Finding> found;
-    verify::ModelReference oracle(verify::serving_facts(s.config, ckpt), [&found](core::Finding f) { found.push_back(std::move(f)); });
+    verify::ModelReference oracle(verify::serving_facts(s.config, ckpt),
+                                  [&found](core::Finding f) { found.push_back(std::move(f)); });
     struct Count final : core::EventSink {
       verify::ModelReference* oracle;
       uint64_t rows = 0, samples = 0, warmup_rows = 0;
@@ -148,8 +150,8 @@ TEST(Serving, EarlierStagesAdoptExactlyTheDraftsTheLastStageProposed) {
     if (p.kind != core::EventKind::drafts_adopted) continue;
     EXPECT_LT(p.rank, 2) << "only stage 0 adopts feedback";
     const auto it = proposed.find({p.step, p.req});
-    ASSERT_NE(it, proposed.end()) << "rank " << p.rank << " adopted drafts for request " << p.req << " at step " << p.step
-                                  << " that the last stage never proposed";
+    ASSERT_NE(it, proposed.end()) << "rank " << p.rank << " adopted drafts for request " << p.req << " at step "
+                                  << p.step << " that the last stage never proposed";
     EXPECT_EQ(p.drafts(), it->second) << "request " << p.req << " step " << p.step;
     ++adopted;
   }
@@ -184,8 +186,9 @@ TEST(Serving, EverySampledRowAccountsForEachOfItsLogitRows) {
     if (p.kind != core::EventKind::tokens_sampled) continue;
     const auto sampled = core::TokensSampledProbe::decode(p.event());
     const auto rows = static_cast<int64_t>(sampled.tokens.size()) + sampled.num_rejected;
-    EXPECT_TRUE(rows == 1 || rows == k + 1) << "request " << p.req << " step " << p.step << ": " << sampled.tokens.size()
-                                            << " sampled, " << sampled.num_rejected << " rejected";
+    EXPECT_TRUE(rows == 1 || rows == k + 1)
+        << "request " << p.req << " step " << p.step << ": " << sampled.tokens.size() << " sampled, "
+        << sampled.num_rejected << " rejected";
     decodes += rows == k + 1 && sampled.num_rejected > 0 ? 1 : 0;
   }
   EXPECT_GT(decodes, 50) << "decodes that rejected drafts";
@@ -215,7 +218,9 @@ TEST(Serving, EveryKernelLoadsDuringWarmupAndNoneWhileServing) {
   std::map<core::RankId, size_t> serving_at, loads_before;
   for (size_t i = 0; i < probes.all.size(); ++i) {
     const auto& p = probes.all[i];
-    if (p.kind == core::EventKind::warmup_phase && core::WarmupPhaseProbe::decode(p.event()).phase == core::WarmupPhase::serving) serving_at[p.rank] = i;
+    if (p.kind == core::EventKind::warmup_phase &&
+        core::WarmupPhaseProbe::decode(p.event()).phase == core::WarmupPhase::serving)
+      serving_at[p.rank] = i;
   }
   ASSERT_EQ(serving_at.size(), 4u);
   for (size_t i = 0; i < probes.all.size(); ++i) {
@@ -231,7 +236,8 @@ TEST(Serving, TheRecordedTracePairsCleanly) {
   const serving::ServingScenario s = small_pp2_tp2();
   Recorder rec;
   ASSERT_EQ(run(s, 3, &rec).result.verdict, core::Verdict::pass);
-  std::vector<std::string> lines{traces::header_json(traces::TraceHeader{.scenario = s.name, .file = s.file, .seed = 3, .strategy = "random"})};
+  std::vector<std::string> lines{
+      traces::header_json(traces::TraceHeader{.scenario = s.name, .file = s.file, .seed = 3, .strategy = "random"})};
   lines.insert(lines.end(), rec.lines.begin(), rec.lines.end());
   const core::RunResult checked = verify::check_lines(lines, "memory");
   EXPECT_EQ(checked.verdict, core::Verdict::pass) << (checked.findings.empty() ? "" : checked.findings[0].summary);
@@ -328,7 +334,8 @@ TEST(Oracles, GoldenIsQuietOnACorrectRunAndNamesTheFirstWrongToken) {
   ASSERT_TRUE(f.has_value());
   EXPECT_EQ(f->verdict, core::Verdict::output_divergence);
   EXPECT_EQ(f->kind, "golden");
-  EXPECT_NE(f->summary.find(fmt::format("request {} output token #7", bad[3].spec.id)), std::string::npos) << f->summary;
+  EXPECT_NE(f->summary.find(fmt::format("request {} output token #7", bad[3].spec.id)), std::string::npos)
+      << f->summary;
   EXPECT_EQ(f->engine_step, bad[3].output_step[7]);
   EXPECT_EQ(f->time, bad[3].output_time[7]);
   ASSERT_EQ(f->sites.size(), 1u);
@@ -342,7 +349,8 @@ TEST(Oracles, GoldenIsQuietOnACorrectRunAndNamesTheFirstWrongToken) {
                                                      bad[3].spec.id, bad[3].output_step[7])),
             std::string::npos)
       << located->details.back();
-  EXPECT_NE(located->details.back().find(fmt::format("the model oracle compared {} activation rows", r.coverage.rows_checked)),
+  EXPECT_NE(located->details.back().find(
+                fmt::format("the model oracle compared {} activation rows", r.coverage.rows_checked)),
             std::string::npos);
   EXPECT_NE(located->details.back().find("the engine core's record of the request"), std::string::npos);
   // With two wrong requests, the one that went wrong first is reported.
@@ -402,8 +410,9 @@ TEST(Serving, TheReferenceDrafterAgreesWithTheEngineOverAWholeRun) {
     Probes probes;
     const serving::ServingRun r = run(s, 1, &probes);
     ASSERT_EQ(r.result.verdict, core::Verdict::pass) << name << ": " << r.result.findings.front().summary;
-    const auto proposals = std::count_if(probes.all.begin(), probes.all.end(),
-                                         [](const Probes::P& p) { return p.kind == core::EventKind::drafts_proposed && p.req >= 0; });
+    const auto proposals = std::count_if(probes.all.begin(), probes.all.end(), [](const Probes::P& p) {
+      return p.kind == core::EventKind::drafts_proposed && p.req >= 0;
+    });
     EXPECT_GT(proposals, 20) << name << ": the oracle had proposals to check";
   }
 }
@@ -426,7 +435,8 @@ TEST(Serving, EdgeScenariosReachTheirEdges) {
       if (e.kind == core::EventKind::feedback_adopted) adopted.insert({e.step, e.req});
     int skipped = 0;
     for (const auto& e : p.all)
-      if (e.kind == core::EventKind::tokens_sampled && e.req >= 0 && e.rank == 1 && !adopted.count({e.step, e.req})) ++skipped;
+      if (e.kind == core::EventKind::tokens_sampled && e.req >= 0 && e.rank == 1 && !adopted.count({e.step, e.req}))
+        ++skipped;
     EXPECT_GT(skipped, 10) << "rows skipped by the generation counter";
   }
   {

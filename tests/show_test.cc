@@ -31,7 +31,8 @@ TEST(Show, AHangDumpIsShownAroundTheWatchdogsFinding) {
   EXPECT_EQ(r.out.find("hang (watchdog)"), 0u) << r.out;
   EXPECT_NE(marked_row(r.out).find("PENDING op 4"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("STUCK in cudaStreamSynchronize(rank1.main)"), std::string::npos) << r.out;
-  for (const char* column : {"rank0.host", "rank0.side", "rank1.host", "rank1.main"}) EXPECT_NE(r.out.find(column), std::string::npos);
+  for (const char* column : {"rank0.host", "rank0.side", "rank1.host", "rank1.main"})
+    EXPECT_NE(r.out.find(column), std::string::npos);
   const Out one = show({.input = kCorpus + "gpu/lazy_load_deadlock_hang_dump.jsonl", .ranks = {1}});
   EXPECT_EQ(one.out.find("rank0."), std::string::npos) << one.out;
 }
@@ -66,7 +67,9 @@ TEST(Show, RowsAreAsManyAsAskedAndLabelsComeFirst) {
 TEST(Show, AServingTraceShowsEngineStepsAndStepChoosesOne) {
   const std::string trace = scratch_path("show_serving.jsonl").string();
   std::ostringstream o, e;
-  ASSERT_EQ(tools::run_command({.files = {std::string(PPSPEC_SOURCE_DIR) + "/scenarios/serving/pp1_k5.toml"}, .trace = trace}, o, e), 0)
+  ASSERT_EQ(tools::run_command(
+                {.files = {std::string(PPSPEC_SOURCE_DIR) + "/scenarios/serving/pp1_k5.toml"}, .trace = trace}, o, e),
+            0)
       << o.str() << e.str();
   const Out r = show({.input = trace, .rows = 10, .step = 3});
   ASSERT_EQ(r.code, 0) << r.err;

@@ -626,7 +626,8 @@ ops = [ {{ op = "all_reduce", comm = "{}", stream = "s1", label = "{}" }}, {{ op
 [expect]
 verdict = "pass"
 )",
-                     concurrency, inverted ? "B" : "A", inverted ? "b" : "a", inverted ? "A" : "B", inverted ? "a" : "b");
+                     concurrency, inverted ? "B" : "A", inverted ? "b" : "a", inverted ? "A" : "B",
+                     inverted ? "a" : "b");
 }
 
 TEST(Rules, R7_InversionDeadlocksUnderSerialConcurrency) {
@@ -735,7 +736,8 @@ TEST(Rules, R8_LazyLoadWhileARecvSpinsDeadlocksAndPreloadOrEagerDoNot) {
 // (any value of kConnectedAtUs from 170 to 210 shows both outcomes).
 constexpr int kConnectedAtUs = 190;
 
-std::string load_racing_a_send(int loader_sleep_us, bool partner_needs_the_send, bool strict, const char* x_stream = "side") {
+std::string load_racing_a_send(int loader_sleep_us, bool partner_needs_the_send, bool strict,
+                               const char* x_stream = "side") {
   const char* rank1 = partner_needs_the_send
                           ? R"({ op = "recv", comm = "g", peer = 2, stream = "main", label = "go" },
         { op = "stream_sync", stream = "main" },
@@ -803,10 +805,11 @@ TEST(Rules, R8_ALoadRacingTheSendItsPartnerNeedsIsAHazardEvenWhereTheProgramHang
   // the receive, and the program hangs whoever wins the race. Where the load came first, the
   // hang runs through its context lock; where it came last, the wait-for graph still shows that x
   // waits for the send — a call the load could have held back: a hazard either way.
-  under_every_schedule(load_racing_a_send(1, true, false, "main"), [](const core::RunResult& r, const std::string& where) {
-    EXPECT_EQ(r.verdict, Verdict::deadlock) << where;
-    EXPECT_EQ(hazard_kinds(r), std::set<std::string>{"module-load-in-flight"}) << where;
-  });
+  under_every_schedule(load_racing_a_send(1, true, false, "main"),
+                       [](const core::RunResult& r, const std::string& where) {
+                         EXPECT_EQ(r.verdict, Verdict::deadlock) << where;
+                         EXPECT_EQ(hazard_kinds(r), std::set<std::string>{"module-load-in-flight"}) << where;
+                       });
 }
 
 TEST(Rules, R8_ModuleLoadHoldsTheContextLockAgainstOtherThreadsOfTheDevice) {
@@ -894,7 +897,8 @@ TEST(Rules, R9_FirstContactInsideACaptureIsInvalidUsage) {
   auto r = run_toml(graph_program(true, false));
   ASSERT_EQ(r.verdict, Verdict::invalid_usage);
   EXPECT_EQ(r.findings[0].kind, "connect-in-capture");
-  EXPECT_NE(r.findings[0].summary.find("before this rank ever used that direction with rank"), std::string::npos) << r.findings[0].summary;
+  EXPECT_NE(r.findings[0].summary.find("before this rank ever used that direction with rank"), std::string::npos)
+      << r.findings[0].summary;
 }
 
 TEST(Rules, R9_AFirstUseOfOneDirectionInsideACaptureIsInvalidUsage) {
@@ -983,8 +987,9 @@ TEST(Rules, R10_ShadowBitsExposeReadsOfNeverWrittenPadding) {
   h.actor(0, [&] {
     auto& d = h.rt.device(0);
     input.mark_written(0, 1);  // one real row; rows 1..3 were never written
-    d.launch(d.stream("main"), core::KernelLaunch{{"reader", ""}, 4, -1,
-                                                  [&, input] { uninitialised_reads += input.uninitialised_elements(0, 4); }});
+    d.launch(d.stream("main"), core::KernelLaunch{{"reader", ""}, 4, -1, [&, input] {
+                                                    uninitialised_reads += input.uninitialised_elements(0, 4);
+                                                  }});
     d.stream_sync(d.stream("main"));
   });
   ASSERT_EQ(h.run().verdict, Verdict::pass);

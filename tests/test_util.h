@@ -119,7 +119,8 @@ inline std::string program_head(int ranks, std::string_view streams, std::string
   std::string s = "kind = \"program\"\nranks = " + std::to_string(ranks) + "\n";
   if (!streams.empty()) s += "streams = " + std::string(streams) + "\n";
   if (!runtime.empty()) s += "[runtime]\n" + std::string(runtime) + "\n";
-  for (const CommDecl& c : comms) s += "[[communicator]]\nname = \"" + std::string(c.name) + "\"\nranks = " + c.ranks + "\n";
+  for (const CommDecl& c : comms)
+    s += "[[communicator]]\nname = \"" + std::string(c.name) + "\"\nranks = " + c.ranks + "\n";
   return s;
 }
 

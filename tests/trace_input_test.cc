@@ -295,7 +295,9 @@ TEST_F(ServingTrace, AServingTraceWithoutItsScenarioHashIsRefused) {
 TEST(TraceInput, ARecordedDeadlockIsCheckedAsItsCycleNotAsWhatItLeftUnmatched) {
   const std::string trace = scratch_path("recorded_deadlock.jsonl").string();
   std::ostringstream o, e;
-  ASSERT_EQ(tools::run_command({.files = {kSource + "/scenarios/programs/lazy_load_deadlock.toml"}, .trace = trace}, o, e), 0) << o.str();
+  ASSERT_EQ(
+      tools::run_command({.files = {kSource + "/scenarios/programs/lazy_load_deadlock.toml"}, .trace = trace}, o, e), 0)
+      << o.str();
   const Out r = check({.traces = {trace}});
   EXPECT_EQ(r.code, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("verdict deadlock (recorded deadlock)"), std::string::npos) << r.out;

@@ -16,9 +16,9 @@ namespace {
 const std::string kHeader = R"({"ppspec_trace":1,"backend":"gpu","scenario":"t","file":"t.toml","seed":0,"strategy":"hardware"})";
 
 std::string posted(int seq, int rank, const char* op, int peer, const char* label, int count = 8, int cseq = 0) {
-  return fmt::format(R"({{"seq":{},"t":{},"ev":"op_posted","rank":{},"actor":"rank{}.main","comm":"pp","op_id":{},"cseq":{},"op":"{}","dtype":"i64","count":{},"{}":{},"label":"{}"}})",
-                     seq, seq * 1000, rank, rank, seq, cseq, op, count, std::string(op) == "broadcast" ? "root" : "peer",
-                     peer, label);
+  return fmt::format(
+      R"({{"seq":{},"t":{},"ev":"op_posted","rank":{},"actor":"rank{}.main","comm":"pp","op_id":{},"cseq":{},"op":"{}","dtype":"i64","count":{},"{}":{},"label":"{}"}})",
+      seq, seq * 1000, rank, rank, seq, cseq, op, count, std::string(op) == "broadcast" ? "root" : "peer", peer, label);
 }
 
 core::RunResult check(const std::vector<std::string>& lines) {
@@ -144,8 +144,8 @@ TEST(Verify, EngineProbesAreTheKindsTheEnginePublishes) {
   for (const auto k : {core::EventKind::batch_scheduled, core::EventKind::warmup_phase, core::EventKind::stage_output,
                        core::EventKind::request_scheduled, core::EventKind::gate})
     EXPECT_TRUE(core::is_engine_probe(k)) << core::to_string(k);
-  for (const auto k : {core::EventKind::op_posted, core::EventKind::actor_blocked, core::EventKind::note, core::EventKind::verdict,
-                       core::EventKind::module_load})
+  for (const auto k : {core::EventKind::op_posted, core::EventKind::actor_blocked, core::EventKind::note,
+                       core::EventKind::verdict, core::EventKind::module_load})
     EXPECT_FALSE(core::is_engine_probe(k)) << core::to_string(k);
 }
 

@@ -43,7 +43,8 @@ TEST(Watch, AMisalignmentIsReportedWhenItsSecondMemberPosts) {
   const std::vector<watch::WatchReport> reports = w.take_reports();
   ASSERT_EQ(reports.size(), 1u);
   EXPECT_EQ(reports.front().finding.kind, core::kKindCollectiveMismatch);
-  EXPECT_NE(reports.front().finding.summary.find("count 10 vs 12"), std::string::npos) << reports.front().finding.summary;
+  EXPECT_NE(reports.front().finding.summary.find("count 10 vs 12"), std::string::npos)
+      << reports.front().finding.summary;
   EXPECT_TRUE(w.take_reports().empty()) << "said once";
 }
 
@@ -71,7 +72,8 @@ TEST(Watch, BadLinesAreDroppedAndCountedNeverFatal) {
   w.add_line(r0, init("00000000000000b1", 0));
   EXPECT_EQ(w.dropped_lines(), 3u);
   ASSERT_EQ(w.drop_reasons().size(), 3u);
-  EXPECT_NE(w.drop_reasons()[0].find("written by version 2 of ppspec's NCCL profiler plugin"), std::string::npos) << w.drop_reasons()[0];
+  EXPECT_NE(w.drop_reasons()[0].find("written by version 2 of ppspec's NCCL profiler plugin"), std::string::npos)
+      << w.drop_reasons()[0];
   EXPECT_EQ(w.counts().comms, 1u);
 }
 
@@ -102,8 +104,10 @@ TEST(Watch, CheckOfAJobThatRecordedNothingIsExitTwo) {
 // is the simulator's (plugin_differential.h says what "the same" is where NCCL tells a profiler less).
 TEST(NcclProfilerDifferential, EveryProgramScenarioAgrees) {
   for (const auto& f : fs::directory_iterator(kScenarios)) {
-    const fidelity::PluginCase c = fidelity::compare_on_plugin(f.path().string(), scratch_path("npd_" + f.path().stem().string()).string());
-    EXPECT_TRUE(c.agree) << f.path() << ": " << c.why << "\n  simulator: " << c.sim_summary << "\n  watcher: " << c.watch_summary;
+    const fidelity::PluginCase c =
+        fidelity::compare_on_plugin(f.path().string(), scratch_path("npd_" + f.path().stem().string()).string());
+    EXPECT_TRUE(c.agree) << f.path() << ": " << c.why << "\n  simulator: " << c.sim_summary
+                         << "\n  watcher: " << c.watch_summary;
   }
 }
 
@@ -113,8 +117,10 @@ TEST(NcclProfilerDifferential, ProgramsThatOnceDisagreedAgree) {
   for (const auto& f : fs::directory_iterator(kSource + "/tests/nccl_profiler_differential")) {
     if (f.path().extension() != ".toml") continue;
     ++n;
-    const fidelity::PluginCase c = fidelity::compare_on_plugin(f.path().string(), scratch_path("npd_kept_" + f.path().stem().string()).string());
-    EXPECT_TRUE(c.agree) << f.path() << ": " << c.why << "\n  simulator: " << c.sim_summary << "\n  watcher: " << c.watch_summary;
+    const fidelity::PluginCase c =
+        fidelity::compare_on_plugin(f.path().string(), scratch_path("npd_kept_" + f.path().stem().string()).string());
+    EXPECT_TRUE(c.agree) << f.path() << ": " << c.why << "\n  simulator: " << c.sim_summary
+                         << "\n  watcher: " << c.watch_summary;
   }
   EXPECT_EQ(n, 11u);
 }

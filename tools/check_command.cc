@@ -27,7 +27,8 @@ namespace {
 
 // The scenario a serving trace was recorded with (tools/trace_scenario.h): its content must hash
 // to what the header recorded, so that the monitors are configured exactly as they were online.
-serving::ServingScenario serving_scenario_of(const traces::TraceReader& reader, const std::string& cli_scenario, std::ostream& err) {
+serving::ServingScenario serving_scenario_of(const traces::TraceReader& reader, const std::string& cli_scenario,
+                                             std::ostream& err) {
   Loaded l = trace_scenario(reader.header(), reader.where(), cli_scenario, err);
   if (l.kind != "serving") throw core::InputError(exploration_of(l.scenario).file, 1, "the scenario of a serving trace must be a serving scenario");
   return std::get<serving::ServingScenario>(std::move(l.scenario));
@@ -87,7 +88,8 @@ void demote_stop_consequences(const traces::TraceReader& reader, core::RunResult
 report::RunRecord check_dumps(const traces::FrDumpSet& set, const std::string& calls) {
   report::RunRecord rec;
   rec.file = set.where;
-  rec.scenario = fmt::format("flight-recorder ({}, prefix '{}')", core::count_of(static_cast<int64_t>(set.dumps.size()), "rank"), set.prefix);
+  rec.scenario = fmt::format("flight-recorder ({}, prefix '{}')",
+                             core::count_of(static_cast<int64_t>(set.dumps.size()), "rank"), set.prefix);
   rec.strategy = "hardware";
   rec.flight_recorder = true;
   rec.has_expectation = false;
@@ -118,7 +120,8 @@ std::optional<std::string> prefix_of(const CheckArgs& args) {
 }
 
 report::RunRecord check_one(const std::string& path, const CheckArgs& args, std::ostream& err) {
-  if (std::filesystem::is_directory(path) && watch::is_plugin_trace_path(path)) return check_job(watch::plugin_trace_files({path}), path);
+  if (std::filesystem::is_directory(path) && watch::is_plugin_trace_path(path))
+    return check_job(watch::plugin_trace_files({path}), path);
   if (std::filesystem::is_directory(path)) {
     if (!traces::is_fr_dir(path))
       throw core::InputError(path, 0, "a folder that holds no Flight Recorder dumps (files named PREFIX + rank: rank_0, "
@@ -133,10 +136,12 @@ report::RunRecord check_one(const std::string& path, const CheckArgs& args, std:
   limit_to_embedded_ranks(reader);
   const traces::TraceHeader& h = reader.header();
   std::optional<serving::ServingScenario> scenario;
-  if (h.kind == "serving" || (h.kind.empty() && !args.scenario.empty())) scenario = serving_scenario_of(reader, args.scenario, err);
+  if (h.kind == "serving" || (h.kind.empty() && !args.scenario.empty()))
+    scenario = serving_scenario_of(reader, args.scenario, err);
   if (scenario)  // the monitors keep state per rank of the scenario: a rank outside it is refused first
-    reader.limit_ranks(scenario->config.topology.ranks(), fmt::format("the {}-rank scenario '{}'", scenario->config.topology.ranks(),
-                                                                      core::printable(scenario->name, 80)));
+    reader.limit_ranks(scenario->config.topology.ranks(),
+                       fmt::format("the {}-rank scenario '{}'", scenario->config.topology.ranks(),
+                                   core::printable(scenario->name, 80)));
   std::vector<core::Finding> found;
   std::unique_ptr<verify::ServingMonitors> monitors;
   if (scenario)
@@ -205,7 +210,8 @@ int check_command(const CheckArgs& args, std::ostream& out, std::ostream& err) {
     const bool plugin_file = std::find(plugin_files.begin(), plugin_files.end(), path) != plugin_files.end();
     if ((dump_file && dumps_done) || (plugin_file && plugin_done)) continue;
     try {
-      const report::RunRecord rec = dump_file     ? check_dumps(traces::read_fr_files(dump_files, prefix_of(args)), args.calls)
+      const report::RunRecord rec = dump_file
+                                        ? check_dumps(traces::read_fr_files(dump_files, prefix_of(args)), args.calls)
                                     : plugin_file ? check_job(plugin_files, path)
                                                   : check_one(path, args, err);
       dumps_done = dumps_done || dump_file;

@@ -31,17 +31,22 @@ class Timeline {
   int pid(core::RankId rank) {
     const int p = rank + 1;
     if (named_pids_.insert(p).second)
-      meta_.push_back(Json{{"ph", "M"}, {"name", "process_name"}, {"pid", p}, {"args", {{"name", rank >= 0 ? fmt::format("rank{}", rank) : "engine"}}}});
+      meta_.push_back(Json{{"ph", "M"},
+                           {"name", "process_name"},
+                           {"pid", p},
+                           {"args", {{"name", rank >= 0 ? fmt::format("rank{}", rank) : "engine"}}}});
     return p;
   }
   int tid(core::RankId rank, const std::string& actor) {
     const int p = pid(rank);
     const auto [it, fresh] = tids_.try_emplace({p, actor}, static_cast<int>(tids_.size()) + 1);
-    if (fresh) meta_.push_back(Json{{"ph", "M"}, {"name", "thread_name"}, {"pid", p}, {"tid", it->second}, {"args", {{"name", actor}}}});
+    if (fresh)
+      meta_.push_back(
+          Json{{"ph", "M"}, {"name", "thread_name"}, {"pid", p}, {"tid", it->second}, {"args", {{"name", actor}}}});
     return it->second;
   }
-  void slice(core::RankId rank, const std::string& actor, const std::string& name, const char* cat, double ts_us, double dur_us,
-             Json args) {
+  void slice(core::RankId rank, const std::string& actor, const std::string& name, const char* cat, double ts_us,
+             double dur_us, Json args) {
     events_.push_back(Json{{"ph", "X"}, {"name", name}, {"cat", cat}, {"pid", pid(rank)}, {"tid", tid(rank, actor)},
                            {"ts", ts_us}, {"dur", std::max(dur_us, 0.001)}, {"args", std::move(args)}});
   }
@@ -51,14 +56,25 @@ class Timeline {
             const std::string& to, double to_us, const std::string& name) {
     events_.push_back(Json{{"ph", "s"}, {"id", id}, {"name", name}, {"cat", "communication"}, {"pid", pid(from_rank)},
                            {"tid", tid(from_rank, from)}, {"ts", from_us}});
-    events_.push_back(Json{{"ph", "f"}, {"bp", "e"}, {"id", id}, {"name", name}, {"cat", "communication"}, {"pid", pid(to_rank)},
-                           {"tid", tid(to_rank, to)}, {"ts", to_us}});
+    events_.push_back(Json{{"ph", "f"},
+                           {"bp", "e"},
+                           {"id", id},
+                           {"name", name},
+                           {"cat", "communication"},
+                           {"pid", pid(to_rank)},
+                           {"tid", tid(to_rank, to)},
+                           {"ts", to_us}});
   }
   void finding(const core::Finding& f, double ts_us) {
     const core::RankId rank = f.sites.empty() ? -1 : f.sites.front().rank;
     const std::string actor = f.sites.empty() || f.sites.front().actor.empty() ? "findings" : f.sites.front().actor;
-    events_.push_back(Json{{"ph", "i"}, {"s", "p"}, {"name", fmt::format("{} ({})", core::to_string(f.verdict), f.kind)},
-                           {"cat", "finding"}, {"pid", pid(rank)}, {"tid", tid(rank, actor)}, {"ts", ts_us},
+    events_.push_back(Json{{"ph", "i"},
+                           {"s", "p"},
+                           {"name", fmt::format("{} ({})", core::to_string(f.verdict), f.kind)},
+                           {"cat", "finding"},
+                           {"pid", pid(rank)},
+                           {"tid", tid(rank, actor)},
+                           {"ts", ts_us},
                            {"args", {{"summary", f.summary}, {"details", f.details}}}});
   }
   Json json() && {
@@ -116,8 +132,8 @@ class TraceSlices {
       case core::EventKind::sync_begin: blocked_[{e.rank, actor}] = {e.t, std::string(e.text)}; break;
       // A hang dump: a host thread inside a call for `value` ns when the watchdog fired.
       case core::EventKind::actor_blocked:
-        tl_.slice(e.rank, actor, fmt::format("inside {} (hang dump)", e.text), "host", us(e.t - std::max<int64_t>(e.value, 0)),
-                  us(std::max<int64_t>(e.value, 0)), Json::object());
+        tl_.slice(e.rank, actor, fmt::format("inside {} (hang dump)", e.text), "host",
+                  us(e.t - std::max<int64_t>(e.value, 0)), us(std::max<int64_t>(e.value, 0)), Json::object());
         break;
       case core::EventKind::sync_end: sync_ended(e, actor); break;
       case core::EventKind::kernel_completed: kernel_completed(e, actor); break;
@@ -131,8 +147,9 @@ class TraceSlices {
     std::map<std::pair<std::string, int64_t>, std::vector<int64_t>> slots;  // collectives by (comm, cseq)
     for (const auto& [id, o] : ops_) {
       const core::Time to = o.completed >= 0 ? o.completed : end_;
-      tl_.slice(o.rank, o.track(), o.completed >= 0 ? o.what : o.what + " (not completed)", "communication", us(o.start()),
-                us(to - o.start()), Json{{"comm", o.comm}, {"cseq", o.cseq}, {"op_id", id}, {"posted_us", us(o.posted)}});
+      tl_.slice(o.rank, o.track(), o.completed >= 0 ? o.what : o.what + " (not completed)", "communication",
+                us(o.start()), us(to - o.start()),
+                Json{{"comm", o.comm}, {"cseq", o.cseq}, {"op_id", id}, {"posted_us", us(o.posted)}});
       if (!o.p2p && o.cseq >= 0) slots[{o.comm, o.cseq}].push_back(id);
     }
     int64_t flow = 0;
@@ -141,7 +158,8 @@ class TraceSlices {
       arrow(++flow, o, ops_.at(o.partner), "p2p pairing");
     }
     for (const auto& [slot, ids] : slots)
-      for (size_t i = 1; i < ids.size(); ++i) arrow(++flow, ops_.at(ids[0]), ops_.at(ids[i]), fmt::format("{} #{}", slot.first, slot.second));
+      for (size_t i = 1; i < ids.size(); ++i)
+        arrow(++flow, ops_.at(ids[0]), ops_.at(ids[i]), fmt::format("{} #{}", slot.first, slot.second));
   }
 
  private:
@@ -160,8 +178,8 @@ class TraceSlices {
   void sync_ended(const core::Event& e, const std::string& actor) {
     const auto it = blocked_.find({e.rank, actor});
     if (it == blocked_.end()) return;
-    tl_.slice(e.rank, actor, it->second.second.empty() ? "synchronise" : it->second.second, "host", us(it->second.first),
-              us(e.t - it->second.first), Json::object());
+    tl_.slice(e.rank, actor, it->second.second.empty() ? "synchronise" : it->second.second, "host",
+              us(it->second.first), us(e.t - it->second.first), Json::object());
     blocked_.erase(it);
   }
 
@@ -173,8 +191,8 @@ class TraceSlices {
     // item before it ended.
     core::Time& free = stream_free_[{e.rank, actor}];
     const core::Time start = std::max(launched, free);
-    tl_.slice(e.rank, actor, e.spec.empty() ? std::string(e.kernel) : fmt::format("{}[{}]", e.kernel, e.spec), "kernel", us(start),
-              us(e.t - start), Json::object());
+    tl_.slice(e.rank, actor, e.spec.empty() ? std::string(e.kernel) : fmt::format("{}[{}]", e.kernel, e.spec), "kernel",
+              us(start), us(e.t - start), Json::object());
     free = e.t;
   }
 
@@ -212,7 +230,9 @@ void export_flight_recorder(const std::string& dir, Timeline& tl) {
       const std::string track = fmt::format("pg {}{}", e.group, e.is_p2p ? " p2p" : "");
       const double start = us(e.created_ns - t0);
       const double end = us((e.completed_ns > 0 ? e.completed_ns : t1) - t0);
-      tl.slice(d.rank, track, fmt::format("{} #{} ({})", e.profiling_name, e.is_p2p ? e.p2p_seq_id : e.collective_seq_id, traces::to_string(e.state)),
+      tl.slice(d.rank, track,
+               fmt::format("{} #{} ({})", e.profiling_name, e.is_p2p ? e.p2p_seq_id : e.collective_seq_id,
+                           traces::to_string(e.state)),
                "communication", start, end - start, Json{{"record_id", e.record_id}, {"input_sizes", e.input_sizes}});
       if (e.is_p2p) continue;
       const auto [it, fresh] = first_of_slot.try_emplace({e.group, e.collective_seq_id}, d.rank, start);

@@ -125,7 +125,8 @@ void run_gpu_part(const FidelityArgs& args, const fs::path& trace, ProgramResult
   const Loaded loaded = load_scenario(r.file);
   gpu_jobs::GpuJob job = gpu_job_of(loaded.scenario);
   report::RunRecord rec;
-  const gpu_jobs::GpuOutcome o = gpu_jobs::run_on_gpu(job, gpu_jobs::gpu_run_options(trace.string(), args.hang_timeout_s), rec);
+  const gpu_jobs::GpuOutcome o =
+      gpu_jobs::run_on_gpu(job, gpu_jobs::gpu_run_options(trace.string(), args.hang_timeout_s), rec);
   r.gpu_wall_s = rec.wall_ms / 1000.0;
   if (o.failure != gpu_jobs::GpuFailure::none) {
     r.gpu = "error";
@@ -140,7 +141,8 @@ std::string classes(const ProgramResult& r) {
   std::map<std::string, int> n;
   for (const auto& c : r.sim) ++n[c];
   std::string s;
-  for (const auto& [c, k] : n) s += fmt::format("{}{}{}", s.empty() ? "" : ", ", c, n.size() > 1 ? fmt::format(" ×{}", k) : "");
+  for (const auto& [c, k] : n)
+    s += fmt::format("{}{}{}", s.empty() ? "" : ", ", c, n.size() > 1 ? fmt::format(" ×{}", k) : "");
   return s;
 }
 
@@ -159,10 +161,12 @@ void keep_disagreement(const ProgramResult& r, const fs::path& dir) {
   out << body;
 }
 
+constexpr const char* kClasses[] = {"pass",          "hang",       "device-fault", "misalignment",
+                                    "invalid-usage", "step-limit", "error"};
 
-constexpr const char* kClasses[] = {"pass", "hang", "device-fault", "misalignment", "invalid-usage", "step-limit", "error"};
-
-std::string percent(size_t a, size_t b) { return b == 0 ? "–" : fmt::format("{:.1f} %", 100.0 * static_cast<double>(a) / static_cast<double>(b)); }
+std::string percent(size_t a, size_t b) {
+  return b == 0 ? "–" : fmt::format("{:.1f} %", 100.0 * static_cast<double>(a) / static_cast<double>(b));
+}
 
 void write_matrix(std::ostream& md, const std::vector<ProgramResult>& rs) {
   md << "| simulator \\ GPU |";
@@ -191,7 +195,8 @@ void write_features(std::ostream& md, const std::vector<ProgramResult>& rs) {
       c.agree += r.compared() && r.agrees();
     }
   md << "| feature | programs | run on GPUs | agree |\n|---|---|---|---|\n";
-  for (const auto& [f, c] : by) md << fmt::format("| {} | {} | {} | {} ({}) |\n", f, c.programs, c.compared, c.agree, percent(c.agree, c.compared));
+  for (const auto& [f, c] : by)
+    md << fmt::format("| {} | {} | {} | {} ({}) |\n", f, c.programs, c.compared, c.agree, percent(c.agree, c.compared));
 }
 
 void write_table(const FidelityArgs& args, const std::vector<ProgramResult>& rs, const fs::path& path) {
@@ -314,8 +319,11 @@ int fidelity_main(const FidelityArgs& args, std::ostream& out, std::ostream& err
       err << fmt::format("ppspec: generated program {} is not a valid scenario: {}\n", i, e.what());
       return 3;
     }
-    const std::string gpu = r.compared() ? fmt::format("GPU {:<13} {}", r.gpu, r.agrees() ? "agree" : "DISAGREE") : "GPU not run";
-    out << fmt::format("[{}/{}] {}  {} ranks  simulator {:<22} {}\n", i + 1, args.programs, r.name, r.ranks, classes(r), gpu) << std::flush;
+    const std::string gpu =
+        r.compared() ? fmt::format("GPU {:<13} {}", r.gpu, r.agrees() ? "agree" : "DISAGREE") : "GPU not run";
+    out << fmt::format("[{}/{}] {}  {} ranks  simulator {:<22} {}\n", i + 1, args.programs, r.name, r.ranks, classes(r),
+                       gpu)
+        << std::flush;
     if (r.compared() && !r.agrees()) keep_disagreement(r, dir / "disagreements");
     results.push_back(std::move(r));
   }

@@ -27,7 +27,8 @@ vllm_config::EngineArgs read_args(const FromVllmArgs& a) {
   if (!a.config.empty() && !fs::is_regular_file(a.config, ec))
     throw core::InputError(a.config, 0, "no such file: before --, from-vllm takes a vLLM config file (JSON or flat YAML); a model "
                                         "name and `vllm serve`'s flags go after --");
-  vllm_config::EngineArgs args = a.config.empty() ? vllm_config::EngineArgs{} : vllm_config::parse_config_file(a.config);
+  vllm_config::EngineArgs args =
+      a.config.empty() ? vllm_config::EngineArgs{} : vllm_config::parse_config_file(a.config);
   vllm_config::merge(args, vllm_config::parse_cli(a.vllm_args));
   return args;
 }
@@ -44,8 +45,9 @@ std::string description_of(const FromVllmArgs& a, const vllm_config::Serving& s)
                               a.config.empty() || a.vllm_args.empty() ? "" : " and ",
                               a.vllm_args.empty() ? "" : fmt::format("`{}`", core::printable(args, kArgsBytesShown)));
   for (const vllm_config::Mapping& m : s.mapped)
-    d += m.vllm.empty() ? fmt::format("    {}\n", core::printable(m.scenario))
-                        : fmt::format("  {} -> {}\n", core::printable(m.vllm, kArgBytesShown), core::printable(m.scenario));
+    d += m.vllm.empty()
+             ? fmt::format("    {}\n", core::printable(m.scenario))
+             : fmt::format("  {} -> {}\n", core::printable(m.vllm, kArgBytesShown), core::printable(m.scenario));
   if (!s.no_counterpart.empty()) d += "No counterpart:\n";
   for (const std::string& n : s.no_counterpart) d += fmt::format("  {}\n", core::printable(n, kArgBytesShown));
   d += "[workload] is ppspec's: requests enough to fill the batch, Poisson arrivals, temperature sampling.\n";
@@ -72,16 +74,20 @@ std::string key_at(const std::string& text, int line) {
 
 // The scenario made of the arguments is refused by the loader (a combination ppspec cannot run):
 // said of the vLLM argument that made the refused key, not of a line of a file never written.
-[[noreturn]] void refused(const core::InputError& e, const std::string& text, const FromVllmArgs& a, const vllm_config::Serving& s) {
+[[noreturn]] void refused(const core::InputError& e, const std::string& text, const FromVllmArgs& a,
+                          const vllm_config::Serving& s) {
   const std::string where = e.line() > 0 ? fmt::format("{}:{}: ", a.out, e.line()) : a.out + ": ";
-  const std::string message = std::string(e.what()).starts_with(where) ? std::string(e.what()).substr(where.size()) : e.what();
+  const std::string message =
+      std::string(e.what()).starts_with(where) ? std::string(e.what()).substr(where.size()) : e.what();
   const std::string key = key_at(text, e.line());
   for (const vllm_config::Mapping& m : s.mapped) {
     if (key.empty() || !m.scenario.starts_with(key + " ")) continue;
     throw core::InputError(m.origin.empty() ? "vLLM's default" : m.origin, 0,
                            fmt::format("{} makes {}, which ppspec cannot run: {}", m.vllm, key, message));
   }
-  throw core::InputError("vLLM arguments", 0, fmt::format("the scenario they make is refused{}: {}", key.empty() ? "" : " at " + key, message));
+  throw core::InputError(
+      "vLLM arguments", 0,
+      fmt::format("the scenario they make is refused{}: {}", key.empty() ? "" : " at " + key, message));
 }
 
 }  // namespace

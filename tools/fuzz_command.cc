@@ -42,9 +42,12 @@ struct BadFlag {
 
 void parse_shard(const std::string& text, fuzzer::FuzzOptions& o) {
   const auto slash = text.find('/');
-  const auto i = slash == std::string::npos ? std::nullopt : parse_count(std::string_view(text).substr(0, slash), 0, 1u << 20);
-  const auto n = slash == std::string::npos ? std::nullopt : parse_count(std::string_view(text).substr(slash + 1), 1, 1u << 20);
-  if (!i || !n) throw BadFlag{fmt::format("--shard '{}': expected I/N, two integers with 0 <= I < N", core::printable(text, 40))};
+  const auto i =
+      slash == std::string::npos ? std::nullopt : parse_count(std::string_view(text).substr(0, slash), 0, 1u << 20);
+  const auto n =
+      slash == std::string::npos ? std::nullopt : parse_count(std::string_view(text).substr(slash + 1), 1, 1u << 20);
+  if (!i || !n)
+    throw BadFlag{fmt::format("--shard '{}': expected I/N, two integers with 0 <= I < N", core::printable(text, 40))};
   if (*i >= *n) throw BadFlag{fmt::format("--shard '{}': shard {} of {} does not exist (0 <= I < N)", text, *i, *n)};
   o.shard = *i;
   o.shards = *n;
@@ -108,11 +111,13 @@ fuzzer::FuzzOptions options(const FuzzArgs& a) {
   fuzzer::FuzzOptions o;
   if (!a.space.empty()) o.space = fuzzer::read_space(a.space);
   const auto seed = parse_count(a.seed, 0, INT64_MAX);
-  if (!seed) throw BadFlag{fmt::format("--seed '{}': expected a seed in [0, 9223372036854775807]", core::printable(a.seed, 40))};
+  if (!seed)
+    throw BadFlag{fmt::format("--seed '{}': expected a seed in [0, 9223372036854775807]", core::printable(a.seed, 40))};
   o.seed = *seed;
   if (!a.cases.empty()) {
     o.cases = parse_count(a.cases, 1, uint64_t{1} << 40);
-    if (!o.cases) throw BadFlag{fmt::format("--cases '{}': expected a count in [1, 2^40]", core::printable(a.cases, 40))};
+    if (!o.cases)
+      throw BadFlag{fmt::format("--cases '{}': expected a count in [1, 2^40]", core::printable(a.cases, 40))};
   }
   if (!a.time.empty()) {
     const auto t = duration(a.time);
@@ -143,7 +148,8 @@ namespace {
 
 constexpr int kCrashShrinkRunsMax = 200;  // each a process: a crash shrinks within minutes
 
-fuzzer::FuzzReport crashed_worker(const fuzzer::FuzzOptions& o, const std::string& dir, const fuzzer::Death& death, std::ostream& err);
+fuzzer::FuzzReport crashed_worker(const fuzzer::FuzzOptions& o, const std::string& dir, const fuzzer::Death& death,
+                                  std::ostream& err);
 
 // --jobs J: J worker processes of this program, each a disjoint shard of this shard's cases
 // (shard I of N becomes shards I*J + j of N*J), each with its own --out folder; then their merge.
@@ -157,7 +163,8 @@ fuzzer::FuzzReport run_jobs(const FuzzArgs& a, const fuzzer::FuzzOptions& o, uin
     std::vector<std::string> argv = {"ppspec", "fuzz", "--seed", std::to_string(o.seed), "--out", dir, "--shard",
                                      fmt::format("{}/{}", o.shard * jobs + j, o.shards * jobs)};
     if (!a.space.empty()) argv.push_back(a.space);
-    if (o.cases) argv.insert(argv.end(), {"--cases", std::to_string(std::max<uint64_t>(1, (*o.cases + jobs - 1 - j) / jobs))});
+    if (o.cases)
+      argv.insert(argv.end(), {"--cases", std::to_string(std::max<uint64_t>(1, (*o.cases + jobs - 1 - j) / jobs))});
     if (o.time_s > 0) argv.insert(argv.end(), {"--time", fmt::format("{:.0f}", o.time_s)});
     if (!a.faults.empty()) argv.insert(argv.end(), {"--faults", a.faults});
     if (o.keep_going) argv.push_back("--keep-going");
@@ -185,11 +192,13 @@ fuzzer::FuzzReport run_jobs(const FuzzArgs& a, const fuzzer::FuzzOptions& o, uin
 
 // A worker killed by a signal or a sanitizer: the case it was running (its current.case) is a
 // finding of the crash class, kept and shrunk in child processes.
-fuzzer::FuzzReport crashed_worker(const fuzzer::FuzzOptions& o, const std::string& dir, const fuzzer::Death& death, std::ostream& err) {
+fuzzer::FuzzReport crashed_worker(const fuzzer::FuzzOptions& o, const std::string& dir, const fuzzer::Death& death,
+                                  std::ostream& err) {
   fuzzer::FuzzReport r;
   std::ifstream in(dir + "/current.case");
   uint64_t index = 0;
-  if (!(in >> index)) throw BadFlag{fmt::format("a worker {} before its first case (see {}/progress.log)", fuzzer::describe(death), dir)};
+  if (!(in >> index))
+    throw BadFlag{fmt::format("a worker {} before its first case (see {}/progress.log)", fuzzer::describe(death), dir)};
   err << fmt::format("worker in {} {} at case {}: shrinking it in child processes\n", dir, fuzzer::describe(death), index);
   fuzzer::FuzzOptions mine = o;
   mine.out_dir = dir;

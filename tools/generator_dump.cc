@@ -47,7 +47,8 @@ void seeded(std::ostream& out) {
     for (size_t d = 0; d < std::size(generator::kHardwareDisturbances); ++d) {
       // The Flight Recorder differential's (fidelity/fr_differential.cc).
       const auto g = generator::flight_recorder_options(max_ranks, generator::kHardwareDisturbances[d]);
-      for (uint64_t seed = 1; seed <= 300; ++seed) one(fmt::format("fr max_ranks {} disturb {}", max_ranks, d), seed, g);
+      for (uint64_t seed = 1; seed <= 300; ++seed)
+        one(fmt::format("fr max_ranks {} disturb {}", max_ranks, d), seed, g);
     }
 }
 

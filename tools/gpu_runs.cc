@@ -47,7 +47,8 @@ core::Verdict gpu_expectation(const Scenario& sc) {
 }
 
 // A serving run's requests from the child, then the oracles (their references are simulated).
-serving::ServingRun finish_serving(const serving::ServingScenario& s, const nlohmann::json& result, report::RunRecord& rec) {
+serving::ServingRun finish_serving(const serving::ServingScenario& s, const nlohmann::json& result,
+                                   report::RunRecord& rec) {
   serving::ServingRun run;
   run.result = rec.result;
   run.completed = result.value("completed", false);
@@ -88,7 +89,8 @@ std::optional<serving::ServingRun> gpu_run(const Loaded& loaded, const RunArgs& 
     }
   }
   if (rec.result.verdict != rec.expected)
-    rec.mismatch = fmt::format("GPU verdict {}, expected {}", core::to_string(rec.result.verdict), core::to_string(rec.expected));
+    rec.mismatch =
+        fmt::format("GPU verdict {}, expected {}", core::to_string(rec.result.verdict), core::to_string(rec.expected));
   rec.ok = rec.mismatch.empty();
   return run;
 }
@@ -158,8 +160,8 @@ verify::OpLog ops_of_trace(const std::string& path) {
 }
 
 // The oracle's verdict over two runs of one scenario: the first difference, or why none was sought.
-report::RunRecord compare(const serving::ServingScenario& s, const serving::ServingRun& sim, const verify::OpLog& sim_ops,
-                  const serving::ServingRun& gpu, const verify::OpLog& gpu_ops) {
+report::RunRecord compare(const serving::ServingScenario& s, const serving::ServingRun& sim,
+                          const verify::OpLog& sim_ops, const serving::ServingRun& gpu, const verify::OpLog& gpu_ops) {
   report::RunRecord rec;
   rec.file = s.file;
   rec.scenario = s.name;
@@ -171,9 +173,10 @@ report::RunRecord compare(const serving::ServingScenario& s, const serving::Serv
   const bool gpu_ok = gpu.completed && !verify::is_failure(gpu.result.verdict);
   if (!sim_ok || !gpu_ok) {
     // A failing run stops (the simulator) or goes astray (hardware): there is nothing to compare.
-    rec.result.notes.push_back(note(fmt::format("not compared: the simulator's run {} ({}), the GPUs' {} ({})",
-                                                sim.completed ? "completed" : "stopped", core::to_string(sim.result.verdict),
-                                                gpu.completed ? "completed" : "stopped", core::to_string(gpu.result.verdict))));
+    rec.result.notes.push_back(
+        note(fmt::format("not compared: the simulator's run {} ({}), the GPUs' {} ({})",
+                         sim.completed ? "completed" : "stopped", core::to_string(sim.result.verdict),
+                         gpu.completed ? "completed" : "stopped", core::to_string(gpu.result.verdict))));
   } else if (auto f = verify::compare_requests(sim.requests, gpu.requests)) {
     rec.result.findings.push_back(std::move(*f));
   } else if (sim_ops.batches() != gpu_ops.batches()) {
@@ -207,9 +210,11 @@ int run_both(const std::vector<Loaded>& scenarios, const RunArgs& args, std::ost
   }
   nlohmann::json all = nlohmann::json::array();
   int failures = 0;
-  TracePaths paths(args.trace.empty() ? (std::filesystem::temp_directory_path() / fmt::format("ppspec-both-{}.jsonl", getpid())).string()
-                                      : args.trace,
-                   true);
+  TracePaths paths(
+      args.trace.empty()
+          ? (std::filesystem::temp_directory_path() / fmt::format("ppspec-both-{}.jsonl", getpid())).string()
+          : args.trace,
+      true);
   for (const Loaded& loaded : scenarios) {
     const auto& s = std::get<serving::ServingScenario>(loaded.scenario);
     verify::OpLog sim_ops;

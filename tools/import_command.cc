@@ -46,8 +46,10 @@ Input read_input(const ImportArgs& args) {
     const TraceInput trace(args.inputs[0]);
     const traces::FrExport e = traces::flight_recorder_of(trace.path());
     Input in{{}, true};
-    for (const auto& [rank, dump] : e.dumps) in.set.dumps.push_back(traces::fr_dump_from_json(dump, args.inputs[0], rank));
-    if (in.set.dumps.empty()) throw core::InputError(args.inputs[0], 0, "the trace holds no communication operation to import");
+    for (const auto& [rank, dump] : e.dumps)
+      in.set.dumps.push_back(traces::fr_dump_from_json(dump, args.inputs[0], rank));
+    if (in.set.dumps.empty())
+      throw core::InputError(args.inputs[0], 0, "the trace holds no communication operation to import");
     in.set.where = args.inputs[0];
     return in;
   }
@@ -84,13 +86,16 @@ int import_command(const ImportArgs& args, std::ostream& out, std::ostream& err)
     const traces::FrDumpSet& set = input.set;
     // A trace is checked as the dumps it exports, so that both sides speak of what the import holds.
     // The streams a trace recorded are its own; dumps take the model asked for.
-    const verify::FrCalls calls = input.from_trace ? verify::FrCalls::async : verify::parse_fr_calls(args.calls).value_or(verify::FrCalls::synchronous);
+    const verify::FrCalls calls = input.from_trace
+                                      ? verify::FrCalls::async
+                                      : verify::parse_fr_calls(args.calls).value_or(verify::FrCalls::synchronous);
     const core::RunResult checked = verify::check_flight_recorder(set.dumps, verify::FrCheckOptions{calls});
     const std::string name = args.name.empty() ? fs::path(args.out).stem().string() : args.name;
     // A trace's recorded streams wait across streams as a synchronous job's do, where the trace does
     // not show them overlap.
     const verify::FrCalls placed = input.from_trace ? verify::FrCalls::synchronous : calls;
-    importer::Imported imported = importer::import_flight_recorder(set, name, importer::ImportOptions{input.from_trace, placed});
+    importer::Imported imported =
+        importer::import_flight_recorder(set, name, importer::ImportOptions{input.from_trace, placed});
     program::Program& p = imported.program;
     const core::RunResult ran = program::run_on_sim(p, program::SimRunOptions{});
     p.expect.verdict = ran.verdict;
@@ -100,7 +105,8 @@ int import_command(const ImportArgs& args, std::ostream& out, std::ostream& err)
     write_output_file(args.out, text, args.force);
     const std::string check_class = verdict_class(checked), run_class = verdict_class(ran);
     const bool same = check_class == run_class;
-    const bool host_cycle = !same && !ran.findings.empty() && fidelity::dumps_see_host_cycle(ran.findings.front(), run_class, check_class);
+    const bool host_cycle =
+        !same && !ran.findings.empty() && fidelity::dumps_see_host_cycle(ran.findings.front(), run_class, check_class);
     out << fmt::format("imported {}: {}, {}, {} -> {}\n", set.where, core::count_of(p.num_ranks, "rank"),
                        core::count_of(static_cast<int64_t>(p.comms.size()), "communicator"),
                        core::count_of(static_cast<int64_t>(imported.operations), "operation"), args.out);

@@ -155,7 +155,9 @@ void check_options(CLI::App& cmd, CommandLine& line) {
 int check_handler(CommandLine& line) { return check_command(line.check, std::cout, std::cerr); }
 
 void replay_options(CLI::App& cmd, CommandLine& line) {
-  cmd.add_option("trace", line.replay.trace, "a trace written by `ppspec run --trace`")->required()->check(CLI::ExistingFile);
+  cmd.add_option("trace", line.replay.trace, "a trace written by `ppspec run --trace`")
+      ->required()
+      ->check(CLI::ExistingFile);
   cmd.add_option("--scenario", line.replay.scenario, "the scenario file, if it is not where the trace's header says")
       ->check(CLI::ExistingFile);
 }
@@ -164,27 +166,36 @@ int replay_handler(CommandLine& line) { return replay_command(line.replay, std::
 
 void export_options(CLI::App& cmd, CommandLine& line) {
   ExportArgs& exp = line.export_cmd.args;
-  auto* perfetto_flag = cmd.add_flag("--perfetto", line.export_cmd.perfetto, "Chrome trace-event JSON, for Perfetto or chrome://tracing");
+  auto* perfetto_flag =
+      cmd.add_flag("--perfetto", line.export_cmd.perfetto, "Chrome trace-event JSON, for Perfetto or chrome://tracing");
   auto* fr_flag = cmd.add_flag("--flight-recorder", exp.flight_recorder,
                                "PyTorch Flight Recorder dumps, one per rank (JSON and pickle): OUT is a folder");
   perfetto_flag->excludes(fr_flag);
-  cmd.add_option("input", exp.input, "a trace (JSON Lines) or a folder of Flight Recorder dumps")->required()->check(CLI::ExistingPath);
+  cmd.add_option("input", exp.input, "a trace (JSON Lines) or a folder of Flight Recorder dumps")
+      ->required()
+      ->check(CLI::ExistingPath);
   cmd.add_option("-o,--out", exp.out, "the JSON file to write (--flight-recorder: the folder)")->required();
   cmd.add_option("--scenario", exp.scenario, "the scenario of a serving trace, as for check")->check(CLI::ExistingFile);
   traces::FrWriteOptions& fr = exp.fr;
   std::vector<CLI::Option*> fr_options{
-      cmd.add_option("--fr-buffer", fr.buffer, "TORCH_FR_BUFFER_SIZE: each rank's ring keeps its last N records (0: all)")
+      cmd.add_option("--fr-buffer", fr.buffer,
+                     "TORCH_FR_BUFFER_SIZE: each rank's ring keeps its last N records (0: all)")
           ->capture_default_str(),
       cmd.add_flag("--fr-timing", fr.timing, "TORCH_NCCL_ENABLE_TIMING=1: `started` states and times"),
-      cmd.add_flag_callback("--fr-coalesced-members", [&fr] { fr.fast_coalescing = false; },
-                            "coalesced all_reduces and all_gathers as members closed by `coalesced`, not one fused record"),
-      cmd.add_flag_callback("--fr-gloo", [&fr] { fr.backend = traces::FrBackend::gloo; }, "the Gloo form: no p2p, no states"),
-      cmd.add_option_function<double>("--fr-at", [&fr](double us) { fr.at = static_cast<int64_t>(us * 1000); },
-                                      "a dump taken while the job runs: rank 0's at this time of the trace (us)"),
-      cmd.add_option_function<double>("--fr-skew", [&fr](double us) { fr.skew = static_cast<int64_t>(us * 1000); },
-                                      "with --fr-at: each next rank's dump this much later (us)"),
-      cmd.add_option_function<double>("--fr-poll", [&fr](double us) { fr.poll = static_cast<int64_t>(us * 1000); },
-                                      "the watchdog's polling period: a completion is found at its next poll (us)")};
+      cmd.add_flag_callback(
+          "--fr-coalesced-members", [&fr] { fr.fast_coalescing = false; },
+          "coalesced all_reduces and all_gathers as members closed by `coalesced`, not one fused record"),
+      cmd.add_flag_callback(
+          "--fr-gloo", [&fr] { fr.backend = traces::FrBackend::gloo; }, "the Gloo form: no p2p, no states"),
+      cmd.add_option_function<double>(
+          "--fr-at", [&fr](double us) { fr.at = static_cast<int64_t>(us * 1000); },
+          "a dump taken while the job runs: rank 0's at this time of the trace (us)"),
+      cmd.add_option_function<double>(
+          "--fr-skew", [&fr](double us) { fr.skew = static_cast<int64_t>(us * 1000); },
+          "with --fr-at: each next rank's dump this much later (us)"),
+      cmd.add_option_function<double>(
+          "--fr-poll", [&fr](double us) { fr.poll = static_cast<int64_t>(us * 1000); },
+          "the watchdog's polling period: a completion is found at its next poll (us)")};
   for (CLI::Option* o : fr_options) o->needs(fr_flag);
 }
 
@@ -198,15 +209,21 @@ int export_handler(CommandLine& line) {
 
 void show_options(CLI::App& cmd, CommandLine& line) {
   ShowArgs& show = line.show.args;
-  cmd.add_option("input", show.input, "a trace (JSON Lines) or a folder of Flight Recorder dumps")->required()->check(CLI::ExistingPath);
-  cmd.add_option("--around", show.around, "the finding to centre on, 1-based (default 1)")->check(CLI::Range(1, 1000000));
-  cmd.add_option("--ranks", line.show.ranks, "only these ranks (comma-separated)")->delimiter(',')->check(CLI::Range(0, 1 << 20));
+  cmd.add_option("input", show.input, "a trace (JSON Lines) or a folder of Flight Recorder dumps")
+      ->required()
+      ->check(CLI::ExistingPath);
+  cmd.add_option("--around", show.around, "the finding to centre on, 1-based (default 1)")
+      ->check(CLI::Range(1, 1000000));
+  cmd.add_option("--ranks", line.show.ranks, "only these ranks (comma-separated)")
+      ->delimiter(',')
+      ->check(CLI::Range(0, 1 << 20));
   cmd.add_option("--rows", show.rows, "rows to show (default 24)")->check(CLI::Range(1, 100000));
   cmd.add_option("--step", show.step, "centre on this engine step (a serving trace's) instead of a finding")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   cmd.add_option("--width", show.width, "characters per column (default: as wide as the widest cell shown, at most 60)")
       ->check(CLI::Range(8, 200));
-  cmd.add_option("--scenario", show.scenario, "the scenario of a serving trace, as for check")->check(CLI::ExistingFile);
+  cmd.add_option("--scenario", show.scenario, "the scenario of a serving trace, as for check")
+      ->check(CLI::ExistingFile);
 }
 
 int show_handler(CommandLine& line) {
@@ -248,7 +265,9 @@ void gpu_latency_options(CLI::App& cmd, CommandLine& line) {
   cmd.add_option("--bytes", line.latency.bytes, "message size")->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
 }
 
-int gpu_latency_handler(CommandLine& line) { return gpu_jobs::gpu_latency_main(line.latency.iterations, line.latency.bytes); }
+int gpu_latency_handler(CommandLine& line) {
+  return gpu_jobs::gpu_latency_main(line.latency.iterations, line.latency.bytes);
+}
 
 void fidelity_options(CLI::App& cmd, CommandLine& line) {
   FidelityArgs& fidelity = line.fidelity;
@@ -290,10 +309,12 @@ void watch_options(CLI::App& cmd, CommandLine& line) {
   auto* dir = cmd.add_option("--dir", w.dir, "the folder the ranks' plugins write into (the job's PPSPEC_WATCH=FOLDER)");
   auto* listen = cmd.add_option("--listen", w.listen, "HOST:PORT to listen on (the job's PPSPEC_WATCH=HOST:PORT; PORT 0: any free one)");
   dir->excludes(listen);
-  cmd.add_option("--stall", w.stall_s, "seconds without progress that make a stall (default 10)")->check(CLI::Range(0.1, 86400.0));
+  cmd.add_option("--stall", w.stall_s, "seconds without progress that make a stall (default 10)")
+      ->check(CLI::Range(0.1, 86400.0));
   cmd.add_flag("--abort", w.abort, "at the first finding, make the job fail now (the plugin aborts its process)");
   cmd.add_option("--out", w.out, "folder for the job's merged trace, job.jsonl (default ppspec-watch)");
-  cmd.add_option("--ranks", w.ranks, "the job's size: the watch ends once this many ranks ended")->check(CLI::Range(1, 1 << 20));
+  cmd.add_option("--ranks", w.ranks, "the job's size: the watch ends once this many ranks ended")
+      ->check(CLI::Range(1, 1 << 20));
   cmd.add_option("--timeout", w.timeout_s, "stop watching after this many seconds (default: when the job ends, or Ctrl-C)")
       ->check(CLI::Range(0.0, 1e7));
   cmd.add_flag("--json", w.json, "one JSON object per report, then the summary");
@@ -427,13 +448,15 @@ int main(int argc, char** argv) {
     subcommands[i] = app.add_subcommand(commands[i].name, commands[i].help);
     commands[i].add_options(*subcommands[i], line);
   }
-  app.set_version_flag("--version", std::string("ppspec ") + PPSPEC_VERSION, "print the commit ppspec was built from and exit");
+  app.set_version_flag("--version", std::string("ppspec ") + PPSPEC_VERSION,
+                       "print the commit ppspec was built from and exit");
   line.from_vllm.vllm_args = ppspec::tools::take_vllm_command_line(argc, argv);
   if (const auto deep = too_deep_argument(argc, argv)) {
     std::cerr << *deep << '\n';
     return ppspec::tools::kExitBadInput;
   }
-  if (const std::string unknown = ppspec::tools::unknown_name(app, std::vector<std::string>(argv + 1, argv + argc)); !unknown.empty()) {
+  if (const std::string unknown = ppspec::tools::unknown_name(app, std::vector<std::string>(argv + 1, argv + argc));
+      !unknown.empty()) {
     std::cerr << "ppspec: " << unknown << '\n';
     return ppspec::tools::kExitBadInput;
   }

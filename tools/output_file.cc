@@ -8,7 +8,8 @@
 namespace ppspec::tools {
 
 void write_output_file(const std::string& path, const std::string& text, bool force) {
-  if (std::filesystem::exists(path) && !force) throw core::InputError(path, 0, "already exists (--force overwrites it)");
+  if (std::filesystem::exists(path) && !force)
+    throw core::InputError(path, 0, "already exists (--force overwrites it)");
   std::ofstream f(path, std::ios::trunc | std::ios::binary);
   f << text;
   f.close();

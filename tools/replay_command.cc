@@ -31,7 +31,8 @@ std::vector<std::string> lines_of(const std::string& file) {
 }
 
 // The run again, under the recorded schedule, into `out_trace` with the recording's header.
-void rerun(const Loaded& l, const traces::TraceHeader& h, const std::vector<uint32_t>& decisions, const std::string& out_trace) {
+void rerun(const Loaded& l, const traces::TraceHeader& h, const std::vector<uint32_t>& decisions,
+           const std::string& out_trace) {
   traces::JsonlWriter writer(out_trace, h);
   runs::RunChoices choices;
   choices.seed = h.seed;
@@ -62,7 +63,8 @@ int replay_command(const ReplayArgs& args, std::ostream& out, std::ostream& err)
                                                         core::printable(h.backend, 20)));
     while (reader.next() != nullptr) {
     }
-    if (!reader.trailer()) throw core::InputError(args.trace, reader.line(), "no trailer: no recorded schedule to replay");
+    if (!reader.trailer())
+      throw core::InputError(args.trace, reader.line(), "no trailer: no recorded schedule to replay");
     const Loaded l = trace_scenario(h, args.trace, args.scenario, err);
     // The process id keeps replays of one scenario that run at once (ctest, a user's shell loop) off each other's file.
     const fs::path again =
@@ -74,7 +76,8 @@ int replay_command(const ReplayArgs& args, std::ostream& out, std::ostream& err)
       if (i < a.size() && i < b.size() && a[i] == b[i]) continue;
       out << fmt::format("FAIL {}  {}  verdict nondeterminism (replay-diverged): line {} differs\n", core::printable(h.scenario),
                          core::printable(args.trace), i + 1);
-      out << fmt::format("    recorded: {}\n    replayed: {}\n", i < a.size() ? core::printable(a[i], 400) : "(the end)",
+      out << fmt::format("    recorded: {}\n    replayed: {}\n",
+                         i < a.size() ? core::printable(a[i], 400) : "(the end)",
                          i < b.size() ? core::printable(b[i], 400) : "(the end)");
       const bool trailer = i + 1 == a.size() && i + 1 == b.size();
       out << (trailer ? "    the same events gave another verdict, schedule or findings (the trailer records each finding's kind, "
@@ -83,9 +86,11 @@ int replay_command(const ReplayArgs& args, std::ostream& out, std::ostream& err)
                         "something outside the seed (time, addresses, unordered iteration), or the code changed since the recording\n");
       return 1;
     }
-    out << fmt::format("ok   {}  {}  replayed byte for byte: {} events, verdict {}, {} findings, {} recorded scheduling decisions\n",
-                       core::printable(h.scenario), core::printable(args.trace), reader.events_read(),
-                       core::to_string(reader.trailer()->verdict), reader.trailer()->findings.size(), reader.trailer()->decisions.size());
+    out << fmt::format(
+        "ok   {}  {}  replayed byte for byte: {} events, verdict {}, {} findings, {} recorded scheduling decisions\n",
+        core::printable(h.scenario), core::printable(args.trace), reader.events_read(),
+        core::to_string(reader.trailer()->verdict), reader.trailer()->findings.size(),
+        reader.trailer()->decisions.size());
     return 0;
   });
 }

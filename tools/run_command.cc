@@ -204,7 +204,8 @@ int run_command(const RunArgs& args, std::ostream& out, std::ostream& err) {
   if (args.strategy) {
     cli_strategy = sim::parse_strategy(*args.strategy);
     if (!cli_strategy) {
-      err << fmt::format("ppspec: --strategy '{}': expected {}\n", core::printable(*args.strategy, 60), sim::kStrategySyntax);
+      err << fmt::format("ppspec: --strategy '{}': expected {}\n", core::printable(*args.strategy, 60),
+                         sim::kStrategySyntax);
       return kExitBadInput;
     }
   }

@@ -26,7 +26,8 @@ std::optional<uint64_t> parse_count(std::string_view text, uint64_t min, uint64_
 
 Exploration exploration_of(const Scenario& sc) {
   if (const auto* p = std::get_if<program::Program>(&sc))
-    return {p->name, p->file, p->explore.seed, p->explore.seeds, p->explore.strategy, p->expect.verdict, p->expect.given};
+    return {p->name,           p->file,        p->explore.seed, p->explore.seeds, p->explore.strategy,
+            p->expect.verdict, p->expect.given};
   const auto& s = std::get<serving::ServingScenario>(sc);
   return {s.name, s.file, s.seed, s.seeds, s.strategy, s.expect.verdict, s.expect.given};
 }
@@ -35,8 +36,8 @@ namespace {
 
 Loaded loaded_of(const toml::table& root, const std::string& file, uint64_t hash, std::string_view text) {
   const std::string kind = loader::scenario_kind(root, file);
-  Loaded l{kind == "program" ? Scenario{loader::read_program(root, file)} : Scenario{loader::read_serving(root, file)}, hash, kind,
-           std::string(text), loader::toml_content_hash(text)};
+  Loaded l{kind == "program" ? Scenario{loader::read_program(root, file)} : Scenario{loader::read_serving(root, file)},
+           hash, kind, std::string(text), loader::toml_content_hash(text)};
   return l;
 }
 
@@ -53,7 +54,8 @@ Loaded scenario_of_text(std::string_view text, const std::string& file, uint64_t
 
 std::string file_safe(std::string_view name) {
   std::string s;
-  for (char c : name.substr(0, 64)) s.push_back(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_' ? c : '_');
+  for (char c : name.substr(0, 64))
+    s.push_back(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_' ? c : '_');
   if (s.empty() || s.front() == '.') s.insert(s.begin(), '_');
   return s;
 }
@@ -71,7 +73,8 @@ std::string TracePaths::next(const std::string& scenario, uint64_t seed) {
 
 std::string shell_word(const std::string& s) {
   const bool plain = !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("/._-+=:,@").find(c) != std::string_view::npos;
+    return std::isalnum(static_cast<unsigned char>(c)) ||
+           std::string_view("/._-+=:,@").find(c) != std::string_view::npos;
   });
   if (plain) return s;
   std::string q = "'";

@@ -60,8 +60,10 @@ std::string cell_text(const core::Event& e) {
     }
     case core::EventKind::op_started: return fmt::format("start op {}", e.op_id);
     case core::EventKind::op_completed: return fmt::format("done op {}", e.op_id);
-    case core::EventKind::op_pending: return fmt::format("PENDING op {} ({:.1f} s)", e.op_id, static_cast<double>(e.value) / 1e9);
-    case core::EventKind::kernel_completed: return fmt::format("{}{}", e.kernel, e.spec.empty() ? "" : fmt::format("[{}]", e.spec));
+    case core::EventKind::op_pending:
+      return fmt::format("PENDING op {} ({:.1f} s)", e.op_id, static_cast<double>(e.value) / 1e9);
+    case core::EventKind::kernel_completed:
+      return fmt::format("{}{}", e.kernel, e.spec.empty() ? "" : fmt::format("[{}]", e.spec));
     case core::EventKind::module_load: return fmt::format("LOAD {}[{}]", e.kernel, e.spec);
     case core::EventKind::sync_begin: return fmt::format("block: {}", e.text);
     case core::EventKind::sync_end: return "unblock";
@@ -85,9 +87,11 @@ std::vector<Row> trace_rows(const std::string& path, const std::set<int>& ranks)
     std::string text = probe ? probe_text(*e) : cell_text(*e);
     if (text.empty()) continue;
     const int64_t step = e->step >= 0 ? e->step : e->has_op ? e->op.label.step : -1;
-    std::string column = engine_core ? "engine" : e->actor.empty() ? fmt::format("rank{}", e->rank) : std::string(e->actor);
-    rows.push_back(Row{static_cast<double>(e->t), fmt::format("{:.3f}", static_cast<double>(e->t) / 1e6), std::move(column),
-                       e->rank, std::move(text), step});
+    std::string column = engine_core        ? "engine"
+                         : e->actor.empty() ? fmt::format("rank{}", e->rank)
+                                            : std::string(e->actor);
+    rows.push_back(Row{static_cast<double>(e->t), fmt::format("{:.3f}", static_cast<double>(e->t) / 1e6),
+                       std::move(column), e->rank, std::move(text), step});
   }
   return rows;
 }
@@ -97,12 +101,13 @@ std::vector<Row> fr_rows(const std::string& dir, const std::set<int>& ranks) {
   for (const traces::FrDump& d : traces::read_fr_dir(dir).dumps) {
     if (!ranks.empty() && !ranks.count(d.rank)) continue;
     for (const traces::FrEntry& e : d.entries)
-      rows.push_back(Row{static_cast<double>(e.record_id), fmt::format("rec {}", e.record_id),
-                         fmt::format("rank{} pg {}", d.rank, e.group), d.rank,
-                         fmt::format("#{} {} {}{}", e.is_p2p ? e.p2p_seq_id : e.collective_seq_id,
-                                     e.profiling_name.substr(e.profiling_name.find(':') + 1),
-                                     e.input_sizes.empty() ? "" : fmt::format("[{}]", fmt::join(e.input_sizes.front(), ",")),
-                                     e.state == traces::FrState::completed ? "" : std::string(" ") + traces::to_string(e.state))});
+      rows.push_back(
+          Row{static_cast<double>(e.record_id), fmt::format("rec {}", e.record_id),
+              fmt::format("rank{} pg {}", d.rank, e.group), d.rank,
+              fmt::format("#{} {} {}{}", e.is_p2p ? e.p2p_seq_id : e.collective_seq_id,
+                          e.profiling_name.substr(e.profiling_name.find(':') + 1),
+                          e.input_sizes.empty() ? "" : fmt::format("[{}]", fmt::join(e.input_sizes.front(), ",")),
+                          e.state == traces::FrState::completed ? "" : std::string(" ") + traces::to_string(e.state))});
   }
   std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.key < b.key; });
   return rows;
@@ -162,7 +167,8 @@ int show_command(const ShowArgs& args, std::ostream& out, std::ostream& err) {
     std::vector<Row> rows = fr ? fr_rows(args.input, args.ranks) : trace_rows(input.path(), args.ranks);
     if (rows.empty()) throw core::InputError(args.input, 0, "nothing to show for these ranks");
     if (args.around < 1 || (static_cast<size_t>(args.around) > r.findings.size() && !r.findings.empty()))
-      throw core::InputError(args.input, 0, fmt::format("--around {}: the input has {} finding(s)", args.around, r.findings.size()));
+      throw core::InputError(args.input, 0,
+                             fmt::format("--around {}: the input has {} finding(s)", args.around, r.findings.size()));
     // The row of the finding: its time; imported dumps: the culprit's record.
     const core::Finding* f = r.findings.empty() ? nullptr : &r.findings[static_cast<size_t>(args.around - 1)];
     const size_t at = args.step >= 0 ? step_row(rows, args.step, args.input) : finding_row(rows, f, fr);

@@ -35,7 +35,8 @@ std::vector<std::string> candidates_of(const traces::TraceHeader& h, const std::
 
 [[noreturn]] void not_found(const traces::TraceHeader& h, const std::string& trace, const std::string& cli) {
   if (!cli.empty())
-    throw core::InputError(trace, 1, fmt::format("cannot find the scenario '{}' named by --scenario", core::printable(cli, 200)));
+    throw core::InputError(trace, 1,
+                           fmt::format("cannot find the scenario '{}' named by --scenario", core::printable(cli, 200)));
   if (h.file.empty())
     throw core::InputError(trace, 1, "the trace's header names no scenario file; name it with --scenario FILE");
   throw core::InputError(trace, 1, fmt::format("cannot find the scenario '{}' this trace was recorded with (looked here and "
@@ -103,7 +104,8 @@ void limit_to_embedded_ranks(traces::TraceReader& reader) {
   const int ranks = std::holds_alternative<program::Program>(l->scenario)
                         ? std::get<program::Program>(l->scenario).num_ranks
                         : std::get<serving::ServingScenario>(l->scenario).config.topology.ranks();
-  if (ranks > 0) reader.limit_ranks(ranks, fmt::format("the {}-rank scenario '{}'", ranks, core::printable(h.scenario, 80)));
+  if (ranks > 0)
+    reader.limit_ranks(ranks, fmt::format("the {}-rank scenario '{}'", ranks, core::printable(h.scenario, 80)));
 }
 
 }  // namespace ppspec::tools

@@ -31,9 +31,13 @@ void say(std::ostream& out, bool json, double after_s, const watch::WatchReport&
   const char* what = r.kind == watch::WatchReport::Kind::misalignment ? "misalignment" : "stall";
   if (json) {
     // unix_ns: when it was said, on the clock the plugins' traces use (CLOCK_REALTIME), to time it against the job.
-    const auto unix_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-    const nlohmann::json line{{"report", what}, {"after_s", after_s}, {"unix_ns", unix_ns}, {"finding", report::to_json(r.finding)}};
-    out << line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;  // JSON Lines: one report a line
+    const auto unix_ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count();
+    const nlohmann::json line{
+        {"report", what}, {"after_s", after_s}, {"unix_ns", unix_ns}, {"finding", report::to_json(r.finding)}};
+    out << line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+        << std::endl;  // JSON Lines: one report a line
     return;
   }
   std::string s = fmt::format("ppspec watch: [{:.1f} s] {}\n", after_s, r.kind == watch::WatchReport::Kind::misalignment
@@ -88,12 +92,15 @@ struct Loop {
         if (auto s = w.stall()) found(*s);
       }
       const bool ended = w.all_ended() && w.counts().sources >= static_cast<uint64_t>(std::max(args.ranks, 1));
-      if (ended || (aborted && seconds_since(*aborted) > kAbortGraceS) || (args.timeout_s > 0 && seconds_since(start) > args.timeout_s)) break;
+      if (ended || (aborted && seconds_since(*aborted) > kAbortGraceS) ||
+          (args.timeout_s > 0 && seconds_since(start) > args.timeout_s))
+        break;
     }
   }
 };
 
-int summarise(const WatchArgs& args, const Loop& loop, watch::Watcher& w, const std::string& merged, std::ostream& out) {
+int summarise(const WatchArgs& args, const Loop& loop, watch::Watcher& w, const std::string& merged,
+              std::ostream& out) {
   const core::RunResult result = w.result();
   w.finish(result);
   report::RunRecord rec;
@@ -105,7 +112,8 @@ int summarise(const WatchArgs& args, const Loop& loop, watch::Watcher& w, const 
   rec.ok = result.verdict == core::Verdict::pass && loop.findings == 0;
   rec.reproduce = fmt::format("ppspec check {}", merged);
   if (args.json) {
-    const nlohmann::json line{{"summary", report::to_json(rec)}, {"merged_trace", merged}, {"dropped_lines", w.dropped_lines()}};
+    const nlohmann::json line{
+        {"summary", report::to_json(rec)}, {"merged_trace", merged}, {"dropped_lines", w.dropped_lines()}};
     out << line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
   } else {
     out << report::format_text(rec);

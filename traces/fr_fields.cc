@@ -12,7 +12,9 @@ namespace ppspec::traces {
 
 using Json = nlohmann::json;
 
-void FrPlace::fail(const std::string& what) const { throw core::InputError(file, 0, fmt::format("{}: {}", record, what)); }
+void FrPlace::fail(const std::string& what) const {
+  throw core::InputError(file, 0, fmt::format("{}: {}", record, what));
+}
 
 const Json& FrPlace::at(const Json& j, const char* key) const {
   if (!j.is_object()) fail("expected an object");
@@ -29,7 +31,8 @@ int64_t FrPlace::integer_value(const Json& v, const std::string& what, int64_t l
     if (u > static_cast<uint64_t>(hi)) fail(fmt::format("{} is {}: out of [{}, {}]", what, core::shown(v), lo, hi));
     return static_cast<int64_t>(u);
   }
-  if (!v.is_number_integer()) fail(fmt::format("{} is {} ({}): expected an integer in [{}, {}]", what, core::shown(v), v.type_name(), lo, hi));
+  if (!v.is_number_integer())
+    fail(fmt::format("{} is {} ({}): expected an integer in [{}, {}]", what, core::shown(v), v.type_name(), lo, hi));
   const int64_t i = v.get<int64_t>();
   if (i < lo || i > hi) fail(fmt::format("{} is {}: out of [{}, {}]", what, i, lo, hi));
   return i;
@@ -61,13 +64,16 @@ bool FrPlace::boolean(const Json& j, const char* key) const {
 
 std::vector<std::vector<int64_t>> FrPlace::sizes(const Json& j, const char* key) const {
   const Json& v = at(j, key);
-  if (!v.is_array() || v.size() > kFrTensorsMax) fail(fmt::format("'{}' is not a list of at most {} tensors' sizes", key, kFrTensorsMax));
+  if (!v.is_array() || v.size() > kFrTensorsMax)
+    fail(fmt::format("'{}' is not a list of at most {} tensors' sizes", key, kFrTensorsMax));
   std::vector<std::vector<int64_t>> out;
   for (size_t t = 0; t < v.size(); ++t) {
     const Json& dims = v[t];
-    if (!dims.is_array() || dims.size() > kFrTensorsMax) fail(fmt::format("'{}'[{}] is {}: expected a list of dimensions", key, t, core::shown(dims)));
+    if (!dims.is_array() || dims.size() > kFrTensorsMax)
+      fail(fmt::format("'{}'[{}] is {}: expected a list of dimensions", key, t, core::shown(dims)));
     std::vector<int64_t> d;
-    for (size_t i = 0; i < dims.size(); ++i) d.push_back(integer_value(dims[i], fmt::format("'{}'[{}][{}]", key, t, i), 0, kFrSizeMax));
+    for (size_t i = 0; i < dims.size(); ++i)
+      d.push_back(integer_value(dims[i], fmt::format("'{}'[{}][{}]", key, t, i), 0, kFrSizeMax));
     out.push_back(std::move(d));
   }
   return out;
@@ -75,7 +81,8 @@ std::vector<std::vector<int64_t>> FrPlace::sizes(const Json& j, const char* key)
 
 std::vector<std::string> FrPlace::texts(const Json& j, const char* key) const {
   const Json& v = at(j, key);
-  if (!v.is_array() || v.size() > kFrTensorsMax) fail(fmt::format("'{}' is not a list of at most {} names", key, kFrTensorsMax));
+  if (!v.is_array() || v.size() > kFrTensorsMax)
+    fail(fmt::format("'{}' is not a list of at most {} names", key, kFrTensorsMax));
   std::vector<std::string> out;
   for (size_t i = 0; i < v.size(); ++i) {
     if (!v[i].is_string() || v[i].get_ref<const std::string&>().size() > 64)

@@ -55,7 +55,8 @@ std::string read_bytes(const std::string& file) {
   if (!fs::is_regular_file(file, ec))
     throw core::InputError(file, 0, "named like a Flight Recorder dump, but not a regular file (a folder?)");
   const auto size = fs::file_size(file, ec);
-  if (ec || size > kDumpBytesMax) throw core::InputError(file, 0, fmt::format("cannot read it, or it is larger than {} bytes", kDumpBytesMax));
+  if (ec || size > kDumpBytesMax)
+    throw core::InputError(file, 0, fmt::format("cannot read it, or it is larger than {} bytes", kDumpBytesMax));
   std::ifstream in(file, std::ios::binary);
   if (!in) throw core::InputError(file, 0, "cannot open the Flight Recorder dump");
   std::string bytes(static_cast<size_t>(size), '\0');
@@ -77,8 +78,8 @@ struct Candidate {
 };
 
 // The candidates of one prefix: the one given, else the only one there is.
-std::vector<Candidate> of_one_prefix(std::vector<Candidate> all, const std::optional<std::string>& prefix, const std::string& where,
-                                     std::string& chosen) {
+std::vector<Candidate> of_one_prefix(std::vector<Candidate> all, const std::optional<std::string>& prefix,
+                                     const std::string& where, std::string& chosen) {
   std::map<std::string, size_t> prefixes;
   for (const Candidate& c : all) ++prefixes[c.name.prefix];
   if (prefix) {
@@ -92,20 +93,25 @@ std::vector<Candidate> of_one_prefix(std::vector<Candidate> all, const std::opti
   }
   std::erase_if(all, [&](const Candidate& c) { return c.name.prefix != chosen; });
   if (all.empty())
-    throw core::InputError(where, 0, prefix ? fmt::format("no dump named '{}N' here (N: the rank)", core::printable(*prefix, 40))
-                                            : "no Flight Recorder dump here (expected files named PREFIX + rank, such as rank_0, "
-                                              "rank_0.json or nccl_trace_rank_0; one per rank)");
+    throw core::InputError(where, 0,
+                           prefix ? fmt::format("no dump named '{}N' here (N: the rank)", core::printable(*prefix, 40))
+                                  : "no Flight Recorder dump here (expected files named PREFIX + rank, such as rank_0, "
+                                    "rank_0.json or nccl_trace_rank_0; one per rank)");
   return all;
 }
 
 FrDumpSet read_candidates(std::vector<Candidate> files, const std::string& prefix, const std::string& where) {
-  std::sort(files.begin(), files.end(), [](const Candidate& a, const Candidate& b) { return a.name.rank < b.name.rank; });
+  std::sort(files.begin(), files.end(),
+            [](const Candidate& a, const Candidate& b) { return a.name.rank < b.name.rank; });
   FrDumpSet set{{}, prefix, where};
   for (size_t i = 0; i < files.size(); ++i) {
     const Candidate& c = files[i];
-    if (c.name.rank >= kFrRanksMax) throw core::InputError(c.path, 0, fmt::format("the rank in the file name is out of [0, {})", kFrRanksMax));
+    if (c.name.rank >= kFrRanksMax)
+      throw core::InputError(c.path, 0, fmt::format("the rank in the file name is out of [0, {})", kFrRanksMax));
     if (i > 0 && files[i - 1].name.rank == c.name.rank)
-      throw core::InputError(c.path, 0, fmt::format("a second dump of rank {} (also {}): mixed runs or formats?", c.name.rank, files[i - 1].path));
+      throw core::InputError(
+          c.path, 0,
+          fmt::format("a second dump of rank {} (also {}): mixed runs or formats?", c.name.rank, files[i - 1].path));
     set.dumps.push_back(read_fr_dump(c.path, static_cast<int>(c.name.rank)));
   }
   resolve_inferred_groups(set.dumps);
@@ -194,7 +200,8 @@ FrDumpSet read_fr_files(const std::vector<std::string>& paths, const std::option
   std::string chosen;
   std::vector<Candidate> files = of_one_prefix(std::move(all), prefix, paths.front(), chosen);
   if (files.size() != paths.size())
-    throw core::InputError(paths.front(), 0, fmt::format("not every dump named is under the prefix '{}'", core::printable(chosen, 40)));
+    throw core::InputError(paths.front(), 0,
+                           fmt::format("not every dump named is under the prefix '{}'", core::printable(chosen, 40)));
   return read_candidates(std::move(files), chosen, paths.front());
 }
 
@@ -220,7 +227,8 @@ bool is_fr_file(const std::string& file) {
   // A ppspec trace's first line is its header, which names the format whatever its key order; a
   // JSON dump is one object with no such key.
   const std::string line = head.substr(0, head.find('\n'));
-  return line.find("\"ppspec_trace\":") == std::string::npos && line.find("\"ppspec_nccl_profiler\":") == std::string::npos;
+  return line.find("\"ppspec_trace\":") == std::string::npos &&
+         line.find("\"ppspec_nccl_profiler\":") == std::string::npos;
 }
 
 }  // namespace ppspec::traces

@@ -115,7 +115,8 @@ FrRecordPlan FrNumbering::fused(const std::vector<FrPosted>& call, std::string n
 }
 
 // The members, recorded one by one without events, then the record that closes them.
-std::vector<FrRecordPlan> FrNumbering::coalesced(const std::vector<FrPosted>& call, const std::string& member, const std::string& closer) {
+std::vector<FrRecordPlan> FrNumbering::coalesced(const std::vector<FrPosted>& call, const std::string& member,
+                                                 const std::string& closer) {
   std::vector<FrRecordPlan> out;
   bool coll_seen = false, p2p_seen = false;
   const size_t world = members_[call.front().comm].size();
@@ -145,7 +146,8 @@ std::vector<FrRecordPlan> FrNumbering::plan(std::vector<FrPosted> call) {
   PPSPEC_ASSERT(!call.empty());
   const std::vector<int>& members = members_[call.front().comm];
   const bool p2p = std::all_of(call.begin(), call.end(), [](const FrPosted& p) { return core::is_p2p(p.desc.kind); });
-  const bool colls = std::none_of(call.begin(), call.end(), [](const FrPosted& p) { return core::is_p2p(p.desc.kind); });
+  const bool colls =
+      std::none_of(call.begin(), call.end(), [](const FrPosted& p) { return core::is_p2p(p.desc.kind); });
   if (p2p && is_all_to_all(call, members)) return {fused(call, "all_to_all")};
   if (opts_.backend == FrBackend::gloo) {  // collectives one by one; Gloo records no p2p
     std::vector<FrRecordPlan> out;
@@ -163,8 +165,10 @@ std::vector<FrRecordPlan> FrNumbering::plan(std::vector<FrPosted> call) {
     return {number(std::move(r), !p2p, p2p)};
   }
   if (colls && is_uneven_all_gather(call, members)) return coalesced(call, "_broadcast_oop", "ALLGATHER_coalesced");
-  if (colls && opts_.fast_coalescing && all_of_kind(call, OpKind::all_reduce)) return {fused(call, "allreduce_coalesced")};
-  if (colls && opts_.fast_coalescing && all_of_kind(call, OpKind::all_gather)) return {fused(call, "all_gather_into_tensor_coalesced")};
+  if (colls && opts_.fast_coalescing && all_of_kind(call, OpKind::all_reduce))
+    return {fused(call, "allreduce_coalesced")};
+  if (colls && opts_.fast_coalescing && all_of_kind(call, OpKind::all_gather))
+    return {fused(call, "all_gather_into_tensor_coalesced")};
   return coalesced(call, "", "coalesced");
 }
 

@@ -76,16 +76,18 @@ void check_causal_order(const std::vector<FrDump>& dumps) {
       const auto g = d.groups.find(e.group);
       if (e.is_p2p || !needs_every_member(e.kind) || g == d.groups.end() || e.created_ns <= 0) continue;
       Seen& s = seen[{e.group, g->second.ranks, e.collective_seq_id}];
-      if (e.completed_ns > 0 && (s.done == nullptr || e.completed_ns < s.completed)) s.completed = e.completed_ns, s.done = &d;
+      if (e.completed_ns > 0 && (s.done == nullptr || e.completed_ns < s.completed))
+        s.completed = e.completed_ns, s.done = &d;
       if (s.late == nullptr || e.created_ns > s.created) s.created = e.created_ns, s.late = &d;
     }
   for (const auto& [key, s] : seen)
     if (s.done != nullptr && s.created > s.completed + kClockSkewNs)
-      throw core::InputError(s.late->file, 0, fmt::format("mixed runs in one folder? group '{}' collective_seq_id {} was called here {} "
-                                                          "after it completed on rank {} ({}): a collective completes only once "
-                                                          "every member called it",
-                                                          std::get<0>(key), std::get<2>(key), clock_words(s.created - s.completed),
-                                                          s.done->rank, s.done->file));
+      throw core::InputError(s.late->file, 0,
+                             fmt::format("mixed runs in one folder? group '{}' collective_seq_id {} was called here {} "
+                                         "after it completed on rank {} ({}): a collective completes only once "
+                                         "every member called it",
+                                         std::get<0>(key), std::get<2>(key), clock_words(s.created - s.completed),
+                                         s.done->rank, s.done->file));
 }
 
 }  // namespace
@@ -96,9 +98,13 @@ void check_fr_one_run(const std::vector<FrDump>& dumps) {
   for (const FrDump& b : dumps) {
     const FrDump& a = dumps.front();
     if (a.version != b.version)
-      throw core::InputError(b.file, 0, fmt::format("mixed runs in one folder? format version {} here, {} in {}", b.version, a.version, a.file));
+      throw core::InputError(
+          b.file, 0,
+          fmt::format("mixed runs in one folder? format version {} here, {} in {}", b.version, a.version, a.file));
     if (!a.comm_lib_version.empty() && !b.comm_lib_version.empty() && a.comm_lib_version != b.comm_lib_version)
-      throw core::InputError(b.file, 0, fmt::format("mixed runs in one folder? NCCL {} here, {} in {}", b.comm_lib_version, a.comm_lib_version, a.file));
+      throw core::InputError(b.file, 0,
+                             fmt::format("mixed runs in one folder? NCCL {} here, {} in {}", b.comm_lib_version,
+                                         a.comm_lib_version, a.file));
     for (const auto& [name, g] : b.groups)
       for (int member : g.ranks) {
         const auto m = by_rank.find(member);
@@ -108,16 +114,19 @@ void check_fr_one_run(const std::vector<FrDump>& dumps) {
         if (theirs->second.ranks == g.ranks) {
           const std::string& other = theirs->second.desc;
           if (g.desc != other && !g.inferred && !theirs->second.inferred)
-            throw core::InputError(b.file, 0, fmt::format("mixed runs in one folder? group '{}' is '{}' here, '{}' in {}", name,
-                                                          core::printable(g.desc, 40), core::printable(other, 40), m->second->file));
+            throw core::InputError(
+                b.file, 0,
+                fmt::format("mixed runs in one folder? group '{}' is '{}' here, '{}' in {}", name,
+                            core::printable(g.desc, 40), core::printable(other, 40), m->second->file));
           continue;
         }
         const auto& other = theirs->second.ranks;
         // Two groups may share a name (split_group); they may not both hold these two ranks.
         if (std::find(other.begin(), other.end(), b.rank) != other.end() &&
             std::find(g.ranks.begin(), g.ranks.end(), b.rank) != g.ranks.end())
-          throw core::InputError(b.file, 0, fmt::format("mixed runs in one folder? group '{}' has members [{}] here, [{}] in {}", name,
-                                                        fmt::join(g.ranks, ", "), fmt::join(other, ", "), m->second->file));
+          throw core::InputError(b.file, 0,
+                                 fmt::format("mixed runs in one folder? group '{}' has members [{}] here, [{}] in {}",
+                                             name, fmt::join(g.ranks, ", "), fmt::join(other, ", "), m->second->file));
       }
   }
   check_one_time(dumps);

@@ -19,12 +19,14 @@ using Json = nlohmann::json;
 constexpr size_t kNameMax = 4096;
 
 std::vector<int> parse_ranks(const std::string& text, const FrPlace& at) {
-  const Json j = core::json_too_deep(text, 1) ? Json(Json::value_t::discarded) : Json::parse(text, nullptr, false);  // "[0, 1]"
+  const Json j =
+      core::json_too_deep(text, 1) ? Json(Json::value_t::discarded) : Json::parse(text, nullptr, false);  // "[0, 1]"
   if (j.is_discarded() || !j.is_array() || j.size() > static_cast<size_t>(kFrRanksMax))
     at.fail(fmt::format("ranks '{}' are not a list of at most {} ranks", core::printable(text, 60), kFrRanksMax));
   std::vector<int> ranks;
   for (size_t i = 0; i < j.size(); ++i)
-    ranks.push_back(static_cast<int>(at.integer_value(j[i], fmt::format("rank {} of the group", i), 0, kFrRanksMax - 1)));
+    ranks.push_back(
+        static_cast<int>(at.integer_value(j[i], fmt::format("rank {} of the group", i), 0, kFrRanksMax - 1)));
   std::vector<int> sorted = ranks;
   std::sort(sorted.begin(), sorted.end());
   if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
@@ -36,12 +38,15 @@ void read_groups(const Json& j, FrDump& d) {
   const FrPlace top{d.file, "the dump"};
   const auto it = j.find("pg_config");
   if (it == j.end()) top.fail("no 'pg_config': the process-group table, which says each group's members, is needed");
-  if (!it->is_object() || it->size() > kFrGroupsMax) top.fail(fmt::format("'pg_config' is not a table of at most {} groups", kFrGroupsMax));
+  if (!it->is_object() || it->size() > kFrGroupsMax)
+    top.fail(fmt::format("'pg_config' is not a table of at most {} groups", kFrGroupsMax));
   for (const auto& [key, g] : it->items()) {
     const FrPlace at{d.file, fmt::format("pg_config '{}'", core::printable(key, 40))};
-    FrGroup group{at.text(g, "name", kNameMax), at.text(g, "desc", kNameMax), parse_ranks(at.text(g, "ranks", 1 << 20), at), false};
+    FrGroup group{at.text(g, "name", kNameMax), at.text(g, "desc", kNameMax),
+                  parse_ranks(at.text(g, "ranks", 1 << 20), at), false};
     // PyTorch keys the table by the group's name; entries name their group the same way.
-    if (group.name != key) at.fail(fmt::format("its name is '{}': a group is keyed by its name", core::printable(group.name, 40)));
+    if (group.name != key)
+      at.fail(fmt::format("its name is '{}': a group is keyed by its name", core::printable(group.name, 40)));
     // ProcessGroupGloo records its group in its constructor, before Python names it: every Gloo group
     // lands in this one nameless slot, and the entries name groups the table does not list.
     if (key.empty()) {
@@ -61,7 +66,8 @@ void parse_name(FrEntry& e, const FrGroup& g, const FrDump& d, const FrPlace& at
   }
   const auto space = name.find(' ');
   e.op = name.substr(0, space);
-  if (e.op.empty()) at.fail(fmt::format("'profiling_name' '{}' names no operation", core::printable(e.profiling_name, 60)));
+  if (e.op.empty())
+    at.fail(fmt::format("'profiling_name' '{}' names no operation", core::printable(e.profiling_name, 60)));
   e.kind = fr_kind(e.op);
   const bool send = e.kind == FrKind::send, recv = e.kind == FrKind::recv;
   if (send || recv) e.is_p2p = true;
@@ -77,15 +83,17 @@ void parse_name(FrEntry& e, const FrGroup& g, const FrDump& d, const FrPlace& at
   if (arrow == std::string::npos)
     at.fail(fmt::format("a p2p operation '{}' without its peers (expected '{} A{}B', group-local ranks)",
                         core::printable(e.profiling_name, 60), e.op, send ? "->" : "<-"));
-  if (!parse_decimal(rest.substr(0, arrow), 0, kFrRanksMax - 1, self) || !parse_decimal(rest.substr(arrow + 2), 0, kFrRanksMax - 1, peer))
+  if (!parse_decimal(rest.substr(0, arrow), 0, kFrRanksMax - 1, self) ||
+      !parse_decimal(rest.substr(arrow + 2), 0, kFrRanksMax - 1, peer))
     at.fail(fmt::format("a p2p operation '{}' whose peers are not group-local ranks (expected '{} A{}B', A and B in [0, {}))",
                         core::printable(e.profiling_name, 60), e.op, send ? "->" : "<-", kFrRanksMax));
   if (self > top || peer > top)
     at.fail(fmt::format("'{}' names group-local rank {}, but group '{}' has {} members", core::printable(e.profiling_name, 60),
                         std::max(self, peer), g.name, g.ranks.size()));
   if (g.ranks[static_cast<size_t>(self)] != d.rank)
-    at.fail(fmt::format("'{}': group-local rank {} of group '{}' is global rank {} (pg_config), but this is rank {}'s dump",
-                        core::printable(e.profiling_name, 60), self, g.name, g.ranks[static_cast<size_t>(self)], d.rank));
+    at.fail(
+        fmt::format("'{}': group-local rank {} of group '{}' is global rank {} (pg_config), but this is rank {}'s dump",
+                    core::printable(e.profiling_name, 60), self, g.name, g.ranks[static_cast<size_t>(self)], d.rank));
   e.peer_local = static_cast<int>(peer);
   e.peer = g.ranks[static_cast<size_t>(peer)];
 }
@@ -103,10 +111,13 @@ using Stacks = std::map<FrStack, std::shared_ptr<const FrStack>>;
 std::shared_ptr<const FrStack> read_frames(const Json& j, const FrPlace& at, Stacks& stacks) {
   const auto it = j.find("frames");
   if (it == j.end() || it->is_null()) return nullptr;
-  if (!it->is_array() || it->size() > kFrFramesMax) at.fail(fmt::format("'frames' is not a list of at most {} frames", kFrFramesMax));
+  if (!it->is_array() || it->size() > kFrFramesMax)
+    at.fail(fmt::format("'frames' is not a list of at most {} frames", kFrFramesMax));
   FrStack frames;
   frames.reserve(it->size());
-  for (const Json& f : *it) frames.push_back({at.text(f, "name", kNameMax), at.text(f, "filename", kNameMax), at.integer(f, "line", 0, INT32_MAX)});
+  for (const Json& f : *it)
+    frames.push_back(
+        {at.text(f, "name", kNameMax), at.text(f, "filename", kNameMax), at.integer(f, "line", 0, INT32_MAX)});
   auto [kept, fresh] = stacks.try_emplace(std::move(frames), nullptr);
   if (fresh) kept->second = std::make_shared<const FrStack>(kept->first);
   return kept->second;
@@ -126,9 +137,11 @@ const FrGroup& group_of(const Json& j, FrEntry& e, FrDump& d, const FrPlace& at)
     e.group = std::to_string(e.pg_id);
   }
   auto g = d.groups.find(e.group);
-  if (g == d.groups.end() && d.placeholder_table && !e.group.empty() && e.group.size() <= kNameMax && d.groups.size() < kFrGroupsMax)
+  if (g == d.groups.end() && d.placeholder_table && !e.group.empty() && e.group.size() <= kNameMax &&
+      d.groups.size() < kFrGroupsMax)
     g = d.groups.emplace(e.group, FrGroup{e.group, desc, {}, true}).first;
-  if (g == d.groups.end()) at.fail(fmt::format("names process group '{}', which pg_config does not list", core::printable(e.group, 40)));
+  if (g == d.groups.end())
+    at.fail(fmt::format("names process group '{}', which pg_config does not list", core::printable(e.group, 40)));
   if (!g->second.inferred && std::find(g->second.ranks.begin(), g->second.ranks.end(), d.rank) == g->second.ranks.end())
     at.fail(fmt::format("is on group '{}', whose members [{}] do not include this dump's rank {}", e.group,
                         fmt::join(g->second.ranks, ", "), d.rank));
@@ -207,7 +220,8 @@ FrDump fr_dump_from_json(const Json& j, const std::string& file, int rank) {
                            d.entries.back().record_id, it->second));
   }
   // Gloo never records a state past `scheduled`: its states say nothing of progress.
-  d.progress_recorded = std::none_of(d.entries.begin(), d.entries.end(), [](const FrEntry& e) { return e.backend == "gloo"; });
+  d.progress_recorded =
+      std::none_of(d.entries.begin(), d.entries.end(), [](const FrEntry& e) { return e.backend == "gloo"; });
   return d;
 }
 

@@ -40,7 +40,8 @@ Json frames_of(const FrPosted& p) {
   const auto colon = p.origin.rfind(':');
   int64_t line = 0;
   if (colon != std::string::npos && colon + 1 < p.origin.size()) {
-    for (char c : p.origin.substr(colon + 1)) line = std::isdigit(static_cast<unsigned char>(c)) ? line * 10 + (c - '0') : -1;
+    for (char c : p.origin.substr(colon + 1))
+      line = std::isdigit(static_cast<unsigned char>(c)) ? line * 10 + (c - '0') : -1;
     if (line < 0) line = 0;
   }
   frames.push_back({{"name", p.actor}, {"filename", colon == std::string::npos ? p.origin : p.origin.substr(0, colon)}, {"line", line}});
@@ -124,7 +125,8 @@ Json entry_of(const FrRecordPlan& r, const Group& g, int rank, int64_t at, const
          {"thread_name", r.posts.front().actor},
          {"thread_id", std::to_string(rank)},
          {"frames", frames_of(r.posts.front())}};
-  if (o.timing && s.done && !gloo) e["duration_ms"] = static_cast<double>(std::max<int64_t>(0, s.completed - s.started)) / 1e6;
+  if (o.timing && s.done && !gloo)
+    e["duration_ms"] = static_cast<double>(std::max<int64_t>(0, s.completed - s.started)) / 1e6;
   return e;
 }
 
@@ -138,8 +140,8 @@ FrPlaceKey key_of(int rank, const FrPosted& p) {
 
 // A rank's records, planned from its operations posted by the time of its dump, numbered on from
 // `numbering`, and what the ring still holds of them; where each operation landed goes to `placed`.
-Json entries_of(const std::deque<FrPosted>& posts, const std::map<std::string, Group>& groups, int rank, FrNumbering numbering,
-                const FrWriteOptions& o, std::map<FrPlaceKey, FrPlaced>& placed) {
+Json entries_of(const std::deque<FrPosted>& posts, const std::map<std::string, Group>& groups, int rank,
+                FrNumbering numbering, const FrWriteOptions& o, std::map<FrPlaceKey, FrPlaced>& placed) {
   const int64_t at = dumped_at(o, rank);
   std::vector<FrRecordPlan> plans;
   for (const FrPosted& p : posts) {
@@ -155,7 +157,8 @@ Json entries_of(const std::deque<FrPosted>& posts, const std::map<std::string, G
     const bool collective = !r.is_p2p && r.role != FrRecordPlan::Role::closer;
     for (const FrPosted& p : r.posts)
       if (r.role != FrRecordPlan::Role::closer || r.name != "coalesced")
-        placed[key_of(rank, p)] = FrPlaced{collective ? r.coll - 1 : p.cseq, i >= plans.size() - keep, collective && core::is_p2p(p.desc.kind)};
+        placed[key_of(rank, p)] = FrPlaced{collective ? r.coll - 1 : p.cseq, i >= plans.size() - keep,
+                                           collective && core::is_p2p(p.desc.kind)};
     if (i >= plans.size() - keep) entries.push_back(entry_of(r, groups.at(r.comm), rank, at, o));
   }
   PPSPEC_ASSERT(entries.size() == keep);
@@ -169,7 +172,8 @@ Json status_of(const Json& entries, const std::map<std::string, Group>& groups, 
     int64_t enqueued = -1, started = -1, completed = -1;
     for (const Json& e : entries) {
       if (e["process_group"][0] != g.name) continue;
-      const int64_t seq = e["is_p2p"].get<bool>() ? e["p2p_seq_id"].get<int64_t>() : e["collective_seq_id"].get<int64_t>();
+      const int64_t seq =
+          e["is_p2p"].get<bool>() ? e["p2p_seq_id"].get<int64_t>() : e["collective_seq_id"].get<int64_t>();
       enqueued = std::max(enqueued, seq);
       if (e["state"] != "scheduled" && o.timing) started = std::max(started, seq);
       if (e["state"] == "completed") completed = std::max(completed, seq);
@@ -185,7 +189,8 @@ Json config_of(const std::map<std::string, Group>& groups, int rank, const FrWri
   if (o.backend == FrBackend::gloo) return Json{{"", {{"name", ""}, {"desc", ""}, {"ranks", "[]"}}}};
   Json cfg = Json::object();
   for (const auto& [comm, g] : groups)
-    if (local_of(g.ranks, rank) >= 0) cfg[g.name] = {{"name", g.name}, {"desc", g.desc}, {"ranks", fmt::format("[{}]", fmt::join(g.ranks, ", "))}};
+    if (local_of(g.ranks, rank) >= 0)
+      cfg[g.name] = {{"name", g.name}, {"desc", g.desc}, {"ranks", fmt::format("[{}]", fmt::join(g.ranks, ", "))}};
   return cfg;
 }
 
@@ -200,7 +205,8 @@ FrRun read_fr_run(const std::string& trace) {
     if (e->kind == core::EventKind::op_posted && e->has_op) {
       auto& mine = run.posts[e->rank];
       by_op[e->op_id] = {e->rank, mine.size()};
-      mine.push_back(FrPosted{std::string(e->comm), e->op, e->op_id, e->t, -1, -1, std::string(e->actor), std::string(e->text), e->value, e->cseq});
+      mine.push_back(FrPosted{std::string(e->comm), e->op, e->op_id, e->t, -1, -1, std::string(e->actor),
+                              std::string(e->text), e->value, e->cseq});
       // A peer (or a member) that never initialised still belongs to the communicator.
       run.members[std::string(e->comm)].insert(e->rank);
     }
@@ -216,7 +222,9 @@ FrRun read_fr_run(const std::string& trace) {
   return run;
 }
 
-FrExport flight_recorder_of(const std::string& trace, const FrWriteOptions& o) { return flight_recorder_of(read_fr_run(trace), o); }
+FrExport flight_recorder_of(const std::string& trace, const FrWriteOptions& o) {
+  return flight_recorder_of(read_fr_run(trace), o);
+}
 
 FrExport flight_recorder_of(const FrRun& run, const FrWriteOptions& o) {
   FrExport out;
@@ -237,7 +245,8 @@ FrExport flight_recorder_of(const FrRun& run, const FrWriteOptions& o) {
     const auto before = run.before.find(rank);
     FrNumbering numbering = before == run.before.end() ? FrNumbering(o, members) : before->second;
     numbering.configure(o, members);
-    const Json entries = it == run.posts.end() ? Json::array() : entries_of(it->second, groups, rank, numbering, o, out.placed);
+    const Json entries =
+        it == run.posts.end() ? Json::array() : entries_of(it->second, groups, rank, numbering, o, out.placed);
     out.dumps[rank] = Json{{"version", "2.10"},
                            {"comm_lib_version", o.backend == FrBackend::gloo ? "" : "2.28.9"},
                            {"pg_config", config_of(groups, rank, o)},
@@ -268,7 +277,8 @@ void write_flight_recorder(const FrExport& e, const std::string& dir) {
     const fs::path pkl = fs::path(dir) / "pickle" / fmt::format("nccl_trace_rank_{}", rank);
     std::ofstream(json, std::ios::binary) << j.dump();
     std::ofstream(pkl, std::ios::binary) << pickle(dump);
-    if (!fs::is_regular_file(json, ec) || !fs::is_regular_file(pkl, ec)) throw core::InputError(dir, 0, "cannot write the dumps");
+    if (!fs::is_regular_file(json, ec) || !fs::is_regular_file(pkl, ec))
+      throw core::InputError(dir, 0, "cannot write the dumps");
   }
 }
 

@@ -79,7 +79,8 @@ struct FrRecordPlan {
 class FrNumbering {
  public:
   FrNumbering() = default;
-  FrNumbering(FrWriteOptions o, std::map<std::string, std::vector<int>> members) : opts_(o), members_(std::move(members)) {}
+  FrNumbering(FrWriteOptions o, std::map<std::string, std::vector<int>> members)
+      : opts_(o), members_(std::move(members)) {}
   // The options and communicators of the dump it numbers for, its counts kept (a live window's
   // numbering, started before they were known).
   void configure(FrWriteOptions o, std::map<std::string, std::vector<int>> members) {
@@ -93,7 +94,8 @@ class FrNumbering {
  private:
   std::vector<FrRecordPlan> plan(std::vector<FrPosted> call);
   FrRecordPlan fused(const std::vector<FrPosted>& call, std::string name);
-  std::vector<FrRecordPlan> coalesced(const std::vector<FrPosted>& call, const std::string& member, const std::string& closer);
+  std::vector<FrRecordPlan> coalesced(const std::vector<FrPosted>& call, const std::string& member,
+                                      const std::string& closer);
   FrRecordPlan number(FrRecordPlan r, bool coll, bool p2p);
 
   FrWriteOptions opts_;

@@ -126,7 +126,8 @@ class Unpickler {
   Json materialise(uint32_t i, size_t depth, Budget& budget) const {
     if (depth > kPickleDepthMax) fail(fmt::format("values nested more than {} deep (or a container that holds itself)", kPickleDepthMax));
     const Value& v = arena_[i];
-    const size_t bytes = v.kind == Value::Kind::scalar && v.scalar.is_string() ? v.scalar.get_ref<const std::string&>().size() : 0;
+    const size_t bytes =
+        v.kind == Value::Kind::scalar && v.scalar.is_string() ? v.scalar.get_ref<const std::string&>().size() : 0;
     if (budget.values == 0 || budget.bytes < bytes)
       fail(fmt::format("more than {} values or {} bytes of text once memo references are expanded", kPickleValuesMax, kPickleBytesMax));
     --budget.values;

@@ -44,40 +44,51 @@ void ProfilerJob::publish(core::Event& e) {
 void ProfilerJob::check_line(const Source& s, size_t source, const ProfilerLine& l) const {
   if (s.ended) throw core::InputError(s.where, s.line, "a line after the trace's trailer");
   if ((l.kind == ProfilerLineKind::header) == s.has_header)
-    throw core::InputError(s.where, s.line, s.has_header ? "a second header" : "the first line must be the plugin's header");
-  if (l.kind == ProfilerLineKind::header || l.kind == ProfilerLineKind::trailer || l.kind == ProfilerLineKind::comm_init) return;
+    throw core::InputError(s.where, s.line,
+                           s.has_header ? "a second header" : "the first line must be the plugin's header");
+  if (l.kind == ProfilerLineKind::header || l.kind == ProfilerLineKind::trailer ||
+      l.kind == ProfilerLineKind::comm_init)
+    return;
   if (!s.comm_rank.contains(l.comm))
     throw core::InputError(s.where, s.line, fmt::format("communicator {:016x} is used before its comm_init", l.comm));
   if (l.kind == ProfilerLineKind::lost) {
     const auto it = lost_.find({source, l.comm});
-    if (it != lost_.end() && l.lost < it->second) throw core::InputError(s.where, s.line, "the count of lost records went down");
+    if (it != lost_.end() && l.lost < it->second)
+      throw core::InputError(s.where, s.line, "the count of lost records went down");
     return;
   }
   const OpKey key{source, l.comm, l.op};
   const bool fresh = l.kind == ProfilerLineKind::op_posted || l.kind == ProfilerLineKind::op_captured;
-  if (fresh && numbers_.contains({source, l.comm}) && numbers_.at({source, l.comm}).used(l.op)) throw core::InputError(s.where, s.line, fmt::format("operation {} is posted twice", l.op));
+  if (fresh && numbers_.contains({source, l.comm}) && numbers_.at({source, l.comm}).used(l.op))
+    throw core::InputError(s.where, s.line, fmt::format("operation {} is posted twice", l.op));
   if (l.replay_of && !captured_.contains({source, l.comm, *l.replay_of}))
-    throw core::InputError(s.where, s.line, fmt::format("a replay of operation {}, which was never captured", *l.replay_of));
+    throw core::InputError(s.where, s.line,
+                           fmt::format("a replay of operation {}, which was never captured", *l.replay_of));
   const auto waiting = s.held_ops.find({l.comm, l.op});
   const bool held = waiting != s.held_ops.end() && waiting->second.posted.has_value();
   // An operation's lines wait in order behind its post: nothing of it may follow its completion,
   // and it starts once (a line repeated or reordered by a writer, or by hand).
   const bool progresses = l.kind == ProfilerLineKind::op_started || l.kind == ProfilerLineKind::op_completed;
   if (progresses && waiting != s.held_ops.end() && waiting->second.completed)
-    throw core::InputError(s.where, s.line, fmt::format("operation {} {} after its completion: a line repeated or out of order", l.op,
-                                                        l.kind == ProfilerLineKind::op_started ? "starts" : "completes again"));
+    throw core::InputError(s.where, s.line,
+                           fmt::format("operation {} {} after its completion: a line repeated or out of order", l.op,
+                                       l.kind == ProfilerLineKind::op_started ? "starts" : "completes again"));
   if (l.kind == ProfilerLineKind::op_started && waiting != s.held_ops.end() && waiting->second.started)
     throw core::InputError(s.where, s.line, fmt::format("operation {} starts twice", l.op));
-  if ((l.kind == ProfilerLineKind::op_peer || l.kind == ProfilerLineKind::op_started || l.kind == ProfilerLineKind::op_completed) &&
+  if ((l.kind == ProfilerLineKind::op_peer || l.kind == ProfilerLineKind::op_started ||
+       l.kind == ProfilerLineKind::op_completed) &&
       !held && !open_.contains(key) && !unmodelled_.contains(key))
     throw core::InputError(s.where, s.line, fmt::format("operation {} is not open: never posted, or completed already", l.op));
   if (l.kind == ProfilerLineKind::op_peer && open_.contains(key))
     throw core::InputError(s.where, s.line, fmt::format("operation {} has its peer already", l.op));
   const auto comm = comms_.find(l.comm);
   if (l.kind != ProfilerLineKind::op_peer && l.peer >= 0 && comm != comms_.end() && l.peer >= comm->second.ranks)
-    throw core::InputError(s.where, s.line, fmt::format("'{}' has {} members: no member {}", comm->second.name, comm->second.ranks, l.peer));
+    throw core::InputError(
+        s.where, s.line,
+        fmt::format("'{}' has {} members: no member {}", comm->second.name, comm->second.ranks, l.peer));
   if (s.held.size() >= kHeldMax)
-    throw core::InputError(s.where, s.line, fmt::format("{} lines wait for a peer or a member that never came", kHeldMax));
+    throw core::InputError(s.where, s.line,
+                           fmt::format("{} lines wait for a peer or a member that never came", kHeldMax));
 }
 
 void ProfilerJob::add_line(size_t source, const std::string& text) {
@@ -134,7 +145,8 @@ void ProfilerJob::on_header(Source& s, const ProfilerLine& l) {
     while (rank_source_.contains(rank)) ++rank;
   }
   if (auto at = rank_source_.find(rank); at != rank_source_.end())
-    throw core::InputError(s.where, s.line, fmt::format("rank {} is traced twice: here and in {}", rank, sources_[at->second].where));
+    throw core::InputError(s.where, s.line,
+                           fmt::format("rank {} is traced twice: here and in {}", rank, sources_[at->second].where));
   s.has_header = true;
   s.rank = rank;
   s.completions = l.completions;
@@ -152,7 +164,9 @@ void ProfilerJob::on_comm_init(size_t source, const ProfilerLine& l) {
     throw core::InputError(s.where, s.line, fmt::format("communicator '{}' has {} members here and {} in another trace", known->second.name,
                                                         l.ranks, known->second.ranks));
   if (known != comms_.end() && known->second.members.contains(l.comm_rank))
-    throw core::InputError(s.where, s.line, fmt::format("communicator '{}': two ranks say they are its member {}", known->second.name, l.comm_rank));
+    throw core::InputError(
+        s.where, s.line,
+        fmt::format("communicator '{}': two ranks say they are its member {}", known->second.name, l.comm_rank));
   auto [it, fresh] = comms_.try_emplace(l.comm);
   Comm& c = it->second;
   if (fresh) {
@@ -182,7 +196,8 @@ void ProfilerJob::on_peer(Source& s, const ProfilerLine& l) {
   const auto it = s.held_ops.find({l.comm, l.op});
   if (it != s.held_ops.end() && it->second.posted) {
     ProfilerLine& posted = s.held.at(*it->second.posted - s.held_released);
-    if (posted.peer >= 0) throw core::InputError(s.where, s.line, fmt::format("operation {} has its peer already", l.op));
+    if (posted.peer >= 0)
+      throw core::InputError(s.where, s.line, fmt::format("operation {} has its peer already", l.op));
     posted.peer = l.peer;
     return;
   }

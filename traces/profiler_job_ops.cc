@@ -34,8 +34,9 @@ void ProfilerJob::post(size_t source, const ProfilerLine& l) {
     cseq = c.sends[{s.rank, d.peer}]++;
   else
     cseq = c.recvs[{d.peer, s.rank}]++;
-  const auto [it, fresh] = open_.emplace(key, Posted{s.rank, l.comm, d, fmt::format("rank{}.stream{}", s.rank, l.stream), l.site,
-                                                     next_op_id_++, cseq, rebase(l.t)});
+  const auto [it, fresh] =
+      open_.emplace(key, Posted{s.rank, l.comm, d, fmt::format("rank{}.stream{}", s.rank, l.stream), l.site,
+                                next_op_id_++, cseq, rebase(l.t)});
   PPSPEC_ASSERT(fresh);
   const Posted& p = it->second;  // the event's views point into the entry, which outlives the event
   core::Event e;
@@ -107,7 +108,8 @@ void ProfilerJob::progress(size_t source, const ProfilerLine& l) {
 std::vector<ProfilerJob::Open> ProfilerJob::open_ops() const {
   std::vector<Open> out;
   for (const auto& [key, p] : open_)
-    out.push_back(Open{p.rank, comms_.at(p.comm).name, p.actor, core::describe(p.desc), p.site, p.op_id, p.cseq, p.t, p.started});
+    out.push_back(
+        Open{p.rank, comms_.at(p.comm).name, p.actor, core::describe(p.desc), p.site, p.op_id, p.cseq, p.t, p.started});
   std::stable_sort(out.begin(), out.end(), [](const Open& a, const Open& b) { return a.op_id < b.op_id; });
   return out;
 }
@@ -119,13 +121,15 @@ std::vector<ProfilerJob::Held> ProfilerJob::held() const {
     if (const auto c = s.capturing.begin(); c != s.capturing.end() && s.held.empty()) {
       const ProfilerLine& l = c->second;
       const auto comm = comms_.find(l.comm);
-      out.push_back(Held{s.rank, comm == comms_.end() ? fmt::format("{:016x}", l.comm) : comm->second.name,
-                         fmt::format("{} {}[{}] (operation {}), captured into a CUDA graph", l.kind_of_op ? core::to_string(*l.kind_of_op) : "operation",
-                                     core::to_string(l.dtype), l.count, l.op),
-                         l.site,
-                         "the ncclGroupEnd of its capture never returned (NCCL sets a connection up at first use, which a capture "
-                         "forbids: connect before capturing)",
-                         s.capturing.size()});
+      out.push_back(Held{
+          s.rank, comm == comms_.end() ? fmt::format("{:016x}", l.comm) : comm->second.name,
+          fmt::format("{} {}[{}] (operation {}), captured into a CUDA graph",
+                      l.kind_of_op ? core::to_string(*l.kind_of_op) : "operation", core::to_string(l.dtype), l.count,
+                      l.op),
+          l.site,
+          "the ncclGroupEnd of its capture never returned (NCCL sets a connection up at first use, which a capture "
+          "forbids: connect before capturing)",
+          s.capturing.size()});
     }
     if (s.held.empty()) continue;
     const ProfilerLine& l = s.held.front();
@@ -139,8 +143,9 @@ std::vector<ProfilerJob::Held> ProfilerJob::held() const {
     } else {
       why = fmt::format("member {} of '{}' never initialised it, so its job rank is unknown", l.peer, comm);
     }
-    const std::string what = fmt::format("{} {}[{}] (operation {})", l.kind_of_op ? core::to_string(*l.kind_of_op) : "operation",
-                                         core::to_string(l.dtype), l.count, l.op);
+    const std::string what =
+        fmt::format("{} {}[{}] (operation {})", l.kind_of_op ? core::to_string(*l.kind_of_op) : "operation",
+                    core::to_string(l.dtype), l.count, l.op);
     out.push_back(Held{s.rank, comm, what, l.site, why, s.held.size()});
   }
   return out;

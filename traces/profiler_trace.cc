@@ -78,11 +78,13 @@ void read_call(const Fields& f, ProfilerLine& l) {
   f.only({"ev", "t", "comm", "op", "func", "dtype", "count", "peer", "root", "stream", "group", "replay_of", "site"});
   const std::string func = f.text("func", 32);
   l.kind_of_op = func == "other" ? std::nullopt : core::parse_op_kind(func);
-  if (func != "other" && !l.kind_of_op) f.fail(fmt::format("'func' is '{}': not an operation the plugin names", core::printable(func, 32)));
+  if (func != "other" && !l.kind_of_op)
+    f.fail(fmt::format("'func' is '{}': not an operation the plugin names", core::printable(func, 32)));
   const std::string dtype = f.text("dtype", 16);
   // fp8 and NCCL's "Unknown" (uint8 in NCCL 2.28) travel as bytes: ppspec has no fp8 type.
   const auto dt = core::parse_dtype(dtype);
-  if (!dt && dtype != "f8e4m3" && dtype != "f8e5m2" && dtype != "unknown") f.fail(fmt::format("'dtype' is '{}'", core::printable(dtype, 16)));
+  if (!dt && dtype != "f8e4m3" && dtype != "f8e5m2" && dtype != "unknown")
+    f.fail(fmt::format("'dtype' is '{}'", core::printable(dtype, 16)));
   l.dtype = dt.value_or(core::Dtype::u8);
   l.count = f.integer("count", 0, kCountMax);
   const bool p2p = l.kind_of_op && core::is_p2p(*l.kind_of_op);
@@ -101,16 +103,21 @@ struct EventName {
   const char* name;
   ProfilerLineKind kind;
 };
-constexpr EventName kEvents[] = {{"comm_init", ProfilerLineKind::comm_init},       {"op_posted", ProfilerLineKind::op_posted},
-                                 {"op_peer", ProfilerLineKind::op_peer},           {"op_captured", ProfilerLineKind::op_captured},
-                                 {"op_started", ProfilerLineKind::op_started},     {"op_completed", ProfilerLineKind::op_completed},
-                                 {"comm_finalized", ProfilerLineKind::comm_finalized}, {"group_ended", ProfilerLineKind::group_ended},
+constexpr EventName kEvents[] = {{"comm_init", ProfilerLineKind::comm_init},
+                                 {"op_posted", ProfilerLineKind::op_posted},
+                                 {"op_peer", ProfilerLineKind::op_peer},
+                                 {"op_captured", ProfilerLineKind::op_captured},
+                                 {"op_started", ProfilerLineKind::op_started},
+                                 {"op_completed", ProfilerLineKind::op_completed},
+                                 {"comm_finalized", ProfilerLineKind::comm_finalized},
+                                 {"group_ended", ProfilerLineKind::group_ended},
                                  {"lost", ProfilerLineKind::lost}};
 
 ProfilerLine read_event(const Fields& f) {
   ProfilerLine l;
   const std::string ev = f.text("ev", 32);
-  const auto* e = std::find_if(std::begin(kEvents), std::end(kEvents), [&](const EventName& n) { return ev == n.name; });
+  const auto* e =
+      std::find_if(std::begin(kEvents), std::end(kEvents), [&](const EventName& n) { return ev == n.name; });
   if (e == std::end(kEvents))
     f.fail(fmt::format("'ev' is '{}': expected comm_init, op_posted, op_peer, op_captured, op_started, op_completed, "
                        "comm_finalized, group_ended or lost", core::printable(ev, 32)));
@@ -142,7 +149,8 @@ ProfilerLine read_event(const Fields& f) {
     default: f.only({"ev", "t", "comm", "op"}); break;
   }
   l.t = f.integer("t", 0, kTimeMax);
-  if (l.kind != ProfilerLineKind::comm_init && l.kind != ProfilerLineKind::comm_finalized && l.kind != ProfilerLineKind::group_ended)
+  if (l.kind != ProfilerLineKind::comm_init && l.kind != ProfilerLineKind::comm_finalized &&
+      l.kind != ProfilerLineKind::group_ended)
     l.op = static_cast<uint64_t>(f.integer("op", 0, kTimeMax));
   return l;
 }
@@ -151,7 +159,8 @@ ProfilerLine read_event(const Fields& f) {
 
 ProfilerLine parse_profiler_line(const std::string& text, const std::string& where, int line) {
   // A line is one flat object (a site's frames at most one level more).
-  if (core::json_too_deep(text, 3)) throw core::InputError(where, line, "nested too deeply for a line of an NCCL profiler trace");
+  if (core::json_too_deep(text, 3))
+    throw core::InputError(where, line, "nested too deeply for a line of an NCCL profiler trace");
   Json j;
   try {
     j = Json::parse(text);

@@ -26,7 +26,17 @@ namespace ppspec::traces {
 inline constexpr int kProfilerTraceVersion = 1;  // nccl_profiler::kPluginVersion
 
 enum class ProfilerLineKind : uint8_t {
-  header, comm_init, op_posted, op_peer, op_captured, op_started, op_completed, comm_finalized, group_ended, lost, trailer
+  header,
+  comm_init,
+  op_posted,
+  op_peer,
+  op_captured,
+  op_started,
+  op_completed,
+  comm_finalized,
+  group_ended,
+  lost,
+  trailer
 };
 
 struct ProfilerLine {
@@ -83,7 +93,8 @@ class ProfilerJob {
     uint64_t unmodelled = 0;  // operations of a kind ppspec does not model: counted, not checked
     uint64_t held = 0;        // lines waiting for a peer or a member (see held())
     uint64_t calls_only = 0;  // traces whose plugin recorded no completions: their operations are taken as completed
-    uint64_t self_exchanges = 0;  // sends to oneself and their receives: taken as completed (NCCL tells no kernel of them)
+    uint64_t self_exchanges =
+        0;  // sends to oneself and their receives: taken as completed (NCCL tells no kernel of them)
   };
   const Counts& counts() const { return counts_; }
   // Operations posted and not completed, oldest first.
@@ -128,7 +139,8 @@ class ProfilerJob {
       bool started = false, completed = false;  // a start or a completion among them
     };
     std::map<std::pair<uint64_t, uint64_t>, HeldOp> held_ops;
-    std::map<int64_t, ProfilerLine> capturing;  // groups that captured calls, until their ncclGroupEnd returns: the first call
+    std::map<int64_t, ProfilerLine>
+        capturing;      // groups that captured calls, until their ncclGroupEnd returns: the first call
     struct Replaying {  // the replay of a captured group going out: its group number, the captured calls seen
       int64_t number = -1;
       std::set<uint64_t> seen;

@@ -19,7 +19,8 @@ struct TraceHeader {
   std::string file{};  // the scenario file as it was named on the command line
   uint64_t seed = 0;
   std::string strategy{};
-  std::string backend = "sim";  // "gpu": ppspec's real backend; "nccl-profiler": a job's plugin traces merged (ppspec watch)
+  std::string backend =
+      "sim";  // "gpu": ppspec's real backend; "nccl-profiler": a job's plugin traces merged (ppspec watch)
   std::string kind{};                       // "program" or "serving"; empty in older traces
   std::optional<uint64_t> scenario_hash{};  // core::fnv1a_bytes of the scenario file; absent in older traces
   // The scenario file itself, so that the trace travels alone (`check`, `show`, `export`, `replay`

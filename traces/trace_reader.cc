@@ -87,7 +87,8 @@ class Fields {
     if (!has(key)) return std::nullopt;
     const Json& v = obj_.at(key);
     if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<int64_t>() >= 0))
-      fail(key, fmt::format("expected a non-negative integer, found {}", v.is_number() ? core::shown(v) : std::string(type_of(v))));
+      fail(key, fmt::format("expected a non-negative integer, found {}",
+                            v.is_number() ? core::shown(v) : std::string(type_of(v))));
     return v.get<uint64_t>();
   }
   // A string with no control characters (it ends up in reports, where a newline forges lines);
@@ -172,7 +173,8 @@ void TraceReader::read_header() {
   while (read_line(text) && text.empty()) {
   }
   if (text.empty()) throw core::InputError(where_, 1, "empty trace: no header line");
-  if (core::json_too_deep(text, kDepthMax)) throw core::InputError(where_, line_, "nested too deeply for a trace header");
+  if (core::json_too_deep(text, kDepthMax))
+    throw core::InputError(where_, line_, "nested too deeply for a trace header");
   Json j = Json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object() || !j.contains("ppspec_trace"))
     throw core::InputError(where_, line_, "the first line must be the trace header {\"ppspec_trace\":1,...}");
@@ -198,8 +200,10 @@ void TraceReader::read_header() {
     header_.content_hash = parse_hash_hex(std::string(*h));
     if (!header_.content_hash) f.fail("content_hash", "expected 16 lower-case hex digits");
   }
-  header_.scenario_text = std::string(f.string("scenario_text", kEmbeddedScenarioBytesMax, /*lines=*/true).value_or(""));
-  if (!header_.scenario_text.empty() && !header_.scenario_hash) f.fail("scenario_text", "an embedded scenario without its scenario_hash");
+  header_.scenario_text =
+      std::string(f.string("scenario_text", kEmbeddedScenarioBytesMax, /*lines=*/true).value_or(""));
+  if (!header_.scenario_text.empty() && !header_.scenario_hash)
+    f.fail("scenario_text", "an embedded scenario without its scenario_hash");
 }
 
 namespace {
@@ -208,8 +212,9 @@ std::vector<RecordedFinding> recorded_findings(const Json& list, const Fields& f
   if (!list.is_array() || list.size() > 1024) f.fail("findings", "expected a list of at most 1024 findings");
   std::vector<RecordedFinding> out;
   for (const Json& x : list) {
-    const bool ok = x.is_object() && x.contains("verdict") && x.at("verdict").is_string() && x.contains("kind") && x.at("kind").is_string() &&
-                    x.contains("summary") && x.at("summary").is_string() && x.contains("sites") && x.at("sites").is_array();
+    const bool ok = x.is_object() && x.contains("verdict") && x.at("verdict").is_string() && x.contains("kind") &&
+                    x.at("kind").is_string() && x.contains("summary") && x.at("summary").is_string() &&
+                    x.contains("sites") && x.at("sites").is_array();
     if (!ok) f.fail("findings", "expected objects of verdict, kind, summary and sites");
     RecordedFinding r;
     const auto v = core::parse_verdict(x.at("verdict").get<std::string>());
@@ -232,7 +237,8 @@ void TraceReader::read_trailer(const std::string& text) {
   const Json j = Json::parse(text, nullptr, false);
   const Fields f(j, where_, line_);
   f.only(kTrailerKeys);
-  if (f.integer("ppspec_trace_end", 0, 1 << 30) != kTraceVersion) f.fail("ppspec_trace_end", "does not match the header's version");
+  if (f.integer("ppspec_trace_end", 0, 1 << 30) != kTraceVersion)
+    f.fail("ppspec_trace_end", "does not match the header's version");
   TraceTrailer t;
   t.line = line_;
   const auto verdict = core::parse_verdict(f.required_string("verdict", 64));
@@ -245,7 +251,8 @@ void TraceReader::read_trailer(const std::string& text) {
     const Json& d = j.at("decisions");
     if (!d.is_array()) f.fail("decisions", "expected an array of fiber ids");
     for (const Json& x : d) {
-      if (!x.is_number_unsigned() || x.get<uint64_t>() > UINT32_MAX) f.fail("decisions", "expected fiber ids in [0, 2^32)");
+      if (!x.is_number_unsigned() || x.get<uint64_t>() > UINT32_MAX)
+        f.fail("decisions", "expected fiber ids in [0, 2^32)");
       t.decisions.push_back(static_cast<uint32_t>(x.get<uint64_t>()));
     }
   }
@@ -298,7 +305,8 @@ void read_op(const Fields& f, core::Event& e, EventStorage& store) {
 void read_ints(const Fields& f, const Json& j, core::Event& e, EventStorage& store) {
   if (!j.contains("ints")) return;
   const Json& a = j.at("ints");
-  if (!a.is_array() || a.size() > kIntsMax) f.fail("ints", fmt::format("expected an array of at most {} integers", kIntsMax));
+  if (!a.is_array() || a.size() > kIntsMax)
+    f.fail("ints", fmt::format("expected an array of at most {} integers", kIntsMax));
   // Probes report device memory as it is: any 64-bit word (an unstored one holds the poison).
   for (const Json& x : a) {
     if (!x.is_number_integer() || (x.is_number_unsigned() && x.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)))
@@ -400,7 +408,8 @@ const core::Event* TraceReader::next() {
       return nullptr;
     }
   } while (text.empty());
-  if (core::json_too_deep(text, kDepthMax)) throw core::InputError(where_, line_, "nested too deeply for a trace record");
+  if (core::json_too_deep(text, kDepthMax))
+    throw core::InputError(where_, line_, "nested too deeply for a trace record");
   Json j = Json::parse(text, nullptr, false);
   if (j.is_discarded()) throw core::InputError(where_, line_, "not JSON");
   if (!j.is_object()) throw core::InputError(where_, line_, "expected a JSON object per line");
@@ -417,7 +426,8 @@ const core::Event* TraceReader::next() {
   EventStorage store{strings_, ints_};
   read_event(f, j, event_, store, events_);
   if (ranks_ > 0 && event_.rank >= ranks_)
-    throw core::InputError(where_, line_, fmt::format("rank {} is not a rank of {} (ranks 0..{})", event_.rank, ranks_of_, ranks_ - 1));
+    throw core::InputError(
+        where_, line_, fmt::format("rank {} is not a rank of {} (ranks 0..{})", event_.rank, ranks_of_, ranks_ - 1));
   fill_position(event_);
   check_across_lines(event_);
   ++events_;
@@ -431,8 +441,9 @@ void TraceReader::fill_position(core::Event& e) {
   if (e.kind != core::EventKind::op_posted || !e.has_op) return;
   constexpr size_t kPositionsMax = size_t{1} << 20;
   const bool p2p = core::is_p2p(e.op.kind);
-  const auto key = std::make_tuple(std::string(e.comm), static_cast<int>(e.rank), p2p ? static_cast<int>(e.op.peer) : -1,
-                                   p2p ? static_cast<int>(e.op.kind == core::OpKind::send) : 0);
+  const auto key =
+      std::make_tuple(std::string(e.comm), static_cast<int>(e.rank), p2p ? static_cast<int>(e.op.peer) : -1,
+                      p2p ? static_cast<int>(e.op.kind == core::OpKind::send) : 0);
   auto it = next_position_.find(key);
   if (it == next_position_.end()) {
     if (next_position_.size() >= kPositionsMax)
@@ -447,26 +458,33 @@ void TraceReader::check_across_lines(const core::Event& e) {
   if (last_seq_ && e.seq <= *last_seq_)
     throw core::InputError(where_, line_, fmt::format("seq {} after seq {}: events out of order (a trace lists them as they happened)", e.seq, *last_seq_));
   last_seq_ = e.seq;
-  const bool op_event = e.kind == core::EventKind::op_posted || e.kind == core::EventKind::op_paired || e.kind == core::EventKind::op_started ||
-                        e.kind == core::EventKind::op_completed || e.kind == core::EventKind::op_pending;
+  const bool op_event = e.kind == core::EventKind::op_posted || e.kind == core::EventKind::op_paired ||
+                        e.kind == core::EventKind::op_started || e.kind == core::EventKind::op_completed ||
+                        e.kind == core::EventKind::op_pending;
   if (!op_event) return;
   if (core::is_pending_kernel(e)) {
     if (e.has_op || !e.comm.empty())
       throw core::InputError(where_, line_, fmt::format("op_pending names kernel '{}' and an operation: a pending report is of one or the other", e.kernel));
     return;
   }
-  if (e.comm.empty()) throw core::InputError(where_, line_, fmt::format("{} of op {} names no communicator ('comm')", core::to_string(e.kind), e.op_id));
+  if (e.comm.empty())
+    throw core::InputError(where_, line_,
+                           fmt::format("{} of op {} names no communicator ('comm')", core::to_string(e.kind), e.op_id));
   if (e.op_id < 0) throw core::InputError(where_, line_, fmt::format("{} without its op_id", core::to_string(e.kind)));
   if (e.kind == core::EventKind::op_posted) {
     const auto [it, fresh] = posted_at_.try_emplace(e.op_id, line_);
-    if (!fresh) throw core::InputError(where_, line_, fmt::format("op_id {} posted a second time (first at line {})", e.op_id, it->second));
+    if (!fresh)
+      throw core::InputError(where_, line_,
+                             fmt::format("op_id {} posted a second time (first at line {})", e.op_id, it->second));
     return;
   }
   if (!posted_at_.count(e.op_id))
-    throw core::InputError(where_, line_, fmt::format("{} of op_id {}, which no earlier line posted", core::to_string(e.kind), e.op_id));
+    throw core::InputError(
+        where_, line_, fmt::format("{} of op_id {}, which no earlier line posted", core::to_string(e.kind), e.op_id));
   // A pairing can come after a completion (an eager send completes before its receive is posted).
   if (completed_.count(e.op_id) && e.kind != core::EventKind::op_paired)
-    throw core::InputError(where_, line_, fmt::format("{} of op_id {} after its completion", core::to_string(e.kind), e.op_id));
+    throw core::InputError(where_, line_,
+                           fmt::format("{} of op_id {} after its completion", core::to_string(e.kind), e.op_id));
   if (e.kind == core::EventKind::op_completed) completed_.insert(e.op_id);
 }
 

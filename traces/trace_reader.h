@@ -1,10 +1,10 @@
 // Reads a JSON Lines trace (ours, from the simulator or a GPU run) one event at a time, so that the
 // checkers that run online run on a recorded trace too, in memory of one line plus a few bytes per
-// operation whatever the trace's length. Every field is checked for its type and range: a trace is input, and bad input is
-// an InputError with the file, the line and what was expected, never a silent conversion. Lines are
-// checked against each other too: events in order (seq increasing), an operation's events naming
-// its communicator, each operation posted once and before anything else happens to it, nothing
-// after its completion but its pairing (an eager send completes before its receive is posted).
+// operation whatever the trace's length. Every field is checked for its type and range: a trace is input, and bad input
+// is an InputError with the file, the line and what was expected, never a silent conversion. Lines are checked against
+// each other too: events in order (seq increasing), an operation's events naming its communicator, each operation
+// posted once and before anything else happens to it, nothing after its completion but its pairing (an eager send
+// completes before its receive is posted).
 #pragma once
 
 #include <cstdint>

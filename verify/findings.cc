@@ -27,8 +27,8 @@ void settle_verdict(core::RunResult& r, std::vector<core::Finding> more, bool st
   r.verdict = r.findings.empty() ? core::Verdict::pass : r.findings.front().verdict;
   PPSPEC_ASSERT(r.findings.size() + r.notes.size() == given, "{} findings and notes settled into {}", given,
                 r.findings.size() + r.notes.size());
-  PPSPEC_ASSERT(r.findings.empty() == (r.verdict == core::Verdict::pass), "verdict {} over {} findings", core::to_string(r.verdict),
-                r.findings.size());
+  PPSPEC_ASSERT(r.findings.empty() == (r.verdict == core::Verdict::pass), "verdict {} over {} findings",
+                core::to_string(r.verdict), r.findings.size());
 }
 
 }  // namespace ppspec::verify

@@ -116,7 +116,8 @@ size_t read_option(const std::vector<std::string>& argv, size_t i, EngineArgs& a
 void refuse_non_utf8(std::string_view text, const std::string& origin) {
   const size_t at = core::invalid_utf8_at(text);
   if (at == std::string_view::npos) return;
-  throw core::InputError(origin, 0, fmt::format("not UTF-8 text: byte {} is 0x{:02x}", at, static_cast<unsigned char>(text[at])));
+  throw core::InputError(origin, 0,
+                         fmt::format("not UTF-8 text: byte {} is 0x{:02x}", at, static_cast<unsigned char>(text[at])));
 }
 
 std::string read_bounded(const std::string& path) {
@@ -125,7 +126,8 @@ std::string read_bounded(const std::string& path) {
   std::string text(kConfigBytesMax + 1, '\0');
   f.read(text.data(), static_cast<std::streamsize>(text.size()));
   text.resize(static_cast<size_t>(f.gcount()));
-  if (text.size() > kConfigBytesMax) throw core::InputError(path, 0, fmt::format("larger than {} bytes: not a vLLM config", kConfigBytesMax));
+  if (text.size() > kConfigBytesMax)
+    throw core::InputError(path, 0, fmt::format("larger than {} bytes: not a vLLM config", kConfigBytesMax));
   refuse_non_utf8(text, path);
   return text;
 }
@@ -152,7 +154,8 @@ EngineArgs parse_flat_yaml(const std::string& text, const std::string& path) {
     std::string value = trim(t.substr(colon + 1));
     if (value.empty()) throw core::InputError(path, n, "a key without a value (a nested block?): write the value inline as JSON");
     if (value[0] != '"' && value[0] != '\'' && value.find(" #") != std::string::npos) value = trim(value.substr(0, value.find(" #")));
-    if (value.size() >= 2 && value.front() == '\'' && value.back() == '\'') value = '"' + value.substr(1, value.size() - 2) + '"';
+    if (value.size() >= 2 && value.front() == '\'' && value.back() == '\'')
+      value = '"' + value.substr(1, value.size() - 2) + '"';
     const std::string origin = fmt::format("{}:{}", path, n);
     const std::string key = python_name(trim(t.substr(0, colon)));
     put(args, key, value_of(value, origin, key), origin);
@@ -163,7 +166,8 @@ EngineArgs parse_flat_yaml(const std::string& text, const std::string& path) {
 }  // namespace
 
 EngineArgs parse_cli(const std::vector<std::string>& argv) {
-  if (argv.size() > kArgsMax) throw core::InputError("vLLM arguments", 0, fmt::format("more than {} of them", kArgsMax));
+  if (argv.size() > kArgsMax)
+    throw core::InputError("vLLM arguments", 0, fmt::format("more than {} of them", kArgsMax));
   for (size_t i = 0; i < argv.size(); ++i) refuse_non_utf8(argv[i], fmt::format("vLLM argument {}", i + 1));
   EngineArgs args;
   size_t i = 0;

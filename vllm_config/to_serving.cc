@@ -32,23 +32,45 @@ const std::map<std::string, std::string>& without_counterpart() {
       {"swap_space", "preemption recomputes (vLLM V1's only mode); nothing is swapped"},
       {"cpu_offload_gb", "no offloading is modelled"},
       {"trust_remote_code", "no model code is loaded"},
-      {"served_model_name", "no server"}, {"host", "no server"}, {"port", "no server"}, {"api_key", "no server"},
-      {"uvicorn_log_level", "no server"}, {"disable_log_requests", "no server"}, {"enable_log_requests", "no server"},
-      {"disable_log_stats", "logging only"}, {"download_dir", "no model files"}, {"load_format", "no model files"},
-      {"revision", "no model files"}, {"tokenizer_mode", "ppspec's model works on token ids"},
+      {"served_model_name", "no server"},
+      {"host", "no server"},
+      {"port", "no server"},
+      {"api_key", "no server"},
+      {"uvicorn_log_level", "no server"},
+      {"disable_log_requests", "no server"},
+      {"enable_log_requests", "no server"},
+      {"disable_log_stats", "logging only"},
+      {"download_dir", "no model files"},
+      {"load_format", "no model files"},
+      {"revision", "no model files"},
+      {"tokenizer_mode", "ppspec's model works on token ids"},
       {"distributed_executor_backend", "every rank is a simulated process (or a GPU child process)"},
-      {"enable_expert_parallel", "ppspec's drafter MoE is expert-parallel across the data-parallel replicas whenever dp > 1"},
+      {"enable_expert_parallel",
+       "ppspec's drafter MoE is expert-parallel across the data-parallel replicas whenever dp > 1"},
       {"disable_custom_all_reduce", "ppspec's all-reduces are NCCL's"},
-      {"max_logprobs", "no logprobs are returned"}, {"generation_config", "sampling is ppspec's workload's"},
-      {"enable_lora", "no adapters are modelled"}, {"max_seq_len_to_capture", "CUDA graphs are sized by capture_sizes"},
-      {"enable_sleep_mode", "not modelled"}, {"enable_eplb", "expert placement is fixed (expert e on replica e % dp)"},
-      {"limit_mm_per_prompt", "no multimodal inputs"}, {"max_parallel_loading_workers", "no model files"},
-      {"enable_auto_tool_choice", "no server"}, {"tool_call_parser", "no server"}, {"chat_template", "no server"},
-      {"headless", "no server"}, {"data_parallel_address", "one host"}, {"data_parallel_rpc_port", "one host"},
-      {"data_parallel_size_local", "one host"}, {"data_parallel_backend", "one host"}, {"hf_overrides", "no model files"},
-      {"override_generation_config", "sampling is ppspec's workload's"}, {"scheduling_policy", "ppspec schedules FCFS"},
-      {"long_prefill_token_threshold", "not modelled"}, {"max_num_partial_prefills", "not modelled"},
-      {"disable_cascade_attn", "attention is ppspec's kernel's"}, {"enable_dbo", "no dual-batch overlap is modelled"}};
+      {"max_logprobs", "no logprobs are returned"},
+      {"generation_config", "sampling is ppspec's workload's"},
+      {"enable_lora", "no adapters are modelled"},
+      {"max_seq_len_to_capture", "CUDA graphs are sized by capture_sizes"},
+      {"enable_sleep_mode", "not modelled"},
+      {"enable_eplb", "expert placement is fixed (expert e on replica e % dp)"},
+      {"limit_mm_per_prompt", "no multimodal inputs"},
+      {"max_parallel_loading_workers", "no model files"},
+      {"enable_auto_tool_choice", "no server"},
+      {"tool_call_parser", "no server"},
+      {"chat_template", "no server"},
+      {"headless", "no server"},
+      {"data_parallel_address", "one host"},
+      {"data_parallel_rpc_port", "one host"},
+      {"data_parallel_size_local", "one host"},
+      {"data_parallel_backend", "one host"},
+      {"hf_overrides", "no model files"},
+      {"override_generation_config", "sampling is ppspec's workload's"},
+      {"scheduling_policy", "ppspec schedules FCFS"},
+      {"long_prefill_token_threshold", "not modelled"},
+      {"max_num_partial_prefills", "not modelled"},
+      {"disable_cascade_attn", "attention is ppspec's kernel's"},
+      {"enable_dbo", "no dual-batch overlap is modelled"}};
   return why;
 }
 
@@ -79,7 +101,8 @@ class Reader {
   std::optional<bool> boolean(const std::string& name) {
     const EngineArg* a = get(name);
     if (a == nullptr) return std::nullopt;
-    if (!a->value.is_boolean()) throw core::InputError(a->origin, 0, fmt::format("{}: expected true or false, got {}", name, shown(a->value)));
+    if (!a->value.is_boolean())
+      throw core::InputError(a->origin, 0, fmt::format("{}: expected true or false, got {}", name, shown(a->value)));
     return a->value.get<bool>();
   }
   // The argument is the name `vllm` starts with ("speculative_config.method = ..." is speculative_config's).
@@ -93,9 +116,11 @@ class Reader {
   bool used(const std::string& name) const { return used_.count(name) > 0; }
 
   static std::string shown(const Json& v) { return core::shown(v, 60); }
-  static int64_t checked_integer(const Json& v, const std::string& origin, const std::string& name, int64_t lo, int64_t hi) {
+  static int64_t checked_integer(const Json& v, const std::string& origin, const std::string& name, int64_t lo,
+                                 int64_t hi) {
     if (!v.is_number_integer() || v.get<int64_t>() < lo || v.get<int64_t>() > hi)
-      throw core::InputError(origin, 0, fmt::format("{}: expected an integer in [{}, {}], got {}", name, lo, hi, shown(v)));
+      throw core::InputError(origin, 0,
+                             fmt::format("{}: expected an integer in [{}, {}], got {}", name, lo, hi, shown(v)));
     return v.get<int64_t>();
   }
 
@@ -117,11 +142,13 @@ void read_topology(Reader& r, fuzzer::ServingCase& c) {
   const engine::ModelConfig model;
   if (c.pp > model.layers) {
     c.layers = c.pp;
-    r.map(fmt::format("pipeline_parallel_size = {}", c.pp), fmt::format("[model] layers = {} (a layer per stage)", c.layers));
+    r.map(fmt::format("pipeline_parallel_size = {}", c.pp),
+          fmt::format("[model] layers = {} (a layer per stage)", c.layers));
   }
   if (model.lanes % c.tp != 0) {
     c.lanes = std::lcm(model.lanes, c.tp);
-    r.map(fmt::format("tensor_parallel_size = {}", c.tp), fmt::format("[model] lanes = {} (split evenly over the TP ranks)", c.lanes));
+    r.map(fmt::format("tensor_parallel_size = {}", c.tp),
+          fmt::format("[model] lanes = {} (split evenly over the TP ranks)", c.lanes));
   }
 }
 
@@ -130,7 +157,8 @@ void read_topology(Reader& r, fuzzer::ServingCase& c) {
 void read_method(Reader& r, const std::string& method, const std::string& origin, fuzzer::ServingCase& c) {
   if (method == "eagle" || method == "eagle3") {
     c.eagle = true;
-    r.map(fmt::format("speculative_config.method = \"{}\"", method), "[spec] method = \"eagle\" (EAGLE-3's tapped layers)");
+    r.map(fmt::format("speculative_config.method = \"{}\"", method),
+          "[spec] method = \"eagle\" (EAGLE-3's tapped layers)");
     if (method == "eagle") r.unmapped("speculative_config.method = \"eagle\": EAGLE-1 drafts from the last hidden state; ppspec's EAGLE fuses three tapped layers (EAGLE-3)");
     return;
   }
@@ -138,8 +166,9 @@ void read_method(Reader& r, const std::string& method, const std::string& origin
     r.map(fmt::format("speculative_config.method = \"{}\"", method), "[spec] method = \"dspark\"");
     return;
   }
-  static const std::set<std::string> others = {"ngram", "medusa", "mlp_speculator", "draft_model", "mtp", "deepseek_mtp",
-                                               "qwen3_next_mtp", "ernie_mtp", "suffix", "eagle_mtp"};
+  static const std::set<std::string> others = {"ngram",  "medusa",       "mlp_speculator", "draft_model",
+                                               "mtp",    "deepseek_mtp", "qwen3_next_mtp", "ernie_mtp",
+                                               "suffix", "eagle_mtp"};
   if (!others.count(method))
     throw core::InputError(origin, 0, fmt::format("speculative_config.method: '{}' is not a vLLM proposer ppspec knows (eagle, eagle3, "
                                                   "dflash; ngram, medusa, mlp_speculator, draft_model, mtp, suffix draft as DSpark)",
@@ -159,16 +188,21 @@ void read_speculative(Reader& r, fuzzer::ServingCase& c) {
   }
   if (!spec->value.is_object()) throw core::InputError(spec->origin, 0, "speculative_config: expected a JSON object ({\"method\": ..., \"num_speculative_tokens\": K})");
   const Json& s = spec->value;
-  if (!s.contains("num_speculative_tokens")) throw core::InputError(spec->origin, 0, "speculative_config: no num_speculative_tokens");
-  c.k = static_cast<int>(Reader::checked_integer(s.at("num_speculative_tokens"), spec->origin, "speculative_config.num_speculative_tokens", 0, 16));
+  if (!s.contains("num_speculative_tokens"))
+    throw core::InputError(spec->origin, 0, "speculative_config: no num_speculative_tokens");
+  c.k = static_cast<int>(Reader::checked_integer(s.at("num_speculative_tokens"), spec->origin,
+                                                 "speculative_config.num_speculative_tokens", 0, 16));
   r.map(fmt::format("speculative_config.num_speculative_tokens = {}", c.k), fmt::format("[spec] k = {}", c.k));
   std::string method = s.contains("method") && s.at("method").is_string() ? s.at("method").get<std::string>() : "";
   const std::string model = s.contains("model") && s.at("model").is_string() ? s.at("model").get<std::string>() : "";
   if (method.empty()) {
     // vLLM infers the method from the draft model's name.
     std::string lower = model;
-    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
-    method = lower.find("eagle3") != std::string::npos ? "eagle3" : lower.find("eagle") != std::string::npos ? "eagle" : "draft_model";
+    std::transform(lower.begin(), lower.end(), lower.begin(),
+                   [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+    method = lower.find("eagle3") != std::string::npos  ? "eagle3"
+             : lower.find("eagle") != std::string::npos ? "eagle"
+                                                        : "draft_model";
   }
   read_method(r, method, spec->origin, c);
   for (const auto& [key, value] : s.items()) {
@@ -189,7 +223,8 @@ void read_limits(Reader& r, fuzzer::ServingCase& c, int& seqs_per_engine) {
   c.max_num_batched_tokens = static_cast<int>(tokens.value_or(8192));
   r.map(fmt::format("{}max_num_seqs = {}", seqs ? "" : "(vLLM's default for `vllm serve`) ", seqs_per_engine),
         fmt::format("[serving] max_num_seqs = {} (ppspec's is the whole system's: {} per replica)", c.max_num_seqs, seqs_per_engine));
-  r.map(fmt::format("{}max_num_batched_tokens = {}", tokens ? "" : "(vLLM's default for `vllm serve`) ", c.max_num_batched_tokens),
+  r.map(fmt::format("{}max_num_batched_tokens = {}", tokens ? "" : "(vLLM's default for `vllm serve`) ",
+                    c.max_num_batched_tokens),
         fmt::format("[serving] max_num_batched_tokens = {}", c.max_num_batched_tokens));
   const std::optional<bool> chunked = r.boolean("enable_chunked_prefill");
   const std::optional<bool> caching = r.boolean("enable_prefix_caching");
@@ -210,7 +245,8 @@ void read_compilation(Reader& r, CaptureSizeInputs& in, bool& eager) {
   if (const EngineArg* old = r.get("cuda_graph_sizes")) {
     const Json list = old->value.is_array() ? old->value : Json::array({old->value});
     std::vector<int> sizes;
-    for (const Json& v : list) sizes.push_back(static_cast<int>(Reader::checked_integer(v, old->origin, "cuda_graph_sizes", 1, 1 << 20)));
+    for (const Json& v : list)
+      sizes.push_back(static_cast<int>(Reader::checked_integer(v, old->origin, "cuda_graph_sizes", 1, 1 << 20)));
     in.given = sizes;
   }
   const EngineArg* cc = r.get("compilation_config");
@@ -219,15 +255,19 @@ void read_compilation(Reader& r, CaptureSizeInputs& in, bool& eager) {
     r.unmapped(fmt::format("compilation_config = {} (a torch.compile level): no counterpart", cc->value.get<int64_t>()));
     return;
   }
-  if (!cc->value.is_object()) throw core::InputError(cc->origin, 0, "compilation_config: expected a JSON object or a level");
+  if (!cc->value.is_object())
+    throw core::InputError(cc->origin, 0, "compilation_config: expected a JSON object or a level");
   for (const auto& [key, value] : cc->value.items()) {
     if (key == "cudagraph_capture_sizes") {
       if (!value.is_array()) throw core::InputError(cc->origin, 0, "compilation_config.cudagraph_capture_sizes: expected a list of sizes");
       std::vector<int> sizes;
-      for (const Json& v : value) sizes.push_back(static_cast<int>(Reader::checked_integer(v, cc->origin, "cudagraph_capture_sizes", 1, 1 << 20)));
+      for (const Json& v : value)
+        sizes.push_back(
+            static_cast<int>(Reader::checked_integer(v, cc->origin, "cudagraph_capture_sizes", 1, 1 << 20)));
       in.given = sizes;
     } else if (key == "max_cudagraph_capture_size") {
-      in.max_size = static_cast<int>(Reader::checked_integer(value, cc->origin, "max_cudagraph_capture_size", 1, 1 << 20));
+      in.max_size =
+          static_cast<int>(Reader::checked_integer(value, cc->origin, "max_cudagraph_capture_size", 1, 1 << 20));
     } else if (key == "cudagraph_mode" && value.is_string() && value.get<std::string>() == "NONE") {
       eager = true;
     } else {
@@ -250,7 +290,8 @@ void read_graphs(Reader& r, fuzzer::ServingCase& c, int seqs_per_engine) {
   in.k = c.k;
   const CaptureSizes sizes = capture_sizes(in);
   c.capture_sizes = sizes.sizes;
-  r.map(in.given ? fmt::format("cudagraph_capture_sizes = [{}]", fmt::join(*in.given, ", ")) : "(vLLM's default graph sizes)",
+  r.map(in.given ? fmt::format("cudagraph_capture_sizes = [{}]", fmt::join(*in.given, ", "))
+                 : "(vLLM's default graph sizes)",
         fmt::format("[serving] capture_sizes = [{}]", fmt::join(c.capture_sizes, ", ")));
   for (const std::string& n : sizes.notes) r.map("", n);
 }
@@ -280,7 +321,8 @@ void choose_workload(const WorkloadChoice& w, fuzzer::ServingCase& c) {
   c.num_requests = w.num_requests > 0 ? w.num_requests : std::min(2 * c.max_num_seqs, 64);
   c.num_requests = std::max(c.num_requests, c.dp);
   c.prompt_min = 4;
-  c.prompt_max = std::max(c.prompt_min, std::min({48, c.max_model_len / 4, c.chunked_prefill ? 48 : c.max_num_batched_tokens}));
+  c.prompt_max =
+      std::max(c.prompt_min, std::min({48, c.max_model_len / 4, c.chunked_prefill ? 48 : c.max_num_batched_tokens}));
   c.output_min = 4;
   c.output_max = std::max(c.output_min, std::min(32, c.max_model_len / 4));
   c.poisson = true;
@@ -304,7 +346,8 @@ void check_leftovers(const EngineArgs& args, Reader& r) {
       continue;
     }
     if (const std::optional<std::string> near = core::closest_name(name, known_names()))
-      throw core::InputError(arg.origin, 0, fmt::format("'{}' is not a vLLM engine argument: did you mean '{}'?", name, *near));
+      throw core::InputError(arg.origin, 0,
+                             fmt::format("'{}' is not a vLLM engine argument: did you mean '{}'?", name, *near));
     r.unmapped(fmt::format("{} = {}: not an engine argument ppspec knows; left out", name, Reader::shown(arg.value)));
   }
 }

@@ -48,7 +48,8 @@ bool is_plugin_trace(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   char head[32] = {};
   in.read(head, static_cast<std::streamsize>(std::strlen(kHeaderStart)));
-  return in.gcount() == static_cast<std::streamsize>(std::strlen(kHeaderStart)) && std::memcmp(head, kHeaderStart, std::strlen(kHeaderStart)) == 0;
+  return in.gcount() == static_cast<std::streamsize>(std::strlen(kHeaderStart)) &&
+         std::memcmp(head, kHeaderStart, std::strlen(kHeaderStart)) == 0;
 }
 
 }  // namespace
@@ -105,7 +106,8 @@ void FolderInbox::request_abort() { std::ofstream(fs::path(dir_) / "ppspec-abort
 SocketInbox::SocketInbox(const std::string& address) {
   const std::string a = address.rfind("tcp://", 0) == 0 ? address.substr(6) : address;
   const size_t colon = a.rfind(':');
-  if (colon == std::string::npos) throw core::InputError(address, 0, "--listen takes HOST:PORT (PORT 0: any free port)");
+  if (colon == std::string::npos)
+    throw core::InputError(address, 0, "--listen takes HOST:PORT (PORT 0: any free port)");
   host_ = a.substr(0, colon);
   const std::string port = a.substr(colon + 1);
   addrinfo hints{};
@@ -118,7 +120,8 @@ SocketInbox::SocketInbox(const std::string& address) {
   listen_fd_ = ::socket(found->ai_family, found->ai_socktype | SOCK_CLOEXEC, found->ai_protocol);
   const int one = 1;
   if (listen_fd_ >= 0) ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  const bool ok = listen_fd_ >= 0 && ::bind(listen_fd_, found->ai_addr, found->ai_addrlen) == 0 && ::listen(listen_fd_, 1024) == 0;
+  const bool ok =
+      listen_fd_ >= 0 && ::bind(listen_fd_, found->ai_addr, found->ai_addrlen) == 0 && ::listen(listen_fd_, 1024) == 0;
   ::freeaddrinfo(found);
   if (!ok) throw core::InputError(address, 0, fmt::format("cannot listen there: {}", std::strerror(errno)));
   ::fcntl(listen_fd_, F_SETFL, ::fcntl(listen_fd_, F_GETFL) | O_NONBLOCK);
@@ -141,7 +144,8 @@ void SocketInbox::accept_clients(Watcher& w) {
   for (;;) {
     const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0) return;
-    clients_.push_back(Client{fd, w.add_source(fmt::format("connection {} to {}", ++accepted_, describe())), {}, false});
+    clients_.push_back(
+        Client{fd, w.add_source(fmt::format("connection {} to {}", ++accepted_, describe())), {}, false});
   }
 }
 

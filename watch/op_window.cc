@@ -23,7 +23,8 @@ void OpWindow::on_event(const core::Event& e) {
       mine.pop_front();
       ++dropped_;
     }
-    mine.push_back(traces::FrPosted{std::string(e.comm), e.op, e.op_id, e.t, -1, -1, std::string(e.actor), std::string(e.text), e.value});
+    mine.push_back(traces::FrPosted{std::string(e.comm), e.op, e.op_id, e.t, -1, -1, std::string(e.actor),
+                                    std::string(e.text), e.value});
     by_op_[e.op_id] = &mine.back();  // a deque's elements stay where they are as it grows and shrinks at its ends
     if (core::is_p2p(e.op.kind) && e.op.peer >= 0) run_.members[std::string(e.comm)].insert(e.op.peer);
     return;

@@ -43,7 +43,8 @@ void Watcher::add_line(size_t source, std::string_view line) {
 }
 
 void Watcher::Fanout::on_event(const core::Event& e) {
-  if (e.kind == core::EventKind::op_posted || e.kind == core::EventKind::op_started || e.kind == core::EventKind::op_completed)
+  if (e.kind == core::EventKind::op_posted || e.kind == core::EventKind::op_started ||
+      e.kind == core::EventKind::op_completed)
     ++w_.progress_;
   w_.pairing_.on_event(e);
   w_.window_.on_event(e);
@@ -55,7 +56,8 @@ std::vector<WatchReport> Watcher::take_reports() {
   const auto& closed = pairing_.mismatches();
   for (; closed_reported_ < closed.size(); ++closed_reported_) {
     const core::Finding& f = closed[closed_reported_];
-    if (!reported_.insert(place_of(f)).second) continue;  // reported while open, or the same cause shifting later pairings
+    if (!reported_.insert(place_of(f)).second)
+      continue;  // reported while open, or the same cause shifting later pairings
     out.push_back(WatchReport{WatchReport::Kind::misalignment, f});
   }
   // A collective of three or more members whose second post already disagrees: said at once, not

@@ -11,7 +11,9 @@
 namespace ppspec::watch {
 namespace {
 
-bool is_mismatch(const core::Finding& f) { return f.kind == core::kKindCollectiveMismatch || f.kind == core::kKindP2pMismatch; }
+bool is_mismatch(const core::Finding& f) {
+  return f.kind == core::kKindCollectiveMismatch || f.kind == core::kKindP2pMismatch;
+}
 
 void decide(core::RunResult& r) { r.verdict = r.findings.empty() ? core::Verdict::pass : r.findings.front().verdict; }
 
@@ -41,7 +43,8 @@ core::RunResult Watcher::judge(bool live) const {
   // healthy operation look like the odd one. check's view of the whole window takes its place where
   // both blame the same rank (its words say more: an extra call, a skipped one), else follows as a note.
   if (!paired.empty()) {
-    const bool same_blame = !fr.findings.empty() && is_mismatch(fr.findings.front()) && paired.front().culprit.rank >= 0 &&
+    const bool same_blame = !fr.findings.empty() && is_mismatch(fr.findings.front()) &&
+                            paired.front().culprit.rank >= 0 &&
                             fr.findings.front().culprit.rank == paired.front().culprit.rank &&
                             fr.findings.front().culprit.comm == paired.front().culprit.comm;
     if (same_blame) std::swap(paired.front(), fr.findings.front());
@@ -82,7 +85,8 @@ void Watcher::never_launched(core::RunResult& r) const {
   bool first = r.findings.empty();
   if (!first) {
     const core::Finding& f = r.findings.front();
-    const bool holds_culprit = std::any_of(held.begin(), held.end(), [&](const auto& h) { return h.rank == f.culprit.rank; });
+    const bool holds_culprit =
+        std::any_of(held.begin(), held.end(), [&](const auto& h) { return h.rank == f.culprit.rank; });
     first = f.kind == core::kKindStalled || f.kind == core::kKindMissingDump || f.kind == core::kKindUncheckedRank ||
             (f.kind == core::kKindUnmatched && holds_culprit) || (f.kind == core::kKindCycle && f.sites.empty());
   }
@@ -95,7 +99,8 @@ void Watcher::never_launched(core::RunResult& r) const {
     ranks += fmt::format("{}{}", ranks.empty() ? "" : ", ", h.rank);
     f.details.push_back(fmt::format("rank{}: {} on '{}'{} waits, and {} line(s) with it: {}", h.rank, h.what, h.comm,
                                     h.site.empty() ? "" : fmt::format(" [{}]", h.site), h.lines, h.why));
-    f.sites.push_back(core::Site{h.rank, fmt::format("rank{}.host", h.rank), h.comm, -1, "called " + h.what + ", never launched", h.site});
+    f.sites.push_back(core::Site{h.rank, fmt::format("rank{}.host", h.rank), h.comm, -1,
+                                 "called " + h.what + ", never launched", h.site});
   }
   f.summary = fmt::format("rank(s) {} made NCCL calls that NCCL never launched; everything each of them called after waits too", ranks);
   if (first) {

@@ -86,7 +86,8 @@ std::vector<ncclUniqueId> unique_ids(const Args& a) {
   if (a.rank == 0) {
     for (auto& id : ids) CHECK_NCCL(ncclGetUniqueId(&id));
     const std::string tmp = a.ids + ".tmp";
-    std::ofstream(tmp, std::ios::binary).write(reinterpret_cast<const char*>(ids.data()), sizeof(ncclUniqueId) * kComms);
+    std::ofstream(tmp, std::ios::binary)
+        .write(reinterpret_cast<const char*>(ids.data()), sizeof(ncclUniqueId) * kComms);
     std::rename(tmp.c_str(), a.ids.c_str());
     return ids;
   }
@@ -127,7 +128,8 @@ struct Job {
   void say_fault_step() const {
     timespec ts{};
     clock_gettime(CLOCK_REALTIME, &ts);
-    std::printf("rank %d: fault %s: step 3 begins at %lld ns\n", a.rank, a.fault.c_str(), static_cast<long long>(ts.tv_sec) * 1000000000LL + ts.tv_nsec);
+    std::printf("rank %d: fault %s: step 3 begins at %lld ns\n", a.rank, a.fault.c_str(),
+                static_cast<long long>(ts.tv_sec) * 1000000000LL + ts.tv_nsec);
     std::fflush(stdout);
   }
 };
@@ -226,10 +228,13 @@ void bench(Job& j) {
   for (int i = 0; i < j.a.bench; ++i) bench_op(j, count);
   CHECK_CUDA(cudaStreamSynchronize(j.stream));
   const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-  const double thread = cpu_us(CLOCK_THREAD_CPUTIME_ID) - thread0, process = cpu_us(CLOCK_PROCESS_CPUTIME_ID) - process0;
-  std::printf("bench rank %d of %d: %d %s of %ld bytes: %.3f us per operation; cpu us per operation: thread %.3f process %.3f\n", j.a.rank,
-              j.a.ranks, j.a.bench, j.a.ranks > 1 ? "all_reduce" : "grouped self send+recv", j.a.bytes, us / j.a.bench, thread / j.a.bench,
-              process / j.a.bench);
+  const double thread = cpu_us(CLOCK_THREAD_CPUTIME_ID) - thread0,
+               process = cpu_us(CLOCK_PROCESS_CPUTIME_ID) - process0;
+  std::printf(
+      "bench rank %d of %d: %d %s of %ld bytes: %.3f us per operation; cpu us per operation: thread %.3f process "
+      "%.3f\n",
+      j.a.rank, j.a.ranks, j.a.bench, j.a.ranks > 1 ? "all_reduce" : "grouped self send+recv", j.a.bytes,
+      us / j.a.bench, thread / j.a.bench, process / j.a.bench);
 }
 
 }  // namespace

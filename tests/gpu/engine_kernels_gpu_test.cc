@@ -2,9 +2,9 @@
 // of kernels/engine_kernel_list.h that kernels_gpu_test.cc does not run. The step's input rows and
 // the adoption of its samples (prepare_inputs, post_update), the drafter's inputs (with padding
 // rows), its context KV, forward and MoE layer, the feedback payload, the request-table gathers and
-// scatters, the write check's restore, and the recurrent layer's output, commit and reset. Inputs are random but valid: every index a kernel reads
-// from memory lies inside its buffer, and rows that scatter into a table own distinct entries (the
-// GPU runs rows at once). Skips without a GPU.
+// scatters, the write check's restore, and the recurrent layer's output, commit and reset. Inputs are random but valid:
+// every index a kernel reads from memory lies inside its buffer, and rows that scatter into a table own distinct
+// entries (the GPU runs rows at once). Skips without a GPU.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -344,7 +344,8 @@ TEST(GpuEngineKernels, DrafterContextKvGatherAndForwardMatchTheCpu) {
   // range is longer than K, so the anchor (its last row not rejected) stays inside it.
   Dual<int32_t> counts(uniform<int32_t>(2 * N, 0, K, rng)), batch_row(std::vector<int32_t>{0, 2, 3});
   Dual<int32_t> ctx_start(std::vector<int32_t>{0, 7, 12}), ctx_end(std::vector<int32_t>{5, 11, 18});
-  Dual<int32_t> ns(filled<int32_t>(kDrafted, -5)), nr(filled<int32_t>(kDrafted, -5)), anchor(filled<int32_t>(kDrafted, -5));
+  Dual<int32_t> ns(filled<int32_t>(kDrafted, -5)), nr(filled<int32_t>(kDrafted, -5)),
+      anchor(filled<int32_t>(kDrafted, -5));
   // The drafter's query rows: a bonus token at r*K; positions anywhere.
   Dual<int32_t> input_ids(uniform<int32_t>(kQueryRows, 0, V - 1, rng));
   Dual<int64_t> positions(uniform<int64_t>(kQueryRows, 0, 4000, rng)), drafts(filled<int64_t>(kDrafted * K, -5));
@@ -352,19 +353,23 @@ TEST(GpuEngineKernels, DrafterContextKvGatherAndForwardMatchTheCpu) {
   Dual<uint32_t> embed(random_words(V, rng));
   for (bool gpu : {false, true}) {
     run(DraftContextKvKernel{ctx_slots.on(gpu), c.on(gpu), all_kv.on(gpu)}, kTargetRows, gpu);
-    run(DflashGatherKernel{N, counts.on(gpu), batch_row.on(gpu), ctx_end.on(gpu), ns.on(gpu), nr.on(gpu), anchor.on(gpu)},
+    run(DflashGatherKernel{N, counts.on(gpu), batch_row.on(gpu), ctx_end.on(gpu), ns.on(gpu), nr.on(gpu),
+                           anchor.on(gpu)},
         kDrafted, gpu);
-    run(DraftContextKvRangesKernel{{ctx_slots.on(gpu), c.on(gpu), ranges_kv.on(gpu)}, ctx_start.on(gpu), ctx_end.on(gpu)},
+    run(
+        DraftContextKvRangesKernel{
+            {ctx_slots.on(gpu), c.on(gpu), ranges_kv.on(gpu)}, ctx_start.on(gpu), ctx_end.on(gpu)},
         kDrafted, gpu);
-    run(DraftForwardKernel{K, anchor.on(gpu), c.on(gpu), input_ids.on(gpu), positions.on(gpu), embed.on(gpu), 0x9E3779B1U,
-                           V, drafts.on(gpu)},
+    run(DraftForwardKernel{K, anchor.on(gpu), c.on(gpu), input_ids.on(gpu), positions.on(gpu), embed.on(gpu),
+                           0x9E3779B1U, V, drafts.on(gpu)},
         kDrafted, gpu);
-    run(DraftForwardKernel{K - 1, anchor.on(gpu), c.on(gpu), input_ids.on(gpu), positions.on(gpu), embed.on(gpu), 0x9E3779B1U,
-                           V, budget_drafts.on(gpu), K},
+    run(DraftForwardKernel{K - 1, anchor.on(gpu), c.on(gpu), input_ids.on(gpu), positions.on(gpu), embed.on(gpu),
+                           0x9E3779B1U, V, budget_drafts.on(gpu), K},
         kDrafted, gpu);
   }
   expect_same(budget_drafts, "drafts (budget K - 1)");
-  for (int32_t r = 0; r < kDrafted; ++r) EXPECT_EQ(budget_drafts.host[static_cast<size_t>(r * K + K - 1)], V - 1);  // MASK
+  for (int32_t r = 0; r < kDrafted; ++r)
+    EXPECT_EQ(budget_drafts.host[static_cast<size_t>(r * K + K - 1)], V - 1);  // MASK
   expect_same(all_kv, "draft_kv (every row)");
   expect_same(ranges_kv, "draft_kv (drafted ranges)");
   expect_same(ns, "num_sampled");
@@ -383,7 +388,8 @@ TEST(GpuEngineKernels, DrafterGateAndExpertsGiveTheCpusFloatBits) {
   Rng rng(25);
   constexpr int32_t kRows = 40, E = 8, kTop = 2;
   // Uncleared padding rows carry stale ids and positions: any value reaches the gate's hash.
-  Dual<int32_t> ids(uniform<int32_t>(kRows, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max(), rng));
+  Dual<int32_t> ids(
+      uniform<int32_t>(kRows, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max(), rng));
   Dual<int64_t> positions(uniform<int64_t>(kRows, -1, 1 << 20, rng));
   Dual<float> gating(filled<float>(kRows * E, -99.0f));
   // The router's output, here independent of the gate (the router's weights may differ by an ulp,
@@ -411,7 +417,8 @@ TEST(GpuEngineKernels, FeedbackPayloadPacksAndUnpacksTheSameBitsAsTheCpu) {
   constexpr int32_t N = 5;
   const int64_t w = payload_width(K);
   Dual<int64_t> sampled(random_i64(N * (K + 1), rng)), drafts(random_i64(N * K, rng));
-  Dual<int32_t> counts(uniform<int32_t>(2 * N, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max(), rng));
+  Dual<int32_t> counts(
+      uniform<int32_t>(2 * N, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max(), rng));
   // with_drafts false: the step proposed nothing and the draft columns go out as 0.
   for (bool with_drafts : {true, false}) {
     SCOPED_TRACE(::testing::Message() << "with_drafts " << with_drafts);
@@ -420,8 +427,10 @@ TEST(GpuEngineKernels, FeedbackPayloadPacksAndUnpacksTheSameBitsAsTheCpu) {
     Dual<int32_t> out_counts(filled<int32_t>(2 * N, -5));
     // Each runtime unpacks the payload it packed itself, as an earlier stage does.
     for (bool gpu : {false, true}) {
-      run(PackPayloadKernel{N, K, with_drafts, sampled.on(gpu), counts.on(gpu), drafts.on(gpu), payload.on(gpu)}, N, gpu);
-      run(UnpackPayloadKernel{N, K, payload.on(gpu), out_sampled.on(gpu), out_counts.on(gpu), out_drafts.on(gpu)}, N, gpu);
+      run(PackPayloadKernel{N, K, with_drafts, sampled.on(gpu), counts.on(gpu), drafts.on(gpu), payload.on(gpu)}, N,
+          gpu);
+      run(UnpackPayloadKernel{N, K, payload.on(gpu), out_sampled.on(gpu), out_counts.on(gpu), out_drafts.on(gpu)}, N,
+          gpu);
     }
     expect_same(payload, "payload");
     expect_same(out_sampled, "unpacked sampled");
@@ -439,11 +448,14 @@ TEST(GpuEngineKernels, RequestTableGathersAndScattersMatchTheCpu) {
   Rng rng(27);
   constexpr int32_t N = 5, kDrafted = 3;
   const std::vector<int32_t> map = distinct(N, kMaxReqs, rng);
-  Dual<int32_t> idx(map), query_len(uniform<int32_t>(N, 1, 64, rng)), computed(uniform<int32_t>(kMaxReqs, 0, 1000, rng));
-  Dual<int32_t> blocks(uniform<int32_t>(kMaxReqs * kMaxBlocks, 0, 40, rng)), block_rows(filled<int32_t>(N * kMaxBlocks, -5));
+  Dual<int32_t> idx(map), query_len(uniform<int32_t>(N, 1, 64, rng)),
+      computed(uniform<int32_t>(kMaxReqs, 0, 1000, rng));
+  Dual<int32_t> blocks(uniform<int32_t>(kMaxReqs * kMaxBlocks, 0, 40, rng)),
+      block_rows(filled<int32_t>(N * kMaxBlocks, -5));
   Dual<int64_t> req_seeds(random_i64(kMaxReqs, rng)), seeds(filled<int64_t>(N, -5));
   Dual<uint32_t> req_spread(random_words(kMaxReqs, rng)), spread(filled<uint32_t>(N, 0xDEADBEEFU));
-  Dual<int32_t> output_base(uniform<int32_t>(kMaxReqs, 0, 50, rng)), total_len(uniform<int32_t>(kMaxReqs, 100, 200, rng));
+  Dual<int32_t> output_base(uniform<int32_t>(kMaxReqs, 0, 50, rng)),
+      total_len(uniform<int32_t>(kMaxReqs, 100, 200, rng));
   Dual<int32_t> prefill_len(uniform<int32_t>(kMaxReqs, 1, 99, rng));
   Dual<int64_t> out_index(filled<int64_t>(N, -5));
   // The drafter's rows: three of the batch's requests, in another order.
@@ -451,13 +463,15 @@ TEST(GpuEngineKernels, RequestTableGathersAndScattersMatchTheCpu) {
   std::shuffle(draft_map.begin(), draft_map.end(), rng);
   draft_map.resize(kDrafted);
   Dual<int32_t> draft_idx(draft_map);
-  Dual<int64_t> drafts(uniform<int64_t>(kDrafted * K, 0, V - 1, rng)), table(uniform<int64_t>(kMaxReqs * K, 0, V - 1, rng));
+  Dual<int64_t> drafts(uniform<int64_t>(kDrafted * K, 0, V - 1, rng)),
+      table(uniform<int64_t>(kMaxReqs * K, 0, V - 1, rng));
   Dual<int64_t> gathered(filled<int64_t>(N * K, -5));
   const std::vector<int32_t> computed0 = computed.host;
   for (bool gpu : {false, true}) {
     run(AdvanceNumComputedKernel{idx.on(gpu), query_len.on(gpu), computed.on(gpu)}, N, gpu);
-    run(GatherSamplingParamsKernel{idx.on(gpu), req_seeds.on(gpu), req_spread.on(gpu), output_base.on(gpu), total_len.on(gpu),
-                                   prefill_len.on(gpu), seeds.on(gpu), spread.on(gpu), out_index.on(gpu)},
+    run(GatherSamplingParamsKernel{idx.on(gpu), req_seeds.on(gpu), req_spread.on(gpu), output_base.on(gpu),
+                                   total_len.on(gpu), prefill_len.on(gpu), seeds.on(gpu), spread.on(gpu),
+                                   out_index.on(gpu)},
         N, gpu);
     run(GatherBlockRowsKernel{idx.on(gpu), blocks.on(gpu), kMaxBlocks, block_rows.on(gpu)}, N, gpu);
     run(SetDraftTokensKernel{K, draft_idx.on(gpu), drafts.on(gpu), table.on(gpu)}, kDrafted, gpu);
@@ -563,11 +577,13 @@ TEST(GpuEngineKernels, WriteCheckBandsSaveAndRestoreTheSameBytesAsTheCpu) {
     expect_same(*saved[static_cast<size_t>(b)], "saved");
     expect_same(*data[static_cast<size_t>(b)], "data");
     expect_same(*unwritten[static_cast<size_t>(b)], "unwritten");
-    for (int32_t e = 0; e < kElems; ++e) EXPECT_EQ(unwritten[static_cast<size_t>(b)]->host[static_cast<size_t>(e)], e % 3 == 0 ? 0 : 1);
+    for (int32_t e = 0; e < kElems; ++e)
+      EXPECT_EQ(unwritten[static_cast<size_t>(b)]->host[static_cast<size_t>(e)], e % 3 == 0 ? 0 : 1);
   }
   // Not vacuous: the unstored elements of the 8-byte range hold their original bytes again.
   for (int32_t e = 1; e < kElems; e += 3)
-    for (int32_t i = 0; i < 8; ++i) EXPECT_EQ(data[1]->host[static_cast<size_t>(e * 8 + i)], original[static_cast<size_t>(e * 8 + i)]);
+    for (int32_t i = 0; i < 8; ++i)
+      EXPECT_EQ(data[1]->host[static_cast<size_t>(e * 8 + i)], original[static_cast<size_t>(e * 8 + i)]);
 }
 
 
@@ -595,10 +611,11 @@ TEST(GpuEngineKernels, RecurrentLayerCommitAndResetMatchTheCpu) {
   computed[7] = 22;
   Dual<int32_t> idx(std::vector<int32_t>{5, 2, -1, 7}), num_computed(computed), admitted(std::vector<int32_t>{3});
   for (bool gpu : {false, true}) {
-    run(RecurrentLayerKernel{row_req.on(gpu), positions.on(gpu), y.on(gpu), v.on(gpu), a.on(gpu), b.on(gpu), state.on(gpu), D, 4,
-                             lanes, window, rows, scratch.on(gpu), x.on(gpu)},
+    run(RecurrentLayerKernel{row_req.on(gpu), positions.on(gpu), y.on(gpu), v.on(gpu), a.on(gpu), b.on(gpu),
+                             state.on(gpu), D, 4, lanes, window, rows, scratch.on(gpu), x.on(gpu)},
         rows, gpu);
-    run(RecurrentCommitKernel{idx.on(gpu), num_computed.on(gpu), scratch.on(gpu), window, lanes, state.on(gpu)}, 4, gpu);
+    run(RecurrentCommitKernel{idx.on(gpu), num_computed.on(gpu), scratch.on(gpu), window, lanes, state.on(gpu)}, 4,
+        gpu);
     run(RecurrentResetKernel{admitted.on(gpu), lanes, state.on(gpu)}, 1, gpu);
   }
   expect_same(x, "layer output");
@@ -627,8 +644,9 @@ TEST(GpuEngineKernels, EagleTapsAndForwardsMatchTheCpu) {
   Dual<int64_t> cursor(filled<int64_t>(drafted * 2, 1)), drafts(filled<int64_t>(drafted * K, -1));
   for (bool gpu : {false, true}) {
     for (int t = 0; t < taps; ++t)
-      run(TapKernel{row_req.on(gpu), c.on(gpu), x.on(gpu), w.on(gpu), t /* a shard per tap */, lanes, t == 0, tap[t]->on(gpu)}, rows,
-          gpu);
+      run(TapKernel{row_req.on(gpu), c.on(gpu), x.on(gpu), w.on(gpu), t /* a shard per tap */, lanes, t == 0,
+                    tap[t]->on(gpu)},
+          rows, gpu);
     EagleStepKernel k{};
     k.k = K;
     k.num_taps = taps;
@@ -666,9 +684,12 @@ TEST(GpuEngineKernels, ExpertParallelDispatchExpertsAndCombineMatchTheCpu) {
   Dual<uint8_t> dummy_padding(filled<uint8_t>(kRows, 0xA5));
   for (bool gpu : {false, true}) {
     run(DummyQueryRowsKernel{dummy_ids.on(gpu), dummy_positions.on(gpu), bools(dummy_padding, gpu)}, kRows, gpu);
-    run(EpDispatchPackKernel{kRows, kTop, kDp, topk_ids.on(gpu), weights.on(gpu), send_ids.on(gpu), send_weights.on(gpu)}, kRows, gpu);
+    run(EpDispatchPackKernel{kRows, kTop, kDp, topk_ids.on(gpu), weights.on(gpu), send_ids.on(gpu),
+                             send_weights.on(gpu)},
+        kRows, gpu);
     // One replica's view, the all-to-all left out: what it sent stands for what it received.
-    run(EpExpertsKernel{kTop, send_ids.on(gpu), send_weights.on(gpu), scale.on(gpu), partial.on(gpu)}, kDp * kRows, gpu);
+    run(EpExpertsKernel{kTop, send_ids.on(gpu), send_weights.on(gpu), scale.on(gpu), partial.on(gpu)}, kDp * kRows,
+        gpu);
     run(EpCombineKernel{kRows, kDp, partial.on(gpu), confidence.on(gpu)}, kRows, gpu);
   }
   expect_same(send_ids, "dispatched expert ids");

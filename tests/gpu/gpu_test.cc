@@ -52,7 +52,8 @@ GpuRun run(const std::string& name, double hang_timeout_s = 5, const std::string
   gpu_jobs::GpuRunOptions o;
   o.hang_timeout = static_cast<core::Time>(hang_timeout_s * core::kSec);
   o.trace = trace;
-  const gpu_jobs::GpuOutcome out = gpu_jobs::run_on_gpu(gpu_jobs::GpuJob{p.file, p.name, p.config.module_loading, p.hang_timeout}, o, g.rec);
+  const gpu_jobs::GpuOutcome out =
+      gpu_jobs::run_on_gpu(gpu_jobs::GpuJob{p.file, p.name, p.config.module_loading, p.hang_timeout}, o, g.rec);
   g.ran = out.failure == gpu_jobs::GpuFailure::none;
   g.failure = out.failure;
   g.error = out.error;

@@ -27,8 +27,13 @@ struct PaddedRows {
   int32_t used = 0;  // rows before the padding
 
   PaddedRows(int32_t rows, int32_t reqs, int32_t max_blocks_per_req, int32_t block)
-      : max_blocks(max_blocks_per_req), block_size(block), req(static_cast<size_t>(rows), -1), ids(static_cast<size_t>(rows), 0),
-        pos(static_cast<size_t>(rows), 0), slots(static_cast<size_t>(rows), kPadSlot), blocks(static_cast<size_t>(reqs * max_blocks_per_req), 0) {
+      : max_blocks(max_blocks_per_req),
+        block_size(block),
+        req(static_cast<size_t>(rows), -1),
+        ids(static_cast<size_t>(rows), 0),
+        pos(static_cast<size_t>(rows), 0),
+        slots(static_cast<size_t>(rows), kPadSlot),
+        blocks(static_cast<size_t>(reqs * max_blocks_per_req), 0) {
     for (int r = 0; r < reqs; ++r)
       for (int b = 0; b < 4; ++b) blocks[static_cast<size_t>(r * max_blocks_per_req + b)] = 1 + r * 4 + b;
   }
@@ -40,7 +45,8 @@ struct PaddedRows {
       req[row] = request;
       pos[row] = first + i;
       ids[row] = static_cast<int32_t>(rng() % vocab);
-      slots[row] = slot_of(Span<const int32_t>(blocks).sub(request * max_blocks, max_blocks), max_blocks, block_size, first + i);
+      slots[row] =
+          slot_of(Span<const int32_t>(blocks).sub(request * max_blocks, max_blocks), max_blocks, block_size, first + i);
     }
   }
 };
@@ -77,8 +83,10 @@ TEST(GpuKernels, ToyModelForwardAndSamplerAreBitIdenticalToTheCpu) {
   for (uint32_t spread : {0U, 16U}) {
     Dual<uint32_t> d_spread(std::vector<uint32_t>(kReqs, spread));
     for (bool gpu : {false, true}) {
-      const RowInputs in{d_ids.on(gpu), d_pos.on(gpu), d_slots.on(gpu), d_req.on(gpu), d_blocks.on(gpu), kMaxBlocks, kBlock};
-      run(EmbedKernel{in, embed_ctx.on(gpu), embed_deep.on(gpu), D, 0, D, 0x9E3779B1U, ctx_kv.on(gpu), x.on(gpu)}, kRows, gpu);
+      const RowInputs in{d_ids.on(gpu),    d_pos.on(gpu), d_slots.on(gpu), d_req.on(gpu),
+                         d_blocks.on(gpu), kMaxBlocks,    kBlock};
+      run(EmbedKernel{in, embed_ctx.on(gpu), embed_deep.on(gpu), D, 0, D, 0x9E3779B1U, ctx_kv.on(gpu), x.on(gpu)},
+          kRows, gpu);
       run(ContextSumKernel{in, ctx_kv.on(gpu), c.on(gpu)}, kRows, gpu);
       for (int layer = 0; layer < 2; ++layer) {
         run(LayerPartialKernel{d_req.on(gpu), x.on(gpu), w.on(gpu), u.on(gpu), D, 0, D, y.on(gpu)}, kRows, gpu);
@@ -125,8 +133,9 @@ TEST(GpuKernels, RouterIdsMatchTheCpuAndWeightsWithinFourUlp) {
   Dual<int32_t> ids(std::vector<int32_t>(kRows * TopK, 99));
   Dual<float> weights(std::vector<float>(kRows * TopK, 99.0f));
   for (bool gpu : {false, true})
-    run(TopkSoftplusSqrtKernel{d_gating.on(gpu), bias.on(gpu), Span<const bool>(reinterpret_cast<const bool*>(d_padding.on(gpu).data), kRows), E, TopK, true,
-                               2.5f, true, ids.on(gpu), weights.on(gpu)},
+    run(TopkSoftplusSqrtKernel{d_gating.on(gpu), bias.on(gpu),
+                               Span<const bool>(reinterpret_cast<const bool*>(d_padding.on(gpu).data), kRows), E, TopK,
+                               true, 2.5f, true, ids.on(gpu), weights.on(gpu)},
         kRows, gpu);
   EXPECT_EQ(ids.host, ids.from_gpu());
   const std::vector<float> gw = weights.from_gpu();

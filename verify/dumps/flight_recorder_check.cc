@@ -44,7 +44,9 @@ core::Finding dropped_records(const FrJob& job) {
   return n;
 }
 
-core::Finding note(std::string kind, std::string summary) { return core::untimed_note(std::move(kind), std::move(summary)); }
+core::Finding note(std::string kind, std::string summary) {
+  return core::untimed_note(std::move(kind), std::move(summary));
+}
 
 // Where p2p places came from a wrapped ring's pattern, or could not.
 void placing_notes(const FrJob& job, std::vector<core::Finding>& notes) {
@@ -99,7 +101,8 @@ core::RunResult check_flight_recorder(const std::vector<traces::FrDump>& dumps, 
   placing_notes(job, r.notes);
   gloo_notes(job, r.notes);
   if (job.progress) r.notes.push_back(note("execution-model", "assumed: " + fr_calls_words(options.calls)));
-  if (std::any_of(job.dropped.begin(), job.dropped.end(), [](const auto& d) { return d.second > 0; })) r.notes.push_back(dropped_records(job));
+  if (std::any_of(job.dropped.begin(), job.dropped.end(), [](const auto& d) { return d.second > 0; }))
+    r.notes.push_back(dropped_records(job));
   if (!job.missing.empty()) {
     core::Finding n = unchecked_ranks(job);
     if (r.findings.empty()) {

@@ -14,7 +14,8 @@ std::vector<size_t> orders_of(const FrJobGroup& g, int rank) {
   std::vector<size_t> orders;
   const auto m = std::find(g.ranks.begin(), g.ranks.end(), rank);
   if (m == g.ranks.end()) return orders;
-  PPSPEC_ASSERT(g.lanes.size() == g.ranks.size(), "group '{}': {} lanes, {} members", g.name, g.lanes.size(), g.ranks.size());
+  PPSPEC_ASSERT(g.lanes.size() == g.ranks.size(), "group '{}': {} lanes, {} members", g.name, g.lanes.size(),
+                g.ranks.size());
   for (const FrOp& op : g.lanes[static_cast<size_t>(m - g.ranks.begin())]) orders.push_back(op.order);
   std::sort(orders.begin(), orders.end());
   return orders;
@@ -48,7 +49,8 @@ std::optional<std::string> locate_skipped_p2p(const FrJob& job, const FrChannel&
     const bool recvs_short = nr < ns;
     bool shifted = true;
     for (size_t k = k0; k < common && shifted; ++k)
-      shifted = recvs_short ? k + 1 < ns && anchor_recv(k) == anchor_send(k + 1) : k + 1 < nr && anchor_send(k) == anchor_recv(k + 1);
+      shifted = recvs_short ? k + 1 < ns && anchor_recv(k) == anchor_send(k + 1)
+                            : k + 1 < nr && anchor_send(k) == anchor_recv(k + 1);
     const std::string label = g.label();
     if (!shifted)
       return fmt::format("the sides part at send #{}: rank {}'s follows {} collective(s) of {}, rank {}'s receive {}", k0 + 1, c.src,
@@ -93,7 +95,8 @@ bool regular(const std::vector<size_t>& a, size_t step, size_t k, size_t at_k) {
 
 }  // namespace
 
-std::optional<FrChannelBlame> anchored_blame(const FrJob& job, const FrChannel& c, std::span<const FrOp> sends, std::span<const FrOp> recvs) {
+std::optional<FrChannelBlame> anchored_blame(const FrJob& job, const FrChannel& c, std::span<const FrOp> sends,
+                                             std::span<const FrOp> recvs) {
   const size_t common = std::min(sends.size(), recvs.size());
   // Anchors count from each ring's first record: where a ring dropped some, they do not line up.
   if (job.dropped.at(c.src) > 0 || job.dropped.at(c.dst) > 0) return std::nullopt;
@@ -114,8 +117,9 @@ std::optional<FrChannelBlame> anchored_blame(const FrJob& job, const FrChannel& 
     // The late side skipped one (a step of none there, each step one on the other side), or the
     // early side posted an extra (two in one step there, one a step on the late side). Where they
     // part at their first, the late side's first comes a step late: it skipped its first.
-    const bool late_skips = k == 0 ? late[0] == early[0] + step && regular(late, step, 0, kNoBreak) && regular(early, step, 0, kNoBreak)
-                                   : regular(late, step, k, 2 * step) && regular(early, step, 0, kNoBreak);
+    const bool late_skips =
+        k == 0 ? late[0] == early[0] + step && regular(late, step, 0, kNoBreak) && regular(early, step, 0, kNoBreak)
+               : regular(late, step, k, 2 * step) && regular(early, step, 0, kNoBreak);
     const bool early_extra = k > 0 && regular(early, step, k, 0) && regular(late, step, 0, kNoBreak);
     if (late_skips == early_extra) continue;  // both or neither: this group does not tell
     // A pattern seen a few times is evidence; one seen once or twice is chance.
@@ -130,7 +134,8 @@ std::optional<FrChannelBlame> anchored_blame(const FrJob& job, const FrChannel& 
                           b.extra ? fmt::format("comes before the next of them, as its #{} did: an extra one", k)
                                   : fmt::format("comes after {} of them where the other side's comes after {}: it skipped one before", late[k],
                                                 early[k]));
-    if (told && (told->sender != b.sender || told->extra != b.extra)) return std::nullopt;  // two groups tell two stories
+    if (told && (told->sender != b.sender || told->extra != b.extra))
+      return std::nullopt;  // two groups tell two stories
     if (!told || kept > evidence) told = b, evidence = kept;
   }
   return told;
@@ -152,9 +157,11 @@ std::optional<std::string> locate_skipped_collective(const FrJob& job, size_t gr
     for (size_t j = k; j < mine.size() && shifted; ++j) shifted = before(a, mine[j]) == before(b, theirs[j + 1]);
     if (!shifted) continue;
     const std::string label = job.groups[h].label();
-    return fmt::format("the skipped one is most likely rank {}'s collective #{} on {}: from there on each of its collectives there "
-                       "comes where rank {}'s next one does (its #{} follows {} collective(s) of {}, rank {}'s #{} follows {})",
-                       short_rank, k + 1, g.label(), long_rank, k + 1, before(a, mine[k]), label, long_rank, k + 1, before(b, theirs[k]));
+    return fmt::format(
+        "the skipped one is most likely rank {}'s collective #{} on {}: from there on each of its collectives there "
+        "comes where rank {}'s next one does (its #{} follows {} collective(s) of {}, rank {}'s #{} follows {})",
+        short_rank, k + 1, g.label(), long_rank, k + 1, before(a, mine[k]), label, long_rank, k + 1,
+        before(b, theirs[k]));
   }
   return std::nullopt;
 }

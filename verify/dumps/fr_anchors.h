@@ -24,7 +24,8 @@ struct FrChannelBlame {
   size_t at = 0;        // where: the breaking side's operation (extra) or where its skipped one belongs
   std::string words;
 };
-std::optional<FrChannelBlame> anchored_blame(const FrJob& job, const FrChannel& c, std::span<const FrOp> sends, std::span<const FrOp> recvs);
+std::optional<FrChannelBlame> anchored_blame(const FrJob& job, const FrChannel& c, std::span<const FrOp> sends,
+                                             std::span<const FrOp> recvs);
 // The same for a group's collectives, where member `short_rank` posted fewer than `long_rank`, all
 // alike: anchored by the collectives of the other groups both belong to.
 std::optional<std::string> locate_skipped_collective(const FrJob& job, size_t group, int short_rank, int long_rank);

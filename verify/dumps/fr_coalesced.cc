@@ -18,7 +18,8 @@ bool member(const FrEntry& e, const FrEntry& closer, Mode& mode) {
   const bool coll = !e.is_p2p && e.collective_seq_id == closer.collective_seq_id;
   // Only `coalesced` closes p2p: the other two close an uneven all_gather's or reduce_scatter's
   // collectives.
-  if (mode == Mode::unknown) mode = p2p && closer.kind == FrKind::coalesced ? Mode::p2p : coll ? Mode::collectives : Mode::unknown;
+  if (mode == Mode::unknown)
+    mode = p2p && closer.kind == FrKind::coalesced ? Mode::p2p : coll ? Mode::collectives : Mode::unknown;
   return mode == Mode::p2p ? p2p : mode == Mode::collectives && coll;
 }
 

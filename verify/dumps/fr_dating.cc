@@ -13,12 +13,14 @@ std::string ms(int64_t ns) { return fmt::format("{:.1f} ms", static_cast<double>
 }  // namespace
 
 FrDating::FrDating(const FrJob& job) {
-  same_moment_ = !job.dumps.empty() && std::all_of(job.dumps.begin(), job.dumps.end(), [](const traces::FrDump* d) { return d->same_moment; });
+  same_moment_ = !job.dumps.empty() && std::all_of(job.dumps.begin(), job.dumps.end(),
+                                                   [](const traces::FrDump* d) { return d->same_moment; });
   for (const traces::FrDump* d : job.dumps) {
     int64_t newest = 0, written = 0;
     for (const traces::FrEntry& e : d->entries) {
       newest = std::max({newest, e.created_ns, e.started_ns, e.completed_ns});
-      if (e.state == traces::FrState::completed && !e.retired && e.completed_ns > 0) written = std::max(written, e.completed_ns);
+      if (e.state == traces::FrState::completed && !e.retired && e.completed_ns > 0)
+        written = std::max(written, e.completed_ns);
     }
     if (newest > 0) newest_[d->rank] = newest;
     if (written > 0 && d->progress_recorded) written_[d->rank] = written;

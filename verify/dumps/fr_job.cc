@@ -38,8 +38,8 @@ size_t member_index(const FrJobGroup& g, int rank) {
 
 void finish_lanes(FrJob& job) {
   for (FrJobGroup& g : job.groups) {
-    PPSPEC_ASSERT(g.lanes.size() == g.ranks.size() && g.dumped.size() == g.ranks.size(), "group '{}': {} lanes, {} members",
-                  g.name, g.lanes.size(), g.ranks.size());
+    PPSPEC_ASSERT(g.lanes.size() == g.ranks.size() && g.dumped.size() == g.ranks.size(),
+                  "group '{}': {} lanes, {} members", g.name, g.lanes.size(), g.ranks.size());
     for (size_t m = 0; m < g.ranks.size(); ++m) g.dumped[m] = job.by_rank.count(g.ranks[m]) > 0;
     for (auto& lane : g.lanes) {
       std::sort(lane.begin(), lane.end(), by_seq);
@@ -72,7 +72,8 @@ struct Builder {
       const FrEntry& e = d.entries[i];
       if (c.in_composite[i]) continue;  // a member of a coalesced group of collectives: part of its closer's call
       const bool composite = !c.members[i].empty();
-      if (traces::is_closer(e.kind) && !composite) continue;  // the marker closing a group of p2p (or of records dropped)
+      if (traces::is_closer(e.kind) && !composite)
+        continue;  // the marker closing a group of p2p (or of records dropped)
       const size_t gi = group_of(d, e);
       FrOp op{&d, &e, gi, i, -1, c.state[i], c.closer[i], c.members[i]};
       if (composite) op.coalesced = i;
@@ -115,8 +116,9 @@ FrJob make_job(const std::vector<FrDump>& dumps) {
     job.states[d.rank] = std::move(c.state);
   }
   // Channels in (group, src, dst) order, whatever order the dumps came in.
-  std::sort(job.channels.begin(), job.channels.end(),
-            [](const FrChannel& a, const FrChannel& b) { return std::tie(a.group, a.src, a.dst) < std::tie(b.group, b.src, b.dst); });
+  std::sort(job.channels.begin(), job.channels.end(), [](const FrChannel& a, const FrChannel& b) {
+    return std::tie(a.group, a.src, a.dst) < std::tie(b.group, b.src, b.dst);
+  });
   finish_lanes(job);
   place_p2p(job);
   std::set<int> missing;
@@ -171,7 +173,8 @@ int64_t elements(const std::vector<int64_t>& dims) {
   return n;
 }
 
-void add_tensors(std::string& key, const std::vector<std::vector<int64_t>>& sizes, const std::vector<std::string>& dtypes) {
+void add_tensors(std::string& key, const std::vector<std::vector<int64_t>>& sizes,
+                 const std::vector<std::string>& dtypes) {
   for (size_t i = 0; i < sizes.size(); ++i)
     fmt::format_to(std::back_inserter(key), " {}:{}", i < dtypes.size() ? std::string_view(dtypes[i]) : std::string_view("?"), elements(sizes[i]));
   key += " |";
@@ -220,8 +223,9 @@ std::vector<std::string> user_frames(const FrEntry& e, size_t max) {
   for (const traces::FrFrame& f : e.frames()) {
     if (out.size() == max) break;
     // The library's own frames say nothing about the caller's code.
-    if (f.file.find("torch/distributed/") != std::string::npos || f.file.find("multiprocessing/") != std::string::npos ||
-        f.file.find("contextlib.py") != std::string::npos || f.file == "<string>")
+    if (f.file.find("torch/distributed/") != std::string::npos ||
+        f.file.find("multiprocessing/") != std::string::npos || f.file.find("contextlib.py") != std::string::npos ||
+        f.file == "<string>")
       continue;
     out.push_back(fmt::format("{} at {}:{}", f.name, f.file, f.line));
   }

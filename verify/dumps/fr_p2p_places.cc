@@ -25,7 +25,8 @@ std::map<std::pair<int, size_t>, std::vector<Call>> calls_of(const FrJob& job) {
   for (size_t c = 0; c < job.channels.size(); ++c) {
     const FrChannel& ch = job.channels[c];
     for (bool send : {true, false})
-      for (const FrOp& op : send ? ch.sends : ch.recvs) by_seq[{op.dump->rank, ch.group}][op.entry->p2p_seq_id].push_back({c, send});
+      for (const FrOp& op : send ? ch.sends : ch.recvs)
+        by_seq[{op.dump->rank, ch.group}][op.entry->p2p_seq_id].push_back({c, send});
   }
   for (auto& [key, seqs] : by_seq)
     for (auto& [seq, sides] : seqs) {

@@ -65,7 +65,8 @@ int64_t place(const Lane& lane, size_t k) {
 // Later positions where the members differ when read by position alone: what PyTorch's analyzer
 // reports one by one, each a consequence of this cause.
 size_t cascade(const IdLanes& s, const std::vector<size_t>& at) {
-  PPSPEC_ASSERT(s.lanes() >= 2 && at.size() == s.lanes(), "a cascade over {} lanes from {} positions", s.lanes(), at.size());
+  PPSPEC_ASSERT(s.lanes() >= 2 && at.size() == s.lanes(), "a cascade over {} lanes from {} positions", s.lanes(),
+                at.size());
   size_t n = 0;
   for (size_t t = 1;; ++t) {
     bool any = false, differ = false;
@@ -99,7 +100,8 @@ void distrust_repeat(core::SequenceCause& c) {
 }
 
 // What the cause blames, in the communicator's numbering.
-core::Culprit culprit_at(const std::vector<Lane>& lanes, const core::SequenceCause& c, const std::string& comm, bool p2p) {
+core::Culprit culprit_at(const std::vector<Lane>& lanes, const core::SequenceCause& c, const std::string& comm,
+                         bool p2p) {
   std::vector<core::RankId> ranks;
   std::vector<int64_t> positions;
   PPSPEC_ASSERT(c.at.size() == lanes.size(), "a cause at {} positions of {} lanes", c.at.size(), lanes.size());
@@ -115,11 +117,14 @@ void add_caller(core::Finding& f, const Lane& lane, size_t k) {
   if (op == nullptr) return;
   const traces::FrEntry& first = op->composite() ? op->dump->entries.at(op->members.front()) : *op->entry;
   const std::vector<std::string> frames = user_frames(first, 3);
-  if (!frames.empty()) f.details.push_back(fmt::format("rank {}'s call: {} from {}", lane.rank, op->entry->op, fmt::join(frames, ", from ")));
+  if (!frames.empty())
+    f.details.push_back(
+        fmt::format("rank {}'s call: {} from {}", lane.rank, op->entry->op, fmt::join(frames, ", from ")));
 }
 
 std::string culprit_summary(const core::SequenceCause& c, const std::vector<Lane>& lanes, const std::string& group) {
-  PPSPEC_ASSERT(!lanes.empty() && c.at.size() == lanes.size() && (c.culprits.empty() || c.culprits.front() < lanes.size()));
+  PPSPEC_ASSERT(!lanes.empty() && c.at.size() == lanes.size() &&
+                (c.culprits.empty() || c.culprits.front() < lanes.size()));
   const Lane& l = lanes[c.culprits.empty() ? 0 : c.culprits.front()];
   const size_t k = c.at[c.culprits.empty() ? 0 : c.culprits.front()];
   const std::string why = c.evidence.empty() ? "" : fmt::format(" — {}", c.evidence);
@@ -139,13 +144,17 @@ std::string culprit_summary(const core::SequenceCause& c, const std::vector<Lane
                          l.rank, group, seq, op_words(l, k), fmt::join(others, ", "), why);
     default:
       if (c.evidence == "the same operation twice in a row" && k > 0)
-        return fmt::format("{} collective_seq_id {}: rank {} posts {} twice in a row (collective_seq_id {} and {}) where {}: a double post",
-                           group, seq, l.rank, op_words(l, k), l.at(k - 1)->entry->collective_seq_id, seq, fmt::join(others, ", "));
-      return fmt::format("{} collective_seq_id {}: rank {} posts {} where {}{}", group, seq, l.rank, op_words(l, k), fmt::join(others, ", "), why);
+        return fmt::format(
+            "{} collective_seq_id {}: rank {} posts {} twice in a row (collective_seq_id {} and {}) where {}: a double "
+            "post",
+            group, seq, l.rank, op_words(l, k), l.at(k - 1)->entry->collective_seq_id, seq, fmt::join(others, ", "));
+      return fmt::format("{} collective_seq_id {}: rank {} posts {} where {}{}", group, seq, l.rank, op_words(l, k),
+                         fmt::join(others, ", "), why);
   }
 }
 
-core::Finding collective_finding(const FrJobGroup& g, const std::vector<Lane>& lanes, const IdLanes& ids, const core::SequenceCause& c) {
+core::Finding collective_finding(const FrJobGroup& g, const std::vector<Lane>& lanes, const IdLanes& ids,
+                                 const core::SequenceCause& c) {
   core::Finding f;
   f.verdict = core::Verdict::fifo_misalignment;
   f.kind = std::string(core::kKindCollectiveMismatch);
@@ -157,7 +166,8 @@ core::Finding collective_finding(const FrJobGroup& g, const std::vector<Lane>& l
   PPSPEC_ASSERT(c.at.size() == lanes.size() && lanes.size() >= 2);
   if (c.kind == core::CauseKind::shifted) {
     // Two lanes one apart: of two members, or the two still going where the others' dumps ended.
-    PPSPEC_ASSERT(!c.ahead.empty() && c.ahead.front() < lanes.size(), "a shift ahead on lane {} of {}", c.ahead.front(), lanes.size());
+    PPSPEC_ASSERT(!c.ahead.empty() && c.ahead.front() < lanes.size(), "a shift ahead on lane {} of {}", c.ahead.front(),
+                  lanes.size());
     size_t other = lanes.size();
     for (size_t i = 0; i < lanes.size() && other == lanes.size(); ++i)
       if (i != c.ahead.front() && lanes[i].at(c.at[i]) != nullptr) other = i;
@@ -170,10 +180,11 @@ core::Finding collective_finding(const FrJobGroup& g, const std::vector<Lane>& l
                             group, a.at(k)->entry->collective_seq_id, a.rank, b.rank, op_words(a, k), b.rank);
   } else if (c.kind == core::CauseKind::unresolved || c.culprits.empty()) {
     const Lane& a = lanes[0];
-    f.summary = fmt::format("{} collective_seq_id {}: {}; {}", group, a.at(c.at[0]) ? a.at(c.at[0])->entry->collective_seq_id : -1,
-                            fmt::join(posts, ", "),
-                            c.kind == core::CauseKind::unresolved ? "no single extra, skipped or different collective explains it"
-                                                                  : "nothing tells which of them is wrong");
+    f.summary = fmt::format("{} collective_seq_id {}: {}; {}", group,
+                            a.at(c.at[0]) ? a.at(c.at[0])->entry->collective_seq_id : -1, fmt::join(posts, ", "),
+                            c.kind == core::CauseKind::unresolved
+                                ? "no single extra, skipped or different collective explains it"
+                                : "nothing tells which of them is wrong");
   } else {
     f.summary = culprit_summary(c, lanes, group);
   }
@@ -181,7 +192,8 @@ core::Finding collective_finding(const FrJobGroup& g, const std::vector<Lane>& l
   for (size_t i = 0; i < lanes.size(); ++i)
     if (std::find(order.begin(), order.end(), i) == order.end()) order.push_back(i);
   for (size_t i : order)
-    if (f.sites.size() < core::kFindingListMax) f.sites.push_back(site_of(lanes[i], c.at[i], group, false, "has not posted it"));
+    if (f.sites.size() < core::kFindingListMax)
+      f.sites.push_back(site_of(lanes[i], c.at[i], group, false, "has not posted it"));
   f.culprit = culprit_at(lanes, c, g.name, false);
   if (c.culprits.size() == 1) add_caller(f, lanes[c.culprits.front()], c.at[c.culprits.front()]);
   if (const size_t later = cascade(ids, c.at); later > 0)
@@ -209,7 +221,8 @@ std::optional<core::Finding> unbalanced_all_to_all(const FrJobGroup& g, const st
       const auto [in, out] = all_to_all_totals(*op->entry);
       sent += in;
       received += out;
-      if (parts.size() < core::kFindingListMax) parts.push_back(fmt::format("rank {} sends {} and receives {}", l.rank, in, out));
+      if (parts.size() < core::kFindingListMax)
+        parts.push_back(fmt::format("rank {} sends {} and receives {}", l.rank, in, out));
     }
     if (sent == received) continue;
     core::Finding f;
@@ -230,7 +243,8 @@ std::optional<core::Finding> unbalanced_all_to_all(const FrJobGroup& g, const st
 
 // Where dumps record no progress (Gloo), an operation one member posted more than another cannot be
 // found waiting: the counts themselves are the finding.
-core::Finding surplus_finding(const FrJob& job, size_t group, const std::vector<Lane>& lanes, const core::SequenceCause& c) {
+core::Finding surplus_finding(const FrJob& job, size_t group, const std::vector<Lane>& lanes,
+                              const core::SequenceCause& c) {
   const FrJobGroup& g = job.groups[group];
   PPSPEC_ASSERT(!c.ahead.empty() && c.ahead.front() < lanes.size());
   const Lane& more = lanes[c.ahead.front()];
@@ -243,12 +257,14 @@ core::Finding surplus_finding(const FrJob& job, size_t group, const std::vector<
   f.kind = std::string(core::kKindUnmatched);
   f.time = core::kNoTime;
   const size_t k = less.ops.size();
-  f.summary = fmt::format("{}: rank {} posted {} collective(s) from collective_seq_id {}, rank {} {}: rank {} skipped one, or rank {} "
-                          "posted one too many (equal operations cannot tell which); its collective_seq_id {} ({}) has no partner on "
-                          "rank {}",
-                          g.label(), less.rank, less.ops.size(), g.first_common_seq, more.rank, more.ops.size(), less.rank, more.rank,
-                          more.at(k)->entry->collective_seq_id, describe(*more.at(k)), less.rank);
-  f.sites.push_back(core::Site{less.rank, fmt::format("rank{}", less.rank), g.label(), -1, "never posts the counterpart", ""});
+  f.summary = fmt::format(
+      "{}: rank {} posted {} collective(s) from collective_seq_id {}, rank {} {}: rank {} skipped one, or rank {} "
+      "posted one too many (equal operations cannot tell which); its collective_seq_id {} ({}) has no partner on "
+      "rank {}",
+      g.label(), less.rank, less.ops.size(), g.first_common_seq, more.rank, more.ops.size(), less.rank, more.rank,
+      more.at(k)->entry->collective_seq_id, describe(*more.at(k)), less.rank);
+  f.sites.push_back(
+      core::Site{less.rank, fmt::format("rank{}", less.rank), g.label(), -1, "never posts the counterpart", ""});
   f.sites.push_back(site_of(more, k, g.label(), false, ""));
   // Equal operations cannot tell a skipped one from one too many: no culprit, only where.
   f.culprit = core::Culprit{-1, g.name, false, -1, more.at(k)->position, "count"};
@@ -283,8 +299,8 @@ CompletedSurplus completed_without_members(const FrJob& job, const FrJobGroup& g
   return out;
 }
 
-void judge_completed_surplus(const FrJob& job, size_t group, const std::vector<Lane>& lanes, const core::SequenceCause& c,
-                             FrSequenceFindings& out) {
+void judge_completed_surplus(const FrJob& job, size_t group, const std::vector<Lane>& lanes,
+                             const core::SequenceCause& c, FrSequenceFindings& out) {
   const CompletedSurplus s = completed_without_members(job, job.groups[group], lanes, c);
   if (s == CompletedSurplus::none) return;
   core::Finding f = surplus_finding(job, group, lanes, c);
@@ -308,7 +324,8 @@ std::optional<core::Finding> early_mismatch(const FrJobGroup& g) {
   std::map<int64_t, std::vector<std::pair<int, const FrOp*>>> by_seq;
   for (size_t m = 0; m < g.ranks.size(); ++m)
     for (const FrOp& op : g.lanes[m])
-      if (op.entry->collective_seq_id < g.first_common_seq) by_seq[op.entry->collective_seq_id].emplace_back(g.ranks[m], &op);
+      if (op.entry->collective_seq_id < g.first_common_seq)
+        by_seq[op.entry->collective_seq_id].emplace_back(g.ranks[m], &op);
   for (const auto& [seq, held] : by_seq) {
     if (held.size() < 2) continue;
     std::map<std::string, std::vector<size_t>> keys;
@@ -340,7 +357,8 @@ void check_group(const FrJob& job, size_t group, FrSequenceFindings& out) {
   for (size_t m = 0; m < g.ranks.size(); ++m) {
     if (!g.dumped[m]) continue;
     const auto& all = g.lanes[m];
-    const auto first = std::find_if(all.begin(), all.end(), [&](const FrOp& op) { return op.entry->collective_seq_id >= g.first_common_seq; });
+    const auto first = std::find_if(all.begin(), all.end(),
+                                    [&](const FrOp& op) { return op.entry->collective_seq_id >= g.first_common_seq; });
     lanes.push_back(Lane{g.ranks[m], std::span<const FrOp>(all).subspan(static_cast<size_t>(first - all.begin()))});
     if (first != all.begin()) {
       out.notes.push_back(core::untimed_note(
@@ -363,16 +381,20 @@ void check_group(const FrJob& job, size_t group, FrSequenceFindings& out) {
     if (lanes.size() == 2) distrust_repeat(c);
     if (n == 0) {
       size_t upto = SIZE_MAX;
-      for (size_t i = 0; i < lanes.size(); ++i) upto = std::min(upto, c.kind == core::CauseKind::none ? lanes[i].ops.size() : c.at[i]);
+      for (size_t i = 0; i < lanes.size(); ++i)
+        upto = std::min(upto, c.kind == core::CauseKind::none ? lanes[i].ops.size() : c.at[i]);
       if (auto f = unbalanced_all_to_all(g, lanes, upto)) out.findings.push_back(std::move(*f));
     }
     size_t agreed = SIZE_MAX;
-    for (size_t i = 0; i < lanes.size(); ++i) PPSPEC_ASSERT(c.at[i] >= from[i], "a cause before where it was looked for");
+    for (size_t i = 0; i < lanes.size(); ++i)
+      PPSPEC_ASSERT(c.at[i] >= from[i], "a cause before where it was looked for");
     for (size_t i = 0; i < lanes.size(); ++i) agreed = std::min(agreed, c.at[i] - from[i]);
     out.collectives_compared += agreed;
-    if (c.kind == core::CauseKind::surplus && !job.progress) return out.findings.push_back(surplus_finding(job, group, lanes, c));
+    if (c.kind == core::CauseKind::surplus && !job.progress)
+      return out.findings.push_back(surplus_finding(job, group, lanes, c));
     if (c.kind == core::CauseKind::surplus) judge_completed_surplus(job, group, lanes, c, out);
-    if (c.kind == core::CauseKind::none || c.kind == core::CauseKind::surplus) return;  // a surplus waits: verify/dumps/fr_waits.cc
+    if (c.kind == core::CauseKind::none || c.kind == core::CauseKind::surplus)
+      return;  // a surplus waits: verify/dumps/fr_waits.cc
     out.findings.push_back(collective_finding(g, lanes, ids, c));
     if (c.kind == core::CauseKind::unresolved) return;
     PPSPEC_ASSERT(c.resume.size() == lanes.size());
@@ -380,7 +402,8 @@ void check_group(const FrJob& job, size_t group, FrSequenceFindings& out) {
   }
 }
 
-std::string p2p_summary(const FrChannel& ch, const std::string& group, const core::SequenceCause& c, const std::vector<Lane>& lanes) {
+std::string p2p_summary(const FrChannel& ch, const std::string& group, const core::SequenceCause& c,
+                        const std::vector<Lane>& lanes) {
   PPSPEC_ASSERT(lanes.size() == 2 && c.at.size() == 2, "a p2p channel of {} lanes", lanes.size());
   const size_t k0 = c.at[0], k1 = c.at[1];
   const int64_t n0 = place(lanes[0], k0), n1 = place(lanes[1], k1);
@@ -420,8 +443,8 @@ std::string p2p_summary(const FrChannel& ch, const std::string& group, const cor
 // A send that completed though its receive was never posted: small enough to go eagerly into the
 // connection buffer, where its data waits for the next receive (a surplus still waiting is the
 // waits' to explain: verify/dumps/fr_waits.cc).
-void completed_surplus(const FrChannel& ch, const FrJobGroup& g, const std::vector<Lane>& lanes, const core::SequenceCause& c,
-                       FrSequenceFindings& out) {
+void completed_surplus(const FrChannel& ch, const FrJobGroup& g, const std::vector<Lane>& lanes,
+                       const core::SequenceCause& c, FrSequenceFindings& out) {
   PPSPEC_ASSERT(lanes.size() == 2 && c.at.size() == 2 && !c.ahead.empty() && c.ahead.front() < 2);
   const size_t ahead = c.ahead.front();
   const FrOp* op = lanes[ahead].at(c.at[ahead]);
@@ -432,14 +455,16 @@ void completed_surplus(const FrChannel& ch, const FrJobGroup& g, const std::vect
   f.verdict = core::Verdict::fifo_misalignment;
   f.kind = std::string(core::kKindUnmatched);
   f.time = core::kNoTime;
-  f.summary = fmt::format("{}: rank {}'s {} #{} {} rank {} ({}) completed, and rank {} never posted the {} it pairs with: {} ({} posted "
-                          "{}, rank {} {}); its data waits in the connection buffer for the next one",
-                          g.label(), waiting, sends ? "send" : "receive", place(lanes[ahead], c.at[ahead]), sends ? "to" : "from", absent,
-                          describe(*op, false), absent, sends ? "receive" : "send",
-                          sends ? "small enough to be sent eagerly" : "a receive with no send", waiting, lanes[ahead].ops.size(),
-                          absent, lanes[1 - ahead].ops.size());
+  f.summary = fmt::format(
+      "{}: rank {}'s {} #{} {} rank {} ({}) completed, and rank {} never posted the {} it pairs with: {} ({} posted "
+      "{}, rank {} {}); its data waits in the connection buffer for the next one",
+      g.label(), waiting, sends ? "send" : "receive", place(lanes[ahead], c.at[ahead]), sends ? "to" : "from", absent,
+      describe(*op, false), absent, sends ? "receive" : "send",
+      sends ? "small enough to be sent eagerly" : "a receive with no send", waiting, lanes[ahead].ops.size(), absent,
+      lanes[1 - ahead].ops.size());
   f.sites.push_back(site_of(lanes[ahead], c.at[ahead], g.label(), true, ""));
-  f.sites.push_back(core::Site{absent, fmt::format("rank{}", absent), g.label(), -1, sends ? "never posts the receive" : "never posts the send", ""});
+  f.sites.push_back(core::Site{absent, fmt::format("rank{}", absent), g.label(), -1,
+                               sends ? "never posts the receive" : "never posts the send", ""});
   f.culprit = core::Culprit{absent, g.name, true, waiting, place(lanes[ahead], c.at[ahead]) - 1, "never-posted"};
   out.unmatched_completed.push_back({op->entry->created_ns, std::move(f)});
 }
@@ -448,7 +473,8 @@ void completed_surplus(const FrChannel& ch, const FrJobGroup& g, const std::vect
 // operation is the rule in a pipeline): the anchors of the ranks' other groups tell which side broke
 // its own step, where they can.
 bool blame_by_anchors(const FrJob& job, const FrChannel& ch, const std::vector<Lane>& lanes, core::SequenceCause& c) {
-  const bool one_apart = c.kind == core::CauseKind::extra || c.kind == core::CauseKind::missing || c.kind == core::CauseKind::shifted;
+  const bool one_apart =
+      c.kind == core::CauseKind::extra || c.kind == core::CauseKind::missing || c.kind == core::CauseKind::shifted;
   if (!one_apart) return false;
   const std::optional<FrChannelBlame> b = anchored_blame(job, ch, lanes[0].ops, lanes[1].ops);
   if (!b) return false;
@@ -461,16 +487,19 @@ bool blame_by_anchors(const FrJob& job, const FrChannel& ch, const std::vector<L
 // A channel's operations from the first place both sides hold: a ring that wrapped dropped the rest.
 std::vector<Lane> channel_lanes(const FrChannel& ch) {
   const auto from = [](const std::vector<FrOp>& ops, int64_t start) {
-    const int64_t skip = ops.empty() ? 0 : std::clamp<int64_t>(start - ops.front().position, 0, static_cast<int64_t>(ops.size()));
+    const int64_t skip =
+        ops.empty() ? 0 : std::clamp<int64_t>(start - ops.front().position, 0, static_cast<int64_t>(ops.size()));
     return std::span<const FrOp>(ops).subspan(static_cast<size_t>(skip));
   };
-  const int64_t start = std::max(ch.sends.empty() ? 0 : ch.sends.front().position, ch.recvs.empty() ? 0 : ch.recvs.front().position);
+  const int64_t start =
+      std::max(ch.sends.empty() ? 0 : ch.sends.front().position, ch.recvs.empty() ? 0 : ch.recvs.front().position);
   return {Lane{ch.src, from(ch.sends, start)}, Lane{ch.dst, from(ch.recvs, start)}};
 }
 
 void check_channel(const FrJob& job, const FrChannel& ch, FrSequenceFindings& out) {
   out.p2p_pairs += std::min(ch.sends.size(), ch.recvs.size());
-  if (!job.by_rank.count(ch.src) || !job.by_rank.count(ch.dst)) return;  // one side's dump is missing: verify/dumps/fr_waits.cc
+  if (!job.by_rank.count(ch.src) || !job.by_rank.count(ch.dst))
+    return;                 // one side's dump is missing: verify/dumps/fr_waits.cc
   if (!ch.aligned) return;  // the places of a wrapped ring's operations are unknown: a note says so
   // A side that holds nothing of the channel while its ring dropped records may have dropped all of it.
   for (const auto& [side, rank] : {std::pair{&ch.sends, ch.src}, std::pair{&ch.recvs, ch.dst}})
@@ -497,7 +526,8 @@ void check_channel(const FrJob& job, const FrChannel& ch, FrSequenceFindings& ou
     f.summary = p2p_summary(ch, g.label(), c, lanes);
     const bool recv_first = !c.culprits.empty() && c.culprits.front() == 1;
     for (size_t i : {recv_first ? size_t{1} : size_t{0}, recv_first ? size_t{0} : size_t{1}})
-      f.sites.push_back(site_of(lanes[i], c.at[i], g.label(), true, i == 0 ? "has not posted the send" : "has not posted the receive"));
+      f.sites.push_back(site_of(lanes[i], c.at[i], g.label(), true,
+                                i == 0 ? "has not posted the send" : "has not posted the receive"));
     PPSPEC_ASSERT(f.sites.size() == 2);
     f.culprit = culprit_at(lanes, c, g.name, true);
     if (c.culprits.size() == 1) add_caller(f, lanes[c.culprits.front()], c.at[c.culprits.front()]);

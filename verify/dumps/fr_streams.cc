@@ -27,7 +27,8 @@ std::string fr_calls_words(FrCalls c) {
 FrStreams::Observed FrStreams::observed(const FrOp& op) {
   // A coalesced member's times are its closing record's.
   const traces::FrEntry& e = op.coalesced == SIZE_MAX ? *op.entry : op.dump->entries[op.coalesced];
-  return Observed{op.state != traces::FrState::scheduled, op.state == traces::FrState::completed, e.started_ns, e.completed_ns};
+  return Observed{op.state != traces::FrState::scheduled, op.state == traces::FrState::completed, e.started_ns,
+                  e.completed_ns};
 }
 
 // Whether the dumps show a call did not wait for everything already on `s`: it began while one of
@@ -73,8 +74,10 @@ size_t FrStreams::pick(const Observed& o, const FrOp& op) {
 size_t FrStreams::async_stream(const FrOp& op) {
   const traces::FrEntry& e = *op.entry;
   std::tuple<size_t, int, int> key{op.group, -1, -1};
-  if (e.is_p2p) key = op.coalesced != SIZE_MAX ? std::tuple<size_t, int, int>{op.group, -2, -2}
-                                                : std::tuple<size_t, int, int>{op.group, std::min(op.dump->rank, e.peer), std::max(op.dump->rank, e.peer)};
+  if (e.is_p2p)
+    key = op.coalesced != SIZE_MAX ? std::tuple<size_t, int, int>{op.group, -2, -2}
+                                   : std::tuple<size_t, int, int>{op.group, std::min(op.dump->rank, e.peer),
+                                                                  std::max(op.dump->rank, e.peer)};
   const auto [it, fresh] = async_streams_.try_emplace(key, streams_.size());
   if (fresh) grow_to(streams_.size(), e.record_id);
   return it->second;

@@ -54,7 +54,9 @@ void WaitGraph::collect() {
   }
   for (auto& [rank, ops] : calls_)
     std::sort(ops.begin(), ops.end(), [](const FrOp* a, const FrOp* b) { return a->order < b->order; });
-  std::sort(stuck.begin(), stuck.end(), [](const Stuck& a, const Stuck& b) { return std::tie(a.rank, a.op->order) < std::tie(b.rank, b.op->order); });
+  std::sort(stuck.begin(), stuck.end(), [](const Stuck& a, const Stuck& b) {
+    return std::tie(a.rank, a.op->order) < std::tie(b.rank, b.op->order);
+  });
   for (size_t i = 0; i < stuck.size(); ++i) {
     index_[{stuck[i].rank, stuck[i].op->order}] = i;
     by_rank[stuck[i].rank].push_back(i);
@@ -75,7 +77,8 @@ void WaitGraph::classify_rank(int rank, const std::vector<const FrOp*>& ops) {
   FrStreams streams(calls, job.by_rank.at(rank)->file);
   std::map<size_t, const Stuck*> first_of_group;  // coalesced groups run as one: the first member decides
   size_t last_running = kNoStuck;
-  bool completed_held = job.dropped.at(rank) == 0;  // a completed call held before: the ring reaches back past the stuck ones
+  bool completed_held =
+      job.dropped.at(rank) == 0;  // a completed call held before: the ring reaches back past the stuck ones
   for (const FrOp* op : ops) {
     const FrPlacement at = streams.place(*op);
     const std::optional<size_t> me = find(rank, op->order);
@@ -140,7 +143,8 @@ void WaitGraph::partner(size_t i, int member, const FrOp* counterpart) {
     // A counterpart in a group its host is still posting delivers nothing until the call returns,
     // which waits for every member of the group: the others' waits are this one's.
     for (size_t j : by_rank.at(member))
-      if (j != *other && stuck[j].op->coalesced == stuck[*other].op->coalesced) waits[i].push_back(Wait{Wait::Kind::group_mate, j, member});
+      if (j != *other && stuck[j].op->coalesced == stuck[*other].op->coalesced)
+        waits[i].push_back(Wait{Wait::Kind::group_mate, j, member});
   }
   // A counterpart that runs waits with it; one that completed paired otherwise (a mismatch, reported
   // by verify/dumps/fr_sequences.cc) and is no partner to wait for.
@@ -179,7 +183,8 @@ void WaitGraph::link() {
         continue;
       }
       const int64_t k = op.position - first;
-      const FrOp* counterpart = k >= 0 && k < static_cast<int64_t>(theirs.size()) ? &theirs[static_cast<size_t>(k)] : nullptr;
+      const FrOp* counterpart =
+          k >= 0 && k < static_cast<int64_t>(theirs.size()) ? &theirs[static_cast<size_t>(k)] : nullptr;
       // None held: a peer whose ring dropped records and holds none of its completed calls may have
       // posted it before what its ring holds (a send is often posted long before its receive).
       if (counterpart == nullptr && job.by_rank.count(e.peer) && job.dropped.at(e.peer) > 0) {
@@ -197,7 +202,8 @@ void WaitGraph::link() {
       if (g.ranks[m] == op.dump->rank) continue;
       const auto& lane = g.lanes[m];
       // A member's later collectives there say it posted this one: its ring dropped it.
-      if (!lane.empty() && lane.front().entry->collective_seq_id > e.collective_seq_id && job.by_rank.count(g.ranks[m])) {
+      if (!lane.empty() && lane.front().entry->collective_seq_id > e.collective_seq_id &&
+          job.by_rank.count(g.ranks[m])) {
         dropped_counterpart(i, g.ranks[m]);
         continue;
       }
@@ -230,8 +236,8 @@ std::string WaitGraph::op_words(size_t i) const {
   const traces::FrEntry& e = *op.entry;
   const std::string group = job.groups[op.group].label();
   if (e.is_p2p)
-    return fmt::format("{} #{} {} rank {} on {} ({}, p2p_seq_id {})", e.op, op.position + 1, e.kind == traces::FrKind::send ? "to" : "from",
-                       e.peer, group, describe(e, false), e.p2p_seq_id);
+    return fmt::format("{} #{} {} rank {} on {} ({}, p2p_seq_id {})", e.op, op.position + 1,
+                       e.kind == traces::FrKind::send ? "to" : "from", e.peer, group, describe(e, false), e.p2p_seq_id);
   return fmt::format("{} collective_seq_id {} ({})", group, e.collective_seq_id, describe(op));
 }
 

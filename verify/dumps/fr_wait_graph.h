@@ -27,7 +27,8 @@ struct Stuck {
   int rank = -1;
   bool running = false;
   bool in_call = false;  // running only as far as its host is still inside the call that posted it
-  size_t blocker = kNoStuck;  // queued: the stuck operation of its rank it waits behind; kNoStuck: outside communication
+  size_t blocker =
+      kNoStuck;  // queued: the stuck operation of its rank it waits behind; kNoStuck: outside communication
   // Its rank's ring dropped records and holds none of its completed calls before it: what it waits
   // behind may have been dropped, so where its rank is stuck is unknown.
   bool behind_dropped = false;

@@ -30,7 +30,8 @@ struct Sink {
 std::tuple<int, int, size_t, int64_t, int> key_of(const WaitGraph& g, const Sink& s) {
   PPSPEC_ASSERT(s.op < g.stuck.size(), "a sink at operation {} of {}", s.op, g.stuck.size());
   if (s.kind == Sink::Kind::no_dump) return {static_cast<int>(s.kind), s.rank, 0, 0, -1};
-  if (s.kind == Sink::Kind::dropped) return {static_cast<int>(s.kind), -1, 0, 0, -1};  // one unknown, however many rings
+  if (s.kind == Sink::Kind::dropped)
+    return {static_cast<int>(s.kind), -1, 0, 0, -1};  // one unknown, however many rings
   const FrOp& op = *g.stuck[s.op].op;
   const int peer = op.entry->is_p2p ? std::min(op.dump->rank, op.entry->peer) : -1;
   return {static_cast<int>(s.kind), s.kind == Sink::Kind::aligned ? -1 : s.rank, op.group, op.position, peer};
@@ -66,7 +67,8 @@ std::vector<size_t> successors(const WaitGraph& g, size_t i) {
 }
 
 bool spans_ranks(const WaitGraph& g, const std::vector<size_t>& cycle) {
-  return std::any_of(cycle.begin(), cycle.end(), [&](size_t i) { return g.stuck[i].rank != g.stuck[cycle.front()].rank; });
+  return std::any_of(cycle.begin(), cycle.end(),
+                     [&](size_t i) { return g.stuck[i].rank != g.stuck[cycle.front()].rank; });
 }
 
 // The first cycle of waits across ranks, as stuck operations in order; empty when there is none.
@@ -137,8 +139,12 @@ core::Site site_of(const WaitGraph& g, size_t i) {
   PPSPEC_ASSERT(i < g.stuck.size());
   const FrOp& op = *g.stuck[i].op;
   const traces::FrEntry& e = *op.entry;
-  return core::Site{op.dump->rank, fmt::format("rank{}", op.dump->rank), g.job.groups[op.group].label(),
-                    e.is_p2p ? e.p2p_seq_id : e.collective_seq_id, fmt::format("{} ({})", describe(e), to_string(op.state)), origin_of(op)};
+  return core::Site{op.dump->rank,
+                    fmt::format("rank{}", op.dump->rank),
+                    g.job.groups[op.group].label(),
+                    e.is_p2p ? e.p2p_seq_id : e.collective_seq_id,
+                    fmt::format("{} ({})", describe(e), to_string(op.state)),
+                    origin_of(op)};
 }
 
 core::Finding cycle_finding(const WaitGraph& g, const std::vector<size_t>& cycle) {
@@ -157,19 +163,21 @@ core::Finding cycle_finding(const WaitGraph& g, const std::vector<size_t>& cycle
     if (t.rank == s.rank) continue;  // within its own coalesced group
     steps.push_back(fmt::format("rank {} waits at {} for rank {}", s.rank, g.op_words(i), t.rank));
     f.sites.push_back(site_of(g, i));
-    const bool unposted = std::any_of(g.waits[i].begin(), g.waits[i].end(),
-                                      [&](const Wait& w) { return w.kind == Wait::Kind::not_posted && w.rank == t.rank; });
+    const bool unposted = std::any_of(g.waits[i].begin(), g.waits[i].end(), [&](const Wait& w) {
+      return w.kind == Wait::Kind::not_posted && w.rank == t.rank;
+    });
     const std::string held = unposted ? fmt::format("has not posted its counterpart: its host is still inside its last call, {}, "
                                                     "where NCCL makes or connects a communicator",
                                                     g.op_words(next))
                              : t.running ? "has not posted its counterpart"
                                          : fmt::format("posted its counterpart, queued behind its {}",
                                                        t.blocker == kNoStuck ? "earlier work" : g.op_words(t.blocker));
-    f.details.push_back(fmt::format("rank {}'s {} ({}) waits for rank {}, which {}", s.rank, g.op_words(i), to_string(s.op->state),
-                                    t.rank, held));
+    f.details.push_back(fmt::format("rank {}'s {} ({}) waits for rank {}, which {}", s.rank, g.op_words(i),
+                                    to_string(s.op->state), t.rank, held));
   }
   const bool all_posted = std::none_of(cycle.begin(), cycle.end(), [&](size_t i) {
-    return std::any_of(g.waits[i].begin(), g.waits[i].end(), [](const Wait& w) { return w.kind == Wait::Kind::not_posted; });
+    return std::any_of(g.waits[i].begin(), g.waits[i].end(),
+                       [](const Wait& w) { return w.kind == Wait::Kind::not_posted; });
   });
   f.summary = fmt::format("a deadlock across process groups: {}: no group's or channel's sequence disagrees{}, but the ranks wait for "
                           "each other in a cycle",
@@ -177,8 +185,9 @@ core::Finding cycle_finding(const WaitGraph& g, const std::vector<size_t>& cycle
   return f;
 }
 
-std::string rank_words(std::vector<int> ranks) { return core::rank_list(std::vector<core::RankId>(ranks.begin(), ranks.end())); }
-
+std::string rank_words(std::vector<int> ranks) {
+  return core::rank_list(std::vector<core::RankId>(ranks.begin(), ranks.end()));
+}
 
 // The operation the waiting one pairs with, in words: what the rank waited for never posted.
 std::string awaited(const WaitGraph& g, size_t waiting) {
@@ -199,15 +208,17 @@ std::string posted_there(const WaitGraph& g, int rank, size_t waiting) {
   const FrOp& op = *g.stuck[waiting].op;
   const traces::FrEntry& e = *op.entry;
   const auto stuck = g.by_rank.find(rank);
-  const std::string where = stuck == g.by_rank.end() ? "all of its completed"
-                                                     : fmt::format("and it is itself stuck at {}", g.op_words(g.where(rank).front()));
+  const std::string where = stuck == g.by_rank.end()
+                                ? "all of its completed"
+                                : fmt::format("and it is itself stuck at {}", g.op_words(g.where(rank).front()));
   if (e.is_p2p) {
     for (const FrChannel& c : g.job.channels) {
       const bool send = e.kind == traces::FrKind::send;
-      if (c.group != op.group || c.src != (send ? op.dump->rank : e.peer) || c.dst != (send ? e.peer : op.dump->rank)) continue;
+      if (c.group != op.group || c.src != (send ? op.dump->rank : e.peer) || c.dst != (send ? e.peer : op.dump->rank))
+        continue;
       const size_t theirs = send ? c.recvs.size() : c.sends.size(), mine = send ? c.sends.size() : c.recvs.size();
-      return fmt::format("rank {} posted {} {} {} rank {} where rank {} posted {}, {}", rank, theirs, send ? "receives" : "sends",
-                         send ? "from" : "to", op.dump->rank, op.dump->rank, mine, where);
+      return fmt::format("rank {} posted {} {} {} rank {} where rank {} posted {}, {}", rank, theirs,
+                         send ? "receives" : "sends", send ? "from" : "to", op.dump->rank, op.dump->rank, mine, where);
     }
     return fmt::format("rank {} never posted a {} {} rank {} on {}, {}", rank, send_or_receive(e), e.kind == traces::FrKind::send ? "from" : "to",
                        op.dump->rank, g.job.groups[op.group].label(), where);
@@ -236,7 +247,8 @@ bool stuck_at_same(const WaitGraph& g, int r, const FrOp& op) {
   return false;
 }
 
-core::Finding idle_finding(const WaitGraph& g, const Sink& s, const std::vector<int>& waiting_ranks, const FrDating& dating) {
+core::Finding idle_finding(const WaitGraph& g, const Sink& s, const std::vector<int>& waiting_ranks,
+                           const FrDating& dating) {
   core::Finding f;
   f.verdict = core::Verdict::fifo_misalignment;
   f.kind = std::string(core::kKindUnmatched);
@@ -248,9 +260,11 @@ core::Finding idle_finding(const WaitGraph& g, const Sink& s, const std::vector<
                           "equal operations cannot tell which), or a rank that stopped before it",
                           s.rank, awaited(g, s.op), rank_words(waiting_ranks), waiting_ranks.size() == 1 ? "s" : "",
                           posted_there(g, s.rank, s.op));
-  f.sites.push_back(core::Site{s.rank, fmt::format("rank{}", s.rank), g.job.groups[op.group].label(), -1, "never posts the counterpart", ""});
+  f.sites.push_back(core::Site{s.rank, fmt::format("rank{}", s.rank), g.job.groups[op.group].label(), -1,
+                               "never posts the counterpart", ""});
   f.sites.push_back(site_of(g, s.op));
-  f.culprit = core::Culprit{s.rank, g.job.groups[op.group].name, p2p, p2p ? op.dump->rank : -1, op.position, "never-posted"};
+  f.culprit =
+      core::Culprit{s.rank, g.job.groups[op.group].name, p2p, p2p ? op.dump->rank : -1, op.position, "never-posted"};
   // A dump of the idle rank that ends before the wait began cannot show a call made since: taken
   // moments apart while the job ran, the dumps look so too.
   if (g.job.by_rank.count(s.rank) && dating.taken_before(s.rank, op)) {
@@ -261,7 +275,8 @@ core::Finding idle_finding(const WaitGraph& g, const Sink& s, const std::vector<
   }
   if (p2p) {
     for (const FrChannel& c : g.job.channels)
-      if (c.group == op.group && (c.src == op.dump->rank || c.dst == op.dump->rank) && (c.src == s.rank || c.dst == s.rank))
+      if (c.group == op.group && (c.src == op.dump->rank || c.dst == op.dump->rank) &&
+          (c.src == s.rank || c.dst == s.rank))
         if (const auto where = locate_skipped_p2p(g.job, c)) f.details.push_back(*where);
   }
   return f;
@@ -338,14 +353,16 @@ core::Finding sink_finding(const WaitGraph& g, const Sink& s, const std::vector<
     const FrOp& stuck = *g.stuck[s.op].op;
     std::vector<int> at, behind;
     for (int r : ranks) (stuck_at_same(g, r, stuck) ? at : behind).push_back(r);
-    f.summary = fmt::format("a hang no misalignment explains: {} at {}, which every member posted, and it does not complete — the "
-                            "cause lies outside the communication order (a kernel or a host thread that does not progress, or the "
-                            "network){}",
-                            at.empty() ? fmt::format("rank {} is", stuck.dump->rank)
-                                       : fmt::format("{} {}", rank_words(at), at.size() == 1 ? "is" : "are"),
-                            g.op_words(s.op),
-                            behind.empty() ? "" : fmt::format("; {} wait{} behind {}", rank_words(behind), behind.size() == 1 ? "s" : "",
-                                                              at.size() > 1 ? "them" : "it"));
+    f.summary = fmt::format(
+        "a hang no misalignment explains: {} at {}, which every member posted, and it does not complete — the "
+        "cause lies outside the communication order (a kernel or a host thread that does not progress, or the "
+        "network){}",
+        at.empty() ? fmt::format("rank {} is", stuck.dump->rank)
+                   : fmt::format("{} {}", rank_words(at), at.size() == 1 ? "is" : "are"),
+        g.op_words(s.op),
+        behind.empty() ? ""
+                       : fmt::format("; {} wait{} behind {}", rank_words(behind), behind.size() == 1 ? "s" : "",
+                                     at.size() > 1 ? "them" : "it"));
   }
   PPSPEC_ASSERT(!f.kind.empty() && !f.summary.empty());
   return f;
@@ -387,26 +404,32 @@ core::Finding in_flight_note(const WaitGraph& g, const Sink& s, const std::vecto
   n.verdict = core::Verdict::pass;
   n.kind = "in-flight";
   n.time = core::kNoTime;
-  const std::string posted = s.kind == Sink::Kind::idle ? fmt::format(", whose counterpart rank {} had not posted yet", s.rank)
-                                                       : ", which every member posted";
-  n.summary = fmt::format("in flight, no fault found: {} {} at {}{} when the dumps were taken — {}; whether it completed, the dumps "
-                          "cannot say",
-                          rank_words(ranks), ranks.size() == 1 ? "was" : "were", g.op_words(s.op), posted, dating.words(*g.stuck[s.op].op));
+  const std::string posted = s.kind == Sink::Kind::idle
+                                 ? fmt::format(", whose counterpart rank {} had not posted yet", s.rank)
+                                 : ", which every member posted";
+  n.summary = fmt::format(
+      "in flight, no fault found: {} {} at {}{} when the dumps were taken — {}; whether it completed, the dumps "
+      "cannot say",
+      rank_words(ranks), ranks.size() == 1 ? "was" : "were", g.op_words(s.op), posted, dating.words(*g.stuck[s.op].op));
   return n;
 }
 
 std::string wait_words(const WaitGraph& g, size_t i) {
   const Stuck& s = g.stuck[i];
   if (s.behind_dropped) return "behind what its ring dropped (it holds none of its completed calls)";
-  if (!s.running) return s.blocker == kNoStuck ? "not started, behind no stuck communication" : "queued behind " + g.op_words(s.blocker);
+  if (!s.running)
+    return s.blocker == kNoStuck ? "not started, behind no stuck communication"
+                                 : "queued behind " + g.op_words(s.blocker);
   std::vector<std::string> parts;
   for (const Wait& w : g.waits[i]) {
     if (parts.size() == 4) break;
-    parts.push_back(w.kind == Wait::Kind::no_dump            ? fmt::format("rank {} (no dump)", w.rank)
-                    : w.kind == Wait::Kind::not_posted       ? fmt::format("rank {} (has not posted it)", w.rank)
-                    : w.kind == Wait::Kind::paired_elsewhere ? fmt::format("rank {} (its counterpart completed, paired with another operation)", w.rank)
-                    : w.kind == Wait::Kind::group_mate       ? fmt::format("the rest of its coalesced group ({})", g.op_words(w.target))
-                                                             : fmt::format("rank {} (its counterpart is queued)", w.rank));
+    parts.push_back(w.kind == Wait::Kind::no_dump      ? fmt::format("rank {} (no dump)", w.rank)
+                    : w.kind == Wait::Kind::not_posted ? fmt::format("rank {} (has not posted it)", w.rank)
+                    : w.kind == Wait::Kind::paired_elsewhere
+                        ? fmt::format("rank {} (its counterpart completed, paired with another operation)", w.rank)
+                    : w.kind == Wait::Kind::group_mate
+                        ? fmt::format("the rest of its coalesced group ({})", g.op_words(w.target))
+                        : fmt::format("rank {} (its counterpart is queued)", w.rank));
   }
   PPSPEC_ASSERT(parts.size() <= 4);
   return parts.empty() ? "every partner is at it too" : fmt::format("waits on {}", fmt::join(parts, ", "));
@@ -421,11 +444,13 @@ std::vector<std::string> frontier_lines(const WaitGraph& g) {
       lines.push_back(fmt::format("rank {}: all {} operations completed", d->rank, total));
       continue;
     }
-    PPSPEC_ASSERT(!it->second.empty() && it->second.size() <= total, "rank {}: {} stuck of {}", d->rank, it->second.size(), total);
+    PPSPEC_ASSERT(!it->second.empty() && it->second.size() <= total, "rank {}: {} stuck of {}", d->rank,
+                  it->second.size(), total);
     const size_t first = it->second.front();
-    lines.push_back(fmt::format("rank {}: {} of {} operations completed; stuck from {}, {}, with {} more not completed after it; {}", d->rank,
-                                total - it->second.size(), total, g.op_words(first), to_string(g.stuck[first].op->state),
-                                it->second.size() - 1, wait_words(g, first)));
+    lines.push_back(fmt::format(
+        "rank {}: {} of {} operations completed; stuck from {}, {}, with {} more not completed after it; {}", d->rank,
+        total - it->second.size(), total, g.op_words(first), to_string(g.stuck[first].op->state), it->second.size() - 1,
+        wait_words(g, first)));
   }
   return lines;
 }
@@ -477,12 +502,15 @@ FrWaitFindings check_waits(const FrJob& job, FrCalls calls) {
   std::vector<const std::pair<Sink, std::vector<int>>*> ordered;
   for (const auto& [key, value] : sinks) ordered.push_back(&value);
   std::stable_sort(ordered.begin(), ordered.end(), [&](const auto* a, const auto* b) {
-    auto rank = [&](const Sink& s) { return std::pair{static_cast<int>(s.kind), g.stuck[s.op].op->entry->kind == traces::FrKind::send}; };
+    auto rank = [&](const Sink& s) {
+      return std::pair{static_cast<int>(s.kind), g.stuck[s.op].op->entry->kind == traces::FrKind::send};
+    };
     return rank(a->first) < rank(b->first);
   });
   for (const auto* value : ordered) {
     out.findings.push_back(sink_finding(g, value->first, value->second, dating));
-    if (is_stall(value->first.kind)) date_stall(out.findings.back(), g, value->first, ages.at(key_of(g, value->first)), dating);
+    if (is_stall(value->first.kind))
+      date_stall(out.findings.back(), g, value->first, ages.at(key_of(g, value->first)), dating);
   }
   // A cause that explains every stuck rank is the one to read first.
   if (out.findings.size() > 1)

@@ -22,14 +22,18 @@ void TraceChecker::on_event(const core::Event& e) {
   const std::string tail = e.text.empty() ? "" : fmt::format(" [{}]", e.text);
   if (core::is_pending_kernel(e)) {
     const std::string what = fmt::format("kernel {}('{}') still running", e.kernel, e.spec);
-    dump_.push_back(DumpEntry{1, e.rank, false, fmt::format("rank{} {:<12} {} (launched {:.2f} s ago){}", e.rank, e.actor, what, age_s, tail),
-                              core::Site{e.rank, std::string(e.actor), "", -1, what, std::string(e.text)}});
+    dump_.push_back(DumpEntry{
+        1, e.rank, false, fmt::format("rank{} {:<12} {} (launched {:.2f} s ago){}", e.rank, e.actor, what, age_s, tail),
+        core::Site{e.rank, std::string(e.actor), "", -1, what, std::string(e.text)}});
   } else if (e.kind == core::EventKind::op_pending) {
     const std::string what = fmt::format("{} on '{}' #{}", core::describe(e.op), e.comm, e.cseq);
-    dump_.push_back(DumpEntry{0, e.rank, true, fmt::format("rank{} {:<12} pending {} (posted {:.2f} s ago){}", e.rank, e.actor, what, age_s, tail),
-                              core::Site{e.rank, std::string(e.actor), std::string(e.comm), e.cseq, what, std::string(e.text)}});
+    dump_.push_back(
+        DumpEntry{0, e.rank, true,
+                  fmt::format("rank{} {:<12} pending {} (posted {:.2f} s ago){}", e.rank, e.actor, what, age_s, tail),
+                  core::Site{e.rank, std::string(e.actor), std::string(e.comm), e.cseq, what, std::string(e.text)}});
   } else if (e.kind == core::EventKind::actor_blocked) {
-    dump_.push_back(DumpEntry{2, e.rank, false, fmt::format("rank{} {:<12} inside {} for {:.2f} s", e.rank, e.actor, e.text, age_s),
+    dump_.push_back(DumpEntry{2, e.rank, false,
+                              fmt::format("rank{} {:<12} inside {} for {:.2f} s", e.rank, e.actor, e.text, age_s),
                               core::Site{e.rank, std::string(e.actor), "", -1, std::string(e.text), ""}});
   }
 }
@@ -49,7 +53,8 @@ core::Finding TraceChecker::hang_finding() const {
                           static_cast<double>(timeout_) / core::kSec, ranks.empty() ? "none" : ranks);
   std::vector<const DumpEntry*> ordered;
   for (const DumpEntry& d : dump_) ordered.push_back(&d);
-  std::stable_sort(ordered.begin(), ordered.end(), [](const DumpEntry* a, const DumpEntry* b) { return a->order < b->order; });
+  std::stable_sort(ordered.begin(), ordered.end(),
+                   [](const DumpEntry* a, const DumpEntry* b) { return a->order < b->order; });
   for (const DumpEntry* d : ordered) {
     f.details.push_back(d->detail);
     f.sites.push_back(d->site);

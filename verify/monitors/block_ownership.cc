@@ -117,7 +117,8 @@ std::string BlockOwnership::release(const core::Event& e) {
   unreleased_.erase(e.req);
   for (int64_t b : p.fenced_blocks) {
     if (const auto s = shares_.find(b); s != shares_.end()) {
-      const auto mine = std::find_if(s->second.begin(), s->second.end(), [&](const BlockHolder& h) { return h.req == e.req && !h.fenced; });
+      const auto mine = std::find_if(s->second.begin(), s->second.end(),
+                                     [&](const BlockHolder& h) { return h.req == e.req && !h.fenced; });
       if (mine != s->second.end()) {
         mine->fenced = true;
         continue;
@@ -170,7 +171,8 @@ bool BlockOwnership::holds_unfenced(int64_t block, int64_t req) const {
   const BlockHolder owner = holder(block);
   if (owner.req == req && !owner.fenced) return true;
   const auto s = shares_.find(block);
-  return s != shares_.end() && std::any_of(s->second.begin(), s->second.end(), [req](const BlockHolder& x) { return x.req == req && !x.fenced; });
+  return s != shares_.end() && std::any_of(s->second.begin(), s->second.end(),
+                                           [req](const BlockHolder& x) { return x.req == req && !x.fenced; });
 }
 
 const CachedBlock* BlockOwnership::cached(int64_t block) const {
@@ -193,7 +195,8 @@ std::pair<int64_t, BlockHolder> BlockOwnership::first_held() const {
 BlockHolder BlockOwnership::holder_at_return(int64_t block, int64_t step) const {
   const auto r = returned_.find(step);
   const auto h = history_.find(block);
-  if (r == returned_.end() || h == history_.end() || h->second.empty() || h->second.front().seq > r->second) return holder(block);
+  if (r == returned_.end() || h == history_.end() || h->second.empty() || h->second.front().seq > r->second)
+    return holder(block);
   BlockHolder at = h->second.front().holder;
   for (const Change& c : h->second)
     if (c.seq <= r->second) at = c.holder;

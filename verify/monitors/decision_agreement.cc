@@ -24,12 +24,15 @@ void DecisionAgreement::on_event(const core::Event& e) {
       fmt::format("the draft budget of engine step {} disagrees across the last stage's TP ranks: rank{} drafts {} per request, "
                   "rank{} drafts {}",
                   e.step, d.rank, d.budget, e.rank, probe.budget));
-  f.sites.push_back(core::Site{d.rank, fmt::format("rank{}.host", d.rank), "", -1, "draft budget (prepare_dflash_inputs)", ""});
-  f.sites.push_back(core::Site{e.rank, fmt::format("rank{}.host", e.rank), "", -1, "draft budget (prepare_dflash_inputs)", ""});
-  f.details.push_back(fmt::format("rank{} decided from its own confidence estimate {:.4f}, rank{} from {:.4f}: each rank "
-                                  "picked the budget from its own state, and nothing made them one decision (vLLM #56831: "
-                                  "tp rank 0 decides and broadcasts)",
-                                  d.rank, static_cast<double>(d.confidence) / one, e.rank, static_cast<double>(probe.confidence) / one));
+  f.sites.push_back(
+      core::Site{d.rank, fmt::format("rank{}.host", d.rank), "", -1, "draft budget (prepare_dflash_inputs)", ""});
+  f.sites.push_back(
+      core::Site{e.rank, fmt::format("rank{}.host", e.rank), "", -1, "draft budget (prepare_dflash_inputs)", ""});
+  f.details.push_back(fmt::format(
+      "rank{} decided from its own confidence estimate {:.4f}, rank{} from {:.4f}: each rank "
+      "picked the budget from its own state, and nothing made them one decision (vLLM #56831: "
+      "tp rank 0 decides and broadcasts)",
+      d.rank, static_cast<double>(d.confidence) / one, e.rank, static_cast<double>(probe.confidence) / one));
   f.details.push_back("the ranks draft blocks of different sizes: their TP columns verify different drafts next, and the "
                       "confidence all-reduce of this step is posted with different counts");
   report(std::move(f));

@@ -48,12 +48,13 @@ void DraftFreshness::check_embedded(const core::Event& e, const core::InputsBuil
       fmt::format("rank{} (stage {}) verifies request {} at engine step {} with drafts {}, but the last stage proposed {} "
                   "for it at engine step {}",
                   e.rank, stage, e.req, e.step, token_list(embedded), token_list(proposed), latest->step));
-  f.sites.push_back(core::Site{e.rank, fmt::format("rank{}.main", e.rank), "", -1,
-                               fmt::format("prepare_inputs: request {} decode row at position {}", e.req, row.first_position), ""});
+  f.sites.push_back(
+      core::Site{e.rank, fmt::format("rank{}.main", e.rank), "", -1,
+                 fmt::format("prepare_inputs: request {} decode row at position {}", e.req, row.first_position), ""});
   f.sites.push_back(core::Site{latest->rank, fmt::format("rank{}.main", latest->rank), "", -1,
                                fmt::format("propose: request {} at engine step {}", e.req, latest->step), ""});
-  f.details.push_back(fmt::format("request {}, engine step {}: rank{} (stage {}) embeds   {}", e.req, e.step, e.rank, stage,
-                                  token_list(embedded)));
+  f.details.push_back(fmt::format("request {}, engine step {}: rank{} (stage {}) embeds   {}", e.req, e.step, e.rank,
+                                  stage, token_list(embedded)));
   f.details.push_back(fmt::format("request {}, engine step {}: rank{} (stage {}) proposed {}", e.req, latest->step,
                                   latest->rank, facts_.stage_of(latest->rank), token_list(proposed)));
   f.details.push_back(freshness_hint(e.req, embedded, *latest, stage));

@@ -34,7 +34,8 @@ class DraftFreshness final : public Monitor {
     core::RankId rank;
     std::vector<int64_t> drafts;
   };
-  std::string freshness_hint(int64_t req, const std::vector<int64_t>& embedded, const Proposal& latest, int stage) const;
+  std::string freshness_hint(int64_t req, const std::vector<int64_t>& embedded, const Proposal& latest,
+                             int stage) const;
   std::map<int64_t, std::vector<Proposal>> proposals_;  // by request id, in step order
   std::map<core::RankId, bool> serving_;
 };

@@ -13,7 +13,8 @@
 
 namespace ppspec::verify {
 
-std::vector<int64_t> reference_drafts(const engine::Checkpoint& ckpt, int vocab, int k, const std::vector<int64_t>& context) {
+std::vector<int64_t> reference_drafts(const engine::Checkpoint& ckpt, int vocab, int k,
+                                      const std::vector<int64_t>& context) {
   std::vector<int64_t> drafts;
   if (context.empty()) return drafts;
   const uint32_t r = ckpt.consts.r;
@@ -31,8 +32,8 @@ std::vector<int64_t> reference_drafts(const engine::Checkpoint& ckpt, int vocab,
   return drafts;
 }
 
-std::vector<int64_t> reference_eagle_drafts(const engine::Checkpoint& ckpt, int vocab, const std::vector<int>& taps, int k,
-                                            engine::ReferenceSequence& seq) {
+std::vector<int64_t> reference_eagle_drafts(const engine::Checkpoint& ckpt, int vocab, const std::vector<int>& taps,
+                                            int k, engine::ReferenceSequence& seq) {
   PPSPEC_ASSERT(seq.size() >= 2 && !taps.empty() && taps.size() <= static_cast<size_t>(kernels::kMaxEagleTaps),
                 "an EAGLE reference over {} tokens and {} taps", seq.size(), taps.size());
   const size_t anchor = seq.size() - 2;
@@ -112,27 +113,30 @@ void DrafterReference::check(const core::Event& e, const core::DraftsProbe& p) {
   if (got == want) return;
   size_t first = 0;
   while (first < got.size() && first < want.size() && got[first] == want[first]) ++first;
-  core::Finding f = finding_at(e, core::Verdict::output_divergence, std::string(core::kKindDrafterOracle),
-                               fmt::format("rank{} proposes drafts {} for request {} at engine step {}; the reference drafter "
-                                           "over its {} tokens of context proposes {}",
-                                           e.rank, token_list(got), e.req, e.step, it->second.context.size(), token_list(want)));
+  core::Finding f =
+      finding_at(e, core::Verdict::output_divergence, std::string(core::kKindDrafterOracle),
+                 fmt::format("rank{} proposes drafts {} for request {} at engine step {}; the reference drafter "
+                             "over its {} tokens of context proposes {}",
+                             e.rank, token_list(got), e.req, e.step, it->second.context.size(), token_list(want)));
   f.sites.push_back(core::Site{e.rank, fmt::format("rank{}.main", e.rank), "", -1,
                                fmt::format("propose: request {} at engine step {}", e.req, e.step), ""});
   const bool eagle = !facts_.eagle_taps.empty();
-  f.details.push_back(first == 0 ? eagle ? fmt::format("the first draft already differs: the EAGLE drafter fused other taps of layers "
-                                                       "{} (a tap transfer cross-matched with another, or a tap of another layer or "
-                                                       "row), or started from another bonus token or position",
-                                                       token_list(std::vector<int64_t>(facts_.eagle_taps.begin(), facts_.eagle_taps.end())))
-                                         : std::string("the first draft already differs: the drafter started from another context "
-                                                       "hash, bonus token or position (its anchor row, prepare_dflash_inputs, or its "
-                                                       "embedding table)")
-                 : eagle ? fmt::format("the first {} drafts agree: the chain went wrong at draft {}, a forward its fused deep "
-                                       "state steers (the taps' digests: a tap of another layer or row), or its position or the "
-                                       "table entry of draft {}",
-                                       first, first + 1, first)
-                         : fmt::format("the first {} drafts agree: the chain went wrong at draft {} (its position or the table "
-                                       "entry of draft {})",
-                                       first, first + 1, first));
+  f.details.push_back(
+      first == 0
+          ? eagle ? fmt::format("the first draft already differs: the EAGLE drafter fused other taps of layers "
+                                "{} (a tap transfer cross-matched with another, or a tap of another layer or "
+                                "row), or started from another bonus token or position",
+                                token_list(std::vector<int64_t>(facts_.eagle_taps.begin(), facts_.eagle_taps.end())))
+                  : std::string("the first draft already differs: the drafter started from another context "
+                                "hash, bonus token or position (its anchor row, prepare_dflash_inputs, or its "
+                                "embedding table)")
+      : eagle ? fmt::format("the first {} drafts agree: the chain went wrong at draft {}, a forward its fused deep "
+                            "state steers (the taps' digests: a tap of another layer or row), or its position or the "
+                            "table entry of draft {}",
+                            first, first + 1, first)
+              : fmt::format("the first {} drafts agree: the chain went wrong at draft {} (its position or the table "
+                            "entry of draft {})",
+                            first, first + 1, first));
   report(std::move(f));
 }
 

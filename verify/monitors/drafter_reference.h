@@ -23,11 +23,12 @@
 namespace ppspec::verify {
 
 // The reference: the drafts for a context whose last token is the bonus.
-std::vector<int64_t> reference_drafts(const engine::Checkpoint& ckpt, int vocab, int k, const std::vector<int64_t>& context);
+std::vector<int64_t> reference_drafts(const engine::Checkpoint& ckpt, int vocab, int k,
+                                      const std::vector<int64_t>& context);
 
 // The EAGLE reference: the drafts for the context `seq` holds (its last token the bonus).
-std::vector<int64_t> reference_eagle_drafts(const engine::Checkpoint& ckpt, int vocab, const std::vector<int>& taps, int k,
-                                            engine::ReferenceSequence& seq);
+std::vector<int64_t> reference_eagle_drafts(const engine::Checkpoint& ckpt, int vocab, const std::vector<int>& taps,
+                                            int k, engine::ReferenceSequence& seq);
 
 class DrafterReference final : public Monitor {
  public:
@@ -35,7 +36,8 @@ class DrafterReference final : public Monitor {
   void on_event(const core::Event& e) override;
   // The kinds on_event acts on; it returns at once on any other.
   KindSet kinds() const override {
-    return kind_set({core::EventKind::request_scheduled, core::EventKind::tokens_sampled, core::EventKind::drafts_proposed});
+    return kind_set(
+        {core::EventKind::request_scheduled, core::EventKind::tokens_sampled, core::EventKind::drafts_proposed});
   }
   // Proposals compared with the reference.
   uint64_t proposals_checked() const { return proposals_checked_; }

@@ -21,9 +21,10 @@ void GateAgreement::on_event(const core::Event& e) {
   auto words = [](const Decision& x) {
     return !x.posts_feedback ? std::string("no feedback") : fmt::format("feedback for rows {}", token_list(x.rows));
   };
-  core::Finding f = finding_at(e, core::Verdict::fifo_misalignment, "gate-disagreement",
-                               fmt::format("the feedback gate of engine step {} disagrees: rank{} decided {}, rank{} {}",
-                                           e.step, d.rank, words(d), e.rank, words(Decision{e.rank, gate.posts_feedback, rows})));
+  core::Finding f =
+      finding_at(e, core::Verdict::fifo_misalignment, "gate-disagreement",
+                 fmt::format("the feedback gate of engine step {} disagrees: rank{} decided {}, rank{} {}", e.step,
+                             d.rank, words(d), e.rank, words(Decision{e.rank, gate.posts_feedback, rows})));
   f.sites.push_back(core::Site{d.rank, fmt::format("rank{}.host", d.rank), "", -1, "need_sampled_mask", ""});
   f.sites.push_back(core::Site{e.rank, fmt::format("rank{}.host", e.rank), "", -1, "need_sampled_mask", ""});
   f.details.push_back("one rank posts a feedback collective the other does not: the pp_broadcast FIFO misaligns here");

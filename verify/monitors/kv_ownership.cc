@@ -29,10 +29,13 @@ core::Finding kv_finding(const core::Event& e, const core::KvSlotRow& row, std::
 
 // The store a finding is about: the rank's main stream, at the kernel that computed the slot.
 core::Site store_site(const core::Event& e, core::KvWriter writer, const core::KvSlotRow& row) {
-  return core::Site{e.rank, fmt::format("rank{}.main", e.rank), "", -1,
+  return core::Site{e.rank,
+                    fmt::format("rank{}.main", e.rank),
+                    "",
+                    -1,
                     fmt::format("{}: request {} position {} at engine step {}",
-                                writer == core::KvWriter::target ? "prepare_inputs" : "prepare_dflash_inputs", row.request,
-                                row.position, e.step),
+                                writer == core::KvWriter::target ? "prepare_inputs" : "prepare_dflash_inputs",
+                                row.request, row.position, e.step),
                     ""};
 }
 
@@ -40,7 +43,8 @@ void KvOwnership::on_event(const core::Event& e) {
   if (blocks_.is_ledger(e.kind)) {
     const std::string wrong = blocks_.apply(e);
     if (!wrong.empty())
-      report(finding_at(e, core::Verdict::kv_violation, std::string(core::kKindKvOwnership), "the KV block ledger is inconsistent: " + wrong));
+      report(finding_at(e, core::Verdict::kv_violation, std::string(core::kKindKvOwnership),
+                        "the KV block ledger is inconsistent: " + wrong));
     return;
   }
   if (e.kind != core::EventKind::kv_slots || reported(core::kKindKvOwnership)) return;
@@ -51,7 +55,8 @@ void KvOwnership::on_event(const core::Event& e) {
 std::string KvOwnership::whose(const BlockHolder& h) const {
   if (h.req >= 0) return fmt::format("request {} holds it since step {}", h.req, h.since_step);
   if (h.last_req >= 0)
-    return fmt::format("it is free: request {} gave it back at step {} ({})", h.last_req, h.since_step, core::to_string(h.reason));
+    return fmt::format("it is free: request {} gave it back at step {} ({})", h.last_req, h.since_step,
+                       core::to_string(h.reason));
   return "it was never given to any request";
 }
 
@@ -77,13 +82,15 @@ void KvOwnership::check_row(const core::Event& e, core::KvWriter writer, const c
     report_not_held(e, writer, row, now, table);
     return;
   }
-  if (judged.fenced || table == nullptr || now.req != row.request) return;  // a late store of a released request: its table is gone
+  if (judged.fenced || table == nullptr || now.req != row.request)
+    return;  // a late store of a released request: its table is gone
   // Its own block, cached at an earlier step: its content is final (others may share it).
   if (const CachedBlock* c = blocks_.cached(block); c != nullptr && e.step > c->step) {
     report_cached(e, writer, row, *c);
     return;
   }
-  const bool right_column = static_cast<size_t>(column) < table->size() && (*table)[static_cast<size_t>(column)] == block;
+  const bool right_column =
+      static_cast<size_t>(column) < table->size() && (*table)[static_cast<size_t>(column)] == block;
   if (right_column && row.slot % bs == row.position % bs) return;
   report_wrong_slot(e, writer, row, *table);
 }
@@ -97,18 +104,19 @@ void KvOwnership::report_out_of_table(const core::Event& e, core::KvWriter write
                                       const std::vector<int64_t>* table) {
   const int64_t column = row.position / facts_.block_size;
   const size_t held = table == nullptr ? 0 : table->size();
-  core::Finding f = kv_finding(e, row, core::kKindKvOutOfTable,
-                               fmt::format("{} has no KV slot: block-table column {} {}", where(e, writer, row), column,
-                                           static_cast<size_t>(column) >= held ? fmt::format("is past the request's {} blocks", held)
-                                                                               : std::string("holds the null block")));
+  core::Finding f =
+      kv_finding(e, row, core::kKindKvOutOfTable,
+                 fmt::format("{} has no KV slot: block-table column {} {}", where(e, writer, row), column,
+                             static_cast<size_t>(column) >= held ? fmt::format("is past the request's {} blocks", held)
+                                                                 : std::string("holds the null block")));
   f.details.push_back("the engine core reserved no block for this position: a step's slots must cover its tokens and, "
                       "with a drafter, the K lookahead positions its queries use (vLLM #16370)");
   f.sites.push_back(store_site(e, writer, row));
   report(std::move(f));
 }
 
-void KvOwnership::report_not_held(const core::Event& e, core::KvWriter writer, const core::KvSlotRow& row, const BlockHolder& now,
-                                  const std::vector<int64_t>* table) {
+void KvOwnership::report_not_held(const core::Event& e, core::KvWriter writer, const core::KvSlotRow& row,
+                                  const BlockHolder& now, const std::vector<int64_t>* table) {
   const int64_t block = row.slot / facts_.block_size;
   const int64_t column = row.position / facts_.block_size;
   core::Finding f = kv_finding(e, row, core::kKindKvOwnership,
@@ -138,15 +146,17 @@ std::string KvOwnership::sharing(int64_t block) const {
   return fmt::format("{} request{} share{} it{}", n, n == 1 ? "" : "s", n == 1 ? "s" : "", owns);
 }
 
-void KvOwnership::report_shared(const core::Event& e, core::KvWriter writer, const core::KvSlotRow& row, int64_t hit_step) {
+void KvOwnership::report_shared(const core::Event& e, core::KvWriter writer, const core::KvSlotRow& row,
+                                int64_t hit_step) {
   const int64_t block = row.slot / facts_.block_size;
   const CachedBlock* c = blocks_.cached(block);
-  core::Finding f = kv_finding(e, row, core::kKindKvOwnership,
-                               fmt::format("{} stores into slot {} of block {}, which the request holds read-only: it shares it "
-                                           "through the prefix cache since step {} ({}{})",
-                                           where(e, writer, row), row.slot, block, hit_step, sharing(block),
-                                           c != nullptr ? fmt::format("; request {} computed it, cached at step {}", c->req, c->step)
-                                                        : std::string()));
+  core::Finding f =
+      kv_finding(e, row, core::kKindKvOwnership,
+                 fmt::format("{} stores into slot {} of block {}, which the request holds read-only: it shares it "
+                             "through the prefix cache since step {} ({}{})",
+                             where(e, writer, row), row.slot, block, hit_step, sharing(block),
+                             c != nullptr ? fmt::format("; request {} computed it, cached at step {}", c->req, c->step)
+                                          : std::string()));
   f.sites.push_back(store_site(e, writer, row));
   f.details.push_back("a request's prefill starts after its prefix-cache hit: the hit must leave at least one token to compute in "
                       "a block of its own (vLLM caps it at num_tokens - 1; #11186 recomputed the last token of a prompt hit "
@@ -154,7 +164,8 @@ void KvOwnership::report_shared(const core::Event& e, core::KvWriter writer, con
   report(std::move(f));
 }
 
-void KvOwnership::report_cached(const core::Event& e, core::KvWriter writer, const core::KvSlotRow& row, const CachedBlock& c) {
+void KvOwnership::report_cached(const core::Event& e, core::KvWriter writer, const core::KvSlotRow& row,
+                                const CachedBlock& c) {
   const int64_t block = row.slot / facts_.block_size;
   core::Finding f = kv_finding(e, row, core::kKindKvOwnership,
                                fmt::format("{} stores into slot {} of block {}, which entered the prefix cache at step {} ({}): its "

@@ -30,13 +30,15 @@ class KvOwnership final : public Monitor {
   // The reports, formatted only when there is one to make.
   std::string whose(const BlockHolder& h) const;
   std::string where(const core::Event& e, core::KvWriter writer, const core::KvSlotRow& row) const;
-  void report_out_of_table(const core::Event& e, core::KvWriter writer, const core::KvSlotRow& row, const std::vector<int64_t>* table);
+  void report_out_of_table(const core::Event& e, core::KvWriter writer, const core::KvSlotRow& row,
+                           const std::vector<int64_t>* table);
   void report_not_held(const core::Event& e, core::KvWriter writer, const core::KvSlotRow& row, const BlockHolder& now,
                        const std::vector<int64_t>* table);
   std::string sharing(int64_t block) const;
   void report_shared(const core::Event& e, core::KvWriter writer, const core::KvSlotRow& row, int64_t hit_step);
   void report_cached(const core::Event& e, core::KvWriter writer, const core::KvSlotRow& row, const CachedBlock& c);
-  void report_wrong_slot(const core::Event& e, core::KvWriter writer, const core::KvSlotRow& row, const std::vector<int64_t>& table);
+  void report_wrong_slot(const core::Event& e, core::KvWriter writer, const core::KvSlotRow& row,
+                         const std::vector<int64_t>& table);
 
   BlockOwnership blocks_;
 };

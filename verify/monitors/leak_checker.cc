@@ -54,10 +54,11 @@ void LeakChecker::check_end(const core::Event& e) {
   // A free block of the prefix cache is held by nobody: it stays cached until it is given again.
   if (blocks_.held_count() > 0) {
     const auto [block, h] = blocks_.first_held();
-    core::Finding f = finding_at(e, core::Verdict::leak, std::string(core::kKindBlocksLeaked),
-                                 fmt::format("serving ended with {} KV blocks still held; the first, block {}, by request {}{}{}",
-                                             blocks_.held_count(), block, h.req, h.shared ? " (shared through the prefix cache)" : "",
-                                             h.fenced ? " after its release (fenced for a step that never returned)" : ""));
+    core::Finding f =
+        finding_at(e, core::Verdict::leak, std::string(core::kKindBlocksLeaked),
+                   fmt::format("serving ended with {} KV blocks still held; the first, block {}, by request {}{}{}",
+                               blocks_.held_count(), block, h.req, h.shared ? " (shared through the prefix cache)" : "",
+                               h.fenced ? " after its release (fenced for a step that never returned)" : ""));
     leak_sites(f, h.req, h.since_step);
     report(std::move(f));
   }

@@ -64,7 +64,8 @@ void ModelReference::start_after_hit(Request& r, const core::RequestScheduledPro
     ++requests_unfollowable_;
     return;
   }
-  for (int64_t i = 0; i < p.num_computed; ++i) r.sequence->set(static_cast<size_t>(i), static_cast<int32_t>(p.prompt[static_cast<size_t>(i)]));
+  for (int64_t i = 0; i < p.num_computed; ++i)
+    r.sequence->set(static_cast<size_t>(i), static_cast<int32_t>(p.prompt[static_cast<size_t>(i)]));
 }
 
 void ModelReference::forget_oldest() {
@@ -100,7 +101,8 @@ void ModelReference::follow(Request& r, const core::Event& e, const core::Inputs
   engine::ReferenceSequence& seq = *r.sequence;
   // A position past the known sequence, or a token outside the vocabulary, cannot be modelled:
   // stage agreement reports a wrong position or token; this monitor stops following the request.
-  const bool in_vocab = std::all_of(r.ids.begin(), r.ids.end(), [v = facts_.vocab](int64_t t) { return t >= 0 && t < v; });
+  const bool in_vocab =
+      std::all_of(r.ids.begin(), r.ids.end(), [v = facts_.vocab](int64_t t) { return t >= 0 && t < v; });
   if (r.first_position < 0 || static_cast<size_t>(r.first_position) > seq.size() || !in_vocab) {
     r.followed = false;
     ++requests_unfollowable_;
@@ -120,17 +122,21 @@ void ModelReference::check_output(const core::Event& e, const core::StageOutputP
   // after every stage computed the last one (the PP cadence), so this skips nothing in order.
   if (!r.followed || r.embedded_step != e.step) return;
   const int64_t layers = p.layers_done, lane_begin = p.first_lane, lanes = p.lanes;
-  if (layers < 0 || layers > facts_.model->layers || lane_begin < 0 || lanes < 0 || lane_begin + lanes > facts_.model->lanes) return;
+  if (layers < 0 || layers > facts_.model->layers || lane_begin < 0 || lanes < 0 ||
+      lane_begin + lanes > facts_.model->lanes)
+    return;
   engine::ReferenceSequence& seq = *r.sequence;
   for (size_t i = 0; i < p.row_count(); ++i) {
     const core::StageOutputRow row = p.row(i);
     // A position stage 0 did not embed is stage agreement's to report.
     if (row.position < 0 || static_cast<size_t>(row.position) >= seq.size()) return;
     const auto pos = static_cast<size_t>(row.position);
-    const auto model_lanes = seq.lanes(pos, static_cast<int>(layers)).subspan(static_cast<size_t>(lane_begin), static_cast<size_t>(lanes));
+    const auto model_lanes =
+        seq.lanes(pos, static_cast<int>(layers)).subspan(static_cast<size_t>(lane_begin), static_cast<size_t>(lanes));
     const uint64_t digest = core::fnv1a_words(model_lanes.data(), model_lanes.size());
     ++rows_checked_;
-    if (static_cast<int64_t>(seq.context(pos)) == row.context_lane && static_cast<int64_t>(digest) == row.deep_hash) continue;
+    if (static_cast<int64_t>(seq.context(pos)) == row.context_lane && static_cast<int64_t>(digest) == row.deep_hash)
+      continue;
     report_output(e, p, r, i, seq.context(pos), digest);
     return;
   }
@@ -145,7 +151,8 @@ void ModelReference::report_output(const core::Event& e, const core::StageOutput
   const bool context_wrong = got.context_lane != static_cast<int64_t>(context);
   const bool lanes_wrong = got.deep_hash != static_cast<int64_t>(digest);
   std::vector<std::string> what;
-  if (context_wrong) what.push_back(fmt::format("its context lane is {:#x}, the model's {:#x}", got.context_lane, context));
+  if (context_wrong)
+    what.push_back(fmt::format("its context lane is {:#x}, the model's {:#x}", got.context_lane, context));
   if (lanes_wrong)
     what.push_back(fmt::format("its deep lanes {}..{} after layer {} differ (digest {:#x}, the model's {:#x})", p.first_lane,
                                p.first_lane + p.lanes - 1, p.layers_done, got.deep_hash, digest));
@@ -191,7 +198,8 @@ std::string ModelReference::stage_hint(const Request& r, core::RankId rank) cons
                                         own.first, std::max(own.first, own.last - 1), state);
   if (stage == 0) return fmt::format("stage 0 embeds the tokens itself: the difference is in its embedding or {}", where);
   bool before_agreed = true;
-  for (int t = 0; t < facts_.tp; ++t) before_agreed = before_agreed && r.agreed[static_cast<size_t>(facts_.first_rank_of(stage - 1) + t)];
+  for (int t = 0; t < facts_.tp; ++t)
+    before_agreed = before_agreed && r.agreed[static_cast<size_t>(facts_.first_rank_of(stage - 1) + t)];
   if (before_agreed)
     return fmt::format("stage {} sent activations that agree with the model at this step (after layer {}): the difference "
                        "arose on stage {}, in {}",
@@ -210,7 +218,8 @@ std::vector<int64_t> ModelReference::expected_samples(Request& r) const {
   engine::ReferenceSequence& seq = *r.sequence;
   const auto first = static_cast<size_t>(r.first_position);
   const size_t n = r.ids.size();
-  PPSPEC_ASSERT(r.followed && r.first_position >= 0 && r.last_ids.size() == n, "expected samples of an unfollowed block");
+  PPSPEC_ASSERT(r.followed && r.first_position >= 0 && r.last_ids.size() == n,
+                "expected samples of an unfollowed block");
   std::vector<int64_t> want;
   if (r.first_position + static_cast<int64_t>(n) < r.block_prefill) return want;
   if (r.first_position < r.block_prefill) {
@@ -248,7 +257,8 @@ void ModelReference::check_sampled(const core::Event& e, const core::TokensSampl
                                fmt::format("rejection_sample: request {} at engine step {}", e.req, e.step), ""});
   PPSPEC_ASSERT(r.agreed.size() == static_cast<size_t>(facts_.pp * facts_.tp));
   bool last_agreed = true;
-  for (int t = 0; t < facts_.tp; ++t) last_agreed = last_agreed && r.agreed[static_cast<size_t>(facts_.first_rank_of(facts_.pp - 1) + t)];
+  for (int t = 0; t < facts_.tp; ++t)
+    last_agreed = last_agreed && r.agreed[static_cast<size_t>(facts_.first_rank_of(facts_.pp - 1) + t)];
   if (first < got.size() && first < want.size())
     f.details.push_back(fmt::format("token #{} is {}, the model's {}", first, got[first], want[first]));
   else

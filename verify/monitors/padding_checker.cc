@@ -25,8 +25,15 @@ namespace {
 struct PadRow {
   int64_t row, id, position, is_padding, slot, unwritten;
   PadRow(int64_t index, const core::PreparedPaddingRow& r)
-      : row(index), id(r.input_id), position(r.position), is_padding(r.is_padding), slot(r.slot), unwritten(r.unwritten) {}
-  bool inert() const { return id == 0 && position == 0 && is_padding == 1 && slot == kernels::kPadSlot && unwritten == 0; }
+      : row(index),
+        id(r.input_id),
+        position(r.position),
+        is_padding(r.is_padding),
+        slot(r.slot),
+        unwritten(r.unwritten) {}
+  bool inert() const {
+    return id == 0 && position == 0 && is_padding == 1 && slot == kernels::kPadSlot && unwritten == 0;
+  }
   std::string wrong() const {
     std::vector<std::string> w;
     if (id != 0) w.push_back(fmt::format("input id {} (expected 0)", id));
@@ -45,7 +52,8 @@ std::string padding_hint(const std::vector<PadRow>& bad, int64_t first_pad, int6
                 "{} wrong rows outside the padding rows {}..{}", bad.size(), first_pad, last_pad);
   const bool all_unstored = std::all_of(bad.begin(), bad.end(), [](const PadRow& r) { return r.unwritten != 0; });
   const bool only_last = bad.size() == 1 && bad.front().row == last_pad && last_pad > first_pad;
-  const bool ramp = std::all_of(bad.begin(), bad.end(), [](const PadRow& r) { return r.position == r.row && r.unwritten == 0; });
+  const bool ramp =
+      std::all_of(bad.begin(), bad.end(), [](const PadRow& r) { return r.position == r.row && r.unwritten == 0; });
   const bool pad_slot_only = std::all_of(bad.begin(), bad.end(), [](const PadRow& r) {
     return r.unwritten == 0 && r.slot != kernels::kPadSlot && r.id == 0 && r.position == 0 && r.is_padding == 1;
   });
@@ -56,9 +64,10 @@ std::string padding_hint(const std::vector<PadRow>& bad, int64_t first_pad, int6
   if (all_unstored && bad.size() == static_cast<size_t>(last_pad - first_pad + 1)) {
     // A never-written element holds the allocation's poison (0xA5 bytes).
     const bool poison = static_cast<uint32_t>(bad.front().id) == kernels::kPoisonWord;
-    return fmt::format("{} stored none of the padding rows this step: row {} holds {} (input id {}, position {}, slot {})",
-                       kernel, bad.front().row, poison ? "the allocation's poison: no kernel ever wrote it" : "what an earlier batch left",
-                       bad.front().id, bad.front().position, bad.front().slot);
+    return fmt::format(
+        "{} stored none of the padding rows this step: row {} holds {} (input id {}, position {}, slot {})", kernel,
+        bad.front().row, poison ? "the allocation's poison: no kernel ever wrote it" : "what an earlier batch left",
+        bad.front().id, bad.front().position, bad.front().slot);
   }
   if (pad_slot_only)
     return fmt::format("the rows are cleared but for their slot ({}): a padding row's KV write lands in that slot, which a "
@@ -85,8 +94,9 @@ void PaddingChecker::check_inputs(const core::Event& e, const core::PaddingRowsP
   PPSPEC_ASSERT(bad.size() <= rows);
   const std::string_view kernel = core::to_string(padding.kernel);
   const int64_t last = first + static_cast<int64_t>(rows) - 1;
-  core::Finding f = finding_at(e, core::Verdict::padding_violation, "padding",
-                               fmt::format("rank{} {}: padding row {} has {}", e.rank, kernel, bad.front().row, bad.front().wrong()));
+  core::Finding f =
+      finding_at(e, core::Verdict::padding_violation, "padding",
+                 fmt::format("rank{} {}: padding row {} has {}", e.rank, kernel, bad.front().row, bad.front().wrong()));
   f.sites.push_back(core::Site{e.rank, fmt::format("rank{}.main", e.rank), "", -1,
                                fmt::format("{}: rows {}..{} pad a batch of {} rows", kernel, first, last, first), ""});
   f.details.push_back(padding_hint(bad, first, last, kernel));

@@ -84,7 +84,8 @@ void PairingChecker::on_collective(const core::Event& e) {
 }
 
 core::Finding PairingChecker::collective_finding(const std::string& comm, int64_t cseq, const Slot& slot) const {
-  PPSPEC_ASSERT(!slot.posts.empty() && slot.mismatch_at >= 0, "collective #{} on '{}' reported without a mismatch", cseq, comm);
+  PPSPEC_ASSERT(!slot.posts.empty() && slot.mismatch_at >= 0, "collective #{} on '{}' reported without a mismatch",
+                cseq, comm);
   std::vector<core::PostedOp> posts;
   std::vector<core::RankId> missing;
   for (const Rec& r : slot.posts) posts.push_back(posted(r));
@@ -93,7 +94,8 @@ core::Finding PairingChecker::collective_finding(const std::string& comm, int64_
   if (auto members = members_.find(comm); members != members_.end()) {
     size = members->second.size;
     for (core::RankId m : members->second.ranks)
-      if (std::none_of(slot.posts.begin(), slot.posts.end(), [m](const Rec& r) { return r.rank == m; })) missing.push_back(m);
+      if (std::none_of(slot.posts.begin(), slot.posts.end(), [m](const Rec& r) { return r.rank == m; }))
+        missing.push_back(m);
   }
   std::optional<core::Finding> f = core::collective_misalignment(posts, size, missing, comm, cseq);
   PPSPEC_ASSERT(f.has_value(), "collective #{} on '{}' was marked mismatched and its posts agree", cseq, comm);
@@ -115,7 +117,8 @@ std::vector<core::Finding> PairingChecker::open_mismatches() const {
   std::vector<core::Finding> out;
   for (const auto& [key, slot] : slots_)
     if (slot.mismatch_at >= 0) out.push_back(collective_finding(key.first, key.second, slot));
-  std::stable_sort(out.begin(), out.end(), [](const core::Finding& a, const core::Finding& b) { return a.time < b.time; });
+  std::stable_sort(out.begin(), out.end(),
+                   [](const core::Finding& a, const core::Finding& b) { return a.time < b.time; });
   return out;
 }
 
@@ -153,9 +156,11 @@ std::optional<core::Finding> PairingChecker::unmatched() const {
   f.kind = std::string(kUnmatchedKind);
   f.summary = fmt::format("rank{} posted {} on '{}' and rank{} never posted the matching {}", first->rank,
                           core::describe(posted(*first).desc), std::get<0>(*where), partner, is_send ? "recv" : "send");
-  f.sites.push_back(core::Site{first->rank, first->actor, std::get<0>(*where), -1, core::describe(posted(*first).desc), first->origin});
+  f.sites.push_back(core::Site{first->rank, first->actor, std::get<0>(*where), -1, core::describe(posted(*first).desc),
+                               first->origin});
   const auto done = paired_.find(*where);
-  f.culprit = core::Culprit{partner, std::get<0>(*where), true, first->rank, done == paired_.end() ? 0 : done->second, "never-posted"};
+  f.culprit = core::Culprit{
+      partner, std::get<0>(*where), true, first->rank, done == paired_.end() ? 0 : done->second, "never-posted"};
   f.sites.push_back(core::Site{partner, "", std::get<0>(*where), -1, "never posts the matching operation", ""});
   return f;
 }

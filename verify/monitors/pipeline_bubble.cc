@@ -62,10 +62,11 @@ void PipelineBubble::report_bubble(const core::Event& e, int64_t step, const Nee
       n.rows == 0   ? std::string("the step schedules no request")
       : n.rows == 1 ? fmt::format("the step's only request, {}, is a non-final prefill chunk: no row produces a sample", ids)
                     : fmt::format("the step's {} requests, {}, are all non-final prefill chunks: no row produces a sample", n.rows, ids);
-  core::Finding f = finding_at(e, core::Verdict::pipeline_bubble, std::string(core::kKindPipelineBubble),
-                               fmt::format("rank{} (stage {}{}) {} feedback of engine step {} that no request of the step needs: {}; {}",
-                                           e.rank, facts_.stage_of(e.rank), facts_.last_stage(e.rank) ? ", the last" : "",
-                                           sends ? "sends" : "waits for", step, core::describe(e.op), needs));
+  core::Finding f = finding_at(
+      e, core::Verdict::pipeline_bubble, std::string(core::kKindPipelineBubble),
+      fmt::format("rank{} (stage {}{}) {} feedback of engine step {} that no request of the step needs: {}; {}", e.rank,
+                  facts_.stage_of(e.rank), facts_.last_stage(e.rank) ? ", the last" : "", sends ? "sends" : "waits for",
+                  step, core::describe(e.op), needs));
   f.engine_step = step;
   for (size_t i = 0; i < n.scheduled.size() && i < core::kFindingListMax; ++i) {
     const Row& r = n.scheduled[i];

@@ -4,9 +4,9 @@
 // whose step T sampled (a decode, or a final prefill chunk) may decode next at T + pp at the
 // earliest, or its earlier stages embed a stale last token and stale drafts. Non-final prefill
 // chunks need no feedback and may flow back to back (vLLM #38726). Checked at every scheduling
-// decision (request_scheduled); a request's admission or resumption (its prompt) starts it afresh. Today's engine keeps the
-// cadence by construction (a request in an in-flight batch is not scheduled); this monitor is what
-// says so, and what judges a trace of another engine.
+// decision (request_scheduled); a request's admission or resumption (its prompt) starts it afresh. Today's engine keeps
+// the cadence by construction (a request in an in-flight batch is not scheduled); this monitor is what says so, and
+// what judges a trace of another engine.
 #pragma once
 
 #include <cstdint>

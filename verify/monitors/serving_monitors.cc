@@ -129,7 +129,8 @@ void ServingMonitors::on_event(const core::Event& e) {
     for (Replica& each : replicas_) deliver(each, e);
     return;
   }
-  PPSPEC_ASSERT(static_cast<size_t>(r) < replicas_.size(), "an event of rank {} beyond {} replicas", e.rank, replicas_.size());
+  PPSPEC_ASSERT(static_cast<size_t>(r) < replicas_.size(), "an event of rank {} beyond {} replicas", e.rank,
+                replicas_.size());
   core::Event mine = e;
   if (mine.rank >= 0) mine.rank -= r * replica_ranks_;
   deliver(replicas_[static_cast<size_t>(r)], mine);

@@ -31,7 +31,8 @@ void StageAgreement::on_event(const core::Event& e) {
       batches_[e.step].assign(batch.request_ids.begin(), batch.request_ids.end());
       while (!batches_.empty() && batches_.begin()->first < e.step - kStepsKept) batches_.erase(batches_.begin());
       while (!gates_.empty() && gates_.begin()->first < e.step - kStepsKept) gates_.erase(gates_.begin());
-      while (!sampled_reqs_.empty() && sampled_reqs_.begin()->first < e.step - kStepsKept) sampled_reqs_.erase(sampled_reqs_.begin());
+      while (!sampled_reqs_.empty() && sampled_reqs_.begin()->first < e.step - kStepsKept)
+        sampled_reqs_.erase(sampled_reqs_.begin());
       PPSPEC_ASSERT(batches_.begin()->first >= e.step - kStepsKept && batches_.count(e.step) == 1);
       return;
     }
@@ -70,8 +71,8 @@ void StageAgreement::on_event(const core::Event& e) {
 }
 
 void StageAgreement::on_scheduled(const core::Event& e, const core::RequestScheduledProbe& p) {
-  scheduled_[{e.step, e.req}] =
-      Scheduled{static_cast<int32_t>(p.num_computed), static_cast<int32_t>(p.num_scheduled), ahead_of(e, p), p.state_index};
+  scheduled_[{e.step, e.req}] = Scheduled{static_cast<int32_t>(p.num_computed), static_cast<int32_t>(p.num_scheduled),
+                                          ahead_of(e, p), p.state_index};
   if (!p.prompt.empty() && prompts_.count(e.req)) {  // resumed after a preemption: prompt and output so far
     prompts_[e.req].assign(p.prompt.begin(), p.prompt.end());
   } else if (!p.prompt.empty()) {  // a new request: its prompt
@@ -89,7 +90,8 @@ void StageAgreement::on_scheduled(const core::Event& e, const core::RequestSched
   PPSPEC_ASSERT(prompts_.size() == prompt_order_.size(), "{} prompts kept, {} in admission order", prompts_.size(),
                 prompt_order_.size());
   // Bounded: a step's inputs are built within pp steps of its schedule.
-  while (!scheduled_.empty() && scheduled_.begin()->first.first < e.step - kStepsKept) scheduled_.erase(scheduled_.begin());
+  while (!scheduled_.empty() && scheduled_.begin()->first.first < e.step - kStepsKept)
+    scheduled_.erase(scheduled_.begin());
   PPSPEC_ASSERT(scheduled_.count({e.step, e.req}) == 1);
 }
 
@@ -244,7 +246,8 @@ std::string StageAgreement::token_hint(int64_t req, int64_t step, int64_t token)
       return fmt::format("it is the sampled token at column {} of {}: the adoption took the wrong column (the last "
                          "accepted token is column num_sampled - 1)",
                          j, prev->tokens.size());
-  if (const Sampled* older = sampled_before(req, prev->step); older != nullptr && !older->tokens.empty() && older->tokens.back() == token)
+  if (const Sampled* older = sampled_before(req, prev->step);
+      older != nullptr && !older->tokens.empty() && older->tokens.back() == token)
     return fmt::format("it is the bonus of engine step {}, one step older: this stage did not adopt the feedback of engine "
                        "step {} (a gate, a generation counter or a feedback slot skipped it)",
                        older->step, prev->step);
@@ -264,7 +267,8 @@ int StageAgreement::gate_row(int64_t step, int64_t req) const {
 
 void StageAgreement::check_dropped(int64_t step, int64_t req, const core::Event& e) {
   if (gate_row(step, req) != 0) return;
-  PPSPEC_ASSERT(gates_.count(step) == 1 && batches_.count(step) == 1, "a dropped row at step {} without its gate", step);
+  PPSPEC_ASSERT(gates_.count(step) == 1 && batches_.count(step) == 1, "a dropped row at step {} without its gate",
+                step);
   const Gate& g = gates_.at(step);
   const Sampled* s = sampled_at(req, step);
   core::Finding f = finding_at(
@@ -313,7 +317,8 @@ void StageAgreement::check_adoption(const core::Event& e, const core::FeedbackAd
   if (s == nullptr) return;
   PPSPEC_ASSERT(s->step == e.step);
   const std::vector<int64_t> tokens(p.sampled.begin(), p.sampled.end());
-  if (p.num_sampled == static_cast<int64_t>(s->tokens.size()) && p.num_rejected == s->rejected && tokens == s->tokens) return;
+  if (p.num_sampled == static_cast<int64_t>(s->tokens.size()) && p.num_rejected == s->rejected && tokens == s->tokens)
+    return;
   core::Finding f = finding_at(
       e, core::Verdict::stage_divergence, std::string(core::kKindStageAdoption),
       fmt::format("rank{} (stage {}) adopts for request {} from the feedback of engine step {}: {} sampled {}, {} rejected; "
@@ -357,9 +362,11 @@ void StageAgreement::check_bonus(const core::Event& e, const core::BonusAdoptedP
   report(std::move(f));
 }
 
-bool StageAgreement::written_later(int64_t token, int64_t step, const std::vector<int64_t>& batch, size_t position) const {
+bool StageAgreement::written_later(int64_t token, int64_t step, const std::vector<int64_t>& batch,
+                                   size_t position) const {
   for (size_t j = position + 1; j < batch.size(); ++j)
-    if (const Sampled* s = sampled_at(batch[j], step); s != nullptr && !s->tokens.empty() && s->tokens.back() == token) return true;
+    if (const Sampled* s = sampled_at(batch[j], step); s != nullptr && !s->tokens.empty() && s->tokens.back() == token)
+      return true;
   return false;
 }
 

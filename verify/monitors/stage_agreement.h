@@ -90,8 +90,9 @@ class StageAgreement final : public Monitor {
   };
   // Whether a position after `position` of the batch wrote `token` (its step's last token).
   bool written_later(int64_t token, int64_t step, const std::vector<int64_t>& batch, size_t position) const;
-  std::optional<MappingMatch> mapping_of(const std::vector<int64_t>& table, int64_t step, const std::vector<int64_t>& batch,
-                                         int64_t other, const std::vector<int64_t>& other_batch) const;
+  std::optional<MappingMatch> mapping_of(const std::vector<int64_t>& table, int64_t step,
+                                         const std::vector<int64_t>& batch, int64_t other,
+                                         const std::vector<int64_t>& other_batch) const;
   const Sampled* sampled_before(int64_t req, int64_t step) const;
   const Sampled* sampled_at(int64_t req, int64_t step) const;
   std::string position_hint(int64_t req, int64_t step, int64_t delta) const;

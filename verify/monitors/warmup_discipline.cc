@@ -33,7 +33,8 @@ void WarmupDiscipline::on_event(const core::Event& e) {
                                                  "warmup step: {}",
                                                  e.rank, core::describe(e.op)));
         f.engine_step = e.op.label.step;
-        f.sites.push_back(core::Site{e.rank, std::string(e.actor), std::string(e.comm), e.cseq, core::describe(e.op), ""});
+        f.sites.push_back(
+            core::Site{e.rank, std::string(e.actor), std::string(e.comm), e.cseq, core::describe(e.op), ""});
         f.details.push_back("a synthetic warmup step's feedback collective: its outputs are discarded, and it pairs with "
                             "serving's broadcasts or spins forever (DESIGN §6.3: feedback stays disabled until the "
                             "feedback warmup step)");
@@ -49,8 +50,8 @@ void WarmupDiscipline::on_event(const core::Event& e) {
                                    "specialization",
                                    e.rank, e.kernel, e.spec));
         f.engine_step = e.step;  // the step the host was executing
-        f.sites.push_back(core::Site{e.rank, std::string(e.actor), "", -1, fmt::format("launch {}[{}]", e.kernel, e.spec),
-                                     std::string(e.text)});
+        f.sites.push_back(core::Site{e.rank, std::string(e.actor), "", -1,
+                                     fmt::format("launch {}[{}]", e.kernel, e.spec), std::string(e.text)});
         f.details.push_back("a module load waits for the device to drain (R8): with a feedback receive spinning on the "
                             "side stream it waits for the last stage; warm every serving specialization up before "
                             "serving (warmup_pp_decode_update for post_update[deferred])");

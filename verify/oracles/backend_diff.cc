@@ -48,7 +48,9 @@ std::optional<core::Finding> compare_one(const engine::RequestRecord& s, const e
   const int64_t id = s.spec.id;
   const size_t t = first_difference(s.output, g.output);
   if (t < s.output.size() || t < g.output.size()) {
-    auto step_of = [](const engine::RequestRecord& r, size_t i) { return i < r.output_step.size() ? r.output_step[i] : -1; };
+    auto step_of = [](const engine::RequestRecord& r, size_t i) {
+      return i < r.output_step.size() ? r.output_step[i] : -1;
+    };
     core::Finding f = divergence(fmt::format("request {}: output token {} differs between the simulator and the GPUs", id, t));
     f.request = id;
     f.engine_step = step_of(s, t);
@@ -59,8 +61,9 @@ std::optional<core::Finding> compare_one(const engine::RequestRecord& s, const e
   const size_t d = first_difference(s.verified_drafts, g.verified_drafts);
   if (d < s.verified_drafts.size() || d < g.verified_drafts.size()) {
     auto at = [](const engine::RequestRecord& r, size_t i) {
-      return i < r.verified_drafts.size() ? fmt::format("{} at engine step {}", token_list(r.verified_drafts[i]), r.verified_step[i])
-                                          : std::string("nothing");
+      return i < r.verified_drafts.size()
+                 ? fmt::format("{} at engine step {}", token_list(r.verified_drafts[i]), r.verified_step[i])
+                 : std::string("nothing");
     };
     core::Finding f = divergence(fmt::format("request {}: the drafts verified at its decode step {} differ", id, d));
     f.request = id;
@@ -80,7 +83,8 @@ std::optional<core::Finding> compare_requests(const std::vector<engine::RequestR
   for (const auto& r : gpu) by_id[r.spec.id] = &r;
   for (const auto& s : sim) {
     const auto it = by_id.find(s.spec.id);
-    if (it == by_id.end()) return divergence(fmt::format("request {} ran on the simulator and not on the GPUs", s.spec.id));
+    if (it == by_id.end())
+      return divergence(fmt::format("request {} ran on the simulator and not on the GPUs", s.spec.id));
     if (auto f = compare_one(s, *it->second)) return f;
   }
   if (gpu.size() != sim.size())
@@ -105,7 +109,8 @@ std::optional<core::Finding> compare_ops(const OpLog& sim, const OpLog& gpu) {
     core::Finding f = divergence(fmt::format("rank{} on '{}': operation {} differs between the simulator and the GPUs",
                                              key.second, key.first, i));
     const auto& steps = sim.steps().at(key);
-    PPSPEC_ASSERT(steps.size() == s.size() && (i < s.size() || i < g.size()), "operation {} of {} and {}", i, s.size(), g.size());
+    PPSPEC_ASSERT(steps.size() == s.size() && (i < s.size() || i < g.size()), "operation {} of {} and {}", i, s.size(),
+                  g.size());
     f.engine_step = i < steps.size() ? steps[i] : -1;
     f.details.push_back("simulator: " + op(s, i));
     f.details.push_back("GPUs:      " + op(g, i));

@@ -43,7 +43,8 @@ size_t first_unshared_block(const engine::RequestRecord& a, const engine::Reques
   for (size_t i = 0; i < a.verified_position.size() && i < a.verified_drafts.size(); ++i) {
     const int64_t position = a.verified_position[i];
     const std::vector<int64_t>* other = drafts_at(b, i, position);
-    if (other == nullptr || other->size() != a.verified_drafts[i].size()) return static_cast<size_t>(std::max<int64_t>(position - prompt, 0));
+    if (other == nullptr || other->size() != a.verified_drafts[i].size())
+      return static_cast<size_t>(std::max<int64_t>(position - prompt, 0));
   }
   return SIZE_MAX;
 }
@@ -53,7 +54,8 @@ size_t first_unshared_block(const engine::RequestRecord& a, const engine::Reques
 // an adaptive draft budget (whose picks depend on the batch) those before the first verification
 // block the runs do not share: a token is drawn one way where a draft was verified, another where
 // none was.
-size_t comparable_tokens(const engine::EngineConfig& cfg, const engine::RequestRecord& a, const engine::RequestRecord& b) {
+size_t comparable_tokens(const engine::EngineConfig& cfg, const engine::RequestRecord& a,
+                         const engine::RequestRecord& b) {
   if (a.spec.spread == 0) return SIZE_MAX;
   size_t n = SIZE_MAX;
   for (const engine::RequestRecord* r : {&a, &b})
@@ -71,7 +73,8 @@ bool ended_at_model_len(const engine::EngineConfig& cfg, const engine::RequestRe
 
 // Several requests may diverge: report the one that diverged first.
 void keep_earliest(std::optional<core::Finding>& earliest, core::Finding f) {
-  PPSPEC_ASSERT(!f.kind.empty() && !f.summary.empty() && !f.sites.empty(), "an oracle finding without its kind, summary or site");
+  PPSPEC_ASSERT(!f.kind.empty() && !f.summary.empty() && !f.sites.empty(),
+                "an oracle finding without its kind, summary or site");
   if (!earliest || f.engine_step < earliest->engine_step) earliest = std::move(f);
 }
 
@@ -110,7 +113,8 @@ void name_first_difference(core::Finding& f, const engine::EngineConfig& cfg, co
 }  // namespace
 
 std::optional<core::Finding> golden_oracle(const engine::EngineConfig& cfg, const engine::Checkpoint& ckpt,
-                                           const std::vector<engine::RequestRecord>& requests, const OnlineCoverage& online) {
+                                           const std::vector<engine::RequestRecord>& requests,
+                                           const OnlineCoverage& online) {
   std::optional<core::Finding> earliest;
   for (const engine::RequestRecord& r : requests) {
     if (r.spec.spread != 0) continue;  // the golden continuation is greedy
