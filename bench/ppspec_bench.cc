@@ -15,8 +15,8 @@
 
 #include <fmt/format.h>
 
-#include "loader/program_loader.h"
-#include "loader/serving_loader.h"
+#include "scenario/program_loader.h"
+#include "scenario/serving_loader.h"
 #include "program/runner.h"
 #include "serving/runner.h"
 
@@ -101,7 +101,7 @@ BENCHMARK(BM_ShortRuns)->Arg(2)->Arg(8)->Unit(benchmark::kMicrosecond);
 void BM_Serving(benchmark::State& state) {
   const char* name = state.range(0) == 0 ? "pp2_tp2_k5.toml" : "pp2_tp1_k5.toml";
   const std::string file = std::string(PPSPEC_SOURCE_DIR) + "/scenarios/serving/" + name;
-  serving::ServingScenario s = loader::read_serving(loader::parse_toml_file(file), file);
+  serving::ServingScenario s = scenario::read_serving(scenario::parse_toml_file(file), file);
   s.runtime.record_decisions = false;
   s.runtime.detect_races = state.range(2) != 0;
   serving::RunOptions o;

@@ -16,7 +16,7 @@
 #include <thread>
 
 #include "fuzzer/campaign.h"
-#include "loader/serving_loader.h"
+#include "scenario/serving_loader.h"
 #include "serving/runner.h"
 #include "traces/jsonl_writer.h"
 #include "traces/trace_reader.h"
@@ -72,13 +72,13 @@ void BM_CheckTrace(benchmark::State& state) {
   const std::string file = std::string(PPSPEC_SOURCE_DIR) + "/scenarios/serving/pp2_tp2_k5.toml";
   const std::string trace = (std::filesystem::temp_directory_path() / "ppspec-bench-check.jsonl").string();
   {
-    serving::ServingScenario s = loader::read_serving(loader::parse_toml_file(file), file);
+    serving::ServingScenario s = scenario::read_serving(scenario::parse_toml_file(file), file);
     traces::TraceHeader header;
     header.scenario = s.name;
     header.file = file;
     header.seed = 1;
     header.strategy = "random";
-    header.kind = "serving";
+    header.kind = core::ScenarioKind::serving;
     traces::JsonlWriter writer(trace, header);
     serving::RunOptions o;
     o.oracles = false;

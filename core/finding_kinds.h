@@ -80,6 +80,19 @@ inline constexpr std::string_view kKindCaptureConflict = "capture-conflict";
 inline constexpr std::string_view kKindCaptureUnsafeCall = "capture-unsafe-call";
 inline constexpr std::string_view kKindDeviceFault = "device-fault";
 
+// notes (verdict pass): what a reader could not judge or assumed, said beside the verdict
+inline constexpr std::string_view kNoteP2pDataLost = "p2p-data-lost";
+inline constexpr std::string_view kNoteRingBufferWrapped = "ring-buffer-wrapped";
+inline constexpr std::string_view kNoteP2pNotAligned = "p2p-not-aligned";
+inline constexpr std::string_view kNoteP2pAlignedByPattern = "p2p-aligned-by-pattern";
+inline constexpr std::string_view kNoteNoProgressRecorded = "no-progress-recorded";
+inline constexpr std::string_view kNoteGroupsFromEntries = "groups-from-entries";
+inline constexpr std::string_view kNoteExecutionModel = "execution-model";
+inline constexpr std::string_view kNoteInFlight = "in-flight";
+inline constexpr std::string_view kNoteTornLine = "torn-line";
+inline constexpr std::string_view kNoteCallsOnly = "calls-only";
+inline constexpr std::string_view kNoteRecordedVerdict = "recorded-verdict";
+
 struct FindingKindName {
   Verdict verdict;
   std::string_view name;

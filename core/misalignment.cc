@@ -1,3 +1,4 @@
+#include "core/finding_kinds.h"
 #include "core/misalignment.h"
 
 #include <algorithm>
@@ -13,8 +14,10 @@ constexpr std::string_view kNcclMatchesByPosition =
 
 constexpr std::string_view kSameMessageOtherSize =
     "the ranks post this message at the same place in their order: they agree on which operation it is, not on its "
-    "size (a row dropped or added, a dimension sized differently on one side). NCCL checks no size: a receiver expecting "
-    "more than is sent waits for units that never come; one expecting less keeps stale data and the surplus shifts into "
+    "size (a row dropped or added, a dimension sized differently on one side). NCCL checks no size: a receiver "
+    "expecting "
+    "more than is sent waits for units that never come; one expecting less keeps stale data and the surplus shifts "
+    "into "
     "the next operation (R3, R5)";
 
 // Two posts of one message in two sizes: alike in label (its purpose and step), kind, root and
@@ -156,7 +159,7 @@ std::optional<Finding> misalignment(const PostedOp& a, const PostedOp& b, std::s
   if (why.empty()) return std::nullopt;
   Finding f;
   f.verdict = Verdict::fifo_misalignment;
-  f.kind = p2p ? "p2p-mismatch" : "collective-mismatch";
+  f.kind = p2p ? core::kKindP2pMismatch : core::kKindCollectiveMismatch;
   const std::string where =
       p2p ? fmt::format("send #{} rank{}->rank{}", cseq, a.rank, b.rank) : fmt::format("collective #{}", cseq);
   const bool one_message = same_message_other_size(a.desc, b.desc);
@@ -189,7 +192,7 @@ std::optional<Finding> collective_misalignment(std::span<const PostedOp> posts, 
   if (classes.size() < 2) return std::nullopt;
   Finding f;
   f.verdict = Verdict::fifo_misalignment;
-  f.kind = "collective-mismatch";
+  f.kind = core::kKindCollectiveMismatch;
   const bool one_message = classes.size() == 2 && same_message_other_size(claim(classes[0]), claim(classes[1]));
   const std::string what = one_message ? fmt::format(": the same message '{}' in two sizes: {}{}",
                                                      claim(classes[0]).label.str(), why_apart(classes[0], classes[1]),

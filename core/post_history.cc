@@ -33,13 +33,17 @@ std::string words_of(const SequenceCause& c, const HistoryLanes& s, std::span<co
     const int64_t at = base + static_cast<int64_t>(c.at[who]);
     if (c.evidence == "the same operation twice in a row")
       // In the words `check` uses on the same bug's dumps: an extra operation, and which rank posted it.
-      return fmt::format("root cause: rank{} posted an extra {}, the same one twice in a row (#{} and #{}): a double post, so every "
-                         "later {} pairs with the wrong one", ranks[who], op(who), at - 1, at, unit);
+      return fmt::format(
+          "root cause: rank{} posted an extra {}, the same one twice in a row (#{} and #{}): a double post, so every "
+          "later {} pairs with the wrong one",
+          ranks[who], op(who), at - 1, at, unit);
     switch (c.kind) {
       case CauseKind::extra:
-        return fmt::format("root cause: rank{} posted an extra {} (#{}){}; every later {} pairs with the wrong one", ranks[who], op(who), at, why, unit);
+        return fmt::format("root cause: rank{} posted an extra {} (#{}){}; every later {} pairs with the wrong one",
+                           ranks[who], op(who), at, why, unit);
       case CauseKind::missing:
-        return fmt::format("root cause: rank{} skipped a {} at #{}{}; every later one pairs with the wrong one", ranks[who], unit, at, why);
+        return fmt::format("root cause: rank{} skipped a {} at #{}{}; every later one pairs with the wrong one",
+                           ranks[who], unit, at, why);
       default:
         return fmt::format("root cause: rank{}'s {} at #{} is the odd one{}", ranks[who], op(who), at, why);
     }

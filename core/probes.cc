@@ -135,8 +135,8 @@ std::string probe_value_error(const Event& e) {
   if (l == nullptr || value_fits(*l, e)) return "";
   if (l->value == ProbeValue::flag)
     return fmt::format("this {} event's value is {}; expected 0 or 1", to_string(e.kind), e.value);
-  return fmt::format("this {} event's value and its first {} integers are counts, each in [-1, {}]", to_string(e.kind), l->header,
-                     kProbeCountMax);
+  return fmt::format("this {} event's value and its first {} integers are counts, each in [-1, {}]", to_string(e.kind),
+                     l->header, kProbeCountMax);
 }
 
 void BatchScheduledProbe::encode(ProbeData& out) const {

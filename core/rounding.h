@@ -1,6 +1,6 @@
 // Rounding a double to an integer as std::llround does (halves away from zero), without libm's
 // call: the simulator rounds every jittered kernel duration (libm's llround was 0.7 % of a fuzz
-// campaign's instructions, docs/evidence/perf/allocator-compare-ed6a767.txt).
+// campaign's instructions, docs/evidence/allocator-choice/allocator-compare.txt).
 #pragma once
 
 #include <cmath>

@@ -146,7 +146,8 @@ std::pair<std::vector<size_t>, std::string> wrong_lanes(const Sequences& s, cons
   }
   if (!periodic.empty() && !broken.empty())
     return {broken, period == 1 ? std::string("breaks the pattern the other side keeps: all its operations alike")
-                                : fmt::format("breaks the repeating pattern the other side keeps (every {} operations)", period)};
+                                : fmt::format("breaks the repeating pattern the other side keeps (every {} operations)",
+                                              period)};
   // An operation posted twice in a row (a double post), where the other side did not repeat: the
   // extra one of a shift, or the odd one at a position — unless repeating is the lane's habit or
   // another lane repeats there too (then a repetition is consistent, not suspect).

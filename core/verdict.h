@@ -83,7 +83,7 @@ struct Finding {
 };
 
 // A note (verdict pass) of a reader that has no time of its own to give (dumps, merged traces).
-Finding untimed_note(std::string kind, std::string summary);
+Finding untimed_note(std::string_view kind, std::string summary);
 
 struct RunStats {
   uint64_t sched_steps = 0;  // scheduling decisions

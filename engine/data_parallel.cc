@@ -26,7 +26,8 @@ int32_t DataParallel::max_rows(int32_t rows, int64_t step, Forward forward) {
   host_counts_.assign(mine.size(), 0);
   ctx_.dev.download(ctx_.main, host_counts_.data(), counts_);
   ctx_.dev.stream_sync(ctx_.main);
-  PPSPEC_ASSERT(host_counts_[static_cast<size_t>(group_.rank())] == rows, "num_tokens_across_dp holds {} for this replica, which ran {}",
+  PPSPEC_ASSERT(host_counts_[static_cast<size_t>(group_.rank())] == rows,
+                "num_tokens_across_dp holds {} for this replica, which ran {}",
                 host_counts_[static_cast<size_t>(group_.rank())], rows);
   return *std::max_element(host_counts_.begin(), host_counts_.end());
 }

@@ -61,7 +61,8 @@ Drafter::Drafter(RankContext& c) : ctx_(c) {
 }
 
 void Drafter::bind_dp(DataParallel* dp) {
-  PPSPEC_ASSERT(dp != nullptr && dp_ == nullptr && !ctx_.cfg.spec.adaptive_budget, "a drafter bound to a DP group twice, or with an adaptive budget");
+  PPSPEC_ASSERT(dp != nullptr && dp_ == nullptr && !ctx_.cfg.spec.adaptive_budget,
+                "a drafter bound to a DP group twice, or with an adaptive budget");
   dp_ = dp;
   experts_ = std::make_unique<ExpertDispatch>(ctx_, dp->group(), ctx_.draft_query_rows());
 }
@@ -308,7 +309,8 @@ void Drafter::eagle_forwards(int64_t step, int32_t nd, int32_t q_rows, const Tar
   for (fw.pass = 0; fw.pass < ctx_.k; ++fw.pass) {
     if (fw.pass > 0) {
       const int32_t rows = forward_rows(step, q_rows);
-      PPSPEC_ASSERT(rows == q_rows, "EAGLE forward {} of step {}: the DP group's rows went from {} to {}", fw.pass, step, q_rows, rows);
+      PPSPEC_ASSERT(rows == q_rows, "EAGLE forward {} of step {}: the DP group's rows went from {} to {}", fw.pass,
+                    step, q_rows, rows);
     }
     ctx_.run("eagle_step", "", fw, nd);
     route(step, nd * ctx_.k, q_rows, fw.pass == 0);

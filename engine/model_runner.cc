@@ -252,7 +252,7 @@ void Worker::relay_drafts(const SchedulerOutput& so, FeedbackBuffers& slot, int 
   }
   // The second call site, beside set_draft_tokens() (#50514): it relays drafts that a speculator-less
   // path wrote. This engine has no such path, and the seed PR gates the site out whenever the
-  // speculator ran; the merge that kept it ungated (5b572da027) posted every step's drafts twice.
+  // speculator ran; the merge that kept it ungated (vLLM commit 5b572da027) posted every step's drafts twice.
   const bool speculator_ran = drafted > 0;
   if (speculator_ran && ctx_.cfg.faults.double_post_drafts) pp_handler_->broadcast_drafts(so, slot);
 }

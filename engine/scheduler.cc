@@ -61,7 +61,8 @@ class Scheduler::StepBuilder {
     r.steps_in_flight.push_back(step_);
     r.tokens_in_flight += tokens;
     r.last_step = step_;
-    PPSPEC_ASSERT(r.steps_in_flight.size() <= 2, "request {} has {} steps in flight ({}), at {}", r.spec.id, r.steps_in_flight.size(), fmt::join(r.steps_in_flight, " "), step_);
+    PPSPEC_ASSERT(r.steps_in_flight.size() <= 2, "request {} has {} steps in flight ({}), at {}", r.spec.id,
+                  r.steps_in_flight.size(), fmt::join(r.steps_in_flight, " "), step_);
     return true;
   }
 

@@ -26,8 +26,8 @@ int32_t RequestRecord::token_at(int pos) const {
 // The chained hashes of `r`'s first `n` full blocks (its known tokens must fill them).
 void Scheduler::hash_blocks(RequestRecord& r, int n) {
   const int bs = cfg_.model.block_size;
-  PPSPEC_ASSERT(n * bs <= r.known_tokens(), "request {}: {} full blocks of {} tokens asked, {} tokens known", r.spec.id, n, bs,
-                r.known_tokens());
+  PPSPEC_ASSERT(n * bs <= r.known_tokens(), "request {}: {} full blocks of {} tokens asked, {} tokens known", r.spec.id,
+                n, bs, r.known_tokens());
   std::vector<int32_t> tokens(static_cast<size_t>(bs));
   while (static_cast<int>(r.block_hashes.size()) < n) {
     const auto i = static_cast<int>(r.block_hashes.size());

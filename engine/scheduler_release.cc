@@ -118,8 +118,8 @@ RequestRecord* Scheduler::owner_of_row(int64_t step, const ScheduledRequest& s) 
 // land on a request that has none in flight).
 void Scheduler::land(RequestRecord& r, int64_t step, int32_t tokens) {
   if (r.steps_in_flight.empty() || r.steps_in_flight.front() != step) {
-    PPSPEC_ASSERT(cfg_.faults.late_output_after_preempt, "request {}: step {} returned, not the oldest of its steps in flight",
-                  r.spec.id, step);
+    PPSPEC_ASSERT(cfg_.faults.late_output_after_preempt,
+                  "request {}: step {} returned, not the oldest of its steps in flight", r.spec.id, step);
     return;
   }
   r.steps_in_flight.erase(r.steps_in_flight.begin());

@@ -12,7 +12,7 @@
 #include "core/finding_kinds.h"
 #include "core/rng.h"
 #include "generator/seeded.h"
-#include "loader/program_loader.h"
+#include "scenario/program_loader.h"
 #include "program/runner.h"
 #include "program/toml_writer.h"
 #include "runs/run_options.h"
@@ -39,13 +39,13 @@ bool of_what_dumps_omit(const core::Finding& f) {
 
 // The simulated run, with its trace written where the case's files are.
 core::RunResult simulate(const std::string& file, const std::string& trace) {
-  const program::Program p = loader::load_program_file(file);
+  const program::Program p = scenario::load_program_file(file);
   traces::TraceHeader h;
   h.scenario = p.name;
   h.file = file;
   h.seed = 1;
   h.strategy = "random";
-  h.kind = "program";
+  h.kind = core::ScenarioKind::program;
   traces::JsonlWriter writer(trace, h);
   runs::RunChoices choices;  // what the header above says: seed 1, the default strategy
   choices.seed = 1;
@@ -136,7 +136,7 @@ core::RankId disturbed_rank_of(const program::Program& p) {
   return r;
 }
 
-bool has_note(const core::RunResult& r, const char* kind) {
+bool has_note(const core::RunResult& r, std::string_view kind) {
   return std::any_of(r.notes.begin(), r.notes.end(), [kind](const core::Finding& n) { return n.kind == kind; });
 }
 
@@ -151,7 +151,7 @@ bool unseen_allowed(generator::FrShape shape, const core::RunResult& check, cons
     case generator::FrShape::gloo: return check_class == "pass";
     case generator::FrShape::snapshot: return check_class == "pass" || undated || (f != nullptr && f->culprit.rank < 0);
     case generator::FrShape::wrapped:
-      return has_note(check, "p2p-not-aligned") && (check_class == "pass" || check_class == "stall");
+      return has_note(check, core::kNoteP2pNotAligned) && (check_class == "pass" || check_class == "stall");
     default: return false;
   }
 }
@@ -172,9 +172,11 @@ void compare_culprits(FrCase& c, const traces::FrExport& e) {
     c.agree = true;
     return;
   }
-  c.why = sim_names ? culprit_difference(c.sim_culprit, c.check_culprit, e)
-                    : fmt::format("check blames rank {}, where the simulator names no one and the program was disturbed on rank {}",
-                                  c.check_culprit.rank, c.disturbed_rank);
+  c.why = sim_names
+              ? culprit_difference(c.sim_culprit, c.check_culprit, e)
+              : fmt::format(
+                    "check blames rank {}, where the simulator names no one and the program was disturbed on rank {}",
+                    c.check_culprit.rank, c.disturbed_rank);
   c.agree = c.why.empty();
 }
 
@@ -231,14 +233,15 @@ void compare(FrCase& c, const core::RunResult& sim, const core::RunResult& check
       (at && !at->recorded) || (s != nullptr && !pairing_recorded(*s, e))) {
     c.unseen = true;
     c.agree = !(c.check_class == "pass" && c.sim_end_class != "pass");
-    if (!c.agree) c.why = fmt::format("the cause is not in the dumps, and check passes a run that ended {}", c.sim_end_class);
+    if (!c.agree)
+      c.why = fmt::format("the cause is not in the dumps, and check passes a run that ended {}", c.sim_end_class);
     if (c.agree && c.check_class != "pass" && c.check_class != "stall") compare_culprits(c, e);
     return;
   }
   // Data a send delivered into a connection NCCL wired wrongly at first contact (the simulator
   // notes it, R1/R4): the dumps show a receive that waits for a send that completed.
-  c.data_lost =
-      std::any_of(sim.notes.begin(), sim.notes.end(), [](const core::Finding& n) { return n.kind == "p2p-data-lost"; });
+  c.data_lost = std::any_of(sim.notes.begin(), sim.notes.end(),
+                            [](const core::Finding& n) { return n.kind == core::kNoteP2pDataLost; });
   if (c.data_lost && (c.sim_class == "stall" || c.sim_class == "unmatched" || c.sim_class == "cycle")) {
     c.agree = c.check_class == "stall" || c.check_class == "unmatched" || c.check_class == "cycle";
     if (!c.agree) c.why = fmt::format("the simulator's run lost data at first contact; check says {}", c.check_class);
@@ -254,7 +257,8 @@ void compare(FrCase& c, const core::RunResult& sim, const core::RunResult& check
     c.via_host_call = true;
     c.agree = dumps_see_host_cycle(*s, c.sim_class, c.check_class) ||
               (c.check_class == "misaligned" && (c.check_culprit.rank < 0 || c.check_culprit.rank == c.disturbed_rank));
-    if (!c.agree) c.why = fmt::format("the simulator's deadlock runs through a host call; check says {}", c.check_class);
+    if (!c.agree)
+      c.why = fmt::format("the simulator's deadlock runs through a host call; check says {}", c.check_class);
     return;
   }
   // Check names the cause of what the simulator ended in: a misplaced operation (of the rank the
@@ -358,7 +362,7 @@ FrCase run_fr_case(const FrDifferentialOptions& o, uint64_t index) {
 FrCase compare_on_dumps(const std::string& file, const std::string& dir, generator::FrShape shape, uint64_t index) {
   FrCase c;
   c.shape = shape;
-  const program::Program program = loader::load_program_file(file);
+  const program::Program program = scenario::load_program_file(file);
   c.name = program.name;
   c.file = file;
   c.ranks = program.num_ranks;

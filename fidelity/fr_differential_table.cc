@@ -35,8 +35,10 @@ void write_by_kind(std::ostream& md, const std::vector<FrCase>& cs) {
     r.unseen += c.unseen;
     ++r.sim[c.sim_class];
   }
-  md << "| disturbance | cases | the simulator's verdicts | culprit named by the simulator | ... and the same by check | check: cannot tell "
-        "| not in the dumps | mismatch of what dumps omit | deadlock through a host call | data lost at first contact | agree |\n";
+  md << "| disturbance | cases | the simulator's verdicts | culprit named by the simulator | ... and the same by check "
+        "| check: cannot tell "
+        "| not in the dumps | mismatch of what dumps omit | deadlock through a host call | data lost at first contact "
+        "| agree |\n";
   md << "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const auto& [kind, r] : rows) {
     std::string classes;
@@ -110,11 +112,14 @@ int fr_differential_all_main(const FrDifferentialOptions& o, std::ostream& out) 
   const fs::path dir(o.out);
   fs::create_directories(dir);
   std::ofstream md(dir / "flight-recorder.md");
-  md << fmt::format("# `ppspec check` against the simulator, every family of Flight Recorder dumps\n\n"
-                    "Written by `ppspec fidelity --backend flight-recorder --shape all --programs {} --seed {} --max-ranks {} --out OUT`; "
-                    "each family's own table is OUT/FAMILY/flight-recorder.md.\n\n"
-                    "| family | cases | agree | same culprit | check: cannot tell | not in the dumps | disagree |\n|---|---:|---:|---:|---:|---:|---:|\n",
-                    o.programs, o.seed, o.max_ranks);
+  md << fmt::format(
+      "# `ppspec check` against the simulator, every family of Flight Recorder dumps\n\n"
+      "Written by `ppspec fidelity --backend flight-recorder --shape all --programs {} --seed {} --max-ranks {} --out "
+      "OUT`; "
+      "each family's own table is OUT/FAMILY/flight-recorder.md.\n\n"
+      "| family | cases | agree | same culprit | check: cannot tell | not in the dumps | disagree "
+      "|\n|---|---:|---:|---:|---:|---:|---:|\n",
+      o.programs, o.seed, o.max_ranks);
   int status = 0;
   for (generator::FrShape shape : generator::kFrShapes) {
     FrDifferentialOptions one = o;
@@ -146,7 +151,8 @@ int fr_differential_main(const FrDifferentialOptions& o, std::ostream& out) {
   size_t agree = 0;
   for (const FrCase& c : cases) agree += c.agree;
   write_table(o, cases, dir / "flight-recorder.md");
-  out << fmt::format("flight-recorder differential: {} of {} cases agree; table: {}\n", agree, cases.size(), (dir / "flight-recorder.md").string());
+  out << fmt::format("flight-recorder differential: {} of {} cases agree; table: {}\n", agree, cases.size(),
+                     (dir / "flight-recorder.md").string());
   return agree == cases.size() ? 0 : 1;
 }
 

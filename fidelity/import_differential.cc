@@ -46,21 +46,25 @@ void write_table(const FrDifferentialOptions& o, const std::vector<ImportCase>& 
   }
   std::ofstream md(path);
   md << "# `ppspec import` against `ppspec check`, on the simulator's runs exported as Flight Recorder dumps\n\n";
-  md << fmt::format("Written by `ppspec fidelity --backend import --programs {} --seed {} --max-ranks {} --out OUT`. Each case: "
-                    "a generated program with one disturbance, run on the simulator with a trace, exported as Flight Recorder "
-                    "dumps (JSON), checked, then imported and the imported scenario run (seed 1). In scope: check's class is "
-                    "one the order of operations decides (pass, misaligned, unmatched, cycle); there the import's run must give "
-                    "the same class, or, where check gives another class than the job's run within the Flight Recorder "
-                    "differential's allowances (a deadlock through a host call or hosts in first-contact setup, data lost at "
-                    "first contact, a mismatch of what dumps omit), the job's class.\n\n",
-                    o.programs, o.seed, o.max_ranks);
-  md << fmt::format("**{} of {} cases in scope agree.** Out of scope: {} (a stall no order explains, or nothing recorded); "
-                    "the import's run gives check's class on {} of them anyway.\n\n",
-                    agree, in_scope, cs.size() - in_scope, out_same);
-  md << fmt::format("Of the agreements, {} give the job's class where check gives another within those allowances.\n\n", as_job);
-  md << fmt::format("Against the job itself: the import's run gives the class of the simulator's own run of the generated "
-                    "program on {} of {} cases (the dumps cannot show a broadcast's root, a kernel, or a host call).\n\n",
-                    as_simulator, cs.size());
+  md << fmt::format(
+      "Written by `ppspec fidelity --backend import --programs {} --seed {} --max-ranks {} --out OUT`. Each case: "
+      "a generated program with one disturbance, run on the simulator with a trace, exported as Flight Recorder "
+      "dumps (JSON), checked, then imported and the imported scenario run (seed 1). In scope: check's class is "
+      "one the order of operations decides (pass, misaligned, unmatched, cycle); there the import's run must give "
+      "the same class, or, where check gives another class than the job's run within the Flight Recorder "
+      "differential's allowances (a deadlock through a host call or hosts in first-contact setup, data lost at "
+      "first contact, a mismatch of what dumps omit), the job's class.\n\n",
+      o.programs, o.seed, o.max_ranks);
+  md << fmt::format(
+      "**{} of {} cases in scope agree.** Out of scope: {} (a stall no order explains, or nothing recorded); "
+      "the import's run gives check's class on {} of them anyway.\n\n",
+      agree, in_scope, cs.size() - in_scope, out_same);
+  md << fmt::format("Of the agreements, {} give the job's class where check gives another within those allowances.\n\n",
+                    as_job);
+  md << fmt::format(
+      "Against the job itself: the import's run gives the class of the simulator's own run of the generated "
+      "program on {} of {} cases (the dumps cannot show a broadcast's root, a kernel, or a host call).\n\n",
+      as_simulator, cs.size());
   md << "## Verdict classes\n\n";
   std::vector<std::pair<std::string, std::string>> classes;
   for (const ImportCase& c : cs) classes.emplace_back(c.dumps.check_class, c.import_class);
@@ -118,8 +122,8 @@ int import_differential_main(const FrDifferentialOptions& o, std::ostream& out) 
     agree += c.in_scope && c.agree;
   }
   write_table(o, cases, dir / "import.md");
-  out << fmt::format("import differential: {} of {} cases in scope agree ({} out of scope); table: {}\n", agree, in_scope,
-                     cases.size() - in_scope, (dir / "import.md").string());
+  out << fmt::format("import differential: {} of {} cases in scope agree ({} out of scope); table: {}\n", agree,
+                     in_scope, cases.size() - in_scope, (dir / "import.md").string());
   return agree == in_scope ? 0 : 1;
 }
 

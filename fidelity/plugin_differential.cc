@@ -13,8 +13,8 @@
 #include "fidelity/campaign.h"
 #include "fidelity/fr_differential.h"
 #include "generator/seeded.h"
-#include "loader/program_loader.h"
-#include "loader/serving_loader.h"
+#include "scenario/program_loader.h"
+#include "scenario/serving_loader.h"
 #include "nccl_profiler/sim_adapter.h"
 #include "program/runner.h"
 #include "program/toml_writer.h"
@@ -66,9 +66,9 @@ struct LiveWatch {
 using Scenario = std::variant<program::Program, serving::ServingScenario>;
 
 Scenario load(const std::string& file) {
-  const toml::table root = loader::parse_toml_file(file);
-  if (loader::scenario_kind(root, file) == "serving") return loader::read_serving(root, file);
-  return loader::read_program(root, file);
+  const toml::table root = scenario::parse_toml_file(file);
+  if (scenario::scenario_kind(root, file) == core::ScenarioKind::serving) return scenario::read_serving(root, file);
+  return scenario::read_program(root, file);
 }
 
 core::RunResult simulate(const Scenario& s, runs::RunChoices& choices) {
@@ -143,9 +143,9 @@ std::string culprit_difference(const core::Culprit& sim, const core::Culprit& wa
     return fmt::format("only {} blames a rank ({})", s ? "the simulator" : "the watcher", s ? sim.rank : watch.rank);
   if (sim.rank == watch.rank && sim.comm == watch.comm && sim.p2p == watch.p2p && sim.position == watch.position)
     return "";
-  return fmt::format("the simulator blames rank {} on '{}' {} #{} ({}), the watcher rank {} on '{}' {} #{} ({})", sim.rank, sim.comm,
-                     sim.p2p ? "p2p" : "collective", sim.position, sim.what, watch.rank, watch.comm, watch.p2p ? "p2p" : "collective",
-                     watch.position, watch.what);
+  return fmt::format("the simulator blames rank {} on '{}' {} #{} ({}), the watcher rank {} on '{}' {} #{} ({})",
+                     sim.rank, sim.comm, sim.p2p ? "p2p" : "collective", sim.position, sim.what, watch.rank, watch.comm,
+                     watch.p2p ? "p2p" : "collective", watch.position, watch.what);
 }
 
 // The rules of agreement (plugin_differential.h), in order.
@@ -157,8 +157,8 @@ void compare(PluginCase& c, const core::RunResult& sim, const core::RunResult& w
   c.emulated = emulated;
   c.via_host_call = c.sim_class == "cycle" && s != nullptr && through_host_call(*s);
   c.via_connect = communication_class(c.sim_class) && s != nullptr && through_connect(*s);
-  c.data_lost =
-      std::any_of(sim.notes.begin(), sim.notes.end(), [](const core::Finding& n) { return n.kind == "p2p-data-lost"; });
+  c.data_lost = std::any_of(sim.notes.begin(), sim.notes.end(),
+                            [](const core::Finding& n) { return n.kind == core::kNoteP2pDataLost; });
   c.in_time = emulated || c.sim_class != "misaligned" || c.watch_class != "misaligned" ||
               (c.watch_reported >= 0 && c.watch_reported <= c.sim_found);
   auto fail = [&](std::string why) { c.why = std::move(why); };
@@ -169,10 +169,14 @@ void compare(PluginCase& c, const core::RunResult& sim, const core::RunResult& w
   } else if (emulated) {
     // The simulator emulates NCCL past a mismatch and reports what it leads to; the watcher reports
     // the mismatched operations themselves, as they are posted (or, equal in shape, what follows).
-    if (c.watch_class != "misaligned" && c.watch_class != c.sim_class) return fail(fmt::format("the simulator emulates past a mismatch ({}); the watcher says {}", c.sim_class, c.watch_class));
+    if (c.watch_class != "misaligned" && c.watch_class != c.sim_class)
+      return fail(
+          fmt::format("the simulator emulates past a mismatch ({}); the watcher says {}", c.sim_class, c.watch_class));
   } else if (c.mismatch_unseen) {
     if (!communication_class(c.watch_class) || c.watch_class == "misaligned")
-      return fail(fmt::format("a mismatch NCCL cannot see as one (labels, or an all_to_all against a collective); the watcher says {}", c.watch_class));
+      return fail(fmt::format(
+          "a mismatch NCCL cannot see as one (labels, or an all_to_all against a collective); the watcher says {}",
+          c.watch_class));
   } else if (!communication_class(c.sim_class)) {
     // A verdict about memory or outputs, or a call NCCL refuses with an error code (a profiler is
     // told of neither): the watcher sees the run's operations, completed or left in flight where
@@ -181,7 +185,8 @@ void compare(PluginCase& c, const core::RunResult& sim, const core::RunResult& w
     const bool all_done = visible.completed == visible.posted;
     // A call NCCL refuses at its group's end is one it never launches.
     const bool refused = c.sim_class == "invalid-usage" && c.watch_class == "stall";
-    const bool fits = all_done ? c.watch_class == "pass" || refused : communication_class(c.watch_class) && c.watch_class != "misaligned";
+    const bool fits = all_done ? c.watch_class == "pass" || refused
+                               : communication_class(c.watch_class) && c.watch_class != "misaligned";
     if (!fits)
       return fail(fmt::format("the simulator says {} ({} of {} operations completed): the watcher should {}, says {}",
                               c.sim_class, visible.completed, visible.posted,
@@ -190,8 +195,8 @@ void compare(PluginCase& c, const core::RunResult& sim, const core::RunResult& w
     // The stuck threads' sends and receives have no peer the plugin knows: calls never launched.
     if (!communication_class(c.watch_class) || w == nullptr ||
         (!share_a_rank(*s, *w) && !never_launched_there(*s, watch)))
-      return fail(fmt::format("the simulator's deadlock holds threads in first-contact setup; the watcher says {}{}", c.watch_class,
-                              communication_class(c.watch_class) ? " about other ranks" : ""));
+      return fail(fmt::format("the simulator's deadlock holds threads in first-contact setup; the watcher says {}{}",
+                              c.watch_class, communication_class(c.watch_class) ? " about other ranks" : ""));
   } else if (c.via_host_call || c.data_lost) {
     if (!communication_class(c.watch_class))
       return fail(fmt::format("the simulator says {}{}; the watcher says {}", c.sim_class,
@@ -203,7 +208,9 @@ void compare(PluginCase& c, const core::RunResult& sim, const core::RunResult& w
       return fail(fmt::format("the simulator says {}, the watcher {}", c.sim_class, c.watch_class));
     if (std::string d = culprit_difference(c.sim_culprit, c.watch_culprit); !d.empty()) return fail(std::move(d));
   }
-  if (!c.in_time) return fail(fmt::format("the watcher reported the misalignment at {} ns, after the simulator found it ({} ns)", c.watch_reported, c.sim_found));
+  if (!c.in_time)
+    return fail(fmt::format("the watcher reported the misalignment at {} ns, after the simulator found it ({} ns)",
+                            c.watch_reported, c.sim_found));
   c.agree = true;
 }
 

@@ -40,16 +40,20 @@ void write_by_kind(std::ostream& md, const std::vector<PluginCase>& cs) {
     r.in_time += misaligned && c.in_time;
     ++r.sim[c.sim_class];
   }
-  md << "| disturbance | cases | the simulator's verdicts | culprit named by the simulator | ... and the same by the watcher | "
-        "misalignments | ... reported no later than the simulator found them | deadlock through a host call | deadlock in "
-        "first-contact setup | data lost at first contact | not a communication verdict | unmatched seen as a cycle through a "
+  md << "| disturbance | cases | the simulator's verdicts | culprit named by the simulator | ... and the same by the "
+        "watcher | "
+        "misalignments | ... reported no later than the simulator found them | deadlock through a host call | deadlock "
+        "in "
+        "first-contact setup | data lost at first contact | not a communication verdict | unmatched seen as a cycle "
+        "through a "
         "counterpart not posted | agree |\n";
   md << "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const auto& [kind, r] : rows) {
     std::string classes;
     for (const auto& [k, n] : r.sim) classes += fmt::format("{}{} {}", classes.empty() ? "" : ", ", k, n);
-    md << fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", kind, r.n, classes, r.named_sim,
-                      r.named_both, r.misaligned, r.in_time, r.host, r.connect, r.lost, r.hidden, r.later, r.agree);
+    md << fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", kind, r.n, classes,
+                      r.named_sim, r.named_both, r.misaligned, r.in_time, r.host, r.connect, r.lost, r.hidden, r.later,
+                      r.agree);
   }
 }
 
@@ -102,20 +106,22 @@ void write_table(const PluginDifferentialOptions& o, const std::vector<PluginCas
   }
   std::ofstream md(path);
   md << "# The NCCL profiler plugin and `ppspec watch` against the simulator\n\n";
-  md << fmt::format("Written by `ppspec fidelity --backend nccl-profiler --programs {} --seed {} --max-ranks {} --interface {} --out OUT`. "
-                    "Each case: a generated program (2 to {} ranks, several communicators, grouped and ungrouped p2p, collectives, "
-                    "CUDA graphs) with one disturbance, run on the simulator (seed 1) while the adapter drives the plugin library "
-                    "through its NCCL interface v{} as NCCL would; the watcher follows the plugin's per-rank traces after every "
-                    "call. Agreement: the same verdict class and, where either blames one, the same culprit (rank, communicator, "
-                    "position); a misalignment reported no later than the simulator found it; a passing run with every operation "
-                    "recorded. What NCCL does not tell a profiler is said, not hidden: a deadlock through a host call (a module "
-                    "load, a sync) need only be seen as communication stuck; a deadlock in first-contact connection setup holds "
-                    "threads inside ncclGroupEnd before NCCL builds their tasks, so it must be seen as calls never launched on a "
-                    "rank the simulator names; a verdict about memory or a call NCCL refuses with an error code (connect in "
-                    "capture) must get no communication finding beyond operations the simulator left in flight; an operation "
-                    "the simulator knows its partner never posts may be seen as a cycle through that counterpart, since a "
-                    "trace cannot tell \"not yet\" from \"never\".\n\n",
-                    o.programs, o.seed, o.max_ranks, o.interface, o.max_ranks, o.interface);
+  md << fmt::format(
+      "Written by `ppspec fidelity --backend nccl-profiler --programs {} --seed {} --max-ranks {} --interface {} --out "
+      "OUT`. "
+      "Each case: a generated program (2 to {} ranks, several communicators, grouped and ungrouped p2p, collectives, "
+      "CUDA graphs) with one disturbance, run on the simulator (seed 1) while the adapter drives the plugin library "
+      "through its NCCL interface v{} as NCCL would; the watcher follows the plugin's per-rank traces after every "
+      "call. Agreement: the same verdict class and, where either blames one, the same culprit (rank, communicator, "
+      "position); a misalignment reported no later than the simulator found it; a passing run with every operation "
+      "recorded. What NCCL does not tell a profiler is said, not hidden: a deadlock through a host call (a module "
+      "load, a sync) need only be seen as communication stuck; a deadlock in first-contact connection setup holds "
+      "threads inside ncclGroupEnd before NCCL builds their tasks, so it must be seen as calls never launched on a "
+      "rank the simulator names; a verdict about memory or a call NCCL refuses with an error code (connect in "
+      "capture) must get no communication finding beyond operations the simulator left in flight; an operation "
+      "the simulator knows its partner never posts may be seen as a cycle through that counterpart, since a "
+      "trace cannot tell \"not yet\" from \"never\".\n\n",
+      o.programs, o.seed, o.max_ranks, o.interface, o.max_ranks, o.interface);
   md << fmt::format("**{} of {} cases agree.**\n\n## By disturbance\n\n", agree, cs.size());
   write_by_kind(md, cs);
   md << "\n## Verdict classes\n\n";
@@ -134,7 +140,8 @@ int plugin_differential_main(const PluginDifferentialOptions& o, std::ostream& o
   size_t agree = 0;
   for (const PluginCase& c : cases) agree += c.agree;
   write_table(o, cases, dir / "nccl-profiler.md");
-  out << fmt::format("nccl-profiler differential: {} of {} cases agree; table: {}\n", agree, cases.size(), (dir / "nccl-profiler.md").string());
+  out << fmt::format("nccl-profiler differential: {} of {} cases agree; table: {}\n", agree, cases.size(),
+                     (dir / "nccl-profiler.md").string());
   return agree == cases.size() ? 0 : 1;
 }
 
@@ -151,12 +158,16 @@ int plugin_scenarios_main(const std::vector<std::string>& files, const std::stri
   }
   std::ofstream md(table);
   md << "# Committed scenarios through the NCCL profiler plugin and `ppspec watch`\n\n";
-  md << "Written by `scripts/dev/nccl_profiler_differential.sh`. Each scenario runs on the simulator (seed 1) while the adapter drives "
-        "the plugin library as NCCL would; the watcher follows the per-rank traces. Columns: the simulator's verdict class; the "
-        "watcher's; the operations NCCL is told of and the operations the plugin recorded; when the simulator found its first "
+  md << "Written by `scripts/dev/nccl_profiler_differential.sh`. Each scenario runs on the simulator (seed 1) while "
+        "the adapter drives "
+        "the plugin library as NCCL would; the watcher follows the per-rank traces. Columns: the simulator's verdict "
+        "class; the "
+        "watcher's; the operations NCCL is told of and the operations the plugin recorded; when the simulator found "
+        "its first "
         "finding and when the watcher first reported a misalignment (simulated time).\n\n";
   md << fmt::format("**{} of {} scenarios agree.**\n\n", agree, cases.size());
-  md << "| scenario | simulator | watcher | operations told / recorded | simulator found | watcher reported | agree |\n";
+  md << "| scenario | simulator | watcher | operations told / recorded | simulator found | watcher reported | agree "
+        "|\n";
   md << "|---|---|---|---:|---:|---:|---|\n";
   for (const PluginCase& c : cases)
     md << fmt::format("| {} | {} | {} | {} / {} | {} | {} | {} |\n", c.name, c.sim_class, c.watch_class, c.told,

@@ -15,9 +15,9 @@
 #include "core/error.h"
 #include "core/probes.h"
 #include "fuzzer/fuzz_case.h"
-#include "loader/program_loader.h"
+#include "scenario/program_loader.h"
 #include "program/runner.h"
-#include "loader/serving_loader.h"
+#include "scenario/serving_loader.h"
 #include "runs/run_options.h"
 #include "serving/runner.h"
 #include "sim/policy.h"
@@ -65,7 +65,7 @@ struct Outcome {
 
 serving::ServingRun run_serving(const std::string& text, const std::string& file, const ServingCase& c,
                                 PathSink* paths) {
-  const serving::ServingScenario s = loader::parse_serving(text, file);
+  const serving::ServingScenario s = scenario::parse_serving(text, file);
   runs::RunChoices choices;
   choices.seed = c.seed;
   choices.strategy = sim::parse_strategy(c.strategy());
@@ -119,7 +119,7 @@ void count_paths(Coverage& cov, const ServingCase& c, const serving::ServingRun&
 // engine paths a serving case reached.
 Outcome run_case(const std::string& text, const std::string& file, const FuzzCase& c, Coverage* cov) {
   if (c.is_program) {
-    const program::Program p = loader::parse_program(text, file);
+    const program::Program p = scenario::parse_program(text, file);
     runs::RunChoices choices;  // the strategy: the case file's [explore]
     choices.seed = c.program.seed;
     choices.record_decisions = false;

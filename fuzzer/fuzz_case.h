@@ -8,11 +8,15 @@
 #include <string>
 #include <vector>
 
-#include "fuzzer/serving_case.h"
+#include "scenario/serving_case.h"
 #include "fuzzer/space.h"
 #include "generator/shape.h"
 
 namespace ppspec::fuzzer {
+
+// A generated case is a serving scenario as its writer writes it (scenario/serving_case.h).
+using scenario::Expectation;
+using scenario::ServingCase;
 
 // A well-matched program (generator/shape.h: it completes under every schedule) and its schedule.
 struct ProgramCase {

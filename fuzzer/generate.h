@@ -6,10 +6,14 @@
 
 #include <rapidcheck.h>
 
-#include "fuzzer/serving_case.h"
+#include "scenario/serving_case.h"
 #include "fuzzer/space.h"
 
 namespace ppspec::fuzzer {
+
+// A generated case is a serving scenario as its writer writes it (scenario/serving_case.h).
+using scenario::Expectation;
+using scenario::ServingCase;
 
 rc::Gen<ServingCase> gen_serving_case(const Space& space, const std::vector<std::string>& faults);
 

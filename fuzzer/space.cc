@@ -5,8 +5,8 @@
 #include <fmt/ranges.h>
 
 #include "core/file_bytes.h"
-#include "loader/program_loader.h"
-#include "loader/toml_reader.h"
+#include "scenario/program_loader.h"
+#include "scenario/toml_reader.h"
 #include "sim/config.h"
 
 namespace ppspec::fuzzer {
@@ -29,7 +29,7 @@ Space space_limits() {
 
 namespace {
 
-void read_range(loader::TableReader& r, const char* key, Range& out, Range limit) {
+void read_range(scenario::TableReader& r, const char* key, Range& out, Range limit) {
   const toml::node* n = r.node(key);
   if (n == nullptr) return;
   const toml::array* a = n->as_array();
@@ -43,7 +43,7 @@ void read_range(loader::TableReader& r, const char* key, Range& out, Range limit
   out = Range{static_cast<int>(*lo), static_cast<int>(*hi)};
 }
 
-void read_names(loader::TableReader& r, const char* key, std::vector<std::string>& out,
+void read_names(scenario::TableReader& r, const char* key, std::vector<std::string>& out,
                 const std::vector<std::string>& allowed) {
   const toml::array* a = r.array(key);
   if (a == nullptr) return;
@@ -59,7 +59,7 @@ void read_names(loader::TableReader& r, const char* key, std::vector<std::string
 }
 
 // A list of numbers to draw from, each in [lo, hi].
-void read_numbers(loader::TableReader& r, const char* key, std::vector<double>& out, double lo, double hi) {
+void read_numbers(scenario::TableReader& r, const char* key, std::vector<double>& out, double lo, double hi) {
   const toml::array* a = r.array(key);
   if (a == nullptr) return;
   std::vector<double> v;
@@ -75,16 +75,18 @@ void read_numbers(loader::TableReader& r, const char* key, std::vector<double>& 
 }  // namespace
 
 Space parse_space(const std::string& text, const std::string& file) {
-  const toml::table root = loader::parse_toml_text(text, file);
-  loader::TableReader top(root, file, "the space file");
+  const toml::table root = scenario::parse_toml_text(text, file);
+  scenario::TableReader top(root, file, "the space file");
   top.only("space");
   Space s;
   const toml::table* t = top.table("space");
   if (t == nullptr) top.fail_here("expected a [space] table");
-  loader::TableReader r(*t, file, "[space]");
-  r.only("kinds, dp, pp, tp, k, requests, prompt, output, max_num_seqs, max_num_batched_tokens, warmup_steps, pct_depth, "
-         "feedback, module_loading, temperature, jitter, graphs, chunked_prefill, aborts, stop_token, length_cap, poisson, preemption, "
-         "lookahead, prefix_caching, adaptive_budget, recurrent, eagle");
+  scenario::TableReader r(*t, file, "[space]");
+  r.only(
+      "kinds, dp, pp, tp, k, requests, prompt, output, max_num_seqs, max_num_batched_tokens, warmup_steps, pct_depth, "
+      "feedback, module_loading, temperature, jitter, graphs, chunked_prefill, aborts, stop_token, length_cap, "
+      "poisson, preemption, "
+      "lookahead, prefix_caching, adaptive_budget, recurrent, eagle");
   const Space lim = space_limits();
   read_range(r, "dp", s.dp, lim.dp);
   read_range(r, "pp", s.pp, lim.pp);
@@ -124,9 +126,11 @@ Space parse_space(const std::string& text, const std::string& file) {
                            {"eagle", &s.eagle}})
     if (auto b = r.boolean(key)) *flag = *b;
   top.finish("space");
-  r.finish("kinds, dp, pp, tp, k, requests, prompt, output, max_num_seqs, max_num_batched_tokens, warmup_steps, pct_depth, "
-           "feedback, module_loading, temperature, jitter, graphs, chunked_prefill, aborts, stop_token, length_cap, poisson, preemption, "
-         "lookahead, prefix_caching, adaptive_budget, recurrent, eagle");
+  r.finish(
+      "kinds, dp, pp, tp, k, requests, prompt, output, max_num_seqs, max_num_batched_tokens, warmup_steps, pct_depth, "
+      "feedback, module_loading, temperature, jitter, graphs, chunked_prefill, aborts, stop_token, length_cap, "
+      "poisson, preemption, "
+      "lookahead, prefix_caching, adaptive_budget, recurrent, eagle");
   // A budget must hold one verification block of the largest K.
   if (s.max_num_batched_tokens.hi < s.k.hi + 1)
     r.fail("max_num_batched_tokens", fmt::format("at most {} tokens cannot hold one verification block of K+1 = {}",

@@ -85,7 +85,8 @@ void write_summary(const FuzzReport& r, const FuzzOptions& opts) {
 FuzzReport read_summary(const std::string& dir) {
   const std::string file = dir + "/summary.json";
   const core::FileBytes bytes = core::read_file_bytes(file);
-  if (!bytes.ok()) throw core::InputError(file, 0, "no summary here: is this the --out folder of a finished `ppspec fuzz`?");
+  if (!bytes.ok())
+    throw core::InputError(file, 0, "no summary here: is this the --out folder of a finished `ppspec fuzz`?");
   if (core::json_too_deep(bytes.bytes, 4))
     throw core::InputError(file, 0, "a malformed fuzzing summary: nested too deeply");
   const Json j = Json::parse(bytes.bytes, nullptr, false);
@@ -103,9 +104,10 @@ FuzzReport read_summary(const std::string& dir) {
     for (const Json& f : j.at("found")) r.found.push_back(found_of(f));
     // Every failure is shrunk and listed (the campaign stops at the first without --keep-going).
     if (r.failures != r.found.size() || r.failures > r.cases)
-      throw std::runtime_error(fmt::format("{} failures in {} cases with {} listed under 'found': a campaign lists every failure "
-                                           "it counts, and counts no more failures than cases",
-                                           r.failures, r.cases, r.found.size()));
+      throw std::runtime_error(
+          fmt::format("{} failures in {} cases with {} listed under 'found': a campaign lists every failure "
+                      "it counts, and counts no more failures than cases",
+                      r.failures, r.cases, r.found.size()));
   } catch (const std::exception& e) {
     throw core::InputError(file, 0, fmt::format("a malformed fuzzing summary: {}", e.what()));
   }

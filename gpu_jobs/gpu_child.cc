@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
-#include "loader/program_loader.h"
+#include "scenario/program_loader.h"
 #include "program/runner.h"
 #include "real_backend/real_runtime.h"
 #include "gpu_jobs/gpu_backend.h"
@@ -81,16 +81,17 @@ int gpu_child_main(const GpuChildArgs& args) {
   program::Program p;
   uint64_t hash = 0;
   try {
-    const toml::table root = loader::parse_toml_file(args.file, &hash);
-    if (loader::scenario_kind(root, args.file) == "serving") return gpu_child_serving(args, root, hash);
-    p = loader::read_program(root, args.file);
+    const toml::table root = scenario::parse_toml_file(args.file, &hash);
+    if (scenario::scenario_kind(root, args.file) == core::ScenarioKind::serving)
+      return gpu_child_serving(args, root, hash);
+    p = scenario::read_program(root, args.file);
   } catch (const core::InputError& e) {
     write_result(args.result, {{"error", e.what()}, {"bad_input", true}});
     return 0;
   }
   LineRecorder recorder;
   std::unique_ptr<traces::JsonlWriter> writer;
-  const traces::TraceHeader header = gpu_trace_header(p.name, p.file, "program", hash);
+  const traces::TraceHeader header = gpu_trace_header(p.name, p.file, core::ScenarioKind::program, hash);
   if (!args.trace.empty()) writer = std::make_unique<traces::JsonlWriter>(args.trace, header);
   std::mutex finish_mu;
   auto check = [&]() {

@@ -34,14 +34,14 @@ class LockedList {
 };
 
 // The header of a child's trace: the scenario as run on hardware, named by its file's hash.
-inline traces::TraceHeader gpu_trace_header(const std::string& name, const std::string& file, const std::string& kind,
+inline traces::TraceHeader gpu_trace_header(const std::string& name, const std::string& file, core::ScenarioKind kind,
                                             uint64_t hash, uint64_t seed = 0) {
   traces::TraceHeader header;
   header.scenario = name;
   header.file = file;
   header.seed = seed;
   header.strategy = "hardware";
-  header.backend = "gpu";
+  header.backend = traces::TraceBackend::gpu;
   header.kind = kind;
   header.scenario_hash = hash;
   return header;

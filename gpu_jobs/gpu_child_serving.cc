@@ -9,7 +9,7 @@
 
 #include "core/error.h"
 #include "engine/worker.h"
-#include "loader/serving_loader.h"
+#include "scenario/serving_loader.h"
 #include "real_backend/real_runtime.h"
 #include "serving/runner.h"
 #include "gpu_jobs/gpu_child_io.h"
@@ -58,16 +58,17 @@ void write_profile(const std::string& path, real::StepProfiler& profiler) {
 }  // namespace
 
 int gpu_child_serving(const GpuChildArgs& args, const toml::table& root, uint64_t hash) {
-  const serving::ServingScenario s = loader::read_serving(root, args.file);
+  const serving::ServingScenario s = scenario::read_serving(root, args.file);
   const core::RuntimeConfig& runtime = s.runtime;  // GPUs keep this part of [runtime] only
   if (runtime.module_loading == core::ModuleLoading::jit) {
-    write_result(args.result, {{"error", fmt::format("{}: module_loading = \"jit\" is simulated only for serving scenarios: "
-                                                     "the engine's kernels are compiled ahead of time (use lazy or eager)",
-                                                     args.file)},
-                               {"bad_input", true}});
+    write_result(args.result,
+                 {{"error", fmt::format("{}: module_loading = \"jit\" is simulated only for serving scenarios: "
+                                        "the engine's kernels are compiled ahead of time (use lazy or eager)",
+                                        args.file)},
+                  {"bad_input", true}});
     return 0;
   }
-  const traces::TraceHeader header = gpu_trace_header(s.name, s.file, "serving", hash, s.seed);
+  const traces::TraceHeader header = gpu_trace_header(s.name, s.file, core::ScenarioKind::serving, hash, s.seed);
   std::unique_ptr<traces::JsonlWriter> writer;
   if (!args.trace.empty()) writer = std::make_unique<traces::JsonlWriter>(args.trace, header);
   verify::TraceChecker checker;

@@ -123,16 +123,19 @@ int64_t elements(const FrEntry& e, size_t tensor, const std::string& file) {
   if (e.kind == traces::FrKind::all_to_all && e.input_sizes.size() > 1) {
     for (const auto& t : e.input_sizes)
       if (t != e.input_sizes.front())
-        throw core::InputError(file, 0, fmt::format("record {}: an all_to_all of uneven splits (a tensor per peer, of different sizes): a "
-                                                    "program's all_to_all moves one count between every pair",
-                                                    e.record_id));
+        throw core::InputError(
+            file, 0,
+            fmt::format("record {}: an all_to_all of uneven splits (a tensor per peer, of different sizes): a "
+                        "program's all_to_all moves one count between every pair",
+                        e.record_id));
     return verify::all_to_all_totals(e).first;
   }
   // A scatter's input is the root's list; what every member holds alike is its output.
   if (e.kind == traces::FrKind::scatter && e.output_sizes.size() == 1) return numel(e.output_sizes.front());
   if (e.input_sizes.size() > 1 && !fused(e))
-    throw core::InputError(file, 0, fmt::format("record {}: {} carries {} tensors; a program scenario's operation carries one",
-                                                e.record_id, e.profiling_name, e.input_sizes.size()));
+    throw core::InputError(file, 0,
+                           fmt::format("record {}: {} carries {} tensors; a program scenario's operation carries one",
+                                       e.record_id, e.profiling_name, e.input_sizes.size()));
   return tensor < e.input_sizes.size() ? numel(e.input_sizes[tensor]) : 0;
 }
 
@@ -142,8 +145,12 @@ program::ProgramOp op_of(const FrOp& fr, const FrEntry& e, size_t member, const 
   const std::string& file = fr.dump->file;
   const std::optional<program::OpType> type = op_type(e.kind);
   if (!type)
-    throw core::InputError(file, 0, fmt::format("record {}: {} has no counterpart in program scenarios (they have send, recv, "
-                                                "broadcast, all_reduce, all_gather, all_to_all; reduce, reduce_scatter, gather, scatter as an all_reduce)", e.record_id, e.profiling_name));
+    throw core::InputError(
+        file, 0,
+        fmt::format(
+            "record {}: {} has no counterpart in program scenarios (they have send, recv, "
+            "broadcast, all_reduce, all_gather, all_to_all; reduce, reduce_scatter, gather, scatter as an all_reduce)",
+            e.record_id, e.profiling_name));
   const FrJobGroup& g = job.groups[fr.group];
   program::ProgramOp op;
   op.type = *type;
@@ -289,37 +296,45 @@ program::ThreadProgram thread_of(const traces::FrDump& dump, const std::vector<c
 // What the scenario assumes where the dumps are silent, for the user to read and change.
 void add_assumptions(const OpIndex& index, const ImportOptions& options, Imported& out) {
   out.notes.push_back(
-      "one host thread per rank, calling in record order: the order NCCL received the calls, whichever thread made them "
+      "one host thread per rank, calling in record order: the order NCCL received the calls, whichever thread made "
+      "them "
       "(each operation's comment names its thread)");
   if (options.recorded_streams)
     out.notes.push_back(
-        "streams: each call on the stream the trace recorded; it also waits for every call recorded before it on another "
+        "streams: each call on the stream the trace recorded; it also waits for every call recorded before it on "
+        "another "
         "stream (as one without async_op does) except those the trace shows it overlapped, through an event");
   else
-    out.notes.push_back("streams: " + verify::fr_calls_words(options.calls) +
-                        "; a call that did not wait goes on another stream, after an event of each stream it did wait for");
+    out.notes.push_back(
+        "streams: " + verify::fr_calls_words(options.calls) +
+        "; a call that did not wait goes on another stream, after an event of each stream it did wait for");
   out.notes.push_back("every communicator connects its members when it is created (runtime_connect = false)");
   const bool broadcasts = std::any_of(index.begin(), index.end(), [](const auto& kv) {
     return std::any_of(kv.second.begin(), kv.second.end(), [](const FrOp* op) {
       return op != nullptr && (op->entry->kind == traces::FrKind::broadcast || op->composite());
     });
   });
-  if (broadcasts) out.notes.push_back("broadcast roots are not in Flight Recorder dumps: each broadcast's root is its group's first member");
+  if (broadcasts)
+    out.notes.push_back(
+        "broadcast roots are not in Flight Recorder dumps: each broadcast's root is its group's first member");
   const bool reductions = std::any_of(index.begin(), index.end(), [](const auto& kv) {
     return std::any_of(kv.second.begin(), kv.second.end(),
                        [](const FrOp* op) { return op != nullptr && runs_as_all_reduce(op->entry->kind); });
   });
   if (reductions)
-    out.notes.push_back("each reduce_scatter, reduce, gather and scatter runs as an all_reduce of what every member holds alike "
-                        "(programs have none of them; it pairs and compares sizes alike)");
+    out.notes.push_back(
+        "each reduce_scatter, reduce, gather and scatter runs as an all_reduce of what every member holds alike "
+        "(programs have none of them; it pairs and compares sizes alike)");
 }
 
 void refuse_dropped_records(const FrJob& job) {
   for (const auto& [rank, dropped] : job.dropped) {
     if (dropped <= 0) continue;
-    throw core::InputError(job.by_rank.at(rank)->file, 0,
-                           fmt::format("rank {}'s ring buffer dropped its first {} records: a scenario needs every operation "
-                                       "from the start (raise TORCH_FR_BUFFER_SIZE and dump again)", rank, dropped));
+    throw core::InputError(
+        job.by_rank.at(rank)->file, 0,
+        fmt::format("rank {}'s ring buffer dropped its first {} records: a scenario needs every operation "
+                    "from the start (raise TORCH_FR_BUFFER_SIZE and dump again)",
+                    rank, dropped));
   }
 }
 

@@ -22,7 +22,7 @@
 
 #include "core/error.h"
 #include "engine/checkpoint.h"
-#include "loader/serving_loader.h"
+#include "scenario/serving_loader.h"
 #include "traces/trace_reader.h"
 #include "verify/findings.h"
 #include "verify/monitors/serving_monitors.h"
@@ -42,7 +42,7 @@ serving::ServingScenario load_fixed(const std::string& relative) {
     std::fprintf(stderr, "fuzz_trace: cannot read %s\n", path.c_str());
     std::abort();
   }
-  return loader::parse_serving(text.str(), path);
+  return scenario::parse_serving(text.str(), path);
 }
 
 struct Fixed {

@@ -75,8 +75,8 @@ serving_trace scenarios/serving/pp2_tp2_k5.toml 1 1
 for fault in $(grep -o 'FaultSwitch{"[a-z_]*"' engine/faults.h | cut -d'"' -f2); do
   serving_trace scenarios/regressions/"$fault".toml 1 1
 done
-# GPU traces recorded on 2 x H200 (docs/evidence/2xH200).
-tar -xzf docs/evidence/2xH200/gpu-traces-2xH200.tgz -C "$scratch"
+# GPU traces recorded on 2 x H200 (docs/evidence/sim-vs-h200).
+tar -xzf docs/evidence/sim-vs-h200/gpu-traces-2xH200.tgz -C "$scratch"
 for f in "$scratch"/traces/*.jsonl; do cp "$f" libfuzzer/corpus/fuzz_trace/gpu_"$(basename "$f")"; done
 
 # Flight Recorder dumps, one job per seed: its ranks' dumps in rank order, joined by the separator

@@ -11,8 +11,8 @@
 #include <variant>
 
 #include "core/error.h"
-#include "loader/program_loader.h"
-#include "loader/serving_loader.h"
+#include "scenario/program_loader.h"
+#include "scenario/serving_loader.h"
 #include "program/program.h"
 #include "serving/scenario.h"
 
@@ -27,9 +27,10 @@ inline constexpr const char* kScenarioFile = "fuzz.toml";
 inline std::optional<Scenario> load_scenario(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   try {
-    const toml::table root = loader::parse_toml_text(text, kScenarioFile);
-    if (loader::scenario_kind(root, kScenarioFile) == "program") return loader::read_program(root, kScenarioFile);
-    return loader::read_serving(root, kScenarioFile);  // scenario_kind accepts no other kind
+    const toml::table root = scenario::parse_toml_text(text, kScenarioFile);
+    if (scenario::scenario_kind(root, kScenarioFile) == core::ScenarioKind::program)
+      return scenario::read_program(root, kScenarioFile);
+    return scenario::read_serving(root, kScenarioFile);  // scenario_kind accepts no other kind
   } catch (const core::InputError&) {
     return std::nullopt;
   }

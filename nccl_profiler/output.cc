@@ -102,16 +102,19 @@ void Output::connect(const std::string& address) {
   address_ = address;
   std::string host, port;
   if (!split_address(address, host, port)) {
-    std::fprintf(stderr, "ppspec-nccl-profiler: PPSPEC_WATCH='%s' is not HOST:PORT: recording in %s only\n", address.c_str(), path_.c_str());
+    std::fprintf(stderr, "ppspec-nccl-profiler: PPSPEC_WATCH='%s' is not HOST:PORT: recording in %s only\n",
+                 address.c_str(), path_.c_str());
     return;
   }
   socket_ = connect_to(host, port);
   if (socket_ < 0)
-    std::fprintf(stderr, "ppspec-nccl-profiler: cannot reach the watcher at %s: recording in %s only\n", address.c_str(), path_.c_str());
+    std::fprintf(stderr, "ppspec-nccl-profiler: cannot reach the watcher at %s: recording in %s only\n",
+                 address.c_str(), path_.c_str());
 }
 
 void Output::drop_link(const char* why) {
-  std::fprintf(stderr, "ppspec-nccl-profiler: lost the watcher at %s (%s): recording in %s only\n", address_.c_str(), why, path_.c_str());
+  std::fprintf(stderr, "ppspec-nccl-profiler: lost the watcher at %s (%s): recording in %s only\n", address_.c_str(),
+               why, path_.c_str());
   ::close(socket_);
   socket_ = -1;
 }

@@ -51,8 +51,8 @@ Comm* Recorder::init_comm(uint64_t hash, const char* name, int ranks, int rank, 
   const size_t index = comm_count_.fetch_add(1);
   if (index >= kCommsMax) {
     comm_count_.fetch_sub(1);
-    std::fprintf(stderr, "ppspec-nccl-profiler: more than %zu communicators: communicator %016llx is not recorded\n", kCommsMax,
-                 static_cast<unsigned long long>(hash));
+    std::fprintf(stderr, "ppspec-nccl-profiler: more than %zu communicators: communicator %016llx is not recorded\n",
+                 kCommsMax, static_cast<unsigned long long>(hash));
     return nullptr;
   }
   auto* c = new Comm();
@@ -147,8 +147,8 @@ void Recorder::start() {
   } else if (watch != nullptr && *watch != '\0') {
     dir_ = watch;  // a folder the watcher reads (shared between the nodes)
     if (!usable_directory(dir_)) {
-      std::fprintf(stderr, "ppspec-nccl-profiler: cannot write to the watcher's folder '%s': recording in '%s' only\n", watch,
-                   fallback.c_str());
+      std::fprintf(stderr, "ppspec-nccl-profiler: cannot write to the watcher's folder '%s': recording in '%s' only\n",
+                   watch, fallback.c_str());
       dir_ = fallback;
     }
   } else {

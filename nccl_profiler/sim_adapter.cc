@@ -66,7 +66,8 @@ const PluginLibrary& PluginLibrary::open(const std::string& path) {
   lib->v6_ = static_cast<const abi::ProfilerTable*>(::dlsym(h, "ncclProfiler_v6"));
   lib->hooks_ = static_cast<const HooksTable*>(::dlsym(h, "ppspecProfilerHooks_v1"));
   if (lib->hooks_ == nullptr || lib->hooks_->version != kHooksVersion)
-    throw std::runtime_error(fmt::format("{} has no ppspecProfilerHooks_v1 of version {}: not this ppspec's plugin", path, kHooksVersion));
+    throw std::runtime_error(
+        fmt::format("{} has no ppspecProfilerHooks_v1 of version {}: not this ppspec's plugin", path, kHooksVersion));
   return *opened.emplace(path, std::move(lib)).first->second;
 }
 

@@ -104,9 +104,17 @@ void SimAdapter::build_task(const sim::ObservedCall& call, void* ctx, void* api_
         bytes ? call.desc.count * static_cast<int64_t>(core::dtype_size(call.desc.dtype)) : call.desc.count;
     d.type = abi::kColl;
     d.coll = abi::CollDescr{coll_seq_[{ctx, static_cast<int>(call.desc.kind)}]++,
-                            func, nullptr, nullptr, static_cast<size_t>(count), std::max(call.peer_comm_rank, 0),
-                            bytes ? "ncclInt8" : nccl_datatype_name(call.desc.dtype), static_cast<uint8_t>(channels_of(false, false)), 8, "RING",
-                            "SIMPLE", nullptr};
+                            func,
+                            nullptr,
+                            nullptr,
+                            static_cast<size_t>(count),
+                            std::max(call.peer_comm_rank, 0),
+                            bytes ? "ncclInt8" : nccl_datatype_name(call.desc.dtype),
+                            static_cast<uint8_t>(channels_of(false, false)),
+                            8,
+                            "RING",
+                            "SIMPLE",
+                            nullptr};
   }
   void* h = start(ctx, d);
   table_.stop_event(h);  // NCCL stops a task event once its proxy work is queued, before its kernel runs

@@ -1,5 +1,5 @@
 // A program scenario: ranks, communicators, streams, and each rank's ordered operations, written
-// against the runtime interface. The TOML loader (loader/) produces one; property tests generate
+// against the runtime interface. The TOML reader (scenario/) produces one; property tests generate
 // them directly.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Hazards are a property of the program, not of one schedule (issue 11; the rule is in
+// Hazards are a property of the program, not of one schedule (the rule is in
 // sim/blocking_hazards.h): a generated program notes the same hazard kinds under 8 seeds of random
 // scheduling and 8 of PCT:3.
 //  - hazard rounds (a blocking call while a receive spins, the sender independent of the caller,

@@ -100,7 +100,7 @@ RC_GTEST_PROP(Programs, SameProgramAndSeedGiveByteIdenticalTraces, ()) {
 RC_GTEST_PROP(Programs, WrittenProgramsReadBackAndRunTheSame, ()) {
   const Shape shape = *gen_shape();
   const program::Program p = build(shape);
-  const program::Program q = loader::parse_program(program::to_toml(p), "generated.toml");
+  const program::Program q = scenario::parse_program(program::to_toml(p), "generated.toml");
   const Schedule sched = *gen_schedule();
   testing::Recorder a;
   testing::Recorder b;

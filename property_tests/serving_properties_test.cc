@@ -12,8 +12,8 @@
 #include <filesystem>
 #include <map>
 
-#include "loader/serving_loader.h"
-#include "loader/program_loader.h"
+#include "scenario/serving_loader.h"
+#include "scenario/program_loader.h"
 #include "serving/runner.h"
 
 namespace ppspec::proptest {
@@ -31,7 +31,7 @@ const std::map<std::string, serving::ServingScenario>& scenarios() {
         const std::string file = entry.path().string();
         const std::string stem = entry.path().stem().string();
         if (entry.path().extension() != ".toml" || stem == "pp2_tp2_k5") continue;
-        m.emplace(std::string(dir) + "/" + stem, loader::read_serving(loader::parse_toml_file(file), file));
+        m.emplace(std::string(dir) + "/" + stem, scenario::read_serving(scenario::parse_toml_file(file), file));
       }
     }
     return m;

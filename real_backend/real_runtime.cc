@@ -1,5 +1,7 @@
 #include "real_backend/real_runtime.h"
 
+#include "core/finding_kinds.h"
+
 #include <cuda_runtime.h>
 #include <nccl.h>
 #include <unistd.h>
@@ -273,16 +275,17 @@ core::RunResult RealRuntime::run() {
         e.kind = core::EventKind::actor_end;
         publish(e);
       } catch (const NcclInvalidUsage& ex) {
-        end_with(a.state, core::Verdict::invalid_usage, "nccl-invalid-usage",
+        end_with(a.state, core::Verdict::invalid_usage, core::kKindNcclInvalidUsage,
                  fmt::format("{}: NCCL rejected the call with ncclInvalidUsage: {}", a.state.name, ex.what()));
       } catch (const NcclCaptureError& ex) {
-        end_with(a.state, core::Verdict::invalid_usage, "connect-in-capture",
+        end_with(a.state, core::Verdict::invalid_usage, core::kKindConnectInCapture,
                  fmt::format("{}: NCCL failed a call captured into a CUDA graph (first contact inside a capture sets a "
                              "connection up, which the capture forbids): {}",
                              a.state.name, ex.what()));
       } catch (const DeviceFault& ex) {
-        end_with(a.state, core::Verdict::device_fault, "device-fault",
-                 fmt::format("{}: a kernel of this process faulted; CUDA reports it here: {}", a.state.name, ex.what()));
+        end_with(
+            a.state, core::Verdict::device_fault, core::kKindDeviceFault,
+            fmt::format("{}: a kernel of this process faulted; CUDA reports it here: {}", a.state.name, ex.what()));
       } catch (const std::exception& ex) {
         fail(fmt::format("{}: {}", a.state.name, ex.what()));
       }

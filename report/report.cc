@@ -90,13 +90,25 @@ std::string headline(const RunRecord& r) {
 std::string model_oracle_line(const verify::OnlineCoverage& c) {
   if (c.requests_followed == 0) return "";
   const uint64_t stopped = c.requests_unfollowable + c.requests_forgotten_idle + c.requests_forgotten_for_room;
-  std::string s = fmt::format("    model oracle: {} activation rows and {} greedy samples checked over {} requests", c.rows_checked,
-                              c.samples_checked, c.requests_followed);
+  std::string s = fmt::format("    model oracle: {} activation rows and {} greedy samples checked over {} requests",
+                              c.rows_checked, c.samples_checked, c.requests_followed);
   if (stopped > 0)
     s += fmt::format(
         "; it stopped following {} ({} embedded what it cannot model, {} idle for {} steps, {} for room past {})",
         stopped, c.requests_unfollowable, c.requests_forgotten_idle, verify::ModelReference::kStepsIdle,
         c.requests_forgotten_for_room, verify::ModelReference::kRequestsKept);
+  return s + "\n";
+}
+
+// What the monitors left unchecked, so that a pass says it (nothing when they skipped nothing).
+std::string monitor_skips_line(const verify::OnlineCoverage& c) {
+  if (c.monitor_skips.empty()) return "";
+  std::string s = "    monitors skipped:";
+  const char* sep = " ";
+  for (const auto& [what, n] : c.monitor_skips) {
+    s += fmt::format("{}{} ({})", sep, what, n);
+    sep = "; ";
+  }
   return s + "\n";
 }
 
@@ -131,11 +143,12 @@ std::set<int> cited_rules(const core::RunResult& res) {
 std::string format_text(const RunRecord& r) {
   const core::RunResult& res = r.result;
   if (!r.internal_error.empty())
-    return fmt::format("ERROR {}  {}  internal error of ppspec, no verdict: {}\n    reproduce: {}\n", core::printable(r.scenario),
-                       core::printable(r.file), core::printable(r.internal_error, 400), core::printable(r.reproduce));
+    return fmt::format("ERROR {}  {}  internal error of ppspec, no verdict: {}\n    reproduce: {}\n",
+                       core::printable(r.scenario), core::printable(r.file), core::printable(r.internal_error, 400),
+                       core::printable(r.reproduce));
   std::string s = headline(r);
   if (!r.ok && !r.mismatch.empty()) s += fmt::format("    not as expected: {}\n", r.mismatch);
-  if (r.serving) s += model_oracle_line(r.serving->model_oracle);
+  if (r.serving) s += model_oracle_line(r.serving->model_oracle) + monitor_skips_line(r.serving->model_oracle);
   for (const core::Finding& f : res.findings) append_finding(s, f, "");
   for (const core::Finding& f : res.notes) append_finding(s, f, "note: ");
   const bool hazards = std::any_of(res.notes.begin(), res.notes.end(),
@@ -194,8 +207,8 @@ std::string format_summary(const SeedSummary& s) {
     seen += fmt::format("{}{} {}", seen.empty() ? "" : ", ", core::to_string(verdict), count);
   if (s.internal_errors > 0)
     seen += fmt::format("{}internal error of ppspec {}", seen.empty() ? "" : ", ", s.internal_errors);
-  line += fmt::format("  (verdicts: {}; expected {})  seeds {}..{}  {}  [{:.1f} ms wall]\n", seen, core::to_string(s.expected),
-                      s.first_seed, s.first_seed + s.seeds - 1, s.strategy, s.wall_ms);
+  line += fmt::format("  (verdicts: {}; expected {})  seeds {}..{}  {}  [{:.1f} ms wall]\n", seen,
+                      core::to_string(s.expected), s.first_seed, s.first_seed + s.seeds - 1, s.strategy, s.wall_ms);
   if (s.first_finding_seed)
     line += fmt::format("    first finding (seed {}): {}\n", *s.first_finding_seed, s.first_finding);
   return line;
@@ -271,6 +284,11 @@ nlohmann::json to_json(const RunRecord& r) {
                          {"requests_unfollowable", c.requests_unfollowable},
                          {"requests_forgotten_idle", c.requests_forgotten_idle},
                          {"requests_forgotten_for_room", c.requests_forgotten_for_room}};
+    if (!c.monitor_skips.empty()) {
+      nlohmann::json skips = nlohmann::json::object();
+      for (const auto& [what, n] : c.monitor_skips) skips[std::string(what)] = n;
+      j["monitor_skips"] = std::move(skips);
+    }
   }
   if (r.serving)
     j["serving"] = {{"engine_steps", r.serving->engine_steps},

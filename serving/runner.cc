@@ -38,7 +38,8 @@ class BatchLog final : public core::EventSink {
       // A finding about a host call (a module load, a blocking call) knows the step by its call site.
       for (const core::Site& s : f.sites)
         if (f.engine_step < 0) f.engine_step = core::step_of_call_site(s.origin).value_or(-1);
-      if (f.engine_step < 0 || f.summary.find("request") != std::string::npos) continue;
+      // A finding about one request names it already; the step's batch is told for the others.
+      if (f.engine_step < 0 || f.request >= 0) continue;
       const auto it = batches_.find(f.engine_step);
       if (it != batches_.end()) f.details.push_back(describe(f.engine_step, it->second));
     }
@@ -52,7 +53,8 @@ class BatchLog final : public core::EventSink {
   std::string describe(int64_t step, const std::map<int, Batch>& replicas) const {
     if (dp_ == 1) {
       const Batch& b = replicas.begin()->second;
-      return b.warmup ? fmt::format("engine step {} is a warmup step over the synthetic requests {}", step, verify::token_list(b.ids))
+      return b.warmup ? fmt::format("engine step {} is a warmup step over the synthetic requests {}", step,
+                                    verify::token_list(b.ids))
                       : fmt::format("engine step {} is the batch of requests {}", step, verify::token_list(b.ids));
     }
     std::string out = fmt::format("engine step {}:", step);
@@ -122,7 +124,7 @@ namespace {
 // The same scenario, changed by `vary`, as a reference for an invariance oracle; a reference that
 // did not complete is a finding of its own (nothing to compare against), never a silent pass.
 std::optional<core::Finding> compare_with(const ServingScenario& s, const RunOptions& opts, const ServingRun& run,
-                                          const char* kind, const std::string& name,
+                                          std::string_view kind, const std::string& name,
                                           const std::function<void(engine::EngineConfig&)>& vary,
                                           const std::function<std::optional<core::Finding>(
                                               const std::vector<engine::RequestRecord>&)>& oracle) {
@@ -163,9 +165,10 @@ std::optional<core::Finding> acceptance_outside(const ServingScenario& s, const 
   f.time = run.result.stats.sim_time;
   f.summary = fmt::format("acceptance {:.3f} ({} of {} verified drafts accepted), outside the expected [{}, {}]", rate,
                           run.stats.drafts_accepted, run.stats.drafts_verified, lo, hi);
-  f.details.push_back(rate < lo ? "the drafts were accepted less often than the drafter's design gives: worse drafts (a "
-                                  "drafter reading a wrong context), or drafts verified against the wrong tokens"
-                                : "the drafts were accepted more often than expected: check what the verification compares");
+  f.details.push_back(rate < lo
+                          ? "the drafts were accepted less often than the drafter's design gives: worse drafts (a "
+                            "drafter reading a wrong context), or drafts verified against the wrong tokens"
+                          : "the drafts were accepted more often than expected: check what the verification compares");
   return f;
 }
 
@@ -187,7 +190,7 @@ void check_oracles(const ServingScenario& s, const RunOptions& opts, ServingRun&
   }
   if (s.oracles.pp_invariance && cfg.topology.pp > 1) {
     auto f = compare_with(
-        s, opts, run, "pp-invariance", "pp = 1",
+        s, opts, run, core::kKindPpInvariance, "pp = 1",
         [](engine::EngineConfig& c) {
           // The same scheduling at one stage: with its lookahead batch, or without.
           c.serving.max_concurrent_batches = c.schedules_ahead() ? 2 : 0;
@@ -198,7 +201,8 @@ void check_oracles(const ServingScenario& s, const RunOptions& opts, ServingRun&
   }
   if (s.oracles.padding_invariance && !cfg.serving.capture_sizes.empty()) {
     auto f = compare_with(
-        s, opts, run, "padding-invariance", "eager", [](engine::EngineConfig& c) { c.serving.capture_sizes.clear(); },
+        s, opts, run, core::kKindPaddingInvariance, "eager",
+        [](engine::EngineConfig& c) { c.serving.capture_sizes.clear(); },
         [&](const auto& ref) { return verify::padding_invariance_oracle(cfg, run.requests, ref, run.coverage); });
     if (f) found.push_back(std::move(*f));
   }

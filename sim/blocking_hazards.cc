@@ -68,10 +68,12 @@ void BlockingHazards::on_stuck(WaitGraph& graph, const SimDevice& dev) {
 void BlockingHazards::report(const Call& c, const Wait& w, const Fiber& held) {
   const std::string why =
       held.id == c.thread
-          ? fmt::format("its release needs {} to act after the call: under some schedule the call never returns", held.name)
-          : fmt::format("its release needs a runtime call of {} that happens neither before the load nor before the "
-                        "item's issue, which the load's context lock holds back: under some schedule the load never returns",
-                        held.name);
+          ? fmt::format("its release needs {} to act after the call: under some schedule the call never returns",
+                        held.name)
+          : fmt::format(
+                "its release needs a runtime call of {} that happens neither before the load nor before the "
+                "item's issue, which the load's context lock holds back: under some schedule the load never returns",
+                held.name);
   report_(BlockingHazard{c.kind, c.action, c.actor, c.origin, w.item, w.stream, why});
 }
 

@@ -62,9 +62,6 @@ struct CommKernel;
 struct SimFlag;
 class SimDevice;
 
-// A blocking call that held back its caller: a drain (device_sync, malloc) or a load.
-enum class BlockingKind : uint8_t { device_sync, malloc, module_load };
-
 // What a hazard report needs about the call and the waiting item.
 struct BlockingHazard {
   BlockingKind kind;

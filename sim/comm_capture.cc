@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "core/finding_kinds.h"
 #include "core/assert.h"
 #include "sim/comm_connect.h"
 #include "sim/graph.h"
@@ -53,7 +54,7 @@ void CaptureRules::reject_connect_in_capture(const std::vector<PartSpec>& parts)
   const core::RankId rank = first->comm->members[static_cast<size_t>(first->crank)];
   core::Finding f;
   f.verdict = core::Verdict::invalid_usage;
-  f.kind = "connect-in-capture";
+  f.kind = core::kKindConnectInCapture;
   f.summary = fmt::format(
       "{} captures {} on '{}' into a CUDA graph before this rank ever used {}: NCCL sets the connection up at first "
       "use with device allocations, which the capture forbids (ncclInternalError on H200, NCCL 2.28.9); communicate "

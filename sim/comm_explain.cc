@@ -159,8 +159,9 @@ CollectiveHold CommExplainer::collective_hold(const SimComm& comm, int64_t cseq)
                            fmt::format("rank{} has not posted collective #{} on '{}'", r, cseq, comm.name), nullptr,
                            core::Culprit{r, comm.name, false, -1, cseq, "never-posted"}});
     else if (other == nullptr && !slot.launched[m])
-      h.members.push_back({Blocker::Kind::rank_host, nullptr, r,
-                           fmt::format("rank{} posted collective #{} on '{}' but has not launched it", r, cseq, comm.name)});
+      h.members.push_back(
+          {Blocker::Kind::rank_host, nullptr, r,
+           fmt::format("rank{} posted collective #{} on '{}' but has not launched it", r, cseq, comm.name)});
     else if (other != nullptr && !other->started)
       h.members.push_back({Blocker::Kind::stream, other->kernel->primary(), r,
                            fmt::format("rank{}'s {} is queued behind other work", r, describe(*other)),

@@ -53,8 +53,8 @@ void SimCommHandle::all_reduce(const core::Buffer& buf, core::ReduceOp op, core:
 
 void SimCommHandle::all_gather(const core::Buffer& send, const core::Buffer& recv, core::Stream s, core::Label label) {
   if (recv.count() < send.count() * size())
-    throw std::invalid_argument(fmt::format("all_gather on '{}': receive buffer holds {} elements, needs {}", comm_.name,
-                                            recv.count(), send.count() * size()));
+    throw std::invalid_argument(fmt::format("all_gather on '{}': receive buffer holds {} elements, needs {}",
+                                            comm_.name, recv.count(), send.count() * size()));
   post(core::OpKind::all_gather, send, recv, -1, s, label);
 }
 

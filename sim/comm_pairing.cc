@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <string>
 
+#include "core/finding_kinds.h"
 #include "core/assert.h"
 #include "sim/comm_findings.h"
 #include "sim/sim_runtime.h"
@@ -59,7 +60,7 @@ void PostPairing::reject_unmatched_self(const std::vector<PartSpec>& parts) {
     const core::RankId rank = p.comm->members[static_cast<size_t>(p.crank)];
     core::Finding f;
     f.verdict = core::Verdict::invalid_usage;
-    f.kind = "unmatched-self-p2p";
+    f.kind = core::kKindUnmatchedSelfP2p;
     f.summary = fmt::format(
         "{} {} on '{}' posts {} send(s) to itself and {} receive(s) from itself: NCCL fails {} with ncclInvalidUsage "
         "(\"Trying to {} to self without a matching {}\")",

@@ -40,7 +40,7 @@ struct SimConfig : core::RuntimeConfig {
   core::Concurrency concurrency = core::Concurrency::ok;
   core::OnMismatch on_mismatch = core::OnMismatch::report;
   // A send this small may complete before its recv is posted, into a receiving side that exists
-  // (R4). Today's hardware: 2 x H200, NCCL 2.28.9, measured up to 64 MiB (docs/evidence/2xH200/fidelity).
+  // (R4). Today's hardware: 2 x H200, NCCL 2.28.9, measured up to 64 MiB (docs/evidence/fidelity-h200).
   int64_t eager_bytes = int64_t{64} << 20;
   int64_t unit_bytes = 8;         // protocol granularity: LL carries 8 data bytes per line (R5)
   uint64_t max_steps = 20'000'000;  // scheduling decisions before `step-limit`

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/finding_kinds.h"
 #include "core/assert.h"
 #include "sim/comm_system.h"
 #include "sim/device.h"
@@ -337,7 +338,7 @@ void Explainer::explain_host(const Fiber& f, const WaitInfo& w, Node& n) {
       return;
     case WaitKind::device_drain: {
       const SimDevice& dev = *w.device;
-      if (w.what == "module load") {
+      if (w.drain == BlockingKind::module_load) {
         n.state = fmt::format("blocked in the module load of {} ({} loading): it holds the context lock and waits "
                               "for every earlier kernel on device {} to finish (R8)",
                               dev.loading(), core::to_string(dev.module_loading()), dev.rank());
@@ -701,8 +702,9 @@ void describe_chain(const Explainer& ex, const Chain& c, size_t stuck_count, cor
   if (shown < c.fibers.size()) arrows += fmt::format(" → … {} more in the {}", c.fibers.size() - shown, what);
   arrows += c.cycle ? fmt::format(" → {}", c.fibers.front()->name) : fmt::format(" → ✗ {}", c.end);
   f.summary = fmt::format("nothing can run: {}", arrows);
-  f.details.push_back(c.cycle ? fmt::format("{} fibers are stuck; they wait for each other in a cycle:", stuck_count)
-                              : fmt::format("{} fibers are stuck; the wait chain ends where nobody can act:", stuck_count));
+  f.details.push_back(c.cycle
+                          ? fmt::format("{} fibers are stuck; they wait for each other in a cycle:", stuck_count)
+                          : fmt::format("{} fibers are stuck; the wait chain ends where nobody can act:", stuck_count));
   for (size_t i = 0; i < shown; ++i) {
     const Node& n = *ex.node(c.fibers[i]);
     const std::string at = n.site.origin.empty() ? "" : fmt::format(" [{}]", n.site.origin);
@@ -883,7 +885,7 @@ std::optional<core::Finding> explain_deadlock(const SimRuntime& rt, const std::f
 
   core::Finding f;
   f.verdict = core::Verdict::deadlock;
-  f.kind = chain.cycle ? "cycle" : "stuck";
+  f.kind = chain.cycle ? core::kKindCycle : core::kKindStuck;
   describe_chain(ex, chain, stuck.size(), f);
   describe_rest(ex, chain, stuck, f);
   f.dot = DotWriter(ex, chain).write(stuck);

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <stdexcept>
 
+#include "core/finding_kinds.h"
 #include "core/assert.h"
 #include "core/error.h"
 #include "core/hazard_kinds.h"
@@ -82,8 +83,9 @@ void SimDevice::note_hazard(const BlockingHazard& h) {
   core::Finding f;
   f.verdict = core::Verdict::hazard;
   f.kind = std::string(kind);
-  f.summary = fmt::format("rank{} {} while {} can be in flight on {}; the call waits for the device to drain (R8), and {}",
-                          rank_, h.action, h.item, h.stream, h.why);
+  f.summary =
+      fmt::format("rank{} {} while {} can be in flight on {}; the call waits for the device to drain (R8), and {}",
+                  rank_, h.action, h.item, h.stream, h.why);
   f.sites.push_back(core::Site{rank_, h.actor, "", -1, h.action, h.origin});
   f.sites.push_back(core::Site{rank_, h.stream, "", -1, h.item, ""});
   if (world().bus().active()) {
@@ -121,11 +123,11 @@ void SimDevice::note_if_stuck_in_call(const Fiber& host, WaitGraph& graph) {
   }
   if (through == nullptr) return;
   BlockingHazard h;
-  if (host.wait.what == "module load") {
+  if (host.wait.drain == BlockingKind::module_load) {
     h.kind = BlockingKind::module_load;
     h.action = fmt::format("loads module {}{}", loading_, loading_preload_ ? " (preload)" : "");
   } else {
-    h.kind = host.wait.what == "malloc" ? BlockingKind::malloc : BlockingKind::device_sync;
+    h.kind = host.wait.drain;
     h.action = h.kind == BlockingKind::malloc ? "allocates device memory" : "synchronizes the device";
   }
   h.actor = host.name;
@@ -177,7 +179,8 @@ void SimDevice::ensure_loaded(core::KernelRef k, bool preload) {
   lock_holder_ = &w.current();
   loading_ = key;
   loading_preload_ = preload;
-  drain(WaitInfo{.kind = WaitKind::device_drain, .what = "module load", .device = this});
+  drain(WaitInfo{
+      .kind = WaitKind::device_drain, .what = "module load", .drain = BlockingKind::module_load, .device = this});
   w.sleep(w.jittered(w.config().cost.module_load));
   loaded_.insert(key);
   if (w.bus().active()) {
@@ -202,7 +205,7 @@ core::Buffer SimDevice::alloc(core::Dtype dtype, core::Shape shape, std::string_
     reject_during_capture("cudaMalloc", nullptr);
     blocking_.on_call(w.current(), BlockingKind::malloc, "allocates device memory",
                       std::string(rt_.host_state().call_site));
-    drain(WaitInfo{.kind = WaitKind::device_drain, .what = "malloc", .device = this});
+    drain(WaitInfo{.kind = WaitKind::device_drain, .what = "malloc", .drain = BlockingKind::malloc, .device = this});
     leave();
   }
   return backed_memory(dtype, shape, name, false);
@@ -380,7 +383,8 @@ void SimDevice::record(core::DeviceEvent e, core::Stream s) {
   SimStream& st = stream_impl(s);
   enter();
   if (st.capture() != nullptr)
-    throw std::invalid_argument(fmt::format("rank{}: recording an event inside a graph capture is not simulated", rank_));
+    throw std::invalid_argument(
+        fmt::format("rank{}: recording an event inside a graph capture is not simulated", rank_));
   SimEvent& ev = events_.at(static_cast<size_t>(e.id));
   ev.stream = &st;
   ev.target = st.enqueued();
@@ -441,7 +445,8 @@ void SimDevice::device_sync() {
   reject_during_capture("cudaDeviceSynchronize", nullptr);
   blocking_.on_call(world().current(), BlockingKind::device_sync, "synchronizes the device",
                     std::string(rt_.host_state().call_site));
-  drain(WaitInfo{.kind = WaitKind::device_drain, .what = "device_sync", .device = this});
+  drain(WaitInfo{
+      .kind = WaitKind::device_drain, .what = "device_sync", .drain = BlockingKind::device_sync, .device = this});
   leave();
 }
 
@@ -451,7 +456,7 @@ void SimDevice::reject_during_capture(std::string_view call, const SimStream* on
     World& w = world();
     core::Finding f;
     f.verdict = core::Verdict::invalid_usage;
-    f.kind = only != nullptr ? "capture-conflict" : "capture-unsafe-call";
+    f.kind = only != nullptr ? core::kKindCaptureConflict : core::kKindCaptureUnsafeCall;
     f.summary = only != nullptr
                     ? fmt::format("{} calls {} on {}, which is being captured: CUDA rejects it", w.current().name, call,
                                   st->full_name())

@@ -56,9 +56,14 @@ struct EventWaitSite {
   std::string_view waited_at;
 };
 
+// A blocking call that can hold back its caller: a drain (device_sync, malloc) or a module load (R8).
+// Which one a `device_drain` wait is decides how a deadlock through it is explained.
+enum class BlockingKind : uint8_t { device_sync, malloc, module_load };
+
 struct WaitInfo {
   WaitKind kind = WaitKind::none;
   std::string_view what{};  // the call, in words ("module load of post_update", "stream_sync(main)")
+  BlockingKind drain = BlockingKind::device_sync;  // device_drain: which call drains the device
   SimStream* stream = nullptr;
   SimDevice* device = nullptr;
   CommKernel* kernel = nullptr;

@@ -82,7 +82,7 @@ std::optional<core::Finding> OrderInversions::analyze() const {
     std::vector<Entry> es = recorded;
     // A total order, so that the order in which the schedule matched the entries cannot matter:
     // a group on two communicators gives rank a two entries with one issue index, and the one of
-    // them processed first must be the one rank b issued first (issue 11: with a stable sort on
+    // them processed first must be the one rank b issued first (with a stable sort on
     // idx_a alone, the later of the two hid an inversion in about half the schedules).
     std::sort(es.begin(), es.end(), [](const Entry& x, const Entry& y) {
       return std::tie(x.idx_a, x.idx_b, x.comm, x.cseq) < std::tie(y.idx_a, y.idx_b, y.comm, y.cseq);

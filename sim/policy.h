@@ -46,7 +46,8 @@ struct StrategySpec {
 std::optional<StrategySpec> parse_strategy(std::string_view s);
 // What parse_strategy accepts, for messages.
 inline constexpr std::string_view kStrategySyntax =
-    "\"random\" or \"pct:DEPTH\" (DEPTH 1..64; optionally pct:DEPTH:HORIZON, HORIZON 1..2^40 scheduling steps, default 2000)";
+    "\"random\" or \"pct:DEPTH\" (DEPTH 1..64; optionally pct:DEPTH:HORIZON, HORIZON 1..2^40 scheduling steps, default "
+    "2000)";
 std::unique_ptr<SchedulePolicy> make_policy(const StrategySpec& spec, uint64_t seed);
 
 }  // namespace ppspec::sim

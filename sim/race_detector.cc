@@ -299,8 +299,9 @@ void RaceDetector::report(const Allocation& a, size_t index, const Epoch& earlie
                                   before.origin.empty() ? "?" : before.origin, now.what,
                                   now.origin.empty() ? "?" : now.origin, a.name,
                                   write && earlier.write ? "both are" : "one is"));
-  f.details.push_back("order them: record an event after the first on its stream and make the second's stream wait it "
-                      "(or synchronise the host between them); the race exists whether or not this schedule changed the data");
+  f.details.push_back(
+      "order them: record an event after the first on its stream and make the second's stream wait it "
+      "(or synchronise the host between them); the race exists whether or not this schedule changed the data");
   race_ = std::move(f);
 }
 
@@ -315,19 +316,22 @@ void RaceDetector::report_host(const Allocation& a, const core::Site& now, const
   const bool other_writes = now_is_host ? earlier_write : write;
   const std::string other_actor = other.actor.empty() ? "another stream" : other.actor;
   f.kind = std::string(core::kKindPinnedHostRace);
-  f.summary = fmt::format("rank{}: the host {} pinned {} ({} on {}, at {}) while {} on {} (enqueued at {}) may still {} it: "
-                          "nothing orders the two",
-                          a.rank, host_writes ? "rewrites" : "reads", a.name, host.what, host.actor,
-                          host.origin.empty() ? "?" : host.origin, other.what, other_actor, other.origin.empty() ? "?" : other.origin,
-                          other_writes ? "be writing" : "be reading");
-  f.details.push_back(fmt::format("in this schedule the {} access came second; the race exists in every schedule, whether or "
-                                  "not the data changed",
-                                  now_is_host ? "host's" : "stream's"));
+  f.summary = fmt::format(
+      "rank{}: the host {} pinned {} ({} on {}, at {}) while {} on {} (enqueued at {}) may still {} it: "
+      "nothing orders the two",
+      a.rank, host_writes ? "rewrites" : "reads", a.name, host.what, host.actor,
+      host.origin.empty() ? "?" : host.origin, other.what, other_actor, other.origin.empty() ? "?" : other.origin,
+      other_writes ? "be writing" : "be reading");
+  f.details.push_back(
+      fmt::format("in this schedule the {} access came second; the race exists in every schedule, whether or "
+                  "not the data changed",
+                  now_is_host ? "host's" : "stream's"));
   if (other_writes && !host_writes)
-    f.details.push_back(fmt::format("missing edge: the host may read a copy's destination only after event_sync of an event "
-                                    "recorded after the copy on {0}, stream_sync of {0} or device_sync, or in a host_func "
-                                    "enqueued after it on {0} (vLLM #36013)",
-                                    other_actor));
+    f.details.push_back(
+        fmt::format("missing edge: the host may read a copy's destination only after event_sync of an event "
+                    "recorded after the copy on {0}, stream_sync of {0} or device_sync, or in a host_func "
+                    "enqueued after it on {0} (vLLM #36013)",
+                    other_actor));
   else
     f.details.push_back(
         fmt::format("missing edge: the host may {} pinned memory that {} {} only once that has run: event_sync "

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <stdexcept>
 
+#include "core/finding_kinds.h"
 #include "core/error.h"
 #include "sim/deadlock_detector.h"
 
@@ -20,10 +21,11 @@ SimRuntime::~SimRuntime() = default;
 void SimRuntime::take_memory(size_t bytes, core::RankId rank, std::string_view what) {
   const auto budget = static_cast<size_t>(world_.config().memory_budget_bytes);
   if (bytes > budget || memory_taken_ > budget - bytes)
-    throw core::CapacityError(fmt::format(
-        "rank{} allocates '{}' of {} MiB (with its shadow bytes): the run would hold {} MiB of simulated device memory, "
-        "more than its budget of {} MiB ([runtime] memory_budget_mb)",
-        rank, what, bytes >> 20, (memory_taken_ + bytes) >> 20, budget >> 20));
+    throw core::CapacityError(
+        fmt::format("rank{} allocates '{}' of {} MiB (with its shadow bytes): the run would hold {} MiB of simulated "
+                    "device memory, "
+                    "more than its budget of {} MiB ([runtime] memory_budget_mb)",
+                    rank, what, bytes >> 20, (memory_taken_ + bytes) >> 20, budget >> 20));
   memory_taken_ += bytes;
 }
 
@@ -182,7 +184,7 @@ core::RunResult SimRuntime::run() {
   if (world_.policy_diverged()) {
     core::Finding f;
     f.verdict = core::Verdict::nondeterminism;
-    f.kind = "replay-diverged";
+    f.kind = core::kKindReplayDiverged;
     f.summary = "the recorded schedule does not fit this run: the program or the simulator changed";
     r.findings.insert(r.findings.begin(), std::move(f));
   }

@@ -121,8 +121,9 @@ void SimStream::fault(const WorkItem& item, const core::DeviceFault& e) {
   f.sites.push_back(core::Site{e.rank(), full_name_, "", -1,
                                fmt::format("kernel {}, row {}: {}", item.name, e.row(), e.access()),
                                std::string(item.call_site)});
-  f.details.push_back("the kernel read an index from memory (a block table, a request index, a token id) that its buffer does not "
-                      "hold: a data bug upstream of the kernel, or a buffer sized for fewer rows than the batch");
+  f.details.push_back(
+      "the kernel read an index from memory (a block table, a request index, a token id) that its buffer does not "
+      "hold: a data bug upstream of the kernel, or a buffer sized for fewer rows than the batch");
   w.stop(std::move(f));
 }
 

@@ -1,5 +1,6 @@
 #include "sim/world.h"
 
+#include "core/finding_kinds.h"
 #include "core/assert.h"
 #include "core/rounding.h"
 #include "sim/sanitizer.h"
@@ -163,7 +164,7 @@ boost::fibers::context* World::pick_next() {
     now_ = next;
     release_due_timers();
     if (now_ > config_.max_time && !stop_requested_) {
-      request_stop(limit_finding("time-limit", fmt::format("the run exceeded its virtual time budget of {} ms",
+      request_stop(limit_finding(core::kKindTimeLimit, fmt::format("the run exceeded its virtual time budget of {} ms",
                                                            config_.max_time / core::kMs)));
       return nullptr;
     }
@@ -175,7 +176,7 @@ boost::fibers::context* World::pick_next() {
   }
   ++steps_;
   if (steps_ > config_.max_steps && !stop_requested_) {
-    request_stop(limit_finding("step-limit",
+    request_stop(limit_finding(core::kKindStepLimit,
                                fmt::format("the run exceeded its budget of {} scheduling steps", config_.max_steps)));
     return nullptr;
   }
@@ -261,10 +262,10 @@ Time World::jittered(Time d) {
   return std::max<Time>(1, static_cast<Time>(core::round_half_away(static_cast<double>(d) * factor)));
 }
 
-core::Finding World::limit_finding(std::string kind, std::string summary) const {
+core::Finding World::limit_finding(std::string_view kind, std::string summary) const {
   core::Finding f;
   f.verdict = core::Verdict::step_limit;
-  f.kind = std::move(kind);
+  f.kind = kind;
   f.summary = std::move(summary);
   f.details.push_back("a livelock, a program that never ends, or a budget too small for the scenario "
                       "([runtime] max_steps / max_time_ms)");

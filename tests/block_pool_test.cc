@@ -8,8 +8,8 @@
 
 #include "engine/block_pool.h"
 #include "engine/scheduler.h"
-#include "loader/program_loader.h"
-#include "loader/serving_loader.h"
+#include "scenario/program_loader.h"
+#include "scenario/serving_loader.h"
 #include "serving/runner.h"
 
 namespace ppspec::engine {
@@ -32,7 +32,8 @@ TEST(BlockPool, WithoutCachingTheBlockFreedLastIsGivenFirst) {
   BlockPool p(8, false);
   EXPECT_EQ(take(p, 3), (std::vector<int32_t>{1, 2, 3}));
   p.release(std::vector<int32_t>{1, 2, 3});
-  EXPECT_EQ(take(p, 2), (std::vector<int32_t>{3, 2})) << "the scheduler's free list was a stack: traces keep their blocks";
+  EXPECT_EQ(take(p, 2), (std::vector<int32_t>{3, 2}))
+      << "the scheduler's free list was a stack: traces keep their blocks";
   EXPECT_EQ(p.free_count(), 5);
 }
 
@@ -213,7 +214,7 @@ TEST(PrefixCache, AResumedRequestHitsItsOwnFreedBlocks) {
 
 serving::ServingRun run_prefix_scenario(const std::string& name, bool caching) {
   const std::string file = std::string(PPSPEC_SOURCE_DIR) + "/scenarios/serving/" + name;
-  serving::ServingScenario s = loader::read_serving(loader::parse_toml_file(file), file);
+  serving::ServingScenario s = scenario::read_serving(scenario::parse_toml_file(file), file);
   s.config.serving.enable_prefix_caching = caching;
   serving::RunOptions o;
   o.seed = 1;

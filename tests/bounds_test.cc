@@ -21,7 +21,7 @@
 #include "kernels/launch.h"
 #include "kernels/prepare_inputs.h"
 #include "kernels/span.h"
-#include "loader/serving_loader.h"
+#include "scenario/serving_loader.h"
 #include "serving/runner.h"
 #include "sim/sanitizer.h"
 #include "tests/test_util.h"
@@ -84,7 +84,7 @@ TEST(Bounds, BufferSlicesAndRowsOutsideTheBufferAreInternalErrors) {
 }
 
 serving::ServingScenario reproducer(const std::string& name) {
-  return loader::read_serving(loader::parse_toml_file(kRobustness + name), kRobustness + name);
+  return scenario::read_serving(scenario::parse_toml_file(kRobustness + name), kRobustness + name);
 }
 
 // The two fault-free scenarios whose warmup overflowed the block table and the prompt rows now
@@ -233,10 +233,11 @@ verdict = "pass"
 TEST(Memory, AFullLaunchQueueBehindASpinningKernelDeadlocks) {
   std::string launches;
   for (int i = 0; i < 1030; ++i) launches += "  { op = \"launch\", kernel = \"k\", stream = \"main\" },\n";
-  const std::string text = "kind = \"program\"\nranks = 1\nstreams = [\"main\", \"side\"]\n"
-                           "[runtime]\nmodule_loading = \"eager\"\n[rank.0]\nops = [\n"
-                           "  { op = \"wait_flag\", flag = \"go\", stream = \"main\" },\n" +
-                           launches + "  { op = \"set_flag\", flag = \"go\", stream = \"side\" },\n]\n[expect]\nverdict = \"deadlock\"\n";
+  const std::string text =
+      "kind = \"program\"\nranks = 1\nstreams = [\"main\", \"side\"]\n"
+      "[runtime]\nmodule_loading = \"eager\"\n[rank.0]\nops = [\n"
+      "  { op = \"wait_flag\", flag = \"go\", stream = \"main\" },\n" +
+      launches + "  { op = \"set_flag\", flag = \"go\", stream = \"side\" },\n]\n[expect]\nverdict = \"deadlock\"\n";
   core::RunResult r = run_toml(text);
   ASSERT_EQ(r.verdict, core::Verdict::deadlock);
   EXPECT_NE(all_text(r.findings.front()).find("launch queue is full (1024 pending items"), std::string::npos)
@@ -270,7 +271,8 @@ TEST(Bounds, AKernelIndexingPastItsBufferIsADeviceFaultNotAnInternalError) {
   const core::Finding& f = r.findings.at(0);
   EXPECT_EQ(f.kind, "device-fault");
   EXPECT_EQ(f.engine_step, 12);
-  EXPECT_NE(f.summary.find("rank0 kernel prepare_inputs[v1] on rank0.main at engine step 12: index"), std::string::npos) << f.summary;
+  EXPECT_NE(f.summary.find("rank0 kernel prepare_inputs[v1] on rank0.main at engine step 12: index"), std::string::npos)
+      << f.summary;
   EXPECT_NE(f.summary.find("index 2 outside [0, 2) (row 0)"), std::string::npos) << f.summary;
   EXPECT_EQ(f.sites.at(0).origin, "test.toml:7");
 }

@@ -50,8 +50,9 @@ TEST(CliInput, TheLargestSeedsRunAndAreJudged) {
   r = ppspec(fmt_args(kDeadlock, "--seed 9223372036854775807 --seeds 2 --verbose"));
   EXPECT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("seed 9223372036854775807  random"), std::string::npos) << r.output;
-  const bool second = r.output.find("seed 9223372036854775808  random") != std::string::npos ||
-                      r.output.find("seed 9223372036854775808: the same report as seed 9223372036854775807") != std::string::npos;
+  const bool second =
+      r.output.find("seed 9223372036854775808  random") != std::string::npos ||
+      r.output.find("seed 9223372036854775808: the same report as seed 9223372036854775807") != std::string::npos;
   EXPECT_TRUE(second) << r.output;
   r = ppspec(fmt_args(kPass, "--seed 0"));
   EXPECT_EQ(r.code, 0) << r.output;
@@ -105,7 +106,8 @@ TEST(CliHygiene, SeveralSeedsShowTheFirstFindingAndVerboseDoesNotRepeatItself) {
   Ran r = ppspec(fmt_args(kDeadlock, "--seeds 4"));
   EXPECT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("4 of 4 seeds as expected"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("    first finding (seed 1): deadlock (cycle): nothing can run"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("    first finding (seed 1): deadlock (cycle): nothing can run"), std::string::npos)
+      << r.output;
   const std::string same = std::string(PPSPEC_SOURCE_DIR) + "/scenarios/programs/double_post_broadcast.toml";
   r = ppspec(fmt_args(same, "--seeds 3 --verbose"));
   EXPECT_EQ(r.code, 0) << r.output;

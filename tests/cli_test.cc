@@ -94,10 +94,12 @@ TEST(Cli, SeedsPrintOneSummaryLineAndTheReportOfTheFirstUnexpectedSeedOnly) {
   ASSERT_NE(first_unexpected, 0u) << "the race goes both ways over ten seeds";
   const auto r = run({.files = {file}, .seed = 1, .seeds = 10});
   EXPECT_EQ(r.code, 1);
-  EXPECT_EQ(r.out.rfind(fmt::format("FAIL ppspec_test_race  {}  {} of 10 seeds as expected; first unexpected: seed {}  (verdicts: ", file,
-                                    expected, first_unexpected),
-                        0),
-            0u)
+  EXPECT_EQ(
+      r.out.rfind(
+          fmt::format("FAIL ppspec_test_race  {}  {} of 10 seeds as expected; first unexpected: seed {}  (verdicts: ",
+                      file, expected, first_unexpected),
+          0),
+      0u)
       << r.out;
   // The one report is the first unexpected seed's, after the summary line.
   EXPECT_NE(r.out.find(fmt::format("\nFAIL ppspec_test_race  {}  verdict ", file)), std::string::npos) << r.out;
@@ -135,12 +137,16 @@ TEST(Cli, SeedsRunsEverySeedWhenAllMeetExpectationsAndSaysSoInOneLine) {
   auto r = run({.files = {file}, .seeds = 20, .strategy = std::string("pct:2")});
   EXPECT_EQ(r.code, 0) << r.out;
   const std::string summary = r.out.substr(0, r.out.find('\n') + 1);
-  EXPECT_EQ(summary, fmt::format("ok   double-post-broadcast  {}  20 of 20 seeds as expected  (verdicts: fifo-misalignment 20; "
-                                 "expected fifo-misalignment)  seeds 1..20  pct:2  [{}",
-                                 file, summary.substr(summary.rfind('[') + 1)))
+  EXPECT_EQ(summary,
+            fmt::format("ok   double-post-broadcast  {}  20 of 20 seeds as expected  (verdicts: fifo-misalignment 20; "
+                        "expected fifo-misalignment)  seeds 1..20  pct:2  [{}",
+                        file, summary.substr(summary.rfind('[') + 1)))
       << r.out;
   // Then the first finding in one line: what the seeds found, not only how many met their expectation.
-  EXPECT_EQ(r.out.substr(summary.size()).rfind("    first finding (seed 1): fifo-misalignment (collective-mismatch): ", 0), 0u) << r.out;
+  EXPECT_EQ(
+      r.out.substr(summary.size()).rfind("    first finding (seed 1): fifo-misalignment (collective-mismatch): ", 0),
+      0u)
+      << r.out;
   EXPECT_EQ(count_of(r.out, "\n"), 2u) << r.out;
 }
 
@@ -256,7 +262,8 @@ TEST(Cli, UnknownScenarioKindIsBadInput) {
   const std::string file = temp_file("kind.toml", "kind = \"replay\"\n");
   auto r = run({.files = {file}});
   EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find(file + ":1: kind \"replay\" is not supported (expected \"program\" or \"serving\")"), std::string::npos)
+  EXPECT_NE(r.err.find(file + ":1: kind \"replay\" is not supported (expected \"program\" or \"serving\")"),
+            std::string::npos)
       << r.err;
 }
 
@@ -307,9 +314,13 @@ TEST(Cli, DoublePostPairsTheWideSampledReceiveWithTheNarrowDraftSend) {
   auto r = run({.files = {kRegressions + "double_post_drafts.toml"}, .seeds = 1});
   EXPECT_EQ(r.code, 0) << r.out;
   // K = 5: the extra drafts broadcast is [N, K] = [2, 5]; the next step's sampled receive [N, K+1].
-  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(rank[23] rank[23]\.side sends: broadcast i64\[2, 5\] root rank[23] 'feedback\.drafts@step2')")))
+  EXPECT_TRUE(std::regex_search(
+      r.out,
+      std::regex(R"(rank[23] rank[23]\.side sends: broadcast i64\[2, 5\] root rank[23] 'feedback\.drafts@step2')")))
       << r.out;
-  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(rank[01] rank[01]\.side receives: broadcast i64\[4, 6\] root rank[23] 'feedback\.sampled@step3')")))
+  EXPECT_TRUE(std::regex_search(
+      r.out,
+      std::regex(R"(rank[01] rank[01]\.side receives: broadcast i64\[4, 6\] root rank[23] 'feedback\.sampled@step3')")))
       << r.out;
 }
 
@@ -372,7 +383,9 @@ TEST(Cli, AnInternalErrorInOneScenarioKeepsTheOthersResults) {
   unsetenv("PPSPEC_TEST_INTERNAL_ERROR_IN");
   EXPECT_EQ(text.code, 3);
   EXPECT_NE(text.out.find("ERROR lazy-load-deadlock"), std::string::npos) << text.out;
-  EXPECT_NE(text.out.find("internal error of ppspec, no verdict: test hook in scenario lazy-load-deadlock"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("internal error of ppspec, no verdict: test hook in scenario lazy-load-deadlock"),
+            std::string::npos)
+      << text.out;
   EXPECT_NE(text.out.find("reproduce: ppspec run"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("ok   lazy-load-eager"), std::string::npos) << text.out << ": the other scenario still ran";
   EXPECT_EQ(json.code, 3);

@@ -15,7 +15,7 @@
 #include "engine/communicators.h"
 #include "engine/config.h"
 #include "kernels/expert_dispatch.h"
-#include "loader/serving_loader.h"
+#include "scenario/serving_loader.h"
 #include "serving/runner.h"
 #include "tests/test_util.h"
 

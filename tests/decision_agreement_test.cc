@@ -34,9 +34,10 @@ TEST(DecisionAgreement, OneBudgetPassesTwoAtAStepAreNamed) {
   EXPECT_EQ(fx.found[0].verdict, core::Verdict::fifo_misalignment);
   EXPECT_EQ(fx.found[0].kind, "decision-disagreement");
   EXPECT_EQ(fx.found[0].engine_step, 9);
-  EXPECT_EQ(fx.found[0].summary,
-            "the draft budget of engine step 9 disagrees across the last stage's TP ranks: rank3 drafts 3 per request, rank2 "
-            "drafts 2");
+  EXPECT_EQ(
+      fx.found[0].summary,
+      "the draft budget of engine step 9 disagrees across the last stage's TP ranks: rank3 drafts 3 per request, rank2 "
+      "drafts 2");
   fx.send(EventKind::draft_budget, 3, 10, -1, {1}, 1);
   fx.send(EventKind::draft_budget, 2, 10, -1, {60000}, 4);
   EXPECT_EQ(fx.found.size(), 1u);  // the first disagreement is the finding

@@ -123,7 +123,7 @@ verdict = "pass"
 // A deadlock through an event wait: tests/reports_test.cc (the report names the event and its lines).
 
 TEST(Detectors, DeadlockThroughTheContextLock) {
-  const auto p = loader::load_program_file(kScenarios + "context_lock_deadlock.toml");
+  const auto p = scenario::load_program_file(kScenarios + "context_lock_deadlock.toml");
   for (uint64_t seed = 1; seed <= 20; ++seed) {
     program::SimRunOptions o;
     o.seed = seed;
@@ -138,7 +138,7 @@ TEST(Detectors, DeadlockThroughTheContextLock) {
 
 TEST(Detectors, WellMatchedScenariosReportNothingButTheirExpectedHazards) {
   for (const char* name : {"lazy_load_preloaded.toml", "lazy_load_eager.toml", "send_before_recv_eager.toml"}) {
-    const auto p = loader::load_program_file(kScenarios + name);
+    const auto p = scenario::load_program_file(kScenarios + name);
     program::SimRunOptions o;
     auto r = program::run_on_sim(p, o);
     EXPECT_EQ(r.verdict, Verdict::pass) << name;

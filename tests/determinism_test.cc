@@ -6,7 +6,7 @@
 
 #include "core/rng.h"
 #include "core/rounding.h"
-#include "loader/program_loader.h"
+#include "scenario/program_loader.h"
 #include "program/runner.h"
 #include "tests/test_util.h"
 #include "tests/command_test.h"
@@ -32,7 +32,7 @@ std::vector<std::string> trace_of(const program::Program& p, uint64_t seed, sim:
 TEST(Determinism, SameSeedSameTraceForEveryScenario) {
   for (const char* name : {"lazy_load_deadlock.toml", "comm_order_inversion_ok.toml",
                            "double_post_broadcast_emulate.toml", "send_before_recv_eager.toml"}) {
-    const auto p = loader::load_program_file(kScenarios + name);
+    const auto p = scenario::load_program_file(kScenarios + name);
     for (const auto& strategy : {*sim::parse_strategy("random"), *sim::parse_strategy("pct:3")}) {
       for (uint64_t seed : {1u, 2u, 99u}) {
         EXPECT_EQ(trace_of(p, seed, strategy), trace_of(p, seed, strategy)) << name << " seed " << seed;
@@ -42,7 +42,7 @@ TEST(Determinism, SameSeedSameTraceForEveryScenario) {
 }
 
 TEST(Determinism, DifferentSeedsExploreDifferentSchedules) {
-  const auto p = loader::load_program_file(kScenarios + "comm_order_inversion_ok.toml");
+  const auto p = scenario::load_program_file(kScenarios + "comm_order_inversion_ok.toml");
   const auto a = trace_of(p, 1, {});
   bool differs = false;
   for (uint64_t seed = 2; seed < 10 && !differs; ++seed) differs = trace_of(p, seed, {}) != a;
@@ -50,7 +50,7 @@ TEST(Determinism, DifferentSeedsExploreDifferentSchedules) {
 }
 
 TEST(Determinism, RecordedScheduleReplaysExactly) {
-  const auto p = loader::load_program_file(kScenarios + "lazy_load_preloaded.toml");
+  const auto p = scenario::load_program_file(kScenarios + "lazy_load_preloaded.toml");
   core::RunResult first;
   const auto trace = trace_of(p, 5, *sim::parse_strategy("pct:2"), std::nullopt, &first);
   ASSERT_FALSE(first.decisions.empty());
@@ -61,7 +61,7 @@ TEST(Determinism, RecordedScheduleReplaysExactly) {
 }
 
 TEST(Determinism, ReplayOfAScheduleThatNoLongerFitsIsReported) {
-  const auto p = loader::load_program_file(kScenarios + "lazy_load_preloaded.toml");
+  const auto p = scenario::load_program_file(kScenarios + "lazy_load_preloaded.toml");
   core::RunResult r;
   (void)trace_of(p, 5, {}, std::vector<uint32_t>{999, 999, 999}, &r);
   EXPECT_EQ(r.verdict, core::Verdict::nondeterminism);

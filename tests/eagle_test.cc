@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "engine/config.h"
-#include "loader/serving_loader.h"
+#include "scenario/serving_loader.h"
 #include "serving/runner.h"
 #include "tests/test_util.h"
 #include "verify/monitors/drafter_reference.h"

@@ -203,7 +203,8 @@ TEST(ExportFlightRecorder, PyTorchsSettingsShapeTheDumps) {
 }
 
 TEST(ExportFlightRecorder, PicklesReadBackAsTheValuesWritten) {
-  const Json v = Json::parse(R"({"a": [1, -2, 3000000000, -9000000000000000000, 1.5, true, false, null, "x"], "b": {}, "c": []})");
+  const Json v =
+      Json::parse(R"({"a": [1, -2, 3000000000, -9000000000000000000, 1.5, true, false, null, "x"], "b": {}, "c": []})");
   EXPECT_EQ(traces::unpickle(traces::pickle(v), "v"), v);
 }
 

@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "generator/seeded.h"
-#include "loader/program_loader.h"
+#include "scenario/program_loader.h"
 #include "program/toml_writer.h"
 #include "tools/fidelity_command.h"
 #include "tests/scratch.h"
@@ -24,7 +24,7 @@ TEST(Fidelity, EveryGeneratedProgramIsAScenarioTheLoaderAccepts) {
   for (uint64_t seed = 0; seed < kPrograms; ++seed) {
     const generator::GeneratedProgram g = generator::generate_program(seed, "gen", {});
     const std::string toml = program::to_toml(g.program);
-    EXPECT_NO_THROW((void)loader::parse_program(toml, "gen.toml")) << "seed " << seed << "\n" << toml;
+    EXPECT_NO_THROW((void)scenario::parse_program(toml, "gen.toml")) << "seed " << seed << "\n" << toml;
   }
 }
 
@@ -39,7 +39,7 @@ TEST(Fidelity, AProgramIsAFunctionOfItsSeed) {
 }
 
 // Committed evidence names generated programs by seed: a seed's program must never change. The
-// value was computed independently from what `ppspec_generator_dump seeded` printed at 83caecc,
+// value was computed independently from what `ppspec_generator_dump seeded` printed when it was written,
 // before the generator/ refactor; a change to it needs new evidence, not a new value.
 TEST(Fidelity, ASeedsProgramNeverChanges) {
   uint64_t h = 14695981039346656037ull;  // FNV-1a, 64 bits
@@ -127,7 +127,7 @@ TEST(Fidelity, TheSimulatorOnlyRunWritesProgramsResultsAndTheTable) {
   text << md.rdbuf();
   EXPECT_NE(text.str().find("## By feature"), std::string::npos);
   // Each written program runs as it is and meets the expectation the simulator gave it.
-  const program::Program p = loader::load_program_file((dir / "programs" / "fid-s1-0007.toml").string());
+  const program::Program p = scenario::load_program_file((dir / "programs" / "fid-s1-0007.toml").string());
   EXPECT_EQ(p.name, "fid-s1-0007");
   std::filesystem::remove_all(dir);
 }

@@ -257,7 +257,8 @@ TEST(FlightRecorderShapes, ACollectiveCompletedWithoutAMemberIsAMisalignmentWher
   const core::RunResult proven = b.check(pytorch());
   ASSERT_EQ(proven.verdict, core::Verdict::fifo_misalignment);
   EXPECT_EQ(proven.findings.front().kind, core::kKindUnmatched);
-  EXPECT_TRUE(has(proven.findings.front().summary, "its collective_seq_id 4 (all_reduce f32 [512]) has no partner on rank 1"))
+  EXPECT_TRUE(
+      has(proven.findings.front().summary, "its collective_seq_id 4 (all_reduce f32 [512]) has no partner on rank 1"))
       << proven.findings.front().summary;
 }
 

@@ -52,18 +52,21 @@ TEST(FlightRecorder, ADoublePostIsOneRootCauseNamingTheExtraBroadcast) {
   const core::Finding& f = r.findings[0];
   EXPECT_EQ(f.verdict, core::Verdict::fifo_misalignment);
   EXPECT_EQ(f.kind, "collective-mismatch");
-  EXPECT_TRUE(has(f.summary, "rank 1 posts an extra broadcast i64 [4, 5] on pg 1 (its collective_seq_id 10)")) << f.summary;
+  EXPECT_TRUE(has(f.summary, "rank 1 posts an extra broadcast i64 [4, 5] on pg 1 (its collective_seq_id 10)"))
+      << f.summary;
   ASSERT_GE(f.sites.size(), 2u);
   EXPECT_EQ(f.sites[0].rank, 1) << "the culprit first";
   EXPECT_EQ(f.culprit.rank, 1);
   EXPECT_EQ(f.culprit.what, "extra");
-  EXPECT_TRUE(any_detail(f, "rank 0: 15 of 24 operations completed; stuck from pg 1 collective_seq_id 10")) << f.details.front();
+  EXPECT_TRUE(any_detail(f, "rank 0: 15 of 24 operations completed; stuck from pg 1 collective_seq_id 10"))
+      << f.details.front();
 }
 
 TEST(FlightRecorder, ANarrowBroadcastIsOneRootCauseNamingBothSizes) {
   const core::RunResult r = check_case("size_mismatch");
   ASSERT_EQ(r.findings.size(), 1u) << "PyTorch's analyzer reports 8";
-  EXPECT_TRUE(has(r.findings[0].summary, "pg 1 collective_seq_id 10: rank 1 posts broadcast i64 [4] where rank 0 posts broadcast i64 [4, 6]"))
+  EXPECT_TRUE(has(r.findings[0].summary,
+                  "pg 1 collective_seq_id 10: rank 1 posts broadcast i64 [4] where rank 0 posts broadcast i64 [4, 6]"))
       << r.findings[0].summary;
   EXPECT_EQ(r.findings[0].sites[0].rank, 1);
   EXPECT_EQ(r.findings[0].culprit.rank, 1);
@@ -72,7 +75,8 @@ TEST(FlightRecorder, ANarrowBroadcastIsOneRootCauseNamingBothSizes) {
 TEST(FlightRecorder, TheCallersPythonFramesAreTheWhere) {
   const core::RunResult r = check_dir(kCorpus + "double_post/pickle");
   ASSERT_EQ(r.findings.size(), 1u);
-  EXPECT_TRUE(any_detail(r.findings[0], "rank 1's call: broadcast from step_feedback at fr_cases.py:21, from worker at fr_cases.py:48"))
+  EXPECT_TRUE(any_detail(
+      r.findings[0], "rank 1's call: broadcast from step_feedback at fr_cases.py:21, from worker at fr_cases.py:48"))
       << r.findings[0].details.front();
 }
 
@@ -113,7 +117,9 @@ TEST(FlightRecorderProbes, AnAlignedHangIsAHangWithEachRanksFrontierNeverPass) {
   ASSERT_EQ(r.verdict, core::Verdict::hang);
   const core::Finding& f = r.findings.at(0);
   EXPECT_EQ(f.kind, "stalled");
-  EXPECT_TRUE(has(f.summary, "ranks 0,1 are at pg 1 collective_seq_id 16 (broadcast i64 [4, 6]), which every member posted")) << f.summary;
+  EXPECT_TRUE(
+      has(f.summary, "ranks 0,1 are at pg 1 collective_seq_id 16 (broadcast i64 [4, 6]), which every member posted"))
+      << f.summary;
   EXPECT_TRUE(has(f.summary, "outside the communication order")) << f.summary;
   EXPECT_TRUE(any_detail(f, "rank 0: 21 of 24 operations completed; stuck from pg 1 collective_seq_id 16"));
   EXPECT_TRUE(any_detail(f, "rank 1: 21 of 24 operations completed; stuck from pg 1 collective_seq_id 16"));
@@ -124,7 +130,9 @@ TEST(FlightRecorderProbes, AnExtraSendIsAnUnmatchedP2pWhereRankZeroWaits) {
   ASSERT_EQ(r.verdict, core::Verdict::fifo_misalignment);
   const core::Finding& f = r.findings.at(0);
   EXPECT_EQ(f.kind, "unmatched");
-  EXPECT_TRUE(has(f.summary, "the receive that pairs with rank 0's send #7 on pg 0 (default_pg) (f16 [4, 64], p2p_seq_id 7), where rank 0 waits"))
+  EXPECT_TRUE(has(f.summary,
+                  "the receive that pairs with rank 0's send #7 on pg 0 (default_pg) (f16 [4, 64], p2p_seq_id 7), "
+                  "where rank 0 waits"))
       << f.summary;
   EXPECT_TRUE(has(f.summary, "rank 1 posted 6 receives from rank 0 where rank 0 posted 7")) << f.summary;
 }
@@ -135,7 +143,8 @@ TEST(FlightRecorderProbes, AMissingReceiveIsLocatedAtStepThreeFromTheRecordOrder
   const core::Finding& f = r.findings.at(0);
   EXPECT_EQ(f.kind, "unmatched");
   EXPECT_TRUE(has(f.summary, "rank 1 posted 5 receives from rank 0 where rank 0 posted 6")) << f.summary;
-  EXPECT_TRUE(any_detail(f, "the skipped one is most likely rank 1's receive for rank 0's send #3")) << f.details.front();
+  EXPECT_TRUE(any_detail(f, "the skipped one is most likely rank 1's receive for rank 0's send #3"))
+      << f.details.front();
   EXPECT_EQ(f.culprit.rank, 1);
 }
 
@@ -143,7 +152,8 @@ TEST(FlightRecorderProbes, ARankThatNeverJoinsAGroupIsTheCulprit) {
   const core::RunResult r = check_dir(kProbes + "rank1_never_joins");
   ASSERT_EQ(r.verdict, core::Verdict::fifo_misalignment);
   const core::Finding& f = r.findings.at(0);
-  EXPECT_TRUE(has(f.summary, "rank 1 never posted pg 1 collective_seq_id 1 (broadcast i64 [4, 6]), where rank 0 waits")) << f.summary;
+  EXPECT_TRUE(has(f.summary, "rank 1 never posted pg 1 collective_seq_id 1 (broadcast i64 [4, 6]), where rank 0 waits"))
+      << f.summary;
   EXPECT_TRUE(has(f.summary, "rank 1 never posted on pg 1, of which it is a member by the group table")) << f.summary;
   EXPECT_EQ(f.culprit.rank, 1);
   EXPECT_EQ(f.culprit.position, 0);
@@ -155,7 +165,9 @@ TEST(FlightRecorderProbes, SubgroupP2pNamesGroupLocalRanksAndTheSizeMismatchIsFo
   ASSERT_EQ(r.verdict, core::Verdict::fifo_misalignment);
   const core::Finding& f = r.findings.at(0);
   EXPECT_EQ(f.kind, "p2p-mismatch");
-  EXPECT_TRUE(has(f.summary, "pg 2 (activations): rank 0's send #3 to rank 1 is send f16 [4, 64], the receive it pairs with is recv f16 [4, 32]"))
+  EXPECT_TRUE(has(f.summary,
+                  "pg 2 (activations): rank 0's send #3 to rank 1 is send f16 [4, 64], the receive it pairs with is "
+                  "recv f16 [4, 32]"))
       << f.summary;
   EXPECT_EQ(f.sites.at(0).cseq, 3) << "p2p_seq_id 3";
 }
@@ -174,8 +186,10 @@ TEST(FlightRecorderProbes, ASizeThatOccursElsewhereIsNeverBlamedOnTheRankThatKee
   const core::RunResult r = check_dir(kProbes + "common_size");
   ASSERT_EQ(r.findings.size(), 1u);
   const core::Finding& f = r.findings[0];
-  EXPECT_TRUE(has(f.summary, "pg 1 collective_seq_id 4: rank 0 posts broadcast i64 [4, 6], rank 1 posts broadcast i64 [4, 5]; nothing "
-                             "tells which of them is wrong"))
+  EXPECT_TRUE(
+      has(f.summary,
+          "pg 1 collective_seq_id 4: rank 0 posts broadcast i64 [4, 6], rank 1 posts broadcast i64 [4, 5]; nothing "
+          "tells which of them is wrong"))
       << f.summary;
   EXPECT_NE(f.culprit.rank, 0) << "never rank 0 alone";
 }
@@ -197,7 +211,9 @@ TEST(FlightRecorderProbes, AFourRankCountMismatchNamesTheShortRankAndWhoWaits) {
   ASSERT_EQ(r.verdict, core::Verdict::fifo_misalignment);
   ASSERT_EQ(r.findings.size(), 1u);
   const core::Finding& f = r.findings[0];
-  EXPECT_TRUE(has(f.summary, "rank 3 never posted pg 2 (tp1) collective_seq_id 8 (all_reduce f32 [4, 64]), where rank 2 waits")) << f.summary;
+  EXPECT_TRUE(
+      has(f.summary, "rank 3 never posted pg 2 (tp1) collective_seq_id 8 (all_reduce f32 [4, 64]), where rank 2 waits"))
+      << f.summary;
   EXPECT_TRUE(has(f.summary, "rank 3 posted 7 collective(s) on pg 2 (tp1)")) << f.summary;
   EXPECT_TRUE(has(f.summary, "equal operations cannot tell which")) << f.summary;
   EXPECT_TRUE(any_detail(f, "rank 0: all 8 operations completed"));
@@ -297,7 +313,8 @@ TEST(FlightRecorderGeneral, GlooDumpsAreReadAndChecked) {
     for (int r = 0; r < 2; ++r) d.collective(r, "0", "all_reduce", {r == 1 && s == 4 ? 3 : 6}, "Float", "completed");
   const core::RunResult r = check_dir(d.write("gloo").string());
   ASSERT_EQ(r.verdict, core::Verdict::fifo_misalignment);
-  EXPECT_TRUE(has(r.findings[0].summary, "rank 1 posts all_reduce f32 [3] where rank 0 posts all_reduce f32 [6]")) << r.findings[0].summary;
+  EXPECT_TRUE(has(r.findings[0].summary, "rank 1 posts all_reduce f32 [3] where rank 0 posts all_reduce f32 [6]"))
+      << r.findings[0].summary;
 }
 
 TEST(FlightRecorderGeneral, DumpFilesNamedOneByOneAreOneJobAndAPrefixPicksTheirs) {
@@ -314,7 +331,8 @@ TEST(FlightRecorderGeneral, DumpFilesNamedOneByOneAreOneJobAndAPrefixPicksTheirs
                   dir / ("x_" + std::to_string(r) + ".json"));
   std::ostringstream out2, err2;
   EXPECT_EQ(tools::check_command({.traces = {dir.string()}}, out2, err2), 2);
-  EXPECT_TRUE(has(err2.str(), "dumps under several file-name prefixes: 'nccl_trace_rank_' (4 files), 'x_' (4 files)")) << err2.str();
+  EXPECT_TRUE(has(err2.str(), "dumps under several file-name prefixes: 'nccl_trace_rank_' (4 files), 'x_' (4 files)"))
+      << err2.str();
   std::ostringstream out3, err3;
   EXPECT_EQ(tools::check_command({.traces = {dir.string()}, .prefix = "x_"}, out3, err3), 0) << err3.str();
 }
@@ -369,7 +387,9 @@ TEST(FlightRecorder, AReceiveOfAnotherSizeIsAP2pMismatch) {
   const core::RunResult r = check_dir(dir.string());
   ASSERT_EQ(r.findings.size(), 1u);
   EXPECT_EQ(r.findings[0].kind, "p2p-mismatch");
-  EXPECT_TRUE(has(r.findings[0].summary, "pg 0 (default_pg): rank 0's send #2 to rank 1 is send f16 [4, 64], the receive it pairs with is recv f16 [4, 32]"))
+  EXPECT_TRUE(has(r.findings[0].summary,
+                  "pg 0 (default_pg): rank 0's send #2 to rank 1 is send f16 [4, 64], the receive it pairs with is "
+                  "recv f16 [4, 32]"))
       << r.findings[0].summary;
 }
 
@@ -443,10 +463,12 @@ TEST(FlightRecorder, BadDumpsAreExitTwoWithTheFileRecordAndField) {
   std::ofstream(cut / "rank_1.json") << "{\"version\": \"2.10\", \"entries\": [";
   std::ostringstream out, err;
   EXPECT_EQ(tools::check_command({.traces = {cut.string()}}, out, err), 2);
-  EXPECT_TRUE(has(err.str(), "not JSON: a truncated or corrupt Flight Recorder dump (unreadable at byte 32 of 32)")) << err.str();
+  EXPECT_TRUE(has(err.str(), "not JSON: a truncated or corrupt Flight Recorder dump (unreadable at byte 32 of 32)"))
+      << err.str();
   // A number no integer or double holds: nlohmann's parser throws out_of_range, not parse_error
   // (found by fuzz_flight_recorder; it escaped as an uncaught exception).
-  std::ofstream(cut / "rank_1.json") << R"({"version": "2.10", "pg_config": {}, "entries": [{"time_created_ns": 179604e286935756918}]})";
+  std::ofstream(cut / "rank_1.json")
+      << R"({"version": "2.10", "pg_config": {}, "entries": [{"time_created_ns": 179604e286935756918}]})";
   std::ostringstream out3, err3;
   EXPECT_EQ(tools::check_command({.traces = {cut.string()}}, out3, err3), 2);
   EXPECT_TRUE(has(err3.str(), "holds a number too large for any field")) << err3.str();
@@ -467,12 +489,13 @@ TEST(FlightRecorder, DumpsWithNoEntryAreNothingCheckedNotAPass) {
   EXPECT_TRUE(has(err.str(), "no dump holds an entry: nothing to check")) << err.str();
 }
 
-// The reproducers of tests/robustness-s3/ (README there): each is exit 2 naming what is wrong.
+// The reproducers of tests/robustness-readers/ (README there): each is exit 2 naming what is wrong.
 TEST(FlightRecorder, TheRobustnessReproducersAreExitTwoQuickly) {
-  const std::string dir = std::string(PPSPEC_SOURCE_DIR) + "/tests/robustness-s3/";
+  const std::string dir = std::string(PPSPEC_SOURCE_DIR) + "/tests/robustness-readers/";
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"fr_exit3_rank_file_is_directory", "rank_1.json: named like a Flight Recorder dump, but not a regular file"},
-      {"fr_exit3_stoi_peer", "entry 0 (record 0): a p2p operation 'nccl:send 0->2147483648' whose peers are not group-local ranks"},
+      {"fr_exit3_stoi_peer",
+       "entry 0 (record 0): a p2p operation 'nccl:send 0->2147483648' whose peers are not group-local ranks"},
       {"fr_pickle_exit3_tuple_below_mark", "pickle byte 6: TUPLE2 of missing values (or of values below the MARK)"},
       {"fr_pickle_timeout_deep_append", "values nested more than 64 deep"},
       {"fr_pickle_timeout_memo_bomb", "pickle byte"},

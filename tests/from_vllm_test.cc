@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "core/did_you_mean.h"
-#include "loader/serving_loader.h"
+#include "scenario/serving_loader.h"
 #include "tests/command_test.h"
 #include "tests/scratch.h"
 #include "tools/from_vllm_command.h"
@@ -49,7 +49,7 @@ TEST(FromVllm, ServeFlagsBecomeTheScenariosTopologySpeculationLimitsAndGraphs) {
        "--max-num-seqs", "16", "--max-num-batched-tokens", "512", "--async-scheduling", "--no-enable-prefix-caching",
        "--gpu-memory-utilization", "0.9"});
   const vllm_config::Serving s = vllm_config::to_serving(args);
-  const fuzzer::ServingCase& c = s.scenario;
+  const scenario::ServingCase& c = s.scenario;
   EXPECT_EQ(c.pp, 2);
   EXPECT_EQ(c.tp, 2);
   EXPECT_EQ(c.dp, 1);
@@ -69,10 +69,11 @@ TEST(FromVllm, ServeFlagsBecomeTheScenariosTopologySpeculationLimitsAndGraphs) {
 }
 
 TEST(FromVllm, AConfigFileIsReadAndFlagsAfterItWin) {
-  const std::string yaml = file_in_scratch("vllm.yaml",
-                                           "# serve config\nmodel: Qwen/Qwen3-8B\ntensor_parallel_size: 2\ndata_parallel_size: 2\n"
-                                           "speculative_config: {\"method\": \"ngram\", \"num_speculative_tokens\": 4}\n"
-                                           "max_num_seqs: 8   # per engine\nenforce_eager: true\n");
+  const std::string yaml =
+      file_in_scratch("vllm.yaml",
+                      "# serve config\nmodel: Qwen/Qwen3-8B\ntensor_parallel_size: 2\ndata_parallel_size: 2\n"
+                      "speculative_config: {\"method\": \"ngram\", \"num_speculative_tokens\": 4}\n"
+                      "max_num_seqs: 8   # per engine\nenforce_eager: true\n");
   EngineArgs args = vllm_config::parse_config_file(yaml);
   vllm_config::merge(args, vllm_config::parse_cli({"--tensor-parallel-size", "4"}));
   const vllm_config::Serving s = vllm_config::to_serving(args);
@@ -83,7 +84,9 @@ TEST(FromVllm, AConfigFileIsReadAndFlagsAfterItWin) {
   EXPECT_FALSE(s.scenario.eagle);  // ngram drafts as DSpark, and says so
   EXPECT_TRUE(said(s, "method = \"ngram\": no counterpart"));
 
-  const std::string json = file_in_scratch("vllm.json", R"({"pipeline-parallel-size": 3, "compilation_config": {"cudagraph_capture_sizes": [1, 2, 5, 9]}, "num_speculative_tokens": 1})");
+  const std::string json = file_in_scratch(
+      "vllm.json",
+      R"({"pipeline-parallel-size": 3, "compilation_config": {"cudagraph_capture_sizes": [1, 2, 5, 9]}, "num_speculative_tokens": 1})");
   const vllm_config::Serving j = vllm_config::to_serving(vllm_config::parse_config_file(json));
   EXPECT_EQ(j.scenario.pp, 3);
   EXPECT_EQ(j.scenario.k, 1);
@@ -93,15 +96,16 @@ TEST(FromVllm, AConfigFileIsReadAndFlagsAfterItWin) {
 
 TEST(FromVllm, TheWrittenScenarioReadsBackAndServesCleanly) {
   const std::string file = scratch_path("from_vllm.toml").string();
-  const Out o = from_vllm("", {"-pp", "2", "--speculative-config", R"({"method": "dflash", "num_speculative_tokens": 2})",
-                               "--max-num-seqs", "4", "--async-scheduling"},
+  const Out o = from_vllm("",
+                          {"-pp", "2", "--speculative-config", R"({"method": "dflash", "num_speculative_tokens": 2})",
+                           "--max-num-seqs", "4", "--async-scheduling"},
                           file);
   ASSERT_EQ(o.code, 0) << o.out << o.err;
   EXPECT_NE(o.out.find("ppspec run of the scenario (seed 1): pass"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("pipeline_parallel_size = 2 -> [topology] pp = 2"), std::string::npos) << o.out;
   std::stringstream text;
   text << std::ifstream(file).rdbuf();
-  const serving::ServingScenario s = loader::parse_serving(text.str(), file);
+  const serving::ServingScenario s = scenario::parse_serving(text.str(), file);
   EXPECT_EQ(s.config.topology.pp, 2);
   EXPECT_EQ(s.config.spec.k, 2);
   EXPECT_NE(text.str().find("vLLM -> ppspec"), std::string::npos);
@@ -114,7 +118,8 @@ TEST(FromVllm, BadInputIsExitTwoSayingWhy) {
   EXPECT_NE(o.err.find("did you mean 'pipeline_parallel_size'?"), std::string::npos) << o.err;
   o = from_vllm("", {"--tensor-parallel-size", "two"}, file);
   EXPECT_EQ(o.code, 2);
-  EXPECT_NE(o.err.find("tensor_parallel_size: expected an integer in [1, 64], got \"two\""), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("tensor_parallel_size: expected an integer in [1, 64], got \"two\""), std::string::npos)
+      << o.err;
   o = from_vllm("", {"--speculative-config", R"({"method": "lookahead", "num_speculative_tokens": 2})"}, file);
   EXPECT_EQ(o.code, 2);
   EXPECT_NE(o.err.find("'lookahead' is not a vLLM proposer"), std::string::npos) << o.err;
@@ -133,7 +138,8 @@ TEST(FromVllm, BadInputIsExitTwoSayingWhy) {
 }
 
 TEST(FromVllm, AnArgumentPpspecDoesNotKnowIsSaidAndLeftOut) {
-  const vllm_config::Serving s = vllm_config::to_serving(vllm_config::parse_cli({"--kv-transfer-config", R"({"kv_connector": "x"})"}));
+  const vllm_config::Serving s =
+      vllm_config::to_serving(vllm_config::parse_cli({"--kv-transfer-config", R"({"kv_connector": "x"})"}));
   EXPECT_TRUE(said(s, "kv_transfer_config"));
   EXPECT_TRUE(said(s, "not an engine argument ppspec knows"));
 }

@@ -15,8 +15,8 @@
 
 #include "tests/ppspec_child.h"
 #include "fuzzer/campaign.h"
-#include "loader/serving_loader.h"
-#include "loader/program_loader.h"
+#include "scenario/serving_loader.h"
+#include "scenario/program_loader.h"
 #include "tools/fuzz_command.h"
 #include "tools/run_command.h"
 #include "tests/command_test.h"
@@ -66,7 +66,7 @@ TEST(Fuzz, AFaultIsFoundAndShrunkToAFileThatReproducesIt) {
   // The file, run as a user runs it, meets the expectation the fuzzer wrote into it.
   std::ostringstream out, err;
   EXPECT_EQ(tools::run_command({.files = {f.file}}, out, err), 0) << out.str() << err.str();
-  const serving::ServingScenario s = loader::parse_serving(
+  const serving::ServingScenario s = scenario::parse_serving(
       [&] {
         std::ifstream in(f.file);
         return std::string(std::istreambuf_iterator<char>(in), {});
@@ -150,7 +150,8 @@ TEST(Fuzz, BadInputIsExitTwoWithTheFileLineOrFlag) {
       {{.space = space("[space]\npp = [3, 2]\n"), .cases = "1"}, "space1.toml:2: [space] 'pp': an empty range: 3 > 2"},
       {{.space = space("[space]\nk = [0, 19]\n"), .cases = "1"}, "'k': [0, 19] leaves [0, 16]"},
       {{.space = space("[space]\nppp = [1, 2]\n"), .cases = "1"}, "space3.toml:2: [space]: unknown key 'ppp'"},
-      {{.space = space("[space]\nfeedback = [\"fast\"]\n"), .cases = "1"}, "'feedback': expected a list of: three-message, single-payload"},
+      {{.space = space("[space]\nfeedback = [\"fast\"]\n"), .cases = "1"},
+       "'feedback': expected a list of: three-message, single-payload"},
       {{.space = space("pp = 1\n"), .cases = "1"}, "space5.toml:1: the space file: unknown key 'pp'"},
       {{.shard = "3/2"}, "--shard '3/2': shard 3 of 2 does not exist"},
       {{.shard = "x"}, "--shard 'x': expected I/N"},

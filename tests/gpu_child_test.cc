@@ -22,7 +22,8 @@ std::string fake_child(const std::string& name, const std::string& result, int s
   std::ofstream out(path);
   out << "#!/bin/sh\n";
   if (!result.empty())
-    out << "while [ $# -gt 0 ]; do if [ \"$1\" = --result ]; then printf '%s' '" << result << "' > \"$2\"; fi; shift; done\n";
+    out << "while [ $# -gt 0 ]; do if [ \"$1\" = --result ]; then printf '%s' '" << result
+        << "' > \"$2\"; fi; shift; done\n";
   out << "exit " << status << "\n";
   out.close();
   std::filesystem::permissions(path, std::filesystem::perms::owner_all);
@@ -65,7 +66,8 @@ TEST(GpuChild, ARunWithoutAVerdictIsAFailureSayingHowItEndedNeverAPass) {
 
 TEST(GpuChild, AScenarioThatDoesNotFitIsBadInputAndAVerdictIsAVerdict) {
   gpu_jobs::GpuOutcome o = run_with(fake_child(
-      "too_few", R"({"error": "the scenario has 4 ranks and needs one GPU per rank; this machine has 2", "bad_input": true})", 0));
+      "too_few",
+      R"({"error": "the scenario has 4 ranks and needs one GPU per rank; this machine has 2", "bad_input": true})", 0));
   EXPECT_EQ(o.failure, gpu_jobs::GpuFailure::bad_input);
   EXPECT_NE(o.error.find("this machine has 2"), std::string::npos) << o.error;
   o = run_with(fake_child("hang", R"({"verdict": "hang", "findings": [{"verdict": "hang", "summary": "stuck"}]})", 0));

@@ -9,7 +9,7 @@
 
 #include "fidelity/import_differential.h"
 #include "importer/fr_import.h"
-#include "loader/program_loader.h"
+#include "scenario/program_loader.h"
 #include "program/runner.h"
 #include "tests/command_test.h"
 #include "tests/fr_dumps.h"
@@ -74,7 +74,7 @@ TEST(Import, EveryRecordedJobsScenarioRunsToTheVerdictOfItsDumps) {
     const Out o = import({kCorpus + c.dumps}, file);
     ASSERT_EQ(o.code, 0) << o.out << o.err;
     EXPECT_NE(o.out.find(fmt::format("the same verdict ({})", c.verdict_class)), std::string::npos) << o.out;
-    const program::Program p = loader::load_program_file(file);
+    const program::Program p = scenario::load_program_file(file);
     const core::RunResult r = program::run_on_sim(p, program::SimRunOptions{});
     EXPECT_EQ(class_of(r), c.verdict_class) << (r.findings.empty() ? "" : r.findings.front().summary);
     EXPECT_EQ(r.verdict, p.expect.verdict);
@@ -203,8 +203,8 @@ TEST(Import, ATraceImportsWithItsRecordedStreams) {
     const Out o = import({(dir / "trace.jsonl").string()}, file);
     ASSERT_EQ(o.code, 0) << o.out << o.err;
     EXPECT_NE(o.out.find(fmt::format("the same verdict ({})", c.verdict_class)), std::string::npos) << o.out;
-    const program::Program original = loader::load_program_file(kScenarios + c.dumps + ".toml");
-    const program::Program imported = loader::load_program_file(file);
+    const program::Program original = scenario::load_program_file(kScenarios + c.dumps + ".toml");
+    const program::Program imported = scenario::load_program_file(file);
     for (const std::string& s : imported.streams)
       EXPECT_NE(std::find(original.streams.begin(), original.streams.end(), s), original.streams.end()) << s;
   }
@@ -215,7 +215,8 @@ TEST(Import, ATraceImportsWithItsRecordedStreams) {
   (void)fidelity::compare_on_dumps(kScenarios + "event_wait_deadlock.toml", dir.string());
   const Out host = import({(dir / "trace.jsonl").string()}, (dir / "imported.toml").string());
   EXPECT_EQ(host.code, 0) << host.out << host.err;
-  EXPECT_NE(host.out.find("the same hang: the scenario's deadlock runs through a host wait"), std::string::npos) << host.out;
+  EXPECT_NE(host.out.find("the same hang: the scenario's deadlock runs through a host wait"), std::string::npos)
+      << host.out;
   const Out none = import({(scratch_path("import_trace_none.jsonl")).string()}, scenario_path("none"));
   EXPECT_EQ(none.code, 2);
 }

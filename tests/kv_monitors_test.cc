@@ -66,8 +66,9 @@ TEST(KvOwnership, AStoreIntoABlockNeverGivenToTheRequestIsReportedWithRankBlockA
   EXPECT_EQ(f.verdict, Verdict::kv_violation);
   EXPECT_EQ(f.kind, "kv-ownership");
   EXPECT_EQ(f.engine_step, 1);
-  EXPECT_NE(f.summary.find("rank2 (stage 1) at step 1: the target's KV write for request 7 at position 1 stores into slot 81 of "
-                           "block 5, which the request does not hold: request 8 holds it since step 1"),
+  EXPECT_NE(f.summary.find(
+                "rank2 (stage 1) at step 1: the target's KV write for request 7 at position 1 stores into slot 81 of "
+                "block 5, which the request does not hold: request 8 holds it since step 1"),
             std::string::npos)
       << f.summary;
   EXPECT_EQ(f.sites.at(0).rank, 2);
@@ -124,7 +125,8 @@ TEST(KvOwnership, ALedgerThatGivesAHeldBlockIsInconsistent) {
   EXPECT_TRUE(fx.found.empty());
   fx.allocate(8, 2, 0, {3});
   ASSERT_EQ(fx.found.size(), 1u);
-  EXPECT_NE(fx.found[0].summary.find("gave block 3 to request 8 at step 2 while request 7 still held it"), std::string::npos)
+  EXPECT_NE(fx.found[0].summary.find("gave block 3 to request 8 at step 2 while request 7 still held it"),
+            std::string::npos)
       << fx.found[0].summary;
 }
 
@@ -145,9 +147,10 @@ TEST(KvOwnership, ASharedBlockIsReadOnlyToTheRequestThatHitIt) {
       EXPECT_TRUE(fx.found.empty());
       continue;
     }
-    fx.expect_one("rank2 (stage 1) at step 2: the target's KV write for request 8 at position 15 stores into slot 63 of block 3, "
-                  "which the request holds read-only: it shares it through the prefix cache since step 2 (1 request shares it, "
-                  "request 7 owns it; request 7 computed it, cached at step 1)");
+    fx.expect_one(
+        "rank2 (stage 1) at step 2: the target's KV write for request 8 at position 15 stores into slot 63 of block 3, "
+        "which the request holds read-only: it shares it through the prefix cache since step 2 (1 request shares it, "
+        "request 7 owns it; request 7 computed it, cached at step 1)");
     EXPECT_EQ(fx.found.at(0).kind, "kv-ownership");
     EXPECT_NE(fx.found[0].details.at(0).find("#11186"), std::string::npos);
   }
@@ -191,8 +194,9 @@ TEST(KvOwnership, AStoreIntoACachedBlockAfterItsStepIsReported) {
       EXPECT_TRUE(fx.found.empty());
       continue;
     }
-    fx.expect_one("stores into slot 53 of block 3, which entered the prefix cache at step 1 (no other request shares it yet, "
-                  "request 7 owns it): its content was final");
+    fx.expect_one(
+        "stores into slot 53 of block 3, which entered the prefix cache at step 1 (no other request shares it yet, "
+        "request 7 owns it): its content was final");
   }
 }
 
@@ -232,8 +236,9 @@ TEST(LeakChecker, AnAbortedRequestScheduledAgainIsALeak) {
     ASSERT_EQ(fx.found.size(), 1u);
     EXPECT_EQ(fx.found[0].verdict, Verdict::leak);
     EXPECT_EQ(fx.found[0].kind, "abort-ignored");
-    EXPECT_NE(fx.found[0].summary.find("request 7 was aborted at step 4, yet the engine core scheduled it again at step 5, holding 2 KV "
-                                       "blocks"),
+    EXPECT_NE(fx.found[0].summary.find(
+                  "request 7 was aborted at step 4, yet the engine core scheduled it again at step 5, holding 2 KV "
+                  "blocks"),
               std::string::npos)
         << fx.found[0].summary;
   }
@@ -257,7 +262,8 @@ TEST(LeakChecker, ServingEndsWithEveryBlockFreeAndEveryRequestReleased) {
     }
     ASSERT_EQ(fx.found.size(), 2u);
     EXPECT_EQ(fx.found[0].kind, "blocks-leaked");
-    EXPECT_NE(fx.found[0].summary.find("serving ended with 2 KV blocks still held; the first, block 5, by request 8"), std::string::npos)
+    EXPECT_NE(fx.found[0].summary.find("serving ended with 2 KV blocks still held; the first, block 5, by request 8"),
+              std::string::npos)
         << fx.found[0].summary;
     EXPECT_EQ(fx.found[1].kind, "request-leaked");
   }
@@ -279,7 +285,9 @@ TEST(LeakChecker, CachedFreeBlocksAreNoLeakASharedOneStillHeldIs) {
       EXPECT_TRUE(fx.found.empty());
       continue;
     }
-    fx.expect_one("serving ended with 1 KV blocks still held; the first, block 3, by request 8 (shared through the prefix cache)");
+    fx.expect_one(
+        "serving ended with 1 KV blocks still held; the first, block 3, by request 8 (shared through the prefix "
+        "cache)");
   }
 }
 
@@ -305,8 +313,9 @@ TEST(SchedulingCadence, ARequestDecodesAgainOnlyOnceItsFeedbackCanHaveBeenAdopte
     }
     ASSERT_EQ(fx.found.size(), 1u);
     EXPECT_EQ(fx.found[0].kind, "scheduling-cadence");
-    EXPECT_NE(fx.found[0].summary.find("scheduled request 7 at step 5, 1 step after its step 4: the feedback of step 4 reaches the "
-                                       "earlier stages only at step 6 (pp = 2)"),
+    EXPECT_NE(fx.found[0].summary.find(
+                  "scheduled request 7 at step 5, 1 step after its step 4: the feedback of step 4 reaches the "
+                  "earlier stages only at step 6 (pp = 2)"),
               std::string::npos)
         << fx.found[0].summary;
   }

@@ -5,7 +5,7 @@
 
 #include "core/error.h"
 #include "core/dtype.h"
-#include "loader/program_loader.h"
+#include "scenario/program_loader.h"
 #include "tests/test_util.h"
 
 namespace ppspec::testing {
@@ -43,7 +43,7 @@ std::string with(const std::string& from, const std::string& to) { return replac
 
 class BadInput : public ::testing::TestWithParam<Bad> {};
 
-TEST_P(BadInput, IsRejectedWithFileLineAndReason) { expect_rejected(GetParam(), loader::parse_program); }
+TEST_P(BadInput, IsRejectedWithFileLineAndReason) { expect_rejected(GetParam(), scenario::parse_program); }
 
 INSTANTIATE_TEST_SUITE_P(
     Loader, BadInput,
@@ -87,7 +87,7 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<Bad>& param_info) { return param_info.param.name; });
 
 TEST(Loader, GoodProgramLoads) {
-  const program::Program p = loader::parse_program(kGood, "good.toml");
+  const program::Program p = scenario::parse_program(kGood, "good.toml");
   EXPECT_EQ(p.num_ranks, 2);
   ASSERT_EQ(p.ranks.size(), 2u);
   ASSERT_EQ(p.ranks[0].size(), 1u);
@@ -101,9 +101,9 @@ TEST(Loader, GoodProgramLoads) {
 // torch's spellings are aliases: dtypes (float32, torch.int64, half) and src / dst for peers and roots.
 TEST(Loader, TorchSpellingsAreAliases) {
   const program::Program p =
-      loader::parse_program(replaced(replaced(kGood, "peer = 1, dtype = \"i32\"", "dst = 1, dtype = \"torch.int64\""),
-                                     "peer = 0, dtype = \"i32\"", "src = 0, dtype = \"int64\""),
-                            "aliases.toml");
+      scenario::parse_program(replaced(replaced(kGood, "peer = 1, dtype = \"i32\"", "dst = 1, dtype = \"torch.int64\""),
+                                       "peer = 0, dtype = \"i32\"", "src = 0, dtype = \"int64\""),
+                              "aliases.toml");
   EXPECT_EQ(p.ranks[0][0].ops[0].peer, 1);
   EXPECT_EQ(p.ranks[0][0].ops[0].dtype, core::Dtype::i64);
   EXPECT_EQ(p.ranks[1][0].ops[0].peer, 0);
@@ -115,13 +115,14 @@ TEST(Loader, TorchSpellingsAreAliases) {
 
 // No [expect]: explore mode. The scenario runs to show what it does; a pass is as expected.
 TEST(Loader, ANoExpectScenarioIsExploredAndAPassIsAsExpected) {
-  const program::Program p = loader::parse_program(replaced(kGood, "[expect]\nverdict = \"pass\"", ""), "explore.toml");
+  const program::Program p =
+      scenario::parse_program(replaced(kGood, "[expect]\nverdict = \"pass\"", ""), "explore.toml");
   EXPECT_FALSE(p.expect.given);
   EXPECT_EQ(p.expect.verdict, core::Verdict::pass);
 }
 
 TEST(Loader, MissingFileIsAnInputError) {
-  EXPECT_THROW((void)loader::load_program_file("/nonexistent/x.toml"), core::InputError);
+  EXPECT_THROW((void)scenario::load_program_file("/nonexistent/x.toml"), core::InputError);
 }
 
 }  // namespace

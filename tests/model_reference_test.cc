@@ -123,7 +123,8 @@ TEST(ModelReference, AWrongDeepLaneOnTheLastStageIsBlamedOnItsOwnLayers) {
   EXPECT_EQ(f.verdict, core::Verdict::output_divergence);
   EXPECT_EQ(f.kind, "stage-output");
   EXPECT_EQ(f.engine_step, 0);
-  EXPECT_NE(f.summary.find("rank1 (stage 1) computes request -2 at position 1 (engine step 0)"), std::string::npos) << f.summary;
+  EXPECT_NE(f.summary.find("rank1 (stage 1) computes request -2 at position 1 (engine step 0)"), std::string::npos)
+      << f.summary;
   EXPECT_NE(f.summary.find("deep lanes 0..7 after layer 4 differ"), std::string::npos) << f.summary;
   ASSERT_GE(f.details.size(), 2u);
   EXPECT_NE(f.details[0].find("positions 0..0 agree: position 1 is the first that differs"), std::string::npos)
@@ -165,7 +166,8 @@ TEST(ModelReference, AGreedySampleOtherThanTheModelsIsReportedAndATemperatureOne
     EXPECT_NE(fx.found[0].summary.find(fmt::format("rank1 samples [{}] for greedy request 7 at engine step 0", wrong)),
               std::string::npos)
         << fx.found[0].summary;
-    EXPECT_NE(fx.found[0].details[1].find("the last stage's activations for every row agree with the model"), std::string::npos);
+    EXPECT_NE(fx.found[0].details[1].find("the last stage's activations for every row agree with the model"),
+              std::string::npos);
   }
 }
 

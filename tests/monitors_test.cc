@@ -36,7 +36,8 @@ TEST(DraftFreshness, FreshDraftsPassAndStaleOnesNameRequestStageStepAndBothLists
   const core::Finding& f = fx.found[0];
   EXPECT_EQ(f.verdict, Verdict::stale_draft);
   EXPECT_EQ(f.engine_step, 7);
-  EXPECT_NE(f.summary.find("rank0 (stage 0) verifies request 7 at engine step 7 with drafts [11, 12, 13]"), std::string::npos)
+  EXPECT_NE(f.summary.find("rank0 (stage 0) verifies request 7 at engine step 7 with drafts [11, 12, 13]"),
+            std::string::npos)
       << f.summary;
   EXPECT_NE(f.summary.find("proposed [21, 22, 23] for it at engine step 5"), std::string::npos) << f.summary;
   EXPECT_EQ(f.sites.at(0).rank, 0);
@@ -67,6 +68,23 @@ TEST(DraftFreshness, WarmupAndPrefillRowsAreNotChecked) {
   EXPECT_TRUE(fx.found.empty());
 }
 
+// A decode row the monitor cannot judge (no proposal of its request on record) is counted, never a
+// silent pass; a row it judged is not.
+TEST(DraftFreshness, RowsWithoutAProposalAreCountedAsSkipped) {
+  Fixture<verify::DraftFreshness> fx;
+  fx.phase(0, core::WarmupPhase::serving);
+  fx.send(EventKind::drafts_proposed, 2, 3, 7, {11, 12, 13});
+  fx.send(EventKind::inputs_built, 0, 5, 7, {40, 99, 11, 12, 13}, 1);
+  EXPECT_TRUE(fx.monitor->skipped().empty());
+  fx.send(EventKind::inputs_built, 0, 5, 8, {40, 99, 11, 12, 13}, 1);  // request 8 proposed nothing
+  fx.send(EventKind::drafts_adopted, 1, 9, 7, {11, 12, 13});          // no proposal of step 9
+  EXPECT_TRUE(fx.found.empty());
+  const auto& skipped = fx.monitor->skipped();
+  ASSERT_EQ(skipped.size(), 2u);
+  EXPECT_EQ(skipped.at("draft freshness: decode rows whose request has no proposal on record"), 1u);
+  EXPECT_EQ(skipped.at("draft freshness: adoptions with no proposal of their step on record"), 1u);
+}
+
 std::vector<int64_t> inert_rows(int n) {
   std::vector<int64_t> v;
   for (int i = 0; i < n; ++i) v.insert(v.end(), {0, 0, 1, -1, 0});
@@ -91,9 +109,10 @@ TEST(PaddingChecker, StaleOrNeverWrittenRowsAreAViolationNamingTheRow) {
   ASSERT_EQ(fx.found.size(), 1u);
   EXPECT_EQ(fx.found[0].verdict, Verdict::padding_violation);
   EXPECT_EQ(fx.found[0].engine_step, 4);
-  EXPECT_EQ(fx.found[0].summary,
-            "rank1 prepare_dflash_inputs: padding row 10 has input id 17 (expected 0), is_padding unset, not stored by the "
-            "kernel this step: the graph reads stale or never-written memory");
+  EXPECT_EQ(
+      fx.found[0].summary,
+      "rank1 prepare_dflash_inputs: padding row 10 has input id 17 (expected 0), is_padding unset, not stored by the "
+      "kernel this step: the graph reads stale or never-written memory");
 }
 
 // Each hint follows from the rows' values: which rows are wrong and what they hold.
@@ -211,7 +230,8 @@ TEST(WarmupDiscipline, FeedbackDuringWarmupAndALoadWhileServingAreHazards) {
   EXPECT_EQ(fx.found[0].kind, "feedback-during-warmup");
   EXPECT_EQ(fx.found[1].kind, "module-load-after-warmup");
   EXPECT_EQ(fx.found[1].engine_step, 12);
-  EXPECT_NE(fx.found[1].summary.find("rank1 loads kernel module post_update[deferred] while serving"), std::string::npos);
+  EXPECT_NE(fx.found[1].summary.find("rank1 loads kernel module post_update[deferred] while serving"),
+            std::string::npos);
 }
 
 // Evidence is what a rank posts, not what it announces: announcing "feedback disabled" and posting
@@ -308,7 +328,8 @@ TEST(PaddingInvariance, GraphsAndEagerAgreeOrTheFirstDifferenceIsReported) {
   EXPECT_EQ(f->verdict, Verdict::output_divergence);
   EXPECT_EQ(f->kind, "padding-invariance");
   EXPECT_EQ(f->engine_step, 10) << "the draft difference at step 10 precedes the token difference at step 11";
-  EXPECT_NE(f->summary.find("request 0 verified different drafts at its decode step 0 than with eager"), std::string::npos)
+  EXPECT_NE(f->summary.find("request 0 verified different drafts at its decode step 0 than with eager"),
+            std::string::npos)
       << f->summary;
 }
 
@@ -360,7 +381,8 @@ TEST(StageAgreement, AStepScheduledAheadIsCheckedAgainstTheCountLessTheRejectedD
     }
     ASSERT_EQ(fx.found.size(), 1u);
     EXPECT_EQ(fx.found.front().kind, "stage-position");
-    EXPECT_NE(fx.found.front().summary.find("at position 14 at engine step 5, but the engine core has computed 12"), std::string::npos)
+    EXPECT_NE(fx.found.front().summary.find("at position 14 at engine step 5, but the engine core has computed 12"),
+              std::string::npos)
         << fx.found.front().summary;
   }
 }
@@ -418,8 +440,10 @@ TEST(StageAgreement, AdoptingAnotherStepsFeedbackIsAnAdoptionDivergence) {
   fx.send(EventKind::feedback_adopted, 0, 5, 7, {2, 2, 21, 22});  // step 3's, adopted as step 5's
   ASSERT_EQ(fx.found.size(), 1u);
   EXPECT_EQ(fx.found.front().kind, "stage-adoption");
-  EXPECT_NE(fx.found.front().details.front().find("at engine step 3: the update read the feedback slot of another step"),
-            std::string::npos) << fx.found.front().details.front();
+  EXPECT_NE(
+      fx.found.front().details.front().find("at engine step 3: the update read the feedback slot of another step"),
+      std::string::npos)
+      << fx.found.front().details.front();
 }
 
 TEST(StageAgreement, AdoptingIntoARowAnotherRequestHoldsIsAnAdoptionDivergence) {
@@ -456,8 +480,10 @@ TEST(StageAgreement, ABonusTokenLandedInTheWrongRowIsNamedFromTheRowItselfEvenWh
     ASSERT_EQ(fx.found.size(), 1u);
     const core::Finding& f = fx.found.front();
     EXPECT_EQ(f.kind, "stage-adoption");
-    EXPECT_NE(f.summary.find("leaves token 41 as request 7's bonus token in row 2 after adopting the feedback of engine step 3"),
-              std::string::npos) << f.summary;
+    EXPECT_NE(f.summary.find(
+                  "leaves token 41 as request 7's bonus token in row 2 after adopting the feedback of engine step 3"),
+              std::string::npos)
+        << f.summary;
     EXPECT_NE(f.details.front().find("it is request 9's last token at the same step"), std::string::npos)
         << f.details.front();
   }
@@ -527,9 +553,10 @@ TEST(StageAgreement, WarmupPositionsAreCheckedAndWarmupTokensAreNot) {
   ASSERT_EQ(off.found.size(), 1u);
   EXPECT_EQ(off.found[0].kind, "stage-position");
   EXPECT_EQ(off.found[0].engine_step, 1);
-  EXPECT_NE(off.found[0].summary.find("rank0 (stage 0) embeds request -2 at position 9 at engine step 1, but the engine core "
-                                      "has computed 10"),
-            std::string::npos)
+  EXPECT_NE(
+      off.found[0].summary.find("rank0 (stage 0) embeds request -2 at position 9 at engine step 1, but the engine core "
+                                "has computed 10"),
+      std::string::npos)
       << off.found[0].summary;
 }
 
@@ -549,8 +576,9 @@ TEST(StageAgreement, APrefillChunkFromAnotherOffsetOfThePromptIsNamed) {
     }
     ASSERT_EQ(fx.found.size(), 1u);
     EXPECT_EQ(fx.found[0].kind, "stage-token");
-    EXPECT_NE(fx.found[0].summary.find("rank0 (stage 0) embeds token 42 at position 3 of request 7's prefill at engine step 3; "
-                                       "the prompt has 43"),
+    EXPECT_NE(fx.found[0].summary.find(
+                  "rank0 (stage 0) embeds token 42 at position 3 of request 7's prefill at engine step 3; "
+                  "the prompt has 43"),
               std::string::npos)
         << fx.found[0].summary;
     EXPECT_NE(fx.found[0].details[0].find("an offset of -1"), std::string::npos) << fx.found[0].details[0];

@@ -58,8 +58,10 @@ TEST(PipelineBubble, FeedbackPostedForAStepOfNonFinalChunksOnlyIsABubble) {
   EXPECT_EQ(f.kind, "pipeline-bubble");
   EXPECT_EQ(f.engine_step, 5);
   EXPECT_EQ(f.summary,
-            "rank0 (stage 0) waits for feedback of engine step 5 that no request of the step needs: broadcast i64[2, 4] root rank2 "
-            "'feedback.sampled@step5'; the step's 2 requests, 3 and 4, are all non-final prefill chunks: no row produces a sample");
+            "rank0 (stage 0) waits for feedback of engine step 5 that no request of the step needs: broadcast i64[2, "
+            "4] root rank2 "
+            "'feedback.sampled@step5'; the step's 2 requests, 3 and 4, are all non-final prefill chunks: no row "
+            "produces a sample");
   ASSERT_GE(f.details.size(), 3u);
   EXPECT_EQ(f.details[0], "request 3: prefill tokens [0, 32) of 120, a non-final chunk: its sample is discarded");
   EXPECT_EQ(f.details[1], "request 4: prefill tokens [32, 64) of 100, a non-final chunk: its sample is discarded");

@@ -109,7 +109,9 @@ TEST(Replay, AChangedScenarioOrAGpuTraceIsExitTwo) {
   }
   const Out commented = replay(trace.string(), copy.string());
   EXPECT_EQ(commented.code, 0) << commented.out << commented.err;
-  EXPECT_NE(commented.err.find("only in comments and blank lines; using the scenario the trace embeds"), std::string::npos) << commented.err;
+  EXPECT_NE(commented.err.find("only in comments and blank lines; using the scenario the trace embeds"),
+            std::string::npos)
+      << commented.err;
   std::ofstream(copy, std::ios::app) << "\n[explore]\nseeds = 3\n";
   const Out r = replay(trace.string(), copy.string());
   EXPECT_EQ(r.code, 2) << r.out;

@@ -1,4 +1,4 @@
-// Reports that explain the cause (issue 11): each situation both ways — present, and the report
+// Reports that explain the cause: each situation both ways — present, and the report
 // says it; absent, and the report does not.
 #include <gtest/gtest.h>
 
@@ -42,8 +42,9 @@ TEST(Reports, AStreamEventWaitDeadlockNamesTheEventAndTheLinesOfItsRecordAndWait
   const std::string report = all_text(r.findings[0]);
   const std::string record = line_of(text, R"(op = "record")");
   const std::string wait = line_of(text, kWaitEvent);
-  EXPECT_TRUE(has(report, fmt::format("rank0.s2       waits (wait_event) for event 'got_reply', recorded on rank0.s1 at {} [{}]",
-                                      record, wait)))
+  EXPECT_TRUE(has(
+      report, fmt::format("rank0.s2       waits (wait_event) for event 'got_reply', recorded on rank0.s1 at {} [{}]",
+                          record, wait)))
       << report;
   EXPECT_TRUE(has(report, "has not reached the record of event 'got_reply'")) << report;
   bool wait_site = false;
@@ -57,8 +58,9 @@ TEST(Reports, AHostEventSyncDeadlockNamesTheEventAndTheLinesOfItsRecordAndWait) 
   const auto r = run_toml(text);
   ASSERT_EQ(r.verdict, Verdict::deadlock);
   const std::string report = all_text(r.findings[0]);
-  EXPECT_TRUE(has(report, fmt::format("rank0.host     blocked in event_sync of event 'got_reply', recorded on rank0.s1 at {} [{}]",
-                                      line_of(text, R"(op = "record")"), line_of(text, R"(op = "event_sync")"))))
+  EXPECT_TRUE(has(
+      report, fmt::format("rank0.host     blocked in event_sync of event 'got_reply', recorded on rank0.s1 at {} [{}]",
+                          line_of(text, R"(op = "record")"), line_of(text, R"(op = "event_sync")"))))
       << report;
 }
 
@@ -75,7 +77,8 @@ TEST(Reports, ADeadlockWithoutAnEventSaysNothingOfEvents) {
 
 // ---- 2. cross-communicator-order notes carry the lines of the operations on each rank ----
 
-const std::string kRank1Order = R"(  { op = "all_reduce", comm = "B", dtype = "f32", count = 1024, stream = "s2", label = "grad.B" },
+const std::string kRank1Order =
+    R"(  { op = "all_reduce", comm = "B", dtype = "f32", count = 1024, stream = "s2", label = "grad.B" },
   { op = "all_reduce", comm = "A", dtype = "f32", count = 1024, stream = "s1", label = "grad.A" },)";
 
 TEST(Reports, ACrossCommunicatorOrderNoteNamesTheLinesOfBothOrders) {
@@ -90,13 +93,15 @@ TEST(Reports, ACrossCommunicatorOrderNoteNamesTheLinesOfBothOrders) {
   const std::string r0a = line_of(text, "label = \"grad.A\""), r0b = line_of(text, "label = \"grad.B\"");
   const std::string r1b = line_of(text, "label = \"grad.B\"", "[rank.1]"),
                     r1a = line_of(text, "label = \"grad.A\"", "[rank.1]");
-  EXPECT_TRUE(has(report, fmt::format("rank0 issues 'A' #1 (all_reduce f32[1024] 'grad.A') on rank0.s1 at {}, then 'B' #1 "
-                                      "(all_reduce f32[1024] 'grad.B') on rank0.s2 at {}",
-                                      r0a, r0b)))
+  EXPECT_TRUE(
+      has(report, fmt::format("rank0 issues 'A' #1 (all_reduce f32[1024] 'grad.A') on rank0.s1 at {}, then 'B' #1 "
+                              "(all_reduce f32[1024] 'grad.B') on rank0.s2 at {}",
+                              r0a, r0b)))
       << report;
-  EXPECT_TRUE(has(report, fmt::format("rank1 issues 'B' #1 (all_reduce f32[1024] 'grad.B') on rank1.s2 at {}, then 'A' #1 "
-                                      "(all_reduce f32[1024] 'grad.A') on rank1.s1 at {}",
-                                      r1b, r1a)))
+  EXPECT_TRUE(
+      has(report, fmt::format("rank1 issues 'B' #1 (all_reduce f32[1024] 'grad.B') on rank1.s2 at {}, then 'A' #1 "
+                              "(all_reduce f32[1024] 'grad.A') on rank1.s1 at {}",
+                              r1b, r1a)))
       << report;
   ASSERT_EQ(note->sites.size(), 4u);
   EXPECT_EQ(note->sites[0].origin, r0a);
@@ -104,7 +109,8 @@ TEST(Reports, ACrossCommunicatorOrderNoteNamesTheLinesOfBothOrders) {
 }
 
 TEST(Reports, TheSameOrderOnEveryRankGivesNoCrossCommunicatorNote) {
-  const std::string same = R"(  { op = "all_reduce", comm = "A", dtype = "f32", count = 1024, stream = "s1", label = "grad.A" },
+  const std::string same =
+      R"(  { op = "all_reduce", comm = "A", dtype = "f32", count = 1024, stream = "s1", label = "grad.A" },
   { op = "all_reduce", comm = "B", dtype = "f32", count = 1024, stream = "s2", label = "grad.B" },)";
   const auto r = run_toml(replaced(scenario_text("comm_order_inversion_ok.toml"), kRank1Order, same));
   EXPECT_EQ(r.verdict, Verdict::pass);
@@ -126,8 +132,9 @@ TEST(Reports, TheSameMessageInTwoSizesIsNamedAsASizeMismatchNotAShift) {
                                     broadcast_post(1, 1, 6, "feedback.sampled", 2), "pp_broadcast0", 0, false);
   ASSERT_TRUE(f.has_value());
   EXPECT_EQ(f->verdict, Verdict::fifo_misalignment) << "R5: still a misalignment to NCCL";
-  EXPECT_EQ(f->summary, "collective #0 on 'pp_broadcast0': the same message 'feedback.sampled@step2' in two sizes: count 6 vs 12 "
-                        "(1 row vs 2) — rank1 sends i64[1, 6], rank0 receives i64[2, 6]");
+  EXPECT_EQ(f->summary,
+            "collective #0 on 'pp_broadcast0': the same message 'feedback.sampled@step2' in two sizes: count 6 vs 12 "
+            "(1 row vs 2) — rank1 sends i64[1, 6], rank0 receives i64[2, 6]");
   EXPECT_TRUE(has(all_text(*f), "agree on which operation it is, not on its size")) << all_text(*f);
   const auto narrow = core::misalignment(broadcast_post(0, 2, 6, "feedback.sampled", 2),
                                          broadcast_post(1, 2, 1, "feedback.sampled", 2), "pp_broadcast0", 0, false);
@@ -218,7 +225,8 @@ ops = [
 // One all_reduce per rank with these counts (a negative count: the rank posts nothing), labelled
 // "grad" or as `labels` says ("": no label).
 std::string all_reduce(const std::vector<int>& counts, const std::vector<std::string>& labels = {}) {
-  std::string s = fmt::format("kind = \"program\"\nranks = {}\n[[communicator]]\nname = \"tp\"\nranks = [", counts.size());
+  std::string s =
+      fmt::format("kind = \"program\"\nranks = {}\n[[communicator]]\nname = \"tp\"\nranks = [", counts.size());
   for (size_t r = 0; r < counts.size(); ++r) s += fmt::format("{}{}", r ? ", " : "", r);
   s += "]\n";
   for (size_t r = 0; r < counts.size(); ++r) {
@@ -237,7 +245,8 @@ std::pair<core::Finding, core::Finding> both_ways(const std::string& text, uint6
   Recorder rec;
   const auto r = run_toml(text, seed, &rec);
   EXPECT_EQ(r.verdict, Verdict::fifo_misalignment);
-  std::vector<std::string> lines{R"({"ppspec_trace":1,"backend":"sim","scenario":"t","file":"test.toml","seed":1,"strategy":"random"})"};
+  std::vector<std::string> lines{
+      R"({"ppspec_trace":1,"backend":"sim","scenario":"t","file":"test.toml","seed":1,"strategy":"random"})"};
   lines.insert(lines.end(), rec.lines.begin(), rec.lines.end());
   const auto checked = verify::check_lines(lines, "t.jsonl");
   EXPECT_EQ(checked.verdict, Verdict::fifo_misalignment);
@@ -251,8 +260,9 @@ TEST(Reports, ACollectiveMismatchAmongFourRanksNamesTheOddOneOutInTheRunAndInThe
     SCOPED_TRACE(seed);
     const auto [sim, trace] = both_ways(text, seed);
     EXPECT_EQ(sim.kind, "collective-mismatch");
-    EXPECT_TRUE(has(sim.summary, "count 1024 vs 512 — ranks 0,1,3 posted all_reduce f32[1024] 'grad'; rank 2 (the odd one "
-                                 "out) posted all_reduce f32[512] 'grad'"))
+    EXPECT_TRUE(has(sim.summary,
+                    "count 1024 vs 512 — ranks 0,1,3 posted all_reduce f32[1024] 'grad'; rank 2 (the odd one "
+                    "out) posted all_reduce f32[512] 'grad'"))
         << sim.summary;
     EXPECT_EQ(trace.summary, sim.summary) << "one formatter for the simulator and the trace checker";
     EXPECT_EQ(trace.time, sim.time) << "stamped when the first member disagreed";
@@ -266,14 +276,16 @@ TEST(Reports, ACollectiveMismatchAmongFourRanksNamesTheOddOneOutInTheRunAndInThe
 
 TEST(Reports, ACollectiveMismatchSaysWhoHasNotPostedAndWhenNoRankIsTheOddOneOut) {
   auto [sim, trace] = both_ways(all_reduce({1024, 1024, 512, 512}), 1);
-  EXPECT_TRUE(has(sim.summary, "— ranks 0,1 posted all_reduce f32[1024] 'grad'; ranks 2,3 posted all_reduce f32[512] 'grad'"))
+  EXPECT_TRUE(
+      has(sim.summary, "— ranks 0,1 posted all_reduce f32[1024] 'grad'; ranks 2,3 posted all_reduce f32[512] 'grad'"))
       << sim.summary;
   EXPECT_FALSE(has(sim.summary, "odd one out")) << "two against two: nobody is the odd one out";
   EXPECT_EQ(trace.summary, sim.summary);
   // Rank 3 never posts: the others' report does not wait for it forever.
   std::tie(sim, trace) = both_ways(all_reduce({1024, 512, 1024, -1}), 1);
-  EXPECT_TRUE(has(sim.summary, "— ranks 0,2 posted all_reduce f32[1024] 'grad'; rank 1 (the odd one out) posted all_reduce "
-                               "f32[512] 'grad'; rank 3 has not posted collective #0"))
+  EXPECT_TRUE(has(sim.summary,
+                  "— ranks 0,2 posted all_reduce f32[1024] 'grad'; rank 1 (the odd one out) posted all_reduce "
+                  "f32[512] 'grad'; rank 3 has not posted collective #0"))
       << sim.summary;
   EXPECT_EQ(trace.summary, sim.summary);
 }
@@ -296,7 +308,9 @@ TEST(Reports, TwoLabelsDisagreeWhicheverRankPostsFirstEvenBesideAnUnlabelledPost
     SCOPED_TRACE(seed);
     const auto [sim, trace] = both_ways(text, seed);
     EXPECT_TRUE(has(sim.summary, "label 'other' vs 'grad'")) << sim.summary;
-    EXPECT_TRUE(has(sim.summary, "ranks 0,1 posted all_reduce f32[4] 'other'; rank 2 (the odd one out) posted all_reduce f32[4] 'grad'"))
+    EXPECT_TRUE(
+        has(sim.summary,
+            "ranks 0,1 posted all_reduce f32[4] 'other'; rank 2 (the odd one out) posted all_reduce f32[4] 'grad'"))
         << sim.summary;
     EXPECT_EQ(trace.summary, sim.summary);
   }
@@ -363,6 +377,30 @@ TEST(Reports, ASeedThatEndedInAnInternalErrorIsNeverCountedAsExpected) {
   const std::string line = ppspec::report::format_summary(s);
   EXPECT_EQ(line.rfind("FAIL x  f.toml  0 of 1 seeds as expected; first unexpected: seed 1", 0), 0u) << line;
   EXPECT_NE(line.find("(verdicts: internal error of ppspec 1; expected pass)"), std::string::npos) << line;
+}
+
+}  // namespace
+}  // namespace ppspec::testing
+
+namespace ppspec::testing {
+namespace {
+
+// A serving pass whose monitors skipped something says what, in the text and in --json; one that
+// skipped nothing prints neither.
+TEST(Reports, APassSaysWhatTheMonitorsSkippedAndOnlyThen) {
+  report::RunRecord r;
+  r.scenario = "s";
+  r.ok = true;
+  r.serving = report::ServingFigures{};
+  r.serving->model_oracle.requests_followed = 1;
+  EXPECT_EQ(report::format_text(r).find("monitors skipped"), std::string::npos) << report::format_text(r);
+  EXPECT_FALSE(report::to_json(r).contains("monitor_skips"));
+  r.serving->model_oracle.monitor_skips["draft freshness: decode rows whose request has no proposal on record"] = 3;
+  const std::string text = report::format_text(r);
+  EXPECT_NE(text.find("    monitors skipped: draft freshness: decode rows whose request has no proposal on record (3)\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(report::to_json(r)["monitor_skips"]["draft freshness: decode rows whose request has no proposal on record"], 3);
 }
 
 }  // namespace

@@ -89,32 +89,40 @@ TEST(RobustnessInputs, DeepOrNonUtf8InputIsExitTwoWhereItIs) {
 }
 
 TEST(RobustnessInputs, ContradictoryLinesAreExitTwoAtTheLineAndDroppedByTheWatch) {
-  const std::string started = "plugin_exit3_completed_before_started_while_held/rank0.vm.26634.jsonl:10: operation 1 starts after "
-                              "its completion: a line repeated or out of order";
+  const std::string started =
+      "plugin_exit3_completed_before_started_while_held/rank0.vm.26634.jsonl:10: operation 1 starts after "
+      "its completion: a line repeated or out of order";
   expect_all({
       {"check plugin_exit3_completed_before_started_while_held", 2, started},
       {"show plugin_exit3_completed_before_started_while_held", 2, started},
       {"export plugin_exit3_completed_before_started_while_held --perfetto -o " + scratch_out("held.json"), 2, started},
       {"import plugin_exit3_completed_before_started_while_held -o " + scratch_out("held.toml"), 2, started},
-      {"check trace_exit3_rank_beyond_replicas.jsonl", 2, "trace_exit3_rank_beyond_replicas.jsonl:3: rank 1000000 is not a rank"},
-      {"show trace_exit3_rank_beyond_replicas.jsonl", 2, "trace_exit3_rank_beyond_replicas.jsonl:3: rank 1000000 is not a rank"},
+      {"check trace_exit3_rank_beyond_replicas.jsonl", 2,
+       "trace_exit3_rank_beyond_replicas.jsonl:3: rank 1000000 is not a rank"},
+      {"show trace_exit3_rank_beyond_replicas.jsonl", 2,
+       "trace_exit3_rank_beyond_replicas.jsonl:3: rank 1000000 is not a rank"},
       {"check trace_ubsan_request_scheduled_value_max.jsonl", 2,
-       "trace_ubsan_request_scheduled_value_max.jsonl:8: 'value': this request_scheduled event's value and its first 3 integers are "
+       "trace_ubsan_request_scheduled_value_max.jsonl:8: 'value': this request_scheduled event's value and its first 3 "
+       "integers are "
        "counts"},
-      {"check fr_dup_record", 2, "rank_0.json: the dump: entry 2 repeats record_id 1 of entry 1: one record written twice"},
+      {"check fr_dup_record", 2,
+       "rank_0.json: the dump: entry 2 repeats record_id 1 of entry 1: one record written twice"},
       // The live watch goes on: the repeated completion is dropped, counted and said.
-      {"watch --dir watch_exit3_duplicate_completion_while_held --ranks 2 --timeout 5 --out " + scratch_out("watch_dup"), 1,
-       "rank0.jsonl:5: operation 139 completes again after its completion"},
+      {"watch --dir watch_exit3_duplicate_completion_while_held --ranks 2 --timeout 5 --out " +
+           scratch_out("watch_dup"),
+       1, "rank0.jsonl:5: operation 139 completes again after its completion"},
       {"watch --dir watch_unclear_plugin_version2 --ranks 2 --timeout 3 --out " + scratch_out("watch_v2"), 2,
        "no NCCL operation could be read: 128 line(s) dropped, nothing to check; the first reason: "},
-      {"fuzz --merge fuzz_merge_negative_counts", 2, "summary.json: a malformed fuzzing summary: 'cases' is -5: expected a count"},
+      {"fuzz --merge fuzz_merge_negative_counts", 2,
+       "summary.json: a malformed fuzzing summary: 'cases' is -5: expected a count"},
   });
 }
 
 TEST(RobustnessInputs, ServingSettingsTheDocsNameAreTakenAndTheLargestJobIsSaid) {
   expect_all({
       {"run serving_max_concurrent_batches_zero.toml", 0, "verdict pass"},
-      {"run serving_exit3_2048_ranks.toml", 2, "dp x pp x tp = 1 x 64 x 32 = 2048 ranks: the simulator runs at most 1024"},
+      {"run serving_exit3_2048_ranks.toml", 2,
+       "dp x pp x tp = 1 x 64 x 32 = 2048 ranks: the simulator runs at most 1024"},
   });
   const std::string zero = scratch_out("num_blocks_zero.toml");
   std::ofstream(zero) << "kind = \"serving\"\n[model]\nnum_blocks = 0\n";
@@ -162,8 +170,9 @@ TEST(RobustnessInputs, HeldPluginLinesCostLinearTime) {
   f << R"({"ppspec_nccl_profiler":1,"rank":0,"host":"h","pid":1,"clock":"realtime"})" << '\n'
     << R"({"ev":"comm_init","t":1,"comm":"00000000000000aa","name":"w","ranks":2,"comm_rank":0,"interface":5})" << '\n';
   for (int i = 0; i < 100000; ++i)
-    f << fmt::format(R"({{"ev":"op_posted","t":{},"comm":"00000000000000aa","op":{},"func":"send","dtype":"f32","count":4,"stream":1}})",
-                     i + 2, i)
+    f << fmt::format(
+             R"({{"ev":"op_posted","t":{},"comm":"00000000000000aa","op":{},"func":"send","dtype":"f32","count":4,"stream":1}})",
+             i + 2, i)
       << '\n';
   f << R"({"ppspec_nccl_profiler_end":1,"disabled":false})" << '\n';
   f.close();

@@ -3,7 +3,7 @@
 // internal error or a silent pass; CUDA's capture rules hold, statically in the loader and at run
 // time in the simulator (`invalid-usage`), each proven both ways. Where the issue that asked for
 // this assumed a rule (a graph launched into a capturing stream becomes a child graph), 2 x H200
-// decided otherwise (docs/evidence/2xH200-hardening/extra.txt).
+// decided otherwise (docs/evidence/cuda-capture-rules-h200/extra.txt).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -14,7 +14,7 @@
 #include <sstream>
 
 #include "core/printable.h"
-#include "loader/serving_loader.h"
+#include "scenario/serving_loader.h"
 #include "tests/test_util.h"
 #include "tools/check_command.h"
 #include "tools/run_command.h"
@@ -46,12 +46,16 @@ TEST(Robustness, EveryReproducerGivesAVerdictOrExitTwo) {
       // u8[64] against f32[1], continued as NCCL would: the larger side spins (R5).
       {"crash_emulate_dtype_mismatch.toml", 1, "verdict deadlock (expected fifo-misalignment)"},
       // CUDA refuses a graph launch into a capturing stream (measured on 2 x H200, CUDA 13.0).
-      {"crash_graph_launch_in_capture.toml", 2, ":9: rank 0 thread 'host': graph_launch into stream 'main' while it is capturing"},
+      {"crash_graph_launch_in_capture.toml", 2,
+       ":9: rank 0 thread 'host': graph_launch into stream 'main' while it is capturing"},
       {"crash_group_around_capture.toml", 2, ":9: rank 0 thread 'host': 'capture_begin' inside a group"},
-      {"exit3_record_during_other_thread_capture.toml", 2, ":10: rank 0 thread 'b': 'record' on stream 'main', which thread 'a' captures"},
-      {"exit3_two_threads_capture_same_stream.toml", 2, ":11: rank 0 thread 'b': thread 'a' captures stream 'main' too"},
+      {"exit3_record_during_other_thread_capture.toml", 2,
+       ":10: rank 0 thread 'b': 'record' on stream 'main', which thread 'a' captures"},
+      {"exit3_two_threads_capture_same_stream.toml", 2,
+       ":11: rank 0 thread 'b': thread 'a' captures stream 'main' too"},
       {"silent_duplicate_rank_table.toml", 2, ":7: [rank.01]: expected a rank number in [0, 1], without leading zeros"},
-      {"silent_unknown_hazard.toml", 2, ":7: [expect] 'hazards': 'module-load-in-fligt' is not a hazard program scenarios note"},
+      {"silent_unknown_hazard.toml", 2,
+       ":7: [expect] 'hazards': 'module-load-in-fligt' is not a hazard program scenarios note"},
   };
   for (const Reproducer& c : cases) {
     SCOPED_TRACE(c.file);
@@ -67,11 +71,11 @@ TEST(Robustness, EveryReproducerGivesAVerdictOrExitTwo) {
   }
 }
 
-// The third round (tests/robustness-s3/README.md): a fault-free long warmup passes (the engine was
+// Readers and the long warmup (tests/robustness-readers/README.md): a fault-free long warmup passes (the engine was
 // wrong: warmup dummies decoded with drafts while feedback was off), and traces whose lines
 // contradict each other are exit 2 naming the line. The Flight Recorder ones: flight_recorder_test.cc.
 TEST(Robustness, TheThirdRoundsReproducersGiveTheirAnswers) {
-  const std::string dir = std::string(PPSPEC_SOURCE_DIR) + "/tests/robustness-s3/";
+  const std::string dir = std::string(PPSPEC_SOURCE_DIR) + "/tests/robustness-readers/";
   const Out warm = run(dir + "false_stage_divergence_warmup_ge_2pp.min.toml");
   EXPECT_EQ(warm.code, 0) << warm.out << warm.err;
   EXPECT_NE(warm.out.find("verdict pass (expected pass)"), std::string::npos) << warm.out;
@@ -114,7 +118,8 @@ verdict = "pass"
   const core::RunResult r = program::run_on_sim(p, {});
   ASSERT_EQ(r.verdict, core::Verdict::invalid_usage);
   EXPECT_EQ(r.findings.front().kind, "capture-conflict");
-  EXPECT_NE(r.findings.front().summary.find("calls cudaGraphLaunch on rank0.main, which is being captured"), std::string::npos)
+  EXPECT_NE(r.findings.front().summary.find("calls cudaGraphLaunch on rank0.main, which is being captured"),
+            std::string::npos)
       << r.findings.front().summary;
 }
 
@@ -164,7 +169,8 @@ verdict = "pass"
 // Another thread's capture-unsafe call: legal or not depending on when it comes, so it is the
 // run's verdict, not the loader's.
 TEST(Robustness, ACaptureUnsafeCallFromAnotherThreadIsInvalidUsageOnlyDuringTheCapture) {
-  for (const char* call : {R"({ op = "device_sync" })", R"({ op = "malloc", bytes = 64 })", R"({ op = "stream_sync", stream = "side" })"}) {
+  for (const char* call : {R"({ op = "device_sync" })", R"({ op = "malloc", bytes = 64 })",
+                           R"({ op = "stream_sync", stream = "side" })"}) {
     SCOPED_TRACE(call);
     for (uint64_t seed = 1; seed <= 5; ++seed) {
       const core::RunResult during = run_toml(two_threads(call, "50"), seed);
@@ -178,7 +184,7 @@ TEST(Robustness, ACaptureUnsafeCallFromAnotherThreadIsInvalidUsageOnlyDuringTheC
 }
 
 class CaptureRules : public ::testing::TestWithParam<Bad> {};
-TEST_P(CaptureRules, AreTheLoaders) { expect_rejected(GetParam(), loader::parse_program); }
+TEST_P(CaptureRules, AreTheLoaders) { expect_rejected(GetParam(), scenario::parse_program); }
 
 std::string one_thread(const std::string& ops) {
   return "kind = \"program\"\nranks = 1\n[[communicator]]\nname = \"w\"\nranks = [0]\n[rank.0]\nops = [\n" + ops +
@@ -228,14 +234,20 @@ INSTANTIATE_TEST_SUITE_P(
     Threads, CaptureRules,
     ::testing::Values(
         Bad{"two_threads_capture_one_stream",
-            replaced(kTwoThreads, "B", R"({ op = "capture_begin", stream = "main" }, { op = "capture_end", stream = "main", graph = "h" })"), 7,
-            "thread 'a' captures stream 'main' too"},
+            replaced(
+                kTwoThreads, "B",
+                R"({ op = "capture_begin", stream = "main" }, { op = "capture_end", stream = "main", graph = "h" })"),
+            7, "thread 'a' captures stream 'main' too"},
         Bad{"graph_name_in_two_threads",
-            replaced(kTwoThreads, "B", R"({ op = "capture_begin", stream = "side" }, { op = "capture_end", stream = "side", graph = "g" })"), 7,
-            "graph 'g' is captured by thread 'a' too"},
-        Bad{"launch_on_a_stream_another_thread_captures", replaced(kTwoThreads, "B", R"({ op = "launch", kernel = "k", stream = "main" })"), 7,
+            replaced(
+                kTwoThreads, "B",
+                R"({ op = "capture_begin", stream = "side" }, { op = "capture_end", stream = "side", graph = "g" })"),
+            7, "graph 'g' is captured by thread 'a' too"},
+        Bad{"launch_on_a_stream_another_thread_captures",
+            replaced(kTwoThreads, "B", R"({ op = "launch", kernel = "k", stream = "main" })"), 7,
             "'launch' on stream 'main', which thread 'a' captures"},
-        Bad{"thread_named_like_a_stream", replaced(replaced(kTwoThreads, "thread.b", "thread.side"), "B", R"({ op = "sleep", us = 1 })"), 6,
+        Bad{"thread_named_like_a_stream",
+            replaced(replaced(kTwoThreads, "thread.b", "thread.side"), "B", R"({ op = "sleep", us = 1 })"), 6,
             "a thread may not have a stream's name"}));
 
 }  // namespace
@@ -254,7 +266,7 @@ verdict = "pass"
 )";
 
 class Strictness : public ::testing::TestWithParam<Bad> {};
-TEST_P(Strictness, ProgramsSayWhatWasExpected) { expect_rejected(GetParam(), loader::parse_program); }
+TEST_P(Strictness, ProgramsSayWhatWasExpected) { expect_rejected(GetParam(), scenario::parse_program); }
 
 INSTANTIATE_TEST_SUITE_P(
     Loader, Strictness,
@@ -291,7 +303,7 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(Strictness, MessagesNeverEchoLongValues) {
   try {
-    (void)loader::parse_program(
+    (void)scenario::parse_program(
         replaced(kProgram, "verdict = \"pass\"", "verdict = \"" + std::string(100000, 'y') + "\""), "x.toml");
     FAIL();
   } catch (const core::InputError& e) {
@@ -310,19 +322,19 @@ TEST(Strictness, ServingScenariosTakeOnlyWhatTheyCanUse) {
           "on GPUs, serving scenarios never give 'deadlock'"},
       [&](std::string_view t, const std::string& f) {
         try {
-          return loader::parse_serving(t, f);
+          return scenario::parse_serving(t, f);
         } catch (core::InputError& e) {
           // the line depends on the file: check the message only
           throw core::InputError(e.file(), 0, e.what());
         }
       });
-  EXPECT_NO_THROW((void)loader::parse_serving(
+  EXPECT_NO_THROW((void)scenario::parse_serving(
       replaced(text, "verdict = \"pass\"", "verdict = \"pass\"\nhazards = [\"feedback-during-warmup\"]"), "s.toml"));
   // The simulator's kernels fault where a GPU would: a shrunk fuzz case expects it.
   EXPECT_NO_THROW(
-      (void)loader::parse_serving(replaced(text, "verdict = \"pass\"", "verdict = \"device-fault\""), "s.toml"));
+      (void)scenario::parse_serving(replaced(text, "verdict = \"pass\"", "verdict = \"device-fault\""), "s.toml"));
   try {
-    (void)loader::parse_serving(text + "[runtime]\nhang_timeout_s = 5\n", "s.toml");
+    (void)scenario::parse_serving(text + "[runtime]\nhang_timeout_s = 5\n", "s.toml");
     ADD_FAILURE() << "a watchdog limit for the simulator";
   } catch (const core::InputError& e) {
     EXPECT_NE(std::string(e.what()).find("serving scenarios run on the simulator only (no watchdog)"),
@@ -371,7 +383,8 @@ TEST(Invariants, NoSourceUsesAPlainAssert) {
       std::string line;
       for (int n = 1; std::getline(in, line); ++n) {
         // The code of the line: no comment, no string literal.
-        const std::string code = std::regex_replace(line.substr(0, line.find("//")), std::regex(R"("([^"\\]|\\.)*")"), "\"\"");
+        const std::string code =
+            std::regex_replace(line.substr(0, line.find("//")), std::regex(R"("([^"\\]|\\.)*")"), "\"\"");
         if (std::regex_search(code, plain)) found.push_back(fmt::format("{}:{}: {}", f.path().string(), n, line));
       }
     }

@@ -60,8 +60,8 @@ std::string threads_on_one_rank(int threads) {
 // `ranks` ranks in one communicator "w"; rank r runs ops(r) (a TOML array body).
 template <typename Ops>
 std::string one_communicator(int ranks, std::string_view runtime, std::string_view verdict, Ops ops) {
-  std::string s = fmt::format("kind = \"program\"\nranks = {}\n[runtime]\n{}\n[[communicator]]\nname = \"w\"\nranks = [",
-                              ranks, runtime);
+  std::string s = fmt::format(
+      "kind = \"program\"\nranks = {}\n[runtime]\n{}\n[[communicator]]\nname = \"w\"\nranks = [", ranks, runtime);
   for (int r = 0; r < ranks; ++r) s += fmt::format("{}{}", r ? ", " : "", r);
   s += "]\n";
   for (int r = 0; r < ranks; ++r) s += fmt::format("[rank.{}]\nops = [ {} ]\n", r, ops(r));
@@ -177,8 +177,10 @@ TEST(Scale, ACycleThroughAThousandRanksIsSummarised) {
   const ScaleRun r = run_program(one_communicator(kRanks, "", "deadlock", [](int rank) {
     const int right = (rank + 1) % kRanks, left = (rank + kRanks - 1) % kRanks;
     return fmt::format(
-        "{{ op = \"group_start\" }}, {{ op = \"send\", comm = \"w\", peer = {1} }}, {{ op = \"recv\", comm = \"w\", peer = {0} }}, "
-        "{{ op = \"send\", comm = \"w\", peer = {0} }}, {{ op = \"recv\", comm = \"w\", peer = {1} }}, {{ op = \"group_end\" }}, "
+        "{{ op = \"group_start\" }}, {{ op = \"send\", comm = \"w\", peer = {1} }}, {{ op = \"recv\", comm = \"w\", "
+        "peer = {0} }}, "
+        "{{ op = \"send\", comm = \"w\", peer = {0} }}, {{ op = \"recv\", comm = \"w\", peer = {1} }}, {{ op = "
+        "\"group_end\" }}, "
         "{{ op = \"recv\", comm = \"w\", peer = {0} }}, {{ op = \"stream_sync\", stream = \"main\" }}, "
         "{{ op = \"send\", comm = \"w\", peer = {1} }}",
         right, left);

@@ -358,7 +358,8 @@ TEST(Scheduler, AnAbortIsFoundInEveryBatchInFlightUnlessTheScanLooksAtTheCurrent
     for (int64_t step = 5; step <= 7; ++step) s.schedule(step);  // at 7 its step 4 is the oldest in flight
     const auto ledger = s.take_ledger();
     ASSERT_EQ(entries(ledger, LedgerEntry::What::abort_arrived, 0).size(), 1u);
-    EXPECT_EQ(s.records()[0].finished, !fault) << "the fault looks at steps 6 and 3 only; the request's batch is step 4";
+    EXPECT_EQ(s.records()[0].finished, !fault)
+        << "the fault looks at steps 6 and 3 only; the request's batch is step 4";
   }
 }
 

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "core/error.h"
-#include "loader/serving_loader.h"
+#include "scenario/serving_loader.h"
 #include "tests/test_util.h"
 
 namespace ppspec::testing {
@@ -58,7 +58,7 @@ std::string with_prefix_caching(const std::string& from, const std::string& to) 
 }
 
 TEST(ServingLoader, GoodScenarioLoadsEveryField) {
-  const serving::ServingScenario s = loader::parse_serving(kGood, "good.toml");
+  const serving::ServingScenario s = scenario::parse_serving(kGood, "good.toml");
   EXPECT_EQ(s.name, "good");
   EXPECT_EQ(s.config.topology.pp, 2);
   EXPECT_EQ(s.config.topology.tp, 2);
@@ -74,7 +74,7 @@ TEST(ServingLoader, GoodScenarioLoadsEveryField) {
   EXPECT_TRUE(s.oracles.pp_invariance);
   EXPECT_FALSE(s.config.serving.enable_prefix_caching);
   EXPECT_EQ(s.config.workload.shared_prefix, 0);
-  const serving::ServingScenario p = loader::parse_serving(
+  const serving::ServingScenario p = scenario::parse_serving(
       with_prefix_caching("seed = 3", "seed = 3\nshared_prefix = 8\nprefix_groups = 3"), "p.toml");
   EXPECT_TRUE(p.config.serving.enable_prefix_caching);
   EXPECT_EQ(p.config.workload.shared_prefix, 8);
@@ -83,7 +83,7 @@ TEST(ServingLoader, GoodScenarioLoadsEveryField) {
 
 class ServingBadInput : public ::testing::TestWithParam<Bad> {};
 
-TEST_P(ServingBadInput, IsRejectedWithFileLineAndReason) { expect_rejected(GetParam(), loader::parse_serving); }
+TEST_P(ServingBadInput, IsRejectedWithFileLineAndReason) { expect_rejected(GetParam(), scenario::parse_serving); }
 
 INSTANTIATE_TEST_SUITE_P(
     ServingLoader, ServingBadInput,

@@ -13,7 +13,7 @@
 
 #include "core/probes.h"
 #include "engine/checkpoint.h"
-#include "loader/serving_loader.h"
+#include "scenario/serving_loader.h"
 #include "serving/runner.h"
 #include "tests/test_util.h"
 #include "traces/jsonl_writer.h"
@@ -28,7 +28,7 @@ namespace {
 const std::string kServing = std::string(PPSPEC_SOURCE_DIR) + "/scenarios/serving/";
 
 serving::ServingScenario scenario(const std::string& name) {
-  return loader::read_serving(loader::parse_toml_file(kServing + name), kServing + name);
+  return scenario::read_serving(scenario::parse_toml_file(kServing + name), kServing + name);
 }
 
 // A small pp2 tp2 K5 shape that runs in milliseconds.
@@ -345,8 +345,9 @@ TEST(Oracles, GoldenIsQuietOnACorrectRunAndNamesTheFirstWrongToken) {
   ASSERT_GT(r.coverage.rows_checked, 0u);
   const auto located = verify::golden_oracle(s.config, ckpt, bad, r.coverage);
   ASSERT_TRUE(located.has_value());
-  EXPECT_NE(located->details.back().find(fmt::format("token #7 of request {} was sampled by rank2 (stage 1) at engine step {}",
-                                                     bad[3].spec.id, bad[3].output_step[7])),
+  EXPECT_NE(located->details.back().find(
+                fmt::format("token #7 of request {} was sampled by rank2 (stage 1) at engine step {}", bad[3].spec.id,
+                            bad[3].output_step[7])),
             std::string::npos)
       << located->details.back();
   EXPECT_NE(located->details.back().find(

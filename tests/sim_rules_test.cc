@@ -190,8 +190,10 @@ verdict = "deadlock"
 )");
   ASSERT_EQ(r.verdict, Verdict::deadlock);
   const std::string text = all_text(r.findings[0]);
-  EXPECT_NE(text.find("rank0's all_reduce f32[1] 'ar' on 'c' #0 is queued behind other work"), std::string::npos) << text;
-  EXPECT_NE(text.find("its partner recv f32[1] from rank0 'p2p' on 'c' #0 is queued behind other work"), std::string::npos)
+  EXPECT_NE(text.find("rank0's all_reduce f32[1] 'ar' on 'c' #0 is queued behind other work"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("its partner recv f32[1] from rank0 'p2p' on 'c' #0 is queued behind other work"),
+            std::string::npos)
       << text;
 }
 
@@ -312,8 +314,9 @@ TEST(Rules, R3_ASendToSelfPairsWithTheReceiveFromSelfOfItsGroup) {
 TEST(Rules, R3_ASendToSelfWithoutItsReceiveIsInvalidUsage) {
   // NCCL pairs them when it schedules the group: alone, ncclGroupEnd returns ncclInvalidUsage. An
   // ungrouped call is a group of one, so even a receive right after it does not help.
-  for (const char* ops : {R"({ op = "group_start" }, { op = "send", comm = "c", peer = 0, count = 64 }, { op = "group_end" },)",
-                          R"({ op = "send", comm = "c", peer = 0, count = 64 }, { op = "recv", comm = "c", peer = 0, count = 64 },)"}) {
+  for (const char* ops :
+       {R"({ op = "group_start" }, { op = "send", comm = "c", peer = 0, count = 64 }, { op = "group_end" },)",
+        R"({ op = "send", comm = "c", peer = 0, count = 64 }, { op = "recv", comm = "c", peer = 0, count = 64 },)"}) {
     auto r = run_toml(self_program(ops));
     ASSERT_EQ(r.verdict, Verdict::invalid_usage) << ops;
     EXPECT_EQ(r.findings[0].kind, "unmatched-self-p2p");
@@ -646,7 +649,8 @@ TEST(Rules, R7_AnInversionThroughAGroupIsReportedUnderEverySchedule) {
   // Rank 0 issues A then a group {A, B}; rank 1 issues B first. Rank 0's group gives its two
   // operations one issue index; which of them matches first is the schedule's choice, and must
   // not decide whether the inversion (A #0 before B on rank 0, after it on rank 1) is seen.
-  const std::string prog = program_head(2, R"(["s1", "s2"])", "runtime_connect = false", {{"A", "[0, 1]"}, {"B", "[0, 1]"}}) + R"(
+  const std::string prog =
+      program_head(2, R"(["s1", "s2"])", "runtime_connect = false", {{"A", "[0, 1]"}, {"B", "[0, 1]"}}) + R"(
 [rank.0]
 ops = [ { op = "all_reduce", comm = "A", stream = "s1", label = "a0" },
         { op = "group_start" },

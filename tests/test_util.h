@@ -17,8 +17,8 @@
 #include "core/event.h"
 #include "core/verdict.h"
 #include "core/file_bytes.h"
-#include "loader/program_loader.h"
-#include "loader/serving_loader.h"
+#include "scenario/program_loader.h"
+#include "scenario/serving_loader.h"
 #include "program/runner.h"
 
 namespace ppspec::testing {
@@ -77,7 +77,7 @@ void expect_rejected(const Bad& b, Parse parse) {
   }
 }
 
-inline program::Program program_from(std::string_view toml) { return loader::parse_program(toml, "test.toml"); }
+inline program::Program program_from(std::string_view toml) { return scenario::parse_program(toml, "test.toml"); }
 
 inline core::RunResult run_toml(std::string_view toml, uint64_t seed = 1, core::EventSink* sink = nullptr,
                                 sim::StrategySpec strategy = {}) {
@@ -100,7 +100,7 @@ inline std::string connect_group(std::string_view comm, int peer) {
 }
 
 // 50 seeds under random scheduling and 50 under PCT:3, for what must not depend on the schedule
-// (the hazards a program notes, issue 11): `check(result, "random seed 7")` for each run.
+// (the hazards a program notes): `check(result, "random seed 7")` for each run.
 template <typename Check>
 void under_every_schedule(std::string_view toml, Check check) {
   for (const sim::StrategySpec& strategy : {sim::StrategySpec{}, sim::StrategySpec{sim::StrategySpec::Kind::pct, 3}})
@@ -135,7 +135,7 @@ inline std::string scenario_text(const std::string& name) {
 // A committed serving scenario, scenarios/serving/NAME, loaded as `ppspec run` loads it.
 inline serving::ServingScenario committed_serving(const std::string& name) {
   const std::string path = std::string(PPSPEC_SOURCE_DIR) + "/scenarios/serving/" + name;
-  return loader::parse_serving(core::file_bytes_or_throw(path), path);
+  return scenario::parse_serving(core::file_bytes_or_throw(path), path);
 }
 
 inline bool has_note(const core::RunResult& r, std::string_view kind) {

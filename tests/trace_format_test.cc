@@ -40,7 +40,8 @@ TEST(TraceFormat, TheDocumentedTraceIsCheckedAsThePageSays) {
   const std::string example = documented_example();
   const Out o = check_text("documented.jsonl", example);
   EXPECT_EQ(o.code, 1) << o.out << o.err;
-  EXPECT_NE(o.out.find("collective #0 on 'pp' pairs mismatched operations: count 24 vs 20"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("collective #0 on 'pp' pairs mismatched operations: count 24 vs 20"), std::string::npos)
+      << o.out;
 
   std::string agreed = example;
   agreed.replace(agreed.find("\"count\":20"), 10, "\"count\":24");

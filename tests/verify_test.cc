@@ -13,7 +13,8 @@
 namespace ppspec::testing {
 namespace {
 
-const std::string kHeader = R"({"ppspec_trace":1,"backend":"gpu","scenario":"t","file":"t.toml","seed":0,"strategy":"hardware"})";
+const std::string kHeader =
+    R"({"ppspec_trace":1,"backend":"gpu","scenario":"t","file":"t.toml","seed":0,"strategy":"hardware"})";
 
 std::string posted(int seq, int rank, const char* op, int peer, const char* label, int count = 8, int cseq = 0) {
   return fmt::format(
@@ -47,10 +48,11 @@ TEST(Verify, MatchedTraceIsClean) {
 }
 
 TEST(Verify, CollectiveCountMismatchIsFoundBeforeTheHang) {
-  auto r = check({posted(0, 1, "broadcast", 1, "drafts", 10, 2), posted(1, 0, "broadcast", 1, "sampled", 12, 2),
-                  R"({"seq":2,"t":9000,"ev":"op_pending","rank":0,"actor":"rank0.side","comm":"pp","op_id":1,"cseq":2,"op":"broadcast","dtype":"i64","count":12,"root":1,"label":"sampled","value":5000000000})",
-                  R"J({"seq":3,"t":9000,"ev":"actor_blocked","rank":1,"actor":"rank1.host","text":"cudaStreamSynchronize(rank1.side)","value":5000000000})J",
-                  R"({"seq":4,"t":9000,"ev":"verdict","text":"hang","value":5000000000})"});
+  auto r = check(
+      {posted(0, 1, "broadcast", 1, "drafts", 10, 2), posted(1, 0, "broadcast", 1, "sampled", 12, 2),
+       R"({"seq":2,"t":9000,"ev":"op_pending","rank":0,"actor":"rank0.side","comm":"pp","op_id":1,"cseq":2,"op":"broadcast","dtype":"i64","count":12,"root":1,"label":"sampled","value":5000000000})",
+       R"J({"seq":3,"t":9000,"ev":"actor_blocked","rank":1,"actor":"rank1.host","text":"cudaStreamSynchronize(rank1.side)","value":5000000000})J",
+       R"({"seq":4,"t":9000,"ev":"verdict","text":"hang","value":5000000000})"});
   ASSERT_EQ(r.verdict, core::Verdict::fifo_misalignment) << "the earliest finding decides";
   ASSERT_EQ(r.findings.size(), 2u);
   EXPECT_EQ(r.findings[1].verdict, core::Verdict::hang);
@@ -60,27 +62,31 @@ TEST(Verify, CollectiveCountMismatchIsFoundBeforeTheHang) {
   EXPECT_NE(dump.find("inside cudaStreamSynchronize(rank1.side)"), std::string::npos) << dump;
 }
 
-// Recorded on an H200 (docs/evidence/1xH200/gpu-traces-1xH200.tgz, persistent_kernel_lazy_deadlock):
+// Recorded on an H200 (the GPU hang dump of scenarios/programs/persistent_kernel_lazy_deadlock.toml):
 // the watchdog reports the persistent kernel that never finished as op_pending of a kernel, which
 // names no communicator and no op_id. It is a hang dump, not bad input.
 TEST(Verify, APendingKernelInAGpuHangDumpIsAHangNotBadInput) {
-  auto r = check({R"({"seq":0,"t":202184191,"ev":"actor_start","rank":0,"actor":"rank0.copier"})",
-                  R"({"seq":1,"t":202222350,"ev":"actor_start","rank":0,"actor":"rank0.host"})",
-                  R"({"seq":2,"t":203875052,"ev":"kernel_launched","rank":0,"kernel":"first_time","text":"work"})",
-                  R"({"seq":3,"t":3419289405,"ev":"op_pending","rank":0,"actor":"rank0.persistent","kernel":"wait_flag","spec":"exit","text":"persistent_kernel_lazy_deadlock.toml:16","value":3216521605})",
-                  R"J({"seq":4,"t":3419289405,"ev":"actor_blocked","rank":0,"actor":"rank0.copier","text":"cudaMemcpyAsync set_flag('exit') on rank0.copy","value":3016963398})J",
-                  R"J({"seq":5,"t":3419289405,"ev":"actor_blocked","rank":0,"actor":"rank0.host","text":"launch first_time[] on rank0.work","value":3215414614})J",
-                  R"({"seq":6,"t":3419289405,"ev":"verdict","text":"hang","value":3000000000})"});
+  auto r = check(
+      {R"({"seq":0,"t":202184191,"ev":"actor_start","rank":0,"actor":"rank0.copier"})",
+       R"({"seq":1,"t":202222350,"ev":"actor_start","rank":0,"actor":"rank0.host"})",
+       R"({"seq":2,"t":203875052,"ev":"kernel_launched","rank":0,"kernel":"first_time","text":"work"})",
+       R"({"seq":3,"t":3419289405,"ev":"op_pending","rank":0,"actor":"rank0.persistent","kernel":"wait_flag","spec":"exit","text":"persistent_kernel_lazy_deadlock.toml:16","value":3216521605})",
+       R"J({"seq":4,"t":3419289405,"ev":"actor_blocked","rank":0,"actor":"rank0.copier","text":"cudaMemcpyAsync set_flag('exit') on rank0.copy","value":3016963398})J",
+       R"J({"seq":5,"t":3419289405,"ev":"actor_blocked","rank":0,"actor":"rank0.host","text":"launch first_time[] on rank0.work","value":3215414614})J",
+       R"({"seq":6,"t":3419289405,"ev":"verdict","text":"hang","value":3000000000})"});
   ASSERT_EQ(r.verdict, core::Verdict::hang);
   ASSERT_EQ(r.findings.size(), 1u);
   const std::string dump = fmt::format("{}", fmt::join(r.findings[0].details, "\n"));
   EXPECT_NE(dump.find("kernel wait_flag('exit') still running"), std::string::npos) << dump;
   // An operation's pending report still needs its communicator, and a report is of a kernel or an
   // operation, not both.
-  EXPECT_THROW((void)check({R"({"seq":0,"t":1,"ev":"op_pending","rank":0,"actor":"rank0.main","op_id":3,"value":5})"}), core::InputError);
-  EXPECT_THROW((void)check({posted(0, 0, "send", 1, "x"),
-                            R"({"seq":1,"t":2,"ev":"op_pending","rank":0,"actor":"rank0.main","kernel":"k","comm":"pp","op_id":0,"op":"send","dtype":"i64","count":8,"peer":1,"value":5})"}),
+  EXPECT_THROW((void)check({R"({"seq":0,"t":1,"ev":"op_pending","rank":0,"actor":"rank0.main","op_id":3,"value":5})"}),
                core::InputError);
+  EXPECT_THROW(
+      (void)check(
+          {posted(0, 0, "send", 1, "x"),
+           R"({"seq":1,"t":2,"ev":"op_pending","rank":0,"actor":"rank0.main","kernel":"k","comm":"pp","op_id":0,"op":"send","dtype":"i64","count":8,"peer":1,"value":5})"}),
+      core::InputError);
 }
 
 TEST(Verify, UnmatchedSendAtTheEndOfACompletedRun) {
@@ -113,9 +119,10 @@ namespace ppspec::testing {
 namespace {
 
 TEST(Verify, CollectivePostedByOneMemberOnlyIsUnmatched) {
-  auto r = check({R"({"seq":0,"t":0,"ev":"comm_init","rank":0,"comm":"pp"})", R"({"seq":1,"t":0,"ev":"comm_init","rank":1,"comm":"pp"})",
-                  posted(2, 1, "broadcast", 1, "drafts", 8, 0), posted(3, 0, "broadcast", 1, "drafts", 8, 0),
-                  posted(4, 1, "broadcast", 1, "drafts", 8, 1)});
+  auto r =
+      check({R"({"seq":0,"t":0,"ev":"comm_init","rank":0,"comm":"pp"})",
+             R"({"seq":1,"t":0,"ev":"comm_init","rank":1,"comm":"pp"})", posted(2, 1, "broadcast", 1, "drafts", 8, 0),
+             posted(3, 0, "broadcast", 1, "drafts", 8, 0), posted(4, 1, "broadcast", 1, "drafts", 8, 1)});
   ASSERT_EQ(r.verdict, core::Verdict::fifo_misalignment);
   EXPECT_EQ(r.findings[0].kind, "unmatched");
   EXPECT_NE(r.findings[0].summary.find("collective #1"), std::string::npos) << r.findings[0].summary;
@@ -134,7 +141,9 @@ TEST(Verify, ARecordedDoublePostIsNamedFromTheLabelsOfEarlierLines) {
   const auto r = check(lines);
   ASSERT_EQ(r.verdict, core::Verdict::fifo_misalignment);
   ASSERT_FALSE(r.findings[0].details.empty());
-  EXPECT_NE(r.findings[0].details[0].find("rank1 posted an extra broadcast i64[8] root rank0 'b', the same one twice in a row (#1 and #2)"), std::string::npos)
+  EXPECT_NE(r.findings[0].details[0].find(
+                "rank1 posted an extra broadcast i64[8] root rank0 'b', the same one twice in a row (#1 and #2)"),
+            std::string::npos)
       << r.findings[0].details[0];
 }
 

@@ -21,13 +21,17 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string header(int rank) { return fmt::format(R"({{"ppspec_nccl_profiler":1,"rank":{},"host":"h","pid":1,"clock":"harness"}})", rank); }
+std::string header(int rank) {
+  return fmt::format(R"({{"ppspec_nccl_profiler":1,"rank":{},"host":"h","pid":1,"clock":"harness"}})", rank);
+}
 std::string init(const std::string& comm, int rank) {
-  return fmt::format(R"({{"ev":"comm_init","t":1,"comm":"{}","name":"bcast","ranks":2,"comm_rank":{},"interface":5}})", comm, rank);
+  return fmt::format(R"({{"ev":"comm_init","t":1,"comm":"{}","name":"bcast","ranks":2,"comm_rank":{},"interface":5}})",
+                     comm, rank);
 }
 std::string bcast(int op, int count, int64_t t) {
-  return fmt::format(R"({{"ev":"op_posted","t":{},"comm":"00000000000000b1","op":{},"func":"broadcast","dtype":"i64","count":{},"root":1}})", t,
-                     op, count);
+  return fmt::format(
+      R"({{"ev":"op_posted","t":{},"comm":"00000000000000b1","op":{},"func":"broadcast","dtype":"i64","count":{},"root":1}})",
+      t, op, count);
 }
 
 TEST(Watch, AMisalignmentIsReportedWhenItsSecondMemberPosts) {
@@ -54,7 +58,9 @@ TEST(Watch, ASendWhoseGroupNeverEndedIsACallNeverLaunchedAtTheStall) {
   w.add_line(r0, header(0));
   w.add_line(r0, init("00000000000000b1", 0));
   EXPECT_FALSE(w.stall().has_value()) << "nothing in flight: an idle job has not stalled";
-  w.add_line(r0, R"({"ev":"op_posted","t":9,"comm":"00000000000000b1","op":0,"func":"send","dtype":"f32","count":4,"group":3,"site":"job.py:12"})");
+  w.add_line(
+      r0,
+      R"({"ev":"op_posted","t":9,"comm":"00000000000000b1","op":0,"func":"send","dtype":"f32","count":4,"group":3,"site":"job.py:12"})");
   const auto s = w.stall();
   ASSERT_TRUE(s.has_value());
   EXPECT_EQ(s->finding.kind, core::kKindNeverLaunched);
@@ -80,7 +86,8 @@ TEST(Watch, BadLinesAreDroppedAndCountedNeverFatal) {
 TEST(Watch, CheckOfATraceOfAnotherPluginVersionIsExitTwoSayingWhy) {
   const fs::path dir = scratch_path("watch_other_version");
   fs::create_directories(dir);
-  std::ofstream(dir / "rank0.h.1.jsonl") << R"({"ppspec_nccl_profiler":2,"rank":0,"host":"h","pid":1,"clock":"realtime"})" << '\n';
+  std::ofstream(dir / "rank0.h.1.jsonl")
+      << R"({"ppspec_nccl_profiler":2,"rank":0,"host":"h","pid":1,"clock":"realtime"})" << '\n';
   tools::CheckArgs a;
   a.traces = {dir.string()};
   std::ostringstream out, err;

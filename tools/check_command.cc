@@ -30,7 +30,9 @@ namespace {
 serving::ServingScenario serving_scenario_of(const traces::TraceReader& reader, const std::string& cli_scenario,
                                              std::ostream& err) {
   Loaded l = trace_scenario(reader.header(), reader.where(), cli_scenario, err);
-  if (l.kind != "serving") throw core::InputError(exploration_of(l.scenario).file, 1, "the scenario of a serving trace must be a serving scenario");
+  if (l.kind != core::ScenarioKind::serving)
+    throw core::InputError(exploration_of(l.scenario).file, 1,
+                           "the scenario of a serving trace must be a serving scenario");
   return std::get<serving::ServingScenario>(std::move(l.scenario));
 }
 
@@ -41,11 +43,12 @@ void cross_check_trailer(const traces::TraceReader& reader, core::RunResult& res
   if (!trailer || !verify::is_failure(trailer->verdict) || verify::is_failure(result.verdict)) return;
   core::Finding f;
   f.verdict = trailer->verdict;
-  f.kind = "recorded-verdict";
+  f.kind = core::kNoteRecordedVerdict;
   f.time = result.stats.sim_time;
-  f.summary = fmt::format("the run recorded verdict {} (trailer, line {}), which the recorded events alone do not show; "
-                          "re-run the scenario to see its report",
-                          core::to_string(trailer->verdict), trailer->line);
+  f.summary = fmt::format(
+      "the run recorded verdict {} (trailer, line {}), which the recorded events alone do not show; "
+      "re-run the scenario to see its report",
+      core::to_string(trailer->verdict), trailer->line);
   result.findings.insert(result.findings.begin(), std::move(f));
   result.verdict = trailer->verdict;
 }
@@ -56,7 +59,7 @@ void cross_check_trailer(const traces::TraceReader& reader, core::RunResult& res
 // (a deadlock's cycle, which events alone do not show) is the finding, in the run's own words.
 void demote_stop_consequences(const traces::TraceReader& reader, core::RunResult& result) {
   const auto& trailer = reader.trailer();
-  if (reader.header().backend != "sim" || !trailer || !verify::is_failure(trailer->verdict)) return;
+  if (reader.header().backend != traces::TraceBackend::sim || !trailer || !verify::is_failure(trailer->verdict)) return;
   auto unmatched = [](const core::Finding& f) { return f.kind == core::kKindUnmatched; };
   const bool only_unmatched = std::all_of(result.findings.begin(), result.findings.end(), unmatched);
   if (only_unmatched && (result.findings.empty() || trailer->findings.empty())) return;
@@ -124,9 +127,10 @@ report::RunRecord check_one(const std::string& path, const CheckArgs& args, std:
     return check_job(watch::plugin_trace_files({path}), path);
   if (std::filesystem::is_directory(path)) {
     if (!traces::is_fr_dir(path))
-      throw core::InputError(path, 0, "a folder that holds no Flight Recorder dumps (files named PREFIX + rank: rank_0, "
-                                      "rank_0.json, nccl_trace_rank_0; or a json/ or pickle/ folder of them) and no NCCL "
-                                      "profiler plugin traces (rankN.HOST.PID.jsonl)");
+      throw core::InputError(path, 0,
+                             "a folder that holds no Flight Recorder dumps (files named PREFIX + rank: rank_0, "
+                             "rank_0.json, nccl_trace_rank_0; or a json/ or pickle/ folder of them) and no NCCL "
+                             "profiler plugin traces (rankN.HOST.PID.jsonl)");
     return check_dumps(traces::read_fr_dir(path, prefix_of(args)), args.calls);
   }
   if (traces::is_fr_file(path)) {
@@ -136,7 +140,7 @@ report::RunRecord check_one(const std::string& path, const CheckArgs& args, std:
   limit_to_embedded_ranks(reader);
   const traces::TraceHeader& h = reader.header();
   std::optional<serving::ServingScenario> scenario;
-  if (h.kind == "serving" || (h.kind.empty() && !args.scenario.empty()))
+  if (h.kind == core::ScenarioKind::serving || (!h.kind && !args.scenario.empty()))
     scenario = serving_scenario_of(reader, args.scenario, err);
   if (scenario)  // the monitors keep state per rank of the scenario: a rank outside it is refused first
     reader.limit_ranks(scenario->config.topology.ranks(),

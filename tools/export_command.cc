@@ -265,16 +265,18 @@ int export_command(const ExportArgs& args, std::ostream& out, std::ostream& err)
     const TraceInput input(args.input);  // a job's plugin traces: merged
     if (args.flight_recorder) {
       if (!input.merged() && std::filesystem::is_directory(args.input))
-        throw core::InputError(args.input, 0, "--flight-recorder exports a ppspec trace (JSON Lines) or a job's NCCL profiler traces, "
-                                              "not a folder of dumps");
+        throw core::InputError(args.input, 0,
+                               "--flight-recorder exports a ppspec trace (JSON Lines) or a job's NCCL profiler traces, "
+                               "not a folder of dumps");
       check_fr_options(args.fr);
       const traces::FrRun run = traces::read_fr_run(input.path());
       const traces::FrExport e = traces::flight_recorder_of(run, args.fr);
       if (e.dumps.empty()) throw core::InputError(args.input, 0, "the trace holds no communicator: no dump to write");
       traces::write_flight_recorder(e, args.out);
       // Operations a rank ran on streams of their own are async calls to PyTorch (check's model).
-      out << fmt::format("wrote {} Flight Recorder dumps to {}/json and {}/pickle: check them with `ppspec check {}{}`\n", e.dumps.size(),
-                         args.out, args.out, args.out, own_streams(run) ? " --calls async" : "");
+      out << fmt::format(
+          "wrote {} Flight Recorder dumps to {}/json and {}/pickle: check them with `ppspec check {}{}`\n",
+          e.dumps.size(), args.out, args.out, args.out, own_streams(run) ? " --calls async" : "");
       return 0;
     }
     Timeline tl;
@@ -290,8 +292,9 @@ int export_command(const ExportArgs& args, std::ostream& out, std::ostream& err)
     if (!o) throw core::InputError(args.out, 0, "cannot write the output file");
     const Json j = std::move(tl).json();
     o << j.dump() << '\n';
-    out << fmt::format("wrote {} ({} trace events, {} findings): open it in https://ui.perfetto.dev or chrome://tracing\n",
-                       args.out, j.at("traceEvents").size(), r.findings.size());
+    out << fmt::format(
+        "wrote {} ({} trace events, {} findings): open it in https://ui.perfetto.dev or chrome://tracing\n", args.out,
+        j.at("traceEvents").size(), r.findings.size());
     return 0;
   });
 }

@@ -1,5 +1,7 @@
 #include "tools/fidelity_command.h"
 
+#include "tools/backends.h"
+
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
@@ -45,6 +47,13 @@ bool classes_agree(const std::set<std::string>& simulator, const std::string& gp
 }
 
 namespace {
+
+// The command line checked --backend against the names (main.cc); a caller in code passes one of them too.
+FidelityBackend backend_of(const FidelityArgs& args) {
+  const std::optional<FidelityBackend> b = parse_fidelity_backend(args.backend);
+  PPSPEC_ASSERT(b.has_value(), "fidelity --backend '{}'", args.backend);
+  return *b;
+}
 
 namespace fs = std::filesystem;
 
@@ -156,8 +165,9 @@ void keep_disagreement(const ProgramResult& r, const fs::path& dir) {
   const auto gv = core::parse_verdict(r.gpu == "misalignment" ? "fifo-misalignment" : r.gpu);
   if (gv && r.gpu != "error") body += fmt::format("gpu_verdict = \"{}\"\n", core::to_string(*gv));
   std::ofstream out(dir / fs::path(r.file).filename());
-  out << fmt::format("# Kept by `ppspec fidelity`: the simulator and the GPUs disagree.\n# simulator: {} — {}\n# GPU: {} — {}\n",
-                     classes(r), r.sim_summary, r.gpu, r.gpu_summary);
+  out << fmt::format(
+      "# Kept by `ppspec fidelity`: the simulator and the GPUs disagree.\n# simulator: {} — {}\n# GPU: {} — {}\n",
+      classes(r), r.sim_summary, r.gpu, r.gpu_summary);
   out << body;
 }
 
@@ -208,16 +218,19 @@ void write_table(const FidelityArgs& args, const std::vector<ProgramResult>& rs,
     varying += r.sim_set().size() > 1;
   }
   std::ofstream md(path);
-  const std::string against = args.backend == "both"       ? fmt::format("{} GPUs", args.gpus)
-                              : args.backend == "recorded" ? fmt::format("{} GPUs' recorded results", args.gpus)
-                                                           : std::string("nothing (simulator only)");
+  const std::string against = backend_of(args) == FidelityBackend::both ? fmt::format("{} GPUs", args.gpus)
+                              : backend_of(args) == FidelityBackend::recorded
+                                  ? fmt::format("{} GPUs' recorded results", args.gpus)
+                                  : std::string("nothing (simulator only)");
   md << fmt::format("# Fidelity: {} generated programs, the simulator against {}\n\n", rs.size(), against);
-  md << fmt::format("`ppspec fidelity --programs {} --seed {} --backend {} --sim-seeds {} --hang-timeout {}`\n\n", args.programs,
-                    args.seed, args.backend, args.sim_seeds, args.hang_timeout_s);
-  md << fmt::format("* compared on GPUs: **{}**; the same verdict class: **{} ({})**\n", compared, agree, percent(agree, compared));
+  md << fmt::format("`ppspec fidelity --programs {} --seed {} --backend {} --sim-seeds {} --hang-timeout {}`\n\n",
+                    args.programs, args.seed, args.backend, args.sim_seeds, args.hang_timeout_s);
+  md << fmt::format("* compared on GPUs: **{}**; the same verdict class: **{} ({})**\n", compared, agree,
+                    percent(agree, compared));
   md << fmt::format("* simulator only (more ranks than GPUs, or not run on GPUs): {}\n", sim_only);
   md << fmt::format("* verdict varies with the simulator's seed ({} seeds): {}\n\n", args.sim_seeds, varying);
-  md << "Classes: the simulator's `deadlock` is the hardware's `hang` (or `device-fault`, a kernel that faulted instead of hanging); `misalignment` is `fifo-misalignment` (on GPUs, the "
+  md << "Classes: the simulator's `deadlock` is the hardware's `hang` (or `device-fault`, a kernel that faulted "
+        "instead of hanging); `misalignment` is `fifo-misalignment` (on GPUs, the "
         "trace checker's finding); a hazard is a note on a pass. A program agrees when the GPU's class is one the "
         "simulator gives under some seed.\n\n## Verdict classes (rows: the simulator's over its seeds)\n\n";
   write_matrix(md, rs);
@@ -252,15 +265,15 @@ ProgramResult one_program(const FidelityArgs& args, uint64_t i, const fs::path& 
   ProgramResult r = simulate(g, out / "programs" / (name + ".toml"), args.sim_seeds);
   const fs::path kept = out / "results" / (name + ".json");
   const bool on_gpus = r.ranks <= args.gpus;
-  if (args.backend == "recorded") {
+  if (backend_of(args) == FidelityBackend::recorded) {
     // The simulator of this build against what the GPUs gave in an earlier run: nothing written.
     if (on_gpus) load_kept_gpu(kept, r);
     return r;
   }
-  if (args.backend == "both" && on_gpus && (args.rerun_gpu || !load_kept_gpu(kept, r))) {
+  if (backend_of(args) == FidelityBackend::both && on_gpus && (args.rerun_gpu || !load_kept_gpu(kept, r))) {
     run_gpu_part(args, out / "traces" / (name + ".gpu.jsonl"), r);
     std::ofstream(kept) << to_json(r).dump(1) << '\n';
-  } else if (args.backend == "sim" || !on_gpus) {
+  } else if (backend_of(args) == FidelityBackend::sim || !on_gpus) {
     std::ofstream(kept) << to_json(r).dump(1) << '\n';
   }
   return r;
@@ -273,28 +286,32 @@ int dumps_differential(const FidelityArgs& args, std::ostream& out, std::ostream
   o.seed = args.seed;
   o.out = args.out;
   o.max_ranks = args.max_ranks;
-  if (args.shape == "all" && args.backend == "flight-recorder") return fidelity::fr_differential_all_main(o, out);
+  if (args.shape == "all" && backend_of(args) == FidelityBackend::flight_recorder)
+    return fidelity::fr_differential_all_main(o, out);
   const std::optional<generator::FrShape> shape = generator::parse_fr_shape(args.shape);
   if (!shape) {
-    err << fmt::format("ppspec: --shape {} is none of the families (async, sync, coalesced, batched, all_to_all, wrapped, gloo, "
-                       "snapshot, or all)\n",
-                       args.shape);
+    err << fmt::format(
+        "ppspec: --shape {} is none of the families (async, sync, coalesced, batched, all_to_all, wrapped, gloo, "
+        "snapshot, or all)\n",
+        args.shape);
     return kExitBadInput;
   }
   o.shape = *shape;
-  return args.backend == "import" ? fidelity::import_differential_main(o, out) : fidelity::fr_differential_main(o, out);
+  return backend_of(args) == FidelityBackend::import ? fidelity::import_differential_main(o, out)
+                                                     : fidelity::fr_differential_main(o, out);
 }
 
 }  // namespace
 
 int fidelity_main(const FidelityArgs& args, std::ostream& out, std::ostream& err) {
-  if (args.backend == "flight-recorder" || args.backend == "import") return dumps_differential(args, out, err);
-  if (args.backend == "nccl-profiler" && !args.scenario_files.empty()) {
+  if (backend_of(args) == FidelityBackend::flight_recorder || backend_of(args) == FidelityBackend::import)
+    return dumps_differential(args, out, err);
+  if (backend_of(args) == FidelityBackend::nccl_profiler && !args.scenario_files.empty()) {
     std::filesystem::create_directories(args.out);
     return fidelity::plugin_scenarios_main(args.scenario_files, (std::filesystem::path(args.out) / "runs").string(),
                                            (std::filesystem::path(args.out) / "scenarios.md").string(), out);
   }
-  if (args.backend == "nccl-profiler") {
+  if (backend_of(args) == FidelityBackend::nccl_profiler) {
     fidelity::PluginDifferentialOptions o;
     o.programs = args.programs;
     o.seed = args.seed;
@@ -303,7 +320,7 @@ int fidelity_main(const FidelityArgs& args, std::ostream& out, std::ostream& err
     o.interface = args.interface;
     return fidelity::plugin_differential_main(o, out);
   }
-  if (args.backend == "both" && !gpu_jobs::gpu_backend_built()) {
+  if (backend_of(args) == FidelityBackend::both && !gpu_jobs::gpu_backend_built()) {
     err << "ppspec: this ppspec was built without the GPU backend; use --backend sim\n";
     return kExitBadInput;
   }
@@ -333,14 +350,16 @@ int fidelity_main(const FidelityArgs& args, std::ostream& out, std::ostream& err
     compared += r.compared();
     agree += r.compared() && r.agrees();
   }
-  out << fmt::format("fidelity: {} programs; {} compared on GPUs, {} agree ({}); table: {}\n", results.size(), compared, agree,
-                     percent(agree, compared), (dir / "fidelity.md").string());
-  if (compared == 0 && args.backend != "sim") {
+  out << fmt::format("fidelity: {} programs; {} compared on GPUs, {} agree ({}); table: {}\n", results.size(), compared,
+                     agree, percent(agree, compared), (dir / "fidelity.md").string());
+  if (compared == 0 && backend_of(args) != FidelityBackend::sim) {
     // Nothing compared is no agreement: no GPU result was there to compare with.
     err << fmt::format("ppspec fidelity: compared nothing: {}\n",
-                       args.backend == "recorded" ? fmt::format("no GPU result is kept in {}/results for these programs (run "
-                                                                "--backend both on a GPU machine first)", args.out)
-                                                  : fmt::format("no program fits this machine's {} GPU(s)", args.gpus));
+                       backend_of(args) == FidelityBackend::recorded
+                           ? fmt::format("no GPU result is kept in {}/results for these programs (run "
+                                         "--backend both on a GPU machine first)",
+                                         args.out)
+                           : fmt::format("no program fits this machine's {} GPU(s)", args.gpus));
     return 1;
   }
   return agree == compared ? 0 : 1;

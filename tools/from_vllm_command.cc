@@ -8,8 +8,8 @@
 
 #include "core/error.h"
 #include "core/printable.h"
-#include "fuzzer/serving_case.h"
-#include "loader/serving_loader.h"
+#include "scenario/serving_case.h"
+#include "scenario/serving_loader.h"
 #include "serving/runner.h"
 #include "tools/bad_input.h"
 #include "tools/output_file.h"
@@ -22,11 +22,13 @@ namespace fs = std::filesystem;
 
 vllm_config::EngineArgs read_args(const FromVllmArgs& a) {
   if (a.config.empty() && a.vllm_args.empty())
-    throw core::InputError("ppspec from-vllm", 0, "no vLLM arguments: give a config file, or `vllm serve`'s flags after --");
+    throw core::InputError("ppspec from-vllm", 0,
+                           "no vLLM arguments: give a config file, or `vllm serve`'s flags after --");
   std::error_code ec;
   if (!a.config.empty() && !fs::is_regular_file(a.config, ec))
-    throw core::InputError(a.config, 0, "no such file: before --, from-vllm takes a vLLM config file (JSON or flat YAML); a model "
-                                        "name and `vllm serve`'s flags go after --");
+    throw core::InputError(a.config, 0,
+                           "no such file: before --, from-vllm takes a vLLM config file (JSON or flat YAML); a model "
+                           "name and `vllm serve`'s flags go after --");
   vllm_config::EngineArgs args =
       a.config.empty() ? vllm_config::EngineArgs{} : vllm_config::parse_config_file(a.config);
   vllm_config::merge(args, vllm_config::parse_cli(a.vllm_args));
@@ -96,16 +98,16 @@ int from_vllm_command(const FromVllmArgs& a, std::ostream& out, std::ostream& er
   return exit_2_on_bad_input(err, "ppspec from-vllm", [&] {
     const vllm_config::Serving s = vllm_config::to_serving(read_args(a), vllm_config::WorkloadChoice{a.requests});
     const std::string name = a.name.empty() ? fs::path(a.out).stem().string() : a.name;
-    const std::string text = fuzzer::to_toml(s.scenario, name, description_of(a, s), fuzzer::Expectation{});
+    const std::string text = scenario::to_toml(s.scenario, name, description_of(a, s), scenario::Expectation{});
     const serving::ServingScenario scenario = [&] {  // what is written reads back
       try {
-        return loader::parse_serving(text, a.out);
+        return scenario::parse_serving(text, a.out);
       } catch (const core::InputError& e) {
         refused(e, text, a, s);
       }
     }();
     write_output_file(a.out, text, a.force);
-    out << fmt::format("wrote {}: {}\n", a.out, fuzzer::summary(s.scenario));
+    out << fmt::format("wrote {}: {}\n", a.out, scenario::summary(s.scenario));
     for (const vllm_config::Mapping& m : s.mapped)
       out << (m.vllm.empty() ? fmt::format("      {}\n", core::printable(m.scenario))
                              : fmt::format("  {} -> {}\n", core::printable(m.vllm), core::printable(m.scenario)));

@@ -1,5 +1,7 @@
 #include "tools/fuzz_command.h"
 
+#include "tools/backends.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
@@ -101,9 +103,10 @@ void claim_out_dir(const std::string& dir, bool force) {
     if (campaign_file(entry.path())) earlier.push_back(entry.path());
   if (earlier.empty()) return;
   if (!force)
-    throw BadFlag{fmt::format("--out '{}' holds an earlier campaign's files ({}, ...): name another folder, or --force to "
-                              "replace them",
-                              core::printable(dir, 80), earlier.front().filename().string())};
+    throw BadFlag{
+        fmt::format("--out '{}' holds an earlier campaign's files ({}, ...): name another folder, or --force to "
+                    "replace them",
+                    core::printable(dir, 80), earlier.front().filename().string())};
   for (const auto& p : earlier) std::filesystem::remove_all(p, ec);
 }
 
@@ -121,17 +124,21 @@ fuzzer::FuzzOptions options(const FuzzArgs& a) {
   }
   if (!a.time.empty()) {
     const auto t = duration(a.time);
-    if (!t) throw BadFlag{fmt::format("--time '{}': expected seconds, or a number with s, m or h (at most 30 days)", core::printable(a.time, 40))};
+    if (!t)
+      throw BadFlag{fmt::format("--time '{}': expected seconds, or a number with s, m or h (at most 30 days)",
+                                core::printable(a.time, 40))};
     o.time_s = *t;
   }
   if (!o.cases && o.time_s == 0) o.time_s = 60;  // the default campaign: one minute
   if (!a.shard.empty()) parse_shard(a.shard, o);
   const auto jobs = parse_count(a.jobs, 1, 256);
-  if (!jobs) throw BadFlag{fmt::format("--jobs '{}': expected a number of worker processes in [1, 256]", core::printable(a.jobs, 40))};
+  if (!jobs)
+    throw BadFlag{
+        fmt::format("--jobs '{}': expected a number of worker processes in [1, 256]", core::printable(a.jobs, 40))};
   if (!a.faults.empty()) o.faults = parse_faults(a.faults);
   // Shrinking reruns a case hundreds of times, and a hang on hardware costs its watchdog's limit:
   // fuzzing runs on the simulator; a found file runs on GPUs with `ppspec run --backend gpu`.
-  if (a.backend != "sim")
+  if (parse_run_backend(a.backend) != RunBackend::sim)
     throw BadFlag{fmt::format("--backend '{}': fuzzing runs on the simulator (sim); run a found file on GPUs with "
                               "`ppspec run --backend gpu FILE`",
                               core::printable(a.backend, 40))};
@@ -199,7 +206,8 @@ fuzzer::FuzzReport crashed_worker(const fuzzer::FuzzOptions& o, const std::strin
   uint64_t index = 0;
   if (!(in >> index))
     throw BadFlag{fmt::format("a worker {} before its first case (see {}/progress.log)", fuzzer::describe(death), dir)};
-  err << fmt::format("worker in {} {} at case {}: shrinking it in child processes\n", dir, fuzzer::describe(death), index);
+  err << fmt::format("worker in {} {} at case {}: shrinking it in child processes\n", dir, fuzzer::describe(death),
+                     index);
   fuzzer::FuzzOptions mine = o;
   mine.out_dir = dir;
   r.found.push_back(fuzzer::settle_crash(mine, index, death, "/proc/self/exe", kCrashShrinkRunsMax));

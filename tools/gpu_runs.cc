@@ -5,6 +5,7 @@
 #include <ostream>
 #include <unistd.h>
 
+#include "core/finding_kinds.h"
 #include "core/error.h"
 #include "core/runtime_config.h"
 #include "gpu_jobs/gpu_backend.h"
@@ -147,7 +148,7 @@ report::RunRecord sim_record(const serving::ServingScenario& s, const serving::S
 core::Finding note(std::string summary) {
   core::Finding f;
   f.verdict = core::Verdict::pass;
-  f.kind = "sim-gpu";
+  f.kind = core::kKindSimGpu;
   f.summary = std::move(summary);
   return f;
 }

@@ -9,7 +9,7 @@
 #include "core/error.h"
 #include "fidelity/fr_differential.h"
 #include "importer/fr_import.h"
-#include "loader/program_loader.h"
+#include "scenario/program_loader.h"
 #include "program/runner.h"
 #include "program/toml_writer.h"
 #include "tools/bad_input.h"
@@ -55,12 +55,14 @@ Input read_input(const ImportArgs& args) {
   }
   if (args.inputs.size() == 1 && fs::is_directory(args.inputs[0])) {
     if (!traces::is_fr_dir(args.inputs[0]))
-      throw core::InputError(args.inputs[0], 0, "no Flight Recorder dumps here (files named PREFIX + RANK, e.g. rank_0 or "
-                                                "nccl_trace_rank_0.json) and no NCCL profiler plugin traces");
+      throw core::InputError(args.inputs[0], 0,
+                             "no Flight Recorder dumps here (files named PREFIX + RANK, e.g. rank_0 or "
+                             "nccl_trace_rank_0.json) and no NCCL profiler plugin traces");
     return Input{traces::read_fr_dir(args.inputs[0], prefix), false};
   }
   for (const std::string& f : args.inputs)
-    if (!traces::is_fr_file(f)) throw core::InputError(f, 0, "not a Flight Recorder dump (a pickle, or the JSON of _dump_nccl_trace_json)");
+    if (!traces::is_fr_file(f))
+      throw core::InputError(f, 0, "not a Flight Recorder dump (a pickle, or the JSON of _dump_nccl_trace_json)");
   return Input{traces::read_fr_files(args.inputs, prefix), false};
 }
 
@@ -101,7 +103,7 @@ int import_command(const ImportArgs& args, std::ostream& out, std::ostream& err)
     p.expect.verdict = ran.verdict;
     if (!ran.findings.empty() && ran.verdict != core::Verdict::pass) p.expect.kind = ran.findings.front().kind;
     const std::string text = program::to_toml(p);
-    (void)loader::parse_program(text, args.out);  // what is written reads back, or this is ppspec's bug
+    (void)scenario::parse_program(text, args.out);  // what is written reads back, or this is ppspec's bug
     write_output_file(args.out, text, args.force);
     const std::string check_class = verdict_class(checked), run_class = verdict_class(ran);
     const bool same = check_class == run_class;
@@ -113,16 +115,19 @@ int import_command(const ImportArgs& args, std::ostream& out, std::ostream& err)
     const char* what = input.from_trace ? "trace's Flight Recorder export" : "dumps";
     out << fmt::format("  ppspec check of the {}: {}\n", what, verdict_line(checked));
     out << fmt::format("  ppspec run of the scenario (seed 1): {}\n", verdict_line(ran));
-    if (same) out << fmt::format("  the same verdict ({}): the scenario reproduces the job's communication order\n", run_class);
+    if (same)
+      out << fmt::format("  the same verdict ({}): the scenario reproduces the job's communication order\n", run_class);
     else if (host_cycle)
-      out << fmt::format("  the same hang: the scenario's deadlock runs through a host wait (a sync, a load) that no dump records, so "
-                         "the {} shows only its communication part ({})\n",
-                         what, check_class);
+      out << fmt::format(
+          "  the same hang: the scenario's deadlock runs through a host wait (a sync, a load) that no dump records, so "
+          "the {} shows only its communication part ({})\n",
+          what, check_class);
     else
-      out << fmt::format("  the verdicts differ ({} in the {}, {} in the scenario): what the {} holds does not follow from "
-                         "the order of the operations alone (a kernel or host that never progressed, or what the scenario "
-                         "assumes below)\n",
-                         check_class, what, run_class, what);
+      out << fmt::format(
+          "  the verdicts differ ({} in the {}, {} in the scenario): what the {} holds does not follow from "
+          "the order of the operations alone (a kernel or host that never progressed, or what the scenario "
+          "assumes below)\n",
+          check_class, what, run_class, what);
     for (const std::string& n : imported.notes) out << "  assumed: " << n << '\n';
     out << fmt::format("next: ppspec run {} --seeds 100   (other schedules of the same program)\n", args.out);
     return same || host_cycle ? 0 : 1;

@@ -97,10 +97,12 @@ void run_options(CLI::App& cmd, CommandLine& line) {
   cmd.add_option("files", run.args.files, "scenario files (TOML), or folders: each folder's *.toml files")
       ->required()
       ->check(CLI::ExistingPath);
-  run.seed_option = cmd.add_option("--seed", run.seed_text, "first seed, 0..2^63-1 (default: the scenario's [explore] seed, else 1)");
-  run.seeds_option = cmd.add_option("--seeds", run.seeds_text,
-                                    "run this many seeds, 1..2^40; print how many met the expectation and the report of the "
-                                    "first that did not");
+  run.seed_option =
+      cmd.add_option("--seed", run.seed_text, "first seed, 0..2^63-1 (default: the scenario's [explore] seed, else 1)");
+  run.seeds_option =
+      cmd.add_option("--seeds", run.seeds_text,
+                     "run this many seeds, 1..2^40; print how many met the expectation and the report of the "
+                     "first that did not");
   run.strategy_option = cmd.add_option("--strategy", run.strategy_text, "schedule policy: random | pct:DEPTH");
   cmd.add_option("--trace", run.args.trace, "write the event stream as JSON Lines to this file");
   cmd.add_flag("--json", run.args.json, "print results as JSON");
@@ -109,10 +111,11 @@ void run_options(CLI::App& cmd, CommandLine& line) {
                  "sim (the simulator, default), gpu (CUDA + NCCL on this machine's GPUs), or both (serving scenarios: "
                  "each on the simulator and on GPUs, compared request by request and operation by operation)")
       ->check(CLI::IsMember({"sim", "gpu", "both"}));
-  run.hang_timeout_option = cmd.add_option("--hang-timeout", run.hang_timeout_s,
-                                           "gpu: seconds without progress before the watchdog reports a hang (default: the "
-                                           "scenario's [runtime] hang_timeout_s, else 20)")
-                                ->check(CLI::Range(0.1, 3600.0));
+  run.hang_timeout_option =
+      cmd.add_option("--hang-timeout", run.hang_timeout_s,
+                     "gpu: seconds without progress before the watchdog reports a hang (default: the "
+                     "scenario's [runtime] hang_timeout_s, else 20)")
+          ->check(CLI::Range(0.1, 3600.0));
 }
 
 int run_handler(CommandLine& line) {
@@ -142,11 +145,13 @@ void check_options(CLI::App& cmd, CommandLine& line) {
                  "the scenario file of serving traces (default: the file each header names, whose content "
                  "must hash to what the header recorded)")
       ->check(CLI::ExistingFile);
-  cmd.add_option("--prefix", check.prefix,
-                 "Flight Recorder dumps: the file-name prefix before the rank (default: inferred, as PyTorch's fr_trace "
-                 "does; e.g. nccl_trace_rank_)");
+  cmd.add_option(
+      "--prefix", check.prefix,
+      "Flight Recorder dumps: the file-name prefix before the rank (default: inferred, as PyTorch's fr_trace "
+      "does; e.g. nccl_trace_rank_)");
   cmd.add_option("--calls", check.calls,
-                 "Flight Recorder dumps: how the job made its calls: sync (PyTorch's default: each call waits for the ones before it) "
+                 "Flight Recorder dumps: how the job made its calls: sync (PyTorch's default: each call waits for the "
+                 "ones before it) "
                  "or async (async_op=True, never waited for: each group on its own stream)")
       ->check(CLI::IsMember({"sync", "async"}));
   cmd.add_flag("--json", check.json, "print results as JSON");
@@ -233,13 +238,16 @@ int show_handler(CommandLine& line) {
 
 void fuzz_options(CLI::App& cmd, CommandLine& line) {
   FuzzArgs& fuzz = line.fuzz;
-  cmd.add_option("space", fuzz.space, "SPACE.toml: narrower ranges for the generated scenarios (default: all)")->check(CLI::ExistingFile);
+  cmd.add_option("space", fuzz.space, "SPACE.toml: narrower ranges for the generated scenarios (default: all)")
+      ->check(CLI::ExistingFile);
   cmd.add_option("--time", fuzz.time, "stop after this long: seconds, or 30s, 5m, 2h (default 60 s without --cases)");
   cmd.add_option("--cases", fuzz.cases, "stop after this many cases (of this shard)");
   cmd.add_option("--seed", fuzz.seed, "the case stream's seed: case i is a function of (seed, i) (default 1)");
   cmd.add_option("--shard", fuzz.shard, "I/N: run the cases i with i mod N = I (a disjoint share, for clusters)");
   cmd.add_option("--jobs", fuzz.jobs, "worker processes (default 1)");
-  cmd.add_option("--out", fuzz.out, "folder for the shrunk scenario files and summary.json (default fuzz-out; one an earlier campaign used is refused without --force)");
+  cmd.add_option("--out", fuzz.out,
+                 "folder for the shrunk scenario files and summary.json (default fuzz-out; one an earlier campaign "
+                 "used is refused without --force)");
   cmd.add_option("--faults", fuzz.faults, "switch these faults on in every case (comma-separated names)");
   cmd.add_flag("--keep-going", fuzz.keep_going, "shrink and keep every failure, not only the first");
   cmd.add_flag("--force", fuzz.force, "replace the files an earlier campaign left in --out (otherwise refused)");
@@ -275,20 +283,23 @@ void fidelity_options(CLI::App& cmd, CommandLine& line) {
   cmd.add_option("--seed", fidelity.seed, "the generator's seed: program i is a function of (seed, i)")
       ->check(CLI::Range(uint64_t{0}, uint64_t{INT64_MAX}));
   cmd.add_option("--out", fidelity.out, "folder for programs/, results/, disagreements/ and fidelity.md")->required();
-  cmd.add_option("--backend", fidelity.backend,
-                 "sim (the simulator only), both (the simulator and GPUs; GPU results kept in OUT/results are "
-                 "reused), recorded (the simulator against the GPU results kept in OUT/results, no GPU needed), or "
-                 "flight-recorder (each program disturbed once and run on the simulator, its trace exported as Flight "
-                 "Recorder dumps and checked by `ppspec check`: the checker against the simulator), or nccl-profiler (each "
-                 "program disturbed once and run on the simulator while it drives the NCCL profiler plugin as NCCL would; "
-                 "`ppspec watch`'s verdict against the simulator's), or import (the flight-recorder cases' dumps imported by "
-                 "`ppspec import` and the imported scenario run: its verdict against check's)")
+  cmd.add_option(
+         "--backend", fidelity.backend,
+         "sim (the simulator only), both (the simulator and GPUs; GPU results kept in OUT/results are "
+         "reused), recorded (the simulator against the GPU results kept in OUT/results, no GPU needed), or "
+         "flight-recorder (each program disturbed once and run on the simulator, its trace exported as Flight "
+         "Recorder dumps and checked by `ppspec check`: the checker against the simulator), or nccl-profiler (each "
+         "program disturbed once and run on the simulator while it drives the NCCL profiler plugin as NCCL would; "
+         "`ppspec watch`'s verdict against the simulator's), or import (the flight-recorder cases' dumps imported by "
+         "`ppspec import` and the imported scenario run: its verdict against check's)")
       ->check(CLI::IsMember({"sim", "both", "recorded", "flight-recorder", "nccl-profiler", "import"}));
-  cmd.add_option("--scenario-files", fidelity.scenario_files,
-                 "nccl-profiler: run these scenario files (programs or serving) through the plugin and the watcher instead of "
-                 "generated programs; the table is OUT/scenarios.md")
+  cmd.add_option(
+         "--scenario-files", fidelity.scenario_files,
+         "nccl-profiler: run these scenario files (programs or serving) through the plugin and the watcher instead of "
+         "generated programs; the table is OUT/scenarios.md")
       ->check(CLI::ExistingFile);
-  cmd.add_option("--interface", fidelity.interface, "nccl-profiler: the plugin's NCCL interface to drive, 5 (NCCL 2.26-2.28) or 6 (2.29 on)")
+  cmd.add_option("--interface", fidelity.interface,
+                 "nccl-profiler: the plugin's NCCL interface to drive, 5 (NCCL 2.26-2.28) or 6 (2.29 on)")
       ->check(CLI::IsMember({5, 6}));
   cmd.add_option("--sim-seeds", fidelity.sim_seeds, "simulator seeds per program")->check(CLI::Range(1, 1000));
   cmd.add_option("--hang-timeout", fidelity.hang_timeout_s, "gpu: seconds without progress that make a hang")
@@ -297,7 +308,8 @@ void fidelity_options(CLI::App& cmd, CommandLine& line) {
       ->check(CLI::Range(1, 8));
   cmd.add_option("--max-ranks", fidelity.max_ranks, "largest generated program")->check(CLI::Range(2, 8));
   cmd.add_option("--shape", fidelity.shape,
-                 "flight-recorder, import: the family of programs and of their dumps: async (the default), sync, coalesced, batched, "
+                 "flight-recorder, import: the family of programs and of their dumps: async (the default), sync, "
+                 "coalesced, batched, "
                  "all_to_all, wrapped, gloo, snapshot; flight-recorder: all runs each into OUT/FAMILY/");
   cmd.add_flag("--rerun-gpu", fidelity.rerun_gpu, "run on GPUs again where an earlier run's result is kept");
 }
@@ -306,8 +318,10 @@ int fidelity_handler(CommandLine& line) { return fidelity_main(line.fidelity, st
 
 void watch_options(CLI::App& cmd, CommandLine& line) {
   WatchArgs& w = line.watch;
-  auto* dir = cmd.add_option("--dir", w.dir, "the folder the ranks' plugins write into (the job's PPSPEC_WATCH=FOLDER)");
-  auto* listen = cmd.add_option("--listen", w.listen, "HOST:PORT to listen on (the job's PPSPEC_WATCH=HOST:PORT; PORT 0: any free one)");
+  auto* dir =
+      cmd.add_option("--dir", w.dir, "the folder the ranks' plugins write into (the job's PPSPEC_WATCH=FOLDER)");
+  auto* listen = cmd.add_option("--listen", w.listen,
+                                "HOST:PORT to listen on (the job's PPSPEC_WATCH=HOST:PORT; PORT 0: any free one)");
   dir->excludes(listen);
   cmd.add_option("--stall", w.stall_s, "seconds without progress that make a stall (default 10)")
       ->check(CLI::Range(0.1, 86400.0));
@@ -315,7 +329,8 @@ void watch_options(CLI::App& cmd, CommandLine& line) {
   cmd.add_option("--out", w.out, "folder for the job's merged trace, job.jsonl (default ppspec-watch)");
   cmd.add_option("--ranks", w.ranks, "the job's size: the watch ends once this many ranks ended")
       ->check(CLI::Range(1, 1 << 20));
-  cmd.add_option("--timeout", w.timeout_s, "stop watching after this many seconds (default: when the job ends, or Ctrl-C)")
+  cmd.add_option("--timeout", w.timeout_s,
+                 "stop watching after this many seconds (default: when the job ends, or Ctrl-C)")
       ->check(CLI::Range(0.0, 1e7));
   cmd.add_flag("--json", w.json, "one JSON object per report, then the summary");
 }
@@ -324,9 +339,10 @@ int watch_handler(CommandLine& line) { return watch_command(line.watch, std::cou
 
 void import_options(CLI::App& cmd, CommandLine& line) {
   ImportArgs& a = line.import;
-  cmd.add_option("input", a.inputs,
-                 "a folder of a job's Flight Recorder dumps, or the dump files, one per rank; or a ppspec trace (a simulated "
-                 "or GPU run's), or a job's NCCL profiler plugin traces (a folder or one file)")
+  cmd.add_option(
+         "input", a.inputs,
+         "a folder of a job's Flight Recorder dumps, or the dump files, one per rank; or a ppspec trace (a simulated "
+         "or GPU run's), or a job's NCCL profiler plugin traces (a folder or one file)")
       ->required()
       ->check(CLI::ExistingPath);
   cmd.add_option("-o,--out", a.out, "the program scenario to write (TOML)")->required();
@@ -341,10 +357,11 @@ int import_handler(CommandLine& line) { return import_command(line.import, std::
 
 void from_vllm_options(CLI::App& cmd, CommandLine& line) {
   FromVllmArgs& a = line.from_vllm;
-  cmd.add_option("config", a.config,
-                 "a vLLM config (JSON, or the flat YAML of `vllm serve --config`); and/or, after --, `vllm serve`'s command "
-                 "line as written (e.g. -- vllm serve MODEL --pipeline-parallel-size 2 --speculative-config "
-                 "'{\"method\": \"eagle3\", \"num_speculative_tokens\": 3}')");
+  cmd.add_option(
+      "config", a.config,
+      "a vLLM config (JSON, or the flat YAML of `vllm serve --config`); and/or, after --, `vllm serve`'s command "
+      "line as written (e.g. -- vllm serve MODEL --pipeline-parallel-size 2 --speculative-config "
+      "'{\"method\": \"eagle3\", \"num_speculative_tokens\": 3}')");
   cmd.add_option("-o,--out", a.out, "the serving scenario to write (TOML)")->required();
   cmd.add_option("--name", a.name, "the scenario's name (default: the output file's name)");
   cmd.add_option("--requests", a.requests, "the workload's requests (default: twice the request slots, at most 64)")
@@ -371,25 +388,31 @@ std::vector<std::string> take_vllm_command_line(int& argc, char** argv) {
 // In the order `ppspec --help` lists them.
 constexpr std::array kCommands{
     Command{"run", "run scenario files and compare each verdict with its [expect]", run_options, run_handler},
-    Command{"check", "run the checkers over recorded traces (JSON Lines from --trace or a GPU hang dump)", check_options,
-            check_handler},
+    Command{"check", "run the checkers over recorded traces (JSON Lines from --trace or a GPU hang dump)",
+            check_options, check_handler},
     Command{"replay", "re-execute a recorded simulated run from its trace and prove the event stream byte-identical",
             replay_options, replay_handler},
-    Command{"export", "write a trace, a GPU hang dump or Flight Recorder dumps as a timeline for Perfetto or chrome://tracing, "
-                      "or a trace as the Flight Recorder dumps PyTorch would write of it",
+    Command{"export",
+            "write a trace, a GPU hang dump or Flight Recorder dumps as a timeline for Perfetto or chrome://tracing, "
+            "or a trace as the Flight Recorder dumps PyTorch would write of it",
             export_options, export_handler},
-    Command{"show", "a text timeline, one column per rank's thread and stream, around a finding", show_options, show_handler},
-    Command{"fuzz", "generate serving scenarios, run each with every monitor and oracle, shrink a failure to a minimal file",
+    Command{"show", "a text timeline, one column per rank's thread and stream, around a finding", show_options,
+            show_handler},
+    Command{"fuzz",
+            "generate serving scenarios, run each with every monitor and oracle, shrink a failure to a minimal file",
             fuzz_options, fuzz_handler},
     Command{"gpu-child", "(internal) run one scenario on the real backend", gpu_child_options, gpu_child_handler},
-    Command{"gpu-latency", "NCCL send/recv round-trip latency between GPU 0 and GPU 1 (real backend)", gpu_latency_options,
-            gpu_latency_handler},
+    Command{"gpu-latency", "NCCL send/recv round-trip latency between GPU 0 and GPU 1 (real backend)",
+            gpu_latency_options, gpu_latency_handler},
     Command{"fidelity", "generate program scenarios, run each on the simulator and on GPUs, and compare the verdicts",
             fidelity_options, fidelity_handler},
-    Command{"watch", "check a running NCCL job live, from its ranks' NCCL profiler plugin (misalignments as posted, stalls)",
+    Command{"watch",
+            "check a running NCCL job live, from its ranks' NCCL profiler plugin (misalignments as posted, stalls)",
             watch_options, watch_handler},
-    Command{"import", "turn a real job's Flight Recorder dumps (or a trace) into a program scenario that `run` replays and explores",
-            import_options, import_handler},
+    Command{
+        "import",
+        "turn a real job's Flight Recorder dumps (or a trace) into a program scenario that `run` replays and explores",
+        import_options, import_handler},
     Command{"from-vllm", "turn vLLM engine arguments (flags or a config) into a serving scenario of the same shape",
             from_vllm_options, from_vllm_handler},
 };
@@ -401,8 +424,10 @@ constexpr std::array kCommands{
 // allocator's abort or a bad_alloc thrown inside a simulated fiber's stack. No allocation here.
 [[noreturn]] void out_of_memory() {
   static constexpr char kMessage[] =
-      "ppspec: out of memory: an allocation failed (the machine's memory, or `ulimit -v`, is spent); a serving scenario's host "
-      "memory grows with [model] vocab x lanes x layers and with its ranks: run a smaller one, or on a larger machine\n";
+      "ppspec: out of memory: an allocation failed (the machine's memory, or `ulimit -v`, is spent); a serving "
+      "scenario's host "
+      "memory grows with [model] vocab x lanes x layers and with its ranks: run a smaller one, or on a larger "
+      "machine\n";
   (void)!::write(STDERR_FILENO, kMessage, sizeof kMessage - 1);
   ::_exit(3);
 }
@@ -420,8 +445,9 @@ std::optional<std::string> too_deep_argument(int argc, char** argv) {
       deepest = std::max(deepest, depth);
     }
     if (deepest > kBracketsMax)
-      return fmt::format("ppspec: command-line argument {} opens {} brackets in one another, more than {}: not a value ppspec takes",
-                         i, deepest, kBracketsMax);
+      return fmt::format(
+          "ppspec: command-line argument {} opens {} brackets in one another, more than {}: not a value ppspec takes",
+          i, deepest, kBracketsMax);
   }
   return std::nullopt;
 }
@@ -439,7 +465,8 @@ int main(int argc, char** argv) {
 #if defined(PPSPEC_ALLOCATOR_MIMALLOC)
   mi_register_error(mimalloc_error, nullptr);
 #endif
-  CLI::App app{"ppspec: finds the bugs of pipeline-parallel speculative-decoding serving before they reach a GPU cluster"};
+  CLI::App app{
+      "ppspec: finds the bugs of pipeline-parallel speculative-decoding serving before they reach a GPU cluster"};
   app.require_subcommand(1);
   const auto& commands = ppspec::tools::kCommands;
   ppspec::tools::CommandLine line;

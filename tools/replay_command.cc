@@ -57,10 +57,11 @@ int replay_command(const ReplayArgs& args, std::ostream& out, std::ostream& err)
   return exit_2_on_bad_input(err, "ppspec", [&] {
     traces::TraceReader reader(args.trace, traces::TraceReader::Options{});
     const traces::TraceHeader h = reader.header();
-    if (h.backend != "sim")
-      throw core::InputError(args.trace, 1, fmt::format("a {} trace: hardware records no schedule to replay; check it with "
-                                                        "`ppspec check`",
-                                                        core::printable(h.backend, 20)));
+    if (h.backend != traces::TraceBackend::sim)
+      throw core::InputError(args.trace, 1,
+                             fmt::format("a {} trace: hardware records no schedule to replay; check it with "
+                                         "`ppspec check`",
+                                         traces::to_string(h.backend)));
     while (reader.next() != nullptr) {
     }
     if (!reader.trailer())
@@ -74,16 +75,20 @@ int replay_command(const ReplayArgs& args, std::ostream& out, std::ostream& err)
     fs::remove(again);
     for (size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
       if (i < a.size() && i < b.size() && a[i] == b[i]) continue;
-      out << fmt::format("FAIL {}  {}  verdict nondeterminism (replay-diverged): line {} differs\n", core::printable(h.scenario),
-                         core::printable(args.trace), i + 1);
+      out << fmt::format("FAIL {}  {}  verdict nondeterminism (replay-diverged): line {} differs\n",
+                         core::printable(h.scenario), core::printable(args.trace), i + 1);
       out << fmt::format("    recorded: {}\n    replayed: {}\n",
                          i < a.size() ? core::printable(a[i], 400) : "(the end)",
                          i < b.size() ? core::printable(b[i], 400) : "(the end)");
       const bool trailer = i + 1 == a.size() && i + 1 == b.size();
-      out << (trailer ? "    the same events gave another verdict, schedule or findings (the trailer records each finding's kind, "
-                        "summary and sites): the checks depend on something outside the seed, or the code changed since the recording\n"
-                      : "    the same scenario, seed and schedule gave another event stream: the simulator or the engine depends on "
-                        "something outside the seed (time, addresses, unordered iteration), or the code changed since the recording\n");
+      out << (trailer ? "    the same events gave another verdict, schedule or findings (the trailer records each "
+                        "finding's kind, "
+                        "summary and sites): the checks depend on something outside the seed, or the code changed "
+                        "since the recording\n"
+                      : "    the same scenario, seed and schedule gave another event stream: the simulator or the "
+                        "engine depends on "
+                        "something outside the seed (time, addresses, unordered iteration), or the code changed since "
+                        "the recording\n");
       return 1;
     }
     out << fmt::format(

@@ -1,5 +1,7 @@
 #include "tools/run_command.h"
 
+#include "tools/backends.h"
+
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -16,9 +18,9 @@
 #include "core/assert.h"
 #include "core/error.h"
 #include "core/printable.h"
-#include "loader/program_loader.h"
-#include "loader/serving_loader.h"
-#include "loader/toml_reader.h"
+#include "scenario/program_loader.h"
+#include "scenario/serving_loader.h"
+#include "scenario/toml_reader.h"
 #include "program/runner.h"
 #include "runs/run_options.h"
 #include "serving/runner.h"
@@ -209,7 +211,8 @@ int run_command(const RunArgs& args, std::ostream& out, std::ostream& err) {
       return kExitBadInput;
     }
   }
-  if (args.backend != "sim" && args.backend != "gpu" && args.backend != "both") {
+  const std::optional<RunBackend> backend = parse_run_backend(args.backend);
+  if (!backend) {
     err << fmt::format("ppspec: --backend '{}': expected sim, gpu or both\n", core::printable(args.backend, 40));
     return kExitBadInput;
   }
@@ -244,8 +247,8 @@ int run_command(const RunArgs& args, std::ostream& out, std::ostream& err) {
     return kExitBadInput;
   }
 
-  if (args.backend == "gpu") return run_gpu(scenarios, args, out, err);
-  if (args.backend == "both") return run_both(scenarios, args, out, err);
+  if (*backend == RunBackend::gpu) return run_gpu(scenarios, args, out, err);
+  if (*backend == RunBackend::both) return run_both(scenarios, args, out, err);
   uint64_t total_runs = 0;
   for (const Loaded& l : scenarios) total_runs += args.seeds.value_or(exploration_of(l.scenario).seeds);
   PPSPEC_ASSERT(total_runs > 0, "a run command that runs nothing");

@@ -9,35 +9,16 @@
 #include <string_view>
 #include <variant>
 
-#include "core/verdict.h"
-#include "program/program.h"
-#include "serving/scenario.h"
-#include "sim/policy.h"
+#include "scenario/scenario.h"
 
 namespace ppspec::tools {
 
-using Scenario = std::variant<program::Program, serving::ServingScenario>;
-
-struct Exploration {
-  std::string name, file;
-  uint64_t seed = 1, seeds = 1;
-  sim::StrategySpec strategy;
-  core::Verdict expect = core::Verdict::pass;
-  bool expect_given = true;  // false: no [expect] (explore mode)
-};
-Exploration exploration_of(const Scenario& sc);
-
-struct Loaded {
-  Scenario scenario;
-  uint64_t hash = 0;  // of the file's bytes: traces record it, so `check` can prove it reads the same file
-  std::string kind;
-  std::string text;           // the file's bytes: traces embed them, so that a trace travels alone
-  uint64_t content_hash = 0;  // loader::toml_content_hash: what the file says, comments aside
-};
-// Throws core::InputError (file, line, what was expected).
-Loaded load_scenario(const std::string& file);
-// The same from the file's bytes, already read (and hashed: `hash`) by the caller.
-Loaded scenario_of_text(std::string_view text, const std::string& file, uint64_t hash);
+using scenario::Exploration;
+using scenario::exploration_of;
+using scenario::load_scenario;
+using scenario::Loaded;
+using scenario::Scenario;
+using scenario::scenario_of_text;
 
 // A decimal integer in [min, max], digits only (no sign, no exponent): how every count and seed on
 // the command line is read.

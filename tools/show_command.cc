@@ -77,7 +77,7 @@ std::string cell_text(const core::Event& e) {
 std::vector<Row> trace_rows(const std::string& path, const std::set<int>& ranks) {
   traces::TraceReader reader(path, traces::TraceReader::Options{.require_trailer = false});
   limit_to_embedded_ranks(reader);
-  const bool serving = reader.header().kind == "serving";
+  const bool serving = reader.header().kind == core::ScenarioKind::serving;
   std::vector<Row> rows;
   while (const core::Event* e = reader.next()) {
     const bool probe = serving && core::is_engine_probe(e->kind);
@@ -198,7 +198,8 @@ int show_command(const ShowArgs& args, std::ostream& out, std::ostream& err) {
       for (const std::string& c : columns) line += "| " + fit(c == rows[i].column ? rows[i].text : "", w) + " ";
       out << line << "\n";
     }
-    out << fmt::format("\n(rows {}..{} of {}; --rows, --ranks and --around choose others)\n", first + 1, last, rows.size());
+    out << fmt::format("\n(rows {}..{} of {}; --rows, --ranks and --around choose others)\n", first + 1, last,
+                       rows.size());
     return 0;
   });
 }

@@ -10,7 +10,7 @@
 #include "core/file_bytes.h"
 #include "core/hash.h"
 #include "core/printable.h"
-#include "loader/toml_content.h"
+#include "scenario/toml_content.h"
 
 namespace ppspec::tools {
 namespace {
@@ -39,9 +39,10 @@ std::vector<std::string> candidates_of(const traces::TraceHeader& h, const std::
                            fmt::format("cannot find the scenario '{}' named by --scenario", core::printable(cli, 200)));
   if (h.file.empty())
     throw core::InputError(trace, 1, "the trace's header names no scenario file; name it with --scenario FILE");
-  throw core::InputError(trace, 1, fmt::format("cannot find the scenario '{}' this trace was recorded with (looked here and "
-                                               "beside the trace); name it with --scenario FILE",
-                                               core::printable(h.file, 200)));
+  throw core::InputError(trace, 1,
+                         fmt::format("cannot find the scenario '{}' this trace was recorded with (looked here and "
+                                     "beside the trace); name it with --scenario FILE",
+                                     core::printable(h.file, 200)));
 }
 
 // The scenario the trace carries, named as it was when recorded (so that every origin a report
@@ -49,9 +50,10 @@ std::vector<std::string> candidates_of(const traces::TraceHeader& h, const std::
 Loaded embedded_scenario(const traces::TraceHeader& h, const std::string& trace) {
   const uint64_t hash = core::fnv1a_bytes(h.scenario_text.data(), h.scenario_text.size());
   if (hash != *h.scenario_hash)
-    throw core::InputError(trace, 1, fmt::format("the scenario embedded in the header hashes to {}, not to its recorded "
-                                                 "scenario_hash {}: the trace was edited",
-                                                 traces::hash_hex(hash), traces::hash_hex(*h.scenario_hash)));
+    throw core::InputError(trace, 1,
+                           fmt::format("the scenario embedded in the header hashes to {}, not to its recorded "
+                                       "scenario_hash {}: the trace was edited",
+                                       traces::hash_hex(hash), traces::hash_hex(*h.scenario_hash)));
   return scenario_of_text(h.scenario_text, h.file.empty() ? trace : h.file, hash);
 }
 
@@ -70,25 +72,28 @@ Loaded trace_scenario(const traces::TraceHeader& h, const std::string& trace, co
     if (!text) continue;
     const uint64_t hash = core::fnv1a_bytes(text->data(), text->size());
     if (h.scenario_hash && hash != *h.scenario_hash) {
-      if (h.content_hash && loader::toml_content_hash(*text) == *h.content_hash) {
+      if (h.content_hash && scenario::toml_content_hash(*text) == *h.content_hash) {
         // What it says is the recording's; its lines may not be. The embedded text keeps every
         // file:line a report cites (and a replay compares) as the run had it.
         const bool embedded = !h.scenario_text.empty();
-        err << fmt::format("ppspec: {}: note: {} differs from the recorded scenario only in comments and blank lines{}\n", trace,
-                           path, embedded ? "; using the scenario the trace embeds" : "");
+        err << fmt::format(
+            "ppspec: {}: note: {} differs from the recorded scenario only in comments and blank lines{}\n", trace, path,
+            embedded ? "; using the scenario the trace embeds" : "");
         return embedded ? embedded_scenario(h, trace) : scenario_of_text(*text, path, hash);
       }
-      changed = fmt::format("{} has changed since this trace was recorded (hash {}, recorded {})", path, traces::hash_hex(hash),
-                            traces::hash_hex(*h.scenario_hash));
+      changed = fmt::format("{} has changed since this trace was recorded (hash {}, recorded {})", path,
+                            traces::hash_hex(hash), traces::hash_hex(*h.scenario_hash));
       continue;
     }
-    if (!h.scenario_hash) err << fmt::format("ppspec: {}: note: no recorded scenario hash; trusting --scenario {}\n", trace, path);
+    if (!h.scenario_hash)
+      err << fmt::format("ppspec: {}: note: no recorded scenario hash; trusting --scenario {}\n", trace, path);
     return scenario_of_text(*text, path, hash);
   }
   if (!changed.empty())
-    throw core::InputError(trace, 1, fmt::format("the scenario {}: what it runs now proves nothing of the recording; name "
-                                                 "the scenario as it was with --scenario FILE",
-                                                 changed));
+    throw core::InputError(trace, 1,
+                           fmt::format("the scenario {}: what it runs now proves nothing of the recording; name "
+                                       "the scenario as it was with --scenario FILE",
+                                       changed));
   not_found(h, trace, cli_scenario);
 }
 

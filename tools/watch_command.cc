@@ -52,8 +52,10 @@ void say(std::ostream& out, bool json, double after_s, const watch::WatchReport&
 
 std::unique_ptr<watch::LineInbox> inbox_of(const WatchArgs& a) {
   if (a.dir.empty() == a.listen.empty())
-    throw core::InputError("", 0, "say where the ranks' plugins write: --dir FOLDER (PPSPEC_WATCH=FOLDER) or --listen HOST:PORT "
-                                  "(PPSPEC_WATCH=HOST:PORT), one of them");
+    throw core::InputError(
+        "", 0,
+        "say where the ranks' plugins write: --dir FOLDER (PPSPEC_WATCH=FOLDER) or --listen HOST:PORT "
+        "(PPSPEC_WATCH=HOST:PORT), one of them");
   if (!a.dir.empty()) return std::make_unique<watch::FolderInbox>(a.dir);
   return std::make_unique<watch::SocketInbox>(a.listen);
 }
@@ -117,9 +119,10 @@ int summarise(const WatchArgs& args, const Loop& loop, watch::Watcher& w, const 
     out << line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
   } else {
     out << report::format_text(rec);
-    out << fmt::format("ppspec watch: {} ranks, {} operations posted, {} completed, {} line(s) dropped; the job's trace: {} "
-                       "(ppspec check, show, export read it)\n",
-                       w.ranks().size(), w.counts().posted, w.counts().completed, w.dropped_lines(), merged);
+    out << fmt::format(
+        "ppspec watch: {} ranks, {} operations posted, {} completed, {} line(s) dropped; the job's trace: {} "
+        "(ppspec check, show, export read it)\n",
+        w.ranks().size(), w.counts().posted, w.counts().completed, w.dropped_lines(), merged);
   }
   return rec.ok ? 0 : 1;
 }
@@ -134,8 +137,10 @@ int watch_command(const WatchArgs& args, std::ostream& out, std::ostream& err) {
     const std::string merged = (fs::path(args.out) / "job.jsonl").string();
     watch::Watcher w(merged);
     if (!args.json)
-      out << fmt::format("ppspec watch: reading {}; a stall is {:.0f} s without progress; Ctrl-C ends the watch with a summary\n",
-                         inbox->describe(), args.stall_s)
+      out << fmt::format(
+                 "ppspec watch: reading {}; a stall is {:.0f} s without progress; Ctrl-C ends the watch with a "
+                 "summary\n",
+                 inbox->describe(), args.stall_s)
           << std::flush;
     g_stop.store(false);
     std::signal(SIGINT, on_signal);

@@ -89,7 +89,9 @@ std::vector<Candidate> of_one_prefix(std::vector<Candidate> all, const std::opti
   } else if (prefixes.size() > 1) {
     std::vector<std::string> named;
     for (const auto& [p, n] : prefixes) named.push_back(fmt::format("'{}' ({} files)", core::printable(p, 40), n));
-    throw core::InputError(where, 0, fmt::format("dumps under several file-name prefixes: {}; name the job's with --prefix", fmt::join(named, ", ")));
+    throw core::InputError(where, 0,
+                           fmt::format("dumps under several file-name prefixes: {}; name the job's with --prefix",
+                                       fmt::join(named, ", ")));
   }
   std::erase_if(all, [&](const Candidate& c) { return c.name.prefix != chosen; });
   if (all.empty())
@@ -147,20 +149,26 @@ FrDump parse_fr_dump(const std::string& bytes, const std::string& file, int rank
   const char first = first_byte(bytes);
   if (first == '{') {
     if (const auto deep = core::json_too_deep(bytes))
-      throw core::InputError(file, 0, fmt::format("{}: nested more than {} deep (byte {}): not a Flight Recorder dump", deep->path,
-                                                  core::kJsonDepthMax, deep->byte));
+      throw core::InputError(file, 0,
+                             fmt::format("{}: nested more than {} deep (byte {}): not a Flight Recorder dump",
+                                         deep->path, core::kJsonDepthMax, deep->byte));
     Json j;
     try {
       j = Json::parse(bytes);
     } catch (const Json::parse_error& e) {
-      throw core::InputError(file, 0, fmt::format("not JSON: a truncated or corrupt Flight Recorder dump (unreadable at byte {} of {})", std::min<size_t>(e.byte, bytes.size()), bytes.size()));
+      throw core::InputError(
+          file, 0,
+          fmt::format("not JSON: a truncated or corrupt Flight Recorder dump (unreadable at byte {} of {})",
+                      std::min<size_t>(e.byte, bytes.size()), bytes.size()));
     } catch (const Json::out_of_range&) {  // a number no 64-bit integer or double holds ("1e999")
-      throw core::InputError(file, 0, "not a Flight Recorder dump: it holds a number too large for any field (a corrupt file)");
+      throw core::InputError(file, 0,
+                             "not a Flight Recorder dump: it holds a number too large for any field (a corrupt file)");
     }
     return fr_dump_from_json(j, file, rank);
   }
   if (static_cast<unsigned char>(first) == 0x80) return fr_dump_from_json(unpickle(bytes, file), file, rank);
-  throw core::InputError(file, 0, "neither a JSON nor a pickled Flight Recorder dump (its first byte is neither '{' nor a pickle's 0x80)");
+  throw core::InputError(
+      file, 0, "neither a JSON nor a pickled Flight Recorder dump (its first byte is neither '{' nor a pickle's 0x80)");
 }
 
 void resolve_inferred_groups(std::vector<FrDump>& dumps) {
@@ -194,7 +202,10 @@ FrDumpSet read_fr_files(const std::vector<std::string>& paths, const std::option
   std::vector<Candidate> all;
   for (const std::string& p : paths) {
     const auto n = dump_name(fs::path(p).filename().string());
-    if (!n) throw core::InputError(p, 0, "a Flight Recorder dump's file name must end in its rank (PREFIX + rank, such as rank_0 or nccl_trace_rank_0)");
+    if (!n)
+      throw core::InputError(p, 0,
+                             "a Flight Recorder dump's file name must end in its rank (PREFIX + rank, such as rank_0 "
+                             "or nccl_trace_rank_0)");
     all.push_back({*n, p});
   }
   std::string chosen;

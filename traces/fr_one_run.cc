@@ -53,9 +53,11 @@ void check_one_time(const std::vector<FrDump>& dumps) {
   const int64_t gap = span_of(*late).first - span_of(*early).last;
   const int64_t limit = std::max<int64_t>(int64_t{3600} * 1000000000, 2 * timeout_ms * 1000000);
   if (gap > limit)
-    throw core::InputError(late->file, 0, fmt::format("mixed runs in one folder? its records begin {} after the last record of {} (rank {}): "
-                                                      "the ranks of one job record side by side; check one run's dumps at a time",
-                                                      clock_words(gap), early->file, early->rank));
+    throw core::InputError(
+        late->file, 0,
+        fmt::format("mixed runs in one folder? its records begin {} after the last record of {} (rank {}): "
+                    "the ranks of one job record side by side; check one run's dumps at a time",
+                    clock_words(gap), early->file, early->rank));
 }
 
 

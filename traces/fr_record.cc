@@ -73,9 +73,10 @@ void parse_name(FrEntry& e, const FrGroup& g, const FrDump& d, const FrPlace& at
   if (send || recv) e.is_p2p = true;
   if (!send && !recv) return;
   if (g.inferred)
-    at.fail(fmt::format("'{}': a p2p record on group '{}', which the dump's table does not list: its members, and so the peer, are "
-                        "unknown",
-                        core::printable(e.profiling_name, 60), core::printable(g.name, 40)));
+    at.fail(fmt::format(
+        "'{}': a p2p record on group '{}', which the dump's table does not list: its members, and so the peer, are "
+        "unknown",
+        core::printable(e.profiling_name, 60), core::printable(g.name, 40)));
   const std::string rest = space == std::string::npos ? "" : name.substr(space + 1);
   const auto arrow = rest.find(send ? "->" : "<-");
   int64_t self = -1, peer = -1;
@@ -85,11 +86,12 @@ void parse_name(FrEntry& e, const FrGroup& g, const FrDump& d, const FrPlace& at
                         core::printable(e.profiling_name, 60), e.op, send ? "->" : "<-"));
   if (!parse_decimal(rest.substr(0, arrow), 0, kFrRanksMax - 1, self) ||
       !parse_decimal(rest.substr(arrow + 2), 0, kFrRanksMax - 1, peer))
-    at.fail(fmt::format("a p2p operation '{}' whose peers are not group-local ranks (expected '{} A{}B', A and B in [0, {}))",
-                        core::printable(e.profiling_name, 60), e.op, send ? "->" : "<-", kFrRanksMax));
+    at.fail(fmt::format(
+        "a p2p operation '{}' whose peers are not group-local ranks (expected '{} A{}B', A and B in [0, {}))",
+        core::printable(e.profiling_name, 60), e.op, send ? "->" : "<-", kFrRanksMax));
   if (self > top || peer > top)
-    at.fail(fmt::format("'{}' names group-local rank {}, but group '{}' has {} members", core::printable(e.profiling_name, 60),
-                        std::max(self, peer), g.name, g.ranks.size()));
+    at.fail(fmt::format("'{}' names group-local rank {}, but group '{}' has {} members",
+                        core::printable(e.profiling_name, 60), std::max(self, peer), g.name, g.ranks.size()));
   if (g.ranks[static_cast<size_t>(self)] != d.rank)
     at.fail(
         fmt::format("'{}': group-local rank {} of group '{}' is global rank {} (pg_config), but this is rank {}'s dump",
@@ -202,7 +204,8 @@ FrDump fr_dump_from_json(const Json& j, const std::string& file, int rank) {
   d.version = top.text(j, "version", 64);
   if (j.contains("comm_lib_version")) d.comm_lib_version = top.text(j, "comm_lib_version", 64);
   if (!d.version.starts_with("2."))
-    top.fail(fmt::format("Flight Recorder format version '{}' is not supported (2.x is)", core::printable(d.version, 20)));
+    top.fail(
+        fmt::format("Flight Recorder format version '{}' is not supported (2.x is)", core::printable(d.version, 20)));
   read_groups(j, d);
   // A JSON dump with no entry leaves 'entries' out.
   const auto entries = j.find("entries");

@@ -44,7 +44,9 @@ Json frames_of(const FrPosted& p) {
       line = std::isdigit(static_cast<unsigned char>(c)) ? line * 10 + (c - '0') : -1;
     if (line < 0) line = 0;
   }
-  frames.push_back({{"name", p.actor}, {"filename", colon == std::string::npos ? p.origin : p.origin.substr(0, colon)}, {"line", line}});
+  frames.push_back({{"name", p.actor},
+                    {"filename", colon == std::string::npos ? p.origin : p.origin.substr(0, colon)},
+                    {"line", line}});
   return frames;
 }
 

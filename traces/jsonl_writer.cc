@@ -7,16 +7,16 @@ namespace ppspec::traces {
 
 std::string header_json(const TraceHeader& h) {
   std::string s = fmt::format("{{\"ppspec_trace\":{},\"backend\":", kTraceVersion);
-  core::append_json_string(s, h.backend);
+  core::append_json_string(s, to_string(h.backend));
   s += ",\"scenario\":";
   core::append_json_string(s, h.scenario);
   s += ",\"file\":";
   core::append_json_string(s, h.file);
   s += fmt::format(",\"seed\":{},\"strategy\":", h.seed);
   core::append_json_string(s, h.strategy);
-  if (!h.kind.empty()) {
+  if (h.kind) {
     s += ",\"kind\":";
-    core::append_json_string(s, h.kind);
+    core::append_json_string(s, core::to_string(*h.kind));
   }
   if (h.scenario_hash) s += fmt::format(",\"scenario_hash\":\"{}\"", hash_hex(*h.scenario_hash));
   if (h.content_hash) s += fmt::format(",\"content_hash\":\"{}\"", hash_hex(*h.content_hash));

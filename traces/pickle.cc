@@ -55,9 +55,11 @@ class Unpickler {
   // string is not (so does every JSON and TOML this value may travel into).
   std::string text(std::string_view s) const {
     if (const size_t at = core::invalid_utf8_at(s); at != std::string_view::npos)
-      throw core::InputError(file_, 0, fmt::format("pickle byte {}: a string that is not UTF-8 (its byte {} is 0x{:02x}); Python's "
-                                                   "pickle cannot load it either",
-                                                   pos_ - s.size() + at, at, static_cast<unsigned char>(s[at])));
+      throw core::InputError(
+          file_, 0,
+          fmt::format("pickle byte {}: a string that is not UTF-8 (its byte {} is 0x{:02x}); Python's "
+                      "pickle cannot load it either",
+                      pos_ - s.size() + at, at, static_cast<unsigned char>(s[at])));
     return std::string(s);
   }
   uint64_t uint(size_t n) {
@@ -124,12 +126,14 @@ class Unpickler {
   };
   // The JSON value of node `i`, nested at most kPickleDepthMax deep, within `budget`.
   Json materialise(uint32_t i, size_t depth, Budget& budget) const {
-    if (depth > kPickleDepthMax) fail(fmt::format("values nested more than {} deep (or a container that holds itself)", kPickleDepthMax));
+    if (depth > kPickleDepthMax)
+      fail(fmt::format("values nested more than {} deep (or a container that holds itself)", kPickleDepthMax));
     const Value& v = arena_[i];
     const size_t bytes =
         v.kind == Value::Kind::scalar && v.scalar.is_string() ? v.scalar.get_ref<const std::string&>().size() : 0;
     if (budget.values == 0 || budget.bytes < bytes)
-      fail(fmt::format("more than {} values or {} bytes of text once memo references are expanded", kPickleValuesMax, kPickleBytesMax));
+      fail(fmt::format("more than {} values or {} bytes of text once memo references are expanded", kPickleValuesMax,
+                       kPickleBytesMax));
     --budget.values;
     budget.bytes -= bytes;
     if (v.kind == Value::Kind::scalar) return v.scalar;

@@ -78,7 +78,8 @@ void ProfilerJob::check_line(const Source& s, size_t source, const ProfilerLine&
   if ((l.kind == ProfilerLineKind::op_peer || l.kind == ProfilerLineKind::op_started ||
        l.kind == ProfilerLineKind::op_completed) &&
       !held && !open_.contains(key) && !unmodelled_.contains(key))
-    throw core::InputError(s.where, s.line, fmt::format("operation {} is not open: never posted, or completed already", l.op));
+    throw core::InputError(s.where, s.line,
+                           fmt::format("operation {} is not open: never posted, or completed already", l.op));
   if (l.kind == ProfilerLineKind::op_peer && open_.contains(key))
     throw core::InputError(s.where, s.line, fmt::format("operation {} has its peer already", l.op));
   const auto comm = comms_.find(l.comm);
@@ -157,12 +158,15 @@ void ProfilerJob::on_header(Source& s, const ProfilerLine& l) {
 void ProfilerJob::on_comm_init(size_t source, const ProfilerLine& l) {
   Source& s = sources_[source];
   if (s.comm_rank.contains(l.comm))
-    throw core::InputError(s.where, s.line, fmt::format("communicator {:016x} initialised twice by this rank (a process that drives "
-                                                        "several GPUs must name each thread's rank: ppspec_profiler_set_rank)", l.comm));
+    throw core::InputError(s.where, s.line,
+                           fmt::format("communicator {:016x} initialised twice by this rank (a process that drives "
+                                       "several GPUs must name each thread's rank: ppspec_profiler_set_rank)",
+                                       l.comm));
   const auto known = comms_.find(l.comm);
   if (known != comms_.end() && known->second.ranks != l.ranks)
-    throw core::InputError(s.where, s.line, fmt::format("communicator '{}' has {} members here and {} in another trace", known->second.name,
-                                                        l.ranks, known->second.ranks));
+    throw core::InputError(s.where, s.line,
+                           fmt::format("communicator '{}' has {} members here and {} in another trace",
+                                       known->second.name, l.ranks, known->second.ranks));
   if (known != comms_.end() && known->second.members.contains(l.comm_rank))
     throw core::InputError(
         s.where, s.line,

@@ -138,8 +138,10 @@ std::vector<ProfilerJob::Held> ProfilerJob::held() const {
     const bool peerless = l.kind_of_op && core::is_p2p(*l.kind_of_op) && l.peer < 0;
     std::string why;
     if (peerless) {
-      why = "NCCL never built it (its ncclGroupEnd, or the ungrouped call itself, never returned: stuck connecting to its peer "
-            "at first contact, or never called), so its peer is unknown";
+      why =
+          "NCCL never built it (its ncclGroupEnd, or the ungrouped call itself, never returned: stuck connecting to "
+          "its peer "
+          "at first contact, or never called), so its peer is unknown";
     } else {
       why = fmt::format("member {} of '{}' never initialised it, so its job rank is unknown", l.peer, comm);
     }

@@ -174,8 +174,10 @@ ProfilerLine parse_profiler_line(const std::string& text, const std::string& whe
     if (!j.contains(key)) continue;
     const int64_t version = f.integer(key, 0, 1 << 20);
     if (version != kProfilerTraceVersion)
-      f.fail(fmt::format("written by version {} of ppspec's NCCL profiler plugin; this ppspec reads version {} (use the ppspec "
-                         "that came with the plugin)", version, kProfilerTraceVersion));
+      f.fail(fmt::format(
+          "written by version {} of ppspec's NCCL profiler plugin; this ppspec reads version {} (use the ppspec "
+          "that came with the plugin)",
+          version, kProfilerTraceVersion));
     if (std::string(key) == "ppspec_nccl_profiler_end") {
       f.only({"ppspec_nccl_profiler_end", "disabled"});
       l.kind = ProfilerLineKind::trailer;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/scenario_kind.h"
 #include "core/types.h"
 #include "core/verdict.h"
 
@@ -14,19 +15,24 @@ namespace ppspec::traces {
 
 inline constexpr int kTraceVersion = 1;
 
+// What wrote a trace: the simulator, ppspec's real backend ("gpu"), or a job's NCCL profiler plugin
+// traces merged by `ppspec watch` ("nccl-profiler"). The header's `backend` field.
+enum class TraceBackend : uint8_t { sim, gpu, nccl_profiler };
+std::string_view to_string(TraceBackend b);
+std::optional<TraceBackend> parse_trace_backend(std::string_view s);
+
 struct TraceHeader {
   std::string scenario{};
   std::string file{};  // the scenario file as it was named on the command line
   uint64_t seed = 0;
   std::string strategy{};
-  std::string backend =
-      "sim";  // "gpu": ppspec's real backend; "nccl-profiler": a job's plugin traces merged (ppspec watch)
-  std::string kind{};                       // "program" or "serving"; empty in older traces
+  TraceBackend backend = TraceBackend::sim;
+  std::optional<core::ScenarioKind> kind{};  // absent in older traces
   std::optional<uint64_t> scenario_hash{};  // core::fnv1a_bytes of the scenario file; absent in older traces
   // The scenario file itself, so that the trace travels alone (`check`, `show`, `export`, `replay`
   // from any folder); empty in older traces and GPU children's. Its hash is `scenario_hash`.
   std::string scenario_text{};
-  // loader::toml_content_hash of the file: what it says, comments and blank lines aside.
+  // scenario::toml_content_hash of the file: what it says, comments and blank lines aside.
   std::optional<uint64_t> content_hash{};
 };
 

@@ -38,7 +38,8 @@ constexpr int64_t kValueMax = int64_t{1} << 62;
 constexpr const char* kEventKeys =
     "seq, t, ev, rank, actor, comm, op_id, cseq, op, dtype, count, cols, peer, root, label, step, captured, kernel, "
     "spec, text, value, req, ints";
-constexpr const char* kHeaderKeys = "ppspec_trace, backend, scenario, file, seed, strategy, kind, scenario_hash, content_hash, scenario_text";
+constexpr const char* kHeaderKeys =
+    "ppspec_trace, backend, scenario, file, seed, strategy, kind, scenario_hash, content_hash, scenario_text";
 constexpr const char* kTrailerKeys = "ppspec_trace_end, verdict, steps, sim_time, events, decisions, findings";
 
 std::string_view type_of(const Json& v) {
@@ -182,16 +183,17 @@ void TraceReader::read_header() {
   f.only(kHeaderKeys);
   if (f.integer("ppspec_trace", 0, 1 << 30) != kTraceVersion)
     f.fail("ppspec_trace", fmt::format("unsupported trace version (this ppspec reads version {})", kTraceVersion));
-  header_.backend = std::string(f.string("backend", 16).value_or("sim"));
-  if (header_.backend != "sim" && header_.backend != "gpu" && header_.backend != "nccl-profiler")
-    f.fail("backend", "expected \"sim\", \"gpu\" or \"nccl-profiler\"");
+  const std::optional<TraceBackend> backend = parse_trace_backend(f.string("backend", 16).value_or("sim"));
+  if (!backend) f.fail("backend", "expected \"sim\", \"gpu\" or \"nccl-profiler\"");
+  header_.backend = *backend;
   header_.scenario = std::string(f.string("scenario", kNameBytesMax).value_or(""));
   header_.file = std::string(f.string("file", kNameBytesMax).value_or(""));
   header_.seed = f.unsigned_integer("seed").value_or(0);
   header_.strategy = std::string(f.string("strategy", kNameBytesMax).value_or(""));
-  header_.kind = std::string(f.string("kind", 16).value_or(""));
-  if (!header_.kind.empty() && header_.kind != "program" && header_.kind != "serving")
-    f.fail("kind", "expected \"program\" or \"serving\"");
+  if (const std::optional<std::string_view> kind = f.string("kind", 16); kind && !kind->empty()) {
+    header_.kind = core::parse_scenario_kind(*kind);
+    if (!header_.kind) f.fail("kind", "expected \"program\" or \"serving\"");
+  }
   if (auto h = f.string("scenario_hash", 64)) {
     header_.scenario_hash = parse_hash_hex(std::string(*h));
     if (!header_.scenario_hash) f.fail("scenario_hash", "expected 16 lower-case hex digits");
@@ -258,8 +260,9 @@ void TraceReader::read_trailer(const std::string& text) {
   }
   if (j.contains("findings")) t.findings = recorded_findings(j.at("findings"), f);
   if (t.events && *t.events != events_)
-    throw core::InputError(where_, line_,
-                           fmt::format("the trailer counts {} events, the trace holds {}: lines were lost or added", *t.events, events_));
+    throw core::InputError(
+        where_, line_,
+        fmt::format("the trailer counts {} events, the trace holds {}: lines were lost or added", *t.events, events_));
   trailer_ = t;
 }
 
@@ -456,7 +459,9 @@ void TraceReader::fill_position(core::Event& e) {
 
 void TraceReader::check_across_lines(const core::Event& e) {
   if (last_seq_ && e.seq <= *last_seq_)
-    throw core::InputError(where_, line_, fmt::format("seq {} after seq {}: events out of order (a trace lists them as they happened)", e.seq, *last_seq_));
+    throw core::InputError(where_, line_,
+                           fmt::format("seq {} after seq {}: events out of order (a trace lists them as they happened)",
+                                       e.seq, *last_seq_));
   last_seq_ = e.seq;
   const bool op_event = e.kind == core::EventKind::op_posted || e.kind == core::EventKind::op_paired ||
                         e.kind == core::EventKind::op_started || e.kind == core::EventKind::op_completed ||
@@ -464,7 +469,10 @@ void TraceReader::check_across_lines(const core::Event& e) {
   if (!op_event) return;
   if (core::is_pending_kernel(e)) {
     if (e.has_op || !e.comm.empty())
-      throw core::InputError(where_, line_, fmt::format("op_pending names kernel '{}' and an operation: a pending report is of one or the other", e.kernel));
+      throw core::InputError(
+          where_, line_,
+          fmt::format("op_pending names kernel '{}' and an operation: a pending report is of one or the other",
+                      e.kernel));
     return;
   }
   if (e.comm.empty())

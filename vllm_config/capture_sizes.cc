@@ -43,13 +43,16 @@ CaptureSizes capture_sizes(const CaptureSizeInputs& in) {
     std::sort(sizes.begin(), sizes.end());
     sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
     if (sizes != asked)
-      out.notes.push_back(fmt::format("capture sizes rounded up to multiples of 1 + K = {} (vLLM's adjust_cudagraph_sizes_for_spec_decode)", per_step));
+      out.notes.push_back(fmt::format(
+          "capture sizes rounded up to multiples of 1 + K = {} (vLLM's adjust_cudagraph_sizes_for_spec_decode)",
+          per_step));
   }
   const size_t before_cap = sizes.size();
   sizes.erase(std::remove_if(sizes.begin(), sizes.end(), [&](int s) { return s > in.max_num_batched_tokens; }),
               sizes.end());
   if (sizes.size() != before_cap)
-    out.notes.push_back(fmt::format("capture sizes above max_num_batched_tokens ({}) dropped, as vLLM caps them", in.max_num_batched_tokens));
+    out.notes.push_back(fmt::format("capture sizes above max_num_batched_tokens ({}) dropped, as vLLM caps them",
+                                    in.max_num_batched_tokens));
   std::sort(sizes.begin(), sizes.end());
   sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
   out.sizes = sizes;

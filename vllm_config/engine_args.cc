@@ -84,7 +84,9 @@ size_t read_option(const std::vector<std::string>& argv, size_t i, EngineArgs& a
     // -O3 and -tp 2: a short option, its value attached or next.
     if (name.size() > 1 && name[0] == 'O' && !inline_value) inline_value = name.substr(1), name = "O";
     const auto it = short_names().find(name);
-    if (it == short_names().end()) throw core::InputError(origin, 0, "not a `vllm serve` option ppspec knows (short options: -tp, -pp, -dp, -O, -q)");
+    if (it == short_names().end())
+      throw core::InputError(origin, 0,
+                             "not a `vllm serve` option ppspec knows (short options: -tp, -pp, -dp, -O, -q)");
     name = it->second;
   }
   name = python_name(name);
@@ -148,12 +150,15 @@ EngineArgs parse_flat_yaml(const std::string& text, const std::string& path) {
     const std::string t = trim(line);
     if (t.empty() || t[0] == '#' || t == "---") continue;
     if (line[0] == ' ' || line[0] == '\t' || t[0] == '-')
-      throw core::InputError(path, n, "a nested YAML block: ppspec reads flat `key: value` lines (write a nested value as inline JSON)");
+      throw core::InputError(
+          path, n, "a nested YAML block: ppspec reads flat `key: value` lines (write a nested value as inline JSON)");
     const size_t colon = t.find(':');
     if (colon == std::string::npos || colon == 0) throw core::InputError(path, n, "expected `key: value`");
     std::string value = trim(t.substr(colon + 1));
-    if (value.empty()) throw core::InputError(path, n, "a key without a value (a nested block?): write the value inline as JSON");
-    if (value[0] != '"' && value[0] != '\'' && value.find(" #") != std::string::npos) value = trim(value.substr(0, value.find(" #")));
+    if (value.empty())
+      throw core::InputError(path, n, "a key without a value (a nested block?): write the value inline as JSON");
+    if (value[0] != '"' && value[0] != '\'' && value.find(" #") != std::string::npos)
+      value = trim(value.substr(0, value.find(" #")));
     if (value.size() >= 2 && value.front() == '\'' && value.back() == '\'')
       value = '"' + value.substr(1, value.size() - 2) + '"';
     const std::string origin = fmt::format("{}:{}", path, n);
@@ -177,8 +182,10 @@ EngineArgs parse_cli(const std::vector<std::string>& argv) {
   while (i < argv.size()) {
     if (!is_option(argv[i])) {
       if (!args.model.empty())
-        throw core::InputError(fmt::format("vLLM argument {} ('{}')", i + 1, core::printable(argv[i], 60)), 0,
-                               fmt::format("a second model name (the first: '{}'); an option's value needs its --option before it", args.model));
+        throw core::InputError(
+            fmt::format("vLLM argument {} ('{}')", i + 1, core::printable(argv[i], 60)), 0,
+            fmt::format("a second model name (the first: '{}'); an option's value needs its --option before it",
+                        args.model));
       args.model = argv[i++];
       continue;
     }

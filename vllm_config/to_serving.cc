@@ -130,7 +130,7 @@ class Reader {
   std::set<std::string> used_;
 };
 
-void read_topology(Reader& r, fuzzer::ServingCase& c) {
+void read_topology(Reader& r, scenario::ServingCase& c) {
   c.pp = static_cast<int>(r.integer("pipeline_parallel_size", 1, 64).value_or(1));
   c.tp = static_cast<int>(r.integer("tensor_parallel_size", 1, 64).value_or(1));
   c.dp = static_cast<int>(r.integer("data_parallel_size", 1, 16).value_or(1));
@@ -154,12 +154,15 @@ void read_topology(Reader& r, fuzzer::ServingCase& c) {
 
 // vLLM's proposer methods: EAGLE and EAGLE-3 are ppspec's EAGLE, DFlash its DSpark; the others
 // draft K tokens per request too, with another proposer, and are drafted with DSpark.
-void read_method(Reader& r, const std::string& method, const std::string& origin, fuzzer::ServingCase& c) {
+void read_method(Reader& r, const std::string& method, const std::string& origin, scenario::ServingCase& c) {
   if (method == "eagle" || method == "eagle3") {
     c.eagle = true;
     r.map(fmt::format("speculative_config.method = \"{}\"", method),
           "[spec] method = \"eagle\" (EAGLE-3's tapped layers)");
-    if (method == "eagle") r.unmapped("speculative_config.method = \"eagle\": EAGLE-1 drafts from the last hidden state; ppspec's EAGLE fuses three tapped layers (EAGLE-3)");
+    if (method == "eagle")
+      r.unmapped(
+          "speculative_config.method = \"eagle\": EAGLE-1 drafts from the last hidden state; ppspec's EAGLE fuses "
+          "three tapped layers (EAGLE-3)");
     return;
   }
   if (method == "dflash" || method == "dspark") {
@@ -170,23 +173,32 @@ void read_method(Reader& r, const std::string& method, const std::string& origin
                                                "mtp",    "deepseek_mtp", "qwen3_next_mtp", "ernie_mtp",
                                                "suffix", "eagle_mtp"};
   if (!others.count(method))
-    throw core::InputError(origin, 0, fmt::format("speculative_config.method: '{}' is not a vLLM proposer ppspec knows (eagle, eagle3, "
-                                                  "dflash; ngram, medusa, mlp_speculator, draft_model, mtp, suffix draft as DSpark)",
-                                                  core::printable(method, 40)));
-  r.unmapped(fmt::format("speculative_config.method = \"{}\": no counterpart; the scenario drafts K tokens per request with "
-                         "DSpark (one drafter forward per step)", method));
+    throw core::InputError(
+        origin, 0,
+        fmt::format("speculative_config.method: '{}' is not a vLLM proposer ppspec knows (eagle, eagle3, "
+                    "dflash; ngram, medusa, mlp_speculator, draft_model, mtp, suffix draft as DSpark)",
+                    core::printable(method, 40)));
+  r.unmapped(
+      fmt::format("speculative_config.method = \"{}\": no counterpart; the scenario drafts K tokens per request with "
+                  "DSpark (one drafter forward per step)",
+                  method));
 }
 
-void read_speculative(Reader& r, fuzzer::ServingCase& c) {
+void read_speculative(Reader& r, scenario::ServingCase& c) {
   const EngineArg* spec = r.get("speculative_config");
   const std::optional<int64_t> top_k = r.integer("num_speculative_tokens", 0, 16);
-  if (const EngineArg* old = r.get("speculative_model")) r.unmapped(fmt::format("speculative_model = {}: the drafter's weights have no counterpart", Reader::shown(old->value)));
+  if (const EngineArg* old = r.get("speculative_model"))
+    r.unmapped(
+        fmt::format("speculative_model = {}: the drafter's weights have no counterpart", Reader::shown(old->value)));
   if (spec == nullptr) {
     c.k = static_cast<int>(top_k.value_or(0));
     r.map(fmt::format("num_speculative_tokens = {}", c.k), fmt::format("[spec] k = {}", c.k));
     return;
   }
-  if (!spec->value.is_object()) throw core::InputError(spec->origin, 0, "speculative_config: expected a JSON object ({\"method\": ..., \"num_speculative_tokens\": K})");
+  if (!spec->value.is_object())
+    throw core::InputError(
+        spec->origin, 0,
+        "speculative_config: expected a JSON object ({\"method\": ..., \"num_speculative_tokens\": K})");
   const Json& s = spec->value;
   if (!s.contains("num_speculative_tokens"))
     throw core::InputError(spec->origin, 0, "speculative_config: no num_speculative_tokens");
@@ -207,22 +219,26 @@ void read_speculative(Reader& r, fuzzer::ServingCase& c) {
   read_method(r, method, spec->origin, c);
   for (const auto& [key, value] : s.items()) {
     if (key == "num_speculative_tokens" || key == "method") continue;
-    r.unmapped(fmt::format("speculative_config.{} = {}: {}", key, Reader::shown(value),
-                           key == "model" ? "the drafter's weights: ppspec's drafter is its own, of the same method" : "no counterpart"));
+    r.unmapped(fmt::format(
+        "speculative_config.{} = {}: {}", key, Reader::shown(value),
+        key == "model" ? "the drafter's weights: ppspec's drafter is its own, of the same method" : "no counterpart"));
   }
 }
 
 // vLLM's max_num_seqs and max_num_batched_tokens are per engine (per data-parallel replica);
 // ppspec's are the whole system's, divided evenly among the replicas.
-void read_limits(Reader& r, fuzzer::ServingCase& c, int& seqs_per_engine) {
+void read_limits(Reader& r, scenario::ServingCase& c, int& seqs_per_engine) {
   const std::optional<int64_t> seqs = r.integer("max_num_seqs", 1, 4096);
   const std::optional<int64_t> tokens = r.integer("max_num_batched_tokens", 1, 1 << 20);
   seqs_per_engine = static_cast<int>(seqs.value_or(256));
-  if (seqs_per_engine * c.dp > 4096) throw core::InputError(r.get("max_num_seqs")->origin, 0, "max_num_seqs x data_parallel_size: at most 4096 request slots");
+  if (seqs_per_engine * c.dp > 4096)
+    throw core::InputError(r.get("max_num_seqs")->origin, 0,
+                           "max_num_seqs x data_parallel_size: at most 4096 request slots");
   c.max_num_seqs = seqs_per_engine * c.dp;
   c.max_num_batched_tokens = static_cast<int>(tokens.value_or(8192));
   r.map(fmt::format("{}max_num_seqs = {}", seqs ? "" : "(vLLM's default for `vllm serve`) ", seqs_per_engine),
-        fmt::format("[serving] max_num_seqs = {} (ppspec's is the whole system's: {} per replica)", c.max_num_seqs, seqs_per_engine));
+        fmt::format("[serving] max_num_seqs = {} (ppspec's is the whole system's: {} per replica)", c.max_num_seqs,
+                    seqs_per_engine));
   r.map(fmt::format("{}max_num_batched_tokens = {}", tokens ? "" : "(vLLM's default for `vllm serve`) ",
                     c.max_num_batched_tokens),
         fmt::format("[serving] max_num_batched_tokens = {}", c.max_num_batched_tokens));
@@ -236,7 +252,10 @@ void read_limits(Reader& r, fuzzer::ServingCase& c, int& seqs_per_engine) {
         fmt::format("[serving] enable_prefix_caching = {}", c.enable_prefix_caching));
   if (r.boolean("async_scheduling").value_or(false)) {
     c.max_concurrent_batches = c.pp + 1;
-    r.map("async_scheduling = true", fmt::format("[serving] max_concurrent_batches = {} (pp + 1: a step scheduled while the one before it is in flight)", c.max_concurrent_batches));
+    r.map("async_scheduling = true",
+          fmt::format(
+              "[serving] max_concurrent_batches = {} (pp + 1: a step scheduled while the one before it is in flight)",
+              c.max_concurrent_batches));
   }
 }
 
@@ -252,14 +271,16 @@ void read_compilation(Reader& r, CaptureSizeInputs& in, bool& eager) {
   const EngineArg* cc = r.get("compilation_config");
   if (cc == nullptr) return;
   if (cc->value.is_number_integer()) {
-    r.unmapped(fmt::format("compilation_config = {} (a torch.compile level): no counterpart", cc->value.get<int64_t>()));
+    r.unmapped(
+        fmt::format("compilation_config = {} (a torch.compile level): no counterpart", cc->value.get<int64_t>()));
     return;
   }
   if (!cc->value.is_object())
     throw core::InputError(cc->origin, 0, "compilation_config: expected a JSON object or a level");
   for (const auto& [key, value] : cc->value.items()) {
     if (key == "cudagraph_capture_sizes") {
-      if (!value.is_array()) throw core::InputError(cc->origin, 0, "compilation_config.cudagraph_capture_sizes: expected a list of sizes");
+      if (!value.is_array())
+        throw core::InputError(cc->origin, 0, "compilation_config.cudagraph_capture_sizes: expected a list of sizes");
       std::vector<int> sizes;
       for (const Json& v : value)
         sizes.push_back(
@@ -276,7 +297,7 @@ void read_compilation(Reader& r, CaptureSizeInputs& in, bool& eager) {
   }
 }
 
-void read_graphs(Reader& r, fuzzer::ServingCase& c, int seqs_per_engine) {
+void read_graphs(Reader& r, scenario::ServingCase& c, int seqs_per_engine) {
   CaptureSizeInputs in;
   bool eager = r.boolean("enforce_eager").value_or(false);
   read_compilation(r, in, eager);
@@ -296,7 +317,7 @@ void read_graphs(Reader& r, fuzzer::ServingCase& c, int seqs_per_engine) {
   for (const std::string& n : sizes.notes) r.map("", n);
 }
 
-void read_model(Reader& r, fuzzer::ServingCase& c) {
+void read_model(Reader& r, scenario::ServingCase& c) {
   const std::optional<int64_t> len = r.integer("max_model_len", 8, 1 << 20);
   c.max_model_len = static_cast<int>(len.value_or(2048));
   r.map(len ? fmt::format("max_model_len = {}", c.max_model_len) : "(max_model_len: the model's)",
@@ -317,7 +338,7 @@ void read_model(Reader& r, fuzzer::ServingCase& c) {
 
 // ppspec's workload: enough requests to fill the request slots twice over (at most 64), prompts
 // and outputs that fit max_model_len and, without chunked prefill, the token budget.
-void choose_workload(const WorkloadChoice& w, fuzzer::ServingCase& c) {
+void choose_workload(const WorkloadChoice& w, scenario::ServingCase& c) {
   c.num_requests = w.num_requests > 0 ? w.num_requests : std::min(2 * c.max_num_seqs, 64);
   c.num_requests = std::max(c.num_requests, c.dp);
   c.prompt_min = 4;
@@ -366,7 +387,7 @@ const std::vector<std::string>& known_names() {
 Serving to_serving(const EngineArgs& args, const WorkloadChoice& workload) {
   Serving out;
   Reader r(args, out);
-  fuzzer::ServingCase& c = out.scenario;
+  scenario::ServingCase& c = out.scenario;
   read_topology(r, c);
   read_speculative(r, c);
   int seqs_per_engine = 0;

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "fuzzer/serving_case.h"
+#include "scenario/serving_case.h"
 #include "vllm_config/engine_args.h"
 
 namespace ppspec::vllm_config {
@@ -21,7 +21,7 @@ struct Mapping {
 };
 
 struct Serving {
-  fuzzer::ServingCase scenario;
+  scenario::ServingCase scenario;
   std::vector<Mapping> mapped;
   std::vector<std::string> no_counterpart;  // "gpu_memory_utilization = 0.9: ppspec's memory is ..."
 };

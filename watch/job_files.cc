@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/finding_kinds.h"
 #include "core/error.h"
 #include "traces/profiler_trace.h"
 #include "watch/watcher.h"
@@ -76,9 +77,10 @@ JobCheck check_plugin_traces(const std::vector<std::string>& files, const std::s
   if (torn > 0) {
     core::Finding n;
     n.verdict = core::Verdict::pass;
-    n.kind = "torn-line";
+    n.kind = core::kNoteTornLine;
     n.time = core::kNoTime;
-    n.summary = std::to_string(torn) + " trace(s) end in an unfinished line (a process killed while its plugin wrote): not read";
+    n.summary = std::to_string(torn) +
+                " trace(s) end in an unfinished line (a process killed while its plugin wrote): not read";
     out.result.notes.push_back(std::move(n));
   }
   w.finish(out.result);

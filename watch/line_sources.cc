@@ -56,7 +56,8 @@ bool is_plugin_trace(const fs::path& p) {
 
 FolderInbox::FolderInbox(std::string dir) : dir_(std::move(dir)) {
   std::error_code ec;
-  if (!fs::is_directory(dir_, ec)) throw core::InputError(dir_, 0, "not a folder: --dir names the folder PPSPEC_WATCH names to the job");
+  if (!fs::is_directory(dir_, ec))
+    throw core::InputError(dir_, 0, "not a folder: --dir names the folder PPSPEC_WATCH names to the job");
 }
 
 size_t FolderInbox::read_new(Watcher& w, const std::string& path, File& f) {

@@ -11,7 +11,7 @@ namespace {
 traces::TraceHeader merged_header() {
   traces::TraceHeader h;
   h.scenario = "nccl-job";
-  h.backend = "nccl-profiler";
+  h.backend = traces::TraceBackend::nccl_profiler;
   h.strategy = "hardware";
   return h;
 }

@@ -26,12 +26,15 @@ core::RunResult Watcher::judge(bool live) const {
   if (n.posted == 0 && n.held == 0 && n.unmodelled == 0 && n.captured == 0) {
     // Lines came and none could be read: what they were is the answer, not the plugin's loading.
     if (dropped_ > 0)
-      throw core::InputError("", 0, fmt::format("no NCCL operation could be read: {} line(s) dropped, nothing to check; the first "
-                                                "reason: {}",
-                                                dropped_, drop_reasons_.front()));
-    throw core::InputError("", 0,
-                           "no NCCL operation was recorded: nothing to check (did NCCL load the plugin? NCCL_DEBUG=INFO says so; "
-                           "NCCL tells a profiler nothing of a one-rank communicator's collectives)");
+      throw core::InputError(
+          "", 0,
+          fmt::format("no NCCL operation could be read: {} line(s) dropped, nothing to check; the first "
+                      "reason: {}",
+                      dropped_, drop_reasons_.front()));
+    throw core::InputError(
+        "", 0,
+        "no NCCL operation was recorded: nothing to check (did NCCL load the plugin? NCCL_DEBUG=INFO says so; "
+        "NCCL tells a profiler nothing of a one-rank communicator's collectives)");
   }
   core::RunResult fr;
   if (!window_.empty()) fr = window_.analyse();
@@ -61,11 +64,12 @@ core::RunResult Watcher::judge(bool live) const {
   if (n.calls_only > 0) {
     core::Finding note;
     note.verdict = core::Verdict::pass;
-    note.kind = "calls-only";
+    note.kind = core::kNoteCallsOnly;
     note.time = core::kNoTime;
-    note.summary = fmt::format("{} rank(s) recorded calls only (PPSPEC_PROFILER_EVENTS=calls): their operations were taken as completed, "
-                               "so a stall there cannot be told, only a misalignment",
-                               n.calls_only);
+    note.summary = fmt::format(
+        "{} rank(s) recorded calls only (PPSPEC_PROFILER_EVENTS=calls): their operations were taken as completed, "
+        "so a stall there cannot be told, only a misalignment",
+        n.calls_only);
     r.notes.push_back(std::move(note));
   }
   r.stats.ops_posted = n.posted;
@@ -102,7 +106,8 @@ void Watcher::never_launched(core::RunResult& r) const {
     f.sites.push_back(core::Site{h.rank, fmt::format("rank{}.host", h.rank), h.comm, -1,
                                  "called " + h.what + ", never launched", h.site});
   }
-  f.summary = fmt::format("rank(s) {} made NCCL calls that NCCL never launched; everything each of them called after waits too", ranks);
+  f.summary = fmt::format(
+      "rank(s) {} made NCCL calls that NCCL never launched; everything each of them called after waits too", ranks);
   if (first) {
     for (core::Finding& earlier : r.findings) r.notes.push_back(std::move(earlier));
     r.findings.assign(1, std::move(f));
@@ -123,13 +128,15 @@ void Watcher::incomplete(core::RunResult& r, bool live) const {
   f.kind = std::string(core::kKindIncompleteTrace);
   f.time = core::kNoTime;
   if (n.lost == 0 && n.disabled == 0 && dropped_ == 0) {
-    f.summary = fmt::format("the traces are not the whole job: the trace of rank(s) {} ends without its trailer (the process was "
-                            "killed, its file was cut, or it was still running): what it did after its last line is not checked",
-                            fmt::join(unended, ", "));
+    f.summary = fmt::format(
+        "the traces are not the whole job: the trace of rank(s) {} ends without its trailer (the process was "
+        "killed, its file was cut, or it was still running): what it did after its last line is not checked",
+        fmt::join(unended, ", "));
   } else {
-    f.summary = fmt::format("the traces are not the whole job: {} record(s) lost by the plugin (a ring or a pool overflowed), {} "
-                            "plugin(s) turned themselves off, {} line(s) dropped as unreadable; what they held is not checked",
-                            n.lost, n.disabled, dropped_);
+    f.summary = fmt::format(
+        "the traces are not the whole job: {} record(s) lost by the plugin (a ring or a pool overflowed), {} "
+        "plugin(s) turned themselves off, {} line(s) dropped as unreadable; what they held is not checked",
+        n.lost, n.disabled, dropped_);
     if (!unended.empty())
       f.details.push_back(fmt::format("the trace of rank(s) {} ends without its trailer", fmt::join(unended, ", ")));
   }

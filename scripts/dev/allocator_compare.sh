@@ -6,11 +6,11 @@
 # mimalloc's -dev package), and glibc's malloc/free/realloc and libm's llround as shares of the
 # glibc run (self cost).
 #   scripts/dev/allocator_compare.sh BENCH [OUT]   (BENCH: a ppspec_bench that links no allocator, e.g.
-#   built with -DPPSPEC_ALLOCATOR=system, or one from before the ninth stop of issue 28)
+#   built with -DPPSPEC_ALLOCATOR=system)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bench=${1:?usage: scripts/dev/allocator_compare.sh BENCH [OUT]}
-out=${2:-docs/evidence/perf/allocator-compare.txt}
+out=${2:-docs/evidence/allocator-choice/allocator-compare.txt}
 lib=/usr/lib/x86_64-linux-gnu
 if ldd "$bench" | grep libmimalloc > /dev/null; then
   echo "scripts/dev/allocator_compare.sh: $bench links mimalloc already: give a system-allocator build" >&2; exit 2

@@ -24,7 +24,6 @@ count() {  # binary item -> instructions
   fi
   grep -m1 -E '^==[0-9]+== Collected : ' "$work/log" | awk '{print $4}'
 }
-# The two modes keep the columns their earlier outputs (docs/evidence/perf/) have.
 if ((run)); then label=scenario width=48 number=15 ratio=''; else label=benchmark width=44 number=16 ratio=8; fi
 printf "%-${width}s %${number}s %${number}s %${ratio}s\n" "$label" before after after/before
 for item in "$@"; do

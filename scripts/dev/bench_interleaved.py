@@ -3,7 +3,7 @@
 ROUNDS times each (one repetition per round), and each benchmark's median CPU time over the rounds
 is compared. Alternating puts both sides under the same drift (frequency, steal, other load), which
 one run of each, minutes apart, does not.
-  scripts/dev/bench_interleaved.py BEFORE_BINARY AFTER_BINARY [--rounds 7] [--filter REGEX] [--out DIR]"""
+  scripts/dev/bench_interleaved.py BEFORE_BINARY AFTER_BINARY [--rounds N] [--filter REGEX] [--out DIR]"""
 import argparse
 import json
 import os

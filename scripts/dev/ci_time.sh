@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # How long CI takes: clones the committed tree into a fresh folder and runs the README's second
-# command (= .ci/run) there, timing each phase. Writes docs/evidence/ci-time/<date>.txt (or $1).
+# command (= .ci/run) there, timing each phase. Writes docs/evidence/ci-time/fresh-clone.txt (or $1).
 # The machine's cores and CPU are recorded beside the figures; CI's own machine has 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-out=${1:-docs/evidence/ci-time/$(date -u +%Y-%m-%d).txt}
+out=${1:-docs/evidence/ci-time/fresh-clone.txt}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 git clone -q . "$work/clone"
@@ -22,7 +22,7 @@ phase() { grep -m1 -n -- "$1" "$log" | sed -E 's/^[0-9]+:([0-9]+) .*/\1/'; }
   echo "exit status of scripts/test.sh: $status"
   echo "total: ${total} s"
   echo "seconds from the start at which each phase began:"
-  grep -n "Test project\|tests passed\|Total Test time\|== fuzz_scenario: replaying\|libfuzzer.sh: \|-- Configuring done\|libfuzzer_replay_.*Passed" "$log" | sed -E 's/^[0-9]+:/  /'
+  grep -n "Test project\|tests passed\|Total Test time\|== fuzz_scenario: replaying\|libfuzzer.sh: \|-- Configuring done\|libfuzzer_replay_.*Passed" "$log" | sed -E -e 's/^[0-9]+:/  /' -e 's/Test #[0-9]+: //'
 } > "$out"
 if [[ $status -ne 0 ]]; then
   # What failed, so that a failing run is not only a number.

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""The fault table of docs/evidence/2xH200/ (and 4xH200/): per fault of the seed PR, what the simulator
+"""The fault table of docs/evidence/serving-two-h200/ (or a 4-GPU run's folder): per fault of the seed PR, what the simulator
 said next to what the H200s did, and each fault-off twin on both backends.
 
-    scripts/dev/fault_table.py RESULTS [FAULTS] > docs/evidence/2xH200/fault_table.md
+    scripts/dev/fault_table.py RESULTS [FAULTS] > docs/evidence/serving-two-h200/fault_table.md
 
 FAULTS is the folder of regressions gpu_check.sh ran (scenarios/regressions/pp2_tp1 on 2 GPUs, the
 default; scenarios/regressions, pp 2 tp 2, on 4): the shape and the GPU count of the heading come

@@ -10,7 +10,7 @@ ppspec=./build/default/tools/ppspec
 duration=1h
 interval=10
 seed=1
-out=docs/evidence/perf/fuzz-rss.txt
+out=docs/evidence/fuzz-memory/fuzz-rss-1h.txt
 while (($#)); do
   case "$1" in
     --ppspec) ppspec=$2; shift ;;

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Measures `ppspec fuzz` against the faults (issue 13): for each fault of scenarios/regressions/, a
+"""Measures `ppspec fuzz` against the faults: for each fault of scenarios/regressions/, a
 campaign that starts from no hand-written scenario (`ppspec fuzz --faults F`), once with schedules
 of the random policy (scenarios/spaces/random.toml) and once with PCT (scenarios/spaces/pct.toml);
 the time to the first failure and to the shrunk file, the shrunk file's size (requests, engine

@@ -7,7 +7,7 @@
 # Runs every program scenario that fits this machine's GPUs on the real backend (one child process
 # each), every serving scenario that fits on both backends (compared), the pp 2 tp 1 fault
 # regressions and twins on both, the GPU tests, the round-trip latency (2 GPUs), and checks every
-# recorded trace. scripts/dev/fault_table.py turns $OUT into the fault table of docs/evidence/2xH200/.
+# recorded trace. scripts/dev/fault_table.py turns $OUT into the fault table of docs/evidence/serving-two-h200/.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 BIN=${PPSPEC_BIN:-build/gpu/tools}

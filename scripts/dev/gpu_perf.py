@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Engine performance on GPUs from what scripts/dev/gpu_check.sh recorded, beside the simulator's figures.
 
-    scripts/dev/gpu_perf.py RESULTS > docs/evidence/2xH200/perf.md
+    scripts/dev/gpu_perf.py RESULTS > docs/evidence/serving-two-h200/perf.md
 
 For each perf scenario NAME (scenarios/perf/NAME.toml) it reads RESULTS/traces/perf-NAME.jsonl (the GPU
 run's trace), RESULTS/profile-NAME.jsonl (PPSPEC_GPU_PROFILE: CUDA-event intervals per rank and

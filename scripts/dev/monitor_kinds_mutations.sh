@@ -2,11 +2,11 @@
 # Proof that each monitor's declared event kinds (Monitor::kinds, which ServingMonitors delivers by)
 # are checked by the tests: drops one kind from a monitor's list at a time, rebuilds the tests and
 # counts the failing ones (each line must say more than 0). Restores every file; writes OUT
-# (default docs/evidence/perf/monitor-kinds-mutations.txt).
+# (default docs/evidence/monitor-kinds/mutations.txt).
 #   scripts/dev/monitor_kinds_mutations.sh [OUT]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-out=${1:-docs/evidence/perf/monitor-kinds-mutations.txt}
+out=${1:-docs/evidence/monitor-kinds/mutations.txt}
 tests=./build/default/tests/ppspec_tests
 saved=$(mktemp)
 trap 'rm -f "$saved"' EXIT

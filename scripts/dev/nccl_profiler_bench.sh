@@ -2,16 +2,16 @@
 # What the NCCL profiler plugin costs an NCCL job's threads per operation, on the CPU, and what
 # listening for NCCL's profiler cost the simulator (README, "Watching a live NCCL job", Cost):
 #   scripts/dev/nccl_profiler_bench.sh [BENCH_BEFORE]
-# Writes docs/evidence/issue26/plugin_bench.txt (BM_PluginCallbacks, BM_PluginFlusher: five
+# Writes docs/evidence/nccl-profiler-costs/plugin_bench.txt (BM_PluginCallbacks, BM_PluginFlusher: five
 # repetitions, medians) and, given the benchmark binary of the commit before the plugin's
-# observer hooks, docs/evidence/issue26/sim_instructions.txt (callgrind instruction counts of the
+# observer hooks, docs/evidence/nccl-profiler-costs/sim_instructions.txt (callgrind instruction counts of the
 # simulator's benchmarks, before and after). The plugin allocates with ppspec_bench's allocator
 # (mimalloc unless the build says PPSPEC_ALLOCATOR=system; bench/nccl_profiler_bench.cc): compare
 # figures only between builds with the same one.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bench=${PPSPEC_BENCH:-./build/default/bench/ppspec_bench}
-out=docs/evidence/issue26
+out=docs/evidence/nccl-profiler-costs
 mkdir -p "$out"
 {
   echo "# $(date -u +%F) $(uname -m), $(nproc) cores; $bench"

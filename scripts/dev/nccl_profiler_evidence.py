@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Turns what scripts/dev/nccl_profiler_gpu.sh wrote on a GPU machine (summary.txt, results.tar.gz) into
-docs/evidence/1xH200/issue26/: gpu.md (the tables the README quotes), summary.txt as it came, and a
+docs/evidence/nccl-profiler-h200/: gpu.md (the tables the README quotes), summary.txt as it came, and a
 few of the traces and watcher outputs themselves.
 
     scripts/dev/nccl_profiler_evidence.py RESULTS_DIR [OUT_DIR]
@@ -134,7 +134,7 @@ def copy_samples(work, out):
 
 def main():
     results = sys.argv[1]
-    out = sys.argv[2] if len(sys.argv) > 2 else "docs/evidence/1xH200/issue26"
+    out = sys.argv[2] if len(sys.argv) > 2 else "docs/evidence/nccl-profiler-h200"
     os.makedirs(out, exist_ok=True)
     summary = open(os.path.join(results, "summary.txt")).read()
     shutil.copy(os.path.join(results, "summary.txt"), os.path.join(out, "summary.txt"))
@@ -142,7 +142,7 @@ def main():
     with tarfile.open(os.path.join(results, "results.tar.gz")) as t:
         t.extractall(work)
     md = ["# The NCCL profiler plugin and `ppspec watch` on one H200", "",
-          "Written by `scripts/dev/nccl_profiler_evidence.py` from what `scripts/dev/nccl_profiler_gpu.sh` wrote on the lent one-GPU "
+          "Written by `scripts/dev/nccl_profiler_evidence.py` from what `scripts/dev/nccl_profiler_gpu.sh` wrote on a one-GPU "
           "machine (`summary.txt` beside this file is its own account). Several ranks share the GPU: each process has its own "
           "`NCCL_HOSTID`, so NCCL connects them through its socket transport, a real multi-rank job.", "",
           "## Machine, loading, an interface NCCL does not know", "", "```"]

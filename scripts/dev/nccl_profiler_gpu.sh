@@ -3,7 +3,7 @@
 # the repository root of a GPU machine, with the binaries of the `gpu` preset built elsewhere:
 #   PPSPEC_BIN=build/gpu OUT=results scripts/dev/nccl_profiler_gpu.sh
 # Writes $OUT/summary.txt and $OUT/results.tar.gz (every case's traces, watcher output, logs);
-# scripts/dev/nccl_profiler_evidence.py turns them into docs/evidence/1xH200/issue26/.
+# scripts/dev/nccl_profiler_evidence.py turns them into docs/evidence/nccl-profiler-h200/.
 #
 # Several ranks share the one GPU: each process has its own NCCL_HOSTID, so NCCL takes them for
 # different hosts and connects them through its socket transport on loopback: a real multi-rank

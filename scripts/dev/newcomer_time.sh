@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A newcomer's wait: clones the committed tree into a fresh folder and runs the README's two
 # commands there, one after the other, each under /usr/bin/time -v; writes the wall time, CPU time
-# and peak memory of each to OUT (default docs/evidence/perf/newcomer-<commit>.txt).
+# and peak memory of each to OUT (default docs/evidence/ci-time/newcomer.txt).
 #
 #   scripts/dev/newcomer_time.sh [--remove-packages] [--commit REV] [--first-only] [OUT]
 # --commit REV measures that commit instead of HEAD (a before-and-after on one machine).
@@ -24,7 +24,7 @@ while (($#)); do
   shift
 done
 rev=$(git rev-parse --short "$rev")
-out=${1:-docs/evidence/perf/newcomer-$rev.txt}
+out=${1:-docs/evidence/ci-time/newcomer.txt}
 mkdir -p "$(dirname "$out")"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

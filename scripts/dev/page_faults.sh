@@ -5,14 +5,14 @@
 # most of what race detection added beyond its instructions. Minor faults as /usr/bin/time reports
 # them, the median of 3 runs of each (they vary by a few with the address layout).
 #   scripts/dev/page_faults.sh BEFORE_PPSPEC AFTER_PPSPEC [OUT]
-# Writes OUT (default docs/evidence/perf/page-faults.txt): per scenario, before and after, with and
+# Writes OUT (default: standard output): per scenario, before and after, with and
 # without race detection, then the medians over the in-sample six (scripts/dev/perf_ratios.sh's) and the
 # held-out rest.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 (($# >= 2)) || { echo "usage: scripts/dev/page_faults.sh BEFORE_PPSPEC AFTER_PPSPEC [OUT]" >&2; exit 2; }
 before=$1 after=$2
-out=${3:-docs/evidence/perf/page-faults.txt}
+out=${3:-/dev/stdout}
 [[ -x /usr/bin/time ]] || { echo "scripts/dev/page_faults.sh: needs /usr/bin/time (Debian package time)" >&2; exit 2; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

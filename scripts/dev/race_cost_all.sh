@@ -5,12 +5,12 @@
 # alternately (scripts/dev/race_cost_lib.sh), for one or two binaries side by side.
 #
 #   scripts/dev/race_cost_all.sh [--before BEFORE_PPSPEC] [--out FILE]
-# Writes FILE (default docs/evidence/perf/race-cost-all.txt): one line per scenario, its sample
+# Writes FILE (default docs/evidence/race-detector-cost/race-cost-all.txt): one line per scenario, its sample
 # (in-sample: the six of perf_ratios.sh; held-out: the rest), then the range and median of each.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 before=""
-out=docs/evidence/perf/race-cost-all.txt
+out=docs/evidence/race-detector-cost/race-cost-all.txt
 while (($#)); do
   case "$1" in
     --before) before=$2; shift ;;

@@ -3,10 +3,10 @@
 # clone, plants a heap read one past a copy of every input into libfuzzer/fuzz_scenario.cc, builds
 # that target under ASan, and runs ctest's libfuzzer_replay_fuzz_scenario (expected: Failed, naming
 # the input and ASan's report); then the same test without the plant (expected: Passed).
-# Writes OUT (default docs/evidence/perf/replay-test-proof.txt).
+# Writes OUT (default docs/evidence/fuzz-corpus-replay/replay-test-proof.txt).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-out=${1:-docs/evidence/perf/replay-test-proof.txt}
+out=${1:-docs/evidence/fuzz-corpus-replay/replay-test-proof.txt}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 git clone -q . "$work/clone"

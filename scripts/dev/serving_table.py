@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The serving table of docs/evidence/2xH200/: each serving scenario on the simulator and on the GPUs
+"""The serving table of docs/evidence/serving-two-h200/: each serving scenario on the simulator and on the GPUs
 (`ppspec run --backend both`), and the sim = GPU comparison.
 
     scripts/dev/serving_table.py RESULTS > RESULTS/serving_table.md

@@ -8,7 +8,7 @@
 #   scripts/dev/slurm_test.sh [PPSPEC_BINARY] [OUT_FILE]
 #
 # PPSPEC_BINARY defaults to build/default/tools/ppspec (it is copied first, so a rebuild during the
-# run does not change it); OUT_FILE, the record of the run, to docs/evidence/slurm/single-node.txt.
+# run does not change it); OUT_FILE, the record of the run, to docs/evidence/slurm-single-node/single-node.txt.
 # Run as root on Debian 12 (a container without systemd will do): slurm-wlm and munge are installed
 # with apt-get when missing. Nothing system-wide is configured or started: munged (with a key of
 # its own), slurmctld and slurmd run as daemons on loopback ports 16817/16818 with everything (their
@@ -21,7 +21,7 @@ set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
 bin_arg=${1:-$root/build/default/tools/ppspec}
-out_file=$(realpath -m "${2:-$root/docs/evidence/slurm/single-node.txt}")
+out_file=$(realpath -m "${2:-$root/docs/evidence/slurm-single-node/single-node.txt}")
 SHARDS=${SHARDS:-4}
 CASES=${CASES:-160}
 SEED=${SEED:-7}

@@ -1,21 +1,20 @@
 #!/usr/bin/env bash
-# Why goal 1 of issue 28 (ring pairs/s ÷ bare fiber round trips/s ≥ 0.5) is out of the fiber
-# simulator's reach, counted: the scheduling steps of BM_RingPairs/2/1 by what ended each (a host
+# Why a simulated ring pair costs several bare fiber round trips (BM_RingPairs ÷ BM_FiberRoundTrips), counted: the scheduling steps of BM_RingPairs/2/1 by what ended each (a host
 # or a stream blocking, and on what; a yield), per pair, from a build with the counters of
-# docs/evidence/perf/step-anatomy.patch (not kept in the product: a by-hand instrument), and the
+# docs/evidence/simulator-cost/step-anatomy.patch (not kept in the product: a by-hand instrument), and the
 # instructions a bare Boost.Fiber switch costs (half of BM_FiberRoundTrips's round trip, callgrind).
 # Every step that ends in a block or a yield is a switch, so steps per pair × instructions per
 # switch bounds a pair's cost from below, before any work of the pair itself.
 #   scripts/dev/step_anatomy.sh [OUT]     (builds HEAD with the patch in a temporary worktree: minutes;
 #                                      a relative OUT is taken from the repository's root)
-# Writes OUT (default docs/evidence/perf/step-anatomy.txt).
+# Writes OUT (default docs/evidence/simulator-cost/step-anatomy.txt).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-out=${1:-docs/evidence/perf/step-anatomy.txt}
+out=${1:-docs/evidence/simulator-cost/step-anatomy.txt}
 work=$(mktemp -d)
 trap 'git worktree remove --force "$work/tree" > /dev/null 2>&1 || true; rm -rf "$work"; git worktree prune' EXIT
 git worktree add --detach "$work/tree" HEAD > /dev/null
-git -C "$work/tree" apply "$PWD/docs/evidence/perf/step-anatomy.patch"
+git -C "$work/tree" apply "$PWD/docs/evidence/simulator-cost/step-anatomy.patch"
 cmake --preset default -S "$work/tree" > "$work/configure.log"
 cmake --build "$work/tree/build/default" --target ppspec_bench > "$work/build.log"
 bench=$work/tree/build/default/bench/ppspec_bench
@@ -44,13 +43,13 @@ for line in open(anatomy):
 if not rows: sys.exit("scripts/dev/step_anatomy.sh: the patched build printed no counts")
 per_switch = fiber_instructions / round_trips / 2
 switches = sum(n for _, n, s in rows if s)
-print(f"# scripts/dev/step_anatomy.sh (tree {tree} + docs/evidence/perf/step-anatomy.patch): BM_RingPairs/2/1, {pairs:,} pairs")
+print(f"# scripts/dev/step_anatomy.sh (tree {tree} + docs/evidence/simulator-cost/step-anatomy.patch): BM_RingPairs/2/1, {pairs:,} pairs")
 print("what ended each scheduling step, per pair:")
 for label, n, _ in rows:
     print(f"  {n / pairs:5.2f}  {label}")
 print(f"switches per pair: {switches / pairs:.2f}")
 print(f"a bare switch: {per_switch:,.0f} instructions (BM_FiberRoundTrips, callgrind, program start included: {fiber_instructions:,} / {round_trips:,} round trips / 2)")
-print(f"a pair's switches alone: {switches / pairs * per_switch:,.0f} instructions; goal 1 allows {4 * per_switch:,.0f} per pair "
+print(f"a pair's switches alone: {switches / pairs * per_switch:,.0f} instructions; a ratio of 0.5 to bare round trips allows {4 * per_switch:,.0f} per pair "
       f"(two round trips): at most 4 switches per pair, with no work at all")
 PYEOF
 cat "$out"

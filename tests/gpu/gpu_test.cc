@@ -11,7 +11,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "loader/program_loader.h"
+#include "scenario/program_loader.h"
 #include "gpu_jobs/gpu_backend.h"
 #include "traces/trace_reader.h"
 #include "verify/dumps/trace_check.h"
@@ -48,7 +48,7 @@ struct GpuRun {
 GpuRun run(const std::string& name, double hang_timeout_s = 5, const std::string& trace = "") {
   setenv("PPSPEC_EXE", env_or("PPSPEC_EXE", PPSPEC_BINARY).c_str(), 1);
   GpuRun g;
-  const program::Program p = loader::load_program_file(kScenarios + name);
+  const program::Program p = scenario::load_program_file(kScenarios + name);
   gpu_jobs::GpuRunOptions o;
   o.hang_timeout = static_cast<core::Time>(hang_timeout_s * core::kSec);
   o.trace = trace;
@@ -97,7 +97,7 @@ TEST(Gpu, OneGpu_SingleRankGraphEventsAndNcclPass) {
   EXPECT_EQ(g.rec.result.verdict, core::Verdict::pass);
   {
     traces::TraceReader reader(trace, {});
-    EXPECT_EQ(reader.header().backend, "gpu");
+    EXPECT_EQ(reader.header().backend, traces::TraceBackend::gpu);
     int completed = 0;
     while (const core::Event* e = reader.next()) completed += e->kind == core::EventKind::op_completed;
     EXPECT_EQ(completed, 4) << "one all-reduce and three replayed ones complete";

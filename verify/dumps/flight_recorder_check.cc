@@ -22,60 +22,64 @@ core::Finding unchecked_ranks(const FrJob& job) {
   n.verdict = core::Verdict::hazard;
   n.kind = std::string(core::kKindUncheckedRank);
   n.time = core::kNoTime;
-  n.summary = fmt::format("no dump of {}, member(s) of groups in use: what {} did is not checked, and a rank that did not dump is "
-                          "often the one that hung",
-                          core::rank_list(std::vector<core::RankId>(job.missing.begin(), job.missing.end())),
-                          job.missing.size() == 1 ? "it" : "they");
+  n.summary = fmt::format(
+      "no dump of {}, member(s) of groups in use: what {} did is not checked, and a rank that did not dump is "
+      "often the one that hung",
+      core::rank_list(std::vector<core::RankId>(job.missing.begin(), job.missing.end())),
+      job.missing.size() == 1 ? "it" : "they");
   return n;
 }
 
 core::Finding dropped_records(const FrJob& job) {
   core::Finding n;
   n.verdict = core::Verdict::pass;
-  n.kind = "ring-buffer-wrapped";
+  n.kind = core::kNoteRingBufferWrapped;
   n.time = core::kNoTime;
   std::vector<std::string> parts;
   for (const auto& [rank, dropped] : job.dropped)
     if (dropped > 0) parts.push_back(fmt::format("rank {} dropped its first {}", rank, dropped));
-  n.summary = fmt::format("ring buffers wrapped ({}): what they dropped is not compared (where a ring still holds a "
-                          "completed call, what it dropped before completed long before); TORCH_FR_BUFFER_SIZE keeps more",
-                          fmt::join(parts, ", "));
+  n.summary = fmt::format(
+      "ring buffers wrapped ({}): what they dropped is not compared (where a ring still holds a "
+      "completed call, what it dropped before completed long before); TORCH_FR_BUFFER_SIZE keeps more",
+      fmt::join(parts, ", "));
   PPSPEC_ASSERT(!parts.empty(), "a note of wrapped ring buffers where none wrapped");
   return n;
 }
 
-core::Finding note(std::string kind, std::string summary) {
-  return core::untimed_note(std::move(kind), std::move(summary));
-}
+core::Finding note(std::string_view kind, std::string summary) { return core::untimed_note(kind, std::move(summary)); }
 
 // Where p2p places came from a wrapped ring's pattern, or could not.
 void placing_notes(const FrJob& job, std::vector<core::Finding>& notes) {
   for (const FrP2pPlacing& p : job.placings) {
     const std::string group = job.groups[p.group].label();
     if (p.period == 0)
-      notes.push_back(note("p2p-not-aligned", fmt::format("rank {}'s ring dropped its p2p calls on {} before p2p_seq_id {}, and the calls "
-                                                          "it holds repeat no pattern: how many of the dropped ones went to each peer is "
-                                                          "unknown, so its p2p there is not compared",
-                                                          p.rank, group, p.first_seq)));
+      notes.push_back(note(core::kNoteP2pNotAligned,
+                           fmt::format("rank {}'s ring dropped its p2p calls on {} before p2p_seq_id {}, and the calls "
+                                       "it holds repeat no pattern: how many of the dropped ones went to each peer is "
+                                       "unknown, so its p2p there is not compared",
+                                       p.rank, group, p.first_seq)));
     else
-      notes.push_back(note("p2p-aligned-by-pattern", fmt::format("rank {}'s ring dropped its p2p calls on {} before p2p_seq_id {}: its "
-                                                                 "calls there repeat every {} call(s), taken to have done so from the first",
-                                                                 p.rank, group, p.first_seq, p.period)));
+      notes.push_back(note(core::kNoteP2pAlignedByPattern,
+                           fmt::format("rank {}'s ring dropped its p2p calls on {} before p2p_seq_id {}: its "
+                                       "calls there repeat every {} call(s), taken to have done so from the first",
+                                       p.rank, group, p.first_seq, p.period)));
   }
 }
 
 // What dumps that record no progress, or groups read from the entries, leave unjudged.
 void gloo_notes(const FrJob& job, std::vector<core::Finding>& notes) {
   if (!job.progress)
-    notes.push_back(note("no-progress-recorded", "the dumps record no progress (Gloo leaves every entry `scheduled`) and no p2p: the "
-                                                 "order, sizes and dtypes of the collectives are judged; a hang, and any p2p, cannot be"));
+    notes.push_back(note(core::kNoteNoProgressRecorded,
+                         "the dumps record no progress (Gloo leaves every entry `scheduled`) and no p2p: the "
+                         "order, sizes and dtypes of the collectives are judged; a hang, and any p2p, cannot be"));
   std::vector<std::string> inferred;
   for (const FrJobGroup& g : job.groups)
     if (g.inferred) inferred.push_back(fmt::format("{} [{}]", g.label(), fmt::join(g.ranks, ", ")));
   if (!inferred.empty())
-    notes.push_back(note("groups-from-entries", fmt::format("the dumps' group tables list no members (Gloo's): each group's members are "
-                                                            "the ranks whose dumps name it ({}); a member that never called on it is not seen",
-                                                            fmt::join(inferred, ", "))));
+    notes.push_back(note(core::kNoteGroupsFromEntries,
+                         fmt::format("the dumps' group tables list no members (Gloo's): each group's members are "
+                                     "the ranks whose dumps name it ({}); a member that never called on it is not seen",
+                                     fmt::join(inferred, ", "))));
 }
 
 }  // namespace
@@ -84,8 +88,9 @@ core::RunResult check_flight_recorder(const std::vector<traces::FrDump>& dumps, 
   core::RunResult r;
   for (const traces::FrDump& d : dumps) r.stats.events += d.entries.size();
   if (r.stats.events == 0)
-    throw core::InputError(dumps.empty() ? "" : dumps.front().file, 0,
-                           "no dump holds an entry: nothing to check (was the Flight Recorder on? TORCH_NCCL_TRACE_BUFFER_SIZE)");
+    throw core::InputError(
+        dumps.empty() ? "" : dumps.front().file, 0,
+        "no dump holds an entry: nothing to check (was the Flight Recorder on? TORCH_NCCL_TRACE_BUFFER_SIZE)");
   r.stats.ops_posted = r.stats.events;
   const FrJob job = make_job(dumps);
   FrSequenceFindings seq = check_sequences(job);
@@ -100,7 +105,7 @@ core::RunResult check_flight_recorder(const std::vector<traces::FrDump>& dumps, 
   for (core::Finding& n : waits.notes) r.notes.push_back(std::move(n));
   placing_notes(job, r.notes);
   gloo_notes(job, r.notes);
-  if (job.progress) r.notes.push_back(note("execution-model", "assumed: " + fr_calls_words(options.calls)));
+  if (job.progress) r.notes.push_back(note(core::kNoteExecutionModel, "assumed: " + fr_calls_words(options.calls)));
   if (std::any_of(job.dropped.begin(), job.dropped.end(), [](const auto& d) { return d.second > 0; }))
     r.notes.push_back(dropped_records(job));
   if (!job.missing.empty()) {
@@ -116,7 +121,8 @@ core::RunResult check_flight_recorder(const std::vector<traces::FrDump>& dumps, 
   const auto complete = [](const core::Finding& f) {
     return !f.kind.empty() && !f.summary.empty() && f.verdict != core::Verdict::pass;
   };
-  PPSPEC_ASSERT(std::all_of(r.findings.begin(), r.findings.end(), complete), "a Flight Recorder finding without its kind, summary or verdict");
+  PPSPEC_ASSERT(std::all_of(r.findings.begin(), r.findings.end(), complete),
+                "a Flight Recorder finding without its kind, summary or verdict");
   return r;
 }
 

@@ -53,15 +53,19 @@ std::optional<std::string> locate_skipped_p2p(const FrJob& job, const FrChannel&
                             : k + 1 < nr && anchor_send(k) == anchor_recv(k + 1);
     const std::string label = g.label();
     if (!shifted)
-      return fmt::format("the sides part at send #{}: rank {}'s follows {} collective(s) of {}, rank {}'s receive {}", k0 + 1, c.src,
-                         anchor_send(k0), label, c.dst, anchor_recv(k0));
+      return fmt::format("the sides part at send #{}: rank {}'s follows {} collective(s) of {}, rank {}'s receive {}",
+                         k0 + 1, c.src, anchor_send(k0), label, c.dst, anchor_recv(k0));
     if (recvs_short)
-      return fmt::format("the skipped one is most likely rank {}'s receive for rank {}'s send #{}: from there on each receive of rank {} "
-                         "comes where rank {}'s next send does (its receive #{} follows {} collective(s) of {}, send #{} follows {})",
-                         c.dst, c.src, k0 + 1, c.dst, c.src, k0 + 1, anchor_recv(k0), label, k0 + 1, anchor_send(k0));
-    return fmt::format("the skipped one is most likely rank {}'s send for rank {}'s receive #{}: from there on each send of rank {} comes "
-                       "where rank {}'s next receive does (its send #{} follows {} collective(s) of {}, receive #{} follows {})",
-                       c.src, c.dst, k0 + 1, c.src, c.dst, k0 + 1, anchor_send(k0), label, k0 + 1, anchor_recv(k0));
+      return fmt::format(
+          "the skipped one is most likely rank {}'s receive for rank {}'s send #{}: from there on each receive of rank "
+          "{} "
+          "comes where rank {}'s next send does (its receive #{} follows {} collective(s) of {}, send #{} follows {})",
+          c.dst, c.src, k0 + 1, c.dst, c.src, k0 + 1, anchor_recv(k0), label, k0 + 1, anchor_send(k0));
+    return fmt::format(
+        "the skipped one is most likely rank {}'s send for rank {}'s receive #{}: from there on each send of rank {} "
+        "comes "
+        "where rank {}'s next receive does (its send #{} follows {} collective(s) of {}, receive #{} follows {})",
+        c.src, c.dst, k0 + 1, c.src, c.dst, k0 + 1, anchor_send(k0), label, k0 + 1, anchor_recv(k0));
   }
   return std::nullopt;
 }
@@ -129,11 +133,12 @@ std::optional<FrChannelBlame> anchored_blame(const FrJob& job, const FrChannel& 
     b.sender = late_skips ? !recv_late : recv_late;
     b.extra = early_extra;
     b.at = k;
-    b.words = fmt::format("by the collectives of {} around them (each side posts one per {} of those): rank {}'s #{} {}", g.label(), step,
-                          b.sender ? c.src : c.dst, k + 1,
-                          b.extra ? fmt::format("comes before the next of them, as its #{} did: an extra one", k)
-                                  : fmt::format("comes after {} of them where the other side's comes after {}: it skipped one before", late[k],
-                                                early[k]));
+    b.words = fmt::format(
+        "by the collectives of {} around them (each side posts one per {} of those): rank {}'s #{} {}", g.label(), step,
+        b.sender ? c.src : c.dst, k + 1,
+        b.extra ? fmt::format("comes before the next of them, as its #{} did: an extra one", k)
+                : fmt::format("comes after {} of them where the other side's comes after {}: it skipped one before",
+                              late[k], early[k]));
     if (told && (told->sender != b.sender || told->extra != b.extra))
       return std::nullopt;  // two groups tell two stories
     if (!told || kept > evidence) told = b, evidence = kept;

@@ -62,17 +62,21 @@ std::string FrDating::words(const FrOp& op) const {
   const int rank = op.dump->rank;
   if (!op.dump->progress_recorded) return fmt::format("rank {}'s dump records no progress (Gloo)", rank);
   if (closer.retired && op.state != traces::FrState::completed)
-    return fmt::format("rank {}'s watchdog retired it without its completing: it timed out ({} ms)", rank, closer.timeout_ms);
+    return fmt::format("rank {}'s watchdog retired it without its completing: it timed out ({} ms)", rank,
+                       closer.timeout_ms);
   const auto w = written_.find(rank);
   if (w != written_.end())
-    return fmt::format("rank {}'s dump was written {} after it was posted (a completion it found then, not yet retired, dates it), "
-                       "of a {} ms timeout",
-                       rank, ms(w->second - closer.created_ns), closer.timeout_ms);
+    return fmt::format(
+        "rank {}'s dump was written {} after it was posted (a completion it found then, not yet retired, dates it), "
+        "of a {} ms timeout",
+        rank, ms(w->second - closer.created_ns), closer.timeout_ms);
   const auto n = newest_.find(rank);
   const int64_t newest = n == newest_.end() ? 0 : n->second;
-  return fmt::format("rank {}'s dump does not say when it was written: the newest time it records is {} after it was posted, of a {} ms "
-                     "timeout; a dump taken while the job runs and one taken when it hung look alike",
-                     rank, ms(std::max<int64_t>(0, newest - closer.created_ns)), closer.timeout_ms);
+  return fmt::format(
+      "rank {}'s dump does not say when it was written: the newest time it records is {} after it was posted, of a {} "
+      "ms "
+      "timeout; a dump taken while the job runs and one taken when it hung look alike",
+      rank, ms(std::max<int64_t>(0, newest - closer.created_ns)), closer.timeout_ms);
 }
 
 }  // namespace ppspec::verify

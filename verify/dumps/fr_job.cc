@@ -140,12 +140,14 @@ std::vector<const FrEntry*> records_of(const FrOp& op) {
 std::string describe(const FrEntry& e, bool with_op) {
   std::vector<std::string> parts;
   for (size_t i = 0; i < e.input_sizes.size(); ++i)
-    parts.push_back(fmt::format("{} [{}]", i < e.input_dtypes.size() ? dtype_name(e.input_dtypes[i]) : "?", fmt::join(e.input_sizes[i], ", ")));
+    parts.push_back(fmt::format("{} [{}]", i < e.input_dtypes.size() ? dtype_name(e.input_dtypes[i]) : "?",
+                                fmt::join(e.input_sizes[i], ", ")));
   // Gathers and scatters pair on their outputs too.
   if (e.output_sizes != e.input_sizes && !e.output_sizes.empty()) {
     std::vector<std::string> outs;
     for (size_t i = 0; i < e.output_sizes.size(); ++i)
-      outs.push_back(fmt::format("{} [{}]", i < e.output_dtypes.size() ? dtype_name(e.output_dtypes[i]) : "?", fmt::join(e.output_sizes[i], ", ")));
+      outs.push_back(fmt::format("{} [{}]", i < e.output_dtypes.size() ? dtype_name(e.output_dtypes[i]) : "?",
+                                 fmt::join(e.output_sizes[i], ", ")));
     parts.push_back(fmt::format("-> {}", fmt::join(outs, ", ")));
   }
   const std::string data = fmt::format("{}", fmt::join(parts, ", "));
@@ -176,7 +178,8 @@ int64_t elements(const std::vector<int64_t>& dims) {
 void add_tensors(std::string& key, const std::vector<std::vector<int64_t>>& sizes,
                  const std::vector<std::string>& dtypes) {
   for (size_t i = 0; i < sizes.size(); ++i)
-    fmt::format_to(std::back_inserter(key), " {}:{}", i < dtypes.size() ? std::string_view(dtypes[i]) : std::string_view("?"), elements(sizes[i]));
+    fmt::format_to(std::back_inserter(key), " {}:{}",
+                   i < dtypes.size() ? std::string_view(dtypes[i]) : std::string_view("?"), elements(sizes[i]));
   key += " |";
 }
 

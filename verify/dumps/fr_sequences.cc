@@ -135,13 +135,15 @@ std::string culprit_summary(const core::SequenceCause& c, const std::vector<Lane
   const std::string seq = l.at(k) ? fmt::format("{}", l.at(k)->entry->collective_seq_id) : "?";
   switch (c.kind) {
     case core::CauseKind::extra:
-      return fmt::format("rank {} posts an extra {} on {} (its collective_seq_id {}){}: no other member posts it, so every later "
-                         "collective of the group pairs with the wrong one",
-                         l.rank, op_words(l, k), group, seq, why);
+      return fmt::format(
+          "rank {} posts an extra {} on {} (its collective_seq_id {}){}: no other member posts it, so every later "
+          "collective of the group pairs with the wrong one",
+          l.rank, op_words(l, k), group, seq, why);
     case core::CauseKind::missing:
-      return fmt::format("rank {} skipped a collective on {}: at collective_seq_id {} it posts {} where {}{}; every later collective "
-                         "of the group pairs with the wrong one",
-                         l.rank, group, seq, op_words(l, k), fmt::join(others, ", "), why);
+      return fmt::format(
+          "rank {} skipped a collective on {}: at collective_seq_id {} it posts {} where {}{}; every later collective "
+          "of the group pairs with the wrong one",
+          l.rank, group, seq, op_words(l, k), fmt::join(others, ", "), why);
     default:
       if (c.evidence == "the same operation twice in a row" && k > 0)
         return fmt::format(
@@ -175,9 +177,10 @@ core::Finding collective_finding(const FrJobGroup& g, const std::vector<Lane>& l
     const Lane& a = lanes[c.ahead.front()];
     const Lane& b = lanes[other];
     const size_t k = c.at[c.ahead.front()];
-    f.summary = fmt::format("{} collective_seq_id {}: rank {} posts one collective more than rank {} here ({}), or rank {} skipped "
-                            "one: the sequences alone cannot tell which; every later collective of the group pairs with the wrong one",
-                            group, a.at(k)->entry->collective_seq_id, a.rank, b.rank, op_words(a, k), b.rank);
+    f.summary = fmt::format(
+        "{} collective_seq_id {}: rank {} posts one collective more than rank {} here ({}), or rank {} skipped "
+        "one: the sequences alone cannot tell which; every later collective of the group pairs with the wrong one",
+        group, a.at(k)->entry->collective_seq_id, a.rank, b.rank, op_words(a, k), b.rank);
   } else if (c.kind == core::CauseKind::unresolved || c.culprits.empty()) {
     const Lane& a = lanes[0];
     f.summary = fmt::format("{} collective_seq_id {}: {}; {}", group,
@@ -197,9 +200,10 @@ core::Finding collective_finding(const FrJobGroup& g, const std::vector<Lane>& l
   f.culprit = culprit_at(lanes, c, g.name, false);
   if (c.culprits.size() == 1) add_caller(f, lanes[c.culprits.front()], c.at[c.culprits.front()]);
   if (const size_t later = cascade(ids, c.at); later > 0)
-    f.details.push_back(fmt::format("{} later collective(s) of {} differ across ranks by sequence id alone (size, kind or state): the "
-                                    "same cause, not reported again",
-                                    later, group));
+    f.details.push_back(
+        fmt::format("{} later collective(s) of {} differ across ranks by sequence id alone (size, kind or state): the "
+                    "same cause, not reported again",
+                    later, group));
   PPSPEC_ASSERT(!f.summary.empty() && !f.sites.empty());
   return f;
 }
@@ -230,9 +234,10 @@ std::optional<core::Finding> unbalanced_all_to_all(const FrJobGroup& g, const st
     f.kind = std::string(core::kKindCollectiveMismatch);
     f.time = core::kNoTime;
     const int64_t seq = lanes.front().at(k)->entry->collective_seq_id;
-    f.summary = fmt::format("{} collective_seq_id {}: the members' all_to_all send {} elements in all and receive {}: some rank's split "
-                            "sizes disagree with its peers' ({}); the totals cannot tell which rank's (each records only its own)",
-                            g.label(), seq, sent, received, fmt::join(parts, ", "));
+    f.summary = fmt::format(
+        "{} collective_seq_id {}: the members' all_to_all send {} elements in all and receive {}: some rank's split "
+        "sizes disagree with its peers' ({}); the totals cannot tell which rank's (each records only its own)",
+        g.label(), seq, sent, received, fmt::join(parts, ", "));
     for (const Lane& l : lanes)
       if (f.sites.size() < core::kFindingListMax) f.sites.push_back(site_of(l, k, g.label(), false, ""));
     f.culprit = core::Culprit{-1, g.name, false, -1, lanes.front().at(k)->position, "unbalanced"};
@@ -305,16 +310,18 @@ void judge_completed_surplus(const FrJob& job, size_t group, const std::vector<L
   if (s == CompletedSurplus::none) return;
   core::Finding f = surplus_finding(job, group, lanes, c);
   if (s == CompletedSurplus::proven) {
-    f.details.push_back("it completed, which no member does before every member called it, and the dumps without it record times "
-                        "after that: they never called it, not merely not yet");
+    f.details.push_back(
+        "it completed, which no member does before every member called it, and the dumps without it record times "
+        "after that: they never called it, not merely not yet");
     out.findings.push_back(std::move(f));
     return;
   }
   out.notes.push_back(core::untimed_note(
-      "in-flight", fmt::format("{}: a collective completed on some members that others' dumps do not hold, and those dumps may have "
-                               "been taken before it completed (while the job ran), or their rings dropped it: not yet called, or "
-                               "never — the dumps cannot tell ({})",
-                               job.groups[group].label(), f.summary)));
+      core::kNoteInFlight,
+      fmt::format("{}: a collective completed on some members that others' dumps do not hold, and those dumps may have "
+                  "been taken before it completed (while the job ran), or their rings dropped it: not yet called, or "
+                  "never — the dumps cannot tell ({})",
+                  job.groups[group].label(), f.summary)));
 }
 
 // Before the first collective every dumped member still holds, the members whose rings do hold one
@@ -338,7 +345,8 @@ std::optional<core::Finding> early_mismatch(const FrJobGroup& g) {
     std::vector<std::string> posts;
     for (const auto& [rank, op] : held)
       if (posts.size() < core::kFindingListMax) posts.push_back(fmt::format("rank {} posts {}", rank, describe(*op)));
-    f.summary = fmt::format("{} collective_seq_id {}, which only some members' rings still hold: {}", g.label(), seq, fmt::join(posts, ", "));
+    f.summary = fmt::format("{} collective_seq_id {}, which only some members' rings still hold: {}", g.label(), seq,
+                            fmt::join(posts, ", "));
     f.culprit = core::Culprit{-1, g.name, false, -1, held.front().second->position, "differs"};
     for (const auto& [key, at] : keys)
       if (at.size() == 1 && held.size() >= 3 && keys.size() == 2) f.culprit.rank = held[at.front()].first;
@@ -362,9 +370,10 @@ void check_group(const FrJob& job, size_t group, FrSequenceFindings& out) {
     lanes.push_back(Lane{g.ranks[m], std::span<const FrOp>(all).subspan(static_cast<size_t>(first - all.begin()))});
     if (first != all.begin()) {
       out.notes.push_back(core::untimed_note(
-          "ring-buffer-wrapped", fmt::format("{}: compared from collective_seq_id {}, the first every dumped member still holds; rank "
-                                             "{}'s {} earlier collective(s) there are not compared",
-                                             g.label(), g.first_common_seq, g.ranks[m], first - all.begin())));
+          core::kNoteRingBufferWrapped,
+          fmt::format("{}: compared from collective_seq_id {}, the first every dumped member still holds; rank "
+                      "{}'s {} earlier collective(s) there are not compared",
+                      g.label(), g.first_common_seq, g.ranks[m], first - all.begin())));
     }
   }
   if (lanes.size() < 2) return;
@@ -412,31 +421,37 @@ std::string p2p_summary(const FrChannel& ch, const std::string& group, const cor
   const bool sender = !c.culprits.empty() && c.culprits.front() == 0;
   switch (c.kind) {
     case core::CauseKind::differs:
-      return fmt::format("{}: rank {}'s send #{} to rank {} is {}, the receive it pairs with is {}{}", group, ch.src, n0, ch.dst, send,
-                         recv,
+      return fmt::format("{}: rank {}'s send #{} to rank {} is {}, the receive it pairs with is {}{}", group, ch.src,
+                         n0, ch.dst, send, recv,
                          c.culprits.empty() ? "; nothing tells which side is wrong"
                                             : fmt::format(": rank {}'s {} is the wrong one{}", sender ? ch.src : ch.dst,
                                                           sender ? "send" : "receive", why));
     case core::CauseKind::extra:
-      return fmt::format("{}: rank {} posts an extra {} (#{}: {}){}: every later one pairs with the wrong {}", group, sender ? ch.src : ch.dst,
+      return fmt::format("{}: rank {} posts an extra {} (#{}: {}){}: every later one pairs with the wrong {}", group,
+                         sender ? ch.src : ch.dst,
                          sender ? fmt::format("send to rank {}", ch.dst) : fmt::format("receive from rank {}", ch.src),
                          sender ? n0 : n1, sender ? send : recv, why, sender ? "receive" : "send");
     case core::CauseKind::missing:
-      return fmt::format("{}: rank {} skipped a {} at #{}{}: every later one pairs with the wrong {}", group, sender ? ch.src : ch.dst,
+      return fmt::format("{}: rank {} skipped a {} at #{}{}: every later one pairs with the wrong {}", group,
+                         sender ? ch.src : ch.dst,
                          sender ? fmt::format("send to rank {}", ch.dst) : fmt::format("receive from rank {}", ch.src),
                          sender ? n0 : n1, why, sender ? "receive" : "send");
     case core::CauseKind::shifted: {
       const bool sends_ahead = c.ahead.front() == 0;
-      return fmt::format("{}: from send #{} on, rank {}'s sends to rank {} and rank {}'s receives from it are one apart: {}; the "
-                         "sequences alone cannot tell which",
-                         group, n0, ch.src, ch.dst, ch.dst, ch.src,
-                         sends_ahead ? fmt::format("rank {} posts one send more ({}), or rank {} skipped a receive", ch.src, send, ch.dst)
-                                     : fmt::format("rank {} posts one receive more ({}), or rank {} skipped a send", ch.dst, recv, ch.src));
+      return fmt::format(
+          "{}: from send #{} on, rank {}'s sends to rank {} and rank {}'s receives from it are one apart: {}; the "
+          "sequences alone cannot tell which",
+          group, n0, ch.src, ch.dst, ch.dst, ch.src,
+          sends_ahead
+              ? fmt::format("rank {} posts one send more ({}), or rank {} skipped a receive", ch.src, send, ch.dst)
+              : fmt::format("rank {} posts one receive more ({}), or rank {} skipped a send", ch.dst, recv, ch.src));
     }
     default:
-      return fmt::format("{}: rank {}'s sends to rank {} and rank {}'s receives from it disagree from send #{} on ({} vs {}), and no single "
-                         "extra, skipped or different operation explains it",
-                         group, ch.src, ch.dst, ch.dst, k0 + 1, send, recv);
+      return fmt::format(
+          "{}: rank {}'s sends to rank {} and rank {}'s receives from it disagree from send #{} on ({} vs {}), and no "
+          "single "
+          "extra, skipped or different operation explains it",
+          group, ch.src, ch.dst, ch.dst, k0 + 1, send, recv);
   }
 }
 

@@ -18,9 +18,11 @@ std::optional<FrCalls> parse_fr_calls(const std::string& s) {
 
 std::string fr_calls_words(FrCalls c) {
   if (c == FrCalls::async)
-    return "async calls (--calls async): each group's collectives on its own stream, each pair's p2p on its own; no call waits "
+    return "async calls (--calls async): each group's collectives on its own stream, each pair's p2p on its own; no "
+           "call waits "
            "for another stream";
-  return "synchronous calls (PyTorch's default; --calls async for async_op=True calls never waited for): each call waits for "
+  return "synchronous calls (PyTorch's default; --calls async for async_op=True calls never waited for): each call "
+         "waits for "
          "the ones before it on its rank, unless the dumps' states or times show it did not";
 }
 
@@ -85,9 +87,11 @@ size_t FrStreams::async_stream(const FrOp& op) {
 
 size_t FrStreams::grow_to(size_t s, int64_t record) {
   if (s >= kFrStreamsMax)
-    throw core::InputError(file_, 0, fmt::format("record {}: more than {} streams on one rank by its dump's states and times (or its "
-                                                 "groups and pairs, with --calls async)",
-                                                 record, kFrStreamsMax));
+    throw core::InputError(
+        file_, 0,
+        fmt::format("record {}: more than {} streams on one rank by its dump's states and times (or its "
+                    "groups and pairs, with --calls async)",
+                    record, kFrStreamsMax));
   while (streams_.size() <= s) {
     streams_.emplace_back();
     for (std::vector<size_t>& w : waited_) w.push_back(0);

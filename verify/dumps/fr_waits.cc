@@ -166,9 +166,11 @@ core::Finding cycle_finding(const WaitGraph& g, const std::vector<size_t>& cycle
     const bool unposted = std::any_of(g.waits[i].begin(), g.waits[i].end(), [&](const Wait& w) {
       return w.kind == Wait::Kind::not_posted && w.rank == t.rank;
     });
-    const std::string held = unposted ? fmt::format("has not posted its counterpart: its host is still inside its last call, {}, "
-                                                    "where NCCL makes or connects a communicator",
-                                                    g.op_words(next))
+    const std::string held = unposted
+                                 ? fmt::format(
+                                       "has not posted its counterpart: its host is still inside its last call, {}, "
+                                       "where NCCL makes or connects a communicator",
+                                       g.op_words(next))
                              : t.running ? "has not posted its counterpart"
                                          : fmt::format("posted its counterpart, queued behind its {}",
                                                        t.blocker == kNoStuck ? "earlier work" : g.op_words(t.blocker));
@@ -179,9 +181,10 @@ core::Finding cycle_finding(const WaitGraph& g, const std::vector<size_t>& cycle
     return std::any_of(g.waits[i].begin(), g.waits[i].end(),
                        [](const Wait& w) { return w.kind == Wait::Kind::not_posted; });
   });
-  f.summary = fmt::format("a deadlock across process groups: {}: no group's or channel's sequence disagrees{}, but the ranks wait for "
-                          "each other in a cycle",
-                          fmt::join(steps, ", "), all_posted ? " and every counterpart was posted" : "");
+  f.summary = fmt::format(
+      "a deadlock across process groups: {}: no group's or channel's sequence disagrees{}, but the ranks wait for "
+      "each other in a cycle",
+      fmt::join(steps, ", "), all_posted ? " and every counterpart was posted" : "");
   return f;
 }
 
@@ -195,8 +198,9 @@ std::string awaited(const WaitGraph& g, size_t waiting) {
   const traces::FrEntry& e = *op.entry;
   const std::string group = g.job.groups[op.group].label();
   if (e.is_p2p)
-    return fmt::format("the {} that pairs with rank {}'s {} #{} on {} ({}, p2p_seq_id {})", e.kind == traces::FrKind::send ? "receive" : "send",
-                       op.dump->rank, e.op, op.position + 1, group, describe(e, false), e.p2p_seq_id);
+    return fmt::format("the {} that pairs with rank {}'s {} #{} on {} ({}, p2p_seq_id {})",
+                       e.kind == traces::FrKind::send ? "receive" : "send", op.dump->rank, e.op, op.position + 1, group,
+                       describe(e, false), e.p2p_seq_id);
   return fmt::format("{} collective_seq_id {} ({})", group, e.collective_seq_id, describe(op));
 }
 
@@ -220,14 +224,16 @@ std::string posted_there(const WaitGraph& g, int rank, size_t waiting) {
       return fmt::format("rank {} posted {} {} {} rank {} where rank {} posted {}, {}", rank, theirs,
                          send ? "receives" : "sends", send ? "from" : "to", op.dump->rank, op.dump->rank, mine, where);
     }
-    return fmt::format("rank {} never posted a {} {} rank {} on {}, {}", rank, send_or_receive(e), e.kind == traces::FrKind::send ? "from" : "to",
-                       op.dump->rank, g.job.groups[op.group].label(), where);
+    return fmt::format("rank {} never posted a {} {} rank {} on {}, {}", rank, send_or_receive(e),
+                       e.kind == traces::FrKind::send ? "from" : "to", op.dump->rank, g.job.groups[op.group].label(),
+                       where);
   }
   const FrJobGroup& grp = g.job.groups[op.group];
   const size_t m = static_cast<size_t>(std::find(grp.ranks.begin(), grp.ranks.end(), rank) - grp.ranks.begin());
   PPSPEC_ASSERT(m < grp.lanes.size(), "rank {} waited for on {}, not a member", rank, grp.label());
   const size_t n = grp.lanes[m].size();
-  if (n == 0) return fmt::format("rank {} never posted on {}, of which it is a member by the group table", rank, grp.label());
+  if (n == 0)
+    return fmt::format("rank {} never posted on {}, of which it is a member by the group table", rank, grp.label());
   return fmt::format("rank {} posted {} collective(s) on {} (the last collective_seq_id {}), {}", rank, n, grp.label(),
                      grp.lanes[m].back().entry->collective_seq_id, stuck == g.by_rank.end() ? "all completed" : where);
 }
@@ -256,10 +262,11 @@ core::Finding idle_finding(const WaitGraph& g, const Sink& s, const std::vector<
   PPSPEC_ASSERT(s.kind == Sink::Kind::idle && !waiting_ranks.empty());
   const FrOp& op = *g.stuck[s.op].op;
   const bool p2p = op.entry->is_p2p;
-  f.summary = fmt::format("rank {} never posted {}, where {} wait{}: {} — a skipped call (or the waiting side posted one too many: "
-                          "equal operations cannot tell which), or a rank that stopped before it",
-                          s.rank, awaited(g, s.op), rank_words(waiting_ranks), waiting_ranks.size() == 1 ? "s" : "",
-                          posted_there(g, s.rank, s.op));
+  f.summary = fmt::format(
+      "rank {} never posted {}, where {} wait{}: {} — a skipped call (or the waiting side posted one too many: "
+      "equal operations cannot tell which), or a rank that stopped before it",
+      s.rank, awaited(g, s.op), rank_words(waiting_ranks), waiting_ranks.size() == 1 ? "s" : "",
+      posted_there(g, s.rank, s.op));
   f.sites.push_back(core::Site{s.rank, fmt::format("rank{}", s.rank), g.job.groups[op.group].label(), -1,
                                "never posts the counterpart", ""});
   f.sites.push_back(site_of(g, s.op));
@@ -268,9 +275,10 @@ core::Finding idle_finding(const WaitGraph& g, const Sink& s, const std::vector<
   // A dump of the idle rank that ends before the wait began cannot show a call made since: taken
   // moments apart while the job ran, the dumps look so too.
   if (g.job.by_rank.count(s.rank) && dating.taken_before(s.rank, op)) {
-    f.summary += fmt::format("; or not yet: rank {}'s dump records nothing after rank {} posted this, so it may have been taken before "
-                             "rank {} got there",
-                             s.rank, op.dump->rank, s.rank);
+    f.summary += fmt::format(
+        "; or not yet: rank {}'s dump records nothing after rank {} posted this, so it may have been taken before "
+        "rank {} got there",
+        s.rank, op.dump->rank, s.rank);
     f.culprit.rank = -1;
   }
   if (p2p) {
@@ -289,17 +297,19 @@ void ring_words(const WaitGraph& g, const Sink& s, const std::vector<int>& ranks
   const char* verb = ranks.size() == 1 ? "s" : "";
   f.kind = std::string(core::kKindStalled);
   if (s.kind == Sink::Kind::unplaced) {
-    f.summary = fmt::format("{}'s {} does not complete, and where its counterpart stands on rank {}'s side is unknown: a ring that "
-                            "wrapped dropped p2p calls that follow no pattern, so the channel's sides cannot be aligned; whether rank "
-                            "{} posted the counterpart, the dumps cannot say",
-                            rank_words(ranks), g.op_words(s.op), s.rank, s.rank);
+    f.summary = fmt::format(
+        "{}'s {} does not complete, and where its counterpart stands on rank {}'s side is unknown: a ring that "
+        "wrapped dropped p2p calls that follow no pattern, so the channel's sides cannot be aligned; whether rank "
+        "{} posted the counterpart, the dumps cannot say",
+        rank_words(ranks), g.op_words(s.op), s.rank, s.rank);
     return;
   }
   f.culprit = core::Culprit{-1, g.job.groups[op.group].name, op.entry->is_p2p, -1, op.position, "dropped"};
   if (s.kind == Sink::Kind::unheld) {
-    f.summary = fmt::format("{} wait{} at {} for rank {}, whose ring dropped its first {} records and holds none of its calls there "
-                            "(TORCH_FR_BUFFER_SIZE keeps more): whether rank {} posted the counterpart, the dumps cannot say",
-                            rank_words(ranks), verb, g.op_words(s.op), s.rank, g.job.dropped.at(s.rank), s.rank);
+    f.summary = fmt::format(
+        "{} wait{} at {} for rank {}, whose ring dropped its first {} records and holds none of its calls there "
+        "(TORCH_FR_BUFFER_SIZE keeps more): whether rank {} posted the counterpart, the dumps cannot say",
+        rank_words(ranks), verb, g.op_words(s.op), s.rank, g.job.dropped.at(s.rank), s.rank);
     return;
   }
   PPSPEC_ASSERT(s.kind == Sink::Kind::dropped);
@@ -307,14 +317,16 @@ void ring_words(const WaitGraph& g, const Sink& s, const std::vector<int>& ranks
   for (const auto& [rank, ops] : g.by_rank)
     if (!ops.empty() && g.stuck[ops.front()].behind_dropped) blind.push_back(rank);
   if (blind.size() <= 1)
-    f.summary = fmt::format("rank {}'s ring holds none of its completed calls: what its first call held, {}, waits behind was dropped "
-                            "(TORCH_FR_BUFFER_SIZE keeps more), so where rank {} is stuck the dumps cannot say; {} wait{} on it",
-                            s.rank, g.op_words(s.op), s.rank, rank_words(ranks), verb);
+    f.summary = fmt::format(
+        "rank {}'s ring holds none of its completed calls: what its first call held, {}, waits behind was dropped "
+        "(TORCH_FR_BUFFER_SIZE keeps more), so where rank {} is stuck the dumps cannot say; {} wait{} on it",
+        s.rank, g.op_words(s.op), s.rank, rank_words(ranks), verb);
   else
-    f.summary = fmt::format("the rings of {} hold none of their completed calls (rank {}'s first held: {}): what their first calls "
-                            "wait behind was dropped (TORCH_FR_BUFFER_SIZE keeps more), so where they are stuck the dumps cannot say; "
-                            "{} wait{} on them",
-                            rank_words(blind), s.rank, g.op_words(s.op), rank_words(ranks), verb);
+    f.summary = fmt::format(
+        "the rings of {} hold none of their completed calls (rank {}'s first held: {}): what their first calls "
+        "wait behind was dropped (TORCH_FR_BUFFER_SIZE keeps more), so where they are stuck the dumps cannot say; "
+        "{} wait{} on them",
+        rank_words(blind), s.rank, g.op_words(s.op), rank_words(ranks), verb);
 }
 
 core::Finding sink_finding(const WaitGraph& g, const Sink& s, const std::vector<int>& ranks, const FrDating& dating) {
@@ -326,26 +338,29 @@ core::Finding sink_finding(const WaitGraph& g, const Sink& s, const std::vector<
   const FrOp& op = *g.stuck[s.op].op;
   if (s.kind == Sink::Kind::no_dump) {
     f.kind = std::string(core::kKindMissingDump);
-    f.summary = fmt::format("no dump of rank {}, which {} wait{} for ({}): a rank that did not dump is often the one that hung — the "
-                            "first suspect",
-                            s.rank, rank_words(ranks), ranks.size() == 1 ? "s" : "", awaited(g, s.op));
+    f.summary = fmt::format(
+        "no dump of rank {}, which {} wait{} for ({}): a rank that did not dump is often the one that hung — the "
+        "first suspect",
+        s.rank, rank_words(ranks), ranks.size() == 1 ? "s" : "", awaited(g, s.op));
     f.culprit = core::Culprit{s.rank, g.job.groups[op.group].name, op.entry->is_p2p, -1, op.position, "no-dump"};
   } else if (s.kind == Sink::Kind::lost) {
     f.kind = std::string(core::kKindStalled);
-    f.summary = fmt::format("rank {}'s {} waits for data that rank {}'s send, which pairs with it by position, already completed with: "
-                            "the data never arrived — NCCL set the pair's connection up wrongly at first contact (an ungrouped send "
-                            "and receive between the two at their first use: both sends complete, both receives hang), or the send "
-                            "carried fewer elements than the receive expects",
-                            g.stuck[s.op].rank, g.op_words(s.op), s.rank);
+    f.summary = fmt::format(
+        "rank {}'s {} waits for data that rank {}'s send, which pairs with it by position, already completed with: "
+        "the data never arrived — NCCL set the pair's connection up wrongly at first contact (an ungrouped send "
+        "and receive between the two at their first use: both sends complete, both receives hang), or the send "
+        "carried fewer elements than the receive expects",
+        g.stuck[s.op].rank, g.op_words(s.op), s.rank);
     f.culprit = core::Culprit{g.stuck[s.op].rank, g.job.groups[op.group].name, true, s.rank, op.position, "stalled"};
   } else if (s.kind == Sink::Kind::unplaced || s.kind == Sink::Kind::dropped || s.kind == Sink::Kind::unheld) {
     ring_words(g, s, ranks, f);
   } else if (s.kind == Sink::Kind::outside) {
     f.kind = std::string(core::kKindStalled);
-    f.summary = fmt::format("rank {}'s {} never started, and none of its communication before it is stuck: its stream waits for "
-                            "something outside communication (a kernel that does not finish, an event never recorded); {} wait{} "
-                            "behind it",
-                            s.rank, g.op_words(s.op), rank_words(ranks), ranks.size() == 1 ? "s" : "");
+    f.summary = fmt::format(
+        "rank {}'s {} never started, and none of its communication before it is stuck: its stream waits for "
+        "something outside communication (a kernel that does not finish, an event never recorded); {} wait{} "
+        "behind it",
+        s.rank, g.op_words(s.op), rank_words(ranks), ranks.size() == 1 ? "s" : "");
     f.culprit = core::Culprit{s.rank, g.job.groups[op.group].name, op.entry->is_p2p, -1, op.position, "stalled"};
   } else {
     f.kind = std::string(core::kKindStalled);
@@ -402,7 +417,7 @@ void date_stall(core::Finding& f, const WaitGraph& g, const Sink& s, FrAge age, 
 core::Finding in_flight_note(const WaitGraph& g, const Sink& s, const std::vector<int>& ranks, const FrDating& dating) {
   core::Finding n;
   n.verdict = core::Verdict::pass;
-  n.kind = "in-flight";
+  n.kind = core::kNoteInFlight;
   n.time = core::kNoTime;
   const std::string posted = s.kind == Sink::Kind::idle
                                  ? fmt::format(", whose counterpart rank {} had not posted yet", s.rank)

@@ -5,6 +5,7 @@
 #include <map>
 #include <sstream>
 
+#include "core/finding_kinds.h"
 #include "core/assert.h"
 
 namespace ppspec::verify {
@@ -42,7 +43,7 @@ core::Finding TraceChecker::hang_finding() const {
   PPSPEC_ASSERT(hang_at_ >= 0, "a hang finding without the watchdog's verdict");
   core::Finding f;
   f.verdict = core::Verdict::hang;
-  f.kind = "watchdog";
+  f.kind = core::kKindWatchdog;
   f.time = hang_at_;
   std::map<core::RankId, int> pending_by_rank;
   for (const DumpEntry& d : dump_)

@@ -45,17 +45,20 @@ std::string BlockOwnership::allocate(const core::Event& e) {
   unreleased_.emplace(e.req, e.step);
   std::string wrong;
   if (static_cast<size_t>(p.first_index) != table.size() && wrong.empty())
-    wrong = fmt::format("the engine core appended blocks to request {}'s table at column {}, but the table has {} blocks", e.req,
-                        p.first_index, table.size());
+    wrong =
+        fmt::format("the engine core appended blocks to request {}'s table at column {}, but the table has {} blocks",
+                    e.req, p.first_index, table.size());
   for (int64_t b : p.blocks) {
     const BlockHolder now = holder(b);
     const auto shared = shares_.find(b);
     if (now.req >= 0 && wrong.empty())
-      wrong = fmt::format("the engine core gave block {} to request {} at step {} while request {} still held it{}", b, e.req, e.step,
-                          now.req, now.fenced ? " (fenced: a step of it was in flight)" : "");
+      wrong = fmt::format("the engine core gave block {} to request {} at step {} while request {} still held it{}", b,
+                          e.req, e.step, now.req, now.fenced ? " (fenced: a step of it was in flight)" : "");
     if (shared != shares_.end() && wrong.empty())
-      wrong = fmt::format("the engine core gave block {} to request {} at step {} while request {} still shared it through the "
-                          "prefix cache", b, e.req, e.step, shared->second.front().req);
+      wrong = fmt::format(
+          "the engine core gave block {} to request {} at step {} while request {} still shared it through the "
+          "prefix cache",
+          b, e.req, e.step, shared->second.front().req);
     table.push_back(b);
     cached_.erase(b);  // given for new content: its hash is evicted
     set(b, BlockHolder{e.req, false, e.step, -1, core::Release::none}, e.seq);
@@ -69,11 +72,12 @@ std::string BlockOwnership::share(const core::Event& e) {
   unreleased_.emplace(e.req, e.step);
   std::string wrong;
   if (static_cast<size_t>(p.first_index) != table.size())
-    wrong = fmt::format("the engine core gave request {} shared blocks at column {} of its table, which has {} blocks", e.req,
-                        p.first_index, table.size());
+    wrong = fmt::format("the engine core gave request {} shared blocks at column {} of its table, which has {} blocks",
+                        e.req, p.first_index, table.size());
   for (int64_t b : p.blocks) {
     if (!cached_.contains(b) && wrong.empty())
-      wrong = fmt::format("request {} shares block {} at step {} through the prefix cache, but the block is not cached", e.req, b, e.step);
+      wrong = fmt::format("request {} shares block {} at step {} through the prefix cache, but the block is not cached",
+                          e.req, b, e.step);
     if (holds_unfenced(b, e.req) && wrong.empty())
       wrong = fmt::format("request {} shares block {} at step {}, which it already holds", e.req, b, e.step);
     table.push_back(b);
@@ -89,7 +93,8 @@ std::string BlockOwnership::cache(const core::Event& e) {
       return fmt::format("the engine core cached block {} for request {} at step {}, but {}", b, e.req, e.step,
                          owner.req < 0 ? std::string("it was free") : fmt::format("request {} owned it", owner.req));
     if (const CachedBlock* c = cached(b))
-      return fmt::format("the engine core cached block {} at step {}, which is cached since step {}", b, e.step, c->step);
+      return fmt::format("the engine core cached block {} at step {}, which is cached since step {}", b, e.step,
+                         c->step);
     cached_[b] = CachedBlock{e.step, e.req};
   }
   return "";
@@ -125,7 +130,8 @@ std::string BlockOwnership::release(const core::Event& e) {
       }
     }
     BlockHolder h = holder(b);
-    if (h.req != e.req) return fmt::format("request {} was released with block {} fenced, which it did not hold", e.req, b);
+    if (h.req != e.req)
+      return fmt::format("request {} was released with block {} fenced, which it did not hold", e.req, b);
     h.fenced = true;
     set(b, h, e.seq);
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fmt/format.h>
 
+#include "core/finding_kinds.h"
 #include "core/assert.h"
 
 namespace ppspec::verify {
@@ -32,11 +33,11 @@ void DraftFreshness::check_embedded(const core::Event& e, const core::InputsBuil
   // A decode block's ids: the last sampled token, then the drafts.
   if (!row.decode_row || row.input_ids.size() < 2 || !serving_[e.rank]) return;
   const auto it = proposals_.find(e.req);
-  if (it == proposals_.end()) return;
+  if (it == proposals_.end()) return skip("draft freshness: decode rows whose request has no proposal on record");
   const Proposal* latest = nullptr;
   for (const Proposal& p : it->second)
     if (p.step < e.step) latest = &p;
-  if (latest == nullptr) return;
+  if (latest == nullptr) return skip("draft freshness: decode rows with no proposal of an earlier step on record");
   const std::vector<int64_t> embedded(row.input_ids.begin() + 1, row.input_ids.end());
   const size_t n = std::min(embedded.size(), latest->drafts.size());
   PPSPEC_ASSERT(latest->step < e.step && it->second.size() <= kProposalsKept);
@@ -44,10 +45,11 @@ void DraftFreshness::check_embedded(const core::Event& e, const core::InputsBuil
   const int stage = facts_.stage_of(e.rank);
   const std::vector<int64_t> proposed(latest->drafts.begin(), latest->drafts.begin() + static_cast<std::ptrdiff_t>(n));
   core::Finding f = finding_at(
-      e, core::Verdict::stale_draft, "draft-freshness",
-      fmt::format("rank{} (stage {}) verifies request {} at engine step {} with drafts {}, but the last stage proposed {} "
-                  "for it at engine step {}",
-                  e.rank, stage, e.req, e.step, token_list(embedded), token_list(proposed), latest->step));
+      e, core::Verdict::stale_draft, core::kKindDraftFreshness,
+      fmt::format(
+          "rank{} (stage {}) verifies request {} at engine step {} with drafts {}, but the last stage proposed {} "
+          "for it at engine step {}",
+          e.rank, stage, e.req, e.step, token_list(embedded), token_list(proposed), latest->step));
   f.sites.push_back(
       core::Site{e.rank, fmt::format("rank{}.main", e.rank), "", -1,
                  fmt::format("prepare_inputs: request {} decode row at position {}", e.req, row.first_position), ""});
@@ -70,14 +72,16 @@ std::string DraftFreshness::freshness_hint(int64_t req, const std::vector<int64_
   const std::string relay =
       stage != facts_.pp - 1 ? " (the last stage relays them after propose(), PPHandler.broadcast_drafts)" : "";
   if (std::all_of(embedded.begin(), embedded.end(), [](int64_t d) { return d == 0; }))
-    return fmt::format("they are the zeros the table row holds from the request's admission: no drafts for this request "
-                       "ever reached this stage's table{}",
-                       relay);
+    return fmt::format(
+        "they are the zeros the table row holds from the request's admission: no drafts for this request "
+        "ever reached this stage's table{}",
+        relay);
   for (const Proposal& p : proposals_.at(req))
     if (p.step < latest.step && prefix_equal(p.drafts))
-      return fmt::format("they are the drafts proposed at engine step {}, an older step: the drafts of engine step {} never "
-                            "reached this stage's table{}",
-                         p.step, latest.step, relay);
+      return fmt::format(
+          "they are the drafts proposed at engine step {}, an older step: the drafts of engine step {} never "
+          "reached this stage's table{}",
+          p.step, latest.step, relay);
   for (const auto& [other, list] : proposals_)
     if (other != req && !list.empty() && list.back().step == latest.step && prefix_equal(list.back().drafts))
       return fmt::format("they are request {}'s drafts of the same step: the table row of another request was read or "
@@ -89,17 +93,17 @@ std::string DraftFreshness::freshness_hint(int64_t req, const std::vector<int64_
 void DraftFreshness::check_adoption(const core::Event& e, const core::DraftsProbe& drafts) {
   // The deferred update of step T adopts the drafts the last stage proposed at step T (e.step).
   const auto it = proposals_.find(e.req);
-  if (it == proposals_.end()) return;
+  if (it == proposals_.end()) return skip("draft freshness: adoptions whose request has no proposal on record");
   const Proposal* p = nullptr;
   for (const Proposal& q : it->second)
     if (q.step == e.step) p = &q;
-  if (p == nullptr) return;
+  if (p == nullptr) return skip("draft freshness: adoptions with no proposal of their step on record");
   // The row holds K drafts; an adaptive budget proposed the first 1..K of them (the rest are the
   // MASK id, which no step verifies).
   const std::vector<int64_t> adopted(drafts.drafts.begin(), drafts.drafts.end());
   if (adopted.size() >= p->drafts.size() && std::equal(p->drafts.begin(), p->drafts.end(), adopted.begin())) return;
   core::Finding f = finding_at(
-      e, core::Verdict::stale_draft, "draft-relay",
+      e, core::Verdict::stale_draft, core::kKindDraftRelay,
       fmt::format("rank{} (stage {}) adopts drafts {} for request {} from the feedback of engine step {}, but the last "
                   "stage proposed {}",
                   e.rank, facts_.stage_of(e.rank), token_list(adopted), e.req, e.step, token_list(p->drafts)));

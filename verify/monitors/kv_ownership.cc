@@ -96,8 +96,8 @@ void KvOwnership::check_row(const core::Event& e, core::KvWriter writer, const c
 }
 
 std::string KvOwnership::where(const core::Event& e, core::KvWriter writer, const core::KvSlotRow& row) const {
-  return fmt::format("rank{} (stage {}) at step {}: {} for request {} at position {}", e.rank, facts_.stage_of(e.rank), e.step,
-                     writer_words(writer), row.request, row.position);
+  return fmt::format("rank{} (stage {}) at step {}: {} for request {} at position {}", e.rank, facts_.stage_of(e.rank),
+                     e.step, writer_words(writer), row.request, row.position);
 }
 
 void KvOwnership::report_out_of_table(const core::Event& e, core::KvWriter writer, const core::KvSlotRow& row,
@@ -120,21 +120,24 @@ void KvOwnership::report_not_held(const core::Event& e, core::KvWriter writer, c
   const int64_t block = row.slot / facts_.block_size;
   const int64_t column = row.position / facts_.block_size;
   core::Finding f = kv_finding(e, row, core::kKindKvOwnership,
-                               fmt::format("{} stores into slot {} of block {}, which the request does not hold: {}", where(e, writer, row),
-                                           row.slot, block, whose(now)));
+                               fmt::format("{} stores into slot {} of block {}, which the request does not hold: {}",
+                                           where(e, writer, row), row.slot, block, whose(now)));
   f.sites.push_back(store_site(e, writer, row));
   if (now.req < 0 && now.last_req == row.request && now.since_step == e.step)
-    f.details.push_back(fmt::format("the engine core preempted request {} while it built step {}, yet the request's row stayed "
-                                    "in that step: a victim already scheduled must leave the batch (vLLM #28558)",
-                                    row.request, e.step));
+    f.details.push_back(
+        fmt::format("the engine core preempted request {} while it built step {}, yet the request's row stayed "
+                    "in that step: a victim already scheduled must leave the batch (vLLM #28558)",
+                    row.request, e.step));
   else if (now.req < 0 && now.last_req == row.request)
-    f.details.push_back(fmt::format("request {} gave the block back while step {} of it was still in flight: its blocks must stay "
-                                    "fenced until that step returns (vLLM #45357, #49620)",
-                                    row.request, e.step));
+    f.details.push_back(
+        fmt::format("request {} gave the block back while step {} of it was still in flight: its blocks must stay "
+                    "fenced until that step returns (vLLM #45357, #49620)",
+                    row.request, e.step));
   else if (table != nullptr && static_cast<size_t>(column) >= table->size())
-    f.details.push_back(fmt::format("the position is past the request's {} blocks: the block-table entry at column {} is left from "
-                                    "an earlier request of the same state index (vLLM #16370: no lookahead slots)",
-                                    table->size(), column));
+    f.details.push_back(
+        fmt::format("the position is past the request's {} blocks: the block-table entry at column {} is left from "
+                    "an earlier request of the same state index (vLLM #16370: no lookahead slots)",
+                    table->size(), column));
   report(std::move(f));
 }
 
@@ -158,19 +161,21 @@ void KvOwnership::report_shared(const core::Event& e, core::KvWriter writer, con
                              c != nullptr ? fmt::format("; request {} computed it, cached at step {}", c->req, c->step)
                                           : std::string()));
   f.sites.push_back(store_site(e, writer, row));
-  f.details.push_back("a request's prefill starts after its prefix-cache hit: the hit must leave at least one token to compute in "
-                      "a block of its own (vLLM caps it at num_tokens - 1; #11186 recomputed the last token of a prompt hit "
-                      "whole into its last, shared block)");
+  f.details.push_back(
+      "a request's prefill starts after its prefix-cache hit: the hit must leave at least one token to compute in "
+      "a block of its own (vLLM caps it at num_tokens - 1; #11186 recomputed the last token of a prompt hit "
+      "whole into its last, shared block)");
   report(std::move(f));
 }
 
 void KvOwnership::report_cached(const core::Event& e, core::KvWriter writer, const core::KvSlotRow& row,
                                 const CachedBlock& c) {
   const int64_t block = row.slot / facts_.block_size;
-  core::Finding f = kv_finding(e, row, core::kKindKvOwnership,
-                               fmt::format("{} stores into slot {} of block {}, which entered the prefix cache at step {} ({}): its "
-                                           "content was final",
-                                           where(e, writer, row), row.slot, block, c.step, sharing(block)));
+  core::Finding f =
+      kv_finding(e, row, core::kKindKvOwnership,
+                 fmt::format("{} stores into slot {} of block {}, which entered the prefix cache at step {} ({}): its "
+                             "content was final",
+                             where(e, writer, row), row.slot, block, c.step, sharing(block)));
   f.sites.push_back(store_site(e, writer, row));
   f.details.push_back("only tokens computed and verified may be cached (vLLM caches min(num_computed + num_new_tokens, "
                       "num_tokens)): a block holding a position that a later step stores was cached too early");
@@ -183,11 +188,12 @@ void KvOwnership::report_wrong_slot(const core::Event& e, core::KvWriter writer,
   const auto column = static_cast<size_t>(row.position / bs);
   core::Finding f = kv_finding(
       e, row, core::kKindKvOwnership,
-      fmt::format("{} stores into slot {} (block {}, offset {}), but its block table puts position {} in {} at offset {}",
-                  where(e, writer, row), row.slot, row.slot / bs, row.slot % bs, row.position,
-                  column < table.size() ? fmt::format("block {}", table[column])
-                                        : fmt::format("no block (column {} of {})", column, table.size()),
-                  row.position % bs));
+      fmt::format(
+          "{} stores into slot {} (block {}, offset {}), but its block table puts position {} in {} at offset {}",
+          where(e, writer, row), row.slot, row.slot / bs, row.slot % bs, row.position,
+          column < table.size() ? fmt::format("block {}", table[column])
+                                : fmt::format("no block (column {} of {})", column, table.size()),
+          row.position % bs));
   f.sites.push_back(store_site(e, writer, row));
   report(std::move(f));
 }

@@ -38,12 +38,14 @@ void LeakChecker::check_batch(const core::Event& e) {
     const auto it = aborted_at_.find(req);
     if (it == aborted_at_.end()) continue;
     const std::vector<int64_t>* table = blocks_.table(req);
-    core::Finding f = finding_at(e, core::Verdict::leak, std::string(core::kKindAbortIgnored),
-                                 fmt::format("request {} was aborted at step {}, yet the engine core scheduled it again at step {}, "
-                                             "holding {} KV blocks",
-                                             req, it->second, e.step, table == nullptr ? 0 : table->size()));
-    f.details.push_back("the abort did not reach the request where it was: an abort must be looked for in every batch in "
-                        "flight, not only the current micro-batch (SGLang #29405)");
+    core::Finding f =
+        finding_at(e, core::Verdict::leak, std::string(core::kKindAbortIgnored),
+                   fmt::format("request {} was aborted at step {}, yet the engine core scheduled it again at step {}, "
+                               "holding {} KV blocks",
+                               req, it->second, e.step, table == nullptr ? 0 : table->size()));
+    f.details.push_back(
+        "the abort did not reach the request where it was: an abort must be looked for in every batch in "
+        "flight, not only the current micro-batch (SGLang #29405)");
     leak_sites(f, req, e.step);
     report(std::move(f));
     return;
@@ -64,10 +66,11 @@ void LeakChecker::check_end(const core::Event& e) {
   }
   if (!blocks_.unreleased().empty()) {
     const auto& [req, since] = *blocks_.unreleased().begin();
-    core::Finding f = finding_at(e, core::Verdict::leak, std::string(core::kKindRequestLeaked),
-                                 fmt::format("serving ended with {} requests never released; the first, request {}, got its first "
-                                             "blocks at step {}",
-                                             blocks_.unreleased().size(), req, since));
+    core::Finding f =
+        finding_at(e, core::Verdict::leak, std::string(core::kKindRequestLeaked),
+                   fmt::format("serving ended with {} requests never released; the first, request {}, got its first "
+                               "blocks at step {}",
+                               blocks_.unreleased().size(), req, since));
     leak_sites(f, req, since);
     report(std::move(f));
   }

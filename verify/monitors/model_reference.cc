@@ -78,7 +78,7 @@ void ModelReference::forget_oldest() {
 
 void ModelReference::on_inputs(const core::Event& e, const core::InputsBuiltProbe& p) {
   const auto it = requests_.find(e.req);
-  if (it == requests_.end()) return;
+  if (it == requests_.end()) return skip("model oracle: input rows of requests it does not model");
   Request& r = it->second;
   // The first rank of a stage to publish a step's inputs speaks for the stage (its TP ranks embed
   // alike; one that does not computes other activations, which its own output shows).
@@ -154,23 +154,26 @@ void ModelReference::report_output(const core::Event& e, const core::StageOutput
   if (context_wrong)
     what.push_back(fmt::format("its context lane is {:#x}, the model's {:#x}", got.context_lane, context));
   if (lanes_wrong)
-    what.push_back(fmt::format("its deep lanes {}..{} after layer {} differ (digest {:#x}, the model's {:#x})", p.first_lane,
-                               p.first_lane + p.lanes - 1, p.layers_done, got.deep_hash, digest));
+    what.push_back(fmt::format("its deep lanes {}..{} after layer {} differ (digest {:#x}, the model's {:#x})",
+                               p.first_lane, p.first_lane + p.lanes - 1, p.layers_done, got.deep_hash, digest));
   const int stage = facts_.stage_of(e.rank);
-  core::Finding f = finding_at(e, core::Verdict::output_divergence, std::string(core::kKindStageOutput),
-                               fmt::format("rank{} (stage {}) computes request {} at position {} (engine step {}) unlike the "
-                                           "reference model over the tokens stage 0 embedded: {}",
-                                           e.rank, stage, e.req, pos, e.step, fmt::join(what, "; ")));
+  core::Finding f =
+      finding_at(e, core::Verdict::output_divergence, std::string(core::kKindStageOutput),
+                 fmt::format("rank{} (stage {}) computes request {} at position {} (engine step {}) unlike the "
+                             "reference model over the tokens stage 0 embedded: {}",
+                             e.rank, stage, e.req, pos, e.step, fmt::join(what, "; ")));
   f.sites.push_back(core::Site{e.rank, fmt::format("rank{}.main", e.rank), "", -1,
                                fmt::format("forward: request {} row {} of {} (position {})", e.req, row,
                                            p.row_count(), pos),
                                ""});
-  f.details.push_back(row == 0 ? fmt::format("the request's first row this step (position {}) already differs", pos)
-                               : fmt::format("its rows at positions {}..{} agree: position {} is the first that differs",
-                                             pos - static_cast<int64_t>(row), pos - 1, pos));
+  f.details.push_back(row == 0
+                          ? fmt::format("the request's first row this step (position {}) already differs", pos)
+                          : fmt::format("its rows at positions {}..{} agree: position {} is the first that differs",
+                                        pos - static_cast<int64_t>(row), pos - 1, pos));
   if (context_wrong && !lanes_wrong)
-    f.details.push_back("only the context lane differs: it is stage 0's context_sum over the request's context KV (kv.ctx at "
-                        "its slots), written by embed at each position's slot: a slot or block-table error on stage 0");
+    f.details.push_back(
+        "only the context lane differs: it is stage 0's context_sum over the request's context KV (kv.ctx at "
+        "its slots), written by embed at each position's slot: a slot or block-table error on stage 0");
   else
     f.details.push_back(stage_hint(r, e.rank));
   f.details.push_back(fmt::format("tokens stage 0 embedded for the request: {}", [&] {
@@ -190,20 +193,24 @@ std::string ModelReference::stage_hint(const Request& r, core::RankId rank) cons
     if (facts_.model->is_recurrent(l)) recurrent.push_back(l);
   const std::string state =
       recurrent.empty() ? std::string()
-                        : fmt::format(", or the state of its recurrent layer(s) {} (committed at the request's last step: the "
-                                      "state at the accepted length, or one not rolled back past rejected drafts)",
-                                      fmt::join(recurrent, ", "));
-  const std::string where = fmt::format("its own layers {}..{} (the KV cache at the request's slots, its block table, or "
-                                        "its weights{})",
-                                        own.first, std::max(own.first, own.last - 1), state);
-  if (stage == 0) return fmt::format("stage 0 embeds the tokens itself: the difference is in its embedding or {}", where);
+                        : fmt::format(
+                              ", or the state of its recurrent layer(s) {} (committed at the request's last step: the "
+                              "state at the accepted length, or one not rolled back past rejected drafts)",
+                              fmt::join(recurrent, ", "));
+  const std::string where = fmt::format(
+      "its own layers {}..{} (the KV cache at the request's slots, its block table, or "
+      "its weights{})",
+      own.first, std::max(own.first, own.last - 1), state);
+  if (stage == 0)
+    return fmt::format("stage 0 embeds the tokens itself: the difference is in its embedding or {}", where);
   bool before_agreed = true;
   for (int t = 0; t < facts_.tp; ++t)
     before_agreed = before_agreed && r.agreed[static_cast<size_t>(facts_.first_rank_of(stage - 1) + t)];
   if (before_agreed)
-    return fmt::format("stage {} sent activations that agree with the model at this step (after layer {}): the difference "
-                       "arose on stage {}, in {}",
-                       stage - 1, own.first, stage, where);
+    return fmt::format(
+        "stage {} sent activations that agree with the model at this step (after layer {}): the difference "
+        "arose on stage {}, in {}",
+        stage - 1, own.first, stage, where);
   return fmt::format("stage {}'s activations at this step were not all seen to agree (layers 0..{} run there): the "
                      "difference is there or in {}",
                      stage - 1, std::max(0, own.first - 1), where);
@@ -248,11 +255,11 @@ void ModelReference::check_sampled(const core::Event& e, const core::TokensSampl
   if (got == want) return;
   size_t first = 0;
   while (first < got.size() && first < want.size() && got[first] == want[first]) ++first;
-  core::Finding f = finding_at(e, core::Verdict::output_divergence, std::string(core::kKindGreedySample),
-                               fmt::format("rank{} samples {} for greedy request {} at engine step {}; the reference model over "
-                                           "the block stage 0 embedded at position {} ({}) gives {}",
-                                           e.rank, token_list(got), e.req, e.step, r.first_position, token_list(r.ids),
-                                           token_list(want)));
+  core::Finding f = finding_at(
+      e, core::Verdict::output_divergence, std::string(core::kKindGreedySample),
+      fmt::format("rank{} samples {} for greedy request {} at engine step {}; the reference model over "
+                  "the block stage 0 embedded at position {} ({}) gives {}",
+                  e.rank, token_list(got), e.req, e.step, r.first_position, token_list(r.ids), token_list(want)));
   f.sites.push_back(core::Site{e.rank, fmt::format("rank{}.main", e.rank), "", -1,
                                fmt::format("rejection_sample: request {} at engine step {}", e.req, e.step), ""});
   PPSPEC_ASSERT(r.agreed.size() == static_cast<size_t>(facts_.pp * facts_.tp));
@@ -264,10 +271,11 @@ void ModelReference::check_sampled(const core::Event& e, const core::TokensSampl
   else
     f.details.push_back(fmt::format("the first {} tokens agree; the engine sampled {}, the model {}", first, got.size(),
                                     want.size()));
-  f.details.push_back(last_agreed ? "the last stage's activations for every row agree with the model: the difference is in "
-                                    "the head, the logits or the rejection sampler (which rows it reads, which drafts it "
-                                    "compares)"
-                                  : "the last stage's activations were not all seen to agree with the model: look there first");
+  f.details.push_back(last_agreed
+                          ? "the last stage's activations for every row agree with the model: the difference is in "
+                            "the head, the logits or the rejection sampler (which rows it reads, which drafts it "
+                            "compares)"
+                          : "the last stage's activations were not all seen to agree with the model: look there first");
   report(std::move(f));
 }
 

@@ -4,11 +4,11 @@
 
 namespace ppspec::verify {
 
-core::Finding finding_at(const core::Event& e, core::Verdict v, std::string kind, std::string summary) {
+core::Finding finding_at(const core::Event& e, core::Verdict v, std::string_view kind, std::string summary) {
   PPSPEC_ASSERT(!kind.empty(), "a finding without a kind: {}", summary);
   core::Finding f;
   f.verdict = v;
-  f.kind = std::move(kind);
+  f.kind = kind;
   f.time = e.t;
   f.engine_step = e.step;
   f.request = e.req;  // the probe's request is the one the finding is about; a caller names another

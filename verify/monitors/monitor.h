@@ -88,12 +88,26 @@ class Monitor : public core::EventSink {
   // Asked on every event by some monitors: no string is built for it, and none is looked up
   // before the first report.
   bool reported(std::string_view kind) const { return !reported_.empty() && reported_.find(kind) != reported_.end(); }
+  // An event this monitor acts on that lacked what it needs to be judged (a decode row whose
+  // request has no proposal on record, ...): counted under `what`, a phrase with the monitor's
+  // name, so that a run that found nothing says what was left unchecked instead of a bare pass.
+  void skip(std::string_view what) {
+    PPSPEC_ASSERT(!what.empty());
+    ++skipped_[what];
+  }
+
+ public:
+  // What this monitor skipped, by phrase (static strings), in a deterministic order.
+  const std::map<std::string_view, uint64_t>& skipped() const { return skipped_; }
+
+ protected:
 
   const ServingFacts facts_;
 
  private:
   Sink sink_;
   std::set<std::string, std::less<>> reported_;
+  std::map<std::string_view, uint64_t> skipped_;
 };
 
 // Delivers `e` to `m` as ServingMonitors does: only when `m` acts on its kind. (ServingMonitors
@@ -103,7 +117,7 @@ inline void deliver(Monitor& m, const core::Event& e) {
 }
 
 // A finding stamped with the event that shows it: its time, engine step and rank.
-core::Finding finding_at(const core::Event& e, core::Verdict v, std::string kind, std::string summary);
+core::Finding finding_at(const core::Event& e, core::Verdict v, std::string_view kind, std::string summary);
 
 // "[1, 2, 3]"
 std::string token_list(const std::vector<int64_t>& v);

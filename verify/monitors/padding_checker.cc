@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "core/finding_kinds.h"
 #include "core/assert.h"
 #include "kernels/row.h"
 #include "kernels/write_check.h"
@@ -11,7 +12,7 @@
 namespace ppspec::verify {
 
 void PaddingChecker::on_event(const core::Event& e) {
-  if (reported("padding") || e.kind != core::EventKind::padding_rows) return;
+  if (reported(core::kKindPadding) || e.kind != core::EventKind::padding_rows) return;
   const auto padding = core::PaddingRowsProbe::decode(e);
   if (padding.kernel == core::PaddingKernel::topk_softplus_sqrt)
     check_router(e, padding);
@@ -40,7 +41,8 @@ struct PadRow {
     if (position != 0) w.push_back(fmt::format("position {} (expected 0)", position));
     if (is_padding != 1) w.push_back("is_padding unset");
     if (slot != kernels::kPadSlot) w.push_back(fmt::format("slot {} (expected PAD {})", slot, kernels::kPadSlot));
-    if (unwritten != 0) w.push_back("not stored by the kernel this step: the graph reads stale or never-written memory");
+    if (unwritten != 0)
+      w.push_back("not stored by the kernel this step: the graph reads stale or never-written memory");
     PPSPEC_ASSERT(!w.empty(), "padding row {} is inert", row);
     return fmt::format("{}", fmt::join(w, ", "));
   }
@@ -70,9 +72,10 @@ std::string padding_hint(const std::vector<PadRow>& bad, int64_t first_pad, int6
         bad.front().id, bad.front().position, bad.front().slot);
   }
   if (pad_slot_only)
-    return fmt::format("the rows are cleared but for their slot ({}): a padding row's KV write lands in that slot, which a "
-                       "real request's block may own; PAD ({}) is the slot no kernel writes",
-                       bad.front().slot, kernels::kPadSlot);
+    return fmt::format(
+        "the rows are cleared but for their slot ({}): a padding row's KV write lands in that slot, which a "
+        "real request's block may own; PAD ({}) is the slot no kernel writes",
+        bad.front().slot, kernels::kPadSlot);
   if (ramp)
     return "each padding row's position is its row index: the kernel writes a ramp over the padding rows where it must "
            "write 0 (positions of padding rows feed rotary and the drafter's context)";
@@ -95,7 +98,7 @@ void PaddingChecker::check_inputs(const core::Event& e, const core::PaddingRowsP
   const std::string_view kernel = core::to_string(padding.kernel);
   const int64_t last = first + static_cast<int64_t>(rows) - 1;
   core::Finding f =
-      finding_at(e, core::Verdict::padding_violation, "padding",
+      finding_at(e, core::Verdict::padding_violation, core::kKindPadding,
                  fmt::format("rank{} {}: padding row {} has {}", e.rank, kernel, bad.front().row, bad.front().wrong()));
   f.sites.push_back(core::Site{e.rank, fmt::format("rank{}.main", e.rank), "", -1,
                                fmt::format("{}: rows {}..{} pad a batch of {} rows", kernel, first, last, first), ""});
@@ -116,7 +119,8 @@ std::string router_hint(const std::vector<int64_t>& ids, int64_t nonzero) {
     return "the router scored the padding row like a real one (experts and weights): it does not read is_padding, so a "
            "padding row loads experts and reads gating values nothing wrote (#56598)";
   if (any_id)
-    return "the weights are zeroed but expert ids are selected: the router masks the weights of padding rows, not their "
+    return "the weights are zeroed but expert ids are selected: the router masks the weights of padding rows, not "
+           "their "
            "ids, so the experts still load";
   return "no expert is selected but a weight is non-zero: the router masks the ids of padding rows, not their weights";
 }
@@ -130,10 +134,11 @@ void PaddingChecker::check_router(const core::Event& e, const core::PaddingRowsP
   // The probe does not carry topk, so the trace reader cannot check the rows' width: a row cut
   // short (a trace written by hand, or by another model) is reported, not dropped.
   if (padding.fields.size() % (topk + 1) != 0) {
-    report(finding_at(e, core::Verdict::padding_violation, "padding",
-                      fmt::format("rank{} topk_softplus_sqrt: the padding rows hold {} fields, not whole rows of topk + 1 = {} "
-                                  "(expert ids, then the count of non-zero weights)",
-                                  e.rank, padding.fields.size(), topk + 1)));
+    report(finding_at(
+        e, core::Verdict::padding_violation, core::kKindPadding,
+        fmt::format("rank{} topk_softplus_sqrt: the padding rows hold {} fields, not whole rows of topk + 1 = {} "
+                    "(expert ids, then the count of non-zero weights)",
+                    e.rank, padding.fields.size(), topk + 1)));
     return;
   }
   for (size_t i = 0; i < rows; ++i) {
@@ -145,7 +150,7 @@ void PaddingChecker::check_router(const core::Event& e, const core::PaddingRowsP
     if (ok) continue;
     const int64_t row = first + static_cast<int64_t>(i);
     core::Finding f = finding_at(
-        e, core::Verdict::padding_violation, "padding",
+        e, core::Verdict::padding_violation, core::kKindPadding,
         fmt::format("rank{} topk_softplus_sqrt: padding row {} selects experts {} with {} non-zero weight(s); a "
                     "padding row must select none (id -1, weight 0)",
                     e.rank, row, token_list(ids), nonzero));

@@ -141,8 +141,8 @@ std::optional<core::Finding> PairingChecker::unmatched() const {
       core::Finding f;
       f.verdict = core::Verdict::fifo_misalignment;
       f.kind = std::string(kUnmatchedKind);
-      f.summary = fmt::format("collective #{} on '{}' ({}) was posted by {} of its {} members only", key.second, key.first,
-                              core::describe(posted(r).desc), slot.posts.size(), m->second.size);
+      f.summary = fmt::format("collective #{} on '{}' ({}) was posted by {} of its {} members only", key.second,
+                              key.first, core::describe(posted(r).desc), slot.posts.size(), m->second.size);
       f.sites.push_back(core::Site{r.rank, r.actor, key.first, key.second, core::describe(posted(r).desc), r.origin});
       return f;
     }

@@ -59,9 +59,11 @@ void PipelineBubble::report_bubble(const core::Event& e, int64_t step, const Nee
   for (size_t i = 0; i < n.scheduled.size(); ++i)
     ids += fmt::format("{}{}", i == 0 ? "" : i + 1 == n.scheduled.size() ? " and " : ", ", n.scheduled[i].req);
   const std::string needs =
-      n.rows == 0   ? std::string("the step schedules no request")
-      : n.rows == 1 ? fmt::format("the step's only request, {}, is a non-final prefill chunk: no row produces a sample", ids)
-                    : fmt::format("the step's {} requests, {}, are all non-final prefill chunks: no row produces a sample", n.rows, ids);
+      n.rows == 0 ? std::string("the step schedules no request")
+      : n.rows == 1
+          ? fmt::format("the step's only request, {}, is a non-final prefill chunk: no row produces a sample", ids)
+          : fmt::format("the step's {} requests, {}, are all non-final prefill chunks: no row produces a sample",
+                        n.rows, ids);
   core::Finding f = finding_at(
       e, core::Verdict::pipeline_bubble, std::string(core::kKindPipelineBubble),
       fmt::format("rank{} (stage {}{}) {} feedback of engine step {} that no request of the step needs: {}; {}", e.rank,
@@ -70,16 +72,19 @@ void PipelineBubble::report_bubble(const core::Event& e, int64_t step, const Nee
   f.engine_step = step;
   for (size_t i = 0; i < n.scheduled.size() && i < core::kFindingListMax; ++i) {
     const Row& r = n.scheduled[i];
-    f.details.push_back(fmt::format("request {}: prefill tokens [{}, {}) of {}, a non-final chunk: its sample is discarded", r.req,
-                                    r.num_computed, r.num_computed + r.num_scheduled, r.prefill_len));
+    f.details.push_back(
+        fmt::format("request {}: prefill tokens [{}, {}) of {}, a non-final chunk: its sample is discarded", r.req,
+                    r.num_computed, r.num_computed + r.num_scheduled, r.prefill_len));
   }
   if (n.scheduled.size() > core::kFindingListMax)
     f.details.push_back(fmt::format("… and {} more", n.scheduled.size() - core::kFindingListMax));
-  f.details.push_back(fmt::format(
-      "nothing of it is adopted, yet the earlier stages wait for its receive as for any feedback, and it completes only "
-      "once the last stage has run step {}: the next chunks wait for this one to traverse every stage (vLLM #38726: skip "
-      "the broadcast, and its receives, when every scheduled request is a non-final chunk)",
-      step));
+  f.details.push_back(
+      fmt::format("nothing of it is adopted, yet the earlier stages wait for its receive as for any feedback, and it "
+                  "completes only "
+                  "once the last stage has run step {}: the next chunks wait for this one to traverse every stage "
+                  "(vLLM #38726: skip "
+                  "the broadcast, and its receives, when every scheduled request is a non-final chunk)",
+                  step));
   f.sites.push_back(core::Site{e.rank, std::string(e.actor), std::string(e.comm), e.cseq, core::describe(e.op), ""});
   f.sites.push_back(core::Site{e.rank, fmt::format("rank{}.host", e.rank), "", -1, "need_sampled_mask", ""});
   report(std::move(f));

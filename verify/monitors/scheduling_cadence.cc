@@ -20,8 +20,9 @@ void SchedulingCadence::on_event(const core::Event& e) {
                                "feedback of step {} reaches the earlier stages only at step {} (pp = {})",
                                e.req, e.step, e.step - it->second, e.step - it->second == 1 ? "" : "s", it->second,
                                it->second, it->second + facts_.pp, facts_.pp));
-    f.details.push_back("until then the earlier stages' tables hold the request's previous last token and drafts: they would "
-                        "embed stale inputs (a request in a batch in flight, or one whose feedback is pending, must wait)");
+    f.details.push_back(
+        "until then the earlier stages' tables hold the request's previous last token and drafts: they would "
+        "embed stale inputs (a request in a batch in flight, or one whose feedback is pending, must wait)");
     f.sites.push_back(
         core::Site{0, "rank0.main", "", -1, fmt::format("request {} at engine step {}", e.req, e.step), ""});
     f.sites.push_back(core::Site{-1, "engine", "", -1, "the engine core's scheduler", ""});

@@ -82,8 +82,8 @@ ServingMonitors::ServingMonitors(const ServingFacts& facts, Monitor::Sink sink) 
         for (core::Site& s : f.sites)
           if (s.rank >= 0) s.rank += base;
         f.summary = fmt::format("data-parallel replica {}: {}", r, f.summary);
-        f.details.push_back(fmt::format("ranks in this finding's text are numbered within replica {}: its rank n is global rank {} + n",
-                                        r, base));
+        f.details.push_back(fmt::format(
+            "ranks in this finding's text are numbered within replica {}: its rank n is global rank {} + n", r, base));
         sink(std::move(f));
       };
     replicas_.push_back(make_replica(facts, replica_sink));
@@ -104,6 +104,8 @@ OnlineCoverage ServingMonitors::coverage() const {
     c.requests_unfollowable += m.requests_unfollowable();
     c.requests_forgotten_idle += m.requests_forgotten_idle();
     c.requests_forgotten_for_room += m.requests_forgotten_for_room();
+    for (const auto& monitor : r.monitors)
+      for (const auto& [what, n] : monitor->skipped()) c.monitor_skips[what] += n;
   }
   return c;
 }

@@ -144,10 +144,11 @@ void StageAgreement::check_position(const core::Event& e, const core::InputsBuil
   if (!exact && embedded <= computed && embedded >= computed - facts_.k) return;
   if (embedded == computed && embedded >= 0) return;
   const int stage = facts_.stage_of(e.rank);
-  core::Finding f = finding_at(e, core::Verdict::stage_divergence, std::string(core::kKindStagePosition),
-                               fmt::format("rank{} (stage {}) embeds request {} at position {} at engine step {}, but the "
-                                           "engine core has computed {} of its tokens",
-                                           e.rank, stage, e.req, embedded, e.step, computed));
+  core::Finding f =
+      finding_at(e, core::Verdict::stage_divergence, std::string(core::kKindStagePosition),
+                 fmt::format("rank{} (stage {}) embeds request {} at position {} at engine step {}, but the "
+                             "engine core has computed {} of its tokens",
+                             e.rank, stage, e.req, embedded, e.step, computed));
   f.sites.push_back(core::Site{e.rank, fmt::format("rank{}.main", e.rank), "", -1,
                                fmt::format("prepare_inputs: request {} at position {}", e.req, embedded), ""});
   f.details.push_back(position_hint(e.req, e.step, embedded - computed));
@@ -174,14 +175,16 @@ std::optional<int64_t> StageAgreement::computed_at(int64_t req, const Scheduled&
 std::string StageAgreement::position_hint(int64_t req, int64_t step, int64_t delta) const {
   const Sampled* prev = sampled_before(req, step);
   if (prev != nullptr && prev->rejected != 0 && delta == prev->rejected)
-    return fmt::format("the request's previous step (engine step {}) rejected {} drafts and the position is {} ahead: the "
-                       "stage advanced by the whole query and the correction that subtracts the rejected drafts "
-                       "(post_update[deferred]) did not apply",
-                       prev->step, prev->rejected, delta);
+    return fmt::format(
+        "the request's previous step (engine step {}) rejected {} drafts and the position is {} ahead: the "
+        "stage advanced by the whole query and the correction that subtracts the rejected drafts "
+        "(post_update[deferred]) did not apply",
+        prev->step, prev->rejected, delta);
   if (prev != nullptr && prev->rejected != 0 && delta == -prev->rejected)
-    return fmt::format("the position is {} behind, the {} drafts rejected at engine step {}: they were subtracted twice, or "
-                       "the stage never advanced by its query",
-                       -delta, prev->rejected, prev->step);
+    return fmt::format(
+        "the position is {} behind, the {} drafts rejected at engine step {}: they were subtracted twice, or "
+        "the stage never advanced by its query",
+        -delta, prev->rejected, prev->step);
   if (prev != nullptr && delta == static_cast<int64_t>(prev->tokens.size()))
     return "the position is ahead by the tokens sampled at the request's previous step: they were counted twice";
   return fmt::format("the stage's computed-token count for the request is off by {} (its table's num_computed, or the "
@@ -195,11 +198,11 @@ void StageAgreement::check_token(const core::Event& e, const core::InputsBuiltPr
   const int64_t embedded = p.input_ids.front();
   if (embedded == prev->tokens.back()) return;
   const int stage = facts_.stage_of(e.rank);
-  core::Finding f = finding_at(e, core::Verdict::stage_divergence, std::string(core::kKindStageToken),
-                               fmt::format("rank{} (stage {}) embeds token {} as request {}'s bonus token at engine step {}, "
-                                           "but the last stage sampled {} at engine step {} (its last token: {})",
-                                           e.rank, stage, embedded, e.req, e.step, token_list(prev->tokens), prev->step,
-                                           prev->tokens.back()));
+  core::Finding f = finding_at(
+      e, core::Verdict::stage_divergence, std::string(core::kKindStageToken),
+      fmt::format("rank{} (stage {}) embeds token {} as request {}'s bonus token at engine step {}, "
+                  "but the last stage sampled {} at engine step {} (its last token: {})",
+                  e.rank, stage, embedded, e.req, e.step, token_list(prev->tokens), prev->step, prev->tokens.back()));
   f.sites.push_back(core::Site{e.rank, fmt::format("rank{}.main", e.rank), "", -1,
                                fmt::format("prepare_inputs: request {} decode row", e.req), ""});
   PPSPEC_ASSERT(facts_.first_rank_of(facts_.pp - 1) == facts_.pp * facts_.tp - facts_.tp);
@@ -220,19 +223,21 @@ void StageAgreement::check_prompt(const core::Event& e, const core::InputsBuiltP
     if (pos < prompt.size() && id == prompt[pos]) continue;
     const std::string want = pos < prompt.size() ? fmt::format("the prompt has {}", prompt[pos])
                                                  : fmt::format("the prompt has only {} tokens", prompt.size());
-    core::Finding f = finding_at(e, core::Verdict::stage_divergence, std::string(core::kKindStageToken),
-                                 fmt::format("rank{} (stage {}) embeds token {} at position {} of request {}'s prefill at "
-                                             "engine step {}; {}",
-                                             e.rank, facts_.stage_of(e.rank), id, pos, e.req, e.step, want));
+    core::Finding f =
+        finding_at(e, core::Verdict::stage_divergence, std::string(core::kKindStageToken),
+                   fmt::format("rank{} (stage {}) embeds token {} at position {} of request {}'s prefill at "
+                               "engine step {}; {}",
+                               e.rank, facts_.stage_of(e.rank), id, pos, e.req, e.step, want));
     f.sites.push_back(core::Site{e.rank, fmt::format("rank{}.main", e.rank), "", -1,
                                  fmt::format("prepare_inputs: request {} prefill row {}", e.req, i), ""});
     const auto found = std::find(prompt.begin(), prompt.end(), id);
-    f.details.push_back(found != prompt.end()
-                            ? fmt::format("it is the prompt's token at position {}: the chunk read the prompt at an offset "
-                                          "of {} (chunked prefill's start, or the token table's row)",
-                                          found - prompt.begin(), (found - prompt.begin()) - static_cast<int64_t>(pos))
-                            : "it is not in the request's prompt: the row read another request's prompt or memory its "
-                              "admission never wrote");
+    f.details.push_back(
+        found != prompt.end()
+            ? fmt::format("it is the prompt's token at position {}: the chunk read the prompt at an offset "
+                          "of {} (chunked prefill's start, or the token table's row)",
+                          found - prompt.begin(), (found - prompt.begin()) - static_cast<int64_t>(pos))
+            : "it is not in the request's prompt: the row read another request's prompt or memory its "
+              "admission never wrote");
     report(std::move(f));
     return;
   }
@@ -248,9 +253,10 @@ std::string StageAgreement::token_hint(int64_t req, int64_t step, int64_t token)
                          j, prev->tokens.size());
   if (const Sampled* older = sampled_before(req, prev->step);
       older != nullptr && !older->tokens.empty() && older->tokens.back() == token)
-    return fmt::format("it is the bonus of engine step {}, one step older: this stage did not adopt the feedback of engine "
-                       "step {} (a gate, a generation counter or a feedback slot skipped it)",
-                       older->step, prev->step);
+    return fmt::format(
+        "it is the bonus of engine step {}, one step older: this stage did not adopt the feedback of engine "
+        "step {} (a gate, a generation counter or a feedback slot skipped it)",
+        older->step, prev->step);
   return "it matches none of the request's sampled tokens: the stage read another request's row or another step's slot";
 }
 
@@ -300,15 +306,17 @@ void StageAgreement::check_slot(const core::Event& e, const core::FeedbackAdopte
   PPSPEC_ASSERT(reused->since > e.step && reused->since < e.step + facts_.pp && reused->req != e.req);
   core::Finding f = finding_at(
       e, core::Verdict::stage_divergence, std::string(core::kKindStageAdoption),
-      fmt::format("rank{} (stage {}) adopts request {}'s feedback of engine step {} into table row {}, which request {} "
-                  "holds since engine step {}",
-                  e.rank, facts_.stage_of(e.rank), e.req, e.step, p.state_index, reused->req, reused->since));
+      fmt::format(
+          "rank{} (stage {}) adopts request {}'s feedback of engine step {} into table row {}, which request {} "
+          "holds since engine step {}",
+          e.rank, facts_.stage_of(e.rank), e.req, e.step, p.state_index, reused->req, reused->since));
   f.sites.push_back(core::Site{e.rank, fmt::format("rank{}.main", e.rank), "", -1,
                                fmt::format("post_update[deferred]: row {}", p.state_index), ""});
-  f.details.push_back(fmt::format("request {} left the batch (finished or aborted) while its step {} was in flight; the "
-                                  "row was freed and reused, so the update should have skipped it (the generation "
-                                  "counter of the row, bumped when it was freed)",
-                                  e.req, e.step));
+  f.details.push_back(
+      fmt::format("request {} left the batch (finished or aborted) while its step {} was in flight; the "
+                  "row was freed and reused, so the update should have skipped it (the generation "
+                  "counter of the row, bumped when it was freed)",
+                  e.req, e.step));
   report(std::move(f));
 }
 
@@ -321,10 +329,11 @@ void StageAgreement::check_adoption(const core::Event& e, const core::FeedbackAd
     return;
   core::Finding f = finding_at(
       e, core::Verdict::stage_divergence, std::string(core::kKindStageAdoption),
-      fmt::format("rank{} (stage {}) adopts for request {} from the feedback of engine step {}: {} sampled {}, {} rejected; "
-                  "the last stage sampled {}, {} rejected",
-                  e.rank, facts_.stage_of(e.rank), e.req, e.step, p.num_sampled, token_list(tokens), p.num_rejected,
-                  token_list(s->tokens), s->rejected));
+      fmt::format(
+          "rank{} (stage {}) adopts for request {} from the feedback of engine step {}: {} sampled {}, {} rejected; "
+          "the last stage sampled {}, {} rejected",
+          e.rank, facts_.stage_of(e.rank), e.req, e.step, p.num_sampled, token_list(tokens), p.num_rejected,
+          token_list(s->tokens), s->rejected));
   f.sites.push_back(core::Site{e.rank, fmt::format("rank{}.main", e.rank), "", -1,
                                fmt::format("post_update[deferred]: request {}", e.req), ""});
   f.details.push_back(adoption_hint(e, p));
@@ -336,9 +345,10 @@ std::string StageAgreement::adoption_hint(const core::Event& e, const core::Feed
   if (const auto it = sampled_.find(e.req); it != sampled_.end())
     for (const Sampled& s : it->second)
       if (s.step != e.step && s.tokens == tokens)
-        return fmt::format("they are what the last stage sampled for the request at engine step {}: the update read the "
-                           "feedback slot of another step (the FIFO or the slot ring is off)",
-                           s.step);
+        return fmt::format(
+            "they are what the last stage sampled for the request at engine step {}: the update read the "
+            "feedback slot of another step (the FIFO or the slot ring is off)",
+            s.step);
   for (const auto& [req, list] : sampled_)
     for (const Sampled& s : list)
       if (req != e.req && s.step == e.step && s.tokens == tokens)
@@ -350,11 +360,12 @@ std::string StageAgreement::adoption_hint(const core::Event& e, const core::Feed
 void StageAgreement::check_bonus(const core::Event& e, const core::BonusAdoptedProbe& p) {
   const Sampled* s = sampled_at(e.req, e.step);
   if (s == nullptr || s->tokens.empty() || p.token == s->tokens.back()) return;
-  core::Finding f = finding_at(e, core::Verdict::stage_divergence, std::string(core::kKindStageAdoption),
-                               fmt::format("rank{} (stage {}) leaves token {} as request {}'s bonus token in row {} after adopting "
-                                           "the feedback of engine step {}, but the last stage sampled {} (its last token: {})",
-                                           e.rank, facts_.stage_of(e.rank), p.token, e.req, p.state_index, e.step,
-                                           token_list(s->tokens), s->tokens.back()));
+  core::Finding f =
+      finding_at(e, core::Verdict::stage_divergence, std::string(core::kKindStageAdoption),
+                 fmt::format("rank{} (stage {}) leaves token {} as request {}'s bonus token in row {} after adopting "
+                             "the feedback of engine step {}, but the last stage sampled {} (its last token: {})",
+                             e.rank, facts_.stage_of(e.rank), p.token, e.req, p.state_index, e.step,
+                             token_list(s->tokens), s->tokens.back()));
   f.sites.push_back(core::Site{e.rank, fmt::format("rank{}.main", e.rank), "", -1,
                                fmt::format("post_update[deferred]: last_sampled[{}]", p.state_index), ""});
   const std::string mapping = mapping_hint(e.rank, e.step);
@@ -410,33 +421,38 @@ std::string StageAgreement::mapping_hint(core::RankId rank, int64_t step) const 
   if (!best) return "";
   const int64_t req = batch->second[best->position];
   const int64_t holder = batches_.at(best->step)[best->position];
-  return fmt::format("the update wrote engine step {}'s feedback through the row mapping of engine step {}'s batch: the "
-                     "tokens of batch position {} (request {}) landed in row {}, request {}'s at step {} ({} position{} "
-                     "alike); a deferred update must scatter through the mapping saved with its step's receive (vLLM: "
-                     "the idx_mapping of the batch the feedback belongs to), not the current batch's",
-                     step, best->step, best->position, req, best->row, holder, best->step, best->matched,
-                     best->matched == 1 ? "" : "s");
+  return fmt::format(
+      "the update wrote engine step {}'s feedback through the row mapping of engine step {}'s batch: the "
+      "tokens of batch position {} (request {}) landed in row {}, request {}'s at step {} ({} position{} "
+      "alike); a deferred update must scatter through the mapping saved with its step's receive (vLLM: "
+      "the idx_mapping of the batch the feedback belongs to), not the current batch's",
+      step, best->step, best->position, req, best->row, holder, best->step, best->matched,
+      best->matched == 1 ? "" : "s");
 }
 
 std::string StageAgreement::bonus_hint(int64_t req, int64_t step, int64_t token) const {
   if (const Sampled* own = sampled_at(req, step)) {
     const auto at = std::find(own->tokens.begin(), own->tokens.end(), token);
     if (at != own->tokens.end())
-      return fmt::format("it is token {} of the {} the last stage sampled at that step, not the last: the update took another "
-                         "column of the sampled row",
-                         at - own->tokens.begin(), own->tokens.size());
+      return fmt::format(
+          "it is token {} of the {} the last stage sampled at that step, not the last: the update took another "
+          "column of the sampled row",
+          at - own->tokens.begin(), own->tokens.size());
   }
   for (const auto& [other, list] : sampled_)
     for (const Sampled& s : list)
       if (other != req && s.step == step && !s.tokens.empty() && s.tokens.back() == token)
-        return fmt::format("it is request {}'s last token at the same step: the update wrote that row's feedback into this "
-                           "request's row (the row-to-request mapping is off)",
-                           other);
+        return fmt::format(
+            "it is request {}'s last token at the same step: the update wrote that row's feedback into this "
+            "request's row (the row-to-request mapping is off)",
+            other);
   if (const auto it = sampled_.find(req); it != sampled_.end())
     for (const Sampled& s : it->second)
       if (s.step != step && !s.tokens.empty() && s.tokens.back() == token)
-        return fmt::format("it is the request's last token of engine step {}: the row kept an older step's feedback", s.step);
-  return "the slot it read held the right tokens (feedback_adopted): the update wrote another column, or something wrote the "
+        return fmt::format("it is the request's last token of engine step {}: the row kept an older step's feedback",
+                           s.step);
+  return "the slot it read held the right tokens (feedback_adopted): the update wrote another column, or something "
+         "wrote the "
          "row after it";
 }
 

@@ -28,16 +28,18 @@ void WarmupDiscipline::on_event(const core::Event& e) {
     case core::EventKind::op_posted:
       if ((p != Phase::warmup && p != Phase::disabled) || !facts_.has_role(e.comm, engine::CommRole::feedback)) return;
       {
-        core::Finding f = finding_at(e, core::Verdict::hazard, std::string(core::kHazardFeedbackDuringWarmup),
-                                     fmt::format("rank{} posts a feedback collective during warmup, before the feedback "
-                                                 "warmup step: {}",
-                                                 e.rank, core::describe(e.op)));
+        core::Finding f =
+            finding_at(e, core::Verdict::hazard, std::string(core::kHazardFeedbackDuringWarmup),
+                       fmt::format("rank{} posts a feedback collective during warmup, before the feedback "
+                                   "warmup step: {}",
+                                   e.rank, core::describe(e.op)));
         f.engine_step = e.op.label.step;
         f.sites.push_back(
             core::Site{e.rank, std::string(e.actor), std::string(e.comm), e.cseq, core::describe(e.op), ""});
-        f.details.push_back("a synthetic warmup step's feedback collective: its outputs are discarded, and it pairs with "
-                            "serving's broadcasts or spins forever (DESIGN §6.3: feedback stays disabled until the "
-                            "feedback warmup step)");
+        f.details.push_back(
+            "a synthetic warmup step's feedback collective: its outputs are discarded, and it pairs with "
+            "serving's broadcasts or spins forever (DESIGN §6.3: feedback stays disabled until the "
+            "feedback warmup step)");
         report(std::move(f));
       }
       return;

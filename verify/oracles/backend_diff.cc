@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "core/finding_kinds.h"
 #include "core/assert.h"
 #include "core/op.h"
 #include "core/probes.h"
@@ -13,7 +14,8 @@ namespace ppspec::verify {
 
 void OpLog::on_event(const core::Event& e) {
   if (e.kind == core::EventKind::batch_scheduled)
-    batches_.push_back(fmt::format("step {}: [{}]", e.step, fmt::join(core::BatchScheduledProbe::decode(e).request_ids, ", ")));
+    batches_.push_back(
+        fmt::format("step {}: [{}]", e.step, fmt::join(core::BatchScheduledProbe::decode(e).request_ids, ", ")));
   if (e.kind != core::EventKind::op_posted || !e.has_op) return;
   const Key key{std::string(e.comm), e.rank};
   auto& ops = ops_[key];
@@ -30,7 +32,7 @@ core::Finding divergence(std::string summary) {
   PPSPEC_ASSERT(!summary.empty());
   core::Finding f;
   f.verdict = core::Verdict::output_divergence;
-  f.kind = "sim-gpu";
+  f.kind = core::kKindSimGpu;
   f.summary = std::move(summary);
   return f;
 }
@@ -51,7 +53,8 @@ std::optional<core::Finding> compare_one(const engine::RequestRecord& s, const e
     auto step_of = [](const engine::RequestRecord& r, size_t i) {
       return i < r.output_step.size() ? r.output_step[i] : -1;
     };
-    core::Finding f = divergence(fmt::format("request {}: output token {} differs between the simulator and the GPUs", id, t));
+    core::Finding f =
+        divergence(fmt::format("request {}: output token {} differs between the simulator and the GPUs", id, t));
     f.request = id;
     f.engine_step = step_of(s, t);
     f.details.push_back(fmt::format("simulator: {} (engine step {})", token_list(s.output), step_of(s, t)));
@@ -99,8 +102,8 @@ std::optional<core::Finding> compare_ops(const OpLog& sim, const OpLog& gpu) {
     return k;
   };
   if (keys(sim) != keys(gpu))
-    return divergence(fmt::format("the simulator posted on {} (communicator, rank) pairs, the GPUs on {}", keys(sim).size(),
-                                  keys(gpu).size()));
+    return divergence(fmt::format("the simulator posted on {} (communicator, rank) pairs, the GPUs on {}",
+                                  keys(sim).size(), keys(gpu).size()));
   for (const auto& [key, s] : sim.ops()) {
     const std::vector<std::string>& g = gpu.ops().at(key);
     const size_t i = first_difference(s, g);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fmt/format.h>
 
+#include "core/finding_kinds.h"
 #include "core/assert.h"
 #include "engine/golden.h"
 #include "verify/monitors/monitor.h"
@@ -90,24 +91,26 @@ void name_first_difference(core::Finding& f, const engine::EngineConfig& cfg, co
                            const OnlineCoverage& online) {
   const core::RankId last = cfg.topology.rank_of(cfg.topology.pp - 1, 0);
   const int64_t step = r.output_step.empty() ? -1 : r.output_step[std::min(i, r.output_step.size() - 1)];
-  const std::string sampled = fmt::format("token #{} of request {} was sampled by rank{} (stage {}) at engine step {}", i,
-                                          r.spec.id, last, cfg.topology.pp - 1, step);
+  const std::string sampled = fmt::format("token #{} of request {} was sampled by rank{} (stage {}) at engine step {}",
+                                          i, r.spec.id, last, cfg.topology.pp - 1, step);
   if (online.rows_checked == 0) {
     f.details.push_back(sampled + "; the model oracle did not run, so an activation upstream may have differed first");
     return;
   }
-  const std::string checked = fmt::format("the model oracle compared {} activation rows of every rank and {} greedy samples "
-                                          "with the reference model over the tokens stage 0 embedded, and stage agreement "
-                                          "every embedded token with what was sampled: none differed",
-                                          online.rows_checked, online.samples_checked);
+  const std::string checked = fmt::format(
+      "the model oracle compared {} activation rows of every rank and {} greedy samples "
+      "with the reference model over the tokens stage 0 embedded, and stage agreement "
+      "every embedded token with what was sampled: none differed",
+      online.rows_checked, online.samples_checked);
   if (r.spec.spread == 0)
     f.details.push_back(fmt::format("{}; {}: the first differing value is no activation and no sample but the engine "
                                     "core's record of the request (its output list, its stop or its length rule)",
                                     sampled, checked));
   else
-    f.details.push_back(fmt::format("{}; {}: the first value that differed is this sample itself, drawn with temperature "
-                                    "on rank{} (its seed, its output index, or the drafts it compared)",
-                                    sampled, checked, last));
+    f.details.push_back(
+        fmt::format("{}; {}: the first value that differed is this sample itself, drawn with temperature "
+                    "on rank{} (its seed, its output index, or the drafts it compared)",
+                    sampled, checked, last));
 }
 
 }  // namespace
@@ -130,7 +133,7 @@ std::optional<core::Finding> golden_oracle(const engine::EngineConfig& cfg, cons
     if (i == n && length_ok) continue;
     core::Finding f;
     f.verdict = core::Verdict::output_divergence;
-    f.kind = "golden";
+    f.kind = core::kKindGolden;
     locate(f, r, i);
     const bool past_stop = i == n && r.output.size() > golden.size() && golden.back() == cfg.model.stop_token;
     if (i < n) {
@@ -237,15 +240,15 @@ std::optional<core::Finding> pp_invariance_oracle(const engine::EngineConfig& cf
                                                   const std::vector<engine::RequestRecord>& reference,
                                                   const OnlineCoverage& online) {
   const std::string here = fmt::format("pp = {}", cfg.topology.pp);
-  return invariance_oracle(cfg, Invariance{"pp-invariance", here, "pp = 1"}, run, reference, online);
+  return invariance_oracle(cfg, Invariance{core::kKindPpInvariance, here, "pp = 1"}, run, reference, online);
 }
 
 std::optional<core::Finding> padding_invariance_oracle(const engine::EngineConfig& cfg,
                                                        const std::vector<engine::RequestRecord>& graphs,
                                                        const std::vector<engine::RequestRecord>& eager,
                                                        const OnlineCoverage& online) {
-  return invariance_oracle(cfg, Invariance{"padding-invariance", "graphs", "eager (no graph padding)"}, graphs, eager,
-                           online);
+  return invariance_oracle(cfg, Invariance{core::kKindPaddingInvariance, "graphs", "eager (no graph padding)"}, graphs,
+                           eager, online);
 }
 
 }  // namespace ppspec::verify

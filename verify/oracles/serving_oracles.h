@@ -5,8 +5,10 @@
 // (or decode step), the engine step and the rank that sampled it.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/verdict.h"
@@ -29,6 +31,9 @@ struct OnlineCoverage {
   // oldest when kRequestsKept were modelled at once. Their later steps were not checked.
   uint64_t requests_forgotten_idle = 0;
   uint64_t requests_forgotten_for_room = 0;
+  // What the monitors skipped: events they act on that lacked what judging them needs, by phrase
+  // (Monitor::skip), summed over ranks and replicas.
+  std::map<std::string_view, uint64_t> monitor_skips;
 };
 
 std::optional<core::Finding> golden_oracle(const engine::EngineConfig& cfg, const engine::Checkpoint& ckpt,
@@ -38,7 +43,7 @@ std::optional<core::Finding> golden_oracle(const engine::EngineConfig& cfg, cons
 // The same workload run two ways must give each request the same tokens, and the same drafts
 // wherever both runs verified the same number of drafts at a decode step of that request.
 struct Invariance {
-  std::string kind;       // the finding's kind
+  std::string_view kind;  // the finding's kind (core/finding_kinds.h)
   std::string run;        // how the run under test is named in the report, e.g. "pp = 2"
   std::string reference;  // and the reference, e.g. "pp = 1"
 };

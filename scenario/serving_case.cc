@@ -1,0 +1,91 @@
+#include "scenario/serving_case.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "sim/config.h"
+
+namespace ppspec::scenario {
+
+std::string ServingCase::strategy() const { return pct_depth == 0 ? "random" : fmt::format("pct:{}", pct_depth); }
+
+namespace {
+
+void append_engine(std::string& s, const ServingCase& c) {
+  s += "\n[topology]\n";
+  if (c.dp > 1) s += fmt::format("dp = {}\n", c.dp);  // dp = 1 cases keep the text they always had
+  s += fmt::format("pp = {}\ntp = {}\n", c.pp, c.tp);
+  s += fmt::format("\n[model]\nstop_token = {}\nmax_model_len = {}\n", c.stop_token, c.max_model_len);
+  if (c.layers > 0) s += fmt::format("layers = {}\n", c.layers);
+  if (c.lanes > 0) s += fmt::format("lanes = {}\n", c.lanes);
+  if (c.num_blocks > 0) s += fmt::format("num_blocks = {}\n", c.num_blocks);
+  if (c.block_size != 16) s += fmt::format("block_size = {}\n", c.block_size);
+  if (!c.recurrent_layers.empty()) s += fmt::format("recurrent_layers = [{}]\n", fmt::join(c.recurrent_layers, ", "));
+  s += fmt::format("\n[spec]\nk = {}\nfeedback = \"{}\"\n", c.k, c.feedback);
+  if (c.adaptive_budget) s += "adaptive_budget = true\n";
+  if (c.eagle) s += "method = \"eagle\"\n";
+  if (c.eagle && !c.taps.empty())
+    s += fmt::format("taps = [{}]\n", fmt::join(c.taps, ", "));  // none: EAGLE-3's default
+  s += fmt::format("\n[serving]\ncapture_sizes = [{}]\nmax_num_seqs = {}\nmax_num_batched_tokens = {}\n"
+                   "chunked_prefill = {}\nwarmup_steps = {}\n",
+                   fmt::join(c.capture_sizes, ", "), c.max_num_seqs, c.max_num_batched_tokens, c.chunked_prefill,
+                   c.warmup_steps);
+  if (c.max_concurrent_batches > 0) s += fmt::format("max_concurrent_batches = {}\n", c.max_concurrent_batches);
+  if (c.enable_prefix_caching) s += "enable_prefix_caching = true\n";
+  s += fmt::format(
+      "\n[workload]\nnum_requests = {}\nprompt_min = {}\nprompt_max = {}\noutput_min = {}\noutput_max = {}\n"
+      "arrival = \"{}\"\nmean_gap_us = {}\ntemperature = {}\nseed = {}\nabort_every = {}\nabort_after = {}\n"
+      "abort_in_flight = {}\n",
+      c.num_requests, c.prompt_min, c.prompt_max, c.output_min, c.output_max, c.poisson ? "poisson" : "burst",
+      c.mean_gap_us, c.temperature, c.workload_seed, c.abort_every, c.abort_after, c.abort_in_flight);
+  if (c.shared_prefix > 0)
+    s += fmt::format("shared_prefix = {}\nprefix_groups = {}\n", c.shared_prefix, c.prefix_groups);
+  // Strict: a hazard (a module load while serving, a device sync behind a spinning receive) is a
+  // failure too; on GPUs it stalls or hangs.
+  s += fmt::format("\n[runtime]\nmodule_loading = \"{}\"\nstrict = true\n", c.module_loading);
+  if (c.jitter != sim::SimConfig{}.jitter) s += fmt::format("jitter = {}\n", c.jitter);
+  if (!c.faults.empty()) {
+    s += "\n[faults]\n";
+    for (const std::string& f : c.faults) s += f + " = true\n";
+  }
+}
+
+}  // namespace
+
+std::string to_toml(const ServingCase& c, const std::string& name, const std::string& description,
+                    const Expectation& expect) {
+  std::string s = fmt::format("kind = \"serving\"\nname = \"{}\"\ndescription = \"\"\"\n{}\"\"\"\n", name, description);
+  append_engine(s, c);
+  s += fmt::format("\n[explore]\nseed = {}\nseeds = 1\nstrategy = \"{}\"\n", c.seed, c.strategy());
+  s += fmt::format("\n[expect]\nverdict = \"{}\"\n", core::to_string(expect.verdict));
+  if (!expect.kind.empty()) s += fmt::format("kind = \"{}\"\n", expect.kind);
+  return s;
+}
+
+std::string summary(const ServingCase& c) {
+  std::string s = fmt::format("{}pp{} tp{} K{} {} req {} prompt {}-{} out {}-{} seqs {} budget {}",
+                              c.dp > 1 ? fmt::format("dp{} ", c.dp) : "", c.pp, c.tp, c.k,
+                              c.feedback == "single-payload" ? "single" : "3msg", c.num_requests, c.prompt_min,
+                              c.prompt_max, c.output_min, c.output_max, c.max_num_seqs, c.max_num_batched_tokens);
+  if (!c.capture_sizes.empty()) s += fmt::format(" graphs [{}]", fmt::join(c.capture_sizes, ","));
+  if (c.temperature > 0) s += fmt::format(" T {}", c.temperature);
+  if (c.abort_every > 0)
+    s += fmt::format(" abort 1/{} after {}{}", c.abort_every, c.abort_after, c.abort_in_flight ? " in flight" : "");
+  if (c.stop_token >= 0) s += fmt::format(" stop {}", c.stop_token);
+  if (c.max_model_len < 2048) s += fmt::format(" max_len {}", c.max_model_len);
+  if (c.num_blocks > 0) s += fmt::format(" blocks {}", c.num_blocks);
+  if (c.block_size != 16) s += fmt::format(" block_size {}", c.block_size);
+  if (c.enable_prefix_caching) s += " prefix-caching";
+  if (c.adaptive_budget) s += " adaptive-budget";
+  if (c.eagle) s += fmt::format(" eagle taps [{}]", fmt::join(c.taps, ","));
+  if (!c.recurrent_layers.empty()) s += fmt::format(" recurrent [{}]", fmt::join(c.recurrent_layers, ","));
+  if (c.shared_prefix > 0) s += fmt::format(" shared {}x{}", c.prefix_groups, c.shared_prefix);
+  if (!c.chunked_prefill) s += " no-chunking";
+  if (c.max_concurrent_batches > 0) s += fmt::format(" batches {}", c.max_concurrent_batches);
+  if (c.poisson) s += fmt::format(" poisson {} us", c.mean_gap_us);
+  if (c.module_loading != "eager") s += " " + c.module_loading;
+  if (c.jitter != sim::SimConfig{}.jitter) s += fmt::format(" jitter {}", c.jitter);
+  return s + fmt::format(" seed {} {}", c.seed, c.strategy());
+}
+
+}  // namespace ppspec::scenario
