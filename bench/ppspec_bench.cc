@@ -71,7 +71,7 @@ void BM_RingPairs(benchmark::State& state) {
   uint64_t pairs = 0;
   uint64_t sched = 0;
   for (auto _ : state) {
-    program::SimRunOptions o;
+    sim::RunConfig o;
     o.seed = 1;
     o.record_decisions = false;
     const core::RunResult r = program::run_on_sim(p, o);
@@ -88,7 +88,7 @@ void BM_ShortRuns(benchmark::State& state) {
   const program::Program p = ring(static_cast<int>(state.range(0)), 4, 1);
   uint64_t runs = 0;
   for (auto _ : state) {
-    program::SimRunOptions o;
+    sim::RunConfig o;
     o.seed = 1;
     o.record_decisions = false;
     if (program::run_on_sim(p, o).verdict != core::Verdict::pass) state.SkipWithError("the ring did not pass");
@@ -104,7 +104,7 @@ void BM_Serving(benchmark::State& state) {
   serving::ServingScenario s = scenario::read_serving(scenario::parse_toml_file(file), file);
   s.runtime.record_decisions = false;
   s.runtime.detect_races = state.range(2) != 0;
-  serving::RunOptions o;
+  sim::RunConfig o;
   o.oracles = state.range(1) != 0;
   int64_t steps = 0, tokens = 0;
   for (auto _ : state) {

@@ -80,7 +80,7 @@ void BM_CheckTrace(benchmark::State& state) {
     header.strategy = "random";
     header.kind = core::ScenarioKind::serving;
     traces::JsonlWriter writer(trace, header);
-    serving::RunOptions o;
+    sim::RunConfig o;
     o.oracles = false;
     o.sinks.push_back(&writer);
     writer.finish(serving::run_on_sim(s, o).result);

@@ -24,56 +24,10 @@
 #include "engine/block_pool.h"
 #include "engine/config.h"
 #include "engine/messages.h"
+#include "engine/request_record.h"
 #include "engine/workload.h"
 
 namespace ppspec::engine {
-
-struct RequestRecord {
-  RequestSpec spec;
-  int32_t idx = -1;
-  int32_t num_computed = 0;
-  int32_t prefill_tokens = 0;  // what its prefill computes: the prompt, or prompt + output once resumed
-  std::vector<int32_t> blocks;
-  // Prefix caching: the chained hashes of its full blocks as far as its tokens are known (kept
-  // over a preemption, as vLLM's request.block_hashes), and how many leading blocks of its table
-  // are in the cache (hit, or cached once computed).
-  std::vector<uint64_t> block_hashes;
-  int32_t cached_blocks = 0;
-  int64_t prefix_hit_blocks = 0;  // blocks it reused, over all its admissions
-  std::vector<int64_t> output;
-  std::vector<int64_t> output_step;     // the engine step that sampled each output token ...
-  std::vector<core::Time> output_time;  // ... and when its samples reached the host
-  // The drafts verified at each decode step of this request (that step's engine step, and the
-  // position of the first draft), for the PP-invariance oracle.
-  std::vector<std::vector<int64_t>> verified_drafts;
-  std::vector<int64_t> verified_step;
-  std::vector<int64_t> verified_position;
-  int64_t accepted_drafts = 0;
-  int64_t proposed_drafts = 0;
-  int32_t drafts_next = -1;  // adaptive budget: the drafts its last sampling step proposed (-1: K)
-  int decode_steps = 0;
-  int preemptions = 0;
-  int steps_ahead = 0;  // steps scheduled while its previous step was in flight (the lookahead batch)
-  int64_t first_preempted_at = -1;  // its output length when it was first preempted (-1: never)
-  int64_t last_step = -(int64_t{1} << 40);  // the step it was last scheduled in
-  int64_t admitted_step = -1;               // the step that admitted (or resumed) it last
-  // Its steps whose outputs have not returned, oldest first (at most two: pp + 1 batches in flight
-  // and a step every pp), and the tokens they scheduled, not yet in num_computed.
-  std::vector<int64_t> steps_in_flight;
-  int32_t tokens_in_flight = 0;
-  bool admitted = false;
-  bool finished = false;
-  bool aborted = false;
-  bool abort_arrived = false;
-  bool dummy = false;
-  int prefill_len() const { return prefill_tokens; }
-  bool in_flight() const { return !steps_in_flight.empty(); }
-  // What the engine core counts as computed when it schedules: every token of its steps in flight.
-  int32_t computed_if_accepted() const { return num_computed + tokens_in_flight; }
-  // Its tokens as the engine core knows them: the prompt, then its output.
-  int known_tokens() const { return static_cast<int>(spec.prompt.size() + output.size()); }
-  int32_t token_at(int pos) const;
-};
 
 // What the scheduler did with KV blocks and request state, for the engine core to publish
 // (core/probes.h: blocks_allocated, blocks_freed, request_released, abort_arrived, blocks_shared,

@@ -15,7 +15,7 @@
 #include "scenario/program_loader.h"
 #include "program/runner.h"
 #include "program/toml_writer.h"
-#include "runs/run_options.h"
+#include "runs/execute.h"
 #include "traces/flight_recorder.h"
 #include "traces/fr_writer.h"
 #include "traces/jsonl_writer.h"
@@ -52,7 +52,7 @@ core::RunResult simulate(const std::string& file, const std::string& trace) {
   choices.strategy = sim::StrategySpec{};
   choices.record_decisions = false;
   choices.sink = &writer;
-  core::RunResult r = program::run_on_sim(p, runs::sim_options(p, choices));
+  core::RunResult r = runs::execute(p, choices);
   writer.finish(r);
   return r;
 }

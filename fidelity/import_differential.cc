@@ -96,7 +96,7 @@ ImportCase run_import_case(const FrDifferentialOptions& o, uint64_t index) {
     return c;
   }
   const importer::Imported im = importer::import_flight_recorder(traces::read_fr_dir(dumps.string()), c.name);
-  const core::RunResult r = program::run_on_sim(im.program, program::SimRunOptions{});
+  const core::RunResult r = program::run_on_sim(im.program, sim::RunConfig{});
   const core::Finding* first = r.findings.empty() ? nullptr : &r.findings.front();
   c.operations = im.operations;
   c.import_class = fr_class(first, r.verdict);

@@ -18,7 +18,7 @@
 #include "nccl_profiler/sim_adapter.h"
 #include "program/runner.h"
 #include "program/toml_writer.h"
-#include "runs/run_options.h"
+#include "runs/execute.h"
 #include "serving/runner.h"
 #include "watch/line_sources.h"
 #include "watch/watcher.h"
@@ -63,19 +63,9 @@ struct LiveWatch {
   watch::WatchReport first;
 };
 
-using Scenario = std::variant<program::Program, serving::ServingScenario>;
+using scenario::Scenario;
 
-Scenario load(const std::string& file) {
-  const toml::table root = scenario::parse_toml_file(file);
-  if (scenario::scenario_kind(root, file) == core::ScenarioKind::serving) return scenario::read_serving(root, file);
-  return scenario::read_program(root, file);
-}
-
-core::RunResult simulate(const Scenario& s, runs::RunChoices& choices) {
-  if (const auto* p = std::get_if<program::Program>(&s)) return program::run_on_sim(*p, runs::sim_options(*p, choices));
-  const auto& serving = std::get<serving::ServingScenario>(s);
-  return serving::run_on_sim(serving, runs::sim_options(serving, choices)).result;
-}
+core::RunResult simulate(const Scenario& s, runs::RunChoices& choices) { return runs::execute(s, choices).result(); }
 
 // The simulator's finding at the first wrong step: the earliest (a mismatch of three members is
 // settled when the last posts, and may come in the list after a later one).
@@ -217,7 +207,7 @@ void compare(PluginCase& c, const core::RunResult& sim, const core::RunResult& w
 }  // namespace
 
 PluginCase compare_on_plugin(const std::string& file, const std::string& dir, int interface) {
-  const Scenario scenario = load(file);
+  const Scenario scenario = scenario::load_scenario(file).scenario;
   PluginCase c;
   c.file = file;
   std::visit([&](const auto& x) { c.name = x.name; }, scenario);

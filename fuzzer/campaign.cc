@@ -18,7 +18,7 @@
 #include "scenario/program_loader.h"
 #include "program/runner.h"
 #include "scenario/serving_loader.h"
-#include "runs/run_options.h"
+#include "runs/execute.h"
 #include "serving/runner.h"
 #include "sim/policy.h"
 
@@ -71,7 +71,7 @@ serving::ServingRun run_serving(const std::string& text, const std::string& file
   choices.strategy = sim::parse_strategy(c.strategy());
   PPSPEC_ASSERT(choices.strategy.has_value(), "strategy '{}' of a generated case", c.strategy());
   choices.sink = paths;
-  return serving::run_on_sim(s, runs::sim_options(s, choices));
+  return runs::execute(s, choices);
 }
 
 Outcome outcome_of(const core::RunResult& result) {
@@ -124,7 +124,7 @@ Outcome run_case(const std::string& text, const std::string& file, const FuzzCas
     choices.seed = c.program.seed;
     choices.record_decisions = false;
     if (cov != nullptr) ++cov->programs;
-    return outcome_of(program::run_on_sim(p, runs::sim_options(p, choices)));
+    return outcome_of(runs::execute(p, choices));
   }
   PathSink paths;
   const serving::ServingRun run = run_serving(text, file, c.serving, cov != nullptr ? &paths : nullptr);

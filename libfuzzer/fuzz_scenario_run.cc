@@ -76,7 +76,7 @@ bool small_enough(const engine::EngineConfig& c) {
 void run(program::Program& p) {
   if (!small_enough(p)) return;
   cap_runtime(p.config, kProgramStepsMax);
-  program::SimRunOptions opts;
+  sim::RunConfig opts;
   opts.seed = p.explore.seed;
   opts.strategy = p.explore.strategy;
   (void)program::run_on_sim(p, opts);
@@ -86,7 +86,7 @@ void run(serving::ServingScenario& s) {
   if (!small_enough(s.config)) return;
   shrink(s.config);
   cap_runtime(s.runtime, kServingStepsMax);
-  serving::RunOptions opts;
+  sim::RunConfig opts;
   opts.seed = s.seed;
   opts.strategy = s.strategy;
   (void)serving::run_on_sim(s, opts);

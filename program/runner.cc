@@ -144,7 +144,7 @@ void install(const Program& p, core::Runtime& rt) {
   }
 }
 
-core::RunResult run_on_sim(const Program& p, const SimRunOptions& opts) {
+core::RunResult run_on_sim(const Program& p, const sim::RunConfig& opts) {
   sim::SimConfig cfg = p.config;
   cfg.record_decisions = opts.record_decisions;
   cfg.backed_memory = false;  // a program's verdict never depends on its buffers' bytes

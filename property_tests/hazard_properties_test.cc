@@ -45,7 +45,7 @@ std::vector<Outcome> under_16_schedules(const program::Program& p) {
   std::vector<Outcome> out;
   for (const sim::StrategySpec& strategy : {sim::StrategySpec{}, pct}) {
     for (uint64_t seed = first; seed < first + kSeeds; ++seed) {
-      program::SimRunOptions o;
+      sim::RunConfig o;
       o.seed = seed;
       o.strategy = strategy;
       o.record_decisions = false;

@@ -37,7 +37,7 @@ rc::Gen<Schedule> gen_schedule() {
 }
 
 core::RunResult run(const program::Program& p, const Schedule& s, core::EventSink* sink = nullptr) {
-  program::SimRunOptions o;
+  sim::RunConfig o;
   o.seed = s.seed;
   o.strategy = s.strategy;
   if (sink != nullptr) o.sinks.push_back(sink);

@@ -79,7 +79,7 @@ RC_GTEST_PROP(ServingFaultsOff, AnySeedAndPolicyPasses, ()) {
   const serving::ServingScenario& s = scenarios().at(name);
   const auto strategy = *gen_strategy();
   const auto seed = *rc::gen::inRange<uint64_t>(1, 1'000'000);
-  serving::RunOptions o;
+  sim::RunConfig o;
   o.seed = seed;
   o.strategy = strategy;
   const serving::ServingRun run = serving::run_on_sim(s, o);
@@ -95,7 +95,7 @@ RC_GTEST_PROP(ServingFaults, EachIsCaughtWithinItsSeedBudget, ()) {
   const auto strategy = *gen_strategy();
   const auto first = *rc::gen::inRange<uint64_t>(1, 1'000'000);
   for (uint64_t seed = first; seed < first + s.seeds; ++seed) {
-    serving::RunOptions o;
+    sim::RunConfig o;
     o.seed = seed;
     o.strategy = strategy;
     const serving::ServingRun run = serving::run_on_sim(s, o);

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "engine/config.h"
-#include "engine/scheduler.h"
+#include "engine/request_record.h"
 #include "serving/runner.h"
 #include "report/report.h"
 

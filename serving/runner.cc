@@ -109,7 +109,7 @@ ServingRun serve(core::Runtime& rt, const engine::EngineConfig& cfg, const std::
   return out;
 }
 
-ServingRun simulate(const engine::EngineConfig& cfg, const sim::SimConfig& runtime, const RunOptions& opts) {
+ServingRun simulate(const engine::EngineConfig& cfg, const sim::SimConfig& runtime, const sim::RunConfig& opts) {
   sim::SimRuntime rt(cfg.topology.ranks(), runtime,
                      opts.replay ? sim::make_replay_policy(*opts.replay) : sim::make_policy(opts.strategy, opts.seed),
                      opts.seed);
@@ -123,14 +123,14 @@ namespace {
 
 // The same scenario, changed by `vary`, as a reference for an invariance oracle; a reference that
 // did not complete is a finding of its own (nothing to compare against), never a silent pass.
-std::optional<core::Finding> compare_with(const ServingScenario& s, const RunOptions& opts, const ServingRun& run,
+std::optional<core::Finding> compare_with(const ServingScenario& s, const sim::RunConfig& opts, const ServingRun& run,
                                           std::string_view kind, const std::string& name,
                                           const std::function<void(engine::EngineConfig&)>& vary,
                                           const std::function<std::optional<core::Finding>(
                                               const std::vector<engine::RequestRecord>&)>& oracle) {
   engine::EngineConfig other = s.config;
   vary(other);
-  RunOptions o = opts;
+  sim::RunConfig o = opts;
   o.sinks.clear();
   o.nccl_observer = nullptr;
   o.replay.reset();  // the reference is another run: its own schedule, from the strategy
@@ -174,13 +174,13 @@ std::optional<core::Finding> acceptance_outside(const ServingScenario& s, const 
 
 }  // namespace
 
-ServingRun run_on_sim(const ServingScenario& s, const RunOptions& opts) {
+ServingRun run_on_sim(const ServingScenario& s, const sim::RunConfig& opts) {
   ServingRun run = simulate(s.config, s.runtime, opts);
   if (opts.oracles) check_oracles(s, opts, run);
   return run;
 }
 
-void check_oracles(const ServingScenario& s, const RunOptions& opts, ServingRun& run) {
+void check_oracles(const ServingScenario& s, const sim::RunConfig& opts, ServingRun& run) {
   if (verify::is_failure(run.result.verdict) || !run.completed) return;
   std::vector<core::Finding> found;
   const engine::EngineConfig& cfg = s.config;

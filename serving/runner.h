@@ -10,8 +10,7 @@
 #include "core/verdict.h"
 #include "engine/engine.h"
 #include "serving/scenario.h"
-#include "sim/nccl_observer.h"
-#include "sim/policy.h"
+#include "sim/run_config.h"
 #include "verify/oracles/serving_oracles.h"
 
 namespace ppspec::serving {
@@ -22,16 +21,6 @@ struct ServingRun {
   std::vector<engine::RequestRecord> requests;  // the workload's requests (dummies left out)
   bool completed = false;
   verify::OnlineCoverage coverage;  // what the online monitors checked
-};
-
-struct RunOptions {
-  uint64_t seed = 1;
-  sim::StrategySpec strategy;
-  std::vector<core::EventSink*> sinks;
-  bool oracles = true;
-  std::optional<std::vector<uint32_t>> replay;  // a recorded schedule instead of the strategy (the run
-                                                 // under test only; oracle references use the strategy)
-  sim::NcclObserver* nccl_observer = nullptr;    // the run under test only, like `sinks`
 };
 
 // What a serving run needs of its runtime beyond the interface: how to stop at the first failure
@@ -47,11 +36,11 @@ struct RuntimeHooks {
 ServingRun serve(core::Runtime& rt, const engine::EngineConfig& cfg, const std::vector<core::EventSink*>& sinks,
                  const RuntimeHooks& hooks, bool strict);
 // One run of the engine on the simulator configured by `runtime` (no oracles).
-ServingRun simulate(const engine::EngineConfig& cfg, const sim::SimConfig& runtime, const RunOptions& opts);
+ServingRun simulate(const engine::EngineConfig& cfg, const sim::SimConfig& runtime, const sim::RunConfig& opts);
 // The oracles over a completed run (golden, PP and padding invariance, whose references are
 // simulated); their findings join the run's.
-void check_oracles(const ServingScenario& s, const RunOptions& opts, ServingRun& run);
+void check_oracles(const ServingScenario& s, const sim::RunConfig& opts, ServingRun& run);
 // The run, then its oracles: golden and PP invariance (the latter simulates the scenario at pp = 1).
-ServingRun run_on_sim(const ServingScenario& s, const RunOptions& opts);
+ServingRun run_on_sim(const ServingScenario& s, const sim::RunConfig& opts);
 
 }  // namespace ppspec::serving

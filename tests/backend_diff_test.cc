@@ -21,7 +21,7 @@ struct Observed {
 
 std::unique_ptr<Observed> observe(const serving::ServingScenario& s, uint64_t seed, const char* strategy) {
   auto o = std::make_unique<Observed>();
-  serving::RunOptions opts;
+  sim::RunConfig opts;
   opts.seed = seed;
   opts.strategy = *sim::parse_strategy(strategy);
   opts.sinks.push_back(&o->ops);

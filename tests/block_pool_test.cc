@@ -216,7 +216,7 @@ serving::ServingRun run_prefix_scenario(const std::string& name, bool caching) {
   const std::string file = std::string(PPSPEC_SOURCE_DIR) + "/scenarios/serving/" + name;
   serving::ServingScenario s = scenario::read_serving(scenario::parse_toml_file(file), file);
   s.config.serving.enable_prefix_caching = caching;
-  serving::RunOptions o;
+  sim::RunConfig o;
   o.seed = 1;
   return serving::run_on_sim(s, o);
 }

@@ -93,7 +93,7 @@ TEST(Bounds, WarmupOfTinyScenariosStaysInsideItsBuffers) {
   for (const char* name : {"asan_block_table_upload_overflow.toml", "asan_prepare_inputs_overflow.toml"}) {
     const serving::ServingScenario s = reproducer(name);
     for (uint64_t seed = 1; seed <= 3; ++seed) {
-      serving::RunOptions opts;
+      sim::RunConfig opts;
       opts.seed = seed;
       serving::ServingRun run;
       ASSERT_NO_THROW(run = serving::run_on_sim(s, opts)) << name;

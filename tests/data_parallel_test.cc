@@ -135,7 +135,7 @@ TEST(DataParallelServing, EveryRequestsOutputIsTheOneEngineOnesAndTheReplicasCol
   const serving::ServingScenario s = committed_serving("dp2_pp1_tp2.toml");
   ASSERT_EQ(s.config.topology.dp, 2);
   PostedCollectives posted;
-  serving::RunOptions opts;
+  sim::RunConfig opts;
   opts.sinks = {&posted};
   const serving::ServingRun run = serving::simulate(s.config, s.runtime, opts);
   ASSERT_TRUE(run.completed);

@@ -125,7 +125,7 @@ verdict = "pass"
 TEST(Detectors, DeadlockThroughTheContextLock) {
   const auto p = scenario::load_program_file(kScenarios + "context_lock_deadlock.toml");
   for (uint64_t seed = 1; seed <= 20; ++seed) {
-    program::SimRunOptions o;
+    sim::RunConfig o;
     o.seed = seed;
     auto r = program::run_on_sim(p, o);
     ASSERT_EQ(r.verdict, Verdict::deadlock);
@@ -139,7 +139,7 @@ TEST(Detectors, DeadlockThroughTheContextLock) {
 TEST(Detectors, WellMatchedScenariosReportNothingButTheirExpectedHazards) {
   for (const char* name : {"lazy_load_preloaded.toml", "lazy_load_eager.toml", "send_before_recv_eager.toml"}) {
     const auto p = scenario::load_program_file(kScenarios + name);
-    program::SimRunOptions o;
+    sim::RunConfig o;
     auto r = program::run_on_sim(p, o);
     EXPECT_EQ(r.verdict, Verdict::pass) << name;
     EXPECT_TRUE(r.findings.empty()) << name;

@@ -19,7 +19,7 @@ std::vector<std::string> trace_of(const program::Program& p, uint64_t seed, sim:
                                   std::optional<std::vector<uint32_t>> replay = std::nullopt,
                                   core::RunResult* out = nullptr) {
   Recorder rec;
-  program::SimRunOptions o;
+  sim::RunConfig o;
   o.seed = seed;
   o.strategy = strategy;
   o.replay = std::move(replay);

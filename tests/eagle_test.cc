@@ -52,7 +52,7 @@ TEST(EagleDrafterReference, TheEnginesTapsPassAnotherLayersTapIsNamed) {
   shifted.eagle_taps = {0, 1, 3};  // layer 1 for layer 2: what the engine did not draft from
   ReferenceAt quiet(right);
   ReferenceAt named(shifted);
-  serving::RunOptions opts;
+  sim::RunConfig opts;
   opts.sinks = {&quiet.monitor, &named.monitor};
   const serving::ServingRun run = serving::simulate(s.config, s.runtime, opts);
   ASSERT_TRUE(run.completed);

@@ -75,7 +75,7 @@ TEST(Import, EveryRecordedJobsScenarioRunsToTheVerdictOfItsDumps) {
     ASSERT_EQ(o.code, 0) << o.out << o.err;
     EXPECT_NE(o.out.find(fmt::format("the same verdict ({})", c.verdict_class)), std::string::npos) << o.out;
     const program::Program p = scenario::load_program_file(file);
-    const core::RunResult r = program::run_on_sim(p, program::SimRunOptions{});
+    const core::RunResult r = program::run_on_sim(p, sim::RunConfig{});
     EXPECT_EQ(class_of(r), c.verdict_class) << (r.findings.empty() ? "" : r.findings.front().summary);
     EXPECT_EQ(r.verdict, p.expect.verdict);
     EXPECT_EQ(class_of(verify::check_flight_recorder(traces::read_fr_dir(kCorpus + c.dumps).dumps)), c.verdict_class);
@@ -135,7 +135,7 @@ TEST(Import, ACallTheDumpsShowDidNotWaitGoesOnAStreamOfItsOwn) {
   EXPECT_EQ(im.program.ranks[0][0].ops[1].stream, "s1");
   EXPECT_EQ(im.program.ranks[1][0].ops[0].stream, "s0");
   EXPECT_EQ(im.program.ranks[1][0].ops[1].stream, "s0");
-  EXPECT_EQ(program::run_on_sim(im.program, program::SimRunOptions{}).verdict, core::Verdict::pass);
+  EXPECT_EQ(program::run_on_sim(im.program, sim::RunConfig{}).verdict, core::Verdict::pass);
 
   // The same calls, where rank 0's tp call completed after its pp call: nothing says it did not wait.
   d.entry(0, 1)["time_discovered_completed_ns"] = 3000;

@@ -8,7 +8,7 @@
 
 #include "core/hash.h"
 #include "engine/checkpoint.h"
-#include "engine/golden.h"
+#include "verify/oracles/golden.h"
 #include "tests/probe_events.h"
 #include "verify/monitors/model_reference.h"
 
@@ -20,7 +20,7 @@ using core::EventKind;
 TEST(ReferenceSequence, AChangedTokenRecomputesFromItsPositionAndTruncateForgets) {
   engine::ModelConfig m;
   const engine::Checkpoint ckpt = engine::make_checkpoint(m);
-  engine::ReferenceSequence a(ckpt, m), b(ckpt, m);
+  verify::ReferenceSequence a(ckpt, m), b(ckpt, m);
   for (int32_t t : {5, 9, 14, 3, 8}) a.set(a.size(), t);
   const auto before = std::vector<uint32_t>(a.lanes(4, m.layers).begin(), a.lanes(4, m.layers).end());
   a.set(2, 15);  // a rejected draft rewritten
@@ -37,7 +37,7 @@ TEST(ReferenceSequence, AChangedTokenRecomputesFromItsPositionAndTruncateForgets
       << "position 4 attends over position 2: it must change with it";
   a.truncate(3);
   EXPECT_EQ(a.size(), 3u);
-  EXPECT_EQ(engine::golden_continuation(ckpt, m, {5, 9, 15}, 4).front(), a.greedy(2));
+  EXPECT_EQ(verify::golden_continuation(ckpt, m, {5, 9, 15}, 4).front(), a.greedy(2));
 }
 
 // pp 2, tp 1: rank 0 embeds and runs the first half of the layers, rank 1 the rest and samples.
@@ -48,7 +48,7 @@ struct OracleFixture {
   std::vector<core::Finding> found;
   ProbeEvents events;
   std::unique_ptr<verify::ModelReference> oracle;
-  engine::ReferenceSequence truth{*ckpt, model};
+  verify::ReferenceSequence truth{*ckpt, model};
 
   OracleFixture() {
     verify::ServingFacts facts;

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "engine/checkpoint.h"
-#include "engine/golden.h"
+#include "verify/oracles/golden.h"
 #include "kernels/recurrent.h"
 
 namespace ppspec::testing {
@@ -139,7 +139,7 @@ TEST(RecurrentRollback, ReferenceRunsTheRecurrenceOverTheSequenceItHolds) {
   const engine::Checkpoint ch = engine::make_checkpoint(hybrid);
   EXPECT_EQ(ca.embed_ctx, ch.embed_ctx);  // every other weight drawn as before
   EXPECT_EQ(ca.layers[1].w, ch.layers[1].w);
-  engine::ReferenceSequence a(ca, attention), h(ch, hybrid), rewritten(ch, hybrid);
+  verify::ReferenceSequence a(ca, attention), h(ch, hybrid), rewritten(ch, hybrid);
   for (int32_t t : {5, 9, 11, 3}) {
     a.set(a.size(), t);
     h.set(h.size(), t);

@@ -89,7 +89,7 @@ class Probes final : public core::EventSink {
 
 serving::ServingRun run(const serving::ServingScenario& s, uint64_t seed = 1, core::EventSink* sink = nullptr,
                         sim::StrategySpec strategy = {}) {
-  serving::RunOptions o;
+  sim::RunConfig o;
   o.seed = seed;
   o.strategy = strategy;
   if (sink != nullptr) o.sinks.push_back(sink);

@@ -82,7 +82,7 @@ inline program::Program program_from(std::string_view toml) { return scenario::p
 inline core::RunResult run_toml(std::string_view toml, uint64_t seed = 1, core::EventSink* sink = nullptr,
                                 sim::StrategySpec strategy = {}) {
   const program::Program p = program_from(toml);
-  program::SimRunOptions o;
+  sim::RunConfig o;
   o.seed = seed;
   o.strategy = strategy;
   if (sink != nullptr) o.sinks.push_back(sink);

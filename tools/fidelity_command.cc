@@ -22,7 +22,7 @@
 #include "program/runner.h"
 #include "program/toml_writer.h"
 #include "report/report.h"
-#include "runs/run_options.h"
+#include "runs/execute.h"
 #include "tools/bad_input.h"
 #include "tools/gpu_runs.h"
 #include "tools/run_support.h"
@@ -118,7 +118,7 @@ ProgramResult simulate(generator::GeneratedProgram& g, const fs::path& file, uin
     choices.seed = s;
     choices.strategy = sim::StrategySpec{};  // every program under the default strategy, whatever its file says
     choices.record_decisions = false;
-    const core::RunResult run = program::run_on_sim(p, runs::sim_options(p, choices));
+    const core::RunResult run = runs::execute(p, choices);
     r.sim.push_back(verdict_class(run.verdict));
     if (s == 1) {
       r.sim_summary = first_summary(run);

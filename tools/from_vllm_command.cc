@@ -112,7 +112,7 @@ int from_vllm_command(const FromVllmArgs& a, std::ostream& out, std::ostream& er
       out << (m.vllm.empty() ? fmt::format("      {}\n", core::printable(m.scenario))
                              : fmt::format("  {} -> {}\n", core::printable(m.vllm), core::printable(m.scenario)));
     for (const std::string& n : s.no_counterpart) out << fmt::format("  no counterpart: {}\n", core::printable(n));
-    const serving::ServingRun run = serving::run_on_sim(scenario, serving::RunOptions{});
+    const serving::ServingRun run = serving::run_on_sim(scenario, sim::RunConfig{});
     const core::Finding* first = run.result.findings.empty() ? nullptr : &run.result.findings.front();
     out << fmt::format("  ppspec run of the scenario (seed 1): {}{}\n", core::to_string(run.result.verdict),
                        first == nullptr ? "" : fmt::format(" ({}): {}", first->kind, first->summary));

@@ -11,7 +11,7 @@
 #include "gpu_jobs/gpu_backend.h"
 #include "report/report.h"
 #include "report/serving_records.h"
-#include "runs/run_options.h"
+#include "runs/execute.h"
 #include "serving/runner.h"
 #include "tools/bad_input.h"
 #include "traces/jsonl_writer.h"
@@ -57,7 +57,7 @@ serving::ServingRun finish_serving(const serving::ServingScenario& s, const nloh
     run.requests = report::requests_from_json(s.config, result.at("requests"));
     run.stats = report::serving_stats_from_json(result.at("stats"));
   }
-  serving::check_oracles(s, runs::sim_options(s, runs::RunChoices{}), run);  // the scenario's seed and strategy
+  serving::check_oracles(s, runs::run_config(s, runs::RunChoices{}), run);  // the scenario's seed and strategy
   rec.result = run.result;
   rec.serving = report::figures_of(run);
   return run;
@@ -221,7 +221,7 @@ int run_both(const std::vector<Loaded>& scenarios, const RunArgs& args, std::ost
     verify::OpLog sim_ops;
     runs::RunChoices choices;  // the scenario's seed and strategy
     choices.sink = &sim_ops;
-    const serving::ServingRun sim = serving::run_on_sim(s, runs::sim_options(s, choices));
+    const serving::ServingRun sim = runs::execute(s, choices);
     const report::RunRecord sim_rec = sim_record(s, sim);
     // The GPU run is always traced: its operation sequence is read back from the trace.
     const std::string trace = paths.next(s.name + "-gpu", 0);

@@ -99,7 +99,7 @@ int import_command(const ImportArgs& args, std::ostream& out, std::ostream& err)
     importer::Imported imported =
         importer::import_flight_recorder(set, name, importer::ImportOptions{input.from_trace, placed});
     program::Program& p = imported.program;
-    const core::RunResult ran = program::run_on_sim(p, program::SimRunOptions{});
+    const core::RunResult ran = program::run_on_sim(p, sim::RunConfig{});
     p.expect.verdict = ran.verdict;
     if (!ran.findings.empty() && ran.verdict != core::Verdict::pass) p.expect.kind = ran.findings.front().kind;
     const std::string text = program::to_toml(p);

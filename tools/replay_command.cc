@@ -10,7 +10,7 @@
 #include "core/error.h"
 #include "core/printable.h"
 #include "program/runner.h"
-#include "runs/run_options.h"
+#include "runs/execute.h"
 #include "serving/runner.h"
 #include "tools/bad_input.h"
 #include "tools/run_support.h"
@@ -41,14 +41,7 @@ void rerun(const Loaded& l, const traces::TraceHeader& h, const std::vector<uint
   choices.strategy = sim::parse_strategy(h.strategy).value_or(sim::StrategySpec{});
   choices.replay = decisions;
   choices.sink = &writer;
-  core::RunResult result;
-  if (const auto* p = std::get_if<program::Program>(&l.scenario)) {
-    result = program::run_on_sim(*p, runs::sim_options(*p, choices));
-  } else {
-    const auto& s = std::get<serving::ServingScenario>(l.scenario);
-    result = serving::run_on_sim(s, runs::sim_options(s, choices)).result;
-  }
-  writer.finish(result);
+  writer.finish(runs::execute(l.scenario, choices).result());
 }
 
 }  // namespace

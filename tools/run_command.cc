@@ -22,7 +22,7 @@
 #include "scenario/serving_loader.h"
 #include "scenario/toml_reader.h"
 #include "program/runner.h"
-#include "runs/run_options.h"
+#include "runs/execute.h"
 #include "serving/runner.h"
 #include "tools/bad_input.h"
 #include "tools/gpu_runs.h"
@@ -51,12 +51,12 @@ void simulate_once(const Scenario& sc, uint64_t seed, const sim::StrategySpec& s
   choices.strategy = strategy;
   choices.sink = sink;
   if (const auto* p = std::get_if<program::Program>(&sc)) {
-    rec.result = program::run_on_sim(*p, runs::sim_options(*p, choices));
+    rec.result = runs::execute(*p, choices);
     rec.mismatch = core::expectation_mismatch(p->expect, rec.result);
     return;
   }
   const auto& s = std::get<serving::ServingScenario>(sc);
-  const serving::ServingRun run = serving::run_on_sim(s, runs::sim_options(s, choices));
+  const serving::ServingRun run = runs::execute(s, choices);
   rec.result = run.result;
   rec.serving = report::figures_of(run);
   rec.mismatch = core::expectation_mismatch(s.expect, rec.result);

@@ -33,7 +33,7 @@ std::vector<int64_t> reference_drafts(const engine::Checkpoint& ckpt, int vocab,
 }
 
 std::vector<int64_t> reference_eagle_drafts(const engine::Checkpoint& ckpt, int vocab, const std::vector<int>& taps,
-                                            int k, engine::ReferenceSequence& seq) {
+                                            int k, ReferenceSequence& seq) {
   PPSPEC_ASSERT(seq.size() >= 2 && !taps.empty() && taps.size() <= static_cast<size_t>(kernels::kMaxEagleTaps),
                 "an EAGLE reference over {} tokens and {} taps", seq.size(), taps.size());
   const size_t anchor = seq.size() - 2;
@@ -60,7 +60,7 @@ std::vector<int64_t> reference_eagle_drafts(const engine::Checkpoint& ckpt, int 
 std::vector<int64_t> DrafterReference::expected(Request& r, int k) {
   if (facts_.eagle_taps.empty()) return reference_drafts(*facts_.checkpoint, facts_.vocab, k, r.context);
   PPSPEC_ASSERT(facts_.model != nullptr, "an EAGLE reference without the model");
-  if (!r.model) r.model = std::make_unique<engine::ReferenceSequence>(*facts_.checkpoint, *facts_.model);
+  if (!r.model) r.model = std::make_unique<ReferenceSequence>(*facts_.checkpoint, *facts_.model);
   // The context only grows but at a resumption (reassigned): set() recomputes from what changed.
   r.model->truncate(r.context.size());
   for (size_t p = 0; p < r.context.size(); ++p) r.model->set(p, static_cast<int32_t>(r.context[p]));

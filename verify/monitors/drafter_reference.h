@@ -7,7 +7,7 @@
 //   h = sum over the context but its last token t_q of E_ctx[t_q] * R^q   (the anchor's context lane)
 //   then K times: h += E_draft[tok] * R^pos; tok = ctx_token(h); pos += 1  (from the bonus token).
 // The EAGLE drafter's reference (kernels/eagle.h) takes its taps from the reference model
-// (engine::ReferenceSequence) at the anchor position, the context's second to last: a tap cross-
+// (ReferenceSequence) at the anchor position, the context's second to last: a tap cross-
 // matched with another transfer, or taken from another layer or row, is seen in its drafts.
 #pragma once
 
@@ -15,7 +15,7 @@
 #include <memory>
 #include <vector>
 
-#include "engine/golden.h"
+#include "verify/oracles/golden.h"
 
 #include "core/probes.h"
 #include "verify/monitors/monitor.h"
@@ -28,7 +28,7 @@ std::vector<int64_t> reference_drafts(const engine::Checkpoint& ckpt, int vocab,
 
 // The EAGLE reference: the drafts for the context `seq` holds (its last token the bonus).
 std::vector<int64_t> reference_eagle_drafts(const engine::Checkpoint& ckpt, int vocab, const std::vector<int>& taps,
-                                            int k, engine::ReferenceSequence& seq);
+                                            int k, ReferenceSequence& seq);
 
 class DrafterReference final : public Monitor {
  public:
@@ -47,7 +47,7 @@ class DrafterReference final : public Monitor {
     std::vector<int64_t> context;  // prompt, then every sampled token
     int64_t last_sampled_step = -1;
     int64_t started_step = -1;  // its admission, or its resumption after a preemption
-    std::unique_ptr<engine::ReferenceSequence> model;  // EAGLE: the reference model over `context`
+    std::unique_ptr<ReferenceSequence> model;  // EAGLE: the reference model over `context`
   };
   std::vector<int64_t> expected(Request& r, int k);
   void check(const core::Event& e, const core::DraftsProbe& p);

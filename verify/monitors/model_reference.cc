@@ -44,7 +44,7 @@ void ModelReference::on_scheduled(const core::Event& e, const core::RequestSched
   if (requests_.size() >= kRequestsKept) forget_oldest();
   ++requests_followed_;
   Request& r = requests_[e.req];
-  r.sequence = std::make_unique<engine::ReferenceSequence>(*facts_.checkpoint, *facts_.model);
+  r.sequence = std::make_unique<ReferenceSequence>(*facts_.checkpoint, *facts_.model);
   r.prompt_len = p.prefill_len;
   r.prefill_by_step[e.step] = p.prefill_len;
   r.agreed.assign(static_cast<size_t>(facts_.pp * facts_.tp), false);
@@ -98,7 +98,7 @@ void ModelReference::follow(Request& r, const core::Event& e, const core::Inputs
   r.ids.assign(p.input_ids.begin(), p.input_ids.end());
   std::fill(r.agreed.begin(), r.agreed.end(), false);
   if (!r.followed) return;
-  engine::ReferenceSequence& seq = *r.sequence;
+  ReferenceSequence& seq = *r.sequence;
   // A position past the known sequence, or a token outside the vocabulary, cannot be modelled:
   // stage agreement reports a wrong position or token; this monitor stops following the request.
   const bool in_vocab =
@@ -125,7 +125,7 @@ void ModelReference::check_output(const core::Event& e, const core::StageOutputP
   if (layers < 0 || layers > facts_.model->layers || lane_begin < 0 || lanes < 0 ||
       lane_begin + lanes > facts_.model->lanes)
     return;
-  engine::ReferenceSequence& seq = *r.sequence;
+  ReferenceSequence& seq = *r.sequence;
   for (size_t i = 0; i < p.row_count(); ++i) {
     const core::StageOutputRow row = p.row(i);
     // A position stage 0 did not embed is stage agreement's to report.
@@ -222,7 +222,7 @@ std::string ModelReference::stage_hint(const Request& r, core::RankId rank) cons
 // model's token at each row while the next row's draft equals it, then the token that replaces
 // the first rejected draft (or the bonus after the last).
 std::vector<int64_t> ModelReference::expected_samples(Request& r) const {
-  engine::ReferenceSequence& seq = *r.sequence;
+  ReferenceSequence& seq = *r.sequence;
   const auto first = static_cast<size_t>(r.first_position);
   const size_t n = r.ids.size();
   PPSPEC_ASSERT(r.followed && r.first_position >= 0 && r.last_ids.size() == n,

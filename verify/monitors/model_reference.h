@@ -1,6 +1,6 @@
 // The model reference (`output-divergence`): at every engine step, warmup included, every rank's
 // activations and the last stage's greedy samples are those of the reference model
-// (engine/golden.h) over the tokens stage 0 embedded for the request, checked as each is published:
+// (verify/oracles/golden.h) over the tokens stage 0 embedded for the request, checked as each is published:
 //  * `stage-output`: per request row, the context lane and a digest of the rank's deep lanes after
 //    its stage's last layer (the `stage_output` probe) equal the model's at that position;
 //  * `greedy-sample`: a greedy request's sampled tokens are the model's argmax at each logit row,
@@ -18,7 +18,7 @@
 #include <memory>
 #include <vector>
 
-#include "engine/golden.h"
+#include "verify/oracles/golden.h"
 #include "core/probes.h"
 #include "verify/monitors/monitor.h"
 
@@ -53,7 +53,7 @@ class ModelReference final : public Monitor {
 
  private:
   struct Request {
-    std::unique_ptr<engine::ReferenceSequence> sequence;
+    std::unique_ptr<ReferenceSequence> sequence;
     int64_t prompt_len = -1;
     // The prefill length each scheduled step ran under, until stage 0 embeds it: with a lookahead
     // batch the engine core may preempt and resume the request (a longer prefill) before the last

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/hazard_kinds.h"
-#include "engine/worker.h"
+#include "engine/communicators.h"
 
 namespace ppspec::verify {
 

@@ -12,7 +12,7 @@
 
 #include "core/event.h"
 #include "core/verdict.h"
-#include "engine/scheduler.h"
+#include "engine/request_record.h"
 
 namespace ppspec::verify {
 

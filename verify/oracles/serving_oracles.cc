@@ -5,7 +5,7 @@
 
 #include "core/finding_kinds.h"
 #include "core/assert.h"
-#include "engine/golden.h"
+#include "verify/oracles/golden.h"
 #include "verify/monitors/monitor.h"
 
 namespace ppspec::verify {
@@ -121,7 +121,7 @@ std::optional<core::Finding> golden_oracle(const engine::EngineConfig& cfg, cons
   std::optional<core::Finding> earliest;
   for (const engine::RequestRecord& r : requests) {
     if (r.spec.spread != 0) continue;  // the golden continuation is greedy
-    const std::vector<int64_t> golden = engine::golden_continuation(ckpt, cfg.model, r.spec.prompt, r.spec.max_tokens);
+    const std::vector<int64_t> golden = golden_continuation(ckpt, cfg.model, r.spec.prompt, r.spec.max_tokens);
     const size_t n = std::min(golden.size(), r.output.size());
     size_t i = 0;
     while (i < n && golden[i] == r.output[i]) ++i;

@@ -14,7 +14,7 @@
 #include "core/verdict.h"
 #include "engine/checkpoint.h"
 #include "engine/config.h"
-#include "engine/scheduler.h"
+#include "engine/request_record.h"
 
 namespace ppspec::verify {
 

@@ -12,7 +12,7 @@
 
 #include "engine/checkpoint.h"
 
-namespace ppspec::engine {
+namespace ppspec::verify {
 
 // The reference model over one token sequence. Each position is computed once, when first asked
 // for; setting a different token at a position recomputes from that position on, as a verification
@@ -21,7 +21,7 @@ namespace ppspec::engine {
 // after the position, over the sequence's tokens only): O(layers * lanes) words.
 class ReferenceSequence {
  public:
-  ReferenceSequence(const Checkpoint& ckpt, const ModelConfig& m);
+  ReferenceSequence(const engine::Checkpoint& ckpt, const engine::ModelConfig& m);
 
   // The token at `pos`, pos <= size(): one past the end appends. Precondition: a token of the
   // vocabulary.
@@ -41,8 +41,8 @@ class ReferenceSequence {
   void compute_to(size_t pos);
   void compute(size_t pos);
 
-  const Checkpoint& ckpt_;
-  const ModelConfig& model_;
+  const engine::Checkpoint& ckpt_;
+  const engine::ModelConfig& model_;
   std::vector<int32_t> tokens_;
   size_t computed_ = 0;               // positions computed with the current tokens
   std::vector<uint32_t> context_;     // [pos]: the context lane (Σ of the context KV over 0..pos)
@@ -50,7 +50,7 @@ class ReferenceSequence {
   std::vector<uint32_t> lanes_;       // [pos][layers + 1][lane]
 };
 
-std::vector<int64_t> golden_continuation(const Checkpoint& ckpt, const ModelConfig& m,
+std::vector<int64_t> golden_continuation(const engine::Checkpoint& ckpt, const engine::ModelConfig& m,
                                          const std::vector<int32_t>& prompt, int max_tokens);
 
-}  // namespace ppspec::engine
+}  // namespace ppspec::verify

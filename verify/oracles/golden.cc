@@ -1,12 +1,13 @@
-#include "engine/golden.h"
+#include "verify/oracles/golden.h"
 
 #include "core/assert.h"
 #include "kernels/recurrent.h"
 #include "kernels/row.h"
 
-namespace ppspec::engine {
+namespace ppspec::verify {
 
-ReferenceSequence::ReferenceSequence(const Checkpoint& ckpt, const ModelConfig& m) : ckpt_(ckpt), model_(m) {}
+ReferenceSequence::ReferenceSequence(const engine::Checkpoint& ckpt, const engine::ModelConfig& m)
+    : ckpt_(ckpt), model_(m) {}
 
 void ReferenceSequence::set(size_t pos, int32_t token) {
   PPSPEC_ASSERT(pos <= tokens_.size(), "position {} set past the sequence's end {}", pos, tokens_.size());
@@ -67,7 +68,7 @@ void ReferenceSequence::compute(size_t p) {
   for (size_t j = 0; j < D; ++j) x[j] = ckpt_.embed_deep[tok * D + j] ^ mix32(static_cast<uint32_t>(p) + 1U);
   std::vector<uint32_t> y(D);
   for (size_t l = 0; l < L; ++l) {
-    const LayerWeights& w = ckpt_.layers[l];
+    const engine::LayerWeights& w = ckpt_.layers[l];
     std::fill(y.begin(), y.end(), 0U);
     for (size_t j = 0; j < D; ++j) {
       const uint32_t xj = x[j];
@@ -90,7 +91,7 @@ void ReferenceSequence::compute(size_t p) {
   }
 }
 
-std::vector<int64_t> golden_continuation(const Checkpoint& ckpt, const ModelConfig& m,
+std::vector<int64_t> golden_continuation(const engine::Checkpoint& ckpt, const engine::ModelConfig& m,
                                          const std::vector<int32_t>& prompt, int max_tokens) {
   ReferenceSequence seq(ckpt, m);
   for (int32_t t : prompt) seq.set(seq.size(), t);
@@ -105,4 +106,4 @@ std::vector<int64_t> golden_continuation(const Checkpoint& ckpt, const ModelConf
   return out;
 }
 
-}  // namespace ppspec::engine
+}  // namespace ppspec::verify
