@@ -9,15 +9,15 @@ std::string expectation_mismatch(const Expect& expect, const RunResult& r) {
   if (r.verdict != expect.verdict)
     return fmt::format("verdict {}, expected {}", to_string(r.verdict), to_string(expect.verdict));
   if (expect.kind) {
-    const std::string got = r.findings.empty() ? std::string("none") : r.findings.front().kind;
-    if (got != *expect.kind)
+    const std::string_view got = r.findings.empty() ? std::string_view("none") : to_string(r.findings.front().kind);
+    if (got != to_string(*expect.kind))
       return fmt::format("verdict {} of kind {}, expected kind {}", to_string(r.verdict), got, *expect.kind);
   }
   if (!expect.hazards) return "";
   std::vector<std::string> kinds;
   for (const auto* list : {&r.notes, &r.findings})
     for (const auto& f : *list)
-      if (f.verdict == Verdict::hazard) kinds.push_back(f.kind);
+      if (f.verdict == Verdict::hazard) kinds.emplace_back(to_string(f.kind));
   std::sort(kinds.begin(), kinds.end());
   kinds.erase(std::unique(kinds.begin(), kinds.end()), kinds.end());
   if (kinds == *expect.hazards) return "";

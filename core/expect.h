@@ -20,7 +20,7 @@ struct Expect {
   std::optional<std::vector<std::string>> hazards;  // if given: exactly these hazard kinds, sorted
   // If given: the kind of the finding that decided the verdict (the first), so that the right
   // verdict for the wrong reason does not pass (core/finding_kinds.h).
-  std::optional<std::string> kind;
+  std::optional<FindingKind> kind;
   // Serving: the run's acceptance rate (accepted / verified drafts) lies in [lo, hi]; checked by
   // the serving oracles (kind `acceptance`), so a drafter that proposes worse drafts fails.
   std::optional<std::pair<double, double>> acceptance;

@@ -1,158 +1,78 @@
-// The kinds of finding ppspec reports, each under the one verdict it decides. A finding's `kind`
-// says *why* a verdict was given (`gate-disagreement` and `collective-mismatch` are both
-// `fifo-misalignment`), so a scenario pins it with `[expect] kind` and the loader checks the name
-// against this table: a misspelt kind is an input error, not a run that can never meet its
-// expectation. Hazard kinds live in core/hazard_kinds.h and are listed here under `hazard` too.
+// The kinds of finding ppspec reports (core/finding_kind.h), each under the one verdict it decides,
+// so that a scenario pins one with `[expect] kind` and the loader checks it against this table: a
+// misspelt kind is an input error, not a run that can never meet its expectation. Hazard kinds
+// (core/hazard_kinds.h) are listed here under `hazard` too. Notes (verdict pass: what a reader could
+// not judge or assumed) are kinds of no verdict and are not here.
 #pragma once
 
 #include <array>
-#include <string_view>
 
+#include "core/finding_kind.h"
 #include "core/hazard_kinds.h"
 #include "core/verdict.h"
 
 namespace ppspec::core {
 
-// fifo-misalignment
-inline constexpr std::string_view kKindCollectiveMismatch = "collective-mismatch";
-inline constexpr std::string_view kKindP2pMismatch = "p2p-mismatch";
-inline constexpr std::string_view kKindGateDisagreement = "gate-disagreement";
-inline constexpr std::string_view kKindDecisionDisagreement = "decision-disagreement";
-inline constexpr std::string_view kKindUnmatched = "unmatched";
-// deadlock
-inline constexpr std::string_view kKindCycle = "cycle";
-inline constexpr std::string_view kKindStuck = "stuck";
-// stale-draft
-inline constexpr std::string_view kKindDraftFreshness = "draft-freshness";
-inline constexpr std::string_view kKindDraftRelay = "draft-relay";
-// padding-violation, embedding-violation
-inline constexpr std::string_view kKindPadding = "padding";
-inline constexpr std::string_view kKindEmbedding = "embedding";
-// output-divergence
-inline constexpr std::string_view kKindGolden = "golden";
-inline constexpr std::string_view kKindPpInvariance = "pp-invariance";
-inline constexpr std::string_view kKindPaddingInvariance = "padding-invariance";
-inline constexpr std::string_view kKindSimGpu = "sim-gpu";
-inline constexpr std::string_view kKindDrafterOracle = "drafter-oracle";
-inline constexpr std::string_view kKindAcceptance = "acceptance";
-inline constexpr std::string_view kKindStageOutput = "stage-output";
-inline constexpr std::string_view kKindGreedySample = "greedy-sample";
-// race
-inline constexpr std::string_view kKindStreamRace = "stream-race";
-// the host touched pinned memory that a copy's DMA (or a kernel) may be using (core/runtime.h)
-inline constexpr std::string_view kKindPinnedHostRace = "pinned-host-race";
-// stage-divergence
-inline constexpr std::string_view kKindStagePosition = "stage-position";
-inline constexpr std::string_view kKindStageToken = "stage-token";
-inline constexpr std::string_view kKindStageDrafts = "stage-drafts";
-inline constexpr std::string_view kKindStageAdoption = "stage-adoption";
-inline constexpr std::string_view kKindFeedbackDropped = "feedback-dropped";
-inline constexpr std::string_view kKindSchedulingCadence = "scheduling-cadence";
-// kv-violation
-inline constexpr std::string_view kKindKvOwnership = "kv-ownership";
-inline constexpr std::string_view kKindKvOutOfTable = "kv-out-of-table";
-// leak
-inline constexpr std::string_view kKindBlocksLeaked = "blocks-leaked";
-inline constexpr std::string_view kKindRequestLeaked = "request-leaked";
-inline constexpr std::string_view kKindAbortIgnored = "abort-ignored";
-// pipeline-bubble
-inline constexpr std::string_view kKindPipelineBubble = "pipeline-bubble";
-// nondeterminism, step-limit, hang, invalid-usage, device-fault
-inline constexpr std::string_view kKindReplayDiverged = "replay-diverged";
-inline constexpr std::string_view kKindStepLimit = "step-limit";
-inline constexpr std::string_view kKindTimeLimit = "time-limit";
-inline constexpr std::string_view kKindWatchdog = "watchdog";
-// hang, from Flight Recorder dumps: ranks all at one operation that does not complete (nothing in the
-// communication order explains it); ranks waiting for one that did not dump
-inline constexpr std::string_view kKindStalled = "stalled";
-inline constexpr std::string_view kKindMissingDump = "missing-dump";
-// hang, from a live job's plugin traces: calls NCCL never launched (a group that never ended, a
-// communicator a member never initialised)
-inline constexpr std::string_view kKindNeverLaunched = "never-launched";
-// hazard, from Flight Recorder dumps: a member of a group in use left no dump (nothing it did is checked)
-inline constexpr std::string_view kKindUncheckedRank = "unchecked-rank";
-// hazard, from plugin traces: records lost (a ring or a pool overflowed) or a plugin that turned itself off
-inline constexpr std::string_view kKindIncompleteTrace = "incomplete-trace";
-inline constexpr std::string_view kKindConnectInCapture = "connect-in-capture";
-inline constexpr std::string_view kKindUnmatchedSelfP2p = "unmatched-self-p2p";
-inline constexpr std::string_view kKindNcclInvalidUsage = "nccl-invalid-usage";
-inline constexpr std::string_view kKindCaptureConflict = "capture-conflict";
-inline constexpr std::string_view kKindCaptureUnsafeCall = "capture-unsafe-call";
-inline constexpr std::string_view kKindDeviceFault = "device-fault";
-
-// notes (verdict pass): what a reader could not judge or assumed, said beside the verdict
-inline constexpr std::string_view kNoteP2pDataLost = "p2p-data-lost";
-inline constexpr std::string_view kNoteRingBufferWrapped = "ring-buffer-wrapped";
-inline constexpr std::string_view kNoteP2pNotAligned = "p2p-not-aligned";
-inline constexpr std::string_view kNoteP2pAlignedByPattern = "p2p-aligned-by-pattern";
-inline constexpr std::string_view kNoteNoProgressRecorded = "no-progress-recorded";
-inline constexpr std::string_view kNoteGroupsFromEntries = "groups-from-entries";
-inline constexpr std::string_view kNoteExecutionModel = "execution-model";
-inline constexpr std::string_view kNoteInFlight = "in-flight";
-inline constexpr std::string_view kNoteTornLine = "torn-line";
-inline constexpr std::string_view kNoteCallsOnly = "calls-only";
-inline constexpr std::string_view kNoteRecordedVerdict = "recorded-verdict";
-
 struct FindingKindName {
   Verdict verdict;
-  std::string_view name;
+  FindingKind kind;
 };
 
 inline constexpr std::array<FindingKindName, 54> kFindingKinds{{
-    {Verdict::fifo_misalignment, kKindCollectiveMismatch},
-    {Verdict::fifo_misalignment, kKindP2pMismatch},
-    {Verdict::fifo_misalignment, kKindGateDisagreement},
-    {Verdict::fifo_misalignment, kKindDecisionDisagreement},
-    {Verdict::fifo_misalignment, kKindUnmatched},
-    {Verdict::deadlock, kKindCycle},
-    {Verdict::deadlock, kKindStuck},
-    {Verdict::hazard, kHazardModuleLoadInFlight},
-    {Verdict::hazard, kHazardMallocInFlight},
-    {Verdict::hazard, kHazardDeviceSyncInFlight},
-    {Verdict::hazard, kHazardCrossCommunicatorOrder},
-    {Verdict::hazard, kHazardFeedbackDuringWarmup},
-    {Verdict::hazard, kHazardModuleLoadAfterWarmup},
-    {Verdict::stale_draft, kKindDraftFreshness},
-    {Verdict::stale_draft, kKindDraftRelay},
-    {Verdict::padding_violation, kKindPadding},
-    {Verdict::embedding_violation, kKindEmbedding},
-    {Verdict::output_divergence, kKindGolden},
-    {Verdict::output_divergence, kKindPpInvariance},
-    {Verdict::output_divergence, kKindStageOutput},
-    {Verdict::output_divergence, kKindGreedySample},
-    {Verdict::output_divergence, kKindPaddingInvariance},
-    {Verdict::output_divergence, kKindSimGpu},
-    {Verdict::output_divergence, kKindDrafterOracle},
-    {Verdict::output_divergence, kKindAcceptance},
-    {Verdict::race, kKindStreamRace},
-    {Verdict::race, kKindPinnedHostRace},
-    {Verdict::stage_divergence, kKindStagePosition},
-    {Verdict::stage_divergence, kKindStageToken},
-    {Verdict::stage_divergence, kKindStageDrafts},
-    {Verdict::stage_divergence, kKindStageAdoption},
-    {Verdict::stage_divergence, kKindFeedbackDropped},
-    {Verdict::stage_divergence, kKindSchedulingCadence},
-    {Verdict::kv_violation, kKindKvOwnership},
-    {Verdict::kv_violation, kKindKvOutOfTable},
-    {Verdict::leak, kKindBlocksLeaked},
-    {Verdict::leak, kKindRequestLeaked},
-    {Verdict::leak, kKindAbortIgnored},
-    {Verdict::pipeline_bubble, kKindPipelineBubble},
-    {Verdict::nondeterminism, kKindReplayDiverged},
-    {Verdict::step_limit, kKindStepLimit},
-    {Verdict::step_limit, kKindTimeLimit},
-    {Verdict::hang, kKindWatchdog},
-    {Verdict::hang, kKindStalled},
-    {Verdict::hang, kKindMissingDump},
-    {Verdict::hazard, kKindUncheckedRank},
-    {Verdict::hang, kKindNeverLaunched},
-    {Verdict::hazard, kKindIncompleteTrace},
-    {Verdict::invalid_usage, kKindConnectInCapture},
-    {Verdict::invalid_usage, kKindUnmatchedSelfP2p},
-    {Verdict::invalid_usage, kKindNcclInvalidUsage},
-    {Verdict::invalid_usage, kKindCaptureConflict},
-    {Verdict::invalid_usage, kKindCaptureUnsafeCall},
-    {Verdict::device_fault, kKindDeviceFault},
+    {Verdict::fifo_misalignment, FindingKind::collective_mismatch},
+    {Verdict::fifo_misalignment, FindingKind::p2p_mismatch},
+    {Verdict::fifo_misalignment, FindingKind::gate_disagreement},
+    {Verdict::fifo_misalignment, FindingKind::decision_disagreement},
+    {Verdict::fifo_misalignment, FindingKind::unmatched},
+    {Verdict::deadlock, FindingKind::cycle},
+    {Verdict::deadlock, FindingKind::stuck},
+    {Verdict::hazard, FindingKind::module_load_in_flight},
+    {Verdict::hazard, FindingKind::malloc_in_flight},
+    {Verdict::hazard, FindingKind::device_sync_in_flight},
+    {Verdict::hazard, FindingKind::cross_communicator_order},
+    {Verdict::hazard, FindingKind::feedback_during_warmup},
+    {Verdict::hazard, FindingKind::module_load_after_warmup},
+    {Verdict::stale_draft, FindingKind::draft_freshness},
+    {Verdict::stale_draft, FindingKind::draft_relay},
+    {Verdict::padding_violation, FindingKind::padding},
+    {Verdict::embedding_violation, FindingKind::embedding},
+    {Verdict::output_divergence, FindingKind::golden},
+    {Verdict::output_divergence, FindingKind::pp_invariance},
+    {Verdict::output_divergence, FindingKind::stage_output},
+    {Verdict::output_divergence, FindingKind::greedy_sample},
+    {Verdict::output_divergence, FindingKind::padding_invariance},
+    {Verdict::output_divergence, FindingKind::sim_gpu},
+    {Verdict::output_divergence, FindingKind::drafter_oracle},
+    {Verdict::output_divergence, FindingKind::acceptance},
+    {Verdict::race, FindingKind::stream_race},
+    {Verdict::race, FindingKind::pinned_host_race},
+    {Verdict::stage_divergence, FindingKind::stage_position},
+    {Verdict::stage_divergence, FindingKind::stage_token},
+    {Verdict::stage_divergence, FindingKind::stage_drafts},
+    {Verdict::stage_divergence, FindingKind::stage_adoption},
+    {Verdict::stage_divergence, FindingKind::feedback_dropped},
+    {Verdict::stage_divergence, FindingKind::scheduling_cadence},
+    {Verdict::kv_violation, FindingKind::kv_ownership},
+    {Verdict::kv_violation, FindingKind::kv_out_of_table},
+    {Verdict::leak, FindingKind::blocks_leaked},
+    {Verdict::leak, FindingKind::request_leaked},
+    {Verdict::leak, FindingKind::abort_ignored},
+    {Verdict::pipeline_bubble, FindingKind::pipeline_bubble},
+    {Verdict::nondeterminism, FindingKind::replay_diverged},
+    {Verdict::step_limit, FindingKind::step_limit},
+    {Verdict::step_limit, FindingKind::time_limit},
+    {Verdict::hang, FindingKind::watchdog},
+    {Verdict::hang, FindingKind::stalled},
+    {Verdict::hang, FindingKind::missing_dump},
+    {Verdict::hazard, FindingKind::unchecked_rank},
+    {Verdict::hang, FindingKind::never_launched},
+    {Verdict::hazard, FindingKind::incomplete_trace},
+    {Verdict::invalid_usage, FindingKind::connect_in_capture},
+    {Verdict::invalid_usage, FindingKind::unmatched_self_p2p},
+    {Verdict::invalid_usage, FindingKind::nccl_invalid_usage},
+    {Verdict::invalid_usage, FindingKind::capture_conflict},
+    {Verdict::invalid_usage, FindingKind::capture_unsafe_call},
+    {Verdict::device_fault, FindingKind::device_fault},
 }};
 
 }  // namespace ppspec::core

@@ -3,31 +3,23 @@
 #pragma once
 
 #include <array>
-#include <string_view>
+
+#include "core/finding_kind.h"
 
 namespace ppspec::core {
 
-// Noted by the simulator in any run.
-inline constexpr std::string_view kHazardModuleLoadInFlight = "module-load-in-flight";
-inline constexpr std::string_view kHazardMallocInFlight = "malloc-in-flight";
-inline constexpr std::string_view kHazardDeviceSyncInFlight = "device-sync-in-flight";
-inline constexpr std::string_view kHazardCrossCommunicatorOrder = "cross-communicator-order";
-// Noted by the serving monitors (serving scenarios only).
-inline constexpr std::string_view kHazardFeedbackDuringWarmup = "feedback-during-warmup";
-inline constexpr std::string_view kHazardModuleLoadAfterWarmup = "module-load-after-warmup";
-
 struct HazardKindName {
-  std::string_view name;
-  bool serving_only;
+  FindingKind kind;
+  bool serving_only;  // noted by the serving monitors only; the others by the simulator in any run
 };
 
 inline constexpr std::array<HazardKindName, 6> kHazardKinds{{
-    {kHazardModuleLoadInFlight, false},
-    {kHazardMallocInFlight, false},
-    {kHazardDeviceSyncInFlight, false},
-    {kHazardCrossCommunicatorOrder, false},
-    {kHazardFeedbackDuringWarmup, true},
-    {kHazardModuleLoadAfterWarmup, true},
+    {FindingKind::module_load_in_flight, false},
+    {FindingKind::malloc_in_flight, false},
+    {FindingKind::device_sync_in_flight, false},
+    {FindingKind::cross_communicator_order, false},
+    {FindingKind::feedback_during_warmup, true},
+    {FindingKind::module_load_after_warmup, true},
 }};
 
 }  // namespace ppspec::core

@@ -159,7 +159,7 @@ std::optional<Finding> misalignment(const PostedOp& a, const PostedOp& b, std::s
   if (why.empty()) return std::nullopt;
   Finding f;
   f.verdict = Verdict::fifo_misalignment;
-  f.kind = p2p ? core::kKindP2pMismatch : core::kKindCollectiveMismatch;
+  f.kind = p2p ? core::FindingKind::p2p_mismatch : core::FindingKind::collective_mismatch;
   const std::string where =
       p2p ? fmt::format("send #{} rank{}->rank{}", cseq, a.rank, b.rank) : fmt::format("collective #{}", cseq);
   const bool one_message = same_message_other_size(a.desc, b.desc);
@@ -192,7 +192,7 @@ std::optional<Finding> collective_misalignment(std::span<const PostedOp> posts, 
   if (classes.size() < 2) return std::nullopt;
   Finding f;
   f.verdict = Verdict::fifo_misalignment;
-  f.kind = core::kKindCollectiveMismatch;
+  f.kind = core::FindingKind::collective_mismatch;
   const bool one_message = classes.size() == 2 && same_message_other_size(claim(classes[0]), claim(classes[1]));
   const std::string what = one_message ? fmt::format(": the same message '{}' in two sizes: {}{}",
                                                      claim(classes[0]).label.str(), why_apart(classes[0], classes[1]),

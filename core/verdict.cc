@@ -33,7 +33,7 @@ std::string_view to_string(Verdict v) { return kNames.name(v); }
 std::optional<Verdict> parse_verdict(std::string_view s) { return kNames.parse(s); }
 std::string_view verdict_names() { return kList; }
 
-Finding untimed_note(std::string_view kind, std::string summary) {
+Finding untimed_note(FindingKind kind, std::string summary) {
   Finding n;
   n.verdict = Verdict::pass;
   n.kind = kind;

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/finding_kind.h"
 #include "core/types.h"
 
 namespace ppspec::core {
@@ -68,7 +69,7 @@ struct Site {
 
 struct Finding {
   Verdict verdict = Verdict::pass;
-  std::string kind;  // finer name, e.g. "module-load-in-flight", "cross-communicator-order"
+  FindingKind kind = FindingKind::none;  // finer than the verdict (core/finding_kind.h)
   Time time = 0;     // virtual time of the first bad event
   uint64_t sched_step = 0;
   int64_t engine_step = -1;     // the serving engine's step, for findings about serving (-1: none)
@@ -83,7 +84,7 @@ struct Finding {
 };
 
 // A note (verdict pass) of a reader that has no time of its own to give (dumps, merged traces).
-Finding untimed_note(std::string_view kind, std::string summary);
+Finding untimed_note(FindingKind kind, std::string summary);
 
 struct RunStats {
   uint64_t sched_steps = 0;  // scheduling decisions

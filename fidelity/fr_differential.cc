@@ -28,7 +28,7 @@ namespace fs = std::filesystem;
 
 // Whether the simulator's mismatch is only of what a Flight Recorder entry does not hold.
 bool of_what_dumps_omit(const core::Finding& f) {
-  if (f.kind != core::kKindCollectiveMismatch && f.kind != core::kKindP2pMismatch) return false;
+  if (f.kind != core::FindingKind::collective_mismatch && f.kind != core::FindingKind::p2p_mismatch) return false;
   const auto at = f.summary.find("pairs mismatched operations: ");
   if (at == std::string::npos) return false;
   const std::string why = f.summary.substr(at);
@@ -80,7 +80,7 @@ std::optional<traces::FrPlaced> placed_culprit(const core::Culprit& c, const tra
 // pairing's operations, a cycle's). A ring may have dropped one of them, or a dump been taken before.
 bool pairing_recorded(const core::Finding& f, const traces::FrExport& e) {
   // A collective's pairing is every member's operation at that place, listed in the sites or not.
-  if (f.kind == core::kKindCollectiveMismatch && !f.sites.empty() && f.sites.front().cseq >= 0)
+  if (f.kind == core::FindingKind::collective_mismatch && !f.sites.empty() && f.sites.front().cseq >= 0)
     for (const auto& [k, placed] : e.placed)
       if (std::get<1>(k) == f.sites.front().comm && !std::get<2>(k) && std::get<4>(k) == f.sites.front().cseq &&
           !placed.recorded)
@@ -136,7 +136,7 @@ core::RankId disturbed_rank_of(const program::Program& p) {
   return r;
 }
 
-bool has_note(const core::RunResult& r, std::string_view kind) {
+bool has_note(const core::RunResult& r, core::FindingKind kind) {
   return std::any_of(r.notes.begin(), r.notes.end(), [kind](const core::Finding& n) { return n.kind == kind; });
 }
 
@@ -151,7 +151,7 @@ bool unseen_allowed(generator::FrShape shape, const core::RunResult& check, cons
     case generator::FrShape::gloo: return check_class == "pass";
     case generator::FrShape::snapshot: return check_class == "pass" || undated || (f != nullptr && f->culprit.rank < 0);
     case generator::FrShape::wrapped:
-      return has_note(check, core::kNoteP2pNotAligned) && (check_class == "pass" || check_class == "stall");
+      return has_note(check, core::FindingKind::p2p_not_aligned) && (check_class == "pass" || check_class == "stall");
     default: return false;
   }
 }
@@ -241,7 +241,7 @@ void compare(FrCase& c, const core::RunResult& sim, const core::RunResult& check
   // Data a send delivered into a connection NCCL wired wrongly at first contact (the simulator
   // notes it, R1/R4): the dumps show a receive that waits for a send that completed.
   c.data_lost = std::any_of(sim.notes.begin(), sim.notes.end(),
-                            [](const core::Finding& n) { return n.kind == core::kNoteP2pDataLost; });
+                            [](const core::Finding& n) { return n.kind == core::FindingKind::p2p_data_lost; });
   if (c.data_lost && (c.sim_class == "stall" || c.sim_class == "unmatched" || c.sim_class == "cycle")) {
     c.agree = c.check_class == "stall" || c.check_class == "unmatched" || c.check_class == "cycle";
     if (!c.agree) c.why = fmt::format("the simulator's run lost data at first contact; check says {}", c.check_class);
@@ -307,7 +307,7 @@ std::string fr_class(const core::Finding* f, core::Verdict v) {
   switch (v) {
     case core::Verdict::pass: return "pass";
     case core::Verdict::fifo_misalignment:
-      return f != nullptr && f->kind == core::kKindUnmatched ? "unmatched" : "misaligned";
+      return f != nullptr && f->kind == core::FindingKind::unmatched ? "unmatched" : "misaligned";
     case core::Verdict::deadlock:
       if (f != nullptr && f->culprit.what == "never-posted") return "unmatched";
       return f != nullptr && f->culprit.what == "cycle" ? "cycle" : "stall";

@@ -94,7 +94,7 @@ bool through_connect(const core::Finding& f) {
 // against another collective (NCCL runs an all_to_all as sends and receives, which never pair with
 // a collective: both sides wait).
 bool mismatch_unseen(const core::Finding& f) {
-  if (f.kind != core::kKindCollectiveMismatch && f.kind != core::kKindP2pMismatch) return false;
+  if (f.kind != core::FindingKind::collective_mismatch && f.kind != core::FindingKind::p2p_mismatch) return false;
   const auto at = f.summary.find("pairs mismatched operations: ");
   if (at == std::string::npos) return false;
   const std::string why = f.summary.substr(at);
@@ -113,14 +113,15 @@ bool share_a_rank(const core::Finding& a, const core::Finding& b) {
 bool never_launched_there(const core::Finding& sim, const core::RunResult& watch) {
   for (const auto* list : {&watch.findings, &watch.notes})
     for (const core::Finding& f : *list)
-      if (f.kind == core::kKindNeverLaunched && share_a_rank(sim, f)) return true;
+      if (f.kind == core::FindingKind::never_launched && share_a_rank(sim, f)) return true;
   return false;
 }
 
 // A cycle check reads through an operation whose counterpart is not posted: a trace (or a dump)
 // cannot tell "not yet" from "never", and check takes it for "not yet".
 bool through_not_posted(const core::Finding& f) {
-  return f.kind == core::kKindCycle && std::any_of(f.details.begin(), f.details.end(), [](const std::string& d) {
+  return f.kind == core::FindingKind::cycle &&
+         std::any_of(f.details.begin(), f.details.end(), [](const std::string& d) {
            return d.find("has not posted its counterpart") != std::string::npos;
          });
 }
@@ -148,7 +149,7 @@ void compare(PluginCase& c, const core::RunResult& sim, const core::RunResult& w
   c.via_host_call = c.sim_class == "cycle" && s != nullptr && through_host_call(*s);
   c.via_connect = communication_class(c.sim_class) && s != nullptr && through_connect(*s);
   c.data_lost = std::any_of(sim.notes.begin(), sim.notes.end(),
-                            [](const core::Finding& n) { return n.kind == core::kNoteP2pDataLost; });
+                            [](const core::Finding& n) { return n.kind == core::FindingKind::p2p_data_lost; });
   c.in_time = emulated || c.sim_class != "misaligned" || c.watch_class != "misaligned" ||
               (c.watch_reported >= 0 && c.watch_reported <= c.sim_found);
   auto fail = [&](std::string why) { c.why = std::move(why); };
@@ -233,9 +234,10 @@ PluginCase compare_on_plugin(const std::string& file, const std::string& dir, in
   const core::Finding* s = first_wrong_step(sim);
   c.sim_class = fr_class(s, sim.verdict);
   // A monitor's disagreement (the gate, a decision) stops the run before any operation differs.
-  if (s != nullptr && sim.verdict == core::Verdict::fifo_misalignment && s->kind != core::kKindCollectiveMismatch &&
-      s->kind != core::kKindP2pMismatch && s->kind != core::kKindUnmatched)
-    c.sim_class = s->kind;
+  if (s != nullptr && sim.verdict == core::Verdict::fifo_misalignment &&
+      s->kind != core::FindingKind::collective_mismatch && s->kind != core::FindingKind::p2p_mismatch &&
+      s->kind != core::FindingKind::unmatched)
+    c.sim_class = core::to_string(s->kind);
   c.sim_summary = s != nullptr ? s->summary : "";
   c.sim_found = s != nullptr ? s->time : -1;
   if (s != nullptr) c.sim_culprit = s->culprit;

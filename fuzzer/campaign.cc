@@ -79,7 +79,7 @@ Outcome outcome_of(const core::RunResult& result) {
   o.verdict = result.verdict;
   if (!result.findings.empty()) {
     const core::Finding& f = result.findings.front();
-    o.kind = f.kind;
+    o.kind = core::to_string(f.kind);
     o.summary = f.summary;
     o.report.push_back(
         fmt::format("{} ({}), engine step {}: {}", core::to_string(f.verdict), f.kind, f.engine_step, f.summary));

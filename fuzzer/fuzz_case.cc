@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "core/assert.h"
 #include "fuzzer/generate.h"
 #include "program/toml_writer.h"
 #include "sim/policy.h"
@@ -38,7 +39,10 @@ std::string case_toml(const FuzzCase& c, const std::string& name, const std::str
   p.name = name;
   p.description = description;
   p.expect.verdict = expect.verdict;
-  if (!expect.kind.empty()) p.expect.kind = expect.kind;
+  if (!expect.kind.empty()) {
+    p.expect.kind = core::parse_finding_kind(expect.kind);
+    PPSPEC_ASSERT(p.expect.kind.has_value(), "an expectation of kind '{}', which no finding has", expect.kind);
+  }
   p.explore.seed = c.program.seed;
   p.explore.seeds = 1;
   p.explore.strategy = *sim::parse_strategy(c.strategy());

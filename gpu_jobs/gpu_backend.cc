@@ -25,7 +25,13 @@ core::Finding finding_from_json(const nlohmann::json& j) {
   const auto v = core::parse_verdict(j.value("verdict", std::string()));
   if (!v) throw std::runtime_error("a finding without a verdict");
   f.verdict = *v;
-  f.kind = j.value("kind", std::string());
+  // So does one of a kind this build does not know (a child of another build); a kind left out is none.
+  const std::string kind = j.value("kind", std::string());
+  if (!kind.empty()) {
+    const auto known = core::parse_finding_kind(kind);
+    if (!known) throw std::runtime_error("a finding of no known kind");
+    f.kind = *known;
+  }
   f.time = j.value("time_ns", int64_t{0});
   f.sched_step = j.value("step", uint64_t{0});
   f.summary = j.value("summary", std::string());

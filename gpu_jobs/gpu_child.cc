@@ -62,7 +62,7 @@ class LineRecorder final : public core::EventSink {
 // The checked run, ended at `now` by the error `f` the real backend reported (NCCL rejected a call).
 core::RunResult ended_by(core::RunResult r, core::Finding f, core::Time now) {
   // What never paired because the run ended on this error is no finding of its own: the error is.
-  std::erase_if(r.findings, [](const core::Finding& g) { return g.kind == verify::kUnmatchedKind; });
+  std::erase_if(r.findings, [](const core::Finding& g) { return g.kind == core::FindingKind::unmatched; });
   // The earliest failure decides (verify/findings.h): a misalignment the checker found before
   // NCCL rejected a call comes first.
   f.time = now;

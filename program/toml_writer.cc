@@ -116,7 +116,7 @@ std::string to_toml(const Program& p) {
   s += fmt::format("\n[explore]\nseed = {}\nseeds = {}\nstrategy = \"{}\"\n", p.explore.seed, p.explore.seeds,
                    p.explore.strategy.str());
   s += fmt::format("\n[expect]\nverdict = \"{}\"\n", core::to_string(p.expect.verdict));
-  if (p.expect.kind) s += fmt::format("kind = {}\n", toml_string(*p.expect.kind));
+  if (p.expect.kind) s += fmt::format("kind = {}\n", toml_string(core::to_string(*p.expect.kind)));
   if (p.expect.gpu_verdict) s += fmt::format("gpu_verdict = \"{}\"\n", core::to_string(*p.expect.gpu_verdict));
   return s;
 }

@@ -275,16 +275,16 @@ core::RunResult RealRuntime::run() {
         e.kind = core::EventKind::actor_end;
         publish(e);
       } catch (const NcclInvalidUsage& ex) {
-        end_with(a.state, core::Verdict::invalid_usage, core::kKindNcclInvalidUsage,
+        end_with(a.state, core::Verdict::invalid_usage, core::FindingKind::nccl_invalid_usage,
                  fmt::format("{}: NCCL rejected the call with ncclInvalidUsage: {}", a.state.name, ex.what()));
       } catch (const NcclCaptureError& ex) {
-        end_with(a.state, core::Verdict::invalid_usage, core::kKindConnectInCapture,
+        end_with(a.state, core::Verdict::invalid_usage, core::FindingKind::connect_in_capture,
                  fmt::format("{}: NCCL failed a call captured into a CUDA graph (first contact inside a capture sets a "
                              "connection up, which the capture forbids): {}",
                              a.state.name, ex.what()));
       } catch (const DeviceFault& ex) {
         end_with(
-            a.state, core::Verdict::device_fault, core::kKindDeviceFault,
+            a.state, core::Verdict::device_fault, core::FindingKind::device_fault,
             fmt::format("{}: a kernel of this process faulted; CUDA reports it here: {}", a.state.name, ex.what()));
       } catch (const std::exception& ex) {
         fail(fmt::format("{}: {}", a.state.name, ex.what()));
@@ -328,13 +328,13 @@ void RealRuntime::fail(const std::string& error) {
   _exit(3);
 }
 
-void RealRuntime::end_with(const ActorState& actor, core::Verdict verdict, std::string_view kind,
+void RealRuntime::end_with(const ActorState& actor, core::Verdict verdict, core::FindingKind kind,
                            const std::string& summary) {
   {
     std::lock_guard<std::mutex> lock(fail_mu_);  // one report, even when several threads end so
     core::Finding f;
     f.verdict = verdict;
-    f.kind = std::string(kind);
+    f.kind = kind;
     f.summary = summary;
     f.sites.push_back(core::Site{actor.rank, actor.name, "", -1, "the failing call", std::string(call_site())});
     if (config_.on_verdict) config_.on_verdict(f);

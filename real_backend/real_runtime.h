@@ -94,7 +94,7 @@ class RealRuntime final : public core::Runtime {
   void progress();               // something completed: the watchdog's clock restarts
   // An error off the actors' threads (a host function): reported as an actor's would be, then _exit(3).
   [[noreturn]] void fail(const std::string& error);
-  [[noreturn]] void end_with(const ActorState& actor, core::Verdict verdict, std::string_view kind,
+  [[noreturn]] void end_with(const ActorState& actor, core::Verdict verdict, core::FindingKind kind,
                              const std::string& summary);
   std::string_view call_site() const;
 

@@ -230,10 +230,16 @@ nlohmann::json to_json(const core::Finding& f) {
   // a culprit nobody can name.
   using Json = nlohmann::json;
   auto known = [](int64_t v) { return v >= 0 ? Json(v) : Json(nullptr); };
-  Json j = {{"verdict", core::to_string(f.verdict)}, {"kind", f.kind},       {"time_ns", known(f.time)},
-            {"step", f.sched_step},                  {"summary", f.summary}, {"details", f.details},
-            {"sites", sites},                        {"engine_step", known(f.engine_step)},
-            {"culprit_rank", known(f.culprit.rank)}, {"request", known(f.request)},
+  Json j = {{"verdict", core::to_string(f.verdict)},
+            {"kind", std::string(core::to_string(f.kind))},
+            {"time_ns", known(f.time)},
+            {"step", f.sched_step},
+            {"summary", f.summary},
+            {"details", f.details},
+            {"sites", sites},
+            {"engine_step", known(f.engine_step)},
+            {"culprit_rank", known(f.culprit.rank)},
+            {"request", known(f.request)},
             {"culprit", nullptr}};
   if (!f.dot.empty()) j["dot"] = f.dot;
   if (f.culprit.rank >= 0 || !f.culprit.what.empty()) {

@@ -724,14 +724,14 @@ std::vector<std::string> read_hazards(const toml::array& hz, const std::string& 
   std::vector<std::string> kinds;
   std::string known;
   for (const auto& h : core::kHazardKinds)
-    if (serving || !h.serving_only) known += fmt::format("{}{}", known.empty() ? "" : ", ", h.name);
+    if (serving || !h.serving_only) known += fmt::format("{}{}", known.empty() ? "" : ", ", h.kind);
   for (const auto& n : hz) {
     if (!n.is_string())
       throw core::InputError(file, line_of(n), "[expect] 'hazards': expected hazard kinds as strings");
     const std::string& name = n.as_string()->get();
-    const bool ok =
-        std::any_of(core::kHazardKinds.begin(), core::kHazardKinds.end(),
-                    [&](const core::HazardKindName& h) { return h.name == name && (serving || !h.serving_only); });
+    const bool ok = std::any_of(
+        core::kHazardKinds.begin(), core::kHazardKinds.end(),
+        [&](const core::HazardKindName& h) { return core::to_string(h.kind) == name && (serving || !h.serving_only); });
     if (!ok)
       throw core::InputError(file, line_of(n),
                              fmt::format("[expect] 'hazards': '{}' is not a hazard {} scenarios note (one of: {})",
@@ -758,7 +758,7 @@ std::pair<double, double> read_acceptance(const toml::array& a, const std::strin
 }
 
 // `kind` names the first finding's kind, one that the expected verdict can have.
-std::optional<std::string> read_finding_kind(TableReader& e, V verdict) {
+std::optional<core::FindingKind> read_finding_kind(TableReader& e, V verdict) {
   auto name = e.string("kind");
   if (!name) return std::nullopt;
   if (verdict == V::pass)
@@ -766,8 +766,8 @@ std::optional<std::string> read_finding_kind(TableReader& e, V verdict) {
   std::string known;
   for (const auto& k : core::kFindingKinds) {
     if (k.verdict != verdict) continue;
-    if (k.name == *name) return name;
-    known += fmt::format("{}{}", known.empty() ? "" : ", ", k.name);
+    if (core::to_string(k.kind) == *name) return k.kind;
+    known += fmt::format("{}{}", known.empty() ? "" : ", ", k.kind);
   }
   e.fail("kind", fmt::format("'{}' is not a kind of '{}' (one of: {})", core::printable(*name, 60),
                              core::to_string(verdict), known));

@@ -124,7 +124,7 @@ namespace {
 // The same scenario, changed by `vary`, as a reference for an invariance oracle; a reference that
 // did not complete is a finding of its own (nothing to compare against), never a silent pass.
 std::optional<core::Finding> compare_with(const ServingScenario& s, const sim::RunConfig& opts, const ServingRun& run,
-                                          std::string_view kind, const std::string& name,
+                                          core::FindingKind kind, const std::string& name,
                                           const std::function<void(engine::EngineConfig&)>& vary,
                                           const std::function<std::optional<core::Finding>(
                                               const std::vector<engine::RequestRecord>&)>& oracle) {
@@ -161,7 +161,7 @@ std::optional<core::Finding> acceptance_outside(const ServingScenario& s, const 
   if (rate >= lo && rate <= hi) return std::nullopt;
   core::Finding f;
   f.verdict = core::Verdict::output_divergence;
-  f.kind = std::string(core::kKindAcceptance);
+  f.kind = core::FindingKind::acceptance;
   f.time = run.result.stats.sim_time;
   f.summary = fmt::format("acceptance {:.3f} ({} of {} verified drafts accepted), outside the expected [{}, {}]", rate,
                           run.stats.drafts_accepted, run.stats.drafts_verified, lo, hi);
@@ -190,7 +190,7 @@ void check_oracles(const ServingScenario& s, const sim::RunConfig& opts, Serving
   }
   if (s.oracles.pp_invariance && cfg.topology.pp > 1) {
     auto f = compare_with(
-        s, opts, run, core::kKindPpInvariance, "pp = 1",
+        s, opts, run, core::FindingKind::pp_invariance, "pp = 1",
         [](engine::EngineConfig& c) {
           // The same scheduling at one stage: with its lookahead batch, or without.
           c.serving.max_concurrent_batches = c.schedules_ahead() ? 2 : 0;
@@ -201,7 +201,7 @@ void check_oracles(const ServingScenario& s, const sim::RunConfig& opts, Serving
   }
   if (s.oracles.padding_invariance && !cfg.serving.capture_sizes.empty()) {
     auto f = compare_with(
-        s, opts, run, core::kKindPaddingInvariance, "eager",
+        s, opts, run, core::FindingKind::padding_invariance, "eager",
         [](engine::EngineConfig& c) { c.serving.capture_sizes.clear(); },
         [&](const auto& ref) { return verify::padding_invariance_oracle(cfg, run.requests, ref, run.coverage); });
     if (f) found.push_back(std::move(*f));

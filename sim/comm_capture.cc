@@ -54,7 +54,7 @@ void CaptureRules::reject_connect_in_capture(const std::vector<PartSpec>& parts)
   const core::RankId rank = first->comm->members[static_cast<size_t>(first->crank)];
   core::Finding f;
   f.verdict = core::Verdict::invalid_usage;
-  f.kind = core::kKindConnectInCapture;
+  f.kind = core::FindingKind::connect_in_capture;
   f.summary = fmt::format(
       "{} captures {} on '{}' into a CUDA graph before this rank ever used {}: NCCL sets the connection up at first "
       "use with device allocations, which the capture forbids (ncclInternalError on H200, NCCL 2.28.9); communicate "

@@ -115,7 +115,7 @@ void CommFindings::note_lost_send(const CommOp& op) {
   const core::RankId src = comm.members[static_cast<size_t>(op.spec.crank)];
   const core::RankId dst = comm.members[static_cast<size_t>(op.spec.peer)];
   core::Finding f;
-  f.kind = core::kNoteP2pDataLost;
+  f.kind = core::FindingKind::p2p_data_lost;
   f.time = w.now();
   f.summary = fmt::format(
       "rank{}'s {} on '{}' #{} went to a connection wired wrongly: rank{} set its send end up in another setup round "
@@ -151,7 +151,7 @@ std::optional<core::Finding> CommFindings::unmatched(const std::vector<std::uniq
   if (first == nullptr) return std::nullopt;
   core::Finding f;
   f.verdict = core::Verdict::fifo_misalignment;
-  f.kind = core::kKindUnmatched;
+  f.kind = core::FindingKind::unmatched;
   const bool is_send = first->desc.kind == core::OpKind::send;
   f.summary = fmt::format(
       "rank{} posted {} on '{}' (#{}) and rank{} never posted the matching {}: the run completed only because the "

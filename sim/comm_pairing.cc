@@ -60,7 +60,7 @@ void PostPairing::reject_unmatched_self(const std::vector<PartSpec>& parts) {
     const core::RankId rank = p.comm->members[static_cast<size_t>(p.crank)];
     core::Finding f;
     f.verdict = core::Verdict::invalid_usage;
-    f.kind = core::kKindUnmatchedSelfP2p;
+    f.kind = core::FindingKind::unmatched_self_p2p;
     f.summary = fmt::format(
         "{} {} on '{}' posts {} send(s) to itself and {} receive(s) from itself: NCCL fails {} with ncclInvalidUsage "
         "(\"Trying to {} to self without a matching {}\")",

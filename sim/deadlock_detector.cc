@@ -885,7 +885,7 @@ std::optional<core::Finding> explain_deadlock(const SimRuntime& rt, const std::f
 
   core::Finding f;
   f.verdict = core::Verdict::deadlock;
-  f.kind = chain.cycle ? core::kKindCycle : core::kKindStuck;
+  f.kind = chain.cycle ? core::FindingKind::cycle : core::FindingKind::stuck;
   describe_chain(ex, chain, stuck.size(), f);
   describe_rest(ex, chain, stuck, f);
   f.dot = DotWriter(ex, chain).write(stuck);

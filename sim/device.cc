@@ -66,23 +66,24 @@ void SimDevice::leave() {
 
 namespace {
 
-std::string_view hazard_kind(BlockingKind k) {
+core::FindingKind hazard_kind(BlockingKind k) {
   switch (k) {
-    case BlockingKind::device_sync: return core::kHazardDeviceSyncInFlight;
-    case BlockingKind::malloc: return core::kHazardMallocInFlight;
-    case BlockingKind::module_load: return core::kHazardModuleLoadInFlight;
+    case BlockingKind::device_sync: return core::FindingKind::device_sync_in_flight;
+    case BlockingKind::malloc: return core::FindingKind::malloc_in_flight;
+    case BlockingKind::module_load: return core::FindingKind::module_load_in_flight;
   }
-  return "?";
+  PPSPEC_ASSERT(false, "a blocking call of no kind");
+  return core::FindingKind::none;
 }
 
 }  // namespace
 
 void SimDevice::note_hazard(const BlockingHazard& h) {
-  const std::string_view kind = hazard_kind(h.kind);
+  const core::FindingKind kind = hazard_kind(h.kind);
   if (!hazards_noted_.insert(fmt::format("{}/{}", kind, h.action)).second) return;
   core::Finding f;
   f.verdict = core::Verdict::hazard;
-  f.kind = std::string(kind);
+  f.kind = kind;
   f.summary =
       fmt::format("rank{} {} while {} can be in flight on {}; the call waits for the device to drain (R8), and {}",
                   rank_, h.action, h.item, h.stream, h.why);
@@ -456,7 +457,7 @@ void SimDevice::reject_during_capture(std::string_view call, const SimStream* on
     World& w = world();
     core::Finding f;
     f.verdict = core::Verdict::invalid_usage;
-    f.kind = only != nullptr ? core::kKindCaptureConflict : core::kKindCaptureUnsafeCall;
+    f.kind = only != nullptr ? core::FindingKind::capture_conflict : core::FindingKind::capture_unsafe_call;
     f.summary = only != nullptr
                     ? fmt::format("{} calls {} on {}, which is being captured: CUDA rejects it", w.current().name, call,
                                   st->full_name())

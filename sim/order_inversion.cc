@@ -56,7 +56,7 @@ core::Finding OrderInversions::inversion(size_t a, size_t b, const Entry& first,
   const std::string& c2 = comm_names_[static_cast<size_t>(second.comm)];
   core::Finding f;
   f.verdict = core::Verdict::hazard;
-  f.kind = core::kHazardCrossCommunicatorOrder;
+  f.kind = core::FindingKind::cross_communicator_order;
   f.summary = fmt::format(
       "ranks {} and {} issue operations on communicators '{}' and '{}' in opposite orders: rank{} issues {} #{} before "
       "{} #{}, rank{} the other way round (deadlocks when the kernels cannot be resident together, R7)",

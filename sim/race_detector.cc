@@ -292,7 +292,7 @@ void RaceDetector::report(const Allocation& a, size_t index, const Epoch& earlie
     race_ = std::move(f);
     return;
   }
-  f.kind = std::string(core::kKindStreamRace);
+  f.kind = core::FindingKind::stream_race;
   f.summary = fmt::format("rank{}: {} on {} and {} on {}, with no happens-before between them", a.rank, before.what,
                           before.actor.empty() ? "another stream" : before.actor, now.what, now.actor);
   f.details.push_back(fmt::format("{} (at {}) and {} (at {}) touch the same element of {}; {} a write", before.what,
@@ -315,7 +315,7 @@ void RaceDetector::report_host(const Allocation& a, const core::Site& now, const
   const bool host_writes = now_is_host ? write : earlier_write;
   const bool other_writes = now_is_host ? earlier_write : write;
   const std::string other_actor = other.actor.empty() ? "another stream" : other.actor;
-  f.kind = std::string(core::kKindPinnedHostRace);
+  f.kind = core::FindingKind::pinned_host_race;
   f.summary = fmt::format(
       "rank{}: the host {} pinned {} ({} on {}, at {}) while {} on {} (enqueued at {}) may still {} it: "
       "nothing orders the two",

@@ -184,7 +184,7 @@ core::RunResult SimRuntime::run() {
   if (world_.policy_diverged()) {
     core::Finding f;
     f.verdict = core::Verdict::nondeterminism;
-    f.kind = core::kKindReplayDiverged;
+    f.kind = core::FindingKind::replay_diverged;
     f.summary = "the recorded schedule does not fit this run: the program or the simulator changed";
     r.findings.insert(r.findings.begin(), std::move(f));
   }

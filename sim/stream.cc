@@ -112,7 +112,7 @@ void SimStream::fault(const WorkItem& item, const core::DeviceFault& e) {
   World& w = device_.world();
   core::Finding f;
   f.verdict = core::Verdict::device_fault;
-  f.kind = std::string(core::kKindDeviceFault);
+  f.kind = core::FindingKind::device_fault;
   f.engine_step = item.engine_step;
   f.summary = fmt::format(
       "rank{} kernel {}{} on {}{}: {} (row {}) — on a GPU an illegal memory access, whose sticky error ends the job",

@@ -164,8 +164,9 @@ boost::fibers::context* World::pick_next() {
     now_ = next;
     release_due_timers();
     if (now_ > config_.max_time && !stop_requested_) {
-      request_stop(limit_finding(core::kKindTimeLimit, fmt::format("the run exceeded its virtual time budget of {} ms",
-                                                           config_.max_time / core::kMs)));
+      request_stop(limit_finding(
+          core::FindingKind::time_limit,
+          fmt::format("the run exceeded its virtual time budget of {} ms", config_.max_time / core::kMs)));
       return nullptr;
     }
   }
@@ -176,7 +177,7 @@ boost::fibers::context* World::pick_next() {
   }
   ++steps_;
   if (steps_ > config_.max_steps && !stop_requested_) {
-    request_stop(limit_finding(core::kKindStepLimit,
+    request_stop(limit_finding(core::FindingKind::step_limit,
                                fmt::format("the run exceeded its budget of {} scheduling steps", config_.max_steps)));
     return nullptr;
   }
@@ -262,7 +263,7 @@ Time World::jittered(Time d) {
   return std::max<Time>(1, static_cast<Time>(core::round_half_away(static_cast<double>(d) * factor)));
 }
 
-core::Finding World::limit_finding(std::string_view kind, std::string summary) const {
+core::Finding World::limit_finding(core::FindingKind kind, std::string summary) const {
   core::Finding f;
   f.verdict = core::Verdict::step_limit;
   f.kind = kind;

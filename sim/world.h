@@ -145,7 +145,7 @@ class World {
 
   [[noreturn]] void throw_unwind();
   void request_stop_stamped(core::Finding f);
-  core::Finding limit_finding(std::string_view kind, std::string summary) const;
+  core::Finding limit_finding(core::FindingKind kind, std::string summary) const;
   void make_ready(Fiber& f);
   void release_due_timers();
   void signal_main();

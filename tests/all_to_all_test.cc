@@ -264,7 +264,7 @@ core::RunResult a2a_write_then_exchange(bool ordered) {
 TEST(AllToAll, TheRaceDetectorSeesAStreamWriteRacingItsSendBuffer) {
   const auto raced = a2a_write_then_exchange(false);
   ASSERT_EQ(raced.verdict, Verdict::race);
-  EXPECT_EQ(raced.findings.front().kind, "stream-race");
+  EXPECT_EQ(core::to_string(raced.findings.front().kind), "stream-race");
   EXPECT_EQ(a2a_write_then_exchange(true).verdict, Verdict::pass)
       << "the event orders the write before the exchange";
 }

@@ -269,7 +269,7 @@ TEST(Bounds, AKernelIndexingPastItsBufferIsADeviceFaultNotAnInternalError) {
   const core::RunResult r = h.run();
   ASSERT_EQ(r.verdict, core::Verdict::device_fault);
   const core::Finding& f = r.findings.at(0);
-  EXPECT_EQ(f.kind, "device-fault");
+  EXPECT_EQ(core::to_string(f.kind), "device-fault");
   EXPECT_EQ(f.engine_step, 12);
   EXPECT_NE(f.summary.find("rank0 kernel prepare_inputs[v1] on rank0.main at engine step 12: index"), std::string::npos)
       << f.summary;

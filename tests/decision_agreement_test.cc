@@ -32,7 +32,7 @@ TEST(DecisionAgreement, OneBudgetPassesTwoAtAStepAreNamed) {
   fx.send(EventKind::draft_budget, 2, 9, -1, {32760}, 2);
   ASSERT_EQ(fx.found.size(), 1u);
   EXPECT_EQ(fx.found[0].verdict, core::Verdict::fifo_misalignment);
-  EXPECT_EQ(fx.found[0].kind, "decision-disagreement");
+  EXPECT_EQ(core::to_string(fx.found[0].kind), "decision-disagreement");
   EXPECT_EQ(fx.found[0].engine_step, 9);
   EXPECT_EQ(
       fx.found[0].summary,

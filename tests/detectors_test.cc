@@ -113,7 +113,7 @@ verdict = "pass"
   };
   auto bad = run_toml(with(R"({ op = "send", comm = "c", peer = 1, label = "b" },)"));
   ASSERT_EQ(bad.verdict, Verdict::fifo_misalignment);
-  EXPECT_EQ(bad.findings[0].kind, "unmatched");
+  EXPECT_EQ(core::to_string(bad.findings[0].kind), "unmatched");
   EXPECT_TRUE(bad.findings[0].involves_rank(0));
   EXPECT_TRUE(bad.findings[0].involves_rank(1));
   EXPECT_NE(bad.findings[0].summary.find("'b'"), std::string::npos) << bad.findings[0].summary;
@@ -143,7 +143,8 @@ TEST(Detectors, WellMatchedScenariosReportNothingButTheirExpectedHazards) {
     auto r = program::run_on_sim(p, o);
     EXPECT_EQ(r.verdict, Verdict::pass) << name;
     EXPECT_TRUE(r.findings.empty()) << name;
-    for (const auto& n : r.notes) EXPECT_EQ(n.kind, "cross-communicator-order") << name << ": " << n.summary;
+    for (const auto& n : r.notes)
+      EXPECT_EQ(core::to_string(n.kind), "cross-communicator-order") << name << ": " << n.summary;
   }
 }
 

@@ -60,7 +60,7 @@ TEST(EagleDrafterReference, TheEnginesTapsPassAnotherLayersTapIsNamed) {
   EXPECT_GT(quiet.monitor.proposals_checked(), 100u);
   EXPECT_TRUE(quiet.found.empty()) << quiet.found[0].summary;
   ASSERT_FALSE(named.found.empty());
-  EXPECT_EQ(named.found[0].kind, "drafter-oracle");
+  EXPECT_EQ(core::to_string(named.found[0].kind), "drafter-oracle");
   // Every tap carries the same context lane: a tap of another layer differs in its digest, which
   // steers one forward in 16, so the chain goes wrong at the first steered draft.
   EXPECT_NE(named.found[0].details[0].find("a tap of another layer or row"), std::string::npos)

@@ -28,7 +28,8 @@ const std::string kCorpus = std::string(PPSPEC_SOURCE_DIR) + "/traces/corpus/fli
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 bool has_note(const core::RunResult& r, const std::string& kind) {
-  return std::any_of(r.notes.begin(), r.notes.end(), [&](const core::Finding& n) { return n.kind == kind; });
+  return std::any_of(r.notes.begin(), r.notes.end(),
+                     [&](const core::Finding& n) { return core::to_string(n.kind) == kind; });
 }
 
 // Every format kept of a case, each checked.
@@ -45,7 +46,7 @@ std::vector<core::RunResult> check_both(const std::string& name) {
 struct Expected {
   const char* name;
   core::Verdict verdict;
-  std::string_view kind;  // the first finding's; "" for a pass
+  core::FindingKind kind;  // the first finding's; none for a pass
   const char* summary;  // a part of its summary (or of a note, for a pass)
 };
 
@@ -70,44 +71,45 @@ TEST_P(CorpusCase, GivesTheAnswerItsReadmeStates) {
 }
 
 const Expected kCases[] = {
-    {"a2a_uneven_clean", core::Verdict::pass, "", ""},
-    {"a2a_uneven_total", core::Verdict::fifo_misalignment, core::kKindCollectiveMismatch,
+    {"a2a_uneven_clean", core::Verdict::pass, core::FindingKind::none, ""},
+    {"a2a_uneven_total", core::Verdict::fifo_misalignment, core::FindingKind::collective_mismatch,
      "pg 5 collective_seq_id 4: the members' all_to_all send 1024 elements in all and receive 1040"},
-    {"a2a_skip", core::Verdict::fifo_misalignment, core::kKindUnmatched,
+    {"a2a_skip", core::Verdict::fifo_misalignment, core::FindingKind::unmatched,
      "rank 3 never posted pg 5 collective_seq_id 6"},
-    {"allgather_uneven_clean", core::Verdict::pass, "", ""},
-    {"allgather_uneven_size", core::Verdict::fifo_misalignment, core::kKindCollectiveMismatch,
+    {"allgather_uneven_clean", core::Verdict::pass, core::FindingKind::none, ""},
+    {"allgather_uneven_size", core::Verdict::fifo_misalignment, core::FindingKind::collective_mismatch,
      "rank 1 posts ALLGATHER_coalesced of 4 (_broadcast_oop f32 [1, 16]; _broadcast_oop f32 [3, 16]"},
-    {"rs_coalesced_clean", core::Verdict::pass, "", ""},
-    {"rs_coalesced_short", core::Verdict::fifo_misalignment, core::kKindCollectiveMismatch,
+    {"rs_coalesced_clean", core::Verdict::pass, core::FindingKind::none, ""},
+    {"rs_coalesced_short", core::Verdict::fifo_misalignment, core::FindingKind::collective_mismatch,
      "rank 3 posts reduce_scatter_tensor_coalesced f32 [16], f32 [32], -> f32 [4], f32 [8] where"},
-    {"misc_clean", core::Verdict::pass, "", ""},
-    {"batch_skip_recv", core::Verdict::fifo_misalignment, core::kKindUnmatched,
+    {"misc_clean", core::Verdict::pass, core::FindingKind::none, ""},
+    {"batch_skip_recv", core::Verdict::fifo_misalignment, core::FindingKind::unmatched,
      "rank 0's send #6 to rank 2 (f32 [512]) completed, and rank 2 never posted the receive"},
-    {"batch_skip_recv_big", core::Verdict::fifo_misalignment, core::kKindUnmatched,
+    {"batch_skip_recv_big", core::Verdict::fifo_misalignment, core::FindingKind::unmatched,
      "rank 2 never posted the receive that pairs with rank 0's send #6"},
-    {"batch_skip_recv_timing", core::Verdict::fifo_misalignment, core::kKindUnmatched,
+    {"batch_skip_recv_timing", core::Verdict::fifo_misalignment, core::FindingKind::unmatched,
      "rank 2 never posted the receive that pairs with rank 0's send #6"},
-    {"sync_skip_recv", core::Verdict::fifo_misalignment, core::kKindUnmatched,
+    {"sync_skip_recv", core::Verdict::fifo_misalignment, core::FindingKind::unmatched,
      "rank 2 never posted the receive that pairs with rank 0's send #6"},
-    {"sync_all_skip_recv", core::Verdict::fifo_misalignment, core::kKindUnmatched,
+    {"sync_all_skip_recv", core::Verdict::fifo_misalignment, core::FindingKind::unmatched,
      "rank 2 never posted the receive that pairs with rank 0's send #6"},
-    {"kernel_stall", core::Verdict::hang, core::kKindStalled, "ranks 0,1 are at pg 1 collective_seq_id 4"},
-    {"kernel_stall_timing", core::Verdict::hang, core::kKindStalled,
+    {"kernel_stall", core::Verdict::hang, core::FindingKind::stalled, "ranks 0,1 are at pg 1 collective_seq_id 4"},
+    {"kernel_stall_timing", core::Verdict::hang, core::FindingKind::stalled,
      "rank 1's pg 1 collective_seq_id 4 (all_reduce f32 [8, 64]) never started, and none of its communication before "
      "it is stuck"},
-    {"wrapped_clean", core::Verdict::pass, "", "ring buffers wrapped"},
-    {"wrapped_uneven_clean", core::Verdict::pass, "", "its calls there repeat every 1 call(s)"},
-    {"pipeline8_clean", core::Verdict::hang, core::kKindStalled, "the dumps cannot tell a slow job from a stalled one"},
-    {"healthy_snapshot", core::Verdict::pass, "", "in flight, no fault found"},
-    {"healthy_inflight", core::Verdict::hang, core::kKindStalled,
+    {"wrapped_clean", core::Verdict::pass, core::FindingKind::none, "ring buffers wrapped"},
+    {"wrapped_uneven_clean", core::Verdict::pass, core::FindingKind::none, "its calls there repeat every 1 call(s)"},
+    {"pipeline8_clean", core::Verdict::hang, core::FindingKind::stalled,
      "the dumps cannot tell a slow job from a stalled one"},
-    {"gloo_clean", core::Verdict::pass, "",
+    {"healthy_snapshot", core::Verdict::pass, core::FindingKind::none, "in flight, no fault found"},
+    {"healthy_inflight", core::Verdict::hang, core::FindingKind::stalled,
+     "the dumps cannot tell a slow job from a stalled one"},
+    {"gloo_clean", core::Verdict::pass, core::FindingKind::none,
      "the dumps record no progress (Gloo leaves every entry `scheduled`) and no p2p"},
-    {"gloo_tp_skip", core::Verdict::fifo_misalignment, core::kKindUnmatched,
+    {"gloo_tp_skip", core::Verdict::fifo_misalignment, core::FindingKind::unmatched,
      "pg 2: rank 3 posted 5 collective(s) from collective_seq_id 1, rank 2 6"},
-    {"g_clean", core::Verdict::pass, "", "a hang, and any p2p, cannot be"},
-    {"g_tp_skip", core::Verdict::fifo_misalignment, core::kKindUnmatched,
+    {"g_clean", core::Verdict::pass, core::FindingKind::none, "a hang, and any p2p, cannot be"},
+    {"g_tp_skip", core::Verdict::fifo_misalignment, core::FindingKind::unmatched,
      "pg 2: rank 3 posted 11 collective(s) from collective_seq_id 1, rank 2 12"},
 };
 INSTANTIATE_TEST_SUITE_P(FlightRecorderCorpus, CorpusCase, ::testing::ValuesIn(kCases),

@@ -27,7 +27,8 @@ using Json = nlohmann::json;
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 bool has_note(const core::RunResult& r, const std::string& kind) {
-  return std::any_of(r.notes.begin(), r.notes.end(), [&](const core::Finding& n) { return n.kind == kind; });
+  return std::any_of(r.notes.begin(), r.notes.end(),
+                     [&](const core::Finding& n) { return core::to_string(n.kind) == kind; });
 }
 
 // PyTorch's defaults: no started states.
@@ -125,7 +126,7 @@ TEST(FlightRecorderShapes, SynchronousCallsQueueBehindTheFirstStuckOneOneFinding
   std::erase_if(dumps, [](const traces::FrDump& d) { return d.rank == 3; });
   const core::RunResult r = verify::check_flight_recorder(dumps);
   ASSERT_EQ(r.verdict, core::Verdict::hang) << r.findings.front().summary;
-  EXPECT_EQ(r.findings.front().kind, core::kKindMissingDump);
+  EXPECT_EQ(r.findings.front().kind, core::FindingKind::missing_dump);
   EXPECT_EQ(r.findings.size(), 1u)
       << r.findings.back().summary;  // every later call is queued behind, not a stall of its own
 }
@@ -139,7 +140,7 @@ TEST(FlightRecorderShapes, ASkippedReceiveInABatchIsTheCauseNotALaterStall) {
   b.post(1, "tp0", OpKind::all_reduce, 512, -1, false);
   const core::RunResult r = b.check(pytorch());
   ASSERT_EQ(r.verdict, core::Verdict::fifo_misalignment) << r.findings.front().summary;
-  EXPECT_EQ(r.findings.front().kind, core::kKindUnmatched);
+  EXPECT_EQ(r.findings.front().kind, core::FindingKind::unmatched);
   EXPECT_TRUE(has(r.findings.front().summary, "rank 2")) << r.findings.front().summary;
   EXPECT_EQ(pp2_tp2(6, -1, -1).check(pytorch()).verdict, core::Verdict::pass);
 }
@@ -215,7 +216,7 @@ TEST(FlightRecorderShapes, AnUnmatchedOperationComesBeforeAnyCycle) {
   }
   const core::RunResult r = b.check(pytorch());
   ASSERT_EQ(r.verdict, core::Verdict::fifo_misalignment) << r.findings.front().summary;
-  EXPECT_EQ(r.findings.front().kind, core::kKindUnmatched);
+  EXPECT_EQ(r.findings.front().kind, core::FindingKind::unmatched);
   EXPECT_TRUE(has(r.findings.front().summary, "rank 1 posted 3 receives from rank 0 where rank 0 posted 4"))
       << r.findings.front().summary;
 }
@@ -235,7 +236,7 @@ TEST(FlightRecorderShapes, ASendToTheWrongPeerIsUnmatchedNotACycle) {
   const core::RunResult r = b.check(pytorch());
   ASSERT_NE(r.verdict, core::Verdict::pass);
   EXPECT_NE(r.verdict, core::Verdict::deadlock) << r.findings.front().summary;
-  EXPECT_EQ(r.findings.front().kind, core::kKindUnmatched) << r.findings.front().summary;
+  EXPECT_EQ(r.findings.front().kind, core::FindingKind::unmatched) << r.findings.front().summary;
   // Rank 2 waits for the send rank 1 gave rank 3: rank 1 never posted it.
   EXPECT_EQ(r.findings.front().culprit.rank, 1) << r.findings.front().summary;
 }
@@ -256,7 +257,7 @@ TEST(FlightRecorderShapes, ACollectiveCompletedWithoutAMemberIsAMisalignmentWher
   b.post(1, "solo", OpKind::all_reduce, 8);  // rank 1 records a time after it completed
   const core::RunResult proven = b.check(pytorch());
   ASSERT_EQ(proven.verdict, core::Verdict::fifo_misalignment);
-  EXPECT_EQ(proven.findings.front().kind, core::kKindUnmatched);
+  EXPECT_EQ(proven.findings.front().kind, core::FindingKind::unmatched);
   EXPECT_TRUE(
       has(proven.findings.front().summary, "its collective_seq_id 4 (all_reduce f32 [512]) has no partner on rank 1"))
       << proven.findings.front().summary;

@@ -73,7 +73,7 @@ TEST(Fuzz, AFaultIsFoundAndShrunkToAFileThatReproducesIt) {
       }(),
       f.file);
   EXPECT_EQ(s.expect.verdict, core::Verdict::stale_draft);
-  EXPECT_EQ(*s.expect.kind, "draft-freshness");
+  EXPECT_EQ(core::to_string(*s.expect.kind), "draft-freshness");
   EXPECT_TRUE(s.config.faults.stale_drafts);
 }
 

@@ -67,7 +67,7 @@ TEST(HostMemoryRace, AHostReadOfAD2HDestinationWithoutSyncRacesInEverySchedule) 
     const auto r = pinned_d2h_then_read(seed, "d2h", [](core::Device&, core::Stream) {});
     ASSERT_EQ(r.verdict, Verdict::race) << "seed " << seed;
     const core::Finding& f = r.findings.front();
-    EXPECT_EQ(f.kind, "pinned-host-race");
+    EXPECT_EQ(core::to_string(f.kind), "pinned-host-race");
     ASSERT_EQ(f.sites.size(), 2u);
     // The copy (its stream and call site) and the host access (its thread and call site).
     std::set<std::string> actors{f.sites[0].actor, f.sites[1].actor};
@@ -131,7 +131,7 @@ TEST(HostMemoryRace, ASyncOnTheWrongStreamDoesNotOrderTheRead) {
       d.stream_sync(main);
     });
     ASSERT_EQ(r.verdict, Verdict::race) << "seed " << seed;
-    EXPECT_EQ(r.findings.front().kind, "pinned-host-race");
+    EXPECT_EQ(core::to_string(r.findings.front().kind), "pinned-host-race");
   }
 }
 
@@ -175,7 +175,7 @@ TEST(HostMemoryRace, RewritingAnH2DSourceBeforeTheUploadRanRaces) {
     const auto r = pinned_write_upload_rewrite(seed, [](core::Device&, core::Stream) {});
     ASSERT_EQ(r.verdict, Verdict::race) << "seed " << seed;
     const core::Finding& f = r.findings.front();
-    EXPECT_EQ(f.kind, "pinned-host-race");
+    EXPECT_EQ(core::to_string(f.kind), "pinned-host-race");
     EXPECT_NE(f.summary.find("rewrites pinned"), std::string::npos) << f.summary;
     std::set<std::string> what{f.sites[0].what, f.sites[1].what};
     EXPECT_EQ(what, (std::set<std::string>{"memcpy_h2d_async reads pinned row 0", "host_write writes pinned row 0"}));

@@ -64,7 +64,7 @@ TEST(KvOwnership, AStoreIntoABlockNeverGivenToTheRequestIsReportedWithRankBlockA
   ASSERT_EQ(fx.found.size(), 1u);
   const core::Finding& f = fx.found[0];
   EXPECT_EQ(f.verdict, Verdict::kv_violation);
-  EXPECT_EQ(f.kind, "kv-ownership");
+  EXPECT_EQ(core::to_string(f.kind), "kv-ownership");
   EXPECT_EQ(f.engine_step, 1);
   EXPECT_NE(f.summary.find(
                 "rank2 (stage 1) at step 1: the target's KV write for request 7 at position 1 stores into slot 81 of "
@@ -105,7 +105,7 @@ TEST(KvOwnership, BlocksGivenAwayWhileTheStepIsInFlightAreAWriteAfterFree) {
   fx.allocate(8, 2, 0, {3});
   fx.store(2, 1, 7, 0, 48);  // step 1 has not returned
   ASSERT_EQ(fx.found.size(), 1u);
-  EXPECT_EQ(fx.found[0].kind, "kv-ownership");
+  EXPECT_EQ(core::to_string(fx.found[0].kind), "kv-ownership");
   EXPECT_NE(fx.found[0].summary.find("request 8 holds it since step 2"), std::string::npos) << fx.found[0].summary;
 }
 
@@ -114,7 +114,7 @@ TEST(KvOwnership, ARowWithNoSlotIsOutOfTheTable) {
   fx.allocate(7, 1, 0, {3});
   fx.store(2, 1, 7, 16, -1, KvWriter::draft_query);  // column 1: past its one block
   ASSERT_EQ(fx.found.size(), 1u);
-  EXPECT_EQ(fx.found[0].kind, "kv-out-of-table");
+  EXPECT_EQ(core::to_string(fx.found[0].kind), "kv-out-of-table");
   EXPECT_NE(fx.found[0].summary.find("block-table column 1 is past the request's 1 blocks"), std::string::npos)
       << fx.found[0].summary;
 }
@@ -151,7 +151,7 @@ TEST(KvOwnership, ASharedBlockIsReadOnlyToTheRequestThatHitIt) {
         "rank2 (stage 1) at step 2: the target's KV write for request 8 at position 15 stores into slot 63 of block 3, "
         "which the request holds read-only: it shares it through the prefix cache since step 2 (1 request shares it, "
         "request 7 owns it; request 7 computed it, cached at step 1)");
-    EXPECT_EQ(fx.found.at(0).kind, "kv-ownership");
+    EXPECT_EQ(core::to_string(fx.found.at(0).kind), "kv-ownership");
     EXPECT_NE(fx.found[0].details.at(0).find("#11186"), std::string::npos);
   }
 }
@@ -235,7 +235,7 @@ TEST(LeakChecker, AnAbortedRequestScheduledAgainIsALeak) {
     }
     ASSERT_EQ(fx.found.size(), 1u);
     EXPECT_EQ(fx.found[0].verdict, Verdict::leak);
-    EXPECT_EQ(fx.found[0].kind, "abort-ignored");
+    EXPECT_EQ(core::to_string(fx.found[0].kind), "abort-ignored");
     EXPECT_NE(fx.found[0].summary.find(
                   "request 7 was aborted at step 4, yet the engine core scheduled it again at step 5, holding 2 KV "
                   "blocks"),
@@ -261,11 +261,11 @@ TEST(LeakChecker, ServingEndsWithEveryBlockFreeAndEveryRequestReleased) {
       continue;
     }
     ASSERT_EQ(fx.found.size(), 2u);
-    EXPECT_EQ(fx.found[0].kind, "blocks-leaked");
+    EXPECT_EQ(core::to_string(fx.found[0].kind), "blocks-leaked");
     EXPECT_NE(fx.found[0].summary.find("serving ended with 2 KV blocks still held; the first, block 5, by request 8"),
               std::string::npos)
         << fx.found[0].summary;
-    EXPECT_EQ(fx.found[1].kind, "request-leaked");
+    EXPECT_EQ(core::to_string(fx.found[1].kind), "request-leaked");
   }
 }
 
@@ -312,7 +312,7 @@ TEST(SchedulingCadence, ARequestDecodesAgainOnlyOnceItsFeedbackCanHaveBeenAdopte
       continue;
     }
     ASSERT_EQ(fx.found.size(), 1u);
-    EXPECT_EQ(fx.found[0].kind, "scheduling-cadence");
+    EXPECT_EQ(core::to_string(fx.found[0].kind), "scheduling-cadence");
     EXPECT_NE(fx.found[0].summary.find(
                   "scheduled request 7 at step 5, 1 step after its step 4: the feedback of step 4 reaches the "
                   "earlier stages only at step 6 (pp = 2)"),

@@ -121,7 +121,7 @@ TEST(ModelReference, AWrongDeepLaneOnTheLastStageIsBlamedOnItsOwnLayers) {
   ASSERT_EQ(fx.found.size(), 1u);
   const core::Finding& f = fx.found[0];
   EXPECT_EQ(f.verdict, core::Verdict::output_divergence);
-  EXPECT_EQ(f.kind, "stage-output");
+  EXPECT_EQ(core::to_string(f.kind), "stage-output");
   EXPECT_EQ(f.engine_step, 0);
   EXPECT_NE(f.summary.find("rank1 (stage 1) computes request -2 at position 1 (engine step 0)"), std::string::npos)
       << f.summary;
@@ -162,7 +162,7 @@ TEST(ModelReference, AGreedySampleOtherThanTheModelsIsReportedAndATemperatureOne
       continue;
     }
     ASSERT_EQ(fx.found.size(), 1u);
-    EXPECT_EQ(fx.found[0].kind, "greedy-sample");
+    EXPECT_EQ(core::to_string(fx.found[0].kind), "greedy-sample");
     EXPECT_NE(fx.found[0].summary.find(fmt::format("rank1 samples [{}] for greedy request 7 at engine step 0", wrong)),
               std::string::npos)
         << fx.found[0].summary;

@@ -53,7 +53,7 @@ TEST(DraftFreshness, AdoptedDraftsMustBeTheProposedOnes) {
   fx.send(EventKind::drafts_adopted, 1, 5, 7, {11, 12, 13});
   ASSERT_EQ(fx.found.size(), 1u);
   EXPECT_EQ(fx.found[0].verdict, Verdict::stale_draft);
-  EXPECT_EQ(fx.found[0].kind, "draft-relay");
+  EXPECT_EQ(core::to_string(fx.found[0].kind), "draft-relay");
   EXPECT_EQ(fx.found[0].summary,
             "rank1 (stage 0) adopts drafts [11, 12, 13] for request 7 from the feedback of engine step 5, but the last "
             "stage proposed [21, 22, 23]");
@@ -190,7 +190,7 @@ TEST(GateAgreement, AgreeingRanksPassADisagreementIsAMisalignment) {
   fx.send(EventKind::gate, 2, 7, -1, {}, 0);
   ASSERT_EQ(fx.found.size(), 1u);
   EXPECT_EQ(fx.found[0].verdict, Verdict::fifo_misalignment);
-  EXPECT_EQ(fx.found[0].kind, "gate-disagreement");
+  EXPECT_EQ(core::to_string(fx.found[0].kind), "gate-disagreement");
   EXPECT_EQ(fx.found[0].summary,
             "the feedback gate of engine step 7 disagrees: rank0 decided feedback for rows [1, 1], rank2 no feedback");
 }
@@ -227,8 +227,8 @@ TEST(WarmupDiscipline, FeedbackDuringWarmupAndALoadWhileServingAreHazards) {
   verify::deliver(*fx.monitor, load);
   ASSERT_EQ(fx.found.size(), 2u) << "one finding per rule";
   EXPECT_EQ(fx.found[0].verdict, Verdict::hazard);
-  EXPECT_EQ(fx.found[0].kind, "feedback-during-warmup");
-  EXPECT_EQ(fx.found[1].kind, "module-load-after-warmup");
+  EXPECT_EQ(core::to_string(fx.found[0].kind), "feedback-during-warmup");
+  EXPECT_EQ(core::to_string(fx.found[1].kind), "module-load-after-warmup");
   EXPECT_EQ(fx.found[1].engine_step, 12);
   EXPECT_NE(fx.found[1].summary.find("rank1 loads kernel module post_update[deferred] while serving"),
             std::string::npos);
@@ -247,15 +247,15 @@ TEST(WarmupDiscipline, TheHazardComesFromAPostedFeedbackOperationNotFromAnAnnoun
   posting.phase(0, core::WarmupPhase::preload_registered_kernels);
   op_posted(posting, 0, "pp_broadcast0");
   ASSERT_EQ(posting.found.size(), 1u);
-  EXPECT_EQ(posting.found.front().kind, "feedback-during-warmup");
+  EXPECT_EQ(core::to_string(posting.found.front().kind), "feedback-during-warmup");
   EXPECT_NE(posting.found.front().summary.find("posts a feedback collective during warmup"), std::string::npos);
 }
 
-core::Finding at(Verdict v, core::Time t, std::string kind) {
+core::Finding at(Verdict v, core::Time t, std::string_view kind) {
   core::Finding f;
   f.verdict = v;
   f.time = t;
-  f.kind = std::move(kind);
+  f.kind = core::parse_finding_kind(kind).value();
   return f;
 }
 
@@ -267,8 +267,8 @@ TEST(VerdictPrecedence, TheEarliestFailureDecidesTheRestFollowInTimeOrder) {
       r, {at(Verdict::stale_draft, 20, "draft-freshness"), at(Verdict::output_divergence, 40, "golden")}, true);
   EXPECT_EQ(r.verdict, Verdict::stale_draft);
   ASSERT_EQ(r.findings.size(), 3u);
-  EXPECT_EQ(r.findings[1].kind, "collective-mismatch");
-  EXPECT_EQ(r.findings[2].kind, "golden");
+  EXPECT_EQ(core::to_string(r.findings[1].kind), "collective-mismatch");
+  EXPECT_EQ(core::to_string(r.findings[2].kind), "golden");
   ASSERT_EQ(r.notes.size(), 1u) << "a hazard is a note when something failed, even when strict";
 }
 
@@ -326,7 +326,7 @@ TEST(PaddingInvariance, GraphsAndEagerAgreeOrTheFirstDifferenceIsReported) {
   const auto f = verify::padding_invariance_oracle(cfg, graphs, eager);
   ASSERT_TRUE(f);
   EXPECT_EQ(f->verdict, Verdict::output_divergence);
-  EXPECT_EQ(f->kind, "padding-invariance");
+  EXPECT_EQ(core::to_string(f->kind), "padding-invariance");
   EXPECT_EQ(f->engine_step, 10) << "the draft difference at step 10 precedes the token difference at step 11";
   EXPECT_NE(f->summary.find("request 0 verified different drafts at its decode step 0 than with eager"),
             std::string::npos)
@@ -380,7 +380,7 @@ TEST(StageAgreement, AStepScheduledAheadIsCheckedAgainstTheCountLessTheRejectedD
       continue;
     }
     ASSERT_EQ(fx.found.size(), 1u);
-    EXPECT_EQ(fx.found.front().kind, "stage-position");
+    EXPECT_EQ(core::to_string(fx.found.front().kind), "stage-position");
     EXPECT_NE(fx.found.front().summary.find("at position 14 at engine step 5, but the engine core has computed 12"),
               std::string::npos)
         << fx.found.front().summary;
@@ -403,7 +403,7 @@ TEST(StageAgreement, AMissingRejectedCorrectionIsAPositionDivergenceThatSaysSo) 
   ASSERT_EQ(fx.found.size(), 1u);
   const core::Finding& f = fx.found.front();
   EXPECT_EQ(f.verdict, Verdict::stage_divergence);
-  EXPECT_EQ(f.kind, "stage-position");
+  EXPECT_EQ(core::to_string(f.kind), "stage-position");
   EXPECT_EQ(f.engine_step, 5);
   EXPECT_EQ(f.sites.front().rank, 0);
   EXPECT_NE(f.summary.find("embeds request 7 at position 14 at engine step 5, but the engine core has computed 12"),
@@ -418,7 +418,7 @@ TEST(StageAgreement, ANegativePositionIsReportedEvenWhereNothingElseIsKnown) {
   fx.send(EventKind::request_scheduled, -1, 4, 9, {8, 8, 3}, 0);
   fx.send(EventKind::inputs_built, 1, 4, 9, {-1, 5, 6}, 0);
   ASSERT_EQ(fx.found.size(), 1u);
-  EXPECT_EQ(fx.found.front().kind, "stage-position");
+  EXPECT_EQ(core::to_string(fx.found.front().kind), "stage-position");
 }
 
 TEST(StageAgreement, ABonusTokenFromTheWrongColumnIsNamedAsSuch) {
@@ -428,7 +428,7 @@ TEST(StageAgreement, ABonusTokenFromTheWrongColumnIsNamedAsSuch) {
   fx.send(EventKind::inputs_built, 1, 5, 7, {12, 21, 31, 32, 33}, 1);
   ASSERT_EQ(fx.found.size(), 1u);
   const core::Finding& f = fx.found.front();
-  EXPECT_EQ(f.kind, "stage-token");
+  EXPECT_EQ(core::to_string(f.kind), "stage-token");
   EXPECT_EQ(f.sites.front().rank, 1);
   EXPECT_NE(f.details.front().find("column 0 of 2"), std::string::npos) << f.details.front();
 }
@@ -439,7 +439,7 @@ TEST(StageAgreement, AdoptingAnotherStepsFeedbackIsAnAdoptionDivergence) {
   fx.send(EventKind::tokens_sampled, 2, 5, 7, {40}, 0);
   fx.send(EventKind::feedback_adopted, 0, 5, 7, {2, 2, 21, 22});  // step 3's, adopted as step 5's
   ASSERT_EQ(fx.found.size(), 1u);
-  EXPECT_EQ(fx.found.front().kind, "stage-adoption");
+  EXPECT_EQ(core::to_string(fx.found.front().kind), "stage-adoption");
   EXPECT_NE(
       fx.found.front().details.front().find("at engine step 3: the update read the feedback slot of another step"),
       std::string::npos)
@@ -457,7 +457,7 @@ TEST(StageAgreement, AdoptingIntoARowAnotherRequestHoldsIsAnAdoptionDivergence) 
       continue;
     }
     ASSERT_EQ(fx.found.size(), 1u);
-    EXPECT_EQ(fx.found.front().kind, "stage-adoption");
+    EXPECT_EQ(core::to_string(fx.found.front().kind), "stage-adoption");
     EXPECT_NE(fx.found.front().summary.find("into table row 2, which request 8 holds since engine step 4"),
               std::string::npos)
         << fx.found.front().summary;
@@ -479,7 +479,7 @@ TEST(StageAgreement, ABonusTokenLandedInTheWrongRowIsNamedFromTheRowItselfEvenWh
     }
     ASSERT_EQ(fx.found.size(), 1u);
     const core::Finding& f = fx.found.front();
-    EXPECT_EQ(f.kind, "stage-adoption");
+    EXPECT_EQ(core::to_string(f.kind), "stage-adoption");
     EXPECT_NE(f.summary.find(
                   "leaves token 41 as request 7's bonus token in row 2 after adopting the feedback of engine step 3"),
               std::string::npos)
@@ -510,7 +510,7 @@ TEST(StageAgreement, AnUpdateScatteredThroughAnotherBatchsRowMappingIsNamedFromT
     fx.send(EventKind::bonus_adopted, 0, 3, 7, {20}, 2);  // row 2 kept request 7's old token
     ASSERT_EQ(fx.found.size(), 1u);
     const core::Finding& f = fx.found.front();
-    EXPECT_EQ(f.kind, "stage-adoption");
+    EXPECT_EQ(core::to_string(f.kind), "stage-adoption");
     EXPECT_EQ(f.request, 7);
     const bool named = f.details.front().find(
                            "through the row mapping of engine step 4's batch: the tokens of batch position 0 "
@@ -531,7 +531,7 @@ TEST(StageAgreement, ASampledRowTheGateLeavesOutIsDroppedFeedback) {
     }
     ASSERT_EQ(fx.found.size(), 1u);
     EXPECT_EQ(fx.found.front().verdict, Verdict::stage_divergence);
-    EXPECT_EQ(fx.found.front().kind, "feedback-dropped");
+    EXPECT_EQ(core::to_string(fx.found.front().kind), "feedback-dropped");
     EXPECT_EQ(fx.found.front().engine_step, 3);
     EXPECT_NE(fx.found.front().summary.find("leaves the request's row out"), std::string::npos)
         << fx.found.front().summary;
@@ -551,7 +551,7 @@ TEST(StageAgreement, WarmupPositionsAreCheckedAndWarmupTokensAreNot) {
   off.send(EventKind::request_scheduled, -1, 1, -2, {1, 6, 0}, 10);
   off.send(EventKind::inputs_built, 0, 1, -2, {9, 99}, 1);  // rank 0 is not serving yet
   ASSERT_EQ(off.found.size(), 1u);
-  EXPECT_EQ(off.found[0].kind, "stage-position");
+  EXPECT_EQ(core::to_string(off.found[0].kind), "stage-position");
   EXPECT_EQ(off.found[0].engine_step, 1);
   EXPECT_NE(
       off.found[0].summary.find("rank0 (stage 0) embeds request -2 at position 9 at engine step 1, but the engine core "
@@ -575,7 +575,7 @@ TEST(StageAgreement, APrefillChunkFromAnotherOffsetOfThePromptIsNamed) {
       continue;
     }
     ASSERT_EQ(fx.found.size(), 1u);
-    EXPECT_EQ(fx.found[0].kind, "stage-token");
+    EXPECT_EQ(core::to_string(fx.found[0].kind), "stage-token");
     EXPECT_NE(fx.found[0].summary.find(
                   "rank0 (stage 0) embeds token 42 at position 3 of request 7's prefill at engine step 3; "
                   "the prompt has 43"),
@@ -613,7 +613,7 @@ TEST(DrafterReference, ProposalsOfTheReferenceDrafterPassAndOthersNameTheFirstWr
     }
     ASSERT_EQ(fx.found.size(), 1u);
     EXPECT_EQ(fx.found.front().verdict, Verdict::output_divergence);
-    EXPECT_EQ(fx.found.front().kind, "drafter-oracle");
+    EXPECT_EQ(core::to_string(fx.found.front().kind), "drafter-oracle");
     EXPECT_EQ(fx.found.front().engine_step, 2);
     EXPECT_NE(fx.found.front().details.front().find("the first 1 drafts agree: the chain went wrong at draft 2"),
               std::string::npos) << fx.found.front().details.front();

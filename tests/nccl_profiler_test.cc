@@ -144,7 +144,7 @@ TEST(NcclProfiler, AFloodBeyondTheSlotPoolIsAnIncompleteTraceNeverAPass) {
   EXPECT_NE(job.result.verdict, core::Verdict::pass);
   bool incomplete = false;
   for (const auto* list : {&job.result.findings, &job.result.notes})
-    for (const core::Finding& f : *list) incomplete = incomplete || f.kind == core::kKindIncompleteTrace;
+    for (const core::Finding& f : *list) incomplete = incomplete || f.kind == core::FindingKind::incomplete_trace;
   EXPECT_TRUE(incomplete);
 }
 

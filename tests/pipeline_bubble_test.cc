@@ -55,7 +55,7 @@ TEST(PipelineBubble, FeedbackPostedForAStepOfNonFinalChunksOnlyIsABubble) {
   ASSERT_EQ(fx.found.size(), 1u);
   const core::Finding& f = fx.found[0];
   EXPECT_EQ(f.verdict, Verdict::pipeline_bubble);
-  EXPECT_EQ(f.kind, "pipeline-bubble");
+  EXPECT_EQ(core::to_string(f.kind), "pipeline-bubble");
   EXPECT_EQ(f.engine_step, 5);
   EXPECT_EQ(f.summary,
             "rank0 (stage 0) waits for feedback of engine step 5 that no request of the step needs: broadcast i64[2, "

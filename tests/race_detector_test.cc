@@ -80,7 +80,7 @@ TEST(RaceDetector, UnorderedWriteAndReadOnTwoStreamsRaceInEverySchedule) {
     const auto r = write_then_read(seed, [](Harness&, TwoStreams) {});
     ASSERT_EQ(r.verdict, Verdict::race) << "seed " << seed;
     const core::Finding& f = r.findings.front();
-    EXPECT_EQ(f.kind, "stream-race");
+    EXPECT_EQ(core::to_string(f.kind), "stream-race");
     ASSERT_EQ(f.sites.size(), 2u);
     // Whichever ran first, both accesses are named: kernel, stream, buffer, row.
     std::set<std::string> what{f.sites[0].what, f.sites[1].what};

@@ -117,7 +117,7 @@ verdict = "pass"
   ops.insert(ops.begin() + 4, launch);
   const core::RunResult r = program::run_on_sim(p, {});
   ASSERT_EQ(r.verdict, core::Verdict::invalid_usage);
-  EXPECT_EQ(r.findings.front().kind, "capture-conflict");
+  EXPECT_EQ(core::to_string(r.findings.front().kind), "capture-conflict");
   EXPECT_NE(r.findings.front().summary.find("calls cudaGraphLaunch on rank0.main, which is being captured"),
             std::string::npos)
       << r.findings.front().summary;
@@ -175,7 +175,7 @@ TEST(Robustness, ACaptureUnsafeCallFromAnotherThreadIsInvalidUsageOnlyDuringTheC
     for (uint64_t seed = 1; seed <= 5; ++seed) {
       const core::RunResult during = run_toml(two_threads(call, "50"), seed);
       ASSERT_EQ(during.verdict, core::Verdict::invalid_usage);
-      EXPECT_EQ(during.findings.front().kind, "capture-unsafe-call");
+      EXPECT_EQ(core::to_string(during.findings.front().kind), "capture-unsafe-call");
       EXPECT_NE(during.findings.front().summary.find("rank0.main is being captured"), std::string::npos)
           << during.findings.front().summary;
       EXPECT_EQ(run_toml(two_threads(call, "300"), seed).verdict, core::Verdict::pass) << "after the capture ended";

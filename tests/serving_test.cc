@@ -333,7 +333,7 @@ TEST(Oracles, GoldenIsQuietOnACorrectRunAndNamesTheFirstWrongToken) {
   const auto f = verify::golden_oracle(s.config, ckpt, bad);
   ASSERT_TRUE(f.has_value());
   EXPECT_EQ(f->verdict, core::Verdict::output_divergence);
-  EXPECT_EQ(f->kind, "golden");
+  EXPECT_EQ(core::to_string(f->kind), "golden");
   EXPECT_NE(f->summary.find(fmt::format("request {} output token #7", bad[3].spec.id)), std::string::npos)
       << f->summary;
   EXPECT_EQ(f->engine_step, bad[3].output_step[7]);
@@ -396,7 +396,7 @@ TEST(Serving, AcceptanceOutsideItsExpectedRangeIsAnOutputDivergence) {
   s.expect.acceptance = std::make_pair(0.9, 1.0);
   const serving::ServingRun r = run(s);
   ASSERT_EQ(r.result.verdict, core::Verdict::output_divergence);
-  EXPECT_EQ(r.result.findings.front().kind, "acceptance");
+  EXPECT_EQ(core::to_string(r.result.findings.front().kind), "acceptance");
   EXPECT_NE(r.result.findings.front().summary.find("outside the expected [0.9, 1]"), std::string::npos)
       << r.result.findings.front().summary;
 }

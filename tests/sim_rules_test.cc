@@ -319,7 +319,7 @@ TEST(Rules, R3_ASendToSelfWithoutItsReceiveIsInvalidUsage) {
         R"({ op = "send", comm = "c", peer = 0, count = 64 }, { op = "recv", comm = "c", peer = 0, count = 64 },)"}) {
     auto r = run_toml(self_program(ops));
     ASSERT_EQ(r.verdict, Verdict::invalid_usage) << ops;
-    EXPECT_EQ(r.findings[0].kind, "unmatched-self-p2p");
+    EXPECT_EQ(core::to_string(r.findings[0].kind), "unmatched-self-p2p");
     EXPECT_NE(r.findings[0].summary.find("posts 1 send(s) to itself and 0 receive(s) from itself"), std::string::npos)
         << r.findings[0].summary;
     EXPECT_EQ(r.findings[0].sites[0].origin, "test.toml:8");
@@ -636,7 +636,7 @@ verdict = "pass"
 TEST(Rules, R7_InversionDeadlocksUnderSerialConcurrency) {
   auto r = run_toml(inversion("serial", true));
   ASSERT_EQ(r.verdict, Verdict::deadlock);
-  EXPECT_EQ(r.findings[0].kind, "cycle");
+  EXPECT_EQ(core::to_string(r.findings[0].kind), "cycle");
 }
 
 TEST(Rules, R7_InversionPassesWithAHazardWhenKernelsCanBeResidentTogether) {
@@ -786,7 +786,7 @@ TEST(Rules, R8_StrictModeTurnsTheHazardIntoTheVerdict) {
   EXPECT_NE(lenient.notes.front().summary.find("rank0.host"), std::string::npos) << lenient.notes.front().summary;
   auto strict = run_toml(load_racing_a_send(1000, true, true));
   ASSERT_EQ(strict.verdict, Verdict::hazard);
-  EXPECT_EQ(strict.findings[0].kind, "module-load-in-flight");
+  EXPECT_EQ(core::to_string(strict.findings[0].kind), "module-load-in-flight");
   EXPECT_TRUE(strict.findings[0].involves_rank(0));
 }
 
@@ -900,7 +900,7 @@ TEST(Rules, R9_FirstContactInsideACaptureIsInvalidUsage) {
   // NCCL sets the connection up with allocations the capture forbids: ncclInternalError on H200.
   auto r = run_toml(graph_program(true, false));
   ASSERT_EQ(r.verdict, Verdict::invalid_usage);
-  EXPECT_EQ(r.findings[0].kind, "connect-in-capture");
+  EXPECT_EQ(core::to_string(r.findings[0].kind), "connect-in-capture");
   EXPECT_NE(r.findings[0].summary.find("before this rank ever used that direction with rank"), std::string::npos)
       << r.findings[0].summary;
 }
@@ -925,7 +925,7 @@ ops = [ { op = "recv", comm = "c", peer = 0, count = 1 }, { op = "device_sync" }
 verdict = "pass"
 )");
   ASSERT_EQ(r.verdict, Verdict::invalid_usage);
-  EXPECT_EQ(r.findings[0].kind, "connect-in-capture");
+  EXPECT_EQ(core::to_string(r.findings[0].kind), "connect-in-capture");
 }
 
 TEST(Rules, R9_AFirstContactInsideACaptureWaitsForThePeerFirst) {

@@ -140,7 +140,7 @@ inline serving::ServingScenario committed_serving(const std::string& name) {
 
 inline bool has_note(const core::RunResult& r, std::string_view kind) {
   for (const auto& f : r.notes)
-    if (f.kind == kind) return true;
+    if (core::to_string(f.kind) == kind) return true;
   return false;
 }
 
@@ -149,7 +149,7 @@ inline std::set<std::string> hazard_kinds(const core::RunResult& r) {
   std::set<std::string> kinds;
   for (const auto* list : {&r.notes, &r.findings})
     for (const auto& f : *list)
-      if (f.verdict == core::Verdict::hazard) kinds.insert(f.kind);
+      if (f.verdict == core::Verdict::hazard) kinds.emplace(core::to_string(f.kind));
   return kinds;
 }
 

@@ -92,7 +92,7 @@ TEST(Verify, APendingKernelInAGpuHangDumpIsAHangNotBadInput) {
 TEST(Verify, UnmatchedSendAtTheEndOfACompletedRun) {
   auto r = check({posted(0, 0, "send", 1, "x"), posted(1, 1, "recv", 0, "x"), posted(2, 0, "send", 1, "extra", 8, 1)});
   ASSERT_EQ(r.verdict, core::Verdict::fifo_misalignment);
-  EXPECT_EQ(r.findings[0].kind, "unmatched");
+  EXPECT_EQ(core::to_string(r.findings[0].kind), "unmatched");
 }
 
 TEST(Verify, MalformedTracesAreInputErrorsWithTheLine) {
@@ -124,7 +124,7 @@ TEST(Verify, CollectivePostedByOneMemberOnlyIsUnmatched) {
              R"({"seq":1,"t":0,"ev":"comm_init","rank":1,"comm":"pp"})", posted(2, 1, "broadcast", 1, "drafts", 8, 0),
              posted(3, 0, "broadcast", 1, "drafts", 8, 0), posted(4, 1, "broadcast", 1, "drafts", 8, 1)});
   ASSERT_EQ(r.verdict, core::Verdict::fifo_misalignment);
-  EXPECT_EQ(r.findings[0].kind, "unmatched");
+  EXPECT_EQ(core::to_string(r.findings[0].kind), "unmatched");
   EXPECT_NE(r.findings[0].summary.find("collective #1"), std::string::npos) << r.findings[0].summary;
 }
 
@@ -164,14 +164,14 @@ TEST(Expect, KindPinsTheFirstFindingsReason) {
   r.verdict = core::Verdict::fifo_misalignment;
   core::Finding f;
   f.verdict = core::Verdict::fifo_misalignment;
-  f.kind = "gate-disagreement";
+  f.kind = core::FindingKind::gate_disagreement;
   r.findings.push_back(f);
   core::Expect x;
   x.verdict = core::Verdict::fifo_misalignment;
   EXPECT_EQ(core::expectation_mismatch(x, r), "");  // no kind pinned: the verdict alone decides
-  x.kind = "gate-disagreement";
+  x.kind = core::FindingKind::gate_disagreement;
   EXPECT_EQ(core::expectation_mismatch(x, r), "");
-  x.kind = "collective-mismatch";
+  x.kind = core::FindingKind::collective_mismatch;
   EXPECT_EQ(core::expectation_mismatch(x, r),
             "verdict fifo-misalignment of kind gate-disagreement, expected kind collective-mismatch");
 }

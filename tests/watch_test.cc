@@ -46,7 +46,7 @@ TEST(Watch, AMisalignmentIsReportedWhenItsSecondMemberPosts) {
   w.add_line(r1, bcast(0, 12, 7));
   const std::vector<watch::WatchReport> reports = w.take_reports();
   ASSERT_EQ(reports.size(), 1u);
-  EXPECT_EQ(reports.front().finding.kind, core::kKindCollectiveMismatch);
+  EXPECT_EQ(reports.front().finding.kind, core::FindingKind::collective_mismatch);
   EXPECT_NE(reports.front().finding.summary.find("count 10 vs 12"), std::string::npos)
       << reports.front().finding.summary;
   EXPECT_TRUE(w.take_reports().empty()) << "said once";
@@ -63,7 +63,7 @@ TEST(Watch, ASendWhoseGroupNeverEndedIsACallNeverLaunchedAtTheStall) {
       R"({"ev":"op_posted","t":9,"comm":"00000000000000b1","op":0,"func":"send","dtype":"f32","count":4,"group":3,"site":"job.py:12"})");
   const auto s = w.stall();
   ASSERT_TRUE(s.has_value());
-  EXPECT_EQ(s->finding.kind, core::kKindNeverLaunched);
+  EXPECT_EQ(s->finding.kind, core::FindingKind::never_launched);
   EXPECT_EQ(s->finding.sites.front().rank, 0);
   EXPECT_EQ(s->finding.sites.front().origin, "job.py:12");
 }

@@ -43,7 +43,7 @@ void cross_check_trailer(const traces::TraceReader& reader, core::RunResult& res
   if (!trailer || !verify::is_failure(trailer->verdict) || verify::is_failure(result.verdict)) return;
   core::Finding f;
   f.verdict = trailer->verdict;
-  f.kind = core::kNoteRecordedVerdict;
+  f.kind = core::FindingKind::recorded_verdict;
   f.time = result.stats.sim_time;
   f.summary = fmt::format(
       "the run recorded verdict {} (trailer, line {}), which the recorded events alone do not show; "
@@ -60,7 +60,7 @@ void cross_check_trailer(const traces::TraceReader& reader, core::RunResult& res
 void demote_stop_consequences(const traces::TraceReader& reader, core::RunResult& result) {
   const auto& trailer = reader.trailer();
   if (reader.header().backend != traces::TraceBackend::sim || !trailer || !verify::is_failure(trailer->verdict)) return;
-  auto unmatched = [](const core::Finding& f) { return f.kind == core::kKindUnmatched; };
+  auto unmatched = [](const core::Finding& f) { return f.kind == core::FindingKind::unmatched; };
   const bool only_unmatched = std::all_of(result.findings.begin(), result.findings.end(), unmatched);
   if (only_unmatched && (result.findings.empty() || trailer->findings.empty())) return;
   std::vector<core::Finding> kept;

@@ -148,7 +148,7 @@ report::RunRecord sim_record(const serving::ServingScenario& s, const serving::S
 core::Finding note(std::string summary) {
   core::Finding f;
   f.verdict = core::Verdict::pass;
-  f.kind = core::kKindSimGpu;
+  f.kind = core::FindingKind::sim_gpu;
   f.summary = std::move(summary);
   return f;
 }

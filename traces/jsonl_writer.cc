@@ -73,7 +73,7 @@ void JsonlWriter::finish(const core::RunResult& r) {
   for (size_t i = 0; i < r.findings.size(); ++i) {
     const RecordedFinding f = recorded(r.findings[i]);
     s += fmt::format("{}{{\"verdict\":\"{}\",\"kind\":", i ? "," : "", core::to_string(f.verdict));
-    core::append_json_string(s, f.kind);
+    core::append_json_string(s, core::to_string(f.kind));
     s += ",\"summary\":";
     core::append_json_string(s, f.summary);
     s += ",\"sites\":[";

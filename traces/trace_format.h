@@ -43,7 +43,7 @@ inline constexpr size_t kEmbeddedScenarioBytesMax = size_t{1} << 20;
 // finding of a post-run oracle, nor its words).
 struct RecordedFinding {
   core::Verdict verdict = core::Verdict::pass;
-  std::string kind;
+  core::FindingKind kind = core::FindingKind::none;
   std::string summary;
   std::vector<std::string> sites;  // "rank0 rank0.main on 'world' #3: recv i32[256] [file.toml:12]"
 };

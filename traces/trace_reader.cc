@@ -222,7 +222,9 @@ std::vector<RecordedFinding> recorded_findings(const Json& list, const Fields& f
     const auto v = core::parse_verdict(x.at("verdict").get<std::string>());
     if (!v) f.fail("findings", fmt::format("verdict: expected one of: {}", core::verdict_names()));
     r.verdict = *v;
-    r.kind = x.at("kind").get<std::string>();
+    const auto kind = core::parse_finding_kind(x.at("kind").get<std::string>());
+    if (!kind) f.fail("findings", "kind: not a kind of finding ppspec reports");
+    r.kind = *kind;
     r.summary = x.at("summary").get<std::string>();
     for (const Json& site : x.at("sites")) {
       if (!site.is_string()) f.fail("findings", "a site that is not a string");

@@ -77,7 +77,7 @@ JobCheck check_plugin_traces(const std::vector<std::string>& files, const std::s
   if (torn > 0) {
     core::Finding n;
     n.verdict = core::Verdict::pass;
-    n.kind = core::kNoteTornLine;
+    n.kind = core::FindingKind::torn_line;
     n.time = core::kNoTime;
     n.summary = std::to_string(torn) +
                 " trace(s) end in an unfinished line (a process killed while its plugin wrote): not read";

@@ -12,7 +12,7 @@ namespace ppspec::watch {
 namespace {
 
 bool is_mismatch(const core::Finding& f) {
-  return f.kind == core::kKindCollectiveMismatch || f.kind == core::kKindP2pMismatch;
+  return f.kind == core::FindingKind::collective_mismatch || f.kind == core::FindingKind::p2p_mismatch;
 }
 
 void decide(core::RunResult& r) { r.verdict = r.findings.empty() ? core::Verdict::pass : r.findings.front().verdict; }
@@ -64,7 +64,7 @@ core::RunResult Watcher::judge(bool live) const {
   if (n.calls_only > 0) {
     core::Finding note;
     note.verdict = core::Verdict::pass;
-    note.kind = core::kNoteCallsOnly;
+    note.kind = core::FindingKind::calls_only;
     note.time = core::kNoTime;
     note.summary = fmt::format(
         "{} rank(s) recorded calls only (PPSPEC_PROFILER_EVENTS=calls): their operations were taken as completed, "
@@ -91,12 +91,13 @@ void Watcher::never_launched(core::RunResult& r) const {
     const core::Finding& f = r.findings.front();
     const bool holds_culprit =
         std::any_of(held.begin(), held.end(), [&](const auto& h) { return h.rank == f.culprit.rank; });
-    first = f.kind == core::kKindStalled || f.kind == core::kKindMissingDump || f.kind == core::kKindUncheckedRank ||
-            (f.kind == core::kKindUnmatched && holds_culprit) || (f.kind == core::kKindCycle && f.sites.empty());
+    first = f.kind == core::FindingKind::stalled || f.kind == core::FindingKind::missing_dump ||
+            f.kind == core::FindingKind::unchecked_rank || (f.kind == core::FindingKind::unmatched && holds_culprit) ||
+            (f.kind == core::FindingKind::cycle && f.sites.empty());
   }
   core::Finding f;
   f.verdict = core::Verdict::hang;
-  f.kind = std::string(core::kKindNeverLaunched);
+  f.kind = core::FindingKind::never_launched;
   f.time = job_.last_time();
   std::string ranks;
   for (const auto& h : held) {
@@ -125,7 +126,7 @@ void Watcher::incomplete(core::RunResult& r, bool live) const {
   if (n.lost == 0 && n.disabled == 0 && dropped_ == 0 && unended.empty()) return;
   core::Finding f;
   f.verdict = core::Verdict::hazard;
-  f.kind = std::string(core::kKindIncompleteTrace);
+  f.kind = core::FindingKind::incomplete_trace;
   f.time = core::kNoTime;
   if (n.lost == 0 && n.disabled == 0 && dropped_ == 0) {
     f.summary = fmt::format(

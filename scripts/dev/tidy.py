@@ -193,7 +193,7 @@ def self_test():
         (include_violations("verify/a.cc", '#include "engine/scheduler.h"', table),
          include_violations("verify/a.cc", '#include "engine/config.h"', table)),
         (closed_set_violations("tools/a.cc", 'if (h.kind == "serving") {'), closed_set_violations("tools/a.cc", "if (h.kind == k) {")),
-        (closed_set_violations("sim/a.cc", '  f.kind = "unmatched";'), closed_set_violations("sim/a.cc", "  f.kind = core::kKindUnmatched;")),
+        (closed_set_violations("sim/a.cc", '  f.kind = "unmatched";'), closed_set_violations("sim/a.cc", "  f.kind = core::FindingKind::unmatched;")),
         (closed_set_violations("serving/a.cc", 'f.summary.find("request")'), closed_set_violations("serving/a.cc", "f.request >= 0")),
         (line_length_violations("core/a.h", "x" * 121), line_length_violations("core/a.h", "x" * 120)),
     ]

@@ -150,7 +150,7 @@ TEST(Gpu, TwoGpus_DoublePostTraceIsAMisalignment) {
   traces::TraceReader reader(trace, {});
   const core::RunResult checked = verify::check_trace(reader);
   ASSERT_EQ(checked.verdict, core::Verdict::fifo_misalignment);
-  EXPECT_EQ(checked.findings.front().kind, "collective-mismatch");
+  EXPECT_EQ(core::to_string(checked.findings.front().kind), "collective-mismatch");
 }
 
 // `ppspec run --backend both --json FILE` with the ppspec binary: its exit status and records.

@@ -20,7 +20,7 @@ core::Finding unchecked_ranks(const FrJob& job) {
   PPSPEC_ASSERT(!job.missing.empty());
   core::Finding n;
   n.verdict = core::Verdict::hazard;
-  n.kind = std::string(core::kKindUncheckedRank);
+  n.kind = core::FindingKind::unchecked_rank;
   n.time = core::kNoTime;
   n.summary = fmt::format(
       "no dump of {}, member(s) of groups in use: what {} did is not checked, and a rank that did not dump is "
@@ -33,7 +33,7 @@ core::Finding unchecked_ranks(const FrJob& job) {
 core::Finding dropped_records(const FrJob& job) {
   core::Finding n;
   n.verdict = core::Verdict::pass;
-  n.kind = core::kNoteRingBufferWrapped;
+  n.kind = core::FindingKind::ring_buffer_wrapped;
   n.time = core::kNoTime;
   std::vector<std::string> parts;
   for (const auto& [rank, dropped] : job.dropped)
@@ -46,20 +46,20 @@ core::Finding dropped_records(const FrJob& job) {
   return n;
 }
 
-core::Finding note(std::string_view kind, std::string summary) { return core::untimed_note(kind, std::move(summary)); }
+core::Finding note(core::FindingKind kind, std::string summary) { return core::untimed_note(kind, std::move(summary)); }
 
 // Where p2p places came from a wrapped ring's pattern, or could not.
 void placing_notes(const FrJob& job, std::vector<core::Finding>& notes) {
   for (const FrP2pPlacing& p : job.placings) {
     const std::string group = job.groups[p.group].label();
     if (p.period == 0)
-      notes.push_back(note(core::kNoteP2pNotAligned,
+      notes.push_back(note(core::FindingKind::p2p_not_aligned,
                            fmt::format("rank {}'s ring dropped its p2p calls on {} before p2p_seq_id {}, and the calls "
                                        "it holds repeat no pattern: how many of the dropped ones went to each peer is "
                                        "unknown, so its p2p there is not compared",
                                        p.rank, group, p.first_seq)));
     else
-      notes.push_back(note(core::kNoteP2pAlignedByPattern,
+      notes.push_back(note(core::FindingKind::p2p_aligned_by_pattern,
                            fmt::format("rank {}'s ring dropped its p2p calls on {} before p2p_seq_id {}: its "
                                        "calls there repeat every {} call(s), taken to have done so from the first",
                                        p.rank, group, p.first_seq, p.period)));
@@ -69,14 +69,14 @@ void placing_notes(const FrJob& job, std::vector<core::Finding>& notes) {
 // What dumps that record no progress, or groups read from the entries, leave unjudged.
 void gloo_notes(const FrJob& job, std::vector<core::Finding>& notes) {
   if (!job.progress)
-    notes.push_back(note(core::kNoteNoProgressRecorded,
+    notes.push_back(note(core::FindingKind::no_progress_recorded,
                          "the dumps record no progress (Gloo leaves every entry `scheduled`) and no p2p: the "
                          "order, sizes and dtypes of the collectives are judged; a hang, and any p2p, cannot be"));
   std::vector<std::string> inferred;
   for (const FrJobGroup& g : job.groups)
     if (g.inferred) inferred.push_back(fmt::format("{} [{}]", g.label(), fmt::join(g.ranks, ", ")));
   if (!inferred.empty())
-    notes.push_back(note(core::kNoteGroupsFromEntries,
+    notes.push_back(note(core::FindingKind::groups_from_entries,
                          fmt::format("the dumps' group tables list no members (Gloo's): each group's members are "
                                      "the ranks whose dumps name it ({}); a member that never called on it is not seen",
                                      fmt::join(inferred, ", "))));
@@ -105,7 +105,8 @@ core::RunResult check_flight_recorder(const std::vector<traces::FrDump>& dumps, 
   for (core::Finding& n : waits.notes) r.notes.push_back(std::move(n));
   placing_notes(job, r.notes);
   gloo_notes(job, r.notes);
-  if (job.progress) r.notes.push_back(note(core::kNoteExecutionModel, "assumed: " + fr_calls_words(options.calls)));
+  if (job.progress)
+    r.notes.push_back(note(core::FindingKind::execution_model, "assumed: " + fr_calls_words(options.calls)));
   if (std::any_of(job.dropped.begin(), job.dropped.end(), [](const auto& d) { return d.second > 0; }))
     r.notes.push_back(dropped_records(job));
   if (!job.missing.empty()) {
@@ -119,7 +120,7 @@ core::RunResult check_flight_recorder(const std::vector<traces::FrDump>& dumps, 
   }
   r.verdict = r.findings.empty() ? core::Verdict::pass : r.findings.front().verdict;
   const auto complete = [](const core::Finding& f) {
-    return !f.kind.empty() && !f.summary.empty() && f.verdict != core::Verdict::pass;
+    return f.kind != core::FindingKind::none && !f.summary.empty() && f.verdict != core::Verdict::pass;
   };
   PPSPEC_ASSERT(std::all_of(r.findings.begin(), r.findings.end(), complete),
                 "a Flight Recorder finding without its kind, summary or verdict");

@@ -159,7 +159,7 @@ core::Finding collective_finding(const FrJobGroup& g, const std::vector<Lane>& l
                                  const core::SequenceCause& c) {
   core::Finding f;
   f.verdict = core::Verdict::fifo_misalignment;
-  f.kind = std::string(core::kKindCollectiveMismatch);
+  f.kind = core::FindingKind::collective_mismatch;
   f.time = core::kNoTime;
   const std::string group = g.label();
   std::vector<std::string> posts;
@@ -231,7 +231,7 @@ std::optional<core::Finding> unbalanced_all_to_all(const FrJobGroup& g, const st
     if (sent == received) continue;
     core::Finding f;
     f.verdict = core::Verdict::fifo_misalignment;
-    f.kind = std::string(core::kKindCollectiveMismatch);
+    f.kind = core::FindingKind::collective_mismatch;
     f.time = core::kNoTime;
     const int64_t seq = lanes.front().at(k)->entry->collective_seq_id;
     f.summary = fmt::format(
@@ -259,7 +259,7 @@ core::Finding surplus_finding(const FrJob& job, size_t group, const std::vector<
   const Lane& less = lanes[fewer];
   core::Finding f;
   f.verdict = core::Verdict::fifo_misalignment;
-  f.kind = std::string(core::kKindUnmatched);
+  f.kind = core::FindingKind::unmatched;
   f.time = core::kNoTime;
   const size_t k = less.ops.size();
   f.summary = fmt::format(
@@ -317,7 +317,7 @@ void judge_completed_surplus(const FrJob& job, size_t group, const std::vector<L
     return;
   }
   out.notes.push_back(core::untimed_note(
-      core::kNoteInFlight,
+      core::FindingKind::in_flight,
       fmt::format("{}: a collective completed on some members that others' dumps do not hold, and those dumps may have "
                   "been taken before it completed (while the job ran), or their rings dropped it: not yet called, or "
                   "never — the dumps cannot tell ({})",
@@ -340,7 +340,7 @@ std::optional<core::Finding> early_mismatch(const FrJobGroup& g) {
     if (keys.size() == 1) continue;
     core::Finding f;
     f.verdict = core::Verdict::fifo_misalignment;
-    f.kind = std::string(core::kKindCollectiveMismatch);
+    f.kind = core::FindingKind::collective_mismatch;
     f.time = core::kNoTime;
     std::vector<std::string> posts;
     for (const auto& [rank, op] : held)
@@ -370,7 +370,7 @@ void check_group(const FrJob& job, size_t group, FrSequenceFindings& out) {
     lanes.push_back(Lane{g.ranks[m], std::span<const FrOp>(all).subspan(static_cast<size_t>(first - all.begin()))});
     if (first != all.begin()) {
       out.notes.push_back(core::untimed_note(
-          core::kNoteRingBufferWrapped,
+          core::FindingKind::ring_buffer_wrapped,
           fmt::format("{}: compared from collective_seq_id {}, the first every dumped member still holds; rank "
                       "{}'s {} earlier collective(s) there are not compared",
                       g.label(), g.first_common_seq, g.ranks[m], first - all.begin())));
@@ -468,7 +468,7 @@ void completed_surplus(const FrChannel& ch, const FrJobGroup& g, const std::vect
   const int waiting = sends ? ch.src : ch.dst, absent = sends ? ch.dst : ch.src;
   core::Finding f;
   f.verdict = core::Verdict::fifo_misalignment;
-  f.kind = std::string(core::kKindUnmatched);
+  f.kind = core::FindingKind::unmatched;
   f.time = core::kNoTime;
   f.summary = fmt::format(
       "{}: rank {}'s {} #{} {} rank {} ({}) completed, and rank {} never posted the {} it pairs with: {} ({} posted "
@@ -536,7 +536,7 @@ void check_channel(const FrJob& job, const FrChannel& ch, FrSequenceFindings& ou
     if (c.kind == core::CauseKind::none) return;
     core::Finding f;
     f.verdict = core::Verdict::fifo_misalignment;
-    f.kind = std::string(core::kKindP2pMismatch);
+    f.kind = core::FindingKind::p2p_mismatch;
     f.time = core::kNoTime;
     f.summary = p2p_summary(ch, g.label(), c, lanes);
     const bool recv_first = !c.culprits.empty() && c.culprits.front() == 1;

@@ -151,7 +151,7 @@ core::Finding cycle_finding(const WaitGraph& g, const std::vector<size_t>& cycle
   PPSPEC_ASSERT(!cycle.empty());
   core::Finding f;
   f.verdict = core::Verdict::deadlock;
-  f.kind = std::string(core::kKindCycle);
+  f.kind = core::FindingKind::cycle;
   f.time = core::kNoTime;
   f.culprit.what = "cycle";
   std::vector<std::string> steps;
@@ -257,7 +257,7 @@ core::Finding idle_finding(const WaitGraph& g, const Sink& s, const std::vector<
                            const FrDating& dating) {
   core::Finding f;
   f.verdict = core::Verdict::fifo_misalignment;
-  f.kind = std::string(core::kKindUnmatched);
+  f.kind = core::FindingKind::unmatched;
   f.time = core::kNoTime;
   PPSPEC_ASSERT(s.kind == Sink::Kind::idle && !waiting_ranks.empty());
   const FrOp& op = *g.stuck[s.op].op;
@@ -295,7 +295,7 @@ core::Finding idle_finding(const WaitGraph& g, const Sink& s, const std::vector<
 void ring_words(const WaitGraph& g, const Sink& s, const std::vector<int>& ranks, core::Finding& f) {
   const FrOp& op = *g.stuck[s.op].op;
   const char* verb = ranks.size() == 1 ? "s" : "";
-  f.kind = std::string(core::kKindStalled);
+  f.kind = core::FindingKind::stalled;
   if (s.kind == Sink::Kind::unplaced) {
     f.summary = fmt::format(
         "{}'s {} does not complete, and where its counterpart stands on rank {}'s side is unknown: a ring that "
@@ -337,14 +337,14 @@ core::Finding sink_finding(const WaitGraph& g, const Sink& s, const std::vector<
   f.sites.push_back(site_of(g, s.op));
   const FrOp& op = *g.stuck[s.op].op;
   if (s.kind == Sink::Kind::no_dump) {
-    f.kind = std::string(core::kKindMissingDump);
+    f.kind = core::FindingKind::missing_dump;
     f.summary = fmt::format(
         "no dump of rank {}, which {} wait{} for ({}): a rank that did not dump is often the one that hung — the "
         "first suspect",
         s.rank, rank_words(ranks), ranks.size() == 1 ? "s" : "", awaited(g, s.op));
     f.culprit = core::Culprit{s.rank, g.job.groups[op.group].name, op.entry->is_p2p, -1, op.position, "no-dump"};
   } else if (s.kind == Sink::Kind::lost) {
-    f.kind = std::string(core::kKindStalled);
+    f.kind = core::FindingKind::stalled;
     f.summary = fmt::format(
         "rank {}'s {} waits for data that rank {}'s send, which pairs with it by position, already completed with: "
         "the data never arrived — NCCL set the pair's connection up wrongly at first contact (an ungrouped send "
@@ -355,7 +355,7 @@ core::Finding sink_finding(const WaitGraph& g, const Sink& s, const std::vector<
   } else if (s.kind == Sink::Kind::unplaced || s.kind == Sink::Kind::dropped || s.kind == Sink::Kind::unheld) {
     ring_words(g, s, ranks, f);
   } else if (s.kind == Sink::Kind::outside) {
-    f.kind = std::string(core::kKindStalled);
+    f.kind = core::FindingKind::stalled;
     f.summary = fmt::format(
         "rank {}'s {} never started, and none of its communication before it is stuck: its stream waits for "
         "something outside communication (a kernel that does not finish, an event never recorded); {} wait{} "
@@ -363,7 +363,7 @@ core::Finding sink_finding(const WaitGraph& g, const Sink& s, const std::vector<
         s.rank, g.op_words(s.op), rank_words(ranks), ranks.size() == 1 ? "s" : "");
     f.culprit = core::Culprit{s.rank, g.job.groups[op.group].name, op.entry->is_p2p, -1, op.position, "stalled"};
   } else {
-    f.kind = std::string(core::kKindStalled);
+    f.kind = core::FindingKind::stalled;
     // The ranks whose own operation is the one that does not complete, and those who wait on them.
     const FrOp& stuck = *g.stuck[s.op].op;
     std::vector<int> at, behind;
@@ -379,7 +379,7 @@ core::Finding sink_finding(const WaitGraph& g, const Sink& s, const std::vector<
                        : fmt::format("; {} wait{} behind {}", rank_words(behind), behind.size() == 1 ? "s" : "",
                                      at.size() > 1 ? "them" : "it"));
   }
-  PPSPEC_ASSERT(!f.kind.empty() && !f.summary.empty());
+  PPSPEC_ASSERT(f.kind != core::FindingKind::none && !f.summary.empty());
   return f;
 }
 
@@ -417,7 +417,7 @@ void date_stall(core::Finding& f, const WaitGraph& g, const Sink& s, FrAge age, 
 core::Finding in_flight_note(const WaitGraph& g, const Sink& s, const std::vector<int>& ranks, const FrDating& dating) {
   core::Finding n;
   n.verdict = core::Verdict::pass;
-  n.kind = core::kNoteInFlight;
+  n.kind = core::FindingKind::in_flight;
   n.time = core::kNoTime;
   const std::string posted = s.kind == Sink::Kind::idle
                                  ? fmt::format(", whose counterpart rank {} had not posted yet", s.rank)

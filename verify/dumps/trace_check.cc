@@ -43,7 +43,7 @@ core::Finding TraceChecker::hang_finding() const {
   PPSPEC_ASSERT(hang_at_ >= 0, "a hang finding without the watchdog's verdict");
   core::Finding f;
   f.verdict = core::Verdict::hang;
-  f.kind = core::kKindWatchdog;
+  f.kind = core::FindingKind::watchdog;
   f.time = hang_at_;
   std::map<core::RankId, int> pending_by_rank;
   for (const DumpEntry& d : dump_)

@@ -9,7 +9,7 @@
 namespace ppspec::verify {
 
 void DecisionAgreement::on_event(const core::Event& e) {
-  if (reported(core::kKindDecisionDisagreement) || e.kind != core::EventKind::draft_budget) return;
+  if (reported(core::FindingKind::decision_disagreement) || e.kind != core::EventKind::draft_budget) return;
   const auto probe = core::DraftBudgetProbe::decode(e);
   PPSPEC_ASSERT(facts_.last_stage(e.rank), "rank{} (stage {}) reported a draft budget: only the last stage drafts",
                 e.rank, facts_.stage_of(e.rank));
@@ -19,7 +19,7 @@ void DecisionAgreement::on_event(const core::Event& e) {
   const Decision& d = it->second;
   if (d.budget == probe.budget) return;
   const double one = 65536.0;
-  core::Finding f = finding_at(e, core::Verdict::fifo_misalignment, std::string(core::kKindDecisionDisagreement),
+  core::Finding f = finding_at(e, core::Verdict::fifo_misalignment, core::FindingKind::decision_disagreement,
                                fmt::format("the draft budget of engine step {} disagrees across the last stage's TP "
                                            "ranks: rank{} drafts {} per request, "
                                            "rank{} drafts {}",

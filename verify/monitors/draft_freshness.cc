@@ -45,7 +45,7 @@ void DraftFreshness::check_embedded(const core::Event& e, const core::InputsBuil
   const int stage = facts_.stage_of(e.rank);
   const std::vector<int64_t> proposed(latest->drafts.begin(), latest->drafts.begin() + static_cast<std::ptrdiff_t>(n));
   core::Finding f = finding_at(
-      e, core::Verdict::stale_draft, core::kKindDraftFreshness,
+      e, core::Verdict::stale_draft, core::FindingKind::draft_freshness,
       fmt::format(
           "rank{} (stage {}) verifies request {} at engine step {} with drafts {}, but the last stage proposed {} "
           "for it at engine step {}",
@@ -103,7 +103,7 @@ void DraftFreshness::check_adoption(const core::Event& e, const core::DraftsProb
   const std::vector<int64_t> adopted(drafts.drafts.begin(), drafts.drafts.end());
   if (adopted.size() >= p->drafts.size() && std::equal(p->drafts.begin(), p->drafts.end(), adopted.begin())) return;
   core::Finding f = finding_at(
-      e, core::Verdict::stale_draft, core::kKindDraftRelay,
+      e, core::Verdict::stale_draft, core::FindingKind::draft_relay,
       fmt::format("rank{} (stage {}) adopts drafts {} for request {} from the feedback of engine step {}, but the last "
                   "stage proposed {}",
                   e.rank, facts_.stage_of(e.rank), token_list(adopted), e.req, e.step, token_list(p->drafts)));

@@ -114,7 +114,7 @@ void DrafterReference::check(const core::Event& e, const core::DraftsProbe& p) {
   size_t first = 0;
   while (first < got.size() && first < want.size() && got[first] == want[first]) ++first;
   core::Finding f =
-      finding_at(e, core::Verdict::output_divergence, std::string(core::kKindDrafterOracle),
+      finding_at(e, core::Verdict::output_divergence, core::FindingKind::drafter_oracle,
                  fmt::format("rank{} proposes drafts {} for request {} at engine step {}; the reference drafter "
                              "over its {} tokens of context proposes {}",
                              e.rank, token_list(got), e.req, e.step, it->second.context.size(), token_list(want)));

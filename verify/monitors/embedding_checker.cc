@@ -8,14 +8,14 @@
 namespace ppspec::verify {
 
 void EmbeddingChecker::on_event(const core::Event& e) {
-  if (reported(core::kKindEmbedding) || e.kind != core::EventKind::table_bound) return;
+  if (reported(core::FindingKind::embedding) || e.kind != core::EventKind::table_bound) return;
   const auto bound = core::TableBoundProbe::decode(e);
   if (bound.table != core::WeightTable::draft_embed_tokens) return;
   const int64_t entries = bound.entries;
   const int64_t unwritten = bound.unwritten;
   if (bound.hash == facts_.draft_table_hash && entries == facts_.draft_table_entries && unwritten == 0) return;
   core::Finding f = finding_at(
-      e, core::Verdict::embedding_violation, core::kKindEmbedding,
+      e, core::Verdict::embedding_violation, core::FindingKind::embedding,
       fmt::format("rank{} (stage {}) drafts with an embedding table that is not the checkpoint's: hash {:#x}, expected "
                   "{:#x}; {} of its {} entries were never written on this rank",
                   e.rank, facts_.stage_of(e.rank), bound.hash, facts_.draft_table_hash, unwritten, entries));

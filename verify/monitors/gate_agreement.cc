@@ -9,7 +9,7 @@
 namespace ppspec::verify {
 
 void GateAgreement::on_event(const core::Event& e) {
-  if (reported(core::kKindGateDisagreement) || e.kind != core::EventKind::gate) return;
+  if (reported(core::FindingKind::gate_disagreement) || e.kind != core::EventKind::gate) return;
   const auto gate = core::GateProbe::decode(e);
   const std::vector<int64_t> rows(gate.rows.begin(), gate.rows.end());
   const auto [it, first] = first_.try_emplace(e.step, Decision{e.rank, gate.posts_feedback, rows});
@@ -23,7 +23,7 @@ void GateAgreement::on_event(const core::Event& e) {
     return !x.posts_feedback ? std::string("no feedback") : fmt::format("feedback for rows {}", token_list(x.rows));
   };
   core::Finding f =
-      finding_at(e, core::Verdict::fifo_misalignment, core::kKindGateDisagreement,
+      finding_at(e, core::Verdict::fifo_misalignment, core::FindingKind::gate_disagreement,
                  fmt::format("the feedback gate of engine step {} disagrees: rank{} decided {}, rank{} {}", e.step,
                              d.rank, words(d), e.rank, words(Decision{e.rank, gate.posts_feedback, rows})));
   f.sites.push_back(core::Site{d.rank, fmt::format("rank{}.host", d.rank), "", -1, "need_sampled_mask", ""});

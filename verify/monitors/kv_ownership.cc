@@ -19,8 +19,9 @@ std::string_view writer_words(core::KvWriter w) {
 }
 
 // A store's finding is about the request of its row; the kernel's event names no request.
-core::Finding kv_finding(const core::Event& e, const core::KvSlotRow& row, std::string_view kind, std::string summary) {
-  core::Finding f = finding_at(e, core::Verdict::kv_violation, std::string(kind), std::move(summary));
+core::Finding kv_finding(const core::Event& e, const core::KvSlotRow& row, core::FindingKind kind,
+                         std::string summary) {
+  core::Finding f = finding_at(e, core::Verdict::kv_violation, kind, std::move(summary));
   f.request = row.request;
   return f;
 }
@@ -43,11 +44,11 @@ void KvOwnership::on_event(const core::Event& e) {
   if (blocks_.is_ledger(e.kind)) {
     const std::string wrong = blocks_.apply(e);
     if (!wrong.empty())
-      report(finding_at(e, core::Verdict::kv_violation, std::string(core::kKindKvOwnership),
+      report(finding_at(e, core::Verdict::kv_violation, core::FindingKind::kv_ownership,
                         "the KV block ledger is inconsistent: " + wrong));
     return;
   }
-  if (e.kind != core::EventKind::kv_slots || reported(core::kKindKvOwnership)) return;
+  if (e.kind != core::EventKind::kv_slots || reported(core::FindingKind::kv_ownership)) return;
   const auto p = core::KvSlotsProbe::decode(e);
   for (size_t i = 0; i < p.row_count(); ++i) check_row(e, p.writer, p.row(i));
 }
@@ -105,7 +106,7 @@ void KvOwnership::report_out_of_table(const core::Event& e, core::KvWriter write
   const int64_t column = row.position / facts_.block_size;
   const size_t held = table == nullptr ? 0 : table->size();
   core::Finding f =
-      kv_finding(e, row, core::kKindKvOutOfTable,
+      kv_finding(e, row, core::FindingKind::kv_out_of_table,
                  fmt::format("{} has no KV slot: block-table column {} {}", where(e, writer, row), column,
                              static_cast<size_t>(column) >= held ? fmt::format("is past the request's {} blocks", held)
                                                                  : std::string("holds the null block")));
@@ -119,7 +120,7 @@ void KvOwnership::report_not_held(const core::Event& e, core::KvWriter writer, c
                                   const BlockHolder& now, const std::vector<int64_t>* table) {
   const int64_t block = row.slot / facts_.block_size;
   const int64_t column = row.position / facts_.block_size;
-  core::Finding f = kv_finding(e, row, core::kKindKvOwnership,
+  core::Finding f = kv_finding(e, row, core::FindingKind::kv_ownership,
                                fmt::format("{} stores into slot {} of block {}, which the request does not hold: {}",
                                            where(e, writer, row), row.slot, block, whose(now)));
   f.sites.push_back(store_site(e, writer, row));
@@ -154,7 +155,7 @@ void KvOwnership::report_shared(const core::Event& e, core::KvWriter writer, con
   const int64_t block = row.slot / facts_.block_size;
   const CachedBlock* c = blocks_.cached(block);
   core::Finding f =
-      kv_finding(e, row, core::kKindKvOwnership,
+      kv_finding(e, row, core::FindingKind::kv_ownership,
                  fmt::format("{} stores into slot {} of block {}, which the request holds read-only: it shares it "
                              "through the prefix cache since step {} ({}{})",
                              where(e, writer, row), row.slot, block, hit_step, sharing(block),
@@ -172,7 +173,7 @@ void KvOwnership::report_cached(const core::Event& e, core::KvWriter writer, con
                                 const CachedBlock& c) {
   const int64_t block = row.slot / facts_.block_size;
   core::Finding f =
-      kv_finding(e, row, core::kKindKvOwnership,
+      kv_finding(e, row, core::FindingKind::kv_ownership,
                  fmt::format("{} stores into slot {} of block {}, which entered the prefix cache at step {} ({}): its "
                              "content was final",
                              where(e, writer, row), row.slot, block, c.step, sharing(block)));
@@ -187,7 +188,7 @@ void KvOwnership::report_wrong_slot(const core::Event& e, core::KvWriter writer,
   const int64_t bs = facts_.block_size;
   const auto column = static_cast<size_t>(row.position / bs);
   core::Finding f = kv_finding(
-      e, row, core::kKindKvOwnership,
+      e, row, core::FindingKind::kv_ownership,
       fmt::format(
           "{} stores into slot {} (block {}, offset {}), but its block table puts position {} in {} at offset {}",
           where(e, writer, row), row.slot, row.slot / bs, row.slot % bs, row.position,

@@ -33,13 +33,13 @@ void LeakChecker::on_event(const core::Event& e) {
 }
 
 void LeakChecker::check_batch(const core::Event& e) {
-  if (aborted_at_.empty() || reported(core::kKindAbortIgnored)) return;
+  if (aborted_at_.empty() || reported(core::FindingKind::abort_ignored)) return;
   for (int64_t req : core::BatchScheduledProbe::decode(e).request_ids) {
     const auto it = aborted_at_.find(req);
     if (it == aborted_at_.end()) continue;
     const std::vector<int64_t>* table = blocks_.table(req);
     core::Finding f =
-        finding_at(e, core::Verdict::leak, std::string(core::kKindAbortIgnored),
+        finding_at(e, core::Verdict::leak, core::FindingKind::abort_ignored,
                    fmt::format("request {} was aborted at step {}, yet the engine core scheduled it again at step {}, "
                                "holding {} KV blocks",
                                req, it->second, e.step, table == nullptr ? 0 : table->size()));
@@ -57,7 +57,7 @@ void LeakChecker::check_end(const core::Event& e) {
   if (blocks_.held_count() > 0) {
     const auto [block, h] = blocks_.first_held();
     core::Finding f =
-        finding_at(e, core::Verdict::leak, std::string(core::kKindBlocksLeaked),
+        finding_at(e, core::Verdict::leak, core::FindingKind::blocks_leaked,
                    fmt::format("serving ended with {} KV blocks still held; the first, block {}, by request {}{}{}",
                                blocks_.held_count(), block, h.req, h.shared ? " (shared through the prefix cache)" : "",
                                h.fenced ? " after its release (fenced for a step that never returned)" : ""));
@@ -67,7 +67,7 @@ void LeakChecker::check_end(const core::Event& e) {
   if (!blocks_.unreleased().empty()) {
     const auto& [req, since] = *blocks_.unreleased().begin();
     core::Finding f =
-        finding_at(e, core::Verdict::leak, std::string(core::kKindRequestLeaked),
+        finding_at(e, core::Verdict::leak, core::FindingKind::request_leaked,
                    fmt::format("serving ended with {} requests never released; the first, request {}, got its first "
                                "blocks at step {}",
                                blocks_.unreleased().size(), req, since));

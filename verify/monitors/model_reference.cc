@@ -158,7 +158,7 @@ void ModelReference::report_output(const core::Event& e, const core::StageOutput
                                p.first_lane, p.first_lane + p.lanes - 1, p.layers_done, got.deep_hash, digest));
   const int stage = facts_.stage_of(e.rank);
   core::Finding f =
-      finding_at(e, core::Verdict::output_divergence, std::string(core::kKindStageOutput),
+      finding_at(e, core::Verdict::output_divergence, core::FindingKind::stage_output,
                  fmt::format("rank{} (stage {}) computes request {} at position {} (engine step {}) unlike the "
                              "reference model over the tokens stage 0 embedded: {}",
                              e.rank, stage, e.req, pos, e.step, fmt::join(what, "; ")));
@@ -256,7 +256,7 @@ void ModelReference::check_sampled(const core::Event& e, const core::TokensSampl
   size_t first = 0;
   while (first < got.size() && first < want.size() && got[first] == want[first]) ++first;
   core::Finding f = finding_at(
-      e, core::Verdict::output_divergence, std::string(core::kKindGreedySample),
+      e, core::Verdict::output_divergence, core::FindingKind::greedy_sample,
       fmt::format("rank{} samples {} for greedy request {} at engine step {}; the reference model over "
                   "the block stage 0 embedded at position {} ({}) gives {}",
                   e.rank, token_list(got), e.req, e.step, r.first_position, token_list(r.ids), token_list(want)));

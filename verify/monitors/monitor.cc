@@ -4,8 +4,8 @@
 
 namespace ppspec::verify {
 
-core::Finding finding_at(const core::Event& e, core::Verdict v, std::string_view kind, std::string summary) {
-  PPSPEC_ASSERT(!kind.empty(), "a finding without a kind: {}", summary);
+core::Finding finding_at(const core::Event& e, core::Verdict v, core::FindingKind kind, std::string summary) {
+  PPSPEC_ASSERT(kind != core::FindingKind::none, "a finding without a kind: {}", summary);
   core::Finding f;
   f.verdict = v;
   f.kind = kind;

@@ -81,13 +81,14 @@ class Monitor : public core::EventSink {
   // Reports a violation. A monitor reports the first violation of each kind only: later ones are
   // usually its consequences, and the first is the one to act on.
   void report(core::Finding f) {
-    PPSPEC_ASSERT(!f.kind.empty() && !f.summary.empty(), "a finding without its kind or summary (kind '{}')", f.kind);
+    PPSPEC_ASSERT(f.kind != core::FindingKind::none && !f.summary.empty(),
+                  "a finding without its kind or summary (kind '{}')", f.kind);
     if (!reported_.insert(f.kind).second) return;
     sink_(std::move(f));
   }
   // Asked on every event by some monitors: no string is built for it, and none is looked up
   // before the first report.
-  bool reported(std::string_view kind) const { return !reported_.empty() && reported_.find(kind) != reported_.end(); }
+  bool reported(core::FindingKind kind) const { return reported_.count(kind) > 0; }
   // An event this monitor acts on that lacked what it needs to be judged (a decode row whose
   // request has no proposal on record, ...): counted under `what`, a phrase with the monitor's
   // name, so that a run that found nothing says what was left unchecked instead of a bare pass.
@@ -106,7 +107,7 @@ class Monitor : public core::EventSink {
 
  private:
   Sink sink_;
-  std::set<std::string, std::less<>> reported_;
+  std::set<core::FindingKind> reported_;
   std::map<std::string_view, uint64_t> skipped_;
 };
 
@@ -117,7 +118,7 @@ inline void deliver(Monitor& m, const core::Event& e) {
 }
 
 // A finding stamped with the event that shows it: its time, engine step and rank.
-core::Finding finding_at(const core::Event& e, core::Verdict v, std::string_view kind, std::string summary);
+core::Finding finding_at(const core::Event& e, core::Verdict v, core::FindingKind kind, std::string summary);
 
 // "[1, 2, 3]"
 std::string token_list(const std::vector<int64_t>& v);

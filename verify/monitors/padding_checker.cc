@@ -12,7 +12,7 @@
 namespace ppspec::verify {
 
 void PaddingChecker::on_event(const core::Event& e) {
-  if (reported(core::kKindPadding) || e.kind != core::EventKind::padding_rows) return;
+  if (reported(core::FindingKind::padding) || e.kind != core::EventKind::padding_rows) return;
   const auto padding = core::PaddingRowsProbe::decode(e);
   if (padding.kernel == core::PaddingKernel::topk_softplus_sqrt)
     check_router(e, padding);
@@ -98,7 +98,7 @@ void PaddingChecker::check_inputs(const core::Event& e, const core::PaddingRowsP
   const std::string_view kernel = core::to_string(padding.kernel);
   const int64_t last = first + static_cast<int64_t>(rows) - 1;
   core::Finding f =
-      finding_at(e, core::Verdict::padding_violation, core::kKindPadding,
+      finding_at(e, core::Verdict::padding_violation, core::FindingKind::padding,
                  fmt::format("rank{} {}: padding row {} has {}", e.rank, kernel, bad.front().row, bad.front().wrong()));
   f.sites.push_back(core::Site{e.rank, fmt::format("rank{}.main", e.rank), "", -1,
                                fmt::format("{}: rows {}..{} pad a batch of {} rows", kernel, first, last, first), ""});
@@ -135,7 +135,7 @@ void PaddingChecker::check_router(const core::Event& e, const core::PaddingRowsP
   // short (a trace written by hand, or by another model) is reported, not dropped.
   if (padding.fields.size() % (topk + 1) != 0) {
     report(finding_at(
-        e, core::Verdict::padding_violation, core::kKindPadding,
+        e, core::Verdict::padding_violation, core::FindingKind::padding,
         fmt::format("rank{} topk_softplus_sqrt: the padding rows hold {} fields, not whole rows of topk + 1 = {} "
                     "(expert ids, then the count of non-zero weights)",
                     e.rank, padding.fields.size(), topk + 1)));
@@ -150,7 +150,7 @@ void PaddingChecker::check_router(const core::Event& e, const core::PaddingRowsP
     if (ok) continue;
     const int64_t row = first + static_cast<int64_t>(i);
     core::Finding f = finding_at(
-        e, core::Verdict::padding_violation, core::kKindPadding,
+        e, core::Verdict::padding_violation, core::FindingKind::padding,
         fmt::format("rank{} topk_softplus_sqrt: padding row {} selects experts {} with {} non-zero weight(s); a "
                     "padding row must select none (id -1, weight 0)",
                     e.rank, row, token_list(ids), nonzero));

@@ -140,7 +140,7 @@ std::optional<core::Finding> PairingChecker::unmatched() const {
       const Rec& r = slot.posts.front();
       core::Finding f;
       f.verdict = core::Verdict::fifo_misalignment;
-      f.kind = std::string(kUnmatchedKind);
+      f.kind = core::FindingKind::unmatched;
       f.summary = fmt::format("collective #{} on '{}' ({}) was posted by {} of its {} members only", key.second,
                               key.first, core::describe(posted(r).desc), slot.posts.size(), m->second.size);
       f.sites.push_back(core::Site{r.rank, r.actor, key.first, key.second, core::describe(posted(r).desc), r.origin});
@@ -153,7 +153,7 @@ std::optional<core::Finding> PairingChecker::unmatched() const {
   const core::RankId partner = is_send ? std::get<2>(*where) : std::get<1>(*where);
   core::Finding f;
   f.verdict = core::Verdict::fifo_misalignment;
-  f.kind = std::string(kUnmatchedKind);
+  f.kind = core::FindingKind::unmatched;
   f.summary = fmt::format("rank{} posted {} on '{}' and rank{} never posted the matching {}", first->rank,
                           core::describe(posted(*first).desc), std::get<0>(*where), partner, is_send ? "recv" : "send");
   f.sites.push_back(core::Site{first->rank, first->actor, std::get<0>(*where), -1, core::describe(posted(*first).desc),

@@ -20,8 +20,6 @@
 
 namespace ppspec::verify {
 
-// The kind of the finding for an operation whose partner was never posted by the end of the run.
-inline constexpr std::string_view kUnmatchedKind = "unmatched";
 
 class PairingChecker final : public core::EventSink {
  public:

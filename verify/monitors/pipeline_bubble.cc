@@ -65,7 +65,7 @@ void PipelineBubble::report_bubble(const core::Event& e, int64_t step, const Nee
           : fmt::format("the step's {} requests, {}, are all non-final prefill chunks: no row produces a sample",
                         n.rows, ids);
   core::Finding f = finding_at(
-      e, core::Verdict::pipeline_bubble, std::string(core::kKindPipelineBubble),
+      e, core::Verdict::pipeline_bubble, core::FindingKind::pipeline_bubble,
       fmt::format("rank{} (stage {}{}) {} feedback of engine step {} that no request of the step needs: {}; {}", e.rank,
                   facts_.stage_of(e.rank), facts_.last_stage(e.rank) ? ", the last" : "", sends ? "sends" : "waits for",
                   step, core::describe(e.op), needs));

@@ -15,7 +15,7 @@ void SchedulingCadence::on_event(const core::Event& e) {
   const auto it = last_step_.find(e.req);
   if (decode && it != last_step_.end() && e.step - it->second < facts_.pp) {
     core::Finding f =
-        finding_at(e, core::Verdict::stage_divergence, std::string(core::kKindSchedulingCadence),
+        finding_at(e, core::Verdict::stage_divergence, core::FindingKind::scheduling_cadence,
                    fmt::format("the engine core scheduled request {} at step {}, {} step{} after its step {}: the "
                                "feedback of step {} reaches the earlier stages only at step {} (pp = {})",
                                e.req, e.step, e.step - it->second, e.step - it->second == 1 ? "" : "s", it->second,

@@ -145,7 +145,7 @@ void StageAgreement::check_position(const core::Event& e, const core::InputsBuil
   if (embedded == computed && embedded >= 0) return;
   const int stage = facts_.stage_of(e.rank);
   core::Finding f =
-      finding_at(e, core::Verdict::stage_divergence, std::string(core::kKindStagePosition),
+      finding_at(e, core::Verdict::stage_divergence, core::FindingKind::stage_position,
                  fmt::format("rank{} (stage {}) embeds request {} at position {} at engine step {}, but the "
                              "engine core has computed {} of its tokens",
                              e.rank, stage, e.req, embedded, e.step, computed));
@@ -199,7 +199,7 @@ void StageAgreement::check_token(const core::Event& e, const core::InputsBuiltPr
   if (embedded == prev->tokens.back()) return;
   const int stage = facts_.stage_of(e.rank);
   core::Finding f = finding_at(
-      e, core::Verdict::stage_divergence, std::string(core::kKindStageToken),
+      e, core::Verdict::stage_divergence, core::FindingKind::stage_token,
       fmt::format("rank{} (stage {}) embeds token {} as request {}'s bonus token at engine step {}, "
                   "but the last stage sampled {} at engine step {} (its last token: {})",
                   e.rank, stage, embedded, e.req, e.step, token_list(prev->tokens), prev->step, prev->tokens.back()));
@@ -224,7 +224,7 @@ void StageAgreement::check_prompt(const core::Event& e, const core::InputsBuiltP
     const std::string want = pos < prompt.size() ? fmt::format("the prompt has {}", prompt[pos])
                                                  : fmt::format("the prompt has only {} tokens", prompt.size());
     core::Finding f =
-        finding_at(e, core::Verdict::stage_divergence, std::string(core::kKindStageToken),
+        finding_at(e, core::Verdict::stage_divergence, core::FindingKind::stage_token,
                    fmt::format("rank{} (stage {}) embeds token {} at position {} of request {}'s prefill at "
                                "engine step {}; {}",
                                e.rank, facts_.stage_of(e.rank), id, pos, e.req, e.step, want));
@@ -278,7 +278,7 @@ void StageAgreement::check_dropped(int64_t step, int64_t req, const core::Event&
   const Gate& g = gates_.at(step);
   const Sampled* s = sampled_at(req, step);
   core::Finding f = finding_at(
-      e, core::Verdict::stage_divergence, std::string(core::kKindFeedbackDropped),
+      e, core::Verdict::stage_divergence, core::FindingKind::feedback_dropped,
       fmt::format("the last stage sampled {} for request {} at engine step {}, but the feedback gate of that step {} "
                   "(rank{}): the earlier stages never adopt these tokens",
                   s ? token_list(s->tokens) : "tokens", req, step,
@@ -305,7 +305,7 @@ void StageAgreement::check_slot(const core::Event& e, const core::FeedbackAdopte
   if (reused == nullptr) return;
   PPSPEC_ASSERT(reused->since > e.step && reused->since < e.step + facts_.pp && reused->req != e.req);
   core::Finding f = finding_at(
-      e, core::Verdict::stage_divergence, std::string(core::kKindStageAdoption),
+      e, core::Verdict::stage_divergence, core::FindingKind::stage_adoption,
       fmt::format(
           "rank{} (stage {}) adopts request {}'s feedback of engine step {} into table row {}, which request {} "
           "holds since engine step {}",
@@ -328,7 +328,7 @@ void StageAgreement::check_adoption(const core::Event& e, const core::FeedbackAd
   if (p.num_sampled == static_cast<int64_t>(s->tokens.size()) && p.num_rejected == s->rejected && tokens == s->tokens)
     return;
   core::Finding f = finding_at(
-      e, core::Verdict::stage_divergence, std::string(core::kKindStageAdoption),
+      e, core::Verdict::stage_divergence, core::FindingKind::stage_adoption,
       fmt::format(
           "rank{} (stage {}) adopts for request {} from the feedback of engine step {}: {} sampled {}, {} rejected; "
           "the last stage sampled {}, {} rejected",
@@ -361,7 +361,7 @@ void StageAgreement::check_bonus(const core::Event& e, const core::BonusAdoptedP
   const Sampled* s = sampled_at(e.req, e.step);
   if (s == nullptr || s->tokens.empty() || p.token == s->tokens.back()) return;
   core::Finding f =
-      finding_at(e, core::Verdict::stage_divergence, std::string(core::kKindStageAdoption),
+      finding_at(e, core::Verdict::stage_divergence, core::FindingKind::stage_adoption,
                  fmt::format("rank{} (stage {}) leaves token {} as request {}'s bonus token in row {} after adopting "
                              "the feedback of engine step {}, but the last stage sampled {} (its last token: {})",
                              e.rank, facts_.stage_of(e.rank), p.token, e.req, p.state_index, e.step,

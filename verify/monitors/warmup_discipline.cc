@@ -29,7 +29,7 @@ void WarmupDiscipline::on_event(const core::Event& e) {
       if ((p != Phase::warmup && p != Phase::disabled) || !facts_.has_role(e.comm, engine::CommRole::feedback)) return;
       {
         core::Finding f =
-            finding_at(e, core::Verdict::hazard, std::string(core::kHazardFeedbackDuringWarmup),
+            finding_at(e, core::Verdict::hazard, core::FindingKind::feedback_during_warmup,
                        fmt::format("rank{} posts a feedback collective during warmup, before the feedback "
                                    "warmup step: {}",
                                    e.rank, core::describe(e.op)));
@@ -47,7 +47,7 @@ void WarmupDiscipline::on_event(const core::Event& e) {
       if (p != Phase::serving) return;
       {
         core::Finding f =
-            finding_at(e, core::Verdict::hazard, std::string(core::kHazardModuleLoadAfterWarmup),
+            finding_at(e, core::Verdict::hazard, core::FindingKind::module_load_after_warmup,
                        fmt::format("rank{} loads kernel module {}[{}] while serving: warmup did not load this "
                                    "specialization",
                                    e.rank, e.kernel, e.spec));

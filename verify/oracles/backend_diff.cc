@@ -32,7 +32,7 @@ core::Finding divergence(std::string summary) {
   PPSPEC_ASSERT(!summary.empty());
   core::Finding f;
   f.verdict = core::Verdict::output_divergence;
-  f.kind = core::kKindSimGpu;
+  f.kind = core::FindingKind::sim_gpu;
   f.summary = std::move(summary);
   return f;
 }

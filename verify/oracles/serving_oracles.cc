@@ -74,7 +74,7 @@ bool ended_at_model_len(const engine::EngineConfig& cfg, const engine::RequestRe
 
 // Several requests may diverge: report the one that diverged first.
 void keep_earliest(std::optional<core::Finding>& earliest, core::Finding f) {
-  PPSPEC_ASSERT(!f.kind.empty() && !f.summary.empty() && !f.sites.empty(),
+  PPSPEC_ASSERT(f.kind != core::FindingKind::none && !f.summary.empty() && !f.sites.empty(),
                 "an oracle finding without its kind, summary or site");
   if (!earliest || f.engine_step < earliest->engine_step) earliest = std::move(f);
 }
@@ -133,7 +133,7 @@ std::optional<core::Finding> golden_oracle(const engine::EngineConfig& cfg, cons
     if (i == n && length_ok) continue;
     core::Finding f;
     f.verdict = core::Verdict::output_divergence;
-    f.kind = core::kKindGolden;
+    f.kind = core::FindingKind::golden;
     locate(f, r, i);
     const bool past_stop = i == n && r.output.size() > golden.size() && golden.back() == cfg.model.stop_token;
     if (i < n) {
@@ -169,7 +169,7 @@ std::optional<core::Finding> invariance_oracle(const engine::EngineConfig& cfg, 
                                                const std::vector<engine::RequestRecord>& run,
                                                const std::vector<engine::RequestRecord>& reference,
                                                const OnlineCoverage& online) {
-  PPSPEC_ASSERT(!what.kind.empty() && !what.run.empty() && !what.reference.empty());
+  PPSPEC_ASSERT(what.kind != core::FindingKind::none && !what.run.empty() && !what.reference.empty());
   std::optional<core::Finding> earliest;
   for (const engine::RequestRecord& r : run) {
     const engine::RequestRecord* ref = find(reference, r.spec.id);
@@ -240,15 +240,15 @@ std::optional<core::Finding> pp_invariance_oracle(const engine::EngineConfig& cf
                                                   const std::vector<engine::RequestRecord>& reference,
                                                   const OnlineCoverage& online) {
   const std::string here = fmt::format("pp = {}", cfg.topology.pp);
-  return invariance_oracle(cfg, Invariance{core::kKindPpInvariance, here, "pp = 1"}, run, reference, online);
+  return invariance_oracle(cfg, Invariance{core::FindingKind::pp_invariance, here, "pp = 1"}, run, reference, online);
 }
 
 std::optional<core::Finding> padding_invariance_oracle(const engine::EngineConfig& cfg,
                                                        const std::vector<engine::RequestRecord>& graphs,
                                                        const std::vector<engine::RequestRecord>& eager,
                                                        const OnlineCoverage& online) {
-  return invariance_oracle(cfg, Invariance{core::kKindPaddingInvariance, "graphs", "eager (no graph padding)"}, graphs,
-                           eager, online);
+  return invariance_oracle(cfg, Invariance{core::FindingKind::padding_invariance, "graphs", "eager (no graph padding)"},
+                           graphs, eager, online);
 }
 
 }  // namespace ppspec::verify

@@ -43,7 +43,7 @@ std::optional<core::Finding> golden_oracle(const engine::EngineConfig& cfg, cons
 // The same workload run two ways must give each request the same tokens, and the same drafts
 // wherever both runs verified the same number of drafts at a decode step of that request.
 struct Invariance {
-  std::string_view kind;  // the finding's kind (core/finding_kinds.h)
+  core::FindingKind kind;  // the finding's kind
   std::string run;        // how the run under test is named in the report, e.g. "pp = 2"
   std::string reference;  // and the reference, e.g. "pp = 1"
 };
