@@ -116,7 +116,7 @@ void ModelReference::follow(Request& r, const core::Event& e, const core::Inputs
 
 void ModelReference::check_output(const core::Event& e, const core::StageOutputProbe& p) {
   const auto it = requests_.find(e.req);
-  if (it == requests_.end()) return;
+  if (it == requests_.end()) return skip("model oracle: stage outputs of requests it does not model");
   Request& r = it->second;
   // Only the step whose tokens the sequence holds: stage 0 embeds a request's next block only
   // after every stage computed the last one (the PP cadence), so this skips nothing in order.

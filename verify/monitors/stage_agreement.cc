@@ -134,7 +134,7 @@ const StageAgreement::Sampled* StageAgreement::sampled_at(int64_t req, int64_t s
 
 void StageAgreement::check_position(const core::Event& e, const core::InputsBuiltProbe& p) {
   const auto it = scheduled_.find({e.step, e.req});
-  if (it == scheduled_.end()) return;
+  if (it == scheduled_.end()) return skip("stage agreement: inputs of a request its step's schedule on record lacks");
   const int64_t embedded = p.first_position;
   const std::optional<int64_t> exact = computed_at(e.req, it->second);
   // The last stage samples a step before any stage embeds the next that runs ahead of it (every
@@ -298,7 +298,7 @@ void StageAgreement::check_slot(const core::Event& e, const core::FeedbackAdopte
   // The update of step T runs at the start of step T + pp on this rank, before that step's frees
   // and admissions: a new owner scheduled in between, at T < S < T + pp, holds the row by then.
   const auto it = owners_.find(p.state_index);
-  if (it == owners_.end()) return;
+  if (it == owners_.end()) return skip("stage agreement: adoptions into a table row no owner on record held");
   const Owner* reused = nullptr;
   for (const Owner& o : it->second)
     if (o.req != e.req && o.since > e.step && o.since < e.step + facts_.pp) reused = &o;
@@ -322,7 +322,7 @@ void StageAgreement::check_slot(const core::Event& e, const core::FeedbackAdopte
 
 void StageAgreement::check_adoption(const core::Event& e, const core::FeedbackAdoptedProbe& p) {
   const Sampled* s = sampled_at(e.req, e.step);
-  if (s == nullptr) return;
+  if (s == nullptr) return skip("stage agreement: adoptions of a step whose samples are not on record");
   PPSPEC_ASSERT(s->step == e.step);
   const std::vector<int64_t> tokens(p.sampled.begin(), p.sampled.end());
   if (p.num_sampled == static_cast<int64_t>(s->tokens.size()) && p.num_rejected == s->rejected && tokens == s->tokens)
