@@ -14,7 +14,6 @@ namespace ppspec::core {
 // empty if it is fine. PyTorch's all_to_all_single requires sizes divisible by
 // the group size; NCCL's grouped sends and receives must not read a buffer
 // another of them writes, so send and recv are distinct.
-std::string all_to_all_error(std::string_view comm, const Buffer &send,
-                             const Buffer &recv, int members);
+std::string all_to_all_error(std::string_view comm, const Buffer& send, const Buffer& recv, int members);
 
-} // namespace ppspec::core
+}  // namespace ppspec::core

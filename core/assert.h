@@ -22,12 +22,13 @@ class InternalError : public std::logic_error {
 
 // The failure path is a lambda of its own, out of line and cold: the message's formatting stays
 // out of the function that asserts, whose frame and registers stay those of its fast path.
-#define PPSPEC_ASSERT(condition, ...)                                                                        \
-  do {                                                                                                       \
-    if (!(condition)) [[unlikely]]                                                                           \
-      [&]() __attribute__((noinline, cold, noreturn)) {                                                      \
+#define PPSPEC_ASSERT(condition, ...)                                                                                  \
+  do {                                                                                                                 \
+    if (!(condition)) [[unlikely]]                                                                                     \
+      [&]() __attribute__((noinline, cold, noreturn)) {                                                                \
         ::ppspec::core::assertion_failed(#condition, __FILE__, __LINE__, ::ppspec::core::assert_message(__VA_ARGS__)); \
-      }();                                                                                                   \
+      }                                                                                                                \
+    ();                                                                                                                \
   } while (0)
 
 namespace ppspec::core {

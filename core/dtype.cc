@@ -7,9 +7,16 @@
 namespace ppspec::core {
 namespace {
 constexpr EnumNames<Dtype, 10> kDtypeNames{{{
-    {"i8", Dtype::i8}, {"u8", Dtype::u8}, {"i32", Dtype::i32}, {"u32", Dtype::u32},
-    {"i64", Dtype::i64}, {"u64", Dtype::u64}, {"f16", Dtype::f16}, {"bf16", Dtype::bf16},
-    {"f32", Dtype::f32}, {"f64", Dtype::f64},
+    {"i8", Dtype::i8},
+    {"u8", Dtype::u8},
+    {"i32", Dtype::i32},
+    {"u32", Dtype::u32},
+    {"i64", Dtype::i64},
+    {"u64", Dtype::u64},
+    {"f16", Dtype::f16},
+    {"bf16", Dtype::bf16},
+    {"f32", Dtype::f32},
+    {"f64", Dtype::f64},
 }}};
 const std::string kList = kDtypeNames.list();
 // torch's spellings of the same types (torch.float32, "int64", ...), accepted where a user writes one.

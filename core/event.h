@@ -28,12 +28,12 @@ enum class EventKind : uint8_t {
   op_completed,     // the operation completed on its stream
   kernel_launched,  // host launched a compute kernel
   kernel_completed,
-  module_load,      // a kernel module loaded (value = 1 when it was a JIT compile + load)
-  sync_begin,       // host blocks in a synchronising call (text says which)
+  module_load,  // a kernel module loaded (value = 1 when it was a JIT compile + load)
+  sync_begin,   // host blocks in a synchronising call (text says which)
   sync_end,
-  note,             // a hazard or another diagnostic that does not stop the run
-  op_pending,       // hang dump: an operation posted and not completed (value = its age in ns)
-  actor_blocked,    // hang dump: a host thread inside a call (text = the call, value = how long in ns)
+  note,           // a hazard or another diagnostic that does not stop the run
+  op_pending,     // hang dump: an operation posted and not completed (value = its age in ns)
+  actor_blocked,  // hang dump: a host thread inside a call (text = the call, value = how long in ns)
   // Engine probes (DESIGN §7): `req` is the request id, `step` the engine step; their data (value,
   // ints, subject) is typed, one struct per kind, in core/probes.h, which is the layout's one place.
   batch_scheduled,    // engine core: a step's batch
@@ -61,7 +61,7 @@ enum class EventKind : uint8_t {
   draft_budget,       // last stage: the draft budget a rank's drafter ran the step with (adaptive budget)
   accepted_readback,  // last stage, tp rank 0: the host read a step's accepted counts from pinned memory
   table_updated,      // earlier stage: every row of last_sampled after its deferred update of a step
-  verdict,          // the run ended (text = verdict)
+  verdict,            // the run ended (text = verdict)
 };
 
 // How many kinds there are: `verdict` stays the last.

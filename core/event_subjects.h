@@ -40,7 +40,7 @@ enum class StepKind : uint8_t { serving, warmup };
 
 // One probe's subject; its kind says which field holds.
 struct ProbeSubject {
-  WarmupPhase phase = WarmupPhase::none;                // warmup_phase
+  WarmupPhase phase = WarmupPhase::none;               // warmup_phase
   PaddingKernel padding_kernel = PaddingKernel::none;  // padding_rows
   WeightTable table = WeightTable::none;               // table_bound
   StepKind step_kind = StepKind::serving;              // batch_scheduled

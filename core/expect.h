@@ -16,7 +16,7 @@ struct Expect {
   // false: the scenario has no [expect] (explore mode): it is run to see what it does, and only a
   // pass is as expected.
   bool given = true;
-  std::optional<Verdict> gpu_verdict;  // for the real backend, where hardware may differ
+  std::optional<Verdict> gpu_verdict;               // for the real backend, where hardware may differ
   std::optional<std::vector<std::string>> hazards;  // if given: exactly these hazard kinds, sorted
   // If given: the kind of the finding that decided the verdict (the first), so that the right
   // verdict for the wrong reason does not pass (core/finding_kinds.h).

@@ -13,8 +13,8 @@ constexpr size_t kPathFramesShown = 8;  // the outermost ones: where in the docu
 
 struct Frame {
   bool array = false;
-  size_t index = 0;   // an array's element
-  std::string key;    // an object's current key
+  size_t index = 0;     // an array's element
+  std::string key;      // an object's current key
   bool in_key = false;  // the string being read is a key
 };
 
@@ -38,9 +38,12 @@ bool deeper_than(std::string_view text, int max) {
   bool in_string = false, escaped = false;
   for (char c : text) {
     if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
       continue;
     }
     if (c == '"') in_string = true;
@@ -59,9 +62,12 @@ std::optional<JsonTooDeep> json_too_deep(std::string_view text, int max) {
   for (size_t b = 0; b < text.size(); ++b) {
     const char c = text[b];
     if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
       else if (!frames.empty() && frames.back().in_key && frames.back().key.size() < kKeyBytesShown + 1)
         frames.back().key += c;
       continue;

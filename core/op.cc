@@ -8,13 +8,13 @@ namespace ppspec::core {
 
 namespace {
 constexpr EnumNames<OpKind, 8> kOpKindNames{{{{"send", OpKind::send},
-                                         {"recv", OpKind::recv},
-                                         {"broadcast", OpKind::broadcast},
-                                         {"all_reduce", OpKind::all_reduce},
-                                         {"all_gather", OpKind::all_gather},
-                                         {"all_to_all", OpKind::all_to_all},
-                                         {"reduce", OpKind::reduce},
-                                         {"reduce_scatter", OpKind::reduce_scatter}}}};
+                                              {"recv", OpKind::recv},
+                                              {"broadcast", OpKind::broadcast},
+                                              {"all_reduce", OpKind::all_reduce},
+                                              {"all_gather", OpKind::all_gather},
+                                              {"all_to_all", OpKind::all_to_all},
+                                              {"reduce", OpKind::reduce},
+                                              {"reduce_scatter", OpKind::reduce_scatter}}}};
 }  // namespace
 
 std::string_view to_string(OpKind k) { return kOpKindNames.name(k); }

@@ -44,8 +44,7 @@ std::string words_of(const SequenceCause& c, const HistoryLanes& s, std::span<co
       case CauseKind::missing:
         return fmt::format("root cause: rank{} skipped a {} at #{}{}; every later one pairs with the wrong one",
                            ranks[who], unit, at, why);
-      default:
-        return fmt::format("root cause: rank{}'s {} at #{} is the odd one{}", ranks[who], op(who), at, why);
+      default: return fmt::format("root cause: rank{}'s {} at #{} is the odd one{}", ranks[who], op(who), at, why);
     }
   }
   if (c.kind == CauseKind::shifted)

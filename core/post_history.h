@@ -61,7 +61,7 @@ class PostHistory {
     return *it;
   }
 
-  std::vector<OpDesc> posts_;  // the ring; each label points into names_
+  std::vector<OpDesc> posts_;                 // the ring; each label points into names_
   std::set<std::string, std::less<>> names_;  // a node never moves: the labels' views stay valid
   const std::string* last_name_ = nullptr;
   int64_t first_ = 0;

@@ -33,13 +33,13 @@ struct ProbeData {
 // in words. Events that are not engine probes carry no integers.
 std::string probe_layout_error(const Event& e);
 std::string probe_value_error(const Event& e);  // the value part of probe_layout_error alone
-bool probe_layout_ok(const Event& e);  // probe_layout_error(e).empty(), without formatting
+bool probe_layout_ok(const Event& e);           // probe_layout_error(e).empty(), without formatting
 
 // batch_scheduled: the engine core scheduled a step's batch.
 struct BatchScheduledProbe {
   static constexpr EventKind kKind = EventKind::batch_scheduled;
   StepKind step_kind = StepKind::serving;
-  int64_t num_tokens = 0;                 // the batch's rows
+  int64_t num_tokens = 0;                // the batch's rows
   std::span<const int64_t> request_ids;  // in batch order
   void encode(ProbeData& out) const;
   static BatchScheduledProbe decode(const Event& e);
@@ -48,10 +48,10 @@ struct BatchScheduledProbe {
 // request_scheduled: one request of a step's batch, as the engine core scheduled it.
 struct RequestScheduledProbe {
   static constexpr EventKind kKind = EventKind::request_scheduled;
-  int64_t num_computed = 0;          // tokens the request had computed before this step
-  int64_t num_scheduled = 0;         // tokens scheduled this step
+  int64_t num_computed = 0;   // tokens the request had computed before this step
+  int64_t num_scheduled = 0;  // tokens scheduled this step
   int64_t prefill_len = 0;
-  int64_t state_index = 0;           // its row in the request-state tables
+  int64_t state_index = 0;          // its row in the request-state tables
   std::span<const int64_t> prompt;  // the prompt when the request is new this step, else empty
   void encode(ProbeData& out) const;
   static RequestScheduledProbe decode(const Event& e);
@@ -60,8 +60,8 @@ struct RequestScheduledProbe {
 // inputs_built: a rank built a request's input rows.
 struct InputsBuiltProbe {
   static constexpr EventKind kKind = EventKind::inputs_built;
-  bool decode_row = false;              // a decode step's rows (else a prefill chunk's)
-  int64_t first_position = 0;           // the position of the first row
+  bool decode_row = false;             // a decode step's rows (else a prefill chunk's)
+  int64_t first_position = 0;          // the position of the first row
   std::span<const int64_t> input_ids;  // row by row
   void encode(ProbeData& out) const;
   static InputsBuiltProbe decode(const Event& e);
@@ -96,7 +96,7 @@ struct WarmupPhaseProbe {
 struct PaddingRowsProbe {
   static constexpr EventKind kKind = EventKind::padding_rows;
   PaddingKernel kernel = PaddingKernel::none;
-  int64_t first_row = 0;             // the first padding row: the rows in use before it
+  int64_t first_row = 0;            // the first padding row: the rows in use before it
   std::span<const int64_t> fields;  // per padding row the kernel's fields (below), row after row
   void encode(ProbeData& out) const;
   static PaddingRowsProbe decode(const Event& e);
@@ -137,7 +137,7 @@ struct GateProbe {
 struct TableBoundProbe {
   static constexpr EventKind kKind = EventKind::table_bound;
   WeightTable table = WeightTable::none;
-  int64_t hash = 0;       // FNV-1a of its words
+  int64_t hash = 0;  // FNV-1a of its words
   int64_t entries = 0;
   int64_t unwritten = 0;  // entries still holding the allocation's poison
   void encode(ProbeData& out) const;

@@ -48,8 +48,8 @@ struct KernelRef {
 
 struct KernelLaunch {
   KernelRef kernel{};
-  int64_t work = 0;            // elements the kernel touches: drives the cost model
-  Time duration = -1;          // a fixed duration instead of the cost model's; -1 = cost model
+  int64_t work = 0;              // elements the kernel touches: drives the cost model
+  Time duration = -1;            // a fixed duration instead of the cost model's; -1 = cost model
   std::function<void()> body{};  // simulator: the CPU launcher, run when the kernel executes
   // Real backend: the CUDA launcher, called with the cudaStream_t; without one the real backend
   // runs a kernel that keeps the GPU busy for `duration` (program scenarios).

@@ -107,7 +107,6 @@ size_t occurrences_elsewhere(const Sequences& s, size_t lane, size_t p, size_t f
   return n;
 }
 
-
 struct Hypothesis {
   CauseKind kind;
   std::vector<size_t> culprits;
@@ -172,8 +171,10 @@ std::pair<std::vector<size_t>, std::string> wrong_lanes(const Sequences& s, cons
   bool others_recur = true;
   for (size_t i = 0; i < s.lanes() && all_differ; ++i) {
     const size_t n = occurrences_elsewhere(s, i, p[i], from[i]);
-    if (n == 0) unique.push_back(i);
-    else others_recur = others_recur && n >= kRecurMin;
+    if (n == 0)
+      unique.push_back(i);
+    else
+      others_recur = others_recur && n >= kRecurMin;
   }
   if (unique.size() == 1 && s.lanes() > 2 && others_recur)
     return {unique, "posts what occurs nowhere else on the communicator"};

@@ -26,8 +26,8 @@ enum class Verdict : uint8_t {
   nondeterminism,
   step_limit,
   hang,
-  invalid_usage,  // what CUDA or NCCL itself rejects at run time (e.g. a capture-unsafe call during a capture)
-  device_fault,   // GPUs only: a kernel faulted (illegal address): CUDA's sticky error ends the process's GPU work
+  invalid_usage,     // what CUDA or NCCL itself rejects at run time (e.g. a capture-unsafe call during a capture)
+  device_fault,      // GPUs only: a kernel faulted (illegal address): CUDA's sticky error ends the process's GPU work
   race,              // two accesses to the same bytes, one a write, with no happens-before between them
   stage_divergence,  // pipeline stages disagree on what they embed for a request at a step
   kv_violation,      // a kernel stored a request's KV through a block it does not own, or through none
@@ -50,7 +50,7 @@ inline constexpr size_t kFindingListMax = 16;
 // communicator and position. Filled where the evidence names one rank; rank -1 otherwise.
 struct Culprit {
   RankId rank = -1;
-  std::string comm;       // the communicator (a Flight Recorder process group: its name)
+  std::string comm;  // the communicator (a Flight Recorder process group: its name)
   bool p2p = false;
   RankId peer = -1;       // p2p: the other side
   int64_t position = -1;  // 0-based: the communicator's collective number, or the k-th op on the (src, dst) channel
@@ -70,14 +70,14 @@ struct Site {
 struct Finding {
   Verdict verdict = Verdict::pass;
   FindingKind kind = FindingKind::none;  // finer than the verdict (core/finding_kind.h)
-  Time time = 0;     // virtual time of the first bad event
+  Time time = 0;                         // virtual time of the first bad event
   uint64_t sched_step = 0;
-  int64_t engine_step = -1;     // the serving engine's step, for findings about serving (-1: none)
-  int64_t request = -1;         // the request it is about, for findings about one (-1: none, or not one)
-  std::string summary;          // one line
-  std::vector<Site> sites;      // every party involved, the first one first
+  int64_t engine_step = -1;          // the serving engine's step, for findings about serving (-1: none)
+  int64_t request = -1;              // the request it is about, for findings about one (-1: none, or not one)
+  std::string summary;               // one line
+  std::vector<Site> sites;           // every party involved, the first one first
   std::vector<std::string> details;  // further lines (the wait-for cycle, ...)
-  std::string dot;              // Graphviz, for deadlocks
+  std::string dot;                   // Graphviz, for deadlocks
   Culprit culprit{};
 
   bool involves_rank(RankId r) const;

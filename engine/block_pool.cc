@@ -32,8 +32,10 @@ void BlockPool::push_tail(int32_t block) {
   PPSPEC_ASSERT(queued_[b] == 0 && ref_[b] == 0, "block {} queued twice (held by {})", block, ref_[b]);
   prev_[b] = tail_;
   next_[b] = -1;
-  if (tail_ >= 0) next_[static_cast<size_t>(tail_)] = block;
-  else head_ = block;
+  if (tail_ >= 0)
+    next_[static_cast<size_t>(tail_)] = block;
+  else
+    head_ = block;
   tail_ = block;
   queued_[b] = 1;
   ++free_count_;
@@ -42,10 +44,14 @@ void BlockPool::push_tail(int32_t block) {
 void BlockPool::unlink(int32_t block) {
   const size_t b = checked(block);
   PPSPEC_ASSERT(queued_[b] != 0, "block {} is not in the free queue", block);
-  if (prev_[b] >= 0) next_[static_cast<size_t>(prev_[b])] = next_[b];
-  else head_ = next_[b];
-  if (next_[b] >= 0) prev_[static_cast<size_t>(next_[b])] = prev_[b];
-  else tail_ = prev_[b];
+  if (prev_[b] >= 0)
+    next_[static_cast<size_t>(prev_[b])] = next_[b];
+  else
+    head_ = next_[b];
+  if (next_[b] >= 0)
+    prev_[static_cast<size_t>(next_[b])] = prev_[b];
+  else
+    tail_ = prev_[b];
   prev_[b] = next_[b] = -1;
   queued_[b] = 0;
   --free_count_;

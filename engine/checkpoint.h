@@ -20,13 +20,13 @@ struct LayerWeights {
 
 struct Checkpoint {
   kernels::ToyConsts consts;
-  std::vector<uint32_t> embed_ctx;   // [V]: the target's context-lane embedding
-  std::vector<uint32_t> embed_deep;  // [V, D]
-  std::vector<LayerWeights> layers;  // [L]
-  std::vector<uint32_t> head;        // [D]
-  std::vector<uint32_t> draft_embed; // [V]: "embed.weight" of the drafter (equal to embed_ctx)
-  std::vector<float> router_bias;    // [experts]
-  std::vector<float> expert_scale;   // [experts]
+  std::vector<uint32_t> embed_ctx;    // [V]: the target's context-lane embedding
+  std::vector<uint32_t> embed_deep;   // [V, D]
+  std::vector<LayerWeights> layers;   // [L]
+  std::vector<uint32_t> head;         // [D]
+  std::vector<uint32_t> draft_embed;  // [V]: "embed.weight" of the drafter (equal to embed_ctx)
+  std::vector<float> router_bias;     // [experts]
+  std::vector<float> expert_scale;    // [experts]
   // [L, D]: per layer, the weights an EAGLE tap digests the layer's output lanes with (the drafter's
   // fc layer over the tapped hidden states, kernels/eagle.h).
   std::vector<uint32_t> tap_weights;

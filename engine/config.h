@@ -34,14 +34,14 @@ struct Topology {
 struct ModelConfig {
   int vocab = 512;
   int layers = 4;
-  int lanes = 8;       // deep lanes, split over TP
+  int lanes = 8;  // deep lanes, split over TP
   int block_size = 16;
-  int num_blocks = 0;  // KV cache blocks per rank; 0: enough for the workload
-  double alpha = 0.7;  // probability that a token follows the context lane: the drafter's acceptance
+  int num_blocks = 0;       // KV cache blocks per rank; 0: enough for the workload
+  double alpha = 0.7;       // probability that a token follows the context lane: the drafter's acceptance
   int64_t stop_token = -1;  // -1: no stop token
   int max_model_len = 2048;
   uint64_t checkpoint_seed = 1;
-  int experts = 8;     // the drafter's MoE layer
+  int experts = 8;  // the drafter's MoE layer
   int topk = 2;
   // Recurrent (Mamba/GatedDeltaNet-like) layers, by index: each keeps a per-request state over its
   // lanes in place of a KV cache (kernels/recurrent.h); empty: none. Sorted, unique, in [0, layers).
@@ -115,7 +115,6 @@ struct WorkloadConfig {
   int shared_prefix = 0;
   int prefix_groups = 1;
 };
-
 
 struct EngineConfig {
   Topology topology;

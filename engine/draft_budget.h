@@ -47,7 +47,7 @@ class DraftBudget {
   void fold(int64_t step);
 
   RankContext& ctx_;
-  core::Buffer budget_;              // [1] i32: tp rank 0's pick, broadcast
+  core::Buffer budget_;               // [1] i32: tp rank 0's pick, broadcast
   std::vector<int32_t> host_budget_;  // its download
   std::vector<int32_t> observed_;     // the last observed query block, [drafted * per_request]
   int32_t observed_requests_ = 0;

@@ -101,6 +101,37 @@ void Drafter::load_checkpoint() {
   ctx_.upload(expert_scale_, shard);
 }
 
+namespace {
+
+// The draft batch: the rows that sampled, compacted; their target rows are the context.
+struct DraftBatch {
+  std::vector<int32_t> idx, ctx_start, ctx_end, batch_row;
+  std::vector<int64_t> ids;
+};
+
+DraftBatch draft_batch(const SchedulerOutput& so, const std::vector<int32_t>& sampled) {
+  DraftBatch b;
+  int32_t row = 0;
+  size_t next = 0;
+  for (size_t i = 0; i < so.requests.size(); ++i) {
+    const ScheduledRequest& r = so.requests[i];
+    if (next < sampled.size() && sampled[next] == static_cast<int32_t>(i)) {
+      b.idx.push_back(r.idx);
+      b.ctx_start.push_back(row);
+      b.ctx_end.push_back(row + r.num_tokens);
+      b.batch_row.push_back(static_cast<int32_t>(i));
+      b.ids.push_back(r.id);
+      ++next;
+    }
+    row += r.num_tokens;
+  }
+  PPSPEC_ASSERT(b.idx.size() == sampled.size(), "{} of {} sampled rows found in the batch", b.idx.size(),
+                sampled.size());
+  return b;
+}
+
+}  // namespace
+
 int Drafter::propose(const SchedulerOutput& so, const std::vector<int32_t>& sampled, FeedbackBuffers& slot,
                      RequestTables& tables, const StepInputs& in, const TargetModel& model, WriteCheck& check,
                      int32_t query_rows, int32_t budget) {
@@ -110,31 +141,16 @@ int Drafter::propose(const SchedulerOutput& so, const std::vector<int32_t>& samp
   const int k = ctx_.k;
   PPSPEC_ASSERT(budget >= 1 && budget <= k && (budget == k || ctx_.cfg.spec.adaptive_budget),
                 "a draft budget of {} with K = {}", budget, k);
-  // The draft batch: the rows that sampled, compacted; their target rows are the context.
-  std::vector<int32_t> idx, cs, ce, brow;
-  std::vector<int64_t> ids;
-  int32_t row = 0;
-  size_t next = 0;
-  for (size_t i = 0; i < so.requests.size(); ++i) {
-    const ScheduledRequest& r = so.requests[i];
-    if (next < sampled.size() && sampled[next] == static_cast<int32_t>(i)) {
-      idx.push_back(r.idx);
-      cs.push_back(row);
-      ce.push_back(row + r.num_tokens);
-      brow.push_back(static_cast<int32_t>(i));
-      ids.push_back(r.id);
-      ++next;
-    }
-    row += r.num_tokens;
-  }
-  ctx_.upload(idx_, idx);
-  ctx_.upload(ctx_start_, cs);
-  ctx_.upload(ctx_end_, ce);
-  ctx_.upload(batch_row_, brow);
+  const DraftBatch b = draft_batch(so, sampled);
+  ctx_.upload(idx_, b.idx);
+  ctx_.upload(ctx_start_, b.ctx_start);
+  ctx_.upload(ctx_end_, b.ctx_end);
+  ctx_.upload(batch_row_, b.batch_row);
   ctx_.run("dflash_gather", "",
            kn::DflashGatherKernel{n, span_of<int32_t>(slot.counts), span_of<int32_t>(batch_row_),
                                   span_of<int32_t>(ctx_end_), span_of<int32_t>(num_sampled_),
-                                  span_of<int32_t>(num_rejected_), span_of<int32_t>(anchor_)}, nd);
+                                  span_of<int32_t>(num_rejected_), span_of<int32_t>(anchor_)},
+           nd);
   ctx_.run("gather_block_rows", "",
            kn::GatherBlockRowsKernel{span_of<int32_t>(idx_), span_of<int32_t>(tables.block_table), ctx_.max_blocks,
                                      span_of<int32_t>(block_rows_)},
@@ -142,11 +158,13 @@ int Drafter::propose(const SchedulerOutput& so, const std::vector<int32_t>& samp
   // The first forward's count (EAGLE's others sync again, each its own forward).
   const int32_t q_rows = forward_rows(so.step, std::max(query_rows, nd * budget));
   prepare_inputs(so.step, nd, q_rows, budget, tables, in, check);
-  if (ctx_.observed()) probe_kv_slots(so.step, ids, cs, ce, budget);
+  if (ctx_.observed()) probe_kv_slots(so.step, b.ids, b.ctx_start, b.ctx_end, budget);
   ctx_.run("draft_context_kv", "",
            kn::DraftContextKvRangesKernel{
                {span_of<int64_t>(ctx_slots_), span_of<uint32_t>(model.ctx), span_of<uint32_t>(kv_)},
-               span_of<int32_t>(ctx_start_), span_of<int32_t>(ctx_end_)}, nd);
+               span_of<int32_t>(ctx_start_),
+               span_of<int32_t>(ctx_end_)},
+           nd);
   if (ctx_.cfg.eagle()) {
     eagle_forwards(so.step, nd, q_rows, model);
   } else {
@@ -157,8 +175,9 @@ int Drafter::propose(const SchedulerOutput& so, const std::vector<int32_t>& samp
   // req_states.draft_tokens[idx_mapping] = draft_tokens; the batch's rows for the relay gathered on main (#55745).
   ctx_.run("set_draft_tokens", "",
            kn::SetDraftTokensKernel{k, span_of<int32_t>(idx_), span_of<int64_t>(drafts_),
-                                    span_of<int64_t>(tables.draft_tokens)}, nd);
-  if (ctx_.observed()) probe_proposed(so.step, ids, budget);
+                                    span_of<int64_t>(tables.draft_tokens)},
+           nd);
+  if (ctx_.observed()) probe_proposed(so.step, b.ids, budget);
   const kn::GatherDraftsKernel gather{k, span_of<int32_t>(in.idx_mapping), span_of<int64_t>(tables.draft_tokens),
                                       span_of<int64_t>(slot.drafts)};
   if (!ctx_.cfg.faults.unordered_draft_gather) {

@@ -89,7 +89,7 @@ class Drafter {
   core::Buffer confidence_fixed_;  // adaptive budget: the confidences, summed over the TP shards
   core::Buffer drafts_;
   core::Buffer eagle_state_, eagle_cursor_;  // EAGLE: per drafted request, between its forwards
-  core::DeviceEvent gathered_after_;  // the unordered_draft_gather fault's side-stream wait
+  core::DeviceEvent gathered_after_;         // the unordered_draft_gather fault's side-stream wait
 };
 
 }  // namespace ppspec::engine

@@ -18,12 +18,12 @@
 namespace ppspec::engine {
 
 struct ServingStats {
-  int64_t steps = 0;           // serving steps (batches) run
+  int64_t steps = 0;  // serving steps (batches) run
   int64_t output_tokens = 0;
   int64_t drafts_verified = 0;
   int64_t drafts_accepted = 0;
   int64_t preemptions = 0;
-  int64_t steps_ahead = 0;     // request steps scheduled while the request's previous step was in flight
+  int64_t steps_ahead = 0;        // request steps scheduled while the request's previous step was in flight
   int64_t prefix_hit_blocks = 0;  // blocks requests reused from the prefix cache
   int64_t prefix_evictions = 0;   // cached blocks given for new content
   int64_t budget_below_k = 0;     // steps whose adaptive draft budget was below K

@@ -27,10 +27,10 @@ class ExpertDispatch {
   int dp_;
   int top_;
   int64_t max_rows_;
-  core::Buffer scale_;                          // [experts] f32, this replica's
-  core::Buffer send_ids_, send_weights_;        // [dp * rows * top]
-  core::Buffer recv_ids_, recv_weights_;        // [dp * rows * top]
-  core::Buffer partial_, returned_;             // [dp * rows] i32
+  core::Buffer scale_;                    // [experts] f32, this replica's
+  core::Buffer send_ids_, send_weights_;  // [dp * rows * top]
+  core::Buffer recv_ids_, recv_weights_;  // [dp * rows * top]
+  core::Buffer partial_, returned_;       // [dp * rows] i32
 };
 
 }  // namespace ppspec::engine

@@ -15,7 +15,7 @@ struct NewRequest {
   int64_t id = -1;
   std::vector<int32_t> prompt;  // a resumed request's: its prompt and its output so far
   int32_t num_output = 0;       // output tokens it has (resumed after a preemption: all so far)
-  int32_t num_computed = 0;  // tokens it starts with: its prefix-cache hit (0: none)
+  int32_t num_computed = 0;     // tokens it starts with: its prefix-cache hit (0: none)
   int64_t seed = 0;
   uint32_t spread = 0;
 };
@@ -27,7 +27,7 @@ struct ScheduledRequest {
   // it still in flight (async scheduling's lookahead), that step's drafts count as accepted (vLLM's
   // placeholders): the workers take the exact count from their own tables.
   int32_t num_computed = 0;
-  int32_t num_tokens = 0;    // scheduled this step (1 + drafts for a decode row)
+  int32_t num_tokens = 0;  // scheduled this step (1 + drafts for a decode row)
   int32_t prefill_len = 0;
   int32_t first_new_block = 0;
   std::vector<int32_t> new_blocks;
@@ -40,7 +40,7 @@ struct SchedulerOutput {
   int64_t step = 0;
   bool dummy = false;  // a synthetic warmup step: the drafter does not run (vLLM _dummy_run)
   std::vector<NewRequest> new_requests;
-  std::vector<int32_t> finished;  // req-state indices freed since the last step
+  std::vector<int32_t> finished;           // req-state indices freed since the last step
   std::vector<ScheduledRequest> requests;  // decode rows first
   int32_t num_tokens = 0;
   // Data parallelism (engine/data_parallel.h): this replica has nothing to run this step while

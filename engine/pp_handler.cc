@@ -90,8 +90,7 @@ void PPHandler::receive(const SchedulerOutput& so) {
   } else {
     bcast_.broadcast(slot.sampled.rows(0, n), pp_ - 1, side_, label("feedback.sampled", so.step));
     // counts is [2, N]: a view of its first 2N elements, as torch.stack would produce.
-    bcast_.broadcast(counts_view(slot, n),
-                     pp_ - 1, side_, label("feedback.counts", so.step));
+    bcast_.broadcast(counts_view(slot, n), pp_ - 1, side_, label("feedback.counts", so.step));
     if (relays_drafts()) bcast_.broadcast(slot.drafts.rows(0, n), pp_ - 1, side_, label("feedback.drafts", so.step));
   }
   dev_.record(slot.done, side_);
@@ -169,8 +168,7 @@ void PPHandler::broadcast(const SchedulerOutput& so, FeedbackBuffers& slot, bool
   const int64_t width = narrow_width_ && plain_sampler_step ? 1 : k_ + 1;
   core::Buffer sampled(slot.sampled.data(), slot.sampled.shadow(), core::Dtype::i64, core::Shape{n, width});
   bcast_.broadcast(sampled, pp_ - 1, side_, label("feedback.sampled", so.step));
-  bcast_.broadcast(counts_view(slot, n), pp_ - 1,
-                   side_, label("feedback.counts", so.step));
+  bcast_.broadcast(counts_view(slot, n), pp_ - 1, side_, label("feedback.counts", so.step));
   dev_.record(slot.done, side_);
   slot.recorded = true;
 }

@@ -26,10 +26,10 @@ namespace ppspec::engine {
 std::optional<std::vector<bool>> need_sampled_mask(const SchedulerOutput& so);
 
 struct FeedbackBuffers {
-  core::Buffer sampled;  // [max_reqs, K+1] i64
-  core::Buffer counts;   // [2, max_reqs] i32: num_sampled, then num_rejected
-  core::Buffer drafts;   // [max_reqs, K] i64
-  core::Buffer payload;  // [max_reqs, 2K+3] i64
+  core::Buffer sampled;    // [max_reqs, K+1] i64
+  core::Buffer counts;     // [2, max_reqs] i32: num_sampled, then num_rejected
+  core::Buffer drafts;     // [max_reqs, K] i64
+  core::Buffer payload;    // [max_reqs, 2K+3] i64
   core::DeviceEvent done;  // recorded on the side stream after the slot's collectives
   bool recorded = false;
 };

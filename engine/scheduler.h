@@ -114,7 +114,7 @@ class Scheduler {
   void hash_blocks(RequestRecord& r, int n);
 
   static constexpr size_t kNoOwner = SIZE_MAX;
-  const EngineConfig cfg_;  // a copy: a scheduler outlives the expressions that configure it
+  const EngineConfig cfg_;              // a copy: a scheduler outlives the expressions that configure it
   std::vector<RequestRecord> records_;  // workload requests first, then warmup dummies
   size_t next_arrival_ = 0;             // index into the workload, in arrival order
   std::deque<size_t> running_;          // admitted, holding a req-state index, in admission order

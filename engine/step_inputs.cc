@@ -35,9 +35,9 @@ void StepInputs::upload_batch(const SchedulerOutput& so) {
 }
 
 kn::RowInputs StepInputs::row_inputs(const RequestTables& tables) const {
-  return kn::RowInputs{span_of<int32_t>(input_ids),         span_of<int64_t>(positions), span_of<int64_t>(slots),
-                       span_of<int32_t>(row_req),           span_of<int32_t>(tables.block_table),
-                       ctx_.max_blocks,                     ctx_.cfg.model.block_size};
+  return kn::RowInputs{span_of<int32_t>(input_ids), span_of<int64_t>(positions),          span_of<int64_t>(slots),
+                       span_of<int32_t>(row_req),   span_of<int32_t>(tables.block_table), ctx_.max_blocks,
+                       ctx_.cfg.model.block_size};
 }
 
 void StepInputs::prepare(const SchedulerOutput& so, int32_t padded_rows, const RequestTables& tables,
@@ -84,31 +84,31 @@ void StepInputs::probe_rows(const SchedulerOutput& so, int32_t padded_rows, cons
     qs.push_back(qs.back() + r.num_tokens);
   }
   const int64_t used = so.num_tokens;
-  read_back(ctx_.dev, ctx_.main,
-            {input_ids.rows(0, padded_rows), positions.rows(0, padded_rows), is_padding.rows(0, padded_rows),
-             slots.rows(0, padded_rows), check.flags()},
-            [&rt = ctx_.rt, rank = ctx_.rank, step = so.step, ids, decode, qs, used, padded_rows,
-             stride = check.stride()](const HostRows& h) {
-              std::vector<int64_t> slot_rows;
-              for (size_t r = 0; r < ids.size(); ++r) {
-                std::vector<int64_t> row_ids;
-                for (int32_t i = qs[r]; i < qs[r + 1]; ++i) {
-                  row_ids.push_back(h.at<int32_t>(0, i));
-                  core::KvSlotRow{ids[r], h.at<int64_t>(1, i), h.at<int64_t>(3, i)}.append_to(slot_rows);
-                }
-                publish(rt, Probe{rank, step, ids[r]},
-                        core::InputsBuiltProbe{decode[r] != 0, h.at<int64_t>(1, qs[r]), row_ids});
-              }
-              publish(rt, Probe{rank, step, -1}, core::KvSlotsProbe{core::KvWriter::target, slot_rows});
-              if (padded_rows == used) return;
-              std::vector<int64_t> pad;
-              for (int64_t i = used; i < padded_rows; ++i)
-                core::PreparedPaddingRow{h.at<int32_t>(0, i), h.at<int64_t>(1, i), h.at<uint8_t>(2, i) != 0 ? 1 : 0,
-                                         h.at<int64_t>(3, i), unwritten_at(h, 4, 3, stride, i - used)}
-                    .append_to(pad);
-              publish(rt, Probe{rank, step, -1},
-                      core::PaddingRowsProbe{core::PaddingKernel::prepare_inputs, used, pad});
-            });
+  read_back(
+      ctx_.dev, ctx_.main,
+      {input_ids.rows(0, padded_rows), positions.rows(0, padded_rows), is_padding.rows(0, padded_rows),
+       slots.rows(0, padded_rows), check.flags()},
+      [&rt = ctx_.rt, rank = ctx_.rank, step = so.step, ids, decode, qs, used, padded_rows,
+       stride = check.stride()](const HostRows& h) {
+        std::vector<int64_t> slot_rows;
+        for (size_t r = 0; r < ids.size(); ++r) {
+          std::vector<int64_t> row_ids;
+          for (int32_t i = qs[r]; i < qs[r + 1]; ++i) {
+            row_ids.push_back(h.at<int32_t>(0, i));
+            core::KvSlotRow{ids[r], h.at<int64_t>(1, i), h.at<int64_t>(3, i)}.append_to(slot_rows);
+          }
+          publish(rt, Probe{rank, step, ids[r]},
+                  core::InputsBuiltProbe{decode[r] != 0, h.at<int64_t>(1, qs[r]), row_ids});
+        }
+        publish(rt, Probe{rank, step, -1}, core::KvSlotsProbe{core::KvWriter::target, slot_rows});
+        if (padded_rows == used) return;
+        std::vector<int64_t> pad;
+        for (int64_t i = used; i < padded_rows; ++i)
+          core::PreparedPaddingRow{h.at<int32_t>(0, i), h.at<int64_t>(1, i), h.at<uint8_t>(2, i) != 0 ? 1 : 0,
+                                   h.at<int64_t>(3, i), unwritten_at(h, 4, 3, stride, i - used)}
+              .append_to(pad);
+        publish(rt, Probe{rank, step, -1}, core::PaddingRowsProbe{core::PaddingKernel::prepare_inputs, used, pad});
+      });
 }
 
 }  // namespace ppspec::engine

@@ -131,9 +131,7 @@ void Worker::run() {
           pp_handler_->start_serving();
         }
         break;
-      case Command::shutdown:
-        ctx_.dev.device_sync();
-        return;
+      case Command::shutdown: ctx_.dev.device_sync(); return;
     }
   }
 }

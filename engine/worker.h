@@ -33,7 +33,6 @@
 
 namespace ppspec::engine {
 
-
 // One rank: its parts, each owning its buffers (request tables, step inputs, target model, write
 // checks; on the last stage the sampler and the drafter), its communicators and feedback handler.
 class Worker {
@@ -87,9 +86,9 @@ class Worker {
   TargetModel model_;
   std::unique_ptr<EagleTaps> taps_;  // EAGLE: where tapped layers are, and on the last stage
   WriteCheck check_;
-  std::unique_ptr<Sampler> sampler_;  // last stage
-  std::unique_ptr<Drafter> drafter_;  // last stage, K > 0
-  std::unique_ptr<DraftBudget> draft_budget_;  // last stage, adaptive budget
+  std::unique_ptr<Sampler> sampler_;            // last stage
+  std::unique_ptr<Drafter> drafter_;            // last stage, K > 0
+  std::unique_ptr<DraftBudget> draft_budget_;   // last stage, adaptive budget
   std::unique_ptr<AcceptedReadback> accepted_;  // AcceptedReadback::wanted
   core::Communicator* tp_comm_ = nullptr;
   core::Communicator* pp_comm_ = nullptr;
@@ -97,9 +96,9 @@ class Worker {
   core::Communicator* dp_comm_ = nullptr;  // dp > 1: this stage and TP shard across the replicas
   std::unique_ptr<DataParallel> dp_;
   std::unique_ptr<PPHandler> pp_handler_;
-  std::map<int32_t, core::Graph> graphs_;  // by padded row count
-  std::deque<std::string> call_sites_;  // "execute_model step N", one per step: stable addresses
-  FeedbackBuffers own_slot_;            // the sampler's outputs when pp = 1 (no feedback handler)
+  std::map<int32_t, core::Graph> graphs_;   // by padded row count
+  std::deque<std::string> call_sites_;      // "execute_model step N", one per step: stable addresses
+  FeedbackBuffers own_slot_;                // the sampler's outputs when pp = 1 (no feedback handler)
   core::Buffer prev_idx_, prev_query_len_;  // the deferred update's rows (earlier stages)
   // Host copies read back after a step (last stage, tp rank 0).
   std::vector<int64_t> host_sampled_;

@@ -21,7 +21,7 @@ namespace ppspec::fidelity {
 struct GeneratedCase {
   std::string name, file;  // file: OUT/cases/NAME/NAME.toml
   generator::Disturbance kind = generator::Disturbance::drop;
-  std::string kind_name;   // where a family names its own ("none" for an undisturbed program)
+  std::string kind_name;  // where a family names its own ("none" for an undisturbed program)
   generator::GeneratedProgram program;
 };
 

@@ -17,14 +17,14 @@
 namespace ppspec::fidelity {
 
 struct ImportCase {
-  FrCase dumps;               // the job, its simulated verdict and check's verdict on its dumps
-  std::string import_class;   // the imported scenario's run, as fr_class reads it
+  FrCase dumps;              // the job, its simulated verdict and check's verdict on its dumps
+  std::string import_class;  // the imported scenario's run, as fr_class reads it
   std::string import_summary;
-  size_t operations = 0;      // imported
-  bool in_scope = false;      // check's class is one the communication order decides
-  bool as_job = false;        // the job's (simulated) class, where check may give another
-  bool agree = false;         // in scope: the same class; out of scope: true
-  std::string name, why;      // for run_cases
+  size_t operations = 0;  // imported
+  bool in_scope = false;  // check's class is one the communication order decides
+  bool as_job = false;    // the job's (simulated) class, where check may give another
+  bool agree = false;     // in scope: the same class; out of scope: true
+  std::string name, why;  // for run_cases
 };
 
 // Check classes the order of operations decides, so that an import must reproduce them.

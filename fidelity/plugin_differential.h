@@ -33,8 +33,8 @@ struct PluginCase {
   std::string sim_summary, watch_summary;
   core::Time sim_found = -1, watch_reported = -1;  // the simulator's finding; the watcher's first misalignment report
   uint64_t sim_posted = 0, recorded = 0;  // operations the simulator posted (NCCL-visible), the plugin recorded
-  uint64_t told = 0;                               // operations the adapter told the plugin of as posted
-  bool in_time = true;                             // a misalignment reported no later than the simulator's finding
+  uint64_t told = 0;                      // operations the adapter told the plugin of as posted
+  bool in_time = true;                    // a misalignment reported no later than the simulator's finding
   bool via_host_call = false, via_connect = false, data_lost = false, not_visible = false;
   bool mismatch_unseen = false;  // of labels only, or an all_to_all against a collective: NCCL sees no pairing there
   bool emulated = false;         // on_mismatch = "emulate": the simulator reports what a mismatch leads to

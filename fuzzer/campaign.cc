@@ -206,9 +206,12 @@ std::string case_text(const FuzzCase& c, const std::string& name, const Outcome&
 // With --time the shrink ends with the campaign: the smallest failing case by then is kept.
 rc::Shrinkable<FuzzCase> shrink(rc::Shrinkable<FuzzCase> failing, const Outcome& target, Found& found,
                                 const FuzzOptions& opts, Clock::time_point t0) {
-  return shrink_while(std::move(failing), [&](const FuzzCase& c) {
-    return run_guarded(case_text(c, "shrinking", target, ""), "<shrinking>", c, nullptr).same_as(target);
-  }, kShrinkRunsMax, found, [&] { return opts.time_s > 0 && since(t0) >= opts.time_s; });
+  return shrink_while(
+      std::move(failing),
+      [&](const FuzzCase& c) {
+        return run_guarded(case_text(c, "shrinking", target, ""), "<shrinking>", c, nullptr).same_as(target);
+      },
+      kShrinkRunsMax, found, [&] { return opts.time_s > 0 && since(t0) >= opts.time_s; });
 }
 
 std::string file_name(const FuzzOptions& opts, const Found& f) {

@@ -25,26 +25,26 @@ struct FuzzOptions {
   double time_s = 0;                // ... or after this many seconds (0: no limit); one of the two
   uint64_t shard = 0, shards = 1;   // case i runs in shard i mod shards
   std::string out_dir = "fuzz-out";
-  bool keep_going = false;          // shrink and keep every failure, not only the first
-  bool live_progress = false;       // rewrite one progress line (a terminal) instead of plain lines
+  bool keep_going = false;     // shrink and keep every failure, not only the first
+  bool live_progress = false;  // rewrite one progress line (a terminal) instead of plain lines
 };
 
 // Engine paths the cases reached, counted over cases (a case counts once per path).
 struct Coverage {
-  uint64_t slot_reuse = 0;      // a req-state row held by a second request
-  uint64_t length_cap = 0;      // a request ended at max_model_len
-  uint64_t abort_in_flight = 0; // a request aborted while its step was in flight
+  uint64_t slot_reuse = 0;       // a req-state row held by a second request
+  uint64_t length_cap = 0;       // a request ended at max_model_len
+  uint64_t abort_in_flight = 0;  // a request aborted while its step was in flight
   uint64_t aborts = 0;
-  uint64_t graph_padding = 0;   // a graph replayed with padding rows
-  uint64_t chunked_prefill = 0; // a prompt prefilled over several steps
-  uint64_t drafts = 0;          // draft tokens verified
-  uint64_t pp_gt1 = 0;          // cases with more than one stage
-  uint64_t programs = 0;        // program scenarios
-  uint64_t preemptions = 0;     // a request preempted (and resumed)
-  uint64_t steps_ahead = 0;     // a step scheduled while the request's previous one was in flight
-  uint64_t prefix_hits = 0;     // a request reused blocks of the prefix cache
-  uint64_t recurrent = 0;       // recurrent layers with drafts verified (states rolled back)
-  uint64_t budget_below_k = 0;  // an adaptive draft budget below K at some step
+  uint64_t graph_padding = 0;       // a graph replayed with padding rows
+  uint64_t chunked_prefill = 0;     // a prompt prefilled over several steps
+  uint64_t drafts = 0;              // draft tokens verified
+  uint64_t pp_gt1 = 0;              // cases with more than one stage
+  uint64_t programs = 0;            // program scenarios
+  uint64_t preemptions = 0;         // a request preempted (and resumed)
+  uint64_t steps_ahead = 0;         // a step scheduled while the request's previous one was in flight
+  uint64_t prefix_hits = 0;         // a request reused blocks of the prefix cache
+  uint64_t recurrent = 0;           // recurrent layers with drafts verified (states rolled back)
+  uint64_t budget_below_k = 0;      // an adaptive draft budget below K at some step
   uint64_t eagle_taps_relayed = 0;  // an EAGLE drafter at pp > 1 verified drafts
   uint64_t dummy_batches = 0;       // dp > 1: a replica ran a dummy batch while another served
 };
@@ -56,19 +56,19 @@ inline constexpr const char* kCrashClass = "crash";
 
 struct Found {
   core::Verdict verdict = core::Verdict::pass;
-  std::string kind;             // the finding's kind, or kInternalErrorClass / kCrashClass
-  bool internal = false;        // ppspec failed (an internal error or a crash): no verdict
-  std::string summary;          // the first finding of the shrunk case
-  std::string file;             // the shrunk scenario file
-  std::string command;          // reproduces it
+  std::string kind;       // the finding's kind, or kInternalErrorClass / kCrashClass
+  bool internal = false;  // ppspec failed (an internal error or a crash): no verdict
+  std::string summary;    // the first finding of the shrunk case
+  std::string file;       // the shrunk scenario file
+  std::string command;    // reproduces it
   uint64_t case_index = 0;
-  double found_after_s = 0;     // wall time from the start to the failing case
-  double shrunk_after_s = 0;    // and to the shrunk file
-  int shrink_steps = 0;         // smaller failing cases taken
-  int shrink_runs = 0;          // candidates run
-  bool capped = false;          // the shrink stopped at its run limit: not minimal
+  double found_after_s = 0;      // wall time from the start to the failing case
+  double shrunk_after_s = 0;     // and to the shrunk file
+  int shrink_steps = 0;          // smaller failing cases taken
+  int shrink_runs = 0;           // candidates run
+  bool capped = false;           // the shrink stopped at its run limit: not minimal
   std::string original, shrunk;  // case_summary() of each
-  int requests = 0;             // of the shrunk case (0: a program)
+  int requests = 0;              // of the shrunk case (0: a program)
   int ranks = 0;
 };
 

@@ -138,8 +138,6 @@ Space parse_space(const std::string& text, const std::string& file) {
   return s;
 }
 
-Space read_space(const std::string& file) {
-  return parse_space(core::file_bytes_or_throw(file), file);
-}
+Space read_space(const std::string& file) { return parse_space(core::file_bytes_or_throw(file), file); }
 
 }  // namespace ppspec::fuzzer

@@ -23,12 +23,12 @@ struct Space {
   Range tp{1, 2};
   Range k{0, 16};
   Range requests{1, 6};
-  Range prompt{1, 24};             // prompt lengths, tokens
-  Range output{1, 32};             // max_tokens
+  Range prompt{1, 24};  // prompt lengths, tokens
+  Range output{1, 32};  // max_tokens
   Range max_num_seqs{1, 8};
   Range max_num_batched_tokens{8, 128};
-  Range warmup_steps{1, 9};      // past 2 pp: long warmups decode the warmup requests several times
-  Range pct_depth{0, 3};           // 0: the random policy; d > 0: PCT of depth d
+  Range warmup_steps{1, 9};  // past 2 pp: long warmups decode the warmup requests several times
+  Range pct_depth{0, 3};     // 0: the random policy; d > 0: PCT of depth d
   // Which kinds of scenario a campaign generates (serving: 3 in 4 when both).
   bool servings = true, programs = true;
   // Each of these is drawn from the listed values.

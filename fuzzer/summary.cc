@@ -17,23 +17,41 @@ using Json = nlohmann::json;
 
 // The coverage counters by name: one table for writing, reading and merging.
 constexpr std::pair<const char*, uint64_t Coverage::*> kPaths[] = {
-    {"programs", &Coverage::programs},           {"pp_gt1", &Coverage::pp_gt1},
-    {"drafts", &Coverage::drafts},               {"graph_padding", &Coverage::graph_padding},
-    {"chunked_prefill", &Coverage::chunked_prefill}, {"slot_reuse", &Coverage::slot_reuse},
-    {"length_cap", &Coverage::length_cap},       {"aborts", &Coverage::aborts},
-    {"abort_in_flight", &Coverage::abort_in_flight}, {"preemptions", &Coverage::preemptions},
+    {"programs", &Coverage::programs},
+    {"pp_gt1", &Coverage::pp_gt1},
+    {"drafts", &Coverage::drafts},
+    {"graph_padding", &Coverage::graph_padding},
+    {"chunked_prefill", &Coverage::chunked_prefill},
+    {"slot_reuse", &Coverage::slot_reuse},
+    {"length_cap", &Coverage::length_cap},
+    {"aborts", &Coverage::aborts},
+    {"abort_in_flight", &Coverage::abort_in_flight},
+    {"preemptions", &Coverage::preemptions},
     {"steps_ahead", &Coverage::steps_ahead},
-    {"prefix_hits", &Coverage::prefix_hits},     {"recurrent", &Coverage::recurrent},
-    {"budget_below_k", &Coverage::budget_below_k}, {"eagle_taps_relayed", &Coverage::eagle_taps_relayed},
+    {"prefix_hits", &Coverage::prefix_hits},
+    {"recurrent", &Coverage::recurrent},
+    {"budget_below_k", &Coverage::budget_below_k},
+    {"eagle_taps_relayed", &Coverage::eagle_taps_relayed},
     {"dummy_batches", &Coverage::dummy_batches},
 };
 
 Json to_json(const Found& f) {
-  return Json{{"verdict", core::to_string(f.verdict)}, {"kind", f.kind}, {"summary", f.summary}, {"file", f.file},
-              {"command", f.command}, {"case", f.case_index}, {"found_after_s", f.found_after_s},
-              {"shrunk_after_s", f.shrunk_after_s}, {"shrink_steps", f.shrink_steps}, {"shrink_runs", f.shrink_runs},
-              {"original", f.original}, {"shrunk", f.shrunk}, {"requests", f.requests}, {"ranks", f.ranks},
-              {"internal", f.internal}, {"capped", f.capped}};
+  return Json{{"verdict", core::to_string(f.verdict)},
+              {"kind", f.kind},
+              {"summary", f.summary},
+              {"file", f.file},
+              {"command", f.command},
+              {"case", f.case_index},
+              {"found_after_s", f.found_after_s},
+              {"shrunk_after_s", f.shrunk_after_s},
+              {"shrink_steps", f.shrink_steps},
+              {"shrink_runs", f.shrink_runs},
+              {"original", f.original},
+              {"shrunk", f.shrunk},
+              {"requests", f.requests},
+              {"ranks", f.ranks},
+              {"internal", f.internal},
+              {"capped", f.capped}};
 }
 
 // A count the summary holds: an integer from 0 to 2^53 (exact in a double), never a negative one

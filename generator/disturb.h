@@ -28,9 +28,9 @@ enum class Disturbance : uint8_t {
 
 // The ones whose program NCCL runs and a Flight Recorder dump records faithfully, in the order
 // the Flight Recorder differential cycles through them (its case index picks one).
-inline constexpr Disturbance kHardwareDisturbances[] = {Disturbance::drop, Disturbance::extra, Disturbance::count,
-                                                         Disturbance::dtype, Disturbance::root, Disturbance::peer,
-                                                         Disturbance::invert};
+inline constexpr Disturbance kHardwareDisturbances[] = {Disturbance::drop,  Disturbance::extra, Disturbance::count,
+                                                        Disturbance::dtype, Disturbance::root,  Disturbance::peer,
+                                                        Disturbance::invert};
 
 // What the seeded generator draws when a case asks for a mutation of no given kind. Its own list,
 // so that reordering the differential's table above changes no seed's program.

@@ -38,8 +38,8 @@ void add_round(Draft& d, const Round& r);
 // How the threads end and what the second one is called.
 struct ThreadEnds {
   std::string second_name = "helper";
-  bool second_drains = true;   // ends with a device_sync, as every main thread does
-  std::string drain_origin;    // of those device_syncs
+  bool second_drains = true;  // ends with a device_sync, as every main thread does
+  std::string drain_origin;   // of those device_syncs
 };
 
 // The ranks' threads of `p` (replaced): each rank's main thread, then its second one if it has one.

@@ -5,7 +5,7 @@ namespace {
 
 // The disturbances the property "always caught, and blamed on the rank" is claimed for: not peer
 // nor invert, which the seeded generator's hardware runs use and the property never covered.
-constexpr Disturbance kAlwaysCaught[] = {Disturbance::extra, Disturbance::drop, Disturbance::swap,
+constexpr Disturbance kAlwaysCaught[] = {Disturbance::extra, Disturbance::drop,  Disturbance::swap,
                                          Disturbance::count, Disturbance::dtype, Disturbance::root};
 
 std::vector<Unit> one_op_units(const std::vector<program::ProgramOp>& ops) {

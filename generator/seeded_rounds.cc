@@ -16,7 +16,7 @@ struct CountChoice {
   int64_t count;
   int weight;
 };
-constexpr CountChoice kCounts[] = {{0, 5},      {1, 10},      {7, 8},        {64, 14},      {1024, 20},
+constexpr CountChoice kCounts[] = {{0, 5},      {1, 10},      {7, 8},       {64, 14},     {1024, 20},
                                    {65536, 14}, {262144, 11}, {1048576, 9}, {4194304, 5}, {16777216, 4}};
 
 }  // namespace
@@ -35,8 +35,8 @@ int64_t Generator::pick_count() {
 core::Dtype Generator::pick_dtype(int64_t count) {
   // Payloads stay at most 64 MiB per rank: the largest counts are bytes or floats.
   if (count >= 16777216) return percent(50) ? core::Dtype::u8 : core::Dtype::f32;
-  constexpr core::Dtype kTypes[] = {core::Dtype::f32, core::Dtype::f32, core::Dtype::i32, core::Dtype::i64,
-                                    core::Dtype::bf16, core::Dtype::u8};
+  constexpr core::Dtype kTypes[] = {core::Dtype::f32, core::Dtype::f32,  core::Dtype::i32,
+                                    core::Dtype::i64, core::Dtype::bf16, core::Dtype::u8};
   return kTypes[below(std::size(kTypes))];
 }
 

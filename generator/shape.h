@@ -27,10 +27,10 @@ struct RoundSpec {
   RoundKind kind = RoundKind::collective;  // collective, transfer, ring, launch, event_handoff, host_call,
                                            // sleep; blocking_hazard and loader_race in their variants
   program::OpType collective = program::OpType::all_reduce;  // a collective round's
-  int comm = 0;      // which communicator
-  int a = 0;         // a rank / member choice
-  int b = 0;         // another rank / member choice
-  int count = 1;     // elements; a host call's or hazard's % 3: which blocking call
+  int comm = 0;                                              // which communicator
+  int a = 0;                                                 // a rank / member choice
+  int b = 0;                                                 // another rank / member choice
+  int count = 1;  // elements; a host call's or hazard's % 3: which blocking call
   int dtype = 0;
   int stream_a = 0;
   int stream_b = 0;
@@ -41,7 +41,7 @@ struct ConfigSpec {
   int concurrency = 0;  // ok, serial
   int eager = 0;        // 0, 64 B, 1 MiB
   bool runtime_connect = true;
-  int loading = 0;      // eager, lazy, jit
+  int loading = 0;  // eager, lazy, jit
   int jitter_pct = 10;
 };
 

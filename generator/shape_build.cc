@@ -99,7 +99,11 @@ std::optional<RoundBody> Resolver::resolve(const RoundSpec& rs, size_t round) {
       return Collective{rs.collective, comm.name, comm.ranks, a, pl, streams(rs.stream_a, members)};
     case RoundKind::transfer: return Transfer{comm.name, a, b, pl, stream(rs.stream_a), stream(rs.stream_b)};
     case RoundKind::ring:
-      return Ring{comm.name, comm.ranks, 1 + rs.b % std::max(1, n - 1), pl, streams(rs.stream_a, members),
+      return Ring{comm.name,
+                  comm.ranks,
+                  1 + rs.b % std::max(1, n - 1),
+                  pl,
+                  streams(rs.stream_a, members),
                   streams(rs.stream_b, members)};
     case RoundKind::launch:
       return Launch{a, stream(rs.stream_a), fmt::format("k{}", rs.b % 3), fmt::format("v{}", rs.count % 2),

@@ -13,11 +13,16 @@ struct Drawn {
   OpType collective = OpType::all_reduce;
 };
 constexpr Drawn kWellMatched[10] = {
-    {RoundKind::collective, OpType::all_reduce}, {RoundKind::collective, OpType::broadcast},
-    {RoundKind::collective, OpType::all_gather}, {RoundKind::transfer},
-    {RoundKind::transfer},                       {RoundKind::ring},
-    {RoundKind::launch},                         {RoundKind::event_handoff},
-    {RoundKind::host_call},                      {RoundKind::sleep},
+    {RoundKind::collective, OpType::all_reduce},
+    {RoundKind::collective, OpType::broadcast},
+    {RoundKind::collective, OpType::all_gather},
+    {RoundKind::transfer},
+    {RoundKind::transfer},
+    {RoundKind::ring},
+    {RoundKind::launch},
+    {RoundKind::event_handoff},
+    {RoundKind::host_call},
+    {RoundKind::sleep},
 };
 
 RoundSpec gen_well_matched_round() {

@@ -85,15 +85,12 @@ GpuRunOptions gpu_run_options(std::string trace, std::optional<double> hang_time
   return o;
 }
 
-GpuOutcome run_on_gpu(const GpuJob& job, const GpuRunOptions& opts, report::RunRecord& rec) {
-  const auto result_path =
-      (std::filesystem::temp_directory_path() / fmt::format("ppspec-gpu-{}-{}.json", getpid(), job.name)).string();
-  std::filesystem::remove(result_path);
-  const core::Time timeout = opts.hang_timeout.value_or(job.hang_timeout);
-  std::vector<std::string> args = {self_exe(), "gpu-child", job.file, "--result", result_path,
-                                   "--hang-timeout", fmt::format("{}", static_cast<double>(timeout) / core::kSec)};
-  if (!opts.trace.empty()) args.insert(args.end(), {"--trace", opts.trace});
-  // CUDA reads CUDA_MODULE_LOADING once, when it starts: hence a child per scenario.
+namespace {
+
+// The child's environment: this process's, with CUDA's module loading and NCCL's connection and
+// NVLink multicast settings of the job. CUDA reads CUDA_MODULE_LOADING once, when it starts: hence a
+// child per scenario.
+std::vector<std::string> child_environment(const GpuJob& job) {
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
     const std::string_view kv(*e);
@@ -108,6 +105,25 @@ GpuOutcome run_on_gpu(const GpuJob& job, const GpuRunOptions& opts, report::RunR
   // runtime_connect = false: NCCL connects collectives' channels at init; p2p peers are connected at
   // first contact whatever this says (NCCL's p2pTaskAppend marks them for a preconnect).
   env.push_back(fmt::format("NCCL_RUNTIME_CONNECT={}", job.runtime_connect ? 1 : 0));
+  return env;
+}
+
+}  // namespace
+
+GpuOutcome run_on_gpu(const GpuJob& job, const GpuRunOptions& opts, report::RunRecord& rec) {
+  const auto result_path =
+      (std::filesystem::temp_directory_path() / fmt::format("ppspec-gpu-{}-{}.json", getpid(), job.name)).string();
+  std::filesystem::remove(result_path);
+  const core::Time timeout = opts.hang_timeout.value_or(job.hang_timeout);
+  std::vector<std::string> args = {self_exe(),
+                                   "gpu-child",
+                                   job.file,
+                                   "--result",
+                                   result_path,
+                                   "--hang-timeout",
+                                   fmt::format("{}", static_cast<double>(timeout) / core::kSec)};
+  if (!opts.trace.empty()) args.insert(args.end(), {"--trace", opts.trace});
+  std::vector<std::string> env = child_environment(job);
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

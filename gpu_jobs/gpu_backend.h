@@ -16,8 +16,8 @@
 namespace ppspec::gpu_jobs {
 
 struct GpuRunOptions {
-  std::string trace;                         // JSON Lines path for this run; empty: none
-  std::optional<core::Time> hang_timeout;    // overrides the scenario's
+  std::string trace;                       // JSON Lines path for this run; empty: none
+  std::optional<core::Time> hang_timeout;  // overrides the scenario's
 };
 // What `run --backend gpu` and `fidelity` choose: the trace path and --hang-timeout in seconds.
 GpuRunOptions gpu_run_options(std::string trace, std::optional<double> hang_timeout_s);

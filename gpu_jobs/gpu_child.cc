@@ -32,8 +32,12 @@ nlohmann::json result_json(const core::RunResult& checked, core::Time wall, uint
   for (const auto& f : checked.findings) findings.push_back(report::to_json(f));
   nlohmann::json notes = nlohmann::json::array();
   for (const auto& f : checked.notes) notes.push_back(report::to_json(f));
-  return {{"verdict", core::to_string(checked.verdict)}, {"findings", findings}, {"notes", notes},
-          {"wall_ns", wall},                              {"ops_posted", ops},   {"pairs", checked.stats.pairs},
+  return {{"verdict", core::to_string(checked.verdict)},
+          {"findings", findings},
+          {"notes", notes},
+          {"wall_ns", wall},
+          {"ops_posted", ops},
+          {"pairs", checked.stats.pairs},
           {"events", checked.stats.events}};
 }
 

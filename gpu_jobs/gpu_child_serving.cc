@@ -72,7 +72,7 @@ int gpu_child_serving(const GpuChildArgs& args, const toml::table& root, uint64_
   std::unique_ptr<traces::JsonlWriter> writer;
   if (!args.trace.empty()) writer = std::make_unique<traces::JsonlWriter>(args.trace, header);
   verify::TraceChecker checker;
-  LockedList<core::Finding> notes;  // hazards arrive on any thread (a probe runs on CUDA's)
+  LockedList<core::Finding> notes;   // hazards arrive on any thread (a probe runs on CUDA's)
   LockedList<core::Finding> online;  // failures the monitors found before a hang
 
   real::RealConfig cfg;

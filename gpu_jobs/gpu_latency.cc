@@ -46,9 +46,10 @@ int gpu_latency_main(int iterations, int64_t bytes) {
     (void)rt.run();
     std::sort(rtt_us.begin(), rtt_us.end());
     auto at = [&](double q) { return rtt_us[static_cast<size_t>(q * static_cast<double>(rtt_us.size() - 1))]; };
-    std::cout << fmt::format("NCCL send/recv round trip, {} bytes, GPU0 <-> GPU1, {} iterations: median {:.1f} us, "
-                             "p10 {:.1f} us, p90 {:.1f} us, p99 {:.1f} us\n",
-                             bytes, iterations, at(0.5), at(0.1), at(0.9), at(0.99));
+    std::cout << fmt::format(
+        "NCCL send/recv round trip, {} bytes, GPU0 <-> GPU1, {} iterations: median {:.1f} us, "
+        "p10 {:.1f} us, p90 {:.1f} us, p99 {:.1f} us\n",
+        bytes, iterations, at(0.5), at(0.1), at(0.9), at(0.99));
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "ppspec: " << e.what() << '\n';

@@ -21,7 +21,6 @@ using verify::FrJob;
 using verify::FrJobGroup;
 using verify::FrOp;
 
-
 // A group as a communicator name: "pg1.pp_broadcast", or "pg1" where PyTorch gives no description.
 std::string comm_name(const FrJobGroup& g) {
   if (g.desc.empty() || g.desc == "undefined" || g.desc == g.name) return "pg" + g.name;

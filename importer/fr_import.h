@@ -36,9 +36,9 @@
 namespace ppspec::importer {
 
 struct Imported {
-  program::Program program;        // expect: left as pass; the caller sets what the run gives
-  std::vector<std::string> notes;  // what the scenario assumes where the dumps are silent
-  size_t operations = 0;           // communication operations imported, over all ranks
+  program::Program program;               // expect: left as pass; the caller sets what the run gives
+  std::vector<std::string> notes;         // what the scenario assumes where the dumps are silent
+  size_t operations = 0;                  // communication operations imported, over all ranks
   std::vector<std::string> stream_names;  // every stream a rank used, in the order first used
 };
 

@@ -19,8 +19,7 @@ __device__ __forceinline__ uint64_t globaltimer() {
 template <int Slot>
 __global__ void busy_kernel(uint64_t ns) {
   const uint64_t start = globaltimer();
-  while (globaltimer() - start < ns) {
-  }
+  while (globaltimer() - start < ns) {}
 }
 
 using BusyFn = void (*)(uint64_t);

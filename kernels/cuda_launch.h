@@ -24,7 +24,7 @@
 namespace ppspec::kernels::cuda {
 
 // launch: enqueue over `rows` rows on the cudaStream_t; preload: load the kernel's module now.
-#define PPSPEC_DECLARE_CUDA_LAUNCHER(K) \
+#define PPSPEC_DECLARE_CUDA_LAUNCHER(K)                \
   void launch(const K& k, int64_t rows, void* stream); \
   void preload(const K& k);
 PPSPEC_ENGINE_KERNELS(PPSPEC_DECLARE_CUDA_LAUNCHER)

@@ -6,10 +6,10 @@
 
 namespace ppspec::kernels::cuda {
 
-#define PPSPEC_CUDA_LAUNCHER_STUB(K)                                                    \
-  void launch(const K&, int64_t, void*) {                                               \
+#define PPSPEC_CUDA_LAUNCHER_STUB(K)                                                     \
+  void launch(const K&, int64_t, void*) {                                                \
     throw std::logic_error("ppspec was built without CUDA: no device launcher for " #K); \
-  }                                                                                     \
+  }                                                                                      \
   void preload(const K&) { throw std::logic_error("ppspec was built without CUDA: no module of " #K); }
 PPSPEC_ENGINE_KERNELS(PPSPEC_CUDA_LAUNCHER_STUB)
 #undef PPSPEC_CUDA_LAUNCHER_STUB

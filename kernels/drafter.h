@@ -26,11 +26,11 @@ struct DraftContextKvKernel {
 // The drafter's per-request sampling counts, from the sampler's [2, N] counts of the batch rows
 // that sampled, and its anchor: the last valid context row (rejected drafts are not context).
 struct DflashGatherKernel {
-  int32_t batch_rows;              // N
-  Span<const int32_t> counts;      // [2N]: num_sampled, then num_rejected, by batch row
-  Span<const int32_t> batch_row;   // [draft rows]
-  Span<const int32_t> ctx_end;     // [draft rows]
-  Span<int32_t> num_sampled;       // [draft rows]
+  int32_t batch_rows;             // N
+  Span<const int32_t> counts;     // [2N]: num_sampled, then num_rejected, by batch row
+  Span<const int32_t> batch_row;  // [draft rows]
+  Span<const int32_t> ctx_end;    // [draft rows]
+  Span<int32_t> num_sampled;      // [draft rows]
   Span<int32_t> num_rejected;
   Span<int32_t> anchor_row;
   PPSPEC_HD void row(int64_t d) const {
@@ -59,9 +59,9 @@ struct DraftForwardKernel {
   Span<const int32_t> input_ids;     // [query rows] bonus at r*K
   Span<const int64_t> positions;     // [query rows]
   Span<const uint32_t> draft_embed;  // [V] the drafter's own table
-  uint32_t r_pow;               // R
+  uint32_t r_pow;                    // R
   int32_t vocab;
-  Span<int64_t> drafts;              // [num_reqs, width]
+  Span<int64_t> drafts;  // [num_reqs, width]
   // Columns of `drafts` (0: k). An adaptive draft budget drafts k < width tokens per request; the
   // columns past it hold the MASK id (vocab - 1), which no step verifies (the engine core schedules
   // 1 + k tokens for the request's next step).

@@ -55,9 +55,9 @@ PPSPEC_HD inline int64_t eagle_step(EagleState& s, int64_t tok, int64_t pos, Spa
 
 // After a tapped layer: this rank's part of the tap of every row (summed over TP afterwards).
 struct TapKernel {
-  Span<const int32_t> row_req;  // [rows]
-  Span<const uint32_t> c;       // [rows] the context lane
-  Span<const uint32_t> x;       // [rows, lane_count] the layer's output lanes
+  Span<const int32_t> row_req;   // [rows]
+  Span<const uint32_t> c;        // [rows] the context lane
+  Span<const uint32_t> x;        // [rows, lane_count] the layer's output lanes
   Span<const uint32_t> weights;  // [D] the layer's tap weights
   int32_t lane_begin;
   int32_t lane_count;
@@ -77,13 +77,13 @@ struct TapKernel {
 // anchor row and starts from the bonus token; every forward drafts column `pass`.
 struct EagleStepKernel {
   int32_t pass;
-  int32_t k;                       // query rows per request: the bonus at r * k
+  int32_t k;  // query rows per request: the bonus at r * k
   int32_t num_taps;
   Span<const uint32_t> taps[kMaxEagleTaps];  // each [target rows, kTapWords]
-  Span<const int32_t> anchor_row;  // [num_reqs]
-  Span<const int32_t> input_ids;   // [query rows]
-  Span<const int64_t> positions;   // [query rows]
-  Span<const uint32_t> draft_embed;  // [V]
+  Span<const int32_t> anchor_row;            // [num_reqs]
+  Span<const int32_t> input_ids;             // [query rows]
+  Span<const int64_t> positions;             // [query rows]
+  Span<const uint32_t> draft_embed;          // [V]
   uint32_t r_pow;
   int32_t vocab;
   Span<uint32_t> state;  // [num_reqs, 2]: h, d

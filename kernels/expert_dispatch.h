@@ -24,8 +24,8 @@ struct EpDispatchPackKernel {
   int32_t rows;
   int32_t top;
   int32_t dp;
-  Span<const int32_t> topk_ids;       // [rows, top]
-  Span<const float> topk_weights;     // [rows, top]
+  Span<const int32_t> topk_ids;    // [rows, top]
+  Span<const float> topk_weights;  // [rows, top]
   Span<int32_t> send_ids;
   Span<float> send_weights;
   PPSPEC_HD void row(int64_t i) const {
@@ -44,10 +44,10 @@ struct EpDispatchPackKernel {
 // it, as fixed point, into the chunk that goes back to the row's replica.
 struct EpExpertsKernel {
   int32_t top;
-  Span<const int32_t> recv_ids;       // [dp * rows, top]
-  Span<const float> recv_weights;     // [dp * rows, top]
-  Span<const float> expert_scale;     // [experts]; this replica's experts only are read
-  Span<int32_t> partial;              // [dp * rows]
+  Span<const int32_t> recv_ids;    // [dp * rows, top]
+  Span<const float> recv_weights;  // [dp * rows, top]
+  Span<const float> expert_scale;  // [experts]; this replica's experts only are read
+  Span<int32_t> partial;           // [dp * rows]
   PPSPEC_HD void row(int64_t i) const {
     float s = 0.0f;
     for (int32_t j = 0; j < top; ++j) {

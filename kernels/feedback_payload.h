@@ -13,13 +13,13 @@ namespace ppspec::kernels {
 PPSPEC_HD inline int64_t payload_width(int32_t k) { return 2 * static_cast<int64_t>(k) + 3; }
 
 struct PackPayloadKernel {
-  int32_t rows;                  // N: counts holds num_sampled [N], then num_rejected [N]
+  int32_t rows;  // N: counts holds num_sampled [N], then num_rejected [N]
   int32_t k;
-  bool with_drafts;              // false: the step proposed nothing, the draft columns are 0
-  Span<const int64_t> sampled;   // [N, K+1]
-  Span<const int32_t> counts;    // [2N]
-  Span<const int64_t> drafts;    // [N, K]
-  Span<int64_t> payload;         // [N, 2K+3]
+  bool with_drafts;             // false: the step proposed nothing, the draft columns are 0
+  Span<const int64_t> sampled;  // [N, K+1]
+  Span<const int32_t> counts;   // [2N]
+  Span<const int64_t> drafts;   // [N, K]
+  Span<int64_t> payload;        // [N, 2K+3]
   PPSPEC_HD void row(int64_t r) const {
     const int64_t w = payload_width(k);
     for (int32_t j = 0; j <= k; ++j) payload[r * w + j] = sampled[r * (k + 1) + j];
@@ -32,10 +32,10 @@ struct PackPayloadKernel {
 struct UnpackPayloadKernel {
   int32_t rows;
   int32_t k;
-  Span<const int64_t> payload;   // [N, 2K+3]
-  Span<int64_t> sampled;         // [N, K+1]
-  Span<int32_t> counts;          // [2N]
-  Span<int64_t> drafts;          // [N, K]
+  Span<const int64_t> payload;  // [N, 2K+3]
+  Span<int64_t> sampled;        // [N, K+1]
+  Span<int32_t> counts;         // [2N]
+  Span<int64_t> drafts;         // [N, K]
   PPSPEC_HD void row(int64_t r) const {
     const int64_t w = payload_width(k);
     for (int32_t j = 0; j <= k; ++j) sampled[r * (k + 1) + j] = payload[r * w + j];

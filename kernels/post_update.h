@@ -13,18 +13,18 @@
 namespace ppspec::kernels {
 
 struct PostUpdateKernel {
-  Span<const int32_t> idx_mapping;    // [rows] req-state index, or -1 to skip
-  Span<const int64_t> sampled;        // [rows, K+1]
-  Span<const int32_t> num_sampled;    // [rows]
-  Span<const int32_t> num_rejected;   // [rows]
-  Span<const int32_t> query_len;      // [rows] tokens the step scheduled (last stage: advance by it)
-  Span<const int64_t> drafts;         // [rows, K] adopted drafts, or absent
+  Span<const int32_t> idx_mapping;   // [rows] req-state index, or -1 to skip
+  Span<const int64_t> sampled;       // [rows, K+1]
+  Span<const int32_t> num_sampled;   // [rows]
+  Span<const int32_t> num_rejected;  // [rows]
+  Span<const int32_t> query_len;     // [rows] tokens the step scheduled (last stage: advance by it)
+  Span<const int64_t> drafts;        // [rows, K] adopted drafts, or absent
   int32_t k;
-  bool deferred;                      // earlier stage: num_computed was advanced optimistically
-  Span<int64_t> last_sampled;         // [max_reqs]
-  Span<int32_t> num_computed;         // [max_reqs]
-  Span<int32_t> total_len;            // [max_reqs]
-  Span<int64_t> draft_tokens;         // [max_reqs, K]
+  bool deferred;               // earlier stage: num_computed was advanced optimistically
+  Span<int64_t> last_sampled;  // [max_reqs]
+  Span<int32_t> num_computed;  // [max_reqs]
+  Span<int32_t> total_len;     // [max_reqs]
+  Span<int64_t> draft_tokens;  // [max_reqs, K]
   PPSPEC_HD void row(int64_t r) const {
     const int32_t req = idx_mapping[r];
     if (req < 0) return;

@@ -16,18 +16,18 @@ namespace ppspec::kernels {
 
 struct PrepareDflashInputsKernel {
   int32_t num_reqs;
-  int32_t num_query_per_req;   // K
+  int32_t num_query_per_req;  // K
   int32_t max_num_reqs;
-  int32_t max_num_tokens;      // query rows of the drafter's graph
+  int32_t max_num_tokens;           // query rows of the drafter's graph
   Span<const int32_t> idx_mapping;  // [num_reqs] req-state index
   Span<const int32_t> ctx_start;    // [num_reqs] first target row of the request
   Span<const int32_t> ctx_end;      // [num_reqs] one past its last target row
   Span<const int64_t> target_positions;
-  Span<const int32_t> num_sampled;   // [num_reqs]
-  Span<const int32_t> num_rejected;  // [num_reqs]
-  Span<const int64_t> last_sampled;  // [max_reqs]
+  Span<const int32_t> num_sampled;          // [num_reqs]
+  Span<const int32_t> num_rejected;         // [num_reqs]
+  Span<const int64_t> last_sampled;         // [max_reqs]
   Span<const int64_t> next_prefill_tokens;  // [max_reqs]
-  Span<const int32_t> block_table;   // [num_reqs, max_blocks]: gathered per batch row
+  Span<const int32_t> block_table;          // [num_reqs, max_blocks]: gathered per batch row
   int32_t max_blocks;
   int32_t block_size;
   int32_t mask_id;

@@ -14,21 +14,21 @@ namespace ppspec::kernels {
 
 struct PrepareInputsKernel {
   int32_t num_reqs;
-  int32_t num_rows;              // real rows (sum of query lengths)
-  Span<const int32_t> query_start;    // [reqs + 1]
-  Span<const int32_t> idx_mapping;    // [reqs] batch row -> req-state index
-  Span<const int32_t> num_computed;   // [max_reqs]
-  Span<const int32_t> prefill_len;    // [max_reqs] prompt length
-  Span<const int32_t> prompt;         // [max_reqs, max_prompt]
+  int32_t num_rows;                  // real rows (sum of query lengths)
+  Span<const int32_t> query_start;   // [reqs + 1]
+  Span<const int32_t> idx_mapping;   // [reqs] batch row -> req-state index
+  Span<const int32_t> num_computed;  // [max_reqs]
+  Span<const int32_t> prefill_len;   // [max_reqs] prompt length
+  Span<const int32_t> prompt;        // [max_reqs, max_prompt]
   int32_t max_prompt;
-  Span<const int64_t> last_sampled;   // [max_reqs]
-  Span<const int64_t> draft_tokens;   // [max_reqs, K]
+  Span<const int64_t> last_sampled;  // [max_reqs]
+  Span<const int64_t> draft_tokens;  // [max_reqs, K]
   int32_t k;
-  Span<const int32_t> block_table;    // [max_reqs, max_blocks]
+  Span<const int32_t> block_table;  // [max_reqs, max_blocks]
   int32_t max_blocks;
   int32_t block_size;
-  bool clear_padding = true;          // the fault `uncleared_padding` turns this off
-  Span<int32_t> input_ids;            // [max_rows]
+  bool clear_padding = true;  // the fault `uncleared_padding` turns this off
+  Span<int32_t> input_ids;    // [max_rows]
   Span<int64_t> positions;
   Span<int64_t> slots;
   Span<bool> is_padding;

@@ -41,10 +41,10 @@ struct RecurrentLayerKernel {
   int32_t lanes;                  // D
   int32_t lane_begin;
   int32_t lane_count;
-  int32_t window;                 // K + 1
-  int64_t rows;                   // rows of the launch (padded)
-  Span<uint32_t> scratch;         // [max_reqs * window, lane_count]: the state after position p at p % window
-  Span<uint32_t> x;               // [rows, lane_count]
+  int32_t window;          // K + 1
+  int64_t rows;            // rows of the launch (padded)
+  Span<uint32_t> scratch;  // [max_reqs * window, lane_count]: the state after position p at p % window
+  Span<uint32_t> x;        // [rows, lane_count]
   PPSPEC_HD void row(int64_t i) const {
     const Span<uint32_t> xr = x.sub(i * lane_count, lane_count);
     const int32_t req = row_req[i];
@@ -79,7 +79,7 @@ struct RecurrentCommitKernel {
   Span<const uint32_t> scratch;      // [max_reqs * window, lane_count]
   int32_t window;
   int32_t lane_count;
-  Span<uint32_t> state;              // [max_reqs, lane_count]
+  Span<uint32_t> state;  // [max_reqs, lane_count]
   PPSPEC_HD void row(int64_t r) const {
     const int32_t req = idx_mapping[r];
     if (req < 0) return;
@@ -94,7 +94,7 @@ struct RecurrentCommitKernel {
 struct RecurrentResetKernel {
   Span<const int32_t> idx;  // [admitted]
   int32_t lane_count;
-  Span<uint32_t> state;     // [max_reqs, lane_count]
+  Span<uint32_t> state;  // [max_reqs, lane_count]
   PPSPEC_HD void row(int64_t r) const {
     for (int32_t jl = 0; jl < lane_count; ++jl) state[static_cast<int64_t>(idx[r]) * lane_count + jl] = 0;
   }

@@ -55,9 +55,9 @@ struct RejectionSampleKernel {
   Span<const uint32_t> spread;      // [reqs] 0: greedy; else temperature spread
   int32_t vocab;
   int32_t width;               // K + 1
-  Span<int64_t> sampled;            // [reqs, width] padded with -1
-  Span<int32_t> num_sampled;        // [reqs]
-  Span<int32_t> num_rejected;       // [reqs]
+  Span<int64_t> sampled;       // [reqs, width] padded with -1
+  Span<int32_t> num_sampled;   // [reqs]
+  Span<int32_t> num_rejected;  // [reqs]
   PPSPEC_HD void row(int64_t r) const {
     const Span<int64_t> out = sampled.sub(r * width, width);
     for (int32_t k = 0; k < width; ++k) out[k] = -1;

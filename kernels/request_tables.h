@@ -45,7 +45,7 @@ struct GatherBlockRowsKernel {
   Span<const int32_t> idx_mapping;  // [rows]
   Span<const int32_t> block_table;  // [max_reqs, max_blocks]
   int32_t max_blocks;
-  Span<int32_t> out;                // [rows, max_blocks]
+  Span<int32_t> out;  // [rows, max_blocks]
   PPSPEC_HD void row(int64_t r) const {
     const Span<const int32_t> src = block_table.sub(static_cast<int64_t>(idx_mapping[r]) * max_blocks, max_blocks);
     for (int32_t j = 0; j < max_blocks; ++j) out[r * max_blocks + j] = src[j];
@@ -66,9 +66,9 @@ struct SetDraftTokensKernel {
 // The batch's rows of the draft table, for the feedback relay (#55745: on the main stream).
 struct GatherDraftsKernel {
   int32_t k;
-  Span<const int32_t> idx_mapping;  // [rows]
-  Span<const int64_t> draft_tokens; // [max_reqs, K]
-  Span<int64_t> out;                // [rows, K]
+  Span<const int32_t> idx_mapping;   // [rows]
+  Span<const int64_t> draft_tokens;  // [max_reqs, K]
+  Span<int64_t> out;                 // [rows, K]
   PPSPEC_HD void row(int64_t r) const {
     for (int32_t j = 0; j < k; ++j) out[r * k + j] = draft_tokens[static_cast<int64_t>(idx_mapping[r]) * k + j];
   }

@@ -19,16 +19,16 @@ inline constexpr int kMaxExperts = 64;
 PPSPEC_HD inline float softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
 
 struct TopkSoftplusSqrtKernel {
-  Span<const float> gating;      // [rows, experts]
-  Span<const float> bias;        // [experts] (e_score_correction_bias), or absent
-  Span<const bool> is_padding;   // [rows], or absent
+  Span<const float> gating;     // [rows, experts]
+  Span<const float> bias;       // [experts] (e_score_correction_bias), or absent
+  Span<const bool> is_padding;  // [rows], or absent
   int32_t experts;
   int32_t k;
   bool renormalize = true;
-  float scale = 1.0f;       // routed_scaling_factor
+  float scale = 1.0f;         // routed_scaling_factor
   bool honor_padding = true;  // the fault `router_ignores_padding` turns this off
-  Span<int32_t> topk_ids;        // [rows, k]
-  Span<float> topk_weights;      // [rows, k]
+  Span<int32_t> topk_ids;     // [rows, k]
+  Span<float> topk_weights;   // [rows, k]
 
   PPSPEC_HD void row(int64_t i) const {
     const Span<int32_t> ids = topk_ids.sub(i * k, k);

@@ -26,9 +26,9 @@ namespace ppspec::kernels {
 
 struct ToyConsts {
   int32_t vocab = 512;
-  int32_t lanes = 8;       // D
+  int32_t lanes = 8;  // D
   int32_t block_size = 16;
-  uint32_t r = 0x9E3779B1U;  // odd: R^p never vanishes
+  uint32_t r = 0x9E3779B1U;    // odd: R^p never vanishes
   uint32_t accept_1024 = 717;  // alpha = 0.7
 };
 
@@ -144,8 +144,8 @@ PPSPEC_HD inline bool disjoint(const Span<A>& out, const Span<B>& in) {
 // ctx[0..nj), through `carry` where the previous row was the same request's (`carry_ok`: the kernel
 // writes nothing the sum reads).
 PPSPEC_HD inline void context_of_row(ContextCarry& carry, bool carry_ok, int64_t row, int32_t req,
-                                     const BlockRow& blocks, int32_t max_blocks, int32_t block_size,
-                                     int64_t last, const Span<const uint32_t>& kv, int32_t stride, uint32_t* ctx) {
+                                     const BlockRow& blocks, int32_t max_blocks, int32_t block_size, int64_t last,
+                                     const Span<const uint32_t>& kv, int32_t stride, uint32_t* ctx) {
   for (int32_t j = 0; j < stride; ++j) ctx[j] = 0;
 #if defined(__CUDA_ARCH__)
   (void)carry;
@@ -183,12 +183,12 @@ struct EmbedKernel {
   RowInputs in;
   Span<const uint32_t> embed_ctx;   // [V]
   Span<const uint32_t> embed_deep;  // [V, D]
-  int32_t lanes;               // D
+  int32_t lanes;                    // D
   int32_t lane_begin;
-  int32_t lane_count;          // lanes of this TP rank
+  int32_t lane_count;  // lanes of this TP rank
   uint32_t r;
-  Span<uint32_t> ctx_kv;            // [slots]
-  Span<uint32_t> x;                 // [rows, lane_count]
+  Span<uint32_t> ctx_kv;  // [slots]
+  Span<uint32_t> x;       // [rows, lane_count]
   PPSPEC_HD void row(int64_t i) const {
     const int64_t x0 = i * lane_count;  // the row, through `x` itself (Span::check_range)
     x.check_range(x0, lane_count);

@@ -18,9 +18,9 @@ inline constexpr uint32_t kPoisonWord = 0xA5A5A5A5U;  // a 4-byte element nothin
 
 struct RestoreUnwrittenKernel {
   int32_t elem_bytes;
-  Span<uint8_t> data;          // [elements * elem_bytes], checked range only
-  Span<const uint8_t> saved;   // its contents before the kernel
-  Span<uint8_t> unwritten;     // [elements]: 1 when the kernel did not store the element
+  Span<uint8_t> data;         // [elements * elem_bytes], checked range only
+  Span<const uint8_t> saved;  // its contents before the kernel
+  Span<uint8_t> unwritten;    // [elements]: 1 when the kernel did not store the element
   PPSPEC_HD void row(int64_t e) const {
     const int64_t first = e * elem_bytes;
     bool poison = true;

@@ -45,7 +45,6 @@ void check(std::string_view input) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     ppspec::fuzz::check(std::string_view(reinterpret_cast<const char*>(data), size));
-  } catch (const ppspec::core::InputError&) {
-  }
+  } catch (const ppspec::core::InputError&) {}
   return 0;
 }

@@ -93,7 +93,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::istringstream in(std::string(reinterpret_cast<const char*>(data), size));
   try {
     (void)ppspec::fuzz::check(in);
-  } catch (const ppspec::core::InputError&) {
-  }
+  } catch (const ppspec::core::InputError&) {}
   return 0;
 }

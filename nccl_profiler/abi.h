@@ -18,25 +18,25 @@ enum Result : int { kSuccess = 0, kInternalError = 3 };
 // The event types (ncclProfile*), one bit each: init's activation mask is their union.
 enum EventType : uint64_t {
   kGroup = 1u << 0,
-  kColl = 1u << 1,       // a collective task, built at ncclGroupEnd (or the implicit one)
-  kP2p = 1u << 2,        // a send or recv task, likewise
+  kColl = 1u << 1,  // a collective task, built at ncclGroupEnd (or the implicit one)
+  kP2p = 1u << 2,   // a send or recv task, likewise
   kProxyOp = 1u << 3,
   kProxyStep = 1u << 4,
   kProxyCtrl = 1u << 5,
-  kKernelCh = 1u << 6,   // one channel of the kernel that runs a task: its stop is the task's progress on the GPU
+  kKernelCh = 1u << 6,  // one channel of the kernel that runs a task: its stop is the task's progress on the GPU
   kNetPlugin = 1u << 7,
   kGroupApi = 1u << 8,
-  kCollApi = 1u << 9,    // the user's call of a collective, at API time
-  kP2pApi = 1u << 10,    // the user's call of ncclSend / ncclRecv, at API time (the peer is on the task)
+  kCollApi = 1u << 9,  // the user's call of a collective, at API time
+  kP2pApi = 1u << 10,  // the user's call of ncclSend / ncclRecv, at API time (the peer is on the task)
   kKernelLaunch = 1u << 11,
-  kCeColl = 1u << 12,    // v6: a collective run by the copy engines
+  kCeColl = 1u << 12,  // v6: a collective run by the copy engines
   kCeSync = 1u << 13,
   kCeBatch = 1u << 14,
 };
 
 // ncclProfilerEventState_t values ppspec reacts to.
 enum EventState : int {
-  kKernelChStop = 22,        // the kernel's channel finished; the event's stop follows
+  kKernelChStop = 22,  // the kernel's channel finished; the event's stop follows
   kGroupStartApiStop = 23,
   kGroupEndApiStart = 24,
   kCeCollComplete = 26,
@@ -137,8 +137,8 @@ struct CeBatchDescr {
 };
 
 struct EventDescr {
-  uint64_t type;     // one EventType
-  void* parent;      // the handle this plugin returned for the parent event (hierarchy in the README)
+  uint64_t type;  // one EventType
+  void* parent;   // the handle this plugin returned for the parent event (hierarchy in the README)
   int rank;
   union {
     GroupApiDescr group_api;

@@ -11,10 +11,14 @@ struct FuncName {
   const char* trace;
 };
 constexpr FuncName kFuncs[] = {
-    {"Send", Func::send, "send"},           {"Recv", Func::recv, "recv"},
-    {"Broadcast", Func::broadcast, "broadcast"}, {"AllReduce", Func::all_reduce, "all_reduce"},
-    {"AllGather", Func::all_gather, "all_gather"}, {"AlltoAll", Func::all_to_all, "all_to_all"},
-    {"Reduce", Func::reduce, "reduce"},     {"ReduceScatter", Func::reduce_scatter, "reduce_scatter"},
+    {"Send", Func::send, "send"},
+    {"Recv", Func::recv, "recv"},
+    {"Broadcast", Func::broadcast, "broadcast"},
+    {"AllReduce", Func::all_reduce, "all_reduce"},
+    {"AllGather", Func::all_gather, "all_gather"},
+    {"AlltoAll", Func::all_to_all, "all_to_all"},
+    {"Reduce", Func::reduce, "reduce"},
+    {"ReduceScatter", Func::reduce_scatter, "reduce_scatter"},
 };
 
 struct DatatypeName {
@@ -23,12 +27,18 @@ struct DatatypeName {
   const char* trace;  // core::Dtype's name; fp8 travels as bytes (core has no fp8)
 };
 constexpr DatatypeName kDatatypes[] = {
-    {"ncclInt8", Datatype::int8, "i8"},         {"ncclUint8", Datatype::uint8, "u8"},
-    {"ncclInt32", Datatype::int32, "i32"},      {"ncclUint32", Datatype::uint32, "u32"},
-    {"ncclInt64", Datatype::int64, "i64"},      {"ncclUint64", Datatype::uint64, "u64"},
-    {"ncclFloat16", Datatype::float16, "f16"},  {"ncclFloat32", Datatype::float32, "f32"},
-    {"ncclFloat64", Datatype::float64, "f64"},  {"ncclBfloat16", Datatype::bfloat16, "bf16"},
-    {"ncclFloat8e4m3", Datatype::float8e4m3, "f8e4m3"}, {"ncclFloat8e5m2", Datatype::float8e5m2, "f8e5m2"},
+    {"ncclInt8", Datatype::int8, "i8"},
+    {"ncclUint8", Datatype::uint8, "u8"},
+    {"ncclInt32", Datatype::int32, "i32"},
+    {"ncclUint32", Datatype::uint32, "u32"},
+    {"ncclInt64", Datatype::int64, "i64"},
+    {"ncclUint64", Datatype::uint64, "u64"},
+    {"ncclFloat16", Datatype::float16, "f16"},
+    {"ncclFloat32", Datatype::float32, "f32"},
+    {"ncclFloat64", Datatype::float64, "f64"},
+    {"ncclBfloat16", Datatype::bfloat16, "bf16"},
+    {"ncclFloat8e4m3", Datatype::float8e4m3, "f8e4m3"},
+    {"ncclFloat8e5m2", Datatype::float8e5m2, "f8e5m2"},
 };
 
 }  // namespace

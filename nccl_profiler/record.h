@@ -55,15 +55,15 @@ struct Record {
   RecordKind kind = RecordKind::op_posted;
   Func func = Func::other;
   Datatype datatype = Datatype::unknown;
-  bool captured = false;  // op_posted: a graph replay
-  int32_t peer = -1;      // communicator rank: a send's or recv's peer, a rooted collective's root; -1: none (yet)
-  int32_t group = -1;     // the user's ncclGroupStart..End the call was made in, numbered per process; -1: none
-  uint32_t stream = 0;    // the stream's number in this process, 1 on (0: none)
-  uint64_t sequence = 0;  // the record's number in the process: the flusher writes in this order
-  uint64_t op = 0;        // the operation's number on its communicator in this process
-  uint64_t replay_of = 0; // op_posted of a replay: the op_captured it re-issues
+  bool captured = false;   // op_posted: a graph replay
+  int32_t peer = -1;       // communicator rank: a send's or recv's peer, a rooted collective's root; -1: none (yet)
+  int32_t group = -1;      // the user's ncclGroupStart..End the call was made in, numbered per process; -1: none
+  uint32_t stream = 0;     // the stream's number in this process, 1 on (0: none)
+  uint64_t sequence = 0;   // the record's number in the process: the flusher writes in this order
+  uint64_t op = 0;         // the operation's number on its communicator in this process
+  uint64_t replay_of = 0;  // op_posted of a replay: the op_captured it re-issues
   int64_t time_ns = 0;
-  int64_t count = 0;      // elements, as the user passed them to NCCL
+  int64_t count = 0;  // elements, as the user passed them to NCCL
   char call_site[kCallSiteBytes] =
       {};  // what the host program said of the call (ppspec_profiler_set_call_site), or empty
 };

@@ -30,7 +30,7 @@ inline constexpr size_t kCommsMax = 256;
 inline constexpr size_t kStreamsMax = 1024;
 inline constexpr size_t kOutputsMax = 64;  // ranks one process records (more than one only when a harness drives it)
 inline constexpr int kCommNameBytes = 64;
-inline constexpr int kPluginVersion = 1;         // of the per-rank trace format (nccl_profiler/README.md)
+inline constexpr int kPluginVersion = 1;  // of the per-rank trace format (nccl_profiler/README.md)
 
 // What a handle NCCL holds stands for: the first field of every handle, so that stopEvent can tell.
 enum class HandleKind : uint8_t { group_api, coll_api, p2p_api, captured_api, task, kernel_channel };
@@ -43,9 +43,9 @@ struct Handle {
   HandleKind kind = HandleKind::coll_api;
   OpSlot* slot = nullptr;          // coll_api, p2p_api, task, kernel_channel
   CapturedOp* captured = nullptr;  // captured_api
-  int32_t group = -1;  // group_api: its number (a user group's or a capturing one's); -1 for NCCL's implicit group
-  Comm* comm = nullptr;            // group_api: the communicator of its first call
-  bool capturing = false;          // group_api: its calls are captured into a CUDA graph
+  int32_t group = -1;      // group_api: its number (a user group's or a capturing one's); -1 for NCCL's implicit group
+  Comm* comm = nullptr;    // group_api: the communicator of its first call
+  bool capturing = false;  // group_api: its calls are captured into a CUDA graph
 };
 
 // One operation between its API call and its completion. NCCL keeps the API handle after stopping
@@ -55,11 +55,11 @@ struct OpSlot {
   Handle task{HandleKind::task, this, nullptr, -1};
   Handle channel{HandleKind::kernel_channel, this, nullptr, -1};
   Comm* comm = nullptr;
-  Record posted{};                   // the operation as posted (a p2p's peer filled in by its task)
-  std::atomic<int> channels{0};      // the kernel channels its task runs on
+  Record posted{};               // the operation as posted (a p2p's peer filled in by its task)
+  std::atomic<int> channels{0};  // the kernel channels its task runs on
   std::atomic<int> channels_started{0};
   std::atomic<int> channels_done{0};
-  std::atomic<bool> open{false};     // posted and not yet completed
+  std::atomic<bool> open{false};  // posted and not yet completed
 };
 
 // An operation captured into a CUDA graph: every replay's task names this as its parent.
@@ -140,8 +140,8 @@ class Recorder {
   std::atomic<uint64_t> group_count_{0};
   std::mutex flush_mutex_;  // the flusher's and flush()'s, never a callback's
   std::vector<Output*> outputs_;
-  std::vector<Record> batch_;     // one drain's records, sorted by sequence before they are written
-  std::vector<bool> init_written_;  // [comm]
+  std::vector<Record> batch_;           // one drain's records, sorted by sequence before they are written
+  std::vector<bool> init_written_;      // [comm]
   std::vector<uint64_t> lost_written_;  // [comm]
   std::string dir_, watch_address_;
   std::thread flusher_;

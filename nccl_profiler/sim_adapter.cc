@@ -52,7 +52,6 @@ const char* nccl_datatype_name(core::Dtype d) {
   return "Unknown";
 }
 
-
 const PluginLibrary& PluginLibrary::open(const std::string& path) {
   static std::map<std::string, std::unique_ptr<PluginLibrary>>
       opened;  // dlopen'd once, never closed (as NCCL keeps it)

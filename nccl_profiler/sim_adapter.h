@@ -82,7 +82,7 @@ class SimAdapter final : public sim::NcclObserver {
   struct Task {
     void* context = nullptr;
     void* handle = nullptr;
-    int channels = 0;  // 0: NCCL tells no kernel channel of it (a send to oneself, its receive)
+    int channels = 0;            // 0: NCCL tells no kernel channel of it (a send to oneself, its receive)
     std::vector<void*> running;  // its KernelCh handles, once started
   };
   void* context(core::RankId rank, std::string_view comm) const;
@@ -109,12 +109,12 @@ class SimAdapter final : public sim::NcclObserver {
   };
   void build_at_capture(core::Time t, std::vector<OwnedCall>& captured);
   void end_halted_groups(core::Time t);
-  std::map<const void*, OpenGroup> groups_;              // by host thread
-  std::map<int64_t, std::vector<void*>> api_;  // posted op -> its API handles (an all_to_all has 2 per member)
-  std::map<int64_t, std::vector<void*>> captured_;       // capture -> its API handles
-  std::map<int64_t, std::vector<Task>> tasks_;           // posted op -> its tasks
-  std::map<std::pair<void*, int>, uint64_t> coll_seq_;   // (context, func) -> NCCL's per-function sequence number
-  std::set<int64_t> built_at_capture_;                   // captures whose task NCCL built once, not at each replay
+  std::map<const void*, OpenGroup> groups_;             // by host thread
+  std::map<int64_t, std::vector<void*>> api_;           // posted op -> its API handles (an all_to_all has 2 per member)
+  std::map<int64_t, std::vector<void*>> captured_;      // capture -> its API handles
+  std::map<int64_t, std::vector<Task>> tasks_;          // posted op -> its tasks
+  std::map<std::pair<void*, int>, uint64_t> coll_seq_;  // (context, func) -> NCCL's per-function sequence number
+  std::set<int64_t> built_at_capture_;                  // captures whose task NCCL built once, not at each replay
   uint64_t posted_ = 0;
   bool finished_ = false;
 };

@@ -183,7 +183,7 @@ void SimAdapter::end_halted_groups(core::Time t) {
   for (const void* host : hosts) {
     for (auto& [call, owned] : groups_.at(host).calls) {
       if (!api_.contains(call.op_id)) continue;  // its task was built: the group ended for it
-      call.comm = owned.first;  // the views name the adapter's copies, not the simulator's
+      call.comm = owned.first;                   // the views name the adapter's copies, not the simulator's
       call.origin = owned.second;
       task_built(t, call);
     }

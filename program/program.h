@@ -54,10 +54,10 @@ struct ProgramOp {
   std::string comm;
   core::RankId peer = -1;  // send/recv: the peer; broadcast: the root (global ranks)
   core::Dtype dtype = core::Dtype::f32;
-  int64_t count = 1;       // elements; malloc: bytes
+  int64_t count = 1;  // elements; malloc: bytes
   std::string stream;
   std::string label;
-  int64_t step = -1;       // the label's step; -1: the repeat iteration when repeat > 1
+  int64_t step = -1;  // the label's step; -1: the repeat iteration when repeat > 1
   std::string kernel;
   std::string spec;
   std::string event;

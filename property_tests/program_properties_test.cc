@@ -78,8 +78,10 @@ RC_GTEST_PROP(Programs, OnePerturbationIsAlwaysCaughtAndNamesTheRank, ()) {
   const bool caught = r.verdict == core::Verdict::deadlock || r.verdict == core::Verdict::fifo_misalignment;
   const bool named = !r.findings.empty() && r.findings.front().involves_rank(bad.rank);
   if (!caught || !named) {
-    RC_LOG() << bad.what << "\n" << program::to_toml(bad.program) << "\n# seed " << sched.seed << " strategy "
-             << sched.strategy.str() << "\n" << report(r) << "\n";
+    RC_LOG() << bad.what << "\n"
+             << program::to_toml(bad.program) << "\n# seed " << sched.seed << " strategy " << sched.strategy.str()
+             << "\n"
+             << report(r) << "\n";
   }
   RC_ASSERT(caught);
   RC_ASSERT(named);

@@ -56,31 +56,31 @@ void set_nccl_call_captured(bool captured);
 
 }  // namespace ppspec::real
 
-#define PPSPEC_CUDA(call)                                                                               \
-  do {                                                                                                  \
-    const cudaError_t ppspec_e = (call);                                                                \
-    if (ppspec_e != cudaSuccess) ::ppspec::real::throw_cuda_status(ppspec_e, #call, __FILE__, __LINE__);     \
+#define PPSPEC_CUDA(call)                                                                                \
+  do {                                                                                                   \
+    const cudaError_t ppspec_e = (call);                                                                 \
+    if (ppspec_e != cudaSuccess) ::ppspec::real::throw_cuda_status(ppspec_e, #call, __FILE__, __LINE__); \
   } while (0)
 
-#define PPSPEC_CU(call)                                                           \
-  do {                                                                            \
-    const CUresult ppspec_e = (call);                                             \
-    if (ppspec_e != CUDA_SUCCESS) {                                               \
-      const char* ppspec_s = "unknown driver error";                              \
-      ::ppspec::real::driver().GetErrorString(ppspec_e, &ppspec_s);               \
-      ::ppspec::real::throw_cuda(ppspec_s, #call, __FILE__, __LINE__);            \
-    }                                                                             \
+#define PPSPEC_CU(call)                                                \
+  do {                                                                 \
+    const CUresult ppspec_e = (call);                                  \
+    if (ppspec_e != CUDA_SUCCESS) {                                    \
+      const char* ppspec_s = "unknown driver error";                   \
+      ::ppspec::real::driver().GetErrorString(ppspec_e, &ppspec_s);    \
+      ::ppspec::real::throw_cuda(ppspec_s, #call, __FILE__, __LINE__); \
+    }                                                                  \
   } while (0)
 
-#define PPSPEC_NCCL(call)                                                                                   \
-  do {                                                                                                      \
-    const ncclResult_t ppspec_e = (call);                                                                   \
-    if (ppspec_e != ncclSuccess) ::ppspec::real::throw_nccl(ppspec_e, #call, __FILE__, __LINE__);           \
+#define PPSPEC_NCCL(call)                                                                         \
+  do {                                                                                            \
+    const ncclResult_t ppspec_e = (call);                                                         \
+    if (ppspec_e != ncclSuccess) ::ppspec::real::throw_nccl(ppspec_e, #call, __FILE__, __LINE__); \
   } while (0)
 
-#define PPSPEC_NVRTC(call)                                                                     \
-  do {                                                                                         \
-    const nvrtcResult ppspec_e = (call);                                                       \
-    if (ppspec_e != NVRTC_SUCCESS)                                                             \
+#define PPSPEC_NVRTC(call)                                                                                     \
+  do {                                                                                                         \
+    const nvrtcResult ppspec_e = (call);                                                                       \
+    if (ppspec_e != NVRTC_SUCCESS)                                                                             \
       ::ppspec::real::throw_cuda(::ppspec::real::nvrtc().GetErrorString(ppspec_e), #call, __FILE__, __LINE__); \
   } while (0)

@@ -33,7 +33,6 @@ ncclDataType_t nccl_type(core::Dtype d) {
 
 std::atomic<int64_t> g_next_op_id{0};
 
-
 }  // namespace
 
 RealCommunicator::RealCommunicator(RealRuntime& rt, RealDevice& dev, std::string name,

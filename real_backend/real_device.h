@@ -103,7 +103,7 @@ class RealDevice final : public core::Device {
 
   RealRuntime& rt_;
   core::RankId rank_;
-  mutable std::mutex mu_;  // guards the tables below, never held across a blocking CUDA call
+  mutable std::mutex mu_;          // guards the tables below, never held across a blocking CUDA call
   std::deque<StreamRec> streams_;  // deque: references stay valid as streams are added
   std::vector<std::pair<std::string, void*>> events_;  // cudaEvent_t
   // Per event: the stream it was last recorded on and how many downloads that stream had staged

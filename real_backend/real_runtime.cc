@@ -68,8 +68,8 @@ RealRuntime::RealRuntime(int num_ranks, RealConfig config)
   if (e != cudaSuccess) gpus = 0;
   if (gpus < num_ranks)
     throw TooFewGpus(fmt::format("the scenario has {} ranks and needs one GPU per rank; this machine has {}{}",
-                                         num_ranks, gpus,
-                                         e != cudaSuccess ? fmt::format(" (CUDA: {})", cudaGetErrorString(e)) : ""));
+                                 num_ranks, gpus,
+                                 e != cudaSuccess ? fmt::format(" (CUDA: {})", cudaGetErrorString(e)) : ""));
   for (int r = 0; r < num_ranks; ++r) devices_.push_back(std::make_unique<RealDevice>(*this, r));
 }
 

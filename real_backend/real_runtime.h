@@ -51,7 +51,7 @@ struct ActorState {
   std::string name;
   core::RankId rank = -1;
   bool running = false;
-  std::string call;       // the runtime call it is inside, empty when none
+  std::string call;  // the runtime call it is inside, empty when none
   core::Time call_since = 0;
 };
 
@@ -91,7 +91,7 @@ class RealRuntime final : public core::Runtime {
   // The calling thread waits for its next command: the host time of its step ends here.
   void end_host_step();
   void publish(core::Event& e) override;  // thread-safe
-  void progress();               // something completed: the watchdog's clock restarts
+  void progress();                        // something completed: the watchdog's clock restarts
   // An error off the actors' threads (a host function): reported as an actor's would be, then _exit(3).
   [[noreturn]] void fail(const std::string& error);
   [[noreturn]] void end_with(const ActorState& actor, core::Verdict verdict, core::FindingKind kind,
@@ -113,7 +113,7 @@ class RealRuntime final : public core::Runtime {
   // Operations posted inside the calling thread's open NCCL group, completed at group_end.
   struct GroupState {
     int depth = 0;
-    int64_t id = -1;      // the open group's number on this thread; -1 outside a group
+    int64_t id = -1;  // the open group's number on this thread; -1 outside a group
     int64_t opened = 0;
     std::vector<std::pair<TrackedOp*, void*>> ops;  // with their cudaStream_t
     std::vector<std::pair<void*, void*>> timed;     // profiling: per stream, the group's start event

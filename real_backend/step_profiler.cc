@@ -31,8 +31,7 @@ StepProfiler::Timed::~Timed() {
   // A destructor must not throw: a failed record leaves the interval out.
   try {
     profiler_->end(rank_, step_, stream_, part_, start_);
-  } catch (const std::exception&) {
-  }
+  } catch (const std::exception&) {}
 }
 
 void* StepProfiler::begin(void* stream) { return record_timing_event(stream); }

@@ -244,9 +244,12 @@ nlohmann::json to_json(const core::Finding& f) {
   if (!f.dot.empty()) j["dot"] = f.dot;
   if (f.culprit.rank >= 0 || !f.culprit.what.empty()) {
     const core::Culprit& c = f.culprit;
-    j["culprit"] = {{"rank", known(c.rank)},         {"comm", c.comm.empty() ? Json(nullptr) : Json(c.comm)},
-                    {"p2p", c.p2p},                  {"peer", known(c.peer)},
-                    {"position", known(c.position)}, {"what", c.what}};
+    j["culprit"] = {{"rank", known(c.rank)},
+                    {"comm", c.comm.empty() ? Json(nullptr) : Json(c.comm)},
+                    {"p2p", c.p2p},
+                    {"peer", known(c.peer)},
+                    {"position", known(c.position)},
+                    {"what", c.what}};
   }
   return j;
 }

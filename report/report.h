@@ -18,11 +18,11 @@ struct ServingFigures {
   int64_t engine_steps = 0;  // batches the engine ran
   int64_t requests = 0;
   int64_t output_tokens = 0;
-  double acceptance_rate = 0;  // accepted drafts / verified drafts
-  double tokens_per_step = 0;  // output tokens / engine step
+  double acceptance_rate = 0;             // accepted drafts / verified drafts
+  double tokens_per_step = 0;             // output tokens / engine step
   verify::OnlineCoverage model_oracle{};  // what the model oracle checked, and what it stopped checking
   int64_t preemptions = 0;
-  int64_t steps_ahead = 0;  // request steps scheduled ahead of their previous step's output
+  int64_t steps_ahead = 0;        // request steps scheduled ahead of their previous step's output
   int64_t prefix_hit_blocks = 0;  // blocks reused from the prefix cache
   int64_t prefix_evictions = 0;
   int64_t dummy_batches = 0;  // dp > 1: steps a replica ran as a dummy batch
@@ -34,10 +34,10 @@ struct RunRecord {
   uint64_t seed = 0;
   std::string strategy;
   core::Verdict expected = core::Verdict::pass;
-  bool has_expectation = true;  // false for `ppspec check`, which judges a trace on its own
+  bool has_expectation = true;      // false for `ppspec check`, which judges a trace on its own
   bool expectation_written = true;  // false: the scenario has no [expect] (explore mode; pass expected)
-  bool gpu = false;             // a run on real GPUs: times are wall-clock
-  bool flight_recorder = false; // `ppspec check DIR`: PyTorch Flight Recorder dumps, no time of ours
+  bool gpu = false;                 // a run on real GPUs: times are wall-clock
+  bool flight_recorder = false;     // `ppspec check DIR`: PyTorch Flight Recorder dumps, no time of ours
   bool ok = false;
   std::string mismatch;  // why the run did not meet its expectation
   double wall_ms = 0;

@@ -93,8 +93,11 @@ ServingFigures figures_of(const serving::ServingRun& run) {
 }
 
 nlohmann::json serving_stats_json(const engine::ServingStats& s) {
-  nlohmann::json j = {{"steps", s.steps}, {"output_tokens", s.output_tokens}, {"drafts_verified", s.drafts_verified},
-                      {"drafts_accepted", s.drafts_accepted}, {"preemptions", s.preemptions}};
+  nlohmann::json j = {{"steps", s.steps},
+                      {"output_tokens", s.output_tokens},
+                      {"drafts_verified", s.drafts_verified},
+                      {"drafts_accepted", s.drafts_accepted},
+                      {"preemptions", s.preemptions}};
   // Only where used: the records of runs without the lookahead batch or prefix caching stay as they were.
   if (s.steps_ahead > 0) j["steps_ahead"] = s.steps_ahead;
   if (s.prefix_hit_blocks > 0 || s.prefix_evictions > 0) {

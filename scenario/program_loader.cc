@@ -284,8 +284,9 @@ void check_thread(const std::string& file, const program::ThreadProgram& tp, cor
       case OpType::stream_sync:
       case OpType::device_sync:
       case OpType::malloc:
-        if (group > 0) fail(op, fmt::format("'{}' inside a group: NCCL allows no synchronisation before group_end",
-                                            program::to_string(op.type)));
+        if (group > 0)
+          fail(op, fmt::format("'{}' inside a group: NCCL allows no synchronisation before group_end",
+                               program::to_string(op.type)));
         break;
       default: break;
     }
@@ -316,9 +317,10 @@ void check_rank_captures(const std::string& file, const std::vector<program::Thr
       if (op.type == OpType::capture_begin) {
         const auto [it, fresh] = capturer.emplace(op.stream, t);
         if (!fresh && it->second != t)
-          fail(fmt::format("thread '{}' captures stream '{}' too: CUDA rejects a capture_begin on a stream that is "
-                           "already capturing, and which thread gets there first depends on the schedule",
-                           threads[it->second].name, op.stream));
+          fail(
+              fmt::format("thread '{}' captures stream '{}' too: CUDA rejects a capture_begin on a stream that is "
+                          "already capturing, and which thread gets there first depends on the schedule",
+                          threads[it->second].name, op.stream));
       }
       if (op.type == OpType::capture_end) {
         const auto [it, fresh] = graph_owner.emplace(op.graph, t);
@@ -330,12 +332,12 @@ void check_rank_captures(const std::string& file, const std::vector<program::Thr
     for (const ProgramOp& op : threads[t].ops) {
       const auto it = op.stream.empty() ? capturer.end() : capturer.find(op.stream);
       if (it == capturer.end() || it->second == t) continue;
-      throw core::InputError(file, line_of_op(op, line),
-                             fmt::format("rank {} thread '{}': '{}' on stream '{}', which thread '{}' captures: work "
-                                         "from another thread joins the capture or runs eagerly depending on when "
-                                         "it comes (not simulated); issue it from the capturing thread",
-                                         rank, threads[t].name, program::to_string(op.type), op.stream,
-                                         threads[it->second].name));
+      throw core::InputError(
+          file, line_of_op(op, line),
+          fmt::format("rank {} thread '{}': '{}' on stream '{}', which thread '{}' captures: work "
+                      "from another thread joins the capture or runs eagerly depending on when "
+                      "it comes (not simulated); issue it from the capturing thread",
+                      rank, threads[t].name, program::to_string(op.type), op.stream, threads[it->second].name));
     }
 }
 
@@ -377,8 +379,10 @@ void check_key_depth(std::string_view text, const std::string& file) {
     const char c = text[i];
     if (c == '\n') ++line;
     if (quote != 0) {
-      if (c == '\\' && quote == '"') ++i;
-      else if (c == quote) quote = 0;
+      if (c == '\\' && quote == '"')
+        ++i;
+      else if (c == quote)
+        quote = 0;
       continue;
     }
     if (c == '"' || c == '\'') {
@@ -403,8 +407,9 @@ void check_thread_name(const std::string& file, const Program& p, std::string_vi
       !name.empty() && name.size() <= kNameBytesMax &&
       std::all_of(name.begin(), name.end(), [](char c) { return static_cast<unsigned char>(c) >= 0x20 && c != 0x7f; });
   if (!printable)
-    throw core::InputError(file, line, fmt::format("{}.thread.'{}': a thread name is 1..{} printable characters", where,
-                                                   core::printable(name, 60), kNameBytesMax));
+    throw core::InputError(file, line,
+                           fmt::format("{}.thread.'{}': a thread name is 1..{} printable characters", where,
+                                       core::printable(name, 60), kNameBytesMax));
   if (std::find(p.streams.begin(), p.streams.end(), name) != p.streams.end())
     throw core::InputError(file, line,
                            fmt::format("{}.thread.{}: a thread may not have a stream's name (reports call both "
@@ -695,14 +700,35 @@ constexpr V kProgramGpuVerdicts[] = {V::pass, V::fifo_misalignment, V::hang, V::
 // deadlock is a hang there (the watchdog's), and nothing is simulated (no step limit). A kernel
 // that indexes outside its buffer is a device fault on both: the simulator's kernels check every
 // index a GPU would fault on (a fuzz case that shrinks to one must be able to say so).
-constexpr V kServingGpuVerdicts[] = {V::pass, V::fifo_misalignment, V::hang, V::stale_draft, V::padding_violation,
-                                     V::embedding_violation, V::output_divergence, V::hazard, V::stage_divergence,
-                                     V::kv_violation,  V::leak,              V::pipeline_bubble, V::device_fault};
-constexpr V kServingVerdicts[] = {V::pass,          V::fifo_misalignment,   V::deadlock,          V::hazard,
-                                  V::stale_draft,   V::padding_violation,   V::embedding_violation,
-                                  V::output_divergence, V::step_limit,     V::invalid_usage,
-                                  V::race,          V::stage_divergence,    V::kv_violation,
-                                  V::leak,          V::pipeline_bubble,     V::device_fault};
+constexpr V kServingGpuVerdicts[] = {V::pass,
+                                     V::fifo_misalignment,
+                                     V::hang,
+                                     V::stale_draft,
+                                     V::padding_violation,
+                                     V::embedding_violation,
+                                     V::output_divergence,
+                                     V::hazard,
+                                     V::stage_divergence,
+                                     V::kv_violation,
+                                     V::leak,
+                                     V::pipeline_bubble,
+                                     V::device_fault};
+constexpr V kServingVerdicts[] = {V::pass,
+                                  V::fifo_misalignment,
+                                  V::deadlock,
+                                  V::hazard,
+                                  V::stale_draft,
+                                  V::padding_violation,
+                                  V::embedding_violation,
+                                  V::output_divergence,
+                                  V::step_limit,
+                                  V::invalid_usage,
+                                  V::race,
+                                  V::stage_divergence,
+                                  V::kv_violation,
+                                  V::leak,
+                                  V::pipeline_bubble,
+                                  V::device_fault};
 
 std::string names_of(std::span<const V> vs) {
   std::string s;

@@ -26,10 +26,10 @@ void append_engine(std::string& s, const ServingCase& c) {
   if (c.eagle) s += "method = \"eagle\"\n";
   if (c.eagle && !c.taps.empty())
     s += fmt::format("taps = [{}]\n", fmt::join(c.taps, ", "));  // none: EAGLE-3's default
-  s += fmt::format("\n[serving]\ncapture_sizes = [{}]\nmax_num_seqs = {}\nmax_num_batched_tokens = {}\n"
-                   "chunked_prefill = {}\nwarmup_steps = {}\n",
-                   fmt::join(c.capture_sizes, ", "), c.max_num_seqs, c.max_num_batched_tokens, c.chunked_prefill,
-                   c.warmup_steps);
+  s += fmt::format(
+      "\n[serving]\ncapture_sizes = [{}]\nmax_num_seqs = {}\nmax_num_batched_tokens = {}\n"
+      "chunked_prefill = {}\nwarmup_steps = {}\n",
+      fmt::join(c.capture_sizes, ", "), c.max_num_seqs, c.max_num_batched_tokens, c.chunked_prefill, c.warmup_steps);
   if (c.max_concurrent_batches > 0) s += fmt::format("max_concurrent_batches = {}\n", c.max_concurrent_batches);
   if (c.enable_prefix_caching) s += "enable_prefix_caching = true\n";
   s += fmt::format(

@@ -22,7 +22,7 @@ struct ServingCase {
   int stop_token = -1;
   int max_model_len = 2048;
   int layers = 0, lanes = 0;  // 0: the model's default (4 layers, 8 lanes); from-vllm sizes them to pp and tp
-  int num_blocks = 0;  // 0: enough; fewer than the workload can fill: preemption
+  int num_blocks = 0;         // 0: enough; fewer than the workload can fill: preemption
   int block_size = 16;
   // [serving]
   std::vector<int> capture_sizes;

@@ -115,7 +115,8 @@ ServingRun simulate(const engine::EngineConfig& cfg, const sim::SimConfig& runti
                      opts.seed);
   rt.set_nccl_observer(opts.nccl_observer);
   const RuntimeHooks hooks{[&rt](const core::Finding&) { rt.world().halt(); },
-                           [&rt](core::Finding f) { rt.world().note(std::move(f)); }, {}};
+                           [&rt](core::Finding f) { rt.world().note(std::move(f)); },
+                           {}};
   return serve(rt, cfg, opts.sinks, hooks, runtime.strict);
 }
 
@@ -123,11 +124,10 @@ namespace {
 
 // The same scenario, changed by `vary`, as a reference for an invariance oracle; a reference that
 // did not complete is a finding of its own (nothing to compare against), never a silent pass.
-std::optional<core::Finding> compare_with(const ServingScenario& s, const sim::RunConfig& opts, const ServingRun& run,
-                                          core::FindingKind kind, const std::string& name,
-                                          const std::function<void(engine::EngineConfig&)>& vary,
-                                          const std::function<std::optional<core::Finding>(
-                                              const std::vector<engine::RequestRecord>&)>& oracle) {
+std::optional<core::Finding> compare_with(
+    const ServingScenario& s, const sim::RunConfig& opts, const ServingRun& run, core::FindingKind kind,
+    const std::string& name, const std::function<void(engine::EngineConfig&)>& vary,
+    const std::function<std::optional<core::Finding>(const std::vector<engine::RequestRecord>&)>& oracle) {
   engine::EngineConfig other = s.config;
   vary(other);
   sim::RunConfig o = opts;

@@ -16,7 +16,7 @@
 namespace ppspec::serving {
 
 struct ServingRun {
-  core::RunResult result;             // verdict and findings, oracles included
+  core::RunResult result;  // verdict and findings, oracles included
   engine::ServingStats stats;
   std::vector<engine::RequestRecord> requests;  // the workload's requests (dummies left out)
   bool completed = false;
@@ -26,9 +26,9 @@ struct ServingRun {
 // What a serving run needs of its runtime beyond the interface: how to stop at the first failure
 // (the simulator halts; hardware cannot, the run goes on), and where hazards are noted.
 struct RuntimeHooks {
-  std::function<void(const core::Finding&)> failed;    // at each failure: the simulator halts
+  std::function<void(const core::Finding&)> failed;  // at each failure: the simulator halts
   std::function<void(core::Finding)> note;
-  std::function<std::vector<core::Finding>()> notes;   // the notes to report, when the runtime keeps none
+  std::function<std::vector<core::Finding>()> notes;  // the notes to report, when the runtime keeps none
 };
 
 // The engine on a runtime with the serving monitors online (no oracles).

@@ -12,8 +12,8 @@
 namespace ppspec::serving {
 
 struct Oracles {
-  bool golden = true;         // greedy outputs equal the golden continuation
-  bool pp_invariance = true;  // the same scenario at pp = 1 gives the same tokens and drafts
+  bool golden = true;              // greedy outputs equal the golden continuation
+  bool pp_invariance = true;       // the same scenario at pp = 1 gives the same tokens and drafts
   bool padding_invariance = true;  // the same scenario without graphs (no padding) gives the same
 };
 

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <fmt/format.h>
 
-
 namespace ppspec::sim {
 
 void BlockingHazards::activate(std::vector<const Fiber*> hosts, Report report) {
@@ -129,7 +128,7 @@ void BlockingHazards::prune() {
   // Only the components of this rank's threads decide held_back().
   std::erase_if(waits_, [&](const Wait& w) {
     return w.released && std::all_of(hosts_.begin(), hosts_.end(),
-                                      [&](const Fiber* u) { return all_know(u->id, w.release.get(u->id)); });
+                                     [&](const Fiber* u) { return all_know(u->id, w.release.get(u->id)); });
   });
   std::erase_if(calls_, [&](const Call& c) {
     if (!all_know(c.thread, c.index)) return false;

@@ -86,7 +86,7 @@ Connection& ConnectionSetup::setup_round(const SimComm& comm, int a, int b, int6
 }
 
 bool ConnectionSetup::wired(const SimComm& comm, int src, int dst) {
-  if (src == dst) return true;  // nothing to connect to oneself
+  if (src == dst) return true;                                 // nothing to connect to oneself
   return pair_setup(comm, src, dst).wired(src < dst ? 0 : 1);  // the memo: the hot path's lookup
 }
 

@@ -27,9 +27,9 @@ struct Connection {
   std::vector<bool> arrived;
   size_t arrived_count = 0;  // of `arrived`, so that an arrival need not scan every party
   bool established = false;
-  bool collecting = false;   // ConnectionSetup::connect's mark while it gathers a call's connections
+  bool collecting = false;  // ConnectionSetup::connect's mark while it gathers a call's connections
   WaitList waiters;
-  VectorClock clock;         // the parties' clocks as they arrived: what each learns once established
+  VectorClock clock;  // the parties' clocks as they arrived: what each learns once established
 
   void arrive(size_t party) {
     PPSPEC_ASSERT(party < parties.size());
@@ -58,10 +58,10 @@ struct CommInit {
 // 1 MiB on), a one-way first contact and an exchange after a grouped one pass.
 struct PairSetup {
   static constexpr int64_t kRoundsMax = 4;  // each side sets two ends up once
-  std::deque<Connection> rounds;   // round k; at most kRoundsMax
-  int64_t started[2] = {0, 0};     // rounds each side started
-  int64_t current[2] = {-1, -1};   // the round the side's call under way set up
-  int64_t send_end[2] = {-1, -1};  // the round in which side s set its send end up; -1: not yet
+  std::deque<Connection> rounds;            // round k; at most kRoundsMax
+  int64_t started[2] = {0, 0};              // rounds each side started
+  int64_t current[2] = {-1, -1};            // the round the side's call under way set up
+  int64_t send_end[2] = {-1, -1};           // the round in which side s set its send end up; -1: not yet
   int64_t recv_end[2] = {-1, -1};
   bool collecting[2] = {false, false};  // ConnectionSetup::connect's marks while it gathers a call's ends
 

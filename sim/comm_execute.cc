@@ -28,7 +28,7 @@ bool KernelExecution::order_ok(const CommKernel& k) const {
 void KernelExecution::join_group(CommKernel& k, SimStream& s) {
   World& w = rt_.world();
   k.start_clock.join(s.clock());  // the kernel starts after this stream's earlier work too
-  k.waiters.wake_all(w);  // the primary may wait for this stream to join
+  k.waiters.wake_all(w);          // the primary may wait for this stream to join
   while (k.state != CommKernel::State::done)
     k.waiters.wait(w, WaitInfo{.kind = WaitKind::kernel_done, .what = "group kernel", .stream = &s, .kernel = &k});
   s.observe(k.done_clock);
@@ -81,8 +81,13 @@ void KernelExecution::check_races(const CommKernel& k, SimStream& primary) {
   if (races == nullptr) return;
   const uint32_t actor = primary.fiber()->id;
   races->begin(actor, k.start_clock.get(actor), k.start_clock,
-               AccessItem{&primary, "communication kernel", "", k.call_site, k.parts.front().spec.desc,
-                          static_cast<uint32_t>(k.parts.size()), {}});
+               AccessItem{&primary,
+                          "communication kernel",
+                          "",
+                          k.call_site,
+                          k.parts.front().spec.desc,
+                          static_cast<uint32_t>(k.parts.size()),
+                          {}});
   for (const CommOp& op : k.parts) {
     switch (op.spec.desc.kind) {
       case core::OpKind::send: races->access_buffer(op.spec.buf, false); break;
@@ -127,11 +132,8 @@ void KernelExecution::start_op(CommOp& op, std::vector<CommOp*>& satisfied) {
       p2p_channel(op).start_send(op, cfg.unit_bytes, cfg.eager_bytes, satisfied);
       if (op.lost) findings_.note_lost_send(op);
       return;
-    case core::OpKind::recv:
-      p2p_channel(op).start_recv(op, cfg.unit_bytes, cfg.eager_bytes, satisfied);
-      return;
-    default:
-      start_collective(op, satisfied);
+    case core::OpKind::recv: p2p_channel(op).start_recv(op, cfg.unit_bytes, cfg.eager_bytes, satisfied); return;
+    default: start_collective(op, satisfied);
   }
 }
 

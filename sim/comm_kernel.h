@@ -31,10 +31,10 @@ struct PartSpec {
   std::string_view origin;  // where the program issued it ("file.toml:12"), if known
   // Assigned when posted:
   int64_t id = -1;
-  int64_t cseq = -1;        // collective slot, or index on the (src -> dst) channel
-  uint64_t issue_idx = 0;   // the rank's communication-kernel issue order (a group shares one)
-  bool receiver_ready = false;  // send: its direction is wired right when it starts (R4, PairSetup)
-  int64_t capture_id = -1;      // a part captured into a graph (and each of its replays): its capture's number
+  int64_t cseq = -1;              // collective slot, or index on the (src -> dst) channel
+  uint64_t issue_idx = 0;         // the rank's communication-kernel issue order (a group shares one)
+  bool receiver_ready = false;    // send: its direction is wired right when it starts (R4, PairSetup)
+  int64_t capture_id = -1;        // a part captured into a graph (and each of its replays): its capture's number
   P2PChannel* channel = nullptr;  // send, recv: its direction's channel (a std::map node: it never moves)
 };
 
@@ -48,17 +48,17 @@ struct CommOp {
   bool satisfied = false;
   bool lost = false;  // a send on a direction wired wrongly: completed, its data gone (R4)
   bool completed = false;
-  int64_t units = 0;       // p2p: protocol units this op moves (R5)
+  int64_t units = 0;  // p2p: protocol units this op moves (R5)
   int64_t units_done = 0;
-  VectorClock release;     // its partners' start clocks, as they satisfy it (R8 hazards)
+  VectorClock release;  // its partners' start clocks, as they satisfy it (R8 hazards)
 };
 
 struct CommKernel {
   SimComm* comm = nullptr;
   int crank = -1;
   core::RankId rank = -1;
-  std::vector<CommOp> parts;         // never resized after launch: channels point into it
-  std::vector<SimStream*> streams;   // streams[0] is the primary, which runs the kernel
+  std::vector<CommOp> parts;        // never resized after launch: channels point into it
+  std::vector<SimStream*> streams;  // streams[0] is the primary, which runs the kernel
   int arrived = 0;
   int departed = 0;
   int unsatisfied = 0;

@@ -19,7 +19,7 @@ class KernelLauncher {
   KernelLauncher(SimRuntime& rt, const CommExplainer& explain) : rt_(rt), explain_(explain) {}
 
   void launch(std::vector<PartSpec>& parts);  // empties `parts`
-  void depart(CommKernel& k);  // one of k's streams is done with it
+  void depart(CommKernel& k);                 // one of k's streams is done with it
 
  private:
   CommKernel& new_kernel();

@@ -80,8 +80,8 @@ uint64_t PostPairing::issue_index(core::RankId rank) {
   PPSPEC_ASSERT(rank >= 0 && static_cast<size_t>(rank) < rank_issue_.size());
   HostState& host = rt_.host_state();
   if (host.group_depth == 0) return rank_issue_[static_cast<size_t>(rank)]++;
-  auto it = std::find_if(host.group_issue.begin(), host.group_issue.end(),
-                         [rank](const auto& p) { return p.first == rank; });
+  auto it =
+      std::find_if(host.group_issue.begin(), host.group_issue.end(), [rank](const auto& p) { return p.first == rank; });
   if (it == host.group_issue.end()) {
     host.group_issue.emplace_back(rank, rank_issue_[static_cast<size_t>(rank)]++);
     it = host.group_issue.end() - 1;

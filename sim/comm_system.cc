@@ -64,8 +64,10 @@ void CommSystem::post(PartSpec spec) {
   spec.origin = host.call_site;
   if (spec.stream->capture() != nullptr) spec.capture_id = next_capture_id_++;
   if (host.group_depth > 0) {
-    if (spec.stream->capture() == nullptr) register_observed(spec);
-    else observe_call(spec, -1);
+    if (spec.stream->capture() == nullptr)
+      register_observed(spec);
+    else
+      observe_call(spec, -1);
     host.pending.push_back(std::move(spec));
     dev.leave();
     return;

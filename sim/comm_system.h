@@ -42,8 +42,14 @@ class SimDevice;
 class CommSystem {
  public:
   explicit CommSystem(SimRuntime& rt)
-      : rt_(rt), setup_(rt), capture_(rt, setup_), findings_(rt), pairing_(rt, findings_), explain_(rt),
-        launcher_(rt, explain_), execution_(rt, setup_, findings_, launcher_) {}
+      : rt_(rt),
+        setup_(rt),
+        capture_(rt, setup_),
+        findings_(rt),
+        pairing_(rt, findings_),
+        explain_(rt),
+        launcher_(rt, explain_),
+        execution_(rt, setup_, findings_, launcher_) {}
 
   SimComm& declare(std::string_view name, std::span<const core::RankId> members);
   SimComm* find(std::string_view name);
@@ -52,7 +58,7 @@ class CommSystem {
   // Host calls.
   core::Communicator& init(SimComm& comm, core::RankId me);
   void post(PartSpec spec);
-  void group_end_flush();                           // the calling actor's group ended
+  void group_end_flush();                                              // the calling actor's group ended
   void replay(const std::vector<PartSpec>& parts, SimStream& stream);  // a graph launch
 
   // The stream fiber reached a communication kernel.

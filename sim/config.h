@@ -25,7 +25,7 @@ struct CostModel {
   Time module_load = 50 * core::kUs;   // cuModuleLoad once the device has drained
   Time jit_compile = 2 * core::kMs;    // host-side compile before a JIT load
   Time comm_init = 100 * core::kUs;
-  Time connect = 20 * core::kUs;       // first-contact connection setup (NCCL_RUNTIME_CONNECT)
+  Time connect = 20 * core::kUs;  // first-contact connection setup (NCCL_RUNTIME_CONNECT)
   Time memcpy = 2 * core::kUs;
 };
 
@@ -42,11 +42,11 @@ struct SimConfig : core::RuntimeConfig {
   // A send this small may complete before its recv is posted, into a receiving side that exists
   // (R4). Today's hardware: 2 x H200, NCCL 2.28.9, measured up to 64 MiB (docs/evidence/fidelity-h200).
   int64_t eager_bytes = int64_t{64} << 20;
-  int64_t unit_bytes = 8;         // protocol granularity: LL carries 8 data bytes per line (R5)
-  uint64_t max_steps = 20'000'000;  // scheduling decisions before `step-limit`
+  int64_t unit_bytes = 8;             // protocol granularity: LL carries 8 data bytes per line (R5)
+  uint64_t max_steps = 20'000'000;    // scheduling decisions before `step-limit`
   Time max_time = 3600 * core::kSec;  // virtual time before `step-limit`
-  double jitter = 0.1;            // durations vary by up to ±10%, seeded
-  bool record_decisions = true;   // keep the schedule for replay
+  double jitter = 0.1;                // durations vary by up to ±10%, seeded
+  bool record_decisions = true;       // keep the schedule for replay
   // Device memory: backed by host bytes (data and a shadow byte each) where the run reads data back
   // (serving); by size only otherwise (program scenarios), so a 32 GiB all-reduce costs nothing.
   bool backed_memory = true;

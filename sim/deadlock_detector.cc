@@ -1,6 +1,5 @@
 #include "sim/deadlock_detector.h"
 
-
 #include <algorithm>
 #include <cstdint>
 #include <deque>
@@ -28,8 +27,8 @@ namespace {
 struct Link {
   const Fiber* to = nullptr;
   int group = -1;
-  std::string_view label;  // why, in words: a literal or words the Explainer owns
-  const VectorClock* clock = nullptr;  // what the wait needs that has happened (R8 hazards), if anything
+  std::string_view label;                  // why, in words: a literal or words the Explainer owns
+  const VectorClock* clock = nullptr;      // what the wait needs that has happened (R8 hazards), if anything
   const core::Culprit* culprit = nullptr;  // where nobody can act: the rank that never posts what is awaited
 };
 
@@ -128,7 +127,7 @@ class Explainer {
   std::map<const Connection*, std::vector<Link>> connect_links_;
   std::map<const CommInit*, std::vector<Link>> init_links_;
   std::map<std::pair<const SimComm*, int64_t>, CollectiveLinks> collectives_;
-  std::deque<std::string> words_;  // a deque: words never move, links view them
+  std::deque<std::string> words_;       // a deque: words never move, links view them
   std::deque<core::Culprit> culprits_;  // likewise
   std::vector<core::RankId> absent_ranks_;
   std::vector<uint8_t> absent_seen_;  // by rank
@@ -323,9 +322,10 @@ void Explainer::explain_host(const Fiber& f, const WaitInfo& w, Node& n) {
       n.links.push_back({w.stream->fiber(), -1, "the stream has unfinished work"});
       return;
     case WaitKind::launch_queue:
-      n.state = fmt::format("blocked launching onto {}: its launch queue is full ({} pending items; a CUDA launch "
-                            "blocks when the device's command queue is)",
-                            w.stream->full_name(), kStreamQueueMax);
+      n.state = fmt::format(
+          "blocked launching onto {}: its launch queue is full ({} pending items; a CUDA launch "
+          "blocks when the device's command queue is)",
+          w.stream->full_name(), kStreamQueueMax);
       n.short_ = "launch queue full";
       n.links.push_back({w.stream->fiber(), -1, "the stream must complete work to make room"});
       return;
@@ -339,9 +339,10 @@ void Explainer::explain_host(const Fiber& f, const WaitInfo& w, Node& n) {
     case WaitKind::device_drain: {
       const SimDevice& dev = *w.device;
       if (w.drain == BlockingKind::module_load) {
-        n.state = fmt::format("blocked in the module load of {} ({} loading): it holds the context lock and waits "
-                              "for every earlier kernel on device {} to finish (R8)",
-                              dev.loading(), core::to_string(dev.module_loading()), dev.rank());
+        n.state = fmt::format(
+            "blocked in the module load of {} ({} loading): it holds the context lock and waits "
+            "for every earlier kernel on device {} to finish (R8)",
+            dev.loading(), core::to_string(dev.module_loading()), dev.rank());
         n.short_ = "module load";
       } else {
         n.state = fmt::format("blocked in {}: waits for every earlier kernel on device {} to finish (R8)", w.what,
@@ -369,9 +370,7 @@ void Explainer::explain_host(const Fiber& f, const WaitInfo& w, Node& n) {
       n.links = init_links(*w.init);
       return;
     case WaitKind::channel: explain_channel(f, *w.channel, n); return;
-    default:
-      n.state = fmt::format("waiting ({})", w.what);
-      n.short_ = std::string(w.what);
+    default: n.state = fmt::format("waiting ({})", w.what); n.short_ = std::string(w.what);
   }
 }
 
@@ -460,9 +459,7 @@ void Explainer::explain_stream(const WaitInfo& w, Node& n) {
       n.links.push_back(
           {w.stream->fiber(), -1, word(fmt::format("has not reached the record of event '{}'", w.event->event))});
       return;
-    default:
-      n.state = fmt::format("waiting ({})", w.what);
-      n.short_ = std::string(w.what);
+    default: n.state = fmt::format("waiting ({})", w.what); n.short_ = std::string(w.what);
   }
 }
 
@@ -474,9 +471,10 @@ std::string eager_boundary(const CommKernel& k, int64_t eager_bytes) {
   for (const CommOp& op : k.parts) {
     const size_t bytes = op.spec.buf.bytes();
     if (op.satisfied || op.spec.desc.kind != core::OpKind::send || bytes <= static_cast<size_t>(eager_bytes)) continue;
-    s += fmt::format("; the message to rank{} ({} bytes) exceeded eager_bytes ({}): a send that fits completes before "
-                     "its recv is posted",
-                     op.spec.desc.peer, bytes, eager_bytes);
+    s += fmt::format(
+        "; the message to rank{} ({} bytes) exceeded eager_bytes ({}): a send that fits completes before "
+        "its recv is posted",
+        op.spec.desc.peer, bytes, eager_bytes);
   }
   return s;
 }
@@ -737,8 +735,8 @@ void describe_rest(const Explainer& ex, const Chain& c, const std::vector<const 
     if (!have) f.sites.push_back(core::Site{absent[i], "", "", -1, "never posts the awaited operation", ""});
   }
   if (absent.size() > kFindingListMax)
-    f.details.push_back(fmt::format("  … and {} more ranks with no host thread left are awaited",
-                                    absent.size() - kFindingListMax));
+    f.details.push_back(
+        fmt::format("  … and {} more ranks with no host thread left are awaited", absent.size() - kFindingListMax));
   std::vector<uint8_t> in_chain(ex.fiber_count(), 0);
   for (const Fiber* fib : c.fibers) in_chain[fib->id] = 1;
   const size_t others = stuck.size() - c.fibers.size();

@@ -55,8 +55,8 @@ void SimDevice::wait_for_lock() {
   World& w = world();
   Fiber& self = w.current();
   while (lock_holder_ != nullptr && lock_holder_ != &self)
-    lock_waiters_.wait(w, WaitInfo{.kind = WaitKind::context_lock, .what = "context lock", .device = this,
-                                   .holder = lock_holder_});
+    lock_waiters_.wait(
+        w, WaitInfo{.kind = WaitKind::context_lock, .what = "context lock", .device = this, .holder = lock_holder_});
 }
 
 void SimDevice::leave() {
@@ -134,10 +134,10 @@ void SimDevice::note_if_stuck_in_call(const Fiber& host, WaitGraph& graph) {
   h.actor = host.name;
   h.origin = host.host != nullptr ? std::string(host.host->call_site) : "";
   const WorkItem& head = *through->head();
-  h.item = head.type == WorkItem::Type::comm        ? comms().describe_kernel(*head.comm)
-           : head.type == WorkItem::Type::wait_flag ? fmt::format("a persistent kernel spinning until flag '{}' is set",
-                                                                  head.flag->name)
-                                                    : std::string(head.name);
+  h.item = head.type == WorkItem::Type::comm ? comms().describe_kernel(*head.comm)
+           : head.type == WorkItem::Type::wait_flag
+               ? fmt::format("a persistent kernel spinning until flag '{}' is set", head.flag->name)
+               : std::string(head.name);
   h.stream = through->full_name();
   h.why = "that work waits, through what it needs, for this very call to return: it never does";
   note_hazard(h);
@@ -461,10 +461,11 @@ void SimDevice::reject_during_capture(std::string_view call, const SimStream* on
     f.summary = only != nullptr
                     ? fmt::format("{} calls {} on {}, which is being captured: CUDA rejects it", w.current().name, call,
                                   st->full_name())
-                    : fmt::format("{} calls {} while {} is being captured into a CUDA graph: in the default (global) "
-                                  "capture mode CUDA rejects it and invalidates the capture "
-                                  "(cudaErrorStreamCaptureUnsupported)",
-                                  w.current().name, call, st->full_name());
+                    : fmt::format(
+                          "{} calls {} while {} is being captured into a CUDA graph: in the default (global) "
+                          "capture mode CUDA rejects it and invalidates the capture "
+                          "(cudaErrorStreamCaptureUnsupported)",
+                          w.current().name, call, st->full_name());
     f.sites.push_back(
         core::Site{rank_, w.current().name, "", -1, std::string(call), std::string(rt_.host_state().call_site)});
     f.sites.push_back(core::Site{rank_, st->full_name(), "", -1, "capturing", ""});

@@ -26,10 +26,10 @@ struct CommKernel;
 
 struct SimEvent {
   std::string name;
-  const SimStream* stream = nullptr;  // where it was last recorded
-  uint64_t target = 0;                // the position the stream must complete
+  const SimStream* stream = nullptr;         // where it was last recorded
+  uint64_t target = 0;                       // the position the stream must complete
   std::shared_ptr<const VectorClock> clock;  // the stream's clock at `target` (when clocks are on)
-  std::string_view origin{};          // where it was last recorded, for reports
+  std::string_view origin{};                 // where it was last recorded, for reports
 };
 
 // A device word a persistent kernel polls; set once by set_flag.

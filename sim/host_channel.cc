@@ -1,7 +1,6 @@
 #include "sim/host_channel.h"
 #include "core/assert.h"
 
-
 namespace ppspec::sim {
 
 void SimHostChannel::note_sender(const Fiber& f) {

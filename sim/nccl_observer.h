@@ -17,11 +17,11 @@
 namespace ppspec::sim {
 
 struct ObservedCall {
-  core::RankId rank = -1;   // the job rank that calls
-  std::string_view comm;    // the communicator's name
+  core::RankId rank = -1;  // the job rank that calls
+  std::string_view comm;   // the communicator's name
   int comm_rank = -1, comm_size = 0;
-  int peer_comm_rank = -1;  // a send's or recv's peer, a broadcast's root: as a rank of the communicator
-  core::OpDesc desc;        // its peer is a job rank
+  int peer_comm_rank = -1;       // a send's or recv's peer, a broadcast's root: as a rank of the communicator
+  core::OpDesc desc;             // its peer is a job rank
   const void* stream = nullptr;  // the stream's identity
   const void* host = nullptr;    // the calling host thread's (NCCL keeps group state per thread)
   std::string_view origin;       // where the program made the call ("file.toml:12")

@@ -45,8 +45,9 @@ void OrderInversions::on_matched(int comm, int64_t cseq, std::span<const Partici
 }
 
 core::Site OrderInversions::site(size_t rank, const Entry& e, const Where& at) const {
-  return core::Site{static_cast<core::RankId>(rank), std::string(at.actor), comm_names_[static_cast<size_t>(e.comm)],
-                    e.cseq, core::describe(at.op), std::string(at.origin)};
+  return core::Site{
+      static_cast<core::RankId>(rank), std::string(at.actor), comm_names_[static_cast<size_t>(e.comm)], e.cseq,
+      core::describe(at.op),           std::string(at.origin)};
 }
 
 // Rank a issued `first` before `second`, rank b the other way round: the report names all four

@@ -59,7 +59,7 @@ class OrderInversions {
   core::Site site(size_t rank, const Entry& e, const Where& at) const;
   int num_ranks_ = 0;
   bool enabled_ = false;
-  std::vector<uint8_t> share_two_;                    // [a * n + b], a < b
+  std::vector<uint8_t> share_two_;                                   // [a * n + b], a < b
   std::map<std::pair<size_t, size_t>, std::vector<Entry>> entries_;  // only pairs that matched: (a, b), a < b
   std::vector<std::string> comm_names_;
 };

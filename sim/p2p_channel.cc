@@ -110,7 +110,7 @@ void P2PChannel::progress(int64_t unit_bytes, int64_t eager_bytes, std::vector<C
   for (UnitSource& s : sources_) {
     if (s.op == nullptr) continue;
     const bool early = s.op->spec.receiver_ready && buffered_bytes_ + static_cast<int64_t>(s.bytes) <= eager_bytes;
-    if (!early) break;  // later sends wait too: one FIFO
+    if (!early) break;                                                     // later sends wait too: one FIFO
     if (s.data != nullptr) s.owned_data.assign(s.data, s.data + s.bytes);  // buffered by the connection
     if (s.shadow != nullptr) s.owned_shadow.assign(s.shadow, s.shadow + s.bytes);
     s.data = s.data != nullptr ? s.owned_data.data() : nullptr;

@@ -253,7 +253,7 @@ class RaceDetector final : public kernels::AccessObserver {
   }
   std::array<kernels::AccessRun, kRuns> runs_{};
   std::array<RunInfo, kRuns> run_info_{};
-  size_t next_run_ = 0;  // the run started longest ago: the next to be put aside
+  size_t next_run_ = 0;        // the run started longest ago: the next to be put aside
   uint32_t started_runs_ = 0;  // bit r: run r holds an allocation's accesses (not put aside yet)
   std::vector<PendingRun> pending_;
   bool checking_ = false;  // an item is active and no race has been seen

@@ -26,11 +26,11 @@ struct CollSlot {
   int posted = 0;
   int started = 0;
   int completed = 0;
-  int first = -1;                  // the comm rank that posted first; -1 until one did
-  int first_labelled = -1;         // the first comm rank whose post carries a label; -1: none yet
-  std::vector<PostRecord> posts;   // by comm rank; op_id -1 until posted
-  std::vector<CommOp*> ops;        // by comm rank: launched and not completed
-  std::vector<int64_t> units;      // by comm rank; -1 until posted
+  int first = -1;                 // the comm rank that posted first; -1 until one did
+  int first_labelled = -1;        // the first comm rank whose post carries a label; -1: none yet
+  std::vector<PostRecord> posts;  // by comm rank; op_id -1 until posted
+  std::vector<CommOp*> ops;       // by comm rank: launched and not completed
+  std::vector<int64_t> units;     // by comm rank; -1 until posted
   std::vector<uint8_t> launched;
   std::vector<uint8_t> done;
   VectorClock starts;  // the members' start clocks joined: every member's release (R4)
@@ -101,7 +101,7 @@ class PairMap {
 struct SimComm {
   int index = 0;  // declaration order: the communicator's place in CommSystem::comms()
   std::string name;
-  std::vector<core::RankId> members;  // global rank of each comm rank
+  std::vector<core::RankId> members;                      // global rank of each comm rank
   std::vector<std::pair<core::RankId, int>> crank_index;  // (global rank, comm rank), sorted
   std::vector<CommRankState> ranks;
   PairMap<P2PChannel> channels;  // (src, dst), made at the first post between them
@@ -115,7 +115,7 @@ struct SimComm {
   int crank_of(core::RankId r) const;  // -1 if `r` is not a member
   P2PChannel& channel(int src, int dst) { return channels.get(src, dst).first; }
   const P2PChannel* find_channel(int src, int dst) const { return channels.find(src, dst); }  // null: never used
-  CollSlot* slot(int64_t k);  // null if already retired
+  CollSlot* slot(int64_t k);                                                                  // null if already retired
   const CollSlot* find_slot(int64_t k) const;  // null if retired or not posted yet
 };
 

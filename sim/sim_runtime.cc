@@ -31,7 +31,8 @@ void SimRuntime::take_memory(size_t bytes, core::RankId rank, std::string_view w
 
 HostState& SimRuntime::host_state() {
   Fiber& f = world_.current();
-  if (f.host == nullptr) [[unlikely]] core::throw_formatted<std::logic_error>("{} is not a host thread", f.name);
+  if (f.host == nullptr) [[unlikely]]
+    core::throw_formatted<std::logic_error>("{} is not a host thread", f.name);
   return *f.host;
 }
 

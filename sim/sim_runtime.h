@@ -26,13 +26,13 @@ namespace ppspec::sim {
 // Per-actor runtime state, as CUDA and NCCL keep per-thread state.
 struct HostState {
   int group_depth = 0;
-  int64_t group_id = -1;     // the open group's number (per host thread, from 0); -1 outside a group
+  int64_t group_id = -1;  // the open group's number (per host thread, from 0); -1 outside a group
   int64_t groups_opened = 0;
   std::vector<PartSpec> pending;  // operations of the open group
   std::vector<PartSpec> scratch;  // operations being launched by this actor (reused storage)
   std::vector<std::pair<core::RankId, uint64_t>> group_issue;  // issue index of the open group per rank
-  std::string_view call_site;     // where the program is, for reports
-  int64_t call_step = -1;         // the engine step it executes (-1: none)
+  std::string_view call_site;                                  // where the program is, for reports
+  int64_t call_step = -1;                                      // the engine step it executes (-1: none)
 };
 
 class SimRuntime final : public core::Runtime {

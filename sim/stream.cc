@@ -170,8 +170,9 @@ void SimStream::execute(WorkItem& item) {
     case WorkItem::Type::wait_event: {
       clock_.join(item.enqueue_clock());
       auto* src = const_cast<SimStream*>(item.wait_stream);
-      src->wait_completed(item.wait_target, WaitInfo{.kind = WaitKind::event_wait, .what = "stream_wait_event",
-                                                     .stream = src, .event = &item.event});
+      src->wait_completed(
+          item.wait_target,
+          WaitInfo{.kind = WaitKind::event_wait, .what = "stream_wait_event", .stream = src, .event = &item.event});
       if (item.clocks.awaited) clock_.join(*item.clocks.awaited);
       return;
     }

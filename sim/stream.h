@@ -36,18 +36,18 @@ struct ItemClocks {
 struct WorkItem {
   enum class Type : uint8_t { kernel, comm, wait_event, wait_flag, set_flag };
   Type type = Type::kernel;
-  std::string_view name;        // kernel name (for events)
+  std::string_view name;  // kernel name (for events)
   std::string_view spec;
-  Time duration = 0;            // kernel: virtual time before jitter
-  std::function<void()> body;   // kernel: its effect, applied when it completes
-  CommKernel* comm = nullptr;   // comm
+  Time duration = 0;                       // kernel: virtual time before jitter
+  std::function<void()> body;              // kernel: its effect, applied when it completes
+  CommKernel* comm = nullptr;              // comm
   const SimStream* wait_stream = nullptr;  // wait_event: the recording stream ...
   uint64_t wait_target = 0;                // ... and the position it must reach
   EventWaitSite event{};                   // wait_event: the event, for reports
   SimFlag* flag = nullptr;                 // wait_flag, set_flag
-  ItemClocks clocks;                   // empty while clocks are off
-  std::string_view call_site;          // where the host enqueued it, for race reports
-  int64_t engine_step = -1;            // kernel: the engine step its host was executing (-1: none)
+  ItemClocks clocks;                       // empty while clocks are off
+  std::string_view call_site;              // where the host enqueued it, for race reports
+  int64_t engine_step = -1;                // kernel: the engine step its host was executing (-1: none)
 
   const VectorClock& enqueue_clock() const { return clocks.enqueued; }
 };

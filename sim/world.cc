@@ -268,8 +268,9 @@ core::Finding World::limit_finding(core::FindingKind kind, std::string summary) 
   f.verdict = core::Verdict::step_limit;
   f.kind = kind;
   f.summary = std::move(summary);
-  f.details.push_back("a livelock, a program that never ends, or a budget too small for the scenario "
-                      "([runtime] max_steps / max_time_ms)");
+  f.details.push_back(
+      "a livelock, a program that never ends, or a budget too small for the scenario "
+      "([runtime] max_steps / max_time_ms)");
   size_t running = 0;
   for (const auto& fib : fibers_) {
     if (fib->kind != FiberKind::host || fib->state == FiberState::finished) continue;

@@ -68,8 +68,8 @@ class World {
   Time now() const { return now_; }
   void block(const WaitInfo& info);  // until wake(); throws Unwind when the run stops
   void wake(Fiber& f);
-  void sleep(Time d);                // virtual time; an interleaving point
-  void yield();                      // an interleaving point
+  void sleep(Time d);                       // virtual time; an interleaving point
+  void yield();                             // an interleaving point
   [[noreturn]] void stop(core::Finding f);  // ends the run with this finding
   void request_stop(core::Finding f);       // same, from outside a fiber's normal flow
   // Ends the run for a verdict found outside the world (an event-stream checker): no finding is

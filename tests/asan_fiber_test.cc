@@ -21,9 +21,9 @@ namespace {
 constexpr int kDepth = 64;  // frames of > 256 bytes each: > 16 KiB of stack below the catcher
 
 // A frame with an array whose address escapes, so that ASan surrounds it with poisoned redzones.
-#define PPSPEC_REDZONED_FRAME(depth)                 \
-  char pad[256];                                     \
-  pad[0] = static_cast<char>(depth);                 \
+#define PPSPEC_REDZONED_FRAME(depth) \
+  char pad[256];                     \
+  pad[0] = static_cast<char>(depth); \
   asm volatile("" : : "r"(pad) : "memory")
 
 __attribute__((noinline)) void throw_from_deep(int depth) {
@@ -71,7 +71,8 @@ TEST(AsanFibers, AThrowOnAFiberStackUnpoisonsTheThrowersFrames) {
     h.rt.sleep(core::kUs);  // switches to the other fiber and back: ASan follows
     clean_after_switches = caught_and_clean();
   });
-  h.actor(0, [&] { h.rt.sleep(core::kUs); }, "rank0.other");
+  h.actor(
+      0, [&] { h.rt.sleep(core::kUs); }, "rank0.other");
   ASSERT_EQ(h.run().verdict, core::Verdict::pass);
   EXPECT_TRUE(clean_first);
   EXPECT_TRUE(clean_after_switches);
@@ -125,7 +126,9 @@ TEST(FiberStacks, AFinishedRunsStacksServeTheNextRunUpToThePoolsBound) {
   const int many = static_cast<int>(sim::kPooledStacksPerThread) * 2;
   {
     Harness h(1);
-    for (int i = 0; i < many; ++i) h.actor(0, [&] { h.rt.sleep(core::kUs); }, fmt::format("rank0.a{}", i));
+    for (int i = 0; i < many; ++i)
+      h.actor(
+          0, [&] { h.rt.sleep(core::kUs); }, fmt::format("rank0.a{}", i));
     ASSERT_EQ(h.run().verdict, core::Verdict::pass);
   }
   EXPECT_EQ(sim::pooled_fiber_stacks(), sim::kPooledStacksPerThread);

@@ -16,7 +16,6 @@
 namespace ppspec::testing {
 namespace {
 
-
 Out run(tools::RunArgs args) {
   std::ostringstream out, err;
   const int code = tools::run_command(args, out, err);
@@ -53,7 +52,8 @@ TEST(Cli, UnexpectedVerdictExitsOneWithTheReproduceCommand) {
   const std::string file = temp_file("unexpected.toml", text);
   auto r = run({.files = {file}, .seed = 7, .seeds = 5});
   EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.out.find("FAIL lazy-load-deadlock  " + file + "  0 of 5 seeds as expected; first unexpected: seed 7  "
+  EXPECT_NE(r.out.find("FAIL lazy-load-deadlock  " + file +
+                       "  0 of 5 seeds as expected; first unexpected: seed 7  "
                        "(verdicts: deadlock 5; expected pass)  seeds 7..11"),
             std::string::npos)
       << r.out;
@@ -283,9 +283,9 @@ tools::RunArgs parse_reproduce(const std::string& command, bool json) {
 }
 
 TEST(Cli, EveryFaultIsReportedWhereItHappenedAndReproducesWithThePrintedCommand) {
-  for (const char* fault : {"stale_drafts", "double_post_drafts", "lazy_post_update", "warmup_feedback",
-                            "narrow_sampled_width", "uncleared_padding", "router_ignores_padding", "alias_target_embed",
-                            "pre_56956"}) {
+  for (const char* fault :
+       {"stale_drafts", "double_post_drafts", "lazy_post_update", "warmup_feedback", "narrow_sampled_width",
+        "uncleared_padding", "router_ignores_padding", "alias_target_embed", "pre_56956"}) {
     SCOPED_TRACE(fault);
     const std::string file = kRegressions + fault + ".toml";
     auto r = run({.files = {file}, .seeds = 1, .strategy = "pct:3", .json = true});

@@ -13,7 +13,6 @@ namespace {
 
 using core::Verdict;
 
-
 // The three blocking calls of R8 as program operations, with the hazard kind each notes.
 struct BlockingCall {
   const char* kind;
@@ -43,7 +42,7 @@ ops = [ {{ op = "recv", comm = "c", peer = 0, stream = "main", label = "y" }},
 [expect]
 verdict = "deadlock"
 )",
-                     call);
+                                                                                                            call);
 }
 
 // Both ranks end each of three steps with an all-reduce and then the call; rank 1 starts each
@@ -59,7 +58,7 @@ ops = [ {{ op = "sleep", us = 4 }}, {{ op = "all_reduce", comm = "c", label = "g
 [expect]
 verdict = "pass"
 )",
-                     call, call);
+                                                                  call, call);
 }
 
 TEST(Detectors, ABlockingCallWhosePartnerIsQueuedBehindWorkThatNeedsTheCallerIsAHazardUnderEverySchedule) {
@@ -155,11 +154,14 @@ TEST(Detectors, AChannelReceiverWaitsForTheActorsThatSendOnThatChannel) {
   Harness h(2);
   h.comm("c", {0, 1});
   auto b1 = h.buffer(1, 4);
-  h.actor(-1, [&] {
-    h.rt.channel("worker0").send(1);
-    (void)h.rt.channel("out").recv();
-    (void)h.rt.channel("out").recv();
-  }, "engine");
+  h.actor(
+      -1,
+      [&] {
+        h.rt.channel("worker0").send(1);
+        (void)h.rt.channel("out").recv();
+        (void)h.rt.channel("out").recv();
+      },
+      "engine");
   h.actor(0, [&] {
     h.rt.comm_init("c", 0);
     (void)h.rt.channel("worker0").recv();

@@ -14,7 +14,6 @@
 namespace ppspec::testing {
 namespace {
 
-
 std::vector<std::string> trace_of(const program::Program& p, uint64_t seed, sim::StrategySpec strategy,
                                   std::optional<std::vector<uint32_t>> replay = std::nullopt,
                                   core::RunResult* out = nullptr) {
@@ -82,8 +81,9 @@ TEST(Determinism, StrategyParsing) {
 // Jittered durations are rounded by core::round_half_away, as std::llround rounds them: the same
 // durations, so the same traces, as before it replaced the call.
 TEST(Determinism, RoundingHalfAwayIsLlround) {
-  const double edges[] = {0.0, 0.49999999999999994, 0.5, 1.5, 2.5, -0.5, -1.5, -2.4999999999999996, 0x1p52 - 0.5,
-                          0x1p52 + 1, -0x1p52 + 0.5, 0x1p61, 123456789.5, 1e-300, -1e-300};
+  const double edges[] = {
+      0.0,          0.49999999999999994, 0.5,           1.5,    2.5,         -0.5,   -1.5,   -2.4999999999999996,
+      0x1p52 - 0.5, 0x1p52 + 1,          -0x1p52 + 0.5, 0x1p61, 123456789.5, 1e-300, -1e-300};
   for (const double x : edges) EXPECT_EQ(core::round_half_away(x), std::llround(x)) << x;
   core::Rng rng(28);
   for (int i = 0; i < 200000; ++i) {

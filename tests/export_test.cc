@@ -26,7 +26,6 @@ namespace {
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
 
-
 Json exported(const std::string& input, int expect_code = 0) {
   const fs::path out = scratch_path("ppspec_export.json");
   fs::remove(out);

@@ -47,7 +47,7 @@ struct Expected {
   const char* name;
   core::Verdict verdict;
   core::FindingKind kind;  // the first finding's; none for a pass
-  const char* summary;  // a part of its summary (or of a note, for a pass)
+  const char* summary;     // a part of its summary (or of a note, for a pass)
 };
 
 class CorpusCase : public ::testing::TestWithParam<Expected> {};
@@ -172,8 +172,10 @@ TEST(FlightRecorderCorpus, TheDocsShowRealOutput) {
     std::istringstream words(b.front().substr(std::string_view("$ ppspec check ").size()));
     tools::CheckArgs args;
     for (std::string w; words >> w;) {
-      if (w == "--calls") words >> args.calls;
-      else args.traces.push_back(source + w);
+      if (w == "--calls")
+        words >> args.calls;
+      else
+        args.traces.push_back(source + w);
     }
     std::ostringstream out, err;
     (void)tools::check_command(args, out, err);

@@ -399,7 +399,9 @@ TEST(FlightRecorder, ATruncatedPickleOrOneThatNamesAClassIsExitTwo) {
   const std::string bytes(std::istreambuf_iterator<char>(in), {});
   const std::vector<std::pair<std::string, std::string>> cases = {
       {bytes.substr(0, 500), "pickle byte"},
-      {std::string("\x80\x02" "cos\nsystem\n."), "pickle byte 3: opcode 0x63 is not a plain object's"},
+      {std::string("\x80\x02"
+                   "cos\nsystem\n."),
+       "pickle byte 3: opcode 0x63 is not a plain object's"},
   };
   for (const auto& [content, message] : cases) {
     fs::remove_all(dir);

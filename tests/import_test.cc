@@ -190,9 +190,11 @@ TEST(Import, BadInputIsExitTwoSayingWhy) {
 // A ppspec trace (here the simulator's; a GPU run's or a job's NCCL profiler traces alike) imports
 // through its Flight Recorder export with the streams it recorded, and runs to that export's verdict.
 TEST(Import, ATraceImportsWithItsRecordedStreams) {
-  const Case cases[] = {{"double_post_broadcast", "misaligned"},      {"first_contact_p2p_inverted", "cycle"},
+  const Case cases[] = {{"double_post_broadcast", "misaligned"},
+                        {"first_contact_p2p_inverted", "cycle"},
                         {"comm_order_inversion_serial", "cycle"},
-                        {"comm_order_inversion_ok", "pass"},          {"ep_all_to_all", "pass"},
+                        {"comm_order_inversion_ok", "pass"},
+                        {"ep_all_to_all", "pass"},
                         {"size_mismatch_emulate_partial", "misaligned"}};
   for (const Case& c : cases) {
     SCOPED_TRACE(c.dumps);

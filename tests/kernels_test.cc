@@ -206,8 +206,7 @@ struct Router {
         ids(static_cast<size_t>(r * kk)),
         weights(static_cast<size_t>(r * kk)) {}
   void run(float scale = 1.0f) {
-    TopkSoftplusSqrtKernel t{gating, bias, as_bools<const bool>(padding), experts, k, true, scale,
-                             honor, ids, weights};
+    TopkSoftplusSqrtKernel t{gating, bias, as_bools<const bool>(padding), experts, k, true, scale, honor, ids, weights};
     run_on_cpu(t, rows);
   }
 };
@@ -300,9 +299,9 @@ TEST(PrepareInputs, DecodeRowsCombineLastSampledAndDraftsAndPaddingIsCleared) {
   std::vector<int32_t> ids(8, -1), row_req(8, -9);
   std::vector<int64_t> pos(8, -1), slots(8, -9);
   std::vector<uint8_t> pad(8, 0);
-  PrepareInputsKernel p{1, 3, qs, idx, num_computed, prefill_len, prompt, 8,
-                        last_sampled, drafts, k, table, 4, 16, true, ids, pos,
-                        slots, as_bools<bool>(pad), row_req, 8};
+  PrepareInputsKernel p{1, 3,     qs, idx, num_computed, prefill_len, prompt, 8,     last_sampled,        drafts,
+                        k, table, 4,  16,  true,         ids,         pos,    slots, as_bools<bool>(pad), row_req,
+                        8};
   run_on_cpu(p, 2);
   EXPECT_EQ(slice(ids, 0, 3), (std::vector<int32_t>{42, 7, 8}));
   EXPECT_EQ(slice(pos, 0, 3), (std::vector<int64_t>{5, 6, 7}));
@@ -320,8 +319,7 @@ TEST(PostUpdate, SkipsNegativeIndexAndAdoptsDrafts) {
   std::vector<int64_t> last{0, 0};
   std::vector<int32_t> computed{10, 10}, total{0, 0};
   std::vector<int64_t> table{0, 0, 0, 0};
-  PostUpdateKernel u{idx, sampled, ns, nr, ql, adopted, k, true,
-                     last, computed, total, table};
+  PostUpdateKernel u{idx, sampled, ns, nr, ql, adopted, k, true, last, computed, total, table};
   run_on_cpu(u, 2);
   EXPECT_EQ(last, (std::vector<int64_t>{0, 9}));
   EXPECT_EQ(computed, (std::vector<int32_t>{10, 9})) << "deferred: only the rejection is subtracted";
@@ -336,8 +334,7 @@ TEST(RejectionSample, GreedyAcceptsTheMatchingPrefixThenTheTargetToken) {
   std::vector<uint32_t> h{0, 0, 0, 0}, spread{0};
   std::vector<int64_t> sampled(4);
   std::vector<int32_t> ns(1), nr(1);
-  RejectionSampleKernel s{start, n, ids, greedy, h, seeds, out_index,
-                          spread, 64, 4, sampled, ns, nr};
+  RejectionSampleKernel s{start, n, ids, greedy, h, seeds, out_index, spread, 64, 4, sampled, ns, nr};
   run_on_cpu(s, 1);
   EXPECT_EQ(sampled, (std::vector<int64_t>{21, 22, 30, -1}));
   EXPECT_EQ(ns[0], 3);
@@ -356,8 +353,7 @@ TEST(RejectionSample, TemperatureAcceptsADraftWithTheTargetsProbability) {
     std::vector<uint32_t> h{77, 78}, spr{spread};
     std::vector<int64_t> sampled(2);
     std::vector<int32_t> ns(1), nr(1);
-    RejectionSampleKernel s{start, n, ids, greedy, h, seeds, out_index,
-                            spr, vocab, 2, sampled, ns, nr};
+    RejectionSampleKernel s{start, n, ids, greedy, h, seeds, out_index, spr, vocab, 2, sampled, ns, nr};
     run_on_cpu(s, 1);
     if (ns[0] == 2) ++accepted;
     if (ns[0] == 1) {

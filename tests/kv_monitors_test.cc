@@ -50,8 +50,8 @@ struct Ledger : Fixture<M> {
 TEST(KvOwnership, StoresThroughTheRequestsOwnBlocksAtTheirColumnPass) {
   Ledger<verify::KvOwnership> fx;
   fx.allocate(7, 1, 0, {3, 4});
-  fx.store(0, 1, 7, 0, 48);       // position 0: block 3, offset 0
-  fx.store(2, 1, 7, 17, 65);      // position 17: block 4, offset 1
+  fx.store(0, 1, 7, 0, 48);   // position 0: block 3, offset 0
+  fx.store(2, 1, 7, 17, 65);  // position 17: block 4, offset 1
   fx.store(2, 1, 7, 17, 65, KvWriter::draft_query);
   EXPECT_TRUE(fx.found.empty());
 }
@@ -140,8 +140,8 @@ TEST(KvOwnership, ASharedBlockIsReadOnlyToTheRequestThatHitIt) {
     fx.cache(7, 1, {3, 4});
     fx.share(8, 2, {3});
     fx.allocate(8, 2, 1, {6});
-    fx.store(2, 1, 7, 15, 63);   // step 1 at stage 1, after the hit: the computing step
-    fx.store(0, 2, 8, 16, 96);   // position 16: block 6, its own
+    fx.store(2, 1, 7, 15, 63);                      // step 1 at stage 1, after the hit: the computing step
+    fx.store(0, 2, 8, 16, 96);                      // position 16: block 6, its own
     if (store_into_hit) fx.store(2, 2, 8, 15, 63);  // the last token of the hit, recomputed into block 3
     if (!store_into_hit) {
       EXPECT_TRUE(fx.found.empty());
@@ -304,8 +304,8 @@ TEST(SchedulingCadence, ARequestDecodesAgainOnlyOnceItsFeedbackCanHaveBeenAdopte
       fx.send(EventKind::request_scheduled, -1, step, 7, std::move(ints), computed);
     };
     schedule(1, 0, 4, {1, 2, 3, 4, 5, 6, 7, 8});  // a non-final chunk ...
-    schedule(2, 4, 4, {});                         // ... the next right after it: samples
-    schedule(4, 8, 3, {});                         // a decode two steps later
+    schedule(2, 4, 4, {});                        // ... the next right after it: samples
+    schedule(4, 8, 3, {});                        // a decode two steps later
     schedule(early ? 5 : 6, 10, 3, {});
     if (!early) {
       EXPECT_TRUE(fx.found.empty());

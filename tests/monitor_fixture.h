@@ -37,7 +37,7 @@ struct Fixture {
   void send(core::EventKind kind, core::RankId rank, int64_t step, int64_t req, std::vector<int64_t> ints,
             int64_t value = -1, core::ProbeSubject subject = {}, std::string_view comm = {}) {
     core::Event e = events.make(kind, rank, step, req, std::move(ints), value, subject, comm);
-    e.seq = next_seq++;  // as the bus numbers them
+    e.seq = next_seq++;            // as the bus numbers them
     verify::deliver(*monitor, e);  // as a serving run delivers it
   }
   void phase(core::RankId rank, core::WarmupPhase phase) {

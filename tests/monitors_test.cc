@@ -77,7 +77,7 @@ TEST(DraftFreshness, RowsWithoutAProposalAreCountedAsSkipped) {
   fx.send(EventKind::inputs_built, 0, 5, 7, {40, 99, 11, 12, 13}, 1);
   EXPECT_TRUE(fx.monitor->skipped().empty());
   fx.send(EventKind::inputs_built, 0, 5, 8, {40, 99, 11, 12, 13}, 1);  // request 8 proposed nothing
-  fx.send(EventKind::drafts_adopted, 1, 9, 7, {11, 12, 13});          // no proposal of step 9
+  fx.send(EventKind::drafts_adopted, 1, 9, 7, {11, 12, 13});           // no proposal of step 9
   EXPECT_TRUE(fx.found.empty());
   const auto& skipped = fx.monitor->skipped();
   ASSERT_EQ(skipped.size(), 2u);
@@ -407,7 +407,8 @@ TEST(StageAgreement, AMissingRejectedCorrectionIsAPositionDivergenceThatSaysSo) 
   EXPECT_EQ(f.engine_step, 5);
   EXPECT_EQ(f.sites.front().rank, 0);
   EXPECT_NE(f.summary.find("embeds request 7 at position 14 at engine step 5, but the engine core has computed 12"),
-            std::string::npos) << f.summary;
+            std::string::npos)
+      << f.summary;
   EXPECT_NE(f.details.front().find("rejected 2 drafts and the position is 2 ahead"), std::string::npos)
       << f.details.front();
 }
@@ -449,7 +450,7 @@ TEST(StageAgreement, AdoptingAnotherStepsFeedbackIsAnAdoptionDivergence) {
 TEST(StageAgreement, AdoptingIntoARowAnotherRequestHoldsIsAnAdoptionDivergence) {
   for (bool reused : {false, true}) {
     Fixture<verify::StageAgreement> fx;
-    sampled_then_scheduled(fx);  // request 7 in row 2 at steps 3 and 5
+    sampled_then_scheduled(fx);                                                 // request 7 in row 2 at steps 3 and 5
     if (reused) fx.send(EventKind::request_scheduled, -1, 4, 8, {6, 6, 2}, 0);  // 7 aborted, row 2 to request 8
     fx.send(EventKind::feedback_adopted, 0, 3, 7, {2, 2, 21, 22}, 2);
     if (!reused) {
@@ -472,7 +473,7 @@ TEST(StageAgreement, ABonusTokenLandedInTheWrongRowIsNamedFromTheRowItselfEvenWh
     sampled_then_scheduled(fx);  // request 7 sampled [21, 22] at step 3
     fx.send(EventKind::tokens_sampled, 2, 3, 9, {40, 41}, 1);
     fx.send(EventKind::feedback_adopted, 0, 3, 7, {2, 2, 21, 22}, 2);  // what it read: right
-    fx.send(EventKind::bonus_adopted, 0, 3, 7, {landed}, 2);          // what it left in row 2
+    fx.send(EventKind::bonus_adopted, 0, 3, 7, {landed}, 2);           // what it left in row 2
     if (landed == 22) {
       EXPECT_TRUE(fx.found.empty()) << fx.found.front().summary;
       continue;
@@ -523,7 +524,7 @@ TEST(StageAgreement, ASampledRowTheGateLeavesOutIsDroppedFeedback) {
   for (int64_t mask : {1, 0}) {
     Fixture<verify::StageAgreement> fx;
     fx.send(EventKind::batch_scheduled, -1, 3, -1, {7, 8}, 8);
-    fx.send(EventKind::gate, 0, 3, -1, {1, mask}, 1);       // stage 0's gate: request 8's row per `mask`
+    fx.send(EventKind::gate, 0, 3, -1, {1, mask}, 1);      // stage 0's gate: request 8's row per `mask`
     fx.send(EventKind::tokens_sampled, 2, 3, 8, {40}, 0);  // the last stage sampled request 8
     if (mask == 1) {
       EXPECT_TRUE(fx.found.empty()) << fx.found.front().summary;
@@ -616,7 +617,8 @@ TEST(DrafterReference, ProposalsOfTheReferenceDrafterPassAndOthersNameTheFirstWr
     EXPECT_EQ(core::to_string(fx.found.front().kind), "drafter-oracle");
     EXPECT_EQ(fx.found.front().engine_step, 2);
     EXPECT_NE(fx.found.front().details.front().find("the first 1 drafts agree: the chain went wrong at draft 2"),
-              std::string::npos) << fx.found.front().details.front();
+              std::string::npos)
+        << fx.found.front().details.front();
   }
 }
 

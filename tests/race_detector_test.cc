@@ -122,7 +122,10 @@ TEST(RaceDetector, AnEventRecordedBeforeTheWriteDoesNotOrderIt) {
 }
 
 TEST(RaceDetector, OtherElementsAndTwoReadsDoNotRace) {
-  EXPECT_EQ(write_then_read(1, [](Harness&, TwoStreams) {}, /*read_row=*/1).verdict, Verdict::pass);
+  EXPECT_EQ(write_then_read(
+                1, [](Harness&, TwoStreams) {}, /*read_row=*/1)
+                .verdict,
+            Verdict::pass);
   Harness h(1, race_config());
   const core::Buffer b = h.buffer(0, 4, core::Dtype::i64);
   h.actor(0, [&] {

@@ -10,7 +10,6 @@
 #include <sstream>
 #include <cstring>
 
-
 #include "tools/replay_command.h"
 #include "tools/run_command.h"
 #include "tests/command_test.h"

@@ -18,8 +18,6 @@ namespace {
 
 using core::Verdict;
 
-
-
 // "test.toml:N" (as run_toml names the text): the 1-based line of `text` that holds `needle`,
 // the first one after `after`.
 std::string line_of(const std::string& text, const std::string& needle, const std::string& after = "") {
@@ -53,8 +51,8 @@ TEST(Reports, AStreamEventWaitDeadlockNamesTheEventAndTheLinesOfItsRecordAndWait
 }
 
 TEST(Reports, AHostEventSyncDeadlockNamesTheEventAndTheLinesOfItsRecordAndWait) {
-  const std::string text = replaced(scenario_text("event_wait_deadlock.toml"), kWaitEvent,
-                                    R"({ op = "event_sync", event = "got_reply" },)");
+  const std::string text =
+      replaced(scenario_text("event_wait_deadlock.toml"), kWaitEvent, R"({ op = "event_sync", event = "got_reply" },)");
   const auto r = run_toml(text);
   ASSERT_EQ(r.verdict, Verdict::deadlock);
   const std::string report = all_text(r.findings[0]);
@@ -143,8 +141,9 @@ TEST(Reports, TheSameMessageInTwoSizesIsNamedAsASizeMismatchNotAShift) {
   const auto shifted = core::misalignment(broadcast_post(0, 2, 6, "feedback.sampled", 3),
                                           broadcast_post(1, 1, 6, "feedback.sampled", 2), "pp_broadcast0", 0, false);
   ASSERT_TRUE(shifted.has_value());
-  EXPECT_TRUE(has(shifted->summary, "pairs mismatched operations: count 12 vs 6; label 'feedback.sampled@step3' vs "
-                                    "'feedback.sampled@step2'"))
+  EXPECT_TRUE(has(shifted->summary,
+                  "pairs mismatched operations: count 12 vs 6; label 'feedback.sampled@step3' vs "
+                  "'feedback.sampled@step2'"))
       << shifted->summary;
   EXPECT_FALSE(has(all_text(*shifted), "not on its size")) << all_text(*shifted);
 }
@@ -232,10 +231,13 @@ std::string all_reduce(const std::vector<int>& counts, const std::vector<std::st
   for (size_t r = 0; r < counts.size(); ++r) {
     s += fmt::format("[rank.{}]\n", r);
     s += counts[r] < 0 ? "ops = [ { op = \"sleep\", us = 10 } ]\n"
-                       : fmt::format("ops = [ {{ op = \"all_reduce\", comm = \"tp\", count = {}{} }}, "
-                                     "{{ op = \"stream_sync\", stream = \"main\" }} ]\n",
-                                     counts[r], r >= labels.size() ? ", label = \"grad\""
-                                                : labels[r].empty() ? "" : fmt::format(", label = \"{}\"", labels[r]));
+                       : fmt::format(
+                             "ops = [ {{ op = \"all_reduce\", comm = \"tp\", count = {}{} }}, "
+                             "{{ op = \"stream_sync\", stream = \"main\" }} ]\n",
+                             counts[r],
+                             r >= labels.size()  ? ", label = \"grad\""
+                             : labels[r].empty() ? ""
+                                                 : fmt::format(", label = \"{}\"", labels[r]));
   }
   return s + "[expect]\nverdict = \"fifo-misalignment\"\n";
 }
@@ -397,10 +399,12 @@ TEST(Reports, APassSaysWhatTheMonitorsSkippedAndOnlyThen) {
   EXPECT_FALSE(report::to_json(r).contains("monitor_skips"));
   r.serving->model_oracle.monitor_skips["draft freshness: decode rows whose request has no proposal on record"] = 3;
   const std::string text = report::format_text(r);
-  EXPECT_NE(text.find("    monitors skipped: draft freshness: decode rows whose request has no proposal on record (3)\n"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find("    monitors skipped: draft freshness: decode rows whose request has no proposal on record (3)\n"),
+      std::string::npos)
       << text;
-  EXPECT_EQ(report::to_json(r)["monitor_skips"]["draft freshness: decode rows whose request has no proposal on record"], 3);
+  EXPECT_EQ(report::to_json(r)["monitor_skips"]["draft freshness: decode rows whose request has no proposal on record"],
+            3);
 }
 
 }  // namespace

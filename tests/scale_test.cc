@@ -164,8 +164,8 @@ TEST(Scale, HalfTheRanksSilentGivesABoundedReport) {
   }));
   ASSERT_EQ(r.result.verdict, Verdict::deadlock);
   const core::Finding& f = r.result.findings.front();
-  EXPECT_TRUE(mentions(f, fmt::format("… and {} more ranks with no host thread left are awaited",
-                                      kRanks / 2 - sim::kFindingListMax)))
+  EXPECT_TRUE(mentions(
+      f, fmt::format("… and {} more ranks with no host thread left are awaited", kRanks / 2 - sim::kFindingListMax)))
       << all_text(f);
   expect_bounded(f);
 }
@@ -200,7 +200,8 @@ TEST(Scale, AThousandReceiversOnASilentChannelGiveABoundedReport) {
   // others, N^2 waits that the report used to draw one by one.
   Harness h(1);
   for (int t = 0; t < kThreads / 4; ++t)
-    h.actor(0, [&h] { (void)h.rt.channel("silent").recv(); }, fmt::format("rank0.t{}", t));
+    h.actor(
+        0, [&h] { (void)h.rt.channel("silent").recv(); }, fmt::format("rank0.t{}", t));
   const core::RunResult r = h.run();
   ASSERT_EQ(r.verdict, Verdict::deadlock);
   const core::Finding& f = r.findings.front();
@@ -215,7 +216,12 @@ TEST(Scale, AStepLimitAmongManyThreadsNamesABoundedFew) {
   Harness h(1, cfg);
   const int threads = 200;
   for (int t = 0; t < threads; ++t)
-    h.actor(0, [&h] { for (;;) h.rt.sleep(core::kUs); }, fmt::format("rank0.t{}", t));
+    h.actor(
+        0,
+        [&h] {
+          for (;;) h.rt.sleep(core::kUs);
+        },
+        fmt::format("rank0.t{}", t));
   const core::RunResult r = h.run();
   ASSERT_EQ(r.verdict, Verdict::step_limit);
   const core::Finding& f = r.findings.front();

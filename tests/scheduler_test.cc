@@ -136,7 +136,7 @@ TEST(Scheduler, MaxTokensStopTokenAndAbortFinishRequestsAndFreeTheirSlots) {
   so = s.schedule(1);
   s.update(*so, output_for(*so, 7));  // request 0 reaches max_tokens = 2
   EXPECT_TRUE(s.records()[0].finished);
-  so = s.schedule(2);                  // request 2 takes request 0's slot
+  so = s.schedule(2);  // request 2 takes request 0's slot
   ASSERT_EQ(so->new_requests.size(), 1u);
   EXPECT_EQ(so->new_requests[0].id, 2);
   EXPECT_EQ(so->new_requests[0].idx, s.records()[0].idx);

@@ -139,21 +139,27 @@ TEST(Rules, R1_UngroupedLoopOverTwoDevicesInOneThreadDeadlocks) {
     h.comm("c", {0, 1});
     auto b0 = h.buffer(0, 8);
     auto b1 = h.buffer(1, 8);
-    h.actor(0, [&] {
-      auto& c0 = h.rt.comm_init("c", 0);
-      auto& c1 = *std::any_cast<core::Communicator*>(h.rt.channel("c1").recv());
-      if (grouped) h.rt.group_start();
-      c0.send(b0, 1, h.rt.device(0).stream("main"), Label{"x"});
-      c1.recv(b1, 0, h.rt.device(1).stream("main"), Label{"x"});
-      if (grouped) h.rt.group_end();
-      h.rt.device(0).stream_sync(h.rt.device(0).stream("main"));
-      h.rt.device(1).stream_sync(h.rt.device(1).stream("main"));
-    }, "driver");
+    h.actor(
+        0,
+        [&] {
+          auto& c0 = h.rt.comm_init("c", 0);
+          auto& c1 = *std::any_cast<core::Communicator*>(h.rt.channel("c1").recv());
+          if (grouped) h.rt.group_start();
+          c0.send(b0, 1, h.rt.device(0).stream("main"), Label{"x"});
+          c1.recv(b1, 0, h.rt.device(1).stream("main"), Label{"x"});
+          if (grouped) h.rt.group_end();
+          h.rt.device(0).stream_sync(h.rt.device(0).stream("main"));
+          h.rt.device(1).stream_sync(h.rt.device(1).stream("main"));
+        },
+        "driver");
     // rank 1's communicator handle must be initialised by some thread; this one hands it over.
-    h.actor(1, [&] {
-      core::Communicator* c1 = &h.rt.comm_init("c", 1);
-      h.rt.channel("c1").send(c1);
-    }, "init1");
+    h.actor(
+        1,
+        [&] {
+          core::Communicator* c1 = &h.rt.comm_init("c", 1);
+          h.rt.channel("c1").send(c1);
+        },
+        "init1");
     auto r = h.run();
     if (grouped) {
       EXPECT_EQ(r.verdict, Verdict::pass);
@@ -742,12 +748,11 @@ constexpr int kConnectedAtUs = 190;
 
 std::string load_racing_a_send(int loader_sleep_us, bool partner_needs_the_send, bool strict,
                                const char* x_stream = "side") {
-  const char* rank1 = partner_needs_the_send
-                          ? R"({ op = "recv", comm = "g", peer = 2, stream = "main", label = "go" },
+  const char* rank1 = partner_needs_the_send ? R"({ op = "recv", comm = "g", peer = 2, stream = "main", label = "go" },
         { op = "stream_sync", stream = "main" },
         { op = "send", comm = "x", peer = 0, stream = "main", label = "x" },
         { op = "stream_sync", stream = "main" })"
-                          : R"({ op = "send", comm = "x", peer = 0, stream = "side", label = "x" },
+                                             : R"({ op = "send", comm = "x", peer = 0, stream = "side", label = "x" },
         { op = "recv", comm = "g", peer = 2, stream = "main", label = "go" },
         { op = "device_sync" })";
   const std::string runtime = fmt::format("module_loading = \"lazy\"\nruntime_connect = false\nstrict = {}", strict);
@@ -822,17 +827,24 @@ TEST(Rules, R8_ModuleLoadHoldsTheContextLockAgainstOtherThreadsOfTheDevice) {
   Harness h(1, cfg);
   core::Time other_call_done = -1;
   core::Time load_done = -1;
-  h.actor(0, [&] {
-    h.rt.device(0).launch(h.rt.device(0).stream("main"), core::KernelLaunch{{"triton_kernel", "bs8"}, 0, 3 * kMs, {}});
-    // A first-time kernel while the 3 ms kernel runs: compile (host only), then the load drains.
-    h.rt.device(0).launch(h.rt.device(0).stream("main"), core::KernelLaunch{{"other", ""}, 0, -1, {}});
-    load_done = h.rt.now();
-  }, "rank0.loader");
-  h.actor(0, [&] {
-    h.rt.sleep(2500 * kUs);  // after the compile (2 ms), during the load's drain
-    h.rt.device(0).memset(h.rt.device(0).stream("copy"), h.buffer(0, 4), 0);
-    other_call_done = h.rt.now();
-  }, "rank0.copier");
+  h.actor(
+      0,
+      [&] {
+        h.rt.device(0).launch(h.rt.device(0).stream("main"),
+                              core::KernelLaunch{{"triton_kernel", "bs8"}, 0, 3 * kMs, {}});
+        // A first-time kernel while the 3 ms kernel runs: compile (host only), then the load drains.
+        h.rt.device(0).launch(h.rt.device(0).stream("main"), core::KernelLaunch{{"other", ""}, 0, -1, {}});
+        load_done = h.rt.now();
+      },
+      "rank0.loader");
+  h.actor(
+      0,
+      [&] {
+        h.rt.sleep(2500 * kUs);  // after the compile (2 ms), during the load's drain
+        h.rt.device(0).memset(h.rt.device(0).stream("copy"), h.buffer(0, 4), 0);
+        other_call_done = h.rt.now();
+      },
+      "rank0.copier");
   ASSERT_EQ(h.run().verdict, Verdict::pass);
   EXPECT_GE(other_call_done, 3 * kMs) << "the copier's call waited for the lock";
   EXPECT_GE(other_call_done, load_done - 2 * kUs);
@@ -874,13 +886,15 @@ ranks = 2
 name = "c"
 ranks = [0, 1]
 [rank.0]
-ops = [ )" + (connected ? connect_group("c", 1) : std::string()) + R"( { op = "capture_begin", stream = "main" },
+ops = [ )" +
+         (connected ? connect_group("c", 1) : std::string()) + R"( { op = "capture_begin", stream = "main" },
         { op = "send", comm = "c", peer = 1, count = 8, label = "hidden" },
         { op = "capture_end", stream = "main", graph = "g" },
         { op = "graph_launch", graph = "g", stream = "main" },
         { op = "graph_launch", graph = "g", stream = "main" },
         { op = "stream_sync", stream = "main" } ]
-[rank.1])" + rank1 + R"(
+[rank.1])" +
+         rank1 + R"(
 [expect]
 verdict = "pass"
 )";

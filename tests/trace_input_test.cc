@@ -23,7 +23,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-
 Out check(tools::CheckArgs args) {
   std::ostringstream out, err;
   const int code = tools::check_command(args, out, err);
@@ -55,13 +54,15 @@ std::string joined(const std::vector<std::string>& lines) {
   return s;
 }
 
-const std::string kHeader = R"({"ppspec_trace":1,"backend":"gpu","scenario":"t","file":"t.toml","seed":0,"strategy":"hardware"})";
+const std::string kHeader =
+    R"({"ppspec_trace":1,"backend":"gpu","scenario":"t","file":"t.toml","seed":0,"strategy":"hardware"})";
 const std::string kSend =
     R"({"seq":0,"t":0,"ev":"op_posted","rank":0,"actor":"rank0.main","comm":"some_communicator_name","op_id":0,"op":"send","dtype":"f32","count":1,"peer":1,"label":"a_label_longer_than_sso_buffer"})";
 const std::string kRecv =
     R"({"seq":1,"t":5,"ev":"op_posted","rank":1,"actor":"rank1.main","comm":"some_communicator_name","op_id":1,"op":"recv","dtype":"f32","count":1,"peer":0,"label":"a_label_longer_than_sso_buffer"})";
 std::string trailer(const std::string& verdict, int events) {
-  return fmt::format(R"({{"ppspec_trace_end":1,"verdict":"{}","steps":0,"sim_time":5,"events":{},"decisions":[]}})", verdict, events);
+  return fmt::format(R"({{"ppspec_trace_end":1,"verdict":"{}","steps":0,"sim_time":5,"events":{},"decisions":[]}})",
+                     verdict, events);
 }
 
 // The use-after-free of the first release: events kept views into a trace that moved when the
@@ -89,6 +90,8 @@ struct BadTrace {
 };
 
 TEST(TraceInput, WrongTypesAndRangesAreExitTwoWithTheLine) {
+  // A table, one bad trace per line, kept as written:
+  // clang-format off
   const std::vector<BadTrace> cases = {
       {"seed as a string", {R"({"ppspec_trace":1,"seed":"x"})"}, 1, "'seed': expected a non-negative integer, found a string"},
       {"scenario as a number", {R"({"ppspec_trace":1,"scenario":5})"}, 1, "'scenario': expected a string, found an integer"},
@@ -125,6 +128,7 @@ TEST(TraceInput, WrongTypesAndRangesAreExitTwoWithTheLine) {
       {"integers on a runtime event", {kHeader, R"({"seq":0,"t":0,"ev":"note","ints":[1]})"}, 2,
        "'ints': this note event carries integers (1); only engine probes do"},
   };
+  // clang-format on
   const fs::path d = temp_dir("bad");
   for (const BadTrace& c : cases) {
     SCOPED_TRACE(c.name);

@@ -13,8 +13,8 @@ namespace ppspec::tools {
 
 struct CheckArgs {
   std::vector<std::string> traces{};
-  std::string scenario{};  // the scenario file of serving traces; empty: the one each header names
-  std::string prefix{};    // Flight Recorder dumps' file-name prefix (PREFIX + rank); empty: inferred
+  std::string scenario{};      // the scenario file of serving traces; empty: the one each header names
+  std::string prefix{};        // Flight Recorder dumps' file-name prefix (PREFIX + rank); empty: inferred
   std::string calls = "sync";  // Flight Recorder dumps' execution model: sync or async (verify/dumps/fr_streams.h)
   bool json = false;
 };

@@ -47,15 +47,26 @@ class Timeline {
   }
   void slice(core::RankId rank, const std::string& actor, const std::string& name, const char* cat, double ts_us,
              double dur_us, Json args) {
-    events_.push_back(Json{{"ph", "X"}, {"name", name}, {"cat", cat}, {"pid", pid(rank)}, {"tid", tid(rank, actor)},
-                           {"ts", ts_us}, {"dur", std::max(dur_us, 0.001)}, {"args", std::move(args)}});
+    events_.push_back(Json{{"ph", "X"},
+                           {"name", name},
+                           {"cat", cat},
+                           {"pid", pid(rank)},
+                           {"tid", tid(rank, actor)},
+                           {"ts", ts_us},
+                           {"dur", std::max(dur_us, 0.001)},
+                           {"args", std::move(args)}});
   }
   // An arrow from one slice to another: Perfetto binds each end to the slice enclosing it, DevTools'
   // trace engine to the slice of the same category, process, thread and timestamp.
   void flow(int64_t id, core::RankId from_rank, const std::string& from, double from_us, core::RankId to_rank,
             const std::string& to, double to_us, const std::string& name) {
-    events_.push_back(Json{{"ph", "s"}, {"id", id}, {"name", name}, {"cat", "communication"}, {"pid", pid(from_rank)},
-                           {"tid", tid(from_rank, from)}, {"ts", from_us}});
+    events_.push_back(Json{{"ph", "s"},
+                           {"id", id},
+                           {"name", name},
+                           {"cat", "communication"},
+                           {"pid", pid(from_rank)},
+                           {"tid", tid(from_rank, from)},
+                           {"ts", from_us}});
     events_.push_back(Json{{"ph", "f"},
                            {"bp", "e"},
                            {"id", id},
@@ -202,7 +213,7 @@ class TraceSlices {
 
   Timeline& tl_;
   std::map<int64_t, Op> ops_;
-  std::map<std::pair<core::RankId, std::string>, core::Time> stream_free_;  // when a stream's last item ended
+  std::map<std::pair<core::RankId, std::string>, core::Time> stream_free_;           // when a stream's last item ended
   std::map<std::pair<core::RankId, std::string>, std::deque<core::Time>> launches_;  // by (rank, kernel)
   std::map<std::pair<core::RankId, std::string>, std::pair<core::Time, std::string>> blocked_;  // host: since, call
   core::Time end_ = 0;

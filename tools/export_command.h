@@ -22,7 +22,7 @@ constexpr size_t kFrBufferDefault = 2000;  // TORCH_FR_BUFFER_SIZE's default
 struct ExportArgs {
   std::string input{};
   std::string out{};
-  std::string scenario{};  // serving traces: as for `check`
+  std::string scenario{};        // serving traces: as for `check`
   bool flight_recorder = false;  // --flight-recorder: OUT is a folder of Flight Recorder dumps (traces/fr_writer.h)
   // How PyTorch is set to write them; the defaults are PyTorch's.
   traces::FrWriteOptions fr{traces::FrBackend::nccl, kFrBufferDefault, false, true, std::nullopt, 0, 0};

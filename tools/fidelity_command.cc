@@ -74,9 +74,16 @@ struct ProgramResult {
 };
 
 nlohmann::json to_json(const ProgramResult& r) {
-  return {{"name", r.name}, {"file", r.file},       {"ranks", r.ranks},       {"features", r.features},
-          {"disturbance", r.disturbance}, {"sim", r.sim}, {"sim_summary", r.sim_summary}, {"gpu", r.gpu},
-          {"gpu_summary", r.gpu_summary}, {"gpu_wall_s", r.gpu_wall_s}};
+  return {{"name", r.name},
+          {"file", r.file},
+          {"ranks", r.ranks},
+          {"features", r.features},
+          {"disturbance", r.disturbance},
+          {"sim", r.sim},
+          {"sim_summary", r.sim_summary},
+          {"gpu", r.gpu},
+          {"gpu_summary", r.gpu_summary},
+          {"gpu_wall_s", r.gpu_wall_s}};
 }
 
 void gpu_part_from_json(const nlohmann::json& j, ProgramResult& r) {
@@ -106,9 +113,7 @@ ProgramResult simulate(generator::GeneratedProgram& g, const fs::path& file, uin
   r.features = g.features;
   r.disturbance = g.disturbance;
   g.program.file = r.file;
-  {
-    std::ofstream(file) << program::to_toml(g.program);
-  }
+  { std::ofstream(file) << program::to_toml(g.program); }
   // Run what the file says, as `ppspec run` would: the loader checks the generator's output and
   // gives every operation its scenario line.
   const Loaded loaded = load_scenario(r.file);
@@ -195,7 +200,9 @@ void write_matrix(std::ostream& md, const std::vector<ProgramResult>& rs) {
 }
 
 void write_features(std::ostream& md, const std::vector<ProgramResult>& rs) {
-  struct Count { size_t programs = 0, compared = 0, agree = 0; };
+  struct Count {
+    size_t programs = 0, compared = 0, agree = 0;
+  };
   std::map<std::string, Count> by;
   for (const ProgramResult& r : rs)
     for (const std::string& f : r.features) {

@@ -24,10 +24,10 @@ struct FidelityArgs {
   std::string backend = "sim";  // sim | both | recorded (the GPU results kept in OUT/results)
   uint64_t sim_seeds = 4;       // the simulator's seeds per program: a verdict that varies is kept as a set
   double hang_timeout_s = 4;
-  int gpus = 2;                 // programs with more ranks run on the simulator only
+  int gpus = 2;  // programs with more ranks run on the simulator only
   int max_ranks = 8;
-  bool rerun_gpu = false;       // run the GPU again even where a result is kept
-  int interface = 5;            // nccl-profiler: the plugin table driven (NCCL's profiler interface v5 or v6)
+  bool rerun_gpu = false;  // run the GPU again even where a result is kept
+  int interface = 5;       // nccl-profiler: the plugin table driven (NCCL's profiler interface v5 or v6)
   std::vector<std::string> scenario_files;  // nccl-profiler: these committed scenarios instead of generated programs
   std::string shape = "async";  // flight-recorder: the family of programs and dumps (generator/fr_shapes.h), or "all"
 };

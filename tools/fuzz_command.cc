@@ -139,9 +139,10 @@ fuzzer::FuzzOptions options(const FuzzArgs& a) {
   // Shrinking reruns a case hundreds of times, and a hang on hardware costs its watchdog's limit:
   // fuzzing runs on the simulator; a found file runs on GPUs with `ppspec run --backend gpu`.
   if (parse_run_backend(a.backend) != RunBackend::sim)
-    throw BadFlag{fmt::format("--backend '{}': fuzzing runs on the simulator (sim); run a found file on GPUs with "
-                              "`ppspec run --backend gpu FILE`",
-                              core::printable(a.backend, 40))};
+    throw BadFlag{
+        fmt::format("--backend '{}': fuzzing runs on the simulator (sim); run a found file on GPUs with "
+                    "`ppspec run --backend gpu FILE`",
+                    core::printable(a.backend, 40))};
   o.out_dir = a.out;
   claim_out_dir(a.out, a.force);
   o.keep_going = a.keep_going;
@@ -167,8 +168,9 @@ fuzzer::FuzzReport run_jobs(const FuzzArgs& a, const fuzzer::FuzzOptions& o, uin
   for (uint64_t j = 0; j < jobs; ++j) {
     const std::string dir = fmt::format("{}/job-{}", o.out_dir, j);
     std::filesystem::create_directories(dir);
-    std::vector<std::string> argv = {"ppspec", "fuzz", "--seed", std::to_string(o.seed), "--out", dir, "--shard",
-                                     fmt::format("{}/{}", o.shard * jobs + j, o.shards * jobs)};
+    std::vector<std::string> argv = {
+        "ppspec", "fuzz", "--seed",  std::to_string(o.seed),
+        "--out",  dir,    "--shard", fmt::format("{}/{}", o.shard * jobs + j, o.shards * jobs)};
     if (!a.space.empty()) argv.push_back(a.space);
     if (o.cases)
       argv.insert(argv.end(), {"--cases", std::to_string(std::max<uint64_t>(1, (*o.cases + jobs - 1 - j) / jobs))});

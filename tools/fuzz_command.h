@@ -11,14 +11,14 @@
 namespace ppspec::tools {
 
 struct FuzzArgs {
-  std::string space{};      // SPACE.toml, or empty: the whole space
-  std::string time{};       // "60", "60s", "5m", "1h"
+  std::string space{};  // SPACE.toml, or empty: the whole space
+  std::string time{};   // "60", "60s", "5m", "1h"
   std::string cases{};
   std::string seed = "1";
-  std::string shard{};      // "I/N"
+  std::string shard{};  // "I/N"
   std::string jobs = "1";
   std::string out = "fuzz-out";
-  std::string faults{};     // "stale_drafts,lazy_post_update"
+  std::string faults{};  // "stale_drafts,lazy_post_update"
   bool keep_going = false;
   bool force = false;  // replace the campaign files an earlier run left in --out
   std::string backend = "sim";

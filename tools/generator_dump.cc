@@ -92,9 +92,12 @@ void perturb_side(std::ostream& out) {
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
-  if (mode == "seeded") seeded(std::cout);
-  else if (mode == "rc") rc_side(std::cout);
-  else if (mode == "perturb") perturb_side(std::cout);
+  if (mode == "seeded")
+    seeded(std::cout);
+  else if (mode == "rc")
+    rc_side(std::cout);
+  else if (mode == "perturb")
+    perturb_side(std::cout);
   else {
     std::cerr << "usage: ppspec_generator_dump seeded|rc|perturb\n";
     return 2;

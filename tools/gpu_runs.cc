@@ -200,9 +200,10 @@ report::RunRecord compare(const serving::ServingScenario& s, const serving::Serv
 int run_both(const std::vector<Loaded>& scenarios, const RunArgs& args, std::ostream& out, std::ostream& err) {
   for (const Loaded& l : scenarios)
     if (std::holds_alternative<program::Program>(l.scenario)) {
-      err << fmt::format("ppspec: {}: --backend both compares serving scenarios (a program scenario states its GPU "
-                         "verdict: run it with --backend gpu)\n",
-                         exploration_of(l.scenario).file);
+      err << fmt::format(
+          "ppspec: {}: --backend both compares serving scenarios (a program scenario states its GPU "
+          "verdict: run it with --backend gpu)\n",
+          exploration_of(l.scenario).file);
       return kExitBadInput;
     }
   if (!gpu_jobs::gpu_backend_built()) {

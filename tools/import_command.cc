@@ -79,7 +79,6 @@ std::string verdict_class(const core::RunResult& r) {
   return fidelity::fr_class(r.findings.empty() ? nullptr : &r.findings.front(), r.verdict);
 }
 
-
 }  // namespace
 
 int import_command(const ImportArgs& args, std::ostream& out, std::ostream& err) {

@@ -87,8 +87,7 @@ struct Command {
 };
 
 int bad_option(const char* option, const std::string& text, const char* expected) {
-  std::cerr << "ppspec: " << option << " '" << ppspec::core::printable(text, 40) << "': expected "
-            << expected << '\n';
+  std::cerr << "ppspec: " << option << " '" << ppspec::core::printable(text, 40) << "': expected " << expected << '\n';
   return kExitBadInput;
 }
 

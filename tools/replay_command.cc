@@ -55,8 +55,7 @@ int replay_command(const ReplayArgs& args, std::ostream& out, std::ostream& err)
                              fmt::format("a {} trace: hardware records no schedule to replay; check it with "
                                          "`ppspec check`",
                                          traces::to_string(h.backend)));
-    while (reader.next() != nullptr) {
-    }
+    while (reader.next() != nullptr) {}
     if (!reader.trailer())
       throw core::InputError(args.trace, reader.line(), "no trailer: no recorded schedule to replay");
     const Loaded l = trace_scenario(h, args.trace, args.scenario, err);

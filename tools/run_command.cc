@@ -65,7 +65,7 @@ void simulate_once(const Scenario& sc, uint64_t seed, const sim::StrategySpec& s
 // One seed of a scenario: its run, its trace, its record; nullopt (after saying why on `err`) when
 // the trace cannot be written or the scenario does not fit the memory budget (exit 2).
 std::optional<report::RunRecord> run_seed(const Loaded& loaded, const Exploration& x, const sim::StrategySpec& strategy,
-                                  uint64_t seed, const RunArgs& args, TracePaths& paths, std::ostream& err) {
+                                          uint64_t seed, const RunArgs& args, TracePaths& paths, std::ostream& err) {
   report::RunRecord rec;
   rec.file = x.file;
   rec.scenario = x.name;

@@ -16,9 +16,9 @@ struct RunArgs {
   std::optional<std::string> strategy{};
   std::string trace{};  // JSON Lines output path; empty: none
   bool json = false;
-  bool verbose = false;  // several seeds: every seed's report, not only the first unexpected one's
-  std::string backend = "sim";                 // sim | gpu
-  std::optional<double> hang_timeout_s{};      // gpu: the watchdog's limit
+  bool verbose = false;                    // several seeds: every seed's report, not only the first unexpected one's
+  std::string backend = "sim";             // sim | gpu
+  std::optional<double> hang_timeout_s{};  // gpu: the watchdog's limit
 };
 
 // Exit status: 0 when every verdict met its expectation, 1 when one did not, 2 for bad input.

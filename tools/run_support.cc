@@ -7,7 +7,6 @@
 #include <filesystem>
 #include <fmt/format.h>
 
-
 namespace ppspec::tools {
 
 std::optional<uint64_t> parse_count(std::string_view text, uint64_t min, uint64_t max) {
@@ -35,7 +34,6 @@ std::string TracePaths::next(const std::string& scenario, uint64_t seed) {
     path = (p.parent_path() / fmt::format("{}-{}{}", stem, k, p.extension().string())).string();
   return path;
 }
-
 
 std::string shell_word(const std::string& s) {
   const bool plain = !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {

@@ -22,12 +22,12 @@ namespace ppspec::tools {
 namespace {
 
 struct Row {
-  double key = 0;          // time (ns), or a Flight Recorder sequence position
-  std::string time;        // what the time column shows
-  std::string column;      // rank.actor, or rank / pg
+  double key = 0;      // time (ns), or a Flight Recorder sequence position
+  std::string time;    // what the time column shows
+  std::string column;  // rank.actor, or rank / pg
   core::RankId rank = -1;
   std::string text;
-  int64_t step = -1;       // the engine step it belongs to, where it says
+  int64_t step = -1;  // the engine step it belongs to, where it says
 };
 
 // A serving run's engine, in its own words: what each step scheduled, sampled, drafted and
@@ -123,7 +123,8 @@ size_t finding_row(const std::vector<Row>& rows, const core::Finding* f, bool fr
   size_t at = rows.size() - 1;
   if (f != nullptr && f->time != core::kNoTime && !fr) {
     at = static_cast<size_t>(std::lower_bound(rows.begin(), rows.end(), static_cast<double>(f->time),
-                                              [](const Row& row, double t) { return row.key < t; }) - rows.begin());
+                                              [](const Row& row, double t) { return row.key < t; }) -
+                             rows.begin());
     return std::min(at, rows.size() - 1);
   }
   if (f != nullptr && !f->sites.empty()) {

@@ -12,12 +12,12 @@ namespace ppspec::tools {
 
 struct ShowArgs {
   std::string input{};
-  std::string scenario{};   // serving traces: as for `check`
-  int around = 1;           // which finding, 1-based
-  std::set<int> ranks{};    // empty: every rank
-  int rows = 24;            // rows shown, about two thirds before the finding
-  int width = 0;            // characters per column; 0: as wide as the widest cell shown (at most 60)
-  int64_t step = -1;        // >= 0: centre on this engine step's first row instead of a finding
+  std::string scenario{};  // serving traces: as for `check`
+  int around = 1;          // which finding, 1-based
+  std::set<int> ranks{};   // empty: every rank
+  int rows = 24;           // rows shown, about two thirds before the finding
+  int width = 0;           // characters per column; 0: as wide as the widest cell shown (at most 60)
+  int64_t step = -1;       // >= 0: centre on this engine step's first row instead of a finding
 };
 
 // Exit status: 0 shown, 2 bad input (no such finding, a malformed trace).

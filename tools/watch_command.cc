@@ -40,9 +40,10 @@ void say(std::ostream& out, bool json, double after_s, const watch::WatchReport&
         << std::endl;  // JSON Lines: one report a line
     return;
   }
-  std::string s = fmt::format("ppspec watch: [{:.1f} s] {}\n", after_s, r.kind == watch::WatchReport::Kind::misalignment
-                                                                            ? "MISALIGNMENT, as the operation is posted"
-                                                                            : "STALL: no operation progressed");
+  std::string s =
+      fmt::format("ppspec watch: [{:.1f} s] {}\n", after_s,
+                  r.kind == watch::WatchReport::Kind::misalignment ? "MISALIGNMENT, as the operation is posted"
+                                                                   : "STALL: no operation progressed");
   report::append_finding(s, r.finding, "");
   if (r.finding.culprit.rank >= 0)
     s += fmt::format("      culprit: rank {} on '{}' {} #{} ({})\n", r.finding.culprit.rank, r.finding.culprit.comm,

@@ -11,13 +11,13 @@
 namespace ppspec::tools {
 
 struct WatchArgs {
-  std::string dir;           // a folder the ranks' plugins write into (PPSPEC_WATCH=FOLDER)
-  std::string listen;        // or HOST:PORT to listen on (PPSPEC_WATCH=HOST:PORT)
-  double stall_s = 10;       // no progress for this long is a stall
-  bool abort = false;        // at the first finding, make the job fail now
+  std::string dir;                   // a folder the ranks' plugins write into (PPSPEC_WATCH=FOLDER)
+  std::string listen;                // or HOST:PORT to listen on (PPSPEC_WATCH=HOST:PORT)
+  double stall_s = 10;               // no progress for this long is a stall
+  bool abort = false;                // at the first finding, make the job fail now
   std::string out = "ppspec-watch";  // job.jsonl: the merged trace
-  int ranks = 0;             // the job's size, if known: the end waits until this many ranks ended
-  double timeout_s = 0;      // stop watching after this long (0: when the job ends, or on a signal)
+  int ranks = 0;                     // the job's size, if known: the end waits until this many ranks ended
+  double timeout_s = 0;              // stop watching after this long (0: when the job ends, or on a signal)
   bool json = false;
 };
 

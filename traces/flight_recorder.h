@@ -77,8 +77,8 @@ using FrStack = std::vector<FrFrame>;
 
 struct FrEntry {
   int64_t record_id = -1;
-  int64_t pg_id = -1;      // ProcessGroup's uid on this rank (informative: groups are named by `group`)
-  std::string group;       // the process group's name: its key in pg_config
+  int64_t pg_id = -1;  // ProcessGroup's uid on this rank (informative: groups are named by `group`)
+  std::string group;   // the process group's name: its key in pg_config
   int64_t collective_seq_id = -1;
   int64_t p2p_seq_id = -1;
   bool is_p2p = false;
@@ -95,8 +95,8 @@ struct FrEntry {
   FrState state = FrState::scheduled;
   // Wall-clock nanoseconds (0: not recorded): enqueued, found started, found completed.
   int64_t created_ns = 0, started_ns = 0, completed_ns = 0;
-  int64_t op_id = -1;       // the group's count of logical operations (-1: not recorded)
-  int64_t timeout_ms = 0;   // the group's watchdog timeout (0: not recorded)
+  int64_t op_id = -1;      // the group's count of logical operations (-1: not recorded)
+  int64_t timeout_ms = 0;  // the group's watchdog timeout (0: not recorded)
   // The watchdog is done with it: NCCL retires a work once it completed or timed out (so retired
   // and not completed is a timeout); Gloo retires what it ran, and records no state.
   bool retired = false;

@@ -60,7 +60,6 @@ void check_one_time(const std::vector<FrDump>& dumps) {
                     clock_words(gap), early->file, early->rank));
 }
 
-
 // Clocks of one job's hosts agree this closely (NTP keeps them within milliseconds).
 constexpr int64_t kClockSkewNs = int64_t{10} * 1000000000;
 

@@ -157,8 +157,10 @@ std::string read_thread(const Json& j, const FrPlace& at) {
   std::string id;
   if (j.contains("thread_id")) {
     const Json& v = j.at("thread_id");
-    if (v.is_number_integer() || v.is_number_unsigned()) id = v.dump();
-    else id = at.text(j, "thread_id", 64);
+    if (v.is_number_integer() || v.is_number_unsigned())
+      id = v.dump();
+    else
+      id = at.text(j, "thread_id", 64);
   }
   const std::string name = j.contains("thread_name") ? at.text(j, "thread_name", kNameMax) : "";
   return id.empty() ? name : fmt::format("{} ({})", name, id);

@@ -118,7 +118,9 @@ Json entry_of(const FrRecordPlan& r, const Group& g, int rank, int64_t at, const
          {"input_dtypes", dtypes_of(r, false)},
          {"output_sizes", r.role == FrRecordPlan::Role::closer ? Json::array() : Json(r.outputs)},
          {"output_dtypes", dtypes_of(r, true)},
-         {"state", s.done ? "completed" : s.began ? "started" : "scheduled"},
+         {"state", s.done    ? "completed"
+                   : s.began ? "started"
+                             : "scheduled"},
          {"time_discovered_started_ns", s.began ? times(s.started) : Json(nullptr)},
          {"time_discovered_completed_ns", s.done ? times(s.completed) : Json(nullptr)},
          {"retired", s.retired},
@@ -180,7 +182,8 @@ Json status_of(const Json& entries, const std::map<std::string, Group>& groups, 
       if (e["state"] != "scheduled" && o.timing) started = std::max(started, seq);
       if (e["state"] == "completed") completed = std::max(completed, seq);
     }
-    status[std::to_string(g.id)] = {{"last_enqueued_collective", enqueued}, {"last_started_collective", started},
+    status[std::to_string(g.id)] = {{"last_enqueued_collective", enqueued},
+                                    {"last_started_collective", started},
                                     {"last_completed_collective", completed}};
   }
   return status;

@@ -50,8 +50,8 @@ enum class FrBackend : uint8_t { nccl, gloo };
 
 struct FrWriteOptions {
   FrBackend backend = FrBackend::nccl;
-  size_t buffer = 0;    // TORCH_FR_BUFFER_SIZE: each rank's ring keeps its last `buffer` records; 0: all
-  bool timing = true;   // TORCH_NCCL_ENABLE_TIMING: `started` states and times (PyTorch's default is off)
+  size_t buffer = 0;   // TORCH_FR_BUFFER_SIZE: each rank's ring keeps its last `buffer` records; 0: all
+  bool timing = true;  // TORCH_NCCL_ENABLE_TIMING: `started` states and times (PyTorch's default is off)
   // Coalesced all_reduces and all_gathers as one record of every tensor (_coalescing_manager's fast
   // path); off: their members closed by `coalesced` (_coalescing_manager with a device).
   bool fast_coalescing = true;
@@ -65,9 +65,9 @@ struct FrWriteOptions {
 struct FrRecordPlan {
   enum class Role : uint8_t { single, member, closer };
   Role role = Role::single;
-  std::string name;              // "all_reduce", "_broadcast_oop", "ALLGATHER_coalesced", "send", ...
+  std::string name;  // "all_reduce", "_broadcast_oop", "ALLGATHER_coalesced", "send", ...
   std::string comm;
-  std::vector<FrPosted> posts;   // the operations it records: one, or a fused call's (closer: the group's)
+  std::vector<FrPosted> posts;  // the operations it records: one, or a fused call's (closer: the group's)
   int64_t record = 0, coll = 0, p2p = 0, op = 0;
   bool is_p2p = false;
   // Sizes: one tensor per post, or a fused all_to_all's totals.
@@ -108,7 +108,7 @@ class FrNumbering {
 // What dumps are made of: each communicator's members, each rank's operations in posting order.
 struct FrRun {
   std::map<std::string, std::set<int>> members;  // comm -> ranks
-  std::map<int, std::deque<FrPosted>> posts;      // rank -> in posting order
+  std::map<int, std::deque<FrPosted>> posts;     // rank -> in posting order
   // A window of a longer run (a live job's recent operations): how the operations before it were
   // numbered, so that the ids go on as PyTorch's do and the first record shows what was dropped.
   std::map<int, FrNumbering> before;
@@ -128,7 +128,7 @@ struct FrPlaced {
 using FrPlaceKey = std::tuple<int, std::string, bool, int, int64_t>;
 
 struct FrExport {
-  std::map<int, nlohmann::json> dumps;           // by rank: the dump as PyTorch's pickle holds it (with frames)
+  std::map<int, nlohmann::json> dumps;          // by rank: the dump as PyTorch's pickle holds it (with frames)
   std::map<std::string, std::string> group_of;  // communicator name -> process group name
   std::map<FrPlaceKey, FrPlaced> placed;        // every operation of the run
 };

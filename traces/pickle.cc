@@ -20,7 +20,7 @@ using Json = nlohmann::json;
 struct Value {
   enum class Kind : uint8_t { scalar, list, dict } kind = Kind::scalar;
   Json scalar;
-  std::vector<uint32_t> items;                             // list, tuple
+  std::vector<uint32_t> items;                            // list, tuple
   std::vector<std::pair<std::string, uint32_t>> entries;  // dict, in insertion order; later keys win
 };
 
@@ -206,8 +206,8 @@ void Unpickler::step_memo(unsigned char op) {
 
 void Unpickler::step(unsigned char op) {
   switch (op) {
-    case 0x80: uint(1); return;    // PROTO
-    case 0x95: uint(8); return;    // FRAME: a length hint
+    case 0x80: uint(1); return;  // PROTO
+    case 0x95: uint(8); return;  // FRAME: a length hint
     case '}': push_container(Value::Kind::dict); return;
     case ']': push_container(Value::Kind::list); return;
     case ')': push_container(Value::Kind::list); return;
@@ -218,28 +218,28 @@ void Unpickler::step(unsigned char op) {
       if (marks_.size() >= kPickleDepthMax) fail("nested too deeply");
       marks_.push_back(stack_.size());
       return;
-    case 'X': push(text(take(uint(4)))); return;     // BINUNICODE
-    case 0x8c: push(text(take(uint(1)))); return;    // SHORT_BINUNICODE
-    case 0x8d: push(text(take(uint(8)))); return;    // BINUNICODE8
-    case 's': {                                             // SETITEM
+    case 'X': push(text(take(uint(4)))); return;   // BINUNICODE
+    case 0x8c: push(text(take(uint(1)))); return;  // SHORT_BINUNICODE
+    case 0x8d: push(text(take(uint(8)))); return;  // BINUNICODE8
+    case 's': {                                    // SETITEM
       const uint32_t v = pop();
       const uint32_t k = pop();
       set_items({k, v});
       return;
     }
-    case 'u': set_items(since_mark()); return;              // SETITEMS
-    case 'a': {                                             // APPEND
+    case 'u': set_items(since_mark()); return;  // SETITEMS
+    case 'a': {                                 // APPEND
       const uint32_t v = pop();
       top(Value::Kind::list, "APPEND").items.push_back(v);
       return;
     }
-    case 'e': {                                             // APPENDS
+    case 'e': {  // APPENDS
       const std::vector<uint32_t> items = since_mark();
       Value& l = top(Value::Kind::list, "APPENDS");
       l.items.insert(l.items.end(), items.begin(), items.end());
       return;
     }
-    case 't': {                                             // TUPLE
+    case 't': {  // TUPLE
       Value t{Value::Kind::list, nullptr, since_mark(), {}};
       push_index(make(std::move(t)));
       return;

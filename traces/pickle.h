@@ -12,8 +12,8 @@
 
 namespace ppspec::traces {
 
-inline constexpr size_t kPickleDepthMax = 64;             // nesting of containers (and of MARKs)
-inline constexpr size_t kPickleStackMax = 1 << 22;        // values built, and on the stack at once
+inline constexpr size_t kPickleDepthMax = 64;                // nesting of containers (and of MARKs)
+inline constexpr size_t kPickleStackMax = 1 << 22;           // values built, and on the stack at once
 inline constexpr size_t kPickleValuesMax = size_t{1} << 22;  // values in the result (a 2,000-entry dump: ~10^5)
 inline constexpr size_t kPickleBytesMax = size_t{1} << 28;   // bytes of text in the result
 

@@ -131,9 +131,7 @@ void ProfilerJob::add_line(size_t source, const std::string& text) {
       }
       hold(s, l);
       break;
-    default:
-      numbers_[{source, l.comm}].use(l.op);
-      hold(s, l);
+    default: numbers_[{source, l.comm}].use(l.op); hold(s, l);
   }
   release(source);
 }

@@ -119,8 +119,10 @@ ProfilerLine read_event(const Fields& f) {
   const auto* e =
       std::find_if(std::begin(kEvents), std::end(kEvents), [&](const EventName& n) { return ev == n.name; });
   if (e == std::end(kEvents))
-    f.fail(fmt::format("'ev' is '{}': expected comm_init, op_posted, op_peer, op_captured, op_started, op_completed, "
-                       "comm_finalized, group_ended or lost", core::printable(ev, 32)));
+    f.fail(
+        fmt::format("'ev' is '{}': expected comm_init, op_posted, op_peer, op_captured, op_started, op_completed, "
+                    "comm_finalized, group_ended or lost",
+                    core::printable(ev, 32)));
   l.kind = e->kind;
   l.comm = f.hash("comm");
   switch (l.kind) {

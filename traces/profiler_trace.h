@@ -134,8 +134,8 @@ class ProfilerJob {
     // The operations with lines in `held`, by (comm, op): each line's lookup is one search, not a
     // scan of every line that waits (a job whose sends NCCL never built holds millions).
     struct HeldOp {
-      std::optional<uint64_t> posted;  // its op_posted line's number while held (see held_released)
-      int lines = 0;                   // its lines in `held`
+      std::optional<uint64_t> posted;           // its op_posted line's number while held (see held_released)
+      int lines = 0;                            // its lines in `held`
       bool started = false, completed = false;  // a start or a completion among them
     };
     std::map<std::pair<uint64_t, uint64_t>, HeldOp> held_ops;
@@ -150,7 +150,7 @@ class ProfilerJob {
   struct Comm {
     std::string name;
     int ranks = 0;
-    std::map<int, core::RankId> members;  // communicator rank -> job rank
+    std::map<int, core::RankId> members;                             // communicator rank -> job rank
     std::map<core::RankId, int64_t> collectives;                     // job rank -> collectives posted
     std::map<std::pair<core::RankId, core::RankId>, int64_t> sends;  // (src, dst) -> sends posted
     std::map<std::pair<core::RankId, core::RankId>, int64_t> recvs;  // (src, dst) -> recvs posted
@@ -189,7 +189,7 @@ class ProfilerJob {
   std::map<OpKey, Posted> open_;
   std::set<OpKey> unmodelled_, captured_;
   std::map<std::pair<size_t, uint64_t>, OpNumbers> numbers_;  // (source, comm): the op numbers used, for duplicates
-  std::map<std::pair<size_t, uint64_t>, uint64_t> lost_;  // (source, comm) -> records lost so far
+  std::map<std::pair<size_t, uint64_t>, uint64_t> lost_;      // (source, comm) -> records lost so far
   std::map<core::RankId, size_t> rank_source_;
   Counts counts_;
   int64_t next_op_id_ = 0;

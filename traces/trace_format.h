@@ -28,7 +28,7 @@ struct TraceHeader {
   std::string strategy{};
   TraceBackend backend = TraceBackend::sim;
   std::optional<core::ScenarioKind> kind{};  // absent in older traces
-  std::optional<uint64_t> scenario_hash{};  // core::fnv1a_bytes of the scenario file; absent in older traces
+  std::optional<uint64_t> scenario_hash{};   // core::fnv1a_bytes of the scenario file; absent in older traces
   // The scenario file itself, so that the trace travels alone (`check`, `show`, `export`, `replay`
   // from any folder); empty in older traces and GPU children's. Its hash is `scenario_hash`.
   std::string scenario_text{};
@@ -52,10 +52,10 @@ struct TraceTrailer {
   core::Verdict verdict = core::Verdict::pass;
   uint64_t steps = 0;
   core::Time sim_time = 0;
-  std::optional<uint64_t> events;  // event lines written; absent in older traces
-  std::vector<uint32_t> decisions; // the recorded schedule: fiber ids chosen at contested points
+  std::optional<uint64_t> events;         // event lines written; absent in older traces
+  std::vector<uint32_t> decisions;        // the recorded schedule: fiber ids chosen at contested points
   std::vector<RecordedFinding> findings;  // the run's findings, first first; absent in older traces
-  int line = 0;                    // where the reader found it
+  int line = 0;                           // where the reader found it
 };
 
 // The scenario hash as the header spells it: 16 lower-case hex digits.

@@ -171,8 +171,7 @@ bool TraceReader::read_line(std::string& out) {
 
 void TraceReader::read_header() {
   std::string text;
-  while (read_line(text) && text.empty()) {
-  }
+  while (read_line(text) && text.empty()) {}
   if (text.empty()) throw core::InputError(where_, 1, "empty trace: no header line");
   if (core::json_too_deep(text, kDepthMax))
     throw core::InputError(where_, line_, "nested too deeply for a trace header");

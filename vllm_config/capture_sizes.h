@@ -21,8 +21,8 @@ struct CaptureSizeInputs {
 };
 
 struct CaptureSizes {
-  std::vector<int> sizes;           // sorted, unique
-  std::vector<std::string> notes;   // what was derived or changed, in words
+  std::vector<int> sizes;          // sorted, unique
+  std::vector<std::string> notes;  // what was derived or changed, in words
 };
 
 CaptureSizes capture_sizes(const CaptureSizeInputs& in);

@@ -18,18 +18,35 @@ using Json = nlohmann::json;
 
 // `vllm serve` flags that take no value (store_true, or BooleanOptionalAction with its --no-).
 const std::set<std::string>& boolean_flags() {
-  static const std::set<std::string> flags = {
-      "enforce_eager", "async_scheduling", "enable_prefix_caching", "enable_chunked_prefill", "trust_remote_code",
-      "disable_log_stats", "enable_expert_parallel", "disable_custom_all_reduce", "enable_lora", "disable_log_requests",
-      "enable_log_requests", "enable_sleep_mode", "disable_sliding_window", "skip_tokenizer_init", "enable_eplb",
-      "enable_dbo", "headless", "disable_cascade_attn", "enable_auto_tool_choice", "enable_prompt_tokens_details"};
+  static const std::set<std::string> flags = {"enforce_eager",
+                                              "async_scheduling",
+                                              "enable_prefix_caching",
+                                              "enable_chunked_prefill",
+                                              "trust_remote_code",
+                                              "disable_log_stats",
+                                              "enable_expert_parallel",
+                                              "disable_custom_all_reduce",
+                                              "enable_lora",
+                                              "disable_log_requests",
+                                              "enable_log_requests",
+                                              "enable_sleep_mode",
+                                              "disable_sliding_window",
+                                              "skip_tokenizer_init",
+                                              "enable_eplb",
+                                              "enable_dbo",
+                                              "headless",
+                                              "disable_cascade_attn",
+                                              "enable_auto_tool_choice",
+                                              "enable_prompt_tokens_details"};
   return flags;
 }
 
 const std::map<std::string, std::string>& short_names() {
-  static const std::map<std::string, std::string> names = {
-      {"tp", "tensor_parallel_size"}, {"pp", "pipeline_parallel_size"}, {"dp", "data_parallel_size"},
-      {"O", "compilation_config"},    {"q", "quantization"}};
+  static const std::map<std::string, std::string> names = {{"tp", "tensor_parallel_size"},
+                                                           {"pp", "pipeline_parallel_size"},
+                                                           {"dp", "data_parallel_size"},
+                                                           {"O", "compilation_config"},
+                                                           {"q", "quantization"}};
   return names;
 }
 
@@ -45,8 +62,9 @@ void refuse_deep(const std::string& text, const std::string& origin, const std::
   if (!deep) return;
   std::string at = deep->path;
   if (!key.empty()) at = key + (at == "the top level" ? "" : at.starts_with("[") ? at : "." + at);
-  throw core::InputError(origin, 0, fmt::format("a value nested more than {} deep at {} (byte {}): not a vLLM setting",
-                                                core::kJsonDepthMax, core::printable(at, 120), deep->byte));
+  throw core::InputError(origin, 0,
+                         fmt::format("a value nested more than {} deep at {} (byte {}): not a vLLM setting",
+                                     core::kJsonDepthMax, core::printable(at, 120), deep->byte));
 }
 
 // A value as vLLM's argparse types would read it: JSON where it parses (numbers, booleans, the JSON

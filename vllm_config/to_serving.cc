@@ -75,11 +75,24 @@ const std::map<std::string, std::string>& without_counterpart() {
 }
 
 const std::vector<std::string>& mapped_names() {
-  static const std::vector<std::string> names = {
-      "pipeline_parallel_size", "tensor_parallel_size", "data_parallel_size", "speculative_config",
-      "num_speculative_tokens", "speculative_model", "max_num_seqs", "max_num_batched_tokens", "enable_chunked_prefill",
-      "enable_prefix_caching", "async_scheduling", "enforce_eager", "compilation_config", "cuda_graph_sizes",
-      "max_model_len", "block_size", "num_gpu_blocks_override", "seed"};
+  static const std::vector<std::string> names = {"pipeline_parallel_size",
+                                                 "tensor_parallel_size",
+                                                 "data_parallel_size",
+                                                 "speculative_config",
+                                                 "num_speculative_tokens",
+                                                 "speculative_model",
+                                                 "max_num_seqs",
+                                                 "max_num_batched_tokens",
+                                                 "enable_chunked_prefill",
+                                                 "enable_prefix_caching",
+                                                 "async_scheduling",
+                                                 "enforce_eager",
+                                                 "compilation_config",
+                                                 "cuda_graph_sizes",
+                                                 "max_model_len",
+                                                 "block_size",
+                                                 "num_gpu_blocks_override",
+                                                 "seed"};
   return names;
 }
 

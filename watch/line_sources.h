@@ -42,8 +42,8 @@ class FolderInbox final : public LineInbox {
     std::string partial;
     bool oversized = false;  // inside a line longer than kLineBytesMax: skipped to its end
   };
-  static constexpr size_t kReadBytes = size_t{1} << 16;  // a file's turn
-  static constexpr size_t kPollBytes = size_t{16} << 20;  // a poll's, over every file
+  static constexpr size_t kReadBytes = size_t{1} << 16;           // a file's turn
+  static constexpr size_t kPollBytes = size_t{16} << 20;          // a poll's, over every file
   size_t read_new(Watcher& w, const std::string& path, File& f);  // one turn; the bytes it read
   std::string dir_;
   std::map<std::string, File> files_;  // by path

@@ -145,10 +145,10 @@ void Watcher::incomplete(core::RunResult& r, bool live) const {
   // A finding that blames a rank whose trace was cut may be blaming the cut (a collective its peer
   // completed, which it must have called, is missing from it): the cut comes first.
   const auto cut = [&](core::RankId rank) { return std::find(unended.begin(), unended.end(), rank) != unended.end(); };
-  const bool blames_cut = !r.findings.empty() &&
-                          (cut(r.findings.front().culprit.rank) ||
-                           std::any_of(r.findings.front().sites.begin(), r.findings.front().sites.end(),
-                                       [&](const core::Site& s) { return cut(s.rank); }));
+  const bool blames_cut =
+      !r.findings.empty() && (cut(r.findings.front().culprit.rank) ||
+                              std::any_of(r.findings.front().sites.begin(), r.findings.front().sites.end(),
+                                          [&](const core::Site& s) { return cut(s.rank); }));
   if (blames_cut) {
     f.details.push_back("a note below that names that rank may come from lines its trace lost");
     for (core::Finding& earlier : r.findings) r.notes.push_back(std::move(earlier));

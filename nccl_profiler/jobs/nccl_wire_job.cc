@@ -28,21 +28,21 @@
 
 namespace {
 
-#define CHECK_CUDA(x)                                                                      \
-  do {                                                                                     \
-    cudaError_t e_ = (x);                                                                  \
-    if (e_ != cudaSuccess) {                                                               \
+#define CHECK_CUDA(x)                                                                          \
+  do {                                                                                         \
+    cudaError_t e_ = (x);                                                                      \
+    if (e_ != cudaSuccess) {                                                                   \
       std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(3);                                                                        \
-    }                                                                                      \
+      std::exit(3);                                                                            \
+    }                                                                                          \
   } while (0)
-#define CHECK_NCCL(x)                                                                      \
-  do {                                                                                     \
-    ncclResult_t r_ = (x);                                                                 \
-    if (r_ != ncclSuccess) {                                                               \
+#define CHECK_NCCL(x)                                                                          \
+  do {                                                                                         \
+    ncclResult_t r_ = (x);                                                                     \
+    if (r_ != ncclSuccess) {                                                                   \
       std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, ncclGetErrorString(r_)); \
-      std::exit(4);                                                                        \
-    }                                                                                      \
+      std::exit(4);                                                                            \
+    }                                                                                          \
   } while (0)
 
 struct Args {
@@ -57,15 +57,24 @@ Args parse(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string k = argv[i];
     const char* v = i + 1 < argc ? argv[i + 1] : "";
-    if (k == "--rank") a.rank = std::atoi(v), ++i;
-    else if (k == "--ranks") a.ranks = std::atoi(v), ++i;
-    else if (k == "--ids") a.ids = v, ++i;
-    else if (k == "--steps") a.steps = std::atoi(v), ++i;
-    else if (k == "--fault") a.fault = v, ++i;
-    else if (k == "--split") a.split = std::atoi(v), ++i;
-    else if (k == "--bench") a.bench = std::atoi(v), ++i;
-    else if (k == "--bytes") a.bytes = std::atol(v), ++i;
-    else if (k == "--graph") a.graph = true;
+    if (k == "--rank")
+      a.rank = std::atoi(v), ++i;
+    else if (k == "--ranks")
+      a.ranks = std::atoi(v), ++i;
+    else if (k == "--ids")
+      a.ids = v, ++i;
+    else if (k == "--steps")
+      a.steps = std::atoi(v), ++i;
+    else if (k == "--fault")
+      a.fault = v, ++i;
+    else if (k == "--split")
+      a.split = std::atoi(v), ++i;
+    else if (k == "--bench")
+      a.bench = std::atoi(v), ++i;
+    else if (k == "--bytes")
+      a.bytes = std::atol(v), ++i;
+    else if (k == "--graph")
+      a.graph = true;
     else {
       std::fprintf(stderr, "nccl_wire_job: unknown argument %s\n", k.c_str());
       std::exit(2);

@@ -30,7 +30,6 @@ Span<bool> bools(Dual<uint8_t>& d, bool gpu) {
   return Span<bool>(reinterpret_cast<bool*>(s.data), s.size);
 }
 
-
 // Floats compare by their bits; everything else as it is.
 template <class T>
 auto bits(const std::vector<T>& v) {
@@ -65,7 +64,6 @@ std::vector<T> uniform(int64_t n, int64_t lo, int64_t hi, Rng& rng) {
 std::vector<int64_t> random_i64(int64_t n, Rng& rng) {
   return uniform<int64_t>(n, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), rng);
 }
-
 
 std::vector<float> random_floats(int64_t n, float lo, float hi, Rng& rng) {
   std::uniform_real_distribution<float> d(lo, hi);
@@ -138,10 +136,27 @@ TEST(GpuEngineKernels, PrepareInputsBuildsTheSameRowsAndPaddingAsTheCpu) {
     Dual<int64_t> pos(filled<int64_t>(cap, -5)), slots(filled<int64_t>(cap, -5));
     Dual<uint8_t> pad(filled<uint8_t>(cap, 7));
     for (bool gpu : {false, true})
-      run(PrepareInputsKernel{StepHost::kReqs, s.num_rows, qs.on(gpu), idx.on(gpu), computed.on(gpu), plen.on(gpu),
-                              prompt.on(gpu), StepHost::kMaxPrompt, last.on(gpu), drafts.on(gpu), K, blocks.on(gpu),
-                              kMaxBlocks, kBlock, clear, ids.on(gpu), pos.on(gpu), slots.on(gpu), bools(pad, gpu),
-                              row_req.on(gpu), padded},
+      run(PrepareInputsKernel{StepHost::kReqs,
+                              s.num_rows,
+                              qs.on(gpu),
+                              idx.on(gpu),
+                              computed.on(gpu),
+                              plen.on(gpu),
+                              prompt.on(gpu),
+                              StepHost::kMaxPrompt,
+                              last.on(gpu),
+                              drafts.on(gpu),
+                              K,
+                              blocks.on(gpu),
+                              kMaxBlocks,
+                              kBlock,
+                              clear,
+                              ids.on(gpu),
+                              pos.on(gpu),
+                              slots.on(gpu),
+                              bools(pad, gpu),
+                              row_req.on(gpu),
+                              padded},
           StepHost::kReqs + 1, gpu);
     expect_same(ids, "input_ids");
     expect_same(pos, "positions");
@@ -232,9 +247,16 @@ struct DflashHost {
 
 struct DflashBuffers {
   explicit DflashBuffers(const DflashHost& h)
-      : idx(h.idx), ctx_start(h.ctx_start), ctx_end(h.ctx_end), num_sampled(h.num_sampled),
-        num_rejected(h.num_rejected), block_rows(h.block_rows), target_positions(h.target_positions),
-        last_sampled(h.last_sampled), next_prefill(h.next_prefill), req_seeds(h.req_seeds),
+      : idx(h.idx),
+        ctx_start(h.ctx_start),
+        ctx_end(h.ctx_end),
+        num_sampled(h.num_sampled),
+        num_rejected(h.num_rejected),
+        block_rows(h.block_rows),
+        target_positions(h.target_positions),
+        last_sampled(h.last_sampled),
+        next_prefill(h.next_prefill),
+        req_seeds(h.req_seeds),
         req_temperature(h.req_temperature),
         context_positions(filled<int64_t>(static_cast<int64_t>(h.target_positions.size()), -5)),
         context_slots(filled<int64_t>(static_cast<int64_t>(h.target_positions.size()), -5)) {}
@@ -585,7 +607,6 @@ TEST(GpuEngineKernels, WriteCheckBandsSaveAndRestoreTheSameBytesAsTheCpu) {
     for (int32_t i = 0; i < 8; ++i)
       EXPECT_EQ(data[1]->host[static_cast<size_t>(e * 8 + i)], original[static_cast<size_t>(e * 8 + i)]);
 }
-
 
 // The recurrent layer (kernels/recurrent.h): three requests' blocks side by side (a prefill chunk
 // longer than the window, two verification blocks) and padded rows; then the commit at an accepted

@@ -33,8 +33,8 @@ int gpus() {
   return n;
 }
 
-#define NEED_GPUS(n)                                                                     \
-  do {                                                                                   \
+#define NEED_GPUS(n)                                                                             \
+  do {                                                                                           \
     if (gpus() < (n)) GTEST_SKIP() << "needs " << (n) << " GPU(s); this machine has " << gpus(); \
   } while (0)
 

@@ -15,10 +15,10 @@
 namespace ppspec::verify {
 
 struct FrCoalescing {
-  std::vector<traces::FrState> state;      // per record: its own state, or its closer's
-  std::vector<size_t> closer;              // per record: the closer of its group; SIZE_MAX: none
+  std::vector<traces::FrState> state;        // per record: its own state, or its closer's
+  std::vector<size_t> closer;                // per record: the closer of its group; SIZE_MAX: none
   std::vector<std::vector<size_t>> members;  // per closer of collectives: its members, in record order
-  std::vector<bool> in_composite;          // per record: a collective member (part of its closer's call)
+  std::vector<bool> in_composite;            // per record: a collective member (part of its closer's call)
 };
 
 // Members are the records just before the closer on its group (other groups' records may come

@@ -18,10 +18,17 @@ using traces::FrEntry;
 using traces::FrKind;
 
 std::string dtype_name(const std::string& torch) {
-  static const std::map<std::string, std::string> names = {{"Long", "i64"},   {"Int", "i32"},       {"Half", "f16"},
-                                                           {"Float", "f32"},  {"BFloat16", "bf16"}, {"Byte", "u8"},
-                                                           {"Double", "f64"}, {"Char", "i8"},       {"Bool", "bool"},
-                                                           {"Short", "i16"},  {"UNKNOWN_SCALAR", "undefined"}};
+  static const std::map<std::string, std::string> names = {{"Long", "i64"},
+                                                           {"Int", "i32"},
+                                                           {"Half", "f16"},
+                                                           {"Float", "f32"},
+                                                           {"BFloat16", "bf16"},
+                                                           {"Byte", "u8"},
+                                                           {"Double", "f64"},
+                                                           {"Char", "i8"},
+                                                           {"Bool", "bool"},
+                                                           {"Short", "i16"},
+                                                           {"UNKNOWN_SCALAR", "undefined"}};
   const auto it = names.find(torch);
   return it == names.end() ? torch : it->second;
 }

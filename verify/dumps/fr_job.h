@@ -29,8 +29,8 @@ inline constexpr size_t kFrCoalescedMembersMax = 4096;  // members of one coales
 struct FrOp {
   const traces::FrDump* dump = nullptr;
   const traces::FrEntry* entry = nullptr;  // the record; a coalesced group of collectives: its closer
-  size_t group = 0;   // index into FrJob::groups
-  size_t order = 0;   // its place in its rank's record order (entries[order] == *entry)
+  size_t group = 0;                        // index into FrJob::groups
+  size_t order = 0;                        // its place in its rank's record order (entries[order] == *entry)
   int64_t position = -1;  // 0-based: collective number on the group, or the op's place on its p2p channel
   // The state that holds for it: its own, or, in a coalesced group, its closing record's.
   traces::FrState state = traces::FrState::scheduled;

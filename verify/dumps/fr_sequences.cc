@@ -47,8 +47,12 @@ core::Site site_of(const Lane& lane, size_t k, const std::string& comm, bool p2p
   const FrOp* op = lane.at(k);
   if (op == nullptr) return core::Site{lane.rank, fmt::format("rank{}", lane.rank), comm, -1, none, ""};
   const traces::FrEntry& e = *op->entry;
-  return core::Site{lane.rank, fmt::format("rank{}", lane.rank), comm, p2p ? e.p2p_seq_id : e.collective_seq_id,
-                    fmt::format("{} ({})", describe(*op), to_string(op->state)), origin_of(*op)};
+  return core::Site{lane.rank,
+                    fmt::format("rank{}", lane.rank),
+                    comm,
+                    p2p ? e.p2p_seq_id : e.collective_seq_id,
+                    fmt::format("{} ({})", describe(*op), to_string(op->state)),
+                    origin_of(*op)};
 }
 
 std::string op_words(const Lane& lane, size_t k) {

@@ -20,9 +20,9 @@ struct FrSequenceFindings {
     core::Finding finding;
   };
   std::vector<Posted> unmatched_completed;
-  std::vector<core::Finding> notes;     // what was not compared, and why (wrapped ring buffers)
-  uint64_t collectives_compared = 0;    // positions of groups compared across their dumped members
-  uint64_t p2p_pairs = 0;               // sends paired with their receives
+  std::vector<core::Finding> notes;   // what was not compared, and why (wrapped ring buffers)
+  uint64_t collectives_compared = 0;  // positions of groups compared across their dumped members
+  uint64_t p2p_pairs = 0;             // sends paired with their receives
 };
 
 // At most this many causes per group or channel: past them the rest is read as noise of the first.

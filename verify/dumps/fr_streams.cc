@@ -45,8 +45,8 @@ FrPlacement FrStreams::place(const FrOp& op, std::optional<size_t> recorded) {
   const Observed o = observed(op);
   const bool grouped = op.coalesced != SIZE_MAX && op.coalesced == group_;
   FrPlacement p;
-  p.stream = grouped ? group_stream_
-             : recorded ? grow_to(*recorded, op.entry->record_id)
+  p.stream = grouped                    ? group_stream_
+             : recorded                 ? grow_to(*recorded, op.entry->record_id)
              : calls_ == FrCalls::async ? async_stream(op)
                                         : pick(o, op);
   PPSPEC_ASSERT(p.stream < streams_.size() && waited_.size() == streams_.size());

@@ -241,5 +241,4 @@ std::string WaitGraph::op_words(size_t i) const {
   return fmt::format("{} collective_seq_id {} ({})", group, e.collective_seq_id, describe(op));
 }
 
-
 }  // namespace ppspec::verify

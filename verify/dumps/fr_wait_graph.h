@@ -43,7 +43,7 @@ struct Wait {
   // the counterpart is unknown
   enum class Kind : uint8_t { queued, not_posted, no_dump, paired_elsewhere, group_mate, unplaced, unheld } kind;
   size_t target = kNoStuck;  // queued: the partner's stuck operation
-  int rank = -1;          // the partner
+  int rank = -1;             // the partner
 };
 
 class WaitGraph {
@@ -51,7 +51,7 @@ class WaitGraph {
   WaitGraph(const FrJob& job, FrCalls calls);
   const FrJob& job;
   const FrCalls calls;
-  std::vector<Stuck> stuck;  // by (rank, record order)
+  std::vector<Stuck> stuck;              // by (rank, record order)
   std::vector<std::vector<Wait>> waits;  // by stuck operation
   std::map<int, std::vector<size_t>> by_rank;
 

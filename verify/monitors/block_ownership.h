@@ -21,13 +21,13 @@
 namespace ppspec::verify {
 
 struct BlockHolder {
-  int64_t req = -1;      // -1: free
-  bool fenced = false;   // released, held until its step in flight returns
+  int64_t req = -1;     // -1: free
+  bool fenced = false;  // released, held until its step in flight returns
   int64_t since_step = -1;
   // A free block: who gave it back, at which step, why.
   int64_t last_req = -1;
   core::Release reason = core::Release::none;
-  bool shared = false;   // held read-only through a prefix-cache hit (since_step: the hit's)
+  bool shared = false;  // held read-only through a prefix-cache hit (since_step: the hit's)
 };
 
 // A block of the prefix cache: its content is final from the step after `step` on.

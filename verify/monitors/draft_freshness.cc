@@ -84,9 +84,10 @@ std::string DraftFreshness::freshness_hint(int64_t req, const std::vector<int64_
           p.step, latest.step, relay);
   for (const auto& [other, list] : proposals_)
     if (other != req && !list.empty() && list.back().step == latest.step && prefix_equal(list.back().drafts))
-      return fmt::format("they are request {}'s drafts of the same step: the table row of another request was read or "
-                         "written (idx_mapping)",
-                         other);
+      return fmt::format(
+          "they are request {}'s drafts of the same step: the table row of another request was read or "
+          "written (idx_mapping)",
+          other);
   return "they match no proposal of this request: the table row was overwritten, or the drafts arrived mispaired";
 }
 
@@ -111,8 +112,9 @@ void DraftFreshness::check_adoption(const core::Event& e, const core::DraftsProb
                                fmt::format("post_update[deferred]: request {}", e.req), ""});
   f.sites.push_back(core::Site{p->rank, fmt::format("rank{}.side", p->rank), "", -1,
                                fmt::format("broadcast_drafts: engine step {}", e.step), ""});
-  f.details.push_back("the relayed drafts arrived changed: a feedback message paired with the wrong operation "
-                      "(same size, another step or another tensor) or its buffer was overwritten before it was sent");
+  f.details.push_back(
+      "the relayed drafts arrived changed: a feedback message paired with the wrong operation "
+      "(same size, another step or another tensor) or its buffer was overwritten before it was sent");
   report(std::move(f));
 }
 

@@ -46,7 +46,7 @@ class DrafterReference final : public Monitor {
   struct Request {
     std::vector<int64_t> context;  // prompt, then every sampled token
     int64_t last_sampled_step = -1;
-    int64_t started_step = -1;  // its admission, or its resumption after a preemption
+    int64_t started_step = -1;                 // its admission, or its resumption after a preemption
     std::unique_ptr<ReferenceSequence> model;  // EAGLE: the reference model over `context`
   };
   std::vector<int64_t> expected(Request& r, int k);

@@ -23,8 +23,9 @@ void EmbeddingChecker::on_event(const core::Event& e) {
       core::Site{e.rank, fmt::format("rank{}.main", e.rank), "", -1,
                  fmt::format("draft_forward at engine step {}: first use of the drafter's embedding", e.step), ""});
   if (unwritten > 0 && facts_.pp > 1)
-    f.details.push_back("under pp > 1 the target's embedding lives on stage 0 only: the drafter on the last stage must "
-                        "load its own copy from the checkpoint, not alias the target's");
+    f.details.push_back(
+        "under pp > 1 the target's embedding lives on stage 0 only: the drafter on the last stage must "
+        "load its own copy from the checkpoint, not alias the target's");
   report(std::move(f));
 }
 

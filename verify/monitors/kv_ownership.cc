@@ -110,8 +110,9 @@ void KvOwnership::report_out_of_table(const core::Event& e, core::KvWriter write
                  fmt::format("{} has no KV slot: block-table column {} {}", where(e, writer, row), column,
                              static_cast<size_t>(column) >= held ? fmt::format("is past the request's {} blocks", held)
                                                                  : std::string("holds the null block")));
-  f.details.push_back("the engine core reserved no block for this position: a step's slots must cover its tokens and, "
-                      "with a drafter, the K lookahead positions its queries use (vLLM #16370)");
+  f.details.push_back(
+      "the engine core reserved no block for this position: a step's slots must cover its tokens and, "
+      "with a drafter, the K lookahead positions its queries use (vLLM #16370)");
   f.sites.push_back(store_site(e, writer, row));
   report(std::move(f));
 }
@@ -178,8 +179,9 @@ void KvOwnership::report_cached(const core::Event& e, core::KvWriter writer, con
                              "content was final",
                              where(e, writer, row), row.slot, block, c.step, sharing(block)));
   f.sites.push_back(store_site(e, writer, row));
-  f.details.push_back("only tokens computed and verified may be cached (vLLM caches min(num_computed + num_new_tokens, "
-                      "num_tokens)): a block holding a position that a later step stores was cached too early");
+  f.details.push_back(
+      "only tokens computed and verified may be cached (vLLM caches min(num_computed + num_new_tokens, "
+      "num_tokens)): a block holding a position that a later step stores was cached too early");
   report(std::move(f));
 }
 

@@ -144,7 +144,7 @@ void ModelReference::check_output(const core::Event& e, const core::StageOutputP
 }
 
 void ModelReference::report_output(const core::Event& e, const core::StageOutputProbe& p, Request& r, size_t row,
-                                uint32_t context, uint64_t digest) {
+                                   uint32_t context, uint64_t digest) {
   PPSPEC_ASSERT(row < p.row_count(), "row {} of {}", row, p.row_count());
   const core::StageOutputRow got = p.row(row);
   const int64_t pos = got.position;
@@ -162,10 +162,9 @@ void ModelReference::report_output(const core::Event& e, const core::StageOutput
                  fmt::format("rank{} (stage {}) computes request {} at position {} (engine step {}) unlike the "
                              "reference model over the tokens stage 0 embedded: {}",
                              e.rank, stage, e.req, pos, e.step, fmt::join(what, "; ")));
-  f.sites.push_back(core::Site{e.rank, fmt::format("rank{}.main", e.rank), "", -1,
-                               fmt::format("forward: request {} row {} of {} (position {})", e.req, row,
-                                           p.row_count(), pos),
-                               ""});
+  f.sites.push_back(
+      core::Site{e.rank, fmt::format("rank{}.main", e.rank), "", -1,
+                 fmt::format("forward: request {} row {} of {} (position {})", e.req, row, p.row_count(), pos), ""});
   f.details.push_back(row == 0
                           ? fmt::format("the request's first row this step (position {}) already differs", pos)
                           : fmt::format("its rows at positions {}..{} agree: position {} is the first that differs",
@@ -211,9 +210,10 @@ std::string ModelReference::stage_hint(const Request& r, core::RankId rank) cons
         "stage {} sent activations that agree with the model at this step (after layer {}): the difference "
         "arose on stage {}, in {}",
         stage - 1, own.first, stage, where);
-  return fmt::format("stage {}'s activations at this step were not all seen to agree (layers 0..{} run there): the "
-                     "difference is there or in {}",
-                     stage - 1, std::max(0, own.first - 1), where);
+  return fmt::format(
+      "stage {}'s activations at this step were not all seen to agree (layers 0..{} run there): the "
+      "difference is there or in {}",
+      stage - 1, std::max(0, own.first - 1), where);
 }
 
 // The model's samples for the request's block at this step, as the rejection sampler defines them
@@ -247,7 +247,7 @@ void ModelReference::check_sampled(const core::Event& e, const core::TokensSampl
   if (it == requests_.end() || facts_.temperature_requests.count(e.req)) return;
   Request& r = it->second;
   if (!r.followed || r.embedded_step != e.step || r.last_ids_step != e.step || r.sampled_step == e.step) return;
-  r.sampled_step = e.step;  // every TP rank of the last stage samples alike
+  r.sampled_step = e.step;                        // every TP rank of the last stage samples alike
   if (r.last_ids.size() != r.ids.size()) return;  // the stages embedded different blocks: stage agreement's
   const std::vector<int64_t> want = expected_samples(r);
   ++samples_checked_;
@@ -269,8 +269,8 @@ void ModelReference::check_sampled(const core::Event& e, const core::TokensSampl
   if (first < got.size() && first < want.size())
     f.details.push_back(fmt::format("token #{} is {}, the model's {}", first, got[first], want[first]));
   else
-    f.details.push_back(fmt::format("the first {} tokens agree; the engine sampled {}, the model {}", first, got.size(),
-                                    want.size()));
+    f.details.push_back(
+        fmt::format("the first {} tokens agree; the engine sampled {}, the model {}", first, got.size(), want.size()));
   f.details.push_back(last_agreed
                           ? "the last stage's activations for every row agree with the model: the difference is in "
                             "the head, the logits or the rejection sampler (which rows it reads, which drafts it "

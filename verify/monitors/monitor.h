@@ -22,7 +22,7 @@
 namespace ppspec::engine {
 struct Checkpoint;
 struct ModelConfig;
-}
+}  // namespace ppspec::engine
 
 namespace ppspec::verify {
 
@@ -35,9 +35,9 @@ struct ServingFacts {
   int pp = 1;
   int tp = 1;
   int k = 0;
-  int topk = 2;                     // experts each drafter row selects
-  int block_size = 16;              // KV slots per block
-  int64_t draft_table_hash = -1;    // core::fnv1a_words of the checkpoint's drafter embedding
+  int topk = 2;                   // experts each drafter row selects
+  int block_size = 16;            // KV slots per block
+  int64_t draft_table_hash = -1;  // core::fnv1a_words of the checkpoint's drafter embedding
   int64_t draft_table_entries = 0;
   int vocab = 0;
   // The checkpoint and the model, for the reference drafter and model (verify/monitors/drafter_reference.h,
@@ -102,7 +102,6 @@ class Monitor : public core::EventSink {
   const std::map<std::string_view, uint64_t>& skipped() const { return skipped_; }
 
  protected:
-
   const ServingFacts facts_;
 
  private:

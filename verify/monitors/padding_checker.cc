@@ -60,9 +60,10 @@ std::string padding_hint(const std::vector<PadRow>& bad, int64_t first_pad, int6
     return r.unwritten == 0 && r.slot != kernels::kPadSlot && r.id == 0 && r.position == 0 && r.is_padding == 1;
   });
   if (only_last)
-    return fmt::format("only the last padding row (row {}) is wrong, the others are inert: {}'s bound over the padding "
-                       "rows stops one short (an off-by-one)",
-                       last_pad, kernel);
+    return fmt::format(
+        "only the last padding row (row {}) is wrong, the others are inert: {}'s bound over the padding "
+        "rows stops one short (an off-by-one)",
+        last_pad, kernel);
   if (all_unstored && bad.size() == static_cast<size_t>(last_pad - first_pad + 1)) {
     // A never-written element holds the allocation's poison (0xA5 bytes).
     const bool poison = static_cast<uint32_t>(bad.front().id) == kernels::kPoisonWord;
@@ -103,9 +104,10 @@ void PaddingChecker::check_inputs(const core::Event& e, const core::PaddingRowsP
   f.sites.push_back(core::Site{e.rank, fmt::format("rank{}.main", e.rank), "", -1,
                                fmt::format("{}: rows {}..{} pad a batch of {} rows", kernel, first, last, first), ""});
   f.details.push_back(padding_hint(bad, first, last, kernel));
-  f.details.push_back(fmt::format("a graph replayed at {} rows reads every row (R10); the prepare kernel must clear "
-                                  "rows {}..{}: id 0, position 0, is_padding, slot PAD",
-                                  last + 1, first, last));
+  f.details.push_back(
+      fmt::format("a graph replayed at {} rows reads every row (R10); the prepare kernel must clear "
+                  "rows {}..{}: id 0, position 0, is_padding, slot PAD",
+                  last + 1, first, last));
   report(std::move(f));
 }
 

@@ -20,7 +20,6 @@
 
 namespace ppspec::verify {
 
-
 class PairingChecker final : public core::EventSink {
  public:
   void on_event(const core::Event& e) override;
@@ -50,7 +49,7 @@ class PairingChecker final : public core::EventSink {
   };
   // One collective slot some member has not posted yet.
   struct Slot {
-    std::vector<Rec> posts;  // in posting order
+    std::vector<Rec> posts;       // in posting order
     int labelled = -1;            // the first post that carries a label; -1: none yet
     core::Time mismatch_at = -1;  // when a post first disagreed with those before it; -1: none did
   };
@@ -65,7 +64,7 @@ class PairingChecker final : public core::EventSink {
   std::map<Channel, int64_t> paired_;
   std::map<std::pair<std::string, int64_t>, Slot> slots_;
   // What each member posted lately, for naming a mismatch's root cause (core/post_history.h).
-  std::map<Channel, std::array<core::PostHistory, 2>> p2p_history_;                 // sends, recvs
+  std::map<Channel, std::array<core::PostHistory, 2>> p2p_history_;                // sends, recvs
   std::map<std::string, std::map<core::RankId, core::PostHistory>> coll_history_;  // by comm, then rank
   // A communicator as its comm_init events tell: the members seen initialising it (sorted) and its
   // size (which each event carries; in traces that predate that, one event per member so far).

@@ -25,7 +25,7 @@ class SchedulingCadence final : public Monitor {
 
  private:
   static constexpr size_t kRequestsKept = 4096;  // the oldest is forgotten past it
-  std::map<int64_t, int64_t> last_step_;  // request -> the last step of it that sampled
+  std::map<int64_t, int64_t> last_step_;         // request -> the last step of it that sampled
 };
 
 }  // namespace ppspec::verify

@@ -187,9 +187,10 @@ std::string StageAgreement::position_hint(int64_t req, int64_t step, int64_t del
         -delta, prev->rejected, prev->step);
   if (prev != nullptr && delta == static_cast<int64_t>(prev->tokens.size()))
     return "the position is ahead by the tokens sampled at the request's previous step: they were counted twice";
-  return fmt::format("the stage's computed-token count for the request is off by {} (its table's num_computed, or the "
-                     "positions prepare_inputs derives from it)",
-                     delta);
+  return fmt::format(
+      "the stage's computed-token count for the request is off by {} (its table's num_computed, or the "
+      "positions prepare_inputs derives from it)",
+      delta);
 }
 
 void StageAgreement::check_token(const core::Event& e, const core::InputsBuiltProbe& p) {
@@ -248,9 +249,10 @@ std::string StageAgreement::token_hint(int64_t req, int64_t step, int64_t token)
   PPSPEC_ASSERT(prev != nullptr && !prev->tokens.empty(), "no tokens sampled for request {} before step {}", req, step);
   for (size_t j = 0; j + 1 < prev->tokens.size(); ++j)
     if (prev->tokens[j] == token)
-      return fmt::format("it is the sampled token at column {} of {}: the adoption took the wrong column (the last "
-                         "accepted token is column num_sampled - 1)",
-                         j, prev->tokens.size());
+      return fmt::format(
+          "it is the sampled token at column {} of {}: the adoption took the wrong column (the last "
+          "accepted token is column num_sampled - 1)",
+          j, prev->tokens.size());
   if (const Sampled* older = sampled_before(req, prev->step);
       older != nullptr && !older->tokens.empty() && older->tokens.back() == token)
     return fmt::format(
@@ -286,9 +288,10 @@ void StageAgreement::check_dropped(int64_t step, int64_t req, const core::Event&
   f.engine_step = step;
   f.sites.push_back(core::Site{g.rank, fmt::format("rank{}.side", g.rank), "", -1,
                                fmt::format("need_sampled_mask: engine step {}", step), ""});
-  f.details.push_back("the gate must include every row that produces a sample (vLLM compute_need_sampled_mask: "
-                      "num_computed + num_scheduled >= prefill_len, a final prefill chunk included); every rank "
-                      "agreed on this gate, so it is the rule itself that is wrong, not one rank");
+  f.details.push_back(
+      "the gate must include every row that produces a sample (vLLM compute_need_sampled_mask: "
+      "num_computed + num_scheduled >= prefill_len, a final prefill chunk included); every rank "
+      "agreed on this gate, so it is the rule itself that is wrong, not one rank");
   report(std::move(f));
 }
 

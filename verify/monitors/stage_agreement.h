@@ -83,10 +83,10 @@ class StageAgreement final : public Monitor {
   // (table_updated): what it says, or empty.
   std::string mapping_hint(core::RankId rank, int64_t step) const;
   struct MappingMatch {
-    int64_t step = -1;     // the batch whose row mapping the writes followed
-    size_t matched = 0;    // positions whose token landed in that batch's row for the position
-    size_t position = 0;   // the first of them
-    int64_t row = -1;      // where its token landed
+    int64_t step = -1;    // the batch whose row mapping the writes followed
+    size_t matched = 0;   // positions whose token landed in that batch's row for the position
+    size_t position = 0;  // the first of them
+    int64_t row = -1;     // where its token landed
   };
   // Whether a position after `position` of the batch wrote `token` (its step's last token).
   bool written_later(int64_t token, int64_t step, const std::vector<int64_t>& batch, size_t position) const;
@@ -115,20 +115,20 @@ class StageAgreement final : public Monitor {
     bool posts_feedback = false;
     std::vector<int64_t> rows;
   };
-  std::map<int64_t, Gate> gates_;                          // by step: the first rank's gate
-  std::map<int64_t, std::vector<int64_t>> sampled_reqs_;   // by step: requests the last stage sampled
+  std::map<int64_t, Gate> gates_;                               // by step: the first rank's gate
+  std::map<int64_t, std::vector<int64_t>> sampled_reqs_;        // by step: requests the last stage sampled
   std::map<std::pair<int64_t, int64_t>, Scheduled> scheduled_;  // by (step, request)
   // By req-state index, the latest few owners: the engine core schedules ahead of the stages.
   std::map<int64_t, std::deque<Owner>> owners_;
-  std::map<int64_t, std::deque<Sampled>> sampled_;              // by request, latest last
+  std::map<int64_t, std::deque<Sampled>> sampled_;  // by request, latest last
   std::map<core::RankId, bool> serving_;
   struct Updated {
     int64_t step = -1;
     std::vector<int64_t> last_sampled;  // by req-state index
     int64_t built_through = -1;         // the latest step whose inputs the rank had built by then
   };
-  std::map<core::RankId, Updated> updated_;  // by rank: its latest deferred update's table
-  std::map<core::RankId, int64_t> built_through_;  // by rank: the latest step it built inputs for
+  std::map<core::RankId, Updated> updated_;          // by rank: its latest deferred update's table
+  std::map<core::RankId, int64_t> built_through_;    // by rank: the latest step it built inputs for
   std::map<int64_t, std::vector<int64_t>> prompts_;  // by request, while its prefill may run
   std::deque<int64_t> prompt_order_;                 // admission order, to forget the oldest
 };

@@ -54,9 +54,10 @@ void WarmupDiscipline::on_event(const core::Event& e) {
         f.engine_step = e.step;  // the step the host was executing
         f.sites.push_back(core::Site{e.rank, std::string(e.actor), "", -1,
                                      fmt::format("launch {}[{}]", e.kernel, e.spec), std::string(e.text)});
-        f.details.push_back("a module load waits for the device to drain (R8): with a feedback receive spinning on the "
-                            "side stream it waits for the last stage; warm every serving specialization up before "
-                            "serving (warmup_pp_decode_update for post_update[deferred])");
+        f.details.push_back(
+            "a module load waits for the device to drain (R8): with a feedback receive spinning on the "
+            "side stream it waits for the last stage; warm every serving specialization up before "
+            "serving (warmup_pp_decode_update for post_update[deferred])");
         report(std::move(f));
       }
       return;

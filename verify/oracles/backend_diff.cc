@@ -130,9 +130,10 @@ std::string agreement(const std::vector<engine::RequestRecord>& requests, const 
     blocks += r.verified_drafts.size();
   }
   for (const auto& [key, v] : ops.ops()) posted += v.size();
-  return fmt::format("identical: {} requests' {} tokens and {} verified draft blocks; {} operations posted by {} "
-                     "(communicator, rank) pairs over {} batches",
-                     requests.size(), tokens, blocks, posted, ops.ops().size(), ops.batches().size());
+  return fmt::format(
+      "identical: {} requests' {} tokens and {} verified draft blocks; {} operations posted by {} "
+      "(communicator, rank) pairs over {} batches",
+      requests.size(), tokens, blocks, posted, ops.ops().size(), ops.batches().size());
 }
 
 }  // namespace ppspec::verify

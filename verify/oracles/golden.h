@@ -44,10 +44,10 @@ class ReferenceSequence {
   const engine::Checkpoint& ckpt_;
   const engine::ModelConfig& model_;
   std::vector<int32_t> tokens_;
-  size_t computed_ = 0;               // positions computed with the current tokens
-  std::vector<uint32_t> context_;     // [pos]: the context lane (Σ of the context KV over 0..pos)
-  std::vector<uint32_t> kv_sum_;      // [pos][layer][lane]: Σ of the layer's KV over 0..pos
-  std::vector<uint32_t> lanes_;       // [pos][layers + 1][lane]
+  size_t computed_ = 0;            // positions computed with the current tokens
+  std::vector<uint32_t> context_;  // [pos]: the context lane (Σ of the context KV over 0..pos)
+  std::vector<uint32_t> kv_sum_;   // [pos][layer][lane]: Σ of the layer's KV over 0..pos
+  std::vector<uint32_t> lanes_;    // [pos][layers + 1][lane]
 };
 
 std::vector<int64_t> golden_continuation(const engine::Checkpoint& ckpt, const engine::ModelConfig& m,

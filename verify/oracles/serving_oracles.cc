@@ -103,9 +103,10 @@ void name_first_difference(core::Finding& f, const engine::EngineConfig& cfg, co
       "every embedded token with what was sampled: none differed",
       online.rows_checked, online.samples_checked);
   if (r.spec.spread == 0)
-    f.details.push_back(fmt::format("{}; {}: the first differing value is no activation and no sample but the engine "
-                                    "core's record of the request (its output list, its stop or its length rule)",
-                                    sampled, checked));
+    f.details.push_back(
+        fmt::format("{}; {}: the first differing value is no activation and no sample but the engine "
+                    "core's record of the request (its output list, its stop or its length rule)",
+                    sampled, checked));
   else
     f.details.push_back(
         fmt::format("{}; {}: the first value that differed is this sample itself, drawn with temperature "
@@ -144,9 +145,10 @@ std::optional<core::Finding> golden_oracle(const engine::EngineConfig& cfg, cons
       // after the stop in the same accepted run.
       locate(f, r, golden.size());
       const size_t extra = r.output.size() - golden.size();
-      f.summary = fmt::format("request {} returned {} token{} after its stop token {} (output token #{}): the golden "
-                              "continuation ends there",
-                              r.spec.id, extra, extra == 1 ? "" : "s", cfg.model.stop_token, golden.size() - 1);
+      f.summary = fmt::format(
+          "request {} returned {} token{} after its stop token {} (output token #{}): the golden "
+          "continuation ends there",
+          r.spec.id, extra, extra == 1 ? "" : "s", cfg.model.stop_token, golden.size() - 1);
       i = golden.size();
     } else {
       f.summary = fmt::format("request {} ended with {} tokens, the golden continuation has {}", r.spec.id,

@@ -21,8 +21,8 @@ namespace ppspec::verify {
 // What the online monitors checked in the run under test (verify/monitors/model_reference.h): with it, an
 // oracle's finding says where the value first differed, not only that the output did.
 struct OnlineCoverage {
-  uint64_t rows_checked = 0;     // activation rows of every rank compared with the reference model
-  uint64_t samples_checked = 0;  // greedy samples compared with it
+  uint64_t rows_checked = 0;       // activation rows of every rank compared with the reference model
+  uint64_t samples_checked = 0;    // greedy samples compared with it
   uint64_t requests_followed = 0;  // requests the model reference modelled
   // ... of which it stopped following: stage 0 embedded what the model cannot follow (a position
   // past the sequence, a token outside the vocabulary: stage agreement's to report) ...
@@ -44,8 +44,8 @@ std::optional<core::Finding> golden_oracle(const engine::EngineConfig& cfg, cons
 // wherever both runs verified the same number of drafts at a decode step of that request.
 struct Invariance {
   core::FindingKind kind;  // the finding's kind
-  std::string run;        // how the run under test is named in the report, e.g. "pp = 2"
-  std::string reference;  // and the reference, e.g. "pp = 1"
+  std::string run;         // how the run under test is named in the report, e.g. "pp = 2"
+  std::string reference;   // and the reference, e.g. "pp = 1"
 };
 std::optional<core::Finding> invariance_oracle(const engine::EngineConfig& cfg, const Invariance& what,
                                                const std::vector<engine::RequestRecord>& run,
