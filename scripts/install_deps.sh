@@ -3,9 +3,10 @@
 set -euo pipefail
 # clang and libclang-rt-14-dev (the runtimes of libFuzzer and the sanitizers, which Debian only
 # recommends) build the fuzz preset (libfuzzer/README.md). python3 runs the source checks of
-# scripts/ that ctest holds (function_lengths).
+# scripts/dev/ that ctest holds (function_lengths, tidy); clang-format is tidy's layout check.
 packages=(g++ cmake ninja-build libboost-fiber-dev libboost-context-dev librapidcheck-dev libgtest-dev libfmt-dev
-          libtomlplusplus-dev nlohmann-json3-dev libcli11-dev libbenchmark-dev libmimalloc-dev clang libclang-rt-14-dev python3)
+          libtomlplusplus-dev nlohmann-json3-dev libcli11-dev libbenchmark-dev libmimalloc-dev clang libclang-rt-14-dev python3
+          clang-format)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

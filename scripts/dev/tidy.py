@@ -17,6 +17,9 @@ Rules:
                  finding kinds (core/finding_kinds.h), the calls that drain a device; no decision
                  taken by searching a finding's English summary.
   line-length    no line of C++ over 120 columns (.clang-format's ColumnLimit).
+  layout         every C++ file as clang-format lays it out (.clang-format; Debian 12's clang-format 14,
+                 which scripts/install_deps.sh installs). A table kept as written says so between
+                 `// clang-format off` and `// clang-format on`.
 """
 import os
 import re
@@ -158,10 +161,29 @@ def line_length_violations(path, text):
             if len(line) > 120 and n not in in_raw and not LONG_LITERAL.search(line)]
 
 
+def layout_violations(root, paths):
+    """The C++ files clang-format would change: one violation each, naming the first line it would."""
+    import shutil
+    exe = shutil.which("clang-format")
+    if exe is None:
+        return [(".clang-format", 0, "layout: no clang-format on PATH (scripts/install_deps.sh installs it)")]
+    found = []
+    for i in range(0, len(paths), 200):
+        out = subprocess.run([exe, "--dry-run", "--style=file"] + paths[i:i + 200], cwd=root, capture_output=True,
+                             text=True).stderr
+        for m in re.finditer(r"^(\S+?):(\d+):\d+: (?:warning|error): code should be clang-formatted", out, re.M):
+            path = os.path.relpath(m.group(1), root) if os.path.isabs(m.group(1)) else m.group(1)
+            if not any(v[0] == path for v in found):
+                found.append((path, int(m.group(2)), "layout: not as clang-format lays it out (clang-format -i FILE)"))
+    return found
+
+
 def check(root):
     table = read_dependency_table(root)
     violations = [] if table is not None else [("docs/DESIGN.md", 0, "includes: no ```deps table")]
-    for path in tracked(root):
+    files = tracked(root)
+    violations += layout_violations(root, [p for p in files if p.endswith(CPP_SUFFIXES) and not p.startswith("docs/")])
+    for path in files:
         violations += name_violations(path)
         if not is_prose(path) or path == "scripts/dev/tidy.py":  # its own patterns and planted cases
             continue
@@ -180,6 +202,20 @@ def check(root):
     return violations
 
 
+def layout_cases():
+    """The layout rule on a planted file and on the same code laid out, in a folder of their own."""
+    import shutil
+    import tempfile
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    with tempfile.TemporaryDirectory() as d:
+        shutil.copy(os.path.join(here, ".clang-format"), d)
+        with open(os.path.join(d, "bad.cc"), "w") as f:
+            f.write("int  f( int x ){return x;}\n")
+        with open(os.path.join(d, "good.cc"), "w") as f:
+            f.write("int f(int x) { return x; }\n")
+        return layout_violations(d, ["bad.cc"]), layout_violations(d, ["good.cc"])
+
+
 def self_test():
     """Each rule, proven to fire on a planted violation and to pass the same text without it."""
     table = {"sim": {"core"}, "core": set(), "verify": {"core", "engine/config.h"}}
@@ -196,6 +232,7 @@ def self_test():
         (closed_set_violations("sim/a.cc", '  f.kind = "unmatched";'), closed_set_violations("sim/a.cc", "  f.kind = core::FindingKind::unmatched;")),
         (closed_set_violations("serving/a.cc", 'f.summary.find("request")'), closed_set_violations("serving/a.cc", "f.request >= 0")),
         (line_length_violations("core/a.h", "x" * 121), line_length_violations("core/a.h", "x" * 120)),
+        layout_cases(),
     ]
     failed = 0
     for i, (bad, good) in enumerate(cases):
