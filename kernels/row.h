@@ -7,8 +7,12 @@
 
 #if defined(__CUDACC__)
 #define PPSPEC_HD __host__ __device__
+// An element access of every kernel row: always inlined, whatever a translation unit's other
+// inlining (a unity batch's contents must not decide the hot path's cost).
+#define PPSPEC_HD_ALWAYS_INLINE __host__ __device__ __forceinline__
 #else
 #define PPSPEC_HD
+#define PPSPEC_HD_ALWAYS_INLINE [[gnu::always_inline]] inline
 #endif
 
 namespace ppspec::kernels {

@@ -70,7 +70,7 @@ struct Span {
   PPSPEC_HD bool present() const { return data != nullptr; }
   PPSPEC_HD T* begin() const { return data; }
   PPSPEC_HD T* end() const { return data + size; }
-  PPSPEC_HD T& operator[](int64_t i) const {
+  PPSPEC_HD_ALWAYS_INLINE T& operator[](int64_t i) const {
     if (i < 0 || i >= size) out_of_bounds(i, 1, size);
 #if !defined(__CUDA_ARCH__)
     if (t_access_observer != nullptr && !remembered(i, 1, !std::is_const_v<T>)) observe(i, 1, !std::is_const_v<T>);
