@@ -31,22 +31,36 @@ std::string path_of(const std::vector<Frame>& frames) {
   return out.empty() ? "the top level" : out;
 }
 
+// Where a byte falls relative to the JSON strings of a text, read byte by byte: both passes below
+// skip what is inside a string (a bracket there opens nothing).
+struct StringScan {
+  bool in_string = false, escaped = false;
+  // Whether `c` belongs to a string opened earlier (its closing quote included); `*own` then says
+  // whether it is one of the string's own bytes (not an escape, nor the byte after one, nor the quote).
+  bool inside(char c, bool* own) {
+    if (!in_string) return false;
+    *own = false;
+    if (escaped)
+      escaped = false;
+    else if (c == '\\')
+      escaped = true;
+    else if (c == '"')
+      in_string = false;
+    else
+      *own = true;
+    return true;
+  }
+};
+
 // Whether `text` opens a container more than `max` deep: the one pass every line of a trace pays
 // (the path of json_too_deep is found only for a text that does).
 bool deeper_than(std::string_view text, int max) {
   int depth = 0;
-  bool in_string = false, escaped = false;
+  StringScan scan;
+  bool own = false;
   for (char c : text) {
-    if (in_string) {
-      if (escaped)
-        escaped = false;
-      else if (c == '\\')
-        escaped = true;
-      else if (c == '"')
-        in_string = false;
-      continue;
-    }
-    if (c == '"') in_string = true;
+    if (scan.inside(c, &own)) continue;
+    if (c == '"') scan.in_string = true;
     if ((c == '[' || c == '{') && ++depth > max) return true;
     if (c == ']' || c == '}') --depth;
   }
@@ -58,23 +72,18 @@ bool deeper_than(std::string_view text, int max) {
 std::optional<JsonTooDeep> json_too_deep(std::string_view text, int max) {
   if (!deeper_than(text, max)) return std::nullopt;
   std::vector<Frame> frames;  // bounded by `max` + 1
-  bool in_string = false, escaped = false, expect_key = false;
+  StringScan scan;
+  bool expect_key = false, own = false;
   for (size_t b = 0; b < text.size(); ++b) {
     const char c = text[b];
-    if (in_string) {
-      if (escaped)
-        escaped = false;
-      else if (c == '\\')
-        escaped = true;
-      else if (c == '"')
-        in_string = false;
-      else if (!frames.empty() && frames.back().in_key && frames.back().key.size() < kKeyBytesShown + 1)
+    if (scan.inside(c, &own)) {
+      if (own && !frames.empty() && frames.back().in_key && frames.back().key.size() < kKeyBytesShown + 1)
         frames.back().key += c;
       continue;
     }
     switch (c) {
       case '"':
-        in_string = true;
+        scan.in_string = true;
         if (!frames.empty() && !frames.back().array && expect_key) {
           frames.back().key.clear();
           frames.back().in_key = true;

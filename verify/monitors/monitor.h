@@ -77,6 +77,9 @@ class Monitor : public core::EventSink {
     return s;
   }
 
+  // What this monitor skipped (skip()), by phrase (static strings), in a deterministic order.
+  const std::map<std::string_view, uint64_t>& skipped() const { return skipped_; }
+
  protected:
   // Reports a violation. A monitor reports the first violation of each kind only: later ones are
   // usually its consequences, and the first is the one to act on.
@@ -86,8 +89,7 @@ class Monitor : public core::EventSink {
     if (!reported_.insert(f.kind).second) return;
     sink_(std::move(f));
   }
-  // Asked on every event by some monitors: no string is built for it, and none is looked up
-  // before the first report.
+  // Asked on every event by some monitors: a lookup in a set that is empty until the first report.
   bool reported(core::FindingKind kind) const { return reported_.count(kind) > 0; }
   // An event this monitor acts on that lacked what it needs to be judged (a decode row whose
   // request has no proposal on record, ...): counted under `what`, a phrase with the monitor's
@@ -97,11 +99,6 @@ class Monitor : public core::EventSink {
     ++skipped_[what];
   }
 
- public:
-  // What this monitor skipped, by phrase (static strings), in a deterministic order.
-  const std::map<std::string_view, uint64_t>& skipped() const { return skipped_; }
-
- protected:
   const ServingFacts facts_;
 
  private:
