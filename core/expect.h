@@ -17,7 +17,7 @@ struct Expect {
   // pass is as expected.
   bool given = true;
   std::optional<Verdict> gpu_verdict;               // for the real backend, where hardware may differ
-  std::optional<std::vector<std::string>> hazards;  // if given: exactly these hazard kinds, sorted
+  std::optional<std::vector<FindingKind>> hazards;  // if given: exactly these hazard kinds (sorted_kinds)
   // If given: the kind of the finding that decided the verdict (the first), so that the right
   // verdict for the wrong reason does not pass (core/finding_kinds.h).
   std::optional<FindingKind> kind;
@@ -25,6 +25,9 @@ struct Expect {
   // the serving oracles (kind `acceptance`), so a drafter that proposes worse drafts fails.
   std::optional<std::pair<double, double>> acceptance;
 };
+
+// `kinds` sorted by name, each once: how [expect] hazards are held and compared.
+std::vector<FindingKind> sorted_kinds(std::vector<FindingKind> kinds);
 
 // Why a simulated run does not meet the expectation, in words; empty when it does.
 std::string expectation_mismatch(const Expect& expect, const RunResult& r);

@@ -8,7 +8,7 @@
 #include <optional>
 #include <string_view>
 
-#include <fmt/format.h>
+#include "core/named_formatter.h"
 
 namespace ppspec::core {
 
@@ -88,8 +88,4 @@ std::optional<FindingKind> parse_finding_kind(std::string_view s);
 
 // A kind formats as its name.
 template <>
-struct fmt::formatter<ppspec::core::FindingKind> : fmt::formatter<std::string_view> {
-  auto format(ppspec::core::FindingKind k, fmt::format_context& ctx) const {
-    return fmt::formatter<std::string_view>::format(ppspec::core::to_string(k), ctx);
-  }
-};
+struct fmt::formatter<ppspec::core::FindingKind> : ppspec::core::NamedFormatter<ppspec::core::FindingKind> {};

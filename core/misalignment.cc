@@ -95,14 +95,22 @@ std::vector<Agreeing> agreeing_classes(std::span<const PostedOp> posts) {
 // What the class claims: its first labelled post, else its first (an unlabelled post claims less).
 const OpDesc& claim(const Agreeing& c) { return c.labelled != nullptr ? *c.labelled : c.posts.front()->desc; }
 
-// Why two classes disagree, in words. Their claims may agree where an unlabelled post joined a
-// labelled class, so their first posts are compared too.
+// The two operations that show why two classes disagree. Their claims may agree where an
+// unlabelled post joined a labelled class, so their first posts are compared too.
+std::pair<const OpDesc*, const OpDesc*> pair_apart(const Agreeing& a, const Agreeing& b) {
+  const std::pair<const OpDesc*, const OpDesc*> tries[] = {{&claim(a), &claim(b)},
+                                                           {&a.posts.front()->desc, &claim(b)},
+                                                           {&claim(a), &b.posts.front()->desc},
+                                                           {&a.posts.front()->desc, &b.posts.front()->desc}};
+  for (const auto& t : tries)
+    if (mismatch_fields(*t.first, *t.second).any()) return t;
+  return tries[3];
+}
+
+// Why two classes disagree, in words.
 std::string why_apart(const Agreeing& a, const Agreeing& b) {
-  std::string why = mismatch_reason(claim(a), claim(b));
-  if (why.empty()) why = mismatch_reason(a.posts.front()->desc, claim(b));
-  if (why.empty()) why = mismatch_reason(claim(a), b.posts.front()->desc);
-  if (why.empty()) why = mismatch_reason(a.posts.front()->desc, b.posts.front()->desc);
-  return why;
+  const auto [x, y] = pair_apart(a, b);
+  return mismatch_reason(*x, *y);
 }
 
 std::vector<RankId> ranks_of(const Agreeing& c) {
@@ -160,6 +168,7 @@ std::optional<Finding> misalignment(const PostedOp& a, const PostedOp& b, std::s
   Finding f;
   f.verdict = Verdict::fifo_misalignment;
   f.kind = p2p ? core::FindingKind::p2p_mismatch : core::FindingKind::collective_mismatch;
+  f.mismatched = mismatch_fields(a.desc, b.desc);
   const std::string where =
       p2p ? fmt::format("send #{} rank{}->rank{}", cseq, a.rank, b.rank) : fmt::format("collective #{}", cseq);
   const bool one_message = same_message_other_size(a.desc, b.desc);
@@ -193,6 +202,8 @@ std::optional<Finding> collective_misalignment(std::span<const PostedOp> posts, 
   Finding f;
   f.verdict = Verdict::fifo_misalignment;
   f.kind = core::FindingKind::collective_mismatch;
+  const auto [x, y] = pair_apart(classes[0], classes[1]);
+  f.mismatched = mismatch_fields(*x, *y);
   const bool one_message = classes.size() == 2 && same_message_other_size(claim(classes[0]), claim(classes[1]));
   const std::string what = one_message ? fmt::format(": the same message '{}' in two sizes: {}{}",
                                                      claim(classes[0]).label.str(), why_apart(classes[0], classes[1]),

@@ -39,23 +39,33 @@ std::string describe(const OpDesc& d) {
   return s;
 }
 
+OpFields mismatch_fields(const OpDesc& a, const OpDesc& b) {
+  OpFields f;
+  const bool p2p = is_p2p(a.kind) && is_p2p(b.kind);
+  f.kind = !p2p && a.kind != b.kind;
+  f.all_to_all = f.kind && (a.kind == OpKind::all_to_all || b.kind == OpKind::all_to_all);
+  f.dtype = a.dtype != b.dtype;
+  f.count = a.count != b.count;
+  f.root = !p2p && a.kind == b.kind && has_root(a.kind) && a.peer != b.peer;
+  // An unlabelled operation carries no claim about its purpose, so only two labels can disagree.
+  f.label = !a.label.empty() && !b.label.empty() && !(a.label == b.label);
+  f.capture = a.captured != b.captured;
+  return f;
+}
+
 std::string mismatch_reason(const OpDesc& a, const OpDesc& b) {
+  const OpFields f = mismatch_fields(a, b);
   std::string why;
   auto add = [&why](std::string part) {
     if (!why.empty()) why += "; ";
     why += part;
   };
-  const bool p2p = is_p2p(a.kind) && is_p2p(b.kind);
-  if (!p2p && a.kind != b.kind) add(fmt::format("kind {} vs {}", to_string(a.kind), to_string(b.kind)));
-  if (a.dtype != b.dtype) add(fmt::format("dtype {} vs {}", to_string(a.dtype), to_string(b.dtype)));
-  if (a.count != b.count) add(fmt::format("count {} vs {}", a.count, b.count));
-  if (!p2p && a.kind == b.kind && has_root(a.kind) && a.peer != b.peer)
-    add(fmt::format("root rank{} vs rank{}", a.peer, b.peer));
-  // An unlabelled operation carries no claim about its purpose, so only two labels can disagree.
-  if (!a.label.empty() && !b.label.empty() && !(a.label == b.label))
-    add(fmt::format("label '{}' vs '{}'", a.label.str(), b.label.str()));
-  if (a.captured != b.captured)
-    add(fmt::format("graph capture {} vs {}", a.captured ? "yes" : "no", b.captured ? "yes" : "no"));
+  if (f.kind) add(fmt::format("kind {} vs {}", to_string(a.kind), to_string(b.kind)));
+  if (f.dtype) add(fmt::format("dtype {} vs {}", to_string(a.dtype), to_string(b.dtype)));
+  if (f.count) add(fmt::format("count {} vs {}", a.count, b.count));
+  if (f.root) add(fmt::format("root rank{} vs rank{}", a.peer, b.peer));
+  if (f.label) add(fmt::format("label '{}' vs '{}'", a.label.str(), b.label.str()));
+  if (f.capture) add(fmt::format("graph capture {} vs {}", a.captured ? "yes" : "no", b.captured ? "yes" : "no"));
   return why;
 }
 

@@ -9,6 +9,7 @@
 
 #include "core/dtype.h"
 #include "core/label.h"
+#include "core/op_fields.h"
 #include "core/types.h"
 
 namespace ppspec::core {
@@ -48,5 +49,8 @@ std::string describe(const OpDesc& d);
 // Why two positionally paired operations disagree, in words; empty when they agree.
 // For p2p pairs `a` is the send and `b` the recv; for collectives they are two members' ops.
 std::string mismatch_reason(const OpDesc& a, const OpDesc& b);
+// The same as fields, for programs that judge a mismatch by what differs (`fidelity`: which fields
+// a Flight Recorder entry or NCCL's profiler can see); none set when the two agree.
+OpFields mismatch_fields(const OpDesc& a, const OpDesc& b);
 
 }  // namespace ppspec::core

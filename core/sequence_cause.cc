@@ -24,6 +24,19 @@ namespace {
 
 using Positions = std::vector<size_t>;
 
+Blame blame_of(CauseKind k) {
+  switch (k) {
+    case CauseKind::none: return Blame::none;
+    case CauseKind::surplus: return Blame::surplus;
+    case CauseKind::extra: return Blame::extra;
+    case CauseKind::missing: return Blame::missing;
+    case CauseKind::differs: return Blame::differs;
+    case CauseKind::shifted: return Blame::shifted;
+    case CauseKind::unresolved: return Blame::unresolved;
+  }
+  return Blame::unresolved;
+}
+
 // Operations of a lane before a position needed to call a repetition there unusual for it.
 constexpr size_t kHabitMin = 1;
 // Lanes split evenly at a position: one side's operation seen nowhere else is the odd one only
@@ -335,7 +348,7 @@ Culprit culprit_of(const SequenceCause& c, std::span<const RankId> ranks, std::s
   out.comm = comm;
   out.p2p = p2p;
   if (p2p) out.peer = ranks[1 - who];
-  out.what = to_string(c.kind);
+  out.what = blame_of(c.kind);
   out.position = positions[who];
   if (c.kind == CauseKind::missing)
     for (size_t i = 0; i < ranks.size(); ++i)

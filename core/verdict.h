@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "core/finding_kind.h"
+#include "core/blame.h"
+#include "core/op_fields.h"
 #include "core/types.h"
 
 namespace ppspec::core {
@@ -52,9 +54,9 @@ struct Culprit {
   RankId rank = -1;
   std::string comm;  // the communicator (a Flight Recorder process group: its name)
   bool p2p = false;
-  RankId peer = -1;       // p2p: the other side
-  int64_t position = -1;  // 0-based: the communicator's collective number, or the k-th op on the (src, dst) channel
-  std::string what;       // how it is to blame: "extra", "missing", "differs", "never-posted", ...
+  RankId peer = -1;          // p2p: the other side
+  int64_t position = -1;     // 0-based: the communicator's collective number, or the k-th op on the (src, dst) channel
+  Blame what = Blame::none;  // how it is to blame (core/blame.h)
 };
 
 // One place in the system a finding points at.
@@ -79,6 +81,8 @@ struct Finding {
   std::vector<std::string> details;  // further lines (the wait-for cycle, ...)
   std::string dot;                   // Graphviz, for deadlocks
   Culprit culprit{};
+  // fifo-misalignment: which fields of the mismatched pair differ (the pair its summary names).
+  OpFields mismatched{};
 
   bool involves_rank(RankId r) const;
 };

@@ -29,12 +29,8 @@ namespace fs = std::filesystem;
 // Whether the simulator's mismatch is only of what a Flight Recorder entry does not hold.
 bool of_what_dumps_omit(const core::Finding& f) {
   if (f.kind != core::FindingKind::collective_mismatch && f.kind != core::FindingKind::p2p_mismatch) return false;
-  const auto at = f.summary.find("pairs mismatched operations: ");
-  if (at == std::string::npos) return false;
-  const std::string why = f.summary.substr(at);
-  const bool visible = why.find("kind ") != std::string::npos || why.find("dtype ") != std::string::npos ||
-                       why.find("count ") != std::string::npos;
-  return !visible;
+  const core::OpFields& m = f.mismatched;
+  return m.any() && !m.kind && !m.dtype && !m.count;
 }
 
 // The simulated run, with its trace written where the case's files are.
@@ -62,7 +58,7 @@ core::RunResult simulate(const std::string& file, const std::string& trace) {
 // waiting side's. Nullopt where the culprit names no operation.
 std::optional<traces::FrPlaced> placed_culprit(const core::Culprit& c, const traces::FrExport& e) {
   if (c.rank < 0 || c.position < 0 || c.comm.empty()) return std::nullopt;
-  const bool never = c.what == "never-posted";
+  const bool never = c.what == core::Blame::never_posted;
   if (c.p2p) {
     const traces::FrPlaceKey k = never ? traces::FrPlaceKey{c.peer, c.comm, true, c.rank, c.position}
                                        : traces::FrPlaceKey{c.rank, c.comm, true, c.peer, c.position};
@@ -146,7 +142,7 @@ bool has_note(const core::RunResult& r, core::FindingKind kind) {
 // leave a channel's sides unaligned.
 bool unseen_allowed(generator::FrShape shape, const core::RunResult& check, const std::string& check_class) {
   const core::Finding* f = check.findings.empty() ? nullptr : &check.findings.front();
-  const bool undated = f != nullptr && f->culprit.what == "undated";
+  const bool undated = f != nullptr && f->culprit.what == core::Blame::undated;
   switch (shape) {
     case generator::FrShape::gloo: return check_class == "pass";
     case generator::FrShape::snapshot: return check_class == "pass" || undated || (f != nullptr && f->culprit.rank < 0);
@@ -160,7 +156,8 @@ bool unseen_allowed(generator::FrShape shape, const core::RunResult& check, cons
 // the simulator's (rank, communicator, position), or the rank the program was disturbed on.
 void compare_culprits(FrCase& c, const traces::FrExport& e) {
   auto blames = [](const core::Culprit& x) {
-    return x.rank >= 0 && x.what != "stalled" && x.what != "cycle" && x.what != "undated";
+    return x.rank >= 0 && x.what != core::Blame::stalled && x.what != core::Blame::cycle &&
+           x.what != core::Blame::undated;
   };
   const bool sim_names = blames(c.sim_culprit), check_names = blames(c.check_culprit);
   if (!check_names) {
@@ -193,7 +190,7 @@ bool decided_by_what_dumps_omit(FrCase& c, const core::Finding* s, const core::F
   // A hang whose stuck ranks' rings dropped every completed call: check says it cannot tell where
   // they are stuck, which is honest wherever the run did hang.
   const bool hung = c.sim_end_class == "cycle" || c.sim_end_class == "stall" || c.sim_end_class == "unmatched";
-  if (k != nullptr && k->culprit.what == "dropped" && hung) {
+  if (k != nullptr && k->culprit.what == core::Blame::dropped && hung) {
     c.cannot_tell = true;
     c.agree = true;
     return true;
@@ -309,8 +306,8 @@ std::string fr_class(const core::Finding* f, core::Verdict v) {
     case core::Verdict::fifo_misalignment:
       return f != nullptr && f->kind == core::FindingKind::unmatched ? "unmatched" : "misaligned";
     case core::Verdict::deadlock:
-      if (f != nullptr && f->culprit.what == "never-posted") return "unmatched";
-      return f != nullptr && f->culprit.what == "cycle" ? "cycle" : "stall";
+      if (f != nullptr && f->culprit.what == core::Blame::never_posted) return "unmatched";
+      return f != nullptr && f->culprit.what == core::Blame::cycle ? "cycle" : "stall";
     case core::Verdict::hang: return "stall";
     default: return std::string(core::to_string(v));
   }

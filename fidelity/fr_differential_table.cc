@@ -51,7 +51,7 @@ void write_by_kind(std::ostream& md, const std::vector<FrCase>& cs) {
 nlohmann::json to_json(const FrCase& c) {
   auto culprit = [](const core::Culprit& x) {
     return nlohmann::json{{"rank", x.rank}, {"comm", x.comm},         {"p2p", x.p2p},
-                          {"peer", x.peer}, {"position", x.position}, {"what", x.what}};
+                          {"peer", x.peer}, {"position", x.position}, {"what", std::string(core::to_string(x.what))}};
   };
   return {{"name", c.name},
           {"ranks", c.ranks},

@@ -95,12 +95,10 @@ bool through_connect(const core::Finding& f) {
 // a collective: both sides wait).
 bool mismatch_unseen(const core::Finding& f) {
   if (f.kind != core::FindingKind::collective_mismatch && f.kind != core::FindingKind::p2p_mismatch) return false;
-  const auto at = f.summary.find("pairs mismatched operations: ");
-  if (at == std::string::npos) return false;
-  const std::string why = f.summary.substr(at);
-  const bool seen = why.find("kind ") != std::string::npos || why.find("dtype ") != std::string::npos ||
-                    why.find("count ") != std::string::npos || why.find("root ") != std::string::npos;
-  return !seen || why.find("all_to_all") != std::string::npos;
+  const core::OpFields& m = f.mismatched;
+  if (!m.any()) return false;
+  const bool seen = m.kind || m.dtype || m.count || m.root;
+  return !seen || m.all_to_all;
 }
 
 bool share_a_rank(const core::Finding& a, const core::Finding& b) {
@@ -127,7 +125,9 @@ bool through_not_posted(const core::Finding& f) {
 }
 
 std::string culprit_difference(const core::Culprit& sim, const core::Culprit& watch) {
-  auto blames = [](const core::Culprit& x) { return x.rank >= 0 && x.what != "stalled" && x.what != "cycle"; };
+  auto blames = [](const core::Culprit& x) {
+    return x.rank >= 0 && x.what != core::Blame::stalled && x.what != core::Blame::cycle;
+  };
   const bool s = blames(sim), w = blames(watch);
   if (!s && !w) return "";
   if (s != w)

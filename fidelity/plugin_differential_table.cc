@@ -60,7 +60,7 @@ void write_by_kind(std::ostream& md, const std::vector<PluginCase>& cs) {
 nlohmann::json to_json(const PluginCase& c) {
   auto culprit = [](const core::Culprit& x) {
     return nlohmann::json{{"rank", x.rank}, {"comm", x.comm},         {"p2p", x.p2p},
-                          {"peer", x.peer}, {"position", x.position}, {"what", x.what}};
+                          {"peer", x.peer}, {"position", x.position}, {"what", std::string(core::to_string(x.what))}};
   };
   return {{"name", c.name},
           {"ranks", c.ranks},

@@ -242,14 +242,14 @@ nlohmann::json to_json(const core::Finding& f) {
             {"request", known(f.request)},
             {"culprit", nullptr}};
   if (!f.dot.empty()) j["dot"] = f.dot;
-  if (f.culprit.rank >= 0 || !f.culprit.what.empty()) {
+  if (f.culprit.rank >= 0 || f.culprit.what != core::Blame::none) {
     const core::Culprit& c = f.culprit;
     j["culprit"] = {{"rank", known(c.rank)},
                     {"comm", c.comm.empty() ? Json(nullptr) : Json(c.comm)},
                     {"p2p", c.p2p},
                     {"peer", known(c.peer)},
                     {"position", known(c.position)},
-                    {"what", c.what}};
+                    {"what", std::string(core::to_string(c.what))}};
   }
   return j;
 }

@@ -25,16 +25,21 @@ sim::RunConfig run_config(const serving::ServingScenario& s, const RunChoices& c
   return o;  // a serving run keeps its schedule always (c.record_decisions is for programs)
 }
 
+core::Time gpu_hang_timeout(const program::Program& p) { return p.hang_timeout; }
+core::Time gpu_hang_timeout(const serving::ServingScenario&) { return 20 * core::kSec; }
+
 const core::RunResult& Executed::result() const {
   if (const auto* s = serving()) return s->result;
   return std::get<core::RunResult>(run);
 }
 
 core::RunResult execute(const program::Program& p, const RunChoices& c) {
+  if (c.target == Target::gpus) return execute_on_gpus(p, c.gpu);
   return program::run_on_sim(p, run_config(p, c));
 }
 
 serving::ServingRun execute(const serving::ServingScenario& s, const RunChoices& c) {
+  if (c.target == Target::gpus) return execute_on_gpus(s, c.gpu);
   return serving::run_on_sim(s, run_config(s, c));
 }
 

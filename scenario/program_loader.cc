@@ -745,9 +745,9 @@ std::optional<V> read_verdict(TableReader& e, std::string_view key, std::span<co
   return v;
 }
 
-std::vector<std::string> read_hazards(const toml::array& hz, const std::string& file, core::ScenarioKind kind) {
+std::vector<core::FindingKind> read_hazards(const toml::array& hz, const std::string& file, core::ScenarioKind kind) {
   const bool serving = kind == core::ScenarioKind::serving;
-  std::vector<std::string> kinds;
+  std::vector<core::FindingKind> kinds;
   std::string known;
   for (const auto& h : core::kHazardKinds)
     if (serving || !h.serving_only) known += fmt::format("{}{}", known.empty() ? "" : ", ", h.kind);
@@ -755,18 +755,16 @@ std::vector<std::string> read_hazards(const toml::array& hz, const std::string& 
     if (!n.is_string())
       throw core::InputError(file, line_of(n), "[expect] 'hazards': expected hazard kinds as strings");
     const std::string& name = n.as_string()->get();
-    const bool ok = std::any_of(
+    const auto h = std::find_if(
         core::kHazardKinds.begin(), core::kHazardKinds.end(),
-        [&](const core::HazardKindName& h) { return core::to_string(h.kind) == name && (serving || !h.serving_only); });
-    if (!ok)
+        [&](const core::HazardKindName& k) { return core::to_string(k.kind) == name && (serving || !k.serving_only); });
+    if (h == core::kHazardKinds.end())
       throw core::InputError(file, line_of(n),
                              fmt::format("[expect] 'hazards': '{}' is not a hazard {} scenarios note (one of: {})",
                                          core::printable(name, 60), core::to_string(kind), known));
-    kinds.push_back(name);
+    kinds.push_back(h->kind);
   }
-  std::sort(kinds.begin(), kinds.end());
-  kinds.erase(std::unique(kinds.begin(), kinds.end()), kinds.end());
-  return kinds;
+  return core::sorted_kinds(std::move(kinds));
 }
 
 std::pair<double, double> read_acceptance(const toml::array& a, const std::string& file) {

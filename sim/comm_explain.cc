@@ -87,7 +87,7 @@ Blocker CommExplainer::p2p_blocker(const CommKernel& k, const CommOp& op) const 
           peer_rank,
           fmt::format("rank{} has not posted {}", peer_rank, partner),
           nullptr,
-          core::Culprit{peer_rank, comm.name, true, k.rank, op.spec.cseq, "never-posted"}};
+          core::Culprit{peer_rank, comm.name, true, k.rank, op.spec.cseq, core::Blame::never_posted}};
 }
 
 namespace {
@@ -157,7 +157,7 @@ CollectiveHold CommExplainer::collective_hold(const SimComm& comm, int64_t cseq)
     if (other == nullptr && slot.units[m] < 0)
       h.members.push_back({Blocker::Kind::rank_host, nullptr, r,
                            fmt::format("rank{} has not posted collective #{} on '{}'", r, cseq, comm.name), nullptr,
-                           core::Culprit{r, comm.name, false, -1, cseq, "never-posted"}});
+                           core::Culprit{r, comm.name, false, -1, cseq, core::Blame::never_posted}});
     else if (other == nullptr && !slot.launched[m])
       h.members.push_back(
           {Blocker::Kind::rank_host, nullptr, r,
@@ -184,16 +184,18 @@ core::Culprit CommExplainer::never_connected(const Connection& c, core::RankId a
   const SimComm& comm = *c.comm;
   const int a = comm.crank_of(absent);
   if (!c.p2p)
-    return core::Culprit{absent, comm.name, false, -1, comm.ranks[static_cast<size_t>(a)].coll_posted, "never-posted"};
+    return core::Culprit{
+        absent, comm.name, false, -1, comm.ranks[static_cast<size_t>(a)].coll_posted, core::Blame::never_posted};
   const core::RankId waiter = c.parties[0] == absent ? c.parties[1] : c.parties[0];
   const int w = comm.crank_of(waiter);
   // What the absent rank never posted: the send a receive of the waiter needs first (a receive
   // cannot complete without it; a small send can without its receive), else a send's receive.
   const P2PChannel* from = comm.find_channel(a, w);
   if (from != nullptr && from->recvs_posted > from->sends_posted)
-    return core::Culprit{absent, comm.name, true, waiter, from->sends_posted, "never-posted"};
+    return core::Culprit{absent, comm.name, true, waiter, from->sends_posted, core::Blame::never_posted};
   const P2PChannel* to = comm.find_channel(w, a);
-  return core::Culprit{absent, comm.name, true, waiter, to == nullptr ? 0 : to->recvs_posted, "never-posted"};
+  return core::Culprit{
+      absent, comm.name, true, waiter, to == nullptr ? 0 : to->recvs_posted, core::Blame::never_posted};
 }
 
 }  // namespace ppspec::sim

@@ -162,7 +162,7 @@ std::optional<core::Finding> CommFindings::unmatched(const std::vector<std::uniq
                                std::string(first->origin)});
   f.sites.push_back(core::Site{partner, "", where->name, cseq,
                                fmt::format("never posts the matching {}", is_send ? "recv" : "send"), ""});
-  f.culprit = core::Culprit{partner, where->name, true, first->rank, cseq, "never-posted"};
+  f.culprit = core::Culprit{partner, where->name, true, first->rank, cseq, core::Blame::never_posted};
   return f;
 }
 

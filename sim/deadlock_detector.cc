@@ -722,7 +722,7 @@ void describe_chain(const Explainer& ex, const Chain& c, size_t stuck_count, cor
     }
   }
   if (!c.cycle) f.details.push_back(fmt::format("  {:<14}   ↳ {}", "", c.end));
-  if (c.cycle) f.culprit.what = "cycle";
+  if (c.cycle) f.culprit.what = core::Blame::cycle;
   if (!c.cycle && c.end_culprit != nullptr) f.culprit = *c.end_culprit;
 }
 

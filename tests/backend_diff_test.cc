@@ -8,7 +8,6 @@
 #include "scenario/serving_loader.h"
 #include "serving/runner.h"
 #include "tests/test_util.h"
-#include "report/serving_records.h"
 #include "verify/oracles/backend_diff.h"
 
 namespace ppspec::testing {
@@ -120,62 +119,6 @@ TEST(BackendDiff, ADifferentWireFormatIsNamedAtItsFirstOperation) {
   EXPECT_NE(f->details[1].find("feedback.payload"), std::string::npos) << f->details[1];
   ASSERT_EQ(f->sites.size(), 1u);
   EXPECT_EQ(f->sites[0].comm, "pp_broadcast0");
-}
-
-}  // namespace
-}  // namespace ppspec::testing
-
-namespace ppspec::testing {
-namespace {
-
-void expect_same(const engine::RequestRecord& a, const engine::RequestRecord& b) {
-  EXPECT_EQ(a.spec.id, b.spec.id);
-  EXPECT_EQ(a.spec.prompt, b.spec.prompt);
-  EXPECT_EQ(a.spec.max_tokens, b.spec.max_tokens);
-  EXPECT_EQ(a.spec.arrival, b.spec.arrival);
-  EXPECT_EQ(a.spec.seed, b.spec.seed);
-  EXPECT_EQ(a.spec.spread, b.spec.spread);
-  EXPECT_EQ(a.spec.abort, b.spec.abort);
-  EXPECT_EQ(a.idx, b.idx);
-  EXPECT_EQ(a.num_computed, b.num_computed);
-  EXPECT_EQ(a.blocks, b.blocks);
-  EXPECT_EQ(a.output, b.output);
-  EXPECT_EQ(a.output_step, b.output_step);
-  EXPECT_EQ(a.output_time, b.output_time);
-  EXPECT_EQ(a.verified_drafts, b.verified_drafts);
-  EXPECT_EQ(a.verified_step, b.verified_step);
-  EXPECT_EQ(a.accepted_drafts, b.accepted_drafts);
-  EXPECT_EQ(a.proposed_drafts, b.proposed_drafts);
-  EXPECT_EQ(a.decode_steps, b.decode_steps);
-  EXPECT_EQ(a.last_step, b.last_step);
-  EXPECT_EQ(a.admitted, b.admitted);
-  EXPECT_EQ(a.in_flight(), b.in_flight());
-  EXPECT_EQ(a.finished, b.finished);
-  EXPECT_EQ(a.aborted, b.aborted);
-  EXPECT_EQ(a.dummy, b.dummy);
-}
-
-// A GPU child hands its requests to the parent as JSON, where the oracles read every field: the
-// round trip must be exact, and an inconsistent record refused (a GPU run of pp2_stop_and_abort
-// once crashed the parent's golden oracle on a record without its output times).
-TEST(ServingRecords, RequestsRoundTripThroughJsonExactlyAndInconsistentOnesAreRefused) {
-  for (const char* name : {"pp2_stop_and_abort.toml", "pp2_temperature.toml", "pp2_chunked_prefill.toml"}) {
-    SCOPED_TRACE(name);
-    const auto s = committed_serving(name);
-    const auto o = observe(s, 3, "random");
-    const nlohmann::json j = report::requests_json(o->run.requests);
-    const auto back = report::requests_from_json(s.config, nlohmann::json::parse(j.dump()));
-    ASSERT_EQ(back.size(), o->run.requests.size());
-    for (size_t i = 0; i < back.size(); ++i) expect_same(o->run.requests[i], back[i]);
-    nlohmann::json broken = j;
-    broken[0]["output_time"] = nlohmann::json::array();
-    if (!o->run.requests[0].output.empty()) {
-      EXPECT_THROW(report::requests_from_json(s.config, broken), std::runtime_error);
-    }
-    broken = j;
-    broken[0]["id"] = 1 << 30;
-    EXPECT_THROW(report::requests_from_json(s.config, broken), std::runtime_error);
-  }
 }
 
 }  // namespace

@@ -237,8 +237,6 @@ TEST(Cli, AWrongServingExpectationFailsWithTheReproduceCommand) {
 }
 
 TEST(Cli, ServingOnAMachineWithoutGpusIsBadInputNamingWhatIsMissing) {
-  // The child is the ppspec binary, not this test program.
-  setenv("PPSPEC_EXE", PPSPEC_BINARY, 1);
   for (const char* backend : {"gpu", "both"}) {
     SCOPED_TRACE(backend);
     auto r = run({.files = {std::string(PPSPEC_SOURCE_DIR) + "/scenarios/serving/pp1_k5.toml"}, .backend = backend});

@@ -57,7 +57,7 @@ TEST(FlightRecorder, ADoublePostIsOneRootCauseNamingTheExtraBroadcast) {
   ASSERT_GE(f.sites.size(), 2u);
   EXPECT_EQ(f.sites[0].rank, 1) << "the culprit first";
   EXPECT_EQ(f.culprit.rank, 1);
-  EXPECT_EQ(f.culprit.what, "extra");
+  EXPECT_EQ(f.culprit.what, core::Blame::extra);
   EXPECT_TRUE(any_detail(f, "rank 0: 15 of 24 operations completed; stuck from pg 1 collective_seq_id 10"))
       << f.details.front();
 }
@@ -357,7 +357,7 @@ TEST(FlightRecorderGeneral, EightRanksOfTwoThousandEntriesAreCheckedFast) {
   ASSERT_EQ(r.verdict, core::Verdict::fifo_misalignment);
   EXPECT_EQ(r.findings.size(), 1u);
   EXPECT_EQ(r.findings[0].culprit.rank, 5);
-  EXPECT_EQ(r.findings[0].culprit.what, "extra");
+  EXPECT_EQ(r.findings[0].culprit.what, core::Blame::extra);
 #if !defined(__SANITIZE_ADDRESS__)
   EXPECT_LT(s, 1.0) << "reading and judging 8 x 2,000 entries";
 #endif

@@ -102,7 +102,7 @@ TEST(NcclProfiler, ADoublePostedBroadcastIsNamedWithItsRank) {
   const core::Finding& f = job.result.findings.front();
   EXPECT_EQ(f.culprit.rank, 1) << f.summary;
   EXPECT_EQ(f.culprit.comm, "bcast");
-  EXPECT_EQ(f.culprit.what, "extra") << f.summary;
+  EXPECT_EQ(f.culprit.what, core::Blame::extra) << f.summary;
 }
 
 // `show`, `export --perfetto` and `export --flight-recorder` read a job's plugin traces as `check`

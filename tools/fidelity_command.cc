@@ -137,18 +137,16 @@ ProgramResult simulate(generator::GeneratedProgram& g, const fs::path& file, uin
 // The GPU's trace goes to OUT/traces/, so that a disagreement can be read event by event.
 void run_gpu_part(const FidelityArgs& args, const fs::path& trace, ProgramResult& r) {
   const Loaded loaded = load_scenario(r.file);
-  gpu_jobs::GpuJob job = gpu_job_of(loaded.scenario);
-  report::RunRecord rec;
   const gpu_jobs::GpuOutcome o =
-      gpu_jobs::run_on_gpu(job, gpu_jobs::gpu_run_options(trace.string(), args.hang_timeout_s), rec);
-  r.gpu_wall_s = rec.wall_ms / 1000.0;
+      gpu_jobs::run_on_gpus(loaded, gpu_jobs::gpu_run_options(trace.string(), args.hang_timeout_s));
+  r.gpu_wall_s = o.wall_ms / 1000.0;
   if (o.failure != gpu_jobs::GpuFailure::none) {
     r.gpu = "error";
     r.gpu_summary = one_line(o.error);
     return;
   }
-  r.gpu = verdict_class(rec.result.verdict);
-  r.gpu_summary = first_summary(rec.result);
+  r.gpu = verdict_class(o.executed->result().verdict);
+  r.gpu_summary = first_summary(o.executed->result());
 }
 
 std::string classes(const ProgramResult& r) {

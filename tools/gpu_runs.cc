@@ -10,7 +10,7 @@
 #include "core/runtime_config.h"
 #include "gpu_jobs/gpu_backend.h"
 #include "report/report.h"
-#include "report/serving_records.h"
+#include "report/serving_figures.h"
 #include "runs/execute.h"
 #include "serving/runner.h"
 #include "tools/bad_input.h"
@@ -22,72 +22,34 @@
 namespace ppspec::tools {
 namespace {
 
-// A serving scenario's hang limit on GPUs unless --hang-timeout says otherwise: long enough for
-// NCCL's first connections, far shorter than NCCL's own 10-minute watchdog.
-constexpr core::Time kServingHangTimeout = 20 * core::kSec;
-
-}  // namespace
-
-// A GPU run reads only the part of [runtime] that holds on every backend (core::RuntimeConfig).
-gpu_jobs::GpuJob gpu_job_of(const Scenario& sc) {
-  if (const auto* p = std::get_if<program::Program>(&sc)) {
-    const core::RuntimeConfig& rt = p->config;
-    return gpu_jobs::GpuJob{p->file, p->name, rt.module_loading, p->hang_timeout, rt.runtime_connect};
-  }
-  const auto& s = std::get<serving::ServingScenario>(sc);
-  const core::RuntimeConfig& rt = s.runtime;
-  return gpu_jobs::GpuJob{s.file, s.name, rt.module_loading, kServingHangTimeout, rt.runtime_connect};
-}
-
-namespace {
-
 core::Verdict gpu_expectation(const Scenario& sc) {
   if (const auto* p = std::get_if<program::Program>(&sc)) return p->expect.gpu_verdict.value_or(p->expect.verdict);
   const auto& s = std::get<serving::ServingScenario>(sc);
   return s.expect.gpu_verdict.value_or(s.expect.verdict);
 }
 
-// A serving run's requests from the child, then the oracles (their references are simulated).
-serving::ServingRun finish_serving(const serving::ServingScenario& s, const nlohmann::json& result,
-                                   report::RunRecord& rec) {
-  serving::ServingRun run;
-  run.result = rec.result;
-  run.completed = result.value("completed", false);
-  if (result.contains("requests")) {
-    run.requests = report::requests_from_json(s.config, result.at("requests"));
-    run.stats = report::serving_stats_from_json(result.at("stats"));
-  }
-  serving::check_oracles(s, runs::run_config(s, runs::RunChoices{}), run);  // the scenario's seed and strategy
-  rec.result = run.result;
-  rec.serving = report::figures_of(run);
-  return run;
-}
-
 // One scenario on the GPUs; nullopt (with the exit status in `status`) when it gave no verdict.
 std::optional<serving::ServingRun> gpu_run(const Loaded& loaded, const RunArgs& args, const std::string& trace,
                                            report::RunRecord& rec, std::ostream& err, int& status) {
-  const gpu_jobs::GpuJob job = gpu_job_of(loaded.scenario);
-  rec.file = job.file;
-  rec.scenario = job.name;
+  const scenario::Exploration x = exploration_of(loaded.scenario);
+  rec.file = x.file;
+  rec.scenario = x.name;
   rec.strategy = "gpu";
   rec.gpu = true;
   rec.expected = gpu_expectation(loaded.scenario);
-  rec.reproduce = fmt::format("ppspec run --backend gpu {}", shell_word(job.file));
-  const gpu_jobs::GpuOutcome o = gpu_jobs::run_on_gpu(job, gpu_jobs::gpu_run_options(trace, args.hang_timeout_s), rec);
+  rec.reproduce = fmt::format("ppspec run --backend gpu {}", shell_word(x.file));
+  const gpu_jobs::GpuOutcome o = gpu_jobs::run_on_gpus(loaded, gpu_jobs::gpu_run_options(trace, args.hang_timeout_s));
+  rec.wall_ms = o.wall_ms;
   if (o.failure != gpu_jobs::GpuFailure::none) {
-    err << fmt::format("ppspec: {}: {}\n", job.file, o.error);
+    err << fmt::format("ppspec: {}: {}\n", x.file, o.error);
     status = o.failure == gpu_jobs::GpuFailure::bad_input ? 2 : 3;
     return std::nullopt;
   }
+  rec.result = o.executed->result();
   serving::ServingRun run;
-  if (const auto* s = std::get_if<serving::ServingScenario>(&loaded.scenario)) {
-    try {
-      run = finish_serving(*s, o.result, rec);
-    } catch (const std::exception& e) {
-      err << fmt::format("ppspec: {}: the GPU run's requests are unreadable: {}\n", job.file, e.what());
-      status = 3;
-      return std::nullopt;
-    }
+  if (const serving::ServingRun* s = o.executed->serving()) {
+    run = *s;
+    rec.serving = report::figures_of(run);
   }
   if (rec.result.verdict != rec.expected)
     rec.mismatch =

@@ -13,9 +13,6 @@ namespace ppspec::tools {
 
 // Exit status: 0 when every verdict met its expectation, 1 when one did not, 2 for bad input
 // (a scenario this machine cannot run), 3 when a GPU run failed without a verdict.
-// What the child process of one scenario must know before CUDA and NCCL start.
-gpu_jobs::GpuJob gpu_job_of(const Scenario& sc);
-
 int run_gpu(const std::vector<Loaded>& scenarios, const RunArgs& args, std::ostream& out, std::ostream& err);
 // Serving scenarios only: each on the simulator (its first seed) and on GPUs, then compared.
 int run_both(const std::vector<Loaded>& scenarios, const RunArgs& args, std::ostream& out, std::ostream& err);

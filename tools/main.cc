@@ -68,7 +68,6 @@ struct CommandLine {
     std::vector<int> ranks;
   } show;
   FuzzArgs fuzz;
-  gpu_jobs::GpuChildArgs child;
   struct Latency {
     int iterations = 1000;
     int64_t bytes = 8;
@@ -257,16 +256,6 @@ void fuzz_options(CLI::App& cmd, CommandLine& line) {
 
 int fuzz_handler(CommandLine& line) { return fuzz_command(line.fuzz, std::cout, std::cerr); }
 
-void gpu_child_options(CLI::App& cmd, CommandLine& line) {
-  cmd.group("");  // internal: not listed by --help
-  cmd.add_option("file", line.child.file)->required();
-  cmd.add_option("--result", line.child.result)->required();
-  cmd.add_option("--trace", line.child.trace);
-  cmd.add_option("--hang-timeout", line.child.hang_timeout_s);
-}
-
-int gpu_child_handler(CommandLine& line) { return gpu_jobs::gpu_child_main(line.child); }
-
 void gpu_latency_options(CLI::App& cmd, CommandLine& line) {
   cmd.add_option("--iterations", line.latency.iterations, "round trips to time")->check(CLI::Range(1, 10000000));
   cmd.add_option("--bytes", line.latency.bytes, "message size")->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
@@ -400,7 +389,6 @@ constexpr std::array kCommands{
     Command{"fuzz",
             "generate serving scenarios, run each with every monitor and oracle, shrink a failure to a minimal file",
             fuzz_options, fuzz_handler},
-    Command{"gpu-child", "(internal) run one scenario on the real backend", gpu_child_options, gpu_child_handler},
     Command{"gpu-latency", "NCCL send/recv round-trip latency between GPU 0 and GPU 1 (real backend)",
             gpu_latency_options, gpu_latency_handler},
     Command{"fidelity", "generate program scenarios, run each on the simulator and on GPUs, and compare the verdicts",

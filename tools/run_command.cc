@@ -28,7 +28,7 @@
 #include "tools/gpu_runs.h"
 #include "tools/run_support.h"
 #include "report/report.h"
-#include "report/serving_records.h"
+#include "report/serving_figures.h"
 #include "traces/jsonl_writer.h"
 
 namespace ppspec::tools {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -11,8 +12,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "scenario/program_loader.h"
+#include "scenario/scenario.h"
 #include "gpu_jobs/gpu_backend.h"
+#include "report/report.h"
 #include "traces/trace_reader.h"
 #include "verify/dumps/trace_check.h"
 #include "tests/scratch.h"
@@ -27,9 +29,20 @@ std::string env_or(const char* name, const char* fallback) {
 }
 const std::string kScenarios = env_or("PPSPEC_SOURCE_DIR", PPSPEC_SOURCE_DIR) + "/scenarios/programs/";
 
+// Counted in a child process: CUDA initialised in this one would not survive the fork of every
+// GPU run (gpu_jobs/gpu_backend.h).
 int gpus() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) return 0;
+  static const int n = [] {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      int count = 0;
+      if (cudaGetDeviceCount(&count) != cudaSuccess) count = 0;
+      _exit(count);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 0;
+  }();
   return n;
 }
 
@@ -46,17 +59,17 @@ struct GpuRun {
 };
 
 GpuRun run(const std::string& name, double hang_timeout_s = 5, const std::string& trace = "") {
-  setenv("PPSPEC_EXE", env_or("PPSPEC_EXE", PPSPEC_BINARY).c_str(), 1);
   GpuRun g;
-  const program::Program p = scenario::load_program_file(kScenarios + name);
+  const scenario::Loaded loaded = scenario::load_scenario(kScenarios + name);
   gpu_jobs::GpuRunOptions o;
   o.hang_timeout = static_cast<core::Time>(hang_timeout_s * core::kSec);
   o.trace = trace;
-  const gpu_jobs::GpuOutcome out =
-      gpu_jobs::run_on_gpu(gpu_jobs::GpuJob{p.file, p.name, p.config.module_loading, p.hang_timeout}, o, g.rec);
+  const gpu_jobs::GpuOutcome out = gpu_jobs::run_on_gpus(loaded, o);
   g.ran = out.failure == gpu_jobs::GpuFailure::none;
   g.failure = out.failure;
   g.error = out.error;
+  g.rec.wall_ms = out.wall_ms;
+  if (out.executed) g.rec.result = out.executed->result();
   return g;
 }
 

@@ -244,7 +244,7 @@ std::optional<core::Finding> unbalanced_all_to_all(const FrJobGroup& g, const st
         g.label(), seq, sent, received, fmt::join(parts, ", "));
     for (const Lane& l : lanes)
       if (f.sites.size() < core::kFindingListMax) f.sites.push_back(site_of(l, k, g.label(), false, ""));
-    f.culprit = core::Culprit{-1, g.name, false, -1, lanes.front().at(k)->position, "unbalanced"};
+    f.culprit = core::Culprit{-1, g.name, false, -1, lanes.front().at(k)->position, core::Blame::unbalanced};
     return f;
   }
   return std::nullopt;
@@ -276,7 +276,7 @@ core::Finding surplus_finding(const FrJob& job, size_t group, const std::vector<
       core::Site{less.rank, fmt::format("rank{}", less.rank), g.label(), -1, "never posts the counterpart", ""});
   f.sites.push_back(site_of(more, k, g.label(), false, ""));
   // Equal operations cannot tell a skipped one from one too many: no culprit, only where.
-  f.culprit = core::Culprit{-1, g.name, false, -1, more.at(k)->position, "count"};
+  f.culprit = core::Culprit{-1, g.name, false, -1, more.at(k)->position, core::Blame::count};
   if (const auto where = locate_skipped_collective(job, group, less.rank, more.rank)) f.details.push_back(*where);
   return f;
 }
@@ -351,7 +351,7 @@ std::optional<core::Finding> early_mismatch(const FrJobGroup& g) {
       if (posts.size() < core::kFindingListMax) posts.push_back(fmt::format("rank {} posts {}", rank, describe(*op)));
     f.summary = fmt::format("{} collective_seq_id {}, which only some members' rings still hold: {}", g.label(), seq,
                             fmt::join(posts, ", "));
-    f.culprit = core::Culprit{-1, g.name, false, -1, held.front().second->position, "differs"};
+    f.culprit = core::Culprit{-1, g.name, false, -1, held.front().second->position, core::Blame::differs};
     for (const auto& [key, at] : keys)
       if (at.size() == 1 && held.size() >= 3 && keys.size() == 2) f.culprit.rank = held[at.front()].first;
     for (const auto& [rank, op] : held)
@@ -484,7 +484,8 @@ void completed_surplus(const FrChannel& ch, const FrJobGroup& g, const std::vect
   f.sites.push_back(site_of(lanes[ahead], c.at[ahead], g.label(), true, ""));
   f.sites.push_back(core::Site{absent, fmt::format("rank{}", absent), g.label(), -1,
                                sends ? "never posts the receive" : "never posts the send", ""});
-  f.culprit = core::Culprit{absent, g.name, true, waiting, place(lanes[ahead], c.at[ahead]) - 1, "never-posted"};
+  f.culprit =
+      core::Culprit{absent, g.name, true, waiting, place(lanes[ahead], c.at[ahead]) - 1, core::Blame::never_posted};
   out.unmatched_completed.push_back({op->entry->created_ns, std::move(f)});
 }
 

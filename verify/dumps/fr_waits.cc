@@ -153,7 +153,7 @@ core::Finding cycle_finding(const WaitGraph& g, const std::vector<size_t>& cycle
   f.verdict = core::Verdict::deadlock;
   f.kind = core::FindingKind::cycle;
   f.time = core::kNoTime;
-  f.culprit.what = "cycle";
+  f.culprit.what = core::Blame::cycle;
   std::vector<std::string> steps;
   for (size_t k = 0; k < cycle.size(); ++k) {
     const size_t i = cycle[k], next = cycle[(k + 1) % cycle.size()];
@@ -270,8 +270,8 @@ core::Finding idle_finding(const WaitGraph& g, const Sink& s, const std::vector<
   f.sites.push_back(core::Site{s.rank, fmt::format("rank{}", s.rank), g.job.groups[op.group].label(), -1,
                                "never posts the counterpart", ""});
   f.sites.push_back(site_of(g, s.op));
-  f.culprit =
-      core::Culprit{s.rank, g.job.groups[op.group].name, p2p, p2p ? op.dump->rank : -1, op.position, "never-posted"};
+  f.culprit = core::Culprit{s.rank,      g.job.groups[op.group].name, p2p, p2p ? op.dump->rank : -1,
+                            op.position, core::Blame::never_posted};
   // A dump of the idle rank that ends before the wait began cannot show a call made since: taken
   // moments apart while the job ran, the dumps look so too.
   if (g.job.by_rank.count(s.rank) && dating.taken_before(s.rank, op)) {
@@ -304,7 +304,7 @@ void ring_words(const WaitGraph& g, const Sink& s, const std::vector<int>& ranks
         rank_words(ranks), g.op_words(s.op), s.rank, s.rank);
     return;
   }
-  f.culprit = core::Culprit{-1, g.job.groups[op.group].name, op.entry->is_p2p, -1, op.position, "dropped"};
+  f.culprit = core::Culprit{-1, g.job.groups[op.group].name, op.entry->is_p2p, -1, op.position, core::Blame::dropped};
   if (s.kind == Sink::Kind::unheld) {
     f.summary = fmt::format(
         "{} wait{} at {} for rank {}, whose ring dropped its first {} records and holds none of its calls there "
@@ -342,7 +342,8 @@ core::Finding sink_finding(const WaitGraph& g, const Sink& s, const std::vector<
         "no dump of rank {}, which {} wait{} for ({}): a rank that did not dump is often the one that hung — the "
         "first suspect",
         s.rank, rank_words(ranks), ranks.size() == 1 ? "s" : "", awaited(g, s.op));
-    f.culprit = core::Culprit{s.rank, g.job.groups[op.group].name, op.entry->is_p2p, -1, op.position, "no-dump"};
+    f.culprit =
+        core::Culprit{s.rank, g.job.groups[op.group].name, op.entry->is_p2p, -1, op.position, core::Blame::no_dump};
   } else if (s.kind == Sink::Kind::lost) {
     f.kind = core::FindingKind::stalled;
     f.summary = fmt::format(
@@ -351,7 +352,8 @@ core::Finding sink_finding(const WaitGraph& g, const Sink& s, const std::vector<
         "and receive between the two at their first use: both sends complete, both receives hang), or the send "
         "carried fewer elements than the receive expects",
         g.stuck[s.op].rank, g.op_words(s.op), s.rank);
-    f.culprit = core::Culprit{g.stuck[s.op].rank, g.job.groups[op.group].name, true, s.rank, op.position, "stalled"};
+    f.culprit =
+        core::Culprit{g.stuck[s.op].rank, g.job.groups[op.group].name, true, s.rank, op.position, core::Blame::stalled};
   } else if (s.kind == Sink::Kind::unplaced || s.kind == Sink::Kind::dropped || s.kind == Sink::Kind::unheld) {
     ring_words(g, s, ranks, f);
   } else if (s.kind == Sink::Kind::outside) {
@@ -361,7 +363,8 @@ core::Finding sink_finding(const WaitGraph& g, const Sink& s, const std::vector<
         "something outside communication (a kernel that does not finish, an event never recorded); {} wait{} "
         "behind it",
         s.rank, g.op_words(s.op), rank_words(ranks), ranks.size() == 1 ? "s" : "");
-    f.culprit = core::Culprit{s.rank, g.job.groups[op.group].name, op.entry->is_p2p, -1, op.position, "stalled"};
+    f.culprit =
+        core::Culprit{s.rank, g.job.groups[op.group].name, op.entry->is_p2p, -1, op.position, core::Blame::stalled};
   } else {
     f.kind = core::FindingKind::stalled;
     // The ranks whose own operation is the one that does not complete, and those who wait on them.
@@ -408,7 +411,7 @@ void date_stall(core::Finding& f, const WaitGraph& g, const Sink& s, FrAge age, 
     return;
   }
   f.summary += "; or the job was still running: the dumps cannot tell a slow job from a stalled one here";
-  f.culprit.what = "undated";
+  f.culprit.what = core::Blame::undated;
   f.details.insert(f.details.begin(), fmt::format("not dated: {}", words));
 }
 

@@ -159,8 +159,12 @@ std::optional<core::Finding> PairingChecker::unmatched() const {
   f.sites.push_back(core::Site{first->rank, first->actor, std::get<0>(*where), -1, core::describe(posted(*first).desc),
                                first->origin});
   const auto done = paired_.find(*where);
-  f.culprit = core::Culprit{
-      partner, std::get<0>(*where), true, first->rank, done == paired_.end() ? 0 : done->second, "never-posted"};
+  f.culprit = core::Culprit{partner,
+                            std::get<0>(*where),
+                            true,
+                            first->rank,
+                            done == paired_.end() ? 0 : done->second,
+                            core::Blame::never_posted};
   f.sites.push_back(core::Site{partner, "", std::get<0>(*where), -1, "never posts the matching operation", ""});
   return f;
 }

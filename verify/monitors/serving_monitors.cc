@@ -105,7 +105,7 @@ OnlineCoverage ServingMonitors::coverage() const {
     c.requests_forgotten_idle += m.requests_forgotten_idle();
     c.requests_forgotten_for_room += m.requests_forgotten_for_room();
     for (const auto& monitor : r.monitors)
-      for (const auto& [what, n] : monitor->skipped()) c.monitor_skips[what] += n;
+      for (const auto& [what, n] : monitor->skipped()) c.monitor_skips[std::string(what)] += n;
   }
   return c;
 }

@@ -33,7 +33,7 @@ struct OnlineCoverage {
   uint64_t requests_forgotten_for_room = 0;
   // What the monitors skipped: events they act on that lacked what judging them needs, by phrase
   // (Monitor::skip), summed over ranks and replicas.
-  std::map<std::string_view, uint64_t> monitor_skips;
+  std::map<std::string, uint64_t> monitor_skips;
 };
 
 std::optional<core::Finding> golden_oracle(const engine::EngineConfig& cfg, const engine::Checkpoint& ckpt,

@@ -1,0 +1,19 @@
+#include "report/serving_figures.h"
+
+namespace ppspec::report {
+
+ServingFigures figures_of(const serving::ServingRun& run) {
+  return ServingFigures{run.stats.steps,
+                        static_cast<int64_t>(run.requests.size()),
+                        run.stats.output_tokens,
+                        run.stats.acceptance_rate(),
+                        run.stats.tokens_per_step(),
+                        run.coverage,
+                        run.stats.preemptions,
+                        run.stats.steps_ahead,
+                        run.stats.prefix_hit_blocks,
+                        run.stats.prefix_evictions,
+                        run.stats.dummy_batches};
+}
+
+}  // namespace ppspec::report
