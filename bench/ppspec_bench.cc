@@ -30,7 +30,6 @@ program::Program ring(int ranks, int steps, int sync_every) {
   program::CommDecl world{"world", {}};
   for (int r = 0; r < ranks; ++r) world.ranks.push_back(r);
   p.comms.push_back(world);
-  p.config.record_decisions = false;
   p.config.max_steps = UINT64_MAX;
   p.ranks.resize(static_cast<size_t>(ranks));
   for (int r = 0; r < ranks; ++r) {
@@ -102,9 +101,9 @@ void BM_Serving(benchmark::State& state) {
   const char* name = state.range(0) == 0 ? "pp2_tp2_k5.toml" : "pp2_tp1_k5.toml";
   const std::string file = std::string(PPSPEC_SOURCE_DIR) + "/scenarios/serving/" + name;
   serving::ServingScenario s = scenario::read_serving(scenario::parse_toml_file(file), file);
-  s.runtime.record_decisions = false;
   s.runtime.detect_races = state.range(2) != 0;
   sim::RunConfig o;
+  o.record_decisions = false;
   o.oracles = state.range(1) != 0;
   int64_t steps = 0, tokens = 0;
   for (auto _ : state) {

@@ -45,7 +45,7 @@ core::RunResult simulate(const std::string& file, const std::string& trace) {
   traces::JsonlWriter writer(trace, h);
   runs::RunChoices choices;  // what the header above says: seed 1, the default strategy
   choices.seed = 1;
-  choices.strategy = sim::StrategySpec{};
+  choices.strategy = core::StrategySpec{};
   choices.record_decisions = false;
   choices.sink = &writer;
   core::RunResult r = runs::execute(p, choices);

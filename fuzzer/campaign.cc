@@ -68,7 +68,7 @@ serving::ServingRun run_serving(const std::string& text, const std::string& file
   const serving::ServingScenario s = scenario::parse_serving(text, file);
   runs::RunChoices choices;
   choices.seed = c.seed;
-  choices.strategy = sim::parse_strategy(c.strategy());
+  choices.strategy = core::parse_strategy(c.strategy());
   PPSPEC_ASSERT(choices.strategy.has_value(), "strategy '{}' of a generated case", c.strategy());
   choices.sink = paths;
   return runs::execute(s, choices);

@@ -5,7 +5,7 @@
 #include "core/assert.h"
 #include "fuzzer/generate.h"
 #include "program/toml_writer.h"
-#include "sim/policy.h"
+#include "core/strategy.h"
 
 namespace ppspec::fuzzer {
 
@@ -45,7 +45,7 @@ std::string case_toml(const FuzzCase& c, const std::string& name, const std::str
   }
   p.explore.seed = c.program.seed;
   p.explore.seeds = 1;
-  p.explore.strategy = *sim::parse_strategy(c.strategy());
+  p.explore.strategy = *core::parse_strategy(c.strategy());
   return program::to_toml(p);
 }
 

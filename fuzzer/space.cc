@@ -7,7 +7,7 @@
 #include "core/file_bytes.h"
 #include "scenario/program_loader.h"
 #include "scenario/toml_reader.h"
-#include "sim/config.h"
+#include "core/world_config.h"
 
 namespace ppspec::fuzzer {
 
@@ -102,7 +102,7 @@ Space parse_space(const std::string& text, const std::string& file) {
   read_names(r, "feedback", s.feedback, {"three-message", "single-payload"});
   read_names(r, "module_loading", s.module_loading, {"eager", "lazy", "jit"});
   read_numbers(r, "temperature", s.temperature, 0, 2);
-  read_numbers(r, "jitter", s.jitter, 0, sim::kMaxJitter);
+  read_numbers(r, "jitter", s.jitter, 0, core::kMaxJitter);
   if (const toml::array* kinds = r.array("kinds")) {
     s.servings = s.programs = false;
     for (const toml::node& n : *kinds) {

@@ -57,7 +57,7 @@ void Generator::declare_comms() {
 }
 
 void Generator::configure() {
-  sim::SimConfig& c = out_.program.config;
+  core::WorldConfig& c = out_.program.config;
   // Only what the real backend applies varies; the simulator-only knobs keep their defaults, which
   // are today's hardware (DESIGN §3), so that a disagreement is the simulator's, not a knob's.
   const uint64_t loading = below(10);

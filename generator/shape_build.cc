@@ -53,7 +53,7 @@ program::Program skeleton(const Shape& s) {
   for (size_t i = 0; i < s.comm_masks.size(); ++i)
     p.comms.push_back(program::CommDecl{fmt::format("c{}", i + 1), members_of_mask(s.comm_masks[i], s.ranks)});
   if (breaks_round_order(s)) p.comms.push_back(all_ranks("early", s.ranks));
-  sim::SimConfig& cfg = p.config;
+  core::WorldConfig& cfg = p.config;
   cfg.concurrency = s.config.concurrency == 0 ? core::Concurrency::ok : core::Concurrency::serial;
   cfg.eager_bytes = s.config.eager == 0 ? 0 : (s.config.eager == 1 ? 64 : 1 << 20);
   cfg.runtime_connect = s.config.runtime_connect;

@@ -33,7 +33,7 @@ constexpr size_t kStreamsMax = 8;
 constexpr size_t kCommsMax = 16;
 constexpr size_t kOpsMax = 512;
 
-void cap_runtime(sim::SimConfig& cfg, uint64_t steps_max) {
+void cap_runtime(core::WorldConfig& cfg, uint64_t steps_max) {
   cfg.max_steps = std::min(cfg.max_steps, steps_max);
   cfg.max_time = std::min(cfg.max_time, kTimeMax);
 }

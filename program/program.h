@@ -13,8 +13,8 @@
 #include "core/dtype.h"
 #include "core/types.h"
 #include "core/verdict.h"
-#include "sim/config.h"
-#include "sim/policy.h"
+#include "core/strategy.h"
+#include "core/world_config.h"
 
 namespace ppspec::program {
 
@@ -84,7 +84,7 @@ using Expect = core::Expect;
 struct Explore {
   uint64_t seed = 1;
   uint64_t seeds = 1;
-  sim::StrategySpec strategy;
+  core::StrategySpec strategy;
 };
 
 struct Program {
@@ -95,7 +95,7 @@ struct Program {
   std::vector<std::string> streams{"main"};
   std::vector<CommDecl> comms;
   std::vector<std::vector<ThreadProgram>> ranks;  // [rank][thread]
-  sim::SimConfig config;
+  core::WorldConfig config;
   core::Time hang_timeout = 20 * core::kSec;  // real backend: the watchdog's limit
   Expect expect;
   Explore explore;

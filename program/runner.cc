@@ -145,7 +145,7 @@ void install(const Program& p, core::Runtime& rt) {
 }
 
 core::RunResult run_on_sim(const Program& p, const sim::RunConfig& opts) {
-  sim::SimConfig cfg = p.config;
+  sim::SimConfig cfg = sim::sim_config(p.config);
   cfg.record_decisions = opts.record_decisions;
   cfg.backed_memory = false;  // a program's verdict never depends on its buffers' bytes
   auto policy = opts.replay ? sim::make_replay_policy(*opts.replay) : sim::make_policy(opts.strategy, opts.seed);

@@ -77,7 +77,7 @@ std::string op_line(const ProgramOp& op) {
 }  // namespace
 
 std::string to_toml(const Program& p) {
-  const sim::SimConfig& c = p.config;
+  const core::WorldConfig& c = p.config;
   std::string s = fmt::format("kind = \"program\"\nname = {}\n", toml_string(p.name));
   if (!p.description.empty()) s += fmt::format("description = {}\n", toml_string(p.description));
   s += fmt::format("ranks = {}\nstreams = [", p.num_ranks);
@@ -90,7 +90,7 @@ std::string to_toml(const Program& p) {
                    c.runtime_connect, c.eager_bytes, c.unit_bytes, c.max_steps, c.jitter);
   if (p.hang_timeout != Program{}.hang_timeout)
     s += fmt::format("hang_timeout_s = {}\n", static_cast<double>(p.hang_timeout) / core::kSec);
-  const sim::CostModel& m = c.cost;
+  const core::CostModel& m = c.cost;
   s += fmt::format(
       "\n[runtime.cost]\nhost_call_us = {}\nkernel_us = {}\nkernel_per_kwork_us = {}\ncomm_latency_us = {}\n"
       "comm_gbps = {}\nmodule_load_us = {}\njit_compile_us = {}\ncomm_init_us = {}\nconnect_us = {}\nmemcpy_us = {}\n",

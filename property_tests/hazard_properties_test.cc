@@ -40,10 +40,10 @@ struct Outcome {
 // its priority changes land inside these short programs).
 std::vector<Outcome> under_16_schedules(const program::Program& p) {
   const uint64_t first = *rc::gen::inRange<uint64_t>(1, 1'000'000);
-  sim::StrategySpec pct{sim::StrategySpec::Kind::pct, 3};
+  core::StrategySpec pct{core::StrategySpec::Kind::pct, 3};
   pct.horizon = static_cast<uint64_t>(*rc::gen::inRange(10, 400));
   std::vector<Outcome> out;
-  for (const sim::StrategySpec& strategy : {sim::StrategySpec{}, pct}) {
+  for (const core::StrategySpec& strategy : {core::StrategySpec{}, pct}) {
     for (uint64_t seed = first; seed < first + kSeeds; ++seed) {
       sim::RunConfig o;
       o.seed = seed;

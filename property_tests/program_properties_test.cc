@@ -19,7 +19,7 @@ using namespace ppspec::generator;  // the program generator (generator/shape.h)
 namespace {
 
 struct Schedule {
-  sim::StrategySpec strategy;
+  core::StrategySpec strategy;
   uint64_t seed = 1;
 };
 
@@ -27,7 +27,7 @@ rc::Gen<Schedule> gen_schedule() {
   return rc::gen::exec([] {
     Schedule s;
     if (*rc::gen::arbitrary<bool>()) {
-      s.strategy.kind = sim::StrategySpec::Kind::pct;
+      s.strategy.kind = core::StrategySpec::Kind::pct;
       s.strategy.depth = *rc::gen::inRange(1, 4);
       s.strategy.horizon = static_cast<uint64_t>(*rc::gen::inRange(10, 400));
     }
@@ -55,7 +55,7 @@ RC_GTEST_PROP(Programs, WellMatchedProgramsPassUnderEveryPolicyAndSeed, ()) {
   const Schedule sched = *gen_schedule();
   const program::Program p = build(shape);
   const core::RunResult r = run(p, sched);
-  RC_TAG(sched.strategy.kind == sim::StrategySpec::Kind::pct ? "pct" : "random");
+  RC_TAG(sched.strategy.kind == core::StrategySpec::Kind::pct ? "pct" : "random");
   if (r.verdict != core::Verdict::pass) {
     RC_LOG() << program::to_toml(p) << "\n# seed " << sched.seed << " strategy " << sched.strategy.str() << "\n"
              << report(r) << "\n";

@@ -49,18 +49,18 @@ std::vector<std::string> names(bool faulty) {
   return out;
 }
 
-rc::Gen<sim::StrategySpec> gen_strategy() {
+rc::Gen<core::StrategySpec> gen_strategy() {
   return rc::gen::exec([] {
-    sim::StrategySpec s;
+    core::StrategySpec s;
     if (*rc::gen::arbitrary<bool>()) {
-      s.kind = sim::StrategySpec::Kind::pct;
+      s.kind = core::StrategySpec::Kind::pct;
       s.depth = *rc::gen::inRange(1, 4);
     }
     return s;
   });
 }
 
-std::string command(const serving::ServingScenario& s, uint64_t seed, const sim::StrategySpec& st) {
+std::string command(const serving::ServingScenario& s, uint64_t seed, const core::StrategySpec& st) {
   return "ppspec run " + s.file + " --seed " + std::to_string(seed) + " --strategy " + st.str();
 }
 

@@ -50,7 +50,7 @@ struct RunChoices {
   Target target = Target::simulator;
   GpuChoices gpu;                               // target gpus only; every choice below is the simulator's
   std::optional<uint64_t> seed;                 // unset: the scenario's [explore] seed
-  std::optional<sim::StrategySpec> strategy;    // unset: the scenario's [explore] strategy
+  std::optional<core::StrategySpec> strategy;   // unset: the scenario's [explore] strategy
   core::EventSink* sink = nullptr;              // the trace writer, or another listener; null: none
   std::optional<std::vector<uint32_t>> replay;  // a recorded schedule instead of the strategy
   // Programs only: keep the schedule, which a trace's trailer and `replay` need; a command that

@@ -450,7 +450,7 @@ core::ScenarioKind scenario_kind(const toml::table& root, const std::string& fil
   return *parsed;
 }
 
-void read_runtime(TableReader& r, sim::SimConfig& cfg, core::Time* hang_timeout) {
+void read_runtime(TableReader& r, core::WorldConfig& cfg, core::Time* hang_timeout) {
   cfg.module_loading = r.choice<core::ModuleLoading>("module_loading", core::parse_module_loading, "eager, lazy, jit")
                            .value_or(cfg.module_loading);
   cfg.concurrency =
@@ -464,7 +464,7 @@ void read_runtime(TableReader& r, sim::SimConfig& cfg, core::Time* hang_timeout)
   cfg.max_steps =
       static_cast<uint64_t>(r.integer("max_steps", 1, int64_t{1} << 50).value_or(static_cast<int64_t>(cfg.max_steps)));
   if (auto ms = r.number("max_time_ms", 0.001, 1e12)) cfg.max_time = static_cast<core::Time>(*ms * core::kMs);
-  cfg.jitter = r.number("jitter", 0, sim::kMaxJitter).value_or(cfg.jitter);
+  cfg.jitter = r.number("jitter", 0, core::kMaxJitter).value_or(cfg.jitter);
   // Keys that mean something for one kind of scenario only: the watchdog of real GPUs (programs),
   // the memory the simulator's backed buffers may take (serving; programs' buffers take none).
   const bool program = hang_timeout != nullptr;
@@ -497,7 +497,7 @@ void read_runtime(TableReader& r, sim::SimConfig& cfg, core::Time* hang_timeout)
     auto us = [&c](std::string_view key, core::Time& field) {
       if (auto v = c.number(key, 0, 1e9)) field = us_to_time(*v);
     };
-    sim::CostModel& m = cfg.cost;
+    core::CostModel& m = cfg.cost;
     us("host_call_us", m.host_call);
     us("kernel_us", m.kernel);
     us("kernel_per_kwork_us", m.kernel_per_kwork);
@@ -641,12 +641,12 @@ void check_ranks(const std::string& file, const Program& p, int line) {
 
 }  // namespace
 
-void read_explore(TableReader& explore, uint64_t& seed, uint64_t& seeds, sim::StrategySpec& strategy) {
+void read_explore(TableReader& explore, uint64_t& seed, uint64_t& seeds, core::StrategySpec& strategy) {
   seed = static_cast<uint64_t>(explore.integer("seed", 0, INT64_MAX).value_or(1));
   seeds = static_cast<uint64_t>(explore.integer("seeds", 1, 1'000'000'000).value_or(1));
   if (auto s = explore.string("strategy")) {
-    auto spec = sim::parse_strategy(*s);
-    if (!spec) explore.fail("strategy", fmt::format("'{}' is not {}", core::printable(*s, 60), sim::kStrategySyntax));
+    auto spec = core::parse_strategy(*s);
+    if (!spec) explore.fail("strategy", fmt::format("'{}' is not {}", core::printable(*s, 60), core::kStrategySyntax));
     strategy = *spec;
   }
 }

@@ -21,10 +21,10 @@ program::Program read_program(const toml::table& root, const std::string& file);
 class TableReader;
 // `hang_timeout` receives hang_timeout_s, the real backend's watchdog limit (programs); null for a
 // serving scenario, where that key means nothing (and memory_budget_mb means something).
-void read_runtime(TableReader& runtime, sim::SimConfig& cfg, core::Time* hang_timeout);
+void read_runtime(TableReader& runtime, core::WorldConfig& cfg, core::Time* hang_timeout);
 // Reads [explore]'s seed, seeds and strategy (the caller checks which keys the table has); shared
 // by every scenario kind.
-void read_explore(TableReader& explore, uint64_t& seed, uint64_t& seeds, sim::StrategySpec& strategy);
+void read_explore(TableReader& explore, uint64_t& seed, uint64_t& seeds, core::StrategySpec& strategy);
 
 // The scenario's kind, from its top-level `kind` key.
 core::ScenarioKind scenario_kind(const toml::table& root, const std::string& file);

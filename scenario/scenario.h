@@ -13,7 +13,7 @@
 #include "core/verdict.h"
 #include "program/program.h"
 #include "serving/scenario.h"
-#include "sim/policy.h"
+#include "core/strategy.h"
 
 namespace ppspec::scenario {
 
@@ -22,7 +22,7 @@ using Scenario = std::variant<program::Program, serving::ServingScenario>;
 struct Exploration {
   std::string name, file;
   uint64_t seed = 1, seeds = 1;
-  sim::StrategySpec strategy;
+  core::StrategySpec strategy;
   core::Verdict expect = core::Verdict::pass;
   bool expect_given = true;  // false: no [expect] (explore mode)
 };

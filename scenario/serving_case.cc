@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "sim/config.h"
+#include "core/world_config.h"
 
 namespace ppspec::scenario {
 
@@ -43,7 +43,7 @@ void append_engine(std::string& s, const ServingCase& c) {
   // Strict: a hazard (a module load while serving, a device sync behind a spinning receive) is a
   // failure too; on GPUs it stalls or hangs.
   s += fmt::format("\n[runtime]\nmodule_loading = \"{}\"\nstrict = true\n", c.module_loading);
-  if (c.jitter != sim::SimConfig{}.jitter) s += fmt::format("jitter = {}\n", c.jitter);
+  if (c.jitter != core::WorldConfig{}.jitter) s += fmt::format("jitter = {}\n", c.jitter);
   if (!c.faults.empty()) {
     s += "\n[faults]\n";
     for (const std::string& f : c.faults) s += f + " = true\n";
@@ -84,7 +84,7 @@ std::string summary(const ServingCase& c) {
   if (c.max_concurrent_batches > 0) s += fmt::format(" batches {}", c.max_concurrent_batches);
   if (c.poisson) s += fmt::format(" poisson {} us", c.mean_gap_us);
   if (c.module_loading != "eager") s += " " + c.module_loading;
-  if (c.jitter != sim::SimConfig{}.jitter) s += fmt::format(" jitter {}", c.jitter);
+  if (c.jitter != core::WorldConfig{}.jitter) s += fmt::format(" jitter {}", c.jitter);
   return s + fmt::format(" seed {} {}", c.seed, c.strategy());
 }
 

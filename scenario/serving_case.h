@@ -42,7 +42,7 @@ struct ServingCase {
   int shared_prefix = 0, prefix_groups = 1;
   // [runtime], [faults]
   std::string module_loading = "eager";
-  double jitter = 0.1;  // sim::SimConfig's default: no line written
+  double jitter = 0.1;  // core::WorldConfig's default: no line written
   std::vector<std::string> faults;
   // [explore]: the schedule
   uint64_t seed = 1;

@@ -109,7 +109,9 @@ ServingRun serve(core::Runtime& rt, const engine::EngineConfig& cfg, const std::
   return out;
 }
 
-ServingRun simulate(const engine::EngineConfig& cfg, const sim::SimConfig& runtime, const sim::RunConfig& opts) {
+ServingRun simulate(const engine::EngineConfig& cfg, const core::WorldConfig& world, const sim::RunConfig& opts) {
+  sim::SimConfig runtime = sim::sim_config(world);
+  runtime.record_decisions = opts.record_decisions;
   sim::SimRuntime rt(cfg.topology.ranks(), runtime,
                      opts.replay ? sim::make_replay_policy(*opts.replay) : sim::make_policy(opts.strategy, opts.seed),
                      opts.seed);
@@ -135,7 +137,7 @@ std::optional<core::Finding> compare_with(
   o.nccl_observer = nullptr;
   o.replay.reset();  // the reference is another run: its own schedule, from the strategy
   // The reference is compared by its outputs only: the run under test already looked for races.
-  sim::SimConfig runtime = s.runtime;
+  core::WorldConfig runtime = s.runtime;
   runtime.detect_races = false;
   const ServingRun reference = simulate(other, runtime, o);
   if (!verify::is_failure(reference.result.verdict) && reference.completed) return oracle(reference.requests);

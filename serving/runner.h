@@ -36,7 +36,7 @@ struct RuntimeHooks {
 ServingRun serve(core::Runtime& rt, const engine::EngineConfig& cfg, const std::vector<core::EventSink*>& sinks,
                  const RuntimeHooks& hooks, bool strict);
 // One run of the engine on the simulator configured by `runtime` (no oracles).
-ServingRun simulate(const engine::EngineConfig& cfg, const sim::SimConfig& runtime, const sim::RunConfig& opts);
+ServingRun simulate(const engine::EngineConfig& cfg, const core::WorldConfig& world, const sim::RunConfig& opts);
 // The oracles over a completed run (golden, PP and padding invariance, whose references are
 // simulated); their findings join the run's.
 void check_oracles(const ServingScenario& s, const sim::RunConfig& opts, ServingRun& run);

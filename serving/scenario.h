@@ -6,8 +6,8 @@
 
 #include "core/expect.h"
 #include "engine/config.h"
-#include "sim/config.h"
-#include "sim/policy.h"
+#include "core/strategy.h"
+#include "core/world_config.h"
 
 namespace ppspec::serving {
 
@@ -18,8 +18,8 @@ struct Oracles {
 };
 
 // A serving run checks races unless its scenario says otherwise ([runtime] race_detection).
-inline sim::SimConfig serving_runtime_defaults() {
-  sim::SimConfig c;
+inline core::WorldConfig serving_runtime_defaults() {
+  core::WorldConfig c;
   c.detect_races = true;
   return c;
 }
@@ -31,12 +31,12 @@ struct ServingScenario {
   engine::EngineConfig config;
   // [runtime]: the rules of every backend (its core::RuntimeConfig part, all a GPU run reads) and
   // the simulator's own rules and costs.
-  sim::SimConfig runtime = serving_runtime_defaults();
+  core::WorldConfig runtime = serving_runtime_defaults();
   Oracles oracles;
   core::Expect expect;
   uint64_t seed = 1;
   uint64_t seeds = 1;
-  sim::StrategySpec strategy;
+  core::StrategySpec strategy;
 };
 
 }  // namespace ppspec::serving

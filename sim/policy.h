@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/rng.h"
+#include "core/strategy.h"
 #include "sim/fiber.h"
 
 namespace ppspec::sim {
@@ -36,18 +37,6 @@ std::unique_ptr<SchedulePolicy> make_pct_policy(uint64_t seed, int depth, uint64
 // Re-executes a recorded list of decisions (fiber ids chosen at contested points).
 std::unique_ptr<SchedulePolicy> make_replay_policy(std::vector<uint32_t> decisions);
 
-// "random" or "pct:D" (optionally "pct:D:HORIZON").
-struct StrategySpec {
-  enum class Kind { random, pct } kind = Kind::random;
-  int depth = 3;
-  uint64_t horizon = 2000;
-  std::string str() const;
-};
-std::optional<StrategySpec> parse_strategy(std::string_view s);
-// What parse_strategy accepts, for messages.
-inline constexpr std::string_view kStrategySyntax =
-    "\"random\" or \"pct:DEPTH\" (DEPTH 1..64; optionally pct:DEPTH:HORIZON, HORIZON 1..2^40 scheduling steps, default "
-    "2000)";
-std::unique_ptr<SchedulePolicy> make_policy(const StrategySpec& spec, uint64_t seed);
+std::unique_ptr<SchedulePolicy> make_policy(const core::StrategySpec& spec, uint64_t seed);
 
 }  // namespace ppspec::sim

@@ -16,7 +16,7 @@ namespace ppspec::sim {
 
 struct RunConfig {
   uint64_t seed = 1;
-  StrategySpec strategy;
+  core::StrategySpec strategy;
   // A recorded schedule instead of the strategy (serving: the run under test only; the oracles'
   // reference runs use the strategy).
   std::optional<std::vector<uint32_t>> replay;

@@ -22,7 +22,7 @@ std::unique_ptr<Observed> observe(const serving::ServingScenario& s, uint64_t se
   auto o = std::make_unique<Observed>();
   sim::RunConfig opts;
   opts.seed = seed;
-  opts.strategy = *sim::parse_strategy(strategy);
+  opts.strategy = *core::parse_strategy(strategy);
   opts.sinks.push_back(&o->ops);
   o->run = serving::simulate(s.config, s.runtime, opts);
   EXPECT_TRUE(o->run.completed);

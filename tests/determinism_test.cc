@@ -14,7 +14,7 @@
 namespace ppspec::testing {
 namespace {
 
-std::vector<std::string> trace_of(const program::Program& p, uint64_t seed, sim::StrategySpec strategy,
+std::vector<std::string> trace_of(const program::Program& p, uint64_t seed, core::StrategySpec strategy,
                                   std::optional<std::vector<uint32_t>> replay = std::nullopt,
                                   core::RunResult* out = nullptr) {
   Recorder rec;
@@ -32,7 +32,7 @@ TEST(Determinism, SameSeedSameTraceForEveryScenario) {
   for (const char* name : {"lazy_load_deadlock.toml", "comm_order_inversion_ok.toml",
                            "double_post_broadcast_emulate.toml", "send_before_recv_eager.toml"}) {
     const auto p = scenario::load_program_file(kScenarios + name);
-    for (const auto& strategy : {*sim::parse_strategy("random"), *sim::parse_strategy("pct:3")}) {
+    for (const auto& strategy : {*core::parse_strategy("random"), *core::parse_strategy("pct:3")}) {
       for (uint64_t seed : {1u, 2u, 99u}) {
         EXPECT_EQ(trace_of(p, seed, strategy), trace_of(p, seed, strategy)) << name << " seed " << seed;
       }
@@ -51,7 +51,7 @@ TEST(Determinism, DifferentSeedsExploreDifferentSchedules) {
 TEST(Determinism, RecordedScheduleReplaysExactly) {
   const auto p = scenario::load_program_file(kScenarios + "lazy_load_preloaded.toml");
   core::RunResult first;
-  const auto trace = trace_of(p, 5, *sim::parse_strategy("pct:2"), std::nullopt, &first);
+  const auto trace = trace_of(p, 5, *core::parse_strategy("pct:2"), std::nullopt, &first);
   ASSERT_FALSE(first.decisions.empty());
   core::RunResult again;
   // Replay under the same seed (jitter is seeded separately from the schedule).
@@ -67,15 +67,15 @@ TEST(Determinism, ReplayOfAScheduleThatNoLongerFitsIsReported) {
 }
 
 TEST(Determinism, StrategyParsing) {
-  EXPECT_EQ(sim::parse_strategy("random")->kind, sim::StrategySpec::Kind::random);
-  auto pct = sim::parse_strategy("pct:3");
+  EXPECT_EQ(core::parse_strategy("random")->kind, core::StrategySpec::Kind::random);
+  auto pct = core::parse_strategy("pct:3");
   ASSERT_TRUE(pct);
   EXPECT_EQ(pct->depth, 3);
   EXPECT_EQ(pct->str(), "pct:3");
-  EXPECT_EQ(sim::parse_strategy("pct:2:500")->horizon, 500u);
-  EXPECT_FALSE(sim::parse_strategy("pct:"));
-  EXPECT_FALSE(sim::parse_strategy("pct:0"));
-  EXPECT_FALSE(sim::parse_strategy("dfs"));
+  EXPECT_EQ(core::parse_strategy("pct:2:500")->horizon, 500u);
+  EXPECT_FALSE(core::parse_strategy("pct:"));
+  EXPECT_FALSE(core::parse_strategy("pct:0"));
+  EXPECT_FALSE(core::parse_strategy("dfs"));
 }
 
 // Jittered durations are rounded by core::round_half_away, as std::llround rounds them: the same

@@ -22,7 +22,7 @@ struct OneRank : core::EventSink {
   void on_event(const core::Event&) override {}
   template <typename Body>
   core::RunResult run(Body body) {
-    sim::SimRuntime rt(1, sim::SimConfig{}, sim::make_policy(sim::StrategySpec{}, 1), 1);
+    sim::SimRuntime rt(1, sim::SimConfig{}, sim::make_policy(core::StrategySpec{}, 1), 1);
     rt.events().subscribe(this);
     rt.spawn(core::ActorSpec{"rank0.host", 0}, [&] { body(rt); });
     return rt.run();

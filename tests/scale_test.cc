@@ -37,9 +37,9 @@ struct ScaleRun {
   size_t p2p_connections = 0;  // made at first contact
 };
 
-ScaleRun run_program(const std::string& toml, sim::StrategySpec strategy = {}) {
+ScaleRun run_program(const std::string& toml, core::StrategySpec strategy = {}) {
   const program::Program p = program_from(toml);
-  sim::SimRuntime rt(p.num_ranks, p.config, sim::make_policy(strategy, 1), 1);
+  sim::SimRuntime rt(p.num_ranks, sim::sim_config(p.config), sim::make_policy(strategy, 1), 1);
   program::install(p, rt);
   ScaleRun r;
   r.result = rt.run();
@@ -100,7 +100,7 @@ TEST(Scale, ThreadsOfOneRankCostLinearSchedulingSteps) {
 }
 
 TEST(Scale, ThreadsOfOneRankCostLinearStepsUnderPct) {
-  const ScaleRun r = run_program(threads_on_one_rank(kThreads / 4), sim::StrategySpec{sim::StrategySpec::Kind::pct});
+  const ScaleRun r = run_program(threads_on_one_rank(kThreads / 4), core::StrategySpec{core::StrategySpec::Kind::pct});
   ASSERT_EQ(r.result.verdict, Verdict::pass);
   EXPECT_LT(r.result.stats.sched_steps, kStepsPerFiberMax * (kThreads / 4)) << r.result.stats.sched_steps;
 }
@@ -120,7 +120,7 @@ TEST(Scale, AllReduceOverAThousandMembersMakesNoPairwiseState) {
 TEST(Scale, CommInitOverAThousandMembersIsLinearUnderPct) {
   // Every arrival woke every member already waiting: under PCT, which reruns the highest-priority
   // waiter each time, that was n^2/2 steps.
-  const ScaleRun r = run_program(all_reduce_unless(kRanks, -1), sim::StrategySpec{sim::StrategySpec::Kind::pct});
+  const ScaleRun r = run_program(all_reduce_unless(kRanks, -1), core::StrategySpec{core::StrategySpec::Kind::pct});
   ASSERT_EQ(r.result.verdict, Verdict::pass);
   EXPECT_LT(r.result.stats.sched_steps, kStepsPerFiberMax * kRanks) << r.result.stats.sched_steps;
 }

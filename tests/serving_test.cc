@@ -88,7 +88,7 @@ class Probes final : public core::EventSink {
 };
 
 serving::ServingRun run(const serving::ServingScenario& s, uint64_t seed = 1, core::EventSink* sink = nullptr,
-                        sim::StrategySpec strategy = {}) {
+                        core::StrategySpec strategy = {}) {
   sim::RunConfig o;
   o.seed = seed;
   o.strategy = strategy;
@@ -260,7 +260,7 @@ TEST(Serving, SameSeedSameTraceAndEverySeedSameTokens) {
   const serving::ServingRun rb = run(s, 5, &b);
   ASSERT_EQ(ra.result.verdict, core::Verdict::pass);
   EXPECT_EQ(a.lines, b.lines);
-  for (const auto& strategy : {sim::StrategySpec{}, *sim::parse_strategy("pct:3")}) {
+  for (const auto& strategy : {core::StrategySpec{}, *core::parse_strategy("pct:3")}) {
     for (uint64_t seed = 6; seed < 10; ++seed) {
       const serving::ServingRun rc = run(s, seed, nullptr, strategy);
       ASSERT_EQ(rc.result.verdict, core::Verdict::pass) << seed;

@@ -80,7 +80,7 @@ void expect_rejected(const Bad& b, Parse parse) {
 inline program::Program program_from(std::string_view toml) { return scenario::parse_program(toml, "test.toml"); }
 
 inline core::RunResult run_toml(std::string_view toml, uint64_t seed = 1, core::EventSink* sink = nullptr,
-                                sim::StrategySpec strategy = {}) {
+                                core::StrategySpec strategy = {}) {
   const program::Program p = program_from(toml);
   sim::RunConfig o;
   o.seed = seed;
@@ -103,7 +103,8 @@ inline std::string connect_group(std::string_view comm, int peer) {
 // (the hazards a program notes): `check(result, "random seed 7")` for each run.
 template <typename Check>
 void under_every_schedule(std::string_view toml, Check check) {
-  for (const sim::StrategySpec& strategy : {sim::StrategySpec{}, sim::StrategySpec{sim::StrategySpec::Kind::pct, 3}})
+  for (const core::StrategySpec& strategy :
+       {core::StrategySpec{}, core::StrategySpec{core::StrategySpec::Kind::pct, 3}})
     for (uint64_t seed = 1; seed <= 50; ++seed)
       check(run_toml(toml, seed, nullptr, strategy), strategy.str() + " seed " + std::to_string(seed));
 }

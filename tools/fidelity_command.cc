@@ -121,7 +121,7 @@ ProgramResult simulate(generator::GeneratedProgram& g, const fs::path& file, uin
   for (uint64_t s = 1; s <= seeds; ++s) {
     runs::RunChoices choices;
     choices.seed = s;
-    choices.strategy = sim::StrategySpec{};  // every program under the default strategy, whatever its file says
+    choices.strategy = core::StrategySpec{};  // every program under the default strategy, whatever its file says
     choices.record_decisions = false;
     const core::RunResult run = runs::execute(p, choices);
     r.sim.push_back(verdict_class(run.verdict));

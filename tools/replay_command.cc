@@ -38,7 +38,7 @@ void rerun(const Loaded& l, const traces::TraceHeader& h, const std::vector<uint
   choices.seed = h.seed;
   // The recorded strategy; one this build cannot read leaves the default, which the recorded
   // schedule overrides anyway (only the oracles' reference runs draw from it).
-  choices.strategy = sim::parse_strategy(h.strategy).value_or(sim::StrategySpec{});
+  choices.strategy = core::parse_strategy(h.strategy).value_or(core::StrategySpec{});
   choices.replay = decisions;
   choices.sink = &writer;
   writer.finish(runs::execute(l.scenario, choices).result());

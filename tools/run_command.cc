@@ -40,7 +40,7 @@ constexpr uint64_t kSeedMax = INT64_MAX;
 constexpr uint64_t kSeedsMax = uint64_t{1} << 40;
 
 // One simulated run of a scenario; fills the record's result (and serving figures).
-void simulate_once(const Scenario& sc, uint64_t seed, const sim::StrategySpec& strategy, core::EventSink* sink,
+void simulate_once(const Scenario& sc, uint64_t seed, const core::StrategySpec& strategy, core::EventSink* sink,
                    report::RunRecord& rec) {
   // Test hook (tests/cli_test.cc): PPSPEC_TEST_INTERNAL_ERROR_IN=NAME fails the runs of scenario NAME
   // as a bug of ppspec would, so that one scenario's failure is proven not to lose the others'.
@@ -64,8 +64,9 @@ void simulate_once(const Scenario& sc, uint64_t seed, const sim::StrategySpec& s
 
 // One seed of a scenario: its run, its trace, its record; nullopt (after saying why on `err`) when
 // the trace cannot be written or the scenario does not fit the memory budget (exit 2).
-std::optional<report::RunRecord> run_seed(const Loaded& loaded, const Exploration& x, const sim::StrategySpec& strategy,
-                                          uint64_t seed, const RunArgs& args, TracePaths& paths, std::ostream& err) {
+std::optional<report::RunRecord> run_seed(const Loaded& loaded, const Exploration& x,
+                                          const core::StrategySpec& strategy, uint64_t seed, const RunArgs& args,
+                                          TracePaths& paths, std::ostream& err) {
   report::RunRecord rec;
   rec.file = x.file;
   rec.scenario = x.name;
@@ -127,10 +128,10 @@ std::string report_shape(const std::string& report, uint64_t seed) {
 // passes), or, with --verbose, every seed's report before the summary. A run that ends in an
 // internal error of ppspec is reported where it happened and the others go on. Returns the exit
 // status: 0, 1, 2 (a trace or the memory budget), 3 (an internal error).
-int run_seeds(const Loaded& loaded, const RunArgs& args, const std::optional<sim::StrategySpec>& cli_strategy,
+int run_seeds(const Loaded& loaded, const RunArgs& args, const std::optional<core::StrategySpec>& cli_strategy,
               TracePaths& paths, nlohmann::json& all, std::ostream& out, std::ostream& err) {
   const Exploration x = exploration_of(loaded.scenario);
-  const sim::StrategySpec strategy = cli_strategy.value_or(x.strategy);
+  const core::StrategySpec strategy = cli_strategy.value_or(x.strategy);
   const uint64_t first = args.seed.value_or(x.seed);
   const uint64_t n = args.seeds.value_or(x.seeds);
   PPSPEC_ASSERT(n >= 1 && first <= kSeedMax && n <= kSeedsMax, "seeds {} + {}", first, n);  // no wrap-around
@@ -202,12 +203,12 @@ std::string total_line(size_t files, const std::vector<std::string>& unexpected)
 }  // namespace
 
 int run_command(const RunArgs& args, std::ostream& out, std::ostream& err) {
-  std::optional<sim::StrategySpec> cli_strategy;
+  std::optional<core::StrategySpec> cli_strategy;
   if (args.strategy) {
-    cli_strategy = sim::parse_strategy(*args.strategy);
+    cli_strategy = core::parse_strategy(*args.strategy);
     if (!cli_strategy) {
       err << fmt::format("ppspec: --strategy '{}': expected {}\n", core::printable(*args.strategy, 60),
-                         sim::kStrategySyntax);
+                         core::kStrategySyntax);
       return kExitBadInput;
     }
   }
