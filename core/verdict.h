@@ -60,6 +60,22 @@ struct Culprit {
 };
 
 // One place in the system a finding points at.
+// What a deadlocked site waits in, for programs that judge a deadlock by where its threads are held
+// (`fidelity`: a host call a dump cannot see, a first-contact setup), never by its words.
+enum class SiteWait : uint8_t {
+  none,                  // not a blocked host thread, or nothing known
+  stream_sync,           // a host in cudaStreamSynchronize
+  launch_queue,          // a host launching onto a full stream
+  event_sync,            // a host in cudaEventSynchronize
+  module_load,           // a host loading a module (R8)
+  device_drain,          // a host in a device-wide drain: device sync, malloc (R8)
+  context_lock,          // a host waiting for a device's context lock
+  connect,               // a host in NCCL's first-contact setup (R1)
+  comm_init,             // a host in communicator init (R1)
+  channel,               // a host receiving from a host channel
+  counterpart_unposted,  // an operation whose counterpart its peer has not posted (recorded dumps)
+};
+
 struct Site {
   RankId rank = -1;
   std::string actor;  // host thread or stream, e.g. "rank0.side"
@@ -67,6 +83,7 @@ struct Site {
   int64_t cseq = -1;
   std::string what;    // the operation or call, in words
   std::string origin;  // where the program says so, e.g. "lazy_load.toml:31"
+  SiteWait wait = SiteWait::none;
 };
 
 struct Finding {

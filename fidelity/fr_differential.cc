@@ -279,10 +279,15 @@ void compare(FrCase& c, const core::RunResult& sim, const core::RunResult& check
 bool through_host_call(const core::Finding& f) {
   for (const core::Site& site : f.sites) {
     if (!site.actor.ends_with(".host") && site.actor.find(".helper") == std::string::npos) continue;
-    const bool blocked = site.what.starts_with("blocked in") || site.what.starts_with("blocked on");
-    const bool comm = site.what.find("first-contact setup") != std::string::npos ||
-                      site.what.find("comm init") != std::string::npos || site.what.find("group") != std::string::npos;
-    if (blocked && !comm) return true;
+    // A host call a dump records nothing of; NCCL's own setup calls (first contact, comm init) it does.
+    switch (site.wait) {
+      case core::SiteWait::stream_sync:
+      case core::SiteWait::event_sync:
+      case core::SiteWait::module_load:
+      case core::SiteWait::device_drain:
+      case core::SiteWait::context_lock: return true;
+      default: break;
+    }
   }
   return false;
 }
@@ -295,8 +300,7 @@ bool dumps_see_host_cycle(const core::Finding& sim, const std::string& sim_class
 bool only_first_contacts(const core::Finding& f) {
   return !f.sites.empty() && std::all_of(f.sites.begin(), f.sites.end(), [](const core::Site& site) {
     // A site without an actor is a rank the chain waits for that has nothing left to run.
-    return site.actor.empty() ||
-           (site.actor.ends_with(".host") && site.what.find("first-contact setup") != std::string::npos);
+    return site.actor.empty() || (site.actor.ends_with(".host") && site.wait == core::SiteWait::connect);
   });
 }
 

@@ -86,7 +86,7 @@ bool communication_class(const std::string& c) {
 // the peers of that thread's sends and receives.
 bool through_connect(const core::Finding& f) {
   return std::any_of(f.sites.begin(), f.sites.end(), [](const core::Site& s) {
-    return s.actor.ends_with(".host") && s.what.starts_with("blocked in first-contact setup");
+    return s.actor.ends_with(".host") && s.wait == core::SiteWait::connect;
   });
 }
 
@@ -118,9 +118,8 @@ bool never_launched_there(const core::Finding& sim, const core::RunResult& watch
 // A cycle check reads through an operation whose counterpart is not posted: a trace (or a dump)
 // cannot tell "not yet" from "never", and check takes it for "not yet".
 bool through_not_posted(const core::Finding& f) {
-  return f.kind == core::FindingKind::cycle &&
-         std::any_of(f.details.begin(), f.details.end(), [](const std::string& d) {
-           return d.find("has not posted its counterpart") != std::string::npos;
+  return f.kind == core::FindingKind::cycle && std::any_of(f.sites.begin(), f.sites.end(), [](const core::Site& s) {
+           return s.wait == core::SiteWait::counterpart_unposted;
          });
 }
 

@@ -12,14 +12,23 @@ namespace {
 using Json = nlohmann::json;
 
 Json site_json(const core::Site& s) {
-  return {{"rank", s.rank}, {"actor", s.actor}, {"comm", s.comm},
-          {"cseq", s.cseq}, {"what", s.what},   {"origin", s.origin}};
+  return {{"rank", s.rank},
+          {"actor", s.actor},
+          {"comm", s.comm},
+          {"cseq", s.cseq},
+          {"what", s.what},
+          {"origin", s.origin},
+          {"wait", static_cast<int>(s.wait)}};
 }
 
 core::Site site_of(const Json& j) {
+  const int wait = j.at("wait").get<int>();
+  if (wait < 0 || wait > static_cast<int>(core::SiteWait::counterpart_unposted))
+    throw std::runtime_error("a site waiting in nothing known");
   return core::Site{j.at("rank").get<core::RankId>(), j.at("actor").get<std::string>(),
                     j.at("comm").get<std::string>(),  j.at("cseq").get<int64_t>(),
-                    j.at("what").get<std::string>(),  j.at("origin").get<std::string>()};
+                    j.at("what").get<std::string>(),  j.at("origin").get<std::string>(),
+                    static_cast<core::SiteWait>(wait)};
 }
 
 Json mismatched_json(const core::OpFields& m) {

@@ -318,6 +318,7 @@ void Explainer::explain_host(const Fiber& f, const WaitInfo& w, Node& n) {
   switch (w.kind) {
     case WaitKind::stream_sync:
       n.state = fmt::format("blocked in stream_sync({})", w.stream->full_name());
+      n.site.wait = core::SiteWait::stream_sync;
       n.short_ = "stream_sync";
       n.links.push_back({w.stream->fiber(), -1, "the stream has unfinished work"});
       return;
@@ -327,12 +328,14 @@ void Explainer::explain_host(const Fiber& f, const WaitInfo& w, Node& n) {
           "blocks when the device's command queue is)",
           w.stream->full_name(), kStreamQueueMax);
       n.short_ = "launch queue full";
+      n.site.wait = core::SiteWait::launch_queue;
       n.links.push_back({w.stream->fiber(), -1, "the stream must complete work to make room"});
       return;
     case WaitKind::event_sync:
       // The host's own call site is this node's origin: the line of the wait.
       n.state = fmt::format("blocked in event_sync of {}", event_words(w));
       n.short_ = "event_sync";
+      n.site.wait = core::SiteWait::event_sync;
       n.links.push_back(
           {w.stream->fiber(), -1, word(fmt::format("has not reached the record of event '{}'", w.event->event))});
       return;
@@ -344,10 +347,12 @@ void Explainer::explain_host(const Fiber& f, const WaitInfo& w, Node& n) {
             "for every earlier kernel on device {} to finish (R8)",
             dev.loading(), core::to_string(dev.module_loading()), dev.rank());
         n.short_ = "module load";
+        n.site.wait = core::SiteWait::module_load;
       } else {
         n.state = fmt::format("blocked in {}: waits for every earlier kernel on device {} to finish (R8)", w.what,
                               dev.rank());
         n.short_ = std::string(w.what);
+        n.site.wait = core::SiteWait::device_drain;
       }
       for (const auto& s : dev.streams())
         if (!s->idle()) n.links.push_back({s->fiber(), -1, "the device must drain"});
@@ -357,16 +362,19 @@ void Explainer::explain_host(const Fiber& f, const WaitInfo& w, Node& n) {
       n.state = fmt::format("blocked on device {}'s context lock, held by {} (loading {})", w.device->rank(),
                             w.holder->name, w.device->loading());
       n.short_ = "context lock";
+      n.site.wait = core::SiteWait::context_lock;
       n.links.push_back({w.holder, -1, "holds the context lock"});
       return;
     case WaitKind::connect:
       n.state = fmt::format("blocked in first-contact setup of the {} (NCCL_RUNTIME_CONNECT, R1)", w.connection->what);
       n.short_ = "connect";
+      n.site.wait = core::SiteWait::connect;
       n.links = connect_links(*w.connection);
       return;
     case WaitKind::comm_init:
       n.state = "blocked in comm init (collective over all members, R1)";
       n.short_ = "comm init";
+      n.site.wait = core::SiteWait::comm_init;
       n.links = init_links(*w.init);
       return;
     case WaitKind::channel: explain_channel(f, *w.channel, n); return;
@@ -377,6 +385,7 @@ void Explainer::explain_host(const Fiber& f, const WaitInfo& w, Node& n) {
 void Explainer::explain_channel(const Fiber& f, const SimHostChannel& ch, Node& n) {
   n.state = fmt::format("blocked receiving from host channel '{}'", ch.name());
   n.short_ = "channel recv";
+  n.site.wait = core::SiteWait::channel;
   // Who sent on this channel before is who sends next (the engine core to a worker, the last
   // stage to the engine core); a channel nobody has used yet may hear from any host thread.
   int g = -1;

@@ -162,10 +162,11 @@ core::Finding cycle_finding(const WaitGraph& g, const std::vector<size_t>& cycle
     const Stuck& t = g.stuck[next];
     if (t.rank == s.rank) continue;  // within its own coalesced group
     steps.push_back(fmt::format("rank {} waits at {} for rank {}", s.rank, g.op_words(i), t.rank));
-    f.sites.push_back(site_of(g, i));
     const bool unposted = std::any_of(g.waits[i].begin(), g.waits[i].end(), [&](const Wait& w) {
       return w.kind == Wait::Kind::not_posted && w.rank == t.rank;
     });
+    f.sites.push_back(site_of(g, i));
+    if (unposted || t.running) f.sites.back().wait = core::SiteWait::counterpart_unposted;
     const std::string held = unposted
                                  ? fmt::format(
                                        "has not posted its counterpart: its host is still inside its last call, {}, "
