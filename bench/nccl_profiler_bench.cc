@@ -13,8 +13,8 @@
 #include <filesystem>
 #include <string>
 
-#include "nccl_profiler/abi.h"
-#include "nccl_profiler/sim_adapter.h"
+#include "watch/nccl_profiler/abi.h"
+#include "watch/nccl_profiler/sim_adapter.h"
 
 namespace ppspec {
 namespace {

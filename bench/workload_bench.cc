@@ -15,7 +15,7 @@
 #include <string>
 #include <thread>
 
-#include "fuzzer/campaign.h"
+#include "scenario/fuzzer/campaign.h"
 #include "scenario/serving_loader.h"
 #include "serving/runner.h"
 #include "traces/jsonl_writer.h"

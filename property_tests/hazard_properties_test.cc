@@ -20,12 +20,12 @@
 
 #include "program/runner.h"
 #include "program/toml_writer.h"
-#include "generator/shape.h"
+#include "scenario/generator/shape.h"
 #include "tests/test_util.h"
 
 namespace ppspec::proptest {
 
-using namespace ppspec::generator;  // the program generator (generator/shape.h)
+using namespace ppspec::generator;  // the program generator (scenario/generator/shape.h)
 namespace {
 
 constexpr uint64_t kSeeds = 8;

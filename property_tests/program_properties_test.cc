@@ -9,13 +9,13 @@
 
 #include "program/runner.h"
 #include "program/toml_writer.h"
-#include "generator/perturb.h"
-#include "generator/shape.h"
+#include "scenario/generator/perturb.h"
+#include "scenario/generator/shape.h"
 #include "tests/test_util.h"
 
 namespace ppspec::proptest {
 
-using namespace ppspec::generator;  // the program generator (generator/shape.h)
+using namespace ppspec::generator;  // the program generator (scenario/generator/shape.h)
 namespace {
 
 struct Schedule {

@@ -1,7 +1,7 @@
 // The composition root of a run: a scenario (either kind) and what a command chose for this run,
 // resolved against the scenario's [explore] into the one run configuration (sim::RunConfig) and run
 // on the simulator, or run on this machine's GPUs. `ppspec run`, `replay`, `fuzz` (its campaign),
-// `fidelity`, both sides of `run --backend gpu|both` and the GPU child process (gpu_jobs/) differ
+// `fidelity`, both sides of `run --backend gpu|both` and the GPU child process (runs/gpu_jobs/) differ
 // only in their choices, never in how a choice becomes a run.
 #pragma once
 

@@ -4,7 +4,7 @@
 // told); the outermost group of a host thread ending, an ungrouped call's implicit group included;
 // each task the group end builds (a graph replay builds the captured calls' tasks again); a
 // communication kernel starting and completing. The adapter that drives the real plugin from these
-// (nccl_profiler/sim_adapter.h) is the simulator-side proof of the plugin and of `ppspec watch`.
+// (watch/nccl_profiler/sim_adapter.h) is the simulator-side proof of the plugin and of `ppspec watch`.
 // Observing changes nothing of the run: no decision point, no event, no time.
 #pragma once
 

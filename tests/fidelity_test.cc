@@ -9,7 +9,7 @@
 #include <set>
 #include <sstream>
 
-#include "generator/seeded.h"
+#include "scenario/generator/seeded.h"
 #include "scenario/program_loader.h"
 #include "program/toml_writer.h"
 #include "tools/fidelity_command.h"
@@ -40,7 +40,7 @@ TEST(Fidelity, AProgramIsAFunctionOfItsSeed) {
 
 // Committed evidence names generated programs by seed: a seed's program must never change. The
 // value was computed independently from what `ppspec_generator_dump seeded` printed when it was written,
-// before the generator/ refactor; a change to it needs new evidence, not a new value.
+// before the scenario/generator/ refactor; a change to it needs new evidence, not a new value.
 TEST(Fidelity, ASeedsProgramNeverChanges) {
   uint64_t h = 14695981039346656037ull;  // FNV-1a, 64 bits
   auto add = [&h](const generator::GeneratedProgram& g) {

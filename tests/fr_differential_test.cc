@@ -1,11 +1,11 @@
-// `ppspec check` against the simulator (fidelity/fr_differential.h): the kept cases of
+// `ppspec check` against the simulator (verify/fidelity/fr_differential.h): the kept cases of
 // tests/fr_differential/ agree, and so do programs of a seed nobody looked at.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
-#include "fidelity/fr_differential.h"
-#include "generator/fr_shapes.h"
+#include "verify/fidelity/fr_differential.h"
+#include "scenario/generator/fr_shapes.h"
 #include "tests/scratch.h"
 
 namespace ppspec::testing {
@@ -59,7 +59,7 @@ TEST(FrDifferential, ProgramsOfAFreshSeedAgree) {
   fs::remove_all(o.out);
 }
 
-// Every family of dumps (generator/fr_shapes.h), on a seed of its own.
+// Every family of dumps (scenario/generator/fr_shapes.h), on a seed of its own.
 TEST(FrDifferential, EveryFamilyAgreesOnAFreshSeed) {
   for (const generator::FrShape shape : generator::kFrShapes) {
     fidelity::FrDifferentialOptions o;

@@ -10,8 +10,8 @@
 #include "tests/command_test.h"
 #include "tests/scratch.h"
 #include "tools/from_vllm_command.h"
-#include "vllm_config/capture_sizes.h"
-#include "vllm_config/to_serving.h"
+#include "scenario/vllm_config/capture_sizes.h"
+#include "scenario/vllm_config/to_serving.h"
 
 namespace ppspec::testing {
 namespace {

@@ -14,7 +14,7 @@
 #include <sstream>
 
 #include "tests/ppspec_child.h"
-#include "fuzzer/campaign.h"
+#include "scenario/fuzzer/campaign.h"
 #include "scenario/serving_loader.h"
 #include "scenario/program_loader.h"
 #include "tools/fuzz_command.h"

@@ -1,4 +1,4 @@
-// A GPU run happens in a forked child that hands its result back (gpu_jobs/gpu_backend.h,
+// A GPU run happens in a forked child that hands its result back (runs/gpu_jobs/gpu_backend.h,
 // result_codec.h). Its result must read in the parent exactly as the child had it; and a child that
 // gave no result is never a pass: one that dies, writes nothing, writes no verdict or a finding
 // without one is a failure of the run (exit 3) saying how it ended; one that says the scenario does
@@ -12,8 +12,8 @@
 #include <fstream>
 #include <string>
 
-#include "gpu_jobs/gpu_backend.h"
-#include "gpu_jobs/result_codec.h"
+#include "runs/gpu_jobs/gpu_backend.h"
+#include "runs/gpu_jobs/result_codec.h"
 #include "report/report.h"
 #include "report/serving_figures.h"
 #include "runs/execute.h"

@@ -7,8 +7,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "fidelity/import_differential.h"
-#include "importer/fr_import.h"
+#include "verify/fidelity/import_differential.h"
+#include "scenario/importer/fr_import.h"
 #include "scenario/program_loader.h"
 #include "program/runner.h"
 #include "tests/command_test.h"

@@ -18,7 +18,7 @@
 #include <string>
 #include <thread>
 
-#include "nccl_profiler/abi.h"
+#include "watch/nccl_profiler/abi.h"
 
 namespace abi = ppspec::nccl_profiler::abi;
 

@@ -10,8 +10,8 @@
 #include <fstream>
 
 #include "core/error.h"
-#include "fuzzer/campaign.h"
-#include "fuzzer/space.h"
+#include "scenario/fuzzer/campaign.h"
+#include "scenario/fuzzer/space.h"
 #include "tests/ppspec_child.h"
 #include "tests/scratch.h"
 #include "traces/op_numbers.h"

@@ -1,6 +1,6 @@
 // The watcher, fed lines as the ranks write them: a misalignment the moment its second member
 // posts, calls NCCL never launched said at a stall, bad lines dropped and counted (and exit 2 from
-// `check`, strict), and the simulator-driven proof (fidelity/plugin_differential.h) on every
+// `check`, strict), and the simulator-driven proof (verify/fidelity/plugin_differential.h) on every
 // committed program scenario and on generated programs of a seed the rules were not written on.
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "core/finding_kinds.h"
-#include "fidelity/plugin_differential.h"
+#include "verify/fidelity/plugin_differential.h"
 #include "tests/command_test.h"
 #include "tests/scratch.h"
 #include "tools/check_command.h"

@@ -1,5 +1,5 @@
 // `ppspec fidelity`: the differential fidelity run. Generates program scenarios nobody wrote by hand
-// (generator/seeded.h), runs each on the simulator under several seeds and, with
+// (scenario/generator/seeded.h), runs each on the simulator under several seeds and, with
 // `--backend both`, on this machine's GPUs, compares the verdict classes, keeps every disagreement
 // as a scenario file carrying both results, and writes an agreement table.
 //
@@ -29,7 +29,8 @@ struct FidelityArgs {
   bool rerun_gpu = false;  // run the GPU again even where a result is kept
   int interface = 5;       // nccl-profiler: the plugin table driven (NCCL's profiler interface v5 or v6)
   std::vector<std::string> scenario_files;  // nccl-profiler: these committed scenarios instead of generated programs
-  std::string shape = "async";  // flight-recorder: the family of programs and dumps (generator/fr_shapes.h), or "all"
+  std::string shape =
+      "async";  // flight-recorder: the family of programs and dumps (scenario/generator/fr_shapes.h), or "all"
 };
 
 // What the two backends are compared on: the simulator's deadlock is the hardware's hang, a

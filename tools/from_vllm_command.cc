@@ -13,7 +13,7 @@
 #include "serving/runner.h"
 #include "tools/bad_input.h"
 #include "tools/output_file.h"
-#include "vllm_config/to_serving.h"
+#include "scenario/vllm_config/to_serving.h"
 
 namespace ppspec::tools {
 namespace {

@@ -1,5 +1,5 @@
 // `ppspec from-vllm`: vLLM engine arguments (`vllm serve` flags, or a JSON / flat YAML config) as
-// a serving scenario of the same shape (vllm_config/to_serving.h): every mapping printed, and every
+// a serving scenario of the same shape (scenario/vllm_config/to_serving.h): every mapping printed, and every
 // argument without a counterpart said. The scenario is written, read back, and run once.
 #pragma once
 

@@ -19,7 +19,7 @@
 #include "core/error.h"
 #include "core/printable.h"
 #include "engine/faults.h"
-#include "fuzzer/campaign.h"
+#include "scenario/fuzzer/campaign.h"
 #include "tools/bad_input.h"
 #include "tools/run_support.h"
 

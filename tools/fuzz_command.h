@@ -1,4 +1,4 @@
-// `ppspec fuzz`: property-based fuzzing of serving scenarios (fuzzer/campaign.h), its flags checked
+// `ppspec fuzz`: property-based fuzzing of serving scenarios (scenario/fuzzer/campaign.h), its flags checked
 // strictly: a malformed SPACE.toml, an empty range, --shard 3/2, --jobs 0 are exit 2 with the file,
 // line or flag and the reason.
 #pragma once

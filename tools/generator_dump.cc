@@ -12,9 +12,9 @@
 #include <iostream>
 #include <string>
 
-#include "generator/perturb.h"
-#include "generator/seeded.h"
-#include "generator/shape.h"
+#include "scenario/generator/perturb.h"
+#include "scenario/generator/seeded.h"
+#include "scenario/generator/shape.h"
 #include "program/toml_writer.h"
 
 namespace {
@@ -45,7 +45,7 @@ void seeded(std::ostream& out) {
   }
   for (int max_ranks : {8, 2})
     for (size_t d = 0; d < std::size(generator::kHardwareDisturbances); ++d) {
-      // The Flight Recorder differential's (fidelity/fr_differential.cc).
+      // The Flight Recorder differential's (verify/fidelity/fr_differential.cc).
       const auto g = generator::flight_recorder_options(max_ranks, generator::kHardwareDisturbances[d]);
       for (uint64_t seed = 1; seed <= 300; ++seed)
         one(fmt::format("fr max_ranks {} disturb {}", max_ranks, d), seed, g);

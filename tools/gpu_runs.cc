@@ -8,7 +8,7 @@
 #include "core/finding_kinds.h"
 #include "core/error.h"
 #include "core/runtime_config.h"
-#include "gpu_jobs/gpu_backend.h"
+#include "runs/gpu_jobs/gpu_backend.h"
 #include "report/report.h"
 #include "report/serving_figures.h"
 #include "runs/execute.h"

@@ -1,11 +1,11 @@
 // `ppspec run --backend gpu` and `--backend both`: scenarios on this machine's GPUs, each in a
-// child process (gpu_jobs/gpu_backend.h), and the sim = GPU oracle (verify/oracles/backend_diff.h).
+// child process (runs/gpu_jobs/gpu_backend.h), and the sim = GPU oracle (verify/oracles/backend_diff.h).
 #pragma once
 
 #include <iosfwd>
 #include <vector>
 
-#include "gpu_jobs/gpu_backend.h"
+#include "runs/gpu_jobs/gpu_backend.h"
 #include "tools/run_command.h"
 #include "tools/run_support.h"
 

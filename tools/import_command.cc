@@ -7,8 +7,8 @@
 
 #include "core/plural.h"
 #include "core/error.h"
-#include "fidelity/fr_differential.h"
-#include "importer/fr_import.h"
+#include "verify/fidelity/fr_differential.h"
+#include "scenario/importer/fr_import.h"
 #include "scenario/program_loader.h"
 #include "program/runner.h"
 #include "program/toml_writer.h"
@@ -73,7 +73,7 @@ std::string verdict_line(const core::RunResult& r) {
   return fmt::format("{} ({}): {}", core::to_string(r.verdict), f.kind, f.summary);
 }
 
-// The verdict in the vocabulary both sides share (fidelity/fr_differential.h): pass, misaligned,
+// The verdict in the vocabulary both sides share (verify/fidelity/fr_differential.h): pass, misaligned,
 // unmatched (an operation whose partner never comes: a member that never posted), cycle, stall.
 std::string verdict_class(const core::RunResult& r) {
   return fidelity::fr_class(r.findings.empty() ? nullptr : &r.findings.front(), r.verdict);

@@ -1,4 +1,4 @@
-// `ppspec import`: a real job's Flight Recorder dumps as a program scenario (importer/fr_import.h),
+// `ppspec import`: a real job's Flight Recorder dumps as a program scenario (scenario/importer/fr_import.h),
 // with its [expect] set to what `ppspec run` gives on it, and the verdict `ppspec check` gives on the
 // dumps beside it: the same verdict means the scenario reproduces the job's failure, so its other
 // schedules (--seeds) and the user's edits can be tried on the simulator. A ppspec trace (a simulated

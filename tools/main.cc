@@ -24,8 +24,8 @@
 
 #include "core/printable.h"
 #include "ppspec_version.h"
-#include "gpu_jobs/gpu_backend.h"
-#include "gpu_jobs/gpu_latency.h"
+#include "runs/gpu_jobs/gpu_backend.h"
+#include "runs/gpu_jobs/gpu_latency.h"
 #include "tools/bad_input.h"
 #include "tools/cli_names.h"
 #include "tools/check_command.h"

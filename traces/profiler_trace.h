@@ -1,4 +1,4 @@
-// The per-rank traces the NCCL profiler plugin writes (nccl_profiler/README.md, "The trace"), read
+// The per-rank traces the NCCL profiler plugin writes (watch/nccl_profiler/README.md, "The trace"), read
 // one line at a time, and a job's traces merged into one event stream of ppspec's schema:
 // communicators named once for the job, every rank by its job rank, a send's peer and a
 // broadcast's root turned from communicator ranks into job ranks, operations numbered for the job

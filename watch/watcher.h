@@ -1,4 +1,4 @@
-// The checker of `ppspec watch`: every rank's plugin trace (nccl_profiler/), line by line as the
+// The checker of `ppspec watch`: every rank's plugin trace (watch/nccl_profiler/), line by line as the
 // ranks write them, merged into one event stream (traces/profiler_trace.h) and checked as it comes:
 // * a misalignment the moment the operation that shows it arrives: positional pairing
 //   (verify/monitors/pairing_checker.h) names the operations, their ranks and the root cause;

@@ -22,7 +22,7 @@ def kind_of(output: str) -> str:
         return "benchmarks"
     if output.startswith("libfuzzer/"):
         return "fuzz targets as corpus replayers"
-    if output.startswith(("real_backend/", "gpu_jobs/")):
+    if output.startswith(("real_backend/", "runs/gpu_jobs/")):
         return "the real backend and GPU jobs (host code)"
     if not output.endswith(".o"):
         return "links and generated files"

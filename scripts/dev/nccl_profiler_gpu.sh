@@ -13,9 +13,9 @@ cd "$(dirname "$0")/../.."
 BIN=${PPSPEC_BIN:-build/gpu}
 OUT=${OUT:-nccl-profiler-gpu}
 WORK=$(mktemp -d)
-PLUGIN="$PWD/$BIN/nccl_profiler/libppspec_nccl_profiler.so"
-FUTURE="$PWD/$BIN/nccl_profiler/libppspec_nccl_profiler_future.so"
-JOB="$PWD/$BIN/nccl_profiler/ppspec_nccl_wire_job"
+PLUGIN="$PWD/$BIN/watch/nccl_profiler/libppspec_nccl_profiler.so"
+FUTURE="$PWD/$BIN/watch/nccl_profiler/libppspec_nccl_profiler_future.so"
+JOB="$PWD/$BIN/watch/nccl_profiler/ppspec_nccl_wire_job"
 PPSPEC="$PWD/$BIN/tools/ppspec"
 mkdir -p "$OUT"
 source scripts/gpu_env.sh

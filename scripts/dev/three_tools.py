@@ -3,7 +3,7 @@
 and PyTorch's Flight Recorder + `fr_trace` (and `ppspec check` of the same dumps).
 
     python3 scripts/dev/three_tools.py --ppspec build/gpu/tools/ppspec \
-        --plugin build/gpu/nccl_profiler/libppspec_nccl_profiler.so --gpus 2 --out DIR [--cases a,b]
+        --plugin build/gpu/watch/nccl_profiler/libppspec_nccl_profiler.so --gpus 2 --out DIR [--cases a,b]
 
 Each case is one run of scripts/dev/torch_wire_job.py (the seed PR's wire pattern, clean or with one
 fault) with all three listening at once, so they judge the same events:

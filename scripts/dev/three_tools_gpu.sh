@@ -24,7 +24,7 @@ source scripts/gpu_env.sh
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 if [ "$gpus" -lt 2 ]; then export NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1; fi
 section() { [[ " $SECTIONS " == *" $1 "* ]]; }
-PLUGIN="$PWD/$BIN/nccl_profiler/libppspec_nccl_profiler.so"
+PLUGIN="$PWD/$BIN/watch/nccl_profiler/libppspec_nccl_profiler.so"
 PPSPEC="$PWD/$BIN/tools/ppspec"
 {
   date -u

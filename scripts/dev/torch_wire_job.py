@@ -10,7 +10,7 @@ of their own (new_group), and every rank's host reads `sampled` back, as vLLM's 
 sampled token ids. Every call is synchronous (async_op=False): PyTorch makes the current stream wait
 for it, so a rank's calls run in the order it made them, across groups, as in vLLM.
 
-The faults, at step --fault-step (3), each the C++ wire job's (nccl_profiler/jobs/nccl_wire_job.cc)
+The faults, at step --fault-step (3), each the C++ wire job's (watch/nccl_profiler/jobs/nccl_wire_job.cc)
 but for inverted_order:
   skipped_collective   the last rank does not post its `drafts` broadcast
   extra_broadcast      the last rank posts `drafts` twice (the seed PR's double post)

@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "scenario/scenario.h"
-#include "gpu_jobs/gpu_backend.h"
+#include "runs/gpu_jobs/gpu_backend.h"
 #include "report/report.h"
 #include "traces/trace_reader.h"
 #include "verify/dumps/trace_check.h"
@@ -30,7 +30,7 @@ std::string env_or(const char* name, const char* fallback) {
 const std::string kScenarios = env_or("PPSPEC_SOURCE_DIR", PPSPEC_SOURCE_DIR) + "/scenarios/programs/";
 
 // Counted in a child process: CUDA initialised in this one would not survive the fork of every
-// GPU run (gpu_jobs/gpu_backend.h).
+// GPU run (runs/gpu_jobs/gpu_backend.h).
 int gpus() {
   static const int n = [] {
     const pid_t pid = fork();
