@@ -139,8 +139,8 @@ std::string who_posted_what(const std::vector<Agreeing>& classes, std::span<cons
 }  // namespace
 
 bool disagrees(const OpDesc& first, const OpDesc* first_labelled, const OpDesc& next) {
-  return !mismatch_reason(first, next).empty() ||
-         (first_labelled != nullptr && !mismatch_reason(*first_labelled, next).empty());
+  return mismatch_fields(first, next).any() ||
+         (first_labelled != nullptr && mismatch_fields(*first_labelled, next).any());
 }
 
 std::string rank_list(std::vector<RankId> ranks) {
@@ -161,14 +161,17 @@ std::string rank_list(std::vector<RankId> ranks) {
   return s;
 }
 
-std::optional<Finding> misalignment(const PostedOp& a, const PostedOp& b, std::string_view comm, int64_t cseq,
-                                    bool p2p) {
+namespace {
+
+// The finding of a pair that disagrees in `mismatched`: out of line, so that the pairings that agree
+// (nearly all) pay for none of it.
+[[gnu::noinline]] Finding misaligned(const PostedOp& a, const PostedOp& b, std::string_view comm, int64_t cseq,
+                                     bool p2p, OpFields mismatched) {
   const std::string why = mismatch_reason(a.desc, b.desc);
-  if (why.empty()) return std::nullopt;
   Finding f;
   f.verdict = Verdict::fifo_misalignment;
   f.kind = p2p ? core::FindingKind::p2p_mismatch : core::FindingKind::collective_mismatch;
-  f.mismatched = mismatch_fields(a.desc, b.desc);
+  f.mismatched = mismatched;
   const std::string where =
       p2p ? fmt::format("send #{} rank{}->rank{}", cseq, a.rank, b.rank) : fmt::format("collective #{}", cseq);
   const bool one_message = same_message_other_size(a.desc, b.desc);
@@ -191,6 +194,16 @@ std::optional<Finding> misalignment(const PostedOp& a, const PostedOp& b, std::s
   }
   f.details.emplace_back(one_message ? kSameMessageOtherSize : kNcclMatchesByPosition);
   return f;
+}
+
+}  // namespace
+
+std::optional<Finding> misalignment(const PostedOp& a, const PostedOp& b, std::string_view comm, int64_t cseq,
+                                    bool p2p) {
+  // Every pairing is judged here: agreement is decided on the fields, before any words are made.
+  const OpFields mismatched = mismatch_fields(a.desc, b.desc);
+  if (!mismatched.any()) return std::nullopt;
+  return misaligned(a, b, comm, cseq, p2p, mismatched);
 }
 
 std::optional<Finding> collective_misalignment(std::span<const PostedOp> posts, size_t members,

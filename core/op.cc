@@ -39,20 +39,6 @@ std::string describe(const OpDesc& d) {
   return s;
 }
 
-OpFields mismatch_fields(const OpDesc& a, const OpDesc& b) {
-  OpFields f;
-  const bool p2p = is_p2p(a.kind) && is_p2p(b.kind);
-  f.kind = !p2p && a.kind != b.kind;
-  f.all_to_all = f.kind && (a.kind == OpKind::all_to_all || b.kind == OpKind::all_to_all);
-  f.dtype = a.dtype != b.dtype;
-  f.count = a.count != b.count;
-  f.root = !p2p && a.kind == b.kind && has_root(a.kind) && a.peer != b.peer;
-  // An unlabelled operation carries no claim about its purpose, so only two labels can disagree.
-  f.label = !a.label.empty() && !b.label.empty() && !(a.label == b.label);
-  f.capture = a.captured != b.captured;
-  return f;
-}
-
 std::string mismatch_reason(const OpDesc& a, const OpDesc& b) {
   const OpFields f = mismatch_fields(a, b);
   std::string why;

@@ -50,7 +50,26 @@ std::string describe(const OpDesc& d);
 // For p2p pairs `a` is the send and `b` the recv; for collectives they are two members' ops.
 std::string mismatch_reason(const OpDesc& a, const OpDesc& b);
 // The same as fields, for programs that judge a mismatch by what differs (`fidelity`: which fields
-// a Flight Recorder entry or NCCL's profiler can see); none set when the two agree.
-OpFields mismatch_fields(const OpDesc& a, const OpDesc& b);
+// a Flight Recorder entry or NCCL's profiler can see); none set when the two agree. Inline: every
+// pairing of every run is judged by it.
+[[gnu::always_inline]] inline OpFields mismatch_fields(const OpDesc& a, const OpDesc& b) {
+  OpFields f;
+  // Nearly every pairing agrees: decided on the raw fields first.
+  const bool same_kind = a.kind == b.kind || (is_p2p(a.kind) && is_p2p(b.kind));
+  if (same_kind && a.dtype == b.dtype && a.count == b.count && a.captured == b.captured &&
+      (!has_root(a.kind) || a.kind != b.kind || a.peer == b.peer) &&
+      (a.label.empty() || b.label.empty() || a.label == b.label))
+    return f;
+  const bool p2p = is_p2p(a.kind) && is_p2p(b.kind);
+  f.kind = !p2p && a.kind != b.kind;
+  f.all_to_all = f.kind && (a.kind == OpKind::all_to_all || b.kind == OpKind::all_to_all);
+  f.dtype = a.dtype != b.dtype;
+  f.count = a.count != b.count;
+  f.root = !p2p && a.kind == b.kind && has_root(a.kind) && a.peer != b.peer;
+  // An unlabelled operation carries no claim about its purpose, so only two labels can disagree.
+  f.label = !a.label.empty() && !b.label.empty() && !(a.label == b.label);
+  f.capture = a.captured != b.captured;
+  return f;
+}
 
 }  // namespace ppspec::core

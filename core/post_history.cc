@@ -12,7 +12,7 @@ class HistoryLanes final : public Sequences {
   size_t lanes() const override { return lanes_.size(); }
   size_t length(size_t lane) const override { return static_cast<size_t>(lanes_[lane]->end() - base_); }
   bool same(size_t a, size_t x, size_t b, size_t y) const override {
-    return mismatch_reason(desc(a, x), desc(b, y)).empty();
+    return !mismatch_fields(desc(a, x), desc(b, y)).any();
   }
   const OpDesc& desc(size_t lane, size_t i) const { return lanes_[lane]->at(base_ + static_cast<int64_t>(i)); }
 
