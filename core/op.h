@@ -54,12 +54,6 @@ std::string mismatch_reason(const OpDesc& a, const OpDesc& b);
 // pairing of every run is judged by it.
 [[gnu::always_inline]] inline OpFields mismatch_fields(const OpDesc& a, const OpDesc& b) {
   OpFields f;
-  // Nearly every pairing agrees: decided on the raw fields first.
-  const bool same_kind = a.kind == b.kind || (is_p2p(a.kind) && is_p2p(b.kind));
-  if (same_kind && a.dtype == b.dtype && a.count == b.count && a.captured == b.captured &&
-      (!has_root(a.kind) || a.kind != b.kind || a.peer == b.peer) &&
-      (a.label.empty() || b.label.empty() || a.label == b.label))
-    return f;
   const bool p2p = is_p2p(a.kind) && is_p2p(b.kind);
   f.kind = !p2p && a.kind != b.kind;
   f.all_to_all = f.kind && (a.kind == OpKind::all_to_all || b.kind == OpKind::all_to_all);
