@@ -101,6 +101,9 @@ struct WorkloadConfig {
   Arrival arrival = Arrival::burst;
   double mean_gap_us = 200;  // poisson arrivals
   double temperature = 0;
+  // Every Nth request (the 1st, the N+1st, ...) samples greedily whatever the temperature: under
+  // temperature sampling, a share of requests the golden oracle can check token by token. 0: none.
+  int greedy_every = 0;
   uint64_t seed = 1;
   int abort_every = 0;  // every Nth request is aborted ...
   int abort_after = 8;  // ... once it has this many output tokens

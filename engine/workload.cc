@@ -63,7 +63,7 @@ std::vector<RequestSpec> make_workload(const EngineConfig& cfg) {
     }
     r.arrival = t;
     r.seed = static_cast<int64_t>(rng.next() >> 1);
-    r.spread = spread_of(w.temperature);
+    r.spread = w.greedy_every > 0 && i % w.greedy_every == 0 ? 0 : spread_of(w.temperature);
     r.abort = w.abort_every > 0 && (i + 1) % w.abort_every == 0;
     reqs.push_back(std::move(r));
   }

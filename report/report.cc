@@ -112,6 +112,22 @@ std::string monitor_skips_line(const verify::OnlineCoverage& c) {
   return s + "\n";
 }
 
+// The engine paths a serving run reached (those it reached at all), and the mechanisms its
+// scenario enables that it never exercised: a pass says what it covered.
+std::string paths_lines(const ServingFigures& f) {
+  std::string s = "    paths reached:";
+  const char* sep = " ";
+  for (const serving::PathField& p : serving::path_fields()) {
+    if (f.paths.*p.field == 0) continue;
+    s += fmt::format("{}{} {}", sep, p.name, f.paths.*p.field);
+    sep = ", ";
+  }
+  if (*sep == ' ') s += " none of the mechanisms counted";
+  s += "\n";
+  for (const std::string& w : f.unexercised) s += fmt::format("    warning: {}\n", w);
+  return s;
+}
+
 namespace {
 
 // The simulator's rules a report cites — "(R3, R5)", "(NCCL_RUNTIME_CONNECT, R1)", "(R4; ...)" —
@@ -149,6 +165,7 @@ std::string format_text(const RunRecord& r) {
   std::string s = headline(r);
   if (!r.ok && !r.mismatch.empty()) s += fmt::format("    not as expected: {}\n", r.mismatch);
   if (r.serving) s += model_oracle_line(r.serving->model_oracle) + monitor_skips_line(r.serving->model_oracle);
+  if (r.serving) s += paths_lines(*r.serving);
   for (const core::Finding& f : res.findings) append_finding(s, f, "");
   for (const core::Finding& f : res.notes) append_finding(s, f, "note: ");
   const bool hazards = std::any_of(res.notes.begin(), res.notes.end(),
@@ -305,6 +322,12 @@ nlohmann::json to_json(const RunRecord& r) {
                     {"output_tokens", r.serving->output_tokens},
                     {"acceptance_rate", r.serving->acceptance_rate},
                     {"tokens_per_step", r.serving->tokens_per_step}};
+  if (r.serving) {
+    nlohmann::json paths = nlohmann::json::object();
+    for (const serving::PathField& p : serving::path_fields()) paths[p.name] = r.serving->paths.*p.field;
+    j["paths_reached"] = std::move(paths);
+    j["unexercised"] = r.serving->unexercised;
+  }
   if (!r.ok) j["mismatch"] = r.mismatch;
   if (r.recorded) j["recorded"] = core::to_string(*r.recorded);
   return j;

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "core/verdict.h"
+#include "serving/paths_reached.h"
 #include "verify/oracles/serving_oracles.h"
 
 namespace ppspec::report {
@@ -25,7 +26,9 @@ struct ServingFigures {
   int64_t steps_ahead = 0;        // request steps scheduled ahead of their previous step's output
   int64_t prefix_hit_blocks = 0;  // blocks reused from the prefix cache
   int64_t prefix_evictions = 0;
-  int64_t dummy_batches = 0;  // dp > 1: steps a replica ran as a dummy batch
+  int64_t dummy_batches = 0;               // dp > 1: steps a replica ran as a dummy batch
+  serving::PathsReached paths{};           // the engine paths the run reached
+  std::vector<std::string> unexercised{};  // mechanisms the scenario enables that the run never exercised
 };
 
 struct RunRecord {

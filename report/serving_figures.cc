@@ -2,7 +2,7 @@
 
 namespace ppspec::report {
 
-ServingFigures figures_of(const serving::ServingRun& run) {
+ServingFigures figures_of(const serving::ServingRun& run, const engine::EngineConfig& cfg) {
   return ServingFigures{run.stats.steps,
                         static_cast<int64_t>(run.requests.size()),
                         run.stats.output_tokens,
@@ -13,7 +13,9 @@ ServingFigures figures_of(const serving::ServingRun& run) {
                         run.stats.steps_ahead,
                         run.stats.prefix_hit_blocks,
                         run.stats.prefix_evictions,
-                        run.stats.dummy_batches};
+                        run.stats.dummy_batches,
+                        run.paths,
+                        serving::unexercised(cfg, run.paths)};
 }
 
 }  // namespace ppspec::report

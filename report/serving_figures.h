@@ -6,6 +6,6 @@
 
 namespace ppspec::report {
 
-ServingFigures figures_of(const serving::ServingRun& run);
+ServingFigures figures_of(const serving::ServingRun& run, const engine::EngineConfig& cfg);
 
 }  // namespace ppspec::report

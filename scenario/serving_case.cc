@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include "core/world_config.h"
+#include "engine/scheduler.h"
 
 namespace ppspec::scenario {
 
@@ -40,9 +41,10 @@ void append_engine(std::string& s, const ServingCase& c) {
       c.mean_gap_us, c.temperature, c.workload_seed, c.abort_every, c.abort_after, c.abort_in_flight);
   if (c.shared_prefix > 0)
     s += fmt::format("shared_prefix = {}\nprefix_groups = {}\n", c.shared_prefix, c.prefix_groups);
+  if (c.greedy_every > 0) s += fmt::format("greedy_every = {}\n", c.greedy_every);
   // Strict: a hazard (a module load while serving, a device sync behind a spinning receive) is a
   // failure too; on GPUs it stalls or hangs.
-  s += fmt::format("\n[runtime]\nmodule_loading = \"{}\"\nstrict = true\n", c.module_loading);
+  s += fmt::format("\n[runtime]\nmodule_loading = \"{}\"\nstrict = true\n", core::to_string(c.module_loading));
   if (c.jitter != core::WorldConfig{}.jitter) s += fmt::format("jitter = {}\n", c.jitter);
   if (!c.faults.empty()) {
     s += "\n[faults]\n";
@@ -62,6 +64,19 @@ std::string to_toml(const ServingCase& c, const std::string& name, const std::st
   return s;
 }
 
+KvBounds kv_bounds(const ServingCase& c) {
+  engine::EngineConfig e;
+  e.topology.pp = c.pp;
+  e.topology.dp = c.dp;
+  e.serving.max_concurrent_batches = c.max_concurrent_batches;
+  e.model.block_size = c.block_size;
+  e.spec.k = c.k;
+  e.serving.max_num_seqs = c.max_num_seqs;
+  e.workload.prompt_max = c.prompt_max;
+  e.workload.output_max = c.output_max;
+  return KvBounds{engine::blocks_minimum(e), engine::blocks_needed(e)};
+}
+
 std::string summary(const ServingCase& c) {
   std::string s = fmt::format("{}pp{} tp{} K{} {} req {} prompt {}-{} out {}-{} seqs {} budget {}",
                               c.dp > 1 ? fmt::format("dp{} ", c.dp) : "", c.pp, c.tp, c.k,
@@ -69,6 +84,7 @@ std::string summary(const ServingCase& c) {
                               c.prompt_max, c.output_min, c.output_max, c.max_num_seqs, c.max_num_batched_tokens);
   if (!c.capture_sizes.empty()) s += fmt::format(" graphs [{}]", fmt::join(c.capture_sizes, ","));
   if (c.temperature > 0) s += fmt::format(" T {}", c.temperature);
+  if (c.greedy_every > 0) s += fmt::format(" greedy 1/{}", c.greedy_every);
   if (c.abort_every > 0)
     s += fmt::format(" abort 1/{} after {}{}", c.abort_every, c.abort_after, c.abort_in_flight ? " in flight" : "");
   if (c.stop_token >= 0) s += fmt::format(" stop {}", c.stop_token);
@@ -83,7 +99,7 @@ std::string summary(const ServingCase& c) {
   if (!c.chunked_prefill) s += " no-chunking";
   if (c.max_concurrent_batches > 0) s += fmt::format(" batches {}", c.max_concurrent_batches);
   if (c.poisson) s += fmt::format(" poisson {} us", c.mean_gap_us);
-  if (c.module_loading != "eager") s += " " + c.module_loading;
+  if (c.module_loading != core::ModuleLoading::eager) s += fmt::format(" {}", core::to_string(c.module_loading));
   if (c.jitter != core::WorldConfig{}.jitter) s += fmt::format(" jitter {}", c.jitter);
   return s + fmt::format(" seed {} {}", c.seed, c.strategy());
 }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/types.h"
 #include "core/verdict.h"
 
 namespace ppspec::scenario {
@@ -36,12 +37,13 @@ struct ServingCase {
   bool poisson = false;
   int mean_gap_us = 200;
   double temperature = 0;
+  int greedy_every = 0;  // every Nth request greedy under temperature (0: none)
   uint64_t workload_seed = 1;
   int abort_every = 0, abort_after = 1;
   bool abort_in_flight = false;
   int shared_prefix = 0, prefix_groups = 1;
   // [runtime], [faults]
-  std::string module_loading = "eager";
+  core::ModuleLoading module_loading = core::ModuleLoading::eager;
   double jitter = 0.1;  // core::WorldConfig's default: no line written
   std::vector<std::string> faults;
   // [explore]: the schedule
@@ -62,6 +64,13 @@ struct Expectation {
 // The scenario file of a case; `description` says where it came from.
 std::string to_toml(const ServingCase& c, const std::string& name, const std::string& description,
                     const Expectation& expect);
+
+// The KV cache sizes a case can run with: the fewest (the null block and one request at its
+// longest) and enough never to preempt (engine/scheduler.h's blocks_minimum and blocks_needed).
+struct KvBounds {
+  int least = 0, enough = 0;
+};
+KvBounds kv_bounds(const ServingCase& c);
 
 // One line: the knobs that make this case what it is.
 std::string summary(const ServingCase& c);

@@ -25,7 +25,8 @@ constexpr std::string_view kServingKeys =
     "capture_sizes, max_num_seqs, max_num_batched_tokens, chunked_prefill, warmup_steps, max_concurrent_batches, "
     "enable_prefix_caching";
 constexpr std::string_view kWorkloadKeys =
-    "num_requests, prompt_min, prompt_max, output_min, output_max, arrival, mean_gap_us, temperature, seed, "
+    "num_requests, prompt_min, prompt_max, output_min, output_max, arrival, mean_gap_us, temperature, greedy_every, "
+    "seed, "
     "abort_every, abort_after, abort_in_flight, shared_prefix, prefix_groups";
 constexpr std::string_view kOraclesKeys = "golden, pp_invariance, padding_invariance";
 constexpr std::string_view kExploreKeys = "seed, seeds, strategy";
@@ -160,6 +161,7 @@ void read_workload_table(TableReader& r, engine::WorkloadConfig& w) {
   read_one_of_two(r, "arrival", w.arrival, {"burst", engine::Arrival::burst}, {"poisson", engine::Arrival::poisson});
   w.mean_gap_us = r.number("mean_gap_us", 0, 1e9).value_or(w.mean_gap_us);
   w.temperature = r.number("temperature", 0, 16).value_or(w.temperature);
+  w.greedy_every = to_int(r.integer("greedy_every", 0, 1 << 20).value_or(0));
   w.seed = static_cast<uint64_t>(r.integer("seed", 0, INT64_MAX).value_or(1));
   w.abort_every = to_int(r.integer("abort_every", 0, 1 << 20).value_or(0));
   w.abort_after = to_int(r.integer("abort_after", 1, 1 << 20).value_or(w.abort_after));

@@ -93,6 +93,8 @@ ServingRun serve(core::Runtime& rt, const engine::EngineConfig& cfg, const std::
   BatchLog batches(cfg.topology.dp);
   rt.events().subscribe(&monitors);
   rt.events().subscribe(&batches);
+  PathsSink paths;
+  rt.events().subscribe(&paths);
   for (core::EventSink* s : sinks) rt.events().subscribe(s);
   eng.install();
   ServingRun out;
@@ -106,6 +108,7 @@ ServingRun serve(core::Runtime& rt, const engine::EngineConfig& cfg, const std::
   out.coverage = monitors.coverage();
   for (const auto& r : eng.records())
     if (!r.dummy) out.requests.push_back(r);
+  out.paths = paths_reached(paths.reached(), cfg, out.stats, out.requests);
   return out;
 }
 

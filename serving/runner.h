@@ -9,6 +9,7 @@
 #include "core/event.h"
 #include "core/verdict.h"
 #include "engine/engine.h"
+#include "serving/paths_reached.h"
 #include "serving/scenario.h"
 #include "sim/run_config.h"
 #include "verify/oracles/serving_oracles.h"
@@ -21,6 +22,7 @@ struct ServingRun {
   std::vector<engine::RequestRecord> requests;  // the workload's requests (dummies left out)
   bool completed = false;
   verify::OnlineCoverage coverage;  // what the online monitors checked
+  PathsReached paths;               // the engine paths it reached
 };
 
 // What a serving run needs of its runtime beyond the interface: how to stop at the first failure

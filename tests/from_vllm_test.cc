@@ -6,7 +6,9 @@
 #include <sstream>
 
 #include "core/did_you_mean.h"
+#include "core/file_bytes.h"
 #include "scenario/serving_loader.h"
+#include "serving/runner.h"
 #include "tests/command_test.h"
 #include "tests/scratch.h"
 #include "tools/from_vllm_command.h"
@@ -82,7 +84,7 @@ TEST(FromVllm, AConfigFileIsReadAndFlagsAfterItWin) {
   EXPECT_EQ(s.scenario.max_num_seqs, 16);  // vLLM's is per engine; ppspec's the system's
   EXPECT_TRUE(s.scenario.capture_sizes.empty());
   EXPECT_FALSE(s.scenario.eagle);  // ngram drafts as DSpark, and says so
-  EXPECT_TRUE(said(s, "method = \"ngram\": no counterpart"));
+  EXPECT_TRUE(said(s, "method = \"ngram\": n-gram lookup in the prompt has no counterpart"));
 
   const std::string json = file_in_scratch(
       "vllm.json",
@@ -154,6 +156,170 @@ TEST(FromVllm, CaptureSizesAreVllmsDefaultsCappedAndRounded) {
   in.given = std::vector<int>{3, 7};
   in.k = 2;
   EXPECT_EQ(vllm_config::capture_sizes(in).sizes, (std::vector<int>{3}));  // 7 -> 9 is past 6 (7 rounded down): dropped
+}
+
+// Each mapping as vLLM's own source reads it (vllm/config/speculative.py, vllm/config/vllm.py,
+// vllm/utils/argparse_utils.py); each case is the behaviour and its opposite.
+TEST(FromVllm, MtpAndEagleOneDraftFromTheLastLayerAndEagleThreeFromThree) {
+  for (const std::string method : {"deepseek_mtp", "mtp", "qwen3_next_mtp", "eagle"}) {
+    SCOPED_TRACE(method);
+    const vllm_config::Serving s = vllm_config::to_serving(vllm_config::parse_cli(
+        {"-pp", "8", "--speculative-config", R"({"method": ")" + method + R"(", "num_speculative_tokens": 2})"}));
+    EXPECT_TRUE(s.scenario.eagle);
+    EXPECT_EQ(s.scenario.taps, (std::vector<int>{7}));  // the last of the 8 layers -pp 8 asks for
+  }
+  const vllm_config::Serving three = vllm_config::to_serving(
+      vllm_config::parse_cli({"--speculative-config", R"({"method": "eagle3", "num_speculative_tokens": 2})"}));
+  EXPECT_TRUE(three.scenario.eagle);
+  EXPECT_TRUE(three.scenario.taps.empty());  // EAGLE-3's three default taps
+}
+
+TEST(FromVllm, AsyncSchedulingIsOnByDefaultWhereVllmTurnsItOnAndRefusedWhereVllmRefusesIt) {
+  auto batches = [](const std::vector<std::string>& argv) {
+    return vllm_config::to_serving(vllm_config::parse_cli(argv)).scenario.max_concurrent_batches;
+  };
+  const std::string eagle = R"({"method": "eagle3", "num_speculative_tokens": 3})";
+  const std::string ngram = R"({"method": "ngram", "num_speculative_tokens": 3})";
+  const std::string unpadded =
+      R"({"method": "eagle", "num_speculative_tokens": 3, "disable_padded_drafter_batch": true})";
+  EXPECT_EQ(batches({"-pp", "4"}), 5);                                    // no proposer: on
+  EXPECT_EQ(batches({"-pp", "4", "--speculative-config", eagle}), 5);     // EAGLE kind: on
+  EXPECT_EQ(batches({"-pp", "4", "--speculative-config", ngram}), 0);     // n-gram (CPU): off
+  EXPECT_EQ(batches({"-pp", "4", "--speculative-config", unpadded}), 0);  // unpadded drafter batch: off
+  EXPECT_EQ(batches({"-pp", "4", "--no-async-scheduling", "--speculative-config", eagle}), 0);
+  for (const std::string& refused : {ngram, unpadded}) {
+    try {
+      vllm_config::to_serving(vllm_config::parse_cli({"--async-scheduling", "--speculative-config", refused}));
+      ADD_FAILURE() << "vLLM refuses async scheduling with " << refused;
+    } catch (const core::InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("vLLM refuses this at start-up"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("'--async-scheduling'"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(FromVllm, OneCudaGraphSizeIsAnUpperBoundAndSeveralAreTheList) {
+  const vllm_config::Serving one = vllm_config::to_serving(vllm_config::parse_cli({"--cuda-graph-sizes", "64"}));
+  EXPECT_EQ(one.scenario.capture_sizes, (std::vector<int>{1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64}));
+  const vllm_config::Serving two = vllm_config::to_serving(vllm_config::parse_cli({"--cuda-graph-sizes", "16", "64"}));
+  EXPECT_EQ(two.scenario.capture_sizes, (std::vector<int>{16, 64}));
+}
+
+TEST(FromVllm, AJsonStringInAYamlConfigIsReadAsVllmReadsItAndFlagsAfterTheConfigWin) {
+  const std::string yaml =
+      file_in_scratch("vllm_json_string.yaml",
+                      "tensor_parallel_size: 2\n"
+                      "speculative_config: '{\"method\": \"mtp\", \"num_speculative_tokens\": 2}'\n"
+                      "compilation_config: '{\"cudagraph_capture_sizes\": [3, 6], \"mode\": 3}'\n");
+  const vllm_config::Serving s =
+      vllm_config::to_serving(vllm_config::parse_cli({"vllm", "serve", "m", "--config", yaml, "-tp", "4"}));
+  EXPECT_EQ(s.scenario.tp, 4);  // the flag after --config wins
+  EXPECT_EQ(s.scenario.k, 2);
+  EXPECT_TRUE(s.scenario.eagle);
+  EXPECT_EQ(s.scenario.capture_sizes, (std::vector<int>{3, 6}));
+  EXPECT_TRUE(said(s, "compilation_config.mode = 3: torch.compile's"));
+  const std::string not_json = file_in_scratch("vllm_not_json.yaml", "speculative_config: 'method=mtp'\n");
+  try {
+    vllm_config::to_serving(vllm_config::parse_config_file(not_json));
+    ADD_FAILURE() << "a speculative_config that is no JSON";
+  } catch (const core::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("vllm_not_json.yaml:1"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("(not JSON)"), std::string::npos) << e.what();
+  }
+}
+
+TEST(FromVllm, EveryNoCounterpartLineSaysWhy) {
+  const vllm_config::Serving s = vllm_config::to_serving(vllm_config::parse_cli(
+      {"vllm", "serve", "m", "--speculative-config",
+       R"({"method": "eagle3", "num_speculative_tokens": 2, "draft_tensor_parallel_size": 1, "brand_new_knob": 3})",
+       "--compilation-config", R"({"cudagraph_mode": "FULL_AND_PIECEWISE", "another_knob": 1})", "--dtype",
+       "bfloat16"}));
+  ASSERT_FALSE(s.no_counterpart.empty());
+  for (const std::string& n : s.no_counterpart) {
+    SCOPED_TRACE(n);
+    EXPECT_NE(n.find(": "), std::string::npos);
+    EXPECT_EQ(n.find("no counterpart\n"), std::string::npos);
+    EXPECT_FALSE(n.ends_with(": no counterpart"));
+  }
+  EXPECT_TRUE(said(s, "draft_tensor_parallel_size = 1: ppspec's drafter runs on the last stage's TP ranks"));
+  EXPECT_TRUE(said(s, "brand_new_knob = 3: not a speculative_config field ppspec models"));
+  EXPECT_TRUE(said(s, "cudagraph_mode = \"FULL_AND_PIECEWISE\": ppspec captures whole decode steps"));
+}
+
+TEST(FromVllm, LazyModuleLoadingIsTheDefaultAndEagerIsAskedFor) {
+  EXPECT_EQ(vllm_config::to_serving(vllm_config::parse_cli({"-pp", "2"})).scenario.module_loading,
+            core::ModuleLoading::lazy);
+  vllm_config::WorkloadChoice eager;
+  eager.module_loading = core::ModuleLoading::eager;
+  EXPECT_EQ(vllm_config::to_serving(vllm_config::parse_cli({"-pp", "2"}), eager).scenario.module_loading,
+            core::ModuleLoading::eager);
+}
+
+TEST(FromVllm, AHybridModelGetsRecurrentLayersAndSglangsLauncherIsNamed) {
+  const vllm_config::Serving next = vllm_config::to_serving(
+      vllm_config::parse_cli({"vllm", "serve", "Qwen/Qwen3-Next-80B-A3B-Instruct", "-pp", "2"}));
+  EXPECT_EQ(next.scenario.recurrent_layers, (std::vector<int>{0, 1, 2}));
+  EXPECT_FALSE(next.scenario.enable_prefix_caching);
+  EXPECT_TRUE(said(next, "ppspec caches no prefix of a recurrent layer's state"));
+  EXPECT_TRUE(vllm_config::to_serving(vllm_config::parse_cli({"vllm", "serve", "Qwen/Qwen3-32B"}))
+                  .scenario.recurrent_layers.empty());
+  try {
+    vllm_config::parse_cli({"python", "-m", "sglang.launch_server", "--model-path", "m"});
+    ADD_FAILURE() << "SGLang's launcher";
+  } catch (const core::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("SGLang's launch_server is not supported"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(vllm_config::parse_cli({"python3", "-m", "vllm.entrypoints.openai.api_server", "--model", "m", "-tp", "2"})
+                .values.at("tensor_parallel_size")
+                .value,
+            2);
+}
+
+// The stress workload reaches what the deployment enables: run, the paths say so, and nothing is
+// warned of as unexercised.
+TEST(FromVllm, TheStressWorkloadReachesTheDeploymentsMechanisms) {
+  const std::string file = scratch_path("from_vllm_stress.toml").string();
+  const Out o = from_vllm("",
+                          {"vllm", "serve", "m", "-pp", "2", "--speculative-config",
+                           R"({"method": "eagle3", "num_speculative_tokens": 3})"},
+                          file);
+  ASSERT_EQ(o.code, 0) << o.out << o.err;
+  const serving::ServingScenario scenario = scenario::parse_serving(core::file_bytes_or_throw(file), file);
+  const serving::ServingRun run = serving::run_on_sim(scenario, sim::RunConfig{});
+  ASSERT_EQ(run.result.verdict, core::Verdict::pass);
+  const serving::PathsReached& p = run.paths;
+  EXPECT_GT(p.chunked_prompts, 0);
+  EXPECT_GT(p.preemptions, 0);
+  EXPECT_GT(p.aborts_in_flight, 0);
+  EXPECT_GT(p.stop_token_ends, 0);
+  EXPECT_GT(p.greedy_requests, 0);
+  EXPECT_GT(p.steps_ahead, 0);
+  EXPECT_GT(p.prefix_hit_blocks, 0);
+  EXPECT_GT(p.taps_relayed, 0);
+  EXPECT_EQ(serving::unexercised(scenario.config, p), std::vector<std::string>{});
+}
+
+// A warning for a mechanism the scenario enables and the run never reached; none for one it
+// reached, nor for one the scenario does not enable.
+TEST(PathsReached, AnEnabledMechanismNeverReachedIsWarnedOfAndNoOtherIs) {
+  engine::EngineConfig cfg;
+  cfg.model.stop_token = 7;
+  cfg.topology.pp = 2;
+  cfg.spec.k = 2;
+  cfg.serving.max_concurrent_batches = 3;
+  serving::PathsReached p;
+  p.drafts_verified = 10;
+  p.chunked_prompts = 1;
+  const std::vector<std::string> w = serving::unexercised(cfg, p);
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_NE(w[0].find("no request ended on it"), std::string::npos) << w[0];
+  EXPECT_NE(w[1].find("async scheduling is on"), std::string::npos) << w[1];
+  p.stop_token_ends = 1;
+  p.steps_ahead = 3;
+  EXPECT_TRUE(serving::unexercised(cfg, p).empty());
+  cfg.model.stop_token = -1;
+  cfg.serving.max_concurrent_batches = 0;
+  EXPECT_TRUE(serving::unexercised(cfg, serving::PathsReached{.chunked_prompts = 1, .drafts_verified = 1}).empty());
 }
 
 TEST(DidYouMean, ASlipOfTheKeyboardIsCorrectedAndAnotherWordIsNot) {

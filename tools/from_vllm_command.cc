@@ -42,17 +42,18 @@ std::string description_of(const FromVllmArgs& a, const vllm_config::Serving& s)
   constexpr size_t kArgBytesShown = 200, kArgsBytesShown = 4096;
   std::string args;
   for (const std::string& arg : a.vllm_args) args += (args.empty() ? "" : " ") + core::printable(arg, kArgBytesShown);
-  std::string d = fmt::format("Made by `ppspec from-vllm` from {}{}{}.\nvLLM -> ppspec:\n",
+  std::string d = fmt::format("Made by `ppspec from-vllm` from {}{}{}, read as {} reads them.\nvLLM -> ppspec:\n",
                               a.config.empty() ? "" : core::printable(a.config, kArgBytesShown),
                               a.config.empty() || a.vllm_args.empty() ? "" : " and ",
-                              a.vllm_args.empty() ? "" : fmt::format("`{}`", core::printable(args, kArgsBytesShown)));
+                              a.vllm_args.empty() ? "" : fmt::format("`{}`", core::printable(args, kArgsBytesShown)),
+                              vllm_config::kVllmModelled);
   for (const vllm_config::Mapping& m : s.mapped)
     d += m.vllm.empty()
              ? fmt::format("    {}\n", core::printable(m.scenario))
              : fmt::format("  {} -> {}\n", core::printable(m.vllm, kArgBytesShown), core::printable(m.scenario));
   if (!s.no_counterpart.empty()) d += "No counterpart:\n";
   for (const std::string& n : s.no_counterpart) d += fmt::format("  {}\n", core::printable(n, kArgBytesShown));
-  d += "[workload] is ppspec's: requests enough to fill the batch, Poisson arrivals, temperature sampling.\n";
+  d += "[workload] is ppspec's: a stress workload that reaches the mechanisms the deployment enables.\n";
   // A TOML multi-line basic string: backslashes and triple quotes escaped.
   std::string escaped;
   for (size_t i = 0; i < d.size(); ++i) {
@@ -96,7 +97,13 @@ std::string key_at(const std::string& text, int line) {
 
 int from_vllm_command(const FromVllmArgs& a, std::ostream& out, std::ostream& err) {
   return exit_2_on_bad_input(err, "ppspec from-vllm", [&] {
-    const vllm_config::Serving s = vllm_config::to_serving(read_args(a), vllm_config::WorkloadChoice{a.requests});
+    vllm_config::WorkloadChoice choice;
+    choice.num_requests = a.requests;
+    if (!a.cuda_module_loading.empty())
+      choice.module_loading = a.cuda_module_loading == "EAGER" || a.cuda_module_loading == "eager"
+                                  ? core::ModuleLoading::eager
+                                  : core::ModuleLoading::lazy;
+    const vllm_config::Serving s = vllm_config::to_serving(read_args(a), choice);
     const std::string name = a.name.empty() ? fs::path(a.out).stem().string() : a.name;
     const std::string text = scenario::to_toml(s.scenario, name, description_of(a, s), scenario::Expectation{});
     const serving::ServingScenario scenario = [&] {  // what is written reads back
@@ -108,6 +115,7 @@ int from_vllm_command(const FromVllmArgs& a, std::ostream& out, std::ostream& er
     }();
     write_output_file(a.out, text, a.force);
     out << fmt::format("wrote {}: {}\n", a.out, scenario::summary(s.scenario));
+    out << fmt::format("  the engine arguments read as {} reads them\n", vllm_config::kVllmModelled);
     for (const vllm_config::Mapping& m : s.mapped)
       out << (m.vllm.empty() ? fmt::format("      {}\n", core::printable(m.scenario))
                              : fmt::format("  {} -> {}\n", core::printable(m.vllm), core::printable(m.scenario)));

@@ -14,7 +14,8 @@ struct FromVllmArgs {
   std::vector<std::string> vllm_args;  // `vllm serve` flags, after `--` (they win over the file's)
   std::string out;                     // the scenario file to write
   std::string name;                    // the scenario's name (default: the output file's stem)
-  int requests = 0;                    // the workload's requests (0: twice the request slots, at most 64)
+  int requests = 0;                    // the workload's requests (0: twice the request slots, 8 to 64)
+  std::string cuda_module_loading;     // the deployment's CUDA_MODULE_LOADING: "LAZY" or "EAGER" ("": LAZY)
   bool force = false;                  // overwrite `out`
 };
 

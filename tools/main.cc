@@ -352,8 +352,11 @@ void from_vllm_options(CLI::App& cmd, CommandLine& line) {
       "'{\"method\": \"eagle3\", \"num_speculative_tokens\": 3}')");
   cmd.add_option("-o,--out", a.out, "the serving scenario to write (TOML)")->required();
   cmd.add_option("--name", a.name, "the scenario's name (default: the output file's name)");
-  cmd.add_option("--requests", a.requests, "the workload's requests (default: twice the request slots, at most 64)")
+  cmd.add_option("--requests", a.requests, "the workload's requests (default: twice the request slots, 8 to 64)")
       ->check(CLI::Range(1, 1 << 20));
+  cmd.add_option("--cuda-module-loading", a.cuda_module_loading,
+                 "the deployment's CUDA_MODULE_LOADING, LAZY or EAGER (default LAZY, CUDA's and PyTorch's)")
+      ->check(CLI::IsMember({"LAZY", "EAGER", "lazy", "eager"}));
   cmd.add_flag("--force", a.force, "overwrite the output file");
 }
 

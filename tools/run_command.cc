@@ -58,7 +58,7 @@ void simulate_once(const Scenario& sc, uint64_t seed, const core::StrategySpec& 
   const auto& s = std::get<serving::ServingScenario>(sc);
   const serving::ServingRun run = runs::execute(s, choices);
   rec.result = run.result;
-  rec.serving = report::figures_of(run);
+  rec.serving = report::figures_of(run, s.config);
   rec.mismatch = core::expectation_mismatch(s.expect, rec.result);
 }
 

@@ -269,6 +269,9 @@ Json encode(const runs::Executed& e) {
   j["stats"] = stats_json(s->stats);
   j["requests"] = records_json(s->requests);
   j["coverage"] = coverage_json(s->coverage);
+  Json paths = Json::object();
+  for (const serving::PathField& p : serving::path_fields()) paths[p.name] = s->paths.*p.field;
+  j["paths"] = std::move(paths);
   return j;
 }
 
@@ -287,6 +290,7 @@ runs::Executed decode(const Json& j, const scenario::Scenario& sc) {
   run.stats = stats_of(j.at("stats"));
   run.requests = records_of(j.at("requests"), serving_scenario->config);
   run.coverage = coverage_of(j.at("coverage"));
+  for (const serving::PathField& p : serving::path_fields()) read(j.at("paths"), p.name, run.paths.*p.field);
   return runs::Executed{std::move(run)};
 }
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <set>
 
-#include "engine/scheduler.h"
+#include "scenario/serving_case.h"
 
 namespace ppspec::fuzzer {
 namespace {
@@ -39,17 +39,7 @@ void pick_shape(ServingCase& c, const Space& s) {
 // A KV cache between one request at its longest and what the workload can fill: the scheduler
 // preempts (it shrinks to the smallest cache, the most preemptions).
 void pick_kv_cache(ServingCase& c) {
-  engine::EngineConfig e;
-  e.topology.pp = c.pp;
-  e.topology.dp = c.dp;
-  e.serving.max_concurrent_batches = c.max_concurrent_batches;
-  e.model.block_size = c.block_size;
-  e.spec.k = c.k;
-  e.serving.max_num_seqs = c.max_num_seqs;
-  e.workload.prompt_max = c.prompt_max;
-  e.workload.output_max = c.output_max;
-  const int least = engine::blocks_minimum(e);
-  const int enough = engine::blocks_needed(e);
+  const auto [least, enough] = scenario::kv_bounds(c);
   if (least >= enough) return;
   c.num_blocks = *rc::gen::inRange(least, std::min(enough, least + 8));
   // Without chunked prefill a resumed request is one prefill of its prompt and output.

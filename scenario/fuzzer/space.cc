@@ -100,7 +100,12 @@ Space parse_space(const std::string& text, const std::string& file) {
   read_range(r, "warmup_steps", s.warmup_steps, lim.warmup_steps);
   read_range(r, "pct_depth", s.pct_depth, lim.pct_depth);
   read_names(r, "feedback", s.feedback, {"three-message", "single-payload"});
-  read_names(r, "module_loading", s.module_loading, {"eager", "lazy", "jit"});
+  std::vector<std::string> loading;
+  read_names(r, "module_loading", loading, {"eager", "lazy", "jit"});
+  if (!loading.empty()) {
+    s.module_loading.clear();
+    for (const std::string& name : loading) s.module_loading.push_back(*core::parse_module_loading(name));
+  }
   read_numbers(r, "temperature", s.temperature, 0, 2);
   read_numbers(r, "jitter", s.jitter, 0, core::kMaxJitter);
   if (const toml::array* kinds = r.array("kinds")) {

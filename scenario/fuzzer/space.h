@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "core/types.h"
+
 namespace ppspec::fuzzer {
 
 struct Range {
@@ -33,7 +35,8 @@ struct Space {
   bool servings = true, programs = true;
   // Each of these is drawn from the listed values.
   std::vector<std::string> feedback{"three-message", "single-payload"};
-  std::vector<std::string> module_loading{"eager", "lazy", "jit"};
+  std::vector<core::ModuleLoading> module_loading{core::ModuleLoading::eager, core::ModuleLoading::lazy,
+                                                  core::ModuleLoading::jit};
   std::vector<double> temperature{0.0, 0.8};
   // [runtime] jitter: how much each simulated duration varies (seeded). The runtime's default only,
   // unless a space lists more, so that the cases every earlier campaign drew stay the cases it draws.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fmt/format.h>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -140,6 +141,21 @@ void refuse_non_utf8(std::string_view text, const std::string& origin) {
                          fmt::format("not UTF-8 text: byte {} is 0x{:02x}", at, static_cast<unsigned char>(text[at])));
 }
 
+// Another server's launcher: its arguments are not vLLM's, and are refused as such, by name.
+void refuse_other_servers(const std::vector<std::string>& argv) {
+  for (size_t i = 0; i < std::min<size_t>(argv.size(), 3); ++i) {
+    const std::string& t = argv[i];
+    if (t.starts_with("sglang") || t.ends_with("/sglang") || t.find("sglang.launch_server") != std::string::npos)
+      throw core::InputError(
+          fmt::format("vLLM argument {} ('{}')", i + 1, core::printable(t, 60)), 0,
+          "SGLang's launch_server is not supported: from-vllm reads vLLM's engine arguments (`vllm serve MODEL "
+          "...`, or a `vllm serve --config` file); SGLang's server arguments are named and defaulted differently");
+    if (t.find("trtllm-serve") != std::string::npos || t.find("text-generation-launcher") != std::string::npos)
+      throw core::InputError(fmt::format("vLLM argument {} ('{}')", i + 1, core::printable(t, 60)), 0,
+                             "not vLLM's launcher: from-vllm reads vLLM's engine arguments (`vllm serve MODEL ...`)");
+  }
+}
+
 std::string read_bounded(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw core::InputError(path, 0, "cannot be read");
@@ -156,6 +172,24 @@ std::string trim(const std::string& s) {
   const size_t a = s.find_first_not_of(" \t\r");
   if (a == std::string::npos) return "";
   return s.substr(a, s.find_last_not_of(" \t\r") - a + 1);
+}
+
+// A YAML quoted scalar's text: '...' with '' for a quote, or "..." with JSON's escapes; nullopt
+// for a plain scalar.
+std::optional<std::string> quoted_scalar(const std::string& value, const std::string& origin) {
+  if (value.size() < 2 || value.front() != value.back() || (value.front() != '\'' && value.front() != '"'))
+    return std::nullopt;
+  if (value.front() == '"') {
+    const Json j = Json::parse(value, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_string()) throw core::InputError(origin, 0, "a double-quoted value that does not end where it should");
+    return j.get<std::string>();
+  }
+  std::string text;
+  for (size_t i = 1; i + 1 < value.size(); ++i) {
+    text += value[i];
+    if (value[i] == '\'' && value[i + 1] == '\'') ++i;
+  }
+  return text;
 }
 
 // The flat YAML of `vllm serve --config`: `key: value` lines, `#` comments; a value is a scalar or
@@ -177,10 +211,11 @@ EngineArgs parse_flat_yaml(const std::string& text, const std::string& path) {
       throw core::InputError(path, n, "a key without a value (a nested block?): write the value inline as JSON");
     if (value[0] != '"' && value[0] != '\'' && value.find(" #") != std::string::npos)
       value = trim(value.substr(0, value.find(" #")));
-    if (value.size() >= 2 && value.front() == '\'' && value.back() == '\'')
-      value = '"' + value.substr(1, value.size() - 2) + '"';
     const std::string origin = fmt::format("{}:{}", path, n);
     const std::string key = python_name(trim(t.substr(0, colon)));
+    // A quoted scalar is text, which vLLM hands to the argument's type as it would a flag's value
+    // (load_config_file: "--key", str(value)): a JSON string becomes the object it holds.
+    if (const std::optional<std::string> unquoted = quoted_scalar(value, origin)) value = *unquoted;
     put(args, key, value_of(value, origin, key), origin);
   }
   return args;
@@ -192,8 +227,13 @@ EngineArgs parse_cli(const std::vector<std::string>& argv) {
   if (argv.size() > kArgsMax)
     throw core::InputError("vLLM arguments", 0, fmt::format("more than {} of them", kArgsMax));
   for (size_t i = 0; i < argv.size(); ++i) refuse_non_utf8(argv[i], fmt::format("vLLM argument {}", i + 1));
+  refuse_other_servers(argv);
   EngineArgs args;
   size_t i = 0;
+  // `python -m vllm.entrypoints.openai.api_server` is `vllm serve` by another name.
+  if (i + 2 < argv.size() && argv[i].starts_with("python") && argv[i + 1] == "-m" &&
+      argv[i + 2] == "vllm.entrypoints.openai.api_server")
+    i += 3;
   if (i < argv.size() && (argv[i] == "vllm" || argv[i].ends_with("/vllm"))) ++i;
   if (i < argv.size() && argv[i] == "serve") ++i;
   EngineArgs from_config;

@@ -1,6 +1,7 @@
 #include "scenario/vllm_config/to_serving.h"
 
 #include <algorithm>
+#include <array>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <map>
@@ -14,6 +15,7 @@
 #include "core/printable.h"
 #include "engine/config.h"
 #include "scenario/vllm_config/capture_sizes.h"
+#include "scenario/vllm_config/reader.h"
 
 namespace ppspec::vllm_config {
 namespace {
@@ -96,53 +98,6 @@ const std::vector<std::string>& mapped_names() {
   return names;
 }
 
-// Reads arguments by name, each once, and keeps what it mapped.
-class Reader {
- public:
-  explicit Reader(const EngineArgs& args, Serving& out) : args_(args), out_(out) {}
-
-  const EngineArg* get(const std::string& name) {
-    used_.insert(name);
-    const auto it = args_.values.find(name);
-    return it == args_.values.end() ? nullptr : &it->second;
-  }
-  std::optional<int64_t> integer(const std::string& name, int64_t lo, int64_t hi) {
-    const EngineArg* a = get(name);
-    if (a == nullptr) return std::nullopt;
-    return checked_integer(a->value, a->origin, name, lo, hi);
-  }
-  std::optional<bool> boolean(const std::string& name) {
-    const EngineArg* a = get(name);
-    if (a == nullptr) return std::nullopt;
-    if (!a->value.is_boolean())
-      throw core::InputError(a->origin, 0, fmt::format("{}: expected true or false, got {}", name, shown(a->value)));
-    return a->value.get<bool>();
-  }
-  // The argument is the name `vllm` starts with ("speculative_config.method = ..." is speculative_config's).
-  void map(std::string vllm, std::string scenario) {
-    const std::string name = vllm.substr(0, vllm.find_first_of(" .="));
-    const auto it = args_.values.find(name);
-    std::string origin = it == args_.values.end() ? "" : it->second.origin;
-    out_.mapped.push_back(Mapping{std::move(vllm), std::move(scenario), std::move(origin)});
-  }
-  void unmapped(std::string what) { out_.no_counterpart.push_back(std::move(what)); }
-  bool used(const std::string& name) const { return used_.count(name) > 0; }
-
-  static std::string shown(const Json& v) { return core::shown(v, 60); }
-  static int64_t checked_integer(const Json& v, const std::string& origin, const std::string& name, int64_t lo,
-                                 int64_t hi) {
-    if (!v.is_number_integer() || v.get<int64_t>() < lo || v.get<int64_t>() > hi)
-      throw core::InputError(origin, 0,
-                             fmt::format("{}: expected an integer in [{}, {}], got {}", name, lo, hi, shown(v)));
-    return v.get<int64_t>();
-  }
-
- private:
-  const EngineArgs& args_;
-  Serving& out_;
-  std::set<std::string> used_;
-};
-
 void read_topology(Reader& r, scenario::ServingCase& c) {
   c.pp = static_cast<int>(r.integer("pipeline_parallel_size", 1, 64).value_or(1));
   c.tp = static_cast<int>(r.integer("tensor_parallel_size", 1, 64).value_or(1));
@@ -162,79 +117,6 @@ void read_topology(Reader& r, scenario::ServingCase& c) {
     c.lanes = std::lcm(model.lanes, c.tp);
     r.map(fmt::format("tensor_parallel_size = {}", c.tp),
           fmt::format("[model] lanes = {} (split evenly over the TP ranks)", c.lanes));
-  }
-}
-
-// vLLM's proposer methods: EAGLE and EAGLE-3 are ppspec's EAGLE, DFlash its DSpark; the others
-// draft K tokens per request too, with another proposer, and are drafted with DSpark.
-void read_method(Reader& r, const std::string& method, const std::string& origin, scenario::ServingCase& c) {
-  if (method == "eagle" || method == "eagle3") {
-    c.eagle = true;
-    r.map(fmt::format("speculative_config.method = \"{}\"", method),
-          "[spec] method = \"eagle\" (EAGLE-3's tapped layers)");
-    if (method == "eagle")
-      r.unmapped(
-          "speculative_config.method = \"eagle\": EAGLE-1 drafts from the last hidden state; ppspec's EAGLE fuses "
-          "three tapped layers (EAGLE-3)");
-    return;
-  }
-  if (method == "dflash" || method == "dspark") {
-    r.map(fmt::format("speculative_config.method = \"{}\"", method), "[spec] method = \"dspark\"");
-    return;
-  }
-  static const std::set<std::string> others = {"ngram",  "medusa",       "mlp_speculator", "draft_model",
-                                               "mtp",    "deepseek_mtp", "qwen3_next_mtp", "ernie_mtp",
-                                               "suffix", "eagle_mtp"};
-  if (!others.count(method))
-    throw core::InputError(
-        origin, 0,
-        fmt::format("speculative_config.method: '{}' is not a vLLM proposer ppspec knows (eagle, eagle3, "
-                    "dflash; ngram, medusa, mlp_speculator, draft_model, mtp, suffix draft as DSpark)",
-                    core::printable(method, 40)));
-  r.unmapped(
-      fmt::format("speculative_config.method = \"{}\": no counterpart; the scenario drafts K tokens per request with "
-                  "DSpark (one drafter forward per step)",
-                  method));
-}
-
-void read_speculative(Reader& r, scenario::ServingCase& c) {
-  const EngineArg* spec = r.get("speculative_config");
-  const std::optional<int64_t> top_k = r.integer("num_speculative_tokens", 0, 16);
-  if (const EngineArg* old = r.get("speculative_model"))
-    r.unmapped(
-        fmt::format("speculative_model = {}: the drafter's weights have no counterpart", Reader::shown(old->value)));
-  if (spec == nullptr) {
-    c.k = static_cast<int>(top_k.value_or(0));
-    r.map(fmt::format("num_speculative_tokens = {}", c.k), fmt::format("[spec] k = {}", c.k));
-    return;
-  }
-  if (!spec->value.is_object())
-    throw core::InputError(
-        spec->origin, 0,
-        "speculative_config: expected a JSON object ({\"method\": ..., \"num_speculative_tokens\": K})");
-  const Json& s = spec->value;
-  if (!s.contains("num_speculative_tokens"))
-    throw core::InputError(spec->origin, 0, "speculative_config: no num_speculative_tokens");
-  c.k = static_cast<int>(Reader::checked_integer(s.at("num_speculative_tokens"), spec->origin,
-                                                 "speculative_config.num_speculative_tokens", 0, 16));
-  r.map(fmt::format("speculative_config.num_speculative_tokens = {}", c.k), fmt::format("[spec] k = {}", c.k));
-  std::string method = s.contains("method") && s.at("method").is_string() ? s.at("method").get<std::string>() : "";
-  const std::string model = s.contains("model") && s.at("model").is_string() ? s.at("model").get<std::string>() : "";
-  if (method.empty()) {
-    // vLLM infers the method from the draft model's name.
-    std::string lower = model;
-    std::transform(lower.begin(), lower.end(), lower.begin(),
-                   [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
-    method = lower.find("eagle3") != std::string::npos  ? "eagle3"
-             : lower.find("eagle") != std::string::npos ? "eagle"
-                                                        : "draft_model";
-  }
-  read_method(r, method, spec->origin, c);
-  for (const auto& [key, value] : s.items()) {
-    if (key == "num_speculative_tokens" || key == "method") continue;
-    r.unmapped(fmt::format(
-        "speculative_config.{} = {}: {}", key, Reader::shown(value),
-        key == "model" ? "the drafter's weights: ppspec's drafter is its own, of the same method" : "no counterpart"));
   }
 }
 
@@ -258,54 +140,131 @@ void read_limits(Reader& r, scenario::ServingCase& c, int& seqs_per_engine) {
   const std::optional<bool> chunked = r.boolean("enable_chunked_prefill");
   const std::optional<bool> caching = r.boolean("enable_prefix_caching");
   c.chunked_prefill = chunked.value_or(true);
-  c.enable_prefix_caching = caching.value_or(true);
   r.map(fmt::format("{}enable_chunked_prefill = {}", chunked ? "" : "(vLLM V1's default) ", c.chunked_prefill),
         fmt::format("[serving] chunked_prefill = {}", c.chunked_prefill));
+  if (!c.recurrent_layers.empty()) {
+    c.enable_prefix_caching = false;
+    r.unmapped(
+        fmt::format("{}enable_prefix_caching = {}: ppspec caches no prefix of a recurrent layer's state; the "
+                    "scenario runs without prefix caching",
+                    caching ? "" : "(vLLM V1's default) ", caching.value_or(true)));
+    return;
+  }
+  c.enable_prefix_caching = caching.value_or(true);
   r.map(fmt::format("{}enable_prefix_caching = {}", caching ? "" : "(vLLM V1's default) ", c.enable_prefix_caching),
         fmt::format("[serving] enable_prefix_caching = {}", c.enable_prefix_caching));
-  if (r.boolean("async_scheduling").value_or(false)) {
-    c.max_concurrent_batches = c.pp + 1;
-    r.map("async_scheduling = true",
-          fmt::format(
-              "[serving] max_concurrent_batches = {} (pp + 1: a step scheduled while the one before it is in flight)",
-              c.max_concurrent_batches));
+}
+
+// Hybrid models, known by name: their recurrent (linear-attention, Mamba) layers in ppspec's
+// model, in the same proportion and pattern (Qwen3-Next: three Gated DeltaNet layers to one of
+// attention; Jamba: attention every 8 layers, at offset 4).
+void read_model_name(Reader& r, const std::string& model, scenario::ServingCase& c) {
+  std::string lower = model;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  struct Hybrid {
+    const char* name;
+    int period, attention_at;
+  };
+  static constexpr std::array kHybrids{Hybrid{"qwen3-next", 4, 3}, Hybrid{"jamba", 8, 4}};
+  for (const Hybrid& h : kHybrids) {
+    if (lower.find(h.name) == std::string::npos) continue;
+    const int layers = c.layers > 0 ? c.layers : engine::ModelConfig{}.layers;
+    for (int l = 0; l < layers; ++l)
+      if (l % h.period != h.attention_at) c.recurrent_layers.push_back(l);
+    r.map(fmt::format("model = {}", core::printable(model, 80)),
+          fmt::format("[model] recurrent_layers = [{}] (a hybrid model: one attention layer in {})",
+                      fmt::join(c.recurrent_layers, ", "), h.period));
+    return;
+  }
+}
+
+// The process's CUDA_MODULE_LOADING: lazy unless the deployment says otherwise (CUDA's default
+// since 11.7; PyTorch sets LAZY when it is unset).
+void read_module_loading(Reader& r, const WorkloadChoice& w, scenario::ServingCase& c) {
+  c.module_loading = w.module_loading.value_or(core::ModuleLoading::lazy);
+  const std::string value = c.module_loading == core::ModuleLoading::eager ? "EAGER" : "LAZY";
+  r.map(fmt::format("{}CUDA_MODULE_LOADING = {}", w.module_loading ? "" : "(CUDA's and PyTorch's default) ", value),
+        fmt::format("[runtime] module_loading = \"{}\"", core::to_string(c.module_loading)));
+}
+
+// What ppspec makes of each compilation_config field it does not map, and why.
+std::string compilation_field_reason(const std::string& key, const Json& value) {
+  if (key == "cudagraph_mode")
+    return fmt::format("ppspec captures whole decode steps (FULL) at the capture sizes; {} is the nearest it runs",
+                       value.is_string() ? core::printable(value.get<std::string>(), 40) : "this mode");
+  static const std::set<std::string> compiler = {"level",
+                                                 "mode",
+                                                 "backend",
+                                                 "use_inductor",
+                                                 "custom_ops",
+                                                 "splitting_ops",
+                                                 "pass_config",
+                                                 "compile_sizes",
+                                                 "inductor_compile_config",
+                                                 "inductor_passes",
+                                                 "use_inductor_graph_partition",
+                                                 "cudagraph_num_of_warmups",
+                                                 "cudagraph_copy_inputs",
+                                                 "cache_dir",
+                                                 "debug_dump_path",
+                                                 "compile_cache_save_format",
+                                                 "full_cuda_graph",
+                                                 "cudagraph_specialize_lora",
+                                                 "use_cudagraph",
+                                                 "compile_ranges_split_points",
+                                                 "dynamic_shapes_config"};
+  if (compiler.count(key)) return "torch.compile's: ppspec launches its own kernels, uncompiled";
+  return "not a compilation_config field ppspec models; left out";
+}
+
+// --cuda-graph-sizes (vLLM's SchedulerConfig.cuda_graph_sizes until max_cudagraph_capture_size
+// replaced it): one value N is "capture up to N", several are the list itself.
+void read_cuda_graph_sizes(Reader& r, CaptureSizeInputs& in) {
+  const EngineArg* old = r.get("cuda_graph_sizes");
+  if (old == nullptr) return;
+  const Json list = old->value.is_array() ? old->value : Json::array({old->value});
+  std::vector<int> sizes;
+  for (const Json& v : list)
+    sizes.push_back(static_cast<int>(Reader::checked_integer(v, old->origin, "cuda_graph_sizes", 1, 1 << 20)));
+  if (sizes.size() == 1) {
+    in.max_size = sizes.front();
+    r.map(fmt::format("cuda_graph_sizes = [{}]", sizes.front()),
+          fmt::format("capture sizes up to {} (one value: vLLM's max_cudagraph_capture_size)", sizes.front()));
+  } else {
+    in.given = sizes;
   }
 }
 
 // compilation_config: a level (-O3), or an object whose graph sizes and mode are read.
 void read_compilation(Reader& r, CaptureSizeInputs& in, bool& eager) {
-  if (const EngineArg* old = r.get("cuda_graph_sizes")) {
-    const Json list = old->value.is_array() ? old->value : Json::array({old->value});
-    std::vector<int> sizes;
-    for (const Json& v : list)
-      sizes.push_back(static_cast<int>(Reader::checked_integer(v, old->origin, "cuda_graph_sizes", 1, 1 << 20)));
-    in.given = sizes;
-  }
-  const EngineArg* cc = r.get("compilation_config");
-  if (cc == nullptr) return;
-  if (cc->value.is_number_integer()) {
+  read_cuda_graph_sizes(r, in);
+  const std::optional<Json> cc = r.object("compilation_config", "a JSON object or a level");
+  if (!cc) return;
+  const std::string origin = r.origin_of("compilation_config");
+  if (cc->is_number_integer()) {
     r.unmapped(
-        fmt::format("compilation_config = {} (a torch.compile level): no counterpart", cc->value.get<int64_t>()));
+        fmt::format("compilation_config = {} (a torch.compile level): ppspec launches its own kernels, "
+                    "uncompiled",
+                    cc->get<int64_t>()));
     return;
   }
-  if (!cc->value.is_object())
-    throw core::InputError(cc->origin, 0, "compilation_config: expected a JSON object or a level");
-  for (const auto& [key, value] : cc->value.items()) {
+  if (!cc->is_object()) throw core::InputError(origin, 0, "compilation_config: expected a JSON object or a level");
+  for (const auto& [key, value] : cc->items()) {
     if (key == "cudagraph_capture_sizes") {
       if (!value.is_array())
-        throw core::InputError(cc->origin, 0, "compilation_config.cudagraph_capture_sizes: expected a list of sizes");
+        throw core::InputError(origin, 0, "compilation_config.cudagraph_capture_sizes: expected a list of sizes");
       std::vector<int> sizes;
       for (const Json& v : value)
-        sizes.push_back(
-            static_cast<int>(Reader::checked_integer(v, cc->origin, "cudagraph_capture_sizes", 1, 1 << 20)));
+        sizes.push_back(static_cast<int>(Reader::checked_integer(v, origin, "cudagraph_capture_sizes", 1, 1 << 20)));
       in.given = sizes;
     } else if (key == "max_cudagraph_capture_size") {
-      in.max_size =
-          static_cast<int>(Reader::checked_integer(value, cc->origin, "max_cudagraph_capture_size", 1, 1 << 20));
+      in.max_size = static_cast<int>(Reader::checked_integer(value, origin, "max_cudagraph_capture_size", 1, 1 << 20));
     } else if (key == "cudagraph_mode" && value.is_string() && value.get<std::string>() == "NONE") {
       eager = true;
     } else {
-      r.unmapped(fmt::format("compilation_config.{} = {}: no counterpart", key, Reader::shown(value)));
+      r.unmapped(fmt::format("compilation_config.{} = {}: {}", key, Reader::shown(value),
+                             compilation_field_reason(key, value)));
     }
   }
 }
@@ -333,8 +292,11 @@ void read_graphs(Reader& r, scenario::ServingCase& c, int seqs_per_engine) {
 void read_model(Reader& r, scenario::ServingCase& c) {
   const std::optional<int64_t> len = r.integer("max_model_len", 8, 1 << 20);
   c.max_model_len = static_cast<int>(len.value_or(2048));
-  r.map(len ? fmt::format("max_model_len = {}", c.max_model_len) : "(max_model_len: the model's)",
-        fmt::format("[model] max_model_len = {}", c.max_model_len));
+  r.map(len ? fmt::format("max_model_len = {}", c.max_model_len)
+            : "(max_model_len not given: vLLM takes the model's context length)",
+        len ? fmt::format("[model] max_model_len = {}", c.max_model_len)
+            : fmt::format("[model] max_model_len = {} (ppspec's model's limit, not the served model's)",
+                          c.max_model_len));
   if (const std::optional<int64_t> b = r.integer("block_size", 1, 1024)) {
     c.block_size = static_cast<int>(*b);
     r.map(fmt::format("block_size = {}", *b), fmt::format("[model] block_size = {}", *b));
@@ -346,27 +308,6 @@ void read_model(Reader& r, scenario::ServingCase& c) {
   if (const std::optional<int64_t> seed = r.integer("seed", 0, INT64_MAX)) {
     c.workload_seed = static_cast<uint64_t>(*seed);
     r.map(fmt::format("seed = {}", *seed), fmt::format("[workload] seed = {}", *seed));
-  }
-}
-
-// ppspec's workload: enough requests to fill the request slots twice over (at most 64), prompts
-// and outputs that fit max_model_len and, without chunked prefill, the token budget.
-void choose_workload(const WorkloadChoice& w, scenario::ServingCase& c) {
-  c.num_requests = w.num_requests > 0 ? w.num_requests : std::min(2 * c.max_num_seqs, 64);
-  c.num_requests = std::max(c.num_requests, c.dp);
-  c.prompt_min = 4;
-  c.prompt_max =
-      std::max(c.prompt_min, std::min({48, c.max_model_len / 4, c.chunked_prefill ? 48 : c.max_num_batched_tokens}));
-  c.output_min = 4;
-  c.output_max = std::max(c.output_min, std::min(32, c.max_model_len / 4));
-  c.poisson = true;
-  c.mean_gap_us = 200;
-  c.temperature = 0.7;
-  if (c.enable_prefix_caching && c.prompt_max >= 24) {
-    // Two system prompts shared by the requests, so that the cache has something to reuse.
-    c.prompt_min = 24;
-    c.shared_prefix = 16;
-    c.prefix_groups = 2;
   }
 }
 
@@ -402,14 +343,17 @@ Serving to_serving(const EngineArgs& args, const WorkloadChoice& workload) {
   Reader r(args, out);
   scenario::ServingCase& c = out.scenario;
   read_topology(r, c);
-  read_speculative(r, c);
+  read_model_name(r, args.model, c);
+  const Proposer proposer = read_speculative(r, c);
   int seqs_per_engine = 0;
   read_limits(r, c, seqs_per_engine);
+  read_async_scheduling(r, proposer, c);
   read_graphs(r, c, seqs_per_engine);
   read_model(r, c);
+  read_module_loading(r, workload, c);
   if (!args.model.empty()) r.unmapped(fmt::format("model = {}: {}", args.model, without_counterpart().at("model")));
   check_leftovers(args, r);
-  choose_workload(workload, c);
+  choose_workload(workload, c, out.mapped);
   return out;
 }
 

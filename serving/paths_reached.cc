@@ -1,0 +1,114 @@
+#include "serving/paths_reached.h"
+
+#include <fmt/format.h>
+
+#include "core/probes.h"
+
+namespace ppspec::serving {
+
+const std::vector<PathField>& path_fields() {
+  static const std::vector<PathField> fields = {
+      {"chunked_prompts", &PathsReached::chunked_prompts},
+      {"preemptions", &PathsReached::preemptions},
+      {"aborts", &PathsReached::aborts},
+      {"aborts_in_flight", &PathsReached::aborts_in_flight},
+      {"stop_token_ends", &PathsReached::stop_token_ends},
+      {"length_cap_ends", &PathsReached::length_cap_ends},
+      {"greedy_requests", &PathsReached::greedy_requests},
+      {"drafts_verified", &PathsReached::drafts_verified},
+      {"steps_ahead", &PathsReached::steps_ahead},
+      {"prefix_hit_blocks", &PathsReached::prefix_hit_blocks},
+      {"padding_writes", &PathsReached::padding_writes},
+      {"slot_reuse", &PathsReached::slot_reuse},
+      {"dummy_batches", &PathsReached::dummy_batches},
+      {"taps_relayed", &PathsReached::taps_relayed},
+      {"recurrent_rollbacks", &PathsReached::recurrent_rollbacks},
+      {"module_loads_after_warmup", &PathsReached::module_loads_after_warmup}};
+  return fields;
+}
+
+void PathsSink::on_event(const core::Event& e) {
+  switch (e.kind) {
+    case core::EventKind::request_scheduled: {
+      if (e.req < 0) return;
+      const auto p = core::RequestScheduledProbe::decode(e);
+      const auto row = std::pair{std::string(e.actor), p.state_index};
+      const auto [it, fresh] = owner_.try_emplace(row, e.req);
+      if (!fresh && it->second != e.req) ++reached_.slot_reuse;
+      it->second = e.req;
+      // A later chunk of a prefill: its first chunk left tokens of it for this step.
+      if (p.num_computed > 0 && p.num_computed < p.prefill_len && chunked_.emplace(e.actor, e.req).second)
+        ++reached_.chunked_prompts;
+      return;
+    }
+    case core::EventKind::padding_rows: ++reached_.padding_writes; return;
+    case core::EventKind::warmup_phase: phase_[e.rank] = e.subject.phase; return;
+    case core::EventKind::module_load:
+      if (phase_[e.rank] == core::WarmupPhase::serving) ++reached_.module_loads_after_warmup;
+      return;
+    case core::EventKind::op_posted:
+      if (e.has_op && e.op.kind == core::OpKind::send &&
+          (e.op.label.name == "act.aux" || e.op.label.name == "aux.direct"))
+        ++reached_.taps_relayed;
+      return;
+    default: return;
+  }
+}
+
+PathsReached paths_reached(const PathsReached& from_events, const engine::EngineConfig& cfg,
+                           const engine::ServingStats& stats, const std::vector<engine::RequestRecord>& requests) {
+  PathsReached p = from_events;
+  p.preemptions = stats.preemptions;
+  p.steps_ahead = stats.steps_ahead;
+  p.prefix_hit_blocks = stats.prefix_hit_blocks;
+  p.dummy_batches = stats.dummy_batches;
+  p.drafts_verified = stats.drafts_verified;
+  for (const engine::RequestRecord& r : requests) {
+    if (r.dummy) continue;
+    // An abort in flight reaches the core while the request's step is in flight, by construction
+    // (WorkloadConfig::abort_in_flight); it counts once it reached the core, applied or not.
+    if (r.abort_arrived) ++p.aborts;
+    if (r.abort_arrived && cfg.workload.abort_in_flight) ++p.aborts_in_flight;
+    if (r.spec.spread == 0) ++p.greedy_requests;
+    const bool stopped = !r.output.empty() && r.output.back() == cfg.model.stop_token;
+    if (r.finished && !r.aborted && stopped) ++p.stop_token_ends;
+    const int64_t length = static_cast<int64_t>(r.spec.prompt.size() + r.output.size());
+    if (r.finished && !r.aborted && !stopped && static_cast<int>(r.output.size()) < r.spec.max_tokens &&
+        length >= cfg.model.max_model_len)
+      ++p.length_cap_ends;
+    if (!cfg.model.recurrent_layers.empty() && r.proposed_drafts > r.accepted_drafts) ++p.recurrent_rollbacks;
+  }
+  return p;
+}
+
+std::vector<std::string> unexercised(const engine::EngineConfig& cfg, const PathsReached& p) {
+  std::vector<std::string> out;
+  auto need = [&out](bool enabled, int64_t reached, const char* what) {
+    if (enabled && reached == 0) out.push_back(what);
+  };
+  const bool drafts = cfg.spec.k > 0;
+  const bool overlapping = cfg.batches_in_flight() > 1;
+  need(cfg.serving.chunked_prefill, p.chunked_prompts,
+       "chunked prefill is on, and no prompt was chunked (no step's prompts overran the token budget)");
+  need(cfg.may_preempt(), p.preemptions,
+       "the KV cache is smaller than the workload needs, and no request was preempted");
+  need(cfg.workload.abort_every > 0, p.aborts, "the workload aborts requests, and no abort reached the engine core");
+  need(cfg.workload.abort_every > 0 && cfg.workload.abort_in_flight && overlapping, p.aborts_in_flight,
+       "aborts in flight are on, and none reached a request with a step in flight");
+  need(cfg.model.stop_token >= 0, p.stop_token_ends, "a stop token is set, and no request ended on it");
+  need(drafts, p.drafts_verified, "speculative decoding is on, and no draft was verified");
+  need(cfg.schedules_ahead(), p.steps_ahead,
+       "async scheduling is on, and no step was scheduled while the request's previous one was in flight");
+  need(cfg.serving.enable_prefix_caching && cfg.workload.shared_prefix > 0, p.prefix_hit_blocks,
+       "prefix caching is on with shared prompts, and no block was reused");
+  need(!cfg.serving.capture_sizes.empty(), p.padding_writes, "CUDA graphs are on, and no graph ran with padding rows");
+  need(cfg.topology.dp > 1, p.dummy_batches, "data parallelism is on, and no replica ran a dummy batch");
+  need(cfg.eagle() && cfg.topology.pp > 1, p.taps_relayed, "EAGLE under pipeline parallelism, and no tap was relayed");
+  need(!cfg.model.recurrent_layers.empty() && drafts, p.recurrent_rollbacks,
+       "recurrent layers under speculative decoding, and no state was rolled back past a rejected draft");
+  need(cfg.workload.temperature > 0 && cfg.workload.greedy_every > 0, p.greedy_requests,
+       "a greedy share is asked for, and no request sampled greedily");
+  return out;
+}
+
+}  // namespace ppspec::serving
