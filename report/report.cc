@@ -70,13 +70,8 @@ std::string headline(const RunRecord& r) {
   if (r.serving) {
     const ServingFigures& f = *r.serving;
     s += fmt::format(
-        "{} requests, {} engine steps, {}{}{}{}acceptance {:.2f}, {:.1f} tokens/step, ", f.requests, f.engine_steps,
-        f.dummy_batches > 0 ? fmt::format("{} dummy batches, ", f.dummy_batches) : std::string(),
-        f.preemptions > 0 ? fmt::format("{} preemptions, ", f.preemptions) : std::string(),
-        f.steps_ahead > 0 ? fmt::format("{} steps scheduled ahead, ", f.steps_ahead) : std::string(),
-        f.prefix_hit_blocks > 0 || f.prefix_evictions > 0
-            ? fmt::format("{} prefix-cache blocks reused, {} evicted, ", f.prefix_hit_blocks, f.prefix_evictions)
-            : std::string(),
+        "{} requests, {} engine steps, {}acceptance {:.2f}, {:.1f} tokens/step, ", f.requests, f.engine_steps,
+        f.prefix_evictions > 0 ? fmt::format("{} prefix-cache blocks evicted, ", f.prefix_evictions) : std::string(),
         f.acceptance_rate, f.tokens_per_step);
   } else {
     s += fmt::format("{} steps, ", res.stats.sched_steps);

@@ -19,14 +19,10 @@ struct ServingFigures {
   int64_t engine_steps = 0;  // batches the engine ran
   int64_t requests = 0;
   int64_t output_tokens = 0;
-  double acceptance_rate = 0;             // accepted drafts / verified drafts
-  double tokens_per_step = 0;             // output tokens / engine step
-  verify::OnlineCoverage model_oracle{};  // what the model oracle checked, and what it stopped checking
-  int64_t preemptions = 0;
-  int64_t steps_ahead = 0;        // request steps scheduled ahead of their previous step's output
-  int64_t prefix_hit_blocks = 0;  // blocks reused from the prefix cache
-  int64_t prefix_evictions = 0;
-  int64_t dummy_batches = 0;               // dp > 1: steps a replica ran as a dummy batch
+  double acceptance_rate = 0;              // accepted drafts / verified drafts
+  double tokens_per_step = 0;              // output tokens / engine step
+  verify::OnlineCoverage model_oracle{};   // what the model oracle checked, and what it stopped checking
+  int64_t prefix_evictions = 0;            // cached blocks given for new content
   serving::PathsReached paths{};           // the engine paths the run reached
   std::vector<std::string> unexercised{};  // mechanisms the scenario enables that the run never exercised
 };

@@ -9,11 +9,7 @@ ServingFigures figures_of(const serving::ServingRun& run, const engine::EngineCo
                         run.stats.acceptance_rate(),
                         run.stats.tokens_per_step(),
                         run.coverage,
-                        run.stats.preemptions,
-                        run.stats.steps_ahead,
-                        run.stats.prefix_hit_blocks,
                         run.stats.prefix_evictions,
-                        run.stats.dummy_batches,
                         run.paths,
                         serving::unexercised(cfg, run.paths)};
 }

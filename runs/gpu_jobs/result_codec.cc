@@ -4,6 +4,7 @@
 #include <map>
 #include <stdexcept>
 
+#include "core/culprit_json.h"
 #include "engine/workload.h"
 
 namespace ppspec::gpu_jobs {
@@ -52,7 +53,6 @@ core::OpFields mismatched_of(const Json& j) {
 Json finding_json(const core::Finding& f) {
   Json sites = Json::array();
   for (const core::Site& s : f.sites) sites.push_back(site_json(s));
-  const core::Culprit& c = f.culprit;
   return {{"verdict", core::to_string(f.verdict)},
           {"kind", std::string(core::to_string(f.kind))},
           {"time", f.time},
@@ -64,13 +64,7 @@ Json finding_json(const core::Finding& f) {
           {"details", f.details},
           {"dot", f.dot},
           {"mismatched", mismatched_json(f.mismatched)},
-          {"culprit",
-           {{"rank", c.rank},
-            {"comm", c.comm},
-            {"p2p", c.p2p},
-            {"peer", c.peer},
-            {"position", c.position},
-            {"what", std::string(core::to_string(c.what))}}}};
+          {"culprit", core::culprit_json(f.culprit)}};
 }
 
 core::Finding finding_of(const Json& j) {
@@ -90,11 +84,7 @@ core::Finding finding_of(const Json& j) {
   f.details = j.at("details").get<std::vector<std::string>>();
   f.dot = j.at("dot").get<std::string>();
   f.mismatched = mismatched_of(j.at("mismatched"));
-  const Json& c = j.at("culprit");
-  const auto blame = core::parse_blame(c.at("what").get<std::string>());
-  if (!blame) throw std::runtime_error("a culprit blamed for nothing known");
-  f.culprit = core::Culprit{c.at("rank").get<core::RankId>(), c.at("comm").get<std::string>(), c.at("p2p").get<bool>(),
-                            c.at("peer").get<core::RankId>(), c.at("position").get<int64_t>(), *blame};
+  f.culprit = core::culprit_of_json(j.at("culprit"));
   return f;
 }
 

@@ -29,30 +29,6 @@ using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// The engine paths one case reached, from its events.
-class PathSink final : public core::EventSink {
- public:
-  void on_event(const core::Event& e) override {
-    switch (e.kind) {
-      case core::EventKind::request_scheduled: {
-        if (e.req < 0) return;
-        const auto p = core::RequestScheduledProbe::decode(e);
-        const auto [it, fresh] = owner_.try_emplace(p.state_index, e.req);
-        if (!fresh && it->second != e.req) slot_reuse = true;
-        it->second = e.req;
-        if (p.num_computed > 0 && p.num_computed < p.prefill_len) chunked = true;  // a later chunk of a prompt
-        return;
-      }
-      case core::EventKind::padding_rows: padding = true; return;
-      default: return;
-    }
-  }
-  bool slot_reuse = false, chunked = false, padding = false;
-
- private:
-  std::map<int64_t, int64_t> owner_;  // req-state row -> its latest request
-};
-
 struct Outcome {
   core::Verdict verdict = core::Verdict::pass;
   std::string kind;
@@ -63,14 +39,12 @@ struct Outcome {
   bool same_as(const Outcome& o) const { return internal == o.internal && verdict == o.verdict && kind == o.kind; }
 };
 
-serving::ServingRun run_serving(const std::string& text, const std::string& file, const ServingCase& c,
-                                PathSink* paths) {
+serving::ServingRun run_serving(const std::string& text, const std::string& file, const ServingCase& c) {
   const serving::ServingScenario s = scenario::parse_serving(text, file);
   runs::RunChoices choices;
   choices.seed = c.seed;
   choices.strategy = core::parse_strategy(c.strategy());
   PPSPEC_ASSERT(choices.strategy.has_value(), "strategy '{}' of a generated case", c.strategy());
-  choices.sink = paths;
   return runs::execute(s, choices);
 }
 
@@ -91,28 +65,25 @@ Outcome outcome_of(const core::RunResult& result) {
   return o;
 }
 
-void count_paths(Coverage& cov, const ServingCase& c, const serving::ServingRun& run, const PathSink& paths) {
-  cov.slot_reuse += paths.slot_reuse ? 1 : 0;
-  cov.chunked_prefill += paths.chunked ? 1 : 0;
-  cov.graph_padding += paths.padding ? 1 : 0;
+// A case counts once per path it reached (serving/paths_reached.h counts them in every run).
+void count_paths(Coverage& cov, const ServingCase& c, const serving::ServingRun& run) {
+  const serving::PathsReached& p = run.paths;
+  auto once = [](int64_t n) -> uint64_t { return n > 0 ? 1 : 0; };
+  cov.slot_reuse += once(p.slot_reuse);
+  cov.chunked_prefill += once(p.chunked_prompts);
+  cov.graph_padding += once(p.padding_writes);
   cov.pp_gt1 += c.pp > 1 ? 1 : 0;
-  cov.drafts += run.stats.drafts_verified > 0 ? 1 : 0;
-  bool aborted = false, capped = false;
-  for (const engine::RequestRecord& r : run.requests) {
-    aborted = aborted || r.aborted;
-    const bool stopped = !r.output.empty() && r.output.back() == c.stop_token;
-    capped = capped || (!r.aborted && !stopped && static_cast<int>(r.output.size()) < r.spec.max_tokens);
-  }
-  cov.aborts += aborted ? 1 : 0;
-  cov.abort_in_flight += aborted && c.abort_in_flight ? 1 : 0;
-  cov.length_cap += capped ? 1 : 0;
-  cov.preemptions += run.stats.preemptions > 0 ? 1 : 0;
-  cov.steps_ahead += run.stats.steps_ahead > 0 ? 1 : 0;
-  cov.prefix_hits += run.stats.prefix_hit_blocks > 0 ? 1 : 0;
-  cov.recurrent += !c.recurrent_layers.empty() && run.stats.drafts_verified > 0 ? 1 : 0;
-  cov.budget_below_k += run.stats.budget_below_k > 0 ? 1 : 0;
-  cov.eagle_taps_relayed += c.eagle && c.pp > 1 && run.stats.drafts_verified > 0 ? 1 : 0;
-  cov.dummy_batches += run.stats.dummy_batches > 0 ? 1 : 0;
+  cov.drafts += once(p.drafts_verified);
+  cov.aborts += once(p.aborts);
+  cov.abort_in_flight += once(p.aborts_in_flight);
+  cov.length_cap += once(p.length_cap_ends);
+  cov.preemptions += once(p.preemptions);
+  cov.steps_ahead += once(p.steps_ahead);
+  cov.prefix_hits += once(p.prefix_hit_blocks);
+  cov.recurrent += once(p.recurrent_rollbacks);
+  cov.budget_below_k += once(run.stats.budget_below_k);
+  cov.eagle_taps_relayed += once(p.taps_relayed);
+  cov.dummy_batches += once(p.dummy_batches);
 }
 
 // One case, loaded from its text as `ppspec run` would load the file; `cov` (optional) counts the
@@ -126,9 +97,8 @@ Outcome run_case(const std::string& text, const std::string& file, const FuzzCas
     if (cov != nullptr) ++cov->programs;
     return outcome_of(runs::execute(p, choices));
   }
-  PathSink paths;
-  const serving::ServingRun run = run_serving(text, file, c.serving, cov != nullptr ? &paths : nullptr);
-  if (cov != nullptr) count_paths(*cov, c.serving, run, paths);
+  const serving::ServingRun run = run_serving(text, file, c.serving);
+  if (cov != nullptr) count_paths(*cov, c.serving, run);
   return outcome_of(run.result);
 }
 

@@ -29,12 +29,13 @@ struct FuzzOptions {
   bool live_progress = false;  // rewrite one progress line (a terminal) instead of plain lines
 };
 
-// Engine paths the cases reached, counted over cases (a case counts once per path).
+// Engine paths the cases reached, counted over cases (a case counts once per path it reached:
+// serving/paths_reached.h says what each path is).
 struct Coverage {
-  uint64_t slot_reuse = 0;       // a req-state row held by a second request
-  uint64_t length_cap = 0;       // a request ended at max_model_len
-  uint64_t abort_in_flight = 0;  // a request aborted while its step was in flight
-  uint64_t aborts = 0;
+  uint64_t slot_reuse = 0;          // a req-state row held by a second request
+  uint64_t length_cap = 0;          // a request ended at max_model_len
+  uint64_t abort_in_flight = 0;     // an abort reached a request while its step was in flight
+  uint64_t aborts = 0;              // an abort reached the engine core
   uint64_t graph_padding = 0;       // a graph replayed with padding rows
   uint64_t chunked_prefill = 0;     // a prompt prefilled over several steps
   uint64_t drafts = 0;              // draft tokens verified
@@ -43,9 +44,9 @@ struct Coverage {
   uint64_t preemptions = 0;         // a request preempted (and resumed)
   uint64_t steps_ahead = 0;         // a step scheduled while the request's previous one was in flight
   uint64_t prefix_hits = 0;         // a request reused blocks of the prefix cache
-  uint64_t recurrent = 0;           // recurrent layers with drafts verified (states rolled back)
+  uint64_t recurrent = 0;           // a recurrent state rolled back past a rejected draft
   uint64_t budget_below_k = 0;      // an adaptive draft budget below K at some step
-  uint64_t eagle_taps_relayed = 0;  // an EAGLE drafter at pp > 1 verified drafts
+  uint64_t eagle_taps_relayed = 0;  // EAGLE taps sent to a later stage
   uint64_t dummy_batches = 0;       // dp > 1: a replica ran a dummy batch while another served
 };
 

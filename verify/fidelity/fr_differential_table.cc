@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 
+#include "core/culprit_json.h"
 #include "verify/fidelity/campaign.h"
 #include "verify/fidelity/fr_differential.h"
 #include "verify/fidelity/markdown.h"
@@ -49,10 +50,6 @@ void write_by_kind(std::ostream& md, const std::vector<FrCase>& cs) {
 }
 
 nlohmann::json to_json(const FrCase& c) {
-  auto culprit = [](const core::Culprit& x) {
-    return nlohmann::json{{"rank", x.rank}, {"comm", x.comm},         {"p2p", x.p2p},
-                          {"peer", x.peer}, {"position", x.position}, {"what", std::string(core::to_string(x.what))}};
-  };
   return {{"name", c.name},
           {"ranks", c.ranks},
           {"kind", c.kind},
@@ -63,8 +60,8 @@ nlohmann::json to_json(const FrCase& c) {
           {"disturbance", c.disturbance},
           {"simulator", c.sim_class},
           {"check", c.check_class},
-          {"simulator_culprit", culprit(c.sim_culprit)},
-          {"check_culprit", culprit(c.check_culprit)},
+          {"simulator_culprit", core::culprit_json(c.sim_culprit)},
+          {"check_culprit", core::culprit_json(c.check_culprit)},
           {"simulator_summary", c.sim_summary},
           {"check_summary", c.check_summary},
           {"invisible", c.invisible},

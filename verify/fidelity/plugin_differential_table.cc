@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 
+#include "core/culprit_json.h"
 #include "verify/fidelity/campaign.h"
 #include "verify/fidelity/markdown.h"
 #include "verify/fidelity/plugin_differential.h"
@@ -58,18 +59,14 @@ void write_by_kind(std::ostream& md, const std::vector<PluginCase>& cs) {
 }
 
 nlohmann::json to_json(const PluginCase& c) {
-  auto culprit = [](const core::Culprit& x) {
-    return nlohmann::json{{"rank", x.rank}, {"comm", x.comm},         {"p2p", x.p2p},
-                          {"peer", x.peer}, {"position", x.position}, {"what", std::string(core::to_string(x.what))}};
-  };
   return {{"name", c.name},
           {"ranks", c.ranks},
           {"kind", c.kind},
           {"disturbance", c.disturbance},
           {"simulator", c.sim_class},
           {"watcher", c.watch_class},
-          {"simulator_culprit", culprit(c.sim_culprit)},
-          {"watcher_culprit", culprit(c.watch_culprit)},
+          {"simulator_culprit", core::culprit_json(c.sim_culprit)},
+          {"watcher_culprit", core::culprit_json(c.watch_culprit)},
           {"simulator_summary", c.sim_summary},
           {"watcher_summary", c.watch_summary},
           {"simulator_found_ns", c.sim_found},
