@@ -32,12 +32,14 @@ void PathsSink::on_event(const core::Event& e) {
     case core::EventKind::request_scheduled: {
       if (e.req < 0) return;
       const auto p = core::RequestScheduledProbe::decode(e);
-      const auto row = std::pair{std::string(e.actor), p.state_index};
+      auto core = cores_.find(e.actor);
+      if (core == cores_.end()) core = cores_.emplace(std::string(e.actor), static_cast<int>(cores_.size())).first;
+      const auto row = std::pair{core->second, p.state_index};
       const auto [it, fresh] = owner_.try_emplace(row, e.req);
       if (!fresh && it->second != e.req) ++reached_.slot_reuse;
       it->second = e.req;
       // A later chunk of a prefill: its first chunk left tokens of it for this step.
-      if (p.num_computed > 0 && p.num_computed < p.prefill_len && chunked_.emplace(e.actor, e.req).second)
+      if (p.num_computed > 0 && p.num_computed < p.prefill_len && chunked_.emplace(core->second, e.req).second)
         ++reached_.chunked_prompts;
       return;
     }

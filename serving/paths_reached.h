@@ -55,9 +55,11 @@ class PathsSink final : public core::EventSink {
 
  private:
   PathsReached reached_;
+  // The engine cores by actor (one per replica), numbered as first seen: looked up without a copy.
+  std::map<std::string, int, std::less<>> cores_;
   // Request-state row (of the replica whose engine core scheduled it) -> its latest request.
-  std::map<std::pair<std::string, int64_t>, int64_t> owner_;
-  std::set<std::pair<std::string, int64_t>> chunked_;  // requests prefilled over several steps
+  std::map<std::pair<int, int64_t>, int64_t> owner_;
+  std::set<std::pair<int, int64_t>> chunked_;  // requests prefilled over several steps
   std::map<core::RankId, core::WarmupPhase> phase_;
 };
 
