@@ -12,6 +12,7 @@ struct RuntimeConfig {
   ModuleLoading module_loading = ModuleLoading::lazy;  // CUDA's default on Linux (CUDA_MODULE_LOADING)
   bool strict = false;                                 // hazards fail the run
   bool runtime_connect = true;                         // NCCL_RUNTIME_CONNECT=1: first contact blocks the host (R1)
+  bool operator==(const RuntimeConfig&) const = default;
 };
 
 }  // namespace ppspec::core

@@ -27,6 +27,7 @@ struct CostModel {
   Time comm_init = 100 * kUs;
   Time connect = 20 * kUs;  // first-contact connection setup (NCCL_RUNTIME_CONNECT)
   Time memcpy = 2 * kUs;
+  bool operator==(const CostModel&) const = default;
 };
 
 // What a scenario's [runtime] says: the rules every backend keeps (module loading, strictness,
@@ -51,6 +52,7 @@ struct WorldConfig : RuntimeConfig {
   std::string delayed_stream;
   Time stream_delay = 0;
   CostModel cost;
+  bool operator==(const WorldConfig&) const = default;
 };
 
 }  // namespace ppspec::core

@@ -120,6 +120,8 @@ std::string paths_lines(const ServingFigures& f) {
   if (*sep == ' ') s += " none of the mechanisms counted";
   s += "\n";
   for (const std::string& w : f.unexercised) s += fmt::format("    warning: {}\n", w);
+  for (const UnreachableFault& u : f.unreachable_faults)
+    s += fmt::format("    warning: fault {} is switched on, but this deployment cannot reach it: {}\n", u.fault, u.why);
   return s;
 }
 
@@ -322,6 +324,9 @@ nlohmann::json to_json(const RunRecord& r) {
     for (const serving::PathField& p : serving::path_fields()) paths[p.name] = r.serving->paths.*p.field;
     j["paths_reached"] = std::move(paths);
     j["unexercised"] = r.serving->unexercised;
+    nlohmann::json unreachable = nlohmann::json::object();
+    for (const UnreachableFault& u : r.serving->unreachable_faults) unreachable[u.fault] = u.why;
+    j["unreachable_faults"] = std::move(unreachable);
   }
   if (!r.ok) j["mismatch"] = r.mismatch;
   if (r.recorded) j["recorded"] = core::to_string(*r.recorded);

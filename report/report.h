@@ -14,6 +14,13 @@
 
 namespace ppspec::report {
 
+// A fault the scenario switches on whose code path its deployment never runs
+// (engine/fault_reach.h): its pass says nothing of the fault.
+struct UnreachableFault {
+  std::string fault;
+  std::string why;
+};
+
 // What a serving run achieved (serving scenarios only).
 struct ServingFigures {
   int64_t engine_steps = 0;  // batches the engine ran
@@ -25,6 +32,7 @@ struct ServingFigures {
   int64_t prefix_evictions = 0;            // cached blocks given for new content
   serving::PathsReached paths{};           // the engine paths the run reached
   std::vector<std::string> unexercised{};  // mechanisms the scenario enables that the run never exercised
+  std::vector<UnreachableFault> unreachable_faults{};
 };
 
 struct RunRecord {

@@ -1,5 +1,7 @@
 #include "scenario/serving_case.h"
 
+#include <algorithm>
+#include <numeric>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -59,6 +61,13 @@ std::string to_toml(const ServingCase& c, const std::string& name, const std::st
   std::string s = fmt::format("kind = \"serving\"\nname = \"{}\"\ndescription = \"\"\"\n{}\"\"\"\n", name, description);
   append_engine(s, c);
   s += fmt::format("\n[explore]\nseed = {}\nseeds = 1\nstrategy = \"{}\"\n", c.seed, c.strategy());
+  if (!c.free.empty()) {
+    std::vector<serving::FreeAxis> axes = c.free;
+    std::sort(axes.begin(), axes.end());  // as the loader keeps them
+    std::vector<std::string_view> names;
+    for (serving::FreeAxis a : axes) names.push_back(serving::to_string(a));
+    s += fmt::format("free = [\"{}\"]\n", fmt::join(names, "\", \""));
+  }
   s += fmt::format("\n[expect]\nverdict = \"{}\"\n", core::to_string(expect.verdict));
   if (!expect.kind.empty()) s += fmt::format("kind = \"{}\"\n", expect.kind);
   return s;
@@ -75,6 +84,12 @@ KvBounds kv_bounds(const ServingCase& c) {
   e.workload.prompt_max = c.prompt_max;
   e.workload.output_max = c.output_max;
   return KvBounds{engine::blocks_minimum(e), engine::blocks_needed(e)};
+}
+
+void size_model_to_topology(ServingCase& c) {
+  const engine::ModelConfig model;
+  if (c.pp > model.layers) c.layers = c.pp;
+  if (model.lanes % c.tp != 0) c.lanes = std::lcm(model.lanes, c.tp);
 }
 
 std::string summary(const ServingCase& c) {

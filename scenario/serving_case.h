@@ -9,6 +9,7 @@
 
 #include "core/types.h"
 #include "core/verdict.h"
+#include "serving/scenario.h"
 
 namespace ppspec::scenario {
 
@@ -46,7 +47,8 @@ struct ServingCase {
   core::ModuleLoading module_loading = core::ModuleLoading::eager;
   double jitter = 0.1;  // core::WorldConfig's default: no line written
   std::vector<std::string> faults;
-  // [explore]: the schedule
+  // [explore]: the schedule, and the deployment's knobs its author did not fix
+  std::vector<serving::FreeAxis> free;
   uint64_t seed = 1;
   int pct_depth = 0;  // 0: random
 
@@ -71,6 +73,10 @@ struct KvBounds {
   int least = 0, enough = 0;
 };
 KvBounds kv_bounds(const ServingCase& c);
+
+// ppspec's model sized to the case's layout: a layer per stage at least, lanes that the TP ranks
+// split evenly (the model's default, 4 layers of 8 lanes, where they do: `layers` and `lanes` stay 0).
+void size_model_to_topology(ServingCase& c);
 
 // One line: the knobs that make this case what it is.
 std::string summary(const ServingCase& c);

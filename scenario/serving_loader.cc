@@ -29,7 +29,7 @@ constexpr std::string_view kWorkloadKeys =
     "seed, "
     "abort_every, abort_after, abort_in_flight, shared_prefix, prefix_groups";
 constexpr std::string_view kOraclesKeys = "golden, pp_invariance, padding_invariance";
-constexpr std::string_view kExploreKeys = "seed, seeds, strategy";
+constexpr std::string_view kExploreKeys = "seed, seeds, strategy, free";
 
 int to_int(int64_t v) { return static_cast<int>(v); }
 
@@ -187,6 +187,20 @@ void read_oracles_table(TableReader& r, serving::Oracles& o) {
 
 void read_serving_explore_table(TableReader& r, serving::ServingScenario& s) {
   read_explore(r, s.seed, s.seeds, s.strategy);
+  // `free = ["max_num_seqs", ...]`: the deployment's knobs a space around it may draw.
+  if (const toml::array* list = r.array("free")) {
+    for (const toml::node& n : *list) {
+      const auto name = n.value<std::string>();
+      const auto axis = name ? serving::parse_free_axis(*name) : std::nullopt;
+      if (!axis)
+        throw core::InputError(r.file(), line_of(n),
+                               fmt::format("[explore] 'free': expected names of: {}", serving::kFreeAxisNames));
+      if (std::find(s.free.begin(), s.free.end(), *axis) != s.free.end())
+        throw core::InputError(r.file(), line_of(n), fmt::format("[explore] 'free': '{}' is listed twice", *name));
+      s.free.push_back(*axis);
+    }
+    std::sort(s.free.begin(), s.free.end());
+  }
 }
 
 // The line of `key` in the scenario's table `where` (the table's own line without the key): the

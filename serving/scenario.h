@@ -3,6 +3,8 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "core/expect.h"
 #include "engine/config.h"
@@ -24,6 +26,24 @@ inline core::WorldConfig serving_runtime_defaults() {
   return c;
 }
 
+// A deployment knob its author did not fix ([explore] free): vLLM's default, or a value chosen for
+// the scenario rather than the deployment. `ppspec fuzz --around` draws it (scenario/fuzzer/around.h).
+enum class FreeAxis : uint8_t { max_num_seqs, max_num_batched_tokens, max_model_len };
+inline constexpr std::string_view kFreeAxisNames = "max_num_seqs, max_num_batched_tokens, max_model_len";
+inline std::string_view to_string(FreeAxis a) {
+  switch (a) {
+    case FreeAxis::max_num_seqs: return "max_num_seqs";
+    case FreeAxis::max_num_batched_tokens: return "max_num_batched_tokens";
+    case FreeAxis::max_model_len: return "max_model_len";
+  }
+  return "?";
+}
+inline std::optional<FreeAxis> parse_free_axis(std::string_view s) {
+  for (FreeAxis a : {FreeAxis::max_num_seqs, FreeAxis::max_num_batched_tokens, FreeAxis::max_model_len})
+    if (to_string(a) == s) return a;
+  return std::nullopt;
+}
+
 struct ServingScenario {
   std::string name;
   std::string file;
@@ -37,6 +57,7 @@ struct ServingScenario {
   uint64_t seed = 1;
   uint64_t seeds = 1;
   core::StrategySpec strategy;
+  std::vector<FreeAxis> free;  // [explore] free: sorted, unique
 };
 
 }  // namespace ppspec::serving

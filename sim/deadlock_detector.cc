@@ -54,6 +54,7 @@ struct Node {
 struct Chain {
   std::vector<const Fiber*> fibers;
   std::vector<std::string_view> why;
+  std::vector<const core::Culprit*> owed;  // in a cycle, per wait: the operation it awaits unposted, if any
   bool cycle = false;
   std::string_view end;
   const core::Culprit* end_culprit = nullptr;
@@ -241,7 +242,7 @@ void Explainer::to_rank_hosts(std::vector<Link>& links, core::RankId r, std::str
                               const core::Culprit* culprit) {
   PPSPEC_ASSERT(r >= 0 && static_cast<size_t>(r) < hosts_by_rank_.size());
   if (!hosts_by_rank_[static_cast<size_t>(r)].empty()) {
-    links.push_back({nullptr, rank_group(r), why});
+    links.push_back({nullptr, rank_group(r), why, nullptr, culprit});
     return;
   }
   links.push_back({nullptr, -1, word(fmt::format("{}, and rank{} has no running host thread left to do it", why, r)),
@@ -575,8 +576,13 @@ class CycleSearch {
     if (best == SIZE_MAX) return false;
     out.cycle = true;
     out.fibers.assign(path_.begin() + static_cast<std::ptrdiff_t>(best), path_.end());
-    for (size_t k = best; k + 1 < path_.size(); ++k) out.why.push_back(ex_.node(path_[k])->links[next_link_[k]].label);
+    for (size_t k = best; k + 1 < path_.size(); ++k) {
+      const Link& l = ex_.node(path_[k])->links[next_link_[k]];
+      out.why.push_back(l.label);
+      out.owed.push_back(l.culprit);
+    }
     out.why.push_back(n.links[best_link].label);
+    out.owed.push_back(n.links[best_link].culprit);
     return true;
   }
 
@@ -693,6 +699,23 @@ void start_at_a_rank(Chain& c) {
   PPSPEC_ASSERT(c.why.size() == c.fibers.size(), "a cycle of {} fibers with {} links", c.fibers.size(), c.why.size());
   std::rotate(c.fibers.begin(), first, c.fibers.end());
   std::rotate(c.why.begin(), c.why.begin() + by, c.why.end());
+  std::rotate(c.owed.begin(), c.owed.begin() + by, c.owed.end());
+}
+
+// In a cycle, the rank that skipped a post: one awaits an operation of rank R's that R never
+// posted, and R's host thread is back waiting for work on a host channel (it finished its step
+// without posting it), so the cycle closes through whoever feeds R work (the engine core waiting
+// for the stuck rank's output). As check and watch blame the rank that never posted what a dump
+// shows awaited; null when no wait of the cycle is of that kind.
+const core::Culprit* skipped_post(const Chain& c) {
+  if (!c.cycle) return nullptr;
+  for (size_t i = 0; i < c.fibers.size() && i < c.owed.size(); ++i) {
+    const Fiber* next = c.fibers[(i + 1) % c.fibers.size()];
+    if (c.owed[i] != nullptr && next->kind == FiberKind::host && next->wait.kind == WaitKind::channel &&
+        next->rank == c.owed[i]->rank)
+      return c.owed[i];
+  }
+  return nullptr;
 }
 
 // The summary line, the chain in words and the chain's sites, at most kFindingListMax fibers of it.
@@ -732,6 +755,16 @@ void describe_chain(const Explainer& ex, const Chain& c, size_t stuck_count, cor
   }
   if (!c.cycle) f.details.push_back(fmt::format("  {:<14}   ↳ {}", "", c.end));
   if (c.cycle) f.culprit.what = core::Blame::cycle;
+  if (const core::Culprit* skipped = skipped_post(c)) {
+    f.culprit = *skipped;
+    f.summary = fmt::format("rank{} never posted {} #{} on '{}', a skipped call; {}", skipped->rank,
+                            skipped->p2p ? "p2p operation" : "collective", skipped->position, skipped->comm, f.summary);
+    f.details.push_back(fmt::format(
+        "  rank{} went back to waiting for work without posting {} #{} on '{}' that rank{} waits for: a skipped "
+        "call, and the cycle closes through whoever feeds rank{} work",
+        skipped->rank, skipped->p2p ? "p2p operation" : "collective", skipped->position, skipped->comm,
+        c.fibers.front()->rank, skipped->rank));
+  }
   if (!c.cycle && c.end_culprit != nullptr) f.culprit = *c.end_culprit;
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/file_bytes.h"
 #include "core/rng.h"
 #include "engine/communicators.h"
 #include "engine/config.h"
@@ -159,6 +160,30 @@ TEST(DataParallelServing, EveryRequestsOutputIsTheOneEngineOnesAndTheReplicasCol
     EXPECT_GT(ranks.begin()->second, 0) << comm;
   }
   EXPECT_EQ(groups, 2);  // one per TP rank of the one stage
+}
+
+// The idle replica's dummy batch skips the drafter's collectives: the busy replica's rank waits in
+// one, the idle rank's host waits for the next step, and the engine core for the busy replica's
+// output. The cycle closes through the engine core; the report names the rank that skipped the post
+// and the collective, as check names it on the same job's dumps. A cycle with no skipped post (the
+// serial order inversion) blames no rank.
+TEST(DataParallelServing, ASkippedPostIsBlamedOnTheRankThatWentBackToWaitingForWork) {
+  const std::string path = std::string(PPSPEC_SOURCE_DIR) + "/scenarios/regressions/dummy_run_skips_drafter.toml";
+  const serving::ServingScenario s = scenario::parse_serving(core::file_bytes_or_throw(path), path);
+  const core::RunResult r = serving::run_on_sim(s, sim::RunConfig{}).result;
+  ASSERT_FALSE(r.findings.empty());
+  const core::Finding& f = r.findings.front();
+  EXPECT_EQ(f.kind, core::FindingKind::cycle);
+  EXPECT_EQ(f.culprit.rank, 0);
+  EXPECT_EQ(f.culprit.what, core::Blame::never_posted);
+  EXPECT_EQ(f.culprit.comm, "dp_group.stage0.tp0");
+  EXPECT_FALSE(f.culprit.p2p);
+  EXPECT_TRUE(f.summary.starts_with("rank0 never posted collective #18 on 'dp_group.stage0.tp0', a skipped call"))
+      << f.summary;
+  const core::RunResult serial = run_toml(scenario_text("comm_order_inversion_serial.toml"));
+  ASSERT_FALSE(serial.findings.empty());
+  EXPECT_EQ(serial.findings.front().culprit.what, core::Blame::cycle);
+  EXPECT_EQ(serial.findings.front().culprit.rank, -1);
 }
 
 }  // namespace

@@ -298,3 +298,27 @@ TEST(FuzzInternalErrors, ASanitizersExitIsShrunkLikeASignal) {
 
 }  // namespace
 }  // namespace ppspec::testing
+
+namespace ppspec::testing {
+namespace {
+
+// Ctrl-C ends a long campaign or seed sweep with its summary so far (and fuzz's summary.json),
+// exit 130 as a shell reports an interrupt, not a silent 130 with nothing printed.
+TEST(CtrlC, EndsFuzzAndRunSeedsWithTheirSummarySoFar) {
+  const fs::path dir = scratch_path("ppspec_fuzz_ctrl_c");
+  fs::remove_all(dir);
+  const Ran f = run_ppspec("fuzz --time 120 --out " + dir.string(), "timeout --preserve-status -s INT 2");
+  EXPECT_EQ(f.code, 130) << f.output;
+  EXPECT_NE(f.output.find("interrupted (Ctrl-C), the campaign so far: 0 failures in "), std::string::npos) << f.output;
+  const fuzzer::FuzzReport r = fuzzer::read_summary(dir.string());
+  EXPECT_TRUE(r.interrupted);
+  EXPECT_GT(r.cases, 0u);
+  const std::string scenario = std::string(PPSPEC_SOURCE_DIR) + "/scenarios/serving/pp2_tp2_k5.toml";
+  const Ran s = run_ppspec("run " + scenario + " --seeds 5000", "timeout --preserve-status -s INT 2");
+  EXPECT_EQ(s.code, 130) << s.output;
+  EXPECT_NE(s.output.find("seeds as expected"), std::string::npos) << s.output;
+  EXPECT_NE(s.output.find("ppspec run: interrupted (Ctrl-C) after "), std::string::npos) << s.output;
+}
+
+}  // namespace
+}  // namespace ppspec::testing

@@ -102,7 +102,7 @@ TEST(GpuChild, AScenarioThatDoesNotFitIsBadInputAndAVerdictIsAVerdict) {
 nlohmann::json as_reported(const runs::Executed& e) {
   report::RunRecord rec;
   rec.result = e.result();
-  if (const serving::ServingRun* s = e.serving()) rec.serving = report::figures_of(*s, engine::EngineConfig{});
+  if (const serving::ServingRun* s = e.serving()) rec.serving = report::figures_of(*s, serving::ServingScenario{});
   return report::to_json(rec);
 }
 

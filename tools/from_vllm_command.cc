@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/printable.h"
+#include "scenario/fuzzer/around.h"
 #include "scenario/serving_case.h"
 #include "scenario/serving_loader.h"
 #include "serving/runner.h"
@@ -93,6 +94,24 @@ std::string key_at(const std::string& text, int line) {
       fmt::format("the scenario they make is refused{}: {}", key.empty() ? "" : " at " + key, message));
 }
 
+// A fuzz space around the scenario just written (scenario/fuzzer/around.h): its centre named
+// relative to the space file, the ranges up to the scenario's own workload, read back before it
+// is written.
+void write_space(const FromVllmArgs& a, std::ostream& out) {
+  const fs::path centre = fs::absolute(a.out).lexically_relative(fs::absolute(a.space).parent_path());
+  const fuzzer::Space around = fuzzer::space_around(a.out);
+  const std::string text = fmt::format(
+      "# A fuzz space around {0}: the deployment as `ppspec from-vllm` wrote it, with the workload, the KV\n"
+      "# cache's size and the schedule drawn (scenarios/README.md, \"Fuzzing spaces\", lists the keys).\n"
+      "#   ppspec fuzz {1} --time 60\n"
+      "[space]\naround = \"{0}\"\nrequests = [{2}, {3}]\nprompt = [{4}, {5}]\noutput = [{6}, {7}]\n",
+      centre.generic_string(), a.space, around.requests.lo, around.requests.hi, around.prompt.lo, around.prompt.hi,
+      around.output.lo, around.output.hi);
+  (void)fuzzer::parse_space(text, a.space);
+  write_output_file(a.space, text, a.force);
+  out << fmt::format("wrote {}: a fuzz space around it (ppspec fuzz {} --time 60)\n", a.space, a.space);
+}
+
 }  // namespace
 
 int from_vllm_command(const FromVllmArgs& a, std::ostream& out, std::ostream& err) {
@@ -113,6 +132,10 @@ int from_vllm_command(const FromVllmArgs& a, std::ostream& out, std::ostream& er
         refused(e, text, a, s);
       }
     }();
+    if (!a.space.empty() && fs::path(a.space) == fs::path(a.out))
+      throw core::InputError(a.space, 0, "--space names the scenario's own file (-o): give the space another name");
+    if (!a.space.empty() && !a.force && fs::exists(a.space))
+      throw core::InputError(a.space, 0, "already exists (--force overwrites it)");
     write_output_file(a.out, text, a.force);
     out << fmt::format("wrote {}: {}\n", a.out, scenario::summary(s.scenario));
     out << fmt::format("  the engine arguments read as {} reads them\n", vllm_config::kVllmModelled);
@@ -124,6 +147,7 @@ int from_vllm_command(const FromVllmArgs& a, std::ostream& out, std::ostream& er
     const core::Finding* first = run.result.findings.empty() ? nullptr : &run.result.findings.front();
     out << fmt::format("  ppspec run of the scenario (seed 1): {}{}\n", core::to_string(run.result.verdict),
                        first == nullptr ? "" : fmt::format(" ({}): {}", first->kind, first->summary));
+    if (!a.space.empty()) write_space(a, out);
     out << fmt::format("next: ppspec run {} --seeds 20   (other schedules)\n", a.out);
     return run.result.verdict == core::Verdict::pass ? 0 : 1;
   });

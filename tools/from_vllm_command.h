@@ -16,7 +16,8 @@ struct FromVllmArgs {
   std::string name;                    // the scenario's name (default: the output file's stem)
   int requests = 0;                    // the workload's requests (0: twice the request slots, 8 to 64)
   std::string cuda_module_loading;     // the deployment's CUDA_MODULE_LOADING: "LAZY" or "EAGER" ("": LAZY)
-  bool force = false;                  // overwrite `out`
+  std::string space;                   // a fuzz space around the scenario to write too ("" none)
+  bool force = false;                  // overwrite `out` (and `space`)
 };
 
 // Exit status: 0 written, and its run (seed 1) passes; 1 written, and its run fails (a finding, printed);

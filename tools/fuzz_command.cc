@@ -17,8 +17,10 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/interrupt.h"
 #include "core/printable.h"
 #include "engine/faults.h"
+#include "scenario/fuzzer/around.h"
 #include "scenario/fuzzer/campaign.h"
 #include "tools/bad_input.h"
 #include "tools/run_support.h"
@@ -112,7 +114,10 @@ void claim_out_dir(const std::string& dir, bool force) {
 
 fuzzer::FuzzOptions options(const FuzzArgs& a) {
   fuzzer::FuzzOptions o;
+  if (!a.space.empty() && !a.around.empty())
+    throw BadFlag{"--around and a space file: give one (a space file around a scenario says `around = \"FILE\"`)"};
   if (!a.space.empty()) o.space = fuzzer::read_space(a.space);
+  if (!a.around.empty()) o.space = fuzzer::space_around(a.around);
   const auto seed = parse_count(a.seed, 0, INT64_MAX);
   if (!seed)
     throw BadFlag{fmt::format("--seed '{}': expected a seed in [0, 9223372036854775807]", core::printable(a.seed, 40))};
@@ -172,6 +177,7 @@ fuzzer::FuzzReport run_jobs(const FuzzArgs& a, const fuzzer::FuzzOptions& o, uin
         "ppspec", "fuzz", "--seed",  std::to_string(o.seed),
         "--out",  dir,    "--shard", fmt::format("{}/{}", o.shard * jobs + j, o.shards * jobs)};
     if (!a.space.empty()) argv.push_back(a.space);
+    if (!a.around.empty()) argv.insert(argv.end(), {"--around", a.around});
     if (o.cases)
       argv.insert(argv.end(), {"--cases", std::to_string(std::max<uint64_t>(1, (*o.cases + jobs - 1 - j) / jobs))});
     if (o.time_s > 0) argv.insert(argv.end(), {"--time", fmt::format("{:.0f}", o.time_s)});
@@ -220,8 +226,10 @@ fuzzer::FuzzReport crashed_worker(const fuzzer::FuzzOptions& o, const std::strin
 
 }  // namespace
 
-// 3 when ppspec itself failed on a case (an internal error or a crash), 1 when a case failed, 0.
+// 130 when Ctrl-C stopped it; 3 when ppspec itself failed on a case (an internal error or a crash); 1 when a case
+// failed; 0.
 int exit_status(const fuzzer::FuzzReport& r) {
+  if (r.interrupted) return core::kExitInterrupted;
   if (std::any_of(r.found.begin(), r.found.end(), [](const fuzzer::Found& f) { return f.internal; })) return 3;
   return r.failures > 0 ? 1 : 0;
 }
@@ -236,12 +244,16 @@ int fuzz_command(const FuzzArgs& args, std::ostream& out, std::ostream& err) {
       return exit_status(merged);
     }
     const fuzzer::FuzzOptions o = options(args);
+    const core::InterruptScope ctrl_c;  // Ctrl-C: the summary so far, printed and written (exit 130)
     const uint64_t jobs = *parse_count(args.jobs, 1, 256);
     if (jobs > 1) {
       const fuzzer::FuzzReport merged = run_jobs(args, o, jobs, err);
       out << fuzzer::format_report(merged);
       return exit_status(merged);
     }
+    if (o.space.around)
+      err << fmt::format("ppspec fuzz: around {}: {}, its workload, KV cache and schedule drawn\n",
+                         core::printable(o.space.around_file, 200), scenario::summary(*o.space.around));
     err << fmt::format("ppspec fuzz: found files and summary.json go to {}/\n", o.out_dir);
     return exit_status(fuzzer::run_campaign(o, out, err));
   } catch (const BadFlag& b) {

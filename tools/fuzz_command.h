@@ -11,8 +11,9 @@
 namespace ppspec::tools {
 
 struct FuzzArgs {
-  std::string space{};  // SPACE.toml, or empty: the whole space
-  std::string time{};   // "60", "60s", "5m", "1h"
+  std::string space{};   // SPACE.toml, or empty: the whole space
+  std::string around{};  // a serving scenario: the space around it (scenario/fuzzer/around.h)
+  std::string time{};    // "60", "60s", "5m", "1h"
   std::string cases{};
   std::string seed = "1";
   std::string shard{};  // "I/N"

@@ -49,7 +49,7 @@ std::optional<serving::ServingRun> gpu_run(const Loaded& loaded, const RunArgs& 
   serving::ServingRun run;
   if (const serving::ServingRun* s = o.executed->serving()) {
     run = *s;
-    rec.serving = report::figures_of(run, std::get<serving::ServingScenario>(loaded.scenario).config);
+    rec.serving = report::figures_of(run, std::get<serving::ServingScenario>(loaded.scenario));
   }
   if (rec.result.verdict != rec.expected)
     rec.mismatch =
@@ -101,7 +101,7 @@ report::RunRecord sim_record(const serving::ServingScenario& s, const serving::S
   rec.expected = s.expect.verdict;
   rec.reproduce = fmt::format("ppspec run {} --seed {} --strategy {}", shell_word(s.file), s.seed, s.strategy.str());
   rec.result = run.result;
-  rec.serving = report::figures_of(run, s.config);
+  rec.serving = report::figures_of(run, s);
   rec.mismatch = core::expectation_mismatch(s.expect, rec.result);
   rec.ok = rec.mismatch.empty();
   return rec;

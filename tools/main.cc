@@ -238,6 +238,9 @@ void fuzz_options(CLI::App& cmd, CommandLine& line) {
   FuzzArgs& fuzz = line.fuzz;
   cmd.add_option("space", fuzz.space, "SPACE.toml: narrower ranges for the generated scenarios (default: all)")
       ->check(CLI::ExistingFile);
+  cmd.add_option("--around", fuzz.around,
+                 "a serving scenario: fuzz its deployment as it stands, drawing the workload, KV cache and schedule")
+      ->check(CLI::ExistingFile);
   cmd.add_option("--time", fuzz.time, "stop after this long: seconds, or 30s, 5m, 2h (default 60 s without --cases)");
   cmd.add_option("--cases", fuzz.cases, "stop after this many cases (of this shard)");
   cmd.add_option("--seed", fuzz.seed, "the case stream's seed: case i is a function of (seed, i) (default 1)");
@@ -357,7 +360,10 @@ void from_vllm_options(CLI::App& cmd, CommandLine& line) {
   cmd.add_option("--cuda-module-loading", a.cuda_module_loading,
                  "the deployment's CUDA_MODULE_LOADING, LAZY or EAGER (default LAZY, CUDA's and PyTorch's)")
       ->check(CLI::IsMember({"LAZY", "EAGER", "lazy", "eager"}));
-  cmd.add_flag("--force", a.force, "overwrite the output file");
+  cmd.add_option("--space", a.space,
+                 "also write a fuzz space around the scenario (SPACE.toml, for `ppspec fuzz SPACE.toml`): its "
+                 "deployment as written, the workload, KV cache and schedule drawn");
+  cmd.add_flag("--force", a.force, "overwrite the output files");
 }
 
 int from_vllm_handler(CommandLine& line) { return from_vllm_command(line.from_vllm, std::cout, std::cerr); }

@@ -17,6 +17,7 @@
 
 #include "core/assert.h"
 #include "core/error.h"
+#include "core/interrupt.h"
 #include "core/printable.h"
 #include "scenario/program_loader.h"
 #include "scenario/serving_loader.h"
@@ -58,7 +59,7 @@ void simulate_once(const Scenario& sc, uint64_t seed, const core::StrategySpec& 
   const auto& s = std::get<serving::ServingScenario>(sc);
   const serving::ServingRun run = runs::execute(s, choices);
   rec.result = run.result;
-  rec.serving = report::figures_of(run, s.config);
+  rec.serving = report::figures_of(run, s);
   rec.mismatch = core::expectation_mismatch(s.expect, rec.result);
 }
 
@@ -140,6 +141,7 @@ int run_seeds(const Loaded& loaded, const RunArgs& args, const std::optional<cor
   std::string first_unexpected, previous;
   uint64_t internal_errors = 0;
   for (uint64_t i = 0; i < n; ++i) {
+    if (core::interrupted()) break;  // Ctrl-C: the seeds run so far, summarised
     std::optional<report::RunRecord> rec = run_seed(loaded, x, strategy, first + i, args, paths, err);
     if (!rec) return kExitBadInput;
     summary.add(*rec);
@@ -167,6 +169,10 @@ int run_seeds(const Loaded& loaded, const RunArgs& args, const std::optional<cor
     }
   }
   if (summarise) out << report::format_summary(summary) << first_unexpected << std::flush;
+  if (core::interrupted()) {
+    err << fmt::format("ppspec run: interrupted (Ctrl-C) after {} of {} seeds of {}\n", summary.seeds, n, x.file);
+    return core::kExitInterrupted;
+  }
   if (internal_errors > 0) return 3;
   return summary.as_expected == summary.seeds ? 0 : 1;
 }
@@ -257,9 +263,14 @@ int run_command(const RunArgs& args, std::ostream& out, std::ostream& err) {
   nlohmann::json all = nlohmann::json::array();
   int code = 0;
   std::vector<std::string> unexpected;
+  const core::InterruptScope ctrl_c;
   for (const Loaded& loaded : scenarios) {
     const int c = run_seeds(loaded, args, cli_strategy, paths, all, out, err);
     if (c == kExitBadInput) return kExitBadInput;
+    if (c == core::kExitInterrupted) {
+      if (args.json) out << report::dump_json(all) << '\n';
+      return c;
+    }
     code = std::max(code, c);
     if (c != 0) unexpected.push_back(exploration_of(loaded.scenario).file);
   }

@@ -13,6 +13,7 @@
 #include "core/plural.h"
 #include "core/assert.h"
 #include "core/error.h"
+#include "core/interrupt.h"
 #include "core/probes.h"
 #include "scenario/fuzzer/fuzz_case.h"
 #include "scenario/program_loader.h"
@@ -257,6 +258,10 @@ FuzzReport run_campaign(const FuzzOptions& opts, std::ostream& out, std::ostream
   for (uint64_t index = opts.shard;; index += opts.shards) {
     if (opts.cases && r.cases >= *opts.cases) break;
     if (opts.time_s > 0 && since(t0) >= opts.time_s) break;
+    if (core::interrupted()) {  // Ctrl-C: the cases run so far, summarised and written
+      r.interrupted = true;
+      break;
+    }
     const rc::Shrinkable<FuzzCase> drawn = draw(opts, index);
     const FuzzCase c = drawn.value();
     const std::string name = fmt::format("fuzz-seed{}-case{}", opts.seed, index);
@@ -302,9 +307,10 @@ FuzzReport run_campaign(const FuzzOptions& opts, std::ostream& out, std::ostream
 }
 
 std::string format_report(const FuzzReport& r) {
-  std::string s =
-      fmt::format("{} failure{} in {} cases ({:.1f} s, {:.1f} cases/s)\n", r.failures, r.failures == 1 ? "" : "s",
-                  r.cases, r.seconds, r.seconds > 0 ? static_cast<double>(r.cases) / r.seconds : 0.0);
+  std::string s = fmt::format("{}{} failure{} in {} cases ({:.1f} s, {:.1f} cases/s)\n",
+                              r.interrupted ? "interrupted (Ctrl-C), the campaign so far: " : "", r.failures,
+                              r.failures == 1 ? "" : "s", r.cases, r.seconds,
+                              r.seconds > 0 ? static_cast<double>(r.cases) / r.seconds : 0.0);
   const Coverage& c = r.coverage;
   s += fmt::format(
       "paths reached (cases): programs {}, pp>1 {}, drafts {}, graph padding {}, chunked prefill {}, slot reuse {}, "

@@ -74,6 +74,7 @@ struct Found {
 };
 
 struct FuzzReport {
+  bool interrupted = false;  // stopped by Ctrl-C before its --cases or --time: a summary so far
   uint64_t cases = 0;
   uint64_t failures = 0;
   double seconds = 0;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/assert.h"
+#include "scenario/fuzzer/around.h"
 #include "scenario/fuzzer/generate.h"
 #include "program/toml_writer.h"
 #include "core/strategy.h"
@@ -17,6 +18,10 @@ std::string FuzzCase::strategy() const {
 rc::Gen<FuzzCase> gen_fuzz_case(const Space& space, const std::vector<std::string>& faults) {
   return rc::gen::exec([space, faults] {
     FuzzCase c;
+    if (space.around) {  // one deployment, its workload and schedule drawn
+      c.serving = *gen_around(space, faults);
+      return c;
+    }
     // Faults live in the serving engine: a campaign that switches one on runs serving cases only.
     const bool programs = space.programs && faults.empty();
     const bool servings = space.servings || !programs;

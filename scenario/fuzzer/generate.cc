@@ -3,21 +3,19 @@
 #include <algorithm>
 #include <set>
 
+#include "engine/config.h"
+#include "scenario/fuzzer/draw.h"
 #include "scenario/serving_case.h"
 
 namespace ppspec::fuzzer {
 namespace {
 
-int pick(Range r) { return *rc::gen::inRange(r.lo, r.hi + 1); }
-
-// A drawn flag that shrinks to false, and is always false where the space forbids it.
-bool maybe(bool allowed) { return allowed && *rc::gen::arbitrary<bool>(); }
-
 void pick_shape(ServingCase& c, const Space& s) {
   // Drawn only where the space allows replicas, so that other spaces draw what they always drew.
   if (s.dp.hi > 1) c.dp = pick(s.dp);
   c.pp = pick(s.pp);
-  c.tp = pick(s.tp) == 2 ? 2 : 1;  // the model's 8 lanes split over 1 or 2 ranks
+  c.tp = pick(s.tp);
+  scenario::size_model_to_topology(c);  // past 4 stages, or a TP that does not divide 8 lanes
   c.k = pick(s.k);
   c.feedback = *rc::gen::elementOf(s.feedback);
   c.max_num_batched_tokens = std::max(pick(s.max_num_batched_tokens), c.k + 1);
@@ -46,6 +44,9 @@ void pick_kv_cache(ServingCase& c) {
   if (!c.chunked_prefill) c.max_num_batched_tokens = std::max(c.max_num_batched_tokens, c.prompt_max + c.output_max);
 }
 
+// The case's model's layers: ModelConfig's default 4, or one a stage past 4 stages.
+int layers_of(const ServingCase& c) { return c.layers > 0 ? c.layers : engine::ModelConfig{}.layers; }
+
 // Prefix caching over shared system prompts: small blocks so that prompts of fuzzing sizes fill a
 // few, a shared prefix up to the longest prompt (a prompt inside it is hit whole), a few groups.
 void pick_prefix_cache(ServingCase& c) {
@@ -55,23 +56,24 @@ void pick_prefix_cache(ServingCase& c) {
   c.prefix_groups = *rc::gen::inRange(1, 4);
 }
 
-// Recurrent layers: each of the model's 4 layers with probability 1/2, at least one (it shrinks
+// Recurrent layers: each of the model's layers with probability 1/2, at least one (it shrinks
 // towards layer 0 alone), so that at pp >= 2 they fall on one stage or on several.
 void pick_recurrent(ServingCase& c) {
-  constexpr int kLayers = 4;  // the fuzzing cases' model: ModelConfig's default
-  for (int l = 0; l < kLayers; ++l)
+  const int layers = layers_of(c);
+  for (int l = 0; l < layers; ++l)
     if (*rc::gen::arbitrary<bool>()) c.recurrent_layers.push_back(l);
-  if (c.recurrent_layers.empty()) c.recurrent_layers.push_back(*rc::gen::inRange(0, kLayers));
+  if (c.recurrent_layers.empty()) c.recurrent_layers.push_back(*rc::gen::inRange(0, layers));
 }
 
-// EAGLE taps: each of the model's 4 layers with probability 1/2, at least one (it shrinks towards
+// EAGLE taps: each of the model's layers with probability 1/2, at least one (it shrinks towards
 // layer 0 alone), so that at pp >= 3 taps ride the activations and go straight to the last stage.
 void pick_eagle(ServingCase& c) {
-  constexpr int kLayers = 4;
+  const int layers = layers_of(c);
   c.eagle = true;
-  for (int l = 0; l < kLayers; ++l)
+  for (int l = 0; l < layers; ++l)
     if (*rc::gen::arbitrary<bool>()) c.taps.push_back(l);
-  if (c.taps.empty()) c.taps.push_back(*rc::gen::inRange(0, kLayers));
+  if (c.taps.empty()) c.taps.push_back(*rc::gen::inRange(0, layers));
+  if (c.taps.size() > engine::kMaxTaps) c.taps.resize(engine::kMaxTaps);  // past 4 layers: the drafter fuses 4
 }
 
 void pick_workload(ServingCase& c, const Space& s) {

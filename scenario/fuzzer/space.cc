@@ -1,10 +1,12 @@
 #include "scenario/fuzzer/space.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "core/file_bytes.h"
+#include "scenario/fuzzer/around.h"
 #include "scenario/program_loader.h"
 #include "scenario/toml_reader.h"
 #include "core/world_config.h"
@@ -13,9 +15,11 @@ namespace ppspec::fuzzer {
 
 Space space_limits() {
   Space s;
-  s.dp = {1, 2};  // a fuzzing case runs at most 4 ranks at dp 2 x pp 2 (or tp 2)
-  s.pp = {1, 4};
-  s.tp = {1, 2};
+  // Every topology the loader accepts, to 8 stages of 8 TP ranks (the model sized to it); a space
+  // that asks for them runs cases of up to 256 ranks, seconds each.
+  s.dp = {1, 4};
+  s.pp = {1, 8};
+  s.tp = {1, 8};
   s.k = {0, 16};
   s.requests = {1, 32};
   s.prompt = {1, 64};
@@ -74,20 +78,31 @@ void read_numbers(scenario::TableReader& r, const char* key, std::vector<double>
 
 }  // namespace
 
-Space parse_space(const std::string& text, const std::string& file) {
-  const toml::table root = scenario::parse_toml_text(text, file);
-  scenario::TableReader top(root, file, "the space file");
-  top.only("space");
-  Space s;
-  const toml::table* t = top.table("space");
-  if (t == nullptr) top.fail_here("expected a [space] table");
-  scenario::TableReader r(*t, file, "[space]");
-  r.only(
-      "kinds, dp, pp, tp, k, requests, prompt, output, max_num_seqs, max_num_batched_tokens, warmup_steps, pct_depth, "
-      "feedback, module_loading, temperature, jitter, graphs, chunked_prefill, aborts, stop_token, length_cap, "
-      "poisson, preemption, "
-      "lookahead, prefix_caching, adaptive_budget, recurrent, eagle");
-  const Space lim = space_limits();
+namespace {
+
+constexpr const char* kSpaceKeys =
+    "around, kinds, dp, pp, tp, k, requests, prompt, output, max_num_seqs, max_num_batched_tokens, warmup_steps, "
+    "pct_depth, feedback, module_loading, temperature, jitter, graphs, chunked_prefill, aborts, stop_token, "
+    "length_cap, poisson, preemption, lookahead, prefix_caching, adaptive_budget, recurrent, eagle";
+
+// `around = "FILE"` (relative to the space file): the space around that serving scenario, whose
+// deployment the space's own keys may not restate.
+void read_centre(scenario::TableReader& r, const std::string& file, Space& s) {
+  const auto around = r.string("around");
+  if (!around) return;
+  const std::filesystem::path centre = std::filesystem::path(file).parent_path() / *around;
+  s = space_around(centre.string());
+  for (const char* key : {"kinds", "dp", "pp", "tp", "k", "max_num_seqs", "max_num_batched_tokens", "warmup_steps",
+                          "feedback", "module_loading", "graphs", "chunked_prefill", "lookahead", "prefix_caching",
+                          "adaptive_budget", "recurrent", "eagle"})
+    if (r.node(key) != nullptr)
+      r.fail(key, fmt::format("the scenario at the centre ({}) fixes the deployment; a space around it draws only "
+                              "requests, prompt, output, temperature, aborts, stop_token, length_cap, poisson, "
+                              "preemption, pct_depth and jitter",
+                              centre.string()));
+}
+
+void read_ranges(scenario::TableReader& r, Space& s, const Space& lim) {
   read_range(r, "dp", s.dp, lim.dp);
   read_range(r, "pp", s.pp, lim.pp);
   read_range(r, "tp", s.tp, lim.tp);
@@ -99,6 +114,9 @@ Space parse_space(const std::string& text, const std::string& file) {
   read_range(r, "max_num_batched_tokens", s.max_num_batched_tokens, lim.max_num_batched_tokens);
   read_range(r, "warmup_steps", s.warmup_steps, lim.warmup_steps);
   read_range(r, "pct_depth", s.pct_depth, lim.pct_depth);
+}
+
+void read_lists(scenario::TableReader& r, Space& s) {
   read_names(r, "feedback", s.feedback, {"three-message", "single-payload"});
   std::vector<std::string> loading;
   read_names(r, "module_loading", loading, {"eager", "lazy", "jit"});
@@ -117,6 +135,22 @@ Space parse_space(const std::string& text, const std::string& file) {
     }
     if (!s.servings && !s.programs) r.fail("kinds", "an empty list: nothing to generate");
   }
+}
+
+}  // namespace
+
+Space parse_space(const std::string& text, const std::string& file) {
+  const toml::table root = scenario::parse_toml_text(text, file);
+  scenario::TableReader top(root, file, "the space file");
+  top.only("space");
+  Space s;
+  const toml::table* t = top.table("space");
+  if (t == nullptr) top.fail_here("expected a [space] table");
+  scenario::TableReader r(*t, file, "[space]");
+  r.only(kSpaceKeys);
+  read_centre(r, file, s);
+  read_ranges(r, s, s.around ? limits_around(*s.around) : space_limits());
+  read_lists(r, s);
   for (auto [key, flag] : {std::pair{"graphs", &s.graphs},
                            {"chunked_prefill", &s.chunked_prefill},
                            {"aborts", &s.aborts},
@@ -131,13 +165,9 @@ Space parse_space(const std::string& text, const std::string& file) {
                            {"eagle", &s.eagle}})
     if (auto b = r.boolean(key)) *flag = *b;
   top.finish("space");
-  r.finish(
-      "kinds, dp, pp, tp, k, requests, prompt, output, max_num_seqs, max_num_batched_tokens, warmup_steps, pct_depth, "
-      "feedback, module_loading, temperature, jitter, graphs, chunked_prefill, aborts, stop_token, length_cap, "
-      "poisson, preemption, "
-      "lookahead, prefix_caching, adaptive_budget, recurrent, eagle");
-  // A budget must hold one verification block of the largest K.
-  if (s.max_num_batched_tokens.hi < s.k.hi + 1)
+  r.finish(kSpaceKeys);
+  // A budget must hold one verification block of the largest K (a centre's is its own).
+  if (!s.around && s.max_num_batched_tokens.hi < s.k.hi + 1)
     r.fail("max_num_batched_tokens", fmt::format("at most {} tokens cannot hold one verification block of K+1 = {}",
                                                  s.max_num_batched_tokens.hi, s.k.hi + 1));
   return s;

@@ -4,10 +4,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/types.h"
+#include "scenario/serving_case.h"
 
 namespace ppspec::fuzzer {
 
@@ -58,6 +60,11 @@ struct Space {
   // The EAGLE drafter with a non-empty set of the model's 4 layers tapped (cases with K >= 1 and no
   // adaptive budget): off unless a space asks for it.
   bool eagle = false;
+  // A space centred on one serving scenario (`around = "FILE"`, `ppspec fuzz --around FILE`): each
+  // case is that scenario's deployment as it stands, its workload, KV cache and schedule drawn from
+  // the ranges above (scenario/fuzzer/around.h); none: the cases' deployments are drawn too.
+  std::optional<scenario::ServingCase> around;
+  std::string around_file;
 };
 
 // The hard limits a SPACE.toml must stay inside (what a fuzzing case can run in milliseconds).

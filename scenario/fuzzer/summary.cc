@@ -93,9 +93,9 @@ void write_summary(const FuzzReport& r, const FuzzOptions& opts) {
   for (const auto& [name, field] : kPaths) paths[name] = r.coverage.*field;
   Json found = Json::array();
   for (const Found& f : r.found) found.push_back(to_json(f));
-  const Json j{{"ppspec_fuzz", 1},      {"seed", opts.seed}, {"shard", opts.shard},
-               {"shards", opts.shards}, {"cases", r.cases},  {"failures", r.failures},
-               {"seconds", r.seconds},  {"paths", paths},    {"found", found}};
+  const Json j{{"ppspec_fuzz", 1}, {"seed", opts.seed},           {"shard", opts.shard},  {"shards", opts.shards},
+               {"cases", r.cases}, {"failures", r.failures},      {"seconds", r.seconds}, {"paths", paths},
+               {"found", found},   {"interrupted", r.interrupted}};
   std::filesystem::create_directories(opts.out_dir);
   std::ofstream(opts.out_dir + "/summary.json", std::ios::binary) << j.dump(1) << '\n';
 }
@@ -116,6 +116,7 @@ FuzzReport read_summary(const std::string& dir) {
     r.failures = count_of(j, "failures");
     r.seconds = j.at("seconds").get<double>();
     if (!(r.seconds >= 0)) throw std::runtime_error("'seconds' is negative");
+    r.interrupted = j.value("interrupted", false);  // a summary written before Ctrl-C was said: false
     // A summary written before a path was counted reads 0 for it (prefix_hits came with prefix caching).
     for (const auto& [name, field] : kPaths)
       r.coverage.*field = j.at("paths").contains(name) ? count_of(j.at("paths"), name) : 0;
@@ -135,6 +136,7 @@ FuzzReport read_summary(const std::string& dir) {
 FuzzReport merge(const std::vector<FuzzReport>& parts) {
   FuzzReport m;
   for (const FuzzReport& p : parts) {
+    m.interrupted = m.interrupted || p.interrupted;
     m.cases += p.cases;
     m.failures += p.failures;
     m.seconds = std::max(m.seconds, p.seconds);

@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <map>
-#include <numeric>
 #include <optional>
 #include <set>
 
@@ -105,19 +104,13 @@ void read_topology(Reader& r, scenario::ServingCase& c) {
   r.map(fmt::format("pipeline_parallel_size = {}", c.pp), fmt::format("[topology] pp = {}", c.pp));
   r.map(fmt::format("tensor_parallel_size = {}", c.tp), fmt::format("[topology] tp = {}", c.tp));
   r.map(fmt::format("data_parallel_size = {}", c.dp), fmt::format("[topology] dp = {}", c.dp));
-  // ppspec's model is sized to the layout asked for: a layer per stage at least, lanes that the TP
-  // ranks split evenly (its default, 4 layers of 8 lanes, where they do).
-  const engine::ModelConfig model;
-  if (c.pp > model.layers) {
-    c.layers = c.pp;
+  scenario::size_model_to_topology(c);
+  if (c.layers > 0)
     r.map(fmt::format("pipeline_parallel_size = {}", c.pp),
           fmt::format("[model] layers = {} (a layer per stage)", c.layers));
-  }
-  if (model.lanes % c.tp != 0) {
-    c.lanes = std::lcm(model.lanes, c.tp);
+  if (c.lanes > 0)
     r.map(fmt::format("tensor_parallel_size = {}", c.tp),
           fmt::format("[model] lanes = {} (split evenly over the TP ranks)", c.lanes));
-  }
 }
 
 // vLLM's max_num_seqs and max_num_batched_tokens are per engine (per data-parallel replica);
@@ -131,6 +124,9 @@ void read_limits(Reader& r, scenario::ServingCase& c, int& seqs_per_engine) {
                            "max_num_seqs x data_parallel_size: at most 4096 request slots");
   c.max_num_seqs = seqs_per_engine * c.dp;
   c.max_num_batched_tokens = static_cast<int>(tokens.value_or(8192));
+  // vLLM's defaults are no choice of the deployment's: a space around the scenario draws them.
+  if (!seqs) c.free.push_back(serving::FreeAxis::max_num_seqs);
+  if (!tokens) c.free.push_back(serving::FreeAxis::max_num_batched_tokens);
   r.map(fmt::format("{}max_num_seqs = {}", seqs ? "" : "(vLLM's default for `vllm serve`) ", seqs_per_engine),
         fmt::format("[serving] max_num_seqs = {} (ppspec's is the whole system's: {} per replica)", c.max_num_seqs,
                     seqs_per_engine));
@@ -292,6 +288,7 @@ void read_graphs(Reader& r, scenario::ServingCase& c, int seqs_per_engine) {
 void read_model(Reader& r, scenario::ServingCase& c) {
   const std::optional<int64_t> len = r.integer("max_model_len", 8, 1 << 20);
   c.max_model_len = static_cast<int>(len.value_or(2048));
+  if (!len) c.free.push_back(serving::FreeAxis::max_model_len);
   r.map(len ? fmt::format("max_model_len = {}", c.max_model_len)
             : "(max_model_len not given: vLLM takes the model's context length)",
         len ? fmt::format("[model] max_model_len = {}", c.max_model_len)

@@ -36,14 +36,30 @@ class VisibleOps final : public core::EventSink {
     if (e.kind == core::EventKind::comm_init) size_[std::string(e.comm)] = e.value;
     if (!e.has_op || (e.kind != core::EventKind::op_posted && e.kind != core::EventKind::op_completed)) return;
     const int64_t size = size_[std::string(e.comm)];
+    if (e.kind == core::EventKind::op_posted && !core::is_p2p(e.op.kind) && e.cseq >= 0)
+      kinds_[std::string(e.comm)][e.cseq] = e.op.kind;
     if (!core::is_p2p(e.op.kind) && size <= 1) return;
     const uint64_t n = e.op.kind == core::OpKind::all_to_all ? 2 * static_cast<uint64_t>(size) : 1;
     (e.kind == core::EventKind::op_posted ? posted : completed) += n;
   }
   uint64_t posted = 0, completed = 0;
 
+  // Collective `cseq` of `comm` as NCCL numbers its collectives: NCCL runs an all_to_all as grouped
+  // sends and receives, so the collectives a profiler sees (and the watcher numbers) skip them.
+  int64_t nccl_collective_index(const std::string& comm, int64_t cseq) const {
+    const auto it = kinds_.find(comm);
+    if (it == kinds_.end()) return cseq;
+    int64_t skipped = 0;
+    for (const auto& [at, kind] : it->second) {
+      if (at >= cseq) break;
+      skipped += kind == core::OpKind::all_to_all ? 1 : 0;
+    }
+    return cseq - skipped;
+  }
+
  private:
   std::map<std::string, int64_t> size_;
+  std::map<std::string, std::map<int64_t, core::OpKind>> kinds_;  // comm -> collective slot -> kind
 };
 
 // The watcher, fed after every call into the plugin: the lines are in the files then.
@@ -240,6 +256,8 @@ PluginCase compare_on_plugin(const std::string& file, const std::string& dir, in
   c.sim_summary = s != nullptr ? s->summary : "";
   c.sim_found = s != nullptr ? s->time : -1;
   if (s != nullptr) c.sim_culprit = s->culprit;
+  if (!c.sim_culprit.p2p && c.sim_culprit.position >= 0)
+    c.sim_culprit.position = visible.nccl_collective_index(c.sim_culprit.comm, c.sim_culprit.position);
   c.sim_posted = visible.posted;
   c.watch_reported = live.first_at;
   c.recorded = live.watcher.counts().posted + live.watcher.counts().unmodelled;

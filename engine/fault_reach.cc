@@ -1,0 +1,391 @@
+#include "engine/fault_reach.h"
+
+#include <algorithm>
+#include <array>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <vector>
+
+#include "core/assert.h"
+#include "engine/checkpoint.h"
+
+namespace ppspec::engine {
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// The deployment conditions the faults' branches share. Each returns "" when it holds, else the
+// clause that says why the path does not exist.
+
+// The PP feedback path (PPHandler: the sampled tokens, counts and drafts broadcast from the last
+// stage, the deferred update of the earlier stages, AcceptedReadback) is built only at pp > 1
+// (Worker::run, Worker::Worker).
+std::string reach_needs_pp(const EngineConfig& c, std::string_view why) {
+  if (c.topology.pp >= 2) return "";
+  return fmt::format("it needs pp >= 2: {}", why);
+}
+
+// The drafter exists only with K > 0 (Worker::Worker makes it on the last stage when k > 0).
+std::string reach_needs_drafts(const EngineConfig& c, std::string_view why) {
+  if (c.spec.k >= 1) return "";
+  return fmt::format("it needs k >= 1: {}", why);
+}
+
+// The first unmet condition of `conditions`, or "" when all hold.
+std::string reach_first(std::initializer_list<std::string> conditions) {
+  for (const std::string& why : conditions)
+    if (!why.empty()) return why;
+  return "";
+}
+
+// Whether some step can run with padding rows (rows a graph or the DP group reads past the step's
+// own): Worker::graph_size pads a step to the smallest capture size that holds it, and under DP
+// Worker::rows_across_replicas / Drafter::forward_rows pad every replica to the group's largest.
+// Every step has at least one row, so only a capture size of 2 or more ever pads (at K > 0 the
+// sizes are multiples of K + 1, and one request's K draft queries always pad).
+bool reach_pads(const EngineConfig& c) {
+  const std::vector<int>& sizes = c.serving.capture_sizes;
+  return c.topology.dp >= 2 || (!sizes.empty() && sizes.back() >= 2);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The PP feedback path (engine/pp_handler.cc, engine/model_runner.cc)
+
+// PPHandler::relays_drafts: the drafts message, and the payload's drafts adopted in
+// Worker::deferred_update, exist only under PP and with drafts.
+std::string reach_stale_drafts(const EngineConfig& c, core::ModuleLoading) {
+  return reach_first({reach_needs_pp(c, "the drafts are relayed to earlier stages only under pipeline parallelism"),
+                      reach_needs_drafts(c, "without speculative decoding there are no drafts to relay")});
+}
+
+// Worker::relay_drafts posts broadcast_drafts a second time after a step whose speculator ran
+// (drafted > 0), and returns at once without a PPHandler.
+std::string reach_double_post_drafts(const EngineConfig& c, core::ModuleLoading) {
+  return reach_first(
+      {reach_needs_pp(c, "the drafts broadcast that is posted twice exists only under pipeline parallelism"),
+       reach_needs_drafts(c, "the second post follows a step whose speculator proposed drafts")});
+}
+
+// Worker::warmup_decode_update loads post_update[deferred] on the stages before the last; the
+// fault skips it, and Worker::deferred_update loads it while serving. SimDevice::ensure_loaded
+// loads nothing after init under eager loading, so the late load exists only lazily or by JIT.
+std::string reach_lazy_post_update(const EngineConfig& c, core::ModuleLoading loading) {
+  if (std::string why = reach_needs_pp(c,
+                                       "post_update's deferred specialization runs only on the stages before "
+                                       "the last (Worker::deferred_update)");
+      !why.empty())
+    return why;
+  if (loading != core::ModuleLoading::eager) return "";
+  return "it needs lazy or jit module loading: eager loading loads every module at init, so no module is "
+         "loaded while serving";
+}
+
+// Engine::warmup disables the feedback for its synthetic steps; Worker::run applies it only to a
+// PPHandler (pp > 1), and with no synthetic step nothing runs between the disable and the enable.
+std::string reach_warmup_feedback(const EngineConfig& c, core::ModuleLoading) {
+  if (std::string why = reach_needs_pp(c,
+                                       "the feedback that warmup leaves enabled exists only under pipeline "
+                                       "parallelism");
+      !why.empty())
+    return why;
+  if (c.serving.warmup_steps >= 1) return "";
+  return "it needs warmup_steps >= 1: no synthetic warmup step runs while the feedback would be disabled";
+}
+
+// PPHandler::broadcast sends a plain-sampler step's sampled tokens [N, 1] instead of [N, K + 1]:
+// the same width at K = 0, and the single payload returns before that message (its width is fixed).
+std::string reach_narrow_sampled_width(const EngineConfig& c, core::ModuleLoading) {
+  if (std::string why = reach_first(
+          {reach_needs_pp(c, "the sampled tokens are broadcast to earlier stages only under pipeline parallelism"),
+           reach_needs_drafts(c, "at K = 0 the padded width K + 1 is 1, the narrow width itself")});
+      !why.empty())
+    return why;
+  if (c.spec.feedback == Feedback::three_message) return "";
+  return "it needs the three-message feedback: the single payload has one width, [N, 2K + 3], whatever the step "
+         "sampled (PPHandler::broadcast returns before the sampled message)";
+}
+
+// PPHandler::posted_mask posts an all-false mask for a step whose rows are all non-final prefill
+// chunks. Without chunked prefill the scheduler schedules a prefill whole (Scheduler::schedule,
+// admit_waiting). With it, a step without decode rows gives its first prefill row the whole budget,
+// so a step of non-final chunks only needs a prefill longer than the budget; a prefill (a prompt,
+// or a resumed request's prompt and output) stays under max_model_len - K - 1 tokens: prompts leave
+// room for a verification block, and a request ends before one no longer fits.
+std::string reach_feedback_for_nonfinal_chunks(const EngineConfig& c, core::ModuleLoading) {
+  if (std::string why = reach_needs_pp(c, "the feedback gate posts collectives only under pipeline parallelism");
+      !why.empty())
+    return why;
+  if (!c.serving.chunked_prefill)
+    return "it needs chunked prefill: without it every prefill row is its prompt's final chunk and samples, so no "
+           "step is all non-final chunks";
+  if (c.serving.max_num_batched_tokens < c.model.max_model_len - 1) return "";
+  return fmt::format(
+      "it needs max_num_batched_tokens below max_model_len - 1 = {}: a step's first prefill row "
+      "gets the whole budget, and every prefill, shorter than max_model_len, fits it",
+      c.model.max_model_len - 1);
+}
+
+// PPHandler::falls_behind: the receivers' ring is one step behind only with the lookahead batch
+// (the handler arms the fault only when schedules_ahead(): pp + 1 batches in flight), where a
+// receiver's sample_tokens(T) runs after execute_model(T + 1).
+std::string reach_lookahead_past_ring(const EngineConfig& c, core::ModuleLoading) {
+  if (std::string why = reach_needs_pp(c,
+                                       "the ring of pending feedback receives exists only under pipeline "
+                                       "parallelism");
+      !why.empty())
+    return why;
+  if (c.schedules_ahead()) return "";
+  return fmt::format(
+      "it needs max_concurrent_batches = pp + 1 = {}: only async scheduling's lookahead batch runs "
+      "a receiver's execute_model(T + 1) before its sample_tokens(T) (PPHandler::falls_behind)",
+      c.topology.pp + 1);
+}
+
+// AcceptedReadback::wanted: the pinned copy of the accepted counts is made on the last stage's tp
+// rank 0 with K > 0 and pp > 1 only (the simulator leaves pp = 1 out).
+std::string reach_pinned_read_without_sync(const EngineConfig& c, core::ModuleLoading) {
+  return reach_first({reach_needs_pp(c,
+                                     "the accepted counts are copied to pinned host memory only under pipeline "
+                                     "parallelism (AcceptedReadback::wanted leaves pp = 1 out)"),
+                      reach_needs_drafts(c, "without drafts there are no accepted counts to copy")});
+}
+
+// Worker::deferred_update commits the recurrent state at the accepted length on the stages before
+// the last; the fault skips it. It differs only where such a stage holds a recurrent layer
+// (RecurrentState::commit walks the stage's own layers), and only with drafts to reject: at K = 0
+// the state after the whole block is the accepted one.
+std::string reach_rollback_last_stage_only(const EngineConfig& c, core::ModuleLoading) {
+  if (std::string why =
+          reach_first({reach_needs_pp(c, "only the stages before the last adopt the accepted length late"),
+                       reach_needs_drafts(c, "a step's block is its one sampled token, so no draft is rolled back")});
+      !why.empty())
+    return why;
+  const int last_first = stage_layers(c.model, c.topology.pp, c.topology.pp - 1).first;
+  for (int l : c.model.recurrent_layers)
+    if (l < last_first) return "";
+  return fmt::format(
+      "it needs a recurrent layer on a stage before the last (layers 0 to {}): only those stages "
+      "roll their state back late, and the recurrent layers are [{}]",
+      last_first - 1, fmt::join(c.model.recurrent_layers, ", "));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The drafter (engine/drafter.cc, engine/draft_budget.cc, engine/eagle_taps.cc)
+
+// Drafter::embedding: under PP the drafter reads its own table; the fault reads the target's
+// embed_tokens, loaded only on stage 0 (TargetModel::load_checkpoint). At pp = 1 the one stage
+// holds the target's table loaded, and the drafter shares it by design.
+std::string reach_alias_target_embed(const EngineConfig& c, core::ModuleLoading) {
+  return reach_first({reach_needs_pp(c,
+                                     "at pp = 1 the drafter shares the target's embedding by design, and the "
+                                     "one stage holds it loaded"),
+                      reach_needs_drafts(c, "the aliased table is the drafter's")});
+}
+
+// Drafter::propose gathers the batch's drafts on the side stream after every proposal, whatever pp.
+std::string reach_unordered_draft_gather(const EngineConfig& c, core::ModuleLoading) {
+  return reach_needs_drafts(c, "the gather is of the drafter's proposals");
+}
+
+// kernels::PrepareInputsKernel (StepInputs::prepare) and PrepareDflashInputsKernel
+// (Drafter::prepare_inputs) leave the padding rows as they were.
+std::string reach_uncleared_padding(const EngineConfig& c, core::ModuleLoading) {
+  if (reach_pads(c)) return "";
+  return "it needs padding rows: a capture size of 2 or more (a graph padded past a step's rows) or dp >= 2 (steps "
+         "padded to the replicas' largest)";
+}
+
+// Drafter::route's router (TopkSoftplusSqrtKernel) routes the padding rows of the draft queries.
+std::string reach_router_ignores_padding(const EngineConfig& c, core::ModuleLoading) {
+  if (std::string why = reach_needs_drafts(c, "the router is the drafter's MoE layer"); !why.empty()) return why;
+  if (reach_pads(c)) return "";
+  return "it needs padded draft queries: CUDA graphs (capture_sizes) or dp >= 2";
+}
+
+// DraftBudget::decide skips tp rank 0's broadcast of the budget. The budget exists only with an
+// adaptive budget (Worker::Worker), which picks among 1..K only at K >= 2, and the broadcast only
+// at tp > 1 (Worker::tp is null at tp = 1).
+std::string reach_local_adaptive_budget(const EngineConfig& c, core::ModuleLoading) {
+  if (!c.spec.adaptive_budget) return "it needs adaptive_budget: a fixed K has no budget to decide";
+  if (c.spec.k < 2) return "it needs k >= 2: an adaptive budget of 1 to K leaves no choice at K = 1";
+  if (c.topology.tp >= 2) return "";
+  return "it needs tp >= 2: a budget is decided apart only by the last stage's TP ranks, and with one there is "
+         "nothing to broadcast (DraftBudget::decide)";
+}
+
+// EagleTaps::rides_activations: only the taps of stage pp - 2 ride the activation hand-off to the
+// last stage; the fault sends them as a transfer of their own on that pair, posted before the
+// hand-off by the sender and after it by the receiver (EagleTaps::exchange_far), so they
+// cross-match. Farther stages' taps go their own way with or without the fault, and the last
+// stage's need no transfer: the fault bites only if stage pp - 2 holds a tapped layer.
+std::string reach_untagged_aux_relay(const EngineConfig& c, core::ModuleLoading) {
+  if (!c.eagle()) return "it needs the EAGLE drafter (method = \"eagle\", k >= 1): only EAGLE taps target layers";
+  if (std::string why = reach_needs_pp(c, "the taps are relayed between stages only under pipeline parallelism");
+      !why.empty())
+    return why;
+  const LayerRange held = stage_layers(c.model, c.topology.pp, c.topology.pp - 2);
+  const std::vector<int> taps = eagle_taps(c);
+  for (int l : taps)
+    if (l >= held.first && l < held.last) return "";
+  return fmt::format(
+      "it needs a tapped layer on stage pp - 2 = {} (layers {} to {}), the one whose taps ride the "
+      "activation hand-off; the taps are layers [{}]",
+      c.topology.pp - 2, held.first, held.last - 1, fmt::join(taps, ", "));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The scheduler (engine/scheduler.cc, engine/scheduler_release.cc, engine/scheduler_prefix.cc)
+
+// keep_sampled (engine/finish_rules.cc) cuts a run that reaches the cap without looking for a stop
+// inside it: the kept tokens differ only when a stop sits before the cap's last token, in a run of
+// two or more tokens, which only a verification step samples.
+std::string reach_cap_before_stop(const EngineConfig& c, core::ModuleLoading) {
+  return reach_needs_drafts(c,
+                            "a step samples one token at K = 0, so no stop token sits inside a run before the "
+                            "cap");
+}
+
+// Scheduler::lookahead: the blocks reserved past a step's tokens for the drafter's K lookahead slots.
+std::string reach_no_draft_lookahead_slots(const EngineConfig& c, core::ModuleLoading) {
+  return reach_needs_drafts(c, "the drafter's lookahead slots are K, none at K = 0");
+}
+
+// Scheduler::prefix_hit caps a hit at num_tokens - 1; the fault lets it cover the whole prefill.
+std::string reach_full_prefix_hit(const EngineConfig& c, core::ModuleLoading) {
+  if (c.serving.enable_prefix_caching) return "";
+  return "it needs enable_prefix_caching: without the prefix cache no prefill hits";
+}
+
+// A replica preempts only with two request slots or more: the KV cache holds one request at its
+// longest (the Scheduler's constructor asserts blocks_minimum), so a lone running request that
+// lacks blocks waits for the fenced ones (Scheduler::add_running) and is never preempted.
+std::string reach_needs_preemption(const EngineConfig& c) {
+  if (c.replica_slots() >= 2) return "";
+  return "it needs 2 or more request slots per replica: the KV cache holds one request at its longest, so a lone "
+         "running request is never preempted";
+}
+
+// StepBuilder::unschedule: a preemption's victim (the newest running request, add_running) comes
+// out of the step when it is already in it; the fault leaves its row. The victim is in the step
+// only if a row is scheduled after it: the decode rows go in running order, the newest last, so
+// only an older request's prefill chunk, scheduled after the decode rows, preempts it there. That
+// needs chunked prefill (else a prefill is scheduled whole at admission, which never preempts),
+// and a request that finished its prefill after an older one: with one batch in flight every
+// running request is eligible at every step, the prefill chunks take the budget in running order
+// and an admission gets only what they leave, so prefills finish in running order.
+std::string reach_preempt_keeps_spec_tokens(const EngineConfig& c, core::ModuleLoading) {
+  if (std::string why = reach_needs_preemption(c); !why.empty()) return why;
+  if (!c.serving.chunked_prefill)
+    return "it needs chunked prefill: the victim, the newest running request, is already in the step only when an "
+           "older request's prefill chunk is scheduled after the decode rows";
+  if (c.batches_in_flight() >= 2) return "";
+  return "it needs 2 or more batches in flight (pp >= 2, or max_concurrent_batches = 2 at pp = 1): with one, "
+         "prefills finish in admission order, so no newer request decodes while an older one still prefills";
+}
+
+// Scheduler::release frees a preempted request's blocks at once instead of fencing them until its
+// step in flight returns, and Scheduler::owner_of_row adopts that step's late output by request id.
+// Both differ only for a victim with a step in flight when a schedule preempts it: the engine core
+// schedules step T while steps T - bif + 1 to T - 1 are in flight (Engine::engine_core), none with
+// one batch in flight.
+std::string reach_late_output_after_preempt(const EngineConfig& c, core::ModuleLoading) {
+  if (std::string why = reach_needs_preemption(c); !why.empty()) return why;
+  if (c.batches_in_flight() >= 2) return "";
+  return "it needs 2 or more batches in flight (pp >= 2, or max_concurrent_batches = 2 at pp = 1): with one, every "
+         "step has returned before the next schedule preempts";
+}
+
+// Scheduler::abort_in_flight delivers an abort when the request's step in flight is the oldest
+// batch in flight, T - max(bif - 1, 1) at schedule T; the fault's Scheduler::abort_scan_reaches
+// then finds it only if its last step is T - 1 or T - pp. A request runs at most every pp steps
+// (Scheduler::eligible), so its step in flight is its last: at bif = pp it is T - pp + 1, which is
+// T - 1 at pp = 2 and outside the scan at pp >= 3; at bif = pp + 1 it is T - pp, always inside it.
+std::string reach_abort_scan_current_batch(const EngineConfig& c, core::ModuleLoading) {
+  if (c.topology.pp < 3)
+    return "it needs pp >= 3: the request an abort in flight reaches is in the oldest batch in flight, at pp <= 2 "
+           "the previous step's or the current micro-batch slot's, both of which the narrow scan covers";
+  if (!c.schedules_ahead()) return "";
+  return fmt::format(
+      "it needs max_concurrent_batches = pp = {}: with the lookahead batch the oldest batch in "
+      "flight is the current micro-batch slot's (scheduled pp steps before), which the narrow scan "
+      "covers",
+      c.topology.pp);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Data parallelism (engine/model_runner.cc Worker::dummy_batch)
+
+std::string reach_needs_dp(const EngineConfig& c) {
+  if (c.topology.dp >= 2) return "";
+  return "it needs dp >= 2: only an idle data-parallel replica runs a dummy batch";
+}
+
+// Worker::dummy_batch runs one drafter forward where propose() runs draft_forwards(): DSpark one,
+// EAGLE K. Dummy batches exist only under DP (Engine::schedule).
+std::string reach_dummy_run_one_forward(const EngineConfig& c, core::ModuleLoading) {
+  if (std::string why = reach_needs_dp(c); !why.empty()) return why;
+  if (c.draft_forwards() >= 2) return "";
+  return "it needs the EAGLE drafter with k >= 2: propose() runs one forward for DSpark and K for EAGLE, so a "
+         "dummy run of one forward matches it otherwise";
+}
+
+// Worker::dummy_batch skips Drafter::dummy_propose, whose collectives (the DP row count, the MoE
+// all-to-alls) match the busy replicas' propose(); there is a drafter only with K > 0.
+std::string reach_dummy_run_skips_drafter(const EngineConfig& c, core::ModuleLoading) {
+  return reach_first({reach_needs_dp(c), reach_needs_drafts(c, "without a drafter there is nothing to skip")});
+}
+
+// ---------------------------------------------------------------------------------------------
+// The table, in kFaultSwitches' order.
+
+using ReachFn = std::string (*)(const EngineConfig&, core::ModuleLoading);
+
+struct FaultReach {
+  std::string_view name;
+  ReachFn reach;
+};
+
+constexpr std::array kFaultReach{
+    FaultReach{"stale_drafts", reach_stale_drafts},
+    FaultReach{"double_post_drafts", reach_double_post_drafts},
+    FaultReach{"lazy_post_update", reach_lazy_post_update},
+    FaultReach{"warmup_feedback", reach_warmup_feedback},
+    FaultReach{"narrow_sampled_width", reach_narrow_sampled_width},
+    FaultReach{"uncleared_padding", reach_uncleared_padding},
+    FaultReach{"router_ignores_padding", reach_router_ignores_padding},
+    FaultReach{"alias_target_embed", reach_alias_target_embed},
+    FaultReach{"unordered_draft_gather", reach_unordered_draft_gather},
+    FaultReach{"cap_before_stop", reach_cap_before_stop},
+    FaultReach{"preempt_keeps_spec_tokens", reach_preempt_keeps_spec_tokens},
+    FaultReach{"late_output_after_preempt", reach_late_output_after_preempt},
+    FaultReach{"no_draft_lookahead_slots", reach_no_draft_lookahead_slots},
+    FaultReach{"abort_scan_current_batch", reach_abort_scan_current_batch},
+    FaultReach{"lookahead_past_ring", reach_lookahead_past_ring},
+    FaultReach{"feedback_for_nonfinal_chunks", reach_feedback_for_nonfinal_chunks},
+    FaultReach{"full_prefix_hit", reach_full_prefix_hit},
+    FaultReach{"local_adaptive_budget", reach_local_adaptive_budget},
+    FaultReach{"rollback_last_stage_only", reach_rollback_last_stage_only},
+    FaultReach{"pinned_read_without_sync", reach_pinned_read_without_sync},
+    FaultReach{"untagged_aux_relay", reach_untagged_aux_relay},
+    FaultReach{"dummy_run_one_forward", reach_dummy_run_one_forward},
+    FaultReach{"dummy_run_skips_drafter", reach_dummy_run_skips_drafter},
+};
+
+constexpr bool reach_table_follows_switches() {
+  if (kFaultReach.size() != kFaultSwitches.size()) return false;
+  for (size_t i = 0; i < kFaultReach.size(); ++i)
+    if (kFaultReach[i].name != kFaultSwitches[i].name) return false;
+  return true;
+}
+// A fault added to kFaultSwitches needs its reachability here too.
+static_assert(reach_table_follows_switches(), "kFaultReach lists every fault of kFaultSwitches, in its order");
+
+}  // namespace
+
+std::string fault_unreachable(const EngineConfig& c, core::ModuleLoading loading, std::string_view fault) {
+  const auto it =
+      std::find_if(kFaultReach.begin(), kFaultReach.end(), [fault](const FaultReach& f) { return f.name == fault; });
+  PPSPEC_ASSERT(it != kFaultReach.end(), "'{}' is no fault; the faults: {}", fault, fault_names());
+  return it->reach(c, loading);
+}
+
+}  // namespace ppspec::engine

@@ -1,0 +1,255 @@
+// The faults' reachability (engine/fault_reach.h) held to runs: every fault's regression scenario
+// reaches its fault, and for every fault a deployment the predicate calls unreachable, made from
+// that scenario by changing deployment knobs only, runs without catching it (with the mechanism the
+// fault lives in exercised where the deployment has it). A "cannot be reached" that a run
+// contradicts fails here. The subtle corners the predicate calls reachable are caught by a run.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/assert.h"
+#include "engine/fault_reach.h"
+#include "runs/execute.h"
+#include "serving/paths_reached.h"
+#include "scenario/serving_loader.h"
+
+namespace ppspec::testing {
+namespace {
+
+const std::string kRegressions = std::string(PPSPEC_SOURCE_DIR) + "/scenarios/regressions/";
+
+serving::ServingScenario regression(std::string_view fault) {
+  const std::string path = kRegressions + std::string(fault) + ".toml";
+  return scenario::read_serving(scenario::parse_toml_file(path), path);
+}
+
+std::string unreachable(const serving::ServingScenario& s, std::string_view fault) {
+  return engine::fault_unreachable(s.config, s.runtime.module_loading, fault);
+}
+
+// One deployment the predicate calls unreachable for `fault`: the regression scenario changed by
+// `change`: deployment knobs only, its workload kept.
+struct Unreachable {
+  std::string_view fault;
+  std::string_view what;
+  void (*change)(serving::ServingScenario&);
+  int64_t serving::PathsReached::*exercised = nullptr;  // a path the run must reach, if any
+};
+
+const std::vector<Unreachable> kUnreachable = {
+    {"stale_drafts", "pp = 1", [](serving::ServingScenario& s) { s.config.topology.pp = 1; },
+     &serving::PathsReached::drafts_verified},
+    {"double_post_drafts", "pp = 1", [](serving::ServingScenario& s) { s.config.topology.pp = 1; },
+     &serving::PathsReached::drafts_verified},
+    {"lazy_post_update", "eager module loading",
+     [](serving::ServingScenario& s) { s.runtime.module_loading = core::ModuleLoading::eager; }},
+    {"warmup_feedback", "pp = 1", [](serving::ServingScenario& s) { s.config.topology.pp = 1; }},
+    {"narrow_sampled_width", "the single-payload feedback",
+     [](serving::ServingScenario& s) { s.config.spec.feedback = engine::Feedback::single_payload; },
+     &serving::PathsReached::drafts_verified},
+    {"uncleared_padding", "no CUDA graphs",
+     [](serving::ServingScenario& s) { s.config.serving.capture_sizes.clear(); }},
+    {"uncleared_padding", "K = 0 with capture size 1",
+     [](serving::ServingScenario& s) {
+       s.config.spec.k = 0;
+       s.config.serving.capture_sizes = {1};
+     }},
+    {"router_ignores_padding", "no CUDA graphs",
+     [](serving::ServingScenario& s) { s.config.serving.capture_sizes.clear(); },
+     &serving::PathsReached::drafts_verified},
+    {"alias_target_embed", "pp = 1", [](serving::ServingScenario& s) { s.config.topology.pp = 1; },
+     &serving::PathsReached::drafts_verified},
+    {"unordered_draft_gather", "K = 0", [](serving::ServingScenario& s) { s.config.spec.k = 0; }},
+    {"cap_before_stop", "K = 0", [](serving::ServingScenario& s) { s.config.spec.k = 0; },
+     &serving::PathsReached::stop_token_ends},
+    {"preempt_keeps_spec_tokens", "no chunked prefill (and a budget for the longest prefill)",
+     [](serving::ServingScenario& s) {
+       s.config.serving.chunked_prefill = false;
+       s.config.serving.max_num_batched_tokens = s.config.max_prefill();
+     },
+     &serving::PathsReached::preemptions},
+    {"preempt_keeps_spec_tokens", "one request slot",
+     [](serving::ServingScenario& s) { s.config.serving.max_num_seqs = 1; }},
+    {"late_output_after_preempt", "pp = 1", [](serving::ServingScenario& s) { s.config.topology.pp = 1; },
+     &serving::PathsReached::preemptions},
+    {"no_draft_lookahead_slots", "K = 0", [](serving::ServingScenario& s) { s.config.spec.k = 0; }},
+    {"abort_scan_current_batch", "max_concurrent_batches = pp + 1",
+     [](serving::ServingScenario& s) { s.config.serving.max_concurrent_batches = s.config.topology.pp + 1; },
+     &serving::PathsReached::aborts_in_flight},
+    {"abort_scan_current_batch", "pp = 2", [](serving::ServingScenario& s) { s.config.topology.pp = 2; },
+     &serving::PathsReached::aborts_in_flight},
+    {"lookahead_past_ring", "max_concurrent_batches = pp",
+     [](serving::ServingScenario& s) { s.config.serving.max_concurrent_batches = s.config.topology.pp; }},
+    {"feedback_for_nonfinal_chunks", "no chunked prefill (and a budget for the longest prompt)",
+     [](serving::ServingScenario& s) {
+       s.config.serving.chunked_prefill = false;
+       s.config.serving.max_num_batched_tokens = s.config.workload.prompt_max;
+     }},
+    {"feedback_for_nonfinal_chunks", "a token budget of max_model_len - 1",
+     [](serving::ServingScenario& s) {
+       s.config.model.max_model_len = 256;
+       s.config.serving.max_num_batched_tokens = 255;
+     }},
+    {"full_prefix_hit", "no prefix caching",
+     [](serving::ServingScenario& s) { s.config.serving.enable_prefix_caching = false; }},
+    {"local_adaptive_budget", "tp = 1", [](serving::ServingScenario& s) { s.config.topology.tp = 1; },
+     &serving::PathsReached::drafts_verified},
+    {"rollback_last_stage_only", "the recurrent layer on the last stage",
+     [](serving::ServingScenario& s) { s.config.model.recurrent_layers = {s.config.model.layers - 1}; },
+     &serving::PathsReached::recurrent_rollbacks},
+    {"rollback_last_stage_only", "K = 0", [](serving::ServingScenario& s) { s.config.spec.k = 0; }},
+    {"pinned_read_without_sync", "pp = 1", [](serving::ServingScenario& s) { s.config.topology.pp = 1; },
+     &serving::PathsReached::drafts_verified},
+    {"untagged_aux_relay", "no tap on stage pp - 2",
+     [](serving::ServingScenario& s) {
+       s.config.spec.taps = {0, 2};
+     },
+     &serving::PathsReached::taps_relayed},
+    {"dummy_run_one_forward", "the DSpark drafter",
+     [](serving::ServingScenario& s) { s.config.spec.method = engine::DraftMethod::dspark; },
+     &serving::PathsReached::dummy_batches},
+    {"dummy_run_one_forward", "EAGLE with K = 1", [](serving::ServingScenario& s) { s.config.spec.k = 1; },
+     &serving::PathsReached::dummy_batches},
+    {"dummy_run_skips_drafter", "K = 0", [](serving::ServingScenario& s) { s.config.spec.k = 0; },
+     &serving::PathsReached::dummy_batches},
+};
+
+std::string findings_of(const serving::ServingRun& run) {
+  std::string out;
+  for (const core::Finding& f : run.result.findings)
+    out += fmt::format("\n  {}: {}", core::to_string(f.verdict), f.summary);
+  return out;
+}
+
+// The scenario at every seed of its [explore] range, as `ppspec run` runs it (the regression catches
+// its fault at each of them): each run must pass. Returns the paths the runs reached, summed.
+serving::PathsReached runs_clean(const serving::ServingScenario& s, std::string_view why) {
+  serving::PathsReached sum;
+  for (uint64_t seed = s.seed; seed < s.seed + s.seeds; ++seed) {
+    runs::RunChoices choices;
+    choices.seed = seed;
+    const serving::ServingRun run = runs::execute(s, choices);
+    EXPECT_EQ(run.result.verdict, core::Verdict::pass)
+        << "seed " << seed << ": called unreachable (" << why << "), caught:" << findings_of(run);
+    for (const serving::PathField& f : serving::path_fields()) sum.*f.field += run.paths.*f.field;
+  }
+  return sum;
+}
+
+TEST(FaultReach, EveryRegressionScenarioReachesItsFault) {
+  for (const engine::FaultSwitch& f : engine::kFaultSwitches) {
+    const serving::ServingScenario s = regression(f.name);
+    EXPECT_TRUE(s.config.faults.*f.field) << f.name;
+    EXPECT_EQ(unreachable(s, f.name), "") << f.name;
+  }
+}
+
+TEST(FaultReach, EveryFaultHasAnUnreachableDeploymentThatRunsClean) {
+  std::set<std::string_view> covered;
+  for (const Unreachable& u : kUnreachable) {
+    SCOPED_TRACE(fmt::format("{}, {}", u.fault, u.what));
+    covered.insert(u.fault);
+    serving::ServingScenario s = regression(u.fault);
+    u.change(s);
+    const std::string why = unreachable(s, u.fault);
+    EXPECT_NE(why, "");
+    const serving::PathsReached reached = runs_clean(s, why);
+    if (u.exercised != nullptr) {
+      EXPECT_GT(reached.*u.exercised, 0) << "no run exercised the fault's mechanism";
+    }
+  }
+  for (const engine::FaultSwitch& f : engine::kFaultSwitches) EXPECT_TRUE(covered.count(f.name)) << f.name;
+}
+
+// The corners the predicate calls reachable where a guess would not: each caught by a run.
+TEST(FaultReach, TheSubtleReachableCornersAreCaught) {
+  struct Corner {
+    std::string_view fault;
+    void (*change)(serving::ServingScenario&);
+  };
+  const Corner corners[] = {
+      // A tap on stage pp - 2 alone, with none on an earlier stage.
+      {"untagged_aux_relay", [](serving::ServingScenario& s) { s.config.spec.taps = {1}; }},
+      // At pp = 1, async scheduling's lookahead batch is a batch in flight when a victim is preempted.
+      {"late_output_after_preempt",
+       [](serving::ServingScenario& s) {
+         s.config.topology.pp = 1;
+         s.config.serving.max_concurrent_batches = 2;
+       }},
+      // At pp = 1 with the lookahead batch, a request whose only token is already in flight waits a
+      // step (Scheduler::eligible), and a newer request finishes its prefill first.
+      {"preempt_keeps_spec_tokens",
+       [](serving::ServingScenario& s) {
+         s.config.topology.pp = 1;
+         s.config.serving.max_concurrent_batches = 2;
+         s.config.model.num_blocks = 9;
+         s.config.workload.output_min = 1;
+         s.config.workload.output_max = 8;
+         s.config.workload.seed = 4;
+       }},
+  };
+  for (const Corner& c : corners) {
+    SCOPED_TRACE(c.fault);
+    serving::ServingScenario s = regression(c.fault);
+    c.change(s);
+    EXPECT_EQ(unreachable(s, c.fault), "");
+    EXPECT_NE(runs::execute(s, runs::RunChoices{}).result.verdict, core::Verdict::pass);
+  }
+}
+
+// The regression's workload at pp = 1 with one batch in flight, over workload seeds: prompts chunk
+// and requests are preempted, but prefills finish in admission order, and the fault cannot bite.
+TEST(FaultReach, PreemptKeepsSpecTokensNeedsTwoBatchesInFlight) {
+  serving::ServingScenario s = regression("preempt_keeps_spec_tokens");
+  s.config.topology.pp = 1;
+  ASSERT_NE(unreachable(s, "preempt_keeps_spec_tokens"), "");
+  serving::PathsReached sum;
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    s.config.workload.seed = seed;
+    const serving::PathsReached reached = runs_clean(s, unreachable(s, "preempt_keeps_spec_tokens"));
+    sum.preemptions += reached.preemptions;
+    sum.chunked_prompts += reached.chunked_prompts;
+  }
+  EXPECT_GT(sum.preemptions, 0);
+  EXPECT_GT(sum.chunked_prompts, 0);
+}
+
+// What a stress workload left uncaught on two deployments: at dp 2, pp 1, tp 1, EAGLE K = 3, with
+// the lookahead batch and lazy loading, every fault but late_output_after_preempt has no path; an
+// EAGLE-3 drafter's default taps (layers 0, N/2, N-1) miss stage pp - 2 at pp 8 over 8 layers and
+// hit it at pp 4 over 4.
+TEST(FaultReach, TheStressDeploymentsDataPoints) {
+  engine::EngineConfig c;
+  c.topology = {2, 1, 1};
+  c.spec.k = 3;
+  c.spec.method = engine::DraftMethod::eagle;
+  c.serving.max_concurrent_batches = 2;
+  for (std::string_view fault :
+       {"stale_drafts", "double_post_drafts", "lazy_post_update", "warmup_feedback", "narrow_sampled_width",
+        "alias_target_embed", "pinned_read_without_sync", "abort_scan_current_batch", "lookahead_past_ring"})
+    EXPECT_NE(engine::fault_unreachable(c, core::ModuleLoading::lazy, fault), "") << fault;
+  EXPECT_EQ(engine::fault_unreachable(c, core::ModuleLoading::lazy, "late_output_after_preempt"), "");
+
+  engine::EngineConfig deep;
+  deep.topology = {1, 8, 8};
+  deep.model.layers = 8;
+  deep.model.lanes = 64;
+  deep.spec.k = 3;
+  deep.spec.method = engine::DraftMethod::eagle;
+  EXPECT_NE(engine::fault_unreachable(deep, core::ModuleLoading::lazy, "untagged_aux_relay"), "");
+  deep.topology.pp = 4;
+  deep.model.layers = 4;
+  EXPECT_EQ(engine::fault_unreachable(deep, core::ModuleLoading::lazy, "untagged_aux_relay"), "");
+}
+
+TEST(FaultReach, AnUnknownFaultIsAnInternalError) {
+  EXPECT_THROW(engine::fault_unreachable(engine::EngineConfig{}, core::ModuleLoading::eager, "no_such_fault"),
+               core::InternalError);
+}
+
+}  // namespace
+}  // namespace ppspec::testing
