@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "report/serving_figures.h"
 #include "scenario/fuzzer/around.h"
 #include "scenario/fuzzer/campaign.h"
 #include "scenario/serving_loader.h"
@@ -111,6 +112,29 @@ TEST(FuzzAround, KeepsTheDeploymentAndDrawsOnlyWhatItLeavesFree) {
     EXPECT_EQ(c.max_num_seqs, 256);
     EXPECT_EQ(c.max_model_len, centre.max_model_len);
   }
+}
+
+// A fault switched on that the deployment cannot reach is said with why, unless a knob the scenario
+// leaves free reaches it: at vLLM's default budget (8192, free) a step of non-final chunks only is
+// reachable once the budget is drawn below max_model_len; an abort scan with the lookahead batch
+// is not, whatever is free.
+TEST(FuzzAround, AnUnreachableFaultIsSaidUnlessAFreeKnobReachesIt) {
+  ServingCase c = llama_like();
+  c.faults = {"abort_scan_current_batch", "feedback_for_nonfinal_chunks"};
+  auto unreachable = [](const ServingCase& x) {
+    std::vector<std::string> names;
+    const serving::ServingScenario s = scenario::parse_serving(scenario::to_toml(x, "c", "d", {}), "c.toml");
+    for (const report::UnreachableFault& u : report::figures_of(serving::ServingRun{}, s).unreachable_faults)
+      names.push_back(u.fault + ": " + u.why);
+    return names;
+  };
+  const std::vector<std::string> free = unreachable(c);
+  ASSERT_EQ(free.size(), 1u);
+  EXPECT_TRUE(free[0].starts_with("abort_scan_current_batch: it needs max_concurrent_batches = pp = 4")) << free[0];
+  c.free.clear();
+  const std::vector<std::string> fixed = unreachable(c);
+  ASSERT_EQ(fixed.size(), 2u);
+  EXPECT_TRUE(fixed[1].starts_with("feedback_for_nonfinal_chunks: it needs max_num_batched_tokens below")) << fixed[1];
 }
 
 TEST(FuzzAround, WhatACaseCannotCarryAndADeploymentKeyOfTheSpaceAreRefusedByName) {
