@@ -1,14 +1,18 @@
 #!/usr/bin/env python3
-"""Each engine fault switched on in the `ppspec from-vllm` scenario of six real deployments, run on
-the simulator at the given seeds: caught (the verdict and finding kind) or passed, and in how many
-seconds. Writes OUT/table.md and OUT/results.json, and the six scenarios under OUT/scenarios/.
+"""Each engine fault switched on in the `ppspec from-vllm` scenario of six real deployments: whether
+the deployment can reach it at all (`ppspec run --json`'s unreachable_faults, and why not), whether
+the stress scenario catches it at each seed, and, where it does not, whether a `ppspec fuzz
+--around` campaign of the scenario does within --fuzz-time seconds (the case that caught it, and
+when). Seeds pair up: stress seed S with fuzz seed S. Writes OUT/table.md and OUT/results.json, and
+the six scenarios under OUT/scenarios/.
 
-    scripts/dev/from_vllm_stress_table.py [--ppspec build/default/tools/ppspec] [--seeds 1,2] OUT
+    scripts/dev/from_vllm_stress_table.py [--ppspec build/default/tools/ppspec] [--seeds 1,2] [--fuzz-time 60] OUT
 """
 import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -51,13 +55,32 @@ def run(ppspec, scenario, seed):
     record = json.loads(p.stdout)[0]
     findings = record.get("findings") or []
     return {"verdict": record["verdict"], "kind": findings[0]["kind"] if findings else "",
-            "engine_step": findings[0].get("engine_step") if findings else None, "seconds": round(seconds, 2)}
+            "engine_step": findings[0].get("engine_step") if findings else None, "seconds": round(seconds, 2),
+            "unreachable": record.get("unreachable_faults", {})}
+
+
+def fuzz(ppspec, scenario, fault, seed, seconds, out):
+    """A campaign around the fault-free scenario with the fault switched on: what it found, and when."""
+    shutil.rmtree(out, ignore_errors=True)
+    p = subprocess.run([ppspec, "fuzz", "--around", scenario, "--faults", fault, "--seed", str(seed),
+                        "--time", str(seconds), "--out", out], capture_output=True, text=True)
+    if p.returncode not in (0, 1):
+        sys.exit(f"ppspec fuzz --around {scenario} --faults {fault}: exit {p.returncode}\n{p.stderr}")
+    summary = json.load(open(os.path.join(out, "summary.json")))
+    shutil.rmtree(out, ignore_errors=True)
+    found = summary.get("found") or []
+    if not found:
+        return {"caught": False, "cases": summary["cases"], "seconds": round(summary["seconds"], 1)}
+    f = found[0]
+    return {"caught": True, "kind": f["kind"], "case": f["case"], "found_after_s": round(f["found_after_s"], 1),
+            "cases": summary["cases"]}
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ppspec", default=os.path.join(ROOT, "build", "default", "tools", "ppspec"))
     ap.add_argument("--seeds", default="1,2")
+    ap.add_argument("--fuzz-time", type=int, default=60)
     ap.add_argument("out")
     a = ap.parse_args()
     seeds = [int(s) for s in a.seeds.split(",")]
@@ -78,9 +101,13 @@ def main():
                     f.write(text + f"\n[faults]\n{fault} = true\n")
             for seed in seeds:
                 r = run(a.ppspec, faulty, seed)
+                r["unreachable"] = r["unreachable"].get(fault, "") if fault else ""
                 r.update({"deployment": name, "fault": fault or "(none)", "seed": seed})
+                if fault and r["verdict"] == "pass" and not r["unreachable"]:
+                    r["fuzz"] = fuzz(a.ppspec, scenario, fault, seed, a.fuzz_time, os.path.join(a.out, "fuzz-out"))
                 results.append(r)
-                print(f"{name} {r['fault']} seed {seed}: {r['verdict']} {r['kind']} {r['seconds']} s", flush=True)
+                print(f"{name} {r['fault']} seed {seed}: {r['verdict']} {r['kind']} {r['seconds']} s"
+                      f"{' unreachable' if r['unreachable'] else ''} {r.get('fuzz', '')}", flush=True)
         if os.path.exists(os.path.join(a.out, "faulty.toml")):
             os.remove(os.path.join(a.out, "faulty.toml"))
     with open(os.path.join(a.out, "results.json"), "w") as f:
@@ -88,22 +115,45 @@ def main():
     write_table(a.out, seeds, faults, results)
 
 
+def cell(r):
+    if r["fault"] != "(none)" and r["unreachable"]:
+        return "—"
+    if r["verdict"] != "pass":
+        return f"stress: {r['kind']} {r['seconds']} s"
+    if "fuzz" not in r:
+        return f"pass {r['seconds']} s"
+    f = r["fuzz"]
+    if f["caught"]:
+        return f"fuzz: {f['kind']} case {f['case']} {f['found_after_s']} s"
+    return f"**missed** ({f['cases']} cases, {f['seconds']} s)"
+
+
 def write_table(out, seeds, faults, results):
     by = {(r["deployment"], r["fault"], r["seed"]): r for r in results}
     names = [n for n, _ in DEPLOYMENTS]
     lines = ["| fault | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
     for fault in ["(none)"] + faults:
-        cells = []
-        for n in names:
-            rs = [by[(n, fault, s)] for s in seeds]
-            cells.append(" / ".join(("pass" if r["verdict"] == "pass" else r["kind"]) + f" {r['seconds']} s"
-                                    for r in rs))
-        lines.append(f"| `{fault}` | " + " | ".join(cells) + " |")
-    caught = {n: [sum(1 for f in faults if by[(n, f, s)]["verdict"] != "pass") for s in seeds] for n in names}
-    lines.append("| caught of %d | " % len(faults) + " | ".join(" / ".join(map(str, caught[n])) for n in names) + " |")
+        lines.append(f"| `{fault}` | " + " | ".join(" / ".join(cell(by[(n, fault, s)]) for s in seeds)
+                                                  for n in names) + " |")
+    def counts(n, s):
+        rs = [by[(n, f, s)] for f in faults if not by[(n, f, s)]["unreachable"]]
+        stress = sum(1 for r in rs if r["verdict"] != "pass")
+        fuzzed = sum(1 for r in rs if r.get("fuzz", {}).get("caught"))
+        return f"{stress} + {fuzzed} of {len(rs)}"
+    lines.append("| caught (stress + fuzz of reachable) | " +
+                 " | ".join(" / ".join(counts(n, s) for s in seeds) for n in names) + " |")
+    why = ["", "Unreachable (—), by deployment:", ""]
+    for n in names:
+        for fault in faults:
+            r = by[(n, fault, seeds[0])]
+            if r["unreachable"]:
+                why.append(f"* {n}, `{fault}`: {r['unreachable']}")
     with open(os.path.join(out, "table.md"), "w") as f:
         f.write("Each cell: seed " + " / seed ".join(map(str, seeds)) +
-                ": the first finding's kind, or pass; the run's wall seconds.\n\n" + "\n".join(lines) + "\n")
+                ": caught by the stress scenario (`stress:` the first finding's kind, the run's wall seconds), "
+                "else by a `fuzz --around` campaign of the same seed (`fuzz:` its kind, the case index, seconds "
+                "from the campaign's start), else **missed**; — where the deployment cannot reach the fault.\n\n" +
+                "\n".join(lines) + "\n" + "\n".join(why) + "\n")
 
 
 if __name__ == "__main__":
