@@ -172,6 +172,10 @@ std::vector<Transcript> every_transcript() {
 }
 
 TEST(DocTranscripts, EveryTranscriptIsWhatTheCommandPrints) {
+#if defined(__SANITIZE_ADDRESS__)
+  // The docs' output is the same in every build: the default build checks it, in seconds.
+  GTEST_SKIP() << "checked by the default build";
+#endif
   const std::vector<Transcript> all = every_transcript();
   EXPECT_GE(all.size(), 10u) << "the transcripts were not found";
   for (const Transcript& t : all) {
