@@ -6,7 +6,7 @@ namespace ppspec::core {
 
 namespace {
 
-constexpr EnumNames<FindingKind, 66> kFindingKindNames{
+constexpr EnumNames<FindingKind, 67> kFindingKindNames{
     {{{"", FindingKind::none},
       {"collective-mismatch", FindingKind::collective_mismatch},
       {"p2p-mismatch", FindingKind::p2p_mismatch},
@@ -33,6 +33,7 @@ constexpr EnumNames<FindingKind, 66> kFindingKindNames{
       {"sim-gpu", FindingKind::sim_gpu},
       {"drafter-oracle", FindingKind::drafter_oracle},
       {"acceptance", FindingKind::acceptance},
+      {"finish-rule", FindingKind::finish_rule},
       {"stream-race", FindingKind::stream_race},
       {"pinned-host-race", FindingKind::pinned_host_race},
       {"stage-position", FindingKind::stage_position},

@@ -39,6 +39,7 @@ enum class FindingKind : uint8_t {
   sim_gpu,
   drafter_oracle,
   acceptance,
+  finish_rule,
   stream_race,
   pinned_host_race,
   stage_position,

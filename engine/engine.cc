@@ -171,6 +171,7 @@ void Engine::warmup() {
     run_wave_synchronously(schedule(true));
     broadcast(Command::reset_feedback);
   }
+  warmup_steps_ = next_step_;
   broadcast(Command::capture);
   for (Replica& rep : replicas_) {
     rep.scheduler->finish_dummies();
@@ -226,6 +227,8 @@ std::vector<RequestRecord> Engine::records() const {
 ServingStats Engine::stats() const {
   ServingStats s;
   s.steps = serving_steps_;
+  s.numbered_steps = next_step_;
+  s.warmup_steps = warmup_steps_;
   s.dummy_batches = dummy_batches_;
   for (const RequestRecord& r : records()) {
     if (r.dummy) continue;

@@ -18,7 +18,11 @@
 namespace ppspec::engine {
 
 struct ServingStats {
-  int64_t steps = 0;  // serving steps (batches) run
+  int64_t steps = 0;  // serving steps (batches) that scheduled requests
+  // Every step the engine numbered, warmup included: a finding's "engine step N" counts these
+  // from 0, and the first warmup_steps of them were warmup.
+  int64_t numbered_steps = 0;
+  int64_t warmup_steps = 0;
   int64_t output_tokens = 0;
   int64_t drafts_verified = 0;
   int64_t drafts_accepted = 0;
@@ -79,6 +83,7 @@ class Engine {
   std::vector<std::unique_ptr<Worker>> workers_;
   int64_t next_step_ = 0;
   int64_t serving_steps_ = 0;
+  int64_t warmup_steps_ = 0;  // the step ids warmup used
   int64_t dummy_batches_ = 0;
   bool completed_ = false;
 };

@@ -47,6 +47,14 @@ void append_finding(std::string& s, const core::Finding& f, std::string_view pre
 
 namespace {
 
+// The engine steps as its findings number them ("engine step 5"): warmup's first, from 0.
+std::string engine_steps_span(const ServingFigures& f) {
+  if (f.engine_steps == 0) return "no engine step";
+  std::string s = fmt::format("engine steps 0-{}", f.engine_steps - 1);
+  if (f.warmup_steps > 0) s += fmt::format(" (0-{} warmup)", f.warmup_steps - 1);
+  return s;
+}
+
 // The first line of a run's report: verdict against expectation, then what the run did.
 std::string headline(const RunRecord& r) {
   const core::RunResult& res = r.result;
@@ -70,7 +78,7 @@ std::string headline(const RunRecord& r) {
   if (r.serving) {
     const ServingFigures& f = *r.serving;
     s += fmt::format(
-        "{} requests, {} engine steps, {}acceptance {:.2f}, {:.1f} tokens/step, ", f.requests, f.engine_steps,
+        "{} requests, {}, {}acceptance {:.2f}, {:.1f} tokens/serving step, ", f.requests, engine_steps_span(f),
         f.prefix_evictions > 0 ? fmt::format("{} prefix-cache blocks evicted, ", f.prefix_evictions) : std::string(),
         f.acceptance_rate, f.tokens_per_step);
   } else {
@@ -314,10 +322,9 @@ nlohmann::json to_json(const RunRecord& r) {
     }
   }
   if (r.serving)
-    j["serving"] = {{"engine_steps", r.serving->engine_steps},
-                    {"requests", r.serving->requests},
-                    {"output_tokens", r.serving->output_tokens},
-                    {"acceptance_rate", r.serving->acceptance_rate},
+    j["serving"] = {{"engine_steps", r.serving->engine_steps},      {"warmup_steps", r.serving->warmup_steps},
+                    {"serving_steps", r.serving->serving_steps},    {"requests", r.serving->requests},
+                    {"output_tokens", r.serving->output_tokens},    {"acceptance_rate", r.serving->acceptance_rate},
                     {"tokens_per_step", r.serving->tokens_per_step}};
   if (r.serving) {
     nlohmann::json paths = nlohmann::json::object();

@@ -23,11 +23,15 @@ struct UnreachableFault {
 
 // What a serving run achieved (serving scenarios only).
 struct ServingFigures {
-  int64_t engine_steps = 0;  // batches the engine ran
+  // The steps the engine numbered, warmup included (a finding's "engine step N" is one of
+  // 0..engine_steps-1), the first warmup_steps of them warmup; serving_steps scheduled requests.
+  int64_t engine_steps = 0;
+  int64_t warmup_steps = 0;
+  int64_t serving_steps = 0;
   int64_t requests = 0;
   int64_t output_tokens = 0;
   double acceptance_rate = 0;              // accepted drafts / verified drafts
-  double tokens_per_step = 0;              // output tokens / engine step
+  double tokens_per_step = 0;              // output tokens / serving step
   verify::OnlineCoverage model_oracle{};   // what the model oracle checked, and what it stopped checking
   int64_t prefix_evictions = 0;            // cached blocks given for new content
   serving::PathsReached paths{};           // the engine paths the run reached

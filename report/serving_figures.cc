@@ -36,11 +36,12 @@ std::vector<UnreachableFault> unreachable_faults(const serving::ServingScenario&
 }  // namespace
 
 ServingFigures figures_of(const serving::ServingRun& run, const serving::ServingScenario& s) {
-  return ServingFigures{
-      run.stats.steps, static_cast<int64_t>(run.requests.size()), run.stats.output_tokens, run.stats.acceptance_rate(),
-      run.stats.tokens_per_step(), run.coverage, run.stats.prefix_evictions, run.paths,
-      // A run stopped at its first finding says what it reached, not what it never did.
-      run.completed ? serving::unexercised(s.config, run.paths) : std::vector<std::string>{}, unreachable_faults(s)};
+  return ServingFigures{run.stats.numbered_steps, run.stats.warmup_steps, run.stats.steps,
+                        static_cast<int64_t>(run.requests.size()), run.stats.output_tokens, run.stats.acceptance_rate(),
+                        run.stats.tokens_per_step(), run.coverage, run.stats.prefix_evictions, run.paths,
+                        // A run stopped at its first finding says what it reached, not what it never did.
+                        run.completed ? serving::unexercised(s.config, run.paths) : std::vector<std::string>{},
+                        unreachable_faults(s)};
 }
 
 }  // namespace ppspec::report

@@ -18,7 +18,9 @@ void append_engine(std::string& s, const ServingCase& c) {
   s += "\n[topology]\n";
   if (c.dp > 1) s += fmt::format("dp = {}\n", c.dp);  // dp = 1 cases keep the text they always had
   s += fmt::format("pp = {}\ntp = {}\n", c.pp, c.tp);
-  s += fmt::format("\n[model]\nstop_token = {}\nmax_model_len = {}\n", c.stop_token, c.max_model_len);
+  s += "\n[model]\n";
+  if (c.vocab > 0) s += fmt::format("vocab = {}\n", c.vocab);
+  s += fmt::format("stop_token = {}\nmax_model_len = {}\n", c.stop_token, c.max_model_len);
   if (c.layers > 0) s += fmt::format("layers = {}\n", c.layers);
   if (c.lanes > 0) s += fmt::format("lanes = {}\n", c.lanes);
   if (c.num_blocks > 0) s += fmt::format("num_blocks = {}\n", c.num_blocks);
@@ -103,6 +105,7 @@ std::string summary(const ServingCase& c) {
   if (c.abort_every > 0)
     s += fmt::format(" abort 1/{} after {}{}", c.abort_every, c.abort_after, c.abort_in_flight ? " in flight" : "");
   if (c.stop_token >= 0) s += fmt::format(" stop {}", c.stop_token);
+  if (c.vocab > 0) s += fmt::format(" vocab {}", c.vocab);
   if (c.max_model_len < 2048) s += fmt::format(" max_len {}", c.max_model_len);
   if (c.num_blocks > 0) s += fmt::format(" blocks {}", c.num_blocks);
   if (c.block_size != 16) s += fmt::format(" block_size {}", c.block_size);

@@ -21,6 +21,7 @@ struct ServingCase {
   bool eagle = false;     // method = "eagle", with `taps`
   std::vector<int> taps;  // the EAGLE drafter's tapped layers (of the default 4)
   // [model]
+  int vocab = 0;  // 0: the model's default (512); a stress workload's smaller one makes its stop token common
   int stop_token = -1;
   int max_model_len = 2048;
   int layers = 0, lanes = 0;  // 0: the model's default (4 layers, 8 lanes); from-vllm sizes them to pp and tp

@@ -193,6 +193,7 @@ void check_oracles(const ServingScenario& s, const sim::RunConfig& opts, Serving
     const engine::Checkpoint ckpt = engine::make_checkpoint(cfg.model);
     if (auto f = verify::golden_oracle(cfg, ckpt, run.requests, run.coverage)) found.push_back(std::move(*f));
   }
+  if (auto f = verify::finish_rule_oracle(cfg, run.requests)) found.push_back(std::move(*f));
   if (s.oracles.pp_invariance && cfg.topology.pp > 1) {
     auto f = compare_with(
         s, opts, run, core::FindingKind::pp_invariance, "pp = 1",

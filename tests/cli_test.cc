@@ -212,15 +212,42 @@ TEST(Cli, ServingScenarioReportsItsFiguresAsTextAndJson) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("ok   pp2-tp1-k5"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("24 requests"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("engine steps, acceptance 0."), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("tokens/step"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" (0-2 warmup), acceptance 0."), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("tokens/serving step"), std::string::npos) << r.out;
+  const std::string text = r.out;
   r = run({.files = {file}, .json = true});
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j[0]["verdict"], "pass");
   EXPECT_EQ(j[0]["serving"]["requests"], 24);
+  // Warmup's two synthetic steps and pp 2's feedback step are numbered first; of the later steps,
+  // those that scheduled requests are the serving steps (the others scheduled none: each running
+  // request still had a step in flight).
+  EXPECT_EQ(j[0]["serving"]["warmup_steps"], 3);
+  EXPECT_GT(j[0]["serving"]["serving_steps"].get<int64_t>(), 0);
+  EXPECT_GE(j[0]["serving"]["engine_steps"].get<int64_t>(), 3 + j[0]["serving"]["serving_steps"].get<int64_t>());
+  EXPECT_NE(text.find("engine steps 0-" + std::to_string(j[0]["serving"]["engine_steps"].get<int64_t>() - 1)),
+            std::string::npos)
+      << text;
   EXPECT_GT(j[0]["serving"]["acceptance_rate"].get<double>(), 0.2);
   EXPECT_GT(j[0]["serving"]["tokens_per_step"].get<double>(), 1.0);
+}
+
+// The headline's engine steps are the steps its findings name: every regression's first finding
+// falls on one of them, and after warmup when the fault is a serving one.
+TEST(Cli, AFindingsEngineStepIsOneTheHeadlineCounts) {
+  const std::string dir = std::string(PPSPEC_SOURCE_DIR) + "/scenarios/regressions";
+  const auto r = run({.files = {dir}, .seeds = 1, .json = true});
+  const auto j = nlohmann::json::parse(r.out);
+  int checked = 0;
+  for (const auto& rec : j) {
+    if (!rec.contains("serving") || rec["first"].is_null() || rec["first"]["engine_step"].is_null()) continue;
+    const int64_t step = rec["first"]["engine_step"].get<int64_t>();
+    EXPECT_GE(step, 0) << rec["file"];
+    EXPECT_LT(step, rec["serving"]["engine_steps"].get<int64_t>()) << rec["file"];
+    ++checked;
+  }
+  EXPECT_GE(checked, 10);
 }
 
 TEST(Cli, AWrongServingExpectationFailsWithTheReproduceCommand) {

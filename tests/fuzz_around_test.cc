@@ -104,6 +104,13 @@ TEST(FuzzAround, KeepsTheDeploymentAndDrawsOnlyWhatItLeavesFree) {
   EXPECT_GT(preempting, 20);
   EXPECT_GT(aborting, 20);
   EXPECT_GT(stopping, 20);
+  // The model's vocabulary is the scenario's, and a drawn stop token one of its tokens.
+  ServingCase small = centre;
+  small.vocab = 64;
+  for (const ServingCase& c : around(small, 60)) {
+    EXPECT_EQ(c.vocab, 64);
+    EXPECT_LT(c.stop_token, 64);
+  }
   // Fixed, they stay.
   ServingCase fixed = centre;
   fixed.free.clear();
@@ -139,14 +146,14 @@ TEST(FuzzAround, AnUnreachableFaultIsSaidUnlessAFreeKnobReachesIt) {
 
 TEST(FuzzAround, WhatACaseCannotCarryAndADeploymentKeyOfTheSpaceAreRefusedByName) {
   std::string text = scenario::to_toml(llama_like(), "c", "d", {});
-  text.replace(text.find("[model]\n"), 8, "[model]\nvocab = 24\n");
-  const std::string odd = written("around_vocab.toml", text);
+  text.replace(text.find("[model]\n"), 8, "[model]\nalpha = 0.5\n");
+  const std::string odd = written("around_alpha.toml", text);
   try {
     fuzzer::space_around(odd);
-    ADD_FAILURE() << "a vocabulary of 24 carried";
+    ADD_FAILURE() << "an acceptance of 0.5 carried";
   } catch (const core::InputError& e) {
     EXPECT_NE(std::string(e.what()).find(odd), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("[model] vocab"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("[model] alpha"), std::string::npos) << e.what();
   }
   written("around_ok.toml", scenario::to_toml(llama_like(), "c", "d", {}));
   const std::string space = written("around_space.toml", "[space]\naround = \"around_ok.toml\"\npp = [1, 2]\n");

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <cstring>
 
+#include "tools/export_command.h"
 #include "tools/replay_command.h"
 #include "tools/run_command.h"
 #include "tests/command_test.h"
@@ -57,6 +58,20 @@ TEST(Replay, RecordedRunsReplayByteForByte) {
   const Out p = replay(record(kScenarioRoot + "regressions/pre_56956.toml", "pre", "pct:3").string());
   EXPECT_EQ(p.code, 0) << p.out << p.err;
   EXPECT_NE(p.out.find("verdict deadlock"), std::string::npos) << p.out;
+}
+
+// A run stopped at its first finding records that one; `check` judges the whole trace afresh and
+// finds both broadcast mismatches. Replay and export each say whose findings they count.
+TEST(Replay, ReplayAndExportSayWhoseFindingsTheyCount) {
+  const fs::path trace = record(kScenarioRoot + "regressions/pre_56956.toml", "whose", "pct:3");
+  const Out r = replay(trace.string());
+  EXPECT_NE(r.out.find("the run's own verdict deadlock and 1 finding(s)"), std::string::npos) << r.out;
+  std::ostringstream out, err;
+  tools::ExportArgs x;
+  x.input = trace.string();
+  x.out = scratch_path("ppspec_replay_whose.json").string();
+  ASSERT_EQ(tools::export_command(x, out, err), 0) << err.str();
+  EXPECT_NE(out.str().find("the 2 finding(s) `ppspec check` gives"), std::string::npos) << out.str();
 }
 
 TEST(Replay, ARecordingTheRunDoesNotReproduceIsNondeterminismAtItsFirstLine) {

@@ -1,6 +1,7 @@
 // The serving engine on the simulator: the feedback path carries the right drafts, warmup loads
 // every kernel before serving, the trace pairs cleanly, runs are deterministic, and the oracles
 // catch a wrong token or draft (and stay quiet when there is none).
+#include <algorithm>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -365,6 +366,66 @@ TEST(Oracles, GoldenIsQuietOnACorrectRunAndNamesTheFirstWrongToken) {
   EXPECT_TRUE(verify::golden_oracle(s.config, ckpt, bad).has_value());
   bad[0].aborted = true;
   EXPECT_FALSE(verify::golden_oracle(s.config, ckpt, bad).has_value());
+}
+
+// The finish rules need no reference: a request of any sampling that kept tokens past its stop
+// token, or past max_tokens, is named at the first token it should not have returned.
+TEST(Oracles, FinishRuleIsQuietOnACorrectRunAndNamesATokenKeptPastTheRules) {
+  serving::ServingScenario s = scenario("pp2_temperature.toml");
+  s.config.model.stop_token = 5;
+  const serving::ServingRun r = run(s);
+  ASSERT_EQ(r.result.verdict, core::Verdict::pass);
+  EXPECT_FALSE(verify::finish_rule_oracle(s.config, r.requests).has_value());
+  std::vector<engine::RequestRecord> bad = r.requests;
+  const auto q = std::find_if(bad.begin(), bad.end(), [](const auto& x) { return !x.dummy && x.output.size() >= 4; });
+  ASSERT_NE(q, bad.end());
+  ASSERT_NE(q->spec.spread, 0u) << "a temperature-sampled request, which the golden oracle cannot check";
+  q->output[1] = s.config.model.stop_token;
+  auto f = verify::finish_rule_oracle(s.config, bad);
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(f->verdict, core::Verdict::output_divergence);
+  EXPECT_EQ(core::to_string(f->kind), "finish-rule");
+  EXPECT_NE(f->summary.find(fmt::format("request {} returned {} token(s) after its stop token {} (output token #1)",
+                                        q->spec.id, q->output.size() - 2, s.config.model.stop_token)),
+            std::string::npos)
+      << f->summary;
+  EXPECT_EQ(f->engine_step, q->output_step[2]);
+  // The stop token as the last token is the rule kept.
+  q->output.resize(2);
+  q->output_step.resize(2), q->output_time.resize(2);
+  EXPECT_FALSE(verify::finish_rule_oracle(s.config, bad).has_value());
+  // More than max_tokens.
+  bad = r.requests;
+  const auto g = std::find_if(bad.begin(), bad.end(), [](const auto& x) { return !x.dummy && !x.output.empty(); });
+  ASSERT_NE(g, bad.end());
+  g->spec.max_tokens = static_cast<int>(g->output.size()) - 1;
+  std::replace(g->output.begin(), g->output.end(), s.config.model.stop_token, int64_t{0});
+  f = verify::finish_rule_oracle(s.config, bad);
+  ASSERT_TRUE(f.has_value());
+  EXPECT_NE(f->summary.find("more than its max_tokens"), std::string::npos) << f->summary;
+}
+
+// From behaviour: cap_before_stop with every request sampled at temperature and the golden oracle
+// off is caught by the finish rules alone; the same workload without the fault passes.
+TEST(Oracles, FinishRuleCatchesCapBeforeStopOnTemperatureRequests) {
+  const std::string file = std::string(PPSPEC_SOURCE_DIR) + "/scenarios/regressions/cap_before_stop.toml";
+  serving::ServingScenario s = scenario::read_serving(scenario::parse_toml_file(file), file);
+  s.config.workload.temperature = 0.7;
+  s.oracles.golden = false;
+  int caught = 0;
+  for (uint64_t seed = 41; seed < 49; ++seed) {
+    s.config.workload.seed = seed;
+    s.config.faults.cap_before_stop = true;
+    const serving::ServingRun bad = run(s);
+    if (bad.result.verdict != core::Verdict::pass) {
+      ASSERT_EQ(core::to_string(bad.result.findings.front().kind), "finish-rule")
+          << bad.result.findings.front().summary;
+      ++caught;
+    }
+    s.config.faults.cap_before_stop = false;
+    EXPECT_EQ(run(s).result.verdict, core::Verdict::pass) << "workload seed " << seed;
+  }
+  EXPECT_GE(caught, 2);
 }
 
 TEST(Oracles, PpInvarianceIsQuietAtPpOneAndNamesDifferentTokensOrDrafts) {

@@ -304,8 +304,9 @@ int export_command(const ExportArgs& args, std::ostream& out, std::ostream& err)
     const Json j = std::move(tl).json();
     o << j.dump() << '\n';
     out << fmt::format(
-        "wrote {} ({} trace events, {} findings): open it in https://ui.perfetto.dev or chrome://tracing\n", args.out,
-        j.at("traceEvents").size(), r.findings.size());
+        "wrote {} ({} trace events, and as instants the {} finding(s) `ppspec check` gives): open it in "
+        "https://ui.perfetto.dev or chrome://tracing\n",
+        args.out, j.at("traceEvents").size(), r.findings.size());
     return 0;
   });
 }

@@ -84,7 +84,8 @@ int replay_command(const ReplayArgs& args, std::ostream& out, std::ostream& err)
       return 1;
     }
     out << fmt::format(
-        "ok   {}  {}  replayed byte for byte: {} events, verdict {}, {} findings, {} recorded scheduling decisions\n",
+        "ok   {}  {}  replayed byte for byte: {} events, the run's own verdict {} and {} finding(s), {} recorded "
+        "scheduling decisions\n",
         core::printable(h.scenario), core::printable(args.trace), reader.events_read(),
         core::to_string(reader.trailer()->verdict), reader.trailer()->findings.size(),
         reader.trailer()->decisions.size());

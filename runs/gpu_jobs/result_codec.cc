@@ -202,6 +202,8 @@ std::vector<engine::RequestRecord> records_of(const Json& j, const engine::Engin
 
 Json stats_json(const engine::ServingStats& s) {
   return {{"steps", s.steps},
+          {"numbered_steps", s.numbered_steps},
+          {"warmup_steps", s.warmup_steps},
           {"output_tokens", s.output_tokens},
           {"drafts_verified", s.drafts_verified},
           {"drafts_accepted", s.drafts_accepted},
@@ -216,6 +218,7 @@ Json stats_json(const engine::ServingStats& s) {
 engine::ServingStats stats_of(const Json& j) {
   engine::ServingStats s;
   read(j, "steps", s.steps), read(j, "output_tokens", s.output_tokens);
+  read(j, "numbered_steps", s.numbered_steps), read(j, "warmup_steps", s.warmup_steps);
   read(j, "drafts_verified", s.drafts_verified), read(j, "drafts_accepted", s.drafts_accepted);
   read(j, "preemptions", s.preemptions), read(j, "steps_ahead", s.steps_ahead);
   read(j, "prefix_hit_blocks", s.prefix_hit_blocks), read(j, "prefix_evictions", s.prefix_evictions);

@@ -24,7 +24,6 @@ constexpr int kRequestsMost = 256, kOutputMost = 1024;
 void refuse_uncarried(const serving::ServingScenario& s) {
   const engine::ModelConfig m = s.config.model, d;
   std::vector<std::string> keys;
-  if (m.vocab != d.vocab) keys.push_back("[model] vocab");
   if (m.alpha != d.alpha) keys.push_back("[model] alpha");
   if (m.checkpoint_seed != d.checkpoint_seed) keys.push_back("[model] checkpoint_seed");
   if (m.experts != d.experts || m.topk != d.topk) keys.push_back("[model] experts, topk");
@@ -49,6 +48,7 @@ void carry_deployment(const engine::EngineConfig& e, ServingCase& c) {
   c.adaptive_budget = e.spec.adaptive_budget;
   c.eagle = e.spec.method == engine::DraftMethod::eagle;
   c.taps = e.spec.taps;
+  c.vocab = e.model.vocab == d.vocab ? 0 : e.model.vocab;
   c.stop_token = static_cast<int>(e.model.stop_token);
   c.max_model_len = e.model.max_model_len;
   c.layers = e.model.layers == d.layers ? 0 : e.model.layers;
@@ -187,7 +187,7 @@ void draw_behaviour(ServingCase& c, const Space& s) {
     c.abort_after = *rc::gen::inRange(1, c.output_max + 1);
     c.abort_in_flight = maybe(true);
   }
-  c.stop_token = maybe(s.stop_token) ? *rc::gen::inRange(0, engine::ModelConfig{}.vocab) : -1;
+  c.stop_token = maybe(s.stop_token) ? *rc::gen::inRange(0, c.vocab > 0 ? c.vocab : engine::ModelConfig{}.vocab) : -1;
   c.shared_prefix = 0, c.prefix_groups = 1;
   if (c.enable_prefix_caching) {
     c.shared_prefix = *rc::gen::inRange(0, c.prompt_max + 1);

@@ -20,8 +20,8 @@
 namespace ppspec::fuzzer {
 
 // The scenario as a case. Throws core::InputError naming the scenario's file for what a case does
-// not carry: a model other than ppspec's default in its vocabulary, acceptance, checkpoint or expert
-// layer; an oracle switched off; [runtime] keys other than module_loading, jitter and strict. Of
+// not carry: a model other than ppspec's default in its acceptance, checkpoint or expert layer (its
+// vocabulary is carried); an oracle switched off; [runtime] keys other than module_loading, jitter and strict. Of
 // [explore], the seed, the strategy and `free` are carried (a PCT horizon is not); [expect] is not:
 // a case around a scenario must pass.
 scenario::ServingCase case_of(const serving::ServingScenario& s);

@@ -34,7 +34,7 @@ def campaign(ppspec, space, fault, seconds, out):
         return {"cases": s["cases"], "seconds": s["seconds"]}
     f = s["found"][0]
     run = subprocess.run([ppspec, "run", "--json", f["file"]], capture_output=True, text=True, cwd=ROOT, check=False)
-    steps = json.loads(run.stdout)[0].get("serving", {}).get("engine_steps", "?")
+    steps = json.loads(run.stdout)[0].get("serving", {}).get("serving_steps", "?")
     return {"cases": s["cases"], "found": f, "steps": steps}
 
 

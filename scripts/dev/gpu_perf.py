@@ -86,7 +86,7 @@ def summarize(results, name, rtt):
     if os.path.exists(both_path):
         records = json.load(open(both_path))
         rec = records[0]
-        sim = {"steps": rec["serving"]["engine_steps"], "sim_ms": rec["stats"]["sim_time_ns"] / 1e6,
+        sim = {"steps": rec["serving"]["serving_steps"], "sim_ms": rec["stats"]["sim_time_ns"] / 1e6,
                "agree": records[2]["verdict"] == "pass" and any(
                    n["summary"].startswith("identical") for n in records[2].get("notes", []))}
     return {"name": name, "steps": len(steps), "steps_per_s": len(steps) / span_s, "p50": pct(latency, 50),

@@ -40,7 +40,7 @@ def main():
             print(f"| `{name}` | — | no result (see {name}.stderr) | — |")
             continue
         s = sim["serving"]
-        sim_cell = (f"`{sim['verdict']}`: {s['requests']} requests, {s['engine_steps']} steps, "
+        sim_cell = (f"`{sim['verdict']}`: {s['requests']} requests, {s['serving_steps']} serving steps, "
                     f"acceptance {s['acceptance_rate']:.2f}, {sim['stats']['sim_time_ns'] / 1e6:.1f} ms simulated")
         gpu_cell = f"`{gpu['verdict']}`: {gpu['stats']['ops_posted']} operations, {gpu['stats']['wall_ms'] / 1e3:.2f} s wall"
         notes = [n["summary"] for n in cmp.get("notes", [])]

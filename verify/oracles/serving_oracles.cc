@@ -167,6 +167,35 @@ std::optional<core::Finding> golden_oracle(const engine::EngineConfig& cfg, cons
   return earliest;
 }
 
+std::optional<core::Finding> finish_rule_oracle(const engine::EngineConfig& cfg,
+                                                const std::vector<engine::RequestRecord>& requests) {
+  std::optional<core::Finding> earliest;
+  const int64_t stop = cfg.model.stop_token;
+  for (const engine::RequestRecord& r : requests) {
+    if (r.dummy) continue;  // warmup's synthetic requests: their outputs are discarded
+    const auto n = static_cast<int64_t>(r.output.size());
+    const auto early = std::find(r.output.begin(), r.output.end() - std::min<int64_t>(n, 1), stop);
+    const bool past_stop = stop >= 0 && early != r.output.end() - std::min<int64_t>(n, 1);
+    if (!past_stop && n <= r.spec.max_tokens) continue;
+    core::Finding f;
+    f.verdict = core::Verdict::output_divergence;
+    f.kind = core::FindingKind::finish_rule;
+    const auto at = static_cast<size_t>(past_stop ? early - r.output.begin() + 1 : r.spec.max_tokens);
+    locate(f, r, at);
+    f.summary = past_stop ? fmt::format("request {} returned {} token(s) after its stop token {} (output token #{})",
+                                        r.spec.id, n - static_cast<int64_t>(at), stop, at - 1)
+                          : fmt::format("request {} returned {} tokens, more than its max_tokens {}", r.spec.id, n,
+                                        r.spec.max_tokens);
+    f.details.push_back(fmt::format("engine {}", token_list(r.output)));
+    f.details.push_back(past_stop ? "a request ends at the earliest stop token it samples, also inside an accepted run "
+                                    "of drafts that reaches max_tokens (vLLM check_stop runs after each token)"
+                                  : "a request returns at most max_tokens tokens, however many a step accepted");
+    f.sites.push_back(sampler_site(cfg, fmt::format("request {} token #{} kept by the engine core", r.spec.id, at)));
+    keep_earliest(earliest, std::move(f));
+  }
+  return earliest;
+}
+
 std::optional<core::Finding> invariance_oracle(const engine::EngineConfig& cfg, const Invariance& what,
                                                const std::vector<engine::RequestRecord>& run,
                                                const std::vector<engine::RequestRecord>& reference,

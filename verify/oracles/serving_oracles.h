@@ -40,6 +40,13 @@ std::optional<core::Finding> golden_oracle(const engine::EngineConfig& cfg, cons
                                            const std::vector<engine::RequestRecord>& requests,
                                            const OnlineCoverage& online = {});
 
+// vLLM's finish rules, on every request whatever its sampling (vllm/v1/core/sched/utils.py
+// check_stop, run after each token appended): a request ends at the earliest stop token it samples,
+// and returns at most max_tokens. The golden oracle checks greedy requests token by token; this
+// needs no reference, so a temperature-sampled request that kept tokens past its stop is caught too.
+std::optional<core::Finding> finish_rule_oracle(const engine::EngineConfig& cfg,
+                                                const std::vector<engine::RequestRecord>& requests);
+
 // The same workload run two ways must give each request the same tokens, and the same drafts
 // wherever both runs verified the same number of drafts at a decode step of that request.
 struct Invariance {
