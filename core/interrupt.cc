@@ -17,11 +17,14 @@ extern "C" void on_sigint(int) { g_interrupted.store(true, std::memory_order_rel
 
 InterruptScope::InterruptScope() {
   g_interrupted.store(false);
+  sigaction(SIGINT, nullptr, &g_before);
+  // A process started with SIGINT ignored (nohup, `cmd &` in a script) keeps it ignored.
+  if (g_before.sa_handler == SIG_IGN) return;
   struct sigaction sa {};
   sa.sa_handler = on_sigint;
   sa.sa_flags = SA_RESETHAND | SA_RESTART;  // the second Ctrl-C: the default action; waits go on
   sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, &g_before);
+  sigaction(SIGINT, &sa, nullptr);
 }
 
 InterruptScope::~InterruptScope() { sigaction(SIGINT, &g_before, nullptr); }

@@ -115,6 +115,7 @@ Engine::Wave Engine::schedule(bool warmup) {
     if (!wave[r]->synthesized) publish_batch(replicas_[r], *wave[r], warmup);
   }
   ++next_step_;
+  if (warmup) warmup_steps_ = next_step_;  // counted as they are numbered: a run can end inside warmup
   return wave;
 }
 
@@ -171,7 +172,6 @@ void Engine::warmup() {
     run_wave_synchronously(schedule(true));
     broadcast(Command::reset_feedback);
   }
-  warmup_steps_ = next_step_;
   broadcast(Command::capture);
   for (Replica& rep : replicas_) {
     rep.scheduler->finish_dummies();

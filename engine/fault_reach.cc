@@ -108,7 +108,7 @@ std::string reach_narrow_sampled_width(const EngineConfig& c, core::ModuleLoadin
 // chunks. Without chunked prefill the scheduler schedules a prefill whole (Scheduler::schedule,
 // admit_waiting). With it, a step without decode rows gives its first prefill row the whole budget,
 // so a step of non-final chunks only needs a prefill longer than the budget; a prefill (a prompt,
-// or a resumed request's prompt and output) stays under max_model_len - K - 1 tokens: prompts leave
+// or a resumed request's prompt and output) is at most max_model_len - K - 1 tokens: prompts leave
 // room for a verification block, and a request ends before one no longer fits.
 std::string reach_feedback_for_nonfinal_chunks(const EngineConfig& c, core::ModuleLoading) {
   if (std::string why = reach_needs_pp(c, "the feedback gate posts collectives only under pipeline parallelism");
@@ -117,11 +117,12 @@ std::string reach_feedback_for_nonfinal_chunks(const EngineConfig& c, core::Modu
   if (!c.serving.chunked_prefill)
     return "it needs chunked prefill: without it every prefill row is its prompt's final chunk and samples, so no "
            "step is all non-final chunks";
-  if (c.serving.max_num_batched_tokens < c.model.max_model_len - 1) return "";
+  const int longest_prefill = c.model.max_model_len - c.spec.k - 1;
+  if (c.serving.max_num_batched_tokens < longest_prefill) return "";
   return fmt::format(
-      "it needs max_num_batched_tokens below max_model_len - 1 = {}: a step's first prefill row "
-      "gets the whole budget, and every prefill, shorter than max_model_len, fits it",
-      c.model.max_model_len - 1);
+      "it needs max_num_batched_tokens below max_model_len - K - 1 = {}, the longest prefill (a resumed "
+      "request's prompt and output): a step's first prefill row gets the whole budget, and every prefill fits it",
+      longest_prefill);
 }
 
 // PPHandler::falls_behind: the receivers' ring is one step behind only with the lookahead batch

@@ -1,5 +1,7 @@
 #include "report/serving_figures.h"
 
+#include <algorithm>
+
 #include "engine/fault_reach.h"
 
 namespace ppspec::report {
@@ -14,7 +16,8 @@ engine::EngineConfig widest_free(const serving::ServingScenario& s) {
   engine::EngineConfig c = s.config;
   for (serving::FreeAxis a : s.free) {
     if (a == serving::FreeAxis::max_num_batched_tokens) c.serving.max_num_batched_tokens = c.spec.k + 1;
-    if (a == serving::FreeAxis::max_model_len) c.model.max_model_len = 1 << 20;
+    if (a == serving::FreeAxis::max_model_len)
+      c.model.max_model_len = std::max(c.model.max_model_len, serving::kLongestFreePrompt + c.spec.k + 2);
   }
   return c;
 }

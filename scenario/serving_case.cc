@@ -48,7 +48,7 @@ void append_engine(std::string& s, const ServingCase& c) {
   if (c.greedy_every > 0) s += fmt::format("greedy_every = {}\n", c.greedy_every);
   // Strict: a hazard (a module load while serving, a device sync behind a spinning receive) is a
   // failure too; on GPUs it stalls or hangs.
-  s += fmt::format("\n[runtime]\nmodule_loading = \"{}\"\nstrict = true\n", core::to_string(c.module_loading));
+  s += fmt::format("\n[runtime]\nmodule_loading = \"{}\"\nstrict = {}\n", core::to_string(c.module_loading), c.strict);
   if (c.jitter != core::WorldConfig{}.jitter) s += fmt::format("jitter = {}\n", c.jitter);
   if (!c.faults.empty()) {
     s += "\n[faults]\n";

@@ -33,7 +33,7 @@ struct ServingCase {
   bool chunked_prefill = true;
   int max_concurrent_batches = 0;  // 0: pp; pp + 1: async scheduling's lookahead batch
   bool enable_prefix_caching = false;
-  std::vector<int> recurrent_layers;  // [model] recurrent_layers (of the default 4 layers)
+  std::vector<int> recurrent_layers;  // [model] recurrent_layers (of the model's layers)
   // [workload]
   int num_requests = 2, prompt_min = 4, prompt_max = 8, output_min = 4, output_max = 8;
   bool poisson = false;
@@ -47,6 +47,7 @@ struct ServingCase {
   // [runtime], [faults]
   core::ModuleLoading module_loading = core::ModuleLoading::eager;
   double jitter = 0.1;  // core::WorldConfig's default: no line written
+  bool strict = true;   // hazards fail the case; a scenario fuzzed around keeps its own
   std::vector<std::string> faults;
   // [explore]: the schedule, and the deployment's knobs its author did not fix
   std::vector<serving::FreeAxis> free;

@@ -30,6 +30,9 @@ inline core::WorldConfig serving_runtime_defaults() {
 // the scenario rather than the deployment. `ppspec fuzz --around` draws it (scenario/fuzzer/around.h).
 enum class FreeAxis : uint8_t { max_num_seqs, max_num_batched_tokens, max_model_len };
 inline constexpr std::string_view kFreeAxisNames = "max_num_seqs, max_num_batched_tokens, max_model_len";
+// The longest prompt drawn around a scenario whose max_model_len is free (prompts past two of
+// vLLM's default token budgets, in seconds a case); run judges what such a draw can reach with it.
+inline constexpr int kLongestFreePrompt = 16384;
 inline std::string_view to_string(FreeAxis a) {
   switch (a) {
     case FreeAxis::max_num_seqs: return "max_num_seqs";

@@ -706,16 +706,16 @@ void start_at_a_rank(Chain& c) {
 // posted, and R's host thread is back waiting for work on a host channel (it finished its step
 // without posting it), so the cycle closes through whoever feeds R work (the engine core waiting
 // for the stuck rank's output). As check and watch blame the rank that never posted what a dump
-// shows awaited; null when no wait of the cycle is of that kind.
-const core::Culprit* skipped_post(const Chain& c) {
-  if (!c.cycle) return nullptr;
+// shows awaited. The index of the fiber that waits; none when no wait of the cycle is of that kind.
+std::optional<size_t> skipped_post(const Chain& c) {
+  if (!c.cycle) return std::nullopt;
   for (size_t i = 0; i < c.fibers.size() && i < c.owed.size(); ++i) {
     const Fiber* next = c.fibers[(i + 1) % c.fibers.size()];
     if (c.owed[i] != nullptr && next->kind == FiberKind::host && next->wait.kind == WaitKind::channel &&
         next->rank == c.owed[i]->rank)
-      return c.owed[i];
+      return i;
   }
-  return nullptr;
+  return std::nullopt;
 }
 
 // The summary line, the chain in words and the chain's sites, at most kFindingListMax fibers of it.
@@ -755,7 +755,8 @@ void describe_chain(const Explainer& ex, const Chain& c, size_t stuck_count, cor
   }
   if (!c.cycle) f.details.push_back(fmt::format("  {:<14}   ↳ {}", "", c.end));
   if (c.cycle) f.culprit.what = core::Blame::cycle;
-  if (const core::Culprit* skipped = skipped_post(c)) {
+  if (const std::optional<size_t> waiter = skipped_post(c)) {
+    const core::Culprit* skipped = c.owed[*waiter];
     f.culprit = *skipped;
     f.summary = fmt::format("rank{} never posted {} #{} on '{}', a skipped call; {}", skipped->rank,
                             skipped->p2p ? "p2p operation" : "collective", skipped->position, skipped->comm, f.summary);
@@ -763,7 +764,7 @@ void describe_chain(const Explainer& ex, const Chain& c, size_t stuck_count, cor
         "  rank{} went back to waiting for work without posting {} #{} on '{}' that rank{} waits for: a skipped "
         "call, and the cycle closes through whoever feeds rank{} work",
         skipped->rank, skipped->p2p ? "p2p operation" : "collective", skipped->position, skipped->comm,
-        c.fibers.front()->rank, skipped->rank));
+        c.fibers[*waiter]->rank, skipped->rank));
   }
   if (!c.cycle && c.end_culprit != nullptr) f.culprit = *c.end_culprit;
 }

@@ -9,6 +9,7 @@
 // A command continued with `\` takes its next line. A ```toml block whose first line is `# NAME.toml`
 // is a file the doc's commands read: written into their folder first.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -140,22 +141,32 @@ std::string mismatch(const std::vector<std::string>& shown, const std::vector<st
   return "";
 }
 
-std::vector<std::string> run_in(const fs::path& dir, std::string command) {
+struct TranscriptRun {
+  std::vector<std::string> lines;
+  int status = -1;  // as waitpid gives it
+};
+
+TranscriptRun run_in(const fs::path& dir, std::string command) {
   for (const char* prefix : {"./build/default/tools/ppspec ", "ppspec "})
     if (command.starts_with(prefix)) command = std::string(PPSPEC_BINARY) + " " + command.substr(strlen(prefix));
   // `a && ppspec b`: every ppspec of the line is this build's.
   for (size_t at = 0; (at = command.find("&& ppspec ", at)) != std::string::npos;)
     command.replace(at + 3, 6, PPSPEC_BINARY), at += 3;
   FILE* p = popen(("cd '" + dir.string() + "' && " + command + " 2>&1").c_str(), "r");
+  if (p == nullptr) return {};
   std::string text;
   char buf[4096];
   for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) text.append(buf, n);
-  pclose(p);
-  std::vector<std::string> lines;
+  TranscriptRun r;
+  r.status = pclose(p);
   std::istringstream in(text);
-  for (std::string l; std::getline(in, l);) lines.push_back(l);
-  return lines;
+  for (std::string l; std::getline(in, l);) r.lines.push_back(l);
+  return r;
 }
+
+// A documented command ends as ppspec's commands end (0 as expected, 1 not, 2 bad input, which a
+// doc may show): not killed, not an internal error (3), not a shell's "command not found".
+bool ended_as_documented(int status) { return status != -1 && WIFEXITED(status) && WEXITSTATUS(status) <= 2; }
 
 std::vector<Transcript> every_transcript() {
   const fs::path root(PPSPEC_SOURCE_DIR);
@@ -187,7 +198,9 @@ TEST(DocTranscripts, EveryTranscriptIsWhatTheCommandPrints) {
       fs::create_directory_symlink(fs::path(PPSPEC_SOURCE_DIR) / input, dir / input);
     for (const DocFile& f : files_of(t.doc)) std::ofstream(dir / f.name) << f.text;
     for (const Step& s : t.steps) {
-      const std::string where = mismatch(s.shown, run_in(dir, s.command));
+      const TranscriptRun ran = run_in(dir, s.command);
+      EXPECT_TRUE(ended_as_documented(ran.status)) << t.where << ": $ " << s.command << " ended with " << ran.status;
+      const std::string where = mismatch(s.shown, ran.lines);
       EXPECT_EQ(where, "") << t.where << ": $ " << s.command;
     }
   }

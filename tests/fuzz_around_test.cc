@@ -144,6 +144,18 @@ TEST(FuzzAround, AnUnreachableFaultIsSaidUnlessAFreeKnobReachesIt) {
   EXPECT_TRUE(fixed[1].starts_with("feedback_for_nonfinal_chunks: it needs max_num_batched_tokens below")) << fixed[1];
 }
 
+// A scenario whose hazards are notes (strict = false) is fuzzed the same way: a hazard does not
+// fail its cases.
+TEST(FuzzAround, TheScenariosStrictnessIsCarried) {
+  ServingCase lenient = llama_like();
+  lenient.strict = false;
+  for (const ServingCase& c : around(lenient, 5)) {
+    EXPECT_FALSE(c.strict);
+    EXPECT_FALSE(scenario::parse_serving(scenario::to_toml(c, "c", "d", {}), "c.toml").runtime.strict);
+  }
+  for (const ServingCase& c : around(llama_like(), 5)) EXPECT_TRUE(c.strict);
+}
+
 TEST(FuzzAround, WhatACaseCannotCarryAndADeploymentKeyOfTheSpaceAreRefusedByName) {
   std::string text = scenario::to_toml(llama_like(), "c", "d", {});
   text.replace(text.find("[model]\n"), 8, "[model]\nalpha = 0.5\n");
@@ -152,7 +164,9 @@ TEST(FuzzAround, WhatACaseCannotCarryAndADeploymentKeyOfTheSpaceAreRefusedByName
     fuzzer::space_around(odd);
     ADD_FAILURE() << "an acceptance of 0.5 carried";
   } catch (const core::InputError& e) {
-    EXPECT_NE(std::string(e.what()).find(odd), std::string::npos) << e.what();
+    const auto line =
+        1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(text.find("alpha =")), '\n');
+    EXPECT_NE(std::string(e.what()).find(odd + ":" + std::to_string(line) + ":"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("[model] alpha"), std::string::npos) << e.what();
   }
   written("around_ok.toml", scenario::to_toml(llama_like(), "c", "d", {}));

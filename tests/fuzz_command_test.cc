@@ -309,15 +309,20 @@ namespace {
 struct Interrupted {
   int code = -1;
   std::string output;
+  bool sent = false;  // the signal reached the command while it ran
 };
 
-Interrupted interrupt_once_started(const std::string& args, const std::string& started, const fs::path& dir) {
+// `from_terminal`: the command gets SIGINT's default action, as a shell's foreground job does (sh
+// starts a background job with SIGINT ignored, which the command then keeps ignored).
+Interrupted interrupt_once_started(const std::string& args, const std::string& started, const fs::path& dir,
+                                   bool from_terminal = true) {
   fs::create_directories(dir);
   const std::string out = (dir / "output.txt").string();
-  const std::string script = "'" + std::string(PPSPEC_BINARY) + "' " + args + " > '" + out + "' 2>&1 & p=$!; " +
+  const std::string launch = from_terminal ? "env --default-signal=INT '" : "'";
+  const std::string script = launch + std::string(PPSPEC_BINARY) + "' " + args + " > '" + out + "' 2>&1 & p=$!; " +
                              "i=0; while ! grep -q '" + started + "' '" + out +
                              "' && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done; " +
-                             "kill -INT $p; wait $p; echo \"exit $?\"";
+                             "kill -INT $p && echo sent; wait $p; echo \"exit $?\"";
   FILE* p = popen(script.c_str(), "r");  // popen's own sh runs it
   std::string status;
   char buf[256];
@@ -325,7 +330,8 @@ Interrupted interrupt_once_started(const std::string& args, const std::string& s
   pclose(p);
   std::ifstream in(out);
   Interrupted r{-1, std::string(std::istreambuf_iterator<char>(in), {})};
-  if (status.starts_with("exit ")) r.code = std::stoi(status.substr(5));
+  r.sent = status.starts_with("sent\n");
+  if (const size_t at = status.find("exit "); at != std::string::npos) r.code = std::stoi(status.substr(at + 5));
   return r;
 }
 
@@ -334,6 +340,7 @@ TEST(CtrlC, EndsFuzzAndRunSeedsWithTheirSummarySoFar) {
   fs::remove_all(dir);
   const Interrupted f =
       interrupt_once_started("fuzz --time 120 --out " + (dir / "out").string(), "found files", dir / "fuzz");
+  EXPECT_TRUE(f.sent) << f.output;
   EXPECT_EQ(f.code, 130) << f.output;
   EXPECT_NE(f.output.find("interrupted (Ctrl-C), the campaign so far: 0 failures in "), std::string::npos) << f.output;
   const fuzzer::FuzzReport r = fuzzer::read_summary((dir / "out").string());
@@ -343,6 +350,19 @@ TEST(CtrlC, EndsFuzzAndRunSeedsWithTheirSummarySoFar) {
   EXPECT_EQ(s.code, 130) << s.output;
   EXPECT_NE(s.output.find("seeds as expected"), std::string::npos) << s.output;
   EXPECT_NE(s.output.find("ppspec run: interrupted (Ctrl-C) after "), std::string::npos) << s.output;
+}
+
+// A command started with Ctrl-C ignored (a script's background job, nohup) keeps it ignored: the
+// signal changes nothing, and every seed runs.
+TEST(CtrlC, AnIgnoredInterruptStaysIgnored) {
+  const fs::path dir = scratch_path("ppspec_ctrl_c_ignored");
+  fs::remove_all(dir);
+  const std::string scenario = std::string(PPSPEC_SOURCE_DIR) + "/scenarios/serving/pp2_tp1_k5.toml";
+  const Interrupted s = interrupt_once_started("run " + scenario + " --seeds 60 --verbose", "^ok", dir, false);
+  ASSERT_TRUE(s.sent) << "the run ended before the signal: " << s.output;
+  EXPECT_EQ(s.code, 0) << s.output;
+  EXPECT_NE(s.output.find("60 of 60 seeds as expected"), std::string::npos) << s.output;
+  EXPECT_EQ(s.output.find("interrupted"), std::string::npos) << s.output;
 }
 
 }  // namespace

@@ -94,6 +94,16 @@ std::string key_at(const std::string& text, int line) {
       fmt::format("the scenario they make is refused{}: {}", key.empty() ? "" : " at " + key, message));
 }
 
+// `s` as a TOML basic string: a quote or a backslash in a path escaped.
+std::string toml_string(const std::string& s) {
+  std::string q = "\"";
+  for (const char ch : s) {
+    if (ch == '"' || ch == '\\') q += '\\';
+    q += ch;
+  }
+  return q + "\"";
+}
+
 // A fuzz space around the scenario just written (scenario/fuzzer/around.h): its centre named
 // relative to the space file, the ranges up to the scenario's own workload, read back before it
 // is written.
@@ -104,9 +114,9 @@ void write_space(const FromVllmArgs& a, std::ostream& out) {
       "# A fuzz space around {0}: the deployment as `ppspec from-vllm` wrote it, with the workload, the KV\n"
       "# cache's size and the schedule drawn (scenarios/README.md, \"Fuzzing spaces\", lists the keys).\n"
       "#   ppspec fuzz {1} --time 60\n"
-      "[space]\naround = \"{0}\"\nrequests = [{2}, {3}]\nprompt = [{4}, {5}]\noutput = [{6}, {7}]\n",
-      centre.generic_string(), a.space, around.requests.lo, around.requests.hi, around.prompt.lo, around.prompt.hi,
-      around.output.lo, around.output.hi);
+      "[space]\naround = {0}\nrequests = [{2}, {3}]\nprompt = [{4}, {5}]\noutput = [{6}, {7}]\n",
+      toml_string(centre.generic_string()), a.space, around.requests.lo, around.requests.hi, around.prompt.lo,
+      around.prompt.hi, around.output.lo, around.output.hi);
   (void)fuzzer::parse_space(text, a.space);
   write_output_file(a.space, text, a.force);
   out << fmt::format("wrote {}: a fuzz space around it (ppspec fuzz {} --time 60)\n", a.space, a.space);
@@ -132,7 +142,7 @@ int from_vllm_command(const FromVllmArgs& a, std::ostream& out, std::ostream& er
         refused(e, text, a, s);
       }
     }();
-    if (!a.space.empty() && fs::path(a.space) == fs::path(a.out))
+    if (!a.space.empty() && fs::weakly_canonical(a.space) == fs::weakly_canonical(a.out))
       throw core::InputError(a.space, 0, "--space names the scenario's own file (-o): give the space another name");
     if (!a.space.empty() && !a.force && fs::exists(a.space))
       throw core::InputError(a.space, 0, "already exists (--force overwrites it)");

@@ -169,7 +169,7 @@ int run_seeds(const Loaded& loaded, const RunArgs& args, const std::optional<cor
     }
   }
   if (summarise) out << report::format_summary(summary) << first_unexpected << std::flush;
-  if (core::interrupted()) {
+  if (core::interrupted() && summary.seeds < n) {
     err << fmt::format("ppspec run: interrupted (Ctrl-C) after {} of {} seeds of {}\n", summary.seeds, n, x.file);
     return core::kExitInterrupted;
   }

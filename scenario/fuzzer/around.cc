@@ -9,7 +9,9 @@
 #include "core/file_bytes.h"
 #include "engine/config.h"
 #include "scenario/fuzzer/draw.h"
+#include "scenario/program_loader.h"
 #include "scenario/serving_loader.h"
+#include "scenario/toml_reader.h"
 
 namespace ppspec::fuzzer {
 namespace {
@@ -17,27 +19,56 @@ namespace {
 using scenario::ServingCase;
 
 constexpr int kModelsOwnMaxLen = engine::ModelConfig{}.max_model_len;
-constexpr int kLongestFreePrompt = 16384;  // prompts past two default token budgets, in seconds a case
+using serving::kLongestFreePrompt;
 constexpr int kRequestsMost = 256, kOutputMost = 1024;
 
-// What a case cannot say, refused by name: the model's own knobs, the oracles, the simulated world.
-void refuse_uncarried(const serving::ServingScenario& s) {
+// A key a case cannot carry: its table, its name (empty: the whole table) and how it is said.
+struct Uncarried {
+  std::string_view table, key, said;
+};
+
+// What a case cannot say: the model's own knobs, the oracles, the simulated world.
+std::vector<Uncarried> uncarried(const serving::ServingScenario& s) {
   const engine::ModelConfig m = s.config.model, d;
-  std::vector<std::string> keys;
-  if (m.alpha != d.alpha) keys.push_back("[model] alpha");
-  if (m.checkpoint_seed != d.checkpoint_seed) keys.push_back("[model] checkpoint_seed");
-  if (m.experts != d.experts || m.topk != d.topk) keys.push_back("[model] experts, topk");
-  if (!s.oracles.golden || !s.oracles.pp_invariance || !s.oracles.padding_invariance) keys.push_back("[oracles]");
+  std::vector<Uncarried> keys;
+  if (m.alpha != d.alpha) keys.push_back({"model", "alpha", "[model] alpha"});
+  if (m.checkpoint_seed != d.checkpoint_seed) keys.push_back({"model", "checkpoint_seed", "[model] checkpoint_seed"});
+  if (m.experts != d.experts || m.topk != d.topk) keys.push_back({"model", "experts", "[model] experts, topk"});
+  if (!s.oracles.golden || !s.oracles.pp_invariance || !s.oracles.padding_invariance)
+    keys.push_back({"oracles", "", "[oracles]"});
   core::WorldConfig carried = serving::serving_runtime_defaults();
   carried.module_loading = s.runtime.module_loading;
   carried.jitter = s.runtime.jitter;
   carried.strict = s.runtime.strict;
-  if (!(s.runtime == carried)) keys.push_back("[runtime] keys other than module_loading, jitter and strict");
+  if (!(s.runtime == carried))
+    keys.push_back({"runtime", "", "[runtime] keys other than module_loading, jitter and strict"});
+  const engine::WorkloadConfig& w = s.config.workload;
+  if (w.arrival == engine::Arrival::poisson && w.mean_gap_us != std::floor(w.mean_gap_us))
+    keys.push_back({"workload", "mean_gap_us", "[workload] mean_gap_us of a fraction of a microsecond"});
+  return keys;
+}
+
+// The line of the first key refused in the scenario's `text` (0 without the text): its key's, or
+// its table's, or the file's first.
+int line_of_first(const std::vector<Uncarried>& keys, std::string_view text, const std::string& file) {
+  if (text.empty()) return 0;
+  const toml::table root = scenario::parse_toml_text(text, file);
+  const toml::table* t = root[keys.front().table].as_table();
+  if (t == nullptr) return 1;
+  const toml::node* n = keys.front().key.empty() ? nullptr : t->get(keys.front().key);
+  return scenario::line_of(n != nullptr ? *n : *t);
+}
+
+// Refused by name, at the line of the first: a fuzzing case keeps ppspec's defaults there.
+void refuse_uncarried(const serving::ServingScenario& s, std::string_view text) {
+  const std::vector<Uncarried> keys = uncarried(s);
   if (keys.empty()) return;
-  throw core::InputError(s.file, 0,
+  std::vector<std::string_view> said;
+  for (const Uncarried& k : keys) said.push_back(k.said);
+  throw core::InputError(s.file, line_of_first(keys, text, s.file),
                          fmt::format("a space around this scenario cannot carry its {}: a fuzzing case keeps ppspec's "
                                      "defaults there; remove them from the scenario (or copy it without them)",
-                                     fmt::join(keys, ", ")));
+                                     fmt::join(said, ", ")));
 }
 
 void carry_deployment(const engine::EngineConfig& e, ServingCase& c) {
@@ -71,11 +102,7 @@ void carry_workload(const serving::ServingScenario& s, ServingCase& c) {
   c.prompt_min = w.prompt_min, c.prompt_max = w.prompt_max;
   c.output_min = w.output_min, c.output_max = w.output_max;
   c.poisson = w.arrival == engine::Arrival::poisson;
-  if (w.mean_gap_us != std::floor(w.mean_gap_us))
-    throw core::InputError(
-        s.file, 0,
-        fmt::format("[workload] mean_gap_us = {}: a fuzzing case carries whole microseconds", w.mean_gap_us));
-  c.mean_gap_us = static_cast<int>(w.mean_gap_us);
+  c.mean_gap_us = static_cast<int>(std::lround(w.mean_gap_us));  // a burst does not read it
   c.temperature = w.temperature;
   c.greedy_every = w.greedy_every;
   c.workload_seed = w.seed;
@@ -85,13 +112,14 @@ void carry_workload(const serving::ServingScenario& s, ServingCase& c) {
 
 }  // namespace
 
-ServingCase case_of(const serving::ServingScenario& s) {
-  refuse_uncarried(s);
+ServingCase case_of(const serving::ServingScenario& s, std::string_view text) {
+  refuse_uncarried(s, text);
   ServingCase c;
   carry_deployment(s.config, c);
   carry_workload(s, c);
   c.module_loading = s.runtime.module_loading;
   c.jitter = s.runtime.jitter;
+  c.strict = s.runtime.strict;
   for (const engine::FaultSwitch& f : engine::kFaultSwitches)
     if (s.config.faults.*f.field) c.faults.emplace_back(f.name);
   c.seed = s.seed;
@@ -121,9 +149,10 @@ Space limits_around(const ServingCase& centre) {
 }
 
 Space space_around(const std::string& file) {
-  const serving::ServingScenario scenario = scenario::parse_serving(core::file_bytes_or_throw(file), file);
+  const std::string text = core::file_bytes_or_throw(file);
+  const serving::ServingScenario scenario = scenario::parse_serving(text, file);
   Space s;
-  s.around = case_of(scenario);
+  s.around = case_of(scenario, text);
   s.around_file = file;
   const ServingCase& c = *s.around;
   const Space lim = limits_around(c);

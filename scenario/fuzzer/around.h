@@ -21,10 +21,12 @@ namespace ppspec::fuzzer {
 
 // The scenario as a case. Throws core::InputError naming the scenario's file for what a case does
 // not carry: a model other than ppspec's default in its acceptance, checkpoint or expert layer (its
-// vocabulary is carried); an oracle switched off; [runtime] keys other than module_loading, jitter and strict. Of
-// [explore], the seed, the strategy and `free` are carried (a PCT horizon is not); [expect] is not:
-// a case around a scenario must pass.
-scenario::ServingCase case_of(const serving::ServingScenario& s);
+// vocabulary is carried); an oracle switched off; [runtime] keys other than module_loading, jitter
+// and strict. Of [explore], the seed, the strategy and `free` are carried (a PCT horizon is not),
+// but a case drawn around it (gen_around) draws its own seed and strategy: only `free` reaches it.
+// [expect] is not carried: a case around a scenario must pass.
+// `text`, the scenario file's, gives the error the line of the first key refused.
+scenario::ServingCase case_of(const serving::ServingScenario& s, std::string_view text = {});
 
 // The space around the serving scenario in `file`: ranges from one request of one token up to the
 // scenario's own workload. Throws core::InputError for a file that is not a serving scenario, or

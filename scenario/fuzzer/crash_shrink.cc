@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/interrupt.h"
 #include "scenario/fuzzer/campaign.h"
 #include "scenario/fuzzer/death.h"
 
@@ -53,6 +54,9 @@ Found settle_crash(const FuzzOptions& opts, uint64_t index, const Death& death, 
   std::filesystem::create_directories(opts.out_dir);
   const std::string probe = opts.out_dir + "/crash-probe.toml";
   auto crashes = [&](const FuzzCase& c) {
+    // After Ctrl-C (which the probe, in the terminal's process group, got too) no candidate is
+    // tried: the case as shrunk so far is kept, and it still crashes.
+    if (core::interrupted()) return false;
     std::ofstream(probe, std::ios::binary) << text_of(c, "crash-probe", "");
     return death_of_run(ppspec, probe) == death;
   };

@@ -54,11 +54,12 @@ struct Space {
   bool prefix_caching = false;
   // The adaptive draft budget (cases with K >= 2 and no lookahead batch). Off unless a space asks.
   bool adaptive_budget = false;
-  // Recurrent layers (a non-empty set of the model's 4): off unless a space asks for it, for the same
-  // reason; never with prefix caching (the loader refuses the combination).
+  // Recurrent layers (a non-empty set of the model's layers: 4, or one a stage past 4 stages): off
+  // unless a space asks for it, for the same reason; never with prefix caching (the loader refuses
+  // the combination).
   bool recurrent = false;
-  // The EAGLE drafter with a non-empty set of the model's 4 layers tapped (cases with K >= 1 and no
-  // adaptive budget): off unless a space asks for it.
+  // The EAGLE drafter with a non-empty set of the model's layers tapped, at most 4 (cases with K >= 1
+  // and no adaptive budget): off unless a space asks for it.
   bool eagle = false;
   // A space centred on one serving scenario (`around = "FILE"`, `ppspec fuzz --around FILE`): each
   // case is that scenario's deployment as it stands, its workload, KV cache and schedule drawn from
