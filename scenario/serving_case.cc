@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "core/event.h"
 #include "core/world_config.h"
 #include "engine/scheduler.h"
 
@@ -60,7 +61,10 @@ void append_engine(std::string& s, const ServingCase& c) {
 
 std::string to_toml(const ServingCase& c, const std::string& name, const std::string& description,
                     const Expectation& expect) {
-  std::string s = fmt::format("kind = \"serving\"\nname = \"{}\"\ndescription = \"\"\"\n{}\"\"\"\n", name, description);
+  std::string quoted_name;
+  core::append_json_string(quoted_name, name);  // JSON string escapes are valid TOML: a file's stem may hold a quote
+  std::string s =
+      fmt::format("kind = \"serving\"\nname = {}\ndescription = \"\"\"\n{}\"\"\"\n", quoted_name, description);
   append_engine(s, c);
   s += fmt::format("\n[explore]\nseed = {}\nseeds = 1\nstrategy = \"{}\"\n", c.seed, c.strategy());
   if (!c.free.empty()) {

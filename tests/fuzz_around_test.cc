@@ -222,5 +222,24 @@ TEST(FuzzAround, FromVllmsSpaceFindsAFaultItsStressScenarioMisses) {
   EXPECT_NE(r.found.front().shrunk.find("pp4 tp2 K3"), std::string::npos) << r.found.front().shrunk;
 }
 
+// The space names its centre as a TOML string, whatever the file's name holds; the scenario's own
+// file named again as the space (another spelling of one path) is refused before anything is written.
+TEST(FuzzAround, FromVllmsSpaceNamesAnOddlyNamedCentreAndRefusesItsOwnFile) {
+  const fs::path dir = scratch_path("around_odd");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  tools::FromVllmArgs a;
+  a.vllm_args = {"vllm", "serve", "m", "-pp", "2"};
+  a.out = (dir / "a \"b\" \\c.toml").string(), a.space = (dir / "s.toml").string(), a.force = true;
+  std::ostringstream out, err;
+  ASSERT_EQ(tools::from_vllm_command(a, out, err), 0) << out.str() << err.str();
+  EXPECT_EQ(fuzzer::read_space(a.space).around_file, a.out);
+  a.out = (dir / "x.toml").string(), a.space = (dir / "." / "x.toml").string(), a.force = false;
+  std::ostringstream out2, err2;
+  EXPECT_EQ(tools::from_vllm_command(a, out2, err2), 2);
+  EXPECT_NE(err2.str().find("--space names the scenario's own file"), std::string::npos) << err2.str();
+  EXPECT_FALSE(fs::exists(dir / "x.toml"));
+}
+
 }  // namespace
 }  // namespace ppspec::testing

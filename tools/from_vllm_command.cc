@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 #include <ostream>
 
+#include "core/event.h"
 #include "core/error.h"
 #include "core/printable.h"
 #include "scenario/fuzzer/around.h"
@@ -94,29 +95,21 @@ std::string key_at(const std::string& text, int line) {
       fmt::format("the scenario they make is refused{}: {}", key.empty() ? "" : " at " + key, message));
 }
 
-// `s` as a TOML basic string: a quote or a backslash in a path escaped.
-std::string toml_string(const std::string& s) {
-  std::string q = "\"";
-  for (const char ch : s) {
-    if (ch == '"' || ch == '\\') q += '\\';
-    q += ch;
-  }
-  return q + "\"";
-}
-
 // A fuzz space around the scenario just written (scenario/fuzzer/around.h): its centre named
 // relative to the space file, the ranges up to the scenario's own workload, read back before it
 // is written.
 void write_space(const FromVllmArgs& a, std::ostream& out) {
   const fs::path centre = fs::absolute(a.out).lexically_relative(fs::absolute(a.space).parent_path());
   const fuzzer::Space around = fuzzer::space_around(a.out);
+  std::string quoted_centre;
+  core::append_json_string(quoted_centre, centre.generic_string());  // JSON string escapes are valid TOML
   const std::string text = fmt::format(
       "# A fuzz space around {0}: the deployment as `ppspec from-vllm` wrote it, with the workload, the KV\n"
       "# cache's size and the schedule drawn (scenarios/README.md, \"Fuzzing spaces\", lists the keys).\n"
       "#   ppspec fuzz {1} --time 60\n"
       "[space]\naround = {0}\nrequests = [{2}, {3}]\nprompt = [{4}, {5}]\noutput = [{6}, {7}]\n",
-      toml_string(centre.generic_string()), a.space, around.requests.lo, around.requests.hi, around.prompt.lo,
-      around.prompt.hi, around.output.lo, around.output.hi);
+      quoted_centre, a.space, around.requests.lo, around.requests.hi, around.prompt.lo, around.prompt.hi,
+      around.output.lo, around.output.hi);
   (void)fuzzer::parse_space(text, a.space);
   write_output_file(a.space, text, a.force);
   out << fmt::format("wrote {}: a fuzz space around it (ppspec fuzz {} --time 60)\n", a.space, a.space);

@@ -187,7 +187,7 @@ std::optional<core::Finding> finish_rule_oracle(const engine::EngineConfig& cfg,
                           : fmt::format("request {} returned {} tokens, more than its max_tokens {}", r.spec.id, n,
                                         r.spec.max_tokens);
     f.details.push_back(fmt::format("engine {}", token_list(r.output)));
-    f.details.push_back(past_stop ? "a request ends at the earliest stop token it samples, also inside an accepted run "
+    f.details.push_back(past_stop ? "a request ends as soon as it samples the stop token, also inside an accepted run "
                                     "of drafts that reaches max_tokens (vLLM check_stop runs after each token)"
                                   : "a request returns at most max_tokens tokens, however many a step accepted");
     f.sites.push_back(sampler_site(cfg, fmt::format("request {} token #{} kept by the engine core", r.spec.id, at)));

@@ -41,9 +41,9 @@ std::optional<core::Finding> golden_oracle(const engine::EngineConfig& cfg, cons
                                            const OnlineCoverage& online = {});
 
 // vLLM's finish rules, on every request whatever its sampling (vllm/v1/core/sched/utils.py
-// check_stop, run after each token appended): a request ends at the earliest stop token it samples,
+// check_stop, run after each token appended): a request ends as soon as it samples the stop token,
 // and returns at most max_tokens. The golden oracle checks greedy requests token by token; this
-// needs no reference, so a temperature-sampled request that kept tokens past its stop is caught too.
+// needs no reference, so a temperature-sampled request that kept tokens past its stop token is caught too.
 std::optional<core::Finding> finish_rule_oracle(const engine::EngineConfig& cfg,
                                                 const std::vector<engine::RequestRecord>& requests);
 
