@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <csignal>
+#include <pthread.h>
 
 namespace ppspec::core {
 namespace {
@@ -10,13 +11,28 @@ namespace {
 std::atomic<bool> g_interrupted{false};
 static_assert(std::atomic<bool>::is_always_lock_free);
 struct sigaction g_before {};
+struct sigaction g_stop_before {};
+bool g_stop_installed = false;
+static_assert(kStopWorkerSignal == SIGUSR1);
 
 extern "C" void on_sigint(int) { g_interrupted.store(true, std::memory_order_relaxed); }
 
 }  // namespace
 
-InterruptScope::InterruptScope() {
+InterruptScope::InterruptScope(bool stop_worker) {
   g_interrupted.store(false);
+  g_stop_installed = stop_worker;
+  if (stop_worker) {
+    struct sigaction stop {};
+    stop.sa_handler = on_sigint;
+    stop.sa_flags = SA_RESTART;
+    sigemptyset(&stop.sa_mask);
+    sigaction(kStopWorkerSignal, &stop, &g_stop_before);
+    sigset_t stop_set;  // a worker starts with it blocked (a stop asked before now is delivered here)
+    sigemptyset(&stop_set);
+    sigaddset(&stop_set, kStopWorkerSignal);
+    pthread_sigmask(SIG_UNBLOCK, &stop_set, nullptr);
+  }
   sigaction(SIGINT, nullptr, &g_before);
   // A process started with SIGINT ignored (nohup, `cmd &` in a script) keeps it ignored.
   if (g_before.sa_handler == SIG_IGN) return;
@@ -27,7 +43,10 @@ InterruptScope::InterruptScope() {
   sigaction(SIGINT, &sa, nullptr);
 }
 
-InterruptScope::~InterruptScope() { sigaction(SIGINT, &g_before, nullptr); }
+InterruptScope::~InterruptScope() {
+  sigaction(SIGINT, &g_before, nullptr);
+  if (g_stop_installed) sigaction(kStopWorkerSignal, &g_stop_before, nullptr);
+}
 
 bool interrupted() { return g_interrupted.load(std::memory_order_relaxed); }
 

@@ -8,11 +8,17 @@ namespace ppspec::core {
 // The exit status of a command stopped by Ctrl-C: 128 + SIGINT, as a shell reports it.
 inline constexpr int kExitInterrupted = 130;
 
+// The signal a command that started worker processes sends each of them when it is interrupted:
+// not SIGINT, which a worker in the terminal's process group may have had already (Ctrl-C reaches
+// the whole group), and whose second delivery ends a process at once.
+inline constexpr int kStopWorkerSignal = 10;  // SIGUSR1 on Linux
+
 // While one lives, SIGINT sets the flag interrupted() reads (once: the handler resets itself, so a
-// second Ctrl-C is the default one); its end restores what was there before.
+// second Ctrl-C is the default one), and so does kStopWorkerSignal where `stop_worker` (any number
+// of times: it only asks); its end restores what was there before.
 class InterruptScope {
  public:
-  InterruptScope();
+  explicit InterruptScope(bool stop_worker = false);
   ~InterruptScope();
   InterruptScope(const InterruptScope&) = delete;
   InterruptScope& operator=(const InterruptScope&) = delete;

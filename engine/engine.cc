@@ -236,6 +236,7 @@ ServingStats Engine::stats() const {
     for (const auto& d : r.verified_drafts) s.drafts_verified += static_cast<int64_t>(d.size());
     s.drafts_accepted += r.accepted_drafts;
     s.preemptions += r.preemptions;
+    s.preempted_in_step += r.preempted_in_step;
     s.steps_ahead += r.steps_ahead;
     s.prefix_hit_blocks += r.prefix_hit_blocks;
   }

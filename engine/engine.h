@@ -27,6 +27,7 @@ struct ServingStats {
   int64_t drafts_verified = 0;
   int64_t drafts_accepted = 0;
   int64_t preemptions = 0;
+  int64_t preempted_in_step = 0;  // of them, of a request whose row the step had already scheduled
   int64_t steps_ahead = 0;        // request steps scheduled while the request's previous step was in flight
   int64_t prefix_hit_blocks = 0;  // blocks requests reused from the prefix cache
   int64_t prefix_evictions = 0;   // cached blocks given for new content

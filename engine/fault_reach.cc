@@ -270,17 +270,23 @@ std::string reach_needs_preemption(const EngineConfig& c) {
 // only if a row is scheduled after it: the decode rows go in running order, the newest last, so
 // only an older request's prefill chunk, scheduled after the decode rows, preempts it there. That
 // needs chunked prefill (else a prefill is scheduled whole at admission, which never preempts),
-// and a request that finished its prefill after an older one: with one batch in flight every
-// running request is eligible at every step, the prefill chunks take the budget in running order
-// and an admission gets only what they leave, so prefills finish in running order.
+// and a request that finished its prefill after an older one. At pp = 1 every running request is
+// eligible at every step (with the lookahead batch too: a prefill chunk in flight samples nothing,
+// so async scheduling's guard never holds its next chunk back), the prefill chunks take the budget
+// in running order and an admission gets only what they leave, so prefills finish in running order.
+// At pp >= 2 a request runs every pp steps, and a request a step skipped (its chunk out of budget,
+// or the rows after a preemption) changes phase: an older prefill meets newer decodes.
+// In vLLM the victim is already scheduled only under the priority policy (its scheduler walks the
+// running requests in their order, so the FCFS victim, the last, is never scheduled yet); the
+// decode-first order that lets ppspec's FCFS reach it is a simplification (docs/verification.md).
 std::string reach_preempt_keeps_spec_tokens(const EngineConfig& c, core::ModuleLoading) {
   if (std::string why = reach_needs_preemption(c); !why.empty()) return why;
   if (!c.serving.chunked_prefill)
     return "it needs chunked prefill: the victim, the newest running request, is already in the step only when an "
            "older request's prefill chunk is scheduled after the decode rows";
-  if (c.batches_in_flight() >= 2) return "";
-  return "it needs 2 or more batches in flight (pp >= 2, or max_concurrent_batches = 2 at pp = 1): with one, "
-         "prefills finish in admission order, so no newer request decodes while an older one still prefills";
+  if (c.topology.pp >= 2) return "";
+  return "it needs pp >= 2: at pp = 1 every running request may run at every step, so prefills finish in admission "
+         "order and no newer request decodes while an older one still prefills";
 }
 
 // Scheduler::release frees a preempted request's blocks at once instead of fencing them until its

@@ -37,6 +37,7 @@ struct RequestRecord {
   int32_t drafts_next = -1;  // adaptive budget: the drafts its last sampling step proposed (-1: K)
   int decode_steps = 0;
   int preemptions = 0;
+  int preempted_in_step = 0;        // preemptions that took its row out of the step being scheduled (vLLM #28558)
   int steps_ahead = 0;              // steps scheduled while its previous step was in flight (the lookahead batch)
   int64_t first_preempted_at = -1;  // its output length when it was first preempted (-1: never)
   int64_t last_step = -(int64_t{1} << 40);  // the step it was last scheduled in

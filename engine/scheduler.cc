@@ -100,6 +100,7 @@ class Scheduler::StepBuilder {
     auto row = std::find_if(so->requests.begin(), so->requests.end(),
                             [&](const ScheduledRequest& x) { return x.id == victim.spec.id; });
     if (row == so->requests.end()) return;
+    ++victim.preempted_in_step;
     // This step's blocks were never stored through: only an earlier step in flight fences them.
     victim.steps_in_flight.pop_back();
     if (s_.cfg_.faults.preempt_keeps_spec_tokens) return;  // the row stays in the step
@@ -221,12 +222,16 @@ std::shared_ptr<SchedulerOutput> Scheduler::schedule(int64_t step) {
 // A running request may run at this step: every pp steps (step T's feedback is adopted at T + pp,
 // before the request's next step); at depth pp + 1 also while its previous step is in flight, unless
 // that step's one sure token already ends it (vLLM's async guard: scheduling it would be wasted).
+// The guard reads output placeholders, which only a sampling step adds (AsyncScheduler's
+// _update_after_schedule skips a prefill chunk): a prefill chunk in flight that leaves tokens of
+// the prefill samples nothing, so the request's next chunk is scheduled whatever its max_tokens.
 bool Scheduler::eligible(const RequestRecord& r, int64_t step) const {
   if (r.idx < 0 || r.finished || step < r.last_step + cfg_.topology.pp) return false;
   if (!r.in_flight()) return true;
   if (!cfg_.schedules_ahead()) return false;
-  const bool ends_for_sure = static_cast<int>(r.output.size()) + 1 >= r.spec.max_tokens ||
-                             r.computed_if_accepted() + cfg_.spec.k + 1 >= cfg_.model.max_model_len;
+  const bool samples = r.computed_if_accepted() >= r.prefill_len();
+  const bool ends_for_sure = samples && (static_cast<int>(r.output.size()) + 1 >= r.spec.max_tokens ||
+                                         r.computed_if_accepted() + cfg_.spec.k + 1 >= cfg_.model.max_model_len);
   return !ends_for_sure;
 }
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/probes.h"
+#include "engine/checkpoint.h"
 
 namespace ppspec::serving {
 
@@ -10,6 +11,7 @@ const std::vector<PathField>& path_fields() {
   static const std::vector<PathField> fields = {
       {"chunked_prompts", &PathsReached::chunked_prompts},
       {"preemptions", &PathsReached::preemptions},
+      {"preempted_in_step", &PathsReached::preempted_in_step},
       {"aborts", &PathsReached::aborts},
       {"aborts_in_flight", &PathsReached::aborts_in_flight},
       {"stop_token_ends", &PathsReached::stop_token_ends},
@@ -38,8 +40,9 @@ void PathsSink::on_event(const core::Event& e) {
       const auto [it, fresh] = owner_.try_emplace(row, e.req);
       if (!fresh && it->second != e.req) ++reached_.slot_reuse;
       it->second = e.req;
-      // A later chunk of a prefill: its first chunk left tokens of it for this step.
-      if (p.num_computed > 0 && p.num_computed < p.prefill_len && chunked_.emplace(core->second, e.req).second)
+      // A prefill chunk that leaves tokens of the prompt for a later step (a prefix hit's tokens,
+      // computed before the first chunk, make no chunk of their own).
+      if (p.num_computed + p.num_scheduled < p.prefill_len && chunked_.emplace(core->second, e.req).second)
         ++reached_.chunked_prompts;
       return;
     }
@@ -61,6 +64,7 @@ PathsReached paths_reached(const PathsReached& from_events, const engine::Engine
                            const engine::ServingStats& stats, const std::vector<engine::RequestRecord>& requests) {
   PathsReached p = from_events;
   p.preemptions = stats.preemptions;
+  p.preempted_in_step = stats.preempted_in_step;
   p.steps_ahead = stats.steps_ahead;
   p.prefix_hit_blocks = stats.prefix_hit_blocks;
   p.dummy_batches = stats.dummy_batches;
@@ -82,6 +86,20 @@ PathsReached paths_reached(const PathsReached& from_events, const engine::Engine
   }
   return p;
 }
+
+namespace {
+
+// Whether an EAGLE drafter taps a layer an earlier stage holds: only those taps are relayed (the
+// last stage's own, an MTP drafter's last hidden state, need no transfer).
+bool taps_before_last_stage(const engine::EngineConfig& cfg) {
+  if (!cfg.eagle() || cfg.topology.pp < 2) return false;
+  const engine::LayerRange last = engine::stage_layers(cfg.model, cfg.topology.pp, cfg.topology.pp - 1);
+  for (int layer : engine::eagle_taps(cfg))
+    if (layer < last.first) return true;
+  return false;
+}
+
+}  // namespace
 
 std::vector<std::string> unexercised(const engine::EngineConfig& cfg, const PathsReached& p) {
   std::vector<std::string> out;
@@ -105,7 +123,8 @@ std::vector<std::string> unexercised(const engine::EngineConfig& cfg, const Path
        "prefix caching is on with shared prompts, and no block was reused");
   need(!cfg.serving.capture_sizes.empty(), p.padding_writes, "CUDA graphs are on, and no graph ran with padding rows");
   need(cfg.topology.dp > 1, p.dummy_batches, "data parallelism is on, and no replica ran a dummy batch");
-  need(cfg.eagle() && cfg.topology.pp > 1, p.taps_relayed, "EAGLE under pipeline parallelism, and no tap was relayed");
+  need(taps_before_last_stage(cfg), p.taps_relayed,
+       "EAGLE taps a layer on a stage before the last, and no tap was relayed");
   need(!cfg.model.recurrent_layers.empty() && drafts, p.recurrent_rollbacks,
        "recurrent layers under speculative decoding, and no state was rolled back past a rejected draft");
   need(cfg.workload.temperature > 0 && cfg.workload.greedy_every > 0, p.greedy_requests,

@@ -20,13 +20,14 @@
 namespace ppspec::serving {
 
 struct PathsReached {
-  int64_t chunked_prompts = 0;   // prompts prefilled over several steps
-  int64_t preemptions = 0;       // requests preempted (each time), then resumed by recomputation
-  int64_t aborts = 0;            // aborts that reached the engine core
-  int64_t aborts_in_flight = 0;  // ... while a step of the request was in flight
-  int64_t stop_token_ends = 0;   // requests ended by the stop token
-  int64_t length_cap_ends = 0;   // requests ended at max_model_len
-  int64_t greedy_requests = 0;   // requests sampled greedily (checked token by token by the golden oracle)
+  int64_t chunked_prompts = 0;    // prompts prefilled over several steps
+  int64_t preemptions = 0;        // requests preempted (each time), then resumed by recomputation
+  int64_t preempted_in_step = 0;  // ... while the step being scheduled already held the request's row
+  int64_t aborts = 0;             // aborts that reached the engine core
+  int64_t aborts_in_flight = 0;   // ... while a step of the request was in flight
+  int64_t stop_token_ends = 0;    // requests ended by the stop token
+  int64_t length_cap_ends = 0;    // requests ended at max_model_len
+  int64_t greedy_requests = 0;    // requests sampled greedily (checked token by token by the golden oracle)
   int64_t drafts_verified = 0;
   int64_t steps_ahead = 0;                // request steps scheduled while the request's previous step was in flight
   int64_t prefix_hit_blocks = 0;          // KV blocks reused from the prefix cache

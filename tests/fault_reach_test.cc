@@ -180,17 +180,6 @@ TEST(FaultReach, TheSubtleReachableCornersAreCaught) {
          s.config.topology.pp = 1;
          s.config.serving.max_concurrent_batches = 2;
        }},
-      // At pp = 1 with the lookahead batch, a request whose only token is already in flight waits a
-      // step (Scheduler::eligible), and a newer request finishes its prefill first.
-      {"preempt_keeps_spec_tokens",
-       [](serving::ServingScenario& s) {
-         s.config.topology.pp = 1;
-         s.config.serving.max_concurrent_batches = 2;
-         s.config.model.num_blocks = 9;
-         s.config.workload.output_min = 1;
-         s.config.workload.output_max = 8;
-         s.config.workload.seed = 4;
-       }},
   };
   for (const Corner& c : corners) {
     SCOPED_TRACE(c.fault);
@@ -201,21 +190,36 @@ TEST(FaultReach, TheSubtleReachableCornersAreCaught) {
   }
 }
 
-// The regression's workload at pp = 1 with one batch in flight, over workload seeds: prompts chunk
-// and requests are preempted, but prefills finish in admission order, and the fault cannot bite.
-TEST(FaultReach, PreemptKeepsSpecTokensNeedsTwoBatchesInFlight) {
-  serving::ServingScenario s = regression("preempt_keeps_spec_tokens");
-  s.config.topology.pp = 1;
-  ASSERT_NE(unreachable(s, "preempt_keeps_spec_tokens"), "");
+// The regression's workload at pp = 1, with one batch in flight and with the lookahead batch, over
+// workload seeds, also with one-token requests (async scheduling's guard holds back a request whose
+// token in flight ends it): prompts chunk and requests are preempted, but prefills finish in
+// admission order, no preemption takes a row out of its step, and the fault cannot bite. At pp = 2
+// the same workload does take rows out.
+TEST(FaultReach, PreemptKeepsSpecTokensNeedsTwoStages) {
   serving::PathsReached sum;
-  for (uint64_t seed = 1; seed <= 8; ++seed) {
-    s.config.workload.seed = seed;
-    const serving::PathsReached reached = runs_clean(s, unreachable(s, "preempt_keeps_spec_tokens"));
-    sum.preemptions += reached.preemptions;
-    sum.chunked_prompts += reached.chunked_prompts;
+  for (int depth = 1; depth <= 2; ++depth) {
+    for (int shortest = 1; shortest <= 16; shortest += 15) {
+      serving::ServingScenario s = regression("preempt_keeps_spec_tokens");
+      s.config.topology.pp = 1;
+      s.config.serving.max_concurrent_batches = depth;
+      s.config.workload.output_min = shortest;
+      s.config.workload.output_max = std::max(shortest, 8);
+      s.config.model.num_blocks = 9;
+      ASSERT_NE(unreachable(s, "preempt_keeps_spec_tokens"), "");
+      for (uint64_t seed = 1; seed <= 8; ++seed) {
+        s.config.workload.seed = seed;
+        const serving::PathsReached reached = runs_clean(s, unreachable(s, "preempt_keeps_spec_tokens"));
+        for (const serving::PathField& f : serving::path_fields()) sum.*f.field += reached.*f.field;
+      }
+    }
   }
   EXPECT_GT(sum.preemptions, 0);
   EXPECT_GT(sum.chunked_prompts, 0);
+  EXPECT_GT(sum.steps_ahead, 0);
+  EXPECT_EQ(sum.preempted_in_step, 0);
+  serving::ServingScenario two = regression("preempt_keeps_spec_tokens");
+  two.config.faults.preempt_keeps_spec_tokens = false;
+  EXPECT_GT(runs_clean(two, "the fault switched off").preempted_in_step, 0);
 }
 
 // What a stress workload left uncaught on two deployments: at dp 2, pp 1, tp 1, EAGLE K = 3, with
@@ -228,9 +232,9 @@ TEST(FaultReach, TheStressDeploymentsDataPoints) {
   c.spec.k = 3;
   c.spec.method = engine::DraftMethod::eagle;
   c.serving.max_concurrent_batches = 2;
-  for (std::string_view fault :
-       {"stale_drafts", "double_post_drafts", "lazy_post_update", "warmup_feedback", "narrow_sampled_width",
-        "alias_target_embed", "pinned_read_without_sync", "abort_scan_current_batch", "lookahead_past_ring"})
+  for (std::string_view fault : {"stale_drafts", "double_post_drafts", "lazy_post_update", "warmup_feedback",
+                                 "narrow_sampled_width", "alias_target_embed", "pinned_read_without_sync",
+                                 "abort_scan_current_batch", "lookahead_past_ring", "preempt_keeps_spec_tokens"})
     EXPECT_NE(engine::fault_unreachable(c, core::ModuleLoading::lazy, fault), "") << fault;
   EXPECT_EQ(engine::fault_unreachable(c, core::ModuleLoading::lazy, "late_output_after_preempt"), "");
 

@@ -299,6 +299,24 @@ TEST(FromVllm, TheStressWorkloadReachesTheDeploymentsMechanisms) {
   EXPECT_EQ(serving::unexercised(scenario.config, p), std::vector<std::string>{});
 }
 
+// With replicas each replica's first step fills the token budget before the KV cache: its last
+// prompt chunks (a cache sized by half the running requests alone held less than a budget).
+TEST(FromVllm, TheStressWorkloadChunksPromptsOnEveryReplica) {
+  const std::string file = scratch_path("from_vllm_stress_dp2.toml").string();
+  const Out o = from_vllm("",
+                          {"vllm", "serve", "m", "--data-parallel-size", "2", "--speculative-config",
+                           R"({"method": "eagle3", "num_speculative_tokens": 3})"},
+                          file);
+  ASSERT_EQ(o.code, 0) << o.out << o.err;
+  const serving::ServingScenario scenario = scenario::parse_serving(core::file_bytes_or_throw(file), file);
+  EXPECT_GE(scenario.config.model.num_blocks,
+            scenario.config.serving.max_num_batched_tokens / scenario.config.model.block_size);
+  const serving::ServingRun run = serving::run_on_sim(scenario, sim::RunConfig{});
+  ASSERT_EQ(run.result.verdict, core::Verdict::pass);
+  EXPECT_GE(run.paths.chunked_prompts, 2) << "one per replica";
+  EXPECT_GT(run.paths.dummy_batches, 0);
+}
+
 // A warning for a mechanism the scenario enables and the run never reached; none for one it
 // reached, nor for one the scenario does not enable.
 TEST(PathsReached, AnEnabledMechanismNeverReachedIsWarnedOfAndNoOtherIs) {
@@ -320,6 +338,15 @@ TEST(PathsReached, AnEnabledMechanismNeverReachedIsWarnedOfAndNoOtherIs) {
   cfg.model.stop_token = -1;
   cfg.serving.max_concurrent_batches = 0;
   EXPECT_TRUE(serving::unexercised(cfg, serving::PathsReached{.chunked_prompts = 1, .drafts_verified = 1}).empty());
+  // An MTP drafter taps the last stage's own layer: no tap travels, and none is missed.
+  cfg.spec.method = engine::DraftMethod::eagle;
+  cfg.spec.taps = {cfg.model.layers - 1};
+  EXPECT_TRUE(serving::unexercised(cfg, serving::PathsReached{.chunked_prompts = 1, .drafts_verified = 1}).empty());
+  cfg.spec.taps = {0};
+  const std::vector<std::string> taps =
+      serving::unexercised(cfg, serving::PathsReached{.chunked_prompts = 1, .drafts_verified = 1});
+  ASSERT_EQ(taps.size(), 1u);
+  EXPECT_NE(taps[0].find("no tap was relayed"), std::string::npos) << taps[0];
 }
 
 TEST(DidYouMean, ASlipOfTheKeyboardIsCorrectedAndAnotherWordIsNot) {

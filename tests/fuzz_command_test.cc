@@ -352,6 +352,21 @@ TEST(CtrlC, EndsFuzzAndRunSeedsWithTheirSummarySoFar) {
   EXPECT_NE(s.output.find("ppspec run: interrupted (Ctrl-C) after "), std::string::npos) << s.output;
 }
 
+// An interrupt sent to a `--jobs` campaign's own process (kill -INT, not the terminal's Ctrl-C to the
+// whole group) reaches its workers too: each stops after its case, and the merged summary says so.
+TEST(CtrlC, EndsAWorkersCampaignSentToItsParentAlone) {
+  const fs::path dir = scratch_path("ppspec_fuzz_jobs_ctrl_c");
+  fs::remove_all(dir);
+  const Interrupted f =
+      interrupt_once_started("fuzz --jobs 2 --time 300 --out " + (dir / "out").string(), "worker processes", dir);
+  ASSERT_TRUE(f.sent) << f.output;
+  EXPECT_EQ(f.code, 130) << f.output;
+  EXPECT_NE(f.output.find("interrupted (Ctrl-C), the campaign so far: "), std::string::npos) << f.output;
+  EXPECT_TRUE(fuzzer::read_summary((dir / "out").string()).interrupted);
+  for (int j = 0; j < 2; ++j)
+    EXPECT_TRUE(fuzzer::read_summary((dir / "out" / fmt::format("job-{}", j)).string()).interrupted);
+}
+
 // A command started with Ctrl-C ignored (a script's background job, nohup) keeps it ignored: the
 // signal changes nothing, and every seed runs.
 TEST(CtrlC, AnIgnoredInterruptStaysIgnored) {

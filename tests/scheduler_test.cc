@@ -406,6 +406,28 @@ TEST(Scheduler, NothingIsScheduledAheadAtDepthPpOrOfARequestItsStepInFlightEnds)
   }
 }
 
+// The async guard reads output placeholders, which only a sampling step adds: a one-token request's
+// prefill chunk in flight that leaves tokens of its prompt samples nothing, so its next chunk is
+// scheduled ahead of it; the final chunk in flight samples the one token, and nothing follows it.
+TEST(Scheduler, APrefillChunkInFlightDoesNotHoldBackTheNextChunk) {
+  EngineConfig c = config(1, 2);
+  c.serving.max_concurrent_batches = 2;
+  c.serving.max_num_batched_tokens = 8;
+  Scheduler s(c, {request(0, 20, 1)});
+  s.admit_until(0);
+  auto s0 = s.schedule(0);
+  auto s1 = s.schedule(1);  // step 0's chunk in flight
+  ASSERT_EQ(s1->requests.size(), 1u);
+  EXPECT_EQ(s1->requests[0].num_computed, 8);
+  s.update(*s0, output_for(*s0, 7));
+  auto s2 = s.schedule(2);  // the final chunk, while step 1's is in flight
+  ASSERT_EQ(s2->requests.size(), 1u);
+  EXPECT_TRUE(s2->requests[0].produces_sample());
+  s.update(*s1, output_for(*s1, 7));
+  auto s3 = s.schedule(3);  // the final chunk in flight samples the one token
+  EXPECT_TRUE(s3 == nullptr || s3->requests.empty());
+}
+
 // A request let go of while two of its steps are in flight keeps its blocks until the newer returns.
 TEST(Scheduler, BlocksOfARequestWithTwoStepsInFlightStayFencedUntilTheNewerReturns) {
   EngineConfig c = config(1, 2);

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -14,6 +16,7 @@
 #include <fstream>
 #include <spawn.h>
 #include <sys/wait.h>
+#include <thread>
 #include <unistd.h>
 
 #include "core/error.h"
@@ -72,8 +75,17 @@ std::vector<std::string> parse_faults(const std::string& text) {
   return out;
 }
 
-// Starts `argv` as this program (/proc/self/exe), its output to files in `dir`.
+// Starts `argv` as this program (/proc/self/exe), its output to files in `dir`, with
+// kStopWorkerSignal blocked until its InterruptScope handles it: asked to stop before then, a worker
+// stops at its first case instead of dying of the signal's default action.
 pid_t spawn_worker(const std::vector<std::string>& argv, const std::string& dir) {
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t mask;
+  pthread_sigmask(SIG_SETMASK, nullptr, &mask);
+  sigaddset(&mask, core::kStopWorkerSignal);
+  posix_spawnattr_setsigmask(&attr, &mask);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 1, (dir + "/report.txt").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -82,8 +94,9 @@ pid_t spawn_worker(const std::vector<std::string>& argv, const std::string& dir)
   for (const std::string& s : argv) cargv.push_back(const_cast<char*>(s.c_str()));
   cargv.push_back(nullptr);
   pid_t pid = -1;
-  const int rc = posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, cargv.data(), environ);
+  const int rc = posix_spawn(&pid, "/proc/self/exe", &actions, &attr, cargv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
   if (rc != 0) throw BadFlag{fmt::format("--jobs: cannot start a worker process: {}", std::strerror(rc))};
   return pid;
 }
@@ -164,6 +177,30 @@ constexpr int kCrashShrinkRunsMax = 200;  // each a process: a crash shrinks wit
 fuzzer::FuzzReport crashed_worker(const fuzzer::FuzzOptions& o, const std::string& dir, const fuzzer::Death& death,
                                   std::ostream& err);
 
+// The workers' exit statuses, in order. Interrupted, this process asks every worker still running to
+// stop after its case (kStopWorkerSignal), once: a SIGINT sent to this process alone (kill -INT) ends
+// the campaign as Ctrl-C does, and a worker that had the terminal's Ctrl-C too is asked, not killed.
+std::vector<int> wait_for_workers(const std::vector<pid_t>& pids) {
+  std::vector<int> statuses(pids.size(), 0);
+  std::vector<bool> done(pids.size(), false);
+  size_t left = pids.size();
+  bool asked = false;
+  while (left > 0) {
+    for (size_t j = 0; j < pids.size(); ++j) {
+      if (done[j] || waitpid(pids[j], &statuses[j], WNOHANG) != pids[j]) continue;
+      done[j] = true;
+      --left;
+    }
+    if (core::interrupted() && !asked) {
+      for (size_t j = 0; j < pids.size(); ++j)
+        if (!done[j]) kill(pids[j], core::kStopWorkerSignal);
+      asked = true;
+    }
+    if (left > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return statuses;
+}
+
 // --jobs J: J worker processes of this program, each a disjoint shard of this shard's cases
 // (shard I of N becomes shards I*J + j of N*J), each with its own --out folder; then their merge.
 fuzzer::FuzzReport run_jobs(const FuzzArgs& a, const fuzzer::FuzzOptions& o, uint64_t jobs, std::ostream& err) {
@@ -187,17 +224,18 @@ fuzzer::FuzzReport run_jobs(const FuzzArgs& a, const fuzzer::FuzzOptions& o, uin
     dirs.push_back(dir);
   }
   err << fmt::format("{} worker processes; progress in {}/job-*/progress.log\n", jobs, o.out_dir);
+  const std::vector<int> statuses = wait_for_workers(pids);
   std::vector<fuzzer::FuzzReport> parts;
   for (size_t j = 0; j < pids.size(); ++j) {
-    int status = 0;
-    waitpid(pids[j], &status, 0);
+    const int status = statuses[j];
     if (WIFEXITED(status) && WEXITSTATUS(status) == 2)
       throw BadFlag{fmt::format("worker {} refused its input (see {}/progress.log)", j, dirs[j])};
-    if (const auto death = fuzzer::death_of(status)) {
+    const bool stopped = WIFEXITED(status) && WEXITSTATUS(status) == core::kExitInterrupted;
+    if (const auto death = fuzzer::death_of(status); death && !stopped) {
       parts.push_back(crashed_worker(o, dirs[j], *death, err));
       continue;
     }
-    // Exit 0, 1 (failures found) or 3 (internal errors found): its summary says which.
+    // Exit 0, 1 (failures found), 3 (internal errors found) or 130 (stopped): its summary says which.
     parts.push_back(fuzzer::read_summary(dirs[j]));
   }
   fuzzer::FuzzReport merged = fuzzer::merge(parts);
@@ -244,7 +282,8 @@ int fuzz_command(const FuzzArgs& args, std::ostream& out, std::ostream& err) {
       return exit_status(merged);
     }
     const fuzzer::FuzzOptions o = options(args);
-    const core::InterruptScope ctrl_c;  // Ctrl-C: the summary so far, printed and written (exit 130)
+    // Ctrl-C: the summary so far, printed and written (exit 130); a worker is asked the same way.
+    const core::InterruptScope ctrl_c(/*stop_worker=*/true);
     const uint64_t jobs = *parse_count(args.jobs, 1, 256);
     if (jobs > 1) {
       const fuzzer::FuzzReport merged = run_jobs(args, o, jobs, err);

@@ -144,6 +144,7 @@ Json record_json(const engine::RequestRecord& r) {
           {"drafts_next", r.drafts_next},
           {"decode_steps", r.decode_steps},
           {"preemptions", r.preemptions},
+          {"preempted_in_step", r.preempted_in_step},
           {"steps_ahead", r.steps_ahead},
           {"first_preempted_at", r.first_preempted_at},
           {"last_step", r.last_step},
@@ -176,6 +177,7 @@ engine::RequestRecord record_of(const Json& j, engine::RequestSpec spec) {
   read(j, "proposed_drafts", r.proposed_drafts), read(j, "drafts_next", r.drafts_next);
   read(j, "decode_steps", r.decode_steps), read(j, "preemptions", r.preemptions);
   read(j, "steps_ahead", r.steps_ahead), read(j, "first_preempted_at", r.first_preempted_at);
+  read(j, "preempted_in_step", r.preempted_in_step);
   read(j, "last_step", r.last_step), read(j, "admitted_step", r.admitted_step);
   read(j, "steps_in_flight", r.steps_in_flight), read(j, "tokens_in_flight", r.tokens_in_flight);
   read(j, "admitted", r.admitted), read(j, "finished", r.finished), read(j, "aborted", r.aborted);
@@ -208,6 +210,7 @@ Json stats_json(const engine::ServingStats& s) {
           {"drafts_verified", s.drafts_verified},
           {"drafts_accepted", s.drafts_accepted},
           {"preemptions", s.preemptions},
+          {"preempted_in_step", s.preempted_in_step},
           {"steps_ahead", s.steps_ahead},
           {"prefix_hit_blocks", s.prefix_hit_blocks},
           {"prefix_evictions", s.prefix_evictions},
@@ -221,6 +224,7 @@ engine::ServingStats stats_of(const Json& j) {
   read(j, "numbered_steps", s.numbered_steps), read(j, "warmup_steps", s.warmup_steps);
   read(j, "drafts_verified", s.drafts_verified), read(j, "drafts_accepted", s.drafts_accepted);
   read(j, "preemptions", s.preemptions), read(j, "steps_ahead", s.steps_ahead);
+  read(j, "preempted_in_step", s.preempted_in_step);
   read(j, "prefix_hit_blocks", s.prefix_hit_blocks), read(j, "prefix_evictions", s.prefix_evictions);
   read(j, "budget_below_k", s.budget_below_k), read(j, "dummy_batches", s.dummy_batches);
   return s;

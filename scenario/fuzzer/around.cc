@@ -167,11 +167,12 @@ Space space_around(const std::string& file) {
 
 namespace {
 
-// Lengths within the space's ranges, each range's spread drawn too (it shrinks to one length).
-void draw_lengths(ServingCase& c, const Space& s) {
+// Lengths within the space's ranges, each range's spread drawn too (it shrinks to one length),
+// prompts within `prompt`.
+void draw_lengths(ServingCase& c, const Space& s, Range prompt) {
   c.num_requests = pick(s.requests);
-  c.prompt_min = pick(s.prompt);
-  c.prompt_max = c.prompt_min + *rc::gen::inRange(0, s.prompt.hi - c.prompt_min + 1);
+  c.prompt_min = pick(prompt);
+  c.prompt_max = c.prompt_min + *rc::gen::inRange(0, prompt.hi - c.prompt_min + 1);
   c.output_min = pick(s.output);
   c.output_max = c.output_min + *rc::gen::inRange(0, s.output.hi - c.output_min + 1);
   const bool free_len = is_free(c, serving::FreeAxis::max_model_len);
@@ -180,6 +181,16 @@ void draw_lengths(ServingCase& c, const Space& s) {
   // A cap close to the longest request: some requests end at max_model_len.
   if (free_len && maybe(s.length_cap))
     c.max_model_len = std::max(8, c.prompt_max + c.k + 2 + *rc::gen::inRange(0, c.output_max + 1));
+}
+
+// Prompts of at most kChunksPerPrompt chunks of the case's token budget. A small budget is where
+// the scheduler's choices bind (chunks, budget-starved prefills that change phase, preemptions in a
+// step); prompts of hundreds of chunks there only make a case long: the engine steps, and with
+// them a case's cost, grow with the prompt over the budget, times the ranks of a big topology.
+constexpr int kChunksPerPrompt = 4;
+Range prompts_for_budget(Range prompt, int budget) {
+  prompt.hi = std::max(prompt.lo, std::min(prompt.hi, kChunksPerPrompt * budget));
+  return prompt;
 }
 
 // A ladder from `least` doubling up to `most` (both on it): a free limit is drawn from it, so that
@@ -246,8 +257,13 @@ rc::Gen<ServingCase> gen_around(const Space& space, const std::vector<std::strin
   PPSPEC_ASSERT(space.around.has_value(), "gen_around of a space with no centre");
   return rc::gen::exec([space, faults] {
     ServingCase c = *space.around;
-    draw_lengths(c, space);
-    draw_free_limits(c);
+    if (c.chunked_prefill) {
+      draw_free_limits(c);
+      draw_lengths(c, space, prompts_for_budget(space.prompt, c.max_num_batched_tokens));
+    } else {
+      draw_lengths(c, space, space.prompt);
+      draw_free_limits(c);  // a budget that holds the longest prompt whole
+    }
     draw_behaviour(c, space);
     draw_kv_cache(c, space);
     add_faults(c, faults);

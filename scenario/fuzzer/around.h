@@ -5,7 +5,9 @@
 // fix is drawn: the workload (requests, prompt and output lengths, arrivals, temperature and a
 // greedy share, aborts, a stop token, shared prefixes), the KV cache's size (ppspec models no
 // memory: the cache is sized in blocks, so that requests are preempted), max_model_len where the
-// scenario leaves ppspec's own (2048), and the schedule.
+// scenario leaves ppspec's own (2048), and the schedule. With chunked prefill a prompt is at most
+// four chunks of the case's token budget: a small budget is where the scheduler's choices bind, and
+// longer prompts there only make a case long.
 #pragma once
 
 #include <rapidcheck.h>

@@ -79,6 +79,7 @@ void count_paths(Coverage& cov, const ServingCase& c, const serving::ServingRun&
   cov.abort_in_flight += once(p.aborts_in_flight);
   cov.length_cap += once(p.length_cap_ends);
   cov.preemptions += once(p.preemptions);
+  cov.preempted_in_step += once(p.preempted_in_step);
   cov.steps_ahead += once(p.steps_ahead);
   cov.prefix_hits += once(p.prefix_hit_blocks);
   cov.recurrent += once(p.recurrent_rollbacks);
@@ -238,12 +239,13 @@ void print_progress(const FuzzOptions& opts, const FuzzReport& r, double elapsed
   const Coverage& c = r.coverage;
   const std::string line = fmt::format(
       "{} cases, {:.0f}/s, {:.0f} s, {} failures | programs {} | pp>1 {} drafts {} graphs {} chunked {} slot-reuse {} "
-      "length-cap {} aborts {} (in flight {}) preempted {} ahead {} prefix-hits {} recurrent {} budget<K {} eagle {} "
+      "length-cap {} aborts {} (in flight {}) preempted {} (in step {}) ahead {} prefix-hits {} recurrent {} budget<K "
+      "{} eagle {} "
       "dummy {}",
       r.cases, elapsed > 0 ? static_cast<double>(r.cases) / elapsed : 0.0, elapsed, r.failures, c.programs, c.pp_gt1,
       c.drafts, c.graph_padding, c.chunked_prefill, c.slot_reuse, c.length_cap, c.aborts, c.abort_in_flight,
-      c.preemptions, c.steps_ahead, c.prefix_hits, c.recurrent, c.budget_below_k, c.eagle_taps_relayed,
-      c.dummy_batches);
+      c.preemptions, c.preempted_in_step, c.steps_ahead, c.prefix_hits, c.recurrent, c.budget_below_k,
+      c.eagle_taps_relayed, c.dummy_batches);
   progress << (opts.live_progress ? "\r" + line + "\x1b[K" : line + "\n") << std::flush;
 }
 
@@ -314,11 +316,11 @@ std::string format_report(const FuzzReport& r) {
   const Coverage& c = r.coverage;
   s += fmt::format(
       "paths reached (cases): programs {}, pp>1 {}, drafts {}, graph padding {}, chunked prefill {}, slot reuse {}, "
-      "length cap {}, aborts {} (in flight {}), preemptions {}, steps scheduled ahead {}, prefix-cache hits {}, "
-      "recurrent {}, adaptive budget below K {}, EAGLE taps relayed {}, dummy steps {}\n",
+      "length cap {}, aborts {} (in flight {}), preemptions {} (in step {}), steps scheduled ahead {}, "
+      "prefix-cache hits {}, recurrent {}, adaptive budget below K {}, EAGLE taps relayed {}, dummy steps {}\n",
       c.programs, c.pp_gt1, c.drafts, c.graph_padding, c.chunked_prefill, c.slot_reuse, c.length_cap, c.aborts,
-      c.abort_in_flight, c.preemptions, c.steps_ahead, c.prefix_hits, c.recurrent, c.budget_below_k,
-      c.eagle_taps_relayed, c.dummy_batches);
+      c.abort_in_flight, c.preemptions, c.preempted_in_step, c.steps_ahead, c.prefix_hits, c.recurrent,
+      c.budget_below_k, c.eagle_taps_relayed, c.dummy_batches);
   for (const Found& f : r.found)
     s += fmt::format(
         "{} {} at case {} after {:.1f} s, shrunk after {:.1f} s{} ({}, {}): {}\n  {}\n  {}\n",

@@ -42,6 +42,7 @@ struct Coverage {
   uint64_t pp_gt1 = 0;              // cases with more than one stage
   uint64_t programs = 0;            // program scenarios
   uint64_t preemptions = 0;         // a request preempted (and resumed)
+  uint64_t preempted_in_step = 0;   // ... out of the step being scheduled, which held its row
   uint64_t steps_ahead = 0;         // a step scheduled while the request's previous one was in flight
   uint64_t prefix_hits = 0;         // a request reused blocks of the prefix cache
   uint64_t recurrent = 0;           // a recurrent state rolled back past a rejected draft

@@ -27,6 +27,7 @@ constexpr std::pair<const char*, uint64_t Coverage::*> kPaths[] = {
     {"aborts", &Coverage::aborts},
     {"abort_in_flight", &Coverage::abort_in_flight},
     {"preemptions", &Coverage::preemptions},
+    {"preempted_in_step", &Coverage::preempted_in_step},
     {"steps_ahead", &Coverage::steps_ahead},
     {"prefix_hits", &Coverage::prefix_hits},
     {"recurrent", &Coverage::recurrent},

@@ -35,15 +35,18 @@ void choose_prompts(scenario::ServingCase& c) {
 }
 
 // A KV cache holding about half of what the running requests could fill, never less than one
-// request at its longest: the scheduler preempts and resumes. Unless the deployment sized it.
+// request at its longest: the scheduler preempts and resumes. And an eighth more than a step's
+// token budget: a cache the first step's prompts fill before the budget admits them whole, never
+// chunks one. Unless the deployment sized it.
 bool choose_kv_cache(scenario::ServingCase& c) {
   if (c.num_blocks > 0) return false;  // the deployment's own (num_gpu_blocks_override)
   const auto [least, enough] = scenario::kv_bounds(c);
   const int running = std::min(c.num_requests / c.dp, c.max_num_seqs / c.dp);
   const int per_request = (c.prompt_min + c.prompt_max + c.output_min + c.output_max) / 2 / c.block_size + 1;
   const int half = running * per_request / 2;
+  const int budget = c.max_num_batched_tokens / c.block_size * 9 / 8;
   if (least >= enough) return false;
-  c.num_blocks = std::clamp(half, least, enough - 1);
+  c.num_blocks = std::clamp(std::max(half, budget), least, enough - 1);
   return true;
 }
 
@@ -77,8 +80,9 @@ void choose_workload(const WorkloadChoice& w, scenario::ServingCase& c, std::vec
                           ""});
   if (sized)
     notes.push_back(Mapping{"",
-                            fmt::format("[model] num_blocks = {} (about half what the running requests can fill: "
-                                        "they are preempted and resumed)",
+                            fmt::format("[model] num_blocks = {} (about half what the running requests can fill, "
+                                        "and more than a step's token budget: prompts chunk, and requests are "
+                                        "preempted and resumed)",
                                         c.num_blocks),
                             ""});
   notes.push_back(Mapping{
