@@ -15,7 +15,8 @@ struct sigaction g_stop_before {};
 bool g_stop_installed = false;
 static_assert(kStopWorkerSignal == SIGUSR1);
 
-extern "C" void on_sigint(int) { g_interrupted.store(true, std::memory_order_relaxed); }
+// SIGINT, and a worker's stop request: both ask the command to stop at its next boundary.
+extern "C" void on_stop_request(int) { g_interrupted.store(true, std::memory_order_relaxed); }
 
 }  // namespace
 
@@ -24,7 +25,7 @@ InterruptScope::InterruptScope(bool stop_worker) {
   g_stop_installed = stop_worker;
   if (stop_worker) {
     struct sigaction stop {};
-    stop.sa_handler = on_sigint;
+    stop.sa_handler = on_stop_request;
     stop.sa_flags = SA_RESTART;
     sigemptyset(&stop.sa_mask);
     sigaction(kStopWorkerSignal, &stop, &g_stop_before);
@@ -37,7 +38,7 @@ InterruptScope::InterruptScope(bool stop_worker) {
   // A process started with SIGINT ignored (nohup, `cmd &` in a script) keeps it ignored.
   if (g_before.sa_handler == SIG_IGN) return;
   struct sigaction sa {};
-  sa.sa_handler = on_sigint;
+  sa.sa_handler = on_stop_request;
   sa.sa_flags = SA_RESETHAND | SA_RESTART;  // the second Ctrl-C: the default action; waits go on
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);

@@ -55,6 +55,9 @@ struct RequestRecord {
   bool in_flight() const { return !steps_in_flight.empty(); }
   // What the engine core counts as computed when it schedules: every token of its steps in flight.
   int32_t computed_if_accepted() const { return num_computed + tokens_in_flight; }
+  // Its whole prefill is computed or scheduled: its next step decodes, and its step in flight, if
+  // any, samples (a prefill chunk that leaves tokens of the prefill samples nothing).
+  bool prefill_scheduled() const { return computed_if_accepted() >= prefill_len(); }
   // Its tokens as the engine core knows them: the prompt, then its output.
   int known_tokens() const { return static_cast<int>(spec.prompt.size() + output.size()); }
   int32_t token_at(int pos) const;

@@ -193,7 +193,7 @@ std::shared_ptr<SchedulerOutput> Scheduler::schedule(int64_t step) {
   // Decode rows first (1 + K: the scheduler knows only the draft count), then prefill chunks.
   for (size_t i : running) {
     RequestRecord& r = records_[i];
-    if (!eligible(r, step) || r.computed_if_accepted() < r.prefill_len()) continue;
+    if (!eligible(r, step) || !r.prefill_scheduled()) continue;
     // A warmup dummy decodes without drafts: the drafter does not run in warmup, and with feedback
     // off the earlier stages never learn how many drafts the last stage rejected, so their
     // optimistic num_computed would drift from the engine core's (vLLM's dummy runs keep no
@@ -206,7 +206,7 @@ std::shared_ptr<SchedulerOutput> Scheduler::schedule(int64_t step) {
   }
   for (size_t i : running) {
     RequestRecord& r = records_[i];
-    if (out_of_blocks || !eligible(r, step) || r.computed_if_accepted() >= r.prefill_len() || b.budget <= 0) continue;
+    if (out_of_blocks || !eligible(r, step) || r.prefill_scheduled() || b.budget <= 0) continue;
     const int remaining = r.prefill_len() - r.computed_if_accepted();
     if (!cfg_.serving.chunked_prefill && remaining > b.budget) continue;
     out_of_blocks = !b.add_running(r, std::min(remaining, b.budget));
@@ -229,9 +229,9 @@ bool Scheduler::eligible(const RequestRecord& r, int64_t step) const {
   if (r.idx < 0 || r.finished || step < r.last_step + cfg_.topology.pp) return false;
   if (!r.in_flight()) return true;
   if (!cfg_.schedules_ahead()) return false;
-  const bool samples = r.computed_if_accepted() >= r.prefill_len();
-  const bool ends_for_sure = samples && (static_cast<int>(r.output.size()) + 1 >= r.spec.max_tokens ||
-                                         r.computed_if_accepted() + cfg_.spec.k + 1 >= cfg_.model.max_model_len);
+  const bool ends_for_sure =
+      r.prefill_scheduled() && (static_cast<int>(r.output.size()) + 1 >= r.spec.max_tokens ||
+                                r.computed_if_accepted() + cfg_.spec.k + 1 >= cfg_.model.max_model_len);
   return !ends_for_sure;
 }
 

@@ -275,16 +275,21 @@ TEST(FromVllm, AHybridModelGetsRecurrentLayersAndSglangsLauncherIsNamed) {
             2);
 }
 
+// The scenario from-vllm writes to `name` for an EAGLE-3 K = 3 deployment with `parallel` flags.
+serving::ServingScenario eagle3_stress_scenario(const std::string& name, std::vector<std::string> parallel) {
+  const std::string file = scratch_path(name).string();
+  std::vector<std::string> argv = {"vllm", "serve", "m"};
+  argv.insert(argv.end(), parallel.begin(), parallel.end());
+  argv.insert(argv.end(), {"--speculative-config", R"({"method": "eagle3", "num_speculative_tokens": 3})"});
+  const Out o = from_vllm("", argv, file);
+  EXPECT_EQ(o.code, 0) << o.out << o.err;
+  return scenario::parse_serving(core::file_bytes_or_throw(file), file);
+}
+
 // The stress workload reaches what the deployment enables: run, the paths say so, and nothing is
 // warned of as unexercised.
 TEST(FromVllm, TheStressWorkloadReachesTheDeploymentsMechanisms) {
-  const std::string file = scratch_path("from_vllm_stress.toml").string();
-  const Out o = from_vllm("",
-                          {"vllm", "serve", "m", "-pp", "2", "--speculative-config",
-                           R"({"method": "eagle3", "num_speculative_tokens": 3})"},
-                          file);
-  ASSERT_EQ(o.code, 0) << o.out << o.err;
-  const serving::ServingScenario scenario = scenario::parse_serving(core::file_bytes_or_throw(file), file);
+  const serving::ServingScenario scenario = eagle3_stress_scenario("from_vllm_stress.toml", {"-pp", "2"});
   const serving::ServingRun run = serving::run_on_sim(scenario, sim::RunConfig{});
   ASSERT_EQ(run.result.verdict, core::Verdict::pass);
   const serving::PathsReached& p = run.paths;
@@ -302,13 +307,8 @@ TEST(FromVllm, TheStressWorkloadReachesTheDeploymentsMechanisms) {
 // With replicas each replica's first step fills the token budget before the KV cache: its last
 // prompt chunks (a cache sized by half the running requests alone held less than a budget).
 TEST(FromVllm, TheStressWorkloadChunksPromptsOnEveryReplica) {
-  const std::string file = scratch_path("from_vllm_stress_dp2.toml").string();
-  const Out o = from_vllm("",
-                          {"vllm", "serve", "m", "--data-parallel-size", "2", "--speculative-config",
-                           R"({"method": "eagle3", "num_speculative_tokens": 3})"},
-                          file);
-  ASSERT_EQ(o.code, 0) << o.out << o.err;
-  const serving::ServingScenario scenario = scenario::parse_serving(core::file_bytes_or_throw(file), file);
+  const serving::ServingScenario scenario =
+      eagle3_stress_scenario("from_vllm_stress_dp2.toml", {"--data-parallel-size", "2"});
   EXPECT_GE(scenario.config.model.num_blocks,
             scenario.config.serving.max_num_batched_tokens / scenario.config.model.block_size);
   const serving::ServingRun run = serving::run_on_sim(scenario, sim::RunConfig{});

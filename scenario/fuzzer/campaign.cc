@@ -239,9 +239,8 @@ void print_progress(const FuzzOptions& opts, const FuzzReport& r, double elapsed
   const Coverage& c = r.coverage;
   const std::string line = fmt::format(
       "{} cases, {:.0f}/s, {:.0f} s, {} failures | programs {} | pp>1 {} drafts {} graphs {} chunked {} slot-reuse {} "
-      "length-cap {} aborts {} (in flight {}) preempted {} (in step {}) ahead {} prefix-hits {} recurrent {} budget<K "
-      "{} eagle {} "
-      "dummy {}",
+      "length-cap {} aborts {} (in flight {}) preempted {} (in step {}) ahead {} prefix-hits {} recurrent {} "
+      "budget<K {} eagle {} dummy {}",
       r.cases, elapsed > 0 ? static_cast<double>(r.cases) / elapsed : 0.0, elapsed, r.failures, c.programs, c.pp_gt1,
       c.drafts, c.graph_padding, c.chunked_prefill, c.slot_reuse, c.length_cap, c.aborts, c.abort_in_flight,
       c.preemptions, c.preempted_in_step, c.steps_ahead, c.prefix_hits, c.recurrent, c.budget_below_k,
