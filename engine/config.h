@@ -74,6 +74,10 @@ struct SpecConfig {
   std::vector<int> taps;
 };
 
+// vLLM's --scheduling-policy: which waiting request is admitted first and which running request a
+// preemption takes (engine/scheduler.cc).
+enum class SchedulingPolicy : uint8_t { fcfs, priority };
+
 struct ServingConfig {
   std::vector<int> capture_sizes;  // sorted; multiples of K+1 when K > 0; empty: eager only
   int max_num_seqs = 16;
@@ -88,6 +92,7 @@ struct ServingConfig {
   // cached by content and position, and a new or resumed request whose prefill begins with cached
   // blocks reuses them and computes only what follows.
   bool enable_prefix_caching = false;
+  SchedulingPolicy scheduling_policy = SchedulingPolicy::fcfs;
 };
 
 enum class Arrival : uint8_t { burst, poisson };
@@ -117,6 +122,10 @@ struct WorkloadConfig {
   // workload seed; the rest of each prompt, its length and everything else are drawn as without.
   int shared_prefix = 0;
   int prefix_groups = 1;
+  // Request priorities (vLLM's `priority`, lower runs first): each request's is drawn in
+  // [0, priority_levels) from a stream of its own, so nothing else a workload draws moves. More
+  // than one level needs the priority policy (vLLM refuses a priority under FCFS).
+  int priority_levels = 1;
 };
 
 struct EngineConfig {

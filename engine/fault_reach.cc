@@ -265,28 +265,24 @@ std::string reach_needs_preemption(const EngineConfig& c) {
          "running request is never preempted";
 }
 
-// StepBuilder::unschedule: a preemption's victim (the newest running request, add_running) comes
-// out of the step when it is already in it; the fault leaves its row. The victim is in the step
-// only if a row is scheduled after it: the decode rows go in running order, the newest last, so
-// only an older request's prefill chunk, scheduled after the decode rows, preempts it there. That
-// needs chunked prefill (else a prefill is scheduled whole at admission, which never preempts),
-// and a request that finished its prefill after an older one. At pp = 1 every running request is
-// eligible at every step (with the lookahead batch too: a prefill chunk in flight samples nothing,
-// so async scheduling's guard never holds its next chunk back), the prefill chunks take the budget
-// in running order and an admission gets only what they leave, so prefills finish in running order.
-// At pp >= 2 a request runs every pp steps, and a request a step skipped (its chunk out of budget,
-// or the rows after a preemption) changes phase: an older prefill meets newer decodes.
-// In vLLM the victim is already scheduled only under the priority policy (its scheduler walks the
-// running requests in their order, so the FCFS victim, the last, is never scheduled yet); the
-// decode-first order that lets ppspec's FCFS reach it is a simplification (docs/verification.md).
+// StepBuilder::unschedule: a preemption's victim comes out of the step when it is already in it;
+// the fault leaves its row. The schedule walks the running requests in admission order, so the
+// victim is in the step only if it precedes the request that needs blocks. FCFS takes the last
+// admitted, which the walk has not reached. The priority policy takes the greatest (priority,
+// arrival, id) and admits the least waiting one; while no request arrives that is less than one
+// running, the running list stays sorted (an admission appends a request no less than any running,
+// a preemption takes the greatest) and the victim is again the last. A request less than a running
+// one arrives only with arrivals over time and two priority levels or more: a higher priority
+// arriving after a lower one was admitted.
 std::string reach_preempt_keeps_spec_tokens(const EngineConfig& c, core::ModuleLoading) {
   if (std::string why = reach_needs_preemption(c); !why.empty()) return why;
-  if (!c.serving.chunked_prefill)
-    return "it needs chunked prefill: the victim, the newest running request, is already in the step only when an "
-           "older request's prefill chunk is scheduled after the decode rows";
-  if (c.topology.pp >= 2) return "";
-  return "it needs pp >= 2: at pp = 1 every running request may run at every step, so prefills finish in admission "
-         "order and no newer request decodes while an older one still prefills";
+  if (c.serving.scheduling_policy != SchedulingPolicy::priority)
+    return "it needs scheduling_policy = \"priority\": the FCFS victim is the last running request, which the "
+           "schedule's walk in running order has not scheduled yet (vLLM #28558 is the priority policy's)";
+  if (c.workload.priority_levels < 2 || c.workload.arrival != Arrival::poisson)
+    return "it needs requests of 2 or more priority levels arriving over time (priority_levels >= 2, arrival = "
+           "\"poisson\"): otherwise the running requests stay in priority order and the victim is the last";
+  return "";
 }
 
 // Scheduler::release frees a preempted request's blocks at once instead of fencing them until its

@@ -25,8 +25,8 @@ struct Faults {
   // SGLang #33758: the length cap is tested before stop tokens, for the step's whole accepted run
   // (engine/finish_rules.h).
   bool cap_before_stop = false;
-  // vLLM #28558: a victim already scheduled this step is preempted, and its row (its scheduled
-  // draft tokens) stays in the step.
+  // vLLM #28558: under the priority policy a victim already scheduled this step is preempted, and
+  // its row (its scheduled draft tokens) stays in the step.
   bool preempt_keeps_spec_tokens = false;
   // vLLM #49620: a request preempted while a step of it is in flight gives its blocks back at once,
   // and the step's late output is adopted by request id.

@@ -66,11 +66,11 @@ class Scheduler::StepBuilder {
     return true;
   }
 
-  // A running request's step: when the pool is short, preempt the most recently admitted running
-  // request and try again (vLLM FCFS), until it fits or `r` itself was the one preempted. When
-  // the blocks fenced for steps in flight would cover the shortfall, the request waits for them
-  // instead: preempting more would free nothing this step (the zero-progress cascade of vLLM
-  // #49674) and, with nothing else left to preempt, a request would preempt itself for ever.
+  // A running request's step: when the pool is short, preempt the scheduling policy's victim and
+  // try again, until it fits or `r` itself was the one preempted. When the blocks fenced for steps
+  // in flight would cover the shortfall, the request waits for them instead: preempting more would
+  // free nothing this step (the zero-progress cascade of vLLM #49674) and, with nothing else left
+  // to preempt, a request would preempt itself for ever.
   bool add_running(RequestRecord& r, int tokens) {
     for (;;) {
       if (add(r, tokens)) return true;
@@ -78,8 +78,7 @@ class Scheduler::StepBuilder {
         waits_for_fence = true;
         return false;
       }
-      PPSPEC_ASSERT(!s_.running_.empty());
-      RequestRecord& victim = s_.records_[s_.running_.back()];
+      RequestRecord& victim = s_.records_[s_.victim()];
       preempted = true;
       unschedule(victim);
       s_.preempt(victim, step_);
@@ -94,12 +93,16 @@ class Scheduler::StepBuilder {
   bool waits_for_fence = false;
 
  private:
-  // The victim may already be in this step's batch (decode rows are scheduled before prefill
-  // chunks): its row comes out again, and its budget back (vLLM #28558).
+  // Under the priority policy the victim may already be in this step's batch (the walk is in
+  // running order, the victim the lowest priority): its row comes out again, and its budget back
+  // (vLLM #28558). FCFS's victim, the last running request, is never reached before it is taken.
   void unschedule(RequestRecord& victim) {
     auto row = std::find_if(so->requests.begin(), so->requests.end(),
                             [&](const ScheduledRequest& x) { return x.id == victim.spec.id; });
     if (row == so->requests.end()) return;
+    PPSPEC_ASSERT(s_.cfg_.serving.scheduling_policy == SchedulingPolicy::priority,
+                  "FCFS preempted request {} at step {} after the walk scheduled it: its victim is the last running",
+                  victim.spec.id, step_);
     ++victim.preempted_in_step;
     // This step's blocks were never stored through: only an earlier step in flight fences them.
     victim.steps_in_flight.pop_back();
@@ -137,7 +140,42 @@ Scheduler::Scheduler(const EngineConfig& cfg, std::vector<RequestSpec> workload)
 
 void Scheduler::admit_until(core::Time now) {
   while (next_arrival_ < static_cast<size_t>(workload_size_) && records_[next_arrival_].spec.arrival <= now)
-    waiting_.push_back(next_arrival_++);
+    enqueue(next_arrival_++, false);
+}
+
+// vLLM's request queues: FCFS appends an arrival and puts a preempted request first; the priority
+// queue is a heap on (priority, arrival time, request id) for both (a lower value runs first).
+void Scheduler::enqueue(size_t i, bool preempted) {
+  if (cfg_.serving.scheduling_policy == SchedulingPolicy::fcfs) {
+    if (preempted)
+      waiting_.push_front(i);
+    else
+      waiting_.push_back(i);
+    return;
+  }
+  const auto first_after = std::upper_bound(
+      waiting_.begin(), waiting_.end(), i, [this](size_t x, size_t w) { return runs_after(records_[w], records_[x]); });
+  waiting_.insert(first_after, i);
+}
+
+// Whether `a` runs after `b` under the priority policy: vLLM's Request.__lt__ reversed. Ties of
+// arrival (a burst arrives at one simulated instant; a real server's clock tells its requests
+// apart) fall to the request id, the order they were sent in.
+bool Scheduler::runs_after(const RequestRecord& a, const RequestRecord& b) {
+  if (a.spec.priority != b.spec.priority) return a.spec.priority > b.spec.priority;
+  if (a.spec.arrival != b.spec.arrival) return a.spec.arrival > b.spec.arrival;
+  return a.spec.id > b.spec.id;
+}
+
+// The running request a preemption takes: FCFS the last admitted (vLLM `running.pop()`), the
+// priority policy the one that runs last (vLLM `max(running, key=(priority, arrival_time))`).
+size_t Scheduler::victim() const {
+  PPSPEC_ASSERT(!running_.empty());
+  if (cfg_.serving.scheduling_policy == SchedulingPolicy::fcfs) return running_.back();
+  size_t v = running_.front();
+  for (size_t i : running_)
+    if (runs_after(records_[i], records_[v])) v = i;
+  return v;
 }
 
 std::optional<core::Time> Scheduler::next_arrival() const {
@@ -187,36 +225,46 @@ bool Scheduler::allocate_blocks(RequestRecord& r, int upto_tokens, int64_t step,
 std::shared_ptr<SchedulerOutput> Scheduler::schedule(int64_t step) {
   if (cfg_.workload.abort_in_flight) abort_in_flight(step);
   StepBuilder b(*this, step);
-  const int k = cfg_.spec.k;
   const std::deque<size_t> running = running_;  // a preemption edits running_
   bool out_of_blocks = false;
-  // Decode rows first (1 + K: the scheduler knows only the draft count), then prefill chunks.
+  // One walk over the running requests in admission order, decode rows and prefill chunks alike
+  // (vLLM's running loop), until the budget or the blocks run out.
   for (size_t i : running) {
     RequestRecord& r = records_[i];
-    if (!eligible(r, step) || !r.prefill_scheduled()) continue;
-    // A warmup dummy decodes without drafts: the drafter does not run in warmup, and with feedback
-    // off the earlier stages never learn how many drafts the last stage rejected, so their
-    // optimistic num_computed would drift from the engine core's (vLLM's dummy runs keep no
-    // request state at all).
-    // An adaptive budget: the drafts the request's last step proposed, which its next step verifies.
-    const int drafts = r.drafts_next >= 0 ? r.drafts_next : k;
-    const int tokens = 1 + (r.dummy ? 0 : std::min(drafts, cfg_.model.max_model_len - r.computed_if_accepted() - 1));
+    if (b.budget <= 0) break;
+    if (!eligible(r, step)) continue;
+    const int tokens = running_tokens(r, b.budget);
+    if (tokens == 0) continue;  // a whole prefill over the budget without chunked prefill
     if (tokens > b.budget) break;
     if (out_of_blocks = !b.add_running(r, tokens); out_of_blocks) break;
   }
-  for (size_t i : running) {
-    RequestRecord& r = records_[i];
-    if (out_of_blocks || !eligible(r, step) || r.prefill_scheduled() || b.budget <= 0) continue;
-    const int remaining = r.prefill_len() - r.computed_if_accepted();
-    if (!cfg_.serving.chunked_prefill && remaining > b.budget) continue;
-    out_of_blocks = !b.add_running(r, std::min(remaining, b.budget));
-  }
+  // The workers take decode rows first (vLLM's model runner reorders its batch so).
+  std::stable_partition(b.so->requests.begin(), b.so->requests.end(),
+                        [](const ScheduledRequest& x) { return x.num_computed >= x.prefill_len; });
   if (pool_.caching()) cache_rows(*b.so);  // before admission: a new request may hit the blocks this step computes
   if (!b.preempted && !b.waits_for_fence) admit_waiting(b);  // vLLM admits nothing in a step that preempted
   // Nothing running: wait for arrivals (after a preemption, the next step resumes the request).
   if (b.so->requests.empty() && running_.empty() && !b.preempted) return nullptr;
   b.so->finished.swap(finished_idx_);
   return b.so;
+}
+
+// The tokens a running request asks of this step: a decode row (1 + K: the scheduler knows only
+// the draft count), or its prefill's next chunk; 0 when its whole prefill must wait for a budget
+// that holds it (no chunked prefill).
+int Scheduler::running_tokens(const RequestRecord& r, int budget) const {
+  if (!r.prefill_scheduled()) {
+    const int remaining = r.prefill_len() - r.computed_if_accepted();
+    if (!cfg_.serving.chunked_prefill && remaining > budget) return 0;
+    return std::min(remaining, budget);
+  }
+  // A warmup dummy decodes without drafts: the drafter does not run in warmup, and with feedback
+  // off the earlier stages never learn how many drafts the last stage rejected, so their
+  // optimistic num_computed would drift from the engine core's (vLLM's dummy runs keep no
+  // request state at all).
+  // An adaptive budget: the drafts the request's last step proposed, which its next step verifies.
+  const int drafts = r.drafts_next >= 0 ? r.drafts_next : cfg_.spec.k;
+  return 1 + (r.dummy ? 0 : std::min(drafts, cfg_.model.max_model_len - r.computed_if_accepted() - 1));
 }
 
 // A running request may run at this step: every pp steps (step T's feedback is adopted at T + pp,

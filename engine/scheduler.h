@@ -100,6 +100,10 @@ class Scheduler {
   void abort_in_flight(int64_t step);  // WorkloadConfig::abort_in_flight
   bool abort_scan_reaches(const RequestRecord& r, int64_t step) const;
   bool eligible(const RequestRecord& r, int64_t step) const;
+  int running_tokens(const RequestRecord& r, int budget) const;
+  void enqueue(size_t i, bool preempted);
+  static bool runs_after(const RequestRecord& a, const RequestRecord& b);
+  size_t victim() const;
   void land(RequestRecord& r, int64_t step, int32_t tokens);
   RequestRecord* owner_of_row(int64_t step, const ScheduledRequest& s);
   size_t index_of(const RequestRecord& r) const { return static_cast<size_t>(&r - records_.data()); }

@@ -58,7 +58,7 @@ void Scheduler::finish(RequestRecord& r, bool aborted, int64_t step) {
 }
 
 // Preemption by recompute (vLLM _preempt_request): the request gives up its slot and blocks and
-// waits at the front of the queue; resumed, its prefill is its prompt and its output so far.
+// waits (FCFS: first in the queue); resumed, its prefill is its prompt and its output so far.
 void Scheduler::preempt(RequestRecord& r, int64_t step) {
   PPSPEC_ASSERT(!r.finished && r.idx >= 0, "request {} preempted (finished {}, slot {})", r.spec.id, r.finished, r.idx);
   if (r.preemptions++ == 0) r.first_preempted_at = static_cast<int64_t>(r.output.size());
@@ -68,7 +68,7 @@ void Scheduler::preempt(RequestRecord& r, int64_t step) {
   r.tokens_in_flight = 0;
   r.num_computed = 0;
   r.prefill_tokens = static_cast<int32_t>(r.spec.prompt.size() + r.output.size());
-  waiting_.push_front(index_of(r));
+  enqueue(index_of(r), true);
 }
 
 // The abort reaches the engine core while the request's step is the oldest in flight, the next to

@@ -44,6 +44,8 @@ std::vector<RequestSpec> make_workload(const EngineConfig& cfg) {
     return lo + static_cast<int>(rng.below(static_cast<uint64_t>(hi - lo + 1)));
   };
   const std::vector<std::vector<int32_t>> prefixes = shared_prefixes(cfg);
+  core::Rng priorities(core::derive_seed(w.seed, 23));  // a stream of its own, as the prefixes'
+
   std::vector<RequestSpec> reqs;
   core::Time t = 0;
   for (int i = 0; i < w.num_requests; ++i) {
@@ -65,6 +67,8 @@ std::vector<RequestSpec> make_workload(const EngineConfig& cfg) {
     r.seed = static_cast<int64_t>(rng.next() >> 1);
     r.spread = w.greedy_every > 0 && i % w.greedy_every == 0 ? 0 : spread_of(w.temperature);
     r.abort = w.abort_every > 0 && (i + 1) % w.abort_every == 0;
+    if (w.priority_levels > 1)
+      r.priority = static_cast<int>(priorities.below(static_cast<uint64_t>(w.priority_levels)));
     reqs.push_back(std::move(r));
   }
   return reqs;

@@ -18,6 +18,7 @@ struct RequestSpec {
   int64_t seed = 0;
   uint32_t spread = 0;  // 0: greedy; else the temperature's weight spread (kernels/rejection_sample.h)
   bool abort = false;   // aborted once it has `abort_after` output tokens
+  int priority = 0;     // vLLM's request priority: under the priority policy a lower value runs first
 };
 
 std::vector<RequestSpec> make_workload(const EngineConfig& cfg);

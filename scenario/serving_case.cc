@@ -38,6 +38,7 @@ void append_engine(std::string& s, const ServingCase& c) {
       fmt::join(c.capture_sizes, ", "), c.max_num_seqs, c.max_num_batched_tokens, c.chunked_prefill, c.warmup_steps);
   if (c.max_concurrent_batches > 0) s += fmt::format("max_concurrent_batches = {}\n", c.max_concurrent_batches);
   if (c.enable_prefix_caching) s += "enable_prefix_caching = true\n";
+  if (c.scheduling_policy == engine::SchedulingPolicy::priority) s += "scheduling_policy = \"priority\"\n";
   s += fmt::format(
       "\n[workload]\nnum_requests = {}\nprompt_min = {}\nprompt_max = {}\noutput_min = {}\noutput_max = {}\n"
       "arrival = \"{}\"\nmean_gap_us = {}\ntemperature = {}\nseed = {}\nabort_every = {}\nabort_after = {}\n"
@@ -47,6 +48,7 @@ void append_engine(std::string& s, const ServingCase& c) {
   if (c.shared_prefix > 0)
     s += fmt::format("shared_prefix = {}\nprefix_groups = {}\n", c.shared_prefix, c.prefix_groups);
   if (c.greedy_every > 0) s += fmt::format("greedy_every = {}\n", c.greedy_every);
+  if (c.priority_levels > 1) s += fmt::format("priority_levels = {}\n", c.priority_levels);
   // Strict: a hazard (a module load while serving, a device sync behind a spinning receive) is a
   // failure too; on GPUs it stalls or hangs.
   s += fmt::format("\n[runtime]\nmodule_loading = \"{}\"\nstrict = {}\n", core::to_string(c.module_loading), c.strict);
@@ -119,6 +121,7 @@ std::string summary(const ServingCase& c) {
   if (!c.recurrent_layers.empty()) s += fmt::format(" recurrent [{}]", fmt::join(c.recurrent_layers, ","));
   if (c.shared_prefix > 0) s += fmt::format(" shared {}x{}", c.prefix_groups, c.shared_prefix);
   if (!c.chunked_prefill) s += " no-chunking";
+  if (c.scheduling_policy == engine::SchedulingPolicy::priority) s += fmt::format(" priority x{}", c.priority_levels);
   if (c.max_concurrent_batches > 0) s += fmt::format(" batches {}", c.max_concurrent_batches);
   if (c.poisson) s += fmt::format(" poisson {} us", c.mean_gap_us);
   if (c.module_loading != core::ModuleLoading::eager) s += fmt::format(" {}", core::to_string(c.module_loading));

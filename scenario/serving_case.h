@@ -33,6 +33,7 @@ struct ServingCase {
   bool chunked_prefill = true;
   int max_concurrent_batches = 0;  // 0: pp; pp + 1: async scheduling's lookahead batch
   bool enable_prefix_caching = false;
+  engine::SchedulingPolicy scheduling_policy = engine::SchedulingPolicy::fcfs;
   std::vector<int> recurrent_layers;  // [model] recurrent_layers (of the model's layers)
   // [workload]
   int num_requests = 2, prompt_min = 4, prompt_max = 8, output_min = 4, output_max = 8;
@@ -44,6 +45,7 @@ struct ServingCase {
   int abort_every = 0, abort_after = 1;
   bool abort_in_flight = false;
   int shared_prefix = 0, prefix_groups = 1;
+  int priority_levels = 1;  // more than one under the priority policy only
   // [runtime], [faults]
   core::ModuleLoading module_loading = core::ModuleLoading::eager;
   double jitter = 0.1;  // core::WorldConfig's default: no line written

@@ -23,11 +23,11 @@ constexpr std::string_view kModelKeys =
 constexpr std::string_view kSpecKeys = "k, feedback, adaptive_budget, method, taps";
 constexpr std::string_view kServingKeys =
     "capture_sizes, max_num_seqs, max_num_batched_tokens, chunked_prefill, warmup_steps, max_concurrent_batches, "
-    "enable_prefix_caching";
+    "enable_prefix_caching, scheduling_policy";
 constexpr std::string_view kWorkloadKeys =
     "num_requests, prompt_min, prompt_max, output_min, output_max, arrival, mean_gap_us, temperature, greedy_every, "
     "seed, "
-    "abort_every, abort_after, abort_in_flight, shared_prefix, prefix_groups";
+    "abort_every, abort_after, abort_in_flight, shared_prefix, prefix_groups, priority_levels";
 constexpr std::string_view kOraclesKeys = "golden, pp_invariance, padding_invariance";
 constexpr std::string_view kExploreKeys = "seed, seeds, strategy, free";
 
@@ -134,6 +134,8 @@ void read_serving_table(TableReader& r, engine::ServingConfig& v) {
   v.warmup_steps = to_int(r.integer("warmup_steps", 1, 64).value_or(v.warmup_steps));
   v.max_concurrent_batches = to_int(r.integer("max_concurrent_batches", 0, 65).value_or(0));  // 0: pp
   v.enable_prefix_caching = r.boolean("enable_prefix_caching").value_or(false);
+  read_one_of_two(r, "scheduling_policy", v.scheduling_policy, {"fcfs", engine::SchedulingPolicy::fcfs},
+                  {"priority", engine::SchedulingPolicy::priority});
   if (const toml::array* sizes = r.array("capture_sizes")) {
     for (const auto& n : *sizes) {
       if (!n.is_integer() || n.as_integer()->get() < 1 || n.as_integer()->get() > (1 << 20))
@@ -168,6 +170,7 @@ void read_workload_table(TableReader& r, engine::WorkloadConfig& w) {
   w.abort_in_flight = r.boolean("abort_in_flight").value_or(false);
   w.shared_prefix = to_int(r.integer("shared_prefix", 0, 1 << 16).value_or(0));
   w.prefix_groups = to_int(r.integer("prefix_groups", 1, 1 << 16).value_or(1));
+  w.priority_levels = to_int(r.integer("priority_levels", 1, 1 << 16).value_or(1));
   if (w.shared_prefix > w.prompt_max)
     r.fail("shared_prefix", fmt::format("{} tokens are longer than the longest prompt; valid: 0 to prompt_max = {}",
                                         w.shared_prefix, w.prompt_max));
@@ -355,6 +358,13 @@ void check_serving_config(TableReader& top, const engine::EngineConfig& c) {
                     "needs a special cache mode for hybrid models, not modelled); valid: enable_prefix_caching = "
                     "false, or recurrent_layers = []",
                     fmt::join(m.recurrent_layers, ", ")));
+  // vLLM refuses a request's priority unless the priority policy is on.
+  if (c.workload.priority_levels > 1 && c.serving.scheduling_policy != engine::SchedulingPolicy::priority)
+    fail_serving_check(top, "workload", "priority_levels",
+                       fmt::format("{} priority levels under FCFS scheduling: vLLM refuses a request's priority "
+                                   "unless scheduling_policy = \"priority\"; valid: priority_levels = 1, or "
+                                   "[serving] scheduling_policy = \"priority\"",
+                                   c.workload.priority_levels));
   const int batches = c.serving.max_concurrent_batches;
   if (batches != 0 && (batches < c.topology.pp || batches > c.topology.pp + 1))
     fail_serving_check(

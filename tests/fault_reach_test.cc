@@ -66,12 +66,17 @@ const std::vector<Unreachable> kUnreachable = {
     {"unordered_draft_gather", "K = 0", [](serving::ServingScenario& s) { s.config.spec.k = 0; }},
     {"cap_before_stop", "K = 0", [](serving::ServingScenario& s) { s.config.spec.k = 0; },
      &serving::PathsReached::stop_token_ends},
-    {"preempt_keeps_spec_tokens", "no chunked prefill (and a budget for the longest prefill)",
+    {"preempt_keeps_spec_tokens", "FCFS",
      [](serving::ServingScenario& s) {
-       s.config.serving.chunked_prefill = false;
-       s.config.serving.max_num_batched_tokens = s.config.max_prefill();
+       s.config.serving.scheduling_policy = engine::SchedulingPolicy::fcfs;
+       s.config.workload.priority_levels = 1;
      },
      &serving::PathsReached::preemptions},
+    {"preempt_keeps_spec_tokens", "a burst",
+     [](serving::ServingScenario& s) { s.config.workload.arrival = engine::Arrival::burst; },
+     &serving::PathsReached::preemptions},
+    {"preempt_keeps_spec_tokens", "one priority level",
+     [](serving::ServingScenario& s) { s.config.workload.priority_levels = 1; }, &serving::PathsReached::preemptions},
     {"preempt_keeps_spec_tokens", "one request slot",
      [](serving::ServingScenario& s) { s.config.serving.max_num_seqs = 1; }},
     {"late_output_after_preempt", "pp = 1", [](serving::ServingScenario& s) { s.config.topology.pp = 1; },
@@ -180,6 +185,23 @@ TEST(FaultReach, TheSubtleReachableCornersAreCaught) {
          s.config.topology.pp = 1;
          s.config.serving.max_concurrent_batches = 2;
        }},
+      // At pp = 1, without chunked prefill: a request of the higher priority that arrived later
+      // crosses a block boundary after the lower priority's decode row was scheduled.
+      {"preempt_keeps_spec_tokens",
+       [](serving::ServingScenario& s) {
+         s.config.topology.pp = 1;
+         s.config.serving.max_concurrent_batches = 0;
+         s.config.serving.chunked_prefill = false;
+         s.config.serving.max_num_batched_tokens = 42;
+         s.config.serving.warmup_steps = 2;
+         s.config.model.max_model_len = 2048;
+         s.config.model.num_blocks = 11;
+         s.config.workload.prompt_min = s.config.workload.prompt_max = 13;
+         s.config.workload.output_min = 20, s.config.workload.output_max = 29;
+         s.config.workload.mean_gap_us = 331;
+         s.config.workload.temperature = 0.8;
+         s.config.workload.seed = 26;
+       }},
   };
   for (const Corner& c : corners) {
     SCOPED_TRACE(c.fault);
@@ -190,36 +212,29 @@ TEST(FaultReach, TheSubtleReachableCornersAreCaught) {
   }
 }
 
-// The regression's workload at pp = 1, with one batch in flight and with the lookahead batch, over
-// workload seeds, also with one-token requests (async scheduling's guard holds back a request whose
-// token in flight ends it): prompts chunk and requests are preempted, but prefills finish in
-// admission order, no preemption takes a row out of its step, and the fault cannot bite. At pp = 2
-// the same workload does take rows out.
-TEST(FaultReach, PreemptKeepsSpecTokensNeedsTwoStages) {
+// The regression's shape over workload seeds, under FCFS, under the priority policy with a burst,
+// and with arrivals over time of one priority level: requests are preempted, but the running
+// requests stay in the victim's order, no preemption takes a row out of its step, and the fault
+// cannot bite. With two levels arriving over time the same shape does take rows out.
+TEST(FaultReach, PreemptKeepsSpecTokensNeedsPrioritiesArrivingOverTime) {
   serving::PathsReached sum;
-  for (int depth = 1; depth <= 2; ++depth) {
-    for (int shortest = 1; shortest <= 16; shortest += 15) {
-      serving::ServingScenario s = regression("preempt_keeps_spec_tokens");
-      s.config.topology.pp = 1;
-      s.config.serving.max_concurrent_batches = depth;
-      s.config.workload.output_min = shortest;
-      s.config.workload.output_max = std::max(shortest, 8);
-      s.config.model.num_blocks = 9;
-      ASSERT_NE(unreachable(s, "preempt_keeps_spec_tokens"), "");
-      for (uint64_t seed = 1; seed <= 8; ++seed) {
-        s.config.workload.seed = seed;
-        const serving::PathsReached reached = runs_clean(s, unreachable(s, "preempt_keeps_spec_tokens"));
-        for (const serving::PathField& f : serving::path_fields()) sum.*f.field += reached.*f.field;
-      }
+  for (int variant = 0; variant < 3; ++variant) {
+    serving::ServingScenario s = regression("preempt_keeps_spec_tokens");
+    if (variant == 0) s.config.serving.scheduling_policy = engine::SchedulingPolicy::fcfs;
+    if (variant != 1) s.config.workload.priority_levels = 1;
+    if (variant == 1) s.config.workload.arrival = engine::Arrival::burst;
+    ASSERT_NE(unreachable(s, "preempt_keeps_spec_tokens"), "") << variant;
+    for (uint64_t seed = 1; seed <= 8; ++seed) {
+      s.config.workload.seed = seed;
+      const serving::PathsReached reached = runs_clean(s, unreachable(s, "preempt_keeps_spec_tokens"));
+      for (const serving::PathField& f : serving::path_fields()) sum.*f.field += reached.*f.field;
     }
   }
   EXPECT_GT(sum.preemptions, 0);
-  EXPECT_GT(sum.chunked_prompts, 0);
-  EXPECT_GT(sum.steps_ahead, 0);
   EXPECT_EQ(sum.preempted_in_step, 0);
-  serving::ServingScenario two = regression("preempt_keeps_spec_tokens");
-  two.config.faults.preempt_keeps_spec_tokens = false;
-  EXPECT_GT(runs_clean(two, "the fault switched off").preempted_in_step, 0);
+  serving::ServingScenario off = regression("preempt_keeps_spec_tokens");
+  off.config.faults.preempt_keeps_spec_tokens = false;
+  EXPECT_GT(runs_clean(off, "the fault switched off").preempted_in_step, 0);
 }
 
 // What a stress workload left uncaught on two deployments: at dp 2, pp 1, tp 1, EAGLE K = 3, with

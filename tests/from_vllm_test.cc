@@ -198,6 +198,27 @@ TEST(FromVllm, AsyncSchedulingIsOnByDefaultWhereVllmTurnsItOnAndRefusedWhereVllm
   }
 }
 
+// vLLM's --scheduling-policy: FCFS unless asked; priority with a stress workload whose requests
+// carry priorities and arrive over time (what vLLM #28558 needs); a policy vLLM lacks is refused.
+TEST(FromVllm, ThePriorityPolicyIsMappedWithPrioritiesArrivingOverTime) {
+  const vllm_config::Serving fcfs = vllm_config::to_serving(vllm_config::parse_cli({"-pp", "2"}));
+  EXPECT_EQ(fcfs.scenario.scheduling_policy, engine::SchedulingPolicy::fcfs);
+  EXPECT_EQ(fcfs.scenario.priority_levels, 1);
+  const vllm_config::Serving priority =
+      vllm_config::to_serving(vllm_config::parse_cli({"-pp", "2", "--scheduling-policy", "priority"}));
+  EXPECT_EQ(priority.scenario.scheduling_policy, engine::SchedulingPolicy::priority);
+  EXPECT_GT(priority.scenario.priority_levels, 1);
+  EXPECT_TRUE(priority.scenario.poisson);
+  try {
+    vllm_config::to_serving(vllm_config::parse_cli({"--scheduling-policy", "lifo"}));
+    ADD_FAILURE() << "vLLM has no policy 'lifo'";
+  } catch (const core::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("scheduling_policy: expected one of fcfs, priority, got \"lifo\""),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(FromVllm, OneCudaGraphSizeIsAnUpperBoundAndSeveralAreTheList) {
   const vllm_config::Serving one = vllm_config::to_serving(vllm_config::parse_cli({"--cuda-graph-sizes", "64"}));
   EXPECT_EQ(one.scenario.capture_sizes, (std::vector<int>{1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64}));

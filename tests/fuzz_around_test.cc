@@ -45,7 +45,7 @@ TEST(FuzzAround, ACaseOfTheWholeSpaceLoadsAndReadsBackAsItself) {
   o.space = fuzzer::space_limits();
   o.space.programs = false;
   o.space.requests = {1, 2};
-  o.space.eagle = o.space.recurrent = o.space.prefix_caching = o.space.adaptive_budget = true;
+  o.space.eagle = o.space.recurrent = o.space.prefix_caching = o.space.adaptive_budget = o.space.priority = true;
   std::set<int> pps, tps, dps;
   for (uint64_t i = 0; i < 300; ++i) {
     const ServingCase c = fuzzer::draw(o, i).value().serving;
@@ -75,6 +75,7 @@ void expect_same_deployment(const ServingCase& a, const ServingCase& b) {
             std::tie(b.dp, b.pp, b.tp, b.k, b.eagle, b.taps, b.capture_sizes, b.max_concurrent_batches));
   EXPECT_EQ(std::tie(a.enable_prefix_caching, a.chunked_prefill, a.block_size, a.module_loading, a.recurrent_layers),
             std::tie(b.enable_prefix_caching, b.chunked_prefill, b.block_size, b.module_loading, b.recurrent_layers));
+  EXPECT_EQ(a.scheduling_policy, b.scheduling_policy);
 }
 
 std::vector<ServingCase> around(const ServingCase& centre, int n) {
@@ -119,6 +120,20 @@ TEST(FuzzAround, KeepsTheDeploymentAndDrawsOnlyWhatItLeavesFree) {
     EXPECT_EQ(c.max_num_seqs, 256);
     EXPECT_EQ(c.max_model_len, centre.max_model_len);
   }
+}
+
+// Under the priority policy a case's requests have 1 to 4 priority levels; an FCFS case's one.
+TEST(FuzzAround, APriorityCentreDrawsItsRequestsPriorityLevels) {
+  ServingCase centre = llama_like();
+  centre.scheduling_policy = engine::SchedulingPolicy::priority;
+  std::set<int> levels;
+  for (const ServingCase& c : around(centre, 60)) {
+    expect_same_deployment(c, centre);
+    levels.insert(c.priority_levels);
+    EXPECT_NO_THROW(scenario::parse_serving(scenario::to_toml(c, "c", "d", {}), "c.toml")) << scenario::summary(c);
+  }
+  EXPECT_EQ(levels, (std::set<int>{1, 2, 3, 4}));
+  for (const ServingCase& c : around(llama_like(), 20)) EXPECT_EQ(c.priority_levels, 1);
 }
 
 // A fault switched on that the deployment cannot reach is said with why, unless a knob the scenario

@@ -109,6 +109,27 @@ TEST(KvOwnership, BlocksGivenAwayWhileTheStepIsInFlightAreAWriteAfterFree) {
   EXPECT_NE(fx.found[0].summary.find("request 8 holds it since step 2"), std::string::npos) << fx.found[0].summary;
 }
 
+// vLLM #28558 with a step in flight: request 7 is preempted at the schedule of step 3, which had
+// already scheduled its row, while its step 1 is in flight (its blocks fenced). Step 1 returns, the
+// fence frees block 3, step 4's schedule gives it to request 8; then a rank runs step 3's stale
+// row. The report names the preemption of the step the row belongs to, not the block's new owner.
+TEST(KvOwnership, ARowThatOutlivedItsRequestsPreemptionIsNamedAsSuchAfterItsBlocksMovedOn) {
+  Ledger<verify::KvOwnership> fx;
+  fx.allocate(7, 1, 0, {3});
+  fx.release(7, 3, Release::preempted, {3});
+  fx.returned(1);
+  fx.free(7, 1, Release::preempted, {3});
+  fx.allocate(8, 4, 0, {3});
+  fx.store(0, 3, 7, 1, 49);
+  ASSERT_EQ(fx.found.size(), 1u);
+  EXPECT_NE(fx.found[0].summary.find("request 8 holds it since step 4"), std::string::npos) << fx.found[0].summary;
+  ASSERT_EQ(fx.found[0].details.size(), 1u);
+  EXPECT_NE(fx.found[0].details[0].find("the engine core preempted request 7 while it built step 3, yet the "
+                                        "request's row stayed in that step"),
+            std::string::npos)
+      << fx.found[0].details[0];
+}
+
 TEST(KvOwnership, ARowWithNoSlotIsOutOfTheTable) {
   Ledger<verify::KvOwnership> fx;
   fx.allocate(7, 1, 0, {3});

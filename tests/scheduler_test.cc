@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <deque>
+#include <tuple>
 
 #include "engine/scheduler.h"
 
@@ -298,17 +299,34 @@ TEST(Scheduler, APreemptedRequestsBlocksStayFencedUntilItsStepInFlightReturns) {
 // Drives a scheduler as the engine core does at pp = 2 (two batches in flight, each row samples
 // token 7 and rejects nothing) and returns whether any step kept a row of a request preempted
 // while that step was built.
-bool a_preempted_row_stays(EngineConfig c, uint64_t seed) {
+// Runs a workload of `seed` to its end with two batches in flight; whether a preempted request's
+// row stayed in the step that preempted it. Counts the preemptions into `preemptions`, and checks
+// each victim against the policy: the request that runs last of those still running (FCFS: the
+// newest admitted; priority: the greatest priority, arrival, id).
+bool a_preempted_row_stays(EngineConfig c, uint64_t seed, int* preemptions = nullptr) {
   c.workload.seed = seed;
   Scheduler s(c, make_workload(c));
-  s.admit_until(0);
   std::deque<std::shared_ptr<SchedulerOutput>> flight;
+  bool stays = false;
   for (int64_t step = 0; step < 4000 && !s.done(); ++step) {
+    s.admit_until(step * 100 * core::kUs);  // a step of 100 us
     auto so = s.schedule(step);
-    for (const LedgerEntry& e : s.take_ledger())
-      if (e.what == LedgerEntry::What::released && e.reason == core::Release::preempted && so)
-        for (const ScheduledRequest& r : so->requests)
-          if (r.id == e.req) return true;
+    for (const LedgerEntry& e : s.take_ledger()) {
+      if (e.what != LedgerEntry::What::released || e.reason != core::Release::preempted) continue;
+      if (preemptions != nullptr) ++*preemptions;
+      const RequestRecord& v = s.records()[static_cast<size_t>(e.req)];
+      for (const RequestRecord& r : s.records()) {
+        if (r.idx < 0 || r.finished) continue;
+        if (c.serving.scheduling_policy == SchedulingPolicy::fcfs)
+          EXPECT_GE(v.admitted_step, r.admitted_step) << "request " << r.spec.id << " was admitted after the victim";
+        else
+          EXPECT_GE(std::tuple(v.spec.priority, v.spec.arrival, v.spec.id),
+                    std::tuple(r.spec.priority, r.spec.arrival, r.spec.id))
+              << "request " << r.spec.id << " runs after the victim " << v.spec.id;
+      }
+      if (so)
+        for (const ScheduledRequest& r : so->requests) stays |= r.id == e.req;
+    }
     if (so) flight.push_back(so);
     if (flight.size() == 2 || (!so && !flight.empty())) {
       s.update(*flight.front(), output_for(*flight.front(), 7));
@@ -316,13 +334,11 @@ bool a_preempted_row_stays(EngineConfig c, uint64_t seed) {
     }
   }
   EXPECT_TRUE(s.done()) << "seed " << seed;
-  return false;
+  return stays;
 }
 
-// Decode rows are scheduled before prefill chunks, so the most recently admitted request may
-// already be in the step when an earlier request's chunk runs out of blocks: the victim's row must
-// leave the step (vLLM #28558); under the fault it stays.
-TEST(Scheduler, AVictimAlreadyInTheStepLeavesIt) {
+// Two stages, prompts of up to four chunks of a 16-token budget, a KV cache of 10 blocks of 16.
+EngineConfig preempting_config() {
   EngineConfig c = config(2, 0);
   c.model.num_blocks = 10;
   c.model.block_size = 16;
@@ -332,12 +348,57 @@ TEST(Scheduler, AVictimAlreadyInTheStepLeavesIt) {
   c.workload.prompt_max = 64;
   c.workload.output_min = 16;
   c.workload.output_max = 40;
+  return c;
+}
+
+// Under the priority policy the victim is the request that runs last, which the schedule's walk
+// in running order may already have scheduled: its row must leave the step (vLLM #28558); under
+// the fault it stays.
+TEST(Scheduler, APriorityVictimAlreadyInTheStepLeavesIt) {
+  EngineConfig c = preempting_config();
+  c.serving.scheduling_policy = SchedulingPolicy::priority;
+  c.workload.priority_levels = 3;
+  c.workload.arrival = Arrival::poisson;  // a higher priority arrives after a lower one was admitted
+  c.workload.mean_gap_us = 20;
   c.faults.preempt_keeps_spec_tokens = true;
   uint64_t seed = 1;
   while (seed < 200 && !a_preempted_row_stays(c, seed)) ++seed;
   ASSERT_LT(seed, 200u) << "no workload preempted a request already in its step";
   c.faults.preempt_keeps_spec_tokens = false;
   EXPECT_FALSE(a_preempted_row_stays(c, seed)) << "seed " << seed;
+}
+
+// FCFS preempts the last running request, which the walk in running order has not reached: no
+// victim is ever in its step, so the fault changes nothing.
+TEST(Scheduler, AnFcfsVictimIsNeverInItsStep) {
+  EngineConfig c = preempting_config();
+  c.faults.preempt_keeps_spec_tokens = true;
+  int preemptions = 0;
+  for (uint64_t seed = 1; seed <= 40; ++seed) EXPECT_FALSE(a_preempted_row_stays(c, seed, &preemptions)) << seed;
+  EXPECT_GT(preemptions, 40) << "the workloads must preempt for the claim to say anything";
+}
+
+// vLLM's request queues: FCFS admits in arrival order; the priority policy the lowest priority
+// value first, arrival (then the request id) breaking ties.
+TEST(Scheduler, ThePriorityPolicyAdmitsTheLowestValueFirst) {
+  for (SchedulingPolicy policy : {SchedulingPolicy::fcfs, SchedulingPolicy::priority}) {
+    EngineConfig c = config(1, 0);
+    c.serving.scheduling_policy = policy;
+    c.serving.max_num_seqs = 1;
+    std::vector<RequestSpec> w = {request(0, 4, 2), request(1, 4, 2), request(2, 4, 2, 1), request(3, 4, 2)};
+    w[0].priority = 2, w[1].priority = 1, w[2].priority = 0, w[3].priority = 1;
+    Scheduler s(c, w);
+    std::vector<int64_t> admitted;
+    for (int64_t step = 0; step < 100 && !s.done(); ++step) {
+      s.admit_until(step);
+      auto so = s.schedule(step);
+      if (!so) continue;
+      for (const NewRequest& n : so->new_requests) admitted.push_back(n.id);
+      s.update(*so, output_for(*so, 7));
+    }
+    const std::vector<int64_t> fcfs = {0, 1, 3, 2}, priority = {1, 2, 3, 0};
+    EXPECT_EQ(admitted, policy == SchedulingPolicy::fcfs ? fcfs : priority);
+  }
 }
 
 TEST(Scheduler, AnAbortIsFoundInEveryBatchInFlightUnlessTheScanLooksAtTheCurrentOneOnly) {

@@ -79,6 +79,14 @@ TEST(ServingLoader, GoodScenarioLoadsEveryField) {
   EXPECT_TRUE(p.config.serving.enable_prefix_caching);
   EXPECT_EQ(p.config.workload.shared_prefix, 8);
   EXPECT_EQ(p.config.workload.prefix_groups, 3);
+  EXPECT_EQ(s.config.serving.scheduling_policy, engine::SchedulingPolicy::fcfs);
+  EXPECT_EQ(s.config.workload.priority_levels, 1);
+  const serving::ServingScenario q =
+      scenario::parse_serving(replaced(with("seed = 3", "seed = 3\npriority_levels = 3"), "chunked_prefill = false",
+                                       "chunked_prefill = false\nscheduling_policy = \"priority\""),
+                              "q.toml");
+  EXPECT_EQ(q.config.serving.scheduling_policy, engine::SchedulingPolicy::priority);
+  EXPECT_EQ(q.config.workload.priority_levels, 3);
 }
 
 class ServingBadInput : public ::testing::TestWithParam<Bad> {};
@@ -184,6 +192,13 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"recurrent_layers_with_prefix_caching",
             with_prefix_caching("lanes = 8", "lanes = 8\nrecurrent_layers = [1]"), 22,
             "[serving] prefix caching with recurrent layers (1): a cached prefix holds no recurrent state"},
+        Bad{"unknown_scheduling_policy",
+            with("chunked_prefill = false", "chunked_prefill = false\nscheduling_policy = \"lifo\""), 21,
+            "[serving] 'scheduling_policy': 'lifo' is not one of: fcfs, priority"},
+        Bad{"priority_levels_under_fcfs", with("seed = 3", "seed = 3\npriority_levels = 2"), 32,
+            "[workload] 2 priority levels under FCFS scheduling: vLLM refuses a request's priority"},
+        Bad{"priority_levels_zero", with("seed = 3", "seed = 3\npriority_levels = 0"), 32,
+            "'priority_levels': 0 is out of range [1, 65536]"},
         Bad{"unknown_expect_key", with("verdict = \"pass\"\n", "verdict = \"pass\"\nhazard = []\n"), 38,
             "unknown key 'hazard'"}),
     [](const ::testing::TestParamInfo<Bad>& p) { return p.param.name; });

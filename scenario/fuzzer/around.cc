@@ -94,6 +94,7 @@ void carry_deployment(const engine::EngineConfig& e, ServingCase& c) {
   c.warmup_steps = e.serving.warmup_steps;
   c.max_concurrent_batches = e.serving.max_concurrent_batches;
   c.enable_prefix_caching = e.serving.enable_prefix_caching;
+  c.scheduling_policy = e.serving.scheduling_policy;
 }
 
 void carry_workload(const serving::ServingScenario& s, ServingCase& c) {
@@ -108,6 +109,7 @@ void carry_workload(const serving::ServingScenario& s, ServingCase& c) {
   c.workload_seed = w.seed;
   c.abort_every = w.abort_every, c.abort_after = w.abort_after, c.abort_in_flight = w.abort_in_flight;
   c.shared_prefix = w.shared_prefix, c.prefix_groups = w.prefix_groups;
+  c.priority_levels = w.priority_levels;
 }
 
 }  // namespace
@@ -214,7 +216,8 @@ void draw_free_limits(ServingCase& c) {
     c.max_num_batched_tokens = *rc::gen::elementOf(ladder(least, centre.max_num_batched_tokens));
 }
 
-// How the requests behave: sampling, arrivals, aborts, a stop token, shared system prompts.
+// How the requests behave: sampling, arrivals, aborts, a stop token, shared system prompts, and
+// under the priority policy the requests' priority levels (drawn last: an FCFS case draws as it did).
 void draw_behaviour(ServingCase& c, const Space& s) {
   c.temperature = *rc::gen::elementOf(s.temperature);
   c.greedy_every = c.temperature > 0 && maybe(true) ? *rc::gen::inRange(2, 6) : 0;
@@ -233,6 +236,7 @@ void draw_behaviour(ServingCase& c, const Space& s) {
     c.shared_prefix = *rc::gen::inRange(0, c.prompt_max + 1);
     c.prefix_groups = *rc::gen::inRange(1, 4);
   }
+  if (c.scheduling_policy == engine::SchedulingPolicy::priority) c.priority_levels = *rc::gen::inRange(1, 5);
 }
 
 // A KV cache between one request at its longest and what the workload can fill (the scheduler

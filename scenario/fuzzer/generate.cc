@@ -108,6 +108,10 @@ void pick_workload(ServingCase& c, const Space& s) {
   // vLLM's adaptive verification is the DSpark proposer's.
   if (c.k >= 1 && !c.adaptive_budget && maybe(s.eagle)) pick_eagle(c);
   if (maybe(s.preemption)) pick_kv_cache(c);
+  if (maybe(s.priority)) {
+    c.scheduling_policy = engine::SchedulingPolicy::priority;
+    c.priority_levels = *rc::gen::inRange(1, 5);
+  }
 }
 
 }  // namespace

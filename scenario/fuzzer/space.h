@@ -61,6 +61,9 @@ struct Space {
   // The EAGLE drafter with a non-empty set of the model's layers tapped, at most 4 (cases with K >= 1
   // and no adaptive budget): off unless a space asks for it.
   bool eagle = false;
+  // vLLM's priority scheduling policy, with requests of 1 to 4 priority levels: off unless a space
+  // asks for it.
+  bool priority = false;
   // A space centred on one serving scenario (`around = "FILE"`, `ppspec fuzz --around FILE`): each
   // case is that scenario's deployment as it stands, its workload, KV cache and schedule drawn from
   // the ranges above (scenario/fuzzer/around.h); none: the cases' deployments are drawn too.

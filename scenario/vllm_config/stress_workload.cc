@@ -22,6 +22,8 @@ constexpr int kPromptMax = 512;  // ditto: prompts long enough to chunk any budg
 // the protocol: ppspec's model stands in for it.
 constexpr int kVocab = 64;
 constexpr int kStopToken = 7;
+constexpr int kPriorityLevels = 3;  // a request's priority of 0, 1 or 2
+constexpr int kPriorityGapUs = 50;  // a few arrivals a step: the first steps still overrun the budget
 
 // Prompts whose burst is twice the token budget (a step's prefills chunk), inside max_model_len
 // with room for the output, and no longer than a budget can take whole without chunked prefill.
@@ -72,12 +74,22 @@ void choose_workload(const WorkloadChoice& w, scenario::ServingCase& c, std::vec
     c.shared_prefix = std::min(c.prompt_min, 2 * c.block_size + c.block_size / 2);
     c.prefix_groups = 2;
   }
+  // Under the priority policy the requests carry priorities, as its clients' do, and arrive over the
+  // first steps: a low priority admitted before a higher one is the victim of a later preemption,
+  // however far the schedule has got.
+  if (c.scheduling_policy == engine::SchedulingPolicy::priority) {
+    c.priority_levels = kPriorityLevels;
+    c.poisson = true;
+    c.mean_gap_us = kPriorityGapUs;
+  }
   const bool sized = choose_kv_cache(c);
-  notes.push_back(Mapping{"",
-                          fmt::format("[workload] {} requests in a burst, prompts {}-{} tokens (twice the token "
-                                      "budget at once: prompts chunk), outputs {}-{}",
-                                      c.num_requests, c.prompt_min, c.prompt_max, c.output_min, c.output_max),
-                          ""});
+  notes.push_back(Mapping{
+      "",
+      fmt::format("[workload] {} requests {}, prompts {}-{} tokens (twice the token "
+                  "budget at once: prompts chunk), outputs {}-{}",
+                  c.num_requests, c.poisson ? fmt::format("{} us apart on average", c.mean_gap_us) : "in a burst",
+                  c.prompt_min, c.prompt_max, c.output_min, c.output_max),
+      ""});
   if (sized)
     notes.push_back(Mapping{"",
                             fmt::format("[model] num_blocks = {} (about half what the running requests can fill, "
@@ -92,6 +104,12 @@ void choose_workload(const WorkloadChoice& w, scenario::ServingCase& c, std::vec
                   c.stop_token, c.vocab, c.vocab, c.abort_in_flight ? ", while its step is in flight" : "",
                   c.shared_prefix > 0 ? fmt::format("; 2 shared system prompts of {} tokens", c.shared_prefix) : ""),
       ""});
+  if (c.priority_levels > 1)
+    notes.push_back(Mapping{"",
+                            fmt::format("[workload] priority_levels = {} (each request's drawn; arriving over "
+                                        "time, a higher priority is admitted after a lower one)",
+                                        c.priority_levels),
+                            ""});
 }
 
 }  // namespace ppspec::vllm_config

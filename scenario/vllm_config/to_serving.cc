@@ -67,7 +67,6 @@ const std::map<std::string, std::string>& without_counterpart() {
       {"data_parallel_backend", "one host"},
       {"hf_overrides", "no model files"},
       {"override_generation_config", "sampling is ppspec's workload's"},
-      {"scheduling_policy", "ppspec schedules FCFS"},
       {"long_prefill_token_threshold", "not modelled"},
       {"max_num_partial_prefills", "not modelled"},
       {"disable_cascade_attn", "attention is ppspec's kernel's"},
@@ -93,6 +92,7 @@ const std::vector<std::string>& mapped_names() {
                                                  "max_model_len",
                                                  "block_size",
                                                  "num_gpu_blocks_override",
+                                                 "scheduling_policy",
                                                  "seed"};
   return names;
 }
@@ -149,6 +149,22 @@ void read_limits(Reader& r, scenario::ServingCase& c, int& seqs_per_engine) {
   c.enable_prefix_caching = caching.value_or(true);
   r.map(fmt::format("{}enable_prefix_caching = {}", caching ? "" : "(vLLM V1's default) ", c.enable_prefix_caching),
         fmt::format("[serving] enable_prefix_caching = {}", c.enable_prefix_caching));
+}
+
+// vLLM's --scheduling-policy (SchedulerConfig.policy): "fcfs", its default and ppspec's, or
+// "priority". Said only where given: the scenario's file says FCFS by saying nothing.
+void read_scheduling_policy(Reader& r, scenario::ServingCase& c) {
+  const EngineArg* a = r.get("scheduling_policy");
+  if (a == nullptr) return;
+  const bool known =
+      a->value.is_string() && (a->value.get<std::string>() == "fcfs" || a->value.get<std::string>() == "priority");
+  if (!known)
+    throw core::InputError(
+        a->origin, 0,
+        fmt::format("scheduling_policy: expected one of fcfs, priority, got {}", Reader::shown(a->value)));
+  const std::string name = a->value.get<std::string>();
+  c.scheduling_policy = name == "priority" ? engine::SchedulingPolicy::priority : engine::SchedulingPolicy::fcfs;
+  r.map(fmt::format("scheduling_policy = {}", name), fmt::format("[serving] scheduling_policy = \"{}\"", name));
 }
 
 // Hybrid models, known by name: their recurrent (linear-attention, Mamba) layers in ppspec's
@@ -345,6 +361,7 @@ Serving to_serving(const EngineArgs& args, const WorkloadChoice& workload) {
   int seqs_per_engine = 0;
   read_limits(r, c, seqs_per_engine);
   read_async_scheduling(r, proposer, c);
+  read_scheduling_policy(r, c);
   read_graphs(r, c, seqs_per_engine);
   read_model(r, c);
   read_module_loading(r, workload, c);

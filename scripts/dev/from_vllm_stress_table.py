@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""Each engine fault switched on in the `ppspec from-vllm` scenario of six real deployments: whether
+"""Each engine fault switched on in the `ppspec from-vllm` scenario of six real deployments, and of the
+first under the priority scheduling policy (where vLLM #28558 lives): whether
 the deployment can reach it at all (`ppspec run --json`'s unreachable_faults, and why not), whether
 the stress scenario catches it at each seed, and, where it does not, whether a `ppspec fuzz
 --around` campaign of the scenario does within --fuzz-time seconds (the case that caught it, and
 when). Seeds pair up: stress seed S with fuzz seed S. Writes OUT/table.md and OUT/results.json, and
-the six scenarios under OUT/scenarios/.
+the seven scenarios under OUT/scenarios/.
 
     scripts/dev/from_vllm_stress_table.py [--ppspec build/default/tools/ppspec] [--seeds 1,2] [--fuzz-time 60] OUT
 """
@@ -22,6 +23,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 DEPLOYMENTS = [
     ("llama70b_eagle3_pp4_tp2",
      ["vllm", "serve", "meta-llama/Llama-3.1-70B-Instruct", "-pp", "4", "-tp", "2", "--speculative-config",
+      '{"method": "eagle3", "model": "yuhuili/EAGLE3-LLaMA3.3-Instruct-70B", "num_speculative_tokens": 3}']),
+    ("llama70b_eagle3_pp4_tp2_priority",
+     ["vllm", "serve", "meta-llama/Llama-3.1-70B-Instruct", "-pp", "4", "-tp", "2", "--scheduling-policy", "priority",
+      "--speculative-config",
       '{"method": "eagle3", "model": "yuhuili/EAGLE3-LLaMA3.3-Instruct-70B", "num_speculative_tokens": 3}']),
     ("deepseek_v3_mtp_pp2_tp8",
      ["vllm", "serve", "deepseek-ai/DeepSeek-V3", "-pp", "2", "-tp", "8", "--trust-remote-code",

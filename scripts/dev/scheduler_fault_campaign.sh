@@ -8,7 +8,8 @@
 # FAULT_CASES=N runs each fault's campaign for N cases instead of FAULT_SECONDS (the case stream
 # is a function of the seed: a count reproduces on any machine, a time does not).
 # preempt_keeps_spec_tokens needs a victim already in the step being built: its campaign draws from
-# scenarios/spaces/preemption.toml (long prompts in chunks, few slots, a small KV cache); full_prefix_hit
+# scenarios/spaces/preemption.toml (long prompts in chunks, few slots, a small KV cache, the priority
+# policy: only its victim can be one the step already scheduled); full_prefix_hit
 # needs prefix caching, off in the default space: scenarios/spaces/prefix_cache.toml. The engine
 # mechanisms' faults (DP, EAGLE, recurrent state, pinned buffers, the adaptive budget) need their
 # mechanisms, off in the default space (scripts/dev/mechanism_fault_campaign.sh and

@@ -120,6 +120,7 @@ std::string BlockOwnership::release(const core::Event& e) {
   const auto p = core::RequestReleasedProbe::decode(e);
   tables_.erase(e.req);
   unreleased_.erase(e.req);
+  released_at_[e.req] = e.step;
   for (int64_t b : p.fenced_blocks) {
     if (const auto s = shares_.find(b); s != shares_.end()) {
       const auto mine = std::find_if(s->second.begin(), s->second.end(),
@@ -207,6 +208,11 @@ BlockHolder BlockOwnership::holder_at_return(int64_t block, int64_t step) const 
   for (const Change& c : h->second)
     if (c.seq <= r->second) at = c.holder;
   return at;
+}
+
+int64_t BlockOwnership::released_at(int64_t req) const {
+  const auto it = released_at_.find(req);
+  return it == released_at_.end() ? -1 : it->second;
 }
 
 const std::vector<int64_t>* BlockOwnership::table(int64_t req) const {

@@ -52,6 +52,9 @@ class BlockOwnership {
   // Who held `block` when `step`'s output returned; now, when it has not returned (yet) or when it
   // returned before the history kept.
   BlockHolder holder_at_return(int64_t block, int64_t step) const;
+  // The step at whose schedule `req` was last released (finished, aborted or preempted: its blocks
+  // freed or fenced); -1 when it never was.
+  int64_t released_at(int64_t req) const;
   // The block table of a running request; null when it holds none.
   const std::vector<int64_t>* table(int64_t req) const;
   // How many blocks are held now (owned or shared), and the lowest of them with a holder: a free
@@ -83,7 +86,8 @@ class BlockOwnership {
   std::map<int64_t, std::deque<Change>> history_;
   std::map<int64_t, std::vector<int64_t>> tables_;
   std::map<int64_t, int64_t> unreleased_;
-  std::map<int64_t, uint64_t> returned_;  // step -> the event seq of its return
+  std::map<int64_t, int64_t> released_at_;  // req -> the step of its last release (a key per request)
+  std::map<int64_t, uint64_t> returned_;    // step -> the event seq of its return
 };
 
 }  // namespace ppspec::verify

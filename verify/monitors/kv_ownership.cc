@@ -125,7 +125,9 @@ void KvOwnership::report_not_held(const core::Event& e, core::KvWriter writer, c
                                fmt::format("{} stores into slot {} of block {}, which the request does not hold: {}",
                                            where(e, writer, row), row.slot, block, whose(now)));
   f.sites.push_back(store_site(e, writer, row));
-  if (now.req < 0 && now.last_req == row.request && now.since_step == e.step)
+  // Released at the schedule of this very step: the row outlived its request's preemption (its
+  // blocks freed at once, or fenced for an earlier step in flight and perhaps reused since).
+  if (blocks_.released_at(row.request) == e.step)
     f.details.push_back(
         fmt::format("the engine core preempted request {} while it built step {}, yet the request's row stayed "
                     "in that step: a victim already scheduled must leave the batch (vLLM #28558)",
