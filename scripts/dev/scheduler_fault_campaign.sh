@@ -4,7 +4,8 @@
 # faults (preemption, lookahead slots and batch, finish rules, aborts, pipeline bubbles, prefix caching)
 # switched on, a campaign must find it and shrink it to a scenario file.
 #   scripts/dev/scheduler_fault_campaign.sh OUT.txt [CLEAN_CASES] [FAULT_SECONDS] [BINARY]
-# CLEAN_CASES 0 skips the clean campaign and appends to OUT.txt; FAULTS="a b" picks the faults;
+# CLEAN_CASES 0 skips the clean campaign and appends to OUT.txt; FAULT_SECONDS 0 skips the fault
+# campaigns; FAULTS="a b" picks the faults;
 # FAULT_CASES=N runs each fault's campaign for N cases instead of FAULT_SECONDS (the case stream
 # is a function of the seed: a count reproduces on any machine, a time does not).
 # preempt_keeps_spec_tokens needs a victim already in the step being built: its campaign draws from
@@ -22,6 +23,7 @@ seconds=${3:-120}
 bin=${4:-build/default/tools/ppspec}
 seed=${SEED:-24}  # SEED: the case stream (24: the one the fixes were made against; another is held out)
 faults=${FAULTS:-cap_before_stop preempt_keeps_spec_tokens late_output_after_preempt no_draft_lookahead_slots abort_scan_current_batch lookahead_past_ring feedback_for_nonfinal_chunks full_prefix_hit}
+[ "$seconds" = 0 ] && [ -z "${FAULT_CASES:-}" ] && faults=""
 title=${TITLE:-scheduler faults}
 clean_space=${CLEAN_SPACE:-}  # the clean campaign's space (empty: the default space)
 work=$(mktemp -d)
