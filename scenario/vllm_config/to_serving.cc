@@ -156,13 +156,11 @@ void read_limits(Reader& r, scenario::ServingCase& c, int& seqs_per_engine) {
 void read_scheduling_policy(Reader& r, scenario::ServingCase& c) {
   const EngineArg* a = r.get("scheduling_policy");
   if (a == nullptr) return;
-  const bool known =
-      a->value.is_string() && (a->value.get<std::string>() == "fcfs" || a->value.get<std::string>() == "priority");
-  if (!known)
+  const std::string name = a->value.is_string() ? a->value.get<std::string>() : "";
+  if (name != "fcfs" && name != "priority")
     throw core::InputError(
         a->origin, 0,
         fmt::format("scheduling_policy: expected one of fcfs, priority, got {}", Reader::shown(a->value)));
-  const std::string name = a->value.get<std::string>();
   c.scheduling_policy = name == "priority" ? engine::SchedulingPolicy::priority : engine::SchedulingPolicy::fcfs;
   r.map(fmt::format("scheduling_policy = {}", name), fmt::format("[serving] scheduling_policy = \"{}\"", name));
 }
