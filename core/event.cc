@@ -46,6 +46,10 @@ std::string_view to_string(EventKind k) {
     case EventKind::draft_budget: return "draft_budget";
     case EventKind::accepted_readback: return "accepted_readback";
     case EventKind::table_updated: return "table_updated";
+    case EventKind::kv_exported: return "kv_exported";
+    case EventKind::kv_sent: return "kv_sent";
+    case EventKind::kv_pulled: return "kv_pulled";
+    case EventKind::kv_ready: return "kv_ready";
     case EventKind::verdict: return "verdict";
   }
   return "?";
@@ -77,7 +81,11 @@ bool is_engine_probe(EventKind k) {
     case EventKind::blocks_cached:
     case EventKind::draft_budget: return true;
     case EventKind::accepted_readback:
-    case EventKind::table_updated: return true;
+    case EventKind::table_updated:
+    case EventKind::kv_exported:
+    case EventKind::kv_sent:
+    case EventKind::kv_pulled:
+    case EventKind::kv_ready: return true;
     case EventKind::actor_start:
     case EventKind::actor_end:
     case EventKind::comm_init:

@@ -61,6 +61,10 @@ enum class EventKind : uint8_t {
   draft_budget,       // last stage: the draft budget a rank's drafter ran the step with (adaptive budget)
   accepted_readback,  // last stage, tp rank 0: the host read a step's accepted counts from pinned memory
   table_updated,      // earlier stage: every row of last_sampled after its deferred update of a step
+  kv_exported,        // prefill engine core: a request's prompt KV is ready for the decode instance
+  kv_sent,            // a prefill rank's connector: it sent a segment of a request's blocks (completed)
+  kv_pulled,          // a decode rank's connector: it received a segment into a request's blocks (completed)
+  kv_ready,           // decode engine core: every rank reported a request's pulls complete
   verdict,            // the run ended (text = verdict)
 };
 

@@ -43,6 +43,15 @@ std::optional<PaddingKernel> parse_padding_kernel(std::string_view s) { return k
 std::optional<WeightTable> parse_weight_table(std::string_view s) { return kTables.parse(s); }
 std::optional<StepKind> parse_step_kind(std::string_view s) { return kStepKinds.parse(s); }
 std::string_view to_string(Release r) { return r == Release::none ? "" : kReleases.name(r); }
+std::string_view to_string(KvPart p) {
+  switch (p) {
+    case KvPart::context: return "context lane";
+    case KvPart::layer: return "layer";
+    case KvPart::draft: return "drafter";
+  }
+  return "?";
+}
+
 std::string_view to_string(KvWriter w) { return w == KvWriter::none ? "" : kKvWriters.name(w); }
 std::optional<Release> parse_release(std::string_view s) { return kReleases.parse(s); }
 std::optional<KvWriter> parse_kv_writer(std::string_view s) { return kKvWriters.parse(s); }

@@ -35,6 +35,11 @@ enum class Release : uint8_t { none, finished, aborted, preempted };
 // stage stores through the same slot mapping), the drafter's context KV, or the drafter's query rows.
 enum class KvWriter : uint8_t { none, target, draft_context, draft_query };
 
+// What a segment of a disaggregated KV transfer carries (engine/disaggregation.h): the first
+// stage's context lane, a target layer's lanes, or the drafter's KV on the last stage.
+enum class KvPart : uint8_t { context, layer, draft };
+std::string_view to_string(KvPart p);
+
 // A scheduled batch: real requests, or a warmup step over synthetic ones.
 enum class StepKind : uint8_t { serving, warmup };
 

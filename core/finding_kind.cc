@@ -6,7 +6,7 @@ namespace ppspec::core {
 
 namespace {
 
-constexpr EnumNames<FindingKind, 67> kFindingKindNames{
+constexpr EnumNames<FindingKind, 69> kFindingKindNames{
     {{{"", FindingKind::none},
       {"collective-mismatch", FindingKind::collective_mismatch},
       {"p2p-mismatch", FindingKind::p2p_mismatch},
@@ -30,6 +30,7 @@ constexpr EnumNames<FindingKind, 67> kFindingKindNames{
       {"stage-output", FindingKind::stage_output},
       {"greedy-sample", FindingKind::greedy_sample},
       {"padding-invariance", FindingKind::padding_invariance},
+      {"disaggregation-invariance", FindingKind::disaggregation_invariance},
       {"sim-gpu", FindingKind::sim_gpu},
       {"drafter-oracle", FindingKind::drafter_oracle},
       {"acceptance", FindingKind::acceptance},
@@ -44,6 +45,7 @@ constexpr EnumNames<FindingKind, 67> kFindingKindNames{
       {"scheduling-cadence", FindingKind::scheduling_cadence},
       {"kv-ownership", FindingKind::kv_ownership},
       {"kv-out-of-table", FindingKind::kv_out_of_table},
+      {"kv-transfer", FindingKind::kv_transfer},
       {"blocks-leaked", FindingKind::blocks_leaked},
       {"request-leaked", FindingKind::request_leaked},
       {"abort-ignored", FindingKind::abort_ignored},

@@ -18,7 +18,7 @@ struct FindingKindName {
   FindingKind kind;
 };
 
-inline constexpr std::array<FindingKindName, 55> kFindingKinds{{
+inline constexpr std::array<FindingKindName, 57> kFindingKinds{{
     {Verdict::fifo_misalignment, FindingKind::collective_mismatch},
     {Verdict::fifo_misalignment, FindingKind::p2p_mismatch},
     {Verdict::fifo_misalignment, FindingKind::gate_disagreement},
@@ -41,6 +41,7 @@ inline constexpr std::array<FindingKindName, 55> kFindingKinds{{
     {Verdict::output_divergence, FindingKind::stage_output},
     {Verdict::output_divergence, FindingKind::greedy_sample},
     {Verdict::output_divergence, FindingKind::padding_invariance},
+    {Verdict::output_divergence, FindingKind::disaggregation_invariance},
     {Verdict::output_divergence, FindingKind::sim_gpu},
     {Verdict::output_divergence, FindingKind::drafter_oracle},
     {Verdict::output_divergence, FindingKind::acceptance},
@@ -55,6 +56,7 @@ inline constexpr std::array<FindingKindName, 55> kFindingKinds{{
     {Verdict::stage_divergence, FindingKind::scheduling_cadence},
     {Verdict::kv_violation, FindingKind::kv_ownership},
     {Verdict::kv_violation, FindingKind::kv_out_of_table},
+    {Verdict::kv_violation, FindingKind::kv_transfer},
     {Verdict::leak, FindingKind::blocks_leaked},
     {Verdict::leak, FindingKind::request_leaked},
     {Verdict::leak, FindingKind::abort_ignored},

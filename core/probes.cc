@@ -60,6 +60,12 @@ constexpr std::array kKindLayouts{
                "[per row of the copied step: request id, tokens it accepted]"},
     KindLayout{EventKind::table_updated, 0, 1, ProbeValue::any,
                "[last_sampled of every table row, by req-state index...]"},
+    KindLayout{EventKind::kv_exported, 0, 1, ProbeValue::count, "[exported block ids in block-table order...]"},
+    KindLayout{EventKind::kv_sent, KvSegmentFields::kFields, 1, ProbeValue::count,
+               "[part, producer layer, consumer layer, first lane, lanes, then the blocks sent...]"},
+    KindLayout{EventKind::kv_pulled, KvSegmentFields::kFields, 2, ProbeValue::count,
+               "[part, producer layer, consumer layer, first lane, lanes, then per block: remote, local]"},
+    KindLayout{EventKind::kv_ready, 0, 0, ProbeValue::count, ""},
 };
 
 const KindLayout* kind_layout(EventKind k) {
@@ -127,6 +133,11 @@ std::string probe_layout_error(const Event& e) {
     return fmt::format("this {} event holds {} integers; its layout is {}{}", to_string(e.kind), n,
                        l->words.empty() ? "no integers" : l->words,
                        width > 1 ? fmt::format(" ({} per row)", width) : "");
+  // A KV transfer's segment names its part by number: one of the three.
+  const bool segment = e.kind == EventKind::kv_sent || e.kind == EventKind::kv_pulled;
+  if (segment && (e.ints[0] < 0 || e.ints[0] > static_cast<int64_t>(KvPart::draft)))
+    return fmt::format("this {} event's segment part is {}; expected 0 (context lane), 1 (layer) or 2 (drafter)",
+                       to_string(e.kind), e.ints[0]);
   return probe_value_error(e);
 }
 
@@ -389,6 +400,58 @@ void AbortArrivedProbe::encode(ProbeData&) const {}
 AbortArrivedProbe AbortArrivedProbe::decode(const Event& e) {
   checked_ints(e, kKind);
   return {};
+}
+
+void KvSegmentFields::append_to(std::vector<int64_t>& ints) const {
+  ints.insert(ints.end(), {static_cast<int64_t>(part), src_layer, dst_layer, lane_begin, lane_count});
+}
+
+KvSegmentFields KvSegmentFields::decode(std::span<const int64_t> h) {
+  PPSPEC_ASSERT(h.size() >= kFields);
+  PPSPEC_ASSERT(h[0] >= 0 && h[0] <= static_cast<int64_t>(KvPart::draft), "a KV segment part {}", h[0]);
+  return {static_cast<KvPart>(h[0]), h[1], h[2], h[3], h[4]};
+}
+
+void KvExportedProbe::encode(ProbeData& out) const {
+  out.value = prompt_tokens;
+  append_span(out.ints, blocks);
+}
+
+KvExportedProbe KvExportedProbe::decode(const Event& e) { return {e.value, checked_ints(e, kKind)}; }
+
+namespace {
+
+// kv_sent and kv_pulled: the peer rank as the value, the segment as the header, then the rows.
+void encode_segment_rows(ProbeData& out, int64_t peer, const KvSegmentFields& segment, std::span<const int64_t> rows) {
+  out.value = peer;
+  segment.append_to(out.ints);
+  append_span(out.ints, rows);
+}
+
+template <typename P>
+P decode_segment_rows(const Event& e) {
+  const std::span<const int64_t> ints = checked_ints(e, P::kKind);
+  return {e.value, KvSegmentFields::decode(ints), ints.subspan(KvSegmentFields::kFields)};
+}
+
+}  // namespace
+
+void KvSentProbe::encode(ProbeData& out) const { encode_segment_rows(out, consumer, segment, blocks); }
+
+KvSentProbe KvSentProbe::decode(const Event& e) { return decode_segment_rows<KvSentProbe>(e); }
+
+void KvPulledProbe::encode(ProbeData& out) const {
+  PPSPEC_ASSERT(pairs.size() % kPairFields == 0);
+  encode_segment_rows(out, producer, segment, pairs);
+}
+
+KvPulledProbe KvPulledProbe::decode(const Event& e) { return decode_segment_rows<KvPulledProbe>(e); }
+
+void KvReadyProbe::encode(ProbeData& out) const { out.value = reports; }
+
+KvReadyProbe KvReadyProbe::decode(const Event& e) {
+  checked_ints(e, kKind);
+  return {e.value};
 }
 
 }  // namespace ppspec::core

@@ -206,6 +206,62 @@ struct BlocksCachedProbe {
   static BlocksCachedProbe decode(const Event& e);
 };
 
+// A segment of a disaggregated KV transfer, as kv_sent and kv_pulled carry it in their header.
+struct KvSegmentFields {
+  static constexpr size_t kFields = 5;
+  KvPart part = KvPart::layer;
+  int64_t src_layer = -1;  // the producer's layer it was gathered from (-1: not a layer)
+  int64_t dst_layer = -1;  // the consumer's layer it goes into
+  int64_t lane_begin = 0;  // global lanes
+  int64_t lane_count = 1;
+  void append_to(std::vector<int64_t>& ints) const;
+  static KvSegmentFields decode(std::span<const int64_t> header);
+};
+
+// kv_exported: the prefill instance's engine core finished a request's prompt (value: its tokens)
+// and hands the decode instance the blocks that hold its KV.
+struct KvExportedProbe {
+  static constexpr EventKind kKind = EventKind::kv_exported;
+  int64_t prompt_tokens = 0;
+  std::span<const int64_t> blocks;
+  void encode(ProbeData& out) const;
+  static KvExportedProbe decode(const Event& e);
+};
+
+// kv_sent: a prefill rank's connector sent one segment of a request's blocks to a decode rank
+// (value), and the send completed.
+struct KvSentProbe {
+  static constexpr EventKind kKind = EventKind::kv_sent;
+  int64_t consumer = -1;
+  KvSegmentFields segment;
+  std::span<const int64_t> blocks;
+  void encode(ProbeData& out) const;
+  static KvSentProbe decode(const Event& e);
+};
+
+// kv_pulled: a decode rank's connector received one segment of a request's KV from a prefill rank
+// (value) and wrote it into its blocks: remote block i went into local block i, pair by pair; the
+// copy completed.
+struct KvPulledProbe {
+  static constexpr EventKind kKind = EventKind::kv_pulled;
+  static constexpr size_t kPairFields = 2;
+  int64_t producer = -1;
+  KvSegmentFields segment;
+  std::span<const int64_t> pairs;  // remote, local per block
+  size_t pair_count() const { return pairs.size() / kPairFields; }
+  void encode(ProbeData& out) const;
+  static KvPulledProbe decode(const Event& e);
+};
+
+// kv_ready: the decode instance's engine core counted every rank's report (value) that a request's
+// pulls completed: its KV is in place, and the request may be admitted.
+struct KvReadyProbe {
+  static constexpr EventKind kKind = EventKind::kv_ready;
+  int64_t reports = 0;
+  void encode(ProbeData& out) const;
+  static KvReadyProbe decode(const Event& e);
+};
+
 // accepted_readback: the last stage's tp rank 0 read, on the host, what each request of step `step`
 // accepted (its num_sampled: accepted drafts + the bonus token), from the pinned buffer a
 // non-blocking copy filled (vLLM's num_accepted_tokens_cpu), at the start of step `value`.

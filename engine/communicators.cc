@@ -13,8 +13,9 @@ std::vector<core::RankId> column_of(const Topology& t, int tp_rank, int replica)
 }
 
 // One replica's communicators, as a dp = 1 engine has them.
-void append_replica(const Topology& t, int replica, std::vector<CommunicatorSpec>& out) {
-  const std::string prefix = replica == 0 ? "" : fmt::format("dp{}.", replica);
+void append_replica(const Topology& t, int replica, std::string_view instance_prefix,
+                    std::vector<CommunicatorSpec>& out) {
+  const std::string prefix = replica == 0 ? std::string(instance_prefix) : fmt::format("dp{}.", replica);
   if (t.tp > 1)
     for (int s = 0; s < t.pp; ++s) {
       std::vector<core::RankId> m;
@@ -32,9 +33,10 @@ void append_replica(const Topology& t, int replica, std::vector<CommunicatorSpec
 
 }  // namespace
 
-std::vector<CommunicatorSpec> communicators(const Topology& t) {
+std::vector<CommunicatorSpec> communicators(const Topology& t, Instance instance) {
   std::vector<CommunicatorSpec> out;
-  for (int replica = 0; replica < t.dp; ++replica) append_replica(t, replica, out);
+  const std::string_view prefix = instance == Instance::prefill ? "prefill." : "";
+  for (int replica = 0; replica < t.dp; ++replica) append_replica(t, replica, prefix, out);
   if (t.dp > 1)
     for (int s = 0; s < t.pp; ++s)
       for (int r = 0; r < t.tp; ++r) {
@@ -45,7 +47,10 @@ std::vector<CommunicatorSpec> communicators(const Topology& t) {
   return out;
 }
 
-std::string replica_engine_actor(int replica) { return replica == 0 ? "engine" : fmt::format("dp{}.engine", replica); }
+std::string replica_engine_actor(int replica, Instance instance) {
+  if (instance == Instance::prefill) return std::string(kPrefillEngineActor);
+  return replica == 0 ? "engine" : fmt::format("dp{}.engine", replica);
+}
 
 int replica_of_engine_actor(std::string_view actor, int dp) {
   for (int r = 0; r < dp; ++r)

@@ -29,11 +29,15 @@ struct CommunicatorSpec {
 };
 
 // The communicators of a topology, in the order every rank initialises them. Replica 0's carry the
-// names of a dp = 1 engine ("tp0", "pp0", "pp_broadcast0"); replica r's the prefix "dp{r}.".
-std::vector<CommunicatorSpec> communicators(const Topology& t);
+// names of a dp = 1 engine ("tp0", "pp0", "pp_broadcast0"); replica r's the prefix "dp{r}.". A
+// disaggregated prefill instance's carry the prefix "prefill.".
+std::vector<CommunicatorSpec> communicators(const Topology& t, Instance instance = Instance::aggregated);
 // The name replica r's engine probes carry as their actor, and the channel its outputs return on:
-// "engine" for replica 0 (a dp = 1 engine's), "dp{r}.engine" for the others.
-std::string replica_engine_actor(int replica);
+// "engine" for replica 0 (a dp = 1 engine's), "dp{r}.engine" for the others; "prefill.engine" for
+// a disaggregated prefill instance.
+std::string replica_engine_actor(int replica, Instance instance = Instance::aggregated);
+// The prefill instance's engine actor (replica_engine_actor(0, Instance::prefill)).
+inline constexpr std::string_view kPrefillEngineActor = "prefill.engine";
 // The replica whose engine actor `actor` is, among `dp`; -1: none.
 int replica_of_engine_actor(std::string_view actor, int dp);
 

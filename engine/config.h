@@ -18,17 +18,23 @@ namespace ppspec::engine {
 inline constexpr int kRanksMax = 1024;
 
 // dp replicas of a pp x tp engine (vLLM's data_parallel_size): replica r holds the global ranks
-// [r * pp * tp, (r + 1) * pp * tp), numbered within it as at dp = 1 (stage-major).
+// first_rank + [r * pp * tp, (r + 1) * pp * tp), numbered within it as at dp = 1 (stage-major).
+// first_rank is 0 but for a disaggregated prefill instance, whose ranks follow the decode
+// instance's in the runtime (engine/disaggregation.h).
 struct Topology {
   int dp = 1;
   int pp = 1;
   int tp = 1;
+  int first_rank = 0;
   int ranks() const { return dp * pp * tp; }
   int replica_ranks() const { return pp * tp; }
-  int rank_of(int stage, int tp_rank, int replica = 0) const { return replica * pp * tp + stage * tp + tp_rank; }
-  int replica_of(int rank) const { return rank / (pp * tp); }
-  int stage_of(int rank) const { return (rank % (pp * tp)) / tp; }
-  int tp_rank_of(int rank) const { return rank % tp; }
+  int rank_of(int stage, int tp_rank, int replica = 0) const {
+    return first_rank + replica * pp * tp + stage * tp + tp_rank;
+  }
+  bool holds(int rank) const { return rank >= first_rank && rank < first_rank + ranks(); }
+  int replica_of(int rank) const { return (rank - first_rank) / (pp * tp); }
+  int stage_of(int rank) const { return ((rank - first_rank) % (pp * tp)) / tp; }
+  int tp_rank_of(int rank) const { return (rank - first_rank) % tp; }
 };
 
 struct ModelConfig {
@@ -128,8 +134,24 @@ struct WorkloadConfig {
   int priority_levels = 1;
 };
 
+// Prefill/decode disaggregation (vLLM's KV connector; engine/disaggregation.h): a prefill instance
+// of its own pp x tp computes each prompt and its first token, and the decode instance, the
+// scenario's topology, pulls the prompt's KV from it and serves the rest.
+struct Disaggregation {
+  bool enabled = false;
+  Topology prefill;  // dp 1; first_rank: the decode instance's rank count
+  // Set in the prefill instance's own configuration (engine::prefill_instance_config) only: it
+  // runs the prefill side, and its peer is the decode instance's topology.
+  bool prefill_side = false;
+  Topology decode;
+};
+
+// Which instance a configuration runs: the whole serving system, or one side of a disaggregated one.
+enum class Instance : uint8_t { aggregated, prefill, decode };
+
 struct EngineConfig {
   Topology topology;
+  Disaggregation disagg;
   ModelConfig model;
   SpecConfig spec;
   ServingConfig serving;
@@ -167,6 +189,14 @@ struct EngineConfig {
   // A data-parallel replica's share of the request slots (vLLM: max_num_seqs is per DP engine;
   // here the scenario's is the whole system's, divided evenly).
   int replica_slots() const { return serving.max_num_seqs / topology.dp; }
+  Instance instance() const {
+    if (!disagg.enabled) return Instance::aggregated;
+    return disagg.prefill_side ? Instance::prefill : Instance::decode;
+  }
+  // The runtime's ranks: the decode instance's (or the aggregated engine's), then the prefill instance's.
+  int runtime_ranks() const {
+    return topology.ranks() + (disagg.enabled && !disagg.prefill_side ? disagg.prefill.ranks() : 0);
+  }
 };
 
 // Replica `replica`'s configuration: the system's, with its share of the request slots. Its

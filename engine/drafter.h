@@ -45,6 +45,8 @@ class Drafter {
               int32_t query_rows, int32_t budget);
   // [query rows] i32: the confidence head's output of the last propose, fixed point (adaptive budget).
   const core::Buffer& confidence_fixed() const { return confidence_fixed_; }
+  // [slots] u32: the drafter's KV cache (a disaggregated instance's KV connector copies through it).
+  const core::Buffer& kv_cache() const { return kv_; }
   // [drafted requests, K] i64: the drafts of the last propose, in batch order.
   const core::Buffer& drafts() const { return drafts_; }
 

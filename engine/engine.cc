@@ -20,36 +20,48 @@ Engine::Engine(const EngineConfig& cfg, core::Runtime& rt) : cfg_(cfg), rt_(rt),
   for (int r = 0; r < dp; ++r) {
     Replica& rep = replicas_.emplace_back();
     rep.cfg = std::make_unique<EngineConfig>(replica_config(cfg));
-    rep.scheduler = std::make_unique<Scheduler>(*rep.cfg, dp == 1 ? make_workload(cfg) : make_replica_workload(cfg, r));
+    std::vector<RequestSpec> workload = dp == 1 ? make_workload(cfg) : make_replica_workload(cfg, r);
+    if (cfg.instance() == Instance::prefill) workload = prefill_workload(std::move(workload));
+    rep.scheduler = std::make_unique<Scheduler>(*rep.cfg, std::move(workload));
     // Replica 0 keeps the names of a dp = 1 engine, so that its traces do not change.
-    rep.actor = replica_engine_actor(r);
+    rep.actor = replica_engine_actor(r, cfg.instance());
+  }
+  if (cfg.instance() == Instance::decode) {
+    prefill_cfg_ = std::make_unique<EngineConfig>(prefill_instance_config(cfg));
+    prefill_ = std::make_unique<Engine>(*prefill_cfg_, rt);
   }
 }
 
 Engine::~Engine() = default;
 
 void Engine::install() {
-  for (const CommunicatorSpec& c : communicators(cfg_.topology)) rt_.declare_comm(c.name, c.members);
-  for (core::RankId r = 0; r < cfg_.topology.ranks(); ++r) {
-    const Replica& rep = replicas_[static_cast<size_t>(cfg_.topology.replica_of(r))];
+  const Topology& t = cfg_.topology;
+  for (const CommunicatorSpec& c : communicators(t, cfg_.instance())) rt_.declare_comm(c.name, c.members);
+  for (int i = 0; i < t.ranks(); ++i) {
+    const core::RankId r = t.first_rank + i;
+    const Replica& rep = replicas_[static_cast<size_t>(t.replica_of(r))];
     workers_.push_back(std::make_unique<Worker>(rt_, r, *rep.cfg, ckpt_, rep.actor));
+    if (KvConnector* c = workers_.back()->attach_connector()) connectors_.push_back(c);
   }
-  rt_.spawn(core::ActorSpec{"engine", -1}, [this] { engine_core(); });
-  for (core::RankId r = 0; r < cfg_.topology.ranks(); ++r)
-    rt_.spawn(core::ActorSpec{fmt::format("rank{}.host", r), r},
-              [this, r] { workers_[static_cast<size_t>(r)]->run(); });
+  const std::string core_actor = cfg_.instance() == Instance::prefill ? std::string(kPrefillEngineActor) : "engine";
+  rt_.spawn(core::ActorSpec{core_actor, -1}, [this] { engine_core(); });
+  for (int i = 0; i < t.ranks(); ++i)
+    rt_.spawn(core::ActorSpec{fmt::format("rank{}.host", t.first_rank + i), t.first_rank + i},
+              [this, i] { workers_[static_cast<size_t>(i)]->run(); });
+  if (cfg_.instance() != Instance::aggregated) install_disaggregation();
 }
 
 void Engine::broadcast(Command c) {
-  for (core::RankId r = 0; r < cfg_.topology.ranks(); ++r)
-    rt_.channel(fmt::format("worker{}", r)).send(WorkerCommand{c, nullptr});
+  for (int i = 0; i < cfg_.topology.ranks(); ++i)
+    rt_.channel(fmt::format("worker{}", cfg_.topology.first_rank + i)).send(WorkerCommand{c, nullptr});
 }
 
 void Engine::broadcast_wave(const Wave& wave) {
   PPSPEC_ASSERT(wave.size() == replicas_.size());
-  for (core::RankId r = 0; r < cfg_.topology.ranks(); ++r)
-    rt_.channel(fmt::format("worker{}", r))
-        .send(WorkerCommand{Command::step, wave[static_cast<size_t>(cfg_.topology.replica_of(r))]});
+  const Topology& t = cfg_.topology;
+  for (int i = 0; i < t.ranks(); ++i)
+    rt_.channel(fmt::format("worker{}", t.first_rank + i))
+        .send(WorkerCommand{Command::step, wave[static_cast<size_t>(t.replica_of(t.first_rank + i))]});
 }
 
 void Engine::publish_batch(const Replica& rep, const SchedulerOutput& so, bool warmup) {
@@ -99,6 +111,7 @@ Engine::Wave Engine::schedule(bool warmup) {
   for (Replica& rep : replicas_) {
     auto so = rep.scheduler->schedule(next_step_);
     publish_ledger(rep);
+    if (cfg_.instance() == Instance::decode) send_loads(rep, so != nullptr);
     any = any || so != nullptr;
     rows = rows || (so && so->num_tokens > 0);
     wave.push_back(std::move(so));
@@ -126,12 +139,12 @@ void Engine::update(Replica& rep, const SchedulerOutput& so, const ModelOutput& 
   rep.scheduler->update(so, out);
   if (rt_.events().active()) publish(rt_, Probe{-1, so.step, -1, rep.actor}, core::StepReturnedProbe{});
   publish_ledger(rep);
+  if (cfg_.instance() == Instance::prefill) send_exports(rep);
 }
 
 // Each replica's output of the wave, replica by replica.
 void Engine::receive(const Wave& wave) {
-  for (size_t r = 0; r < replicas_.size(); ++r)
-    update(replicas_[r], *wave[r], std::any_cast<ModelOutput>(rt_.channel(replicas_[r].actor).recv()));
+  for (size_t r = 0; r < replicas_.size(); ++r) update(replicas_[r], *wave[r], next_output(replicas_[r]));
 }
 
 void Engine::run_wave_synchronously(const Wave& wave) {
@@ -182,6 +195,7 @@ void Engine::warmup() {
 
 void Engine::engine_core() {
   warmup();
+  start_serving();
   // ---- serving: async scheduling, batch queue of depth pp (or pp + 1: the lookahead batch) ----
   std::deque<Wave> in_flight;
   while (!all_done()) {
@@ -198,11 +212,7 @@ void Engine::engine_core() {
       in_flight.push_back(std::move(wave));
     }
     if (in_flight.empty()) {
-      std::optional<core::Time> next;
-      for (const Replica& rep : replicas_)
-        if (const auto t = rep.scheduler->next_arrival()) next = next ? std::min(*next, *t) : *t;
-      if (!next) throw std::logic_error("the scheduler can schedule nothing and no request will arrive");
-      rt_.sleep(std::max<core::Time>(*next - rt_.now(), 1));
+      wait_idle();
       continue;
     }
     receive(in_flight.front());
@@ -214,6 +224,7 @@ void Engine::engine_core() {
   if (rt_.events().active())
     for (const Replica& rep : replicas_) publish(rt_, Probe{-1, next_step_, -1, rep.actor}, core::ServingEndedProbe{});
   broadcast(Command::shutdown);
+  stop_connectors();
   completed_ = true;
 }
 

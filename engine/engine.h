@@ -4,7 +4,10 @@
 // replica takes every step, one with nothing to run a dummy batch (engine/data_parallel.h).
 #pragma once
 
+#include <any>
 #include <cstdint>
+#include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,6 +15,7 @@
 #include "core/runtime.h"
 #include "engine/checkpoint.h"
 #include "engine/config.h"
+#include "engine/kv_connector.h"
 #include "engine/scheduler.h"
 #include "engine/worker.h"
 
@@ -52,7 +56,9 @@ class Engine {
   // Every replica's requests and warmup dummies, replica by replica.
   std::vector<RequestRecord> records() const;
   ServingStats stats() const;
-  bool completed() const { return completed_; }
+  bool completed() const { return completed_ && (!prefill_ || prefill_->completed()); }
+  // A disaggregated decode instance's prefill instance (null otherwise).
+  const Engine* prefill_instance() const { return prefill_.get(); }
 
  private:
   // One data-parallel replica: its configuration (its share of the slots), scheduler, and the name
@@ -66,6 +72,19 @@ class Engine {
   using Wave = std::vector<std::shared_ptr<SchedulerOutput>>;
 
   void engine_core();
+  // ---- disaggregation (engine/disaggregation.h; engine/engine_remote.cc) ----
+  // The next message on the replica's channel that is its step output; a connector's report or
+  // the prefill instance's export that comes first is handled on the way.
+  ModelOutput next_output(Replica& r);
+  void handle_kv_message(Replica& r, const std::any& m);
+  // Idle with nothing to schedule: wait for the next arrival, or for a message that may bring one.
+  void wait_idle();
+  void start_serving();  // warmup is over: the exports that arrived meanwhile are queued
+  // `stepped`: the schedule that started them made a step (else the pulls belong to the last one).
+  void send_loads(Replica& r, bool stepped);
+  void send_exports(Replica& r);
+  void stop_connectors();
+  void install_disaggregation();
   void warmup();
   void broadcast(Command c);
   void broadcast_wave(const Wave& wave);
@@ -87,6 +106,19 @@ class Engine {
   int64_t warmup_steps_ = 0;  // the step ids warmup used
   int64_t dummy_batches_ = 0;
   bool completed_ = false;
+  // Disaggregation: the decode instance owns the prefill instance; each counts its connectors'
+  // reports per request until it has the reports it expects (every route on the prefill side,
+  // every consumer rank on the decode side).
+  std::unique_ptr<EngineConfig> prefill_cfg_;
+  std::unique_ptr<Engine> prefill_;
+  std::vector<KvConnector*> connectors_;
+  std::map<int64_t, int> kv_reports_;
+  std::set<int64_t> kv_counted_;
+  // The decode instance: exports that arrived during its warmup, admitted once it serves (vLLM's
+  // engine takes no request before its warmup ends). Bounded by the workload.
+  std::vector<KvExport> early_exports_;
+  bool serving_ = false;  // requests whose reports reached the count (bounded by the workload)
+  int kv_reports_expected_ = 0;
 };
 
 }  // namespace ppspec::engine

@@ -338,6 +338,50 @@ std::string reach_dummy_run_skips_drafter(const EngineConfig& c, core::ModuleLoa
 }
 
 // ---------------------------------------------------------------------------------------------
+// Disaggregation (engine/disaggregation.h)
+
+std::string reach_needs_disaggregation(const EngineConfig& c) {
+  if (c.disagg.enabled) return "";
+  return "it needs [disaggregation]: only a disaggregated decode instance pulls a prompt's KV from a prefill instance";
+}
+
+// Scheduler::hold_for_export exports every block the request holds; they differ from its prompt
+// blocks when the K lookahead slots reserved with its prompt reach a block of their own, which some
+// prompt length does (a multiple of the block size) when K >= 1.
+std::string reach_prefill_exports_lookahead(const EngineConfig& c, core::ModuleLoading) {
+  return reach_first({reach_needs_disaggregation(c),
+                      reach_needs_drafts(c, "without drafts no lookahead slots are reserved past the prompt")});
+}
+
+// KvConnector::segments_as_paired pairs a prefill stage's i-th layer with the decode stage's i-th:
+// the same layer only where both stages begin at the same layer.
+std::string reach_stage_caches_paired_whole(const EngineConfig& c, core::ModuleLoading) {
+  if (std::string why = reach_needs_disaggregation(c); !why.empty()) return why;
+  for (int sp = 0; sp < c.disagg.prefill.pp; ++sp)
+    for (int sd = 0; sd < c.topology.pp; ++sd) {
+      const LayerRange p = stage_layers(c.model, c.disagg.prefill.pp, sp);
+      const LayerRange d = stage_layers(c.model, c.topology.pp, sd);
+      if (std::max(p.first, d.first) < std::min(p.last, d.last) && p.first != d.first) return "";
+    }
+  return "it needs the instances to split the layers differently (prefill_pp != pp): where every prefill stage "
+         "begins where the decode stage it feeds begins, pairing by position pairs the same layers";
+}
+
+// Scheduler::hold_for_export frees the blocks at the release; whether another request's KV lands
+// in them before the pull is the workload's.
+std::string reach_prefill_frees_before_read(const EngineConfig& c, core::ModuleLoading) {
+  return reach_needs_disaggregation(c);
+}
+
+// Engine::install_disaggregation counts the first stage's consumer ranks only: fewer than every
+// consumer rank with pp >= 2.
+std::string reach_kv_ready_one_stage(const EngineConfig& c, core::ModuleLoading) {
+  if (std::string why = reach_needs_disaggregation(c); !why.empty()) return why;
+  if (c.topology.pp >= 2) return "";
+  return "it needs pp >= 2 on the decode instance: with one stage, its ranks are every rank that pulls";
+}
+
+// ---------------------------------------------------------------------------------------------
 // The table, in kFaultSwitches' order.
 
 using ReachFn = std::string (*)(const EngineConfig&, core::ModuleLoading);
@@ -371,6 +415,10 @@ constexpr std::array kFaultReach{
     FaultReach{"untagged_aux_relay", reach_untagged_aux_relay},
     FaultReach{"dummy_run_one_forward", reach_dummy_run_one_forward},
     FaultReach{"dummy_run_skips_drafter", reach_dummy_run_skips_drafter},
+    FaultReach{"prefill_exports_lookahead", reach_prefill_exports_lookahead},
+    FaultReach{"stage_caches_paired_whole", reach_stage_caches_paired_whole},
+    FaultReach{"prefill_frees_before_read", reach_prefill_frees_before_read},
+    FaultReach{"kv_ready_one_stage", reach_kv_ready_one_stage},
 };
 
 constexpr bool reach_table_follows_switches() {

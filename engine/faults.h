@@ -73,6 +73,20 @@ struct Faults {
   // vLLM #35294: an idle replica's dummy batch runs only the target model, not the speculator, so
   // the busy replicas' drafter collectives have no counterpart.
   bool dummy_run_skips_drafter = false;
+  // vLLM #44151 (fixed by #46694's get_block_ids_for_computed_tokens): a disaggregated prefill
+  // instance exports every block its finished request holds, the drafter's lookahead reservation
+  // included; the decode instance pairs its prompt blocks with the list's tail, shifted by one.
+  bool prefill_exports_lookahead = false;
+  // vllm-ascend #15900: a decode rank pairs a prefill stage's per-stage cache tensors with its own
+  // by position, so the stage's first layer goes into the rank's first layer.
+  bool stage_caches_paired_whole = false;
+  // vLLM #21570: the prefill instance frees a finished request's blocks before the decode instance
+  // read them (its timeout expired while the decode side queued the request); the pull reads
+  // whatever the blocks hold by then.
+  bool prefill_frees_before_read = false;
+  // vLLM #45880 (the count its push mode multiplies by the producer's pp): the decode instance
+  // admits a request once the ranks of its first stage reported their pulls, not every stage's.
+  bool kv_ready_one_stage = false;
 };
 
 // A fault's name in a scenario's [faults] table, and its switch.
@@ -105,6 +119,10 @@ inline constexpr std::array kFaultSwitches{
     FaultSwitch{"untagged_aux_relay", &Faults::untagged_aux_relay},
     FaultSwitch{"dummy_run_one_forward", &Faults::dummy_run_one_forward},
     FaultSwitch{"dummy_run_skips_drafter", &Faults::dummy_run_skips_drafter},
+    FaultSwitch{"prefill_exports_lookahead", &Faults::prefill_exports_lookahead},
+    FaultSwitch{"stage_caches_paired_whole", &Faults::stage_caches_paired_whole},
+    FaultSwitch{"prefill_frees_before_read", &Faults::prefill_frees_before_read},
+    FaultSwitch{"kv_ready_one_stage", &Faults::kv_ready_one_stage},
 };
 // A switch added to Faults but not to the table could be set by no scenario.
 static_assert(sizeof(Faults) == kFaultSwitches.size() * sizeof(bool),

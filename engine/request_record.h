@@ -12,8 +12,20 @@
 
 namespace ppspec::engine {
 
+// A disaggregated decode instance's request: its prompt's KV is on the prefill instance until
+// pulled (engine/disaggregation.h).
+enum class RemoteKv : uint8_t {
+  none,      // not a remote prefill (or the prefill instance's own request)
+  waiting,   // computed by the prefill instance; no blocks here yet
+  loading,   // blocks allocated, the pulls posted (vLLM's WAITING_FOR_REMOTE_KVS)
+  loaded,    // every rank's pulls completed: it may be admitted, from its prompt's last token
+  admitted,  // admitted with the pulled KV (a later resumption recomputes like any other)
+};
+
 struct RequestRecord {
   RequestSpec spec;
+  RemoteKv remote = RemoteKv::none;
+  std::vector<int32_t> remote_blocks;  // the blocks the prefill instance exported
   int32_t idx = -1;
   int32_t num_computed = 0;
   int32_t prefill_tokens = 0;  // what its prefill computes: the prompt, or prompt + output once resumed

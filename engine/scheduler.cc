@@ -139,6 +139,7 @@ Scheduler::Scheduler(const EngineConfig& cfg, std::vector<RequestSpec> workload)
 }
 
 void Scheduler::admit_until(core::Time now) {
+  if (cfg_.instance() == Instance::decode) return;  // requests arrive from the prefill instance
   while (next_arrival_ < static_cast<size_t>(workload_size_) && records_[next_arrival_].spec.arrival <= now)
     enqueue(next_arrival_++, false);
 }
@@ -179,11 +180,12 @@ size_t Scheduler::victim() const {
 }
 
 std::optional<core::Time> Scheduler::next_arrival() const {
+  if (cfg_.instance() == Instance::decode) return std::nullopt;
   if (next_arrival_ >= static_cast<size_t>(workload_size_)) return std::nullopt;
   return records_[next_arrival_].spec.arrival;
 }
 
-bool Scheduler::done() const { return finished_count_ == workload_size_; }
+bool Scheduler::done() const { return finished_count_ == workload_size_ && held_.empty(); }
 
 std::vector<LedgerEntry> Scheduler::take_ledger() {
   std::vector<LedgerEntry> out;
@@ -283,12 +285,27 @@ bool Scheduler::eligible(const RequestRecord& r, int64_t step) const {
   return !ends_for_sure;
 }
 
-// Waiting requests, new or preempted, while a req-state index, the budget and the blocks allow.
+// Waiting requests, new or preempted, while a req-state index, the budget and the blocks allow. A
+// disaggregated decode instance's request whose KV is not pulled yet is passed over, in its place.
 void Scheduler::admit_waiting(StepBuilder& b) {
-  while (!waiting_.empty() && b.budget > 0 && !free_idx_.empty()) {
-    RequestRecord& r = records_[waiting_.front()];
+  size_t at = 0;
+  while (at < waiting_.size() && b.budget > 0 && !free_idx_.empty()) {
+    RequestRecord& r = records_[waiting_[at]];
+    // A pull takes a request slot (simplification: vLLM counts running requests only, and pulled
+    // blocks beyond the slots could starve a running request of the cache sized for the slots);
+    // without one, the request waits and those behind it, whose pulls may have completed, go on.
+    if (r.remote == RemoteKv::waiting && free_idx_.size() <= pulls_waiting_) {
+      ++at;
+      continue;
+    }
+    if (r.remote == RemoteKv::waiting && !start_load(r, b.so->step)) break;
+    if (r.remote == RemoteKv::loading) {
+      ++at;
+      continue;
+    }
+    const bool pulled = r.remote == RemoteKv::loaded;
     const PrefixHit hit = prefix_hit(r);
-    const int remaining = r.prefill_len() - hit.computed;
+    const int remaining = r.prefill_len() - (pulled ? r.num_computed : hit.computed);
     if (!cfg_.serving.chunked_prefill && remaining > b.budget) break;
     const int tokens = std::min(remaining, b.budget);
     if (!hit_fits(r, hit, tokens)) break;
@@ -300,12 +317,13 @@ void Scheduler::admit_waiting(StepBuilder& b) {
       break;
     }
     if (pool_.caching()) admitted_with_hit(r, hit, b.so->requests.back(), b.so->step);
+    if (pulled) admitted_pulled(r, b.so->requests.back());
     free_idx_.pop_back();
-    slot_owner_[static_cast<size_t>(r.idx)] = waiting_.front();
+    slot_owner_[static_cast<size_t>(r.idx)] = waiting_[at];
     r.admitted = true;
     r.admitted_step = b.so->step;
-    running_.push_back(waiting_.front());
-    waiting_.pop_front();
+    running_.push_back(waiting_[at]);
+    waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(at));
     b.so->new_requests.push_back(new_request_of(r));
   }
 }

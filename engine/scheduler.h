@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -23,6 +24,7 @@
 #include "core/event_subjects.h"
 #include "engine/block_pool.h"
 #include "engine/config.h"
+#include "engine/disaggregation.h"
 #include "engine/messages.h"
 #include "engine/request_record.h"
 #include "engine/workload.h"
@@ -70,6 +72,18 @@ class Scheduler {
   // Steps whose adaptive draft budget was below K (their requests drafted fewer than K).
   int steps_budget_below_k() const { return steps_budget_below_k_; }
   const BlockPool& pool() const { return pool_; }
+
+  // ---- disaggregation (engine/disaggregation.h; engine/scheduler_remote.cc) ----
+  // Prefill instance: the requests finished since the last call, with the blocks they export (a
+  // finished request keeps its blocks until release_export: the transfer reads them).
+  std::vector<KvExport> take_exports();
+  void release_export(int64_t req, int64_t step);
+  bool holds_exports() const { return !held_.empty(); }
+  // Decode instance: a request the prefill instance computed arrives; the pulls the scheduler
+  // started since the last call; a request whose every pull completed.
+  void arrive_remote(const KvExport& e);
+  std::vector<KvLoad> take_loads();
+  void kv_loaded(int64_t req);
   // What changed since the last call, in order.
   std::vector<LedgerEntry> take_ledger();
 
@@ -108,6 +122,11 @@ class Scheduler {
   RequestRecord* owner_of_row(int64_t step, const ScheduledRequest& s);
   size_t index_of(const RequestRecord& r) const { return static_cast<size_t>(&r - records_.data()); }
   void admit_waiting(StepBuilder& b);
+  // A remote request's first pass through admission: its prompt's blocks, and the pull posted.
+  bool start_load(RequestRecord& r, int64_t step);
+  // Its row: the workers' block table gets the pulled blocks too (the row's new blocks from column 0).
+  void admitted_pulled(RequestRecord& r, ScheduledRequest& row);
+  void hold_for_export(RequestRecord& r, std::vector<int32_t>& blocks);
   // Prefix caching (engine/scheduler_prefix.cc); nothing happens without it.
   PrefixHit prefix_hit(RequestRecord& r);
   bool hit_fits(const RequestRecord& r, const PrefixHit& hit, int tokens) const;
@@ -129,6 +148,12 @@ class Scheduler {
   std::vector<Fence> fences_;           // blocks of released requests, until their step returns
   std::vector<int32_t> finished_idx_;   // to report in the next step
   std::vector<LedgerEntry> ledger_;
+  // Disaggregation: exports not yet taken, blocks held for a transfer (by request id), pulls not
+  // yet taken. Each bounded by the workload: a request exports, holds and loads once.
+  std::vector<KvExport> exports_;
+  std::map<int64_t, std::vector<int32_t>> held_;
+  std::vector<KvLoad> loads_;
+  size_t pulls_waiting_ = 0;  // requests with pulled (or pulling) blocks, not admitted yet
   int workload_size_ = 0;
   int dummies_added_ = 0;
   int finished_count_ = 0;

@@ -27,6 +27,8 @@ void Scheduler::release(RequestRecord& r, core::Release reason, int64_t step) {
   std::vector<int32_t> blocks;
   blocks.swap(r.blocks);
   r.cached_blocks = 0;
+  // A prefill instance's finished request keeps its blocks for the decode instance's pulls.
+  if (cfg_.instance() == Instance::prefill && reason == core::Release::finished && !r.dummy) hold_for_export(r, blocks);
   const bool unfenced = reason == core::Release::preempted && cfg_.faults.late_output_after_preempt;
   const bool fence = r.in_flight() && !unfenced && !blocks.empty();
   ledger_.push_back(LedgerEntry{LedgerEntry::What::released, r.spec.id, step, reason, r.idx, 0,

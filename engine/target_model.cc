@@ -31,6 +31,12 @@ TargetModel::TargetModel(RankContext& c)
   if (c.last) lm_head_ = c.alloc(Dtype::u32, D, 1, "lm_head");
 }
 
+const core::Buffer* TargetModel::kv_cache(int layer) const {
+  if (layer < layers_.first || layer >= layers_.last) return nullptr;
+  const core::Buffer& b = kv_[static_cast<size_t>(layer - layers_.first)];
+  return b.count() > 0 ? &b : nullptr;
+}
+
 void TargetModel::load_checkpoint() {
   const Checkpoint& ck = ctx_.ckpt;
   if (ctx_.first) {

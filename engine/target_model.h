@@ -24,6 +24,11 @@ class TargetModel {
   const LayerRange& layers() const { return layers_; }
   // This stage's recurrent layers' states (none: any() is false).
   RecurrentState& recurrent() { return recurrent_; }
+  // The KV cache of `layer` on this rank ([slots, lanes/TP]); null where the stage does not hold
+  // the layer or the layer keeps a recurrent state instead. The context lane's ([slots]) on the
+  // first stage; null elsewhere. (A disaggregated instance's KV connector copies through them.)
+  const core::Buffer* kv_cache(int layer) const;
+  const core::Buffer* context_kv() const { return ctx_.first ? &ctx_kv_ : nullptr; }
   // EAGLE: the taps its tapped layers produce inside the forward (null: none).
   void bind_taps(EagleTaps* taps) { taps_ = taps; }
 

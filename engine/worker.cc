@@ -14,6 +14,7 @@
 #include "kernels/eagle.h"
 #include "kernels/expert_dispatch.h"
 #include "kernels/feedback_payload.h"
+#include "kernels/kv_transfer.h"
 #include "kernels/launch.h"
 #include "kernels/post_update.h"
 #include "kernels/prepare_dflash_inputs.h"
@@ -57,6 +58,16 @@ Worker::Worker(core::Runtime& rt, core::RankId rank, const EngineConfig& cfg, co
 
 Worker::~Worker() = default;
 
+KvConnector* Worker::attach_connector() {
+  if (ctx_.cfg.instance() == Instance::aggregated) return nullptr;
+  KvCaches caches;
+  caches.context = model_.context_kv();
+  for (int l = 0; l < ctx_.cfg.model.layers; ++l) caches.layers.push_back(model_.kv_cache(l));
+  if (drafter_) caches.draft = &drafter_->kv_cache();
+  connector_ = std::make_unique<KvConnector>(ctx_, std::move(caches));
+  return connector_.get();
+}
+
 int32_t Worker::graph_size(int32_t tokens) const {
   for (int s : ctx_.cfg.serving.capture_sizes)
     if (s >= tokens) return s;
@@ -71,7 +82,7 @@ void Worker::phase(core::WarmupPhase phase) {
 // The actor
 
 void Worker::init_communicators() {
-  for (const CommunicatorSpec& spec : communicators(ctx_.cfg.topology)) {
+  for (const CommunicatorSpec& spec : communicators(ctx_.cfg.topology, ctx_.cfg.instance())) {
     if (std::find(spec.members.begin(), spec.members.end(), ctx_.rank) == spec.members.end()) continue;
     core::Communicator& c = ctx_.rt.comm_init(spec.name, ctx_.rank);
     switch (spec.role) {
@@ -126,6 +137,7 @@ void Worker::run() {
       case Command::capture: capture_graphs(); break;
       case Command::serve:
         phase(core::WarmupPhase::serving);
+        if (connector_) ctx_.rt.channel(kv_connector_channel(ctx_.rank)).send(KvServing{});
         if (pp_handler_) {
           pp_handler_->set_disabled(false);
           pp_handler_->start_serving();
@@ -142,6 +154,10 @@ void Worker::preload() {
     preload_kernel<K>(ctx_.dev, core::KernelRef{name, spec});
   };
   load("prepare_inputs", "", static_cast<kn::PrepareInputsKernel*>(nullptr));
+  if (connector_) {
+    load("kv_gather", "", static_cast<kn::KvGatherKernel*>(nullptr));
+    load("kv_inject", "", static_cast<kn::KvInjectKernel*>(nullptr));
+  }
   load("save_and_poison", "", static_cast<kn::SaveAndPoisonKernel*>(nullptr));
   load("restore_unwritten", "", static_cast<kn::RestoreUnwrittenBandsKernel*>(nullptr));
   if (ctx_.first) {

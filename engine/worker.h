@@ -20,6 +20,7 @@
 #include "engine/draft_budget.h"
 #include "engine/drafter.h"
 #include "engine/eagle_taps.h"
+#include "engine/kv_connector.h"
 #include "engine/messages.h"
 #include "engine/pp_handler.h"
 #include "engine/rank_context.h"
@@ -43,6 +44,9 @@ class Worker {
 
   // The actor's body: initialise communicators, then serve commands until shutdown.
   void run();
+  // A disaggregated instance's rank: its KV connector (engine/kv_connector.h), made before the
+  // actor starts, whose own actor the engine spawns; null otherwise.
+  KvConnector* attach_connector();
 
   // What the host last read back of a step's accepted counts (engine/accepted_readback.h); null
   // on ranks that do not read them. Meant for a host-side decision such as an adaptive draft budget.
@@ -90,6 +94,7 @@ class Worker {
   std::unique_ptr<Drafter> drafter_;            // last stage, K > 0
   std::unique_ptr<DraftBudget> draft_budget_;   // last stage, adaptive budget
   std::unique_ptr<AcceptedReadback> accepted_;  // AcceptedReadback::wanted
+  std::unique_ptr<KvConnector> connector_;      // a disaggregated instance's
   core::Communicator* tp_comm_ = nullptr;
   core::Communicator* pp_comm_ = nullptr;
   core::Communicator* bcast_comm_ = nullptr;

@@ -14,6 +14,7 @@
 #include "kernels/prepare_inputs.h"
 #include "kernels/eagle.h"
 #include "kernels/expert_dispatch.h"
+#include "kernels/kv_transfer.h"
 #include "kernels/recurrent.h"
 #include "kernels/rejection_sample.h"
 #include "kernels/request_tables.h"

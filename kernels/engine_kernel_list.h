@@ -42,4 +42,6 @@
   X(EpDispatchPackKernel)        \
   X(EpExpertsKernel)             \
   X(EpCombineKernel)             \
-  X(DummyQueryRowsKernel)
+  X(DummyQueryRowsKernel)        \
+  X(KvGatherKernel)              \
+  X(KvInjectKernel)

@@ -19,6 +19,8 @@ void append_engine(std::string& s, const ServingCase& c) {
   s += "\n[topology]\n";
   if (c.dp > 1) s += fmt::format("dp = {}\n", c.dp);  // dp = 1 cases keep the text they always had
   s += fmt::format("pp = {}\ntp = {}\n", c.pp, c.tp);
+  if (c.disaggregated)
+    s += fmt::format("\n[disaggregation]\nprefill_pp = {}\nprefill_tp = {}\n", c.prefill_pp, c.prefill_tp);
   s += "\n[model]\n";
   if (c.vocab > 0) s += fmt::format("vocab = {}\n", c.vocab);
   s += fmt::format("stop_token = {}\nmax_model_len = {}\n", c.stop_token, c.max_model_len);
@@ -96,8 +98,10 @@ KvBounds kv_bounds(const ServingCase& c) {
 
 void size_model_to_topology(ServingCase& c) {
   const engine::ModelConfig model;
-  if (c.pp > model.layers) c.layers = c.pp;
-  if (model.lanes % c.tp != 0) c.lanes = std::lcm(model.lanes, c.tp);
+  const int pp = c.disaggregated ? std::max(c.pp, c.prefill_pp) : c.pp;
+  const int tp = c.disaggregated ? std::lcm(c.tp, c.prefill_tp) : c.tp;
+  if (pp > model.layers) c.layers = pp;
+  if (model.lanes % tp != 0) c.lanes = std::lcm(model.lanes, tp);
 }
 
 std::string summary(const ServingCase& c) {
@@ -105,6 +109,7 @@ std::string summary(const ServingCase& c) {
                               c.dp > 1 ? fmt::format("dp{} ", c.dp) : "", c.pp, c.tp, c.k,
                               c.feedback == "single-payload" ? "single" : "3msg", c.num_requests, c.prompt_min,
                               c.prompt_max, c.output_min, c.output_max, c.max_num_seqs, c.max_num_batched_tokens);
+  if (c.disaggregated) s += fmt::format(" prefill pp{} tp{}", c.prefill_pp, c.prefill_tp);
   if (!c.capture_sizes.empty()) s += fmt::format(" graphs [{}]", fmt::join(c.capture_sizes, ","));
   if (c.temperature > 0) s += fmt::format(" T {}", c.temperature);
   if (c.greedy_every > 0) s += fmt::format(" greedy 1/{}", c.greedy_every);

@@ -16,6 +16,9 @@ namespace ppspec::scenario {
 struct ServingCase {
   // [topology], [spec]
   int dp = 1, pp = 1, tp = 1, k = 0;
+  // [disaggregation]: a prefill instance of prefill_pp x prefill_tp beside the decode instance (pp x tp)
+  bool disaggregated = false;
+  int prefill_pp = 1, prefill_tp = 1;
   std::string feedback = "three-message";
   bool adaptive_budget = false;
   bool eagle = false;     // method = "eagle", with `taps`

@@ -15,8 +15,10 @@ namespace ppspec::scenario {
 namespace {
 
 constexpr std::string_view kServingTopKeys =
-    "kind, name, description, topology, model, spec, serving, workload, runtime, faults, oracles, explore, expect";
+    "kind, name, description, topology, disaggregation, model, spec, serving, workload, runtime, faults, oracles, "
+    "explore, expect";
 constexpr std::string_view kTopologyKeys = "dp, pp, tp";
+constexpr std::string_view kDisaggregationKeys = "prefill_pp, prefill_tp";
 constexpr std::string_view kModelKeys =
     "vocab, layers, lanes, block_size, num_blocks, alpha, stop_token, max_model_len, checkpoint_seed, experts, topk, "
     "recurrent_layers";
@@ -65,6 +67,13 @@ void read_topology_table(TableReader& r, engine::Topology& t) {
   t.dp = to_int(r.integer("dp", 1, 16).value_or(1));
   t.pp = to_int(r.integer("pp", 1, 64).value_or(1));
   t.tp = to_int(r.integer("tp", 1, 64).value_or(1));
+}
+
+// [disaggregation]: its presence makes the scenario's topology the decode instance's.
+void read_disaggregation_table(TableReader& r, engine::Disaggregation& d) {
+  d.enabled = true;
+  d.prefill.pp = to_int(r.integer("prefill_pp", 1, 64).value_or(1));
+  d.prefill.tp = to_int(r.integer("prefill_tp", 1, 64).value_or(1));
 }
 
 // `recurrent_layers = [i, ...]`: distinct layer indices of the model, 0 to layers - 1 (kept sorted).
@@ -323,6 +332,44 @@ void check_budgets(TableReader& top, const engine::EngineConfig& c) {
                                    c.serving.max_num_batched_tokens, k + 1));
 }
 
+// A disaggregated scenario: the prefill instance's shape, and what the KV transfer does not model.
+void check_disaggregation(TableReader& top, const engine::EngineConfig& c) {
+  if (!c.disagg.enabled) return;
+  const engine::ModelConfig& m = c.model;
+  const engine::Topology& p = c.disagg.prefill;
+  if (p.pp > m.layers)
+    fail_serving_check(top, "disaggregation", "prefill_pp",
+                       fmt::format("prefill_pp = {} has more stages than the model has layers ({})", p.pp, m.layers));
+  if (m.lanes % p.tp != 0)
+    fail_serving_check(top, "disaggregation", "prefill_tp",
+                       fmt::format("prefill_tp = {} does not divide the model's {} lanes", p.tp, m.lanes));
+  if (c.runtime_ranks() > engine::kRanksMax)
+    fail_serving_check(top, "disaggregation", "prefill_pp",
+                       fmt::format("the decode instance's {} ranks and the prefill instance's {} make {}: the "
+                                   "simulator runs at most {}",
+                                   c.topology.ranks(), p.ranks(), c.runtime_ranks(), engine::kRanksMax));
+  if (c.topology.dp > 1)
+    fail_serving_check(top, "topology", "dp",
+                       fmt::format("dp = {} with disaggregation: a decode instance of several data-parallel "
+                                   "replicas is not modelled; valid: dp = 1",
+                                   c.topology.dp));
+  if (!m.recurrent_layers.empty())
+    fail_serving_check(top, "model", "recurrent_layers",
+                       "recurrent layers with disaggregation: the transfer of a recurrent state is not modelled; "
+                       "valid: recurrent_layers = [], or no [disaggregation]");
+  if (c.serving.enable_prefix_caching)
+    fail_serving_check(top, "serving", "enable_prefix_caching",
+                       "prefix caching with disaggregation: a decode instance's own hits beside the pulled blocks "
+                       "are not modelled; valid: enable_prefix_caching = false, or no [disaggregation]");
+  if (c.may_preempt())
+    fail_serving_check(
+        top, "model", "num_blocks",
+        fmt::format("{} KV blocks with disaggregation: a cache small enough to preempt is not modelled there (a "
+                    "request preempted for the blocks that pulled requests hold waits behind them); valid: {} or "
+                    "more, or 0 for enough",
+                    c.model.num_blocks, engine::blocks_needed(c)));
+}
+
 void check_serving_config(TableReader& top, const engine::EngineConfig& c) {
   const engine::ModelConfig& m = c.model;
   if (c.topology.ranks() > engine::kRanksMax)
@@ -375,6 +422,7 @@ void check_serving_config(TableReader& top, const engine::EngineConfig& c) {
   check_adaptive_budget(top, c);
   check_draft_method(top, c);
   check_data_parallel(top, c);
+  check_disaggregation(top, c);
   check_budgets(top, c);
 }
 
@@ -397,6 +445,7 @@ serving::ServingScenario read_serving(const toml::table& root, const std::string
   s.description = top.string_or("description", "");
   // Table by table, in the order of kServingTopKeys: with two wrong tables, the first is reported.
   read_section(top, "topology", kTopologyKeys, c.topology, read_topology_table);
+  read_section(top, "disaggregation", kDisaggregationKeys, c.disagg, read_disaggregation_table);
   read_section(top, "model", kModelKeys, c.model, read_model_table);
   read_section(top, "spec", kSpecKeys, c.spec, read_spec_table);
   read_section(top, "serving", kServingKeys, c.serving, read_serving_table);

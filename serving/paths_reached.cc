@@ -8,24 +8,24 @@
 namespace ppspec::serving {
 
 const std::vector<PathField>& path_fields() {
-  static const std::vector<PathField> fields = {
-      {"chunked_prompts", &PathsReached::chunked_prompts},
-      {"preemptions", &PathsReached::preemptions},
-      {"preempted_in_step", &PathsReached::preempted_in_step},
-      {"aborts", &PathsReached::aborts},
-      {"aborts_in_flight", &PathsReached::aborts_in_flight},
-      {"stop_token_ends", &PathsReached::stop_token_ends},
-      {"length_cap_ends", &PathsReached::length_cap_ends},
-      {"greedy_requests", &PathsReached::greedy_requests},
-      {"drafts_verified", &PathsReached::drafts_verified},
-      {"steps_ahead", &PathsReached::steps_ahead},
-      {"prefix_hit_blocks", &PathsReached::prefix_hit_blocks},
-      {"padding_writes", &PathsReached::padding_writes},
-      {"slot_reuse", &PathsReached::slot_reuse},
-      {"dummy_batches", &PathsReached::dummy_batches},
-      {"taps_relayed", &PathsReached::taps_relayed},
-      {"recurrent_rollbacks", &PathsReached::recurrent_rollbacks},
-      {"module_loads_after_warmup", &PathsReached::module_loads_after_warmup}};
+  static const std::vector<PathField> fields = {{"chunked_prompts", &PathsReached::chunked_prompts},
+                                                {"preemptions", &PathsReached::preemptions},
+                                                {"preempted_in_step", &PathsReached::preempted_in_step},
+                                                {"aborts", &PathsReached::aborts},
+                                                {"aborts_in_flight", &PathsReached::aborts_in_flight},
+                                                {"stop_token_ends", &PathsReached::stop_token_ends},
+                                                {"length_cap_ends", &PathsReached::length_cap_ends},
+                                                {"greedy_requests", &PathsReached::greedy_requests},
+                                                {"drafts_verified", &PathsReached::drafts_verified},
+                                                {"steps_ahead", &PathsReached::steps_ahead},
+                                                {"prefix_hit_blocks", &PathsReached::prefix_hit_blocks},
+                                                {"padding_writes", &PathsReached::padding_writes},
+                                                {"slot_reuse", &PathsReached::slot_reuse},
+                                                {"dummy_batches", &PathsReached::dummy_batches},
+                                                {"taps_relayed", &PathsReached::taps_relayed},
+                                                {"recurrent_rollbacks", &PathsReached::recurrent_rollbacks},
+                                                {"module_loads_after_warmup", &PathsReached::module_loads_after_warmup},
+                                                {"kv_pulls", &PathsReached::kv_pulls}};
   return fields;
 }
 
@@ -47,6 +47,7 @@ void PathsSink::on_event(const core::Event& e) {
       return;
     }
     case core::EventKind::padding_rows: ++reached_.padding_writes; return;
+    case core::EventKind::kv_ready: ++reached_.kv_pulls; return;
     case core::EventKind::warmup_phase: phase_[e.rank] = e.subject.phase; return;
     case core::EventKind::module_load:
       if (phase_[e.rank] == core::WarmupPhase::serving) ++reached_.module_loads_after_warmup;
@@ -127,6 +128,8 @@ std::vector<std::string> unexercised(const engine::EngineConfig& cfg, const Path
        "EAGLE taps a layer on a stage before the last, and no tap was relayed");
   need(!cfg.model.recurrent_layers.empty() && drafts, p.recurrent_rollbacks,
        "recurrent layers under speculative decoding, and no state was rolled back past a rejected draft");
+  need(cfg.disagg.enabled, p.kv_pulls,
+       "disaggregation is on, and no request's KV was pulled from the prefill instance");
   need(cfg.workload.temperature > 0 && cfg.workload.greedy_every > 0, p.greedy_requests,
        "a greedy share is asked for, and no request sampled greedily");
   return out;

@@ -1,6 +1,7 @@
 // The engine paths a serving run reached: the mechanisms where bugs of pipeline-parallel
 // speculative decoding live (preemption, aborts, chunked prompts, steps scheduled ahead, prefix
-// hits, dummy batches, EAGLE taps relayed, recurrent rollbacks, module loads after warmup), counted
+// hits, dummy batches, EAGLE taps relayed, recurrent rollbacks, module loads after warmup, KV pulled
+// from a prefill instance), counted
 // from what the run did (its events and its requests' records), never from its configuration. A
 // pass says what it reached; a mechanism the deployment enables and the run never exercised is
 // said as a warning (`unexercised`).
@@ -37,6 +38,7 @@ struct PathsReached {
   int64_t taps_relayed = 0;               // EAGLE taps sent to a later stage
   int64_t recurrent_rollbacks = 0;        // requests whose recurrent state rolled back past rejected drafts
   int64_t module_loads_after_warmup = 0;  // kernel modules loaded while serving
+  int64_t kv_pulls = 0;                   // disaggregation: requests whose prompt KV the decode instance pulled
 
   friend bool operator==(const PathsReached&, const PathsReached&) = default;
 };

@@ -27,7 +27,8 @@ class BatchLog final : public core::EventSink {
  public:
   explicit BatchLog(int dp) : dp_(dp) {}
   void on_event(const core::Event& e) override {
-    if (e.kind != core::EventKind::batch_scheduled) return;
+    // A disaggregated prefill instance numbers steps of its own: its batches are not the decode instance's.
+    if (e.kind != core::EventKind::batch_scheduled || e.actor == engine::kPrefillEngineActor) return;
     const auto batch = core::BatchScheduledProbe::decode(e);
     Batch& b = batches_[e.step][std::max(0, engine::replica_of_engine_actor(e.actor, dp_))];
     b.ids.assign(batch.request_ids.begin(), batch.request_ids.end());
@@ -115,7 +116,7 @@ ServingRun serve(core::Runtime& rt, const engine::EngineConfig& cfg, const std::
 ServingRun simulate(const engine::EngineConfig& cfg, const core::WorldConfig& world, const sim::RunConfig& opts) {
   sim::SimConfig runtime = sim::sim_config(world);
   runtime.record_decisions = opts.record_decisions;
-  sim::SimRuntime rt(cfg.topology.ranks(), runtime,
+  sim::SimRuntime rt(cfg.runtime_ranks(), runtime,
                      opts.replay ? sim::make_replay_policy(*opts.replay) : sim::make_policy(opts.strategy, opts.seed),
                      opts.seed);
   rt.set_nccl_observer(opts.nccl_observer);
@@ -203,6 +204,17 @@ void check_oracles(const ServingScenario& s, const sim::RunConfig& opts, Serving
           c.topology.pp = 1;
         },
         [&](const auto& ref) { return verify::pp_invariance_oracle(cfg, run.requests, ref, run.coverage); });
+    if (f) found.push_back(std::move(*f));
+  }
+  if (cfg.disagg.enabled) {
+    auto f = compare_with(
+        s, opts, run, core::FindingKind::disaggregation_invariance, "aggregated",
+        [](engine::EngineConfig& c) { c.disagg = {}; },
+        [&](const auto& ref) {
+          return verify::invariance_oracle(
+              cfg, verify::Invariance{core::FindingKind::disaggregation_invariance, "disaggregated", "aggregated"},
+              run.requests, ref, run.coverage);
+        });
     if (f) found.push_back(std::move(*f));
   }
   if (s.oracles.padding_invariance && !cfg.serving.capture_sizes.empty()) {

@@ -121,6 +121,20 @@ const std::vector<Unreachable> kUnreachable = {
      &serving::PathsReached::dummy_batches},
     {"dummy_run_skips_drafter", "K = 0", [](serving::ServingScenario& s) { s.config.spec.k = 0; },
      &serving::PathsReached::dummy_batches},
+    {"prefill_exports_lookahead", "K = 0",
+     [](serving::ServingScenario& s) {
+       s.config.spec.k = 0;
+       s.config.spec.method = engine::DraftMethod::dspark;
+       s.config.serving.capture_sizes = {4, 8, 16, 32};
+     },
+     &serving::PathsReached::kv_pulls},
+    {"stage_caches_paired_whole", "prefill_pp = pp = 1",
+     [](serving::ServingScenario& s) { s.config.disagg.prefill.pp = s.config.topology.pp; },
+     &serving::PathsReached::kv_pulls},
+    {"prefill_frees_before_read", "no disaggregation", [](serving::ServingScenario& s) { s.config.disagg = {}; },
+     nullptr},
+    {"kv_ready_one_stage", "decode pp = 1", [](serving::ServingScenario& s) { s.config.topology.pp = 1; },
+     &serving::PathsReached::kv_pulls},
 };
 
 std::string findings_of(const serving::ServingRun& run) {

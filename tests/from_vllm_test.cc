@@ -141,9 +141,36 @@ TEST(FromVllm, BadInputIsExitTwoSayingWhy) {
 
 TEST(FromVllm, AnArgumentPpspecDoesNotKnowIsSaidAndLeftOut) {
   const vllm_config::Serving s =
-      vllm_config::to_serving(vllm_config::parse_cli({"--kv-transfer-config", R"({"kv_connector": "x"})"}));
-  EXPECT_TRUE(said(s, "kv_transfer_config"));
+      vllm_config::to_serving(vllm_config::parse_cli({"--kv-cache-memory-bytes", "1000000"}));
+  EXPECT_TRUE(said(s, "kv_cache_memory_bytes"));
   EXPECT_TRUE(said(s, "not an engine argument ppspec knows"));
+}
+
+// --kv-transfer-config: a modelled connector makes the scenario disaggregated, both instances of
+// the command line's shape, without prefix caching; another connector, a role vLLM does not know,
+// or data parallelism is refused, naming the argument.
+TEST(FromVllm, TheKvTransferConfigDisaggregatesTheScenario) {
+  const vllm_config::Serving s = vllm_config::to_serving(vllm_config::parse_cli(
+      {"-pp", "2", "--kv-transfer-config", R"({"kv_connector": "NixlConnector", "kv_role": "kv_both"})"}));
+  EXPECT_TRUE(s.scenario.disaggregated);
+  EXPECT_EQ(s.scenario.prefill_pp, 2);
+  EXPECT_EQ(s.scenario.prefill_tp, 1);
+  EXPECT_FALSE(s.scenario.enable_prefix_caching);
+  EXPECT_EQ(s.scenario.num_blocks, 0);  // no preemption with disaggregation
+  EXPECT_TRUE(said(s, "own prefix hits beside the pulled blocks are not modelled"));
+  const auto refused = [](std::vector<std::string> args, const std::string& why) {
+    try {
+      (void)vllm_config::to_serving(vllm_config::parse_cli(args));
+      ADD_FAILURE() << "accepted: " << why;
+    } catch (const core::InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("--kv-transfer-config"), std::string::npos) << e.what();
+    }
+  };
+  refused({"--kv-transfer-config", R"({"kv_connector": "x", "kv_role": "kv_both"})"}, "\"x\": not modelled");
+  refused({"--kv-transfer-config", R"({"kv_connector": "NixlConnector", "kv_role": "both"})"}, "expected one of");
+  refused({"-dp", "2", "--kv-transfer-config", R"({"kv_connector": "NixlConnector", "kv_role": "kv_both"})"},
+          "several data-parallel replicas");
 }
 
 TEST(FromVllm, CaptureSizesAreVllmsDefaultsCappedAndRounded) {

@@ -74,6 +74,8 @@ void refuse_uncarried(const serving::ServingScenario& s, std::string_view text) 
 void carry_deployment(const engine::EngineConfig& e, ServingCase& c) {
   const engine::ModelConfig d;
   c.dp = e.topology.dp, c.pp = e.topology.pp, c.tp = e.topology.tp;
+  c.disaggregated = e.disagg.enabled;
+  c.prefill_pp = e.disagg.prefill.pp, c.prefill_tp = e.disagg.prefill.tp;
   c.k = e.spec.k;
   c.feedback = e.spec.feedback == engine::Feedback::single_payload ? "single-payload" : "three-message";
   c.adaptive_budget = e.spec.adaptive_budget;

@@ -49,6 +49,7 @@ struct Coverage {
   uint64_t budget_below_k = 0;      // an adaptive draft budget below K at some step
   uint64_t eagle_taps_relayed = 0;  // EAGLE taps sent to a later stage
   uint64_t dummy_batches = 0;       // dp > 1: a replica ran a dummy batch while another served
+  uint64_t kv_pulls = 0;            // disaggregation: the decode instance pulled a prompt's KV
 };
 
 // The class of a case that ends in an internal error of ppspec (a broken invariant, an exception,

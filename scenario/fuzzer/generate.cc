@@ -114,6 +114,18 @@ void pick_workload(ServingCase& c, const Space& s) {
   }
 }
 
+// A prefill instance beside the decode instance, where the loader allows one; the model grows to
+// the larger of the two shapes.
+void pick_disaggregation(ServingCase& c, const Space& s) {
+  if (c.dp > 1 || c.enable_prefix_caching || !c.recurrent_layers.empty() || !maybe(s.disaggregation)) return;
+  c.disaggregated = true;
+  c.num_blocks = 0;  // no preemption (the loader refuses it with disaggregation)
+  c.prefill_pp = pick(s.pp);
+  c.prefill_tp = pick(s.tp);
+  scenario::size_model_to_topology(c);
+  // A taps list drawn over the model's layers before it grew stays valid: layers only grow.
+}
+
 }  // namespace
 
 rc::Gen<ServingCase> gen_serving_case(const Space& space, const std::vector<std::string>& faults) {
@@ -127,6 +139,7 @@ rc::Gen<ServingCase> gen_serving_case(const Space& space, const std::vector<std:
     c.pct_depth = pick(space.pct_depth);
     // Drawn last, and only from a list of several, so that every earlier draw stays what it was.
     c.jitter = space.jitter.size() > 1 ? *rc::gen::elementOf(space.jitter) : space.jitter.front();
+    pick_disaggregation(c, space);  // after everything: spaces without it draw what they always drew
     return c;
   });
 }

@@ -83,7 +83,8 @@ namespace {
 constexpr const char* kSpaceKeys =
     "around, kinds, dp, pp, tp, k, requests, prompt, output, max_num_seqs, max_num_batched_tokens, warmup_steps, "
     "pct_depth, feedback, module_loading, temperature, jitter, graphs, chunked_prefill, aborts, stop_token, "
-    "length_cap, poisson, preemption, lookahead, prefix_caching, adaptive_budget, recurrent, eagle, priority";
+    "length_cap, poisson, preemption, lookahead, prefix_caching, adaptive_budget, recurrent, eagle, priority, "
+    "disaggregation";
 
 // `around = "FILE"` (relative to the space file): the space around that serving scenario, whose
 // deployment the space's own keys may not restate.
@@ -94,7 +95,7 @@ void read_centre(scenario::TableReader& r, const std::string& file, Space& s) {
   s = space_around(centre.string());
   for (const char* key : {"kinds", "dp", "pp", "tp", "k", "max_num_seqs", "max_num_batched_tokens", "warmup_steps",
                           "feedback", "module_loading", "graphs", "chunked_prefill", "lookahead", "prefix_caching",
-                          "adaptive_budget", "recurrent", "eagle", "priority"})
+                          "adaptive_budget", "recurrent", "eagle", "priority", "disaggregation"})
     if (r.node(key) != nullptr)
       r.fail(key, fmt::format("the scenario at the centre ({}) fixes the deployment; a space around it draws only "
                               "requests, prompt, output, temperature, aborts, stop_token, length_cap, poisson, "
@@ -163,7 +164,8 @@ Space parse_space(const std::string& text, const std::string& file) {
                            {"adaptive_budget", &s.adaptive_budget},
                            {"recurrent", &s.recurrent},
                            {"eagle", &s.eagle},
-                           {"priority", &s.priority}})
+                           {"priority", &s.priority},
+                           {"disaggregation", &s.disaggregation}})
     if (auto b = r.boolean(key)) *flag = *b;
   top.finish("space");
   r.finish(kSpaceKeys);

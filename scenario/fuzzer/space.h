@@ -64,6 +64,9 @@ struct Space {
   // vLLM's priority scheduling policy, with requests of 1 to 4 priority levels: off unless a space
   // asks for it.
   bool priority = false;
+  // Prefill/decode disaggregation: a prefill instance of pp and tp drawn from the same ranges (cases
+  // with one replica, no prefix caching, no recurrent layers): off unless a space asks for it.
+  bool disaggregation = false;
   // A space centred on one serving scenario (`around = "FILE"`, `ppspec fuzz --around FILE`): each
   // case is that scenario's deployment as it stands, its workload, KV cache and schedule drawn from
   // the ranges above (scenario/fuzzer/around.h); none: the cases' deployments are drawn too.

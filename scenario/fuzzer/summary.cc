@@ -34,6 +34,7 @@ constexpr std::pair<const char*, uint64_t Coverage::*> kPaths[] = {
     {"budget_below_k", &Coverage::budget_below_k},
     {"eagle_taps_relayed", &Coverage::eagle_taps_relayed},
     {"dummy_batches", &Coverage::dummy_batches},
+    {"kv_pulls", &Coverage::kv_pulls},
 };
 
 Json to_json(const Found& f) {

@@ -50,6 +50,8 @@ struct Proposer {
   bool disable_padded_drafter_batch = false;
 };
 Proposer read_speculative(Reader& r, scenario::ServingCase& c);
+// kv_transfer_config: a disaggregated prefill/decode deployment ([disaggregation]; kv_transfer_args.cc).
+void read_kv_transfer(Reader& r, scenario::ServingCase& c);
 // vLLM's async scheduling, as VllmConfig settles it: on by default where the proposer allows it;
 // asked for where vLLM refuses it, refused with vLLM's words.
 void read_async_scheduling(Reader& r, const Proposer& p, scenario::ServingCase& c);

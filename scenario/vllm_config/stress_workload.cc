@@ -42,6 +42,7 @@ void choose_prompts(scenario::ServingCase& c) {
 // chunks one. Unless the deployment sized it.
 bool choose_kv_cache(scenario::ServingCase& c) {
   if (c.num_blocks > 0) return false;  // the deployment's own (num_gpu_blocks_override)
+  if (c.disaggregated) return false;   // preemption with disaggregation is not modelled
   const auto [least, enough] = scenario::kv_bounds(c);
   const int running = std::min(c.num_requests / c.dp, c.max_num_seqs / c.dp);
   const int per_request = (c.prompt_min + c.prompt_max + c.output_min + c.output_max) / 2 / c.block_size + 1;

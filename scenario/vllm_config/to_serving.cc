@@ -75,25 +75,12 @@ const std::map<std::string, std::string>& without_counterpart() {
 }
 
 const std::vector<std::string>& mapped_names() {
-  static const std::vector<std::string> names = {"pipeline_parallel_size",
-                                                 "tensor_parallel_size",
-                                                 "data_parallel_size",
-                                                 "speculative_config",
-                                                 "num_speculative_tokens",
-                                                 "speculative_model",
-                                                 "max_num_seqs",
-                                                 "max_num_batched_tokens",
-                                                 "enable_chunked_prefill",
-                                                 "enable_prefix_caching",
-                                                 "async_scheduling",
-                                                 "enforce_eager",
-                                                 "compilation_config",
-                                                 "cuda_graph_sizes",
-                                                 "max_model_len",
-                                                 "block_size",
-                                                 "num_gpu_blocks_override",
-                                                 "scheduling_policy",
-                                                 "seed"};
+  static const std::vector<std::string> names = {
+      "pipeline_parallel_size",  "tensor_parallel_size",  "data_parallel_size", "speculative_config",
+      "num_speculative_tokens",  "speculative_model",     "max_num_seqs",       "max_num_batched_tokens",
+      "enable_chunked_prefill",  "enable_prefix_caching", "async_scheduling",   "enforce_eager",
+      "compilation_config",      "cuda_graph_sizes",      "max_model_len",      "block_size",
+      "num_gpu_blocks_override", "scheduling_policy",     "kv_transfer_config", "seed"};
   return names;
 }
 
@@ -143,6 +130,14 @@ void read_limits(Reader& r, scenario::ServingCase& c, int& seqs_per_engine) {
     r.unmapped(
         fmt::format("{}enable_prefix_caching = {}: ppspec caches no prefix of a recurrent layer's state; the "
                     "scenario runs without prefix caching",
+                    caching ? "" : "(vLLM V1's default) ", caching.value_or(true)));
+    return;
+  }
+  if (c.disaggregated) {
+    c.enable_prefix_caching = false;
+    r.unmapped(
+        fmt::format("{}enable_prefix_caching = {}: the decode instance's own prefix hits beside the pulled "
+                    "blocks are not modelled; the scenario runs without prefix caching",
                     caching ? "" : "(vLLM V1's default) ", caching.value_or(true)));
     return;
   }
@@ -355,6 +350,7 @@ Serving to_serving(const EngineArgs& args, const WorkloadChoice& workload) {
   scenario::ServingCase& c = out.scenario;
   read_topology(r, c);
   read_model_name(r, args.model, c);
+  read_kv_transfer(r, c);
   const Proposer proposer = read_speculative(r, c);
   int seqs_per_engine = 0;
   read_limits(r, c, seqs_per_engine);

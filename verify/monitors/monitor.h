@@ -18,6 +18,7 @@
 #include "core/event.h"
 #include "core/verdict.h"
 #include "engine/communicators.h"
+#include "engine/disaggregation.h"
 
 namespace ppspec::engine {
 struct Checkpoint;
@@ -54,6 +55,11 @@ struct ServingFacts {
     const auto it = comm_roles.find(comm);
     return it != comm_roles.end() && it->second == role;
   }
+  // Disaggregation (engine/disaggregation.h): the KV transfer's routes (empty: not disaggregated),
+  // and the prefill instance's own facts, for its monitors (ranks numbered within it).
+  std::vector<engine::KvRoute> kv_routes;
+  std::shared_ptr<const ServingFacts> prefill_instance;
+  int prefill_first_rank = 0;
   int stage_of(core::RankId r) const { return r / tp; }
   core::RankId first_rank_of(int stage) const { return stage * tp; }
   bool last_stage(core::RankId r) const { return stage_of(r) == pp - 1; }

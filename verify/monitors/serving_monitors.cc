@@ -11,6 +11,7 @@
 #include "verify/monitors/embedding_checker.h"
 #include "verify/monitors/gate_agreement.h"
 #include "verify/monitors/kv_ownership.h"
+#include "verify/monitors/kv_transfer.h"
 #include "verify/monitors/leak_checker.h"
 #include "verify/monitors/scheduling_cadence.h"
 #include "verify/monitors/padding_checker.h"
@@ -36,9 +37,16 @@ ServingFacts serving_facts(const engine::EngineConfig& cfg, const engine::Checkp
   f.checkpoint = std::make_shared<const engine::Checkpoint>(ckpt);
   f.model = std::make_shared<const engine::ModelConfig>(cfg.model);
   if (cfg.eagle()) f.eagle_taps = engine::eagle_taps(cfg);
-  for (const engine::CommunicatorSpec& c : engine::communicators(cfg.topology)) f.comm_roles.emplace(c.name, c.role);
+  for (const engine::CommunicatorSpec& c : engine::communicators(cfg.topology, cfg.instance()))
+    f.comm_roles.emplace(c.name, c.role);
   for (const engine::RequestSpec& r : engine::make_workload(cfg))
     if (r.spread != 0) f.temperature_requests.insert(r.id);
+  if (cfg.instance() == engine::Instance::decode) {
+    f.kv_routes = engine::kv_routes(cfg);
+    const engine::EngineConfig prefill = engine::prefill_instance_config(cfg);
+    f.prefill_instance = std::make_shared<const ServingFacts>(serving_facts(prefill, ckpt));
+    f.prefill_first_rank = prefill.topology.first_rank;
+  }
   return f;
 }
 
@@ -72,6 +80,25 @@ ServingMonitors::Replica ServingMonitors::make_replica(const ServingFacts& facts
 }
 
 ServingMonitors::ServingMonitors(const ServingFacts& facts, Monitor::Sink sink) : replica_ranks_(facts.pp * facts.tp) {
+  if (facts.prefill_instance) {
+    // The prefill instance's monitors see its events with its ranks numbered within it; its
+    // findings get their global ranks back and say which instance.
+    Monitor::Sink prefill_sink = [sink, base = facts.prefill_first_rank](core::Finding f) {
+      for (core::Site& s : f.sites)
+        if (s.rank >= 0) s.rank += base;
+      // Its steps are its own: the finding's engine step is the decode instance's numbering.
+      f.summary = f.engine_step < 0 ? fmt::format("prefill instance: {}", f.summary)
+                                    : fmt::format("prefill instance, its step {}: {}", f.engine_step, f.summary);
+      f.engine_step = -1;
+      f.details.push_back(fmt::format(
+          "ranks in this finding's text are numbered within the prefill instance: its rank n is global rank {} + n",
+          base));
+      sink(std::move(f));
+    };
+    prefill_ = std::make_unique<Replica>(make_replica(*facts.prefill_instance, prefill_sink));
+    prefill_first_rank_ = facts.prefill_first_rank;
+    kv_transfer_ = std::make_unique<KvTransferMonitor>(facts, sink);
+  }
   PPSPEC_ASSERT(facts.dp >= 1 && replica_ranks_ >= 1, "monitors of dp = {}, pp x tp = {}", facts.dp, replica_ranks_);
   for (int r = 0; r < facts.dp; ++r) {
     Monitor::Sink replica_sink = sink;
@@ -122,6 +149,13 @@ void ServingMonitors::deliver(Replica& r, const core::Event& e) {
 }
 
 void ServingMonitors::on_event(const core::Event& e) {
+  if (kv_transfer_) verify::deliver(*kv_transfer_, e);
+  if (prefill_ && (e.rank >= prefill_first_rank_ || e.actor == engine::kPrefillEngineActor)) {
+    core::Event mine = e;
+    if (mine.rank >= 0) mine.rank -= prefill_first_rank_;
+    deliver(*prefill_, mine);
+    return;
+  }
   if (replicas_.size() == 1) {
     deliver(replicas_.front(), e);
     return;

@@ -42,6 +42,11 @@ class ServingMonitors final : public core::EventSink {
 
   int replica_ranks_ = 1;
   std::vector<Replica> replicas_;
+  // Disaggregation: the prefill instance's monitors (its ranks from prefill_first_rank_ on, its
+  // engine core's probes), and the KV transfer's, which sees both instances' events.
+  std::unique_ptr<Replica> prefill_;
+  int prefill_first_rank_ = 0;
+  std::unique_ptr<class KvTransferMonitor> kv_transfer_;
 };
 
 }  // namespace ppspec::verify
