@@ -68,7 +68,7 @@ void shrink(engine::EngineConfig& c) {
 bool small_enough(const engine::EngineConfig& c) {
   const engine::ModelConfig& m = c.model;
   const engine::ServingConfig& s = c.serving;
-  return c.topology.ranks() <= 4 && m.vocab <= 1024 && m.layers <= 8 && m.lanes <= 64 && m.experts <= 16 &&
+  return c.runtime_ranks() <= 4 && m.vocab <= 1024 && m.layers <= 8 && m.lanes <= 64 && m.experts <= 16 &&
          m.block_size <= 64 && m.num_blocks <= 4096 && m.max_model_len <= 4096 && c.workload.prompt_max <= 128 &&
          s.max_num_batched_tokens <= 1024 && (s.capture_sizes.empty() || s.capture_sizes.back() <= 1024);
 }

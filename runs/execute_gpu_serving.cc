@@ -87,7 +87,7 @@ serving::ServingRun execute_on_gpus(const serving::ServingScenario& s, const Gpu
   const std::string profile = profile_path();
   cfg.profile = !profile.empty();
   try {
-    rt = std::make_unique<real::RealRuntime>(s.config.topology.ranks(), cfg);
+    rt = std::make_unique<real::RealRuntime>(s.config.runtime_ranks(), cfg);
   } catch (const real::TooFewGpus& e) {
     throw NotRunnableHere(e.what());
   }

@@ -11,6 +11,10 @@
 
 #include "engine/disaggregation.h"
 #include "engine/scheduler.h"
+#include "engine/communicators.h"
+#include "tests/probe_events.h"
+#include "verify/monitors/kv_transfer.h"
+#include "verify/monitors/serving_monitors.h"
 #include "scenario/serving_loader.h"
 #include "serving/runner.h"
 #include "tests/test_util.h"
@@ -222,6 +226,70 @@ TEST(Disaggregation, TheDecodeInstancesOutputsAreTheAggregatedEnginesRequestByRe
   for (size_t i = 0; i < pd.requests.size(); ++i) {
     EXPECT_EQ(pd.requests[i].spec.id, one.requests[i].spec.id);
     EXPECT_EQ(pd.requests[i].output, one.requests[i].output) << "request " << pd.requests[i].spec.id;
+  }
+}
+
+// The KV transfer monitor on hand-made events: a prefill request's blocks freed after its export,
+// while one of its sends has not completed, is a finding; freed after every send, none.
+TEST(Disaggregation, TheMonitorReportsBlocksFreedWhileTheirTransferIsInFlight) {
+  const engine::EngineConfig d = disaggregated(1, 1, 1, 1);
+  const verify::ServingFacts facts = verify::serving_facts(d, engine::make_checkpoint(d.model));
+  ASSERT_EQ(facts.kv_routes.size(), 1u);  // prefill rank 1 -> decode rank 0: context, 4 layers, drafter
+  const size_t legs = facts.kv_routes[0].segments.size();
+  for (size_t sends : {legs - 1, legs}) {
+    std::vector<core::Finding> found;
+    verify::KvTransferMonitor m(facts, [&](core::Finding f) { found.push_back(std::move(f)); });
+    ProbeEvents ev;
+    auto at_prefill = [](core::Event e) {
+      e.actor = engine::kPrefillEngineActor;
+      return e;
+    };
+    verify::deliver(m, at_prefill(ev.make(core::EventKind::blocks_allocated, -1, 3, 0, {5, 6}, 0)));
+    verify::deliver(m, at_prefill(ev.make(core::EventKind::kv_exported, -1, 4, 0, {5, 6}, 8)));
+    for (size_t i = 0; i < sends; ++i) {
+      const engine::KvSegment& s = facts.kv_routes[0].segments[i];
+      verify::deliver(
+          m, ev.make(core::EventKind::kv_sent, 1, -1, 0,
+                     {static_cast<int64_t>(s.part), s.src_layer, s.dst_layer, s.lane_begin, s.lane_count, 5, 6}, 0));
+    }
+    core::ProbeSubject finished;
+    finished.release = core::Release::finished;
+    verify::deliver(m, at_prefill(ev.make(core::EventKind::blocks_freed, -1, 5, 0, {5, 6}, -1, finished)));
+    if (sends < legs) {
+      ASSERT_EQ(found.size(), 1u);
+      EXPECT_EQ(found[0].kind, core::FindingKind::kv_transfer);
+      EXPECT_NE(found[0].summary.find("while its transfer was in flight"), std::string::npos) << found[0].summary;
+    } else {
+      EXPECT_TRUE(found.empty()) << found.front().summary;
+    }
+  }
+}
+
+// Every event of both instances, as a trace writes it.
+class EventText final : public core::EventSink {
+ public:
+  void on_event(const core::Event& e) override { text += core::to_json(e) + "\n"; }
+  std::string text;
+};
+
+// Two instances, their connectors and the transfers between them are all the simulated world's: the
+// same scenario and seed give the same trace, byte for byte, whatever the schedule policy.
+TEST(Disaggregation, TheSameSeedGivesTheSameTrace) {
+  const serving::ServingScenario s = scenario::parse_serving(kScenario, "pd.toml");
+  for (const char* strategy : {"random", "pct:3"}) {
+    std::string first;
+    for (int run = 0; run < 2; ++run) {
+      EventText events;
+      sim::RunConfig o;
+      o.seed = 7;
+      o.strategy = core::parse_strategy(strategy).value();
+      o.sinks = {&events};
+      const serving::ServingRun r = serving::run_on_sim(s, o);
+      ASSERT_TRUE(r.completed) << strategy;
+      ASSERT_GT(events.text.size(), 1000u);
+      if (run == 0) first = events.text;
+      EXPECT_EQ(events.text, first) << strategy;
+    }
   }
 }
 

@@ -136,6 +136,24 @@ TEST(FuzzAround, APriorityCentreDrawsItsRequestsPriorityLevels) {
   for (const ServingCase& c : around(llama_like(), 20)) EXPECT_EQ(c.priority_levels, 1);
 }
 
+// A disaggregated centre keeps its prefill instance, and its cases keep a KV cache that never
+// preempts (the loader refuses one that does with disaggregation): every case loads.
+TEST(FuzzAround, ADisaggregatedCentreKeepsItsPrefillInstanceAndNoPreemption) {
+  ServingCase centre = llama_like();
+  centre.dp = 1;
+  centre.disaggregated = true;
+  centre.prefill_pp = 2;
+  centre.prefill_tp = 1;
+  centre.enable_prefix_caching = false;
+  centre.recurrent_layers.clear();
+  for (const ServingCase& c : around(centre, 60)) {
+    EXPECT_TRUE(c.disaggregated);
+    EXPECT_EQ(c.prefill_pp, 2);
+    EXPECT_EQ(c.num_blocks, 0);
+    EXPECT_NO_THROW(scenario::parse_serving(scenario::to_toml(c, "c", "d", {}), "c.toml")) << scenario::summary(c);
+  }
+}
+
 // A fault switched on that the deployment cannot reach is said with why, unless a knob the scenario
 // leaves free reaches it: at vLLM's default budget (8192, free) a step of non-final chunks only is
 // reachable once the budget is drawn below max_model_len; an abort scan with the lookahead batch

@@ -143,8 +143,8 @@ report::RunRecord check_one(const std::string& path, const CheckArgs& args, std:
   if (h.kind == core::ScenarioKind::serving || (!h.kind && !args.scenario.empty()))
     scenario = serving_scenario_of(reader, args.scenario, err);
   if (scenario)  // the monitors keep state per rank of the scenario: a rank outside it is refused first
-    reader.limit_ranks(scenario->config.topology.ranks(),
-                       fmt::format("the {}-rank scenario '{}'", scenario->config.topology.ranks(),
+    reader.limit_ranks(scenario->config.runtime_ranks(),
+                       fmt::format("the {}-rank scenario '{}'", scenario->config.runtime_ranks(),
                                    core::printable(scenario->name, 80)));
   std::vector<core::Finding> found;
   std::unique_ptr<verify::ServingMonitors> monitors;

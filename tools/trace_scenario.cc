@@ -108,7 +108,7 @@ void limit_to_embedded_ranks(traces::TraceReader& reader) {
   }
   const int ranks = std::holds_alternative<program::Program>(l->scenario)
                         ? std::get<program::Program>(l->scenario).num_ranks
-                        : std::get<serving::ServingScenario>(l->scenario).config.topology.ranks();
+                        : std::get<serving::ServingScenario>(l->scenario).config.runtime_ranks();
   if (ranks > 0)
     reader.limit_ranks(ranks, fmt::format("the {}-rank scenario '{}'", ranks, core::printable(h.scenario, 80)));
 }

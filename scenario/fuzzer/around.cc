@@ -243,9 +243,11 @@ void draw_behaviour(ServingCase& c, const Space& s) {
 
 // A KV cache between one request at its longest and what the workload can fill (the scheduler
 // preempts), or enough. Without chunked prefill a resumed request is one prefill of its prompt and
-// output, which must fit the deployment's budget.
+// output, which must fit the deployment's budget. A disaggregated deployment keeps enough (the
+// loader refuses a cache that preempts there).
 void draw_kv_cache(ServingCase& c, const Space& s) {
   c.num_blocks = 0;
+  if (c.disaggregated) return;
   const auto [least, enough] = scenario::kv_bounds(c);
   const bool resumable = c.chunked_prefill || c.prompt_max + c.output_max <= c.max_num_batched_tokens;
   if (least < enough && resumable && maybe(s.preemption))

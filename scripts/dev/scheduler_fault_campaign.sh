@@ -14,7 +14,8 @@
 # needs prefix caching, off in the default space: scenarios/spaces/prefix_cache.toml. The engine
 # mechanisms' faults (DP, EAGLE, recurrent state, pinned buffers, the adaptive budget) need their
 # mechanisms, off in the default space (scripts/dev/mechanism_fault_campaign.sh and
-# data_parallel_campaign.sh set TITLE, CLEAN_SPACE, SEED and FAULTS for them).
+# data_parallel_campaign.sh set TITLE, CLEAN_SPACE, SEED and FAULTS for them; the KV transfer's
+# faults need disaggregation: disaggregation_campaign.sh).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=$1
@@ -36,6 +37,8 @@ space_of() {
     pinned_read_without_sync) echo scenarios/spaces/pp2.toml ;;
     untagged_aux_relay) echo scenarios/spaces/eagle.toml ;;
     dummy_run_one_forward | dummy_run_skips_drafter) echo scenarios/spaces/data_parallel.toml ;;
+    prefill_exports_lookahead | stage_caches_paired_whole | prefill_frees_before_read | kv_ready_one_stage)
+      echo scenarios/spaces/disaggregation.toml ;;
   esac
 }
 if [ "$cases" = 0 ]; then exec >> "$out"; else exec > "$out"; fi
