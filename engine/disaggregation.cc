@@ -92,6 +92,17 @@ std::vector<KvSegment> segments_between(const EngineConfig& cfg, const Shard& p,
   return out;
 }
 
+// connect_all_stages: the segments a consumer asks of a producer stage that holds none of its
+// layers (over the lanes both hold): its own layers, as if the stage held the whole model.
+std::vector<KvSegment> segments_asked_of_any_stage(const EngineConfig& cfg, const Shard& p, const Shard& c) {
+  Shard whole = p;
+  whole.layers = {0, cfg.model.layers};
+  std::vector<KvSegment> out;
+  for (const KvSegment& s : segments_between(cfg, whole, c))
+    if (s.part == KvPart::layer) out.push_back(s);
+  return out;
+}
+
 }  // namespace
 
 std::vector<KvRoute> kv_routes(const EngineConfig& decode) {
@@ -102,8 +113,11 @@ std::vector<KvRoute> kv_routes(const EngineConfig& decode) {
     const Shard cs = shard_of(decode.model, decode.topology, c);
     for (int i = 0; i < prefill.topology.ranks(); ++i) {
       const core::RankId p = prefill.topology.first_rank + i;
+      const Shard ps = shard_of(decode.model, prefill.topology, p);
       KvRoute r{p, c, fmt::format("kv.prefill{}.decode{}", p, c), {}};
-      r.segments = segments_between(decode, shard_of(decode.model, prefill.topology, p), cs);
+      r.segments = segments_between(decode, ps, cs);
+      if (r.segments.empty() && decode.faults.connect_all_stages)
+        r.segments = segments_asked_of_any_stage(decode, ps, cs);
       if (!r.segments.empty()) out.push_back(std::move(r));
     }
   }

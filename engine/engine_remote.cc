@@ -55,9 +55,9 @@ void Engine::handle_kv_message(Replica& rep, const std::any& m) {
   PPSPEC_ASSERT(done != nullptr, "the engine core of the {} instance got a message it does not serve",
                 cfg_.instance() == Instance::prefill ? "prefill" : "decode");
   if (kv_counted_.contains(done->req)) return;  // a report after the count was reached (kv_ready_one_stage)
-  int& reports = kv_reports_[done->req];
-  if (++reports < kv_reports_expected_) return;
-  kv_reports_.erase(done->req);
+  const int reports = ++kv_reports_[done->req];
+  if (reports < kv_reports_expected_) return;
+  kv_reports_.erase(done->req);  // `reports` is a copy: the entry is gone
   kv_counted_.insert(done->req);
   if (cfg_.instance() == Instance::prefill) {
     rep.scheduler->release_export(done->req, next_step_);

@@ -381,6 +381,20 @@ std::string reach_kv_ready_one_stage(const EngineConfig& c, core::ModuleLoading)
   return "it needs pp >= 2 on the decode instance: with one stage, its ranks are every rank that pulls";
 }
 
+// kv_routes adds a route from each prefill stage whose layers a decode stage does not share (over
+// the lanes both hold): there is one only where some stage pair's bands are disjoint.
+std::string reach_connect_all_stages(const EngineConfig& c, core::ModuleLoading) {
+  if (std::string why = reach_needs_disaggregation(c); !why.empty()) return why;
+  for (int sp = 0; sp < c.disagg.prefill.pp; ++sp)
+    for (int sd = 0; sd < c.topology.pp; ++sd) {
+      const LayerRange p = stage_layers(c.model, c.disagg.prefill.pp, sp);
+      const LayerRange d = stage_layers(c.model, c.topology.pp, sd);
+      if (std::max(p.first, d.first) >= std::min(p.last, d.last)) return "";
+    }
+  return "it needs a prefill stage and a decode stage that share no layer (prefill_pp >= 2 or pp >= 2): where "
+         "every decode stage shares layers with every prefill stage, every stage is one it must read from";
+}
+
 // ---------------------------------------------------------------------------------------------
 // The table, in kFaultSwitches' order.
 
@@ -419,6 +433,7 @@ constexpr std::array kFaultReach{
     FaultReach{"stage_caches_paired_whole", reach_stage_caches_paired_whole},
     FaultReach{"prefill_frees_before_read", reach_prefill_frees_before_read},
     FaultReach{"kv_ready_one_stage", reach_kv_ready_one_stage},
+    FaultReach{"connect_all_stages", reach_connect_all_stages},
 };
 
 constexpr bool reach_table_follows_switches() {

@@ -87,6 +87,10 @@ struct Faults {
   // vLLM #45880 (the count its push mode multiplies by the producer's pp): the decode instance
   // admits a request once the ranks of its first stage reported their pulls, not every stage's.
   bool kv_ready_one_stage = false;
+  // vLLM #43366 / the RBLN fork's PP-aware NIXL PR (before them): a decode rank connects to every
+  // prefill stage, also those that hold none of its layers, and asks each for its own layers: a
+  // stage that does not hold them sends what its staging buffer holds, written over the right KV.
+  bool connect_all_stages = false;
 };
 
 // A fault's name in a scenario's [faults] table, and its switch.
@@ -123,6 +127,7 @@ inline constexpr std::array kFaultSwitches{
     FaultSwitch{"stage_caches_paired_whole", &Faults::stage_caches_paired_whole},
     FaultSwitch{"prefill_frees_before_read", &Faults::prefill_frees_before_read},
     FaultSwitch{"kv_ready_one_stage", &Faults::kv_ready_one_stage},
+    FaultSwitch{"connect_all_stages", &Faults::connect_all_stages},
 };
 // A switch added to Faults but not to the table could be set by no scenario.
 static_assert(sizeof(Faults) == kFaultSwitches.size() * sizeof(bool),

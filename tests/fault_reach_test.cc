@@ -135,6 +135,12 @@ const std::vector<Unreachable> kUnreachable = {
      nullptr},
     {"kv_ready_one_stage", "decode pp = 1", [](serving::ServingScenario& s) { s.config.topology.pp = 1; },
      &serving::PathsReached::kv_pulls},
+    {"connect_all_stages", "prefill_pp = pp = 1",
+     [](serving::ServingScenario& s) {
+       s.config.topology.pp = 1;
+       s.config.disagg.prefill.pp = 1;
+     },
+     &serving::PathsReached::kv_pulls},
 };
 
 std::string findings_of(const serving::ServingRun& run) {

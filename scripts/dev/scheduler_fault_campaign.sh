@@ -37,7 +37,8 @@ space_of() {
     pinned_read_without_sync) echo scenarios/spaces/pp2.toml ;;
     untagged_aux_relay) echo scenarios/spaces/eagle.toml ;;
     dummy_run_one_forward | dummy_run_skips_drafter) echo scenarios/spaces/data_parallel.toml ;;
-    prefill_exports_lookahead | stage_caches_paired_whole | prefill_frees_before_read | kv_ready_one_stage)
+    prefill_exports_lookahead | stage_caches_paired_whole | prefill_frees_before_read | kv_ready_one_stage | \
+      connect_all_stages)
       echo scenarios/spaces/disaggregation.toml ;;
   esac
 }

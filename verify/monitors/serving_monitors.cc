@@ -42,7 +42,10 @@ ServingFacts serving_facts(const engine::EngineConfig& cfg, const engine::Checkp
   for (const engine::RequestSpec& r : engine::make_workload(cfg))
     if (r.spread != 0) f.temperature_requests.insert(r.id);
   if (cfg.instance() == engine::Instance::decode) {
-    f.kv_routes = engine::kv_routes(cfg);
+    // What the layer bands and lanes give, not what a fault made the engine connect.
+    engine::EngineConfig bands = cfg;
+    bands.faults = {};
+    f.kv_routes = engine::kv_routes(bands);
     const engine::EngineConfig prefill = engine::prefill_instance_config(cfg);
     f.prefill_instance = std::make_shared<const ServingFacts>(serving_facts(prefill, ckpt));
     f.prefill_first_rank = prefill.topology.first_rank;
