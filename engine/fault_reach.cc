@@ -353,16 +353,21 @@ std::string reach_prefill_exports_lookahead(const EngineConfig& c, core::ModuleL
                       reach_needs_drafts(c, "without drafts no lookahead slots are reserved past the prompt")});
 }
 
+// Whether some (prefill stage, decode stage) pair's layer bands satisfy `holds`.
+bool some_stage_pair(const EngineConfig& c, bool (*holds)(LayerRange prefill, LayerRange decode)) {
+  for (int sp = 0; sp < c.disagg.prefill.pp; ++sp)
+    for (int sd = 0; sd < c.topology.pp; ++sd)
+      if (holds(stage_layers(c.model, c.disagg.prefill.pp, sp), stage_layers(c.model, c.topology.pp, sd))) return true;
+  return false;
+}
+
+bool bands_meet(LayerRange p, LayerRange d) { return std::max(p.first, d.first) < std::min(p.last, d.last); }
+
 // KvConnector::segments_as_paired pairs a prefill stage's i-th layer with the decode stage's i-th:
 // the same layer only where both stages begin at the same layer.
 std::string reach_stage_caches_paired_whole(const EngineConfig& c, core::ModuleLoading) {
   if (std::string why = reach_needs_disaggregation(c); !why.empty()) return why;
-  for (int sp = 0; sp < c.disagg.prefill.pp; ++sp)
-    for (int sd = 0; sd < c.topology.pp; ++sd) {
-      const LayerRange p = stage_layers(c.model, c.disagg.prefill.pp, sp);
-      const LayerRange d = stage_layers(c.model, c.topology.pp, sd);
-      if (std::max(p.first, d.first) < std::min(p.last, d.last) && p.first != d.first) return "";
-    }
+  if (some_stage_pair(c, [](LayerRange p, LayerRange d) { return bands_meet(p, d) && p.first != d.first; })) return "";
   return "it needs the instances to split the layers differently (prefill_pp != pp): where every prefill stage "
          "begins where the decode stage it feeds begins, pairing by position pairs the same layers";
 }
@@ -385,12 +390,7 @@ std::string reach_kv_ready_one_stage(const EngineConfig& c, core::ModuleLoading)
 // the lanes both hold): there is one only where some stage pair's bands are disjoint.
 std::string reach_connect_all_stages(const EngineConfig& c, core::ModuleLoading) {
   if (std::string why = reach_needs_disaggregation(c); !why.empty()) return why;
-  for (int sp = 0; sp < c.disagg.prefill.pp; ++sp)
-    for (int sd = 0; sd < c.topology.pp; ++sd) {
-      const LayerRange p = stage_layers(c.model, c.disagg.prefill.pp, sp);
-      const LayerRange d = stage_layers(c.model, c.topology.pp, sd);
-      if (std::max(p.first, d.first) >= std::min(p.last, d.last)) return "";
-    }
+  if (some_stage_pair(c, [](LayerRange p, LayerRange d) { return !bands_meet(p, d); })) return "";
   return "it needs a prefill stage and a decode stage that share no layer (prefill_pp >= 2 or pp >= 2): where "
          "every decode stage shares layers with every prefill stage, every stage is one it must read from";
 }

@@ -60,15 +60,13 @@ void KvConnector::run() {
 }
 
 void KvConnector::serve(const std::any& m) {
-  {
-    if (const auto* l = std::any_cast<KvLoad>(&m)) {
-      load(*l);
-    } else {
-      const auto* p = std::any_cast<KvPull>(&m);
-      PPSPEC_ASSERT(p != nullptr, "rank {}'s KV connector got a message it does not serve", ctx_.rank);
-      send(*p);
-    }
+  if (const auto* l = std::any_cast<KvLoad>(&m)) {
+    load(*l);
+    return;
   }
+  const auto* p = std::any_cast<KvPull>(&m);
+  PPSPEC_ASSERT(p != nullptr, "rank {}'s KV connector got a message it does not serve", ctx_.rank);
+  send(*p);
 }
 
 KvConnector::Pair* KvConnector::pair_with(core::RankId peer) {

@@ -115,7 +115,7 @@ std::string summary(const ServingCase& c) {
   if (c.greedy_every > 0) s += fmt::format(" greedy 1/{}", c.greedy_every);
   if (c.abort_every > 0)
     s += fmt::format(" abort 1/{} after {}{}", c.abort_every, c.abort_after, c.abort_in_flight ? " in flight" : "");
-  if (c.stop_token >= 0) s += fmt::format(" stop {}", c.stop_token);
+  if (c.stop_token >= 0) s += fmt::format(" stop-token {}", c.stop_token);
   if (c.vocab > 0) s += fmt::format(" vocab {}", c.vocab);
   if (c.max_model_len < 2048) s += fmt::format(" max_len {}", c.max_model_len);
   if (c.num_blocks > 0) s += fmt::format(" blocks {}", c.num_blocks);
