@@ -50,6 +50,7 @@ std::string_view to_string(EventKind k) {
     case EventKind::kv_sent: return "kv_sent";
     case EventKind::kv_pulled: return "kv_pulled";
     case EventKind::kv_ready: return "kv_ready";
+    case EventKind::attention_split: return "attention_split";
     case EventKind::verdict: return "verdict";
   }
   return "?";
@@ -85,7 +86,8 @@ bool is_engine_probe(EventKind k) {
     case EventKind::kv_exported:
     case EventKind::kv_sent:
     case EventKind::kv_pulled:
-    case EventKind::kv_ready: return true;
+    case EventKind::kv_ready:
+    case EventKind::attention_split: return true;
     case EventKind::actor_start:
     case EventKind::actor_end:
     case EventKind::comm_init:

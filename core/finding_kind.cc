@@ -6,7 +6,7 @@ namespace ppspec::core {
 
 namespace {
 
-constexpr EnumNames<FindingKind, 69> kFindingKindNames{
+constexpr EnumNames<FindingKind, 70> kFindingKindNames{
     {{{"", FindingKind::none},
       {"collective-mismatch", FindingKind::collective_mismatch},
       {"p2p-mismatch", FindingKind::p2p_mismatch},
@@ -46,6 +46,7 @@ constexpr EnumNames<FindingKind, 69> kFindingKindNames{
       {"kv-ownership", FindingKind::kv_ownership},
       {"kv-out-of-table", FindingKind::kv_out_of_table},
       {"kv-transfer", FindingKind::kv_transfer},
+      {"attention-route", FindingKind::attention_route},
       {"blocks-leaked", FindingKind::blocks_leaked},
       {"request-leaked", FindingKind::request_leaked},
       {"abort-ignored", FindingKind::abort_ignored},

@@ -52,6 +52,7 @@ enum class FindingKind : uint8_t {
   kv_ownership,
   kv_out_of_table,
   kv_transfer,
+  attention_route,
   blocks_leaked,
   request_leaked,
   abort_ignored,

@@ -18,7 +18,7 @@ struct FindingKindName {
   FindingKind kind;
 };
 
-inline constexpr std::array<FindingKindName, 57> kFindingKinds{{
+inline constexpr std::array<FindingKindName, 58> kFindingKinds{{
     {Verdict::fifo_misalignment, FindingKind::collective_mismatch},
     {Verdict::fifo_misalignment, FindingKind::p2p_mismatch},
     {Verdict::fifo_misalignment, FindingKind::gate_disagreement},
@@ -57,6 +57,7 @@ inline constexpr std::array<FindingKindName, 57> kFindingKinds{{
     {Verdict::kv_violation, FindingKind::kv_ownership},
     {Verdict::kv_violation, FindingKind::kv_out_of_table},
     {Verdict::kv_violation, FindingKind::kv_transfer},
+    {Verdict::kv_violation, FindingKind::attention_route},
     {Verdict::leak, FindingKind::blocks_leaked},
     {Verdict::leak, FindingKind::request_leaked},
     {Verdict::leak, FindingKind::abort_ignored},

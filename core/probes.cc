@@ -66,6 +66,8 @@ constexpr std::array kKindLayouts{
     KindLayout{EventKind::kv_pulled, KvSegmentFields::kFields, 2, ProbeValue::count,
                "[part, producer layer, consumer layer, first lane, lanes, then per block: remote, local]"},
     KindLayout{EventKind::kv_ready, 0, 0, ProbeValue::count, ""},
+    KindLayout{EventKind::attention_split, 2, AttentionSplitProbe::kRequestFields, ProbeValue::count,
+               "[decode-path query rows, block-table rows given it, then per decode-path request: id, query length]"},
 };
 
 const KindLayout* kind_layout(EventKind k) {
@@ -452,6 +454,18 @@ void KvReadyProbe::encode(ProbeData& out) const { out.value = reports; }
 KvReadyProbe KvReadyProbe::decode(const Event& e) {
   checked_ints(e, kKind);
   return {e.value};
+}
+
+void AttentionSplitProbe::encode(ProbeData& out) const {
+  out.value = reorder_threshold;
+  out.ints.push_back(decode_rows);
+  out.ints.push_back(table_rows);
+  append_span(out.ints, requests);
+}
+
+AttentionSplitProbe AttentionSplitProbe::decode(const Event& e) {
+  const std::span<const int64_t> ints = checked_ints(e, kKind);
+  return {e.value, ints[0], ints[1], ints.subspan(2)};
 }
 
 }  // namespace ppspec::core

@@ -262,6 +262,22 @@ struct KvReadyProbe {
   static KvReadyProbe decode(const Event& e);
 };
 
+// attention_split: a rank built a step's attention metadata for TRITON_MLA (engine/attention_groups.h):
+// the batch's leading requests of query length up to the group's reorder threshold (value) go to
+// the decode path, which launches a program per query row (decode_rows) over one block-table row
+// and one sequence length per request (table_rows); a causal layer's rows match them one to one.
+struct AttentionSplitProbe {
+  static constexpr EventKind kKind = EventKind::attention_split;
+  static constexpr size_t kRequestFields = 2;
+  int64_t reorder_threshold = 0;
+  int64_t decode_rows = 0;
+  int64_t table_rows = 0;
+  std::span<const int64_t> requests;  // id, query length per decode-path request
+  size_t request_count() const { return requests.size() / kRequestFields; }
+  void encode(ProbeData& out) const;
+  static AttentionSplitProbe decode(const Event& e);
+};
+
 // accepted_readback: the last stage's tp rank 0 read, on the host, what each request of step `step`
 // accepted (its num_sampled: accepted drafts + the bonus token), from the pinned buffer a
 // non-blocking copy filled (vLLM's num_accepted_tokens_cpu), at the start of step `value`.

@@ -32,7 +32,7 @@ enum class Verdict : uint8_t {
   device_fault,      // GPUs only: a kernel faulted (illegal address): CUDA's sticky error ends the process's GPU work
   race,              // two accesses to the same bytes, one a write, with no happens-before between them
   stage_divergence,  // pipeline stages disagree on what they embed for a request at a step
-  kv_violation,      // a kernel stored a request's KV through a block it does not own, or through none
+  kv_violation,      // a kernel stored (or read) a request's KV through a block it does not own, or through none
   leak,              // a request that ended still holds KV blocks, its state, or its place in the batch
   pipeline_bubble,   // a rank posts (and waits for) feedback that no request of the step needs
 };

@@ -37,6 +37,12 @@ struct Topology {
   int tp_rank_of(int rank) const { return (rank - first_rank) % tp; }
 };
 
+// The target's attention backend (vLLM's --attention-backend): `varlen`, one causal kernel over every
+// query row (FlashAttention's varlen path); `triton_mla`, vLLM's TRITON_MLA, whose metadata builder
+// splits the batch at its KV-cache group's reorder threshold into a decode path (one query row per
+// request) and a prefill path (engine/attention_groups.h, kernels/mla_attention.h).
+enum class AttentionBackend : uint8_t { varlen, triton_mla };
+
 struct ModelConfig {
   int vocab = 512;
   int layers = 4;
@@ -52,6 +58,7 @@ struct ModelConfig {
   // Recurrent (Mamba/GatedDeltaNet-like) layers, by index: each keeps a per-request state over its
   // lanes in place of a KV cache (kernels/recurrent.h); empty: none. Sorted, unique, in [0, layers).
   std::vector<int> recurrent_layers;
+  AttentionBackend attention = AttentionBackend::varlen;
   bool is_recurrent(int layer) const {
     for (int l : recurrent_layers)
       if (l == layer) return true;

@@ -396,6 +396,28 @@ std::string reach_connect_all_stages(const EngineConfig& c, core::ModuleLoading)
 }
 
 // ---------------------------------------------------------------------------------------------
+// KV-cache groups (engine/attention_groups.cc)
+
+// target_kv_group merges the drafter into the target's group only under TRITON_MLA with DSpark's
+// non-causal layers; the raised threshold (1 + K) then takes every decode row (1 + drafts tokens)
+// to the decode path, and a request that decodes at all has one.
+std::string reach_draft_shares_target_kv_group(const EngineConfig& c, core::ModuleLoading) {
+  if (c.model.attention != AttentionBackend::triton_mla)
+    return "it needs [model] attention = \"triton_mla\": only TRITON_MLA splits the batch at its group's reorder "
+           "threshold";
+  if (std::string why = reach_needs_drafts(c, "without a drafter no draft layers join the target's group");
+      !why.empty())
+    return why;
+  if (c.spec.method != DraftMethod::dspark)
+    return "it needs the DSpark drafter: EAGLE's layers are causal like the target's, so merging them raises no "
+           "threshold";
+  if (c.instance() == Instance::prefill || c.workload.output_max < 2)
+    return "it needs requests that decode (output_max >= 2): the raised threshold takes verification blocks, "
+           "which only decode steps have";
+  return "";
+}
+
+// ---------------------------------------------------------------------------------------------
 // The table, in kFaultSwitches' order.
 
 using ReachFn = std::string (*)(const EngineConfig&, core::ModuleLoading);
@@ -434,6 +456,7 @@ constexpr std::array kFaultReach{
     FaultReach{"prefill_frees_before_read", reach_prefill_frees_before_read},
     FaultReach{"kv_ready_one_stage", reach_kv_ready_one_stage},
     FaultReach{"connect_all_stages", reach_connect_all_stages},
+    FaultReach{"draft_shares_target_kv_group", reach_draft_shares_target_kv_group},
 };
 
 constexpr bool reach_table_follows_switches() {

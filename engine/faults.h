@@ -91,6 +91,11 @@ struct Faults {
   // prefill stage, also those that hold none of its layers, and asks each for its own layers: a
   // stage that does not hold them sends what its staging buffer holds, written over the right KV.
   bool connect_all_stages = false;
+  // vLLM #56952 (the K3 DSpark draft's spec without its model_version): the drafter's non-causal
+  // MLA layers merge into the target's KV-cache group, raising its TRITON_MLA reorder threshold to
+  // 1 + K; the target's causal verification blocks go to the one-row-per-request decode path
+  // (vLLM #51848).
+  bool draft_shares_target_kv_group = false;
 };
 
 // A fault's name in a scenario's [faults] table, and its switch.
@@ -128,6 +133,7 @@ inline constexpr std::array kFaultSwitches{
     FaultSwitch{"prefill_frees_before_read", &Faults::prefill_frees_before_read},
     FaultSwitch{"kv_ready_one_stage", &Faults::kv_ready_one_stage},
     FaultSwitch{"connect_all_stages", &Faults::connect_all_stages},
+    FaultSwitch{"draft_shares_target_kv_group", &Faults::draft_shares_target_kv_group},
 };
 // A switch added to Faults but not to the table could be set by no scenario.
 static_assert(sizeof(Faults) == kFaultSwitches.size() * sizeof(bool),

@@ -4,13 +4,14 @@
 
 #include "engine/readback.h"
 #include "engine/span_of.h"
+#include "kernels/mla_attention.h"
 #include "kernels/prepare_inputs.h"
 
 namespace ppspec::engine {
 
 namespace kn = ppspec::kernels;
 
-StepInputs::StepInputs(RankContext& ctx) : ctx_(ctx) {
+StepInputs::StepInputs(RankContext& ctx) : ctx_(ctx), group_(target_kv_group(ctx.cfg)) {
   using core::Dtype;
   input_ids = ctx.alloc(Dtype::i32, ctx.max_rows, 1, "input_ids");
   positions = ctx.alloc(Dtype::i64, ctx.max_rows, 1, "positions");
@@ -20,6 +21,14 @@ StepInputs::StepInputs(RankContext& ctx) : ctx_(ctx) {
   query_start = ctx.alloc(Dtype::i32, ctx.max_reqs + 1, 1, "query_start_loc");
   idx_mapping = ctx.alloc(Dtype::i32, ctx.max_reqs, 1, "idx_mapping");
   query_len = ctx.alloc(Dtype::i32, ctx.max_reqs, 1, "query_len");
+  if (group_.reorder_threshold == 0) return;
+  attention_split = ctx.alloc(Dtype::i32, 2, 1, "attention_split");
+  seq_lens = ctx.alloc(Dtype::i32, ctx.max_reqs, 1, "seq_lens");
+}
+
+void StepInputs::clear_split() {
+  // The forwards before the first step's metadata (graph capture) put every row on the prefill path.
+  if (group_.reorder_threshold > 0) ctx_.upload(attention_split, std::vector<int32_t>{0, 0});
 }
 
 void StepInputs::upload_batch(const SchedulerOutput& so) {
@@ -32,6 +41,20 @@ void StepInputs::upload_batch(const SchedulerOutput& so) {
   ctx_.upload(query_start, qs);
   ctx_.upload(idx_mapping, idx);
   ctx_.upload(query_len, qlen);
+  if (group_.reorder_threshold > 0) upload_split(so);
+}
+
+void StepInputs::upload_split(const SchedulerOutput& so) {
+  const AttentionSplit split = split_decodes_and_prefills(so, group_.reorder_threshold);
+  ctx_.upload(attention_split, std::vector<int32_t>{split.num_decodes, split.num_decode_tokens});
+  if (!ctx_.observed() || split.num_decodes == 0) return;
+  std::vector<int64_t> requests;
+  for (int32_t b = 0; b < split.num_decodes; ++b) {
+    const ScheduledRequest& r = so.requests[static_cast<size_t>(b)];
+    requests.insert(requests.end(), {r.id, r.num_tokens});
+  }
+  publish(ctx_.rt, Probe{ctx_.rank, so.step, -1},
+          core::AttentionSplitProbe{group_.reorder_threshold, split.num_decode_tokens, split.num_decodes, requests});
 }
 
 kn::RowInputs StepInputs::row_inputs(const RequestTables& tables) const {
@@ -68,6 +91,11 @@ void StepInputs::prepare(const SchedulerOutput& so, int32_t padded_rows, const R
   const std::vector<core::Buffer> checked = {input_ids, positions, is_padding};
   if (ctx_.observed() && padded) check.poison(checked, so.num_tokens, padded_rows);
   ctx_.run("prepare_inputs", "", k, n + 1);
+  if (group_.reorder_threshold > 0 && n > 0)
+    ctx_.run(
+        "decode_seq_lens", "",
+        kn::DecodeSeqLensKernel{span_of<int32_t>(query_start), span_of<int64_t>(positions), span_of<int32_t>(seq_lens)},
+        n);
   if (!ctx_.observed()) return;
   if (padded) check.restore(checked, so.num_tokens, padded_rows);
   probe_rows(so, padded_rows, check);

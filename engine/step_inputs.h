@@ -3,6 +3,7 @@
 // probes of what the kernel stored (inputs_built, padding_rows).
 #pragma once
 
+#include "engine/attention_groups.h"
 #include "engine/messages.h"
 #include "engine/rank_context.h"
 #include "engine/request_tables.h"
@@ -14,6 +15,8 @@ namespace ppspec::engine {
 class StepInputs {
  public:
   explicit StepInputs(RankContext& ctx);
+  // After the checkpoint's load (device memory starts as poison): no step's split yet.
+  void clear_split();
   // query_start_loc, idx_mapping and query_len of the batch.
   void upload_batch(const SchedulerOutput& so);
   // prepare_inputs over the batch and its padding rows [num_tokens, padded_rows).
@@ -29,11 +32,20 @@ class StepInputs {
   core::Buffer query_start;  // [max_reqs + 1] i32
   core::Buffer idx_mapping;  // [max_reqs] i32
   core::Buffer query_len;    // [max_reqs] i32
+  // TRITON_MLA only (engine/attention_groups.h): the step's split of the batch
+  // (kernels/mla_attention.h) and its requests' sequence lengths.
+  core::Buffer attention_split;  // [2] i32
+  core::Buffer seq_lens;         // [max_reqs] i32
+  // The target group's reorder threshold; 0: the backend does not split.
+  int reorder_threshold() const { return group_.reorder_threshold; }
 
  private:
   void probe_rows(const SchedulerOutput& so, int32_t padded_rows, const WriteCheck& check);
+  // The attention metadata's split of the batch, uploaded and told (attention_split).
+  void upload_split(const SchedulerOutput& so);
 
   RankContext& ctx_;
+  TargetKvGroup group_;
 };
 
 }  // namespace ppspec::engine

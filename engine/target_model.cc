@@ -1,6 +1,7 @@
 #include "engine/target_model.h"
 
 #include "engine/span_of.h"
+#include "kernels/mla_attention.h"
 #include "kernels/toy_model.h"
 
 namespace ppspec::engine {
@@ -29,6 +30,23 @@ TargetModel::TargetModel(RankContext& c)
     v_.push_back(c.alloc(Dtype::u32, D, 1, "layer.v"));
   }
   if (c.last) lm_head_ = c.alloc(Dtype::u32, D, 1, "lm_head");
+}
+
+// The layer's attention over its KV: one causal varlen kernel, or TRITON_MLA's two paths.
+void TargetModel::attend(int32_t rows, const StepInputs& inputs, const RequestTables& tables, size_t li) {
+  const int D = ctx_.cfg.model.lanes;
+  const kn::LayerOutKernel varlen{inputs.row_inputs(tables), span_of<uint32_t>(mix), span_of<uint32_t>(kv_[li]), D,
+                                  ctx_.lane_begin,           ctx_.lane_count,        span_of<uint32_t>(hidden)};
+  if (inputs.reorder_threshold() == 0) {
+    ctx_.run("layer_out", "", varlen, rows);
+    return;
+  }
+  const auto split = span_of<int32_t>(inputs.attention_split);
+  ctx_.run("mla_decode", "",
+           kn::MlaDecodeAttentionKernel{split, span_of<int32_t>(inputs.idx_mapping), span_of<int32_t>(inputs.seq_lens),
+                                        varlen},
+           rows);
+  ctx_.run("mla_prefill", "", kn::MlaPrefillAttentionKernel{split, varlen}, rows);
 }
 
 const core::Buffer* TargetModel::kv_cache(int layer) const {
@@ -81,10 +99,7 @@ void TargetModel::forward(int32_t rows, const StepInputs& inputs, const RequestT
                kn::LayerKvWriteKernel{in, span_of<uint32_t>(mix), span_of<uint32_t>(v_[li]), D, lb, lc,
                                       span_of<uint32_t>(kv_[li])},
                rows);
-      ctx_.run("layer_out", "",
-               kn::LayerOutKernel{in, span_of<uint32_t>(mix), span_of<uint32_t>(kv_[li]), D, lb, lc,
-                                  span_of<uint32_t>(hidden)},
-               rows);
+      attend(rows, inputs, tables, li);
     }
     if (taps_ != nullptr) taps_->produce(l, rows, inputs.row_req, ctx, hidden, tp);
   }

@@ -42,6 +42,7 @@ class TargetModel {
   core::Buffer embed_tokens;
 
  private:
+  void attend(int32_t rows, const StepInputs& inputs, const RequestTables& tables, size_t li);
   RankContext& ctx_;
   LayerRange layers_;
   core::Buffer ctx_kv_, embed_deep_, lm_head_;

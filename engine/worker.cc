@@ -10,6 +10,7 @@
 #include "core/assert.h"
 #include "engine/probe.h"
 #include "engine/span_of.h"
+#include "kernels/mla_attention.h"
 #include "kernels/drafter.h"
 #include "kernels/eagle.h"
 #include "kernels/expert_dispatch.h"
@@ -108,6 +109,7 @@ void Worker::load_checkpoint() {
   model_.load_checkpoint();
   if (taps_) taps_->load_checkpoint();
   if (drafter_) drafter_->load_checkpoint();
+  inputs_.clear_split();
   ctx_.dev.stream_sync(ctx_.main);
 }
 
@@ -168,7 +170,12 @@ void Worker::preload() {
     load("layer_partial", "", static_cast<kn::LayerPartialKernel*>(nullptr));
     load("layer_kv_write", "", static_cast<kn::LayerKvWriteKernel*>(nullptr));
     load("layer_out", "", static_cast<kn::LayerOutKernel*>(nullptr));
+    if (inputs_.reorder_threshold() > 0) {
+      load("mla_decode", "", static_cast<kn::MlaDecodeAttentionKernel*>(nullptr));
+      load("mla_prefill", "", static_cast<kn::MlaPrefillAttentionKernel*>(nullptr));
+    }
   }
+  if (inputs_.reorder_threshold() > 0) load("decode_seq_lens", "", static_cast<kn::DecodeSeqLensKernel*>(nullptr));
   model_.recurrent().preload();
   if (taps_) taps_->preload();
   if (!ctx_.last) {

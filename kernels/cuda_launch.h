@@ -15,6 +15,7 @@
 #include "kernels/eagle.h"
 #include "kernels/expert_dispatch.h"
 #include "kernels/kv_transfer.h"
+#include "kernels/mla_attention.h"
 #include "kernels/recurrent.h"
 #include "kernels/rejection_sample.h"
 #include "kernels/request_tables.h"

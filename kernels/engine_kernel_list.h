@@ -44,4 +44,7 @@
   X(EpCombineKernel)             \
   X(DummyQueryRowsKernel)        \
   X(KvGatherKernel)              \
-  X(KvInjectKernel)
+  X(KvInjectKernel)              \
+  X(DecodeSeqLensKernel)         \
+  X(MlaDecodeAttentionKernel)    \
+  X(MlaPrefillAttentionKernel)

@@ -313,11 +313,17 @@ struct LayerOutKernel {
       for (int32_t j = 0; j < lane_count; ++j) x[x0 + j] = mix32(sum[j] + ctx[j]);
       return;
     }
+    attend(i, blocks, in.positions[i]);
+  }
+  // Row i's lanes from `blocks`' KV over positions 0..last, a chunk of lanes at a time (no carry).
+  PPSPEC_HD void attend(int64_t i, const BlockRow& blocks, int64_t last) const {
+    constexpr int32_t kChunk = 16;
+    const int64_t x0 = i * lane_count;
     for (int32_t j0 = 0; j0 < lane_count; j0 += kChunk) {
       const int32_t nj = lane_count - j0 < kChunk ? lane_count - j0 : kChunk;
       uint32_t sum[kChunk];
       for (int32_t j = 0; j < nj; ++j) sum[j] = y[i * lanes + lane_begin + j0 + j];
-      sum_context(blocks, in.max_blocks, in.block_size, in.positions[i], kv, lane_count, j0, nj, sum);
+      sum_context(blocks, in.max_blocks, in.block_size, last, kv, lane_count, j0, nj, sum);
       for (int32_t j = 0; j < nj; ++j) x[x0 + j0 + j] = mix32(sum[j]);
     }
   }

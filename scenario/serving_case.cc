@@ -29,6 +29,7 @@ void append_engine(std::string& s, const ServingCase& c) {
   if (c.num_blocks > 0) s += fmt::format("num_blocks = {}\n", c.num_blocks);
   if (c.block_size != 16) s += fmt::format("block_size = {}\n", c.block_size);
   if (!c.recurrent_layers.empty()) s += fmt::format("recurrent_layers = [{}]\n", fmt::join(c.recurrent_layers, ", "));
+  if (c.triton_mla) s += "attention = \"triton_mla\"\n";
   s += fmt::format("\n[spec]\nk = {}\nfeedback = \"{}\"\n", c.k, c.feedback);
   if (c.adaptive_budget) s += "adaptive_budget = true\n";
   if (c.eagle) s += "method = \"eagle\"\n";
@@ -124,6 +125,7 @@ std::string summary(const ServingCase& c) {
   if (c.adaptive_budget) s += " adaptive-budget";
   if (c.eagle) s += fmt::format(" eagle taps [{}]", fmt::join(c.taps, ","));
   if (!c.recurrent_layers.empty()) s += fmt::format(" recurrent [{}]", fmt::join(c.recurrent_layers, ","));
+  if (c.triton_mla) s += " triton-mla";
   if (c.shared_prefix > 0) s += fmt::format(" shared {}x{}", c.prefix_groups, c.shared_prefix);
   if (!c.chunked_prefill) s += " no-chunking";
   if (c.scheduling_policy == engine::SchedulingPolicy::priority) s += fmt::format(" priority x{}", c.priority_levels);

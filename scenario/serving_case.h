@@ -38,6 +38,7 @@ struct ServingCase {
   bool enable_prefix_caching = false;
   engine::SchedulingPolicy scheduling_policy = engine::SchedulingPolicy::fcfs;
   std::vector<int> recurrent_layers;  // [model] recurrent_layers (of the model's layers)
+  bool triton_mla = false;            // [model] attention = "triton_mla"
   // [workload]
   int num_requests = 2, prompt_min = 4, prompt_max = 8, output_min = 4, output_max = 8;
   bool poisson = false;

@@ -21,7 +21,7 @@ constexpr std::string_view kTopologyKeys = "dp, pp, tp";
 constexpr std::string_view kDisaggregationKeys = "prefill_pp, prefill_tp";
 constexpr std::string_view kModelKeys =
     "vocab, layers, lanes, block_size, num_blocks, alpha, stop_token, max_model_len, checkpoint_seed, experts, topk, "
-    "recurrent_layers";
+    "recurrent_layers, attention";
 constexpr std::string_view kSpecKeys = "k, feedback, adaptive_budget, method, taps";
 constexpr std::string_view kServingKeys =
     "capture_sizes, max_num_seqs, max_num_batched_tokens, chunked_prefill, warmup_steps, max_concurrent_batches, "
@@ -111,6 +111,8 @@ void read_model_table(TableReader& r, engine::ModelConfig& m) {
   if (m.stop_token >= m.vocab)
     r.fail("stop_token", fmt::format("{} is not a token of the vocabulary ({})", m.stop_token, m.vocab));
   read_recurrent_layers(r, m);
+  read_one_of_two(r, "attention", m.attention, {"varlen", engine::AttentionBackend::varlen},
+                  {"triton_mla", engine::AttentionBackend::triton_mla});
 }
 
 void read_spec_table(TableReader& r, engine::SpecConfig& spec) {

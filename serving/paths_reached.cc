@@ -25,7 +25,8 @@ const std::vector<PathField>& path_fields() {
                                                 {"taps_relayed", &PathsReached::taps_relayed},
                                                 {"recurrent_rollbacks", &PathsReached::recurrent_rollbacks},
                                                 {"module_loads_after_warmup", &PathsReached::module_loads_after_warmup},
-                                                {"kv_pulls", &PathsReached::kv_pulls}};
+                                                {"kv_pulls", &PathsReached::kv_pulls},
+                                                {"mla_decode_requests", &PathsReached::mla_decode_requests}};
   return fields;
 }
 
@@ -48,6 +49,9 @@ void PathsSink::on_event(const core::Event& e) {
     }
     case core::EventKind::padding_rows: ++reached_.padding_writes; return;
     case core::EventKind::kv_ready: ++reached_.kv_pulls; return;
+    case core::EventKind::attention_split:
+      if (e.rank == 0) reached_.mla_decode_requests += core::AttentionSplitProbe::decode(e).table_rows;
+      return;
     case core::EventKind::warmup_phase: phase_[e.rank] = e.subject.phase; return;
     case core::EventKind::module_load:
       if (phase_[e.rank] == core::WarmupPhase::serving) ++reached_.module_loads_after_warmup;

@@ -39,6 +39,7 @@ struct PathsReached {
   int64_t recurrent_rollbacks = 0;        // requests whose recurrent state rolled back past rejected drafts
   int64_t module_loads_after_warmup = 0;  // kernel modules loaded while serving
   int64_t kv_pulls = 0;                   // disaggregation: requests whose prompt KV the decode instance pulled
+  int64_t mla_decode_requests = 0;        // TRITON_MLA: requests rank 0 sent down the decode path (step by step)
 
   friend bool operator==(const PathsReached&, const PathsReached&) = default;
 };

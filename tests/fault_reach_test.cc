@@ -141,6 +141,17 @@ const std::vector<Unreachable> kUnreachable = {
        s.config.disagg.prefill.pp = 1;
      },
      &serving::PathsReached::kv_pulls},
+    {"draft_shares_target_kv_group", "varlen attention",
+     [](serving::ServingScenario& s) { s.config.model.attention = engine::AttentionBackend::varlen; }, nullptr},
+    {"draft_shares_target_kv_group", "the EAGLE drafter",
+     [](serving::ServingScenario& s) { s.config.spec.method = engine::DraftMethod::eagle; },
+     &serving::PathsReached::mla_decode_requests},
+    {"draft_shares_target_kv_group", "K = 0",
+     [](serving::ServingScenario& s) {
+       s.config.spec.k = 0;
+       s.config.serving.capture_sizes = {1, 2, 4, 8};
+     },
+     &serving::PathsReached::mla_decode_requests},
 };
 
 std::string findings_of(const serving::ServingRun& run) {

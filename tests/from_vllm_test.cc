@@ -173,6 +173,23 @@ TEST(FromVllm, TheKvTransferConfigDisaggregatesTheScenario) {
           "several data-parallel replicas");
 }
 
+// --attention-backend: TRITON_MLA is the split backend; any other backend the varlen kernel, said.
+TEST(FromVllm, TheAttentionBackendPicksTritonMlaOrSaysTheVarlenKernel) {
+  const vllm_config::Serving mla = vllm_config::to_serving(vllm_config::parse_cli(
+      {"-pp", "2", "--speculative-config", R"({"method": "dflash", "num_speculative_tokens": 3})",
+       "--attention-backend", "TRITON_MLA"}));
+  EXPECT_TRUE(mla.scenario.triton_mla);
+  EXPECT_NE(scenario::to_toml(mla.scenario, "mla", "", {}).find("attention = \"triton_mla\""), std::string::npos);
+  const vllm_config::Serving flash =
+      vllm_config::to_serving(vllm_config::parse_cli({"--attention-backend", "FLASH_ATTN"}));
+  EXPECT_FALSE(flash.scenario.triton_mla);
+  bool mapped = false;
+  for (const vllm_config::Mapping& m : flash.mapped)
+    mapped |=
+        m.vllm == "attention_backend = FLASH_ATTN" && m.scenario.find("only TRITON_MLA's split") != std::string::npos;
+  EXPECT_TRUE(mapped);
+}
+
 TEST(FromVllm, CaptureSizesAreVllmsDefaultsCappedAndRounded) {
   vllm_config::CaptureSizeInputs in;
   in.max_num_seqs = 4;

@@ -89,6 +89,7 @@ void carry_deployment(const engine::EngineConfig& e, ServingCase& c) {
   c.num_blocks = e.model.num_blocks;
   c.block_size = e.model.block_size;
   c.recurrent_layers = e.model.recurrent_layers;
+  c.triton_mla = e.model.attention == engine::AttentionBackend::triton_mla;
   c.capture_sizes = e.serving.capture_sizes;
   c.max_num_seqs = e.serving.max_num_seqs;
   c.max_num_batched_tokens = e.serving.max_num_batched_tokens;

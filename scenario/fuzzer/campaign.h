@@ -50,6 +50,7 @@ struct Coverage {
   uint64_t eagle_taps_relayed = 0;  // EAGLE taps sent to a later stage
   uint64_t dummy_batches = 0;       // dp > 1: a replica ran a dummy batch while another served
   uint64_t kv_pulls = 0;            // disaggregation: the decode instance pulled a prompt's KV
+  uint64_t mla_decode = 0;          // TRITON_MLA: a request took the decode path
 };
 
 // The class of a case that ends in an internal error of ppspec (a broken invariant, an exception,

@@ -139,7 +139,8 @@ rc::Gen<ServingCase> gen_serving_case(const Space& space, const std::vector<std:
     c.pct_depth = pick(space.pct_depth);
     // Drawn last, and only from a list of several, so that every earlier draw stays what it was.
     c.jitter = space.jitter.size() > 1 ? *rc::gen::elementOf(space.jitter) : space.jitter.front();
-    pick_disaggregation(c, space);  // after everything: spaces without it draw what they always drew
+    pick_disaggregation(c, space);           // after everything: spaces without it draw what they always drew
+    c.triton_mla = maybe(space.triton_mla);  // last: the same for it
     return c;
   });
 }

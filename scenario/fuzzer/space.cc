@@ -84,7 +84,7 @@ constexpr const char* kSpaceKeys =
     "around, kinds, dp, pp, tp, k, requests, prompt, output, max_num_seqs, max_num_batched_tokens, warmup_steps, "
     "pct_depth, feedback, module_loading, temperature, jitter, graphs, chunked_prefill, aborts, stop_token, "
     "length_cap, poisson, preemption, lookahead, prefix_caching, adaptive_budget, recurrent, eagle, priority, "
-    "disaggregation";
+    "disaggregation, triton_mla";
 
 // `around = "FILE"` (relative to the space file): the space around that serving scenario, whose
 // deployment the space's own keys may not restate.
@@ -93,9 +93,26 @@ void read_centre(scenario::TableReader& r, const std::string& file, Space& s) {
   if (!around) return;
   const std::filesystem::path centre = std::filesystem::path(file).parent_path() / *around;
   s = space_around(centre.string());
-  for (const char* key : {"kinds", "dp", "pp", "tp", "k", "max_num_seqs", "max_num_batched_tokens", "warmup_steps",
-                          "feedback", "module_loading", "graphs", "chunked_prefill", "lookahead", "prefix_caching",
-                          "adaptive_budget", "recurrent", "eagle", "priority", "disaggregation"})
+  for (const char* key : {"kinds",
+                          "dp",
+                          "pp",
+                          "tp",
+                          "k",
+                          "max_num_seqs",
+                          "max_num_batched_tokens",
+                          "warmup_steps",
+                          "feedback",
+                          "module_loading",
+                          "graphs",
+                          "chunked_prefill",
+                          "lookahead",
+                          "prefix_caching",
+                          "adaptive_budget",
+                          "recurrent",
+                          "eagle",
+                          "priority",
+                          "disaggregation",
+                          "triton_mla"})
     if (r.node(key) != nullptr)
       r.fail(key, fmt::format("the scenario at the centre ({}) fixes the deployment; a space around it draws only "
                               "requests, prompt, output, temperature, aborts, stop_token, length_cap, poisson, "
@@ -165,7 +182,8 @@ Space parse_space(const std::string& text, const std::string& file) {
                            {"recurrent", &s.recurrent},
                            {"eagle", &s.eagle},
                            {"priority", &s.priority},
-                           {"disaggregation", &s.disaggregation}})
+                           {"disaggregation", &s.disaggregation},
+                           {"triton_mla", &s.triton_mla}})
     if (auto b = r.boolean(key)) *flag = *b;
   top.finish("space");
   r.finish(kSpaceKeys);

@@ -67,6 +67,9 @@ struct Space {
   // Prefill/decode disaggregation: a prefill instance of pp and tp drawn from the same ranges (cases
   // with one replica, no prefix caching, no recurrent layers): off unless a space asks for it.
   bool disaggregation = false;
+  // The target on TRITON_MLA (its batch split into a decode and a prefill path at the KV-cache
+  // group's reorder threshold): off unless a space asks for it.
+  bool triton_mla = false;
   // A space centred on one serving scenario (`around = "FILE"`, `ppspec fuzz --around FILE`): each
   // case is that scenario's deployment as it stands, its workload, KV cache and schedule drawn from
   // the ranges above (scenario/fuzzer/around.h); none: the cases' deployments are drawn too.

@@ -35,6 +35,7 @@ constexpr std::pair<const char*, uint64_t Coverage::*> kPaths[] = {
     {"eagle_taps_relayed", &Coverage::eagle_taps_relayed},
     {"dummy_batches", &Coverage::dummy_batches},
     {"kv_pulls", &Coverage::kv_pulls},
+    {"mla_decode", &Coverage::mla_decode},
 };
 
 Json to_json(const Found& f) {

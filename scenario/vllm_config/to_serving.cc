@@ -80,7 +80,8 @@ const std::vector<std::string>& mapped_names() {
       "num_speculative_tokens",  "speculative_model",     "max_num_seqs",       "max_num_batched_tokens",
       "enable_chunked_prefill",  "enable_prefix_caching", "async_scheduling",   "enforce_eager",
       "compilation_config",      "cuda_graph_sizes",      "max_model_len",      "block_size",
-      "num_gpu_blocks_override", "scheduling_policy",     "kv_transfer_config", "seed"};
+      "num_gpu_blocks_override", "scheduling_policy",     "kv_transfer_config", "seed",
+      "attention_backend"};
   return names;
 }
 
@@ -158,6 +159,28 @@ void read_scheduling_policy(Reader& r, scenario::ServingCase& c) {
         fmt::format("scheduling_policy: expected one of fcfs, priority, got {}", Reader::shown(a->value)));
   c.scheduling_policy = name == "priority" ? engine::SchedulingPolicy::priority : engine::SchedulingPolicy::fcfs;
   r.map(fmt::format("scheduling_policy = {}", name), fmt::format("[serving] scheduling_policy = \"{}\"", name));
+}
+
+// vLLM's --attention-backend (AttentionConfig.backend): TRITON_MLA is modelled with its batch split
+// into a decode and a prefill path (engine/attention_groups.h); every other backend as one causal
+// varlen kernel, said where given.
+void read_attention_backend(Reader& r, scenario::ServingCase& c) {
+  const EngineArg* a = r.get("attention_backend");
+  if (a == nullptr) return;
+  if (!a->value.is_string() || a->value.get<std::string>().empty())
+    throw core::InputError(a->origin, 0,
+                           fmt::format("attention_backend: expected a backend's name (e.g. TRITON_MLA, FLASH_ATTN), "
+                                       "got {}",
+                                       Reader::shown(a->value)));
+  const std::string name = a->value.get<std::string>();
+  c.triton_mla = name == "TRITON_MLA";
+  if (c.triton_mla)
+    r.map("attention_backend = TRITON_MLA",
+          "[model] attention = \"triton_mla\" (the batch split at the KV-cache group's reorder threshold)");
+  else
+    r.map(fmt::format("attention_backend = {}", name),
+          "[model] attention = \"varlen\" (one causal kernel over every query row: ppspec models only TRITON_MLA's "
+          "split)");
 }
 
 // Hybrid models, known by name: their recurrent (linear-attention, Mamba) layers in ppspec's
@@ -356,6 +379,7 @@ Serving to_serving(const EngineArgs& args, const WorkloadChoice& workload) {
   read_limits(r, c, seqs_per_engine);
   read_async_scheduling(r, proposer, c);
   read_scheduling_policy(r, c);
+  read_attention_backend(r, c);
   read_graphs(r, c, seqs_per_engine);
   read_model(r, c);
   read_module_loading(r, workload, c);

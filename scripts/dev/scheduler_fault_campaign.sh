@@ -40,6 +40,7 @@ space_of() {
     prefill_exports_lookahead | stage_caches_paired_whole | prefill_frees_before_read | kv_ready_one_stage | \
       connect_all_stages)
       echo scenarios/spaces/disaggregation.toml ;;
+    draft_shares_target_kv_group) echo scenarios/spaces/triton_mla.toml ;;
   esac
 }
 if [ "$cases" = 0 ]; then exec >> "$out"; else exec > "$out"; fi

@@ -6,6 +6,7 @@
 #include "core/hash.h"
 #include "engine/communicators.h"
 #include "engine/workload.h"
+#include "verify/monitors/attention_route.h"
 #include "verify/monitors/decision_agreement.h"
 #include "verify/monitors/draft_freshness.h"
 #include "verify/monitors/embedding_checker.h"
@@ -70,10 +71,11 @@ ServingMonitors::Replica ServingMonitors::make_replica(const ServingFacts& facts
   m.push_back(std::make_unique<PaddingChecker>(facts, sink));
   m.push_back(std::make_unique<EmbeddingChecker>(facts, sink));
   m.push_back(std::make_unique<KvOwnership>(facts, sink));
+  m.push_back(std::make_unique<AttentionRoute>(facts, sink));
   m.push_back(std::make_unique<LeakChecker>(facts, sink));
   m.push_back(std::make_unique<SchedulingCadence>(facts, sink));
   m.push_back(std::make_unique<PipelineBubble>(facts, sink));
-  PPSPEC_ASSERT(r.model_reference != nullptr && m.size() == 13);
+  PPSPEC_ASSERT(r.model_reference != nullptr && m.size() == 14);
   for (const auto& monitor : m) {
     const Monitor::KindSet kinds = monitor->kinds();
     for (size_t k = 0; k < core::kEventKinds; ++k)
