@@ -329,7 +329,7 @@ void BlocksFreedProbe::encode(ProbeData& out) const {
 BlocksFreedProbe BlocksFreedProbe::decode(const Event& e) { return {e.subject.release, checked_ints(e, kKind)}; }
 
 void RequestReleasedProbe::encode(ProbeData& out) const {
-  PPSPEC_ASSERT(reason != Release::none && state_index >= 0);
+  PPSPEC_ASSERT(reason != Release::none && state_index >= -1);  // -1: it never held one (its KV was loading)
   out.value = state_index;
   out.subject.release = reason;
   append_span(out.ints, fenced_blocks);

@@ -301,8 +301,9 @@ struct BlocksFreedProbe {
 };
 
 // request_released: the engine core let go of a request (it ended, or was preempted): its state
-// index is free from the next step on; its blocks are freed now (blocks_freed follows) or, while a
-// step that writes them is in flight, when that step returns (the fenced blocks).
+// index is free from the next step on (-1: it never held one, a disaggregated request aborted while
+// its KV loaded); its blocks are freed now (blocks_freed follows) or, while a step or a KV pull
+// that writes them is in flight, when that step returns or the pull completes (the fenced blocks).
 struct RequestReleasedProbe {
   static constexpr EventKind kKind = EventKind::request_released;
   Release reason = Release::none;

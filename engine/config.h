@@ -130,6 +130,10 @@ struct WorkloadConfig {
   // (the generation counters' case: earlier stages still adopt that step's feedback pp steps
   // later), and its blocks stay fenced until the step returns.
   bool abort_in_flight = false;
+  // Disaggregation only: the aborts reach the decode instance while the request's KV is still
+  // being pulled (a client that leaves before its first token), at the engine core's first
+  // schedule after its pulls were posted; abort_after does not apply to them.
+  bool abort_while_loading = false;
   // Shared system prompts: the first `shared_prefix` tokens of every prompt are one of
   // `prefix_groups` common prefixes (request i has prefix i % prefix_groups), drawn from the
   // workload seed; the rest of each prompt, its length and everything else are drawn as without.

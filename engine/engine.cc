@@ -82,11 +82,11 @@ void Engine::publish_batch(const Replica& rep, const SchedulerOutput& so, bool w
 }
 
 // What the scheduler did with blocks and request state since the last call, as probes.
-void Engine::publish_ledger(Replica& rep) {
+void Engine::publish_ledger(Replica& rep, int64_t at_step) {
   std::vector<LedgerEntry> ledger = rep.scheduler->take_ledger();
   if (!rt_.events().active()) return;
   for (const LedgerEntry& e : ledger) {
-    const Probe at{-1, e.step, e.req, rep.actor};
+    const Probe at{-1, at_step >= 0 ? at_step : e.step, e.req, rep.actor};
     const std::vector<int64_t> blocks(e.blocks.begin(), e.blocks.end());
     switch (e.what) {
       case LedgerEntry::What::allocated: publish(rt_, at, core::BlocksAllocatedProbe{e.first_index, blocks}); break;
@@ -110,7 +110,9 @@ Engine::Wave Engine::schedule(bool warmup) {
   bool any = false, rows = false;
   for (Replica& rep : replicas_) {
     auto so = rep.scheduler->schedule(next_step_);
-    publish_ledger(rep);
+    // A schedule that made no step numbered none: what it did is told at the engine's last step
+    // (as its pulls are, send_loads).
+    publish_ledger(rep, so != nullptr ? -1 : std::max<int64_t>(next_step_ - 1, 0));
     if (cfg_.instance() == Instance::decode) send_loads(rep, so != nullptr);
     any = any || so != nullptr;
     rows = rows || (so && so->num_tokens > 0);
@@ -212,6 +214,7 @@ void Engine::engine_core() {
       in_flight.push_back(std::move(wave));
     }
     if (in_flight.empty()) {
+      if (all_done()) break;  // the schedule itself ended the last requests (an abort while their KV loaded)
       wait_idle();
       continue;
     }

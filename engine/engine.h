@@ -92,7 +92,8 @@ class Engine {
   Wave schedule(bool warmup);
   void receive(const Wave& wave);
   void update(Replica& r, const SchedulerOutput& so, const ModelOutput& out);
-  void publish_ledger(Replica& r);
+  // `at_step` >= 0: every entry told at that step (a schedule that made no step of its own).
+  void publish_ledger(Replica& r, int64_t at_step = -1);
   void publish_batch(const Replica& r, const SchedulerOutput& so, bool warmup);
   bool all_done() const;
 

@@ -65,7 +65,8 @@ void Engine::handle_kv_message(Replica& rep, const std::any& m) {
     return;
   }
   if (rt_.events().active()) publish(rt_, Probe{-1, next_step_, done->req, rep.actor}, core::KvReadyProbe{reports});
-  rep.scheduler->kv_loaded(done->req);
+  rep.scheduler->kv_loaded(done->req, next_step_);
+  publish_ledger(rep);  // an aborted request's blocks, freed now
 }
 
 void Engine::start_serving() {

@@ -395,6 +395,16 @@ std::string reach_connect_all_stages(const EngineConfig& c, core::ModuleLoading)
          "every decode stage shares layers with every prefill stage, every stage is one it must read from";
 }
 
+// Scheduler::abort_remote frees an aborted loading request's blocks at once; aborts reach loading
+// requests only under [workload] abort_while_loading (the loader asks it of aborted requests and a
+// KV transfer). Whether the pull is still in flight at the abort is the schedule's.
+std::string reach_abort_frees_loading_blocks(const EngineConfig& c, core::ModuleLoading) {
+  if (std::string why = reach_needs_disaggregation(c); !why.empty()) return why;
+  if (c.workload.abort_while_loading) return "";
+  return "it needs [workload] abort_while_loading: only then does an abort reach a request whose KV is still "
+         "being pulled";
+}
+
 // ---------------------------------------------------------------------------------------------
 // KV-cache groups (engine/attention_groups.cc)
 
@@ -457,6 +467,7 @@ constexpr std::array kFaultReach{
     FaultReach{"kv_ready_one_stage", reach_kv_ready_one_stage},
     FaultReach{"connect_all_stages", reach_connect_all_stages},
     FaultReach{"draft_shares_target_kv_group", reach_draft_shares_target_kv_group},
+    FaultReach{"abort_frees_loading_blocks", reach_abort_frees_loading_blocks},
 };
 
 constexpr bool reach_table_follows_switches() {

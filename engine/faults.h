@@ -96,6 +96,10 @@ struct Faults {
   // 1 + K; the target's causal verification blocks go to the one-row-per-request decode path
   // (vLLM #51848).
   bool draft_shares_target_kv_group = false;
+  // vLLM before #32255 (SGLang #35049 likewise): an abort of a decode-side request whose KV is still
+  // being pulled (WAITING_FOR_REMOTE_KVS) frees its blocks at once, while the transfer still
+  // writes into them; the next request given those blocks gets the aborted request's KV.
+  bool abort_frees_loading_blocks = false;
 };
 
 // A fault's name in a scenario's [faults] table, and its switch.
@@ -134,6 +138,7 @@ inline constexpr std::array kFaultSwitches{
     FaultSwitch{"kv_ready_one_stage", &Faults::kv_ready_one_stage},
     FaultSwitch{"connect_all_stages", &Faults::connect_all_stages},
     FaultSwitch{"draft_shares_target_kv_group", &Faults::draft_shares_target_kv_group},
+    FaultSwitch{"abort_frees_loading_blocks", &Faults::abort_frees_loading_blocks},
 };
 // A switch added to Faults but not to the table could be set by no scenario.
 static_assert(sizeof(Faults) == kFaultSwitches.size() * sizeof(bool),

@@ -226,6 +226,7 @@ bool Scheduler::allocate_blocks(RequestRecord& r, int upto_tokens, int64_t step,
 
 std::shared_ptr<SchedulerOutput> Scheduler::schedule(int64_t step) {
   if (cfg_.workload.abort_in_flight) abort_in_flight(step);
+  if (cfg_.workload.abort_while_loading) abort_remote(step);
   StepBuilder b(*this, step);
   const std::deque<size_t> running = running_;  // a preemption edits running_
   bool out_of_blocks = false;

@@ -83,7 +83,10 @@ class Scheduler {
   // started since the last call; a request whose every pull completed.
   void arrive_remote(const KvExport& e);
   std::vector<KvLoad> take_loads();
-  void kv_loaded(int64_t req);
+  void kv_loaded(int64_t req, int64_t step);
+  // The aborts that reach requests whose KV is loading or loaded, not admitted yet
+  // ([workload] abort_while_loading).
+  void abort_remote(int64_t step);
   // What changed since the last call, in order.
   std::vector<LedgerEntry> take_ledger();
 
@@ -148,8 +151,10 @@ class Scheduler {
   std::vector<Fence> fences_;           // blocks of released requests, until their step returns
   std::vector<int32_t> finished_idx_;   // to report in the next step
   std::vector<LedgerEntry> ledger_;
-  // Disaggregation: exports not yet taken, blocks held for a transfer (by request id), pulls not
-  // yet taken. Each bounded by the workload: a request exports, holds and loads once.
+  // Disaggregation: exports not yet taken, blocks held for a transfer after their request ended
+  // (by request id: the prefill side's exports until every send completed, the decode side's
+  // aborted loads until every pull did), pulls not yet taken. Each bounded by the workload: a
+  // request exports, holds and loads once.
   std::vector<KvExport> exports_;
   std::map<int64_t, std::vector<int32_t>> held_;
   std::vector<KvLoad> loads_;

@@ -78,6 +78,34 @@ void Scheduler::admitted_pulled(RequestRecord& r, ScheduledRequest& row) {
   --pulls_waiting_;
 }
 
+// vLLM finish_requests on a request in WAITING_FOR_REMOTE_KVS (#32255): it ends, but its blocks
+// stay held while a pull still writes them, freed when its pulls complete (kv_loaded). It held no
+// state index: its release says -1. Under `abort_frees_loading_blocks` they are freed at once.
+void Scheduler::abort_remote(int64_t step) {
+  const std::deque<size_t> waiting = waiting_;  // finish() edits the queue
+  for (size_t i : waiting) {
+    RequestRecord& r = records_[i];
+    if (!r.spec.abort || r.abort_arrived || (r.remote != RemoteKv::loading && r.remote != RemoteKv::loaded)) continue;
+    r.abort_arrived = true;
+    ledger_.push_back(
+        LedgerEntry{LedgerEntry::What::abort_arrived, r.spec.id, step, core::Release::aborted, -1, 0, {}});
+    const bool hold = r.remote == RemoteKv::loading && !cfg_.faults.abort_frees_loading_blocks;
+    std::vector<int32_t> blocks;
+    blocks.swap(r.blocks);
+    ledger_.push_back(LedgerEntry{LedgerEntry::What::released, r.spec.id, step, core::Release::aborted, -1, 0,
+                                  hold ? blocks : std::vector<int32_t>{}});
+    if (r.remote == RemoteKv::loaded) {  // its pulls are done: nothing writes the blocks any more
+      PPSPEC_ASSERT(pulls_waiting_ > 0);
+      --pulls_waiting_;
+    }
+    if (hold)
+      held_.emplace(r.spec.id, std::move(blocks));
+    else
+      free_blocks(r.spec.id, step, core::Release::aborted, std::move(blocks));
+    finish(r, true, step);
+  }
+}
+
 std::vector<KvLoad> Scheduler::take_loads() {
   std::vector<KvLoad> out;
   out.swap(loads_);
@@ -85,11 +113,24 @@ std::vector<KvLoad> Scheduler::take_loads() {
 }
 
 // vLLM _update_waiting_for_remote_kv: the computed tokens are the blocks' worth, at most the
-// prompt less its last token, which the first step recomputes for its logits.
-void Scheduler::kv_loaded(int64_t req) {
+// prompt less its last token, which the first step recomputes for its logits. A request aborted
+// while loading gets its blocks freed now, its pulls done (vLLM #32255).
+void Scheduler::kv_loaded(int64_t req, int64_t step) {
   const auto it = std::find_if(records_.begin(), records_.end(),
                                [&](const RequestRecord& r) { return !r.dummy && r.spec.id == req; });
   PPSPEC_ASSERT(it != records_.end() && it->remote == RemoteKv::loading, "request {}'s pulls completed unasked", req);
+  if (it->finished) {
+    it->remote = RemoteKv::loaded;
+    PPSPEC_ASSERT(pulls_waiting_ > 0);
+    --pulls_waiting_;
+    const auto held = held_.find(req);
+    PPSPEC_ASSERT(held != held_.end() || cfg_.faults.abort_frees_loading_blocks,
+                  "request {} was aborted while loading and holds no blocks for its pulls", req);
+    if (held == held_.end()) return;  // freed at the abort (abort_frees_loading_blocks)
+    free_blocks(req, step, core::Release::aborted, std::move(held->second));
+    held_.erase(held);
+    return;
+  }
   const auto prompt = static_cast<int32_t>(it->spec.prompt.size());
   it->num_computed = std::min(static_cast<int32_t>(it->blocks.size()) * cfg_.model.block_size, prompt);
   if (it->num_computed == prompt) --it->num_computed;

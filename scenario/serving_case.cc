@@ -48,6 +48,7 @@ void append_engine(std::string& s, const ServingCase& c) {
       "abort_in_flight = {}\n",
       c.num_requests, c.prompt_min, c.prompt_max, c.output_min, c.output_max, c.poisson ? "poisson" : "burst",
       c.mean_gap_us, c.temperature, c.workload_seed, c.abort_every, c.abort_after, c.abort_in_flight);
+  if (c.abort_while_loading) s += "abort_while_loading = true\n";
   if (c.shared_prefix > 0)
     s += fmt::format("shared_prefix = {}\nprefix_groups = {}\n", c.shared_prefix, c.prefix_groups);
   if (c.greedy_every > 0) s += fmt::format("greedy_every = {}\n", c.greedy_every);
@@ -115,7 +116,9 @@ std::string summary(const ServingCase& c) {
   if (c.temperature > 0) s += fmt::format(" T {}", c.temperature);
   if (c.greedy_every > 0) s += fmt::format(" greedy 1/{}", c.greedy_every);
   if (c.abort_every > 0)
-    s += fmt::format(" abort 1/{} after {}{}", c.abort_every, c.abort_after, c.abort_in_flight ? " in flight" : "");
+    s += fmt::format(" abort 1/{} {}{}", c.abort_every,
+                     c.abort_while_loading ? "while loading" : fmt::format("after {}", c.abort_after),
+                     c.abort_in_flight ? " in flight" : "");
   if (c.stop_token >= 0) s += fmt::format(" stop-token {}", c.stop_token);
   if (c.vocab > 0) s += fmt::format(" vocab {}", c.vocab);
   if (c.max_model_len < 2048) s += fmt::format(" max_len {}", c.max_model_len);

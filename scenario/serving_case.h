@@ -48,6 +48,7 @@ struct ServingCase {
   uint64_t workload_seed = 1;
   int abort_every = 0, abort_after = 1;
   bool abort_in_flight = false;
+  bool abort_while_loading = false;  // disaggregated only: the aborts reach requests whose KV loads
   int shared_prefix = 0, prefix_groups = 1;
   int priority_levels = 1;  // more than one under the priority policy only
   // [runtime], [faults]

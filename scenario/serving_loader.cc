@@ -29,7 +29,7 @@ constexpr std::string_view kServingKeys =
 constexpr std::string_view kWorkloadKeys =
     "num_requests, prompt_min, prompt_max, output_min, output_max, arrival, mean_gap_us, temperature, greedy_every, "
     "seed, "
-    "abort_every, abort_after, abort_in_flight, shared_prefix, prefix_groups, priority_levels";
+    "abort_every, abort_after, abort_in_flight, abort_while_loading, shared_prefix, prefix_groups, priority_levels";
 constexpr std::string_view kOraclesKeys = "golden, pp_invariance, padding_invariance";
 constexpr std::string_view kExploreKeys = "seed, seeds, strategy, free";
 
@@ -179,6 +179,9 @@ void read_workload_table(TableReader& r, engine::WorkloadConfig& w) {
   w.abort_every = to_int(r.integer("abort_every", 0, 1 << 20).value_or(0));
   w.abort_after = to_int(r.integer("abort_after", 1, 1 << 20).value_or(w.abort_after));
   w.abort_in_flight = r.boolean("abort_in_flight").value_or(false);
+  w.abort_while_loading = r.boolean("abort_while_loading").value_or(false);
+  if (w.abort_while_loading && w.abort_every == 0)
+    r.fail("abort_while_loading", "aborts while the KV loads need aborted requests: set abort_every");
   w.shared_prefix = to_int(r.integer("shared_prefix", 0, 1 << 16).value_or(0));
   w.prefix_groups = to_int(r.integer("prefix_groups", 1, 1 << 16).value_or(1));
   w.priority_levels = to_int(r.integer("priority_levels", 1, 1 << 16).value_or(1));
@@ -336,6 +339,9 @@ void check_budgets(TableReader& top, const engine::EngineConfig& c) {
 
 // A disaggregated scenario: the prefill instance's shape, and what the KV transfer does not model.
 void check_disaggregation(TableReader& top, const engine::EngineConfig& c) {
+  if (c.workload.abort_while_loading && !c.disagg.enabled)
+    fail_serving_check(top, "workload", "abort_while_loading",
+                       "aborts while the KV loads need a KV transfer: add [disaggregation], or drop the key");
   if (!c.disagg.enabled) return;
   const engine::ModelConfig& m = c.model;
   const engine::Topology& p = c.disagg.prefill;

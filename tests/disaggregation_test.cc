@@ -151,7 +151,7 @@ TEST(Disaggregation, TheDecodeSidePullsThenAdmitsFromThePromptsLastToken) {
   ASSERT_EQ(loads.size(), 2u);
   EXPECT_EQ(loads[0].local.size(), 2u);  // the prompt's blocks, no lookahead
   EXPECT_EQ(loads[0].remote, (std::vector<int32_t>{7, 9}));
-  s.kv_loaded(1);  // the second request's pulls complete first: it is admitted past the first
+  s.kv_loaded(1, 0);  // the second request's pulls complete first: it is admitted past the first
   const auto so = s.schedule(1);
   ASSERT_NE(so, nullptr);
   ASSERT_EQ(so->requests.size(), 1u);
@@ -164,6 +164,45 @@ TEST(Disaggregation, TheDecodeSidePullsThenAdmitsFromThePromptsLastToken) {
             loads[1].local);
   ASSERT_EQ(so->new_requests.size(), 1u);
   EXPECT_EQ(so->new_requests[0].num_computed, 7);
+}
+
+// An abort that reaches a request whose KV is still being pulled ends it at once, and its blocks
+// are held until its pulls complete (vLLM #32255); under abort_frees_loading_blocks they are freed
+// at the abort, under the pulls still writing them.
+TEST(Disaggregation, AnAbortWhileTheKvLoadsHoldsTheBlocksUntilThePullsComplete) {
+  for (bool fault : {false, true}) {
+    SCOPED_TRACE(fault ? "abort_frees_loading_blocks" : "fixed");
+    engine::EngineConfig d = disaggregated(1, 1, 1, 1);
+    d.workload.abort_every = 1;
+    d.workload.abort_while_loading = true;
+    d.faults.abort_frees_loading_blocks = fault;
+    engine::RequestSpec a;
+    a.id = 0;
+    a.prompt.assign(8, 3);
+    a.max_tokens = 4;
+    a.abort = true;
+    engine::Scheduler s(d, {a});
+    s.admit_until(1'000'000);  // nothing: the request arrives from the prefill instance
+    s.arrive_remote({0, {7, 9}});
+    EXPECT_EQ(s.schedule(0), nullptr);  // blocks allocated, the pulls posted
+    ASSERT_EQ(s.take_loads().size(), 1u);
+    const int free_loading = s.pool().free_count();
+    (void)s.take_ledger();
+    EXPECT_EQ(s.schedule(1), nullptr);  // the abort arrives: the request ends
+    std::vector<engine::LedgerEntry> at_abort = s.take_ledger();
+    ASSERT_GE(at_abort.size(), 2u);
+    EXPECT_EQ(at_abort[0].what, engine::LedgerEntry::What::abort_arrived);
+    EXPECT_EQ(at_abort[1].what, engine::LedgerEntry::What::released);
+    EXPECT_EQ(at_abort[1].state_index, -1);
+    EXPECT_EQ(at_abort[1].blocks.size(), fault ? 0u : 2u);  // fenced until the pulls complete
+    EXPECT_EQ(s.pool().free_count(), free_loading + (fault ? 2 : 0));
+    EXPECT_EQ(s.done(), fault);  // held blocks keep the scheduler from being done
+    s.kv_loaded(0, 2);
+    EXPECT_EQ(s.pool().free_count(), free_loading + 2);
+    EXPECT_TRUE(s.done());
+    const std::vector<engine::LedgerEntry> at_load = s.take_ledger();
+    EXPECT_EQ(at_load.size(), fault ? 0u : 1u);  // the blocks' free, once the pulls completed
+  }
 }
 
 const char* kScenario = R"(kind = "serving"
@@ -209,6 +248,13 @@ TEST(Disaggregation, TheScenarioTableReadsAndIsChecked) {
   bad("prefix_caching", "max_num_seqs = 4", "max_num_seqs = 4\nenable_prefix_caching = true", 18,
       "prefix caching with disaggregation");
   bad("recurrent", "[spec]", "[model]\nrecurrent_layers = [1]\n\n[spec]", 13, "recurrent layers with disaggregation");
+  bad("abort_while_loading_without_aborts", "seed = 3", "seed = 3\nabort_while_loading = true", 27,
+      "need aborted requests: set abort_every");
+  expect_rejected(Bad{"abort_while_loading_without_disaggregation",
+                      replaced(replaced(kScenario, "[disaggregation]\nprefill_pp = 2\nprefill_tp = 1\n", ""),
+                               "seed = 3", "seed = 3\nabort_every = 2\nabort_while_loading = true"),
+                      25, "need a KV transfer: add [disaggregation]"},
+                  scenario::parse_serving);
 }
 
 TEST(Disaggregation, TheDecodeInstancesOutputsAreTheAggregatedEnginesRequestByRequest) {
@@ -262,6 +308,44 @@ TEST(Disaggregation, TheMonitorReportsBlocksFreedWhileTheirTransferIsInFlight) {
     } else {
       EXPECT_TRUE(found.empty()) << found.front().summary;
     }
+  }
+}
+
+// A decode-side free before every rank's pulls of the request completed is reported at the free;
+// after its kv_ready, none.
+TEST(Disaggregation, TheMonitorReportsDecodeBlocksFreedWhileTheirPullsAreInFlight) {
+  const engine::EngineConfig d = disaggregated(1, 1, 1, 1);
+  const verify::ServingFacts facts = verify::serving_facts(d, engine::make_checkpoint(d.model));
+  for (bool ready_first : {false, true}) {
+    std::vector<core::Finding> found;
+    verify::KvTransferMonitor m(facts, [&](core::Finding f) { found.push_back(std::move(f)); });
+    ProbeEvents ev;
+    core::Event exported = ev.make(core::EventKind::kv_exported, -1, 4, 0, {5, 6}, 8);
+    exported.actor = engine::kPrefillEngineActor;
+    core::Event prefill_blocks = ev.make(core::EventKind::blocks_allocated, -1, 3, 0, {5, 6}, 0);
+    prefill_blocks.actor = engine::kPrefillEngineActor;
+    verify::deliver(m, prefill_blocks);
+    verify::deliver(m, exported);
+    verify::deliver(m, ev.make(core::EventKind::blocks_allocated, -1, 1, 0, {2, 3}, 0));
+    if (ready_first) {
+      for (const engine::KvSegment& seg : facts.kv_routes[0].segments)
+        verify::deliver(m, ev.make(core::EventKind::kv_pulled, 0, -1, 0,
+                                   {static_cast<int64_t>(seg.part), seg.src_layer, seg.dst_layer, seg.lane_begin,
+                                    seg.lane_count, 5, 2, 6, 3},
+                                   1));
+      verify::deliver(m, ev.make(core::EventKind::kv_ready, -1, 2, 0, {}, 1));
+    }
+    core::ProbeSubject aborted;
+    aborted.release = core::Release::aborted;
+    verify::deliver(m, ev.make(core::EventKind::blocks_freed, -1, 2, 0, {2, 3}, -1, aborted));
+    if (ready_first) {
+      EXPECT_TRUE(found.empty()) << found.front().summary;
+      continue;
+    }
+    ASSERT_EQ(found.size(), 1u);
+    EXPECT_EQ(found[0].kind, core::FindingKind::kv_transfer);
+    EXPECT_NE(found[0].summary.find("while its pulls were in flight"), std::string::npos) << found[0].summary;
+    EXPECT_NE(found[0].details[0].find("vLLM #32255"), std::string::npos) << found[0].details[0];
   }
 }
 

@@ -141,6 +141,9 @@ const std::vector<Unreachable> kUnreachable = {
        s.config.disagg.prefill.pp = 1;
      },
      &serving::PathsReached::kv_pulls},
+    {"abort_frees_loading_blocks", "aborts after output tokens",
+     [](serving::ServingScenario& s) { s.config.workload.abort_while_loading = false; },
+     &serving::PathsReached::aborts},
     {"draft_shares_target_kv_group", "varlen attention",
      [](serving::ServingScenario& s) { s.config.model.attention = engine::AttentionBackend::varlen; }, nullptr},
     {"draft_shares_target_kv_group", "the EAGLE drafter",

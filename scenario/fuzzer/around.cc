@@ -111,6 +111,7 @@ void carry_workload(const serving::ServingScenario& s, ServingCase& c) {
   c.greedy_every = w.greedy_every;
   c.workload_seed = w.seed;
   c.abort_every = w.abort_every, c.abort_after = w.abort_after, c.abort_in_flight = w.abort_in_flight;
+  c.abort_while_loading = w.abort_while_loading;
   c.shared_prefix = w.shared_prefix, c.prefix_groups = w.prefix_groups;
   c.priority_levels = w.priority_levels;
 }
@@ -233,6 +234,7 @@ void draw_behaviour(ServingCase& c, const Space& s) {
     c.abort_after = *rc::gen::inRange(1, c.output_max + 1);
     c.abort_in_flight = maybe(true);
   }
+  c.abort_while_loading = maybe(c.disaggregated && c.abort_every > 0);
   c.stop_token = maybe(s.stop_token) ? *rc::gen::inRange(0, c.vocab > 0 ? c.vocab : engine::ModelConfig{}.vocab) : -1;
   c.shared_prefix = 0, c.prefix_groups = 1;
   if (c.enable_prefix_caching) {

@@ -124,6 +124,7 @@ void pick_disaggregation(ServingCase& c, const Space& s) {
   c.prefill_tp = pick(s.tp);
   scenario::size_model_to_topology(c);
   // A taps list drawn over the model's layers before it grew stays valid: layers only grow.
+  c.abort_while_loading = maybe(c.abort_every > 0);  // the aborted requests leave while their KV loads
 }
 
 }  // namespace

@@ -7,5 +7,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 TITLE='disaggregation' CLEAN_SPACE=scenarios/spaces/disaggregation.toml SEED=${SEED:-5501} FAULT_CASES=${3:-400} \
-  FAULTS=${FAULTS:-prefill_exports_lookahead stage_caches_paired_whole prefill_frees_before_read kv_ready_one_stage connect_all_stages} \
+  FAULTS=${FAULTS:-prefill_exports_lookahead stage_caches_paired_whole prefill_frees_before_read kv_ready_one_stage connect_all_stages abort_frees_loading_blocks} \
   exec scripts/dev/scheduler_fault_campaign.sh "$1" "${2:-20000}" 0 "${4:-build/default/tools/ppspec}"

@@ -38,7 +38,7 @@ space_of() {
     untagged_aux_relay) echo scenarios/spaces/eagle.toml ;;
     dummy_run_one_forward | dummy_run_skips_drafter) echo scenarios/spaces/data_parallel.toml ;;
     prefill_exports_lookahead | stage_caches_paired_whole | prefill_frees_before_read | kv_ready_one_stage | \
-      connect_all_stages)
+      connect_all_stages | abort_frees_loading_blocks)
       echo scenarios/spaces/disaggregation.toml ;;
     draft_shares_target_kv_group) echo scenarios/spaces/triton_mla.toml ;;
   esac

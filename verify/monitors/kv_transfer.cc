@@ -87,7 +87,12 @@ void KvTransferMonitor::freed(const core::Event& e) {
       }))
     return;
   tables.erase(table);
-  if (!prefill_side(e)) return;
+  if (!prefill_side(e)) {
+    const auto t = transfers_.find(e.req);
+    if (t != transfers_.end() && !t->second.exported.empty() && !t->second.ready)
+      report_freed_while_pulling(e, t->second);
+    return;
+  }
   prefill_freed_at_[e.req] = e.step;
   const auto it = transfers_.find(e.req);
   if (it == transfers_.end() || it->second.exported.empty()) return;
@@ -235,18 +240,44 @@ void KvTransferMonitor::check_pairs(const core::Event& e, const core::KvPulledPr
   }
 }
 
+// The decode rank's connector whose pull of `leg` has not completed.
+core::Site KvTransferMonitor::pull_site(const Leg& leg, int64_t req) {
+  const auto [producer, consumer, part, layer, lanes] = leg;
+  return core::Site{static_cast<core::RankId>(consumer),
+                    fmt::format("rank{}.kv", consumer),
+                    "",
+                    -1,
+                    fmt::format("its pull of request {}'s KV from prefill rank {}, not completed", req, producer),
+                    "",
+                    core::SiteWait::none};
+}
+
+// A decode-side free before every rank's pulls completed: a pull still writes the blocks.
+void KvTransferMonitor::report_freed_while_pulling(const core::Event& e, const Transfer& t) {
+  const auto freed = core::BlocksFreedProbe::decode(e);
+  for (const Leg& leg : legs_expected())
+    if (!t.pulled.contains(leg)) {
+      site_ = pull_site(leg, e.req);
+      break;
+    }
+  report_at(e,
+            fmt::format("the decode instance freed request {}'s KV blocks {} ({}) while its pulls were in flight: {} "
+                        "of the {} pulls of its prompt's KV had completed",
+                        e.req, token_list(std::vector<int64_t>(freed.blocks.begin(), freed.blocks.end())),
+                        core::to_string(freed.reason), t.pulled.size(), legs_expected().size()),
+            {"a pull still in flight writes into blocks the engine core may give to the next request, which then "
+             "reads the freed request's KV as its own (vLLM #32255; SGLang #35049)",
+             "fix: hold the blocks of a request aborted in WAITING_FOR_REMOTE_KVS until its pulls complete (vLLM: "
+             "delay_free_blocks, freed when the workers report finished_recving)"});
+}
+
 void KvTransferMonitor::ready(const core::Event& e) {
-  const Transfer& t = transfers_[e.req];
+  Transfer& t = transfers_[e.req];
+  t.ready = true;
   for (const Leg& leg : legs_expected()) {
     if (t.pulled.contains(leg)) continue;
     const auto [producer, consumer, part, layer, lanes] = leg;
-    site_ = core::Site{static_cast<core::RankId>(consumer),
-                       fmt::format("rank{}.kv", consumer),
-                       "",
-                       -1,
-                       fmt::format("its pull of request {}'s KV from prefill rank {}, not completed", e.req, producer),
-                       "",
-                       core::SiteWait::none};
+    site_ = pull_site(leg, e.req);
     report_at(e,
               fmt::format("the decode instance took request {}'s KV as pulled after {}, before rank {}'s pull "
                           "of {} from prefill rank {} completed",

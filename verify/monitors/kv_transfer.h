@@ -40,17 +40,20 @@ class KvTransferMonitor final : public Monitor {
     // possibly before a consumer reports its pull).
     std::vector<int64_t> prefill_table;
     std::set<Leg> sent, pulled;
+    bool ready = false;  // the decode instance counted every rank's report (kv_ready)
   };
   void allocated(const core::Event& e);
   void freed(const core::Event& e);
   void exported(const core::Event& e);
   void report_freed_before_export(const core::Event& e, int64_t freed_at);
+  void report_freed_while_pulling(const core::Event& e, const Transfer& t);
   void sent(const core::Event& e);
   void pulled(const core::Event& e);
   void ready(const core::Event& e);
   bool on_route(int64_t producer, int64_t consumer, const core::KvSegmentFields& s) const;
   void check_pairs(const core::Event& e, const core::KvPulledProbe& p);
   std::set<Leg> legs_expected() const;
+  static core::Site pull_site(const Leg& leg, int64_t req);
   bool prefill_side(const core::Event& e) const;
   void report_at(const core::Event& e, std::string summary, std::vector<std::string> details);
 
