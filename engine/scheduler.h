@@ -129,6 +129,8 @@ class Scheduler {
   bool start_load(RequestRecord& r, int64_t step);
   // Its row: the workers' block table gets the pulled blocks too (the row's new blocks from column 0).
   void admitted_pulled(RequestRecord& r, ScheduledRequest& row);
+  // A pull that held a request slot ended (admitted, or its request aborted).
+  void end_pull();
   void hold_for_export(RequestRecord& r, std::vector<int32_t>& blocks);
   // Prefix caching (engine/scheduler_prefix.cc); nothing happens without it.
   PrefixHit prefix_hit(RequestRecord& r);

@@ -74,8 +74,7 @@ void Scheduler::admitted_pulled(RequestRecord& r, ScheduledRequest& row) {
                         r.blocks.begin() + static_cast<std::ptrdiff_t>(pulled));
   row.first_new_block = 0;
   r.remote = RemoteKv::admitted;
-  PPSPEC_ASSERT(pulls_waiting_ > 0);
-  --pulls_waiting_;
+  end_pull();
 }
 
 // vLLM finish_requests on a request in WAITING_FOR_REMOTE_KVS (#32255): it ends, but its blocks
@@ -94,16 +93,18 @@ void Scheduler::abort_remote(int64_t step) {
     blocks.swap(r.blocks);
     ledger_.push_back(LedgerEntry{LedgerEntry::What::released, r.spec.id, step, core::Release::aborted, -1, 0,
                                   hold ? blocks : std::vector<int32_t>{}});
-    if (r.remote == RemoteKv::loaded) {  // its pulls are done: nothing writes the blocks any more
-      PPSPEC_ASSERT(pulls_waiting_ > 0);
-      --pulls_waiting_;
-    }
+    if (r.remote == RemoteKv::loaded) end_pull();  // its pulls are done: nothing writes the blocks any more
     if (hold)
       held_.emplace(r.spec.id, std::move(blocks));
     else
       free_blocks(r.spec.id, step, core::Release::aborted, std::move(blocks));
     finish(r, true, step);
   }
+}
+
+void Scheduler::end_pull() {
+  PPSPEC_ASSERT(pulls_waiting_ > 0, "a pull ended with none waiting");
+  --pulls_waiting_;
 }
 
 std::vector<KvLoad> Scheduler::take_loads() {
@@ -121,8 +122,7 @@ void Scheduler::kv_loaded(int64_t req, int64_t step) {
   PPSPEC_ASSERT(it != records_.end() && it->remote == RemoteKv::loading, "request {}'s pulls completed unasked", req);
   if (it->finished) {
     it->remote = RemoteKv::loaded;
-    PPSPEC_ASSERT(pulls_waiting_ > 0);
-    --pulls_waiting_;
+    end_pull();
     const auto held = held_.find(req);
     PPSPEC_ASSERT(held != held_.end() || cfg_.faults.abort_frees_loading_blocks,
                   "request {} was aborted while loading and holds no blocks for its pulls", req);

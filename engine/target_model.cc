@@ -33,10 +33,14 @@ TargetModel::TargetModel(RankContext& c)
 }
 
 // The layer's attention over its KV: one causal varlen kernel, or TRITON_MLA's two paths.
-void TargetModel::attend(int32_t rows, const StepInputs& inputs, const RequestTables& tables, size_t li) {
-  const int D = ctx_.cfg.model.lanes;
-  const kn::LayerOutKernel varlen{inputs.row_inputs(tables), span_of<uint32_t>(mix), span_of<uint32_t>(kv_[li]), D,
-                                  ctx_.lane_begin,           ctx_.lane_count,        span_of<uint32_t>(hidden)};
+void TargetModel::attend(int32_t rows, const StepInputs& inputs, const kn::RowInputs& in, size_t li) {
+  const kn::LayerOutKernel varlen{in,
+                                  span_of<uint32_t>(mix),
+                                  span_of<uint32_t>(kv_[li]),
+                                  ctx_.cfg.model.lanes,
+                                  ctx_.lane_begin,
+                                  ctx_.lane_count,
+                                  span_of<uint32_t>(hidden)};
   if (inputs.reorder_threshold() == 0) {
     ctx_.run("layer_out", "", varlen, rows);
     return;
@@ -99,7 +103,7 @@ void TargetModel::forward(int32_t rows, const StepInputs& inputs, const RequestT
                kn::LayerKvWriteKernel{in, span_of<uint32_t>(mix), span_of<uint32_t>(v_[li]), D, lb, lc,
                                       span_of<uint32_t>(kv_[li])},
                rows);
-      attend(rows, inputs, tables, li);
+      attend(rows, inputs, in, li);
     }
     if (taps_ != nullptr) taps_->produce(l, rows, inputs.row_req, ctx, hidden, tp);
   }

@@ -42,7 +42,8 @@ class TargetModel {
   core::Buffer embed_tokens;
 
  private:
-  void attend(int32_t rows, const StepInputs& inputs, const RequestTables& tables, size_t li);
+  // The forward's row inputs (`in`) are built once per forward, not per layer.
+  void attend(int32_t rows, const StepInputs& inputs, const kernels::RowInputs& in, size_t li);
   RankContext& ctx_;
   LayerRange layers_;
   core::Buffer ctx_kv_, embed_deep_, lm_head_;
