@@ -6,7 +6,7 @@ namespace ppspec::core {
 
 namespace {
 
-constexpr EnumNames<FindingKind, 70> kFindingKindNames{
+constexpr EnumNames<FindingKind, 71> kFindingKindNames{
     {{{"", FindingKind::none},
       {"collective-mismatch", FindingKind::collective_mismatch},
       {"p2p-mismatch", FindingKind::p2p_mismatch},
@@ -41,6 +41,7 @@ constexpr EnumNames<FindingKind, 70> kFindingKindNames{
       {"stage-token", FindingKind::stage_token},
       {"stage-drafts", FindingKind::stage_drafts},
       {"stage-adoption", FindingKind::stage_adoption},
+      {"sample-disagreement", FindingKind::sample_disagreement},
       {"feedback-dropped", FindingKind::feedback_dropped},
       {"scheduling-cadence", FindingKind::scheduling_cadence},
       {"kv-ownership", FindingKind::kv_ownership},

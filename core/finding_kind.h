@@ -47,6 +47,7 @@ enum class FindingKind : uint8_t {
   stage_token,
   stage_drafts,
   stage_adoption,
+  sample_disagreement,
   feedback_dropped,
   scheduling_cadence,
   kv_ownership,

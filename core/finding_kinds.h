@@ -18,7 +18,7 @@ struct FindingKindName {
   FindingKind kind;
 };
 
-inline constexpr std::array<FindingKindName, 58> kFindingKinds{{
+inline constexpr std::array<FindingKindName, 59> kFindingKinds{{
     {Verdict::fifo_misalignment, FindingKind::collective_mismatch},
     {Verdict::fifo_misalignment, FindingKind::p2p_mismatch},
     {Verdict::fifo_misalignment, FindingKind::gate_disagreement},
@@ -52,6 +52,7 @@ inline constexpr std::array<FindingKindName, 58> kFindingKinds{{
     {Verdict::stage_divergence, FindingKind::stage_token},
     {Verdict::stage_divergence, FindingKind::stage_drafts},
     {Verdict::stage_divergence, FindingKind::stage_adoption},
+    {Verdict::stage_divergence, FindingKind::sample_disagreement},
     {Verdict::stage_divergence, FindingKind::feedback_dropped},
     {Verdict::stage_divergence, FindingKind::scheduling_cadence},
     {Verdict::kv_violation, FindingKind::kv_ownership},

@@ -428,6 +428,20 @@ std::string reach_draft_shares_target_kv_group(const EngineConfig& c, core::Modu
 }
 
 // ---------------------------------------------------------------------------------------------
+// Sampling (engine/sampler.cc)
+
+// Sampler::rank_salt folds the TP rank into each row's seed: it changes what a rank samples only
+// where a uniform is drawn (a temperature request) and only on a TP rank other than 0.
+std::string reach_rank_local_sampling(const EngineConfig& c, core::ModuleLoading) {
+  if (c.topology.tp < 2)
+    return "it needs tp >= 2: with one TP rank in the last stage there is no other rank to sample apart from";
+  if (c.workload.temperature <= 0)
+    return "it needs temperature sampling ([workload] temperature > 0): a greedy sample draws no random number";
+  if (c.workload.greedy_every == 1) return "it needs a request that samples with temperature: greedy_every = 1";
+  return "";
+}
+
+// ---------------------------------------------------------------------------------------------
 // The table, in kFaultSwitches' order.
 
 using ReachFn = std::string (*)(const EngineConfig&, core::ModuleLoading);
@@ -468,6 +482,7 @@ constexpr std::array kFaultReach{
     FaultReach{"connect_all_stages", reach_connect_all_stages},
     FaultReach{"draft_shares_target_kv_group", reach_draft_shares_target_kv_group},
     FaultReach{"abort_frees_loading_blocks", reach_abort_frees_loading_blocks},
+    FaultReach{"rank_local_sampling", reach_rank_local_sampling},
 };
 
 constexpr bool reach_table_follows_switches() {

@@ -100,6 +100,11 @@ struct Faults {
   // being pulled (WAITING_FOR_REMOTE_KVS) frees its blocks at once, while the transfer still
   // writes into them; the next request given those blocks gets the aborted request's KV.
   bool abort_frees_loading_blocks = false;
+  // SGLang before #3060's token-id sync (vLLM #31154 for n-gram drafts): every TP rank of the last
+  // stage samples on its own and keeps its own tokens, trusting that the same logits give the same
+  // sample; a sampling stream that is the rank's own (here: seeded with its TP rank folded in) gives
+  // the ranks of a temperature request different tokens and different accepted counts.
+  bool rank_local_sampling = false;
 };
 
 // A fault's name in a scenario's [faults] table, and its switch.
@@ -139,6 +144,7 @@ inline constexpr std::array kFaultSwitches{
     FaultSwitch{"connect_all_stages", &Faults::connect_all_stages},
     FaultSwitch{"draft_shares_target_kv_group", &Faults::draft_shares_target_kv_group},
     FaultSwitch{"abort_frees_loading_blocks", &Faults::abort_frees_loading_blocks},
+    FaultSwitch{"rank_local_sampling", &Faults::rank_local_sampling},
 };
 // A switch added to Faults but not to the table could be set by no scenario.
 static_assert(sizeof(Faults) == kFaultSwitches.size() * sizeof(bool),

@@ -46,7 +46,7 @@ SampledRows Sampler::sample(const SchedulerOutput& so, FeedbackBuffers& slot, co
                                           span_of<uint32_t>(tables.spread), span_of<int32_t>(tables.output_base),
                                           span_of<int32_t>(tables.total_len), span_of<int32_t>(tables.prefill_len),
                                           span_of<int64_t>(seeds_), span_of<uint32_t>(spread_),
-                                          span_of<int64_t>(out_index_)},
+                                          span_of<int64_t>(out_index_), rank_salt()},
            n);
   kn::RejectionSampleKernel rs{span_of<int32_t>(logit_start_),
                                span_of<int32_t>(num_logits_),
@@ -64,6 +64,11 @@ SampledRows Sampler::sample(const SchedulerOutput& so, FeedbackBuffers& slot, co
   ctx_.run("rejection_sample", "", rs, n);
   if (ctx_.observed()) probe_sampled(so, slot);
   return out;
+}
+
+int64_t Sampler::rank_salt() const {
+  if (!ctx_.cfg.faults.rank_local_sampling) return 0;
+  return static_cast<int64_t>(ctx_.tp_rank) * 0x5DEECE66DLL;
 }
 
 void Sampler::probe_sampled(const SchedulerOutput& so, const FeedbackBuffers& slot) {

@@ -30,6 +30,8 @@ class Sampler {
 
  private:
   void probe_sampled(const SchedulerOutput& so, const FeedbackBuffers& slot);
+  // What the sampling seeds are folded with: the TP rank under rank_local_sampling, else 0.
+  int64_t rank_salt() const;
 
   RankContext& ctx_;
   core::Buffer logit_start_, num_logits_, seeds_, out_index_, spread_;  // by batch row

@@ -32,9 +32,12 @@ struct GatherSamplingParamsKernel {
   Span<int64_t> seeds;              // [rows]
   Span<uint32_t> spread;            // [rows]
   Span<int64_t> out_index;          // [rows]
+  // Folded into every seed: 0 on a correct engine, whose TP ranks share one sampling stream
+  // (a rank-local stream is the fault rank_local_sampling).
+  int64_t rank_salt;
   PPSPEC_HD void row(int64_t r) const {
     const int32_t req = idx_mapping[r];
-    seeds[r] = req_seeds[req];
+    seeds[r] = req_seeds[req] ^ rank_salt;
     spread[r] = req_spread[req];
     out_index[r] = static_cast<int64_t>(output_base[req]) + total_len[req] - prefill_len[req];
   }

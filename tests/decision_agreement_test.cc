@@ -1,6 +1,8 @@
 // The adaptive draft budget: the pick an estimate makes, and the decision agreement monitor proven
-// both ways (ranks of the last stage that run one budget pass; two budgets at one step are named).
-// The end-to-end proofs are scenarios/regressions/local_adaptive_budget.toml and its fault-off twin.
+// both ways, for the budget (ranks of the last stage that run one budget pass; two budgets at one
+// step are named) and for the sample (ranks that keep one sample pass; two at one step are named).
+// The end-to-end proofs are scenarios/regressions/local_adaptive_budget.toml and
+// rank_local_sampling.toml, each with its fault-off twin.
 #include <gtest/gtest.h>
 
 #include "engine/draft_budget.h"
@@ -41,6 +43,42 @@ TEST(DecisionAgreement, OneBudgetPassesTwoAtAStepAreNamed) {
   fx.send(EventKind::draft_budget, 3, 10, -1, {1}, 1);
   fx.send(EventKind::draft_budget, 2, 10, -1, {60000}, 4);
   EXPECT_EQ(fx.found.size(), 1u);  // the first disagreement is the finding
+}
+
+TEST(DecisionAgreement, OneSamplePassesTwoAtAStepAreNamed) {
+  testing::Fixture<verify::DecisionAgreement> fx;  // pp 2, tp 2: ranks 2 and 3 are the last stage
+  for (int64_t step = 5; step < 9; ++step)
+    for (core::RankId r : {3, 2}) {
+      fx.send(EventKind::tokens_sampled, r, step, 7, {40 + step, 50 + step}, 1);  // 1 of 2 drafts accepted
+      fx.send(EventKind::tokens_sampled, r, step, 8, {60 + step}, 0);             // a prefill's first token
+    }
+  EXPECT_TRUE(fx.found.empty());
+  // The same tokens with another accepted count is another decision too.
+  fx.send(EventKind::tokens_sampled, 2, 9, 8, {70}, 2);
+  fx.send(EventKind::tokens_sampled, 3, 9, 8, {70}, 1);
+  ASSERT_EQ(fx.found.size(), 1u);
+  EXPECT_EQ(fx.found[0].verdict, core::Verdict::stage_divergence);
+  EXPECT_EQ(core::to_string(fx.found[0].kind), "sample-disagreement");
+  EXPECT_EQ(fx.found[0].engine_step, 9);
+  EXPECT_EQ(fx.found[0].summary,
+            "request 8's sample of engine step 9 disagrees across the last stage's TP ranks: rank2 kept [70] (0 of 2 "
+            "drafts accepted), rank3 kept [70] (0 of 1 drafts accepted)");
+  fx.send(EventKind::tokens_sampled, 2, 10, 7, {1, 2}, 0);
+  fx.send(EventKind::tokens_sampled, 3, 10, 7, {1, 3}, 0);
+  EXPECT_EQ(fx.found.size(), 1u);  // the first disagreement is the finding
+}
+
+TEST(DecisionAgreement, ATokenDifferenceIsNamedWithEachRanksSample) {
+  testing::Fixture<verify::DecisionAgreement> fx;
+  fx.send(EventKind::tokens_sampled, 3, 4, 1, {507}, 0);
+  fx.send(EventKind::tokens_sampled, 2, 4, 1, {305}, 0);
+  ASSERT_EQ(fx.found.size(), 1u);
+  EXPECT_EQ(fx.found[0].summary,
+            "request 1's sample of engine step 4 disagrees across the last stage's TP ranks: rank3 kept [507] (no "
+            "drafts verified), rank2 kept [305] (no drafts verified)");
+  ASSERT_EQ(fx.found[0].sites.size(), 2u);
+  EXPECT_EQ(fx.found[0].sites[0].rank, 3);
+  EXPECT_EQ(fx.found[0].sites[1].rank, 2);
 }
 
 }  // namespace

@@ -155,6 +155,10 @@ const std::vector<Unreachable> kUnreachable = {
        s.config.serving.capture_sizes = {1, 2, 4, 8};
      },
      &serving::PathsReached::mla_decode_requests},
+    {"rank_local_sampling", "greedy sampling", [](serving::ServingScenario& s) { s.config.workload.temperature = 0; },
+     &serving::PathsReached::drafts_verified},
+    {"rank_local_sampling", "tp = 1", [](serving::ServingScenario& s) { s.config.topology.tp = 1; },
+     &serving::PathsReached::drafts_verified},
 };
 
 std::string findings_of(const serving::ServingRun& run) {

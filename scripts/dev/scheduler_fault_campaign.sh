@@ -33,6 +33,7 @@ space_of() {
     preempt_keeps_spec_tokens) echo scenarios/spaces/preemption.toml ;;
     full_prefix_hit) echo scenarios/spaces/prefix_cache.toml ;;
     local_adaptive_budget) echo scenarios/spaces/adaptive_budget.toml ;;
+    rank_local_sampling) echo scenarios/spaces/mechanisms.toml ;;
     rollback_last_stage_only) echo scenarios/spaces/recurrent.toml ;;
     pinned_read_without_sync) echo scenarios/spaces/pp2.toml ;;
     untagged_aux_relay) echo scenarios/spaces/eagle.toml ;;

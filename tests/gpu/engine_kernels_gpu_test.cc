@@ -493,7 +493,7 @@ TEST(GpuEngineKernels, RequestTableGathersAndScattersMatchTheCpu) {
     run(AdvanceNumComputedKernel{idx.on(gpu), query_len.on(gpu), computed.on(gpu)}, N, gpu);
     run(GatherSamplingParamsKernel{idx.on(gpu), req_seeds.on(gpu), req_spread.on(gpu), output_base.on(gpu),
                                    total_len.on(gpu), prefill_len.on(gpu), seeds.on(gpu), spread.on(gpu),
-                                   out_index.on(gpu)},
+                                   out_index.on(gpu), 0x5DEECE66DLL},
         N, gpu);
     run(GatherBlockRowsKernel{idx.on(gpu), blocks.on(gpu), kMaxBlocks, block_rows.on(gpu)}, N, gpu);
     run(SetDraftTokensKernel{K, draft_idx.on(gpu), drafts.on(gpu), table.on(gpu)}, kDrafted, gpu);
