@@ -6,11 +6,12 @@ namespace ppspec::core {
 
 namespace {
 
-constexpr EnumNames<FindingKind, 71> kFindingKindNames{
+constexpr EnumNames<FindingKind, 73> kFindingKindNames{
     {{{"", FindingKind::none},
       {"collective-mismatch", FindingKind::collective_mismatch},
       {"p2p-mismatch", FindingKind::p2p_mismatch},
       {"gate-disagreement", FindingKind::gate_disagreement},
+      {"gate-rows-disagreement", FindingKind::gate_rows_disagreement},
       {"decision-disagreement", FindingKind::decision_disagreement},
       {"unmatched", FindingKind::unmatched},
       {"cycle", FindingKind::cycle},
@@ -56,6 +57,7 @@ constexpr EnumNames<FindingKind, 71> kFindingKindNames{
       {"step-limit", FindingKind::step_limit},
       {"time-limit", FindingKind::time_limit},
       {"watchdog", FindingKind::watchdog},
+      {"starvation", FindingKind::starvation},
       {"stalled", FindingKind::stalled},
       {"missing-dump", FindingKind::missing_dump},
       {"unchecked-rank", FindingKind::unchecked_rank},

@@ -18,7 +18,7 @@ struct FindingKindName {
   FindingKind kind;
 };
 
-inline constexpr std::array<FindingKindName, 59> kFindingKinds{{
+inline constexpr std::array<FindingKindName, 61> kFindingKinds{{
     {Verdict::fifo_misalignment, FindingKind::collective_mismatch},
     {Verdict::fifo_misalignment, FindingKind::p2p_mismatch},
     {Verdict::fifo_misalignment, FindingKind::gate_disagreement},
@@ -53,6 +53,7 @@ inline constexpr std::array<FindingKindName, 59> kFindingKinds{{
     {Verdict::stage_divergence, FindingKind::stage_drafts},
     {Verdict::stage_divergence, FindingKind::stage_adoption},
     {Verdict::stage_divergence, FindingKind::sample_disagreement},
+    {Verdict::stage_divergence, FindingKind::gate_rows_disagreement},
     {Verdict::stage_divergence, FindingKind::feedback_dropped},
     {Verdict::stage_divergence, FindingKind::scheduling_cadence},
     {Verdict::kv_violation, FindingKind::kv_ownership},
@@ -67,6 +68,7 @@ inline constexpr std::array<FindingKindName, 59> kFindingKinds{{
     {Verdict::step_limit, FindingKind::step_limit},
     {Verdict::step_limit, FindingKind::time_limit},
     {Verdict::hang, FindingKind::watchdog},
+    {Verdict::hang, FindingKind::starvation},
     {Verdict::hang, FindingKind::stalled},
     {Verdict::hang, FindingKind::missing_dump},
     {Verdict::hazard, FindingKind::unchecked_rank},

@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include <fmt/format.h>
+
 #include "core/enum_names.h"
 
 namespace ppspec::core {
@@ -32,6 +34,16 @@ const std::string kList = kNames.list();
 std::string_view to_string(Verdict v) { return kNames.name(v); }
 std::optional<Verdict> parse_verdict(std::string_view s) { return kNames.parse(s); }
 std::string_view verdict_names() { return kList; }
+
+std::string site_words(const Site& site) {
+  if (site.actor.empty()) return "";
+  std::string s = site.actor;
+  if (!site.comm.empty())
+    s += site.cseq >= 0 ? fmt::format(" on {} #{}", site.comm, site.cseq) : fmt::format(" on {}", site.comm);
+  if (site.comm.empty() && !site.what.empty()) s += fmt::format(" ({})", site.what);
+  if (!site.origin.empty()) s += fmt::format(" [{}]", site.origin);
+  return s;
+}
 
 Finding untimed_note(FindingKind kind, std::string summary) {
   Finding n;

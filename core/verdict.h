@@ -86,6 +86,10 @@ struct Site {
   SiteWait wait = SiteWait::none;
 };
 
+// A site as a report's "where" names it: "rank2.side on pp_broadcast0 #3", "engine (the engine
+// core's scheduler)", with its origin in brackets; empty for a site with no actor.
+std::string site_words(const Site& site);
+
 struct Finding {
   Verdict verdict = Verdict::pass;
   FindingKind kind = FindingKind::none;  // finer than the verdict (core/finding_kind.h)

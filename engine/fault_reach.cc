@@ -441,6 +441,16 @@ std::string reach_rank_local_sampling(const EngineConfig& c, core::ModuleLoading
   return "";
 }
 
+// Scheduler::update keeps the in-flight mark of a non-final prefill chunk: a prefill split into
+// chunks is needed (chunked prefill, and a budget smaller than some prefill or shared with another
+// request).
+std::string reach_partial_prefill_stays_in_flight(const EngineConfig& c, core::ModuleLoading) {
+  if (!c.serving.chunked_prefill) return "it needs chunked prefill: without it no step holds a non-final prefill chunk";
+  if (c.workload.num_requests < 2 && c.max_prefill() <= c.serving.max_num_batched_tokens)
+    return "it needs a prefill split into chunks: one request whose longest prefill fits the token budget";
+  return "";
+}
+
 // ---------------------------------------------------------------------------------------------
 // The table, in kFaultSwitches' order.
 
@@ -483,6 +493,7 @@ constexpr std::array kFaultReach{
     FaultReach{"draft_shares_target_kv_group", reach_draft_shares_target_kv_group},
     FaultReach{"abort_frees_loading_blocks", reach_abort_frees_loading_blocks},
     FaultReach{"rank_local_sampling", reach_rank_local_sampling},
+    FaultReach{"partial_prefill_stays_in_flight", reach_partial_prefill_stays_in_flight},
 };
 
 constexpr bool reach_table_follows_switches() {

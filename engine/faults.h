@@ -105,6 +105,11 @@ struct Faults {
   // sample; a sampling stream that is the rank's own (here: seeded with its TP rank folded in) gives
   // the ranks of a temperature request different tokens and different accepted counts.
   bool rank_local_sampling = false;
+  // tt-xla's AscendScheduler (tenstorrent, the vLLM plugin's chunked prefill, fixed in tt-xla
+  // #5664): a step's in-flight mark is cleared at its return only for requests past their prefill;
+  // a request whose step was a non-final prefill chunk keeps the mark, so the schedule passes it
+  // over as in flight for ever while the engine goes on issuing steps (empty once nothing else runs).
+  bool partial_prefill_stays_in_flight = false;
 };
 
 // A fault's name in a scenario's [faults] table, and its switch.
@@ -145,6 +150,7 @@ inline constexpr std::array kFaultSwitches{
     FaultSwitch{"draft_shares_target_kv_group", &Faults::draft_shares_target_kv_group},
     FaultSwitch{"abort_frees_loading_blocks", &Faults::abort_frees_loading_blocks},
     FaultSwitch{"rank_local_sampling", &Faults::rank_local_sampling},
+    FaultSwitch{"partial_prefill_stays_in_flight", &Faults::partial_prefill_stays_in_flight},
 };
 // A switch added to Faults but not to the table could be set by no scenario.
 static_assert(sizeof(Faults) == kFaultSwitches.size() * sizeof(bool),

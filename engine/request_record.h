@@ -58,6 +58,9 @@ struct RequestRecord {
   // and a step every pp), and the tokens they scheduled, not yet in num_computed.
   std::vector<int64_t> steps_in_flight;
   int32_t tokens_in_flight = 0;
+  // Under partial_prefill_stays_in_flight: a returned non-final prefill chunk's in-flight mark that
+  // its return did not clear (tt-xla's scheduled_req_ids): the schedule passes the request over.
+  bool stale_in_flight_mark = false;
   bool admitted = false;
   bool finished = false;
   bool aborted = false;

@@ -277,7 +277,7 @@ int Scheduler::running_tokens(const RequestRecord& r, int budget) const {
 // _update_after_schedule skips a prefill chunk): a prefill chunk in flight that leaves tokens of
 // the prefill samples nothing, so the request's next chunk is scheduled whatever its max_tokens.
 bool Scheduler::eligible(const RequestRecord& r, int64_t step) const {
-  if (r.idx < 0 || r.finished || step < r.last_step + cfg_.topology.pp) return false;
+  if (r.idx < 0 || r.finished || step < r.last_step + cfg_.topology.pp || r.stale_in_flight_mark) return false;
   if (!r.in_flight()) return true;
   if (!cfg_.schedules_ahead()) return false;
   const bool ends_for_sure =

@@ -68,6 +68,7 @@ void Scheduler::preempt(RequestRecord& r, int64_t step) {
   r.idx = -1;
   r.steps_in_flight.clear();  // a step still in flight is stale: its output is discarded
   r.tokens_in_flight = 0;
+  r.stale_in_flight_mark = false;
   r.num_computed = 0;
   r.prefill_tokens = static_cast<int32_t>(r.spec.prompt.size() + r.output.size());
   enqueue(index_of(r), true);
@@ -142,6 +143,7 @@ void Scheduler::update(const SchedulerOutput& so, const ModelOutput& out) {
     land(*r, so.step, s.num_tokens);
     if (!s.produces_sample()) {
       r->num_computed += s.num_tokens;
+      r->stale_in_flight_mark = cfg_.faults.partial_prefill_stays_in_flight;
       continue;
     }
     r->num_computed += s.num_tokens - row.num_rejected;

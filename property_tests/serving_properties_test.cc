@@ -102,12 +102,14 @@ RC_GTEST_PROP(ServingFaults, EachIsCaughtWithinItsSeedBudget, ()) {
     if (run.result.verdict != s.expect.verdict) continue;
     // Caught for the reason the scenario names, not merely with its verdict.
     RC_ASSERT(run.result.findings.front().kind == *s.expect.kind);
-    // Caught: the report must say where — a rank and the step, the host call that hung, or the
-    // disaggregated prefill instance's engine core and its own step.
+    // Caught: the report must say where — a rank and the step, the host call that hung, the
+    // disaggregated prefill instance's engine core and its own step, or the engine core's scheduler
+    // and the request it starves.
     const core::Finding& f = run.result.findings.front();
     RC_ASSERT(!f.sites.empty());
     const bool prefill_core = f.sites.front().actor == "prefill.engine" && !f.sites.front().what.empty();
-    RC_ASSERT(f.sites.front().rank >= 0 || prefill_core);
+    const bool scheduler = f.sites.front().actor == "engine" && !f.sites.front().what.empty() && f.request >= 0;
+    RC_ASSERT(f.sites.front().rank >= 0 || prefill_core || scheduler);
     RC_ASSERT(f.engine_step >= 0 || f.verdict == core::Verdict::deadlock || prefill_core);
     return;
   }

@@ -36,11 +36,7 @@ void append_finding(std::string& s, const core::Finding& f, std::string_view pre
   for (const core::Site& site : f.sites) {
     if (site.actor.empty()) continue;
     where += where.empty() ? "" : "; ";
-    where += site.actor;
-    if (!site.comm.empty())
-      where += site.cseq >= 0 ? fmt::format(" on {} #{}", site.comm, site.cseq) : fmt::format(" on {}", site.comm);
-    if (site.comm.empty() && !site.what.empty()) where += fmt::format(" ({})", site.what);
-    if (!site.origin.empty()) where += fmt::format(" [{}]", site.origin);
+    where += core::site_words(site);
   }
   if (!where.empty()) s += fmt::format("      where: {}\n", where);
 }

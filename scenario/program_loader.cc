@@ -722,6 +722,7 @@ constexpr V kServingVerdicts[] = {V::pass,
                                   V::embedding_violation,
                                   V::output_divergence,
                                   V::step_limit,
+                                  V::hang,  // starvation: a runnable request the engine steps on without
                                   V::invalid_usage,
                                   V::race,
                                   V::stage_divergence,

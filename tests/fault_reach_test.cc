@@ -159,6 +159,12 @@ const std::vector<Unreachable> kUnreachable = {
      &serving::PathsReached::drafts_verified},
     {"rank_local_sampling", "tp = 1", [](serving::ServingScenario& s) { s.config.topology.tp = 1; },
      &serving::PathsReached::drafts_verified},
+    {"partial_prefill_stays_in_flight", "no chunked prefill",
+     [](serving::ServingScenario& s) {
+       s.config.serving.chunked_prefill = false;
+       s.config.serving.max_num_batched_tokens = 128;
+     },
+     nullptr},
 };
 
 std::string findings_of(const serving::ServingRun& run) {

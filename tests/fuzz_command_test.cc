@@ -77,6 +77,23 @@ TEST(Fuzz, AFaultIsFoundAndShrunkToAFileThatReproducesIt) {
   EXPECT_TRUE(s.config.faults.stale_drafts);
 }
 
+// A finding the engine core owns is reported as a run's report says it: "where: engine (…)", the
+// engine step it has, never a rank number (-1) the engine core does not have.
+TEST(Fuzz, AnEngineCoreFindingIsReportedByItsActorNotAsRankMinusOne) {
+  const fs::path dir = fresh_dir("starvation");
+  const Out r = fuzz({.cases = "400", .seed = "24", .out = dir.string(), .faults = "partial_prefill_stays_in_flight"});
+  ASSERT_EQ(r.code, 1) << r.out << r.err;
+  const fuzzer::FuzzReport summary = fuzzer::read_summary(dir.string());
+  ASSERT_EQ(summary.found.size(), 1u);
+  EXPECT_EQ(summary.found.front().kind, "starvation");
+  std::ifstream in(fs::path(summary.found.front().file).replace_extension(".report.txt"));
+  const std::string report(std::istreambuf_iterator<char>(in), {});
+  EXPECT_NE(report.find("hang (starvation), engine step "), std::string::npos) << report;
+  EXPECT_NE(report.find("\n  where: engine (the engine core's scheduler)"), std::string::npos) << report;
+  EXPECT_EQ(report.find("rank-1"), std::string::npos) << report;
+  EXPECT_EQ(report.find("engine step -1"), std::string::npos) << report;
+}
+
 // The output folder is said; one an earlier campaign used is refused (its found files would sit
 // beside the new summary), unless --force, which replaces them.
 TEST(Fuzz, TheOutputFolderIsSaidAndAUsedOneNeedsForce) {

@@ -193,6 +193,26 @@ TEST(GateAgreement, AgreeingRanksPassADisagreementIsAMisalignment) {
   EXPECT_EQ(core::to_string(fx.found[0].kind), "gate-disagreement");
   EXPECT_EQ(fx.found[0].summary,
             "the feedback gate of engine step 7 disagrees: rank0 decided feedback for rows [1, 1], rank2 no feedback");
+  EXPECT_NE(fx.found[0].details.front().find("the pp_broadcast FIFO misaligns here"), std::string::npos);
+}
+
+// Both ranks post, one row apart: the collectives pair (their shapes follow the batch), so the FIFO
+// holds; the row's request is adopted on one rank only, a divergence of the stages' tables.
+TEST(GateAgreement, ARowsOnlyDisagreementIsAStageDivergenceNotAMisalignment) {
+  Fixture<verify::GateAgreement> fx;
+  fx.send(EventKind::gate, 1, 4, -1, {1, 0, 1}, 1);
+  fx.send(EventKind::gate, 3, 4, -1, {1, 1, 1}, 1);
+  ASSERT_EQ(fx.found.size(), 1u);
+  const core::Finding& f = fx.found[0];
+  EXPECT_EQ(std::make_pair(f.verdict, std::string(core::to_string(f.kind))),
+            std::make_pair(Verdict::stage_divergence, std::string("gate-rows-disagreement")));
+  EXPECT_EQ(f.summary,
+            "the feedback gate of engine step 4 disagrees: rank1 decided feedback for rows [1, 0, 1], rank3 feedback "
+            "for rows [1, 1, 1]");
+  EXPECT_NE(f.details.front().find("the pp_broadcast FIFO stays aligned"), std::string::npos);
+  fx.send(EventKind::gate, 0, 5, -1, {1}, 1);
+  fx.send(EventKind::gate, 2, 5, -1, {}, 0);
+  EXPECT_EQ(fx.found.size(), 1u);  // the first disagreement is the finding
 }
 
 void op_posted(Fixture<verify::WarmupDiscipline>& fx, core::RankId rank, std::string_view comm) {

@@ -56,12 +56,13 @@ Outcome outcome_of(const core::RunResult& result) {
     const core::Finding& f = result.findings.front();
     o.kind = core::to_string(f.kind);
     o.summary = f.summary;
-    o.report.push_back(
-        fmt::format("{} ({}), engine step {}: {}", core::to_string(f.verdict), f.kind, f.engine_step, f.summary));
+    // As a run's report says it: the engine step when the finding has one, each site by its actor
+    // ("engine", "rank2.host"), never a rank number the engine core does not have.
+    const std::string at = f.engine_step >= 0 ? fmt::format(", engine step {}", f.engine_step) : "";
+    o.report.push_back(fmt::format("{} ({}){}: {}", core::to_string(f.verdict), f.kind, at, f.summary));
     for (const std::string& d : f.details) o.report.push_back("  " + d);
     for (const core::Site& site : f.sites)
-      o.report.push_back(fmt::format("  where: rank{} {} {}{}", site.rank, site.actor, site.what,
-                                     site.origin.empty() ? "" : " [" + site.origin + "]"));
+      if (!site.actor.empty()) o.report.push_back("  where: " + core::site_words(site));
   }
   return o;
 }

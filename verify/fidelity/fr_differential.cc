@@ -312,7 +312,8 @@ std::string fr_class(const core::Finding* f, core::Verdict v) {
     case core::Verdict::deadlock:
       if (f != nullptr && f->culprit.what == core::Blame::never_posted) return "unmatched";
       return f != nullptr && f->culprit.what == core::Blame::cycle ? "cycle" : "stall";
-    case core::Verdict::hang: return "stall";
+    // A starved request is the scheduler's: every operation posted completes, none is stuck.
+    case core::Verdict::hang: return f != nullptr && f->kind == core::FindingKind::starvation ? "starvation" : "stall";
     default: return std::string(core::to_string(v));
   }
 }

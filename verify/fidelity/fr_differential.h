@@ -51,7 +51,8 @@ struct FrCase {
 
 // "pass", "misaligned" (a mismatched pairing), "unmatched" (an operation whose partner never
 // comes), "cycle" (a deadlock across communicators), "stall" (stuck, no communication order
-// explains it), or the verdict's own name for the rest (invalid-usage, ...).
+// explains it), "starvation" (a request the scheduler never runs: nothing is stuck), or the
+// verdict's own name for the rest (invalid-usage, ...).
 std::string fr_class(const core::Finding* first, core::Verdict v);
 // Whether a deadlock's chain passes through a host thread blocked in something other than
 // communication (a module load, a sync: what neither a dump nor NCCL's profiler sees).

@@ -15,6 +15,7 @@
 #include "verify/monitors/kv_transfer.h"
 #include "verify/monitors/leak_checker.h"
 #include "verify/monitors/scheduling_cadence.h"
+#include "verify/monitors/scheduling_progress.h"
 #include "verify/monitors/padding_checker.h"
 #include "verify/monitors/pipeline_bubble.h"
 #include "verify/monitors/stage_agreement.h"
@@ -75,7 +76,8 @@ ServingMonitors::Replica ServingMonitors::make_replica(const ServingFacts& facts
   m.push_back(std::make_unique<LeakChecker>(facts, sink));
   m.push_back(std::make_unique<SchedulingCadence>(facts, sink));
   m.push_back(std::make_unique<PipelineBubble>(facts, sink));
-  PPSPEC_ASSERT(r.model_reference != nullptr && m.size() == 14);
+  m.push_back(std::make_unique<SchedulingProgress>(facts, sink));
+  PPSPEC_ASSERT(r.model_reference != nullptr && m.size() == 15);
   for (const auto& monitor : m) {
     const Monitor::KindSet kinds = monitor->kinds();
     for (size_t k = 0; k < core::kEventKinds; ++k)

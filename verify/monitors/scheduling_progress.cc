@@ -1,0 +1,111 @@
+#include "verify/monitors/scheduling_progress.h"
+
+#include <algorithm>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "core/assert.h"
+#include "core/finding_kinds.h"
+#include "core/probes.h"
+
+namespace ppspec::verify {
+
+void SchedulingProgress::on_event(const core::Event& e) {
+  switch (e.kind) {
+    case core::EventKind::batch_scheduled: on_batch(e); return;
+    case core::EventKind::request_scheduled: {
+      const auto s = core::RequestScheduledProbe::decode(e);
+      const auto it = running_.find(e.req);
+      PPSPEC_ASSERT(it != running_.end(), "request {} scheduled at engine step {} outside its batch", e.req, e.step);
+      Running& r = it->second;
+      r.computed = s.num_computed;
+      r.scheduled = s.num_scheduled;
+      r.prefill_len = s.prefill_len;
+      return;
+    }
+    case core::EventKind::step_returned: on_returned(e); return;
+    case core::EventKind::request_released: running_.erase(e.req); return;
+    default: return;
+  }
+}
+
+void SchedulingProgress::on_batch(const core::Event& e) {
+  const auto batch = core::BatchScheduledProbe::decode(e);
+  issued_through_ = std::max(issued_through_, e.step);
+  batches_[e.step].assign(batch.request_ids.begin(), batch.request_ids.end());
+  PPSPEC_ASSERT(batches_.size() <= kBatchesKept, "{} steps in flight at engine step {}", batches_.size(), e.step);
+  for (const int64_t req : batch.request_ids) {
+    Running& r = running_[req];
+    r.last_step = e.step;
+    r.in_flight.push_back(e.step);
+    PPSPEC_ASSERT(r.in_flight.size() <= kBatchesKept, "request {} in {} steps in flight", req, r.in_flight.size());
+    r.first_idle = -1;
+    r.idle_steps = 0;
+  }
+  PPSPEC_ASSERT(running_.size() <= kRequestsKept, "{} requests running", running_.size());
+  if (!batch.request_ids.empty() || batch.step_kind != core::StepKind::serving ||
+      reported(core::FindingKind::starvation))
+    return;
+  for (auto& [req, r] : running_) {
+    if (!r.in_flight.empty()) continue;
+    if (r.idle_steps++ == 0) r.first_idle = e.step;
+    if (r.idle_steps > idle_steps_allowed()) {
+      report_starved(e, req);
+      return;
+    }
+  }
+}
+
+void SchedulingProgress::on_returned(const core::Event& e) {
+  const auto it = batches_.find(e.step);
+  if (it == batches_.end()) return;  // a batch before the monitor saw any (a trace's tail)
+  for (const int64_t req : it->second) {
+    const auto r = running_.find(req);
+    if (r == running_.end()) continue;  // released while the step was in flight
+    std::vector<int64_t>& steps = r->second.in_flight;
+    const auto step = std::find(steps.begin(), steps.end(), e.step);
+    if (step == steps.end()) continue;  // a step of its earlier admission
+    steps.erase(step);
+    r->second.returned_at = issued_through_;
+  }
+  batches_.erase(it);
+}
+
+namespace {
+
+// What a step scheduled of a request, in words: "a prefill chunk (tokens 0..31 of its 57-token prefill)".
+std::string step_words(int64_t computed, int64_t scheduled, int64_t prefill_len) {
+  if (computed >= prefill_len) return fmt::format("a decode step of {} tokens", scheduled);
+  const char* what = computed + scheduled < prefill_len ? "a prefill chunk that leaves tokens of the prefill"
+                                                        : "its prefill's last chunk";
+  return fmt::format("{}: tokens {}..{} of its {}-token prefill", what, computed, computed + scheduled - 1,
+                     prefill_len);
+}
+
+}  // namespace
+
+void SchedulingProgress::report_starved(const core::Event& e, int64_t req) {
+  const Running& r = running_.at(req);
+  core::Finding f = finding_at(
+      e, core::Verdict::hang, core::FindingKind::starvation,
+      fmt::format("request {} is runnable and never scheduled: its last step, {} ({}), returned by engine step {}, "
+                  "and the engine core has since issued {} steps with no request in them (steps {}..{})",
+                  req, r.last_step, step_words(r.computed, r.scheduled, r.prefill_len), r.returned_at, r.idle_steps,
+                  r.first_idle, e.step));
+  f.request = req;
+  f.sites.push_back(core::Site{-1, "engine", "", -1, "the engine core's scheduler", ""});
+  f.details.push_back(fmt::format(
+      "nothing holds the request back: it is running (admitted, not released), no step of it is in flight, and an "
+      "empty step leaves the whole token budget and every block the steps in flight fenced (they return within {} "
+      "steps) to it",
+      facts_.pp + 1));
+  f.details.push_back(
+      "what keeps a runnable request out of every step is scheduler state that outlived its reason: an in-flight "
+      "mark the step's return did not clear (tt-xla's AscendScheduler cleared its scheduled_req_ids for fully "
+      "prefilled requests only, so a partial prefill chunk's stayed), a reservation nobody releases; without this "
+      "monitor the run steps on until the step limit");
+  report(std::move(f));
+}
+
+}  // namespace ppspec::verify
