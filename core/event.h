@@ -66,6 +66,7 @@ enum class EventKind : uint8_t {
   kv_pulled,          // a decode rank's connector: it received a segment into a request's blocks (completed)
   kv_ready,           // decode engine core: every rank reported a request's pulls complete
   attention_split,    // a rank built a step's TRITON_MLA metadata: the batch split into decode and prefill paths
+  eagle_taps,         // a rank's forward digested EAGLE taps: which tap from which of its layers
   verdict,            // the run ended (text = verdict)
 };
 

@@ -6,7 +6,7 @@ namespace ppspec::core {
 
 namespace {
 
-constexpr EnumNames<FindingKind, 73> kFindingKindNames{
+constexpr EnumNames<FindingKind, 74> kFindingKindNames{
     {{{"", FindingKind::none},
       {"collective-mismatch", FindingKind::collective_mismatch},
       {"p2p-mismatch", FindingKind::p2p_mismatch},
@@ -34,6 +34,7 @@ constexpr EnumNames<FindingKind, 73> kFindingKindNames{
       {"disaggregation-invariance", FindingKind::disaggregation_invariance},
       {"sim-gpu", FindingKind::sim_gpu},
       {"drafter-oracle", FindingKind::drafter_oracle},
+      {"tap-placement", FindingKind::tap_placement},
       {"acceptance", FindingKind::acceptance},
       {"finish-rule", FindingKind::finish_rule},
       {"stream-race", FindingKind::stream_race},

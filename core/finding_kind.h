@@ -40,6 +40,7 @@ enum class FindingKind : uint8_t {
   disaggregation_invariance,
   sim_gpu,
   drafter_oracle,
+  tap_placement,
   acceptance,
   finish_rule,
   stream_race,

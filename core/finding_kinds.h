@@ -18,7 +18,7 @@ struct FindingKindName {
   FindingKind kind;
 };
 
-inline constexpr std::array<FindingKindName, 61> kFindingKinds{{
+inline constexpr std::array<FindingKindName, 62> kFindingKinds{{
     {Verdict::fifo_misalignment, FindingKind::collective_mismatch},
     {Verdict::fifo_misalignment, FindingKind::p2p_mismatch},
     {Verdict::fifo_misalignment, FindingKind::gate_disagreement},
@@ -44,6 +44,7 @@ inline constexpr std::array<FindingKindName, 61> kFindingKinds{{
     {Verdict::output_divergence, FindingKind::disaggregation_invariance},
     {Verdict::output_divergence, FindingKind::sim_gpu},
     {Verdict::output_divergence, FindingKind::drafter_oracle},
+    {Verdict::output_divergence, FindingKind::tap_placement},
     {Verdict::output_divergence, FindingKind::acceptance},
     {Verdict::output_divergence, FindingKind::finish_rule},
     {Verdict::race, FindingKind::stream_race},

@@ -68,6 +68,8 @@ constexpr std::array kKindLayouts{
     KindLayout{EventKind::kv_ready, 0, 0, ProbeValue::count, ""},
     KindLayout{EventKind::attention_split, 2, AttentionSplitProbe::kRequestFields, ProbeValue::count,
                "[decode-path query rows, block-table rows given it, then per decode-path request: id, query length]"},
+    KindLayout{EventKind::eagle_taps, 0, EagleTapsProbe::kTapFields, ProbeValue::count,
+               "[per tap the forward digested: the tapped layer it fills, the layer whose output it digested]"},
 };
 
 const KindLayout* kind_layout(EventKind k) {
@@ -466,6 +468,18 @@ void AttentionSplitProbe::encode(ProbeData& out) const {
 AttentionSplitProbe AttentionSplitProbe::decode(const Event& e) {
   const std::span<const int64_t> ints = checked_ints(e, kKind);
   return {e.value, ints[0], ints[1], ints.subspan(2)};
+}
+
+void EagleTapsProbe::encode(ProbeData& out) const {
+  out.value = static_cast<int64_t>(tap_count());
+  append_span(out.ints, taps);
+}
+
+EagleTapsProbe EagleTapsProbe::decode(const Event& e) {
+  const EagleTapsProbe p{checked_ints(e, kKind)};
+  PPSPEC_ASSERT(static_cast<int64_t>(p.tap_count()) == e.value, "an eagle_taps probe of {} taps says {}", p.tap_count(),
+                e.value);
+  return p;
 }
 
 }  // namespace ppspec::core

@@ -278,6 +278,18 @@ struct AttentionSplitProbe {
   static AttentionSplitProbe decode(const Event& e);
 };
 
+// eagle_taps: what one forward of a rank digested into the EAGLE drafter's taps: per tap it filled,
+// the tapped layer (which tap buffer) and the target layer whose output it digested. Published once
+// per forward the host runs (a decode graph's capture stands for its replays).
+struct EagleTapsProbe {
+  static constexpr EventKind kKind = EventKind::eagle_taps;
+  static constexpr size_t kTapFields = 2;
+  std::span<const int64_t> taps;  // tapped layer, digested layer per tap filled
+  size_t tap_count() const { return taps.size() / kTapFields; }
+  void encode(ProbeData& out) const;
+  static EagleTapsProbe decode(const Event& e);
+};
+
 // accepted_readback: the last stage's tp rank 0 read, on the host, what each request of step `step`
 // accepted (its num_sampled: accepted drafts + the bonus token), from the pinned buffer a
 // non-blocking copy filled (vLLM's num_accepted_tokens_cpu), at the start of step `value`.

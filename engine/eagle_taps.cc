@@ -1,8 +1,11 @@
 #include "engine/eagle_taps.h"
 
+#include <algorithm>
+
 #include "core/assert.h"
 #include "engine/checkpoint.h"
 #include "engine/kernel_launch.h"
+#include "engine/probe.h"
 #include "engine/span_of.h"
 #include "kernels/eagle.h"
 
@@ -27,6 +30,36 @@ EagleTaps::EagleTaps(RankContext& c) : ctx_(c), layers_(eagle_taps(c.cfg)) {
                                       : core::Buffer{});
     weights_.push_back(here ? c.alloc(core::Dtype::u32, c.cfg.model.lanes, 1, "eagle.tap_weights") : core::Buffer{});
   }
+  source_ = sources(c.stage);
+}
+
+// vLLM's model loop `for idx, layer in enumerate(islice(self.layers, start, end))` compares idx with
+// the global aux_hidden_state_layers; without `start=start_layer` (vLLM #36151, fixed by PR #36731)
+// a later stage captures the layers whose index within it is a tapped layer's, in order, and fills
+// its taps with them: stage 0 is untouched, a later stage digests other layers or none.
+std::vector<int> EagleTaps::sources(int stage) const {
+  std::vector<int> src(layers_.size(), -1);
+  const std::vector<size_t> own = taps_of(stage);
+  if (!ctx_.cfg.faults.tap_local_layer_index) {
+    for (size_t t : own) src[t] = layers_[t];
+    return src;
+  }
+  const LayerRange range = stage_layers(ctx_.cfg.model, ctx_.pp, stage);
+  size_t k = 0;
+  for (int l = range.first; l < range.last && k < own.size(); ++l)
+    if (std::find(layers_.begin(), layers_.end(), l - range.first) != layers_.end()) src[own[k++]] = l;
+  return src;
+}
+
+std::vector<int64_t> EagleTaps::take_digested() {
+  std::vector<int64_t> out;
+  out.swap(digested_);
+  return out;
+}
+
+void EagleTaps::publish(int64_t step, const std::vector<int64_t>& digested) const {
+  if (!taps_of(ctx_.stage).empty() || !digested.empty())
+    engine::publish(ctx_.rt, Probe{ctx_.rank, step, -1}, core::EagleTapsProbe{digested});
 }
 
 void EagleTaps::load_checkpoint() {
@@ -45,8 +78,10 @@ void EagleTaps::preload() {
 void EagleTaps::produce(int layer, int32_t rows, const core::Buffer& row_req, const core::Buffer& context,
                         const core::Buffer& lanes, core::Communicator* tp) {
   for (size_t t = 0; t < layers_.size(); ++t) {
-    if (layers_[t] != layer) continue;
-    PPSPEC_ASSERT(stage_of_[t] == ctx_.stage, "layer {} tapped on stage {}, which does not hold it", layer, ctx_.stage);
+    if (source_[t] != layer) continue;
+    PPSPEC_ASSERT(stage_of_[t] == ctx_.stage, "tap {} filled on stage {}, which does not hold it", layers_[t],
+                  ctx_.stage);
+    digested_.insert(digested_.end(), {layers_[t], layer});
     ctx_.run("eagle_tap", "",
              kn::TapKernel{span_of<int32_t>(row_req), span_of<uint32_t>(context), span_of<uint32_t>(lanes),
                            span_of<uint32_t>(weights_[t]), ctx_.lane_begin, ctx_.lane_count, ctx_.tp_rank == 0,

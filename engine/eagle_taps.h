@@ -36,16 +36,25 @@ class EagleTaps {
   void exchange_far(core::Communicator& pp, int64_t step, int32_t rows, bool before_activations);
   // The last stage: every tap, in layer order ([max rows, kTapWords] each).
   const std::vector<core::Buffer>& all() const { return buffers_; }
+  // What the forwards since the last call digested: per tap filled, its tapped layer and the layer
+  // whose output it digested (the eagle_taps probe's pairs); published by publish.
+  std::vector<int64_t> take_digested();
+  void publish(int64_t step, const std::vector<int64_t>& digested) const;
 
  private:
   bool rides_activations(int stage) const;
   std::vector<size_t> taps_of(int stage) const;  // indices into layers_
+  // The layer whose output fills tap t on its stage: its own layer; under tap_local_layer_index
+  // (vLLM #36151) the stage's k-th layer whose index within the stage is a tapped layer's, -1 none.
+  std::vector<int> sources(int stage) const;
 
   RankContext& ctx_;
   std::vector<int> layers_;            // the tapped layers, sorted
   std::vector<int> stage_of_;          // the stage of each
   std::vector<core::Buffer> buffers_;  // per tap; allocated where produced or read
   std::vector<core::Buffer> weights_;  // per tap produced here: [D]
+  std::vector<int> source_;            // per tap: the layer digested into it here, -1 none
+  std::vector<int64_t> digested_;      // since take_digested: tapped layer, digested layer
 };
 
 }  // namespace ppspec::engine

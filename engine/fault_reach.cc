@@ -451,6 +451,15 @@ std::string reach_partial_prefill_stays_in_flight(const EngineConfig& c, core::M
   return "";
 }
 
+// EagleTaps::sources: stage 0 counts from layer 0, so only a tap on a later stage is filled from
+// another layer (or from none).
+std::string reach_tap_local_layer_index(const EngineConfig& c, core::ModuleLoading) {
+  if (!c.eagle()) return "it needs the EAGLE drafter: only EAGLE taps target layers";
+  for (int t : eagle_taps(c))
+    if (t >= stage_layers(c.model, c.topology.pp, 0).last) return "";
+  return "it needs a tapped layer past the first stage's: the first stage's index within it is the layer's own";
+}
+
 // ---------------------------------------------------------------------------------------------
 // The table, in kFaultSwitches' order.
 
@@ -494,6 +503,7 @@ constexpr std::array kFaultReach{
     FaultReach{"abort_frees_loading_blocks", reach_abort_frees_loading_blocks},
     FaultReach{"rank_local_sampling", reach_rank_local_sampling},
     FaultReach{"partial_prefill_stays_in_flight", reach_partial_prefill_stays_in_flight},
+    FaultReach{"tap_local_layer_index", reach_tap_local_layer_index},
 };
 
 constexpr bool reach_table_follows_switches() {

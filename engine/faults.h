@@ -110,6 +110,10 @@ struct Faults {
   // a request whose step was a non-final prefill chunk keeps the mark, so the schedule passes it
   // over as in flight for ever while the engine goes on issuing steps (empty once nothing else runs).
   bool partial_prefill_stays_in_flight = false;
+  // vLLM #36151 (fixed by PR #36731): a model's layer loop enumerates its stage's layers from 0 and
+  // compares that index with the global EAGLE-3 aux layers, so a later stage fills its taps from the
+  // layers whose index within it is a tapped layer's (engine/eagle_taps.cc).
+  bool tap_local_layer_index = false;
 };
 
 // A fault's name in a scenario's [faults] table, and its switch.
@@ -151,6 +155,7 @@ inline constexpr std::array kFaultSwitches{
     FaultSwitch{"abort_frees_loading_blocks", &Faults::abort_frees_loading_blocks},
     FaultSwitch{"rank_local_sampling", &Faults::rank_local_sampling},
     FaultSwitch{"partial_prefill_stays_in_flight", &Faults::partial_prefill_stays_in_flight},
+    FaultSwitch{"tap_local_layer_index", &Faults::tap_local_layer_index},
 };
 // A switch added to Faults but not to the table could be set by no scenario.
 static_assert(sizeof(Faults) == kFaultSwitches.size() * sizeof(bool),

@@ -45,7 +45,7 @@ void Worker::step(const SchedulerOutput& so) {
   }
   // 4. Activations in, own layers, activations out.
   if (!ctx_.first) exchange_activations(so, padded, true);
-  forward(padded);
+  forward(padded, so.step);
   if (ctx_.observed()) probe_stage_output(so);
   // EAGLE's taps from stages two or more hops before the last, straight to it (engine/eagle_taps.h).
   const bool far_taps = taps_ && pp_comm_ != nullptr;
@@ -81,7 +81,7 @@ int32_t Worker::rows_across_replicas(const SchedulerOutput& so) {
 void Worker::dummy_batch(const SchedulerOutput& so, int32_t padded) {
   PPSPEC_ASSERT(dp_ && so.requests.empty() && padded > 0, "a dummy batch of {} rows for {} requests at dp = {}", padded,
                 so.requests.size(), ctx_.dp);
-  forward(padded);
+  forward(padded, so.step);
   const Faults& f = ctx_.cfg.faults;
   // vLLM's _dummy_run calls the speculator's propose in its dummy mode (#35294), with as many
   // forwards as propose runs (#26217).
@@ -195,12 +195,16 @@ void Worker::exchange_activations(const SchedulerOutput& so, int32_t rows, bool 
   ctx_.rt.group_end();
 }
 
-void Worker::forward(int32_t rows) {
+void Worker::forward(int32_t rows, int64_t step) {
   const auto graph = graphs_.find(rows);
-  if (graph != graphs_.end())
+  if (graph != graphs_.end()) {
     ctx_.dev.graph_launch(graph->second, ctx_.main);  // R10: the graph reads all its captured rows
-  else
-    model_.forward(rows, inputs_, tables_, tp());
+    // A replay digests what its capture did.
+    if (taps_ && ctx_.observed()) taps_->publish(step, graph_taps_.at(rows));
+    return;
+  }
+  model_.forward(rows, inputs_, tables_, tp());
+  if (taps_ && ctx_.observed()) taps_->publish(step, taps_->take_digested());
 }
 
 void Worker::sample_last_stage(const SchedulerOutput& so) {

@@ -243,6 +243,7 @@ void Worker::capture_graphs() {
     ctx_.dev.capture_begin(ctx_.main);
     model_.forward(s, inputs_, tables_, tp());
     graphs_[s] = ctx_.dev.capture_end(ctx_.main);
+    if (taps_) graph_taps_[s] = taps_->take_digested();
   }
   ctx_.dev.stream_sync(ctx_.main);
 }

@@ -67,7 +67,7 @@ class Worker {
   void probe_adopted(PrevOutputs p);
   void probe_stage_output(const SchedulerOutput& so);
   void exchange_activations(const SchedulerOutput& so, int32_t rows, bool receive);
-  void forward(int32_t rows);
+  void forward(int32_t rows, int64_t step);
   // Data parallelism: the step's rows padded to the replicas' largest, or this replica's own.
   int32_t rows_across_replicas(const SchedulerOutput& so);
   // An idle replica's dummy batch (so.dp_dummy): the forward over padding rows, without the
@@ -101,7 +101,9 @@ class Worker {
   core::Communicator* dp_comm_ = nullptr;  // dp > 1: this stage and TP shard across the replicas
   std::unique_ptr<DataParallel> dp_;
   std::unique_ptr<PPHandler> pp_handler_;
-  std::map<int32_t, core::Graph> graphs_;   // by padded row count
+  std::map<int32_t, core::Graph> graphs_;  // by padded row count
+  // EAGLE: what each graph's captured forward digested into the taps (engine/eagle_taps.h).
+  std::map<int32_t, std::vector<int64_t>> graph_taps_;
   std::deque<std::string> call_sites_;      // "execute_model step N", one per step: stable addresses
   FeedbackBuffers own_slot_;                // the sampler's outputs when pp = 1 (no feedback handler)
   core::Buffer prev_idx_, prev_query_len_;  // the deferred update's rows (earlier stages)

@@ -159,6 +159,13 @@ const std::vector<Unreachable> kUnreachable = {
      &serving::PathsReached::drafts_verified},
     {"rank_local_sampling", "tp = 1", [](serving::ServingScenario& s) { s.config.topology.tp = 1; },
      &serving::PathsReached::drafts_verified},
+    {"tap_local_layer_index", "taps on the first stage only",
+     [](serving::ServingScenario& s) {
+       s.config.spec.taps = {0, 1};
+     },
+     &serving::PathsReached::taps_relayed},
+    {"tap_local_layer_index", "pp = 1", [](serving::ServingScenario& s) { s.config.topology.pp = 1; },
+     &serving::PathsReached::drafts_verified},
     {"partial_prefill_stays_in_flight", "no chunked prefill",
      [](serving::ServingScenario& s) {
        s.config.serving.chunked_prefill = false;

@@ -467,6 +467,24 @@ TEST(StageAgreement, AdoptingAnotherStepsFeedbackIsAnAdoptionDivergence) {
       << fx.found.front().details.front();
 }
 
+// A feedback row nothing wrote holds the allocation's poison (0xA5 bytes), in its counts (i32) or
+// its tokens (i64): said as such, not as feedback that "arrived changed"; a wrong value that is not
+// poison keeps its own hint.
+TEST(StageAgreement, AFeedbackRowNothingWroteIsNamedAsPoison) {
+  const int64_t poison_token = static_cast<int64_t>(0xA5A5A5A5A5A5A5A5ULL);
+  const int64_t poison_count = static_cast<int32_t>(0xA5A5A5A5U);
+  for (const std::vector<int64_t>& row :
+       {std::vector<int64_t>{2, 2, 21, poison_token}, std::vector<int64_t>{poison_count, poison_count, 21, 22},
+        std::vector<int64_t>{2, 2, 21, 23}}) {
+    Fixture<verify::StageAgreement> fx;
+    sampled_then_scheduled(fx);
+    fx.send(EventKind::feedback_adopted, 0, 3, 7, row);
+    ASSERT_EQ(fx.found.size(), 1u);
+    const bool named = fx.found.front().details.front().find("the allocation's poison") != std::string::npos;
+    EXPECT_EQ(named, row[3] != 23) << fx.found.front().details.front();
+  }
+}
+
 TEST(StageAgreement, AdoptingIntoARowAnotherRequestHoldsIsAnAdoptionDivergence) {
   for (bool reused : {false, true}) {
     Fixture<verify::StageAgreement> fx;

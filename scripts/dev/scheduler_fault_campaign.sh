@@ -36,7 +36,7 @@ space_of() {
     rank_local_sampling) echo scenarios/spaces/mechanisms.toml ;;
     rollback_last_stage_only) echo scenarios/spaces/recurrent.toml ;;
     pinned_read_without_sync) echo scenarios/spaces/pp2.toml ;;
-    untagged_aux_relay) echo scenarios/spaces/eagle.toml ;;
+    untagged_aux_relay | tap_local_layer_index) echo scenarios/spaces/eagle.toml ;;
     dummy_run_one_forward | dummy_run_skips_drafter) echo scenarios/spaces/data_parallel.toml ;;
     prefill_exports_lookahead | stage_caches_paired_whole | prefill_frees_before_read | kv_ready_one_stage | \
       connect_all_stages | abort_frees_loading_blocks)

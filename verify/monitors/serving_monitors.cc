@@ -19,6 +19,7 @@
 #include "verify/monitors/padding_checker.h"
 #include "verify/monitors/pipeline_bubble.h"
 #include "verify/monitors/stage_agreement.h"
+#include "verify/monitors/tap_placement.h"
 #include "verify/monitors/drafter_reference.h"
 #include "verify/monitors/model_reference.h"
 #include "verify/monitors/warmup_discipline.h"
@@ -65,6 +66,7 @@ ServingMonitors::Replica ServingMonitors::make_replica(const ServingFacts& facts
   // drafts usually are too, and the cause is the former.
   m.push_back(std::make_unique<StageAgreement>(facts, sink));
   m.push_back(std::make_unique<DraftFreshness>(facts, sink));
+  m.push_back(std::make_unique<TapPlacement>(facts, sink));
   m.push_back(std::make_unique<DrafterReference>(facts, sink));
   auto model = std::make_unique<ModelReference>(facts, sink);
   r.model_reference = model.get();
@@ -77,7 +79,7 @@ ServingMonitors::Replica ServingMonitors::make_replica(const ServingFacts& facts
   m.push_back(std::make_unique<SchedulingCadence>(facts, sink));
   m.push_back(std::make_unique<PipelineBubble>(facts, sink));
   m.push_back(std::make_unique<SchedulingProgress>(facts, sink));
-  PPSPEC_ASSERT(r.model_reference != nullptr && m.size() == 15);
+  PPSPEC_ASSERT(r.model_reference != nullptr && m.size() == 16);
   for (const auto& monitor : m) {
     const Monitor::KindSet kinds = monitor->kinds();
     for (size_t k = 0; k < core::kEventKinds; ++k)

@@ -6,6 +6,7 @@
 #include "core/assert.h"
 #include "core/finding_kinds.h"
 #include "core/probes.h"
+#include "kernels/write_check.h"
 
 namespace ppspec::verify {
 
@@ -343,8 +344,24 @@ void StageAgreement::check_adoption(const core::Event& e, const core::FeedbackAd
   report(std::move(f));
 }
 
+namespace {
+
+// An element no kernel or copy ever stored holds the allocation's poison bytes (0xA5): a token
+// (i64) or a count (i32, widened to i64 by the probe).
+bool poison(int64_t v) {
+  const auto word = static_cast<uint64_t>(kernels::kPoisonWord);
+  return static_cast<uint64_t>(v) == (word << 32 | word) || v == static_cast<int32_t>(kernels::kPoisonWord);
+}
+
+}  // namespace
+
 std::string StageAgreement::adoption_hint(const core::Event& e, const core::FeedbackAdoptedProbe& p) const {
   const std::vector<int64_t> tokens(p.sampled.begin(), p.sampled.end());
+  if (poison(p.num_sampled) || poison(p.num_rejected) || std::any_of(tokens.begin(), tokens.end(), poison))
+    return fmt::format(
+        "the row holds the allocation's poison (0xA5 bytes: {}): nothing ever wrote it; the update read a feedback "
+        "row no receive filled (a slot never received into, or a row past what the last stage sent)",
+        poison(p.num_sampled) || poison(p.num_rejected) ? "the counts" : "a sampled token");
   if (const auto it = sampled_.find(e.req); it != sampled_.end())
     for (const Sampled& s : it->second)
       if (s.step != e.step && s.tokens == tokens)
