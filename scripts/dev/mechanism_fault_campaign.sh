@@ -7,5 +7,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 TITLE='engine mechanisms' CLEAN_SPACE=scenarios/spaces/mechanisms.toml SEED=${SEED:-2501} FAULT_CASES=${3:-400} \
-  FAULTS=${FAULTS:-local_adaptive_budget rank_local_sampling rollback_last_stage_only pinned_read_without_sync untagged_aux_relay} \
+  FAULTS=${FAULTS:-local_adaptive_budget rank_local_sampling rollback_last_stage_only pinned_read_without_sync untagged_aux_relay tap_local_layer_index} \
   exec scripts/dev/scheduler_fault_campaign.sh "$1" "${2:-20000}" 0 "${4:-build/default/tools/ppspec}"

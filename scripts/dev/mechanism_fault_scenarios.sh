@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=$1
 bin=${2:-build/default/tools/ppspec}
-faults=${FAULTS:-local_adaptive_budget rank_local_sampling rollback_last_stage_only pinned_read_without_sync untagged_aux_relay}
+faults=${FAULTS:-local_adaptive_budget rank_local_sampling rollback_last_stage_only pinned_read_without_sync untagged_aux_relay tap_local_layer_index}
 serving=${SERVING:-pp1_adaptive_budget pp2_tp2_adaptive_budget pp1_hybrid_recurrent pp2_hybrid_recurrent pp4_hybrid_recurrent_preempt pp1_eagle pp2_tp2_eagle pp4_eagle}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
