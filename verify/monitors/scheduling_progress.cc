@@ -17,7 +17,7 @@ void SchedulingProgress::on_event(const core::Event& e) {
     case core::EventKind::request_scheduled: {
       const auto s = core::RequestScheduledProbe::decode(e);
       const auto it = running_.find(e.req);
-      PPSPEC_ASSERT(it != running_.end(), "request {} scheduled at engine step {} outside its batch", e.req, e.step);
+      if (it == running_.end()) return;  // a trace that begins inside a step: its batch is not on record
       Running& r = it->second;
       r.computed = s.num_computed;
       r.scheduled = s.num_scheduled;
@@ -25,7 +25,16 @@ void SchedulingProgress::on_event(const core::Event& e) {
       return;
     }
     case core::EventKind::step_returned: on_returned(e); return;
-    case core::EventKind::request_released: running_.erase(e.req); return;
+    case core::EventKind::request_released: {
+      running_.erase(e.req);
+      const auto released = core::RequestReleasedProbe::decode(e);
+      fenced_.insert(released.fenced_blocks.begin(), released.fenced_blocks.end());
+      PPSPEC_ASSERT(fenced_.size() <= kRequestsKept * 64, "{} blocks fenced", fenced_.size());
+      return;
+    }
+    case core::EventKind::blocks_freed:
+      for (const int64_t b : core::BlocksFreedProbe::decode(e).blocks) fenced_.erase(b);
+      return;
     default: return;
   }
 }
@@ -44,7 +53,7 @@ void SchedulingProgress::on_batch(const core::Event& e) {
     r.idle_steps = 0;
   }
   PPSPEC_ASSERT(running_.size() <= kRequestsKept, "{} requests running", running_.size());
-  if (!batch.request_ids.empty() || batch.step_kind != core::StepKind::serving ||
+  if (!batch.request_ids.empty() || batch.step_kind != core::StepKind::serving || !fenced_.empty() ||
       reported(core::FindingKind::starvation))
     return;
   for (auto& [req, r] : running_) {
@@ -96,10 +105,10 @@ void SchedulingProgress::report_starved(const core::Event& e, int64_t req) {
   f.request = req;
   f.sites.push_back(core::Site{-1, "engine", "", -1, "the engine core's scheduler", ""});
   f.details.push_back(fmt::format(
-      "nothing holds the request back: it is running (admitted, not released), no step of it is in flight, and an "
-      "empty step leaves the whole token budget and every block the steps in flight fenced (they return within {} "
-      "steps) to it",
-      facts_.pp + 1));
+      "nothing holds the request back: it is running (admitted, not released), no step of it is in flight, and each "
+      "of these steps left it the whole token budget with no block fenced for a step in flight (a request short of "
+      "blocks then preempts until it fits); {} such steps are allowed",
+      idle_steps_allowed()));
   f.details.push_back(
       "what keeps a runnable request out of every step is scheduler state that outlived its reason: an in-flight "
       "mark the step's return did not clear (tt-xla's AscendScheduler cleared its scheduled_req_ids for fully "

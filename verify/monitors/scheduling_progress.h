@@ -1,14 +1,17 @@
 // Scheduling progress (`hang`, kind `starvation`): a running request whose steps have all returned
-// is runnable, and an empty serving step (no request in it: the whole token budget and every block
-// unused) that leaves it out serves it nothing. The monitor names the request once it sat out
-// more empty steps than anything in a correct engine can hold it back for: the pp-deep ring of
-// steps in flight, whose return frees the fenced blocks a request may wait for, twice over.
+// is runnable, and an empty serving step (no request in it: the whole token budget unused) while no
+// block is fenced (every block is free or held by a running request, so a request short of blocks
+// preempts until it fits or is itself preempted) that leaves it out serves it nothing. The monitor
+// names the request once it sat out more such steps than the pp-deep ring of steps in flight can
+// explain, twice over. An empty step while blocks are fenced is not counted: a request may wait
+// for them, and a churn of admissions and preemptions can keep fencing blocks while others run.
 // Without it such a run stepped on in silence until the simulator's step limit, a finding that
 // named no request, no step and no cause (tt-xla's AscendScheduler; vLLM #25890's empty schedules).
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <vector>
 
 #include "verify/monitors/monitor.h"
@@ -22,7 +25,7 @@ class SchedulingProgress final : public Monitor {
   // The kinds on_event acts on; it returns at once on any other.
   KindSet kinds() const override {
     return kind_set({core::EventKind::batch_scheduled, core::EventKind::request_scheduled,
-                     core::EventKind::step_returned, core::EventKind::request_released});
+                     core::EventKind::step_returned, core::EventKind::request_released, core::EventKind::blocks_freed});
   }
   // Empty serving steps a runnable request may sit out before it is named.
   int idle_steps_allowed() const { return 2 * (facts_.pp + 1) + 2; }
@@ -50,6 +53,7 @@ class SchedulingProgress final : public Monitor {
   std::map<int64_t, Running> running_;
   std::map<int64_t, std::vector<int64_t>> batches_;  // step -> its request ids, until it returns
   int64_t issued_through_ = -1;                      // the newest step issued
+  std::set<int64_t> fenced_;  // blocks released with a step in flight, until freed (at most the pool)
 };
 
 }  // namespace ppspec::verify
