@@ -68,6 +68,18 @@ TEST(DecisionAgreement, OneSamplePassesTwoAtAStepAreNamed) {
   EXPECT_EQ(fx.found.size(), 1u);  // the first disagreement is the finding
 }
 
+// A recorded trace may repeat a rank's probe or carry one of an earlier stage: read, not an
+// internal error, and judged only against another last-stage rank.
+TEST(DecisionAgreement, ARepeatedOrForeignSampleIsReadWithoutAnError) {
+  testing::Fixture<verify::DecisionAgreement> fx;
+  fx.send(EventKind::tokens_sampled, 3, 0, -1, {5}, 0);
+  fx.send(EventKind::tokens_sampled, 3, 0, -1, {6}, 0);  // rank3 again
+  fx.send(EventKind::tokens_sampled, 0, 0, -1, {7}, 0);  // stage 0 samples nothing
+  EXPECT_TRUE(fx.found.empty());
+  fx.send(EventKind::tokens_sampled, 2, 0, -1, {8}, 0);
+  EXPECT_EQ(fx.found.size(), 1u);
+}
+
 TEST(DecisionAgreement, ATokenDifferenceIsNamedWithEachRanksSample) {
   testing::Fixture<verify::DecisionAgreement> fx;
   fx.send(EventKind::tokens_sampled, 3, 4, 1, {507}, 0);

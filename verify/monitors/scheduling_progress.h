@@ -46,10 +46,12 @@ class SchedulingProgress final : public Monitor {
     // What its last step scheduled: tokens [computed, computed + scheduled) of a prefill of prefill_len.
     int64_t computed = 0, scheduled = 0, prefill_len = 0;
   };
-  // Bounds: a request in the table is running (admitted, not released): at most max_num_seqs, and
-  // batches are those in flight: at most pp + 1 (asserted at kBatchesKept).
+  // Bounds: a request in the table is running (admitted, not released): at most max_num_seqs;
+  // batches are those in flight: at most pp + 1; fenced blocks: at most the pool. Past the bounds
+  // (a recorded trace's) the oldest are forgotten.
   static constexpr size_t kRequestsKept = 4096;
   static constexpr size_t kBatchesKept = 64;
+  static constexpr size_t kFencedKept = 1 << 16;
   std::map<int64_t, Running> running_;
   std::map<int64_t, std::vector<int64_t>> batches_;  // step -> its request ids, until it returns
   int64_t issued_through_ = -1;                      // the newest step issued
