@@ -204,7 +204,10 @@ void Worker::forward(int32_t rows, int64_t step) {
     return;
   }
   model_.forward(rows, inputs_, tables_, tp());
-  if (taps_ && ctx_.observed()) taps_->publish(step, taps_->take_digested());
+  if (!taps_) return;
+  // Taken every forward, observed or not: what a forward digested is its own, never the next's.
+  const std::vector<int64_t> digested = taps_->take_digested();
+  if (ctx_.observed()) taps_->publish(step, digested);
 }
 
 void Worker::sample_last_stage(const SchedulerOutput& so) {
