@@ -14,7 +14,8 @@
 namespace ppspec::kernels {
 
 inline constexpr uint8_t kPoisonByte = 0xA5;
-inline constexpr uint32_t kPoisonWord = 0xA5A5A5A5U;  // a 4-byte element nothing stored
+inline constexpr uint32_t kPoisonWord = 0xA5A5A5A5U;                  // a 4-byte element nothing stored
+inline constexpr uint64_t kPoisonDoubleWord = 0xA5A5A5A5A5A5A5A5ULL;  // an 8-byte one (a slot, a position)
 
 struct RestoreUnwrittenKernel {
   int32_t elem_bytes;

@@ -126,6 +126,36 @@ ServingRun simulate(const engine::EngineConfig& cfg, const core::WorldConfig& wo
   return serve(rt, cfg, opts.sinks, hooks, runtime.strict);
 }
 
+core::Finding reference_failure(const std::string& name, core::FindingKind kind, core::Time at,
+                                const core::RunResult& reference) {
+  const auto first = std::find_if(reference.findings.begin(), reference.findings.end(),
+                                  [](const core::Finding& g) { return verify::is_failure(g.verdict); });
+  if (first == reference.findings.end()) {
+    // Nothing failed, yet the reference did not finish its workload: nothing to compare against.
+    core::Finding f;
+    f.verdict = core::Verdict::output_divergence;
+    f.kind = kind;
+    f.time = at;
+    f.summary = fmt::format("the reference run ({}) did not complete (verdict {}): nothing to compare against", name,
+                            core::to_string(reference.verdict));
+    for (const core::Finding& g : reference.findings) f.details.push_back(name + ": " + g.summary);
+    return f;
+  }
+  // The reference failed by itself: the defect is not the one the oracle compares for (the
+  // pipeline, the disaggregation, the padding), and its own finding says where it is. Its steps,
+  // ranks and streams are the reference run's.
+  core::Finding f = *first;
+  f.summary = fmt::format("in the reference run ({}): {}", name, first->summary);
+  f.details.clear();
+  f.details.push_back(
+      fmt::format("the run under test completed; its {} reference, the same scenario and seed, failed "
+                  "first with {} / {}: the defect is there without what the oracle varies, and the "
+                  "engine steps, ranks and streams named here are the reference run's",
+                  name, core::to_string(first->verdict), core::to_string(first->kind)));
+  f.details.insert(f.details.end(), first->details.begin(), first->details.end());
+  return f;
+}
+
 namespace {
 
 // The same scenario, changed by `vary`, as a reference for an invariance oracle; a reference that
@@ -145,14 +175,7 @@ std::optional<core::Finding> compare_with(
   runtime.detect_races = false;
   const ServingRun reference = simulate(other, runtime, o);
   if (!verify::is_failure(reference.result.verdict) && reference.completed) return oracle(reference.requests);
-  core::Finding f;
-  f.verdict = core::Verdict::output_divergence;
-  f.kind = kind;
-  f.time = run.result.stats.sim_time;
-  f.summary = fmt::format("the reference run ({}) did not complete (verdict {})", name,
-                          core::to_string(reference.result.verdict));
-  for (const core::Finding& g : reference.result.findings) f.details.push_back(name + ": " + g.summary);
-  return f;
+  return reference_failure(name, kind, run.result.stats.sim_time, reference.result);
 }
 
 }  // namespace

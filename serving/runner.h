@@ -42,6 +42,11 @@ ServingRun simulate(const engine::EngineConfig& cfg, const core::WorldConfig& wo
 // The oracles over a completed run (golden, PP and padding invariance, whose references are
 // simulated); their findings join the run's.
 void check_oracles(const ServingScenario& s, const sim::RunConfig& opts, ServingRun& run);
+// What an invariance oracle reports when its reference run (`name`: "pp = 1", "eager", ...) did not
+// complete: the reference's own first failure, said to be the reference's (its engine step, rank
+// and request kept), or, when nothing failed, that there was nothing to compare against.
+core::Finding reference_failure(const std::string& name, core::FindingKind kind, core::Time at,
+                                const core::RunResult& reference);
 // The run, then its oracles: golden and PP invariance (the latter simulates the scenario at pp = 1).
 ServingRun run_on_sim(const ServingScenario& s, const sim::RunConfig& opts);
 

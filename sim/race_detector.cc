@@ -299,9 +299,15 @@ void RaceDetector::report(const Allocation& a, size_t index, const Epoch& earlie
                                   before.origin.empty() ? "?" : before.origin, now.what,
                                   now.origin.empty() ? "?" : now.origin, a.name,
                                   write && earlier.write ? "both are" : "one is"));
-  f.details.push_back(
-      "order them: record an event after the first on its stream and make the second's stream wait it "
-      "(or synchronise the host between them); the race exists whether or not this schedule changed the data");
+  // Either end may be the stream that waited for the wrong slot: whichever ran first.
+  if (const auto hint = slot_hint(a, index, current_, earlier))
+    f.details.push_back(describe_slot_hint(a, index, *hint, write, now.actor));
+  else if (const auto reversed = slot_hint(a, index, earlier, current_))
+    f.details.push_back(describe_slot_hint(a, index, *reversed, earlier.write != 0, before.actor));
+  else
+    f.details.push_back(
+        "order them: record an event after the first on its stream and make the second's stream wait it "
+        "(or synchronise the host between them); the race exists whether or not this schedule changed the data");
   race_ = std::move(f);
 }
 

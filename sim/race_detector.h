@@ -39,6 +39,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -93,6 +94,11 @@ class RaceDetector final : public kernels::AccessObserver {
   // The host thread `actor` touches pinned buffer `b` now; `clock` is its clock, already advanced
   // in its own component for this access.
   void host_access(uint32_t actor, const VectorClock& clock, const AccessItem& item, const core::Buffer& b, bool write);
+
+  // Stream `actor` waited an event: from now on it is ordered after `awaited`. Remembered for the
+  // wrong-slot hint of a later race (sim/race_slot_hint.cc).
+  void on_event_wait(uint32_t actor, std::shared_ptr<const VectorClock> awaited, std::string_view event,
+                     std::string_view call_site);
 
   // The first race, once seen.
   const std::optional<core::Finding>& race() const { return race_; }
@@ -180,6 +186,32 @@ class RaceDetector final : public kernels::AccessObserver {
   void report_host(const Allocation& a, const core::Site& now, const core::Site& before, bool now_is_host, bool write,
                    bool earlier_write, core::Finding& f) const;
   core::Site site_of(uint32_t actor, uint32_t tick, bool write, const Allocation& a, size_t index) const;
+  // Another buffer of `a`'s name (a slot of the same ring) whose row `index` the stream of
+  // `waiter` (one end of a race) was ordered after by an event it waited for in the same step (its
+  // call site), on the stream of `other` (the other end): the slot it waited for, not the one it
+  // touched (sim/race_slot_hint.cc).
+  struct SlotHint {
+    int slot = -1;     // which of the buffers named so, in allocation order, it waited for
+    int touched = -1;  // which one it touched
+    int slots = 0;
+    Epoch epoch;  // the other stream's access of that slot's row
+    bool write = false;
+    std::string_view event;  // the event waited for
+  };
+  std::optional<SlotHint> slot_hint(const Allocation& a, size_t index, const Epoch& waiter, const Epoch& other) const;
+  std::string describe_slot_hint(const Allocation& a, size_t index, const SlotHint& h, bool write,
+                                 const std::string& actor) const;
+  // A stream's latest event waits, for the hint: what each made it ordered after.
+  struct WaitRecord {
+    std::shared_ptr<const VectorClock> awaited;
+    std::string_view event;
+    std::string_view call_site;
+  };
+  static constexpr size_t kWaitsRemembered = 4;
+  std::vector<std::array<WaitRecord, kWaitsRemembered>> waits_;
+  std::vector<uint32_t> waits_next_;
+  const WaitRecord* wait_covering(uint32_t actor, std::string_view call_site, const Epoch& e) const;
+  bool covers_an_earlier_step_only(const WaitRecord& w, uint32_t other_actor, int64_t step) const;
 
   // An access this item already made, exactly (a KV block that each of a request's rows sums, a
   // block-table entry): checked once. Direct-mapped, valid for the epoch it holds only.

@@ -174,6 +174,8 @@ void SimStream::execute(WorkItem& item) {
           item.wait_target,
           WaitInfo{.kind = WaitKind::event_wait, .what = "stream_wait_event", .stream = src, .event = &item.event});
       if (item.clocks.awaited) clock_.join(*item.clocks.awaited);
+      if (RaceDetector* races = device_.races())
+        races->on_event_wait(fiber_->id, item.clocks.awaited, item.event.event, item.call_site);
       return;
     }
   }

@@ -117,6 +117,7 @@ TEST(PaddingChecker, StaleOrNeverWrittenRowsAreAViolationNamingTheRow) {
 
 // Each hint follows from the rows' values: which rows are wrong and what they hold.
 TEST(PaddingChecker, TheHintSaysWhatTheWrongRowsShow) {
+  constexpr auto kNeverWritten = static_cast<int64_t>(0xA5A5A5A5A5A5A5A5ULL);
   struct Case {
     const char* name;
     std::vector<int64_t> rows;  // rows 9..11
@@ -127,6 +128,10 @@ TEST(PaddingChecker, TheHintSaysWhatTheWrongRowsShow) {
       {"none stored", {5, 3, 0, 7, 1, 6, 4, 0, 8, 1, 7, 5, 0, 9, 1}, "stored none of the padding rows this step"},
       {"slot 0", {0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0}, "cleared but for their slot (0)"},
       {"a ramp", {0, 9, 1, -1, 0, 0, 10, 1, -1, 0, 0, 11, 1, -1, 0}, "each padding row's position is its row index"},
+      {"a slot never written",
+       {0, 0, 1, kNeverWritten, 0, 0, 0, 1, kNeverWritten, 0, 0, 0, 1, kNeverWritten, 0},
+       "cleared but for their slot, which no kernel ever wrote: it holds the allocation's poison (0xa5a5a5a5a5a5a5a5), "
+       "an index past every KV cache"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
@@ -134,6 +139,9 @@ TEST(PaddingChecker, TheHintSaysWhatTheWrongRowsShow) {
     fx.send(EventKind::padding_rows, 0, 4, -1, c.rows, 9, {.padding_kernel = core::PaddingKernel::prepare_inputs});
     ASSERT_EQ(fx.found.size(), 1u);
     EXPECT_NE(fx.found[0].details[0].find(c.hint), std::string::npos) << fx.found[0].details[0];
+    // Only a slot that holds a real one can belong to a request's block.
+    EXPECT_EQ(fx.found[0].details[0].find("block may own") != std::string::npos, std::string(c.name) == "slot 0")
+        << fx.found[0].details[0];
   }
   const std::vector<std::pair<std::vector<int64_t>, const char*>> routers = {
       {{3, 5, 2}, "scored the padding row like a real one"},

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/call_site.h"
 #include "kernels/span.h"
 #include "tests/harness.h"
 
@@ -253,6 +254,103 @@ TEST(RaceDetector, ADelayedStreamRunsItsItemsLater) {
     ASSERT_EQ(h.run().verdict, Verdict::pass);
     EXPECT_EQ(done >= 110 * core::kUs, delay > 0) << "delay " << delay << ": done after " << done;
   }
+}
+
+// A ring of two slots written on main, step after step; at "step 3" the side stream waits the
+// event of slot `waited` (in that step, or in an earlier one) and reads slot `read`.
+core::RunResult ring_read(int waited, bool wait_in_read_step, int read, uint64_t seed) {
+  Harness h(1, race_config(), seed);
+  std::array<core::Buffer, 2> ring;
+  for (auto& b : ring) {
+    b = h.rt.device(0).alloc(core::Dtype::i64, core::Shape{4, 1}, "ring");
+    b.mark_all_written();
+  }
+  // The runtime keeps a view of each call site, as the engine's do: they stay here.
+  std::array<std::string, 3> sites{core::step_call_site(1), core::step_call_site(2), core::step_call_site(3)};
+  h.actor(0, [&] {
+    const TwoStreams s = streams(h, 0);
+    auto& d = h.rt.device(0);
+    std::array<core::DeviceEvent, 2> done{d.event("ring.slot0"), d.event("ring.slot1")};
+    for (int i = 0; i < 2; ++i) {
+      h.rt.set_call_site(sites[static_cast<size_t>(i)], i + 1);
+      touch(h, 0, s.main, ring[static_cast<size_t>(i)], 0, true, "writer");
+      d.record(done[static_cast<size_t>(i)], s.main);
+      if (!wait_in_read_step && i == waited) d.stream_wait(s.side, done[static_cast<size_t>(i)]);
+    }
+    h.rt.set_call_site(sites[2], 3);
+    if (wait_in_read_step) d.stream_wait(s.side, done[static_cast<size_t>(waited)]);
+    touch(h, 0, s.side, ring[static_cast<size_t>(read)], 0, false, "reader");
+    d.device_sync();
+  });
+  return h.run();
+}
+
+std::string details_of(const core::RunResult& r) {
+  std::string all;
+  for (const std::string& d : r.findings.front().details) all += d + "\n";
+  return all;
+}
+
+TEST(RaceDetector, AReadOfAnotherSlotThanTheOneWaitedForIsNamedAWrongSlot) {
+  // Whichever end runs first in the schedule, the reader is the stream that waited for a slot.
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    EXPECT_EQ(ring_read(0, true, 0, seed).verdict, Verdict::pass);
+    EXPECT_EQ(ring_read(1, true, 1, seed).verdict, Verdict::pass);
+    const auto r = ring_read(0, true, 1, seed);
+    ASSERT_EQ(r.verdict, Verdict::race);
+    const std::string d = details_of(r);
+    EXPECT_NE(d.find("a wrong slot index, most likely: in the same step rank0.side waited for event ring.slot0, which "
+                     "orders it after writer writes ring row 0 (rank0.main) in slot 0 of the 2 buffers named ring, "
+                     "but reads slot 1"),
+              std::string::npos)
+        << "seed " << seed << "\n"
+        << d;
+    EXPECT_EQ(d.find("record an event"), std::string::npos) << d;
+  }
+}
+
+TEST(RaceDetector, AMissingWaitIsNotNamedAWrongSlot) {
+  // The side stream waited slot 0's event in an earlier step and reads slot 1 with no wait of its
+  // own: the edge is missing, and the remedy is the event.
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    const auto r = ring_read(0, false, 1, seed);
+    ASSERT_EQ(r.verdict, Verdict::race);
+    const std::string d = details_of(r);
+    EXPECT_EQ(d.find("wrong slot"), std::string::npos) << d;
+    EXPECT_NE(d.find("order them: record an event"), std::string::npos) << d;
+  }
+}
+
+TEST(RaceDetector, AnEventRecordedBeforeTheSlotsLastWriteIsNotNamedAWrongSlot) {
+  // The side stream waits the right slot's event, recorded in step 2 before that step's write to
+  // the slot: the wait covers the step's earlier work, and the remedy is to record the event later.
+  Harness h(1, race_config());
+  std::array<core::Buffer, 3> bufs;
+  for (size_t i = 0; i < bufs.size(); ++i) {
+    bufs[i] = h.rt.device(0).alloc(core::Dtype::i64, core::Shape{4, 1}, i < 2 ? "ring" : "other");
+    bufs[i].mark_all_written();
+  }
+  std::array<std::string, 3> sites{core::step_call_site(1), core::step_call_site(2), core::step_call_site(3)};
+  h.actor(0, [&] {
+    const TwoStreams s = streams(h, 0);
+    auto& d = h.rt.device(0);
+    const core::DeviceEvent slot1 = d.event("ring.slot1");
+    h.rt.set_call_site(sites[0], 1);
+    touch(h, 0, s.main, bufs[0], 0, true, "writer");
+    h.rt.set_call_site(sites[1], 2);
+    touch(h, 0, s.main, bufs[2], 0, true, "writer");
+    d.record(slot1, s.main);
+    touch(h, 0, s.main, bufs[1], 0, true, "writer");
+    h.rt.set_call_site(sites[2], 3);
+    d.stream_wait(s.side, slot1);
+    touch(h, 0, s.side, bufs[1], 0, false, "reader");
+    d.device_sync();
+  });
+  const auto r = h.run();
+  ASSERT_EQ(r.verdict, Verdict::race);
+  const std::string d = details_of(r);
+  EXPECT_EQ(d.find("wrong slot"), std::string::npos) << d;
+  EXPECT_NE(d.find("order them: record an event"), std::string::npos) << d;
 }
 
 }  // namespace

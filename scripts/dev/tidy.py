@@ -17,6 +17,9 @@ Rules:
                  finding kinds (core/finding_kinds.h), the calls that drain a device; no decision
                  taken by searching a finding's English summary.
   line-length    no line of C++ over 120 columns (.clang-format's ColumnLimit).
+  mutants        every mutation patch of scripts/dev/mutants/ applies to the tree as it is (git apply --check):
+                 the mutation campaign and its table are re-derived from them, so a patch the code has
+                 moved past is a broken measurement, not a survivor.
   layout         every C++ file as clang-format lays it out (.clang-format; Debian 12's clang-format 14,
                  which scripts/install_deps.sh installs). A table kept as written says so between
                  `// clang-format off` and `// clang-format on`.
@@ -191,11 +194,38 @@ def layout_violations(root, paths):
     return found
 
 
+def mutant_violations(root, patches):
+    """The mutation patches that no longer apply to the files under `root`."""
+    found = []
+    for path in patches:
+        out = subprocess.run(["git", "apply", "--check", path], cwd=root, capture_output=True, text=True)
+        if out.returncode != 0:
+            first = (out.stderr.strip().splitlines() or ["git apply failed"])[0]
+            found.append((path, 0, f"mutants: the patch no longer applies ({first}); re-make it against the code"))
+    return found
+
+
+def mutant_cases():
+    """The mutants rule on a patch that applies and one whose context the file has moved past."""
+    import tempfile
+    patch = ("--- a/a.txt\n+++ b/a.txt\n@@ -1,2 +1,2 @@\n one\n-two\n+three\n")
+    with tempfile.TemporaryDirectory() as d:
+        with open(os.path.join(d, "p.patch"), "w") as f:
+            f.write(patch)
+        with open(os.path.join(d, "a.txt"), "w") as f:
+            f.write("one\nTWO\n")
+        bad = mutant_violations(d, ["p.patch"])
+        with open(os.path.join(d, "a.txt"), "w") as f:
+            f.write("one\ntwo\n")
+        return bad, mutant_violations(d, ["p.patch"])
+
+
 def check(root):
     table = read_dependency_table(root)
     violations = [] if table is not None else [("docs/DESIGN.md", 0, "includes: no ```deps table")]
     files = tracked(root)
     violations += layout_violations(root, [p for p in files if p.endswith(CPP_SUFFIXES) and not p.startswith("docs/")])
+    violations += mutant_violations(root, [p for p in files if p.startswith("scripts/dev/mutants/") and p.endswith(".patch")])
     for path in files:
         violations += name_violations(path)
         if not is_prose(path) or path == "scripts/dev/tidy.py":  # its own patterns and planted cases
@@ -250,6 +280,7 @@ def self_test():
         (closed_set_violations("serving/a.cc", 'f.summary.find("request")'), closed_set_violations("serving/a.cc", "f.request >= 0")),
         (line_length_violations("core/a.h", "x" * 121), line_length_violations("core/a.h", "x" * 120)),
         layout_cases(),
+        mutant_cases(),
     ]
     failed = 0
     for i, (bad, good) in enumerate(cases):

@@ -32,6 +32,8 @@ struct PadRow {
         is_padding(r.is_padding),
         slot(r.slot),
         unwritten(r.unwritten) {}
+  // A never-written slot holds the allocation's poison (0xA5 bytes): no kernel ever stored it.
+  bool never_written_slot() const { return static_cast<uint64_t>(slot) == kernels::kPoisonDoubleWord; }
   bool inert() const {
     return id == 0 && position == 0 && is_padding == 1 && slot == kernels::kPadSlot && unwritten == 0;
   }
@@ -40,7 +42,9 @@ struct PadRow {
     if (id != 0) w.push_back(fmt::format("input id {} (expected 0)", id));
     if (position != 0) w.push_back(fmt::format("position {} (expected 0)", position));
     if (is_padding != 1) w.push_back("is_padding unset");
-    if (slot != kernels::kPadSlot) w.push_back(fmt::format("slot {} (expected PAD {})", slot, kernels::kPadSlot));
+    if (slot != kernels::kPadSlot)
+      w.push_back(fmt::format("slot {} (expected PAD {}{})", slot, kernels::kPadSlot,
+                              never_written_slot() ? "; never written: the allocation's poison" : ""));
     if (unwritten != 0)
       w.push_back("not stored by the kernel this step: the graph reads stale or never-written memory");
     PPSPEC_ASSERT(!w.empty(), "padding row {} is inert", row);
@@ -72,6 +76,12 @@ std::string padding_hint(const std::vector<PadRow>& bad, int64_t first_pad, int6
         bad.front().row, poison ? "the allocation's poison: no kernel ever wrote it" : "what an earlier batch left",
         bad.front().id, bad.front().position, bad.front().slot);
   }
+  if (pad_slot_only && std::all_of(bad.begin(), bad.end(), [](const PadRow& r) { return r.never_written_slot(); }))
+    return fmt::format(
+        "the rows are cleared but for their slot, which no kernel ever wrote: it holds the allocation's poison "
+        "({:#x}), an index past every KV cache, so a padding row's KV write faults or lands outside the cache; {} "
+        "does not store the slot of padding rows, and PAD ({}) is the slot no kernel writes",
+        kernels::kPoisonDoubleWord, kernel, kernels::kPadSlot);
   if (pad_slot_only)
     return fmt::format(
         "the rows are cleared but for their slot ({}): a padding row's KV write lands in that slot, which a "
