@@ -126,7 +126,8 @@ std::string summary(const ServingCase& c) {
   if (c.block_size != 16) s += fmt::format(" block_size {}", c.block_size);
   if (c.enable_prefix_caching) s += " prefix-caching";
   if (c.adaptive_budget) s += " adaptive-budget";
-  if (c.eagle) s += fmt::format(" eagle taps [{}]", fmt::join(c.taps, ","));
+  if (c.eagle)
+    s += c.taps.empty() ? std::string(" eagle taps default") : fmt::format(" eagle taps [{}]", fmt::join(c.taps, ","));
   if (!c.recurrent_layers.empty()) s += fmt::format(" recurrent [{}]", fmt::join(c.recurrent_layers, ","));
   if (c.triton_mla) s += " triton-mla";
   if (c.shared_prefix > 0) s += fmt::format(" shared {}x{}", c.prefix_groups, c.shared_prefix);

@@ -86,6 +86,7 @@ void count_paths(Coverage& cov, const ServingCase& c, const serving::ServingRun&
   cov.recurrent += once(p.recurrent_rollbacks);
   cov.budget_below_k += once(run.stats.budget_below_k);
   cov.eagle_taps_relayed += once(p.taps_relayed);
+  cov.eagle_default_taps += c.eagle && c.taps.empty() ? 1 : 0;
   cov.dummy_batches += once(p.dummy_batches);
   cov.kv_pulls += once(p.kv_pulls);
   cov.mla_decode += once(p.mla_decode_requests);
@@ -243,11 +244,11 @@ void print_progress(const FuzzOptions& opts, const FuzzReport& r, double elapsed
   const std::string line = fmt::format(
       "{} cases, {:.0f}/s, {:.0f} s, {} failures | programs {} | pp>1 {} drafts {} graphs {} chunked {} slot-reuse {} "
       "length-cap {} aborts {} (in flight {}) preempted {} (in step {}) ahead {} prefix-hits {} recurrent {} "
-      "budget<K {} eagle {} dummy {} kv-pulls {} mla-decode {}",
+      "budget<K {} eagle {} (default taps {}) dummy {} kv-pulls {} mla-decode {}",
       r.cases, elapsed > 0 ? static_cast<double>(r.cases) / elapsed : 0.0, elapsed, r.failures, c.programs, c.pp_gt1,
       c.drafts, c.graph_padding, c.chunked_prefill, c.slot_reuse, c.length_cap, c.aborts, c.abort_in_flight,
       c.preemptions, c.preempted_in_step, c.steps_ahead, c.prefix_hits, c.recurrent, c.budget_below_k,
-      c.eagle_taps_relayed, c.dummy_batches, c.kv_pulls, c.mla_decode);
+      c.eagle_taps_relayed, c.eagle_default_taps, c.dummy_batches, c.kv_pulls, c.mla_decode);
   progress << (opts.live_progress ? "\r" + line + "\x1b[K" : line + "\n") << std::flush;
 }
 
@@ -319,11 +320,12 @@ std::string format_report(const FuzzReport& r) {
   s += fmt::format(
       "paths reached (cases): programs {}, pp>1 {}, drafts {}, graph padding {}, chunked prefill {}, slot reuse {}, "
       "length cap {}, aborts {} (in flight {}), preemptions {} (in step {}), steps scheduled ahead {}, "
-      "prefix-cache hits {}, recurrent {}, adaptive budget below K {}, EAGLE taps relayed {}, dummy steps {}, "
+      "prefix-cache hits {}, recurrent {}, adaptive budget below K {}, EAGLE taps relayed {}, EAGLE default taps {}, "
+      "dummy steps {}, "
       "KV pulled {}, TRITON_MLA decode path {}\n",
       c.programs, c.pp_gt1, c.drafts, c.graph_padding, c.chunked_prefill, c.slot_reuse, c.length_cap, c.aborts,
       c.abort_in_flight, c.preemptions, c.preempted_in_step, c.steps_ahead, c.prefix_hits, c.recurrent,
-      c.budget_below_k, c.eagle_taps_relayed, c.dummy_batches, c.kv_pulls, c.mla_decode);
+      c.budget_below_k, c.eagle_taps_relayed, c.eagle_default_taps, c.dummy_batches, c.kv_pulls, c.mla_decode);
   for (const Found& f : r.found)
     s += fmt::format(
         "{} {} at case {} after {:.1f} s, shrunk after {:.1f} s{} ({}, {}): {}\n  {}\n  {}\n",

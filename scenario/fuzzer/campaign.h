@@ -48,6 +48,7 @@ struct Coverage {
   uint64_t recurrent = 0;           // a recurrent state rolled back past a rejected draft
   uint64_t budget_below_k = 0;      // an adaptive draft budget below K at some step
   uint64_t eagle_taps_relayed = 0;  // EAGLE taps sent to a later stage
+  uint64_t eagle_default_taps = 0;  // EAGLE with no taps given: EAGLE-3's default low, middle and high layers
   uint64_t dummy_batches = 0;       // dp > 1: a replica ran a dummy batch while another served
   uint64_t kv_pulls = 0;            // disaggregation: the decode instance pulled a prompt's KV
   uint64_t mla_decode = 0;          // TRITON_MLA: a request took the decode path

@@ -65,11 +65,14 @@ void pick_recurrent(ServingCase& c) {
   if (c.recurrent_layers.empty()) c.recurrent_layers.push_back(*rc::gen::inRange(0, layers));
 }
 
-// EAGLE taps: each of the model's layers with probability 1/2, at least one (it shrinks towards
-// layer 0 alone), so that at pp >= 3 taps ride the activations and go straight to the last stage.
-void pick_eagle(ServingCase& c) {
+// EAGLE taps: where the space allows, half the cases give none (EAGLE-3's default low, middle and
+// high layers, which the engine derives from the model's depth); the others each of the model's
+// layers with probability 1/2, at least one (it shrinks towards layer 0 alone), so that at pp >= 3
+// taps ride the activations and go straight to the last stage.
+void pick_eagle(ServingCase& c, const Space& s) {
   const int layers = layers_of(c);
   c.eagle = true;
+  if (maybe(s.eagle_default_taps)) return;  // the default taps
   for (int l = 0; l < layers; ++l)
     if (*rc::gen::arbitrary<bool>()) c.taps.push_back(l);
   if (c.taps.empty()) c.taps.push_back(*rc::gen::inRange(0, layers));
@@ -106,7 +109,7 @@ void pick_workload(ServingCase& c, const Space& s) {
   // Nor with replicas: each would decide its own (the loader refuses it).
   if (c.k >= 2 && c.max_concurrent_batches == 0 && c.dp == 1) c.adaptive_budget = maybe(s.adaptive_budget);
   // vLLM's adaptive verification is the DSpark proposer's.
-  if (c.k >= 1 && !c.adaptive_budget && maybe(s.eagle)) pick_eagle(c);
+  if (c.k >= 1 && !c.adaptive_budget && maybe(s.eagle)) pick_eagle(c, s);
   if (maybe(s.preemption)) pick_kv_cache(c);
   if (maybe(s.priority)) {
     c.scheduling_policy = engine::SchedulingPolicy::priority;

@@ -83,8 +83,8 @@ namespace {
 constexpr const char* kSpaceKeys =
     "around, kinds, dp, pp, tp, k, requests, prompt, output, max_num_seqs, max_num_batched_tokens, warmup_steps, "
     "pct_depth, feedback, module_loading, temperature, jitter, graphs, chunked_prefill, aborts, stop_token, "
-    "length_cap, poisson, preemption, lookahead, prefix_caching, adaptive_budget, recurrent, eagle, priority, "
-    "disaggregation, triton_mla";
+    "length_cap, poisson, preemption, lookahead, prefix_caching, adaptive_budget, recurrent, eagle, "
+    "eagle_default_taps, priority, disaggregation, triton_mla";
 
 // `around = "FILE"` (relative to the space file): the space around that serving scenario, whose
 // deployment the space's own keys may not restate.
@@ -110,6 +110,7 @@ void read_centre(scenario::TableReader& r, const std::string& file, Space& s) {
                           "adaptive_budget",
                           "recurrent",
                           "eagle",
+                          "eagle_default_taps",
                           "priority",
                           "disaggregation",
                           "triton_mla"})
@@ -181,6 +182,7 @@ Space parse_space(const std::string& text, const std::string& file) {
                            {"adaptive_budget", &s.adaptive_budget},
                            {"recurrent", &s.recurrent},
                            {"eagle", &s.eagle},
+                           {"eagle_default_taps", &s.eagle_default_taps},
                            {"priority", &s.priority},
                            {"disaggregation", &s.disaggregation},
                            {"triton_mla", &s.triton_mla}})

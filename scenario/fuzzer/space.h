@@ -61,6 +61,9 @@ struct Space {
   // The EAGLE drafter with a non-empty set of the model's layers tapped, at most 4 (cases with K >= 1
   // and no adaptive budget): off unless a space asks for it.
   bool eagle = false;
+  // Half the EAGLE cases give no taps (EAGLE-3's default low, middle and high layers, which the
+  // engine derives from the model's depth): off unless a space asks for it.
+  bool eagle_default_taps = false;
   // vLLM's priority scheduling policy, with requests of 1 to 4 priority levels: off unless a space
   // asks for it.
   bool priority = false;

@@ -33,6 +33,7 @@ constexpr std::pair<const char*, uint64_t Coverage::*> kPaths[] = {
     {"recurrent", &Coverage::recurrent},
     {"budget_below_k", &Coverage::budget_below_k},
     {"eagle_taps_relayed", &Coverage::eagle_taps_relayed},
+    {"eagle_default_taps", &Coverage::eagle_default_taps},
     {"dummy_batches", &Coverage::dummy_batches},
     {"kv_pulls", &Coverage::kv_pulls},
     {"mla_decode", &Coverage::mla_decode},
