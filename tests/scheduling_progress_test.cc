@@ -116,5 +116,34 @@ TEST(SchedulingProgress, AStepOfAnEarlierAdmissionIsNotTheRequestsOwn) {
   EXPECT_TRUE(fx.found.empty());
 }
 
+// A fence outlives its reason once every step it waited for has returned: empty steps while only
+// such fences hold blocks are counted against the fence, which is named (the blocks, the request,
+// the step it waited for) past the same bound; freed at the return, it is nothing.
+TEST(SchedulingProgress, AFenceThatOutlivesTheStepsItWaitedForIsNamed) {
+  for (const bool freed : {true, false}) {
+    SCOPED_TRACE(freed ? "freed at the return" : "never freed");
+    Progress fx;
+    const int allowed = fx.monitor->idle_steps_allowed();
+    fx.batch(4, {8}, 0, 3);
+    fx.release(8, 5, {2, 3});  // preempted with step 4 in flight: blocks 2 and 3 fenced
+    fx.returned(4);
+    if (freed) fx.freed(8, 5, {2, 3});
+    fx.empty_steps(5, 5 + allowed);
+    if (freed) {
+      EXPECT_TRUE(fx.found.empty()) << fx.found[0].summary;
+      continue;
+    }
+    ASSERT_EQ(fx.found.size(), 1u);
+    const core::Finding& f = fx.found[0];
+    EXPECT_EQ(f.verdict, core::Verdict::hang);
+    EXPECT_EQ(core::to_string(f.kind), "starvation");
+    EXPECT_EQ(f.request, 8);
+    EXPECT_EQ(f.summary,
+              "KV blocks 2, 3 of request 8 stay fenced with no step of it in flight: fenced at engine step 4 for its "
+              "step 4 in flight, which returned by step 4; the engine core has since issued 9 steps with no request "
+              "in them (steps 5..13)");
+  }
+}
+
 }  // namespace
 }  // namespace ppspec::testing

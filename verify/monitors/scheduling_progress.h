@@ -5,6 +5,11 @@
 // names the request once it sat out more such steps than the pp-deep ring of steps in flight can
 // explain, twice over. An empty step while blocks are fenced is not counted: a request may wait
 // for them, and a churn of admissions and preemptions can keep fencing blocks while others run.
+// A fence is a release's blocks held until the request's steps in flight return; once they all
+// have, the fence has outlived its reason, and empty steps taken while only such stale fences hold
+// blocks are counted against it: past the same bound the fence is named (the request, its blocks,
+// the step it waited for and when that returned), since whatever waits for those blocks, admitted
+// or not, is starved by it.
 // Without it such a run stepped on in silence until the simulator's step limit, a finding that
 // named no request, no step and no cause (tt-xla's AscendScheduler; vLLM #25890's empty schedules).
 #pragma once
@@ -12,6 +17,7 @@
 #include <cstdint>
 #include <map>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "verify/monitors/monitor.h"
@@ -33,7 +39,11 @@ class SchedulingProgress final : public Monitor {
  private:
   void on_batch(const core::Event& e);
   void on_returned(const core::Event& e);
+  core::Finding starvation(const core::Event& e, int64_t req, std::string summary) const;
   void report_starved(const core::Event& e, int64_t req);
+  void report_stale_fence(const core::Event& e);
+  void on_released(const core::Event& e);
+  void on_freed(const core::Event& e);
 
   struct Running {
     int64_t last_step = -1;  // its last scheduled step
@@ -55,7 +65,18 @@ class SchedulingProgress final : public Monitor {
   std::map<int64_t, Running> running_;
   std::map<int64_t, std::vector<int64_t>> batches_;  // step -> its request ids, until it returns
   int64_t issued_through_ = -1;                      // the newest step issued
-  std::set<int64_t> fenced_;  // blocks released with a step in flight, until freed (at most the pool)
+  // A release's fenced blocks, until freed, and the request's steps in flight it waits for.
+  struct Fence {
+    int64_t req = -1;
+    int64_t released_at = -1;         // the newest step issued at the release
+    std::vector<int64_t> waits_for;   // its steps in flight at the release, until each returns
+    std::vector<int64_t> waited_for;  // the same, for the report
+    int64_t stale_since = -1;         // the newest step issued when its last awaited step returned
+    std::set<int64_t> blocks;         // fenced and not freed yet
+  };
+  std::vector<Fence> fences_;  // in release order; at most kFencedKept
+  int stale_idle_steps_ = 0;   // empty serving steps taken while stale fences alone held blocks
+  int64_t stale_first_idle_ = -1;
 };
 
 }  // namespace ppspec::verify
