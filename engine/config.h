@@ -143,6 +143,11 @@ struct WorkloadConfig {
   // [0, priority_levels) from a stream of its own, so nothing else a workload draws moves. More
   // than one level needs the priority policy (vLLM refuses a priority under FCFS).
   int priority_levels = 1;
+  // Stop strings (vLLM's SamplingParams.stop), of every request: the front end ends a request whose
+  // output text completes one (engine/stop_strings.h). At most kMaxStopStrings, each of 1 to
+  // kMaxStopStringLength letters of the model's text (engine/detokenizer.h).
+  std::vector<std::string> stop_strings;
+  bool include_stop_str_in_output = false;
 };
 
 // Prefill/decode disaggregation (vLLM's KV connector; engine/disaggregation.h): a prefill instance

@@ -234,6 +234,36 @@ std::string reach_untagged_aux_relay(const EngineConfig& c, core::ModuleLoading)
 }
 
 // ---------------------------------------------------------------------------------------------
+// The front end's stop strings (engine/stop_strings.cc)
+
+std::string reach_needs_stop_strings(const EngineConfig& c, size_t at_least) {
+  if (c.workload.stop_strings.size() >= at_least) return "";
+  return at_least == 1 ? "it needs stop strings ([workload] stop_strings)"
+                       : fmt::format("it needs {} stop strings or more, and the workload has {}", at_least,
+                                     c.workload.stop_strings.size());
+}
+
+// stop_string_update drops the tokens after the stop string among the update's new tokens: one
+// token per step (K = 0, or a prefill's first sample) is the one that completes it.
+std::string reach_stop_string_keeps_tokens(const EngineConfig& c, core::ModuleLoading) {
+  return reach_first(
+      {reach_needs_stop_strings(c, 1),
+       reach_needs_drafts(c, "a step appends one token at K = 0, so no token follows the stop string in it")});
+}
+
+// find_stop chooses among the stop strings it found: with one there is nothing to choose.
+std::string reach_stop_string_first_listed(const EngineConfig& c, core::ModuleLoading) {
+  return reach_needs_stop_strings(c, 2);
+}
+
+// The tail window of the longest stop string + 1 tokens covers any stop string that one new token
+// completes: only a step appending several tokens (K >= 1) can complete one before it.
+std::string reach_stop_string_tail_window(const EngineConfig& c, core::ModuleLoading) {
+  return reach_first({reach_needs_stop_strings(c, 1),
+                      reach_needs_drafts(c, "one new token per step always lies within the tail window")});
+}
+
+// ---------------------------------------------------------------------------------------------
 // The scheduler (engine/scheduler.cc, engine/scheduler_release.cc, engine/scheduler_prefix.cc)
 
 // keep_sampled (engine/finish_rules.cc) cuts a run that reaches the cap without looking for a stop
@@ -504,6 +534,9 @@ constexpr std::array kFaultReach{
     FaultReach{"rank_local_sampling", reach_rank_local_sampling},
     FaultReach{"partial_prefill_stays_in_flight", reach_partial_prefill_stays_in_flight},
     FaultReach{"tap_local_layer_index", reach_tap_local_layer_index},
+    FaultReach{"stop_string_keeps_tokens", reach_stop_string_keeps_tokens},
+    FaultReach{"stop_string_first_listed", reach_stop_string_first_listed},
+    FaultReach{"stop_string_tail_window", reach_stop_string_tail_window},
 };
 
 constexpr bool reach_table_follows_switches() {

@@ -114,6 +114,15 @@ struct Faults {
   // compares that index with the global EAGLE-3 aux layers, so a later stage fills its taps from the
   // layers whose index within it is a tapped layer's (engine/eagle_taps.cc).
   bool tap_local_layer_index = false;
+  // vLLM #47616: a stop string completed inside an accepted run cuts the text, not the token ids:
+  // the tokens sampled after it in the same step are returned (engine/stop_strings.h).
+  bool stop_string_keeps_tokens = false;
+  // vLLM #49391: of the stop strings found in one update's new text, the first listed wins, not
+  // the one that completes earliest.
+  bool stop_string_first_listed = false;
+  // SGLang #23802: stop strings are looked for only in the text of the last (longest stop string
+  // + 1) tokens, so one completed early in a longer accepted run is missed.
+  bool stop_string_tail_window = false;
 };
 
 // A fault's name in a scenario's [faults] table, and its switch.
@@ -156,6 +165,9 @@ inline constexpr std::array kFaultSwitches{
     FaultSwitch{"rank_local_sampling", &Faults::rank_local_sampling},
     FaultSwitch{"partial_prefill_stays_in_flight", &Faults::partial_prefill_stays_in_flight},
     FaultSwitch{"tap_local_layer_index", &Faults::tap_local_layer_index},
+    FaultSwitch{"stop_string_keeps_tokens", &Faults::stop_string_keeps_tokens},
+    FaultSwitch{"stop_string_first_listed", &Faults::stop_string_first_listed},
+    FaultSwitch{"stop_string_tail_window", &Faults::stop_string_tail_window},
 };
 // A switch added to Faults but not to the table could be set by no scenario.
 static_assert(sizeof(Faults) == kFaultSwitches.size() * sizeof(bool),

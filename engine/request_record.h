@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "core/types.h"
@@ -66,6 +68,17 @@ struct RequestRecord {
   bool aborted = false;
   bool abort_arrived = false;
   bool dummy = false;
+  // The front end's view (engine/stop_strings.h), where the workload has stop strings: its output
+  // text so far, the stop string that ended it (-1: none) and how many of `output` it returned
+  // (-1: all of them; the engine core may have sampled past a stop string in the same step).
+  std::string text;
+  int32_t stop_string = -1;
+  int32_t returned_tokens = -1;
+  // The output the client received.
+  std::span<const int64_t> returned() const {
+    return returned_tokens < 0 ? std::span<const int64_t>(output)
+                               : std::span<const int64_t>(output).first(static_cast<size_t>(returned_tokens));
+  }
   int prefill_len() const { return prefill_tokens; }
   bool in_flight() const { return !steps_in_flight.empty(); }
   // What the engine core counts as computed when it schedules: every token of its steps in flight.

@@ -111,6 +111,11 @@ class Scheduler {
   int32_t lookahead() const;
   void release(RequestRecord& r, core::Release reason, int64_t step);
   void finish(RequestRecord& r, bool aborted, int64_t step);
+  // A client's abort reaches the engine core at `step`, which lets go of the request there.
+  void client_abort(RequestRecord& r, int64_t step);
+  // The front end's update with the step's new tokens (engine/stop_strings.h): whether a stop
+  // string ended the request.
+  bool front_end_stops(RequestRecord& r, int32_t new_tokens);
   void preempt(RequestRecord& r, int64_t step);
   void free_blocks(int64_t req, int64_t step, core::Release reason, std::vector<int32_t> blocks);
   void return_fenced(int64_t step);

@@ -4,6 +4,7 @@
 
 #include "core/assert.h"
 #include "engine/finish_rules.h"
+#include "engine/stop_strings.h"
 #include "engine/scheduler.h"
 
 namespace ppspec::engine {
@@ -163,17 +164,42 @@ void Scheduler::update(const SchedulerOutput& so, const ModelOutput& out) {
       r->output_step.push_back(so.step);
       r->output_time.push_back(out.time);
     }
+    const bool stop_string = front_end_stops(*r, kept.count);
     if (kept.reason != FinishReason::none || r->num_computed + cfg_.spec.k + 1 >= cfg_.model.max_model_len) {
       finish(*r, false, so.step);
-    } else if (r->spec.abort && !cfg_.workload.abort_in_flight &&
-               static_cast<int>(r->output.size()) >= cfg_.workload.abort_after) {
-      r->abort_arrived = true;
-      ledger_.push_back(
-          LedgerEntry{LedgerEntry::What::abort_arrived, r->spec.id, so.step, core::Release::aborted, r->idx, 0, {}});
-      finish(*r, true, so.step);
+    } else if (stop_string || (r->spec.abort && !cfg_.workload.abort_in_flight &&
+                               static_cast<int>(r->output.size()) >= cfg_.workload.abort_after)) {
+      client_abort(*r, so.step);
     }
   }
   return_fenced(so.step);
+}
+
+void Scheduler::client_abort(RequestRecord& r, int64_t step) {
+  r.abort_arrived = true;
+  ledger_.push_back(
+      LedgerEntry{LedgerEntry::What::abort_arrived, r.spec.id, step, core::Release::aborted, r.idx, 0, {}});
+  finish(r, true, step);
+}
+
+// vLLM's output processor runs in the front end, on the engine core's outputs of the step; a stop
+// string it finds makes it abort the request in the engine core (output_processor.py's
+// reqs_to_abort). Simplification: the abort reaches the core with the step's output, before its
+// next schedule; in vLLM it crosses a process boundary and may arrive a schedule or more later, while
+// the core goes on sampling tokens the front end drops.
+// A prefill instance's one token goes to the proxy, which discards it: no front end reads it.
+bool Scheduler::front_end_stops(RequestRecord& r, int32_t new_tokens) {
+  if (cfg_.workload.stop_strings.empty() || cfg_.disagg.prefill_side) return false;
+  if (new_tokens == 0 || r.stop_string >= 0 || r.dummy) return false;
+  const StopStringRules rules{cfg_.workload.stop_strings, cfg_.workload.include_stop_str_in_output,
+                              cfg_.faults.stop_string_keeps_tokens, cfg_.faults.stop_string_first_listed,
+                              cfg_.faults.stop_string_tail_window};
+  const StopMatch m = stop_string_update(cfg_.model, rules, r.output, new_tokens, r.text);
+  if (m.stop < 0) return false;
+  r.stop_string = m.stop;
+  r.returned_tokens = static_cast<int32_t>(r.output.size()) - new_tokens + m.kept;
+  PPSPEC_ASSERT(r.returned_tokens >= 0 && r.returned_tokens <= static_cast<int32_t>(r.output.size()));
+  return true;
 }
 
 void Scheduler::add_dummies(int n, int prompt_len, int max_tokens) {

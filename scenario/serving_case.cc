@@ -53,6 +53,9 @@ void append_engine(std::string& s, const ServingCase& c) {
     s += fmt::format("shared_prefix = {}\nprefix_groups = {}\n", c.shared_prefix, c.prefix_groups);
   if (c.greedy_every > 0) s += fmt::format("greedy_every = {}\n", c.greedy_every);
   if (c.priority_levels > 1) s += fmt::format("priority_levels = {}\n", c.priority_levels);
+  if (!c.stop_strings.empty())
+    s += fmt::format("stop_strings = [\"{}\"]\ninclude_stop_str_in_output = {}\n", fmt::join(c.stop_strings, "\", \""),
+                     c.include_stop_str);
   // Strict: a hazard (a module load while serving, a device sync behind a spinning receive) is a
   // failure too; on GPUs it stalls or hangs.
   s += fmt::format("\n[runtime]\nmodule_loading = \"{}\"\nstrict = {}\n", core::to_string(c.module_loading), c.strict);
@@ -120,6 +123,8 @@ std::string summary(const ServingCase& c) {
                      c.abort_while_loading ? "while loading" : fmt::format("after {}", c.abort_after),
                      c.abort_in_flight ? " in flight" : "");
   if (c.stop_token >= 0) s += fmt::format(" stop-token {}", c.stop_token);
+  if (!c.stop_strings.empty())
+    s += fmt::format(" stop-strings [{}]{}", fmt::join(c.stop_strings, ","), c.include_stop_str ? " included" : "");
   if (c.vocab > 0) s += fmt::format(" vocab {}", c.vocab);
   if (c.max_model_len < 2048) s += fmt::format(" max_len {}", c.max_model_len);
   if (c.num_blocks > 0) s += fmt::format(" blocks {}", c.num_blocks);

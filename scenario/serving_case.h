@@ -50,7 +50,9 @@ struct ServingCase {
   bool abort_in_flight = false;
   bool abort_while_loading = false;  // disaggregated only: the aborts reach requests whose KV loads
   int shared_prefix = 0, prefix_groups = 1;
-  int priority_levels = 1;  // more than one under the priority policy only
+  int priority_levels = 1;                // more than one under the priority policy only
+  std::vector<std::string> stop_strings;  // [workload] stop_strings (of the model's text's letters)
+  bool include_stop_str = false;          // [workload] include_stop_str_in_output
   // [runtime], [faults]
   core::ModuleLoading module_loading = core::ModuleLoading::eager;
   double jitter = 0.1;  // core::WorldConfig's default: no line written

@@ -7,7 +7,9 @@
 #include <utility>
 
 #include "core/printable.h"
+#include "engine/detokenizer.h"
 #include "engine/scheduler.h"
+#include "engine/stop_strings.h"
 #include "scenario/program_loader.h"
 #include "scenario/toml_reader.h"
 
@@ -29,7 +31,8 @@ constexpr std::string_view kServingKeys =
 constexpr std::string_view kWorkloadKeys =
     "num_requests, prompt_min, prompt_max, output_min, output_max, arrival, mean_gap_us, temperature, greedy_every, "
     "seed, "
-    "abort_every, abort_after, abort_in_flight, abort_while_loading, shared_prefix, prefix_groups, priority_levels";
+    "abort_every, abort_after, abort_in_flight, abort_while_loading, shared_prefix, prefix_groups, priority_levels, "
+    "stop_strings, include_stop_str_in_output";
 constexpr std::string_view kOraclesKeys = "golden, pp_invariance, padding_invariance";
 constexpr std::string_view kExploreKeys = "seed, seeds, strategy, free";
 
@@ -161,6 +164,35 @@ void read_serving_table(TableReader& r, engine::ServingConfig& v) {
   }
 }
 
+// `stop_strings = ["ab", "dca"]`: vLLM's SamplingParams.stop, over the model's text
+// (engine/detokenizer.h), whose letters a stop string must be made of to ever match.
+void read_stop_strings(TableReader& r, engine::WorkloadConfig& w) {
+  w.include_stop_str_in_output = r.boolean("include_stop_str_in_output").value_or(false);
+  const toml::array* list = r.array("stop_strings");
+  if (list == nullptr) return;
+  for (const toml::node& n : *list) {
+    const auto s = n.value<std::string>();
+    if (!s || s->empty() || s->size() > static_cast<size_t>(engine::kMaxStopStringLength))
+      throw core::InputError(
+          r.file(), line_of(n),
+          fmt::format("[workload] 'stop_strings': expected strings of 1 to {} letters", engine::kMaxStopStringLength));
+    if (s->find_first_not_of(engine::kTextAlphabet) != std::string::npos)
+      throw core::InputError(
+          r.file(), line_of(n),
+          fmt::format("[workload] 'stop_strings': {} can never match: the model's text is made of the letters "
+                      "'{}' only",
+                      core::printable(*s), engine::kTextAlphabet));
+    if (std::find(w.stop_strings.begin(), w.stop_strings.end(), *s) != w.stop_strings.end())
+      throw core::InputError(r.file(), line_of(n),
+                             fmt::format("[workload] 'stop_strings': {} is listed twice", core::printable(*s)));
+    if (w.stop_strings.size() == static_cast<size_t>(engine::kMaxStopStrings))
+      throw core::InputError(
+          r.file(), line_of(n),
+          fmt::format("[workload] 'stop_strings': at most {} stop strings", engine::kMaxStopStrings));
+    w.stop_strings.push_back(*s);
+  }
+}
+
 void read_workload_table(TableReader& r, engine::WorkloadConfig& w) {
   w.num_requests = to_int(r.integer("num_requests", 1, 1 << 20).value_or(w.num_requests));
   w.prompt_min = to_int(r.integer("prompt_min", 1, 1 << 16).value_or(w.prompt_min));
@@ -185,6 +217,7 @@ void read_workload_table(TableReader& r, engine::WorkloadConfig& w) {
   w.shared_prefix = to_int(r.integer("shared_prefix", 0, 1 << 16).value_or(0));
   w.prefix_groups = to_int(r.integer("prefix_groups", 1, 1 << 16).value_or(1));
   w.priority_levels = to_int(r.integer("priority_levels", 1, 1 << 16).value_or(1));
+  read_stop_strings(r, w);
   if (w.shared_prefix > w.prompt_max)
     r.fail("shared_prefix", fmt::format("{} tokens are longer than the longest prompt; valid: 0 to prompt_max = {}",
                                         w.shared_prefix, w.prompt_max));

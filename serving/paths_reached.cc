@@ -14,6 +14,8 @@ const std::vector<PathField>& path_fields() {
                                                 {"aborts", &PathsReached::aborts},
                                                 {"aborts_in_flight", &PathsReached::aborts_in_flight},
                                                 {"stop_token_ends", &PathsReached::stop_token_ends},
+                                                {"stop_string_ends", &PathsReached::stop_string_ends},
+                                                {"stop_string_trims", &PathsReached::stop_string_trims},
                                                 {"length_cap_ends", &PathsReached::length_cap_ends},
                                                 {"greedy_requests", &PathsReached::greedy_requests},
                                                 {"drafts_verified", &PathsReached::drafts_verified},
@@ -78,8 +80,12 @@ PathsReached paths_reached(const PathsReached& from_events, const engine::Engine
     if (r.dummy) continue;
     // An abort in flight reaches the core while the request's step is in flight, by construction
     // (WorkloadConfig::abort_in_flight); it counts once it reached the core, applied or not.
-    if (r.abort_arrived) ++p.aborts;
-    if (r.abort_arrived && cfg.workload.abort_in_flight) ++p.aborts_in_flight;
+    // The front end's abort of a request its stop string ended is counted as that.
+    const bool client_abort = r.abort_arrived && r.stop_string < 0;
+    if (client_abort) ++p.aborts;
+    if (client_abort && cfg.workload.abort_in_flight) ++p.aborts_in_flight;
+    if (r.stop_string >= 0) ++p.stop_string_ends;
+    if (r.stop_string >= 0 && static_cast<size_t>(r.returned_tokens) < r.output.size()) ++p.stop_string_trims;
     if (r.spec.spread == 0) ++p.greedy_requests;
     const bool stopped = !r.output.empty() && r.output.back() == cfg.model.stop_token;
     if (r.finished && !r.aborted && stopped) ++p.stop_token_ends;
@@ -121,6 +127,7 @@ std::vector<std::string> unexercised(const engine::EngineConfig& cfg, const Path
   need(cfg.workload.abort_every > 0 && cfg.workload.abort_in_flight && overlapping, p.aborts_in_flight,
        "aborts in flight are on, and none reached a request with a step in flight");
   need(cfg.model.stop_token >= 0, p.stop_token_ends, "a stop token is set, and no request ended on it");
+  need(!cfg.workload.stop_strings.empty(), p.stop_string_ends, "stop strings are set, and no request ended on one");
   need(drafts, p.drafts_verified, "speculative decoding is on, and no draft was verified");
   need(cfg.schedules_ahead(), p.steps_ahead,
        "async scheduling is on, and no step was scheduled while the request's previous one was in flight");

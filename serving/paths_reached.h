@@ -27,6 +27,8 @@ struct PathsReached {
   int64_t aborts = 0;             // aborts that reached the engine core
   int64_t aborts_in_flight = 0;   // ... while a step of the request was in flight
   int64_t stop_token_ends = 0;    // requests ended by the stop token
+  int64_t stop_string_ends = 0;   // requests the front end ended on a stop string
+  int64_t stop_string_trims = 0;  // ... dropping tokens the engine core sampled after it in the same step
   int64_t length_cap_ends = 0;    // requests ended at max_model_len
   int64_t greedy_requests = 0;    // requests sampled greedily (checked token by token by the golden oracle)
   int64_t drafts_verified = 0;

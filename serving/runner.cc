@@ -213,6 +213,7 @@ void check_oracles(const ServingScenario& s, const sim::RunConfig& opts, Serving
   if (verify::is_failure(run.result.verdict) || !run.completed) return;
   std::vector<core::Finding> found;
   const engine::EngineConfig& cfg = s.config;
+  if (auto f = verify::stop_string_oracle(cfg, run.requests)) found.push_back(std::move(*f));
   if (s.oracles.golden) {
     const engine::Checkpoint ckpt = engine::make_checkpoint(cfg.model);
     if (auto f = verify::golden_oracle(cfg, ckpt, run.requests, run.coverage)) found.push_back(std::move(*f));

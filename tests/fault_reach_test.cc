@@ -172,6 +172,13 @@ const std::vector<Unreachable> kUnreachable = {
        s.config.serving.max_num_batched_tokens = 128;
      },
      nullptr},
+    {"stop_string_keeps_tokens", "K = 0", [](serving::ServingScenario& s) { s.config.spec.k = 0; },
+     &serving::PathsReached::stop_string_ends},
+    {"stop_string_first_listed", "one stop string",
+     [](serving::ServingScenario& s) { s.config.workload.stop_strings.resize(1); },
+     &serving::PathsReached::stop_string_ends},
+    {"stop_string_tail_window", "K = 0", [](serving::ServingScenario& s) { s.config.spec.k = 0; },
+     &serving::PathsReached::stop_string_ends},
 };
 
 std::string findings_of(const serving::ServingRun& run) {

@@ -200,7 +200,16 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"priority_levels_zero", with("seed = 3", "seed = 3\npriority_levels = 0"), 32,
             "'priority_levels': 0 is out of range [1, 65536]"},
         Bad{"unknown_expect_key", with("verdict = \"pass\"\n", "verdict = \"pass\"\nhazard = []\n"), 38,
-            "unknown key 'hazard'"}),
+            "unknown key 'hazard'"},
+        Bad{"stop_string_of_letters_never_written", with("seed = 3", "seed = 3\nstop_strings = [\"ab\", \"xy\"]"), 32,
+            "can never match: the model's text is made of the letters 'abcd' only"},
+        Bad{"stop_string_empty", with("seed = 3", "seed = 3\nstop_strings = [\"\"]"), 32,
+            "'stop_strings': expected strings of 1 to 16 letters"},
+        Bad{"stop_string_not_a_string", with("seed = 3", "seed = 3\nstop_strings = [3]"), 32,
+            "'stop_strings': expected strings of 1 to 16 letters"},
+        Bad{"stop_string_twice", with("seed = 3", "seed = 3\nstop_strings = [\"ab\", \"ab\"]"), 32, "is listed twice"},
+        Bad{"too_many_stop_strings", with("seed = 3", "seed = 3\nstop_strings = [\"a\", \"b\", \"c\", \"d\", \"ab\"]"),
+            32, "at most 4 stop strings"}),
     [](const ::testing::TestParamInfo<Bad>& p) { return p.param.name; });
 
 }  // namespace

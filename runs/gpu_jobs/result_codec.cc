@@ -155,7 +155,10 @@ Json record_json(const engine::RequestRecord& r) {
           {"finished", r.finished},
           {"aborted", r.aborted},
           {"abort_arrived", r.abort_arrived},
-          {"dummy", r.dummy}};
+          {"dummy", r.dummy},
+          {"text", r.text},
+          {"stop_string", r.stop_string},
+          {"returned_tokens", r.returned_tokens}};
 }
 
 template <typename T>
@@ -182,6 +185,10 @@ engine::RequestRecord record_of(const Json& j, engine::RequestSpec spec) {
   read(j, "steps_in_flight", r.steps_in_flight), read(j, "tokens_in_flight", r.tokens_in_flight);
   read(j, "admitted", r.admitted), read(j, "finished", r.finished), read(j, "aborted", r.aborted);
   read(j, "abort_arrived", r.abort_arrived), read(j, "dummy", r.dummy);
+  read(j, "text", r.text), read(j, "stop_string", r.stop_string), read(j, "returned_tokens", r.returned_tokens);
+  if (r.returned_tokens < -1 || r.returned_tokens > static_cast<int32_t>(r.output.size()))
+    throw std::runtime_error(fmt::format("request {}: it returned {} of its {} output tokens", r.spec.id,
+                                         r.returned_tokens, r.output.size()));
   // The oracles index these side by side: a record that is not one is unreadable, not a crash.
   if (r.output_step.size() != r.output.size() || r.output_time.size() != r.output.size() ||
       r.verified_step.size() != r.verified_drafts.size() || r.verified_position.size() != r.verified_drafts.size())

@@ -114,6 +114,7 @@ void carry_workload(const serving::ServingScenario& s, ServingCase& c) {
   c.abort_while_loading = w.abort_while_loading;
   c.shared_prefix = w.shared_prefix, c.prefix_groups = w.prefix_groups;
   c.priority_levels = w.priority_levels;
+  c.stop_strings = w.stop_strings, c.include_stop_str = w.include_stop_str_in_output;
 }
 
 }  // namespace
@@ -242,6 +243,10 @@ void draw_behaviour(ServingCase& c, const Space& s) {
     c.prefix_groups = *rc::gen::inRange(1, 4);
   }
   if (c.scheduling_policy == engine::SchedulingPolicy::priority) c.priority_levels = *rc::gen::inRange(1, 5);
+  if (maybe(s.stop_strings)) {  // last: spaces without it draw what they always drew
+    c.stop_strings.clear();
+    pick_stop_strings(c);
+  }
 }
 
 // A KV cache between one request at its longest and what the workload can fill (the scheduler

@@ -145,6 +145,7 @@ rc::Gen<ServingCase> gen_serving_case(const Space& space, const std::vector<std:
     c.jitter = space.jitter.size() > 1 ? *rc::gen::elementOf(space.jitter) : space.jitter.front();
     pick_disaggregation(c, space);           // after everything: spaces without it draw what they always drew
     c.triton_mla = maybe(space.triton_mla);  // last: the same for it
+    if (maybe(space.stop_strings)) pick_stop_strings(c);  // and then these
     return c;
   });
 }

@@ -84,7 +84,7 @@ constexpr const char* kSpaceKeys =
     "around, kinds, dp, pp, tp, k, requests, prompt, output, max_num_seqs, max_num_batched_tokens, warmup_steps, "
     "pct_depth, feedback, module_loading, temperature, jitter, graphs, chunked_prefill, aborts, stop_token, "
     "length_cap, poisson, preemption, lookahead, prefix_caching, adaptive_budget, recurrent, eagle, "
-    "eagle_default_taps, priority, disaggregation, triton_mla";
+    "eagle_default_taps, priority, disaggregation, triton_mla, stop_strings";
 
 // `around = "FILE"` (relative to the space file): the space around that serving scenario, whose
 // deployment the space's own keys may not restate.
@@ -116,8 +116,8 @@ void read_centre(scenario::TableReader& r, const std::string& file, Space& s) {
                           "triton_mla"})
     if (r.node(key) != nullptr)
       r.fail(key, fmt::format("the scenario at the centre ({}) fixes the deployment; a space around it draws only "
-                              "requests, prompt, output, temperature, aborts, stop_token, length_cap, poisson, "
-                              "preemption, pct_depth and jitter",
+                              "requests, prompt, output, temperature, aborts, stop_token, stop_strings, length_cap, "
+                              "poisson, preemption, pct_depth and jitter",
                               centre.string()));
 }
 
@@ -185,7 +185,8 @@ Space parse_space(const std::string& text, const std::string& file) {
                            {"eagle_default_taps", &s.eagle_default_taps},
                            {"priority", &s.priority},
                            {"disaggregation", &s.disaggregation},
-                           {"triton_mla", &s.triton_mla}})
+                           {"triton_mla", &s.triton_mla},
+                           {"stop_strings", &s.stop_strings}})
     if (auto b = r.boolean(key)) *flag = *b;
   top.finish("space");
   r.finish(kSpaceKeys);

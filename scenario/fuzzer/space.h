@@ -73,6 +73,9 @@ struct Space {
   // The target on TRITON_MLA (its batch split into a decode and a prefill path at the KV-cache
   // group's reorder threshold): off unless a space asks for it.
   bool triton_mla = false;
+  // One to three stop strings of two to four letters of the model's text, kept in the output or
+  // not: off unless a space asks for it.
+  bool stop_strings = false;
   // A space centred on one serving scenario (`around = "FILE"`, `ppspec fuzz --around FILE`): each
   // case is that scenario's deployment as it stands, its workload, KV cache and schedule drawn from
   // the ranges above (scenario/fuzzer/around.h); none: the cases' deployments are drawn too.

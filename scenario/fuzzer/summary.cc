@@ -37,6 +37,7 @@ constexpr std::pair<const char*, uint64_t Coverage::*> kPaths[] = {
     {"dummy_batches", &Coverage::dummy_batches},
     {"kv_pulls", &Coverage::kv_pulls},
     {"mla_decode", &Coverage::mla_decode},
+    {"stop_string_trims", &Coverage::stop_string_trims},
 };
 
 Json to_json(const Found& f) {

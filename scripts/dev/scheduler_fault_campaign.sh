@@ -42,6 +42,7 @@ space_of() {
       connect_all_stages | abort_frees_loading_blocks)
       echo scenarios/spaces/disaggregation.toml ;;
     draft_shares_target_kv_group) echo scenarios/spaces/triton_mla.toml ;;
+    stop_string_keeps_tokens | stop_string_first_listed | stop_string_tail_window) echo scenarios/spaces/stop_strings.toml ;;
   esac
 }
 if [ "$cases" = 0 ]; then exec >> "$out"; else exec > "$out"; fi

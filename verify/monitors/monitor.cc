@@ -16,7 +16,7 @@ core::Finding finding_at(const core::Event& e, core::Verdict v, core::FindingKin
   return f;
 }
 
-std::string token_list(const std::vector<int64_t>& v) {
+std::string token_list(std::span<const int64_t> v) {
   std::string s = "[";
   for (size_t i = 0; i < v.size(); ++i) s += fmt::format("{}{}", i ? ", " : "", v[i]);
   return s + "]";

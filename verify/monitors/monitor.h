@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -123,6 +124,6 @@ inline void deliver(Monitor& m, const core::Event& e) {
 core::Finding finding_at(const core::Event& e, core::Verdict v, core::FindingKind kind, std::string summary);
 
 // "[1, 2, 3]"
-std::string token_list(const std::vector<int64_t>& v);
+std::string token_list(std::span<const int64_t> v);
 
 }  // namespace ppspec::verify

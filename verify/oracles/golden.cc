@@ -1,6 +1,7 @@
 #include "verify/oracles/golden.h"
 
 #include "core/assert.h"
+#include "engine/detokenizer.h"
 #include "kernels/recurrent.h"
 #include "kernels/row.h"
 
@@ -89,6 +90,26 @@ void ReferenceSequence::compute(size_t p) {
     }
     x = out;
   }
+}
+
+StopCut stop_cut(const engine::ModelConfig& m, std::span<const std::string> stop, bool include_in_output,
+                 std::span<const int64_t> tokens) {
+  StopCut cut;
+  for (const int64_t t : tokens) {
+    engine::append_token_text(m, t, cut.text);
+    ++cut.tokens;
+    size_t best_end = std::string::npos, best_at = 0;
+    for (size_t i = 0; i < stop.size(); ++i) {
+      const size_t at = cut.text.find(stop[i]);
+      if (at == std::string::npos || (best_end != std::string::npos && at + stop[i].size() >= best_end)) continue;
+      best_end = at + stop[i].size(), best_at = at;
+      cut.stop = static_cast<int32_t>(i);
+    }
+    if (cut.stop < 0) continue;
+    cut.text.resize(include_in_output ? best_end : best_at);
+    return cut;
+  }
+  return cut;
 }
 
 std::vector<int64_t> golden_continuation(const engine::Checkpoint& ckpt, const engine::ModelConfig& m,

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "engine/checkpoint.h"
@@ -49,6 +50,18 @@ class ReferenceSequence {
   std::vector<uint32_t> kv_sum_;   // [pos][layer][lane]: Σ of the layer's KV over 0..pos
   std::vector<uint32_t> lanes_;    // [pos][layers + 1][lane]
 };
+
+// Where `tokens` end under stop strings, appended one at a time and the whole text searched after
+// each (the definition the front end's windowed search must agree with, engine/stop_strings.h):
+// the tokens kept (through the one that completes the earliest-ending stop string), the text
+// returned, and that stop string's index (-1: none completed).
+struct StopCut {
+  size_t tokens = 0;
+  std::string text;
+  int32_t stop = -1;
+};
+StopCut stop_cut(const engine::ModelConfig& m, std::span<const std::string> stop, bool include_in_output,
+                 std::span<const int64_t> tokens);
 
 std::vector<int64_t> golden_continuation(const engine::Checkpoint& ckpt, const engine::ModelConfig& m,
                                          const std::vector<int32_t>& prompt, int max_tokens);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/finding_kinds.h"
 #include "core/assert.h"
@@ -103,10 +104,11 @@ void name_first_difference(core::Finding& f, const engine::EngineConfig& cfg, co
       "every embedded token with what was sampled: none differed",
       online.rows_checked, online.samples_checked);
   if (r.spec.spread == 0)
-    f.details.push_back(
-        fmt::format("{}; {}: the first differing value is no activation and no sample but the engine "
-                    "core's record of the request (its output list, its stop or its length rule)",
-                    sampled, checked));
+    f.details.push_back(fmt::format(
+        "{}; {}: the first differing value is no activation and no sample but the engine "
+        "core's record of the request (its output list, its stop or its length rule){}",
+        sampled, checked,
+        cfg.workload.stop_strings.empty() ? "" : ", or what the front end returned of it (its stop strings)"));
   else
     f.details.push_back(
         fmt::format("{}; {}: the first value that differed is this sample itself, drawn with temperature "
@@ -122,48 +124,154 @@ std::optional<core::Finding> golden_oracle(const engine::EngineConfig& cfg, cons
   std::optional<core::Finding> earliest;
   for (const engine::RequestRecord& r : requests) {
     if (r.spec.spread != 0) continue;  // the golden continuation is greedy
-    const std::vector<int64_t> golden = golden_continuation(ckpt, cfg.model, r.spec.prompt, r.spec.max_tokens);
-    const size_t n = std::min(golden.size(), r.output.size());
+    std::vector<int64_t> golden = golden_continuation(ckpt, cfg.model, r.spec.prompt, r.spec.max_tokens);
+    const StopCut cut = stop_cut(cfg.model, cfg.workload.stop_strings, cfg.workload.include_stop_str_in_output, golden);
+    golden.resize(cut.tokens);
+    const std::span<const int64_t> out = r.returned();
+    const size_t n = std::min(golden.size(), out.size());
     size_t i = 0;
-    while (i < n && golden[i] == r.output[i]) ++i;
-    PPSPEC_ASSERT(i <= n && n <= golden.size() && n <= r.output.size());
-    // An aborted request stops anywhere; one that reached max_model_len stops once its next
-    // verification block no longer fits.
+    while (i < n && golden[i] == out[i]) ++i;
+    PPSPEC_ASSERT(i <= n && n <= golden.size() && n <= out.size());
+    // An aborted request stops anywhere (one its stop string ended does not); one that reached
+    // max_model_len stops once its next verification block no longer fits.
     const bool capped = ended_at_model_len(cfg, r);
-    const bool length_ok = r.aborted || capped ? r.output.size() <= golden.size() : r.output.size() == golden.size();
+    const bool open_end = (r.aborted && r.stop_string < 0) || capped;
+    const bool length_ok = open_end ? out.size() <= golden.size() : out.size() == golden.size();
     if (i == n && length_ok) continue;
     core::Finding f;
     f.verdict = core::Verdict::output_divergence;
     f.kind = core::FindingKind::golden;
     locate(f, r, i);
-    const bool past_stop = i == n && r.output.size() > golden.size() && golden.back() == cfg.model.stop_token;
+    const bool past_stop = i == n && out.size() > golden.size() && !golden.empty() &&
+                           (cut.stop >= 0 || golden.back() == cfg.model.stop_token);
     if (i < n) {
-      f.summary = fmt::format("request {} output token #{} is {}, the golden continuation has {}", r.spec.id, i,
-                              r.output[i], golden[i]);
+      f.summary = fmt::format("request {} output token #{} is {}, the golden continuation has {}", r.spec.id, i, out[i],
+                              golden[i]);
     } else if (past_stop) {
       // The tokens agree up to the stop: the engine core kept sampling, or kept tokens sampled
       // after the stop in the same accepted run.
       locate(f, r, golden.size());
-      const size_t extra = r.output.size() - golden.size();
+      const size_t extra = out.size() - golden.size();
+      const std::string what = cut.stop >= 0 ? fmt::format("stop string \"{}\" completed",
+                                                           cfg.workload.stop_strings[static_cast<size_t>(cut.stop)])
+                                             : fmt::format("stop token {}", cfg.model.stop_token);
       f.summary = fmt::format(
-          "request {} returned {} token{} after its stop token {} (output token #{}): the golden "
-          "continuation ends there",
-          r.spec.id, extra, extra == 1 ? "" : "s", cfg.model.stop_token, golden.size() - 1);
+          "request {} returned {} token{} after its {} (output token #{}): the golden continuation ends there",
+          r.spec.id, extra, extra == 1 ? "" : "s", what, golden.size() - 1);
       i = golden.size();
     } else {
-      f.summary = fmt::format("request {} ended with {} tokens, the golden continuation has {}", r.spec.id,
-                              r.output.size(), golden.size());
+      f.summary = fmt::format("request {} ended with {} tokens, the golden continuation has {}", r.spec.id, out.size(),
+                              golden.size());
     }
     f.details.push_back(fmt::format("prompt {}", [&] {
       std::vector<int64_t> p(r.spec.prompt.begin(), r.spec.prompt.end());
       return token_list(p);
     }()));
-    f.details.push_back(fmt::format("engine {}", token_list(r.output)));
+    f.details.push_back(fmt::format("engine {}", token_list(out)));
     f.details.push_back(fmt::format("golden {}", token_list(golden)));
+    if (!cfg.workload.stop_strings.empty())
+      f.details.push_back(fmt::format("text returned \"{}\", golden \"{}\"", r.text, cut.text));
     f.sites.push_back(sampler_site(cfg, fmt::format("request {} token #{} sampled on the last stage", r.spec.id, i)));
     name_first_difference(f, cfg, r, i, online);
     keep_earliest(earliest, std::move(f));
   }
+  return earliest;
+}
+
+namespace {
+
+// What the front end did instead, read from what it returned: the step whose new tokens completed
+// the stop string, and whether the front end cut the text but not the tokens, chose another stop
+// string completed in the same step, or missed it.
+std::string stop_string_cause(const engine::EngineConfig& cfg, const engine::RequestRecord& r, const StopCut& cut) {
+  const std::vector<std::string>& stops = cfg.workload.stop_strings;
+  const size_t done = cut.tokens - 1;  // the token that completes it
+  PPSPEC_ASSERT(cut.stop >= 0 && done < r.output_step.size());
+  const int64_t step = r.output_step[done];
+  size_t first = done, last = done;  // the step's new tokens
+  while (first > 0 && r.output_step[first - 1] == step) --first;
+  while (last + 1 < r.output_step.size() && r.output_step[last + 1] == step) ++last;
+  const std::string& want = stops[static_cast<size_t>(cut.stop)];
+  const std::string where =
+      fmt::format("engine step {} returned output tokens #{} to #{}, and token #{} completed \"{}\"", step, first, last,
+                  done, want);
+  if (r.stop_string == cut.stop && r.text == cut.text)
+    return fmt::format(
+        "{}; the front end ended the request on it and cut the text there, but returned the tokens "
+        "sampled after it: text cut, token ids not (vLLM #47616)",
+        where);
+  const bool same_step = r.returned_tokens > 0 && r.output_step[static_cast<size_t>(r.returned_tokens) - 1] == step;
+  if (r.stop_string >= 0 && r.stop_string != cut.stop && same_step)
+    return fmt::format(
+        "{}; the front end ended the request on \"{}\", completed later in the same step's text and "
+        "listed {} it: of the stop strings one update completes, the earliest-completing must win, not "
+        "the first listed (vLLM #49391)",
+        where, stops[static_cast<size_t>(r.stop_string)], r.stop_string < cut.stop ? "before" : "after");
+  size_t longest = 0;
+  for (const std::string& x : stops) longest = std::max(longest, x.size());
+  const size_t after = last - done;
+  return fmt::format(
+      "{}, {} token{} before the end of the step's new tokens; the front end did not end the request "
+      "there{}",
+      where, after, after == 1 ? "" : "s",
+      after > longest ? fmt::format(": a search of the text of only the last longest stop string + 1 = {} tokens "
+                                    "cannot see it (SGLang #23802); the whole new text must be searched, from the "
+                                    "longest stop string - 1 characters before it",
+                                    longest + 1)
+                      : std::string());
+}
+
+// The stop strings over what the front end returned: its tokens' text, cut where appending them one
+// at a time completes a stop string (stop_cut), must be the text it returned, and no token may
+// follow the one that completed it. Needs no reference: sampled requests are judged too.
+std::optional<core::Finding> stop_string_finding(const engine::EngineConfig& cfg, const engine::RequestRecord& r) {
+  const std::vector<std::string>& stops = cfg.workload.stop_strings;
+  const std::span<const int64_t> out = r.returned();
+  const StopCut cut = stop_cut(cfg.model, stops, cfg.workload.include_stop_str_in_output, out);
+  const bool past_stop = cut.stop >= 0 && out.size() > cut.tokens;
+  if (!past_stop && r.text == cut.text) return std::nullopt;
+  core::Finding f;
+  f.verdict = core::Verdict::output_divergence;
+  f.kind = core::FindingKind::finish_rule;
+  const std::string named =
+      cut.stop >= 0 ? fmt::format("\"{}\"", stops[static_cast<size_t>(cut.stop)]) : std::string("none");
+  const std::string ended =
+      r.stop_string >= 0 ? fmt::format("\"{}\"", stops[static_cast<size_t>(r.stop_string)]) : std::string("none");
+  if (past_stop) {
+    locate(f, r, cut.tokens);
+    const size_t extra = out.size() - cut.tokens;
+    f.summary = fmt::format(
+        "request {} returned {} token{} after its stop string {} completed (output token #{}); the front end "
+        "ended it on {}",
+        r.spec.id, extra, extra == 1 ? "" : "s", named, cut.tokens - 1, ended);
+    f.details.push_back(stop_string_cause(cfg, r, cut));
+  } else {
+    locate(f, r, out.empty() ? 0 : out.size() - 1);
+    f.summary = fmt::format(
+        "request {} returned the text \"{}\", and its tokens' text cut at the earliest stop string ({}) is \"{}\"",
+        r.spec.id, r.text, named, cut.text);
+  }
+  f.details.push_back(fmt::format("returned {}, text \"{}\"", token_list(out), r.text));
+  f.details.push_back(fmt::format("stop strings [\"{}\"], include_stop_str_in_output = {}", fmt::join(stops, "\", \""),
+                                  cfg.workload.include_stop_str_in_output));
+  f.details.push_back(
+      "the front end ends a request at the stop string its text completes earliest, keeping the token that "
+      "completes it and dropping those after, however many tokens one step accepted (vLLM check_stop_strings, "
+      "#47616, #49391)");
+  f.sites.push_back(sampler_site(cfg, fmt::format("request {} token #{} returned by the front end", r.spec.id,
+                                                  past_stop ? cut.tokens : out.size())));
+  return f;
+}
+
+}  // namespace
+
+std::optional<core::Finding> stop_string_oracle(const engine::EngineConfig& cfg,
+                                                const std::vector<engine::RequestRecord>& requests) {
+  std::optional<core::Finding> earliest;
+  if (cfg.workload.stop_strings.empty()) return earliest;
+  for (const engine::RequestRecord& r : requests)
+    if (!r.dummy)
+      if (auto f = stop_string_finding(cfg, r)) keep_earliest(earliest, std::move(*f));
   return earliest;
 }
 

@@ -40,6 +40,13 @@ std::optional<core::Finding> golden_oracle(const engine::EngineConfig& cfg, cons
                                            const std::vector<engine::RequestRecord>& requests,
                                            const OnlineCoverage& online = {});
 
+// Stop strings, on every request whatever its sampling: the text the front end returned must be its
+// returned tokens' text cut where appending them one at a time completes a stop string,
+// and no token may follow the one that completed it (engine/stop_strings.h). Runs before the golden
+// oracle, whose finding on the same token names no mechanism.
+std::optional<core::Finding> stop_string_oracle(const engine::EngineConfig& cfg,
+                                                const std::vector<engine::RequestRecord>& requests);
+
 // vLLM's finish rules, on every request whatever its sampling (vllm/v1/core/sched/utils.py
 // check_stop, run after each token appended): a request ends as soon as it samples the stop token,
 // and returns at most max_tokens. The golden oracle checks greedy requests token by token; this

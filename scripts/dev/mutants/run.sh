@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Mutation-score campaign (issue 12 item 8): scripts/dev/mutants/README.md says what the mutants are and how
+# Mutation-score campaign: scripts/dev/mutants/README.md says what the mutants are and how
 # to read the table.
 #
 #   scripts/dev/mutants/run.sh [--build-dir DIR] [--jobs N] [--out FILE] [--no-first-wrong] [PATCH...]
