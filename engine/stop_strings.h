@@ -26,7 +26,7 @@ struct StopStringRules {
   // vLLM #47616: the text is cut at the stop string, the token ids are not: tokens sampled after the
   // stop string in the same accepted run are returned.
   bool keeps_tokens = false;
-  // vLLM #49391: the first stop string in list order found in the new text wins, not the one that
+  // vLLM #49391: of the stop strings found in the new text, the one listed earliest wins, not the one that
   // completes earliest, so an earlier-completing one stays in the output.
   bool first_listed = false;
   // SGLang #23802: only the text of the last (longest stop string + 1) tokens is searched, so a stop

@@ -97,6 +97,36 @@ TEST(KvOwnership, FencedBlocksStayTheRequestsUntilItsStepReturns) {
   EXPECT_TRUE(fx.found.empty());
 }
 
+// The lookahead batch: step 2 is scheduled, and gives request 7 block 4 for its next positions,
+// while step 1 is in flight. A store of step 1 into block 4 reached a position step 1 never
+// scheduled; the same store once step 1 returned, by a rank still finishing it, is not judged so.
+TEST(KvOwnership, AStoreOfAStepInFlightIntoABlockGivenForALaterStepIsReported) {
+  Ledger<verify::KvOwnership> fx;
+  fx.allocate(7, 1, 0, {3});
+  fx.allocate(7, 2, 1, {4});
+  fx.store(0, 1, 7, 15, 63);  // block 3: given at step 1
+  fx.store(0, 2, 7, 16, 64);  // block 4, by step 2 itself
+  EXPECT_TRUE(fx.found.empty());
+  fx.store(0, 1, 7, 16, 64);
+  fx.expect_one(
+      "rank0 (stage 0) at step 1: the target's KV write for request 7 at position 16 stores into slot 64 of block 4, "
+      "which the request receives only at step 2, scheduled while step 1 was in flight");
+}
+
+// Request 7 is preempted with step 1 in flight (block 3 fenced), step 1 returns, and its resumption
+// at step 3 is given block 3 again; the other TP rank of the last stage, still finishing step 1,
+// stores into it. Benign: the resumption's prefill rewrites it later in that rank's stream.
+TEST(KvOwnership, ALateStoreOfAReturnedStepIntoItsResumedRequestsBlockPasses) {
+  Ledger<verify::KvOwnership> fx;
+  fx.allocate(7, 1, 0, {3});
+  fx.release(7, 2, Release::preempted, {3});
+  fx.returned(1);
+  fx.free(7, 1, Release::preempted, {3});
+  fx.allocate(7, 3, 0, {3});
+  fx.store(3, 1, 7, 0, 48);
+  EXPECT_TRUE(fx.found.empty());
+}
+
 TEST(KvOwnership, BlocksGivenAwayWhileTheStepIsInFlightAreAWriteAfterFree) {
   Ledger<verify::KvOwnership> fx;
   fx.allocate(7, 1, 0, {3});

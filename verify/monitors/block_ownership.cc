@@ -210,6 +210,10 @@ BlockHolder BlockOwnership::holder_at_return(int64_t block, int64_t step) const 
   return at;
 }
 
+bool BlockOwnership::returned(int64_t step) const {
+  return returned_.contains(step) || (!returned_.empty() && step < returned_.begin()->first);
+}
+
 int64_t BlockOwnership::released_at(int64_t req) const {
   const auto it = released_at_.find(req);
   return it == released_at_.end() ? -1 : it->second;

@@ -52,6 +52,9 @@ class BlockOwnership {
   // Who held `block` when `step`'s output returned; now, when it has not returned (yet) or when it
   // returned before the history kept.
   BlockHolder holder_at_return(int64_t block, int64_t step) const;
+  // Whether `step`'s output returned (steps return in the order they were scheduled; one older than
+  // the history kept did).
+  bool returned(int64_t step) const;
   // The step at whose schedule `req` was last released (finished, aborted or preempted: its blocks
   // freed or fenced); -1 when it never was.
   int64_t released_at(int64_t req) const;

@@ -85,6 +85,15 @@ void KvOwnership::check_row(const core::Event& e, core::KvWriter writer, const c
   }
   if (judged.fenced || table == nullptr || now.req != row.request)
     return;  // a late store of a released request: its table is gone
+  // Its own block, but given at a later schedule than the store's step, which is still in flight:
+  // under the lookahead batch the engine core schedules step S + 1, and gives blocks for it, while
+  // step S runs, and step S's positions lie in blocks given by S. (A rank finishing a step that
+  // returned already stores into blocks its resumed request may hold again: its resumption's
+  // prefill rewrites them later in the rank's stream.)
+  if (now.since_step > e.step && !blocks_.returned(e.step)) {
+    report_given_later(e, writer, row, now);
+    return;
+  }
   // Its own block, cached at an earlier step: its content is final (others may share it).
   if (const CachedBlock* c = blocks_.cached(block); c != nullptr && e.step > c->step) {
     report_cached(e, writer, row, *c);
@@ -142,6 +151,23 @@ void KvOwnership::report_not_held(const core::Event& e, core::KvWriter writer, c
         fmt::format("the position is past the request's {} blocks: the block-table entry at column {} is left from "
                     "an earlier request of the same state index (vLLM #16370: no lookahead slots)",
                     table->size(), column));
+  report(std::move(f));
+}
+
+void KvOwnership::report_given_later(const core::Event& e, core::KvWriter writer, const core::KvSlotRow& row,
+                                     const BlockHolder& now) {
+  const int64_t block = row.slot / facts_.block_size;
+  core::Finding f = kv_finding(
+      e, row, core::FindingKind::kv_ownership,
+      fmt::format("{} stores into slot {} of block {}, which the request receives only at step {}, scheduled while "
+                  "step {} was in flight",
+                  where(e, writer, row), row.slot, block, now.since_step, e.step));
+  f.sites.push_back(store_site(e, writer, row));
+  f.details.push_back(
+      fmt::format("a step's stores go into the blocks its request held when the step was scheduled; block {} was "
+                  "given for step {}'s tokens: step {} computed a position past what it scheduled, or took its slot "
+                  "mapping from a newer block table",
+                  block, now.since_step, e.step));
   report(std::move(f));
 }
 

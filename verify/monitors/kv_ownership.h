@@ -9,6 +9,10 @@
 // that rank does, so it is judged by who held the block at the return; a store while the step is
 // still in flight, into a block already given away, is the write-after-free of vLLM #49620.
 //
+// A store of a step still in flight into a block of its request is judged against the blocks the
+// request held when the step was scheduled: under the lookahead batch the request may already hold
+// blocks given for its next step, which no position of this step may reach.
+//
 // With prefix caching a block may be shared: the requests whose prefill hit it hold it read-only,
 // and a store of theirs into it (from the hit's step on) is a finding; so is a store by its owner
 // at a step after the one at which it entered the cache, whose content was final by then.
@@ -34,6 +38,8 @@ class KvOwnership final : public Monitor {
                            const std::vector<int64_t>* table);
   void report_not_held(const core::Event& e, core::KvWriter writer, const core::KvSlotRow& row, const BlockHolder& now,
                        const std::vector<int64_t>* table);
+  void report_given_later(const core::Event& e, core::KvWriter writer, const core::KvSlotRow& row,
+                          const BlockHolder& now);
   std::string sharing(int64_t block) const;
   void report_shared(const core::Event& e, core::KvWriter writer, const core::KvSlotRow& row, int64_t hit_step);
   void report_cached(const core::Event& e, core::KvWriter writer, const core::KvSlotRow& row, const CachedBlock& c);
