@@ -52,6 +52,7 @@ std::string_view to_string(EventKind k) {
     case EventKind::kv_ready: return "kv_ready";
     case EventKind::attention_split: return "attention_split";
     case EventKind::eagle_taps: return "eagle_taps";
+    case EventKind::engine_stalled: return "engine_stalled";
     case EventKind::verdict: return "verdict";
   }
   return "?";
@@ -89,7 +90,8 @@ bool is_engine_probe(EventKind k) {
     case EventKind::kv_pulled:
     case EventKind::kv_ready:
     case EventKind::attention_split: return true;
-    case EventKind::eagle_taps: return true;
+    case EventKind::eagle_taps:
+    case EventKind::engine_stalled: return true;
     case EventKind::actor_start:
     case EventKind::actor_end:
     case EventKind::comm_init:

@@ -67,6 +67,7 @@ enum class EventKind : uint8_t {
   kv_ready,           // decode engine core: every rank reported a request's pulls complete
   attention_split,    // a rank built a step's TRITON_MLA metadata: the batch split into decode and prefill paths
   eagle_taps,         // a rank's forward digested EAGLE taps: which tap from which of its layers
+  engine_stalled,     // engine core: nothing in flight, nothing to arrive, and requests it will never schedule
   verdict,            // the run ended (text = verdict)
 };
 

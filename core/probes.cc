@@ -70,6 +70,8 @@ constexpr std::array kKindLayouts{
                "[decode-path query rows, block-table rows given it, then per decode-path request: id, query length]"},
     KindLayout{EventKind::eagle_taps, 0, EagleTapsProbe::kTapFields, ProbeValue::count,
                "[per tap the forward digested: the tapped layer it fills, the layer whose output it digested]"},
+    KindLayout{EventKind::engine_stalled, 2, 1, ProbeValue::count,
+               "[free KV blocks, usable KV blocks, then the waiting request ids in queue order...]"},
 };
 
 const KindLayout* kind_layout(EventKind k) {
@@ -476,5 +478,17 @@ void EagleTapsProbe::encode(ProbeData& out) const {
 }
 
 EagleTapsProbe EagleTapsProbe::decode(const Event& e) { return {checked_ints(e, kKind)}; }
+
+void EngineStalledProbe::encode(ProbeData& out) const {
+  out.value = static_cast<int64_t>(waiting.size());
+  out.ints.push_back(free_blocks);
+  out.ints.push_back(usable_blocks);
+  append_span(out.ints, waiting);
+}
+
+EngineStalledProbe EngineStalledProbe::decode(const Event& e) {
+  const std::span<const int64_t> ints = checked_ints(e, kKind);
+  return {ints[0], ints[1], ints.subspan(2)};
+}
 
 }  // namespace ppspec::core

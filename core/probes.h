@@ -290,6 +290,19 @@ struct EagleTapsProbe {
   static EagleTapsProbe decode(const Event& e);
 };
 
+// engine_stalled: the engine core has no step in flight, no request left to arrive, and waiting
+// requests its schedule admits none of: vLLM's busy loop would poll an empty input queue for ever.
+// What it would wait for: the free KV blocks, the usable ones (the null block is not), and the
+// waiting requests in queue order.
+struct EngineStalledProbe {
+  static constexpr EventKind kKind = EventKind::engine_stalled;
+  int64_t free_blocks = 0;
+  int64_t usable_blocks = 0;
+  std::span<const int64_t> waiting;
+  void encode(ProbeData& out) const;
+  static EngineStalledProbe decode(const Event& e);
+};
+
 // accepted_readback: the last stage's tp rank 0 read, on the host, what each request of step `step`
 // accepted (its num_sampled: accepted drafts + the bonus token), from the pinned buffer a
 // non-blocking copy filled (vLLM's num_accepted_tokens_cpu), at the start of step `value`.

@@ -215,8 +215,9 @@ void Engine::engine_core() {
     }
     if (in_flight.empty()) {
       if (all_done()) break;  // the schedule itself ended the last requests (an abort while their KV loaded)
-      wait_idle();
-      continue;
+      if (wait_idle()) continue;
+      stall();
+      return;
     }
     receive(in_flight.front());
     in_flight.pop_front();

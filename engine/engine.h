@@ -78,7 +78,11 @@ class Engine {
   ModelOutput next_output(Replica& r);
   void handle_kv_message(Replica& r, const std::any& m);
   // Idle with nothing to schedule: wait for the next arrival, or for a message that may bring one.
-  void wait_idle();
+  // Waits for what comes next (an arrival, a peer's message); false when nothing will come.
+  bool wait_idle();
+  // Nothing in flight, nothing to arrive, and waiting requests no schedule admits: each replica's
+  // engine_stalled probe says what they wait for; the run ends there, not completed.
+  void stall();
   void start_serving();  // warmup is over: the exports that arrived meanwhile are queued
   // `stepped`: the schedule that started them made a step (else the pulls belong to the last one).
   void send_loads(Replica& r, bool stepped);

@@ -75,21 +75,36 @@ void Engine::start_serving() {
   early_exports_.clear();
 }
 
-void Engine::wait_idle() {
+bool Engine::wait_idle() {
   std::optional<core::Time> next;
   for (const Replica& rep : replicas_)
     if (const auto t = rep.scheduler->next_arrival()) next = next ? std::min(*next, *t) : *t;
   if (next) {
     rt_.sleep(std::max<core::Time>(*next - rt_.now(), 1));
-    return;
+    return true;
   }
   // A disaggregated instance waits for what its peer or its connectors send: an export, a report.
   const bool waits = cfg_.instance() == Instance::decode ||
                      (cfg_.instance() == Instance::prefill && replicas_.front().scheduler->holds_exports());
-  if (!waits) throw std::logic_error("the scheduler can schedule nothing and no request will arrive");
+  if (!waits) return false;
   PPSPEC_ASSERT(replicas_.size() == 1, "a disaggregated instance of {} replicas", replicas_.size());
   Replica& rep = replicas_.front();
   handle_kv_message(rep, rt_.channel(rep.actor).recv());
+  return true;
+}
+
+void Engine::stall() {
+  // Without a monitor to name the waiting requests, the run must not end as if it completed.
+  if (!rt_.events().active()) throw std::logic_error("the scheduler can schedule nothing and no request will arrive");
+  for (const Replica& rep : replicas_) {
+    if (rep.scheduler->done()) continue;
+    const std::vector<int64_t> waiting = rep.scheduler->waiting_ids();
+    const BlockPool& pool = rep.scheduler->pool();
+    publish(rt_, Probe{-1, std::max<int64_t>(next_step_ - 1, 0), -1, rep.actor},
+            core::EngineStalledProbe{pool.free_count(), pool.num_blocks() - 1, waiting});
+  }
+  broadcast(Command::shutdown);
+  stop_connectors();
 }
 
 void Engine::send_loads(Replica& rep, bool stepped) {

@@ -138,6 +138,12 @@ Scheduler::Scheduler(const EngineConfig& cfg, std::vector<RequestSpec> workload)
                 pool_.num_blocks(), blocks_minimum(cfg));
 }
 
+std::vector<int64_t> Scheduler::waiting_ids() const {
+  std::vector<int64_t> out;
+  for (size_t i : waiting_) out.push_back(records_[i].spec.id);
+  return out;
+}
+
 void Scheduler::admit_until(core::Time now) {
   if (cfg_.instance() == Instance::decode) return;  // requests arrive from the prefill instance
   while (next_arrival_ < static_cast<size_t>(workload_size_) && records_[next_arrival_].spec.arrival <= now)

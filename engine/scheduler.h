@@ -53,6 +53,8 @@ class Scheduler {
   std::optional<core::Time> next_arrival() const;
   bool done() const;  // every workload request finished
   bool fenced() const { return !fences_.empty(); }
+  // The waiting requests' ids, in queue order (FCFS: the next to admit first).
+  std::vector<int64_t> waiting_ids() const;
 
   // The next step's batch; an idle batch (no requests) when requests are running but none may run
   // yet (the PP cadence: a request runs at most once every pp steps, so that step T's feedback is

@@ -145,5 +145,37 @@ TEST(SchedulingProgress, AFenceThatOutlivesTheStepsItWaitedForIsNamed) {
   }
 }
 
+// The engine core stops issuing steps: its engine_stalled probe (free blocks, usable blocks, the
+// waiting requests) is named, with what the pool says of why none is admitted.
+TEST(SchedulingProgress, AnEngineCoreThatStopsIssuingStepsIsNamedWithWhatItsPoolSays) {
+  struct Case {
+    const char* what;
+    bool fenced;
+    int64_t free;
+    const char* says;
+  };
+  for (const Case c : {Case{"a fence never freed", true, 5, "request 8's fenced blocks were never freed"},
+                       Case{"a leak", false, 5, "2 blocks are held by no request and no fence"},
+                       Case{"a free pool", false, 7, "the whole pool is free"}}) {
+    SCOPED_TRACE(c.what);
+    Progress fx;
+    fx.batch(4, {8}, 0, 3);
+    if (c.fenced) fx.release(8, 5, {2, 3});
+    fx.returned(4);
+    EXPECT_TRUE(fx.found.empty());
+    fx.send(EventKind::engine_stalled, -1, 5, -1, {c.free, 7, 9, 10}, 2);
+    ASSERT_EQ(fx.found.size(), 1u);
+    const core::Finding& f = fx.found[0];
+    EXPECT_EQ(f.verdict, core::Verdict::hang);
+    EXPECT_EQ(core::to_string(f.kind), "starvation");
+    EXPECT_EQ(f.request, 9);
+    EXPECT_EQ(f.summary,
+              "the engine core stopped issuing steps after engine step 5: nothing is in flight, no request is left to "
+              "arrive, and it admits none of its 2 waiting requests (the next in its queue: request 9)");
+    ASSERT_GE(f.details.size(), 2u);
+    EXPECT_NE(f.details[1].find(c.says), std::string::npos) << f.details[1];
+  }
+}
+
 }  // namespace
 }  // namespace ppspec::testing

@@ -28,6 +28,7 @@ void SchedulingProgress::on_event(const core::Event& e) {
     case core::EventKind::step_returned: on_returned(e); return;
     case core::EventKind::request_released: on_released(e); return;
     case core::EventKind::blocks_freed: on_freed(e); return;
+    case core::EventKind::engine_stalled: report_stalled(e); return;
     default: return;
   }
 }
@@ -137,6 +138,36 @@ core::Finding SchedulingProgress::starvation(const core::Event& e, int64_t req, 
   f.request = req;
   f.sites.push_back(core::Site{-1, "engine", "", -1, "the engine core's scheduler", ""});
   return f;
+}
+
+// The engine core stopped: the waiting requests, and what the KV pool says of why none is admitted.
+void SchedulingProgress::report_stalled(const core::Event& e) {
+  const auto p = core::EngineStalledProbe::decode(e);
+  const int64_t first = p.waiting.empty() ? -1 : p.waiting.front();
+  core::Finding f = starvation(
+      e, first,
+      fmt::format("the engine core stopped issuing steps after engine step {}: nothing is in flight, no request is "
+                  "left to arrive, and it admits none of its {} waiting request{} (the next in its queue: request {})",
+                  e.step, p.waiting.size(), p.waiting.size() == 1 ? "" : "s", first));
+  size_t fenced = 0;
+  for (const Fence& fence : fences_) fenced += fence.blocks.size();
+  const int64_t lost = p.usable_blocks - p.free_blocks - static_cast<int64_t>(fenced);
+  f.details.push_back(fmt::format("{} of the {} usable KV blocks are free, {} fenced, and no request is running",
+                                  p.free_blocks, p.usable_blocks, fenced));
+  if (fenced > 0)
+    f.details.push_back(fmt::format("request {}'s fenced blocks were never freed, though no step of it is in flight",
+                                    fences_.front().req));
+  else if (lost > 0)
+    f.details.push_back(fmt::format(
+        "{} block{} held by no request and no fence: a release that did not give them back (a leak), and the "
+        "waiting requests need them",
+        lost, lost == 1 ? " is" : "s are"));
+  else
+    f.details.push_back(
+        "the whole pool is free: the next request needs more blocks than the pool holds, or the admission rule "
+        "never lets it in (vllm-rbln #957: a prompt past the usable pool, the null block counted as usable)");
+  f.details.push_back("vLLM's engine core would poll its input queue for ever here, with no error and no timeout");
+  report(std::move(f));
 }
 
 void SchedulingProgress::report_starved(const core::Event& e, int64_t req) {

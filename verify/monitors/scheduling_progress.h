@@ -10,6 +10,9 @@
 // blocks are counted against it: past the same bound the fence is named (the request, its blocks,
 // the step it waited for and when that returned), since whatever waits for those blocks, admitted
 // or not, is starved by it.
+// An engine core that stops issuing steps altogether (nothing in flight, nothing to arrive, waiting
+// requests it never admits: its engine_stalled probe) is named the same way, with what the KV pool
+// says of why: fenced blocks never freed, blocks held by no request (a leak), or a whole free pool.
 // Without it such a run stepped on in silence until the simulator's step limit, a finding that
 // named no request, no step and no cause (tt-xla's AscendScheduler; vLLM #25890's empty schedules).
 #pragma once
@@ -31,7 +34,8 @@ class SchedulingProgress final : public Monitor {
   // The kinds on_event acts on; it returns at once on any other.
   KindSet kinds() const override {
     return kind_set({core::EventKind::batch_scheduled, core::EventKind::request_scheduled,
-                     core::EventKind::step_returned, core::EventKind::request_released, core::EventKind::blocks_freed});
+                     core::EventKind::step_returned, core::EventKind::request_released, core::EventKind::blocks_freed,
+                     core::EventKind::engine_stalled});
   }
   // Empty serving steps a runnable request may sit out before it is named.
   int idle_steps_allowed() const { return 2 * (facts_.pp + 1) + 2; }
@@ -42,6 +46,7 @@ class SchedulingProgress final : public Monitor {
   core::Finding starvation(const core::Event& e, int64_t req, std::string summary) const;
   void report_starved(const core::Event& e, int64_t req);
   void report_stale_fence(const core::Event& e);
+  void report_stalled(const core::Event& e);
   void on_released(const core::Event& e);
   void on_freed(const core::Event& e);
 
