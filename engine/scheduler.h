@@ -113,7 +113,9 @@ class Scheduler {
   int32_t lookahead() const;
   void release(RequestRecord& r, core::Release reason, int64_t step);
   void finish(RequestRecord& r, bool aborted, int64_t step);
-  // A client's abort reaches the engine core at `step`, which lets go of the request there.
+  // A client's abort reaches the engine core at `step` (recorded in the ledger) ...
+  void abort_arrives(RequestRecord& r, int64_t step);
+  // ... which lets go of the request there.
   void client_abort(RequestRecord& r, int64_t step);
   // The front end's update with the step's new tokens (engine/stop_strings.h): whether a stop
   // string ended the request.

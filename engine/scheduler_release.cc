@@ -85,9 +85,7 @@ void Scheduler::abort_in_flight(int64_t step) {
     const int64_t oldest = step - std::max(cfg_.batches_in_flight() - 1, 1);  // the oldest batch in flight
     if (!r.in_flight() || r.steps_in_flight.front() > oldest) continue;
     if (!r.spec.abort || r.abort_arrived || static_cast<int>(r.output.size()) < cfg_.workload.abort_after) continue;
-    r.abort_arrived = true;
-    ledger_.push_back(
-        LedgerEntry{LedgerEntry::What::abort_arrived, r.spec.id, step, core::Release::aborted, r.idx, 0, {}});
+    abort_arrives(r, step);
     if (abort_scan_reaches(r, step)) finish(r, true, step);
   }
 }
@@ -175,10 +173,14 @@ void Scheduler::update(const SchedulerOutput& so, const ModelOutput& out) {
   return_fenced(so.step);
 }
 
-void Scheduler::client_abort(RequestRecord& r, int64_t step) {
+void Scheduler::abort_arrives(RequestRecord& r, int64_t step) {
   r.abort_arrived = true;
   ledger_.push_back(
       LedgerEntry{LedgerEntry::What::abort_arrived, r.spec.id, step, core::Release::aborted, r.idx, 0, {}});
+}
+
+void Scheduler::client_abort(RequestRecord& r, int64_t step) {
+  abort_arrives(r, step);
   finish(r, true, step);
 }
 

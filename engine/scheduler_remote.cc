@@ -85,9 +85,8 @@ void Scheduler::abort_remote(int64_t step) {
   for (size_t i : waiting) {
     RequestRecord& r = records_[i];
     if (!r.spec.abort || r.abort_arrived || (r.remote != RemoteKv::loading && r.remote != RemoteKv::loaded)) continue;
-    r.abort_arrived = true;
-    ledger_.push_back(
-        LedgerEntry{LedgerEntry::What::abort_arrived, r.spec.id, step, core::Release::aborted, -1, 0, {}});
+    PPSPEC_ASSERT(r.idx < 0, "request {} waits for its KV with state index {}", r.spec.id, r.idx);
+    abort_arrives(r, step);
     const bool hold = r.remote == RemoteKv::loading && !cfg_.faults.abort_frees_loading_blocks;
     std::vector<int32_t> blocks;
     blocks.swap(r.blocks);

@@ -125,8 +125,11 @@ std::optional<core::Finding> golden_oracle(const engine::EngineConfig& cfg, cons
   for (const engine::RequestRecord& r : requests) {
     if (r.spec.spread != 0) continue;  // the golden continuation is greedy
     std::vector<int64_t> golden = golden_continuation(ckpt, cfg.model, r.spec.prompt, r.spec.max_tokens);
-    const StopCut cut = stop_cut(cfg.model, cfg.workload.stop_strings, cfg.workload.include_stop_str_in_output, golden);
-    golden.resize(cut.tokens);
+    StopCut cut;  // no stop strings: the whole continuation, whose text no report shows
+    if (!cfg.workload.stop_strings.empty()) {
+      cut = stop_cut(cfg.model, cfg.workload.stop_strings, cfg.workload.include_stop_str_in_output, golden);
+      golden.resize(cut.tokens);
+    }
     const std::span<const int64_t> out = r.returned();
     const size_t n = std::min(golden.size(), out.size());
     size_t i = 0;
