@@ -106,6 +106,9 @@ struct ServingConfig {
   // blocks reuses them and computes only what follows.
   bool enable_prefix_caching = false;
   SchedulingPolicy scheduling_policy = SchedulingPolicy::fcfs;
+  // vLLM's pin_memory: the step's host-built inputs are staged through reused pinned host buffers
+  // and copied without blocking (engine/input_staging.h); false: pageable copies.
+  bool pin_memory = false;
 };
 
 enum class Arrival : uint8_t { burst, poisson };

@@ -490,6 +490,18 @@ std::string reach_tap_local_layer_index(const EngineConfig& c, core::ModuleLoadi
   return "it needs a tapped layer past the first stage's: the first stage's index within it is the layer's own";
 }
 
+// InputStaging: the pinned twins exist with pin_memory only. A rank's host rewrites them before its
+// stream copied them only where nothing synchronises the host with its main stream between two
+// steps: the last stage reads each step's output back (Worker::send_output synchronises main on
+// every TP rank of it), so at pp = 1 no rank runs ahead; the earlier stages of a pp >= 2 instance
+// (the decode instance's or a disaggregated prefill instance's) do.
+std::string reach_input_staging(const EngineConfig& c, core::ModuleLoading) {
+  if (!c.serving.pin_memory) return "it needs pin_memory: without it every input is a pageable copy";
+  if (c.topology.pp >= 2 || (c.disagg.enabled && c.disagg.prefill.pp >= 2)) return "";
+  return "it needs pp >= 2 (in either instance): the last stage synchronises its main stream at each step's "
+         "output, and only earlier stages run ahead of their copies";
+}
+
 // ---------------------------------------------------------------------------------------------
 // The table, in kFaultSwitches' order.
 
@@ -537,6 +549,8 @@ constexpr std::array kFaultReach{
     FaultReach{"stop_string_keeps_tokens", reach_stop_string_keeps_tokens},
     FaultReach{"stop_string_first_listed", reach_stop_string_first_listed},
     FaultReach{"stop_string_tail_window", reach_stop_string_tail_window},
+    FaultReach{"input_prep_without_sync", reach_input_staging},
+    FaultReach{"input_prep_sync_after_states", reach_input_staging},
 };
 
 constexpr bool reach_table_follows_switches() {

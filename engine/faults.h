@@ -123,6 +123,12 @@ struct Faults {
   // SGLang #23802: stop strings are looked for only in the text of the last (longest stop string
   // + 1) tokens, so one completed early in a longer accepted run is missed.
   bool stop_string_tail_window = false;
+  // vLLM #24527 (tokenspeed #376 the same): with pin_memory, a step's inputs are written into the
+  // reused pinned buffers with no synchronisation on the previous step's copies from them.
+  bool input_prep_without_sync = false;
+  // vLLM #25279: the synchronisation on the previous step's copies comes after the request tables'
+  // update (_update_states), which already rewrote the pinned block table and request rows.
+  bool input_prep_sync_after_states = false;
 };
 
 // A fault's name in a scenario's [faults] table, and its switch.
@@ -168,6 +174,8 @@ inline constexpr std::array kFaultSwitches{
     FaultSwitch{"stop_string_keeps_tokens", &Faults::stop_string_keeps_tokens},
     FaultSwitch{"stop_string_first_listed", &Faults::stop_string_first_listed},
     FaultSwitch{"stop_string_tail_window", &Faults::stop_string_tail_window},
+    FaultSwitch{"input_prep_without_sync", &Faults::input_prep_without_sync},
+    FaultSwitch{"input_prep_sync_after_states", &Faults::input_prep_sync_after_states},
 };
 // A switch added to Faults but not to the table could be set by no scenario.
 static_assert(sizeof(Faults) == kFaultSwitches.size() * sizeof(bool),

@@ -27,9 +27,16 @@ void Worker::step(const SchedulerOutput& so) {
   // orders it).
   for (int32_t idx : so.finished)
     if (pp_handler_) pp_handler_->on_req_idx_freed(idx);
+  // synchronize_input_prep around _update_states and _prepare_inputs' uploads (engine/input_staging.h);
+  // vLLM #25279's defect enters it only after the request tables were updated.
+  const bool late_sync = ctx_.cfg.faults.input_prep_sync_after_states;
+  if (!late_sync) staging_.begin();
   tables_.admit(so);
+  if (late_sync) staging_.begin();
   model_.recurrent().reset(so);
+  tables_.commit(so);
   inputs_.upload_batch(so);
+  staging_.end();
   if (so.num_tokens == 0 && !so.dp_dummy) {
     // An idle step keeps the PP cadence: every rank takes it, nothing runs, nothing is posted.
     return_idle_output(so);

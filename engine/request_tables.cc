@@ -4,7 +4,7 @@
 
 namespace ppspec::engine {
 
-RequestTables::RequestTables(RankContext& ctx) : ctx_(ctx) {
+RequestTables::RequestTables(RankContext& ctx, InputStaging& staging) : ctx_(ctx), staging_(staging) {
   using core::Dtype;
   const int32_t n = ctx.max_reqs;
   last_sampled = ctx.alloc(Dtype::i64, n, 1, "last_sampled");
@@ -18,27 +18,61 @@ RequestTables::RequestTables(RankContext& ctx) : ctx_(ctx) {
   seeds = ctx.alloc(Dtype::i64, n, 1, "seeds");
   spread = ctx.alloc(Dtype::u32, n, 1, "spread");
   temperature = ctx.alloc(Dtype::f32, n, 1, "temperature");
+  const std::array<std::pair<const core::Buffer*, const char*>, kTables> twins{{
+      {&last_sampled, "last_sampled_cpu"},
+      {&draft_tokens, "draft_tokens_cpu"},
+      {&num_computed, "num_computed_cpu"},
+      {&prefill_len, "prefill_len_cpu"},
+      {&total_len, "total_len_cpu"},
+      {&output_base, "output_base_cpu"},
+      {&prompt, "prompt_cpu"},
+      {&block_table, "block_table_cpu"},
+      {&seeds, "seeds_cpu"},
+      {&spread, "spread_cpu"},
+      {&temperature, "temperature_cpu"},
+  }};
+  for (size_t t = 0; t < twins.size(); ++t) host_[t] = staging.twin(*twins[t].first, twins[t].second);
 }
 
 void RequestTables::admit(const SchedulerOutput& so) {
+  const auto row = [this](const core::Buffer& dev, Table t, int64_t i) {
+    return std::pair<core::Buffer, core::Buffer>{dev.rows(i, 1), staging_.pinned() ? host_[t].rows(i, 1) : dev};
+  };
   for (const NewRequest& r : so.new_requests) {
     const int64_t i = r.idx;
     std::vector<int32_t> p = r.prompt;
     p.resize(static_cast<size_t>(ctx_.cfg.max_prefill()), 0);
-    ctx_.upload(prompt.rows(i, 1), p);
-    ctx_.upload(num_computed.rows(i, 1), std::vector<int32_t>{r.num_computed});
-    ctx_.upload(prefill_len.rows(i, 1), std::vector<int32_t>{static_cast<int32_t>(r.prompt.size())});
-    ctx_.upload(total_len.rows(i, 1), std::vector<int32_t>{static_cast<int32_t>(r.prompt.size())});
-    ctx_.upload(output_base.rows(i, 1), std::vector<int32_t>{r.num_output});
-    ctx_.upload(last_sampled.rows(i, 1), std::vector<int64_t>{0});
-    ctx_.upload(draft_tokens.rows(i, 1), std::vector<int64_t>(static_cast<size_t>(draft_tokens.shape().cols), 0));
-    ctx_.upload(seeds.rows(i, 1), std::vector<int64_t>{r.seed});
-    ctx_.upload(spread.rows(i, 1), std::vector<uint32_t>{r.spread});
-    ctx_.upload(temperature.rows(i, 1), std::vector<float>{static_cast<float>(r.spread) / 32.0f});
+    const auto put = [&](const core::Buffer& dev, Table t, const auto& values) {
+      const auto [d, h] = row(dev, t, i);
+      staging_.put(d, h, values);
+    };
+    put(prompt, kPrompt, p);
+    put(num_computed, kNumComputed, std::vector<int32_t>{r.num_computed});
+    put(prefill_len, kPrefillLen, std::vector<int32_t>{static_cast<int32_t>(r.prompt.size())});
+    put(total_len, kTotalLen, std::vector<int32_t>{static_cast<int32_t>(r.prompt.size())});
+    put(output_base, kOutputBase, std::vector<int32_t>{r.num_output});
+    put(last_sampled, kLastSampled, std::vector<int64_t>{0});
+    put(draft_tokens, kDraftTokens, std::vector<int64_t>(static_cast<size_t>(draft_tokens.shape().cols), 0));
+    put(seeds, kSeeds, std::vector<int64_t>{r.seed});
+    put(spread, kSpread, std::vector<uint32_t>{r.spread});
+    put(temperature, kTemperature, std::vector<float>{static_cast<float>(r.spread) / 32.0f});
   }
-  for (const ScheduledRequest& r : so.requests)
-    if (!r.new_blocks.empty())
-      ctx_.upload(block_table.slice(r.idx, r.first_new_block, static_cast<int64_t>(r.new_blocks.size())), r.new_blocks);
+  for (const ScheduledRequest& r : so.requests) {
+    if (r.new_blocks.empty()) continue;
+    const auto n = static_cast<int64_t>(r.new_blocks.size());
+    if (staging_.pinned())
+      staging_.write(host_[kBlockTable].slice(r.idx, r.first_new_block, n), r.new_blocks);
+    else
+      ctx_.upload(block_table.slice(r.idx, r.first_new_block, n), r.new_blocks);
+  }
+}
+
+void RequestTables::commit(const SchedulerOutput& so) {
+  if (!staging_.pinned() || so.requests.empty()) return;
+  int32_t rows = 0;
+  for (const ScheduledRequest& r : so.requests) rows = std::max(rows, r.idx + 1);
+  PPSPEC_ASSERT(rows <= ctx_.max_reqs, "a batch's request slot {} past the table's {} rows", rows - 1, ctx_.max_reqs);
+  staging_.copy(block_table.rows(0, rows), host_[kBlockTable].rows(0, rows));
 }
 
 }  // namespace ppspec::engine

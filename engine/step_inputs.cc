@@ -11,7 +11,8 @@ namespace ppspec::engine {
 
 namespace kn = ppspec::kernels;
 
-StepInputs::StepInputs(RankContext& ctx) : ctx_(ctx), group_(target_kv_group(ctx.cfg)) {
+StepInputs::StepInputs(RankContext& ctx, InputStaging& staging)
+    : ctx_(ctx), staging_(staging), group_(target_kv_group(ctx.cfg)) {
   using core::Dtype;
   input_ids = ctx.alloc(Dtype::i32, ctx.max_rows, 1, "input_ids");
   positions = ctx.alloc(Dtype::i64, ctx.max_rows, 1, "positions");
@@ -21,9 +22,13 @@ StepInputs::StepInputs(RankContext& ctx) : ctx_(ctx), group_(target_kv_group(ctx
   query_start = ctx.alloc(Dtype::i32, ctx.max_reqs + 1, 1, "query_start_loc");
   idx_mapping = ctx.alloc(Dtype::i32, ctx.max_reqs, 1, "idx_mapping");
   query_len = ctx.alloc(Dtype::i32, ctx.max_reqs, 1, "query_len");
+  query_start_cpu_ = staging.twin(query_start, "query_start_loc_cpu");
+  idx_mapping_cpu_ = staging.twin(idx_mapping, "idx_mapping_cpu");
+  query_len_cpu_ = staging.twin(query_len, "query_len_cpu");
   if (group_.reorder_threshold == 0) return;
   attention_split = ctx.alloc(Dtype::i32, 2, 1, "attention_split");
   seq_lens = ctx.alloc(Dtype::i32, ctx.max_reqs, 1, "seq_lens");
+  attention_split_cpu_ = staging.twin(attention_split, "attention_split_cpu");
 }
 
 void StepInputs::clear_split() {
@@ -38,15 +43,15 @@ void StepInputs::upload_batch(const SchedulerOutput& so) {
     idx.push_back(r.idx);
     qlen.push_back(r.num_tokens);
   }
-  ctx_.upload(query_start, qs);
-  ctx_.upload(idx_mapping, idx);
-  ctx_.upload(query_len, qlen);
+  stage(query_start, query_start_cpu_, qs);
+  stage(idx_mapping, idx_mapping_cpu_, idx);
+  stage(query_len, query_len_cpu_, qlen);
   if (group_.reorder_threshold > 0) upload_split(so);
 }
 
 void StepInputs::upload_split(const SchedulerOutput& so) {
   const AttentionSplit split = split_decodes_and_prefills(so, group_.reorder_threshold);
-  ctx_.upload(attention_split, std::vector<int32_t>{split.num_decodes, split.num_decode_tokens});
+  stage(attention_split, attention_split_cpu_, std::vector<int32_t>{split.num_decodes, split.num_decode_tokens});
   if (!ctx_.observed() || split.num_decodes == 0) return;
   std::vector<int64_t> requests;
   for (int32_t b = 0; b < split.num_decodes; ++b) {

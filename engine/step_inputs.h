@@ -4,6 +4,7 @@
 #pragma once
 
 #include "engine/attention_groups.h"
+#include "engine/input_staging.h"
 #include "engine/messages.h"
 #include "engine/rank_context.h"
 #include "engine/request_tables.h"
@@ -14,7 +15,7 @@ namespace ppspec::engine {
 
 class StepInputs {
  public:
-  explicit StepInputs(RankContext& ctx);
+  StepInputs(RankContext& ctx, InputStaging& staging);
   // After the checkpoint's load (device memory starts as poison): no step's split yet.
   void clear_split();
   // query_start_loc, idx_mapping and query_len of the batch.
@@ -43,8 +44,17 @@ class StepInputs {
   void probe_rows(const SchedulerOutput& so, int32_t padded_rows, const WriteCheck& check);
   // The attention metadata's split of the batch, uploaded and told (attention_split).
   void upload_split(const SchedulerOutput& so);
+  // Rows [0, values) of a batch buffer, staged through its pinned twin with pin_memory.
+  template <typename T>
+  void stage(const core::Buffer& dev, const core::Buffer& host, const std::vector<T>& values) {
+    const auto n = static_cast<int64_t>(values.size());
+    staging_.put(dev.rows(0, n), staging_.pinned() ? host.rows(0, n) : dev, values);
+  }
 
   RankContext& ctx_;
+  InputStaging& staging_;
+  // The pinned twins of query_start, idx_mapping, query_len and attention_split.
+  core::Buffer query_start_cpu_, idx_mapping_cpu_, query_len_cpu_, attention_split_cpu_;
   TargetKvGroup group_;
 };
 

@@ -33,8 +33,9 @@ namespace kn = ppspec::kernels;
 Worker::Worker(core::Runtime& rt, core::RankId rank, const EngineConfig& cfg, const Checkpoint& ckpt,
                std::string outputs)
     : ctx_(rt, rank, cfg, ckpt, std::move(outputs)),
-      tables_(ctx_),
-      inputs_(ctx_),
+      staging_(ctx_),
+      tables_(ctx_, staging_),
+      inputs_(ctx_, staging_),
       model_(ctx_),
       taps_(cfg.eagle() ? std::make_unique<EagleTaps>(ctx_) : nullptr),
       // Write checks cover a step's rows and the drafter's query rows.

@@ -85,6 +85,7 @@ class Worker {
   core::Communicator* tp() const { return ctx_.tp > 1 ? tp_comm_ : nullptr; }
 
   RankContext ctx_;
+  InputStaging staging_;  // with pin_memory, what tables_ and inputs_ stage their host writes through
   RequestTables tables_;
   StepInputs inputs_;
   TargetModel model_;

@@ -42,6 +42,7 @@ void append_engine(std::string& s, const ServingCase& c) {
   if (c.max_concurrent_batches > 0) s += fmt::format("max_concurrent_batches = {}\n", c.max_concurrent_batches);
   if (c.enable_prefix_caching) s += "enable_prefix_caching = true\n";
   if (c.scheduling_policy == engine::SchedulingPolicy::priority) s += "scheduling_policy = \"priority\"\n";
+  if (c.pin_memory) s += "pin_memory = true\n";
   s += fmt::format(
       "\n[workload]\nnum_requests = {}\nprompt_min = {}\nprompt_max = {}\noutput_min = {}\noutput_max = {}\n"
       "arrival = \"{}\"\nmean_gap_us = {}\ntemperature = {}\nseed = {}\nabort_every = {}\nabort_after = {}\n"
@@ -130,6 +131,7 @@ std::string summary(const ServingCase& c) {
   if (c.num_blocks > 0) s += fmt::format(" blocks {}", c.num_blocks);
   if (c.block_size != 16) s += fmt::format(" block_size {}", c.block_size);
   if (c.enable_prefix_caching) s += " prefix-caching";
+  if (c.pin_memory) s += " pinned-inputs";
   if (c.adaptive_budget) s += " adaptive-budget";
   if (c.eagle)
     s += c.taps.empty() ? std::string(" eagle taps default") : fmt::format(" eagle taps [{}]", fmt::join(c.taps, ","));

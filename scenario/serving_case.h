@@ -37,6 +37,7 @@ struct ServingCase {
   int max_concurrent_batches = 0;  // 0: pp; pp + 1: async scheduling's lookahead batch
   bool enable_prefix_caching = false;
   engine::SchedulingPolicy scheduling_policy = engine::SchedulingPolicy::fcfs;
+  bool pin_memory = false;            // inputs staged through reused pinned host buffers
   std::vector<int> recurrent_layers;  // [model] recurrent_layers (of the model's layers)
   bool triton_mla = false;            // [model] attention = "triton_mla"
   // [workload]

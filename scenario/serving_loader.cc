@@ -27,7 +27,7 @@ constexpr std::string_view kModelKeys =
 constexpr std::string_view kSpecKeys = "k, feedback, adaptive_budget, method, taps";
 constexpr std::string_view kServingKeys =
     "capture_sizes, max_num_seqs, max_num_batched_tokens, chunked_prefill, warmup_steps, max_concurrent_batches, "
-    "enable_prefix_caching, scheduling_policy";
+    "enable_prefix_caching, scheduling_policy, pin_memory";
 constexpr std::string_view kWorkloadKeys =
     "num_requests, prompt_min, prompt_max, output_min, output_max, arrival, mean_gap_us, temperature, greedy_every, "
     "seed, "
@@ -148,6 +148,7 @@ void read_serving_table(TableReader& r, engine::ServingConfig& v) {
   v.warmup_steps = to_int(r.integer("warmup_steps", 1, 64).value_or(v.warmup_steps));
   v.max_concurrent_batches = to_int(r.integer("max_concurrent_batches", 0, 65).value_or(0));  // 0: pp
   v.enable_prefix_caching = r.boolean("enable_prefix_caching").value_or(false);
+  v.pin_memory = r.boolean("pin_memory").value_or(false);
   read_one_of_two(r, "scheduling_policy", v.scheduling_policy, {"fcfs", engine::SchedulingPolicy::fcfs},
                   {"priority", engine::SchedulingPolicy::priority});
   if (const toml::array* sizes = r.array("capture_sizes")) {

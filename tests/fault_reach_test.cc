@@ -179,6 +179,12 @@ const std::vector<Unreachable> kUnreachable = {
      &serving::PathsReached::stop_string_ends},
     {"stop_string_tail_window", "K = 0", [](serving::ServingScenario& s) { s.config.spec.k = 0; },
      &serving::PathsReached::stop_string_ends},
+    {"input_prep_without_sync", "pp = 1", [](serving::ServingScenario& s) { s.config.topology.pp = 1; }},
+    {"input_prep_without_sync", "pageable inputs",
+     [](serving::ServingScenario& s) { s.config.serving.pin_memory = false; }},
+    {"input_prep_sync_after_states", "pp = 1", [](serving::ServingScenario& s) { s.config.topology.pp = 1; }},
+    {"input_prep_sync_after_states", "pageable inputs",
+     [](serving::ServingScenario& s) { s.config.serving.pin_memory = false; }},
 };
 
 std::string findings_of(const serving::ServingRun& run) {

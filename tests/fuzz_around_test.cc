@@ -46,14 +46,19 @@ TEST(FuzzAround, ACaseOfTheWholeSpaceLoadsAndReadsBackAsItself) {
   o.space.programs = false;
   o.space.requests = {1, 2};
   o.space.eagle = o.space.recurrent = o.space.prefix_caching = o.space.adaptive_budget = o.space.priority = true;
+  o.space.pin_memory = true;
   std::set<int> pps, tps, dps;
+  int pinned = 0;
   for (uint64_t i = 0; i < 300; ++i) {
     const ServingCase c = fuzzer::draw(o, i).value().serving;
     pps.insert(c.pp), tps.insert(c.tp), dps.insert(c.dp);
+    pinned += c.pin_memory ? 1 : 0;
     EXPECT_EQ(scenario::to_toml(read_back(c), "c", "d", {}), scenario::to_toml(c, "c", "d", {}))
         << scenario::summary(c);
   }
   EXPECT_TRUE(pps.contains(8) && tps.contains(8) && dps.contains(4));
+  EXPECT_GT(pinned, 100);  // about half: the space's pin_memory draws it per case
+  EXPECT_LT(pinned, 200);
 }
 
 // The centre: Llama-70B's shape as from-vllm writes it, its scheduler limits left at vLLM's defaults.
@@ -63,6 +68,7 @@ ServingCase llama_like() {
   c.capture_sizes = {4, 8, 16, 32};
   c.max_num_seqs = 256, c.max_num_batched_tokens = 8192, c.max_concurrent_batches = 5;
   c.enable_prefix_caching = true;
+  c.pin_memory = true;
   c.module_loading = core::ModuleLoading::lazy;
   c.num_requests = 64, c.prompt_min = 128, c.prompt_max = 512, c.output_min = 4, c.output_max = 32;
   c.free = {serving::FreeAxis::max_num_seqs, serving::FreeAxis::max_num_batched_tokens,
@@ -75,7 +81,7 @@ void expect_same_deployment(const ServingCase& a, const ServingCase& b) {
             std::tie(b.dp, b.pp, b.tp, b.k, b.eagle, b.taps, b.capture_sizes, b.max_concurrent_batches));
   EXPECT_EQ(std::tie(a.enable_prefix_caching, a.chunked_prefill, a.block_size, a.module_loading, a.recurrent_layers),
             std::tie(b.enable_prefix_caching, b.chunked_prefill, b.block_size, b.module_loading, b.recurrent_layers));
-  EXPECT_EQ(a.scheduling_policy, b.scheduling_policy);
+  EXPECT_EQ(std::tie(a.scheduling_policy, a.pin_memory), std::tie(b.scheduling_policy, b.pin_memory));
 }
 
 std::vector<ServingCase> around(const ServingCase& centre, int n) {

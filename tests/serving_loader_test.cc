@@ -87,6 +87,9 @@ TEST(ServingLoader, GoodScenarioLoadsEveryField) {
                               "q.toml");
   EXPECT_EQ(q.config.serving.scheduling_policy, engine::SchedulingPolicy::priority);
   EXPECT_EQ(q.config.workload.priority_levels, 3);
+  EXPECT_FALSE(s.config.serving.pin_memory);
+  EXPECT_TRUE(scenario::parse_serving(with("max_num_seqs = 4", "max_num_seqs = 4\npin_memory = true"), "m.toml")
+                  .config.serving.pin_memory);
 }
 
 class ServingBadInput : public ::testing::TestWithParam<Bad> {};
@@ -152,6 +155,8 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"dp_out_of_range", with("tp = 2", "tp = 2\ndp = 0"), 7, "[topology] 'dp': 0 is out of range [1, 16]"},
         Bad{"prompt_range_inverted", with("prompt_min = 4", "prompt_min = 20"), 24, "20 exceeds prompt_max 16"},
         Bad{"unknown_key", with("max_num_seqs = 4", "max_num_seq = 4"), 18, "unknown key 'max_num_seq'"},
+        Bad{"pin_memory_not_a_boolean", with("max_num_seqs = 4", "max_num_seqs = 4\npin_memory = 1"), 19,
+            "'pin_memory': expected true or false"},
         Bad{"unknown_section", with("[runtime]", "[runtimes]"), 33, "unknown key 'runtimes'"},
         Bad{"unknown_arrival", with("\"poisson\"", "\"uniform\""), 28, "'uniform' is not one of: burst, poisson"},
         Bad{"topk_exceeds_experts", with("lanes = 8", "lanes = 8\nexperts = 2\ntopk = 3"), 12,

@@ -98,6 +98,7 @@ void carry_deployment(const engine::EngineConfig& e, ServingCase& c) {
   c.max_concurrent_batches = e.serving.max_concurrent_batches;
   c.enable_prefix_caching = e.serving.enable_prefix_caching;
   c.scheduling_policy = e.serving.scheduling_policy;
+  c.pin_memory = e.serving.pin_memory;
 }
 
 void carry_workload(const serving::ServingScenario& s, ServingCase& c) {

@@ -91,6 +91,8 @@ void count_paths(Coverage& cov, const ServingCase& c, const serving::ServingRun&
   cov.kv_pulls += once(p.kv_pulls);
   cov.mla_decode += once(p.mla_decode_requests);
   cov.stop_string_trims += once(p.stop_string_trims);
+  // The deployment only (the staged copies leave no probe): a stage whose host runs ahead of them.
+  cov.pinned_inputs += c.pin_memory && (c.pp > 1 || (c.disaggregated && c.prefill_pp > 1)) ? 1 : 0;
 }
 
 // One case, loaded from its text as `ppspec run` would load the file; `cov` (optional) counts the
@@ -245,11 +247,12 @@ void print_progress(const FuzzOptions& opts, const FuzzReport& r, double elapsed
   const std::string line = fmt::format(
       "{} cases, {:.0f}/s, {:.0f} s, {} failures | programs {} | pp>1 {} drafts {} graphs {} chunked {} slot-reuse {} "
       "length-cap {} aborts {} (in flight {}) preempted {} (in step {}) ahead {} prefix-hits {} recurrent {} "
-      "budget<K {} eagle {} (default taps {}) dummy {} kv-pulls {} mla-decode {} stop-strings {}",
+      "budget<K {} eagle {} (default taps {}) dummy {} kv-pulls {} mla-decode {} stop-strings {} pinned {}",
       r.cases, elapsed > 0 ? static_cast<double>(r.cases) / elapsed : 0.0, elapsed, r.failures, c.programs, c.pp_gt1,
       c.drafts, c.graph_padding, c.chunked_prefill, c.slot_reuse, c.length_cap, c.aborts, c.abort_in_flight,
       c.preemptions, c.preempted_in_step, c.steps_ahead, c.prefix_hits, c.recurrent, c.budget_below_k,
-      c.eagle_taps_relayed, c.eagle_default_taps, c.dummy_batches, c.kv_pulls, c.mla_decode, c.stop_string_trims);
+      c.eagle_taps_relayed, c.eagle_default_taps, c.dummy_batches, c.kv_pulls, c.mla_decode, c.stop_string_trims,
+      c.pinned_inputs);
   progress << (opts.live_progress ? "\r" + line + "\x1b[K" : line + "\n") << std::flush;
 }
 
@@ -323,11 +326,12 @@ std::string format_report(const FuzzReport& r) {
       "length cap {}, aborts {} (in flight {}), preemptions {} (in step {}), steps scheduled ahead {}, "
       "prefix-cache hits {}, recurrent {}, adaptive budget below K {}, EAGLE taps relayed {}, EAGLE default taps {}, "
       "dummy steps {}, "
-      "KV pulled {}, TRITON_MLA decode path {}, stop strings inside a run {}\n",
+      "KV pulled {}, TRITON_MLA decode path {}, stop strings inside a run {}, pinned inputs before the last stage "
+      "{}\n",
       c.programs, c.pp_gt1, c.drafts, c.graph_padding, c.chunked_prefill, c.slot_reuse, c.length_cap, c.aborts,
       c.abort_in_flight, c.preemptions, c.preempted_in_step, c.steps_ahead, c.prefix_hits, c.recurrent,
       c.budget_below_k, c.eagle_taps_relayed, c.eagle_default_taps, c.dummy_batches, c.kv_pulls, c.mla_decode,
-      c.stop_string_trims);
+      c.stop_string_trims, c.pinned_inputs);
   for (const Found& f : r.found)
     s += fmt::format(
         "{} {} at case {} after {:.1f} s, shrunk after {:.1f} s{} ({}, {}): {}\n  {}\n  {}\n",

@@ -53,6 +53,7 @@ struct Coverage {
   uint64_t kv_pulls = 0;            // disaggregation: the decode instance pulled a prompt's KV
   uint64_t mla_decode = 0;          // TRITON_MLA: a request took the decode path
   uint64_t stop_string_trims = 0;   // a stop string ended a request inside a step's accepted run
+  uint64_t pinned_inputs = 0;       // inputs staged through pinned buffers by a stage before the last
 };
 
 // The class of a case that ends in an internal error of ppspec (a broken invariant, an exception,

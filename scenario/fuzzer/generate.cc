@@ -146,6 +146,7 @@ rc::Gen<ServingCase> gen_serving_case(const Space& space, const std::vector<std:
     pick_disaggregation(c, space);           // after everything: spaces without it draw what they always drew
     c.triton_mla = maybe(space.triton_mla);  // last: the same for it
     if (maybe(space.stop_strings)) pick_stop_strings(c);  // and then these
+    c.pin_memory = maybe(space.pin_memory);               // and then this
     return c;
   });
 }

@@ -84,7 +84,7 @@ constexpr const char* kSpaceKeys =
     "around, kinds, dp, pp, tp, k, requests, prompt, output, max_num_seqs, max_num_batched_tokens, warmup_steps, "
     "pct_depth, feedback, module_loading, temperature, jitter, graphs, chunked_prefill, aborts, stop_token, "
     "length_cap, poisson, preemption, lookahead, prefix_caching, adaptive_budget, recurrent, eagle, "
-    "eagle_default_taps, priority, disaggregation, triton_mla, stop_strings";
+    "eagle_default_taps, priority, disaggregation, triton_mla, stop_strings, pin_memory";
 
 // `around = "FILE"` (relative to the space file): the space around that serving scenario, whose
 // deployment the space's own keys may not restate.
@@ -113,7 +113,8 @@ void read_centre(scenario::TableReader& r, const std::string& file, Space& s) {
                           "eagle_default_taps",
                           "priority",
                           "disaggregation",
-                          "triton_mla"})
+                          "triton_mla",
+                          "pin_memory"})
     if (r.node(key) != nullptr)
       r.fail(key, fmt::format("the scenario at the centre ({}) fixes the deployment; a space around it draws only "
                               "requests, prompt, output, temperature, aborts, stop_token, stop_strings, length_cap, "
@@ -186,7 +187,8 @@ Space parse_space(const std::string& text, const std::string& file) {
                            {"priority", &s.priority},
                            {"disaggregation", &s.disaggregation},
                            {"triton_mla", &s.triton_mla},
-                           {"stop_strings", &s.stop_strings}})
+                           {"stop_strings", &s.stop_strings},
+                           {"pin_memory", &s.pin_memory}})
     if (auto b = r.boolean(key)) *flag = *b;
   top.finish("space");
   r.finish(kSpaceKeys);

@@ -76,6 +76,9 @@ struct Space {
   // One to three stop strings of two to four letters of the model's text, kept in the output or
   // not: off unless a space asks for it.
   bool stop_strings = false;
+  // Half the cases stage their inputs through reused pinned host buffers (`[serving] pin_memory`):
+  // off unless a space asks for it.
+  bool pin_memory = false;
   // A space centred on one serving scenario (`around = "FILE"`, `ppspec fuzz --around FILE`): each
   // case is that scenario's deployment as it stands, its workload, KV cache and schedule drawn from
   // the ranges above (scenario/fuzzer/around.h); none: the cases' deployments are drawn too.

@@ -38,6 +38,7 @@ constexpr std::pair<const char*, uint64_t Coverage::*> kPaths[] = {
     {"kv_pulls", &Coverage::kv_pulls},
     {"mla_decode", &Coverage::mla_decode},
     {"stop_string_trims", &Coverage::stop_string_trims},
+    {"pinned_inputs", &Coverage::pinned_inputs},
 };
 
 Json to_json(const Found& f) {

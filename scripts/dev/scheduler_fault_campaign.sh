@@ -43,6 +43,7 @@ space_of() {
       echo scenarios/spaces/disaggregation.toml ;;
     draft_shares_target_kv_group) echo scenarios/spaces/triton_mla.toml ;;
     stop_string_keeps_tokens | stop_string_first_listed | stop_string_tail_window) echo scenarios/spaces/stop_strings.toml ;;
+    input_prep_without_sync | input_prep_sync_after_states) echo scenarios/spaces/pinned_inputs.toml ;;
   esac
 }
 if [ "$cases" = 0 ]; then exec >> "$out"; else exec > "$out"; fi
