@@ -127,6 +127,30 @@ TEST(KvOwnership, ALateStoreOfAReturnedStepIntoItsResumedRequestsBlockPasses) {
   EXPECT_TRUE(fx.found.empty());
 }
 
+// Request 7 holds blocks 3 and 4 at step 1; step 1 returns; the request is preempted at step 2 and
+// resumed at step 3 with the same blocks in the other order. The other TP rank of the last stage,
+// still finishing step 1, stores position 16 into block 4, as step 1's table says: not a wrong slot
+// of the resumed request's table. The same store while step 1 is still in flight (the blocks freed
+// and given again with no fence) is reported.
+TEST(KvOwnership, ALateStoreOfAReturnedStepIsJudgedByItsOwnAdmissionsTable) {
+  for (const bool step_returned : {true, false}) {
+    Ledger<verify::KvOwnership> fx;
+    fx.allocate(7, 1, 0, {3, 4});
+    if (step_returned) fx.returned(1);
+    fx.release(7, 2, Release::preempted);
+    fx.free(7, 2, Release::preempted, {3, 4});
+    fx.allocate(7, 3, 0, {4, 3});
+    fx.store(5, 1, 7, 16, 64);
+    if (step_returned) {
+      EXPECT_TRUE(fx.found.empty()) << fx.found[0].summary;
+    } else {
+      fx.expect_one(
+          "stores into slot 64 of block 4, which the request receives only at step 3, scheduled while step 1 "
+          "was in flight");
+    }
+  }
+}
+
 TEST(KvOwnership, BlocksGivenAwayWhileTheStepIsInFlightAreAWriteAfterFree) {
   Ledger<verify::KvOwnership> fx;
   fx.allocate(7, 1, 0, {3});

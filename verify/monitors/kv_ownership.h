@@ -6,8 +6,9 @@
 //
 // A store after the engine core gave the block away is judged by when the step returned: a rank
 // that is still finishing a step whose output already returned stores before any later step of
-// that rank does, so it is judged by who held the block at the return; a store while the step is
-// still in flight, into a block already given away, is the write-after-free of vLLM #49620.
+// that rank does, so it is judged by who held the block at the return (and, when the request was
+// preempted and admitted again since, not by its new block table); a store while the step is still
+// in flight, into a block already given away, is the write-after-free of vLLM #49620.
 //
 // A store of a step still in flight into a block of its request is judged against the blocks the
 // request held when the step was scheduled: under the lookahead batch the request may already hold
