@@ -7,7 +7,8 @@
 //   and ending a world and its fibers, which the property tests and fuzzing pay thousands of times.
 //   Counter `runs/s`.
 //   BM_Serving/scenario/oracles: a serving scenario end to end (scenario 0: pp2 tp2 K5, 64 requests
-//   x 128 output tokens; 1: pp2 tp1 K5, 24 requests of up to 64 tokens); with oracles = 1 also the
+//   x 128 output tokens; 1: pp2 tp1 K5, 24 requests of up to 64 tokens; 2: scenario 0 on TRITON_MLA;
+//   3: scenario 0 with its inputs staged through pinned host buffers); with oracles = 1 also the
 //   golden reference and the pp = 1 run of PP invariance; with races = 1 the race detector on (as a
 //   serving run has it unless `[runtime] race_detection = false`). Counter `engine_steps/s`: the
 //   scenario's engine steps (batches) per second of wall time.
@@ -103,6 +104,7 @@ void BM_Serving(benchmark::State& state) {
   const std::string file = std::string(PPSPEC_SOURCE_DIR) + "/scenarios/serving/" + name;
   serving::ServingScenario s = scenario::read_serving(scenario::parse_toml_file(file), file);
   if (state.range(0) == 2) s.config.model.attention = engine::AttentionBackend::triton_mla;
+  s.config.serving.pin_memory = state.range(0) == 3;
   s.runtime.detect_races = state.range(2) != 0;
   sim::RunConfig o;
   o.record_decisions = false;
@@ -119,7 +121,7 @@ void BM_Serving(benchmark::State& state) {
 }
 BENCHMARK(BM_Serving)
     ->ArgNames({"scenario", "oracles", "races"})
-    ->ArgsProduct({{0, 1, 2}, {1, 0}, {1, 0}})
+    ->ArgsProduct({{0, 1, 2, 3}, {1, 0}, {1, 0}})
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace
