@@ -78,17 +78,12 @@ void KvOwnership::check_row(const core::Event& e, core::KvWriter writer, const c
     return;
   }
   const BlockHolder now = blocks_.holder(block);
-  // A rank still finishing a step that returned before its request was released (preempted) and
-  // admitted again stores by the table of that earlier admission, which is gone: judged by who held
-  // the block at the return. (The resumption's prefill rewrites the block later in that rank's stream.)
-  const bool earlier_admission = blocks_.returned(e.step) && blocks_.released_at(row.request) > e.step;
-  const BlockHolder judged =
-      now.req == row.request && !earlier_admission ? now : blocks_.holder_at_return(block, e.step);
+  const BlockHolder judged = now.req == row.request ? now : blocks_.holder_at_return(block, e.step);
   if (judged.req != row.request) {
     report_not_held(e, writer, row, now, table);
     return;
   }
-  if (judged.fenced || table == nullptr || now.req != row.request || earlier_admission)
+  if (judged.fenced || table == nullptr || now.req != row.request)
     return;  // a late store of a released request: its table is gone
   // Its own block, but given at a later schedule than the store's step, which is still in flight:
   // under the lookahead batch the engine core schedules step S + 1, and gives blocks for it, while
@@ -107,6 +102,13 @@ void KvOwnership::check_row(const core::Event& e, core::KvWriter writer, const c
   const bool right_column =
       static_cast<size_t>(column) < table->size() && (*table)[static_cast<size_t>(column)] == block;
   if (right_column && row.slot % bs == row.position % bs) return;
+  // A rank still finishing a step that returned before its request was released (preempted) and
+  // admitted again stores by the table of that earlier admission, which is gone: judged by who held
+  // the block at the return. (The resumption's prefill rewrites the block later in that rank's stream.)
+  if (blocks_.returned(e.step) && blocks_.released_at(row.request) > e.step) {
+    if (blocks_.holder_at_return(block, e.step).req != row.request) report_not_held(e, writer, row, now, table);
+    return;
+  }
   report_wrong_slot(e, writer, row, *table);
 }
 
