@@ -90,9 +90,18 @@ void KvOwnership::check_row(const core::Event& e, core::KvWriter writer, const c
   // step S runs, and step S's positions lie in blocks given by S. (A rank finishing a step that
   // returned already stores into blocks its resumed request may hold again: its resumption's
   // prefill rewrites them later in the rank's stream.)
-  if (now.since_step > e.step && !blocks_.returned(e.step)) {
-    report_given_later(e, writer, row, now);
-    return;
+  if (now.since_step > e.step) {
+    if (!blocks_.returned(e.step)) {
+      report_given_later(e, writer, row, now);
+      return;
+    }
+    // A rank still finishing a step that returned before its request was released (preempted) and
+    // admitted again stores by the table of that earlier admission, which is gone: judged by who
+    // held the block at the return (the block was given again after the release, so after the step).
+    if (blocks_.released_at(row.request) > e.step) {
+      if (blocks_.holder_at_return(block, e.step).req != row.request) report_not_held(e, writer, row, now, table);
+      return;
+    }
   }
   // Its own block, cached at an earlier step: its content is final (others may share it).
   if (const CachedBlock* c = blocks_.cached(block); c != nullptr && e.step > c->step) {
@@ -102,13 +111,6 @@ void KvOwnership::check_row(const core::Event& e, core::KvWriter writer, const c
   const bool right_column =
       static_cast<size_t>(column) < table->size() && (*table)[static_cast<size_t>(column)] == block;
   if (right_column && row.slot % bs == row.position % bs) return;
-  // A rank still finishing a step that returned before its request was released (preempted) and
-  // admitted again stores by the table of that earlier admission, which is gone: judged by who held
-  // the block at the return. (The resumption's prefill rewrites the block later in that rank's stream.)
-  if (blocks_.returned(e.step) && blocks_.released_at(row.request) > e.step) {
-    if (blocks_.holder_at_return(block, e.step).req != row.request) report_not_held(e, writer, row, now, table);
-    return;
-  }
   report_wrong_slot(e, writer, row, *table);
 }
 
