@@ -36,16 +36,20 @@ class InputStaging {
   void begin();
   void end();
 
-  // The host writes `values` into `host_view` of a twin, then copies it to `dev_view` on main
-  // (the same view of the device buffer); without pin_memory, a pageable upload into dev_view.
+  // Rows [first, first + values / cols) of a device buffer: the host writes `values` into the same
+  // rows of its twin `host`, then copies them on main; without pin_memory, a pageable upload.
   template <typename T>
-  void put(const core::Buffer& dev_view, const core::Buffer& host_view, const std::vector<T>& values) {
+  void put_rows(const core::Buffer& dev, const core::Buffer& host, int64_t first, const std::vector<T>& values) {
+    const auto cols = static_cast<size_t>(dev.shape().cols);
+    PPSPEC_ASSERT(values.size() % cols == 0, "{} values staged into rows of {}", values.size(), cols);
+    const core::Buffer dev_rows = dev.rows(first, static_cast<int64_t>(values.size() / cols));
     if (!pinned()) {
-      ctx_.upload(dev_view, values);
+      ctx_.upload(dev_rows, values);
       return;
     }
-    write(host_view, values);
-    copy(dev_view, host_view);
+    const core::Buffer host_rows = host.rows(first, dev_rows.shape().rows);
+    write(host_rows, values);
+    copy(dev_rows, host_rows);
   }
   // The host writes `values` into `host_view`, to be copied later by `copy` (vLLM's block table:
   // _update_states appends block ids, _prepare_inputs commits the rows).

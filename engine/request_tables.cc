@@ -35,27 +35,21 @@ RequestTables::RequestTables(RankContext& ctx, InputStaging& staging) : ctx_(ctx
 }
 
 void RequestTables::admit(const SchedulerOutput& so) {
-  const auto row = [this](const core::Buffer& dev, Table t, int64_t i) {
-    return std::pair<core::Buffer, core::Buffer>{dev.rows(i, 1), staging_.pinned() ? host_[t].rows(i, 1) : dev};
-  };
   for (const NewRequest& r : so.new_requests) {
     const int64_t i = r.idx;
     std::vector<int32_t> p = r.prompt;
     p.resize(static_cast<size_t>(ctx_.cfg.max_prefill()), 0);
-    const auto put = [&](const core::Buffer& dev, Table t, const auto& values) {
-      const auto [d, h] = row(dev, t, i);
-      staging_.put(d, h, values);
-    };
-    put(prompt, kPrompt, p);
-    put(num_computed, kNumComputed, std::vector<int32_t>{r.num_computed});
-    put(prefill_len, kPrefillLen, std::vector<int32_t>{static_cast<int32_t>(r.prompt.size())});
-    put(total_len, kTotalLen, std::vector<int32_t>{static_cast<int32_t>(r.prompt.size())});
-    put(output_base, kOutputBase, std::vector<int32_t>{r.num_output});
-    put(last_sampled, kLastSampled, std::vector<int64_t>{0});
-    put(draft_tokens, kDraftTokens, std::vector<int64_t>(static_cast<size_t>(draft_tokens.shape().cols), 0));
-    put(seeds, kSeeds, std::vector<int64_t>{r.seed});
-    put(spread, kSpread, std::vector<uint32_t>{r.spread});
-    put(temperature, kTemperature, std::vector<float>{static_cast<float>(r.spread) / 32.0f});
+    staging_.put_rows(prompt, host_[kPrompt], i, p);
+    staging_.put_rows(num_computed, host_[kNumComputed], i, std::vector<int32_t>{r.num_computed});
+    staging_.put_rows(prefill_len, host_[kPrefillLen], i, std::vector<int32_t>{static_cast<int32_t>(r.prompt.size())});
+    staging_.put_rows(total_len, host_[kTotalLen], i, std::vector<int32_t>{static_cast<int32_t>(r.prompt.size())});
+    staging_.put_rows(output_base, host_[kOutputBase], i, std::vector<int32_t>{r.num_output});
+    staging_.put_rows(last_sampled, host_[kLastSampled], i, std::vector<int64_t>{0});
+    staging_.put_rows(draft_tokens, host_[kDraftTokens], i,
+                      std::vector<int64_t>(static_cast<size_t>(draft_tokens.shape().cols), 0));
+    staging_.put_rows(seeds, host_[kSeeds], i, std::vector<int64_t>{r.seed});
+    staging_.put_rows(spread, host_[kSpread], i, std::vector<uint32_t>{r.spread});
+    staging_.put_rows(temperature, host_[kTemperature], i, std::vector<float>{static_cast<float>(r.spread) / 32.0f});
   }
   for (const ScheduledRequest& r : so.requests) {
     if (r.new_blocks.empty()) continue;

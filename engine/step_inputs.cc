@@ -43,15 +43,16 @@ void StepInputs::upload_batch(const SchedulerOutput& so) {
     idx.push_back(r.idx);
     qlen.push_back(r.num_tokens);
   }
-  stage(query_start, query_start_cpu_, qs);
-  stage(idx_mapping, idx_mapping_cpu_, idx);
-  stage(query_len, query_len_cpu_, qlen);
+  staging_.put_rows(query_start, query_start_cpu_, 0, qs);
+  staging_.put_rows(idx_mapping, idx_mapping_cpu_, 0, idx);
+  staging_.put_rows(query_len, query_len_cpu_, 0, qlen);
   if (group_.reorder_threshold > 0) upload_split(so);
 }
 
 void StepInputs::upload_split(const SchedulerOutput& so) {
   const AttentionSplit split = split_decodes_and_prefills(so, group_.reorder_threshold);
-  stage(attention_split, attention_split_cpu_, std::vector<int32_t>{split.num_decodes, split.num_decode_tokens});
+  staging_.put_rows(attention_split, attention_split_cpu_, 0,
+                    std::vector<int32_t>{split.num_decodes, split.num_decode_tokens});
   if (!ctx_.observed() || split.num_decodes == 0) return;
   std::vector<int64_t> requests;
   for (int32_t b = 0; b < split.num_decodes; ++b) {

@@ -44,12 +44,6 @@ class StepInputs {
   void probe_rows(const SchedulerOutput& so, int32_t padded_rows, const WriteCheck& check);
   // The attention metadata's split of the batch, uploaded and told (attention_split).
   void upload_split(const SchedulerOutput& so);
-  // Rows [0, values) of a batch buffer, staged through its pinned twin with pin_memory.
-  template <typename T>
-  void stage(const core::Buffer& dev, const core::Buffer& host, const std::vector<T>& values) {
-    const auto n = static_cast<int64_t>(values.size());
-    staging_.put(dev.rows(0, n), staging_.pinned() ? host.rows(0, n) : dev, values);
-  }
 
   RankContext& ctx_;
   InputStaging& staging_;
